@@ -1,0 +1,29 @@
+/** OpenAPI 3.1 generated from the route schemas; Swagger UI at /docs, the document at /docs/json. */
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+
+export const openapi = fp(
+  async (app: FastifyInstance) => {
+    await app.register(swagger, {
+      openapi: {
+        openapi: '3.1.0',
+        info: {
+          title: 'Plana account API',
+          version: '0.1.0',
+          description:
+            'The Workspace API (Authorization: Bearer ws_live_…), interactive login, and the internal ops API (X-API-Key). Errors are RFC 9457 problem details.',
+        },
+        components: {
+          securitySchemes: {
+            opsKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+            workspaceKey: { type: 'http', scheme: 'bearer', description: 'ws_live_… workspace API key' },
+          },
+        },
+      },
+    });
+    await app.register(swaggerUi, { routePrefix: '/docs' });
+  },
+  { name: 'openapi' },
+);

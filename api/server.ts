@@ -1,0 +1,28 @@
+/** Builds the account API's dependencies, listens, and closes with grace on SIGINT/SIGTERM. */
+import { Redis } from 'ioredis';
+import { config as loadConfig, type Config } from '../lib/config.js';
+import { createPool } from '../lib/db.js';
+import { connectTemporal } from '../lib/temporal.js';
+import { buildApp } from './app.js';
+
+export async function startApi(config: Config = loadConfig()) {
+  const pool = createPool(config.DATABASE_URL);
+  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 });
+  const temporal = await connectTemporal(config);
+  const app = await buildApp({ config, pool, redis, temporal });
+  await app.listen({ host: config.API_HOST, port: config.API_PORT });
+  return {
+    app,
+    async close() {
+      await app.close();
+      await temporal.connection.close();
+      redis.disconnect();
+      await pool.end();
+    },
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const api = await startApi();
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void api.close());
+}

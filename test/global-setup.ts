@@ -1,0 +1,60 @@
+/**
+ * Starts the real servers once for the whole test run, on free loopback ports in a throw-away
+ * folder, bundles the workflow code once, and tears everything down afterwards (also when tests
+ * fail). Test files read the addresses with `inject(...)` (see test/support/env.ts).
+ */
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { freePort, startPostgres, startRedis, startTemporal, stopAll } from '../scripts/local-servers.js';
+import { createPool } from '../lib/db.js';
+import { migrate } from '../lib/migrate.js';
+import { workflowsPath } from '../worker/index.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    databaseUrl: string;
+    redisUrl: string;
+    temporalAddress: string;
+    workflowBundlePath: string;
+    dataDir: string;
+  }
+}
+
+export default async function setup(project: TestProject) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'plana-test-'));
+  chmodSync(dir, 0o755); // PostgreSQL runs as the `postgres` user when the tests run as root
+  try {
+    const [pg, redis, temporal, bundle] = await Promise.all([
+      freePort().then((port) => startPostgres({ dir: path.join(dir, 'postgres'), port })),
+      freePort().then((port) => startRedis({ dir: path.join(dir, 'redis'), port })),
+      freePort().then((port) => startTemporal({ dir: path.join(dir, 'temporal'), port })),
+      bundleWorkflowCode({ workflowsPath, logger: quietLogger }),
+    ]);
+    const pool = createPool(pg.url, 2);
+    await migrate(pool);
+    await pool.end();
+
+    const workflowBundlePath = path.join(dir, 'workflow-bundle.js');
+    writeFileSync(workflowBundlePath, bundle.code);
+
+    project.provide('databaseUrl', pg.url);
+    project.provide('redisUrl', redis.url);
+    project.provide('temporalAddress', temporal.address);
+    project.provide('workflowBundlePath', workflowBundlePath);
+    project.provide('dataDir', dir);
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+
+  return async () => {
+    await stopAll();
+    rmSync(dir, { recursive: true, force: true });
+  };
+}
+
+const noop = () => {};
+const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };

@@ -1,0 +1,51 @@
+/**
+ * The Temporal worker process: one task queue, every workflow of workflows/index.ts, every
+ * activity of createActivities(deps). SDK logs go to pino; SIGINT/SIGTERM drain and stop.
+ */
+import { fileURLToPath } from 'node:url';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
+import { config as loadConfig, type Config } from '../lib/config.js';
+import { createLogger, type Logger } from '../lib/logger.js';
+import { createActivities } from '../activities/index.js';
+
+export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+/** Routes the SDK's and the worker's logs into pino (call once per process, before any worker). */
+export function installRuntimeLogger(logger: Logger) {
+  const level = (process.env.TEMPORAL_LOG_LEVEL ?? 'INFO') as LogLevel;
+  Runtime.install({
+    logger: new DefaultLogger(level, ({ level: l, message, meta }) => {
+      const method = l === 'TRACE' ? 'trace' : l === 'DEBUG' ? 'debug' : l === 'WARN' ? 'warn' : l === 'ERROR' ? 'error' : 'info';
+      logger[method]({ ...meta, component: 'temporal' }, message);
+    }),
+  });
+}
+
+export async function createWorker(
+  config: Config,
+  options: Partial<Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'>> = {},
+): Promise<{ worker: Worker; connection: NativeConnection }> {
+  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  const activities = createActivities({
+    notificationsUrl: config.NOTIFICATIONS_URL,
+    notificationsApiKey: config.NOTIFICATIONS_API_KEY,
+  });
+  const worker = await Worker.create({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    activities,
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: options.workflowsPath ?? workflowsPath }),
+    shutdownGraceTime: '10 seconds',
+  });
+  return { worker, connection };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const config = loadConfig();
+  installRuntimeLogger(createLogger({ name: 'worker' }));
+  const { worker, connection } = await createWorker(config);
+  // Worker.run() handles SIGINT/SIGTERM itself: it stops polling, lets running tasks finish, then resolves.
+  await worker.run();
+  await connection.close();
+}
