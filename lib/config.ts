@@ -40,6 +40,10 @@ export const configSchema = z.object({
   SMTP_HOST: z.string().default('127.0.0.1'),
   SMTP_PORT: port.default(2525),
   MAIL_FROM: z.string().default('Plana <no-reply@plana.test>'),
+
+  /** Local only: where `npm run dev` keeps its servers' data, and the demo admin's password. */
+  DATA_DIR: z.string().default('.data'),
+  DEV_ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -1,0 +1,106 @@
+/**
+ * `npm run dev`: the whole platform on this machine. Starts PostgreSQL, Redis and the Temporal
+ * dev server (with its Web UI) as private servers under DATA_DIR, applies migrations, seeds the
+ * demo data, runs the SMTP sink, the notifications service, the account API and the worker, and
+ * prints where everything is. Ctrl-C stops all of it.
+ */
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { config as loadConfig } from '../lib/config.js';
+import { createPool } from '../lib/db.js';
+import { migrate } from '../lib/migrate.js';
+import { createLogger } from '../lib/logger.js';
+import { startPostgres, startRedis, startTemporal, stopAll } from './local-servers.js';
+import { seedDemo, DEMO } from './seed.js';
+import { startSmtpSink } from '../sandbox/smtp/sink.js';
+import { startNotifications } from '../services/notifications/server.js';
+import { startApi } from '../api/server.js';
+import { createWorker, installRuntimeLogger } from '../worker/index.js';
+
+const started = Date.now();
+const cfg = loadConfig();
+const dataDir = path.resolve(cfg.DATA_DIR);
+mkdirSync(dataDir, { recursive: true });
+const step = (msg: string) => console.log(`\x1b[36m▸\x1b[0m ${msg}`);
+const portOf = (u: string) => Number(new URL(u).port);
+
+const closers: (() => Promise<unknown>)[] = [];
+let stopping = false;
+async function shutdown(code = 0) {
+  if (stopping) return;
+  stopping = true;
+  console.log('\nStopping the platform…');
+  for (const close of closers.reverse()) await close().catch((err) => console.error(String(err)));
+  await stopAll();
+  console.log('Stopped.');
+  process.exit(code);
+}
+process.on('SIGINT', () => void shutdown());
+process.on('SIGTERM', () => void shutdown());
+
+try {
+  step(`starting PostgreSQL, Redis and the Temporal dev server (data in ${dataDir})`);
+  const temporalPort = Number(cfg.TEMPORAL_ADDRESS.split(':').pop());
+  const db = new URL(cfg.DATABASE_URL);
+  await Promise.all([
+    startPostgres({
+      dir: path.join(dataDir, 'postgres'),
+      port: portOf(cfg.DATABASE_URL),
+      user: decodeURIComponent(db.username),
+      password: decodeURIComponent(db.password),
+      database: db.pathname.slice(1),
+    }),
+    startRedis({ dir: path.join(dataDir, 'redis'), port: portOf(cfg.REDIS_URL), persistent: true }),
+    startTemporal({ dir: path.join(dataDir, 'temporal'), port: temporalPort, uiPort: portOf(cfg.TEMPORAL_UI_URL), persistent: true }),
+  ]);
+
+  step('applying migrations and seeding demo data');
+  const pool = createPool(cfg.DATABASE_URL, 2);
+  await migrate(pool);
+  const passwordFile = path.join(dataDir, 'dev-admin-password');
+  const adminPassword =
+    cfg.DEV_ADMIN_PASSWORD ?? (existsSync(passwordFile) ? readFileSync(passwordFile, 'utf8').trim() : randomBytes(12).toString('base64url'));
+  if (!cfg.DEV_ADMIN_PASSWORD) writeFileSync(passwordFile, adminPassword, { mode: 0o600 });
+  await seedDemo(pool, { adminPassword });
+  await pool.end();
+
+  step('starting the SMTP sink, the notifications service, the account API and the worker');
+  const mailDir = path.join(dataDir, 'mail');
+  const sink = await startSmtpSink({ host: cfg.SMTP_HOST, port: cfg.SMTP_PORT, dir: mailDir });
+  closers.push(() => sink.close());
+  const notifications = await startNotifications(cfg);
+  closers.push(() => notifications.close());
+  const api = await startApi(cfg);
+  closers.push(() => api.close());
+  installRuntimeLogger(createLogger({ name: 'worker' }));
+  const { worker, connection } = await createWorker(cfg);
+  const running = worker.run();
+  closers.push(async () => {
+    worker.shutdown();
+    await running;
+    await connection.close();
+  });
+
+  const secs = ((Date.now() - started) / 1000).toFixed(1);
+  console.log(`
+\x1b[32m✔ The platform is up\x1b[0m (ready in ${secs} s)
+
+  Account API     ${cfg.API_PUBLIC_URL}            (probes: /healthz, /readyz)
+  API docs        ${cfg.API_PUBLIC_URL}/docs
+  Temporal UI     ${cfg.TEMPORAL_UI_URL}
+  Notifications   ${cfg.NOTIFICATIONS_URL}
+  Mail (SMTP sink) 127.0.0.1:${cfg.SMTP_PORT}, messages land in ${mailDir}
+  Demo login      ${DEMO.adminEmail} / ${adminPassword}${cfg.DEV_ADMIN_PASSWORD ? ' (from DEV_ADMIN_PASSWORD)' : ''}
+
+Next steps (in another terminal):
+  npm run cli -- resend-welcome ${DEMO.tenant}      # support: send the demo welcome e-mail again
+  curl -s ${cfg.API_PUBLIC_URL}/readyz
+  ls ${path.relative(process.cwd(), mailDir) || mailDir}                          # the e-mails that went out
+
+Ctrl-C stops everything.
+`);
+} catch (err) {
+  console.error(`\x1b[31m✘ npm run dev failed:\x1b[0m ${(err as Error).message}`);
+  await shutdown(1);
+}

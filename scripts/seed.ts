@@ -1,0 +1,59 @@
+/**
+ * Demo data for `npm run dev`: workspace `demo`, its tenant `demo`, and the admin
+ * admin@demo.test. Idempotent: running it again changes nothing but what it was told to.
+ */
+import { randomBytes } from 'node:crypto';
+import bcrypt from 'bcrypt';
+import type pg from 'pg';
+import { withTransaction } from '../lib/db.js';
+
+export const DEMO = {
+  workspace: 'demo',
+  tenant: 'demo',
+  adminEmail: 'admin@demo.test',
+  adminName: 'Demo Admin',
+  projectId: 1,
+} as const;
+
+export interface SeedResult {
+  /** Set when the password was (re)set in this run, so it can be printed once. */
+  adminPassword?: string;
+}
+
+export async function seedDemo(pool: pg.Pool, opts: { adminPassword?: string } = {}): Promise<SeedResult> {
+  return withTransaction(pool, async (db) => {
+    const ws = await db.query<{ id: string }>(
+      `INSERT INTO workspaces (slug, name) VALUES ($1, 'Demo Company')
+       ON CONFLICT (slug) DO UPDATE SET slug = EXCLUDED.slug RETURNING id`,
+      [DEMO.workspace],
+    );
+    const workspaceId = ws.rows[0]!.id;
+    await db.query(
+      `INSERT INTO tenants (name, workspace_id, project_id, tier, erp_version, owner_email, owner_name)
+       VALUES ($1, $2, $3, 'pro', '18', $4, $5) ON CONFLICT (name) DO NOTHING`,
+      [DEMO.tenant, workspaceId, DEMO.projectId, DEMO.adminEmail, DEMO.adminName],
+    );
+    const existing = await db.query<{ id: string; password_hash: string | null }>(
+      'SELECT id, password_hash FROM users WHERE email = $1',
+      [DEMO.adminEmail],
+    );
+    let password: string | undefined;
+    let userId = existing.rows[0]?.id;
+    if (!userId || opts.adminPassword || !existing.rows[0]?.password_hash) {
+      password = opts.adminPassword ?? randomBytes(12).toString('base64url');
+      const hash = await bcrypt.hash(password, 10);
+      const user = await db.query<{ id: string }>(
+        `INSERT INTO users (email, name, password_hash) VALUES ($1, $2, $3)
+         ON CONFLICT (email) DO UPDATE SET password_hash = EXCLUDED.password_hash RETURNING id`,
+        [DEMO.adminEmail, DEMO.adminName, hash],
+      );
+      userId = user.rows[0]!.id;
+    }
+    await db.query(
+      `INSERT INTO memberships (user_id, workspace_id, role) VALUES ($1, $2, 'admin')
+       ON CONFLICT (user_id, workspace_id) DO NOTHING`,
+      [userId, workspaceId],
+    );
+    return { adminPassword: password };
+  });
+}
