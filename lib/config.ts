@@ -41,6 +41,19 @@ export const configSchema = z.object({
   SMTP_PORT: port.default(2525),
   MAIL_FROM: z.string().default('Plana <no-reply@plana.test>'),
 
+  /** The tenant ERPs: where their HTTP entry (the ERP stand-in locally) listens, and their hostnames. */
+  ERP_HOST: z.string().default('127.0.0.1'),
+  ERP_PORT: port.default(8069),
+  ERP_URL: url.default('http://127.0.0.1:8069'),
+  TENANT_DOMAIN: z.string().regex(/^[a-z0-9.-]+$/, 'must be a DNS domain').default('erp.plana.test'),
+  /** Admin connection to the PostgreSQL server that holds the tenant databases and templates. */
+  ERP_DATABASE_URL: url.default('postgres://plana:plana@127.0.0.1:55432/postgres'),
+  /** 32 bytes, base64: encrypts stored secrets such as the tenants' ERP API passwords. */
+  SECRETS_KEY: z
+    .string()
+    .default('ZGV2LW9ubHktc2VjcmV0cy1rZXktMzItYnl0ZXMhISE=')
+    .refine((s) => Buffer.from(s, 'base64').length === 32, 'must be 32 bytes, base64-encoded'),
+
   /** Local only: where `npm run dev` keeps its servers' data, and the demo admin's password. */
   DATA_DIR: z.string().default('.data'),
   DEV_ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),

@@ -13,6 +13,7 @@ export const errorCodes = {
   INTERNAL: { status: 500, title: 'Internal server error' },
   BAD_GATEWAY: { status: 502, title: 'Bad gateway' },
   UNAVAILABLE: { status: 503, title: 'Service unavailable' },
+  GATEWAY_TIMEOUT: { status: 504, title: 'Gateway timeout' },
 } as const;
 
 export type ErrorCode = keyof typeof errorCodes;
