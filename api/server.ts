@@ -10,6 +10,8 @@ export async function startApi(config: Config = loadConfig()) {
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 });
   const temporal = await connectTemporal(config);
   const app = await buildApp({ config, pool, redis, temporal });
+  // ioredis reconnects by itself; /readyz reports Redis as down meanwhile.
+  redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis connection error'));
   await app.listen({ host: config.API_HOST, port: config.API_PORT });
   return {
     app,

@@ -7,6 +7,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type W
 import { config as loadConfig, type Config } from '../lib/config.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { createActivities } from '../activities/index.js';
+import { connectTemporal, ensureSearchAttributes } from '../lib/temporal.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -43,7 +44,12 @@ export async function createWorker(
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const config = loadConfig();
-  installRuntimeLogger(createLogger({ name: 'worker' }));
+  const logger = createLogger({ name: 'worker' });
+  installRuntimeLogger(logger);
+  const client = await connectTemporal(config);
+  const added = await ensureSearchAttributes(client, config.TEMPORAL_NAMESPACE);
+  if (added.length) logger.info({ added }, 'registered search attributes');
+  await client.connection.close();
   const { worker, connection } = await createWorker(config);
   // Worker.run() handles SIGINT/SIGTERM itself: it stops polling, lets running tasks finish, then resolves.
   await worker.run();

@@ -14,6 +14,7 @@ export async function startNotifications(cfg = config()) {
     appUrl: cfg.API_PUBLIC_URL,
     logLevel: cfg.LOG_LEVEL,
   });
+  redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis connection error'));
   await app.listen({ host: cfg.NOTIFICATIONS_HOST, port: cfg.NOTIFICATIONS_PORT });
   return {
     app,

@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig } from '../../lib/config.js';
+
+describe('configuration', () => {
+  it('gives every variable a local default', () => {
+    const cfg = parseConfig({});
+    expect(cfg.API_PORT).toBe(3000);
+    expect(cfg.NOTIFICATIONS_PORT).toBe(8080);
+    expect(cfg.TEMPORAL_ADDRESS).toBe('127.0.0.1:7233');
+    expect(cfg.NOTIFICATIONS_ACCEPTED_KEYS).toHaveLength(1);
+  });
+
+  it('names each bad variable in one error', () => {
+    let error: unknown;
+    try {
+      parseConfig({ API_PORT: 'eighty', DATABASE_URL: 'not a url', OPS_API_KEY: 'short' });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    expect(message).toMatch(/API_PORT/);
+    expect(message).toMatch(/DATABASE_URL/);
+    expect(message).toMatch(/OPS_API_KEY: must be at least 16 characters/);
+  });
+
+  it('splits the accepted notification keys so two can be live during a rotation', () => {
+    const a = 'a'.repeat(32);
+    const b = 'b'.repeat(32);
+    expect(parseConfig({ NOTIFICATIONS_ACCEPTED_KEYS: `${a}, ${b}` }).NOTIFICATIONS_ACCEPTED_KEYS).toEqual([a, b]);
+  });
+});
