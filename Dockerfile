@@ -1,0 +1,30 @@
+# One image for every platform process (account API, worker, internal services); the command picks one.
+FROM node:20-bookworm-slim AS base
+# pg_dump for tenant backups (worker); tini as PID 1 so signals reach Node and it drains gracefully.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends postgresql-client tini ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+ENV NODE_ENV=production
+
+FROM base AS deps
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
+
+FROM base
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json package-lock.json tsconfig.json ./
+COPY lib ./lib
+COPY migrations ./migrations
+COPY api ./api
+COPY worker ./worker
+COPY workflows ./workflows
+COPY activities ./activities
+COPY services ./services
+COPY sandbox ./sandbox
+COPY scripts ./scripts
+COPY cli ./cli
+USER node
+EXPOSE 3000
+ENTRYPOINT ["/usr/bin/tini", "--"]
+CMD ["node", "--import", "tsx", "api/server.ts"]
