@@ -96,7 +96,7 @@ try {
 Next steps (in another terminal):
   npm run cli -- resend-welcome ${DEMO.tenant}      # support: send the demo welcome e-mail again
   curl -s ${cfg.API_PUBLIC_URL}/readyz
-  ls ${path.relative(process.cwd(), mailDir) || mailDir}                          # the e-mails that went out
+  ls ${mailDir.startsWith(process.cwd()) ? path.relative(process.cwd(), mailDir) : mailDir}    # the e-mails that went out
 
 Ctrl-C stops everything.
 `);

@@ -3,6 +3,8 @@
  * notifications service over HTTP → SMTP → the sink's mailbox.
  */
 import { randomUUID } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
@@ -147,5 +149,27 @@ describe('POST /api/ops/tenants/:name/welcome', () => {
     notifications = await startNotifications(cfg);
     await handle.result();
     expect(readMailbox(sink.dir).filter((m) => m.to.includes(`owner@${name}.test`))).toHaveLength(1);
+  });
+});
+
+describe('npm run cli -- resend-welcome', () => {
+  const cli = (...args: string[]) =>
+    promisify(execFile)(process.execPath, ['--import', 'tsx', 'cli/index.ts', ...args], {
+      env: { ...process.env, API_PUBLIC_URL: cfg.API_PUBLIC_URL, OPS_API_KEY: cfg.OPS_API_KEY },
+    });
+
+  it('starts the welcome e-mail and prints the workflow id and the Temporal UI link', async () => {
+    const name = uniqueName();
+    await addTenant(name, `owner@${name}.test`);
+    const { stdout } = await cli('resend-welcome', name);
+    expect(stdout).toContain(`workflow id: welcome:${name}:1`);
+    expect(stdout).toContain(`/namespaces/default/workflows/${encodeURIComponent(`welcome:${name}:1`)}`);
+    await temporal.workflow.getHandle(`welcome:${name}:1`).result();
+    expect(readMailbox(sink.dir).filter((m) => m.to.includes(`owner@${name}.test`))).toHaveLength(1);
+  });
+
+  it('says clearly when the tenant is unknown and exits non-zero', async () => {
+    const failure = await cli('resend-welcome', 'no-such-tenant').catch((err: { code: number; stderr: string }) => err);
+    expect(failure).toMatchObject({ code: 4, stderr: 'error: Tenant "no-such-tenant" is not known to the platform.\n' });
   });
 });
