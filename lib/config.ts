@@ -8,6 +8,16 @@ import { z } from 'zod';
 const port = z.coerce.number().int().min(1).max(65535);
 const url = z.string().url();
 const key = z.string().min(16, 'must be at least 16 characters');
+/** A duration such as `30 days`, `5 minutes`, `2s` or `500ms`, parsed to milliseconds. */
+const durationUnits: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const duration = z
+  .string()
+  .regex(/^\d+\s*(ms|s|sec|seconds?|m|min|minutes?|h|hours?|d|days?)$/, 'must be a duration such as "30 days", "5 minutes" or "2s"')
+  .transform((s) => {
+    const [, n, unit] = /^(\d+)\s*(\w+)$/.exec(s)!;
+    const u = unit === 'ms' ? 'ms' : unit!.startsWith('mi') || unit === 'm' ? 'm' : unit!.charAt(0);
+    return Number(n) * durationUnits[u]!;
+  });
 
 export const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
@@ -37,6 +47,43 @@ export const configSchema = z.object({
     .transform((s) => s.split(',').map((k) => k.trim()).filter(Boolean))
     .pipe(z.array(key).min(1, 'must name at least one key')),
 
+  /** The events service (§4.3, §6): CloudEvents on a Redis stream. */
+  EVENTS_HOST: z.string().default('127.0.0.1'),
+  EVENTS_PORT: port.default(3001),
+  EVENTS_URL: url.default('http://127.0.0.1:3001'),
+  /** The key callers send to the events service in `X-API-Key`. */
+  EVENTS_API_KEY: key.default('dev-events-key-0000000000000000000000000000000000000000000000000'),
+  /** Keys the events service accepts (comma-separated; two during a rotation). */
+  EVENTS_ACCEPTED_KEYS: z
+    .string()
+    .default('dev-events-key-0000000000000000000000000000000000000000000000000')
+    .transform((s) => s.split(',').map((k) => k.trim()).filter(Boolean))
+    .pipe(z.array(key).min(1, 'must name at least one key')),
+  /** The Redis stream that holds the events, and about how many entries it keeps (XADD MAXLEN ~). */
+  EVENTS_STREAM: z.string().regex(/^[\w.:-]{1,100}$/, 'must be a plain Redis key name').default('events'),
+  EVENTS_STREAM_MAXLEN: z.coerce.number().int().min(1).default(100_000),
+  /** How long the id of a published event is remembered, so a retried publish is not appended twice (seconds). */
+  EVENTS_DEDUPE_TTL_SECONDS: z.coerce.number().int().min(1).default(7 * 24 * 3600),
+  /** Consumers reclaim an entry another consumer read but did not acknowledge for this long (XAUTOCLAIM). */
+  EVENTS_CLAIM_IDLE_MS: z.coerce.number().int().min(100).default(60_000),
+
+  /** The support chat (Mattermost REST API v4; locally the stand-in in sandbox/chat). */
+  CHAT_HOST: z.string().default('127.0.0.1'),
+  CHAT_PORT: port.default(8065),
+  CHAT_URL: url.default('http://127.0.0.1:8065'),
+  /** The platform bot's personal access token (`Authorization: Bearer`). */
+  CHAT_TOKEN: z.string().min(16, 'must be at least 16 characters').default('dev-chat-bot-token-000000000000'),
+  /** The team (26 characters, Mattermost id) that holds the support rooms. */
+  CHAT_TEAM_ID: z.string().regex(/^[a-z0-9]{26}$/, 'must be a Mattermost id (26 lowercase letters/digits)').default('planasupportteam0000000000'),
+
+  /** POST /api/webhooks/provisioned: the key its caller (the events consumer) sends, the keys the account API accepts. */
+  PROVISIONING_WEBHOOK_API_KEY: key.default('dev-provisioning-webhook-key-00000000000000000000000000000000000'),
+  PROVISIONING_WEBHOOK_ACCEPTED_KEYS: z
+    .string()
+    .default('dev-provisioning-webhook-key-00000000000000000000000000000000000')
+    .transform((s) => s.split(',').map((k) => k.trim()).filter(Boolean))
+    .pipe(z.array(key).min(1, 'must name at least one key')),
+
   SMTP_HOST: z.string().default('127.0.0.1'),
   SMTP_PORT: port.default(2525),
   MAIL_FROM: z.string().default('Plana <no-reply@plana.test>'),
@@ -53,6 +100,53 @@ export const configSchema = z.object({
     .string()
     .default('ZGV2LW9ubHktc2VjcmV0cy1rZXktMzItYnl0ZXMhISE=')
     .refine((s) => Buffer.from(s, 'base64').length === 32, 'must be 32 bytes, base64-encoded'),
+
+  /** Interactive login: HMAC secret (>= 32 chars) signing the short-lived access tokens (JWT, HS256). */
+  AUTH_JWT_SECRET: z.string().min(32, 'must be at least 32 characters').default('dev-only-jwt-secret-000000000000000000000000000000'),
+  /** Access token lifetime (seconds); refresh token lifetime (seconds), rotated on every use. */
+  ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).default(900),
+  REFRESH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).default(30 * 24 * 3600),
+  /** bcrypt cost for passwords and workspace API keys (10 ≈ 80 ms per hash here). */
+  BCRYPT_COST: z.coerce.number().int().min(4).max(15).default(10),
+  /** Workspace keys: how long a process trusts a verified token before bcrypt again (revocation is checked per request regardless). */
+  API_KEY_CACHE_TTL_SECONDS: z.coerce.number().int().min(1).default(300),
+  API_KEY_CACHE_SIZE: z.coerce.number().int().min(1).default(10_000),
+  /** How often a process writes the keys' last_used_at (and flushes the execution log) to PostgreSQL. */
+  API_KEY_USAGE_FLUSH_MS: z.coerce.number().int().min(100).default(5_000),
+  EXECUTION_LOG_FLUSH_MS: z.coerce.number().int().min(50).default(1_000),
+  /** Execution log retention (days, §8: 90) and how many daily partitions to create ahead. */
+  EXECUTION_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).default(90),
+  EXECUTION_LOG_PARTITIONS_AHEAD: z.coerce.number().int().min(1).default(7),
+  /** Default Workspace API limits per key (§8); operators override per workspace. */
+  RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(100),
+  RATE_LIMIT_PER_SECOND: z.coerce.number().positive().default(30),
+  RATE_LIMIT_AGENT_PER_MINUTE: z.coerce.number().int().min(1).default(10),
+  /** OIDC login (§4.8); unset issuer = OIDC disabled. The redirect URI defaults to API_PUBLIC_URL + /api/auth/oidc/callback. */
+  OIDC_ISSUER_URL: url.optional(),
+  OIDC_CLIENT_ID: z.string().default('plana-account-api'),
+  OIDC_CLIENT_SECRET: z.string().optional(),
+  OIDC_REDIRECT_URI: url.optional(),
+
+  /** Tenant lifecycle (§3.2): each tenant's filestore folder lives under FILESTORE_ROOT/<tenant>; nothing outside it is ever touched. */
+  FILESTORE_ROOT: z.string().default('.data/filestore'),
+  /** Where the backup workflow writes `pg_dump` files and filestore archives: BACKUP_ROOT/<tenant>/<timestamp>.{dump,tar.gz}. */
+  BACKUP_ROOT: z.string().default('.data/backups'),
+  /** How often each tenant's backup schedule (`backup:<tenant>`) runs. */
+  BACKUP_INTERVAL: duration.prefault('1 day'),
+  /** How long stored backups are kept per tier (§8: starter 30 days, pro 90 days; enterprise is our choice: 365 days). */
+  BACKUP_RETENTION_STARTER_DAYS: z.coerce.number().int().min(1).default(30),
+  BACKUP_RETENTION_PRO_DAYS: z.coerce.number().int().min(1).default(90),
+  BACKUP_RETENTION_ENTERPRISE_DAYS: z.coerce.number().int().min(1).default(365),
+  /** How long a cancelled tenant keeps everything before it is deprovisioned (reactivate stops the timer). */
+  TENANT_SOAK_PERIOD: duration.prefault('30 days'),
+  /** A tenant not Ready this long after an apply gets Ready=False/Unavailable with what blocks it (§3.2: 5 minutes). */
+  TENANT_READY_DEADLINE: duration.prefault('5 minutes'),
+  /** How often the readiness probe asks a tenant's /web/health; the first retry delay of a failed reconcile. */
+  TENANT_PROBE_INTERVAL: duration.prefault('2 seconds'),
+  /** The longest wait between two reconciles of a tenant that is not Ready (exponential backoff up to this). */
+  TENANT_RECONCILE_BACKOFF_MAX: duration.prefault('5 minutes'),
+  /** Directory of PostgreSQL client binaries (pg_dump) for backups; empty = the newest /usr/lib/postgresql/<v>/bin, else PATH. */
+  PG_BIN: z.string().optional(),
 
   /** Local only: where `npm run dev` keeps its servers' data, and the demo admin's password. */
   DATA_DIR: z.string().default('.data'),
