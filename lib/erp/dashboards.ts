@@ -1,0 +1,384 @@
+/**
+ * The figures behind `GET /api/portal/odoo/:slug/{kpis,cashflow,alerts}`, read from the
+ * workspace's tenant ERP over XML-RPC as the tenant's dedicated API user (never a human's
+ * credentials), computed the way Odoo's accounting dashboard does, and cached briefly in Redis.
+ *
+ * workspace slug → tenant (tenants.workspace_id) → route host + database (tenant_routes)
+ * → API user (tenant_erp_credentials) → XML-RPC.
+ */
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type pg from 'pg';
+import { Type, type Static } from 'typebox';
+import type { Config } from '../config.js';
+import { AppError } from '../errors.js';
+import { loadErpCredentials } from './api-user.js';
+import { ErpFault, createErpClient, orNull, type ErpClient } from './client.js';
+import type { ErpVersion } from './tenant-database.js';
+
+const Money = (description: string) => Type.Number({ description });
+const Day = (description: string) => Type.String({ format: 'date', description });
+
+const Common = {
+  workspace: Type.String({ description: 'The workspace slug' }),
+  currency: Type.String({ description: 'ISO 4217 code of the company currency; every amount is in it' }),
+  asOf: Day('The day the figures were computed for (UTC)'),
+  erpVersion: Type.Union([Type.Literal('17'), Type.Literal('18'), Type.Literal('19')], { description: 'ERP version of the tenant' }),
+};
+
+export const KpisSchema = Type.Object(
+  {
+    ...Common,
+    period: Type.Object({ from: Day('First day of this month'), to: Day('Today') }, { description: 'The period of the revenue figure' }),
+    revenue: Money('Revenue this month: untaxed total of posted customer invoices minus credit notes, by invoice date'),
+    receivables: Money('Amount due from customers: residual of posted, not fully paid customer invoices and credit notes'),
+    overdueReceivables: Money('The part of the receivables whose due date is before today'),
+    overdueInvoiceCount: Type.Integer({ description: 'Number of posted customer invoices that are overdue and not paid' }),
+    payables: Money('Amount due to vendors: residual of posted, not fully paid vendor bills and refunds'),
+    overduePayables: Money('The part of the payables whose due date is before today'),
+    cashBalance: Money('Balance of the bank and cash journals (their default accounts, posted entries)'),
+    cashJournals: Type.Array(
+      Type.Object({ id: Type.Integer(), name: Type.String(), type: Type.String({ description: 'bank or cash' }), balance: Type.Number() }),
+      { description: 'The cash balance per bank/cash journal' },
+    ),
+  },
+  { description: 'Key figures of the workspace' },
+);
+
+export const CashflowSchema = Type.Object(
+  {
+    ...Common,
+    months: Type.Array(
+      Type.Object({
+        month: Type.String({ pattern: '^\\d{4}-\\d{2}$', description: 'YYYY-MM' }),
+        inflow: Money('Money received on the bank and cash accounts (posted debits)'),
+        outflow: Money('Money paid from the bank and cash accounts (posted credits)'),
+        net: Money('inflow - outflow'),
+      }),
+      { description: 'Oldest month first; the last one is the current month so far' },
+    ),
+    totals: Type.Object({ inflow: Type.Number(), outflow: Type.Number(), net: Type.Number() }),
+  },
+  { description: 'Cash flow in and out per month' },
+);
+
+const Severity = Type.Union([Type.Literal('info'), Type.Literal('warning'), Type.Literal('critical')]);
+export const AlertsSchema = Type.Object(
+  {
+    ...Common,
+    overdueInvoices: Type.Object({
+      count: Type.Integer({ description: 'Posted customer invoices past their due date and not paid' }),
+      total: Money('Their amount due'),
+      oldest: Type.Array(
+        Type.Object({
+          id: Type.Integer(),
+          number: Type.String(),
+          customer: Type.Union([Type.String(), Type.Null()]),
+          dueDate: Day('Due date'),
+          daysOverdue: Type.Integer(),
+          amountDue: Type.Number(),
+        }),
+        { description: 'The oldest overdue invoices (up to 5)' },
+      ),
+    }),
+    unreconciledBankLines: Type.Object({
+      count: Type.Integer({ description: 'Bank statement lines not reconciled yet' }),
+      total: Money('Sum of their amounts (positive: money in)'),
+      oldest: Type.Array(
+        Type.Object({
+          id: Type.Integer(),
+          date: Day('Value date'),
+          label: Type.Union([Type.String(), Type.Null()]),
+          amount: Type.Number(),
+          journal: Type.Union([Type.String(), Type.Null()]),
+        }),
+        { description: 'The oldest unreconciled lines (up to 5)' },
+      ),
+    }),
+    alerts: Type.Array(Type.Object({ kind: Type.String(), severity: Severity, message: Type.String() }), { description: 'Human-readable summary' }),
+  },
+  { description: 'What needs attention in the workspace' },
+);
+
+export type Kpis = Static<typeof KpisSchema>;
+export type Cashflow = Static<typeof CashflowSchema>;
+export type Alerts = Static<typeof AlertsSchema>;
+
+export interface DashboardService {
+  kpis(workspaceSlug: string): Promise<Kpis>;
+  cashflow(workspaceSlug: string, opts?: { months?: number }): Promise<Cashflow>;
+  alerts(workspaceSlug: string): Promise<Alerts>;
+}
+
+export const DASHBOARD_CACHE_SECONDS = 30;
+const round2 = (n: number) => Math.round(n * 100) / 100;
+const isoDay = (d: Date) => d.toISOString().slice(0, 10);
+
+interface Tenant {
+  tenant: string;
+  host: string;
+  database: string;
+  version: ErpVersion;
+}
+
+type Domain = unknown[];
+interface Group {
+  /** Group value: a date group's first day (`YYYY-MM-DD`), a many2one's id, or the raw value. */
+  key: string | number | null;
+  count: number;
+  sums: Record<string, number>;
+}
+
+/**
+ * Where ERP versions differ for the dashboards, in one place: 17 and 18 aggregate with
+ * `read_group` (values keyed by field name, date groups as labels with a `__range`); 19
+ * deprecates it in favour of `formatted_read_group` (values keyed by the aggregate spec, date
+ * groups as `[first day, label]`).
+ */
+async function sumBy(client: ErpClient, version: ErpVersion, model: string, domain: Domain, groupby: string[], fields: string[]): Promise<Group[]> {
+  const specs = fields.map((f) => `${f}:sum`);
+  if (version === '19') {
+    const rows = await client.executeKw<Record<string, unknown>[]>(model, 'formatted_read_group', [domain, groupby, [...specs, '__count']]);
+    return rows.map((row) => ({
+      key: groupKey(row[groupby[0] ?? '']),
+      count: Number(row.__count ?? 0),
+      sums: Object.fromEntries(fields.map((f, i) => [f, Number(orNull(row[specs[i]!] as number | false) ?? 0)])),
+    }));
+  }
+  const rows = await client.executeKw<Record<string, unknown>[]>(model, 'read_group', [domain, specs, groupby], { lazy: false });
+  return rows.map((row) => {
+    const spec = groupby[0];
+    const range = spec ? (row.__range as Record<string, { from: string } | false> | undefined)?.[spec] : undefined;
+    return {
+      key: range ? range.from : groupKey(spec ? row[spec] : undefined),
+      count: Number(row.__count ?? 0),
+      sums: Object.fromEntries(fields.map((f) => [f, Number(orNull(row[f] as number | false) ?? 0)])),
+    };
+  });
+}
+
+function groupKey(value: unknown): string | number | null {
+  if (value === false || value === undefined || value === null) return null;
+  if (Array.isArray(value)) return value[0] as string | number; // many2one [id, name] or date [from, label]
+  return value as string | number;
+}
+
+const total = (groups: Group[], field: string) => round2(groups.reduce((s, g) => s + (g.sums[field] ?? 0), 0));
+
+export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; config: Config }): DashboardService {
+  const clients = new Map<string, ErpClient>();
+
+  async function resolve(slug: string): Promise<{ tenant: Tenant; client: ErpClient }> {
+    const res = await deps.pool.query<{ tenant: string; host: string | null; database: string | null; namespace: string | null; erp_version: ErpVersion }>(
+      `SELECT t.name AS tenant, t.erp_version, r.host, r.database, r.namespace
+         FROM workspaces w
+         JOIN tenants t ON t.workspace_id = w.id
+         LEFT JOIN tenant_routes r ON r.tenant = t.name
+        WHERE w.slug = $1
+        ORDER BY t.created_at
+        LIMIT 1`,
+      [slug],
+    );
+    const row = res.rows[0];
+    if (!row) throw new AppError('NOT_FOUND', `Workspace ${slug} has no tenant ERP`);
+    if (!row.host || !row.database) throw new AppError('NOT_FOUND', `The tenant ERP of workspace ${slug} is not provisioned yet (no route)`);
+    const credentials = await loadErpCredentials(deps.pool, deps.config.SECRETS_KEY, row.tenant);
+    if (!credentials) throw new AppError('NOT_FOUND', `The tenant ERP of workspace ${slug} has no API user yet`);
+    const version = (row.namespace?.replace('plana-odoo-', '') ?? row.erp_version) as ErpVersion;
+    const tenant = { tenant: row.tenant, host: row.host, database: row.database, version };
+    const key = createHash('sha256').update([row.host, row.database, credentials.login, credentials.password].join('\0')).digest('base64');
+    let client = clients.get(key);
+    if (!client) {
+      client = createErpClient({ baseUrl: deps.config.ERP_URL, host: row.host, db: row.database, login: credentials.login, password: credentials.password });
+      clients.set(key, client);
+    }
+    return { tenant, client };
+  }
+
+  /** Cached per workspace and figure; ERP faults become a 502 without the ERP's internals. */
+  async function cached<T>(key: string, compute: () => Promise<T>): Promise<T> {
+    const hit = await deps.redis.get(key);
+    if (hit) return JSON.parse(hit) as T;
+    let value: T;
+    try {
+      value = await compute();
+    } catch (err) {
+      if (err instanceof ErpFault) {
+        const reason = err.code === 3 ? 'rejected the API user' : err.code === 4 ? 'denied the API user access' : 'refused the request';
+        throw new AppError('BAD_GATEWAY', `The tenant ERP ${reason} (fault ${err.code})`);
+      }
+      throw err;
+    }
+    await deps.redis.set(key, JSON.stringify(value), 'EX', DASHBOARD_CACHE_SECONDS);
+    return value;
+  }
+
+  async function currencyOf(client: ErpClient): Promise<string> {
+    const companies = await client.executeKw<{ currency_id: [number, string] | false }[]>('res.company', 'search_read', [[]], { fields: ['currency_id'], limit: 1 });
+    const currency = companies[0]?.currency_id;
+    return currency ? currency[1] : 'EUR';
+  }
+
+  async function liquidityJournals(client: ErpClient) {
+    const journals = await client.executeKw<{ id: number; name: string; type: string; default_account_id: [number, string] | false }[]>(
+      'account.journal',
+      'search_read',
+      [[['type', 'in', ['bank', 'cash']]]],
+      { fields: ['name', 'type', 'default_account_id'], order: 'sequence, id' },
+    );
+    return journals.map((j) => ({ id: j.id, name: j.name, type: j.type, accountId: j.default_account_id ? j.default_account_id[0] : null }));
+  }
+
+  const customerDocs = ['move_type', 'in', ['out_invoice', 'out_refund']];
+  const vendorDocs = ['move_type', 'in', ['in_invoice', 'in_refund']];
+  const open = [['state', '=', 'posted'], ['payment_state', 'in', ['not_paid', 'partial']]];
+
+  return {
+    kpis(slug) {
+      return cached(`erp:dashboard:${slug}:kpis`, async () => {
+        const { tenant, client } = await resolve(slug);
+        const today = isoDay(new Date());
+        const monthStart = `${today.slice(0, 8)}01`;
+        const overdue = ['invoice_date_due', '<', today];
+        const [currency, revenue, receivables, overdueReceivables, payables, overduePayables, journals] = await Promise.all([
+          currencyOf(client),
+          sumBy(client, tenant.version, 'account.move', [customerDocs, ['state', '=', 'posted'], ['invoice_date', '>=', monthStart], ['invoice_date', '<=', today]], [], ['amount_untaxed_signed']),
+          sumBy(client, tenant.version, 'account.move', [customerDocs, ...open], [], ['amount_residual_signed']),
+          sumBy(client, tenant.version, 'account.move', [['move_type', '=', 'out_invoice'], ...open, overdue], [], ['amount_residual_signed']),
+          sumBy(client, tenant.version, 'account.move', [vendorDocs, ...open], [], ['amount_residual_signed']),
+          sumBy(client, tenant.version, 'account.move', [['move_type', '=', 'in_invoice'], ...open, overdue], [], ['amount_residual_signed']),
+          liquidityJournals(client),
+        ]);
+        const accountIds = journals.map((j) => j.accountId).filter((id): id is number => id !== null);
+        const balances = await sumBy(client, tenant.version, 'account.move.line', [['account_id', 'in', accountIds], ['parent_state', '=', 'posted']], ['account_id'], ['balance']);
+        const balanceOf = (accountId: number | null) => round2(balances.find((b) => b.key === accountId)?.sums.balance ?? 0);
+        const cashJournals = journals.map((j) => ({ id: j.id, name: j.name, type: j.type, balance: balanceOf(j.accountId) }));
+        return {
+          workspace: slug,
+          currency,
+          asOf: today,
+          erpVersion: tenant.version,
+          period: { from: monthStart, to: today },
+          revenue: total(revenue, 'amount_untaxed_signed'),
+          receivables: total(receivables, 'amount_residual_signed'),
+          overdueReceivables: total(overdueReceivables, 'amount_residual_signed'),
+          overdueInvoiceCount: overdueReceivables.reduce((n, g) => n + g.count, 0),
+          payables: round2(-total(payables, 'amount_residual_signed')),
+          overduePayables: round2(-total(overduePayables, 'amount_residual_signed')),
+          cashBalance: round2(cashJournals.reduce((s, j) => s + j.balance, 0)),
+          cashJournals,
+        } satisfies Kpis;
+      });
+    },
+
+    cashflow(slug, opts = {}) {
+      const months = Math.min(Math.max(Math.trunc(opts.months ?? 6), 1), 24);
+      return cached(`erp:dashboard:${slug}:cashflow:${months}`, async () => {
+        const { tenant, client } = await resolve(slug);
+        const today = isoDay(new Date());
+        const first = new Date(`${today.slice(0, 8)}01T00:00:00Z`);
+        first.setUTCMonth(first.getUTCMonth() - (months - 1));
+        const from = isoDay(first);
+        const [currency, journals] = await Promise.all([currencyOf(client), liquidityJournals(client)]);
+        const accountIds = journals.map((j) => j.accountId).filter((id): id is number => id !== null);
+        const groups = await sumBy(
+          client,
+          tenant.version,
+          'account.move.line',
+          [['account_id', 'in', accountIds], ['parent_state', '=', 'posted'], ['date', '>=', from], ['date', '<=', today]],
+          ['date:month'],
+          ['debit', 'credit'],
+        );
+        const series = Array.from({ length: months }, (_, i) => {
+          const d = new Date(first);
+          d.setUTCMonth(first.getUTCMonth() + i);
+          const month = isoDay(d).slice(0, 7);
+          const group = groups.find((g) => String(g.key).slice(0, 7) === month);
+          const inflow = round2(group?.sums.debit ?? 0);
+          const outflow = round2(group?.sums.credit ?? 0);
+          return { month, inflow, outflow, net: round2(inflow - outflow) };
+        });
+        const sum = (k: 'inflow' | 'outflow' | 'net') => round2(series.reduce((s, m) => s + m[k], 0));
+        return {
+          workspace: slug,
+          currency,
+          asOf: today,
+          erpVersion: tenant.version,
+          months: series,
+          totals: { inflow: sum('inflow'), outflow: sum('outflow'), net: sum('net') },
+        } satisfies Cashflow;
+      });
+    },
+
+    alerts(slug) {
+      return cached(`erp:dashboard:${slug}:alerts`, async () => {
+        const { tenant, client } = await resolve(slug);
+        const today = isoDay(new Date());
+        const overdueDomain = [['move_type', '=', 'out_invoice'], ...open, ['invoice_date_due', '<', today]];
+        const unreconciledDomain = [['is_reconciled', '=', false]];
+        const [currency, overdueTotals, oldestInvoices, bankTotals, oldestLines] = await Promise.all([
+          currencyOf(client),
+          sumBy(client, tenant.version, 'account.move', overdueDomain, [], ['amount_residual']),
+          client.executeKw<{ id: number; name: string; partner_id: [number, string] | false; invoice_date_due: string; amount_residual: number }[]>(
+            'account.move',
+            'search_read',
+            [overdueDomain],
+            { fields: ['name', 'partner_id', 'invoice_date_due', 'amount_residual'], order: 'invoice_date_due asc, id asc', limit: 5 },
+          ),
+          sumBy(client, tenant.version, 'account.bank.statement.line', unreconciledDomain, [], ['amount']),
+          client.executeKw<{ id: number; date: string; payment_ref: string | false; amount: number; journal_id: [number, string] | false }[]>(
+            'account.bank.statement.line',
+            'search_read',
+            [unreconciledDomain],
+            { fields: ['date', 'payment_ref', 'amount', 'journal_id'], order: 'date asc, id asc', limit: 5 },
+          ),
+        ]);
+        const daysBetween = (a: string, b: string) => Math.round((Date.parse(b) - Date.parse(a)) / 86_400_000);
+        const overdueCount = overdueTotals.reduce((n, g) => n + g.count, 0);
+        const overdueTotal = total(overdueTotals, 'amount_residual');
+        const lineCount = bankTotals.reduce((n, g) => n + g.count, 0);
+        const lineTotal = total(bankTotals, 'amount');
+        const alerts: Alerts['alerts'] = [];
+        if (overdueCount) {
+          const worst = daysBetween(oldestInvoices[0]!.invoice_date_due, today);
+          alerts.push({
+            kind: 'overdue_invoices',
+            severity: worst > 60 ? 'critical' : 'warning',
+            message: `${overdueCount} customer invoice${overdueCount === 1 ? ' is' : 's are'} overdue (${overdueTotal.toFixed(2)} ${currency}); the oldest by ${worst} days`,
+          });
+        }
+        if (lineCount) {
+          alerts.push({
+            kind: 'unreconciled_bank_lines',
+            severity: daysBetween(oldestLines[0]!.date, today) > 30 ? 'warning' : 'info',
+            message: `${lineCount} bank statement line${lineCount === 1 ? ' is' : 's are'} not reconciled`,
+          });
+        }
+        return {
+          workspace: slug,
+          currency,
+          asOf: today,
+          erpVersion: tenant.version,
+          overdueInvoices: {
+            count: overdueCount,
+            total: overdueTotal,
+            oldest: oldestInvoices.map((m) => ({
+              id: m.id,
+              number: m.name,
+              customer: m.partner_id ? m.partner_id[1] : null,
+              dueDate: m.invoice_date_due,
+              daysOverdue: daysBetween(m.invoice_date_due, today),
+              amountDue: round2(m.amount_residual),
+            })),
+          },
+          unreconciledBankLines: {
+            count: lineCount,
+            total: lineTotal,
+            oldest: oldestLines.map((l) => ({ id: l.id, date: l.date, label: orNull(l.payment_ref), amount: round2(l.amount), journal: l.journal_id ? l.journal_id[1] : null })),
+          },
+          alerts,
+        } satisfies Alerts;
+      });
+    },
+  };
+}

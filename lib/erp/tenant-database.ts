@@ -1,0 +1,84 @@
+/**
+ * Tenant databases on the ERP's PostgreSQL server: one per tenant, named after the tenant hostname,
+ * cloned from the template database for its tier × ERP version (`CREATE DATABASE … TEMPLATE …`).
+ * `admin` is a pool on ERP_DATABASE_URL (the server's `postgres` database).
+ */
+import pg from 'pg';
+
+export type Tier = 'starter' | 'pro' | 'enterprise';
+export type ErpVersion = '17' | '18' | '19';
+
+export const tiers: readonly Tier[] = ['starter', 'pro', 'enterprise'];
+export const erpVersions: readonly ErpVersion[] = ['17', '18', '19'];
+
+export const templateDatabaseName = (tier: Tier, erpVersion: ErpVersion) => `erp_tpl_${tier}_${erpVersion}`;
+export const tenantHostname = (subdomain: string, tenantDomain: string) => `${subdomain}.${tenantDomain}`;
+
+export class TemplateMissingError extends Error {
+  override name = 'TemplateMissingError';
+  constructor(readonly template: string) {
+    super(`template database ${template} does not exist`);
+  }
+}
+
+/** PostgreSQL identifiers are at most 63 bytes; we also keep names to what hostnames use. */
+function assertDatabaseName(name: string): void {
+  if (!/^[a-z0-9][a-z0-9._-]{0,62}$/.test(name)) throw new Error(`invalid database name: ${JSON.stringify(name)}`);
+}
+
+const pgCode = (err: unknown) => (err as { code?: string }).code;
+
+export async function tenantDatabaseExists(admin: pg.Pool, database: string): Promise<boolean> {
+  const res = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+  return res.rowCount === 1;
+}
+
+/**
+ * CREATE DATABASE "<database>" TEMPLATE "<template>". Idempotent ('exists' when already there) and
+ * safe under concurrency: of two callers at once, one creates and the other gets 'exists'.
+ * Throws TemplateMissingError when the template does not exist.
+ */
+export async function cloneTenantDatabase(
+  admin: pg.Pool,
+  opts: { database: string; template: string },
+): Promise<'created' | 'exists'> {
+  assertDatabaseName(opts.database);
+  assertDatabaseName(opts.template);
+  if (await tenantDatabaseExists(admin, opts.database)) return 'exists';
+  if (!(await tenantDatabaseExists(admin, opts.template))) throw new TemplateMissingError(opts.template);
+  const sql = `CREATE DATABASE ${pg.escapeIdentifier(opts.database)} TEMPLATE ${pg.escapeIdentifier(opts.template)}`;
+  // "source database is being accessed by other users" (55006) is transient: someone (a template
+  // build, a pg_dump) holds a connection to the template for a moment. Retry for a few seconds.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await admin.query(sql);
+      return 'created';
+    } catch (err) {
+      const code = pgCode(err);
+      if (code === '42P04') return 'exists'; // duplicate_database: a concurrent caller won
+      if (code === '3D000') throw new TemplateMissingError(opts.template); // dropped meanwhile
+      // a concurrent CREATE of the same name can also surface as a unique violation on pg_database
+      if (code === '23505' && (await tenantDatabaseExists(admin, opts.database))) return 'exists';
+      if (code === '55006' && attempt < 50) {
+        await new Promise((r) => setTimeout(r, 100));
+        continue;
+      }
+      throw err;
+    }
+  }
+}
+
+/** Terminates the database's connections and drops it (DROP DATABASE IF EXISTS … WITH (FORCE)). */
+export async function dropTenantDatabase(admin: pg.Pool, database: string): Promise<'dropped' | 'absent'> {
+  assertDatabaseName(database);
+  if (!(await tenantDatabaseExists(admin, database))) return 'absent';
+  await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`);
+  return 'dropped';
+}
+
+/** The connection string for `database` on the same server and user as `adminUrl`. */
+export function databaseUrl(adminUrl: string, database: string): string {
+  const url = new URL(adminUrl);
+  url.pathname = `/${encodeURIComponent(database)}`;
+  return url.toString();
+}

@@ -1,0 +1,341 @@
+/**
+ * Deterministic demo accounting for a template database, relative to a given day: a company,
+ * customers and vendors, twelve months of customer invoices, credit notes and vendor bills (draft,
+ * posted, cancelled; paid, partially paid, not paid, overdue), their journal items, the bank
+ * payments with their bank statement lines (the most recent ones not yet reconciled), an opening
+ * balance, and the tier's module list. Same tier, version and day → same rows.
+ */
+import type { ErpVersion, Tier } from '../../lib/erp/tenant-database.js';
+
+export type Row = Record<string, string | number | boolean | null>;
+export type Tables = Record<string, Row[]>;
+
+/** mulberry32: a small seeded generator, good enough for demo data. */
+function seededRandom(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return {
+    next,
+    int: (min: number, max: number) => min + Math.floor(next() * (max - min + 1)),
+    pick: <T>(items: readonly T[]) => items[Math.floor(next() * items.length)]!,
+    chance: (p: number) => next() < p,
+  };
+}
+
+const isoDay = (d: Date) => d.toISOString().slice(0, 10);
+const addDays = (day: string, n: number) => {
+  const d = new Date(`${day}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + n);
+  return isoDay(d);
+};
+const round2 = (n: number) => Math.round(n * 100) / 100;
+
+const tierSize = {
+  starter: { customers: 18, vendors: 8, invoicesPerMonth: 5, opening: 25_000, scale: 1 },
+  pro: { customers: 32, vendors: 12, invoicesPerMonth: 9, opening: 60_000, scale: 2 },
+  enterprise: { customers: 48, vendors: 18, invoicesPerMonth: 14, opening: 150_000, scale: 4 },
+} as const;
+
+const companyNames = { starter: 'Starter Demo GmbH', pro: 'Pro Demo AG', enterprise: 'Enterprise Demo Group SE' } as const;
+
+/** The installed modules per tier: each tier has the modules of the one below, plus its own. */
+const starterModules: [string, string, boolean][] = [
+  ['base', 'Base', false],
+  ['web', 'Web', false],
+  ['mail', 'Discuss', true],
+  ['contacts', 'Contacts', true],
+  ['account', 'Invoicing', true],
+  ['auth_session_timeout', 'Session Timeout', false],
+];
+const proModules: [string, string, boolean][] = [
+  ...starterModules,
+  ['sale_management', 'Sales', true],
+  ['purchase', 'Purchase', true],
+  ['crm', 'CRM', true],
+  ['stock', 'Inventory', true],
+];
+const modulesByTier: Record<Tier, [string, string, boolean][]> = {
+  starter: starterModules,
+  pro: proModules,
+  enterprise: [
+    ...proModules,
+    ['mrp', 'Manufacturing', true],
+    ['project', 'Project', true],
+    ['hr', 'Employees', true],
+    ['hr_expense', 'Expenses', true],
+    ['website', 'Website', true],
+  ],
+};
+
+const firstNames = ['Anna', 'Ben', 'Clara', 'David', 'Eva', 'Felix', 'Greta', 'Hugo', 'Ida', 'Jonas', 'Lena', 'Max', 'Nora', 'Paul', 'Rosa', 'Tom'];
+const companyWords = ['Alpine', 'Baltic', 'Cedar', 'Delta', 'Ember', 'Fjord', 'Granite', 'Harbor', 'Iris', 'Juniper', 'Kestrel', 'Lumen', 'Meridian', 'Nimbus', 'Orchid', 'Pioneer', 'Quarry', 'Riverside', 'Summit', 'Tidal'];
+const companyKinds = ['Logistics', 'Foods', 'Systems', 'Consulting', 'Textiles', 'Energy', 'Media', 'Tools', 'Labs', 'Retail'];
+const cities = ['Berlin', 'Hamburg', 'Munich', 'Cologne', 'Vienna', 'Zurich', 'Leipzig', 'Dresden', 'Bremen', 'Graz'];
+
+/** Fixed ids the platform relies on (e.g. the groups an API user gets). */
+export const GROUPS = {
+  settings: 1,
+  internalUser: 2,
+  accountingBilling: 3,
+  accountingReadonly: 4,
+  accountingManager: 5,
+} as const;
+export const ACCOUNTS = { receivable: 1, payable: 2, bank: 3, cash: 4, income: 5, expense: 6, taxReceived: 7, taxPaid: 8, equity: 9, suspense: 10 } as const;
+export const JOURNALS = { sale: 1, purchase: 2, bank: 3, cash: 4, misc: 5 } as const;
+
+export function demoData(opts: { tier: Tier; version: ErpVersion; today: string; adminPasswordHash: string }): Tables {
+  const { tier, version, today } = opts;
+  const size = tierSize[tier];
+  const rnd = seededRandom([...`${tier}:${version}`].reduce((h, c) => Math.imul(h ^ c.charCodeAt(0), 16777619), 2166136261));
+  const now = `${today} 08:00:00`;
+  const t: Tables = {
+    res_currency: [{ id: 1, name: 'EUR', symbol: '€', active: true }],
+    res_company: [{ id: 1, name: companyNames[tier], sequence: 10, currency_id: 1, partner_id: 1, email: `info@${tier}.example.com`, vat: 'DE123456789' }],
+    res_partner: [],
+    res_groups: [
+      { id: GROUPS.settings, name: 'Administration / Settings' },
+      { id: GROUPS.internalUser, name: 'User types / Internal User' },
+      { id: GROUPS.accountingBilling, name: 'Accounting / Billing' },
+      { id: GROUPS.accountingReadonly, name: 'Accounting / Read-only' },
+      { id: GROUPS.accountingManager, name: 'Accounting / Administrator' },
+    ],
+    res_users: [],
+    res_groups_users_rel: [],
+    account_account: [
+      { id: ACCOUNTS.receivable, code: '121000', name: 'Account Receivable', account_type: 'asset_receivable', reconcile: true },
+      { id: ACCOUNTS.payable, code: '211000', name: 'Account Payable', account_type: 'liability_payable', reconcile: true },
+      { id: ACCOUNTS.bank, code: '101401', name: 'Bank', account_type: 'asset_cash', reconcile: false },
+      { id: ACCOUNTS.cash, code: '101501', name: 'Cash', account_type: 'asset_cash', reconcile: false },
+      { id: ACCOUNTS.income, code: '400000', name: 'Product Sales', account_type: 'income', reconcile: false },
+      { id: ACCOUNTS.expense, code: '600000', name: 'Expenses', account_type: 'expense', reconcile: false },
+      { id: ACCOUNTS.taxReceived, code: '251000', name: 'Tax Received', account_type: 'liability_current', reconcile: false },
+      { id: ACCOUNTS.taxPaid, code: '131000', name: 'Tax Paid', account_type: 'asset_current', reconcile: false },
+      { id: ACCOUNTS.equity, code: '999999', name: 'Undistributed Profits/Losses', account_type: 'equity', reconcile: false },
+      { id: ACCOUNTS.suspense, code: '101402', name: 'Bank Suspense Account', account_type: 'asset_current', reconcile: false },
+    ],
+    account_journal: [
+      { id: JOURNALS.sale, name: 'Customer Invoices', code: 'INV', type: 'sale', sequence: 5, default_account_id: ACCOUNTS.income, company_id: 1, active: true },
+      { id: JOURNALS.purchase, name: 'Vendor Bills', code: 'BILL', type: 'purchase', sequence: 6, default_account_id: ACCOUNTS.expense, company_id: 1, active: true },
+      { id: JOURNALS.bank, name: 'Bank', code: 'BNK1', type: 'bank', sequence: 10, default_account_id: ACCOUNTS.bank, company_id: 1, active: true },
+      { id: JOURNALS.cash, name: 'Cash', code: 'CSH1', type: 'cash', sequence: 11, default_account_id: ACCOUNTS.cash, company_id: 1, active: true },
+      { id: JOURNALS.misc, name: 'Miscellaneous Operations', code: 'MISC', type: 'general', sequence: 9, default_account_id: null, company_id: 1, active: true },
+    ],
+    account_move: [],
+    account_move_line: [],
+    account_bank_statement_line: [],
+    ir_module_module: modulesByTier[tier].map(([name, shortdesc, application], i) => ({
+      id: i + 1,
+      name,
+      shortdesc,
+      state: 'installed',
+      latest_version: `${version}.0.1.${i % 4}`,
+      application,
+      sequence: 10 + i,
+    })),
+  };
+
+  // partners: the company, the admin, customers, vendors
+  const partner = (row: Row) => t.res_partner!.push({ customer_rank: 0, supplier_rank: 0, company_id: null, active: true, phone: null, vat: null, street: null, zip: null, city: null, email: null, ...row, complete_name: row.name ?? null });
+  partner({ id: 1, name: companyNames[tier], is_company: true, email: `info@${tier}.example.com`, city: 'Berlin' });
+  partner({ id: 2, name: 'Mitchell Admin', is_company: false, email: `admin@${tier}.example.com` });
+  partner({ id: 3, name: 'OdooBot', is_company: false, active: false });
+  const customers: number[] = [];
+  const vendors: number[] = [];
+  let partnerId = 10;
+  for (let i = 0; i < size.customers + size.vendors; i++) {
+    const isVendor = i >= size.customers;
+    const name = `${companyWords[i % companyWords.length]} ${companyKinds[(i * 7) % companyKinds.length]}${i >= companyWords.length ? ` ${Math.floor(i / companyWords.length) + 1}` : ''}`;
+    const id = partnerId++;
+    partner({
+      id,
+      name,
+      is_company: true,
+      email: rnd.chance(0.85) ? `${firstNames[i % firstNames.length]!.toLowerCase()}@${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}.example` : null,
+      phone: rnd.chance(0.7) ? `+49 30 ${rnd.int(1000000, 9999999)}` : null,
+      vat: rnd.chance(0.6) ? `DE${rnd.int(100000000, 999999999)}` : null,
+      street: `${rnd.pick(['Hauptstraße', 'Bahnhofstraße', 'Gartenweg', 'Marktplatz'])} ${rnd.int(1, 120)}`,
+      zip: String(rnd.int(10000, 99999)),
+      city: rnd.pick(cities),
+      customer_rank: isVendor ? 0 : rnd.int(1, 20),
+      supplier_rank: isVendor ? rnd.int(1, 10) : 0,
+    });
+    (isVendor ? vendors : customers).push(id);
+  }
+
+  t.res_users!.push(
+    { id: 1, login: '__system__', partner_id: 3, company_id: 1, active: false, share: false, password: null },
+    { id: 2, login: 'admin', partner_id: 2, company_id: 1, active: true, share: false, password: opts.adminPasswordHash },
+  );
+  for (const gid of Object.values(GROUPS)) t.res_groups_users_rel!.push({ gid, uid: 2 });
+
+  // journal entries
+  let moveId = 1;
+  let lineId = 1;
+  let statementLineId = 1;
+  const sequences = new Map<string, number>();
+  const nextName = (prefix: string, day: string) => {
+    const key = `${prefix}/${day.slice(0, 4)}`;
+    const n = (sequences.get(key) ?? 0) + 1;
+    sequences.set(key, n);
+    return `${key}/${String(n).padStart(5, '0')}`;
+  };
+  const moveBase = { ref: null, invoice_date: null, invoice_date_due: null, payment_state: 'not_paid', company_id: 1, currency_id: 1, amount_untaxed: 0, amount_tax: 0, amount_total: 0, amount_residual: 0, amount_untaxed_signed: 0, amount_total_signed: 0, amount_residual_signed: 0, create_date: now, write_date: now };
+  const addLine = (move: Row, row: { account: number; debit: number; credit: number; name: string; residual?: number; maturity?: string | null }) => {
+    t.account_move_line!.push({
+      id: lineId++,
+      move_id: move.id as number,
+      move_name: move.name as string,
+      name: row.name,
+      account_id: row.account,
+      partner_id: move.partner_id ?? null,
+      journal_id: move.journal_id as number,
+      company_id: 1,
+      date: move.date as string,
+      date_maturity: row.maturity ?? null,
+      parent_state: move.state as string,
+      debit: round2(row.debit),
+      credit: round2(row.credit),
+      balance: round2(row.debit - row.credit),
+      amount_residual: round2(row.residual ?? 0),
+      reconciled: row.residual !== undefined && row.residual === 0,
+      create_date: now,
+      write_date: now,
+    });
+  };
+
+  /** A bank payment (an `entry` in the bank journal) with its bank statement line. */
+  const addPayment = (day: string, partnerId: number | null, amount: number, counterpart: number, label: string, reconciled: boolean) => {
+    const move: Row = { ...moveBase, id: moveId++, name: nextName('BNK1', day), move_type: 'entry', state: 'posted', payment_state: 'not_paid', date: day, partner_id: partnerId, journal_id: JOURNALS.bank, ref: label, amount_total: Math.abs(amount), amount_total_signed: Math.abs(amount) };
+    t.account_move!.push(move);
+    addLine(move, { account: ACCOUNTS.bank, debit: Math.max(amount, 0), credit: Math.max(-amount, 0), name: label });
+    addLine(move, { account: reconciled ? counterpart : ACCOUNTS.suspense, debit: Math.max(-amount, 0), credit: Math.max(amount, 0), name: label });
+    t.account_bank_statement_line!.push({
+      id: statementLineId,
+      move_id: move.id as number,
+      journal_id: JOURNALS.bank,
+      partner_id: partnerId,
+      company_id: 1,
+      date: day,
+      payment_ref: label,
+      amount: round2(amount),
+      amount_residual: reconciled ? 0 : round2(amount),
+      is_reconciled: reconciled,
+      internal_index: `${day.replace(/-/g, '')}${String(statementLineId).padStart(10, '0')}`,
+      create_date: now,
+      write_date: now,
+    });
+    statementLineId++;
+  };
+
+  // opening balance, 13 months back, on the bank and the cash account
+  const start = addDays(`${today.slice(0, 8)}01`, -365);
+  const opening: Row = { ...moveBase, id: moveId++, name: nextName('MISC', start), move_type: 'entry', state: 'posted', date: start, partner_id: null, journal_id: JOURNALS.misc, ref: 'Opening balance', amount_total: size.opening + 500, amount_total_signed: size.opening + 500 };
+  t.account_move!.push(opening);
+  addLine(opening, { account: ACCOUNTS.bank, debit: size.opening, credit: 0, name: 'Opening balance' });
+  addLine(opening, { account: ACCOUNTS.cash, debit: 500, credit: 0, name: 'Opening balance' });
+  addLine(opening, { account: ACCOUNTS.equity, debit: 0, credit: size.opening + 500, name: 'Opening balance' });
+
+  const recentDays = 12; // payments within the last days are not reconciled yet
+  const invoice = (kind: 'out_invoice' | 'out_refund' | 'in_invoice' | 'in_refund', day: string) => {
+    const customer = kind.startsWith('out');
+    const refund = kind.endsWith('refund');
+    const sign = (customer ? 1 : -1) * (refund ? -1 : 1);
+    const partnerId = rnd.pick(customer ? customers : vendors);
+    const untaxed = round2(rnd.int(150, customer ? 4200 : 2600) * size.scale * (refund ? 0.3 : 1) + rnd.int(0, 99) / 100);
+    const tax = round2(untaxed * 0.19);
+    const total = round2(untaxed + tax);
+    const terms = rnd.pick([14, 30, 30, 45]);
+    const due = addDays(day, terms);
+    const roll = rnd.next();
+    const state = roll < 0.07 ? 'draft' : roll < 0.1 ? 'cancel' : 'posted';
+    let residual = total;
+    let paymentState = 'not_paid';
+    let paidOn: string | null = null;
+    if (state === 'posted') {
+      const age = (Date.parse(today) - Date.parse(day)) / 86_400_000;
+      const p = rnd.next();
+      const payProbability = age > 75 ? 0.93 : age > 40 ? 0.7 : age > 15 ? 0.4 : 0.15;
+      if (p < payProbability) {
+        paidOn = addDays(day, rnd.int(3, Math.max(3, Math.min(terms + 10, Math.floor(age)))));
+        if (paidOn > today) paidOn = today;
+        residual = 0;
+        paymentState = 'paid';
+      } else if (p < payProbability + 0.1 && !refund) {
+        paidOn = addDays(day, rnd.int(1, Math.max(1, Math.min(terms, Math.floor(age)))));
+        if (paidOn > today) paidOn = today;
+        residual = round2(total * rnd.pick([0.3, 0.5, 0.6]));
+        paymentState = 'partial';
+      }
+    }
+    const prefix = { out_invoice: 'INV', out_refund: 'RINV', in_invoice: 'BILL', in_refund: 'RBILL' }[kind];
+    const move: Row = {
+      ...moveBase,
+      id: moveId++,
+      name: state === 'draft' ? '/' : nextName(prefix, day),
+      ref: customer ? null : `REF-${rnd.int(10000, 99999)}`,
+      move_type: kind,
+      state,
+      payment_state: paymentState,
+      date: day,
+      invoice_date: day,
+      invoice_date_due: due,
+      partner_id: partnerId,
+      journal_id: customer ? JOURNALS.sale : JOURNALS.purchase,
+      amount_untaxed: untaxed,
+      amount_tax: tax,
+      amount_total: total,
+      amount_residual: state === 'posted' ? residual : total,
+      amount_untaxed_signed: round2(sign * untaxed),
+      amount_total_signed: round2(sign * total),
+      amount_residual_signed: round2(sign * (state === 'posted' ? residual : total)),
+    };
+    t.account_move!.push(move);
+    // journal items: receivable/payable against income/expense and tax; debit-side = sign > 0
+    const counterpart = customer ? ACCOUNTS.receivable : ACCOUNTS.payable;
+    const revenue = customer ? ACCOUNTS.income : ACCOUNTS.expense;
+    const taxAccount = customer ? ACCOUNTS.taxReceived : ACCOUNTS.taxPaid;
+    const dr = (amount: number) => ({ debit: sign > 0 ? amount : 0, credit: sign > 0 ? 0 : amount });
+    const cr = (amount: number) => ({ debit: sign > 0 ? 0 : amount, credit: sign > 0 ? amount : 0 });
+    addLine(move, { account: counterpart, ...dr(total), name: move.name as string, residual: round2(sign * (state === 'posted' ? residual : total)), maturity: due });
+    addLine(move, { account: revenue, ...cr(untaxed), name: customer ? 'Services' : 'Supplies' });
+    addLine(move, { account: taxAccount, ...cr(tax), name: '19%' });
+    if (paidOn) {
+      const paid = round2(total - residual);
+      const recent = (Date.parse(today) - Date.parse(paidOn)) / 86_400_000 < recentDays;
+      addPayment(paidOn, partnerId, round2(sign * paid), counterpart, `${customer ? 'Payment' : 'Vendor payment'} ${move.name}`, !(recent && rnd.chance(0.6)));
+    }
+  };
+
+  for (let m = 12; m >= 0; m--) {
+    const monthStart = new Date(`${today.slice(0, 8)}01T00:00:00Z`);
+    monthStart.setUTCMonth(monthStart.getUTCMonth() - m);
+    const first = isoDay(monthStart);
+    const last = m === 0 ? today : addDays(isoDay(new Date(Date.UTC(monthStart.getUTCFullYear(), monthStart.getUTCMonth() + 1, 1))), -1);
+    const span = (Date.parse(last) - Date.parse(first)) / 86_400_000;
+    const count = m === 0 ? Math.max(2, Math.round((size.invoicesPerMonth * (span + 1)) / 30)) : size.invoicesPerMonth;
+    const days = Array.from({ length: count }, () => addDays(first, rnd.int(0, span))).sort();
+    for (const day of days) invoice('out_invoice', day);
+    for (const day of days.filter((_, i) => i % 2 === 0)) invoice('in_invoice', day);
+    if (rnd.chance(0.5)) invoice('out_refund', addDays(first, rnd.int(0, span)));
+    if (rnd.chance(0.2)) invoice('in_refund', addDays(first, rnd.int(0, span)));
+    // bank fees and an unidentified receipt now and then: statement lines waiting for reconciliation
+    if (m <= 1) addPayment(addDays(first, rnd.int(0, span)), null, -round2(rnd.int(8, 40) + 0.5), ACCOUNTS.expense, 'Bank fees', false);
+    if (m === 0) addPayment(last, null, round2(rnd.int(100, 900) * size.scale), ACCOUNTS.receivable, 'Incoming transfer, reference unknown', false);
+  }
+  // the cash box: small expenses
+  for (let i = 0; i < 4; i++) {
+    const day = addDays(today, -rnd.int(1, 90));
+    const amount = round2(rnd.int(5, 60) + 0.9);
+    const move: Row = { ...moveBase, id: moveId++, name: nextName('CSH1', day), move_type: 'entry', state: 'posted', date: day, partner_id: null, journal_id: JOURNALS.cash, ref: 'Office supplies', amount_total: amount, amount_total_signed: amount };
+    t.account_move!.push(move);
+    addLine(move, { account: ACCOUNTS.cash, debit: 0, credit: amount, name: 'Office supplies' });
+    addLine(move, { account: ACCOUNTS.expense, debit: amount, credit: 0, name: 'Office supplies' });
+  }
+  return t;
+}

@@ -1,0 +1,352 @@
+/**
+ * The Odoo models the stand-in serves, shaped like Odoo's own (same model names, table names,
+ * field names, field types and selection values), per ERP version. The template databases are
+ * created from these definitions and the XML-RPC layer reads them to answer `fields_get`, to check
+ * field names and to format values (many2one as `[id, name]`, empty as `false`).
+ *
+ * Version differences modelled (checked against Odoo's sources):
+ * - 19: `res.users.groups_id` was renamed `group_ids`;
+ * - 19: `read_group` is deprecated in favour of `formatted_read_group` (both are served on 19,
+ *   only `read_group` on 17 and 18; see sandbox/erp/orm.ts).
+ * Everything else the dashboards read (`account.move` amounts, `payment_state`, `invoice_date_due`,
+ * `account.bank.statement.line.is_reconciled`, `account.account.account_type`) has the same name
+ * and meaning in 17, 18 and 19.
+ */
+import type { ErpVersion } from '../../lib/erp/tenant-database.js';
+
+export type FieldType =
+  | 'integer'
+  | 'char'
+  | 'text'
+  | 'boolean'
+  | 'date'
+  | 'datetime'
+  | 'float'
+  | 'monetary'
+  | 'selection'
+  | 'many2one'
+  | 'many2many';
+
+export interface FieldDef {
+  type: FieldType;
+  string: string;
+  relation?: string;
+  selection?: [string, string][];
+  /** many2many: link table and its columns (this side, other side). */
+  link?: { table: string; column: string; other: string };
+  /** A computed, read-only field: SQL over the model's table (alias `t`). */
+  sql?: string;
+  required?: boolean;
+}
+
+export interface ModelDef {
+  name: string;
+  table: string;
+  description: string;
+  /** Odoo's `_order`. */
+  order: string;
+  /** The field whose value is the record's display name (`_rec_name`). */
+  recName: string;
+  fields: Record<string, FieldDef>;
+}
+
+const sel = (...pairs: [string, string][]) => pairs;
+const common = (): Record<string, FieldDef> => ({
+  id: { type: 'integer', string: 'ID' },
+  create_date: { type: 'datetime', string: 'Created on' },
+  write_date: { type: 'datetime', string: 'Last Updated on' },
+});
+
+export const MOVE_TYPES = sel(
+  ['entry', 'Journal Entry'],
+  ['out_invoice', 'Customer Invoice'],
+  ['out_refund', 'Customer Credit Note'],
+  ['in_invoice', 'Vendor Bill'],
+  ['in_refund', 'Vendor Credit Note'],
+  ['out_receipt', 'Sales Receipt'],
+  ['in_receipt', 'Purchase Receipt'],
+);
+export const PAYMENT_STATES = sel(
+  ['not_paid', 'Not Paid'],
+  ['in_payment', 'In Payment'],
+  ['paid', 'Paid'],
+  ['partial', 'Partially Paid'],
+  ['reversed', 'Reversed'],
+  ['invoicing_legacy', 'Invoicing App Legacy'],
+);
+export const ACCOUNT_TYPES = sel(
+  ['asset_receivable', 'Receivable'],
+  ['asset_cash', 'Bank and Cash'],
+  ['asset_current', 'Current Assets'],
+  ['liability_payable', 'Payable'],
+  ['liability_current', 'Current Liabilities'],
+  ['equity', 'Equity'],
+  ['income', 'Income'],
+  ['expense', 'Expenses'],
+);
+
+export function odooModels(version: ErpVersion): Record<string, ModelDef> {
+  const models: ModelDef[] = [
+    {
+      name: 'res.currency',
+      table: 'res_currency',
+      description: 'Currency',
+      order: 'active desc, name',
+      recName: 'name',
+      fields: {
+        ...common(),
+        name: { type: 'char', string: 'Currency', required: true },
+        symbol: { type: 'char', string: 'Symbol' },
+        active: { type: 'boolean', string: 'Active' },
+      },
+    },
+    {
+      name: 'res.company',
+      table: 'res_company',
+      description: 'Companies',
+      order: 'sequence, name',
+      recName: 'name',
+      fields: {
+        ...common(),
+        name: { type: 'char', string: 'Company Name', required: true },
+        sequence: { type: 'integer', string: 'Sequence' },
+        currency_id: { type: 'many2one', string: 'Currency', relation: 'res.currency' },
+        partner_id: { type: 'many2one', string: 'Partner', relation: 'res.partner' },
+        email: { type: 'char', string: 'Email' },
+        vat: { type: 'char', string: 'Tax ID' },
+      },
+    },
+    {
+      name: 'res.partner',
+      table: 'res_partner',
+      description: 'Contact',
+      order: 'complete_name ASC, id DESC',
+      recName: 'complete_name',
+      fields: {
+        ...common(),
+        name: { type: 'char', string: 'Name' },
+        complete_name: { type: 'char', string: 'Complete Name' },
+        is_company: { type: 'boolean', string: 'Is a Company' },
+        email: { type: 'char', string: 'Email' },
+        phone: { type: 'char', string: 'Phone' },
+        vat: { type: 'char', string: 'Tax ID' },
+        street: { type: 'char', string: 'Street' },
+        city: { type: 'char', string: 'City' },
+        zip: { type: 'char', string: 'Zip' },
+        customer_rank: { type: 'integer', string: 'Customer Rank' },
+        supplier_rank: { type: 'integer', string: 'Supplier Rank' },
+        company_id: { type: 'many2one', string: 'Company', relation: 'res.company' },
+        active: { type: 'boolean', string: 'Active' },
+      },
+    },
+    {
+      name: 'res.groups',
+      table: 'res_groups',
+      description: 'Access Groups',
+      order: 'name',
+      recName: 'name',
+      fields: {
+        ...common(),
+        name: { type: 'char', string: 'Name', required: true },
+      },
+    },
+    {
+      name: 'res.users',
+      table: 'res_users',
+      description: 'User',
+      order: 'name, login',
+      recName: 'name',
+      fields: {
+        ...common(),
+        login: { type: 'char', string: 'Login', required: true },
+        // res.users inherits res.partner: its name is the partner's.
+        name: { type: 'char', string: 'Name', sql: '(SELECT p.name FROM res_partner p WHERE p.id = t.partner_id)' },
+        partner_id: { type: 'many2one', string: 'Related Partner', relation: 'res.partner', required: true },
+        company_id: { type: 'many2one', string: 'Company', relation: 'res.company' },
+        active: { type: 'boolean', string: 'Active' },
+        share: { type: 'boolean', string: 'Share User' },
+        [version === '19' ? 'group_ids' : 'groups_id']: {
+          type: 'many2many',
+          string: 'Groups',
+          relation: 'res.groups',
+          link: { table: 'res_groups_users_rel', column: 'uid', other: 'gid' },
+        },
+      },
+    },
+    {
+      name: 'account.account',
+      table: 'account_account',
+      description: 'Account',
+      order: 'code, id',
+      recName: 'name',
+      fields: {
+        ...common(),
+        name: { type: 'char', string: 'Account Name', required: true },
+        code: { type: 'char', string: 'Code' },
+        account_type: { type: 'selection', string: 'Type', selection: ACCOUNT_TYPES },
+        reconcile: { type: 'boolean', string: 'Allow Reconciliation' },
+      },
+    },
+    {
+      name: 'account.journal',
+      table: 'account_journal',
+      description: 'Journal',
+      order: 'sequence, type, code',
+      recName: 'name',
+      fields: {
+        ...common(),
+        name: { type: 'char', string: 'Journal Name', required: true },
+        code: { type: 'char', string: 'Short Code' },
+        type: {
+          type: 'selection',
+          string: 'Type',
+          selection: sel(['sale', 'Sales'], ['purchase', 'Purchase'], ['cash', 'Cash'], ['bank', 'Bank'], ['general', 'Miscellaneous']),
+        },
+        sequence: { type: 'integer', string: 'Sequence' },
+        default_account_id: { type: 'many2one', string: 'Default Account', relation: 'account.account' },
+        currency_id: { type: 'many2one', string: 'Currency', relation: 'res.currency' },
+        company_id: { type: 'many2one', string: 'Company', relation: 'res.company' },
+        active: { type: 'boolean', string: 'Active' },
+      },
+    },
+    {
+      name: 'account.move',
+      table: 'account_move',
+      description: 'Journal Entry',
+      order: 'date desc, name desc, id desc',
+      recName: 'name',
+      fields: {
+        ...common(),
+        name: { type: 'char', string: 'Number' },
+        ref: { type: 'char', string: 'Reference' },
+        move_type: { type: 'selection', string: 'Type', selection: MOVE_TYPES },
+        state: { type: 'selection', string: 'Status', selection: sel(['draft', 'Draft'], ['posted', 'Posted'], ['cancel', 'Cancelled']) },
+        payment_state: { type: 'selection', string: 'Payment Status', selection: PAYMENT_STATES },
+        date: { type: 'date', string: 'Date' },
+        invoice_date: { type: 'date', string: 'Invoice/Bill Date' },
+        invoice_date_due: { type: 'date', string: 'Due Date' },
+        partner_id: { type: 'many2one', string: 'Partner', relation: 'res.partner' },
+        journal_id: { type: 'many2one', string: 'Journal', relation: 'account.journal' },
+        company_id: { type: 'many2one', string: 'Company', relation: 'res.company' },
+        currency_id: { type: 'many2one', string: 'Currency', relation: 'res.currency' },
+        amount_untaxed: { type: 'monetary', string: 'Untaxed Amount' },
+        amount_tax: { type: 'monetary', string: 'Tax' },
+        amount_total: { type: 'monetary', string: 'Total' },
+        amount_residual: { type: 'monetary', string: 'Amount Due' },
+        amount_untaxed_signed: { type: 'monetary', string: 'Untaxed Amount Signed' },
+        amount_total_signed: { type: 'monetary', string: 'Total Signed' },
+        amount_residual_signed: { type: 'monetary', string: 'Amount Due Signed' },
+      },
+    },
+    {
+      name: 'account.move.line',
+      table: 'account_move_line',
+      description: 'Journal Item',
+      order: 'date desc, move_name desc, id',
+      recName: 'name',
+      fields: {
+        ...common(),
+        name: { type: 'char', string: 'Label' },
+        move_id: { type: 'many2one', string: 'Journal Entry', relation: 'account.move', required: true },
+        move_name: { type: 'char', string: 'Number' },
+        account_id: { type: 'many2one', string: 'Account', relation: 'account.account' },
+        partner_id: { type: 'many2one', string: 'Partner', relation: 'res.partner' },
+        journal_id: { type: 'many2one', string: 'Journal', relation: 'account.journal' },
+        company_id: { type: 'many2one', string: 'Company', relation: 'res.company' },
+        date: { type: 'date', string: 'Date' },
+        date_maturity: { type: 'date', string: 'Due Date' },
+        parent_state: { type: 'selection', string: 'Status', selection: sel(['draft', 'Draft'], ['posted', 'Posted'], ['cancel', 'Cancelled']) },
+        debit: { type: 'monetary', string: 'Debit' },
+        credit: { type: 'monetary', string: 'Credit' },
+        balance: { type: 'monetary', string: 'Balance' },
+        amount_residual: { type: 'monetary', string: 'Residual Amount' },
+        reconciled: { type: 'boolean', string: 'Reconciled' },
+      },
+    },
+    {
+      name: 'account.bank.statement.line',
+      table: 'account_bank_statement_line',
+      description: 'Bank Statement Line',
+      order: 'internal_index desc',
+      recName: 'payment_ref',
+      fields: {
+        ...common(),
+        move_id: { type: 'many2one', string: 'Journal Entry', relation: 'account.move' },
+        journal_id: { type: 'many2one', string: 'Journal', relation: 'account.journal' },
+        partner_id: { type: 'many2one', string: 'Partner', relation: 'res.partner' },
+        company_id: { type: 'many2one', string: 'Company', relation: 'res.company' },
+        date: { type: 'date', string: 'Date' },
+        payment_ref: { type: 'char', string: 'Label' },
+        amount: { type: 'monetary', string: 'Amount' },
+        amount_residual: { type: 'float', string: 'Residual Amount' },
+        is_reconciled: { type: 'boolean', string: 'Is Reconciled' },
+        internal_index: { type: 'char', string: 'Internal Reference' },
+      },
+    },
+    {
+      name: 'ir.module.module',
+      table: 'ir_module_module',
+      description: 'Module',
+      order: 'application desc, sequence, name',
+      recName: 'shortdesc',
+      fields: {
+        ...common(),
+        name: { type: 'char', string: 'Technical Name' },
+        shortdesc: { type: 'char', string: 'Module Name' },
+        state: {
+          type: 'selection',
+          string: 'Status',
+          selection: sel(['uninstallable', 'Uninstallable'], ['uninstalled', 'Not Installed'], ['installed', 'Installed'], ['to upgrade', 'To be upgraded'], ['to remove', 'To be removed'], ['to install', 'To be installed']),
+        },
+        latest_version: { type: 'char', string: 'Installed Version' },
+        application: { type: 'boolean', string: 'Application' },
+        sequence: { type: 'integer', string: 'Sequence' },
+      },
+    },
+  ];
+  return Object.fromEntries(models.map((m) => [m.name, m]));
+}
+
+const sqlTypes: Record<FieldType, string> = {
+  integer: 'integer',
+  char: 'varchar',
+  text: 'text',
+  boolean: 'boolean',
+  date: 'date',
+  datetime: 'timestamp without time zone',
+  float: 'double precision',
+  monetary: 'numeric',
+  selection: 'varchar',
+  many2one: 'integer',
+  many2many: '',
+};
+
+/** The DDL of an Odoo-shaped database for `version` (tables, many2many link tables, indexes). */
+export function odooSchemaSql(version: ErpVersion): string {
+  const statements: string[] = [];
+  const links = new Set<string>();
+  for (const model of Object.values(odooModels(version))) {
+    const columns = Object.entries(model.fields)
+      .filter(([, f]) => !f.sql && f.type !== 'many2many')
+      .map(([name, f]) => {
+        if (name === 'id') return 'id serial PRIMARY KEY';
+        if (name === 'create_date' || name === 'write_date') return `${name} timestamp without time zone DEFAULT (now() at time zone 'UTC')`;
+        return `${name} ${sqlTypes[f.type]}${f.required ? ' NOT NULL' : ''}`;
+      });
+    statements.push(`CREATE TABLE ${model.table} (\n  ${columns.join(',\n  ')}\n)`);
+    for (const f of Object.values(model.fields)) {
+      if (f.link && !links.has(f.link.table)) {
+        links.add(f.link.table);
+        statements.push(
+          `CREATE TABLE ${f.link.table} (${f.link.other} integer NOT NULL, ${f.link.column} integer NOT NULL, PRIMARY KEY (${f.link.other}, ${f.link.column}))`,
+        );
+      }
+    }
+  }
+  statements.push('CREATE UNIQUE INDEX res_users_login_key ON res_users (login)');
+  statements.push('CREATE INDEX account_move_line_move_id_idx ON account_move_line (move_id)');
+  statements.push('CREATE INDEX account_move_move_type_idx ON account_move (move_type, state)');
+  // Odoo keeps passwords in a column the ORM never returns through read().
+  statements.push('ALTER TABLE res_users ADD COLUMN password varchar');
+  return statements.map((s) => `${s};`).join('\n');
+}

@@ -1,0 +1,34 @@
+/**
+ * Odoo's exceptions and how `/xmlrpc/2/` turns them into faults (odoo/http.py,
+ * `xmlrpc_handle_exception_int`): UserError and MissingError → 2, AccessDenied → 3,
+ * AccessError → 4, anything else → 1 with the formatted traceback as the fault string.
+ */
+export class OdooError extends Error {
+  constructor(
+    readonly faultCode: 1 | 2 | 3 | 4,
+    message: string,
+    /** The Python exception type, for the traceback of code 1 faults. */
+    readonly pythonType: string,
+  ) {
+    super(message);
+  }
+
+  get faultString(): string {
+    if (this.faultCode !== 1) return this.message;
+    return [
+      'Traceback (most recent call last):',
+      '  File "/usr/lib/python3/dist-packages/odoo/http.py", line 1, in _dispatch_rpc',
+      '  File "/usr/lib/python3/dist-packages/odoo/service/model.py", line 1, in execute_kw',
+      `${this.pythonType}: ${this.message}`,
+      '',
+    ].join('\n');
+  }
+}
+
+export const userError = (message: string) => new OdooError(2, message, 'odoo.exceptions.UserError');
+export const missingError = (message: string) => new OdooError(2, message, 'odoo.exceptions.MissingError');
+export const accessDenied = () => new OdooError(3, 'Access Denied', 'odoo.exceptions.AccessDenied');
+export const accessError = (message: string) => new OdooError(4, message, 'odoo.exceptions.AccessError');
+export const valueError = (message: string) => new OdooError(1, message, 'ValueError');
+export const typeError = (message: string) => new OdooError(1, message, 'TypeError');
+export const attributeError = (message: string) => new OdooError(1, message, 'AttributeError');

@@ -1,0 +1,299 @@
+/**
+ * The stand-in for the tenant ERPs (Odoo), one HTTP server for every tenant: the `Host` header
+ * picks the tenant through the platform's `tenant_routes` table (host → database, namespace
+ * `plana-odoo-<version>`); each tenant's data lives in its own PostgreSQL database. It speaks
+ * Odoo's XML-RPC (`/xmlrpc/2/common`, `/xmlrpc/2/object`, faults 1–4, `false` for empty values),
+ * answers the health probe, shows a login page, and refuses unauthenticated JSON-RPC the way the
+ * session-timeout module does. A host without a route gets 404 on every path.
+ */
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { createPool } from '../../lib/db.js';
+import { createLogger, type Logger } from '../../lib/logger.js';
+import { verifyOdooPassword } from '../../lib/erp/odoo-password.js';
+import { databaseUrl, type ErpVersion } from '../../lib/erp/tenant-database.js';
+import { parseMethodCall, serializeFault, serializeMethodResponse } from '../../lib/erp/xmlrpc-wire.js';
+import { executeKw } from './orm.js';
+import { OdooError, accessDenied } from './odoo-errors.js';
+
+interface Route {
+  host: string;
+  database: string;
+  version: ErpVersion;
+}
+
+const ROUTE_TTL_MS = 1_000;
+const AUTH_TTL_MS = 10_000;
+const MAX_BODY = 10 * 1024 * 1024;
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface ErpStandIn {
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startErpStandIn(opts: {
+  host: string;
+  port: number;
+  platformDatabaseUrl: string;
+  erpDatabaseUrl: string;
+  logger?: Logger;
+}): Promise<ErpStandIn> {
+  const log = opts.logger ?? createLogger({ name: 'erp-stand-in' });
+  const platform = createPool(opts.platformDatabaseUrl, 4);
+  const routes = new Map<string, { route: Route | null; at: number }>();
+  const tenantPools = new Map<string, pg.Pool>();
+  const verified = new Map<string, { ok: Promise<boolean>; until: number }>();
+
+  async function routeFor(host: string): Promise<Route | null> {
+    const cached = routes.get(host);
+    if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.route;
+    const res = await platform.query<{ database: string; namespace: string }>('SELECT database, namespace FROM tenant_routes WHERE host = $1', [host]);
+    const row = res.rows[0];
+    const route = row ? { host, database: row.database, version: row.namespace.replace('plana-odoo-', '') as ErpVersion } : null;
+    routes.set(host, { route, at: Date.now() });
+    return route;
+  }
+
+  function poolFor(database: string): pg.Pool {
+    let pool = tenantPools.get(database);
+    if (!pool) {
+      // short idle timeout: idle connections to a tenant database must not linger (drops, dumps)
+      pool = new pg.Pool({ connectionString: databaseUrl(opts.erpDatabaseUrl, database), max: 4, idleTimeoutMillis: 2_000 });
+      pool.on('error', () => {});
+      tenantPools.set(database, pool);
+    }
+    return pool;
+  }
+
+  async function forgetPool(database: string) {
+    const pool = tenantPools.get(database);
+    tenantPools.delete(database);
+    await pool?.end().catch(() => {});
+  }
+
+  /** Runs `fn` on the tenant database; a missing database becomes Odoo's OperationalError. */
+  async function onTenantDb<T>(route: Route, fn: (db: pg.Pool) => Promise<T>): Promise<T> {
+    try {
+      return await fn(poolFor(route.database));
+    } catch (err) {
+      if ((err as { code?: string }).code === '3D000') {
+        await forgetPool(route.database);
+        throw new OdooError(1, `connection to server failed: FATAL:  database "${route.database}" does not exist`, 'psycopg2.OperationalError');
+      }
+      throw err;
+    }
+  }
+
+  async function authenticate(route: Route, login: unknown, password: unknown): Promise<number | false> {
+    if (typeof login !== 'string' || typeof password !== 'string' || !password) return false;
+    const res = await onTenantDb(route, (db) =>
+      db.query<{ id: number; password: string | null }>('SELECT id, password FROM res_users WHERE login = $1 AND active AND NOT share', [login]),
+    );
+    const user = res.rows[0];
+    return user && (await verifyOdooPassword(password, user.password)) ? user.id : false;
+  }
+
+  /** Odoo's `check(db, uid, password)`, with a short cache of successful checks as Odoo keeps. */
+  async function checkUser(route: Route, uid: unknown, password: unknown): Promise<{ uid: number; groups: Set<number> }> {
+    if (typeof uid !== 'number' || typeof password !== 'string' || !password) throw accessDenied();
+    const key = createHash('sha256').update(`${route.database}\0${uid}\0${password}`).digest('base64');
+    return onTenantDb(route, async (db) => {
+      let check = verified.get(key);
+      if (!check || check.until < Date.now()) {
+        // concurrent calls of one user share one password check
+        const ok = db
+          .query<{ password: string | null }>('SELECT password FROM res_users WHERE id = $1 AND active AND NOT share', [uid])
+          .then((res) => Boolean(res.rows[0]) && verifyOdooPassword(password, res.rows[0]!.password));
+        check = { ok, until: Date.now() + AUTH_TTL_MS };
+        verified.set(key, check);
+        ok.then((good) => good || verified.delete(key), () => verified.delete(key));
+      }
+      if (!(await check.ok)) throw accessDenied();
+      const groups = await db.query<{ gid: number }>('SELECT gid FROM res_groups_users_rel WHERE uid = $1 AND EXISTS (SELECT 1 FROM res_users WHERE id = $1 AND active)', [uid]);
+      if (groups.rowCount === 0) throw accessDenied(); // deactivated since the check
+      return { uid, groups: new Set(groups.rows.map((g) => g.gid)) };
+    });
+  }
+
+  function checkDb(route: Route, db: unknown) {
+    if (db !== route.database) throw accessDenied();
+  }
+
+  async function common(route: Route, method: string, params: unknown[]): Promise<unknown> {
+    switch (method) {
+      case 'version':
+        return {
+          server_version: `${route.version}.0`,
+          server_version_info: [Number(route.version), 0, 0, 'final', 0, ''],
+          server_serie: `${route.version}.0`,
+          protocol_version: 1,
+        };
+      case 'authenticate':
+      case 'login': {
+        const [db, login, password] = params;
+        checkDb(route, db);
+        return authenticate(route, login, password);
+      }
+      default:
+        throw new OdooError(1, `Method not available ${method}`, 'NameError');
+    }
+  }
+
+  async function object(route: Route, method: string, params: unknown[]): Promise<unknown> {
+    if (method !== 'execute_kw' && method !== 'execute') throw new OdooError(1, `Method not available ${method}`, 'NameError');
+    const [db, uid, password, model, modelMethod, ...rest] = params;
+    checkDb(route, db);
+    const user = await checkUser(route, uid, password);
+    if (typeof model !== 'string' || typeof modelMethod !== 'string') throw new OdooError(1, 'execute_kw() model and method must be strings', 'TypeError');
+    const args = method === 'execute_kw' ? (rest[0] ?? []) : rest;
+    const kwargs = method === 'execute_kw' ? (rest[1] ?? {}) : {};
+    if (!Array.isArray(args)) throw new OdooError(1, 'args must be a list', 'TypeError');
+    if (!kwargs || typeof kwargs !== 'object' || Array.isArray(kwargs)) throw new OdooError(1, 'kwargs must be a dict', 'TypeError');
+    return onTenantDb(route, (pool) => executeKw({ db: pool, version: route.version, uid: user.uid, groups: user.groups }, model, modelMethod, args, kwargs as Record<string, unknown>));
+  }
+
+  async function xmlrpc(route: Route, service: 'common' | 'object', req: IncomingMessage, res: ServerResponse) {
+    let reply: string;
+    try {
+      const { method, params } = await parseMethodCall(await readBody(req));
+      const result = service === 'common' ? await common(route, method, params) : await object(route, method, params);
+      reply = serializeMethodResponse(result === undefined || result === null ? false : result);
+    } catch (err) {
+      if (err instanceof HttpError) throw err;
+      const fault = toFault(err);
+      if (fault.pythonType === 'Exception') log.error({ err }, 'xml-rpc call failed');
+      reply = serializeFault(fault.faultCode, fault.faultString);
+    }
+    res.writeHead(200, { 'content-type': 'text/xml; charset=utf-8' }).end(reply);
+  }
+
+  async function health(route: Route, res: ServerResponse) {
+    try {
+      await onTenantDb(route, (db) => db.query('SELECT 1'));
+      json(res, 200, { status: 'pass' });
+    } catch (err) {
+      const missing = err instanceof OdooError;
+      json(res, 503, { status: 'fail', reason: missing ? `database ${route.database} does not exist` : `database ${route.database} does not answer` });
+    }
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse) {
+    const host = (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
+    const path = (req.url ?? '/').split('?')[0]!;
+    const route = host ? await routeFor(host) : null;
+    if (!route) return text(res, 404, `404 Not Found: no tenant at ${host || '(no Host header)'}\n`);
+    const method = req.method ?? 'GET';
+    if (path === '/web/health' && method === 'GET') return health(route, res);
+    if (path === '/xmlrpc/2/common' && method === 'POST') return xmlrpc(route, 'common', req, res);
+    if (path === '/xmlrpc/2/object' && method === 'POST') return xmlrpc(route, 'object', req, res);
+    if (path.startsWith('/web/dataset/call_kw')) {
+      // the session-timeout module: JSON-RPC needs a live web session, and this stand-in issues none
+      return json(res, 401, {
+        jsonrpc: '2.0',
+        id: null,
+        error: {
+          code: 100,
+          message: 'Odoo Session Expired',
+          data: { name: 'odoo.http.SessionExpiredException', message: 'Session expired', arguments: ['Session expired'], context: {} },
+        },
+      });
+    }
+    if (path === '/web/login' && method === 'GET') return html(res, 200, loginPage(route));
+    return text(res, 404, '404 Not Found\n');
+  }
+
+  const server = createServer((req, res) => {
+    const started = Date.now();
+    handle(req, res)
+      .catch((err: unknown) => {
+        if (err instanceof HttpError) return text(res, err.status, `${err.message}\n`);
+        log.error({ err }, 'request failed');
+        if (res.headersSent) return;
+        // the routes table cannot be read: the ERP entry is unavailable, not broken
+        const code = String((err as { code?: unknown }).code ?? '');
+        if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND'].includes(code) || code.startsWith('57P')) return text(res, 503, '503 Service Unavailable\n');
+        text(res, 500, '500 Internal Server Error\n');
+      })
+      .finally(() => log.debug({ method: req.method, url: req.url, host: req.headers.host, status: res.statusCode, ms: Date.now() - started }, 'request'));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${opts.host}:${port}`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.all([...tenantPools.keys()].map(forgetPool));
+      await platform.end();
+    },
+  };
+}
+
+/** Anything thrown while answering a call, as the fault Odoo would send (code 1 for non-Odoo errors). */
+function toFault(err: unknown): OdooError {
+  if (err instanceof OdooError) return err;
+  const code = (err as { code?: unknown }).code;
+  // PostgreSQL rejected a value (e.g. a malformed date in a domain): psycopg2 raises, Odoo answers fault 1
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return new OdooError(1, (err as Error).message, 'psycopg2.errors.DatabaseError');
+  if (err instanceof Error && err.name !== 'TypeError' && /XML|Unexpected|Invalid|Not a method call|method name/i.test(err.message)) {
+    return new OdooError(1, err.message, 'xml.parsers.expat.ExpatError');
+  }
+  return new OdooError(1, 'Internal error', 'Exception');
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) {
+        reject(new HttpError(413, '413 Request Entity Too Large'));
+        req.destroy();
+      } else chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+const json = (res: ServerResponse, status: number, body: unknown) =>
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+const text = (res: ServerResponse, status: number, body: string) => res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' }).end(body);
+const html = (res: ServerResponse, status: number, body: string) => res.writeHead(status, { 'content-type': 'text/html; charset=utf-8' }).end(body);
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const loginPage = (route: Route) => `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Login | Odoo</title></head>
+<body>
+<form class="oe_login_form" role="form" method="post" action="/web/login">
+  <input type="hidden" name="db" value="${escapeHtml(route.database)}">
+  <label for="login">Email</label> <input type="text" name="login" id="login" required autofocus autocapitalize="off">
+  <label for="password">Password</label> <input type="password" name="password" id="password" required autocomplete="current-password">
+  <button type="submit">Log in</button>
+</form>
+<p>Odoo ${escapeHtml(route.version)}.0 · ${escapeHtml(route.host)}</p>
+</body></html>
+`;
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { config } = await import('../../lib/config.js');
+  const cfg = config();
+  const erp = await startErpStandIn({ host: cfg.ERP_HOST, port: cfg.ERP_PORT, platformDatabaseUrl: cfg.DATABASE_URL, erpDatabaseUrl: cfg.ERP_DATABASE_URL });
+  console.log(`ERP stand-in listening on ${erp.url}`);
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void erp.close());
+}

@@ -1,0 +1,67 @@
+/** Test tenants with a real ERP database: workspace + tenant rows, a clone of a template, a route, an API user. */
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { inject } from 'vitest';
+import type { Config } from '../../lib/config.js';
+import { ensureErpApiUser } from '../../lib/erp/api-user.js';
+import { cloneTenantDatabase, databaseUrl, templateDatabaseName, tenantHostname, type ErpVersion, type Tier } from '../../lib/erp/tenant-database.js';
+import { createLogger } from '../../lib/logger.js';
+import { startErpStandIn } from '../../sandbox/erp/server.js';
+import { testConfig } from './env.js';
+
+/** testConfig() plus the ERP settings of this run: the test PostgreSQL's admin database. */
+export async function erpTestConfig(overrides: Record<string, string> = {}): Promise<Config> {
+  return testConfig({ ERP_DATABASE_URL: databaseUrl(inject('databaseUrl'), 'postgres'), ...overrides });
+}
+
+export const uniqueName = (prefix = 'e') => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+export interface TestTenant {
+  name: string;
+  workspace: string;
+  host: string;
+  database: string;
+  version: ErpVersion;
+}
+
+export async function createWorkspaceWithTenant(pool: pg.Pool, opts: { tier: Tier; version: ErpVersion; name?: string }) {
+  const name = opts.name ?? uniqueName();
+  const ws = await pool.query<{ id: string }>('INSERT INTO workspaces (slug, name) VALUES ($1, $2) RETURNING id', [name, `Workspace ${name}`]);
+  await pool.query(
+    `INSERT INTO tenants (name, workspace_id, project_id, tier, erp_version, owner_email, owner_name)
+     VALUES ($1, $2, 7, $3, $4, $5, 'Owner')`,
+    [name, ws.rows[0]!.id, opts.tier, opts.version, `owner@${name}.test`],
+  );
+  return name;
+}
+
+/** A fully provisioned ERP tenant (what the tenant lifecycle does, step by step). */
+export async function provisionTestTenant(cfg: Config, pool: pg.Pool, admin: pg.Pool, opts: { tier: Tier; version: ErpVersion }): Promise<TestTenant> {
+  const name = await createWorkspaceWithTenant(pool, opts);
+  const host = tenantHostname(name, cfg.TENANT_DOMAIN);
+  await cloneTenantDatabase(admin, { database: host, template: templateDatabaseName(opts.tier, opts.version) });
+  await pool.query('INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, $3, $1)', [host, name, `plana-odoo-${opts.version}`]);
+  await ensureErpApiUser({ platform: pool, erpDatabaseUrl: cfg.ERP_DATABASE_URL, secretsKey: cfg.SECRETS_KEY }, { tenant: name, database: host });
+  return { name, workspace: name, host, database: host, version: opts.version };
+}
+
+export function startTestErp(cfg: Config) {
+  return startErpStandIn({
+    host: '127.0.0.1',
+    port: 0,
+    platformDatabaseUrl: cfg.DATABASE_URL,
+    erpDatabaseUrl: cfg.ERP_DATABASE_URL,
+    logger: createLogger({ level: 'silent' }),
+  });
+}
+
+/** A query on a tenant database, for computing expected values independently of the ERP. */
+export async function queryTenantDb<R extends pg.QueryResultRow>(cfg: Config, database: string, sql: string, params: unknown[] = []): Promise<R[]> {
+  const client = new pg.Client({ connectionString: databaseUrl(cfg.ERP_DATABASE_URL, database) });
+  await client.connect();
+  try {
+    return (await client.query<R>(sql, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
