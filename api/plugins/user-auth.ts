@@ -1,0 +1,58 @@
+/**
+ * Interactive login on routes (specification §5.2 rule 2, §5.6): hooks that demand a user's access
+ * token (`Authorization: Bearer <JWT from /api/auth/login>`) and, for workspace configuration, that
+ * the user be an admin of the workspace concerned. A workspace API key is refused with 403: it can
+ * never manage keys, team or settings.
+ *
+ * Which workspace: the `X-Workspace` header (or `?workspace=`) names it by slug; when absent and
+ * the user belongs to exactly one workspace, that one. Otherwise 400 asking for it.
+ */
+import type { FastifyRequest } from 'fastify';
+import { TOKEN_PREFIX } from '../../lib/api-keys.js';
+import { AppError } from '../../lib/errors.js';
+import { verifyAccessToken } from '../../lib/login-sessions.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by requireUser: the logged-in user. */
+    user?: { id: string };
+    /** Set by requireWorkspaceAdmin: the workspace the admin acts on. */
+    adminWorkspace?: { id: string; slug: string };
+  }
+}
+
+function bearer(req: FastifyRequest): string | undefined {
+  const h = req.headers.authorization;
+  if (typeof h !== 'string') return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+  return m?.[1];
+}
+
+export async function requireUser(req: FastifyRequest): Promise<void> {
+  const token = bearer(req);
+  if (!token) throw new AppError('UNAUTHORIZED', 'This endpoint needs an interactive login: send the access token from POST /api/auth/login as Authorization: Bearer.');
+  if (token.startsWith(TOKEN_PREFIX)) {
+    throw new AppError('FORBIDDEN', 'Workspace API keys cannot do this; it needs an interactive login (POST /api/auth/login).');
+  }
+  req.user = { id: await verifyAccessToken(req.server.deps.config, token) };
+}
+
+/** Run after requireUser: the user must be an admin of the workspace named by X-Workspace. */
+export async function requireWorkspaceAdmin(req: FastifyRequest): Promise<void> {
+  if (!req.user) throw new AppError('UNAUTHORIZED', 'This endpoint needs an interactive login.');
+  const header = req.headers['x-workspace'];
+  const query = (req.query as { workspace?: unknown } | undefined)?.workspace;
+  const slug = typeof header === 'string' && header ? header : typeof query === 'string' && query ? query : undefined;
+  const { rows } = await req.server.deps.pool.query<{ id: string; slug: string; role: string }>(
+    `SELECT w.id, w.slug, m.role FROM memberships m JOIN workspaces w ON w.id = m.workspace_id
+      WHERE m.user_id = $1 AND ($2::text IS NULL OR w.slug = $2)`,
+    [req.user.id, slug ?? null],
+  );
+  if (!slug && rows.length > 1) {
+    throw new AppError('BAD_REQUEST', `You belong to several workspaces (${rows.map((r) => r.slug).join(', ')}); name one in the X-Workspace header.`);
+  }
+  const row = rows[0];
+  if (!row) throw new AppError('FORBIDDEN', slug ? `You are not a member of workspace "${slug}".` : 'You are not a member of any workspace.');
+  if (row.role !== 'admin') throw new AppError('FORBIDDEN', `Only admins of workspace "${row.slug}" can do this.`);
+  req.adminWorkspace = { id: row.id, slug: row.slug };
+}

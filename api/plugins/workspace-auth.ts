@@ -1,0 +1,181 @@
+/**
+ * The Workspace API's key authentication (specification §5.1–5.3, §8), table-driven: every route
+ * whose `METHOD path` appears in `workspaceKeyRoutes` gets, when it is registered,
+ *
+ * 1. key verification (`Authorization: Bearer ws_live_…`; lib/api-key-verifier.ts): a missing,
+ *    malformed, unknown, wrong or revoked key gets the same 401;
+ * 2. the rate limits (lib/rate-limits.ts): the per-key token bucket on every route, the per-minute
+ *    agent limit on agent invocations; 429 with Retry-After, and RateLimit-* headers on every answer;
+ * 3. the scope check: 403 naming the scope needed (`*` grants all);
+ * 4. the workspace binding: a `:slug` in the path must be the key's own workspace, else 403
+ *    (403 rather than 404: the caller learns nothing about the other workspace either way, and
+ *    403 says plainly that this key cannot go there);
+ * 5. the execution log record of the call (lib/execution-log.ts), whatever its outcome; its pino
+ *    line is Fastify's "request completed" line, to which the key's workspace id, prefix, method
+ *    and route are bound (one line per call, never the token).
+ *
+ * The request is decorated with `workspace` ({ id, slug }) and `apiKey` ({ id, prefix, scopes }).
+ * Register this plugin before the routes it guards.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, onResponseHookHandler } from 'fastify';
+import fp from 'fastify-plugin';
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { grants, TOKEN_PREFIX, type Scope } from '../../lib/api-keys.js';
+import { ApiKeyVerifier, invalidKey } from '../../lib/api-key-verifier.js';
+import { AppError } from '../../lib/errors.js';
+import { ExecutionLog, ensurePartitions } from '../../lib/execution-log.js';
+import { RateLimits } from '../../lib/rate-limits.js';
+
+/** §4.1 × §5.3: the routes a workspace key may call and the scope each needs (null: any valid key). */
+export const workspaceKeyRoutes: Record<string, Scope | null> = {
+  'GET /api/portal/apikeys/self': null,
+  'GET /api/portal/odoo/:slug/kpis': 'dashboard:read',
+  'GET /api/portal/odoo/:slug/cashflow': 'dashboard:read',
+  'GET /api/portal/odoo/:slug/alerts': 'dashboard:read',
+  'GET /api/banking/adapters': 'banking:read',
+  'POST /api/banking/:bankId/consent': 'banking:read',
+  'GET /api/banking/:bankId/consent/:consentId': 'banking:read',
+  'GET /api/banking/:bankId/accounts': 'banking:read',
+  'GET /api/banking/:bankId/accounts/:id/transactions': 'banking:read',
+  'POST /api/agents/:agentId/chat': 'agents:invoke',
+  'POST /api/agents/:agentId/chat/stream': 'agents:invoke',
+  'GET /api/agents/:agentId/executions': 'agents:invoke',
+};
+
+/** Routes that count against the per-minute agent limit as well as the bucket. */
+const agentInvocation = (method: string, scope: Scope | null) => scope === 'agents:invoke' && method === 'POST';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    workspace?: { id: string; slug: string };
+    apiKey?: { id: string; prefix: string; scopes: string[] };
+  }
+  interface FastifyInstance {
+    /** `redis`: the auto-pipelined connection of the Workspace API's hot path (also for its caches). */
+    workspaceAuth: { verifier: ApiKeyVerifier; rateLimits: RateLimits; executionLog: ExecutionLog; redis: Redis };
+  }
+}
+
+function setRateLimitHeaders(reply: FastifyReply, r: { limit: number; remaining: number; reset: number }) {
+  reply.header('ratelimit-limit', r.limit).header('ratelimit-remaining', r.remaining).header('ratelimit-reset', r.reset);
+}
+
+export const workspaceAuth = fp(
+  async (app: FastifyInstance) => {
+    const { config, pool } = app.deps;
+    // The hot path's own Redis connection, with auto-pipelining: the revocation + bucket calls of
+    // concurrent requests issued in the same tick go out in one write.
+    const redis = new Redis(config.REDIS_URL, { enableAutoPipelining: true, maxRetriesPerRequest: 2 });
+    redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis (workspace auth) connection error'));
+    const verifier = new ApiKeyVerifier({
+      pool,
+      cacheTtlMs: config.API_KEY_CACHE_TTL_SECONDS * 1000,
+      cacheSize: config.API_KEY_CACHE_SIZE,
+      usageFlushMs: config.API_KEY_USAGE_FLUSH_MS,
+      onError: (err) => app.log.error({ err }, 'writing last_used_at of workspace keys failed'),
+    });
+    const rateLimits = new RateLimits({ pool, redis, config });
+    const executionLog = new ExecutionLog({
+      pool,
+      log: app.log,
+      flushMs: config.EXECUTION_LOG_FLUSH_MS,
+      partitionsAhead: config.EXECUTION_LOG_PARTITIONS_AHEAD,
+    });
+    await ensurePartitions(pool, config.EXECUTION_LOG_PARTITIONS_AHEAD);
+    app.decorate('workspaceAuth', { verifier, rateLimits, executionLog, redis });
+    app.addHook('onClose', async () => {
+      await verifier.close();
+      await executionLog.close();
+      redis.disconnect();
+    });
+
+    function authenticate(method: string, scope: Scope | null): onRequestHookHandler {
+      const agents = agentInvocation(method, scope);
+      return async function workspaceKeyAuth(req: FastifyRequest, reply: FastifyReply) {
+        const header = req.headers.authorization;
+        const token = header && header.length > 7 && header.slice(0, 7).toLowerCase() === 'bearer ' ? header.slice(7).trim() : undefined;
+        if (!token || !token.startsWith(TOKEN_PREFIX)) {
+          reply.header('www-authenticate', 'Bearer');
+          throw invalidKey();
+        }
+        // the hot path (token seen before, limits read recently) makes exactly one I/O: Redis
+        const key =
+          verifier.cached(token) ??
+          (await verifier.verify(token).catch((err) => {
+            reply.header('www-authenticate', 'Bearer');
+            throw err;
+          }));
+        const limits = rateLimits.cachedLimitsFor(key.workspace.id) ?? (await rateLimits.limitsFor(key.workspace.id));
+        const bucket = await rateLimits.admitRequest(key.id, limits).catch((err) => {
+          // without Redis neither revocation nor the limits can be checked: refuse (fail closed)
+          req.log.error({ err }, 'workspace key check: Redis unavailable');
+          throw new AppError('UNAVAILABLE', 'Workspace API keys cannot be checked right now; retry shortly.');
+        });
+        if (bucket.revoked) {
+          verifier.forget(key.id);
+          reply.header('www-authenticate', 'Bearer');
+          throw invalidKey();
+        }
+        req.workspace = key.workspace;
+        req.apiKey = { id: key.id, prefix: key.prefix, scopes: key.scopes };
+        // the execution log's pino line is Fastify's own "request completed" line of this call:
+        // one line per request carrying request id, workspace id, key prefix, method, route, status, latency
+        // (req.log is already this request's own child logger: add to its bindings, no new child)
+        (req.log as Logger).setBindings({ workspaceId: key.workspace.id, keyPrefix: key.prefix, method: req.method, route: req.routeOptions.url });
+        verifier.touch(key.id);
+        setRateLimitHeaders(reply, bucket);
+        if (!bucket.allowed) {
+          reply.header('retry-after', bucket.retryAfter);
+          throw new AppError('RATE_LIMITED', `This key exceeded its limit of ${limits.burst} requests burst, ${limits.perSecond}/s sustained; retry after ${bucket.retryAfter} s.`);
+        }
+        if (scope && !grants(key.scopes, scope)) {
+          throw new AppError('FORBIDDEN', `This key lacks the scope "${scope}" this endpoint needs.`, { requiredScope: scope });
+        }
+        const slug = (req.params as { slug?: string } | undefined)?.slug;
+        if (slug !== undefined && slug !== key.workspace.slug) {
+          throw new AppError('FORBIDDEN', `This key belongs to workspace "${key.workspace.slug}" and cannot reach workspace "${slug}".`);
+        }
+        if (agents) {
+          const agent = await rateLimits.admitAgentInvocation(key.id, limits);
+          setRateLimitHeaders(reply, agent);
+          if (!agent.allowed) {
+            reply.header('retry-after', agent.reset);
+            throw new AppError('RATE_LIMITED', `This key exceeded its ${agent.limit} agent invocations per minute; retry after ${agent.reset} s.`);
+          }
+        }
+      };
+    }
+
+    const recordCall: onResponseHookHandler = async (req, reply) => {
+      if (!req.workspace || !req.apiKey) return;
+      executionLog.record({
+        occurredAt: new Date(),
+        workspaceId: req.workspace.id,
+        keyPrefix: req.apiKey.prefix,
+        method: req.method,
+        route: req.routeOptions.url ?? req.url.split('?')[0]!,
+        status: reply.statusCode,
+        latencyMs: reply.elapsedTime,
+        requestId: req.id,
+      });
+    };
+
+    app.addHook('onRoute', (route: RouteOptions) => {
+      const methods = [route.method].flat();
+      for (const method of methods) {
+        const lookup = method === 'HEAD' ? 'GET' : method;
+        const entry = `${lookup} ${route.url}`;
+        if (!Object.hasOwn(workspaceKeyRoutes, entry)) continue;
+        // Fastify derives the HEAD route from the GET route's options, hooks included
+        if ([route.onRequest].flat().some((h) => h?.name === 'workspaceKeyAuth')) return;
+        const scope = workspaceKeyRoutes[entry] ?? null;
+        route.onRequest = [authenticate(lookup, scope), ...[route.onRequest ?? []].flat()];
+        route.onResponse = [recordCall, ...[route.onResponse ?? []].flat()];
+        route.schema = { ...route.schema, security: [{ workspaceKey: [] }] };
+        return;
+      }
+    });
+  },
+  { name: 'workspace-auth', dependencies: [] },
+);

@@ -1,0 +1,141 @@
+/**
+ * OIDC login (specification §4.1, §4.8): authorization code + PKCE (S256) with `openid-client`.
+ * `start` redirects to the identity provider; `callback` exchanges the code, takes the e-mail from
+ * the ID token (or the userinfo endpoint), and logs in the platform user with that e-mail — only
+ * when the provider says it is verified. No user is created here: people join a workspace through
+ * an admin (`cli users add`), then may log in with either their password or the provider.
+ *
+ * The PKCE verifier, state and nonce travel in a short-lived cookie, encrypted (A256GCM, jose)
+ * with a key derived from AUTH_JWT_SECRET, scoped to the callback path.
+ */
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { EncryptJWT, jwtDecrypt } from 'jose';
+import * as oidc from 'openid-client';
+import { Type } from 'typebox';
+import type { Config } from '../../../lib/config.js';
+import { AppError } from '../../../lib/errors.js';
+import { startSession } from '../../../lib/login-sessions.js';
+import { SessionSchema, sendSession } from './sessions.js';
+
+const STATE_COOKIE = 'plana_oidc';
+const CALLBACK_PATH = '/api/auth/oidc/callback';
+
+interface PendingLogin {
+  verifier: string;
+  state: string;
+  nonce: string;
+}
+
+export default async function oidcRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const cfg: Config = app.deps.config;
+  const stateKey = createHash('sha256').update(`oidc-state:${cfg.AUTH_JWT_SECRET}`).digest();
+  const redirectUri = cfg.OIDC_REDIRECT_URI ?? new URL(CALLBACK_PATH, cfg.API_PUBLIC_URL).toString();
+
+  let discovered: Promise<oidc.Configuration> | undefined;
+  function provider(): Promise<oidc.Configuration> {
+    if (!cfg.OIDC_ISSUER_URL) throw new AppError('NOT_FOUND', 'OIDC login is not configured on this platform (OIDC_ISSUER_URL).');
+    discovered ??= oidc
+      .discovery(
+        new URL(cfg.OIDC_ISSUER_URL),
+        cfg.OIDC_CLIENT_ID,
+        undefined,
+        cfg.OIDC_CLIENT_SECRET ? oidc.ClientSecretBasic(cfg.OIDC_CLIENT_SECRET) : oidc.None(),
+        // plain http only for a local provider (dev, tests)
+        cfg.OIDC_ISSUER_URL.startsWith('http:') ? { execute: [oidc.allowInsecureRequests] } : undefined,
+      )
+      .catch((err) => {
+        discovered = undefined;
+        throw new AppError('BAD_GATEWAY', `The identity provider cannot be reached (${(err as Error).message}).`);
+      });
+    return discovered;
+  }
+
+  const clearStateCookie = (reply: FastifyReply) => reply.clearCookie(STATE_COOKIE, { path: CALLBACK_PATH });
+
+  app.get(
+    '/api/auth/oidc/start',
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'Begin an OIDC login: redirects to the identity provider (authorization code + PKCE)',
+        response: { 302: Type.Null(), 404: Type.Ref('Problem'), 502: Type.Ref('Problem') },
+      },
+    },
+    async (_req, reply) => {
+      const config = await provider();
+      const pending: PendingLogin = { verifier: oidc.randomPKCECodeVerifier(), state: oidc.randomState(), nonce: oidc.randomNonce() };
+      const url = oidc.buildAuthorizationUrl(config, {
+        redirect_uri: redirectUri,
+        scope: 'openid email profile',
+        code_challenge: await oidc.calculatePKCECodeChallenge(pending.verifier),
+        code_challenge_method: 'S256',
+        state: pending.state,
+        nonce: pending.nonce,
+      });
+      const sealed = await new EncryptJWT({ ...pending }).setProtectedHeader({ alg: 'dir', enc: 'A256GCM' }).setIssuedAt().setExpirationTime('10m').encrypt(stateKey);
+      reply.setCookie(STATE_COOKIE, sealed, {
+        path: CALLBACK_PATH,
+        httpOnly: true,
+        sameSite: 'lax', // the provider redirects back with a top-level GET
+        secure: cfg.NODE_ENV === 'production',
+        maxAge: 600,
+      });
+      return reply.code(302).header('location', url.toString()).header('cache-control', 'no-store').send(null);
+    },
+  );
+
+  app.get(
+    CALLBACK_PATH,
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'OIDC callback: logs in the user whose verified e-mail the provider vouches for',
+        querystring: Type.Object({}, { additionalProperties: true }),
+        response: { 200: SessionSchema, 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 403: Type.Ref('Problem'), 404: Type.Ref('Problem'), 502: Type.Ref('Problem') },
+      },
+    },
+    async (req, reply) => {
+      const config = await provider();
+      clearStateCookie(reply);
+      const sealed = req.cookies[STATE_COOKIE];
+      if (!sealed) throw new AppError('BAD_REQUEST', 'No OIDC login in progress in this browser (or it expired); start again at /api/auth/oidc/start.');
+      let pending: PendingLogin;
+      try {
+        pending = (await jwtDecrypt(sealed, stateKey)).payload as unknown as PendingLogin;
+      } catch {
+        throw new AppError('BAD_REQUEST', 'The OIDC login state is not valid or expired; start again at /api/auth/oidc/start.');
+      }
+      const currentUrl = new URL(redirectUri);
+      currentUrl.search = new URL(req.url, 'http://callback').search;
+
+      let tokens: oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers;
+      try {
+        tokens = await oidc.authorizationCodeGrant(config, currentUrl, {
+          pkceCodeVerifier: pending.verifier,
+          expectedState: pending.state,
+          expectedNonce: pending.nonce,
+          idTokenExpected: true,
+        });
+      } catch (err) {
+        req.log.warn({ err: { name: (err as Error).name, message: (err as Error).message } }, 'OIDC code exchange refused');
+        throw new AppError('UNAUTHORIZED', 'The identity provider did not confirm this login.');
+      }
+      let claims: { sub: string; email?: unknown; email_verified?: unknown } = tokens.claims()!;
+      if (typeof claims.email !== 'string') claims = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub);
+      if (typeof claims.email !== 'string' || claims.email_verified !== true) {
+        throw new AppError('FORBIDDEN', 'The identity provider did not vouch for a verified e-mail address.');
+      }
+      const { rows } = await app.deps.pool.query<{ id: string; email: string; name: string }>(
+        'SELECT id, email, name FROM users WHERE lower(email) = lower($1)',
+        [claims.email],
+      );
+      const user = rows[0];
+      if (!user) throw new AppError('FORBIDDEN', 'No platform account has this e-mail address; ask a workspace admin to add you.');
+      req.log.info({ userId: user.id }, 'user logged in with OIDC');
+      return sendSession(app, reply, await startSession(app.deps.pool, cfg, user));
+    },
+  );
+}

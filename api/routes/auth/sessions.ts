@@ -1,0 +1,153 @@
+/**
+ * Interactive login (specification §4.1, §5.6; DESIGN §5): login, refresh, logout, me.
+ * The access token is returned in the body (send it as `Authorization: Bearer`); the refresh token
+ * travels only in an httpOnly cookie scoped to /api/auth, and rotates on every refresh.
+ */
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { AppError } from '../../../lib/errors.js';
+import {
+  endSession,
+  INVALID_SESSION,
+  loginWithPassword,
+  refreshSession,
+  userWithMemberships,
+  type IssuedSession,
+} from '../../../lib/login-sessions.js';
+import { requireUser } from '../../plugins/user-auth.js';
+
+export const REFRESH_COOKIE = 'plana_refresh';
+const COOKIE_PATH = '/api/auth';
+
+export const UserSchema = Type.Object({ id: Type.String(), email: Type.String(), name: Type.String() });
+export const SessionSchema = Type.Object({
+  accessToken: Type.String({ description: 'JWT; send as Authorization: Bearer' }),
+  tokenType: Type.Literal('Bearer'),
+  expiresIn: Type.Integer({ description: 'seconds' }),
+  user: UserSchema,
+});
+
+/** Sets the refresh cookie and answers with the access token. */
+export function sendSession(app: FastifyInstance, reply: FastifyReply, s: IssuedSession) {
+  reply.setCookie(REFRESH_COOKIE, s.refreshToken, {
+    path: COOKIE_PATH,
+    httpOnly: true,
+    sameSite: 'strict',
+    secure: app.deps.config.NODE_ENV === 'production',
+    maxAge: s.refreshExpiresIn,
+  });
+  reply.header('cache-control', 'no-store');
+  return reply.send({ accessToken: s.accessToken, tokenType: 'Bearer' as const, expiresIn: s.expiresIn, user: s.user });
+}
+
+export default async function sessionRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const clearRefreshCookie = (reply: FastifyReply) => reply.clearCookie(REFRESH_COOKIE, { path: COOKIE_PATH });
+  const loginFailures = new RateLimiterRedis({
+    storeClient: app.deps.redis,
+    keyPrefix: 'login-failures',
+    points: app.deps.config.LOGIN_MAX_FAILURES,
+    duration: app.deps.config.LOGIN_FAILURE_WINDOW_SECONDS,
+  });
+
+  app.post(
+    '/api/auth/login',
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'Log in with e-mail and password',
+        body: Type.Object(
+          { email: Type.String({ minLength: 3, maxLength: 320 }), password: Type.String({ minLength: 1, maxLength: 1024 }) },
+          { additionalProperties: false },
+        ),
+        response: { 200: SessionSchema, 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 429: Type.Ref('Problem') },
+      },
+    },
+    async (req, reply) => {
+      const { pool, config } = app.deps;
+      // failed attempts count per (e-mail, client address): guessing is throttled, while nobody
+      // elsewhere can lock the owner out of the account
+      const attempt = createHash('sha256').update(`${req.body.email.toLowerCase()}|${req.ip}`).digest('base64url');
+      const failures = await loginFailures.get(attempt);
+      if (failures && failures.consumedPoints >= config.LOGIN_MAX_FAILURES) {
+        const retryAfter = Math.max(1, Math.ceil(failures.msBeforeNext / 1000));
+        reply.header('retry-after', retryAfter);
+        throw new AppError('RATE_LIMITED', `Too many failed logins; retry after ${retryAfter} s.`);
+      }
+      let session: IssuedSession;
+      try {
+        session = await loginWithPassword(pool, config, req.body.email, req.body.password);
+      } catch (err) {
+        if (err instanceof AppError && err.code === 'UNAUTHORIZED') await loginFailures.penalty(attempt, 1);
+        throw err;
+      }
+      await loginFailures.delete(attempt);
+      req.log.info({ userId: session.user.id }, 'user logged in');
+      return sendSession(app, reply, session);
+    },
+  );
+
+  app.post(
+    '/api/auth/refresh',
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'Exchange the refresh cookie for a new access token (the cookie rotates)',
+        response: { 200: SessionSchema, 401: Type.Ref('Problem') },
+      },
+    },
+    async (req, reply) => {
+      const token = req.cookies[REFRESH_COOKIE];
+      if (!token) throw new AppError('UNAUTHORIZED', INVALID_SESSION);
+      try {
+        return sendSession(app, reply, await refreshSession(app.deps.pool, app.deps.config, token));
+      } catch (err) {
+        clearRefreshCookie(reply);
+        throw err;
+      }
+    },
+  );
+
+  app.post(
+    '/api/auth/logout',
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'End the session: revokes the refresh cookie (and its whole family)',
+        response: { 204: Type.Null() },
+      },
+    },
+    async (req, reply) => {
+      const token = req.cookies[REFRESH_COOKIE];
+      if (token) await endSession(app.deps.pool, token);
+      clearRefreshCookie(reply);
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.get(
+    '/api/auth/me',
+    {
+      onRequest: requireUser,
+      schema: {
+        tags: ['auth'],
+        summary: 'The logged-in user, the workspaces and the role in each',
+        security: [{ userToken: [] }],
+        response: {
+          200: Type.Object({
+            user: UserSchema,
+            workspaces: Type.Array(
+              Type.Object({ id: Type.String(), slug: Type.String(), name: Type.String(), role: Type.Union([Type.Literal('admin'), Type.Literal('member')]) }),
+            ),
+          }),
+          401: Type.Ref('Problem'),
+          403: Type.Ref('Problem'),
+        },
+      },
+    },
+    async (req) => userWithMemberships(app.deps.pool, req.user!.id),
+  );
+}

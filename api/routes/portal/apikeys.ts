@@ -1,0 +1,129 @@
+/**
+ * Workspace API key management (specification §2.1, §3.1, §4.1, §5.2 rule 3; DESIGN §5): tenant
+ * admins, logged in interactively, list, create and revoke the keys of their workspace. A
+ * workspace key can never do this (403). The plaintext token is in the create response only.
+ *
+ * `GET /api/portal/apikeys/self` is the other side: what a workspace key learns about itself.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { checkScopes, createApiKey, listApiKeys, SCOPES } from '../../../lib/api-keys.js';
+import { revokeApiKey } from '../../../lib/api-key-verifier.js';
+import { AppError } from '../../../lib/errors.js';
+import { requireUser, requireWorkspaceAdmin } from '../../plugins/user-auth.js';
+
+const ApiKeySchema = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  name: Type.String(),
+  prefix: Type.String({ description: 'non-secret start of the token, e.g. ws_live_ABCD2345' }),
+  scopes: Type.Array(Type.String()),
+  createdAt: Type.String({ format: 'date-time' }),
+  lastUsedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'kept within a few seconds of true (written in batches)',
+  }),
+});
+
+const WorkspaceQuery = Type.Object({
+  workspace: Type.Optional(Type.String({ description: 'workspace slug; or the X-Workspace header' })),
+});
+const errors = { 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 403: Type.Ref('Problem') };
+
+export default async function apiKeyRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const admin = { onRequest: requireUser, preHandler: requireWorkspaceAdmin };
+  const security = [{ userToken: [] }];
+
+  app.get(
+    '/api/portal/apikeys',
+    {
+      ...admin,
+      schema: {
+        tags: ['apikeys'],
+        summary: 'List the workspace API keys (never the token or its hash)',
+        security,
+        querystring: WorkspaceQuery,
+        response: { 200: Type.Object({ items: Type.Array(ApiKeySchema) }), ...errors },
+      },
+    },
+    async (req) => ({ items: await listApiKeys(app.deps.pool, req.adminWorkspace!.id) }),
+  );
+
+  app.post(
+    '/api/portal/apikeys',
+    {
+      ...admin,
+      schema: {
+        tags: ['apikeys'],
+        summary: 'Create a workspace API key; the response carries the plaintext token, once',
+        security,
+        querystring: WorkspaceQuery,
+        body: Type.Object(
+          {
+            name: Type.String({ minLength: 1, maxLength: 100 }),
+            scopes: Type.Optional(Type.Array(Type.String(), { description: `default ["dashboard:read"]; known: ${Object.keys(SCOPES).join(', ')}` })),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          201: Type.Intersect([ApiKeySchema, Type.Object({ token: Type.String({ description: 'shown once; store it now' }) })]),
+          ...errors,
+        },
+      },
+    },
+    async (req, reply) => {
+      const scopes = checkScopes(req.body.scopes);
+      const created = await createApiKey(app.deps.pool, {
+        workspaceId: req.adminWorkspace!.id,
+        name: req.body.name,
+        scopes,
+        createdBy: req.user!.id,
+        bcryptCost: app.deps.config.BCRYPT_COST,
+      });
+      req.log.info({ workspaceId: req.adminWorkspace!.id, keyId: created.id, keyPrefix: created.prefix, scopes }, 'workspace api key created');
+      return reply.code(201).header('cache-control', 'no-store').send(created);
+    },
+  );
+
+  app.delete(
+    '/api/portal/apikeys/:id',
+    {
+      ...admin,
+      schema: {
+        tags: ['apikeys'],
+        summary: 'Revoke a workspace API key: it stops working at once, on every replica',
+        security,
+        params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
+        querystring: WorkspaceQuery,
+        response: { 204: Type.Null(), 404: Type.Ref('Problem'), ...errors },
+      },
+    },
+    async (req, reply) => {
+      const ws = req.adminWorkspace!;
+      const revoked = await revokeApiKey(app.deps.pool, app.deps.redis, ws.id, req.params.id);
+      if (!revoked) throw new AppError('NOT_FOUND', `Workspace "${ws.slug}" has no API key ${req.params.id}.`);
+      app.workspaceAuth.verifier.forget(req.params.id);
+      req.log.info({ workspaceId: ws.id, keyId: req.params.id }, 'workspace api key revoked');
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.get(
+    '/api/portal/apikeys/self',
+    {
+      schema: {
+        tags: ['apikeys'],
+        summary: 'The calling workspace key: its workspace, prefix and scopes (any valid key)',
+        response: {
+          200: Type.Object({
+            workspace: Type.Object({ id: Type.String(), slug: Type.String() }),
+            key: Type.Object({ id: Type.String(), prefix: Type.String(), scopes: Type.Array(Type.String()) }),
+          }),
+          401: Type.Ref('Problem'),
+          429: Type.Ref('Problem'),
+        },
+      },
+    },
+    async (req) => ({ workspace: req.workspace!, key: req.apiKey! }),
+  );
+}

@@ -1,0 +1,90 @@
+/**
+ * The dashboard endpoints of the Workspace API (specification §4.1, §5.3): KPIs, cash flow and
+ * alerts of a workspace, computed from its tenant ERP over XML-RPC by the dashboard service.
+ * Scope `dashboard:read`; key verification, limits, the workspace binding of `:slug` and the
+ * execution log come from the workspace-auth plugin's route table.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { AlertsSchema, CashflowSchema, KpisSchema, createDashboardService } from '../../../lib/erp/dashboards.js';
+import { TenantName } from '../../schemas/common.js';
+
+const MEMO_MS = 1_000;
+const errors = {
+  400: Type.Ref('Problem'),
+  401: Type.Ref('Problem'),
+  403: Type.Ref('Problem'),
+  404: Type.Ref('Problem'),
+  429: Type.Ref('Problem'),
+  502: Type.Ref('Problem'),
+  503: Type.Ref('Problem'),
+  504: Type.Ref('Problem'),
+};
+
+export default async function dashboardRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const params = Type.Object({ slug: TenantName });
+  // its Redis cache on the hot path's auto-pipelined connection (see api/plugins/workspace-auth.ts)
+  const service =
+    app.deps.dashboardService ?? createDashboardService({ pool: app.deps.pool, config: app.deps.config, redis: app.workspaceAuth.redis });
+
+  // A first-level cache in the process for one second in front of the service's 30-second Redis
+  // cache: a busy workspace's figures are fetched and parsed once a second per replica, and
+  // concurrent first requests share one computation. Failures are not kept.
+  const recent = new Map<string, { at: number; value: Promise<unknown> }>();
+  function memo<T>(key: string, compute: () => Promise<T>): Promise<T> {
+    const hit = recent.get(key);
+    if (hit && Date.now() - hit.at < MEMO_MS) return hit.value as Promise<T>;
+    const value = compute();
+    recent.set(key, { at: Date.now(), value });
+    value.catch(() => recent.delete(key));
+    if (recent.size > 10_000) recent.delete(recent.keys().next().value!);
+    return value;
+  }
+  const dashboards = {
+    kpis: (slug: string) => memo(`${slug}:kpis`, () => service.kpis(slug)),
+    cashflow: (slug: string, opts: { months?: number }) => memo(`${slug}:cashflow:${opts.months ?? ''}`, () => service.cashflow(slug, opts)),
+    alerts: (slug: string) => memo(`${slug}:alerts`, () => service.alerts(slug)),
+  };
+
+  app.get(
+    '/api/portal/odoo/:slug/kpis',
+    {
+      schema: {
+        tags: ['dashboards'],
+        summary: 'KPIs: revenue this month, receivables (overdue), payables, cash balance',
+        params,
+        response: { 200: KpisSchema, ...errors },
+      },
+    },
+    async (req) => dashboards.kpis(req.params.slug),
+  );
+
+  app.get(
+    '/api/portal/odoo/:slug/cashflow',
+    {
+      schema: {
+        tags: ['dashboards'],
+        summary: 'Cash in and out per month',
+        params,
+        querystring: Type.Object({ months: Type.Optional(Type.Integer({ minimum: 1, maximum: 24 })) }),
+        response: { 200: CashflowSchema, ...errors },
+      },
+    },
+    async (req) => dashboards.cashflow(req.params.slug, { months: req.query.months }),
+  );
+
+  app.get(
+    '/api/portal/odoo/:slug/alerts',
+    {
+      schema: {
+        tags: ['dashboards'],
+        summary: 'Alerts: overdue invoices, unreconciled bank lines',
+        params,
+        response: { 200: AlertsSchema, ...errors },
+      },
+    },
+    async (req) => dashboards.alerts(req.params.slug),
+  );
+}

@@ -1,0 +1,42 @@
+/**
+ * `rate-limits get|set|reset <workspace>`: the Workspace API limits of a workspace ("higher limits
+ * are granted by arrangement", §8), through the ops API.
+ */
+import type { Command } from 'commander';
+import { opsRequest } from '../ops-client.js';
+
+interface Limits {
+  burst: number;
+  perSecond: number;
+  agentPerMinute: number;
+  overridden: boolean;
+}
+
+const path = (ws: string) => `/api/ops/workspaces/${encodeURIComponent(ws)}/rate-limits`;
+const show = (ws: string, l: Limits) =>
+  console.log(`${ws}: burst ${l.burst}, ${l.perSecond}/s sustained, ${l.agentPerMinute} agent calls/min per key${l.overridden ? ' (override)' : ' (defaults)'}`);
+
+export function register(program: Command) {
+  const cmd = program.command('rate-limits').description('per-workspace Workspace API limits');
+  cmd
+    .command('get')
+    .argument('<workspace>', 'workspace slug')
+    .action(async (ws: string) => show(ws, await opsRequest<Limits>('GET', path(ws))));
+  cmd
+    .command('set')
+    .argument('<workspace>', 'workspace slug')
+    .requiredOption('--burst <n>', 'bucket capacity (requests)', Number)
+    .requiredOption('--per-second <n>', 'sustained requests per second', Number)
+    .option('--agent-per-minute <n>', 'agent invocations per minute per key', Number, 10)
+    .action(async (ws: string, o: { burst: number; perSecond: number; agentPerMinute: number }) =>
+      show(ws, await opsRequest<Limits>('PUT', path(ws), { burst: o.burst, perSecond: o.perSecond, agentPerMinute: o.agentPerMinute })),
+    );
+  cmd
+    .command('reset')
+    .argument('<workspace>', 'workspace slug')
+    .description('remove the override: back to the defaults')
+    .action(async (ws: string) => {
+      await opsRequest('DELETE', path(ws));
+      show(ws, await opsRequest<Limits>('GET', path(ws)));
+    });
+}

@@ -1,0 +1,121 @@
+/**
+ * Workspace API keys (specification §2.1, §3.1, §5.2, §5.3). A token is `ws_live_` followed by
+ * 32 CSPRNG bytes in unpadded base32 (RFC 4648, `@scure/base`), 52 characters. PostgreSQL keeps
+ * the bcrypt hash and a non-secret look-up prefix: `ws_live_` + the first 8 base32 characters.
+ * The plaintext leaves the platform once, in the create response.
+ */
+import { randomBytes } from 'node:crypto';
+import { base32nopad } from '@scure/base';
+import bcrypt from 'bcrypt';
+import type pg from 'pg';
+import { AppError } from './errors.js';
+
+export const TOKEN_PREFIX = 'ws_live_';
+const TOKEN_PATTERN = /^ws_live_[A-Z2-7]{52}$/;
+const LOOKUP_CHARS = 8;
+
+/** §5.3: the scopes a key can hold and what each grants. */
+export const SCOPES = {
+  'dashboard:read': 'KPIs, cash flow, alerts (default)',
+  'agents:invoke': 'POST to /api/agents/:id/chat',
+  'banking:read': 'PSD2 account and transaction read',
+  'webhooks:write': 'receive workspace webhooks',
+  '*': 'everything (discouraged)',
+} as const;
+export type Scope = keyof typeof SCOPES;
+export const DEFAULT_SCOPES: Scope[] = ['dashboard:read'];
+
+export const isScope = (s: string): s is Scope => Object.hasOwn(SCOPES, s);
+export const grants = (held: readonly string[], needed: Scope) => held.includes('*') || held.includes(needed);
+
+export function generateToken(): string {
+  return TOKEN_PREFIX + base32nopad.encode(randomBytes(32));
+}
+
+/** The look-up prefix of a well-formed token, or undefined for anything else. */
+export function lookupPrefix(token: string): string | undefined {
+  return TOKEN_PATTERN.test(token) ? token.slice(0, TOKEN_PREFIX.length + LOOKUP_CHARS) : undefined;
+}
+
+export interface ApiKeyRow {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: string[];
+  createdAt: Date;
+  lastUsedAt: Date | null;
+}
+
+const columns = 'id, name, prefix, scopes, created_at AS "createdAt", last_used_at AS "lastUsedAt"';
+
+/** Normalises a requested scope set: default when absent, 400 naming every unknown scope. */
+export function checkScopes(requested: string[] | undefined): Scope[] {
+  if (requested === undefined) return [...DEFAULT_SCOPES];
+  const unknown = requested.filter((s) => !isScope(s));
+  if (unknown.length > 0) {
+    throw new AppError('BAD_REQUEST', `Unknown scope ${unknown.map((s) => `"${s}"`).join(', ')}; known scopes: ${Object.keys(SCOPES).join(', ')}.`, {
+      unknownScopes: unknown,
+    });
+  }
+  if (requested.length === 0) throw new AppError('BAD_REQUEST', 'scopes must name at least one scope (or be left out for dashboard:read).');
+  return [...new Set(requested)] as Scope[];
+}
+
+export async function createApiKey(
+  pool: pg.Pool,
+  opts: { workspaceId: string; name: string; scopes: Scope[]; createdBy: string; bcryptCost: number },
+): Promise<ApiKeyRow & { token: string }> {
+  for (let attempt = 1; ; attempt++) {
+    const token = generateToken();
+    const hash = await bcrypt.hash(token, opts.bcryptCost);
+    try {
+      const { rows } = await pool.query<ApiKeyRow>(
+        `INSERT INTO workspace_api_keys (workspace_id, name, prefix, token_hash, scopes, created_by)
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${columns}`,
+        [opts.workspaceId, opts.name, lookupPrefix(token), hash, opts.scopes, opts.createdBy],
+      );
+      return { ...rows[0]!, token };
+    } catch (err) {
+      // two tokens sharing their first 40 bits: draw again (the prefix must identify one key)
+      const unique = (err as { code?: string; constraint?: string }).code === '23505';
+      if (!unique || attempt >= 3) throw err;
+    }
+  }
+}
+
+export async function listApiKeys(pool: pg.Pool, workspaceId: string): Promise<ApiKeyRow[]> {
+  const { rows } = await pool.query<ApiKeyRow>(
+    `SELECT ${columns} FROM workspace_api_keys WHERE workspace_id = $1 ORDER BY created_at, id`,
+    [workspaceId],
+  );
+  return rows;
+}
+
+/** What verification needs about a key, found by its look-up prefix. */
+export interface StoredKey {
+  id: string;
+  prefix: string;
+  tokenHash: string;
+  scopes: string[];
+  workspaceId: string;
+  workspaceSlug: string;
+}
+
+export async function findKeyByPrefix(pool: pg.Pool, prefix: string): Promise<StoredKey | undefined> {
+  const { rows } = await pool.query<StoredKey>(
+    `SELECT k.id, k.prefix, k.token_hash AS "tokenHash", k.scopes, k.workspace_id AS "workspaceId", w.slug AS "workspaceSlug"
+       FROM workspace_api_keys k JOIN workspaces w ON w.id = k.workspace_id WHERE k.prefix = $1`,
+    [prefix],
+  );
+  return rows[0];
+}
+
+/** Writes the last-use times gathered in memory; never moves a time backwards. */
+export async function recordKeyUsage(pool: pg.Pool, lastUsed: Map<string, Date>): Promise<void> {
+  if (lastUsed.size === 0) return;
+  await pool.query(
+    `UPDATE workspace_api_keys k SET last_used_at = GREATEST(k.last_used_at, u.at)
+       FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, at) WHERE k.id = u.id`,
+    [[...lastUsed.keys()], [...lastUsed.values()]],
+  );
+}

@@ -1,0 +1,155 @@
+/**
+ * The per-workspace execution log (specification §5.2 rule 4, §8): every call made with a
+ * workspace key, as one pino JSON line (the log store: Fastify's "request completed" line of the
+ * call, with workspace id, key prefix, method and route bound by api/plugins/workspace-auth.ts)
+ * and one row of `execution_log` in PostgreSQL. Rows are buffered in memory and written in batches (one multi-row INSERT per flush
+ * interval), so the hot path never waits for the database; a crash loses at most one interval of
+ * rows, never the pino lines. The table is partitioned by day: retention drops whole partitions.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type pg from 'pg';
+import { AppError } from './errors.js';
+
+export interface ExecutionRecord {
+  occurredAt: Date;
+  workspaceId: string;
+  keyPrefix: string;
+  method: string;
+  route: string;
+  status: number;
+  latencyMs: number;
+  requestId: string;
+}
+
+const DAY_MS = 86_400_000;
+const utcDay = (d: Date) => d.toISOString().slice(0, 10);
+
+/** Creates the daily partitions from yesterday to `aheadDays` days ahead (idempotent). */
+export async function ensurePartitions(pool: pg.Pool, aheadDays: number, now = new Date()): Promise<void> {
+  await pool.query('SELECT execution_log_ensure_partitions($1::date, $2)', [utcDay(new Date(now.getTime() - DAY_MS)), aheadDays + 2]);
+}
+
+/** Drops the partitions whose whole day lies more than `retentionDays` before `now`. */
+export async function dropExpiredPartitions(pool: pg.Pool, retentionDays: number, now = new Date()): Promise<string[]> {
+  const cutoff = utcDay(new Date(now.getTime() - retentionDays * DAY_MS)).replace(/-/g, '');
+  const { rows } = await pool.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_inherits i
+       JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
+      WHERE p.relname = 'execution_log' ORDER BY c.relname`,
+  );
+  const expired = rows.map((r) => r.name).filter((n) => /^execution_log_p\d{8}$/.test(n) && n.slice(-8) < cutoff);
+  for (const name of expired) await pool.query(`DROP TABLE IF EXISTS "${name}"`);
+  return expired;
+}
+
+export class ExecutionLog {
+  private buffer: ExecutionRecord[] = [];
+  private readonly timer: NodeJS.Timeout;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly deps: { pool: pg.Pool; log: FastifyBaseLogger; flushMs: number; partitionsAhead: number },
+  ) {
+    this.timer = setInterval(() => void this.flush(), deps.flushMs);
+    this.timer.unref();
+  }
+
+  /** Buffers a call for the next batch (its pino line is the request's own "request completed"). */
+  record(rec: ExecutionRecord) {
+    this.buffer.push(rec);
+  }
+
+  /** Writes what is buffered; on failure keeps the rows for the next attempt (bounded). */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(() => this.write());
+    return this.flushing;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+
+  private async write(): Promise<void> {
+    if (this.buffer.length === 0) return;
+    const batch = this.buffer;
+    this.buffer = [];
+    try {
+      await this.insert(batch);
+    } catch (err) {
+      if ((err as { code?: string }).code === '23514') {
+        // no partition for some row (a day not created yet): create them and try once more
+        await ensurePartitions(this.deps.pool, this.deps.partitionsAhead).catch(() => {});
+        try {
+          return await this.insert(batch);
+        } catch (again) {
+          err = again;
+        }
+      }
+      this.deps.log.error({ err, rows: batch.length }, 'execution log: writing rows failed; keeping them for the next flush');
+      this.buffer = [...batch, ...this.buffer].slice(-50_000);
+    }
+  }
+
+  private async insert(batch: ExecutionRecord[]) {
+    await this.deps.pool.query(
+      `INSERT INTO execution_log (occurred_at, workspace_id, key_prefix, method, route, status, latency_ms, request_id)
+       SELECT * FROM unnest($1::timestamptz[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::smallint[], $7::float8[], $8::text[])`,
+      [
+        batch.map((r) => r.occurredAt),
+        batch.map((r) => r.workspaceId),
+        batch.map((r) => r.keyPrefix),
+        batch.map((r) => r.method),
+        batch.map((r) => r.route),
+        batch.map((r) => r.status),
+        batch.map((r) => r.latencyMs),
+        batch.map((r) => r.requestId),
+      ],
+    );
+  }
+}
+
+export interface ExecutionLogPage {
+  items: (Omit<ExecutionRecord, 'workspaceId' | 'occurredAt'> & { id: string; occurredAt: string })[];
+  nextCursor: string | null;
+}
+
+/** Newest first, keyset pagination: the cursor is the (occurred_at, id) of the last item seen. */
+export async function readExecutionLog(
+  pool: pg.Pool,
+  workspaceId: string,
+  opts: { limit: number; cursor?: string },
+): Promise<ExecutionLogPage> {
+  let before: [string, string] | undefined;
+  if (opts.cursor) {
+    const decoded = Buffer.from(opts.cursor, 'base64url').toString('utf8').split('|');
+    if (decoded.length !== 2 || Number.isNaN(Date.parse(decoded[0]!)) || !/^\d+$/.test(decoded[1]!)) {
+      throw new AppError('BAD_REQUEST', 'cursor is not one this API returned; use nextCursor of the previous page.');
+    }
+    before = [decoded[0]!, decoded[1]!];
+  }
+  const { rows } = await pool.query<{
+    id: string;
+    occurredAt: Date;
+    keyPrefix: string;
+    method: string;
+    route: string;
+    status: number;
+    latencyMs: number;
+    requestId: string;
+  }>(
+    `SELECT id::text, occurred_at AS "occurredAt", key_prefix AS "keyPrefix", method, route, status,
+            latency_ms AS "latencyMs", request_id AS "requestId"
+       FROM execution_log
+      WHERE workspace_id = $1 AND ($2::timestamptz IS NULL OR (occurred_at, id) < ($2::timestamptz, $3::bigint))
+      ORDER BY occurred_at DESC, id DESC LIMIT $4`,
+    [workspaceId, before?.[0] ?? null, before?.[1] ?? null, opts.limit + 1],
+  );
+  const page = rows.slice(0, opts.limit);
+  const last = page[page.length - 1];
+  return {
+    items: page.map((r) => ({ ...r, occurredAt: r.occurredAt.toISOString() })),
+    nextCursor:
+      rows.length > opts.limit && last ? Buffer.from(`${last.occurredAt.toISOString()}|${last.id}`).toString('base64url') : null,
+  };
+}

@@ -1,0 +1,171 @@
+/**
+ * Interactive login sessions (specification §5.6): a short-lived access token (a JWT signed with
+ * HS256 by `jose`) and a rotating refresh token. Refresh tokens are 32 random bytes; PostgreSQL
+ * keeps only their SHA-256. Every refresh rotates the token within its family; presenting a token
+ * that was already rotated (a stolen copy being replayed, or the victim after the thief) revokes
+ * the whole family, so both parties have to log in again.
+ */
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import bcrypt from 'bcrypt';
+import { SignJWT, jwtVerify } from 'jose';
+import type pg from 'pg';
+import type { Config } from './config.js';
+import { withTransaction } from './db.js';
+import { AppError } from './errors.js';
+
+const ISSUER = 'plana-account-api';
+const AUDIENCE = 'plana-portal';
+
+export interface SessionUser {
+  id: string;
+  email: string;
+  name: string;
+}
+
+export interface IssuedSession {
+  accessToken: string;
+  expiresIn: number;
+  refreshToken: string;
+  refreshExpiresIn: number;
+  user: SessionUser;
+}
+
+type SessionConfig = Pick<Config, 'AUTH_JWT_SECRET' | 'ACCESS_TOKEN_TTL_SECONDS' | 'REFRESH_TOKEN_TTL_SECONDS'>;
+
+const secretKey = (cfg: SessionConfig) => new TextEncoder().encode(cfg.AUTH_JWT_SECRET);
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+/** Compared when the e-mail is unknown, so a wrong e-mail costs as long as a wrong password. */
+const DUMMY_HASH = bcrypt.hashSync('not-a-password', 10);
+
+export const INVALID_LOGIN = 'The e-mail address or password is not correct.';
+export const INVALID_SESSION = 'The session is not valid or has expired; log in again.';
+
+export async function signAccessToken(cfg: SessionConfig, userId: string): Promise<string> {
+  return new SignJWT({ typ: 'access' })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setSubject(userId)
+    .setIssuer(ISSUER)
+    .setAudience(AUDIENCE)
+    .setIssuedAt()
+    .setJti(randomUUID())
+    .setExpirationTime(`${cfg.ACCESS_TOKEN_TTL_SECONDS}s`)
+    .sign(secretKey(cfg));
+}
+
+/** The user id of a valid access token; 401 for anything else (expired, forged, malformed). */
+export async function verifyAccessToken(cfg: SessionConfig, token: string): Promise<string> {
+  try {
+    const { payload } = await jwtVerify(token, secretKey(cfg), { issuer: ISSUER, audience: AUDIENCE, algorithms: ['HS256'] });
+    if (payload.typ !== 'access' || typeof payload.sub !== 'string') throw new Error('not an access token');
+    return payload.sub;
+  } catch {
+    throw new AppError('UNAUTHORIZED', 'The access token is not valid or has expired.');
+  }
+}
+
+async function insertRefreshToken(db: pg.PoolClient | pg.Pool, cfg: SessionConfig, userId: string, familyId: string) {
+  const refreshToken = randomBytes(32).toString('base64url');
+  await db.query(
+    `INSERT INTO refresh_tokens (family_id, user_id, token_hash, expires_at)
+     VALUES ($1, $2, $3, now() + make_interval(secs => $4))`,
+    [familyId, userId, sha256(refreshToken), cfg.REFRESH_TOKEN_TTL_SECONDS],
+  );
+  return refreshToken;
+}
+
+/** Starts a new session (a new refresh-token family) for a user already authenticated. */
+export async function startSession(pool: pg.Pool, cfg: SessionConfig, user: SessionUser): Promise<IssuedSession> {
+  const refreshToken = await insertRefreshToken(pool, cfg, user.id, randomUUID());
+  return {
+    accessToken: await signAccessToken(cfg, user.id),
+    expiresIn: cfg.ACCESS_TOKEN_TTL_SECONDS,
+    refreshToken,
+    refreshExpiresIn: cfg.REFRESH_TOKEN_TTL_SECONDS,
+    user,
+  };
+}
+
+/** E-mail + password login. Wrong e-mail and wrong password get the same 401. */
+export async function loginWithPassword(
+  pool: pg.Pool,
+  cfg: SessionConfig,
+  email: string,
+  password: string,
+): Promise<IssuedSession> {
+  const { rows } = await pool.query<SessionUser & { password_hash: string | null }>(
+    'SELECT id, email, name, password_hash FROM users WHERE lower(email) = lower($1)',
+    [email],
+  );
+  const row = rows[0];
+  const ok = await bcrypt.compare(password, row?.password_hash ?? DUMMY_HASH);
+  if (!row || !row.password_hash || !ok) throw new AppError('UNAUTHORIZED', INVALID_LOGIN);
+  return startSession(pool, cfg, { id: row.id, email: row.email, name: row.name });
+}
+
+/**
+ * Exchanges a refresh token for a new one (same family) and a new access token. A token already
+ * rotated revokes its family; the revocation is committed even though the caller gets 401.
+ */
+export async function refreshSession(pool: pg.Pool, cfg: SessionConfig, refreshToken: string): Promise<IssuedSession> {
+  const outcome = await withTransaction(pool, async (db) => {
+    const { rows } = await db.query<{
+      id: string;
+      family_id: string;
+      user_id: string;
+      rotated_at: Date | null;
+      revoked_at: Date | null;
+      expired: boolean;
+    }>(
+      `SELECT id, family_id, user_id, rotated_at, revoked_at, expires_at <= now() AS expired
+         FROM refresh_tokens WHERE token_hash = $1 FOR UPDATE`,
+      [sha256(refreshToken)],
+    );
+    const row = rows[0];
+    if (!row || row.revoked_at || row.expired) return { ok: false as const };
+    if (row.rotated_at) {
+      await db.query('UPDATE refresh_tokens SET revoked_at = now() WHERE family_id = $1 AND revoked_at IS NULL', [row.family_id]);
+      return { ok: false as const, reused: true };
+    }
+    await db.query('UPDATE refresh_tokens SET rotated_at = now() WHERE id = $1', [row.id]);
+    const next = await insertRefreshToken(db, cfg, row.user_id, row.family_id);
+    const user = await db.query<SessionUser>('SELECT id, email, name FROM users WHERE id = $1', [row.user_id]);
+    return { ok: true as const, refreshToken: next, user: user.rows[0]! };
+  });
+  if (!outcome.ok) throw new AppError('UNAUTHORIZED', INVALID_SESSION);
+  return {
+    accessToken: await signAccessToken(cfg, outcome.user.id),
+    expiresIn: cfg.ACCESS_TOKEN_TTL_SECONDS,
+    refreshToken: outcome.refreshToken,
+    refreshExpiresIn: cfg.REFRESH_TOKEN_TTL_SECONDS,
+    user: outcome.user,
+  };
+}
+
+/** Logout: revokes the family of the given refresh token (unknown tokens are ignored). */
+export async function endSession(pool: pg.Pool, refreshToken: string): Promise<void> {
+  await pool.query(
+    `UPDATE refresh_tokens SET revoked_at = now()
+      WHERE revoked_at IS NULL
+        AND family_id = (SELECT family_id FROM refresh_tokens WHERE token_hash = $1)`,
+    [sha256(refreshToken)],
+  );
+}
+
+export interface Membership {
+  id: string;
+  slug: string;
+  name: string;
+  role: 'admin' | 'member';
+}
+
+export async function userWithMemberships(pool: pg.Pool, userId: string): Promise<{ user: SessionUser; workspaces: Membership[] }> {
+  const user = await pool.query<SessionUser>('SELECT id, email, name FROM users WHERE id = $1', [userId]);
+  if (!user.rows[0]) throw new AppError('UNAUTHORIZED', 'The access token is not valid or has expired.');
+  const { rows } = await pool.query<Membership>(
+    `SELECT w.id, w.slug, w.name, m.role FROM memberships m JOIN workspaces w ON w.id = m.workspace_id
+      WHERE m.user_id = $1 ORDER BY w.slug`,
+    [userId],
+  );
+  return { user: user.rows[0], workspaces: rows };
+}

@@ -1,0 +1,222 @@
+/**
+ * `npm run bench:auth`: what workspace-key authentication costs. Starts its own PostgreSQL, Redis,
+ * Temporal dev server and ERP stand-in in a throw-away folder, runs the account API as its own
+ * process (logging at info, like production, to /dev/null), and loads it with autocannon:
+ *
+ * in alternating rounds (so both see the same background load):
+ *
+ *   1. GET /healthz                                — unauthenticated, trivial;
+ *   2. GET /api/portal/odoo/<slug>/kpis            — a workspace key (cache warm), scope check,
+ *      revocation check + token bucket (one Redis call), execution log, and the dashboard figures
+ *      from the dashboard caches;
+ *   3. GET /api/portal/apikeys/self                — the key path alone.
+ *
+ * Prints requests/s and p50/p99 latency of both and the ratio (target ≥ 60 %), plus the bcrypt cost
+ * and the latency of a key's first call in a process (bcrypt) against a warm one. The workspace
+ * gets a rate-limit override (granted by arrangement) so the bucket does not throttle the run.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import bcrypt from 'bcrypt';
+import { createPool } from '../../lib/db.js';
+import { migrate } from '../../lib/migrate.js';
+import { ensureErpApiUser } from '../../lib/erp/api-user.js';
+import { cloneTenantDatabase, templateDatabaseName, tenantHostname } from '../../lib/erp/tenant-database.js';
+import { createLogger } from '../../lib/logger.js';
+import { parseConfig } from '../../lib/config.js';
+import { startErpStandIn } from '../../sandbox/erp/server.js';
+import { ensureErpTemplates } from '../../scripts/erp-templates.js';
+import { freePort, startPostgres, startRedis, startTemporal, stopAll } from '../../scripts/local-servers.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const DURATION = Number(process.env.BENCH_DURATION ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const started = Date.now();
+const step = (msg: string) => console.log(`▸ ${msg} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+
+const dir = mkdtempSync(path.join(tmpdir(), 'plana-bench-auth-'));
+chmodSync(dir, 0o755);
+let apiProcess: ReturnType<typeof spawn> | undefined;
+
+async function json(url: string, init: RequestInit = {}) {
+  const res = await fetch(url, init);
+  const body = await res.json();
+  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${res.status} ${JSON.stringify(body)}`);
+  return body;
+}
+
+async function waitForApi(url: string) {
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) return;
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('the API did not start');
+}
+
+function load(title: string, url: string, headers: Record<string, string>, duration: number): Promise<autocannon.Result> {
+  return new Promise((resolve, reject) => {
+    autocannon({ title, url, headers, connections: CONNECTIONS, duration }, (err, result) => (err ? reject(err) : resolve(result)));
+  });
+}
+
+try {
+  step('starting PostgreSQL, Redis and Temporal');
+  const [pg, redis, temporal] = await Promise.all([
+    freePort().then((port) => startPostgres({ dir: path.join(dir, 'postgres'), port })),
+    freePort().then((port) => startRedis({ dir: path.join(dir, 'redis'), port })),
+    freePort().then((port) => startTemporal({ dir: path.join(dir, 'temporal'), port })),
+  ]);
+  const apiPort = await freePort();
+  const env = {
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'info',
+    DATABASE_URL: pg.url,
+    REDIS_URL: redis.url,
+    TEMPORAL_ADDRESS: temporal.address,
+    ERP_DATABASE_URL: pg.urlFor('postgres'),
+    API_PORT: String(apiPort),
+    API_PUBLIC_URL: `http://127.0.0.1:${apiPort}`,
+  };
+  const pool = createPool(pg.url, 4);
+  const admin = createPool(pg.urlFor('postgres'), 2);
+  await migrate(pool);
+
+  step('building an ERP template, a tenant database and the ERP stand-in');
+  await ensureErpTemplates(pg.urlFor('postgres'), { tiers: ['pro'], versions: ['18'] });
+  const erp = await startErpStandIn({
+    host: '127.0.0.1',
+    port: 0,
+    platformDatabaseUrl: pg.url,
+    erpDatabaseUrl: pg.urlFor('postgres'),
+    logger: createLogger({ level: 'silent' }),
+  });
+  const cfg = parseConfig({ ...env, ERP_URL: erp.url });
+  const slug = 'bench';
+  const ws = await pool.query<{ id: string }>("INSERT INTO workspaces (slug, name) VALUES ($1, 'Bench') RETURNING id", [slug]);
+  const workspaceId = ws.rows[0]!.id;
+  await pool.query(
+    `INSERT INTO tenants (name, workspace_id, project_id, tier, erp_version, owner_email, owner_name)
+     VALUES ($1, $2, 1, 'pro', '18', 'owner@bench.test', 'Owner')`,
+    [slug, workspaceId],
+  );
+  const host = tenantHostname(slug, cfg.TENANT_DOMAIN);
+  await cloneTenantDatabase(admin, { database: host, template: templateDatabaseName('pro', '18') });
+  await pool.query("INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-18', $1)", [host, slug]);
+  await ensureErpApiUser({ platform: pool, erpDatabaseUrl: cfg.ERP_DATABASE_URL, secretsKey: cfg.SECRETS_KEY }, { tenant: slug, database: host });
+  const password = 'bench-admin-password';
+  const user = await pool.query<{ id: string }>(
+    "INSERT INTO users (email, name, password_hash) VALUES ('admin@bench.test', 'Bench Admin', $1) RETURNING id",
+    [await bcrypt.hash(password, cfg.BCRYPT_COST)],
+  );
+  await pool.query("INSERT INTO memberships (user_id, workspace_id, role) VALUES ($1, $2, 'admin')", [user.rows[0]!.id, workspaceId]);
+
+  step('starting the account API (its own process)');
+  // BENCH_API_NODE_OPTIONS: e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the API process
+  const nodeOptions = (process.env.BENCH_API_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
+  apiProcess = spawn(process.execPath, [...nodeOptions, '--import', 'tsx', path.join(root, 'api/server.ts')], {
+    cwd: root,
+    env: { PATH: process.env.PATH, ...env, ERP_URL: erp.url },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const base = cfg.API_PUBLIC_URL;
+  await waitForApi(base);
+
+  const login = await json(`${base}/api/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'admin@bench.test', password }),
+  });
+  const key = await json(`${base}/api/portal/apikeys`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${login.accessToken}` },
+    body: JSON.stringify({ name: 'bench' }),
+  });
+  await json(`${base}/api/ops/workspaces/${slug}/rate-limits`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json', 'x-api-key': cfg.OPS_API_KEY },
+    body: JSON.stringify({ burst: 1_000_000, perSecond: 1_000_000, agentPerMinute: 1_000 }),
+  });
+  const auth = { authorization: `Bearer ${key.token}` };
+
+  // a key's first call in this process pays for bcrypt; the next ones hit the verified-token cache
+  const timeCall = async (url: string) => {
+    const t = performance.now();
+    const res = await fetch(url, { headers: auth });
+    await res.arrayBuffer();
+    if (!res.ok) throw new Error(`${url}: ${res.status}`);
+    return performance.now() - t;
+  };
+  const selfUrl = `${base}/api/portal/apikeys/self`;
+  const first = await timeCall(selfUrl);
+  const warm: number[] = [];
+  for (let i = 0; i < 20; i++) warm.push(await timeCall(selfUrl));
+  warm.sort((a, b) => a - b);
+  const kpisUrl = `${base}/api/portal/odoo/${slug}/kpis`;
+  await timeCall(kpisUrl); // fills the dashboard cache
+
+  const routes = [
+    { name: 'GET /healthz (no auth)', url: `${base}/healthz`, headers: {} },
+    { name: `GET /api/portal/odoo/${slug}/kpis (ws_live_ key)`, url: kpisUrl, headers: auth },
+    { name: 'GET /api/portal/apikeys/self (ws_live_ key)', url: selfUrl, headers: auth },
+  ];
+  step(`warming up, then ${ROUNDS} alternating rounds of ${DURATION} s per route with ${CONNECTIONS} connections`);
+  for (const r of routes) await load(`warm-up ${r.name}`, r.url, r.headers, 1);
+  // alternate short rounds so that every route sees the same background load on a shared machine
+  const runs = routes.map(() => [] as autocannon.Result[]);
+  for (let i = 0; i < ROUNDS; i++) {
+    for (const [j, r] of routes.entries()) runs[j]!.push(await load(r.name, r.url, r.headers, DURATION));
+  }
+  const bad = runs.flat().reduce((n, r) => n + r.non2xx + r.errors, 0);
+  if (bad > 0) throw new Error(`the runs had ${bad} non-2xx answers or errors`);
+  const summary = (rs: autocannon.Result[]) => ({
+    rps: rs.reduce((n, r) => n + r.requests.total, 0) / rs.reduce((n, r) => n + r.duration, 0),
+    p50: Math.max(...rs.map((r) => r.latency.p50)),
+    p99: Math.max(...rs.map((r) => r.latency.p99)),
+    total: rs.reduce((n, r) => n + r.requests.total, 0),
+  });
+  // against the trivial route of the same round; the median, so that a burst of background load on
+  // a shared machine hits one round, not the figure
+  const ratiosOf = (rs: autocannon.Result[]) => rs.map((r, i) => r.requests.total / runs[0]![i]!.requests.total).sort((a, b) => a - b);
+  const median = (xs: number[]) => (xs.length % 2 ? xs[(xs.length - 1) / 2]! : (xs[xs.length / 2 - 1]! + xs[xs.length / 2]!) / 2);
+  const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+  const lines = routes.map((r, j) => {
+    const s = summary(runs[j]!);
+    const figures = `${s.rps.toFixed(0).padStart(6)} req/s   p50 ${String(s.p50).padStart(3)} ms   p99 ${String(s.p99).padStart(3)} ms`;
+    const ratios = ratiosOf(runs[j]!);
+    const ratio = j === 0 ? '' : `   ratio ${pct(median(ratios))} (rounds ${ratios.map((x) => (x * 100).toFixed(0)).join('/')})`;
+    return `  ${r.name.padEnd(48)} ${figures}${ratio}`;
+  });
+  const dashboardRatio = median(ratiosOf(runs[1]!));
+
+  console.log(`
+bench:auth — ${CONNECTIONS} connections, ${ROUNDS} × ${DURATION} s per route (alternating), API in its own process, log level info
+${lines.join('\n')}
+  key-authenticated dashboard call / trivial route: ${pct(dashboardRatio)} (median of the rounds)   target ≥ 60 %: ${dashboardRatio >= 0.6 ? 'OK' : 'BELOW TARGET'}
+
+  bcrypt cost ${cfg.BCRYPT_COST}: a key's first call in a process ${first.toFixed(1)} ms (bcrypt), then p50 ${warm[10]!.toFixed(1)} ms (cache)
+  total ${((Date.now() - started) / 1000).toFixed(1)} s`);
+
+  await erp.close();
+  await pool.end();
+  await admin.end();
+} catch (err) {
+  console.error(`bench:auth failed: ${(err as Error).message}`);
+  process.exitCode = 1;
+} finally {
+  if (apiProcess && apiProcess.exitCode === null) {
+    const exited = new Promise((r) => apiProcess!.once('exit', r));
+    apiProcess.kill('SIGTERM');
+    await exited;
+  }
+  await stopAll();
+  rmSync(dir, { recursive: true, force: true });
+}

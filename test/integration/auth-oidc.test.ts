@@ -1,0 +1,222 @@
+/**
+ * OIDC login against a real OpenID provider (`oidc-provider`, started here with its development
+ * login and consent pages): the test plays the browser — start, log in at the provider, consent,
+ * callback — and the account API exchanges the code with PKCE and logs in the user whose verified
+ * e-mail the provider vouches for.
+ */
+import type { Server } from 'node:http';
+import Provider from 'oidc-provider';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApi } from '../../api/server.js';
+import type { Config } from '../../lib/config.js';
+import { createPool, type Pool } from '../../lib/db.js';
+import { freePort } from '../../scripts/local-servers.js';
+import { testConfig } from '../support/env.js';
+import { addUser, addWorkspace, call } from '../support/workspace-api.js';
+
+let cfg: Config;
+let pool: Pool;
+let api: Awaited<ReturnType<typeof startApi>>;
+let idp: Server;
+let issuer: string;
+
+beforeAll(async () => {
+  const idpPort = await freePort();
+  issuer = `http://127.0.0.1:${idpPort}`;
+  cfg = await testConfig({ OIDC_ISSUER_URL: issuer, OIDC_CLIENT_ID: 'plana-test', OIDC_CLIENT_SECRET: 'plana-test-client-secret-0000000000' });
+  const provider = new Provider(issuer, {
+    clients: [
+      {
+        client_id: 'plana-test',
+        client_secret: 'plana-test-client-secret-0000000000',
+        redirect_uris: [`${cfg.API_PUBLIC_URL}/api/auth/oidc/callback`],
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
+    ],
+    // the dev login page takes any login: we use it as the e-mail; "unverified…" ones are not verified
+    async findAccount(_ctx: unknown, id: string) {
+      return { accountId: id, claims: async () => ({ sub: id, email: id, email_verified: !id.startsWith('unverified') }) };
+    },
+    claims: { openid: ['sub'], email: ['email', 'email_verified'] },
+    cookies: { keys: ['oidc-test-cookie-key'] },
+    ttl: { Interaction: 600, Session: 3600, Grant: 3600, AccessToken: 600, IdToken: 600, AuthorizationCode: 60 },
+    pkce: { required: () => true },
+    features: { devInteractions: { enabled: true } },
+  });
+  idp = provider.listen(idpPort);
+  pool = createPool(cfg.DATABASE_URL, 2);
+  api = await startApi(cfg);
+});
+
+afterAll(async () => {
+  await api?.close();
+  await new Promise((r) => idp?.close(r));
+  await pool?.end();
+});
+
+/** A minimal browser: a cookie jar per host name, manual redirects, form posts. */
+class Browser {
+  private jar = new Map<string, Map<string, string>>();
+
+  private remember(url: URL, res: Response) {
+    const cookies = this.jar.get(url.hostname) ?? new Map<string, string>();
+    for (const c of res.headers.getSetCookie()) {
+      const [pair] = c.split(';');
+      const i = pair!.indexOf('=');
+      const name = pair!.slice(0, i);
+      const value = pair!.slice(i + 1);
+      if (value === '' || /expires=Thu, 01 Jan 1970/i.test(c)) cookies.delete(name);
+      else cookies.set(name, value);
+    }
+    this.jar.set(url.hostname, cookies);
+  }
+
+  cookie(host: string, name: string) {
+    return this.jar.get(host)?.get(name);
+  }
+
+  setCookie(host: string, name: string, value: string) {
+    const cookies = this.jar.get(host) ?? new Map<string, string>();
+    cookies.set(name, value);
+    this.jar.set(host, cookies);
+  }
+
+  /** Follows redirects; with `stopBefore`, returns the first redirect target starting with it instead. */
+  async request(url: string, init: { method?: string; form?: Record<string, string>; stopBefore?: string } = {}): Promise<{ url: string; res: Response }> {
+    let current = new URL(url);
+    let method = init.method ?? 'GET';
+    let body: string | undefined = init.form ? new URLSearchParams(init.form).toString() : undefined;
+    for (let hops = 0; hops < 20; hops++) {
+      const cookies = [...(this.jar.get(current.hostname) ?? new Map())].map(([k, v]) => `${k}=${v}`).join('; ');
+      const res = await fetch(current, {
+        method,
+        redirect: 'manual',
+        headers: { ...(cookies ? { cookie: cookies } : {}), ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+        body,
+      });
+      this.remember(current, res);
+      const location = res.headers.get('location');
+      if (res.status >= 300 && res.status < 400 && location) {
+        current = new URL(location, current);
+        if (init.stopBefore && current.toString().startsWith(init.stopBefore)) return { url: current.toString(), res };
+        method = 'GET';
+        body = undefined;
+        continue;
+      }
+      return { url: current.toString(), res };
+    }
+    throw new Error('too many redirects');
+  }
+
+  /** Submits the one form of an HTML page of the provider with the given fields. */
+  async submit(page: { url: string; res: Response }, fields: Record<string, string>, stopBefore?: string) {
+    const html = await page.res.text();
+    const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
+    if (!action) throw new Error(`no form on ${page.url}: ${html.slice(0, 200)}`);
+    const hidden = Object.fromEntries([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
+    return this.request(new URL(action, page.url).toString(), { method: 'POST', form: { ...hidden, ...fields }, stopBefore });
+  }
+}
+
+/** The whole dance: start → provider login as `login` → consent → back at the callback. */
+async function oidcLogin(browser: Browser, login: string) {
+  const loginPage = await browser.request(`${cfg.API_PUBLIC_URL}/api/auth/oidc/start`);
+  expect(loginPage.url.startsWith(`${issuer}/interaction/`)).toBe(true);
+  const consentPage = await browser.submit(loginPage, { login, password: 'anything' });
+  expect(consentPage.url.startsWith(`${issuer}/interaction/`)).toBe(true);
+  return browser.submit(consentPage, {});
+}
+
+describe('GET /api/auth/oidc/start', () => {
+  it('redirects to the provider with an authorization code request using PKCE (S256), state and nonce', async () => {
+    const res = await fetch(`${cfg.API_PUBLIC_URL}/api/auth/oidc/start`, { redirect: 'manual' });
+    expect(res.status).toBe(302);
+    const location = new URL(res.headers.get('location')!);
+    expect(`${location.origin}${location.pathname}`).toBe(`${issuer}/auth`);
+    expect(Object.fromEntries(location.searchParams)).toMatchObject({
+      response_type: 'code',
+      client_id: 'plana-test',
+      redirect_uri: `${cfg.API_PUBLIC_URL}/api/auth/oidc/callback`,
+      code_challenge_method: 'S256',
+      scope: 'openid email profile',
+    });
+    for (const p of ['code_challenge', 'state', 'nonce']) expect(location.searchParams.get(p)).toMatch(/\S{20,}/);
+    const cookie = res.headers.getSetCookie().find((c) => c.startsWith('plana_oidc='))!;
+    expect(cookie).toMatch(/HttpOnly/i);
+    // the PKCE verifier is sealed, not readable in the cookie
+    expect(cookie).not.toContain(location.searchParams.get('state')!);
+  });
+});
+
+describe('GET /api/auth/oidc/callback', () => {
+  it('logs in the platform user with the verified e-mail: access token, refresh cookie, /me works', async () => {
+    const ws = await addWorkspace(pool);
+    const user = await addUser(pool, [{ workspaceId: ws.id, role: 'admin' }]);
+    const browser = new Browser();
+    const { url, res } = await oidcLogin(browser, user.email.toUpperCase());
+    expect(url.startsWith(`${cfg.API_PUBLIC_URL}/api/auth/oidc/callback?`)).toBe(true);
+    expect(res.status).toBe(200);
+    const session = await res.json();
+    expect(session.user).toEqual({ id: user.id, email: user.email, name: 'Test User' });
+    expect(browser.cookie('127.0.0.1', 'plana_refresh')).toBeTruthy();
+    expect(browser.cookie('127.0.0.1', 'plana_oidc')).toBeUndefined();
+    const me = await call(cfg.API_PUBLIC_URL, 'GET', '/api/auth/me', { token: session.accessToken });
+    expect(me.body.workspaces).toEqual([expect.objectContaining({ slug: ws.slug, role: 'admin' })]);
+  });
+
+  it('refuses an e-mail the provider does not say is verified (403) and issues no session', async () => {
+    const ws = await addWorkspace(pool);
+    const { rows } = await pool.query<{ id: string }>("INSERT INTO users (email, name) VALUES ($1, 'U') RETURNING id", [`unverified-${ws.slug}@example.test`]);
+    await pool.query("INSERT INTO memberships (user_id, workspace_id, role) VALUES ($1, $2, 'admin')", [rows[0]!.id, ws.id]);
+    const browser = new Browser();
+    const { res } = await oidcLogin(browser, `unverified-${ws.slug}@example.test`);
+    expect(res.status).toBe(403);
+    expect((await res.json()).detail).toContain('verified e-mail');
+    expect(browser.cookie('127.0.0.1', 'plana_refresh')).toBeUndefined();
+  });
+
+  it('refuses a verified e-mail that has no platform account (403)', async () => {
+    const { res } = await oidcLogin(new Browser(), 'stranger@example.test');
+    expect(res.status).toBe(403);
+    expect((await res.json()).detail).toContain('No platform account');
+  });
+
+  it('refuses a callback whose state does not match the login started in this browser (401)', async () => {
+    const ws = await addWorkspace(pool);
+    const user = await addUser(pool, [{ workspaceId: ws.id, role: 'admin' }]);
+    const victim = new Browser();
+    await victim.request(`${cfg.API_PUBLIC_URL}/api/auth/oidc/start`, { stopBefore: issuer });
+    // the attacker logs in at the provider in their own browser and keeps their callback URL …
+    const attacker = new Browser();
+    const loginPage = await attacker.request(`${cfg.API_PUBLIC_URL}/api/auth/oidc/start`);
+    const consentPage = await attacker.submit(loginPage, { login: user.email, password: 'x' });
+    const callback = await attacker.submit(consentPage, {}, `${cfg.API_PUBLIC_URL}/api/auth/oidc/callback`);
+    expect(new URL(callback.url).searchParams.get('code')).toBeTruthy();
+    // … and makes the victim's browser open it: the state does not match the victim's login
+    const replayed = await victim.request(callback.url);
+    expect(replayed.res.status).toBe(401);
+    expect(victim.cookie('127.0.0.1', 'plana_refresh')).toBeUndefined();
+  });
+
+  it.each([
+    ['no login in progress (no state cookie)', undefined],
+    ['a forged state cookie', 'eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIn0..AAAA.BBBB.CCCC'],
+  ])('answers 400 for %s', async (_label, cookie) => {
+    const res = await call(cfg.API_PUBLIC_URL, 'GET', '/api/auth/oidc/callback?code=x&state=y', { cookie: cookie ? `plana_oidc=${cookie}` : undefined });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toContain('application/problem+json');
+  });
+});
+
+describe('without an identity provider configured', () => {
+  it('answers 404 on both OIDC routes', async () => {
+    const plain = await startApi(await testConfig());
+    try {
+      const base = plain.app.deps.config.API_PUBLIC_URL;
+      expect((await call(base, 'GET', '/api/auth/oidc/start')).status).toBe(404);
+      expect((await call(base, 'GET', '/api/auth/oidc/callback?code=x')).status).toBe(404);
+    } finally {
+      await plain.close();
+    }
+  });
+});

@@ -1,0 +1,140 @@
+/**
+ * The execution log: every call made with a workspace key lands in the day partition of
+ * `execution_log` (real PostgreSQL) and is readable by the workspace's admins with pagination;
+ * retention drops whole partitions past 90 days.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApi } from '../../api/server.js';
+import type { Config } from '../../lib/config.js';
+import { createPool, type Pool } from '../../lib/db.js';
+import { testConfig } from '../support/env.js';
+import { adminOfNewWorkspace, call, createKey } from '../support/workspace-api.js';
+
+let cfg: Config;
+let pool: Pool;
+let api: Awaited<ReturnType<typeof startApi>>;
+let base: string;
+
+beforeAll(async () => {
+  cfg = await testConfig({ EXECUTION_LOG_FLUSH_MS: '100' });
+  pool = createPool(cfg.DATABASE_URL, 2);
+  api = await startApi(cfg);
+  base = cfg.API_PUBLIC_URL;
+});
+
+afterAll(async () => {
+  await api?.close();
+  await pool?.end();
+});
+
+const readLog = (accessToken: string, query = '') => call(base, 'GET', `/api/portal/execution-log${query}`, { token: accessToken });
+
+describe('GET /api/portal/execution-log', () => {
+  it("records every call made with the workspace's keys: time, key prefix, method, route, status, latency", async () => {
+    const { workspace, accessToken } = await adminOfNewWorkspace(base, pool);
+    const key = await createKey(base, accessToken, { name: 'k', scopes: ['banking:read'] });
+    const started = Date.now();
+    expect((await call(base, 'GET', '/api/portal/apikeys/self', { token: key.token })).status).toBe(200);
+    expect((await call(base, 'GET', `/api/portal/odoo/${workspace.slug}/kpis`, { token: key.token })).status).toBe(403);
+
+    const res = await readLog(accessToken);
+    expect(res.status).toBe(200);
+    expect(res.body.items).toHaveLength(2);
+    const [newest, oldest] = res.body.items;
+    expect(oldest).toMatchObject({ keyPrefix: key.prefix, method: 'GET', route: '/api/portal/apikeys/self', status: 200 });
+    expect(newest).toMatchObject({ keyPrefix: key.prefix, method: 'GET', route: '/api/portal/odoo/:slug/kpis', status: 403 });
+    for (const item of res.body.items) {
+      expect(new Date(item.occurredAt).getTime()).toBeGreaterThanOrEqual(started - 1000);
+      expect(item.latencyMs).toBeGreaterThanOrEqual(0);
+      expect(item.requestId).toMatch(/\S+/);
+    }
+    expect(JSON.stringify(res.body)).not.toContain(key.token.slice(16));
+    expect(res.body.nextCursor).toBeNull();
+  });
+
+  it('stores each call in the partition of its day', async () => {
+    const { workspace, accessToken } = await adminOfNewWorkspace(base, pool);
+    const key = await createKey(base, accessToken);
+    await call(base, 'GET', '/api/portal/apikeys/self', { token: key.token });
+    await readLog(accessToken);
+    const { rows } = await pool.query(
+      "SELECT tableoid::regclass::text AS partition, to_char(occurred_at AT TIME ZONE 'UTC', 'YYYYMMDD') AS day FROM execution_log WHERE workspace_id = $1",
+      [workspace.id],
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0].partition).toBe(`execution_log_p${rows[0].day}`);
+  });
+
+  it('pages newest first with a cursor, without gaps or repeats', async () => {
+    const { accessToken } = await adminOfNewWorkspace(base, pool);
+    const key = await createKey(base, accessToken);
+    for (let i = 0; i < 5; i++) await call(base, 'GET', '/api/portal/apikeys/self', { token: key.token });
+    const seen: string[] = [];
+    let cursor: string | null = '';
+    let pages = 0;
+    while (cursor !== null) {
+      const res = await readLog(accessToken, `?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(res.status).toBe(200);
+      expect(res.body.items.length).toBeLessThanOrEqual(2);
+      seen.push(...res.body.items.map((i: { id: string }) => i.id));
+      cursor = res.body.nextCursor;
+      pages++;
+    }
+    expect(pages).toBe(3);
+    expect(new Set(seen).size).toBe(5);
+    expect(seen.map(Number)).toEqual([...seen.map(Number)].sort((a, b) => b - a));
+  });
+
+  it("shows one workspace's admin nothing of another workspace", async () => {
+    const one = await adminOfNewWorkspace(base, pool);
+    const two = await adminOfNewWorkspace(base, pool);
+    const key = await createKey(base, one.accessToken);
+    await call(base, 'GET', '/api/portal/apikeys/self', { token: key.token });
+    expect((await readLog(one.accessToken)).body.items).toHaveLength(1);
+    expect((await readLog(two.accessToken)).body.items).toEqual([]);
+  });
+
+  it.each([
+    ['a cursor it did not issue', '?cursor=bm90LWEtY3Vyc29y'],
+    ['a limit above 500', '?limit=501'],
+    ['a limit of 0', '?limit=0'],
+  ])('answers 400 for %s', async (_label, query) => {
+    const { accessToken } = await adminOfNewWorkspace(base, pool);
+    const res = await readLog(accessToken, query);
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toContain('application/problem+json');
+  });
+});
+
+describe('retention (POST /api/ops/execution-log/retention)', () => {
+  it('drops the day partitions older than 90 days, keeps the rest, and creates the days ahead', async () => {
+    const old = new Date(Date.now() - 120 * 86_400_000).toISOString().slice(0, 10);
+    const oldName = `execution_log_p${old.replace(/-/g, '')}`;
+    await pool.query('SELECT execution_log_ensure_partitions($1::date, 1)', [old]);
+    await pool.query(
+      `INSERT INTO execution_log (occurred_at, workspace_id, key_prefix, method, route, status, latency_ms, request_id)
+       VALUES ($1::date + interval '12 hours', gen_random_uuid(), 'ws_live_OLDOLDOL', 'GET', '/x', 200, 1, 'r')`,
+      [old],
+    );
+    const res = await call(base, 'POST', '/api/ops/execution-log/retention', { headers: { 'x-api-key': cfg.OPS_API_KEY } });
+    expect(res.status).toBe(200);
+    expect(res.body.retentionDays).toBe(90);
+    // (another test file may run the retention at the same time and drop it first)
+    const cutoff = new Date(Date.now() - 90 * 86_400_000).toISOString().slice(0, 10).replace(/-/g, '');
+    for (const name of res.body.dropped) expect(name.slice(-8) < cutoff, name).toBe(true);
+    const partitions = (
+      await pool.query<{ name: string }>(
+        "SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'execution_log'::regclass",
+      )
+    ).rows.map((r) => r.name);
+    expect(partitions).not.toContain(oldName);
+    const today = new Date().toISOString().slice(0, 10).replace(/-/g, '');
+    const inAWeek = new Date(Date.now() + 7 * 86_400_000).toISOString().slice(0, 10).replace(/-/g, '');
+    expect(partitions).toEqual(expect.arrayContaining([`execution_log_p${today}`, `execution_log_p${inAWeek}`]));
+    expect((await pool.query("SELECT 1 FROM execution_log WHERE key_prefix = 'ws_live_OLDOLDOL'")).rowCount).toBe(0);
+  });
+
+  it('answers 401 without the ops key', async () => {
+    expect((await call(base, 'POST', '/api/ops/execution-log/retention')).status).toBe(401);
+  });
+});
