@@ -1,0 +1,38 @@
+/** Backups: the per-tenant schedule, the backup itself (pg_dump + filestore archive) and retention. */
+import { Context } from '@temporalio/activity';
+import { backupTenant, deleteExpiredBackups } from '../lib/backups.js';
+import { createBackupSchedule, deleteBackupSchedule } from '../lib/backup-schedules.js';
+import { filestorePath } from '../lib/filestore.js';
+import type { BackupTenantInput } from '../workflows/tenant-definitions.js';
+import type { TenantActivityDeps } from './tenant-deps.js';
+
+export const createTenantBackupActivities = ({ config, temporal, platformPool }: TenantActivityDeps) => ({
+  async createBackupSchedule(input: BackupTenantInput) {
+    const outcome = await createBackupSchedule(temporal, {
+      input,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      everyMs: config.BACKUP_INTERVAL,
+    });
+    return { scheduleId: `backup:${input.tenant}`, outcome };
+  },
+
+  async deleteBackupSchedule(input: { tenant: string }) {
+    return { outcome: await deleteBackupSchedule(temporal, input.tenant) };
+  },
+
+  /** pg_dump of the tenant database + tar.gz of its filestore into BACKUP_ROOT/<tenant>/. */
+  async createTenantBackup(input: BackupTenantInput & { stamp: string }) {
+    Context.current().heartbeat();
+    const files = await backupTenant(
+      { pool: platformPool, cfg: config },
+      { ...input, filestoreDir: filestorePath(config.FILESTORE_ROOT, input.tenant) },
+    );
+    return { files };
+  },
+
+  /** Deletes the stored backups whose tier retention has ended. */
+  async deleteExpiredBackups() {
+    const deleted = await deleteExpiredBackups({ pool: platformPool, cfg: config });
+    return { deleted: deleted.length, paths: deleted };
+  },
+});

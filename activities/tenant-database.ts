@@ -1,0 +1,46 @@
+/** The tenant database on the ERP's PostgreSQL server and the tenant's dedicated ERP API user. */
+import { ensureErpApiUser as ensureApiUser } from '../lib/erp/api-user.js';
+import {
+  cloneTenantDatabase as cloneDatabase,
+  dropTenantDatabase as dropDatabase,
+  TemplateMissingError,
+  templateDatabaseName,
+  tenantDatabaseExists,
+} from '../lib/erp/tenant-database.js';
+import type { TenantClientSpec } from '../workflows/tenant-definitions.js';
+import type { TenantActivityDeps } from './tenant-deps.js';
+
+export const createTenantDatabaseActivities = ({ config, platformPool, erpAdminPool }: TenantActivityDeps) => ({
+  /**
+   * CREATE DATABASE "<hostname>" TEMPLATE "erp_tpl_<tier>_<version>". A missing template is not
+   * a crash: the result says so (the tenant's ERP then answers 503 and the readiness deadline
+   * reports it), and the next reconcile tries again.
+   */
+  async cloneTenantDatabase(input: { database: string; spec: TenantClientSpec }) {
+    const template = templateDatabaseName(input.spec.tier, input.spec.erpVersion);
+    try {
+      const outcome = await cloneDatabase(erpAdminPool, { database: input.database, template });
+      return { database: input.database, template, outcome };
+    } catch (err) {
+      if (err instanceof TemplateMissingError) return { database: input.database, template, outcome: 'template-missing' as const };
+      throw err;
+    }
+  },
+
+  /** DROP DATABASE … WITH (FORCE); 'absent' when it was gone already. */
+  async dropTenantDatabase(input: { database: string }) {
+    return { database: input.database, outcome: await dropDatabase(erpAdminPool, input.database) };
+  },
+
+  /** The dedicated API user with minimal rights and a long random password, stored sealed (§5.5). */
+  async ensureErpApiUser(input: { tenant: string; database: string }) {
+    if (!(await tenantDatabaseExists(erpAdminPool, input.database))) {
+      return { login: '', created: false, outcome: 'database-missing' as const };
+    }
+    const user = await ensureApiUser(
+      { platform: platformPool, erpDatabaseUrl: config.ERP_DATABASE_URL, secretsKey: config.SECRETS_KEY },
+      input,
+    );
+    return { ...user, outcome: user.created ? ('created' as const) : ('exists' as const) };
+  },
+});

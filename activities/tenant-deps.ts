@@ -1,0 +1,40 @@
+/** What the tenant lifecycle activities need; the worker builds it once (see worker/index.ts). */
+import type { Client } from '@temporalio/client';
+import type pg from 'pg';
+import { createChatClient, type ChatClient } from '../lib/chat.js';
+import type { Config } from '../lib/config.js';
+import { createPool } from '../lib/db.js';
+import { connectTemporal } from '../lib/temporal.js';
+import { createTableRouteDriver, type RouteDriver } from '../lib/tenant-routes.js';
+
+export interface TenantActivityDeps {
+  config: Config;
+  /** The platform database (DATABASE_URL). */
+  platformPool: pg.Pool;
+  /** Admin connection to the ERP's PostgreSQL server (ERP_DATABASE_URL). */
+  erpAdminPool: pg.Pool;
+  /** For the per-tenant backup schedules. */
+  temporal: Client;
+  chat: ChatClient;
+  routes: RouteDriver;
+}
+
+/** Builds the dependencies from the configuration; `close` releases the pools and the connection. */
+export async function connectTenantActivityDeps(config: Config): Promise<TenantActivityDeps & { close(): Promise<void> }> {
+  const platformPool = createPool(config.DATABASE_URL, 10);
+  const erpAdminPool = createPool(config.ERP_DATABASE_URL, 5);
+  const temporal = await connectTemporal(config);
+  return {
+    config,
+    platformPool,
+    erpAdminPool,
+    temporal,
+    chat: createChatClient({ baseUrl: config.CHAT_URL, token: config.CHAT_TOKEN, teamId: config.CHAT_TEAM_ID }),
+    // the local route driver; a Kubernetes driver would implement the same RouteDriver interface
+    routes: createTableRouteDriver(platformPool),
+    async close() {
+      await temporal.connection.close();
+      await Promise.all([platformPool.end(), erpAdminPool.end()]);
+    },
+  };
+}

@@ -1,0 +1,23 @@
+/** Every activity of the tenant lifecycle, one factory per resource (see tenant-*.ts). */
+import { createTenantBackupActivities } from './tenant-backups.js';
+import { createTenantChatActivities } from './tenant-chat.js';
+import { createTenantDatabaseActivities } from './tenant-database.js';
+import type { TenantActivityDeps } from './tenant-deps.js';
+import { createTenantEventActivities } from './tenant-events.js';
+import { createTenantFilestoreActivities } from './tenant-filestore.js';
+import { createTenantHealthActivities } from './tenant-health.js';
+import { createTenantRegistryActivities } from './tenant-registry.js';
+import { createTenantRouteActivities } from './tenant-route.js';
+
+export type { TenantActivityDeps };
+
+export const createTenantLifecycleActivities = (deps: TenantActivityDeps) => ({
+  ...createTenantRegistryActivities(deps),
+  ...createTenantDatabaseActivities(deps),
+  ...createTenantRouteActivities(deps),
+  ...createTenantFilestoreActivities(deps),
+  ...createTenantBackupActivities(deps),
+  ...createTenantChatActivities(deps),
+  ...createTenantHealthActivities(deps),
+  ...createTenantEventActivities(deps),
+});

@@ -1,0 +1,12 @@
+/** The tenant's HTTP route (host → tenant ERP in namespace plana-odoo-<erpVersion>), through the route driver. */
+import type { TenantRoute } from '../lib/tenant-routes.js';
+import type { TenantActivityDeps } from './tenant-deps.js';
+
+export const createTenantRouteActivities = ({ routes }: TenantActivityDeps) => ({
+  async createRoute(route: TenantRoute) {
+    return { host: route.host, outcome: await routes.createRoute(route) };
+  },
+  async removeRoute(input: { tenant: string }) {
+    return { outcome: await routes.removeRoute(input.tenant) };
+  },
+});

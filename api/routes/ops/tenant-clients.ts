@@ -1,0 +1,122 @@
+/**
+ * The ops API for TenantClients (issue 4), guarded by the ops service key: apply (JSON or YAML),
+ * list, get (with the live status), and the lifecycle actions. The CLI calls exactly these.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { AppError } from '../../../lib/errors.js';
+import { requireServiceKey } from '../../../lib/service-keys.js';
+import { parseTenantClient, problemsDetail, validateTenantClient } from '../../../lib/tenant-client.js';
+import {
+  applyTenantClient,
+  getTenantClient,
+  getTenantClientSummary,
+  listTenantClients,
+  runTenantAction,
+  type TenantAction,
+} from '../../../lib/tenant-client-operations.js';
+import { TenantName } from '../../schemas/common.js';
+
+const Summary = Type.Object({
+  name: Type.String(),
+  synced: Type.String(),
+  ready: Type.String(),
+  phase: Type.String(),
+  generation: Type.Integer(),
+  observedGeneration: Type.Integer(),
+  createdAt: Type.String(),
+});
+
+const problems = { 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 404: Type.Ref('Problem'), 409: Type.Ref('Problem') };
+
+export default async function opsTenantClientRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  app.addHook('onRequest', requireServiceKey(() => [app.deps.config.OPS_API_KEY]));
+  // `kubectl apply`-style: the resource may come as YAML as well as JSON
+  app.addContentTypeParser(['application/yaml', 'application/x-yaml', 'text/yaml'], { parseAs: 'string' }, (_req, body, done) =>
+    done(null, body),
+  );
+
+  app.post(
+    '/api/ops/tenant-clients',
+    {
+      schema: {
+        tags: ['ops'],
+        summary: 'Apply a TenantClient (create, or update its spec; the same spec again changes nothing)',
+        description: 'Body: the TenantClient resource as JSON, or as YAML with Content-Type application/yaml.',
+        security: [{ opsKey: [] }],
+        body: Type.Unknown(),
+        response: {
+          200: Type.Object({ result: Type.String(), name: Type.String(), generation: Type.Integer(), workflowId: Type.String(), temporalUiUrl: Type.String() }),
+          201: Type.Object({ result: Type.String(), name: Type.String(), generation: Type.Integer(), workflowId: Type.String(), temporalUiUrl: Type.String() }),
+          ...problems,
+        },
+      },
+    },
+    async (req, reply) => {
+      const parsed = typeof req.body === 'string' ? parseTenantClient(req.body) : validateTenantClient(req.body);
+      if (!parsed.ok) {
+        throw new AppError('BAD_REQUEST', `Invalid TenantClient: ${problemsDetail(parsed.problems)}`, { errors: parsed.problems });
+      }
+      const applied = await applyTenantClient(app.deps, parsed.value);
+      req.log.info({ tenant: applied.name, result: applied.result, generation: applied.generation }, 'TenantClient applied');
+      return reply.code(applied.result === 'created' ? 201 : 200).send(applied);
+    },
+  );
+
+  app.get(
+    '/api/ops/tenant-clients',
+    {
+      schema: {
+        tags: ['ops'],
+        summary: 'List TenantClients with their Synced and Ready conditions (as mirrored in PostgreSQL)',
+        security: [{ opsKey: [] }],
+        response: { 200: Type.Object({ items: Type.Array(Summary) }), 401: Type.Ref('Problem') },
+      },
+    },
+    async () => ({ items: await listTenantClients(app.deps.pool) }),
+  );
+
+  app.get(
+    '/api/ops/tenant-clients/:name',
+    {
+      schema: {
+        tags: ['ops'],
+        summary: 'One TenantClient: spec, live status (conditions, resources, recent steps) and its Temporal UI link',
+        security: [{ opsKey: [] }],
+        params: Type.Object({ name: TenantName }),
+        querystring: Type.Object({ view: Type.Optional(Type.Union([Type.Literal('summary'), Type.Literal('full')])) }),
+        response: { 200: Type.Unknown(), ...problems },
+      },
+    },
+    async (req) =>
+      req.query.view === 'summary'
+        ? getTenantClientSummary(app.deps.pool, req.params.name)
+        : getTenantClient(app.deps, req.params.name),
+  );
+
+  const action = (method: 'post' | 'delete', url: string, name: TenantAction, summary: string) =>
+    app[method](
+      url,
+      {
+        schema: {
+          tags: ['ops'],
+          summary,
+          security: [{ opsKey: [] }],
+          params: Type.Object({ name: TenantName }),
+          response: { 202: Type.Unknown(), ...problems },
+        },
+      },
+      async (req, reply) => {
+        const status = await runTenantAction(app.deps, req.params.name, name);
+        req.log.info({ tenant: req.params.name, action: name }, 'TenantClient action accepted');
+        return reply.code(202).send({ name: req.params.name, action: name, status });
+      },
+    );
+
+  action('post', '/api/ops/tenant-clients/:name/cancel', 'cancel', 'The customer cancelled: start the soak timer (deprovisioning follows)');
+  action('post', '/api/ops/tenant-clients/:name/reactivate', 'reactivate', 'Stop the soak timer of a cancelled tenant; everything stays');
+  action('post', '/api/ops/tenant-clients/:name/retry-chat-room', 'retry-chat-room', 'Create the support chat room again on the next reconcile');
+  action('delete', '/api/ops/tenant-clients/:name', 'delete', 'Deprovision a cancelled tenant now instead of at the end of the soak period');
+}

@@ -1,0 +1,46 @@
+/** `cancel|reactivate|delete tenant <name>` and `retry chat-room <name>`: lifecycle actions on the ops API. */
+import type { Command } from 'commander';
+import type { TenantStatus } from '../../workflows/tenant-definitions.js';
+import { opsRequest } from '../ops-client.js';
+import { assertTenantResource } from '../tenant-output.js';
+
+type Answer = { name: string; action: string; status: TenantStatus };
+
+const said = {
+  cancel: (a: Answer) => `tenantclient.plana.dev/${a.name} cancelled: deprovisioned at ${a.status.deprovisionAt} unless reactivated`,
+  reactivate: (a: Answer) => `tenantclient.plana.dev/${a.name} reactivated: the soak timer is stopped, everything stays`,
+  delete: (a: Answer) => `tenantclient.plana.dev/${a.name} deleted: deprovisioning now (route, database, filestore, backup schedule; chat room archived; backups kept)`,
+};
+
+export function register(program: Command) {
+  for (const verb of ['cancel', 'reactivate', 'delete'] as const) {
+    program
+      .command(verb)
+      .description(
+        verb === 'cancel'
+          ? 'the customer cancelled: start the soak period, after which the tenant is deprovisioned'
+          : verb === 'reactivate'
+            ? 'stop the soak period of a cancelled tenant'
+            : 'deprovision a cancelled tenant now',
+      )
+      .argument('<resource>', 'tenant')
+      .argument('<name>', 'the tenant name')
+      .action(async (resource: string, name: string) => {
+        assertTenantResource(resource);
+        const path = `/api/ops/tenant-clients/${encodeURIComponent(name)}`;
+        const answer = await opsRequest<Answer>(verb === 'delete' ? 'DELETE' : 'POST', verb === 'delete' ? path : `${path}/${verb}`);
+        console.log(said[verb](answer));
+      });
+  }
+
+  program
+    .command('retry')
+    .description('retry a failed non-fatal step: `retry chat-room <tenant>` creates the chat room on the next reconcile')
+    .argument('<step>', 'chat-room')
+    .argument('<name>', 'the tenant name')
+    .action(async (step: string, name: string) => {
+      if (step !== 'chat-room') throw new Error(`unknown step "${step}" (known: chat-room)`);
+      await opsRequest<Answer>('POST', `/api/ops/tenant-clients/${encodeURIComponent(name)}/retry-chat-room`);
+      console.log(`chat room of tenant ${name}: retry requested; \`describe tenant ${name}\` shows the outcome`);
+    });
+}

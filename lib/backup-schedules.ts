@@ -1,0 +1,92 @@
+/**
+ * Temporal Schedules for backups: one per tenant (`backup:<tenant>`, every BACKUP_INTERVAL,
+ * running the `backupTenant` workflow) and one for the whole platform (`backup-retention`, daily,
+ * running `pruneExpiredBackups`). Creating and deleting are idempotent.
+ */
+import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { searchAttributes } from '../workflows/definitions.js';
+import { backupScheduleId, BACKUP_RETENTION_SCHEDULE_ID, type BackupTenantInput } from '../workflows/tenant-definitions.js';
+
+export async function createBackupSchedule(
+  client: Client,
+  opts: { input: BackupTenantInput; taskQueue: string; everyMs: number },
+): Promise<'created' | 'updated' | 'exists'> {
+  const scheduleId = backupScheduleId(opts.input.tenant);
+  const action = {
+    type: 'startWorkflow' as const,
+    workflowType: 'backupTenant',
+    workflowId: scheduleId,
+    taskQueue: opts.taskQueue,
+    args: [opts.input],
+    staticSummary: `Backup of tenant ${opts.input.tenant}: pg_dump of ${opts.input.database} + filestore archive`,
+    typedSearchAttributes: [
+      { key: searchAttributes.tenant, value: opts.input.tenant },
+      { key: searchAttributes.tier, value: opts.input.tier },
+    ],
+  };
+  try {
+    await client.schedule.create({
+      scheduleId,
+      spec: { intervals: [{ every: opts.everyMs }] },
+      action,
+      policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 hour' },
+      state: { note: `Backups of tenant ${opts.input.tenant} (kept per the ${opts.input.tier} tier's retention)` },
+    });
+    return 'created';
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+  }
+  const handle = client.schedule.getHandle(scheduleId);
+  const current = await handle.describe();
+  const currentArgs = current.action.type === 'startWorkflow' ? (current.action.args?.[0] as BackupTenantInput | undefined) : undefined;
+  if (currentArgs?.tier === opts.input.tier && currentArgs.database === opts.input.database) return 'exists';
+  await handle.update((prev) => ({ ...prev, action }));
+  return 'updated';
+}
+
+export async function deleteBackupSchedule(client: Client, tenant: string): Promise<'deleted' | 'absent'> {
+  try {
+    await client.schedule.getHandle(backupScheduleId(tenant)).delete();
+    return 'deleted';
+  } catch (err) {
+    if (err instanceof ScheduleNotFoundError) return 'absent';
+    throw err;
+  }
+}
+
+export async function backupScheduleExists(client: Client, tenant: string): Promise<boolean> {
+  try {
+    await client.schedule.getHandle(backupScheduleId(tenant)).describe();
+    return true;
+  } catch (err) {
+    if (err instanceof ScheduleNotFoundError) return false;
+    throw err;
+  }
+}
+
+/** The daily retention job; the worker ensures it at start-up. */
+export async function ensureBackupRetentionSchedule(
+  client: Client,
+  opts: { taskQueue: string; scheduleId?: string },
+): Promise<'created' | 'exists'> {
+  try {
+    await client.schedule.create({
+      scheduleId: opts.scheduleId ?? BACKUP_RETENTION_SCHEDULE_ID,
+      spec: { intervals: [{ every: '1 day' }] },
+      action: {
+        type: 'startWorkflow',
+        workflowType: 'pruneExpiredBackups',
+        workflowId: opts.scheduleId ?? BACKUP_RETENTION_SCHEDULE_ID,
+        taskQueue: opts.taskQueue,
+        args: [],
+        staticSummary: 'Delete stored backups whose tier retention has ended',
+      },
+      policies: { overlap: ScheduleOverlapPolicy.SKIP },
+      state: { note: 'Backup retention: starter 30 days, pro 90 days, enterprise 365 days (configurable)' },
+    });
+    return 'created';
+  } catch (err) {
+    if (err instanceof ScheduleAlreadyRunning) return 'exists';
+    throw err;
+  }
+}

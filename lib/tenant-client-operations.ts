@@ -1,0 +1,255 @@
+/**
+ * What an operator does with TenantClients (the ops API and, through it, the CLI): apply, list,
+ * get, and the lifecycle actions. The desired spec and its generation live in `tenant_clients`;
+ * the tenant's workflow `tenant:<name>` reconciles it and mirrors its status back.
+ */
+import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
+import type pg from 'pg';
+import type { Config } from './config.js';
+import { withTransaction } from './db.js';
+import { AppError } from './errors.js';
+import { temporalUiLink } from './temporal.js';
+import { immutableChanges, problemsDetail, sameSpec, type TenantClient } from './tenant-client.js';
+import { searchAttributes } from '../workflows/definitions.js';
+import {
+  applySignal,
+  cancelUpdate,
+  deleteUpdate,
+  reactivateUpdate,
+  retryChatRoomUpdate,
+  statusQuery,
+  TENANT_CLIENT_API_VERSION,
+  TENANT_CLIENT_KIND,
+  tenantWorkflowId,
+  type Condition,
+  type TenantClientSpec,
+  type TenantLifecycleInput,
+  type TenantPhase,
+  type TenantStatus,
+} from '../workflows/tenant-definitions.js';
+import type { tenantLifecycle } from '../workflows/tenant-lifecycle.js';
+
+export interface OperationDeps {
+  pool: pg.Pool;
+  temporal: Client;
+  config: Config;
+}
+
+interface TenantClientRow {
+  name: string;
+  uid: string;
+  spec: TenantClientSpec;
+  generation: number;
+  observed_generation: number;
+  phase: TenantPhase;
+  conditions: Condition[];
+  status: Partial<TenantStatus>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface TenantClientSummary {
+  name: string;
+  synced: string;
+  ready: string;
+  phase: TenantPhase;
+  generation: number;
+  observedGeneration: number;
+  createdAt: string;
+}
+
+export interface TenantClientResource {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; uid: string; generation: number; creationTimestamp: string };
+  spec: TenantClientSpec;
+  status: TenantStatus;
+  /** `workflow`: the live answer of the workflow's status query; `mirror`: the copy in PostgreSQL. */
+  statusSource: 'workflow' | 'mirror';
+  workflowId: string;
+  temporalUiUrl: string;
+}
+
+export type ApplyResult = 'created' | 'configured' | 'unchanged';
+
+const conditionStatus = (conditions: Condition[], type: Condition['type']) =>
+  conditions.find((c) => c.type === type)?.status ?? 'Unknown';
+
+function summary(row: TenantClientRow): TenantClientSummary {
+  return {
+    name: row.name,
+    synced: conditionStatus(row.conditions, 'Synced'),
+    ready: conditionStatus(row.conditions, 'Ready'),
+    phase: row.phase,
+    generation: row.generation,
+    observedGeneration: row.observed_generation,
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+/**
+ * kubectl-apply semantics: a new name creates the TenantClient and starts its workflow; a changed
+ * spec raises the generation and is signalled to the workflow; the same spec again changes
+ * nothing. The workflow is signalled-with-start inside the transaction, so a failure leaves
+ * neither a row without a workflow nor a generation the workflow never saw.
+ */
+export async function applyTenantClient(
+  deps: OperationDeps,
+  resource: TenantClient,
+): Promise<{ result: ApplyResult; name: string; generation: number; workflowId: string; temporalUiUrl: string }> {
+  const { name } = resource.metadata;
+  const { spec } = resource;
+  const workflowId = tenantWorkflowId(name);
+  return withTransaction(deps.pool, async (db) => {
+    let result: ApplyResult = 'created';
+    const inserted = await db.query<{ uid: string; generation: number }>(
+      `INSERT INTO tenant_clients (name, spec) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING uid, generation`,
+      [name, JSON.stringify(spec)],
+    );
+    let row = inserted.rows[0];
+    if (!row) {
+      // someone else's apply of the same name waits here until ours commits (and vice versa)
+      const current = (
+        await db.query<TenantClientRow>('SELECT * FROM tenant_clients WHERE name = $1 FOR UPDATE', [name])
+      ).rows[0]!;
+      if (['Cancelled', 'Deprovisioning', 'Deprovisioned'].includes(current.phase)) {
+        throw new AppError('CONFLICT', `TenantClient "${name}" is ${current.phase.toLowerCase()}; ${current.phase === 'Cancelled' ? 'reactivate it before applying a new spec' : 'it cannot be applied again'}.`);
+      }
+      const immutable = immutableChanges(current.spec, spec);
+      if (immutable.length) throw new AppError('CONFLICT', problemsDetail(immutable), { errors: immutable });
+      if (sameSpec(current.spec, spec)) {
+        result = 'unchanged';
+        row = { uid: current.uid, generation: current.generation };
+      } else {
+        result = 'configured';
+        row = (
+          await db.query<{ uid: string; generation: number }>(
+            `UPDATE tenant_clients SET spec = $2, generation = generation + 1, updated_at = now() WHERE name = $1 RETURNING uid, generation`,
+            [name, JSON.stringify(spec)],
+          )
+        ).rows[0]!;
+      }
+    }
+    const input: TenantLifecycleInput = {
+      name,
+      uid: row.uid,
+      generation: row.generation,
+      spec,
+      settings: {
+        readyDeadlineMs: deps.config.TENANT_READY_DEADLINE,
+        soakPeriodMs: deps.config.TENANT_SOAK_PERIOD,
+        probeIntervalMs: deps.config.TENANT_PROBE_INTERVAL,
+        reconcileBackoffMaxMs: deps.config.TENANT_RECONCILE_BACKOFF_MAX,
+        historyLimit: deps.config.TENANT_HISTORY_LIMIT,
+      },
+    };
+    await deps.temporal.workflow.signalWithStart<typeof tenantLifecycle, [{ generation: number; spec: TenantClientSpec }]>(
+      'tenantLifecycle',
+      {
+        workflowId,
+        taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+        args: [input],
+        signal: applySignal,
+        signalArgs: [{ generation: row.generation, spec }],
+        // a deprovisioned tenant's workflow is never started again; a failed or terminated one may be
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+        staticSummary: `Tenant ${name}: ${spec.tier} tier, ERP ${spec.erpVersion}`,
+        staticDetails: `TenantClient ${name} (uid ${row.uid})\nOwner: ${spec.ownerName} <${spec.ownerEmail}>\nProject: ${spec.projectId}`,
+        typedSearchAttributes: [
+          { key: searchAttributes.tenant, value: name },
+          { key: searchAttributes.workspace, value: name },
+          { key: searchAttributes.tier, value: spec.tier },
+          { key: searchAttributes.erpVersion, value: spec.erpVersion },
+          { key: searchAttributes.currentStep, value: 'queued' },
+        ],
+      },
+    );
+    return { result, name, generation: row.generation, workflowId, temporalUiUrl: temporalUiLink(deps.config, workflowId) };
+  });
+}
+
+export async function listTenantClients(pool: pg.Pool): Promise<TenantClientSummary[]> {
+  const { rows } = await pool.query<TenantClientRow>('SELECT * FROM tenant_clients ORDER BY name');
+  return rows.map(summary);
+}
+
+async function loadRow(pool: pg.Pool, name: string): Promise<TenantClientRow> {
+  const { rows } = await pool.query<TenantClientRow>('SELECT * FROM tenant_clients WHERE name = $1', [name]);
+  if (!rows[0]) throw new AppError('NOT_FOUND', `TenantClient "${name}" does not exist.`);
+  return rows[0];
+}
+
+export async function getTenantClientSummary(pool: pg.Pool, name: string): Promise<TenantClientSummary> {
+  return summary(await loadRow(pool, name));
+}
+
+/** The live status from the workflow's query; the PostgreSQL mirror when the workflow cannot answer quickly. */
+async function liveStatus(temporal: Client, name: string): Promise<TenantStatus | undefined> {
+  const query = temporal.workflow.getHandle(tenantWorkflowId(name)).query(statusQuery);
+  query.catch(() => {});
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), 3_000)));
+  try {
+    return await Promise.race([query, timeout]);
+  } catch {
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export async function getTenantClient(deps: OperationDeps, name: string): Promise<TenantClientResource> {
+  const row = await loadRow(deps.pool, name);
+  const live = await liveStatus(deps.temporal, name);
+  // before the workflow's first mirror the row holds only the columns' defaults
+  const mirrored = {
+    resources: {},
+    steps: [],
+    currentStep: 'queued',
+    ...row.status,
+    name,
+    observedGeneration: row.observed_generation,
+    phase: row.phase,
+    conditions: row.conditions,
+  } as TenantStatus;
+  const workflowId = tenantWorkflowId(name);
+  return {
+    apiVersion: TENANT_CLIENT_API_VERSION,
+    kind: TENANT_CLIENT_KIND,
+    metadata: { name, uid: row.uid, generation: row.generation, creationTimestamp: row.created_at.toISOString() },
+    spec: row.spec,
+    status: { ...(live ?? mirrored), generation: row.generation },
+    statusSource: live ? 'workflow' : 'mirror',
+    workflowId,
+    temporalUiUrl: temporalUiLink(deps.config, workflowId),
+  };
+}
+
+const actions = {
+  cancel: cancelUpdate,
+  reactivate: reactivateUpdate,
+  delete: deleteUpdate,
+  'retry-chat-room': retryChatRoomUpdate,
+} as const;
+export type TenantAction = keyof typeof actions;
+
+/** Runs an operator action as a workflow update: refused (409) with the workflow's reason, else the new status. */
+export async function runTenantAction(deps: OperationDeps, name: string, action: TenantAction): Promise<TenantStatus> {
+  const row = await loadRow(deps.pool, name);
+  if (row.phase === 'Deprovisioned') {
+    throw new AppError('CONFLICT', `TenantClient "${name}" is deprovisioned; there is nothing to ${action.replace(/-/g, ' ')}.`);
+  }
+  const handle = deps.temporal.workflow.getHandle(tenantWorkflowId(name));
+  try {
+    return await handle.executeUpdate(actions[action]);
+  } catch (err) {
+    if (err instanceof WorkflowUpdateFailedError) {
+      throw new AppError('CONFLICT', `Cannot ${action.replace(/-/g, ' ')} TenantClient "${name}": ${err.cause?.message ?? err.message}.`);
+    }
+    if (err instanceof WorkflowNotFoundError) {
+      throw new AppError('CONFLICT', `TenantClient "${name}" has no running workflow; apply it again to resume reconciling.`);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * The TenantClient resource (§2.3, API version v1alpha1): parsing from YAML or JSON and validation
+ * with one clear message per problem. Pure: used by the CLI, the ops API and the tests alike.
+ *
+ *   apiVersion: plana.dev/v1alpha1
+ *   kind: TenantClient
+ *   metadata: { name: acme }
+ *   spec: { subdomain: acme, projectId: 42, tier: pro, erpVersion: "18", ownerEmail: …, ownerName: … }
+ */
+import { parseDocument } from 'yaml';
+import { z } from 'zod';
+import {
+  erpVersions,
+  TENANT_CLIENT_API_VERSION,
+  TENANT_CLIENT_KIND,
+  tiers,
+  type TenantClientSpec,
+} from '../workflows/tenant-definitions.js';
+
+export interface TenantClient {
+  apiVersion: typeof TENANT_CLIENT_API_VERSION;
+  kind: typeof TENANT_CLIENT_KIND;
+  metadata: { name: string };
+  spec: TenantClientSpec;
+}
+
+export interface ResourceProblem {
+  /** Where the problem is, e.g. `spec.subdomain`; `(document)` for the document as a whole. */
+  field: string;
+  message: string;
+}
+
+export type ValidationResult = { ok: true; value: TenantClient } | { ok: false; problems: ResourceProblem[] };
+
+const SUBDOMAIN = /^[a-z0-9-]+$/;
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+const required = (what: string) => ({
+  error: (issue: { input: unknown }) => (issue.input === undefined ? `is required (${what})` : `must be ${what}`),
+});
+
+const subdomain = z
+  .string(required('a string'))
+  .min(1, 'must not be empty')
+  .max(30, 'must be at most 30 characters')
+  .regex(SUBDOMAIN, 'must match [a-z0-9-]+ (lowercase letters, digits and hyphens only)');
+
+const specSchema = z.strictObject(
+  {
+    subdomain,
+    projectId: z.number(required('an integer')).int('must be an integer').min(0, 'must not be negative'),
+    tier: z.enum(tiers, required('one of starter, pro, enterprise')),
+    // YAML reads an unquoted 18 as a number: accept both and keep the string.
+    erpVersion: z
+      .union([z.string(), z.number()], { error: 'must be one of "17", "18" (default), "19"' })
+      .transform((v) => String(v))
+      .pipe(z.enum(erpVersions, { error: 'must be one of "17", "18" (default), "19"' }))
+      .default('18'),
+    ownerEmail: z.string(required('an e-mail address')).trim().regex(EMAIL, 'must be an e-mail address such as owner@example.com'),
+    ownerName: z.string(required('a display name')).trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
+  },
+  {
+    error: (issue) =>
+      issue.code === 'unrecognized_keys'
+        ? `has unknown fields: ${issue.keys.join(', ')}`
+        : issue.input === undefined
+          ? 'is required (a mapping with subdomain, projectId, tier, erpVersion, ownerEmail, ownerName)'
+          : 'must be a mapping of fields',
+  },
+);
+
+const resourceSchema = z
+  .object(
+    {
+      apiVersion: z.literal(TENANT_CLIENT_API_VERSION, { error: `must be "${TENANT_CLIENT_API_VERSION}"` }),
+      kind: z.literal(TENANT_CLIENT_KIND, { error: `must be "${TENANT_CLIENT_KIND}"` }),
+      metadata: z.object({ name: subdomain }, { error: 'is required (a mapping with name)' }),
+      spec: specSchema,
+    },
+    { error: 'must be a TenantClient mapping with apiVersion, kind, metadata and spec' },
+  )
+  .superRefine((r, ctx) => {
+    // compared only when both are valid names, so one mistake gets one message
+    const valid = (v: unknown) => typeof v === 'string' && v.length <= 30 && SUBDOMAIN.test(v);
+    if (valid(r.spec?.subdomain) && valid(r.metadata?.name) && r.spec.subdomain !== r.metadata.name) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['spec', 'subdomain'],
+        message: `must equal metadata.name ("${r.metadata.name}")`,
+      });
+    }
+  });
+
+/** Validates an already parsed document (e.g. a JSON body). */
+export function validateTenantClient(input: unknown): ValidationResult {
+  const result = resourceSchema.safeParse(input);
+  if (result.success) return { ok: true, value: result.data as TenantClient };
+  const problems = result.error.issues.map((i) => ({
+    field: i.path.length ? i.path.join('.') : '(document)',
+    message: i.message,
+  }));
+  return { ok: false, problems };
+}
+
+/** Parses YAML (or JSON, which is YAML) text holding one TenantClient, then validates it. */
+export function parseTenantClient(text: string): ValidationResult {
+  const doc = parseDocument(text, { prettyErrors: false });
+  if (doc.errors.length) {
+    return { ok: false, problems: [{ field: '(document)', message: `is not valid YAML or JSON: ${doc.errors[0]!.message.split('\n')[0]}` }] };
+  }
+  return validateTenantClient(doc.toJS());
+}
+
+/** `spec.tier: must be one of …; spec.projectId: …` */
+export function problemsDetail(problems: ResourceProblem[]): string {
+  return problems.map((p) => `${p.field} ${p.message}`).join('; ');
+}
+
+/** True when two specs ask for the same tenant (applying the same spec again is a no-op). */
+export function sameSpec(a: TenantClientSpec, b: TenantClientSpec): boolean {
+  const keys: (keyof TenantClientSpec)[] = ['subdomain', 'projectId', 'tier', 'erpVersion', 'ownerEmail', 'ownerName'];
+  return keys.every((k) => a[k] === b[k]);
+}
+
+/** Fields that cannot change once the tenant exists (its database, room and route depend on them). */
+export function immutableChanges(current: TenantClientSpec, next: TenantClientSpec): ResourceProblem[] {
+  const problems: ResourceProblem[] = [];
+  if (current.erpVersion !== next.erpVersion) {
+    problems.push({
+      field: 'spec.erpVersion',
+      message: `cannot change from "${current.erpVersion}" to "${next.erpVersion}": an ERP upgrade is a migration, not an apply`,
+    });
+  }
+  if (current.projectId !== next.projectId) {
+    problems.push({ field: 'spec.projectId', message: `cannot change from ${current.projectId} to ${next.projectId}: the chat room and the portal entry are keyed by it` });
+  }
+  return problems;
+}

@@ -1,0 +1,48 @@
+/**
+ * Routes: tenant hostname → tenant ERP, in the namespace of its ERP version (§2.3). The lifecycle
+ * workflow only sees this interface; the local driver keeps routes in the `tenant_routes` table
+ * that the ERP stand-in honours (no route → 404). A Kubernetes driver would create an Ingress
+ * (or HTTPRoute) named after the tenant in namespace `plana-odoo-<erpVersion>` instead.
+ */
+import type pg from 'pg';
+
+export interface TenantRoute {
+  host: string;
+  tenant: string;
+  namespace: string;
+  database: string;
+}
+
+export interface RouteDriver {
+  /** Creates the route, or makes an existing one point where asked. Idempotent. */
+  createRoute(route: TenantRoute): Promise<'created' | 'updated' | 'unchanged'>;
+  /** Removes the tenant's route; 'absent' when there was none. Idempotent. */
+  removeRoute(tenant: string): Promise<'removed' | 'absent'>;
+  getRoute(tenant: string): Promise<TenantRoute | null>;
+}
+
+/** The local driver: one row per tenant in `tenant_routes` (platform database). */
+export function createTableRouteDriver(pool: pg.Pool): RouteDriver {
+  return {
+    async createRoute(route) {
+      const { rows } = await pool.query<{ inserted: boolean; changed: boolean }>(
+        `WITH before AS (SELECT host, namespace, database FROM tenant_routes WHERE tenant = $2)
+         INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (tenant) DO UPDATE SET host = EXCLUDED.host, namespace = EXCLUDED.namespace, database = EXCLUDED.database
+         RETURNING (xmax = 0) AS inserted,
+                   NOT EXISTS (SELECT 1 FROM before b WHERE b.host = $1 AND b.namespace = $3 AND b.database = $4) AS changed`,
+        [route.host, route.tenant, route.namespace, route.database],
+      );
+      const row = rows[0]!;
+      return row.inserted ? 'created' : row.changed ? 'updated' : 'unchanged';
+    },
+    async removeRoute(tenant) {
+      const res = await pool.query('DELETE FROM tenant_routes WHERE tenant = $1', [tenant]);
+      return res.rowCount ? 'removed' : 'absent';
+    },
+    async getRoute(tenant) {
+      const { rows } = await pool.query<TenantRoute>('SELECT host, tenant, namespace, database FROM tenant_routes WHERE tenant = $1', [tenant]);
+      return rows[0] ?? null;
+    },
+  };
+}

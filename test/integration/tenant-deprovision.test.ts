@@ -1,0 +1,216 @@
+/**
+ * Deprovisioning (§3.2): cancel starts the soak timer; when it ends (or on delete after the
+ * cancel) the route, the database, the filestore folder and the backup schedule go, the chat room
+ * is archived, and the stored backups stay until the retention schedule finds them expired.
+ * Reactivating during the soak keeps everything.
+ */
+import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe as group, expect, it } from 'vitest';
+import { ScheduleNotFoundError } from '@temporalio/client';
+import { startApi } from '../../api/server.js';
+import { ensureBackupRetentionSchedule } from '../../lib/backup-schedules.js';
+import { parseConfig } from '../../lib/config.js';
+import { freePort } from '../../scripts/local-servers.js';
+import {
+  applyYaml,
+  configEnv,
+  condition,
+  describe,
+  health,
+  isReady,
+  ops,
+  startTenantPlatform,
+  tenantYaml,
+  uniqueTenant,
+  waitForStatus,
+  type TenantPlatform,
+} from '../support/tenant-platform.js';
+
+let p: TenantPlatform;
+/** A second account API whose applies carry a 3-second soak period (the platform's own keeps 1 hour). */
+let shortSoak: Awaited<ReturnType<typeof startApi>>;
+
+beforeAll(async () => {
+  p = await startTenantPlatform({ TENANT_SOAK_PERIOD: '1h' });
+  const port = await freePort();
+  shortSoak = await startApi(
+    parseConfig({
+      ...configEnv(p.cfg),
+      TENANT_SOAK_PERIOD: '3s',
+      API_PORT: String(port),
+      API_PUBLIC_URL: `http://127.0.0.1:${port}`,
+    }),
+  );
+});
+
+afterAll(async () => {
+  await shortSoak?.close();
+  await p?.close();
+});
+
+const host = (name: string) => `${name}.${p.cfg.TENANT_DOMAIN}`;
+const databaseExists = async (name: string) =>
+  (await p.pool.query('SELECT 1 FROM pg_database WHERE datname = $1', [host(name)])).rowCount === 1;
+const scheduleExists = (name: string) =>
+  p.temporal.schedule
+    .getHandle(`backup:${name}`)
+    .describe()
+    .then(
+      () => true,
+      (err) => {
+        if (err instanceof ScheduleNotFoundError) return false;
+        throw err;
+      },
+    );
+const folder = (name: string) => path.join(path.resolve(p.cfg.FILESTORE_ROOT), name);
+const room = (name: string) => p.chatChannels().find((c) => c.name === `support-${name}-000042`);
+
+async function provisionWithBackup(name: string, api = p.api) {
+  const res = await api.app.inject({
+    method: 'POST',
+    url: '/api/ops/tenant-clients',
+    headers: { 'x-api-key': p.cfg.OPS_API_KEY, 'content-type': 'application/yaml' },
+    payload: tenantYaml(name, { tier: 'pro' }),
+  });
+  expect(res.statusCode).toBe(201);
+  await waitForStatus(p, name, isReady);
+  // one scheduled backup, run now through the tenant's own schedule
+  await p.temporal.schedule.getHandle(`backup:${name}`).trigger();
+  await expect
+    .poll(async () => (await p.pool.query('SELECT count(*)::int AS n FROM tenant_backups WHERE tenant = $1', [name])).rows[0].n, { timeout: 30_000 })
+    .toBe(2);
+}
+
+const backups = async (name: string) =>
+  (
+    await p.pool.query<{ kind: string; path: string; days: number }>(
+      `SELECT kind, path, extract(day FROM expires_at - created_at)::int AS days FROM tenant_backups WHERE tenant = $1 ORDER BY id`,
+      [name],
+    )
+  ).rows;
+
+group('cancel → soak → deprovision', () => {
+  it('removes the route, the database, the folder and the schedule, archives the chat room and keeps the backups', async () => {
+    const name = uniqueTenant('bye');
+    await provisionWithBackup(name, shortSoak);
+    const scheduled = await backups(name);
+    expect(scheduled.map((b) => b.kind)).toEqual(['database', 'filestore']);
+    expect(scheduled.every((b) => b.days === 90)).toBe(true); // pro tier retention
+    expect(statSync(scheduled[0]!.path).size).toBeGreaterThan(0);
+
+    const cancelled = await ops(p, 'POST', `/api/ops/tenant-clients/${name}/cancel`);
+    expect(cancelled.statusCode).toBe(202);
+    expect(cancelled.json().status).toMatchObject({ phase: 'Cancelled' });
+    expect(Date.parse(cancelled.json().status.deprovisionAt) - Date.parse(cancelled.json().status.cancelledAt)).toBe(3_000);
+    // during the soak the tenant still works
+    expect(await health(p, host(name))).toMatchObject({ healthy: true });
+
+    const final = await waitForStatus(p, name, (s) => s.phase === 'Deprovisioned');
+    expect(condition(final, 'Ready')).toMatchObject({ status: 'False', reason: 'Deleting' });
+    expect(final.resources.database.state).toBe('Deleted');
+    expect(final.resources.route.state).toBe('Deleted');
+    expect(final.resources.filestore.state).toBe('Deleted');
+    expect(final.resources.backupSchedule.state).toBe('Deleted');
+    expect(final.resources.chatRoom.state).toBe('Archived');
+
+    await expect.poll(async () => (await health(p, host(name))).httpStatus, { timeout: 10_000 }).toBe(404);
+    expect(await databaseExists(name)).toBe(false);
+    expect(existsSync(folder(name))).toBe(false);
+    expect(await scheduleExists(name)).toBe(false);
+    expect(room(name)?.delete_at).toBeGreaterThan(0);
+    // the backups stay: the scheduled ones and the final one taken before the database was dropped
+    const kept = await backups(name);
+    expect(kept.length).toBe(4);
+    for (const b of kept) expect(existsSync(b.path)).toBe(true);
+
+    // the final state stays readable, and the tenant cannot be touched again
+    const described = await describe(p, name);
+    expect(described.status.phase).toBe('Deprovisioned');
+    expect(described.status.steps.map((s) => s.step)).toEqual(
+      expect.arrayContaining(['cancel', 'final-backup', 'remove-route', 'drop-database', 'wipe-filestore', 'delete-backup-schedule', 'archive-chat-room']),
+    );
+    const list = (await ops(p, 'GET', '/api/ops/tenant-clients')).json().items;
+    expect(list).toContainEqual(expect.objectContaining({ name, phase: 'Deprovisioned', ready: 'False' }));
+    const reapply = await applyYaml(p, tenantYaml(name, { tier: 'pro' }));
+    expect(reapply.statusCode).toBe(409);
+    expect(reapply.json().detail).toBe(`TenantClient "${name}" is deprovisioned; it cannot be applied again.`);
+    expect((await ops(p, 'POST', `/api/ops/tenant-clients/${name}/reactivate`)).statusCode).toBe(409);
+  });
+
+  it('reactivate during the soak stops the timer and keeps everything', async () => {
+    const name = uniqueTenant('stay');
+    await provisionWithBackup(name, shortSoak);
+    const cancelled = (await ops(p, 'POST', `/api/ops/tenant-clients/${name}/cancel`)).json();
+    const reactivated = await ops(p, 'POST', `/api/ops/tenant-clients/${name}/reactivate`);
+    expect(reactivated.statusCode).toBe(202);
+    expect(reactivated.json().status).toMatchObject({ phase: 'Ready' });
+    expect(reactivated.json().status.deprovisionAt).toBeUndefined();
+
+    // let the cancelled soak period pass: nothing happens
+    const deprovisionAt = Date.parse(cancelled.status.deprovisionAt);
+    await expect.poll(() => Date.now() > deprovisionAt + 2_000, { timeout: 10_000, interval: 250 }).toBe(true);
+    const status = await waitForStatus(p, name, isReady);
+    expect(status.phase).toBe('Ready');
+    expect(await health(p, host(name))).toMatchObject({ healthy: true });
+    expect(await databaseExists(name)).toBe(true);
+    expect(statSync(folder(name)).isDirectory()).toBe(true);
+    expect(await scheduleExists(name)).toBe(true);
+    expect(room(name)?.delete_at).toBe(0);
+    expect(status.steps.map((s) => s.step)).toEqual(expect.arrayContaining(['cancel', 'reactivate']));
+    expect(status.steps.map((s) => s.step)).not.toContain('drop-database');
+  });
+
+  it('delete needs a cancel first; after the cancel it deprovisions at once, without waiting for the soak', async () => {
+    const name = uniqueTenant('del');
+    await applyYaml(p, tenantYaml(name)); // the platform API: 1-hour soak
+    await waitForStatus(p, name, isReady);
+
+    const refused = await ops(p, 'DELETE', `/api/ops/tenant-clients/${name}`);
+    expect(refused.statusCode).toBe(409);
+    expect(refused.json().detail).toContain('is active: cancel it first');
+    expect(await databaseExists(name)).toBe(true);
+
+    const cancelled = (await ops(p, 'POST', `/api/ops/tenant-clients/${name}/cancel`)).json();
+    expect(Date.parse(cancelled.status.deprovisionAt) - Date.parse(cancelled.status.cancelledAt)).toBe(3_600_000);
+    const again = await ops(p, 'POST', `/api/ops/tenant-clients/${name}/cancel`);
+    expect(again.statusCode).toBe(409);
+    expect(again.json().detail).toContain('is already cancelled');
+    const changed = await applyYaml(p, tenantYaml(name, { ownerName: 'Someone Else' }));
+    expect(changed.statusCode).toBe(409);
+    expect(changed.json().detail).toBe(`TenantClient "${name}" is cancelled; reactivate it before applying a new spec.`);
+
+    expect((await ops(p, 'DELETE', `/api/ops/tenant-clients/${name}`)).statusCode).toBe(202);
+    await waitForStatus(p, name, (s) => s.phase === 'Deprovisioned');
+    expect(await databaseExists(name)).toBe(false);
+    expect(await scheduleExists(name)).toBe(false);
+  });
+});
+
+group('backup retention', () => {
+  it('the retention schedule deletes backups whose tier retention has ended and keeps the others', async () => {
+    const name = uniqueTenant('ret');
+    await provisionWithBackup(name);
+    const expired = await backups(name);
+    // a second tenant's backups, still within retention
+    const other = uniqueTenant('ret');
+    await provisionWithBackup(other);
+
+    // the retention of the first tenant's backups ends
+    await p.pool.query(`UPDATE tenant_backups SET expires_at = now() - interval '1 minute' WHERE tenant = $1`, [name]);
+    const scheduleId = `backup-retention-${name}`;
+    expect(await ensureBackupRetentionSchedule(p.temporal, { taskQueue: p.cfg.TEMPORAL_TASK_QUEUE, scheduleId })).toBe('created');
+    expect(await ensureBackupRetentionSchedule(p.temporal, { taskQueue: p.cfg.TEMPORAL_TASK_QUEUE, scheduleId })).toBe('exists');
+    const schedule = p.temporal.schedule.getHandle(scheduleId);
+    try {
+      await schedule.trigger();
+      await expect.poll(async () => (await backups(name)).length, { timeout: 30_000 }).toBe(0);
+      for (const b of expired) expect(existsSync(b.path)).toBe(false);
+      const others = await backups(other);
+      expect(others.length).toBe(2);
+      for (const b of others) expect(existsSync(b.path)).toBe(true);
+    } finally {
+      await schedule.delete();
+    }
+  });
+});

@@ -1,0 +1,342 @@
+/**
+ * A TenantClient applied through the ops API becomes a working tenant, for real: the database
+ * cloned from its template, the route the ERP stand-in answers on, the filestore folder, the
+ * Temporal backup schedule, the chat room, one `client.provisioned` event, one welcome e-mail and
+ * the portal's workspace entry. Also: the same resource applied twice at once, a changed spec, a
+ * failing chat server, invalid resources, and a replay of the workflow's own history.
+ */
+import { existsSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe as group, expect, it, vi } from 'vitest';
+import pg from 'pg';
+import { Redis } from 'ioredis';
+import { Worker } from '@temporalio/worker';
+import { ScheduleNotFoundError } from '@temporalio/client';
+import { buildCli } from '../../cli/index.js';
+import { chatRoomName, searchAttributes } from '../../workflows/definitions.js';
+import { tempDir } from '../support/env.js';
+import { tenantWorkflowId } from '../../workflows/tenant-definitions.js';
+import {
+  applyYaml,
+  condition,
+  describe,
+  health,
+  isReady,
+  mailsTo,
+  ops,
+  runErpDatabaseUrl,
+  startTenantPlatform,
+  tenantYaml,
+  uniqueTenant,
+  waitForStatus,
+  type TenantPlatform,
+} from '../support/tenant-platform.js';
+
+let p: TenantPlatform;
+let redis: Redis;
+
+beforeAll(async () => {
+  p = await startTenantPlatform();
+  redis = new Redis(p.cfg.REDIS_URL);
+});
+
+afterAll(async () => {
+  redis?.disconnect();
+  await p?.close();
+});
+
+async function databaseRows(database: string, sql: string): Promise<number> {
+  const url = new URL(runErpDatabaseUrl());
+  url.pathname = `/${database}`;
+  const client = new pg.Client({ connectionString: url.toString() });
+  await client.connect();
+  try {
+    return Number((await client.query<{ n: string }>(sql)).rows[0]!.n);
+  } finally {
+    await client.end();
+  }
+}
+
+async function databaseExists(database: string) {
+  const { rowCount } = await p.pool.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+  return rowCount === 1;
+}
+
+async function provisionedEvents(tenant: string) {
+  const entries = await redis.xrange(p.cfg.EVENTS_STREAM, '-', '+');
+  return entries
+    .map(([, fields]) => JSON.parse(fields[fields.indexOf('event') + 1]!) as { type: string; subject?: string; id: string })
+    .filter((e) => e.type === 'client.provisioned' && e.subject === tenant);
+}
+
+group('apply a TenantClient', () => {
+  it('turns it into a Ready tenant with every resource real, one event, one e-mail and the workspace entry', async () => {
+    const name = uniqueTenant('acme');
+    const res = await applyYaml(p, tenantYaml(name, { tier: 'pro', projectId: 7 }));
+    expect(res.statusCode).toBe(201);
+    expect(res.json()).toMatchObject({ result: 'created', name, generation: 1, workflowId: `tenant:${name}` });
+
+    const status = await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined);
+    expect(condition(status, 'Synced')).toMatchObject({ status: 'True', reason: 'ReconcileSuccess', observedGeneration: 1 });
+    expect(condition(status, 'Ready')).toMatchObject({ status: 'True', reason: 'Available', observedGeneration: 1 });
+    for (const kind of ['database', 'apiUser', 'route', 'filestore', 'backupSchedule', 'chatRoom'] as const) {
+      expect(status.resources[kind], kind).toMatchObject({ synced: 'True', state: 'Created' });
+    }
+
+    // the database: cloned from the pro/18 template, with its data
+    const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
+    expect(await databaseExists(host)).toBe(true);
+    const templateMoves = await databaseRows('erp_tpl_pro_18', 'SELECT count(*) AS n FROM account_move');
+    expect(templateMoves).toBeGreaterThan(0);
+    expect(await databaseRows(host, 'SELECT count(*) AS n FROM account_move')).toBe(templateMoves);
+    // the dedicated API user, its password stored sealed
+    expect(await databaseRows(host, `SELECT count(*) AS n FROM res_users WHERE login = 'api@${host}'`)).toBe(1);
+    const creds = await p.pool.query('SELECT login, password_encrypted FROM tenant_erp_credentials WHERE tenant = $1', [name]);
+    expect(creds.rows[0].login).toBe(`api@${host}`);
+    expect(creds.rows[0].password_encrypted).toMatch(/^v1\./);
+
+    // the route answers, in the namespace of its ERP version
+    const route = await p.pool.query('SELECT namespace, database FROM tenant_routes WHERE tenant = $1', [name]);
+    expect(route.rows).toEqual([{ namespace: 'plana-odoo-18', database: host }]);
+    expect(await health(p, host)).toMatchObject({ healthy: true, httpStatus: 200 });
+
+    // the filestore folder, directly under the root
+    const folder = path.join(path.resolve(p.cfg.FILESTORE_ROOT), name);
+    expect(statSync(folder).isDirectory()).toBe(true);
+    expect(status.resources.filestore.externalName).toBe(folder);
+
+    // the backup schedule, running backupTenant every BACKUP_INTERVAL
+    const schedule = await p.temporal.schedule.getHandle(`backup:${name}`).describe();
+    expect(schedule.action).toMatchObject({ type: 'startWorkflow', workflowType: 'backupTenant' });
+    expect(schedule.action.type === 'startWorkflow' && schedule.action.args?.[0]).toEqual({ tenant: name, tier: 'pro', database: host });
+
+    // the chat room
+    const room = chatRoomName(name, 7);
+    expect(room).toBe(`support-${name}-000007`);
+    expect(p.chatChannels().filter((c) => c.name === room)).toHaveLength(1);
+
+    // one client.provisioned, one welcome e-mail, the workspace entry
+    await expect.poll(() => mailsTo(p, `owner@${name}.test`).length, { timeout: 30_000 }).toBe(1);
+    expect(await provisionedEvents(name)).toHaveLength(1);
+    expect((await provisionedEvents(name))[0]!.id).toBe(status.provisionedEventId);
+    const ws = await p.pool.query(
+      `SELECT w.slug FROM workspaces w JOIN tenants t ON t.workspace_id = w.id WHERE t.name = $1`,
+      [name],
+    );
+    expect(ws.rows).toEqual([{ slug: name }]);
+
+    // what an operator sees: the list, the description with steps and the Temporal UI link
+    const list = await ops(p, 'GET', '/api/ops/tenant-clients');
+    expect(list.json().items).toContainEqual(expect.objectContaining({ name, synced: 'True', ready: 'True', phase: 'Ready' }));
+    const described = await describe(p, name);
+    expect(described.statusSource).toBe('workflow');
+    expect(described.temporalUiUrl).toContain(encodeURIComponent(`tenant:${name}`));
+    expect(described.status.steps.map((s) => s.step)).toEqual(
+      expect.arrayContaining(['reserve-subdomain', 'clone-database', 'ensure-api-user', 'create-route', 'create-filestore', 'create-backup-schedule', 'ensure-chat-room', 'probe-health', 'publish-provisioned-event']),
+    );
+    // search attributes kept current
+    const wf = await p.temporal.workflow.getHandle(tenantWorkflowId(name)).describe();
+    expect(wf.typedSearchAttributes.get(searchAttributes.tenant)).toBe(name);
+    expect(wf.typedSearchAttributes.get(searchAttributes.tier)).toBe('pro');
+    expect(wf.typedSearchAttributes.get(searchAttributes.currentStep)).toBe('ready');
+  });
+
+  it('applying the same resource twice at once yields one workflow and one tenant; the same spec again is a no-op', async () => {
+    const name = uniqueTenant('twice');
+    const yaml = tenantYaml(name);
+    const [a, b] = await Promise.all([applyYaml(p, yaml), applyYaml(p, yaml)]);
+    expect([a.statusCode, b.statusCode].sort()).toEqual([200, 201]);
+    expect([a.json().result, b.json().result].sort()).toEqual(['created', 'unchanged']);
+    await waitForStatus(p, name, isReady);
+
+    const runs = [];
+    for await (const wf of p.temporal.workflow.list({ query: `WorkflowId = 'tenant:${name}'` })) runs.push(wf);
+    expect(runs).toHaveLength(1);
+    expect((await p.pool.query('SELECT count(*)::int AS n FROM tenant_clients WHERE name = $1', [name])).rows[0].n).toBe(1);
+    expect((await p.pool.query('SELECT count(*)::int AS n FROM tenants WHERE name = $1', [name])).rows[0].n).toBe(1);
+
+    const again = await applyYaml(p, yaml);
+    expect(again.statusCode).toBe(200);
+    expect(again.json()).toMatchObject({ result: 'unchanged', generation: 1 });
+  });
+
+  it('a changed spec raises the generation and is reconciled (owner and tier); immutable fields are refused', async () => {
+    const name = uniqueTenant('change');
+    await applyYaml(p, tenantYaml(name));
+    await waitForStatus(p, name, isReady);
+
+    const changed = await applyYaml(p, tenantYaml(name, { tier: 'enterprise', ownerName: 'Grace Owner' }));
+    expect(changed.json()).toMatchObject({ result: 'configured', generation: 2 });
+    const status = await waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === 2);
+    expect(condition(status, 'Synced')?.observedGeneration).toBe(2);
+    const tenant = await p.pool.query('SELECT tier, owner_name FROM tenants WHERE name = $1', [name]);
+    expect(tenant.rows[0]).toEqual({ tier: 'enterprise', owner_name: 'Grace Owner' });
+    const schedule = await p.temporal.schedule.getHandle(`backup:${name}`).describe();
+    expect(schedule.action.type === 'startWorkflow' && (schedule.action.args?.[0] as { tier: string }).tier).toBe('enterprise');
+    // still one provisioned event: it is emitted once per tenant
+    expect(await provisionedEvents(name)).toHaveLength(1);
+
+    const upgrade = await applyYaml(p, tenantYaml(name, { tier: 'enterprise', ownerName: 'Grace Owner', erpVersion: '19' }));
+    expect(upgrade.statusCode).toBe(409);
+    expect(upgrade.json().detail).toBe('spec.erpVersion cannot change from "18" to "19": an ERP upgrade is a migration, not an apply');
+    expect((await p.pool.query('SELECT generation FROM tenant_clients WHERE name = $1', [name])).rows[0].generation).toBe(2);
+  });
+
+  it('with the chat server down the tenant turns Ready with the chat room failed; retry creates it', async () => {
+    const name = uniqueTenant('nochat');
+    await p.stopChat();
+    try {
+      await applyYaml(p, tenantYaml(name, { projectId: 1234 }));
+      const status = await waitForStatus(p, name, (s) => isReady(s) && s.resources.chatRoom.state === 'Failed');
+      expect(status.resources.chatRoom).toMatchObject({ synced: 'False', state: 'Failed', externalName: `support-${name}-001234` });
+      expect(status.resources.chatRoom.message).toContain('chat server unreachable');
+      expect(condition(status, 'Synced')?.message).toContain('chatRoom failed (non-fatal');
+      expect(await health(p, `${name}.${p.cfg.TENANT_DOMAIN}`)).toMatchObject({ healthy: true });
+    } finally {
+      await p.startChat();
+    }
+    const retried = await ops(p, 'POST', `/api/ops/tenant-clients/${name}/retry-chat-room`);
+    expect(retried.statusCode).toBe(202);
+    const after = await waitForStatus(p, name, (s) => s.resources.chatRoom.state === 'Created');
+    expect(after.resources.chatRoom).toMatchObject({ synced: 'True', externalName: `support-${name}-001234` });
+    expect(p.chatChannels().filter((c) => c.name === `support-${name}-001234`)).toHaveLength(1);
+    expect(condition(after, 'Ready')?.status).toBe('True');
+  });
+
+  it('a subdomain reserved by another TenantClient (another environment) blocks the tenant and creates nothing', async () => {
+    const name = uniqueTenant('taken');
+    await p.pool.query('INSERT INTO subdomain_reservations (subdomain, owner_uid) VALUES ($1, gen_random_uuid())', [name]);
+    expect((await applyYaml(p, tenantYaml(name))).statusCode).toBe(201);
+    const status = await waitForStatus(p, name, (s) => s.phase === 'Unavailable');
+    expect(condition(status, 'Synced')).toMatchObject({
+      status: 'False',
+      reason: 'ReconcileError',
+      message: `subdomain "${name}" is reserved by another TenantClient`,
+    });
+    expect(condition(status, 'Ready')).toMatchObject({ status: 'False', reason: 'Unavailable' });
+    expect(await databaseExists(`${name}.${p.cfg.TENANT_DOMAIN}`)).toBe(false);
+    expect((await p.pool.query('SELECT count(*)::int AS n FROM tenants WHERE name = $1', [name])).rows[0].n).toBe(0);
+    expect((await p.pool.query('SELECT count(*)::int AS n FROM tenant_routes WHERE tenant = $1', [name])).rows[0].n).toBe(0);
+    expect(existsSync(path.join(p.cfg.FILESTORE_ROOT, name))).toBe(false);
+  });
+
+  it('replays its own history deterministically', async () => {
+    const name = uniqueTenant('replay');
+    await applyYaml(p, tenantYaml(name));
+    await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined);
+    await ops(p, 'POST', `/api/ops/tenant-clients/${name}/cancel`);
+    await ops(p, 'DELETE', `/api/ops/tenant-clients/${name}`);
+    await waitForStatus(p, name, (s) => s.phase === 'Deprovisioned');
+    const history = await p.temporal.workflow.getHandle(tenantWorkflowId(name)).fetchHistory();
+    const { workflowBundle } = await import('../support/env.js');
+    await Worker.runReplayHistory({ workflowBundle: workflowBundle() }, history, tenantWorkflowId(name));
+  });
+});
+
+group('invalid TenantClients', () => {
+  const base = (name: string) => tenantYaml(name);
+  it.each([
+    ['a subdomain with capitals', (n: string) => base(n).replace(`subdomain: "${n}"`, `subdomain: "${n.toUpperCase()}"`), 'spec.subdomain must match [a-z0-9-]+ (lowercase letters, digits and hyphens only)'],
+    ['a subdomain other than the name', (n: string) => base(n).replace(`subdomain: "${n}"`, 'subdomain: "other"'), `spec.subdomain must equal metadata.name ("NAME")`],
+    ['a name longer than 30 characters', (n: string) => base(n).replace(`name: ${n}`, `name: ${n}-${'x'.repeat(30)}`), 'metadata.name must be at most 30 characters'],
+    ['a projectId that is not an integer', (n: string) => base(n).replace('projectId: 42', 'projectId: 4.2'), 'spec.projectId must be an integer'],
+    ['a projectId that is a word', (n: string) => base(n).replace('projectId: 42', 'projectId: "forty-two"'), 'spec.projectId must be an integer'],
+    ['an unknown tier', (n: string) => base(n).replace('tier: "starter"', 'tier: "gold"'), 'spec.tier must be one of starter, pro, enterprise'],
+    ['an unsupported ERP version', (n: string) => base(n).replace('erpVersion: "18"', 'erpVersion: "16"'), 'spec.erpVersion must be one of "17", "18" (default), "19"'],
+    ['a bad owner e-mail', (n: string) => base(n).replace(`ownerEmail: "owner@${n}.test"`, 'ownerEmail: "not-an-email"'), 'spec.ownerEmail must be an e-mail address such as owner@example.com'],
+    ['no owner name', (n: string) => base(n).replace('  ownerName: "Ada Owner"\n', ''), 'spec.ownerName is required (a display name)'],
+    ['an unknown field', (n: string) => base(n) + '  replicas: 3\n', 'spec has unknown fields: replicas'],
+    ['the wrong kind', (n: string) => base(n).replace('kind: TenantClient', 'kind: Tenant'), 'kind must be "TenantClient"'],
+    ['the wrong API version', (n: string) => base(n).replace('plana.dev/v1alpha1', 'plana.dev/v1'), 'apiVersion must be "plana.dev/v1alpha1"'],
+    ['broken YAML', () => 'apiVersion: [', '(document) is not valid YAML or JSON'],
+  ])('%s gets its message and creates nothing', async (_label, make, message) => {
+    const name = uniqueTenant('bad');
+    const res = await applyYaml(p, make(name));
+    expect(res.statusCode).toBe(400);
+    expect(res.headers['content-type']).toContain('application/problem+json');
+    const body = res.json();
+    expect(body.code).toBe('BAD_REQUEST');
+    expect(body.detail).toContain(message.replace('NAME', name));
+    expect(body.errors.length).toBe(1);
+    expect((await p.pool.query('SELECT count(*)::int AS n FROM tenant_clients WHERE name LIKE $1', [`${name}%`])).rows[0].n).toBe(0);
+    expect((await p.pool.query('SELECT count(*)::int AS n FROM tenants WHERE name LIKE $1', [`${name}%`])).rows[0].n).toBe(0);
+    await expect(p.temporal.workflow.getHandle(tenantWorkflowId(name)).describe()).rejects.toThrow();
+    await expect(p.temporal.schedule.getHandle(`backup:${name}`).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
+    expect(existsSync(path.join(p.cfg.FILESTORE_ROOT, name))).toBe(false);
+  });
+
+  it('lists every problem of a resource with several, one message each', async () => {
+    const res = await p.api.app.inject({
+      method: 'POST',
+      url: '/api/ops/tenant-clients',
+      headers: { 'x-api-key': p.cfg.OPS_API_KEY },
+      payload: { apiVersion: 'plana.dev/v1alpha1', kind: 'TenantClient', metadata: { name: 'multi' }, spec: { subdomain: 'multi', projectId: 'x', tier: 'gold', ownerEmail: 'a@b.c', ownerName: 'A' } },
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().errors).toEqual([
+      { field: 'spec.projectId', message: 'must be an integer' },
+      { field: 'spec.tier', message: 'must be one of starter, pro, enterprise' },
+    ]);
+  });
+
+  it('refuses callers without the ops key', async () => {
+    const res = await p.api.app.inject({ method: 'POST', url: '/api/ops/tenant-clients', payload: {} });
+    expect(res.statusCode).toBe(401);
+    expect(res.json().code).toBe('UNAUTHORIZED');
+  });
+
+  it('answers 404 for a TenantClient that does not exist', async () => {
+    const res = await ops(p, 'GET', '/api/ops/tenant-clients/no-such-tenant');
+    expect(res.statusCode).toBe(404);
+    expect(res.json().detail).toBe('TenantClient "no-such-tenant" does not exist.');
+  });
+});
+
+group('the operator CLI', () => {
+  /** Runs `npm run cli -- <args>` in this process against the platform's account API over HTTP. */
+  async function cli(...args: string[]): Promise<string> {
+    process.env.PLANA_API_URL = p.cfg.API_PUBLIC_URL;
+    const lines: string[] = [];
+    const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void lines.push(a.join(' ')));
+    try {
+      await buildCli().parseAsync(['node', 'plana', ...args]);
+    } finally {
+      log.mockRestore();
+    }
+    return lines.join('\n');
+  }
+
+  it('apply -f, get tenants, describe tenant, retry chat-room, cancel and reactivate', async () => {
+    const name = uniqueTenant('cli');
+    const file = path.join(tempDir('cli'), 'tenant.yaml');
+    writeFileSync(file, tenantYaml(name, { tier: 'enterprise' }));
+
+    expect(await cli('apply', '-f', file)).toContain(`tenantclient.plana.dev/${name} created (generation 1)`);
+    await waitForStatus(p, name, isReady);
+    expect(await cli('apply', '-f', file)).toContain(`tenantclient.plana.dev/${name} unchanged (generation 1)`);
+
+    const table = await cli('get', 'tenants');
+    expect(table.split('\n')[0]).toMatch(/^NAME\s+SYNCED\s+READY\s+PHASE\s+AGE\s*$/);
+    expect(table).toMatch(new RegExp(`^${name}\\s+True\\s+True\\s+Ready\\s+\\d+s\\s*$`, 'm'));
+    expect((await cli('get', 'tenants', name)).split('\n')).toHaveLength(2);
+    const json = JSON.parse(await cli('get', 'tenants', name, '-o', 'json'));
+    expect(json).toMatchObject({ apiVersion: 'plana.dev/v1alpha1', kind: 'TenantClient', metadata: { name }, spec: { tier: 'enterprise' } });
+
+    const page = await cli('describe', 'tenant', name);
+    expect(page).toMatch(/Conditions:[\s\S]*Synced\s+True\s+ReconcileSuccess/);
+    expect(page).toMatch(/Ready\s+True\s+Available/);
+    expect(page).toMatch(/Resources:[\s\S]*database\s+True\s+Created/);
+    expect(page).toContain('Recent steps:');
+    expect(page).toContain(`Temporal UI:          ${p.cfg.TEMPORAL_UI_URL}/namespaces/default/workflows/${encodeURIComponent(`tenant:${name}`)}`);
+    expect(JSON.parse(await cli('describe', 'tenant', name, '-o', 'json')).status.phase).toBe('Ready');
+
+    expect(await cli('retry', 'chat-room', name)).toContain('retry requested');
+    expect(await cli('cancel', 'tenant', name)).toContain(`tenantclient.plana.dev/${name} cancelled: deprovisioned at`);
+    expect(await cli('reactivate', 'tenant', name)).toContain(`tenantclient.plana.dev/${name} reactivated`);
+    await expect(cli('delete', 'tenant', name)).rejects.toThrow(/is active: cancel it first/);
+    await expect(cli('get', 'tenants', 'no-such-tenant')).rejects.toThrow('TenantClient "no-such-tenant" does not exist.');
+
+    writeFileSync(file, tenantYaml(name, { tier: 'diamond' }));
+    await expect(cli('apply', '-f', file)).rejects.toThrow(`${file} is not a valid TenantClient:\n  spec.tier: must be one of starter, pro, enterprise`);
+  });
+});

@@ -1,0 +1,229 @@
+/**
+ * Everything a tenant lifecycle test needs, for real, on the run's PostgreSQL, Redis and Temporal:
+ * the account API (ops routes), the worker, the events service with its `client.provisioned`
+ * consumer, the notifications service with the SMTP sink, the ERP stand-in and the chat stand-in,
+ * each on its own free port, with the filestore and backup roots in throw-away folders and the
+ * lifecycle durations shortened.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { inject } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
+import type { NativeConnection, Worker } from '@temporalio/worker';
+import { expect } from 'vitest';
+import { startApi } from '../../api/server.js';
+import type { Config } from '../../lib/config.js';
+import { createPool, type Pool } from '../../lib/db.js';
+import { getTenantHealth } from '../../activities/tenant-health.js';
+import { startChatStandIn, type ChatStandIn } from '../../sandbox/chat/server.js';
+import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
+import { readMailbox, startSmtpSink, type SmtpSink } from '../../sandbox/smtp/sink.js';
+import { startProvisionedConsumer } from '../../services/events/consumers/provisioned.js';
+import { startEvents } from '../../services/events/server.js';
+import { startNotifications } from '../../services/notifications/server.js';
+import { freePort } from '../../scripts/local-servers.js';
+import { createWorker } from '../../worker/index.js';
+import type { TenantStatus } from '../../workflows/tenant-definitions.js';
+import { tempDir, testConfig, workflowBundle } from './env.js';
+
+type Closer = () => Promise<unknown>;
+
+export interface TenantPlatform {
+  cfg: Config;
+  pool: Pool;
+  temporal: Client;
+  sink: SmtpSink;
+  api: Awaited<ReturnType<typeof startApi>>;
+  /** The rooms the chat stand-in holds (its own storage file), archived ones included. */
+  chatChannels(): { name: string; delete_at: number }[];
+  /** Starts the chat stand-in (again, on the same port and data folder). */
+  startChat(): Promise<void>;
+  stopChat(): Promise<void>;
+  startWorker(): Promise<void>;
+  stopWorker(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The ERP admin URL on the run's PostgreSQL server (where global setup built the templates). */
+export function runErpDatabaseUrl(): string {
+  const url = new URL(inject('databaseUrl'));
+  url.pathname = '/postgres';
+  return url.toString();
+}
+
+export async function startTenantPlatform(
+  overrides: Record<string, string> = {},
+  opts: { worker?: boolean } = {},
+): Promise<TenantPlatform> {
+  const [erpPort, eventsPort, chatPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const cfg = await testConfig({
+    ERP_PORT: String(erpPort),
+    ERP_URL: `http://127.0.0.1:${erpPort}`,
+    ERP_DATABASE_URL: runErpDatabaseUrl(),
+    EVENTS_PORT: String(eventsPort),
+    EVENTS_URL: `http://127.0.0.1:${eventsPort}`,
+    // a stream of this file's own, so what a test counts on it is its own
+    EVENTS_STREAM: `events-test-${randomUUID().slice(0, 8)}`,
+    EVENTS_CLAIM_IDLE_MS: '1000',
+    CHAT_PORT: String(chatPort),
+    CHAT_URL: `http://127.0.0.1:${chatPort}`,
+    FILESTORE_ROOT: tempDir('filestore'),
+    BACKUP_ROOT: tempDir('backups'),
+    TENANT_READY_DEADLINE: '30s',
+    TENANT_PROBE_INTERVAL: '200ms',
+    TENANT_RECONCILE_BACKOFF_MAX: '2s',
+    TENANT_SOAK_PERIOD: '1h',
+    ...overrides,
+  });
+  const closers: Closer[] = [];
+  const pool = createPool(cfg.DATABASE_URL, 4);
+  closers.push(() => pool.end());
+  const temporal = new Client({ connection: await Connection.connect({ address: cfg.TEMPORAL_ADDRESS }) });
+  closers.push(() => temporal.connection.close());
+
+  const sink = await startSmtpSink({ port: cfg.SMTP_PORT, dir: tempDir('mail') });
+  closers.push(() => sink.close());
+  const notifications = await startNotifications(cfg);
+  closers.push(() => notifications.close());
+  const events = await startEvents(cfg);
+  closers.push(() => events.close());
+  const erp: ErpStandIn = await startErpStandIn({
+    host: '127.0.0.1',
+    port: erpPort,
+    platformDatabaseUrl: cfg.DATABASE_URL,
+    erpDatabaseUrl: cfg.ERP_DATABASE_URL,
+    logger: quietLogger(),
+  });
+  closers.push(() => erp.close());
+  const api = await startApi(cfg);
+  closers.push(() => api.close());
+  const consumer = await startProvisionedConsumer(cfg);
+  closers.push(() => consumer.close());
+
+  const chatDir = tempDir('chat');
+  let chat: ChatStandIn | undefined;
+  let worker: { worker: Worker; connection: NativeConnection; closeDeps(): Promise<void>; running: Promise<void> } | undefined;
+
+  const platform: TenantPlatform = {
+    cfg,
+    pool,
+    temporal,
+    sink,
+    api,
+    chatChannels() {
+      const file = path.join(chatDir, 'channels.json');
+      return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { name: string; delete_at: number }[]) : [];
+    },
+    async startChat() {
+      chat = await startChatStandIn({ host: '127.0.0.1', port: chatPort, token: cfg.CHAT_TOKEN, teamId: cfg.CHAT_TEAM_ID, dir: chatDir });
+    },
+    async stopChat() {
+      await chat?.close();
+      chat = undefined;
+    },
+    async startWorker() {
+      const created = await createWorker(cfg, { workflowBundle: workflowBundle() });
+      worker = { ...created, running: created.worker.run() };
+    },
+    async stopWorker() {
+      if (!worker) return;
+      worker.worker.shutdown();
+      await worker.running;
+      await worker.connection.close();
+      await worker.closeDeps();
+      worker = undefined;
+    },
+    async close() {
+      await platform.stopWorker();
+      await platform.stopChat();
+      for (const close of closers.reverse()) await close().catch(() => {});
+    },
+  };
+  await platform.startChat();
+  if (opts.worker !== false) await platform.startWorker();
+  return platform;
+}
+
+function quietLogger() {
+  const noop = () => {};
+  const logger = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, fatal: noop, child: () => logger, level: 'silent' };
+  return logger as never;
+}
+
+const durationKeys = ['BACKUP_INTERVAL', 'TENANT_SOAK_PERIOD', 'TENANT_READY_DEADLINE', 'TENANT_PROBE_INTERVAL', 'TENANT_RECONCILE_BACKOFF_MAX'];
+
+/** A parsed configuration back as environment variables (for a child process or a second server). */
+export function configEnv(cfg: Config): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(cfg)) {
+    if (v === undefined) continue;
+    env[k] = Array.isArray(v) ? v.join(',') : durationKeys.includes(k) ? `${v}ms` : String(v);
+  }
+  return env;
+}
+
+export const uniqueTenant = (prefix = 't') => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+export function tenantYaml(name: string, spec: Partial<Record<string, string | number>> = {}): string {
+  const s = { subdomain: name, projectId: 42, tier: 'starter', erpVersion: '18', ownerEmail: `owner@${name}.test`, ownerName: 'Ada Owner', ...spec };
+  const lines = Object.entries(s).map(([k, v]) => `  ${k}: ${typeof v === 'string' ? JSON.stringify(v) : v}`);
+  return `apiVersion: plana.dev/v1alpha1\nkind: TenantClient\nmetadata:\n  name: ${name}\nspec:\n${lines.join('\n')}\n`;
+}
+
+/** POST the resource as YAML to the ops API, as the CLI's peers would. */
+export function applyYaml(p: TenantPlatform, yaml: string) {
+  return p.api.app.inject({
+    method: 'POST',
+    url: '/api/ops/tenant-clients',
+    headers: { 'x-api-key': p.cfg.OPS_API_KEY, 'content-type': 'application/yaml' },
+    payload: yaml,
+  });
+}
+
+export function ops(p: TenantPlatform, method: 'GET' | 'POST' | 'DELETE', url: string) {
+  return p.api.app.inject({ method, url, headers: { 'x-api-key': p.cfg.OPS_API_KEY } });
+}
+
+export async function describe(p: TenantPlatform, name: string): Promise<{ status: TenantStatus; statusSource: string; [k: string]: unknown }> {
+  const res = await ops(p, 'GET', `/api/ops/tenant-clients/${name}`);
+  expect(res.statusCode).toBe(200);
+  return res.json();
+}
+
+export const condition = (status: TenantStatus, type: 'Synced' | 'Ready') => status.conditions.find((c) => c.type === type);
+
+/** Waits until the tenant's mirrored status satisfies `predicate`; returns that status. */
+export async function waitForStatus(
+  p: TenantPlatform,
+  name: string,
+  predicate: (s: TenantStatus) => boolean,
+  timeout = 60_000,
+): Promise<TenantStatus> {
+  let last: TenantStatus | undefined;
+  const polled = expect
+    .poll(
+      async () => {
+        const { rows } = await p.pool.query<{ status: TenantStatus }>('SELECT status FROM tenant_clients WHERE name = $1', [name]);
+        last = rows[0]?.status;
+        return last?.conditions ? predicate(last) : false;
+      },
+      { timeout, interval: 100 },
+    )
+    .toBe(true);
+  await polled.catch((err: Error) => {
+    const seen = last ? { phase: last.phase, currentStep: last.currentStep, conditions: last.conditions, steps: last.steps.slice(-5) } : 'no status yet';
+    throw new Error(`${err.message}\nlast status of ${name}: ${JSON.stringify(seen, null, 2)}`);
+  });
+  return last!;
+}
+
+export const isReady = (s: TenantStatus) => condition(s, 'Ready')?.status === 'True';
+
+export async function tenantHost(p: TenantPlatform, name: string) {
+  return `${name}.${p.cfg.TENANT_DOMAIN}`;
+}
+
+export const health = (p: TenantPlatform, host: string) => getTenantHealth(p.cfg.ERP_URL, host);
+
+export const mailsTo = (p: TenantPlatform, email: string) => readMailbox(p.sink.dir).filter((m) => m.to.includes(email));

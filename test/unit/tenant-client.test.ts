@@ -1,0 +1,109 @@
+/** The TenantClient resource: parsing and validation (§2.3), one clear message per problem. */
+import { describe, expect, it } from 'vitest';
+import { immutableChanges, parseTenantClient, sameSpec, validateTenantClient } from '../../lib/tenant-client.js';
+
+const yaml = (spec: string, name = 'acme') => `apiVersion: plana.dev/v1alpha1
+kind: TenantClient
+metadata:
+  name: ${name}
+spec:
+${spec}`;
+
+const good = `  subdomain: acme
+  projectId: 42
+  tier: pro
+  ownerEmail: ada@acme.test
+  ownerName: Ada Lovelace
+`;
+
+describe('parseTenantClient', () => {
+  it('reads a YAML resource and defaults erpVersion to "18"', () => {
+    const parsed = parseTenantClient(yaml(good));
+    expect(parsed).toEqual({
+      ok: true,
+      value: {
+        apiVersion: 'plana.dev/v1alpha1',
+        kind: 'TenantClient',
+        metadata: { name: 'acme' },
+        spec: { subdomain: 'acme', projectId: 42, tier: 'pro', erpVersion: '18', ownerEmail: 'ada@acme.test', ownerName: 'Ada Lovelace' },
+      },
+    });
+  });
+
+  it('reads the same resource as JSON, and an unquoted YAML erpVersion as the string it means', () => {
+    const json = JSON.stringify({
+      apiVersion: 'plana.dev/v1alpha1',
+      kind: 'TenantClient',
+      metadata: { name: 'legacy' },
+      spec: { subdomain: 'legacy', projectId: 1, tier: 'starter', erpVersion: '17', ownerEmail: 'o@l.test', ownerName: 'O' },
+    });
+    expect(parseTenantClient(json)).toMatchObject({ ok: true, value: { spec: { erpVersion: '17' } } });
+    expect(parseTenantClient(yaml(`${good}  erpVersion: 19\n`))).toMatchObject({ ok: true, value: { spec: { erpVersion: '19' } } });
+  });
+
+  it('accepts a 30-character subdomain with digits and hyphens', () => {
+    const name = 'a1-'.repeat(10);
+    expect(name).toHaveLength(30);
+    expect(parseTenantClient(yaml(good.replace('subdomain: acme', `subdomain: ${name}`), name)).ok).toBe(true);
+  });
+
+  it('says which document is broken', () => {
+    expect(parseTenantClient('spec: [')).toMatchObject({ ok: false, problems: [{ field: '(document)' }] });
+    expect(parseTenantClient('- just\n- a list\n')).toEqual({
+      ok: false,
+      problems: [{ field: '(document)', message: 'must be a TenantClient mapping with apiVersion, kind, metadata and spec' }],
+    });
+  });
+});
+
+describe('validateTenantClient: one message per problem', () => {
+  const problemsOf = (text: string, name?: string) => {
+    const r = parseTenantClient(yaml(text, name));
+    return r.ok ? [] : r.problems.map((p) => `${p.field} ${p.message}`);
+  };
+
+  it.each([
+    ['subdomain with an underscore', good.replace('subdomain: acme', 'subdomain: ac_me'), 'acme', ['spec.subdomain must match [a-z0-9-]+ (lowercase letters, digits and hyphens only)']],
+    ['subdomain of 31 characters', good.replace('subdomain: acme', `subdomain: ${'a'.repeat(31)}`), 'acme', ['spec.subdomain must be at most 30 characters']],
+    ['subdomain other than the name', good.replace('subdomain: acme', 'subdomain: other'), 'acme', ['spec.subdomain must equal metadata.name ("acme")']],
+    ['name with capitals', good, 'Acme', ['metadata.name must match [a-z0-9-]+ (lowercase letters, digits and hyphens only)']],
+    ['missing subdomain', good.replace('  subdomain: acme\n', ''), 'acme', ['spec.subdomain is required (a string)']],
+    ['fractional projectId', good.replace('projectId: 42', 'projectId: 4.5'), 'acme', ['spec.projectId must be an integer']],
+    ['projectId as text', good.replace('projectId: 42', 'projectId: "42"'), 'acme', ['spec.projectId must be an integer']],
+    ['missing projectId', good.replace('  projectId: 42\n', ''), 'acme', ['spec.projectId is required (an integer)']],
+    ['unknown tier', good.replace('tier: pro', 'tier: platinum'), 'acme', ['spec.tier must be one of starter, pro, enterprise']],
+    ['ERP version 16', `${good}  erpVersion: "16"\n`, 'acme', ['spec.erpVersion must be one of "17", "18" (default), "19"']],
+    ['bad e-mail', good.replace('ada@acme.test', 'ada-at-acme'), 'acme', ['spec.ownerEmail must be an e-mail address such as owner@example.com']],
+    ['empty owner name', good.replace('Ada Lovelace', '""'), 'acme', ['spec.ownerName must not be empty']],
+    ['unknown spec fields', `${good}  size: large\n  region: eu\n`, 'acme', ['spec has unknown fields: size, region']],
+  ])('%s', (_label, spec, name, expected) => {
+    expect(problemsOf(spec, name)).toEqual(expected);
+  });
+
+  it('reports every problem of a resource at once', () => {
+    const r = validateTenantClient({ apiVersion: 'v1', kind: 'Tenant', metadata: { name: 'x' }, spec: { subdomain: 'x', projectId: 'a', tier: 'gold', ownerEmail: 'x@y.z', ownerName: 'X' } });
+    expect(r.ok ? [] : r.problems.map((p) => p.field)).toEqual(['apiVersion', 'kind', 'spec.projectId', 'spec.tier']);
+  });
+
+  it('says what is missing from an empty document', () => {
+    const r = validateTenantClient({});
+    expect(r.ok ? [] : r.problems).toEqual([
+      { field: 'apiVersion', message: 'must be "plana.dev/v1alpha1"' },
+      { field: 'kind', message: 'must be "TenantClient"' },
+      { field: 'metadata', message: 'is required (a mapping with name)' },
+      { field: 'spec', message: 'is required (a mapping with subdomain, projectId, tier, erpVersion, ownerEmail, ownerName)' },
+    ]);
+  });
+});
+
+describe('spec changes', () => {
+  const spec = { subdomain: 'acme', projectId: 42, tier: 'pro', erpVersion: '18', ownerEmail: 'a@acme.test', ownerName: 'Ada' } as const;
+  it('the same spec is the same, whatever the key order', () => {
+    expect(sameSpec(spec, { ownerName: 'Ada', ownerEmail: 'a@acme.test', erpVersion: '18', tier: 'pro', projectId: 42, subdomain: 'acme' })).toBe(true);
+    expect(sameSpec(spec, { ...spec, tier: 'enterprise' })).toBe(false);
+  });
+  it('ERP version and project id cannot change once the tenant exists', () => {
+    expect(immutableChanges(spec, { ...spec, tier: 'starter', ownerName: 'Grace' })).toEqual([]);
+    expect(immutableChanges(spec, { ...spec, erpVersion: '19', projectId: 7 }).map((p) => p.field)).toEqual(['spec.erpVersion', 'spec.projectId']);
+  });
+});
