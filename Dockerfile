@@ -24,6 +24,8 @@ COPY services ./services
 COPY sandbox ./sandbox
 COPY scripts ./scripts
 COPY cli ./cli
+# tenant filestores and the backup store (volumes in docker-compose.yml), writable by the app user
+RUN mkdir -p /var/lib/plana/filestore /var/lib/plana/backups && chown -R node:node /var/lib/plana
 USER node
 EXPOSE 3000
 ENTRYPOINT ["/usr/bin/tini", "--"]

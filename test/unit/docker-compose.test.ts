@@ -92,7 +92,7 @@ describe('docker-compose.yml', () => {
 
     it('reaches the other containers by their service names', () => {
       const cfg = parseConfig(env);
-      for (const u of [cfg.DATABASE_URL, cfg.REDIS_URL, cfg.NOTIFICATIONS_URL, `tcp://${cfg.TEMPORAL_ADDRESS}`]) {
+      for (const u of [cfg.DATABASE_URL, cfg.ERP_DATABASE_URL, cfg.REDIS_URL, cfg.NOTIFICATIONS_URL, cfg.EVENTS_URL, cfg.ACCOUNT_API_URL, `tcp://${cfg.TEMPORAL_ADDRESS}`]) {
         expect(Object.keys(services)).toContain(new URL(u).hostname);
       }
     });
