@@ -9,6 +9,16 @@ import { openapi } from './plugins/openapi.js';
 import type { ApiDeps } from './plugins/deps.js';
 import healthRoutes from './routes/health/index.js';
 import opsTenantRoutes from './routes/ops/tenants.js';
+import opsTenantClientRoutes from './routes/ops/tenant-clients.js';
+import { workspaceAuth } from './plugins/workspace-auth.js';
+import authRoutes from './routes/auth/index.js';
+import apiKeyRoutes from './routes/portal/apikeys.js';
+import executionLogRoutes from './routes/portal/execution-log.js';
+import dashboardRoutes from './routes/portal/dashboards.js';
+import opsUserRoutes from './routes/ops/users.js';
+import opsRateLimitRoutes from './routes/ops/rate-limits.js';
+import opsExecutionLogRoutes from './routes/ops/execution-log.js';
+import provisionedWebhookRoutes from './routes/webhooks/provisioned.js';
 
 export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(deps.config.LOG_LEVEL));
@@ -16,7 +26,18 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   app.addSchema(ProblemSchema);
   await app.register(problemDetails);
   await app.register(openapi);
+  // before any route it guards: attaches key auth, limits, scopes and the execution log by route table
+  await app.register(workspaceAuth);
   await app.register(healthRoutes);
   await app.register(opsTenantRoutes);
+  await app.register(opsTenantClientRoutes);
+  await app.register(authRoutes);
+  await app.register(apiKeyRoutes);
+  await app.register(executionLogRoutes);
+  await app.register(dashboardRoutes);
+  await app.register(opsUserRoutes);
+  await app.register(opsRateLimitRoutes);
+  await app.register(opsExecutionLogRoutes);
+  await app.register(provisionedWebhookRoutes);
   return app;
 }

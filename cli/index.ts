@@ -5,11 +5,25 @@
 import { Command } from 'commander';
 import { OpsApiError } from './ops-client.js';
 import { register as resendWelcome } from './commands/resend-welcome.js';
+import { register as apply } from './commands/apply.js';
+import { register as get } from './commands/get.js';
+import { register as describe } from './commands/describe.js';
+import { register as tenantActions } from './commands/tenant-actions.js';
+import { register as users } from './commands/users.js';
+import { register as rateLimits } from './commands/rate-limits.js';
+import { register as executionLog } from './commands/execution-log.js';
 
 export function buildCli(): Command {
   const program = new Command('plana').description('Operate the workspace platform').exitOverride();
   program.configureOutput({ writeErr: (s) => process.stderr.write(s) });
   resendWelcome(program);
+  apply(program);
+  get(program);
+  describe(program);
+  tenantActions(program);
+  users(program);
+  rateLimits(program);
+  executionLog(program);
   return program;
 }
 

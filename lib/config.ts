@@ -33,6 +33,8 @@ export const configSchema = z.object({
   API_HOST: z.string().default('127.0.0.1'),
   API_PORT: port.default(3000),
   API_PUBLIC_URL: url.default('http://127.0.0.1:3000'),
+  /** The account API as other platform processes reach it (inside a cluster: its service name). */
+  ACCOUNT_API_URL: url.default('http://127.0.0.1:3000'),
   OPS_API_KEY: key.default('dev-ops-key-0000000000000000000000000000000000000000000000000000'),
 
   NOTIFICATIONS_HOST: z.string().default('127.0.0.1'),
@@ -106,6 +108,9 @@ export const configSchema = z.object({
   /** Access token lifetime (seconds); refresh token lifetime (seconds), rotated on every use. */
   ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).default(900),
   REFRESH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).default(30 * 24 * 3600),
+  /** Password guessing: after this many failed logins for one e-mail from one address, 429 for the window. */
+  LOGIN_MAX_FAILURES: z.coerce.number().int().min(1).default(10),
+  LOGIN_FAILURE_WINDOW_SECONDS: z.coerce.number().int().min(1).default(900),
   /** bcrypt cost for passwords and workspace API keys (10 ≈ 80 ms per hash here). */
   BCRYPT_COST: z.coerce.number().int().min(4).max(15).default(10),
   /** Workspace keys: how long a process trusts a verified token before bcrypt again (revocation is checked per request regardless). */
@@ -145,7 +150,9 @@ export const configSchema = z.object({
   TENANT_PROBE_INTERVAL: duration.prefault('2 seconds'),
   /** The longest wait between two reconciles of a tenant that is not Ready (exponential backoff up to this). */
   TENANT_RECONCILE_BACKOFF_MAX: duration.prefault('5 minutes'),
-  /** Directory of PostgreSQL client binaries (pg_dump) for backups; empty = the newest /usr/lib/postgresql/<v>/bin, else PATH. */
+  /** A tenant's workflow continues as new once its history has this many events (it also does when Temporal suggests it). */
+  TENANT_HISTORY_LIMIT: z.coerce.number().int().min(100).default(5_000),
+  /** Directory of the PostgreSQL client binaries (pg_dump) backups use; unset = pg_dump from PATH. */
   PG_BIN: z.string().optional(),
 
   /** Local only: where `npm run dev` keeps its servers' data, and the demo admin's password. */

@@ -33,8 +33,10 @@ export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string
 function validationDetail(err: FastifyError): { detail: string; errors: { field: string; message: string }[] } {
   const errors = (err.validation ?? []).map((v) => {
     const missing = (v.params as { missingProperty?: string } | undefined)?.missingProperty;
+    const additional = (v.params as { additionalProperty?: string } | undefined)?.additionalProperty;
     const where = `${err.validationContext ?? 'body'}${v.instancePath.replace(/\//g, '.')}${missing ? `.${missing}` : ''}`;
-    return { field: where, message: v.message ?? 'is invalid' };
+    const message = v.message ?? 'is invalid';
+    return { field: where, message: additional ? `${message} (${additional})` : message };
   });
   return { detail: errors.map((e) => `${e.field} ${e.message}`).join('; ') || err.message, errors };
 }

@@ -12,11 +12,18 @@ import { createPool } from '../lib/db.js';
 import { migrate } from '../lib/migrate.js';
 import { createLogger } from '../lib/logger.js';
 import { startPostgres, startRedis, startTemporal, stopAll } from './local-servers.js';
-import { seedDemo, DEMO } from './seed.js';
+import { seedDemo, seedDemoErp, DEMO } from './seed.js';
+import { startErpStandIn } from '../sandbox/erp/server.js';
 import { startSmtpSink } from '../sandbox/smtp/sink.js';
 import { startNotifications } from '../services/notifications/server.js';
 import { startApi } from '../api/server.js';
+import { startEvents } from '../services/events/server.js';
+import { startProvisionedConsumer } from '../services/events/consumers/provisioned.js';
+import { startChatStandIn } from '../sandbox/chat/server.js';
 import { createWorker, installRuntimeLogger } from '../worker/index.js';
+import { ensureBackupRetentionSchedule } from '../lib/backup-schedules.js';
+import { ensureExecutionLogRetentionSchedule } from '../lib/execution-log-schedule.js';
+import { connectTemporal } from '../lib/temporal.js';
 
 const started = Date.now();
 const cfg = loadConfig();
@@ -63,6 +70,7 @@ try {
     cfg.DEV_ADMIN_PASSWORD ?? (existsSync(passwordFile) ? readFileSync(passwordFile, 'utf8').trim() : randomBytes(12).toString('base64url'));
   if (!cfg.DEV_ADMIN_PASSWORD) writeFileSync(passwordFile, adminPassword, { mode: 0o600 });
   await seedDemo(pool, { adminPassword });
+  const demoErp = await seedDemoErp(pool, cfg); // templates, the demo tenant's database, route and API user
   await pool.end();
 
   step('starting the SMTP sink, the notifications service, the account API and the worker');
@@ -73,14 +81,36 @@ try {
   closers.push(() => notifications.close());
   const api = await startApi(cfg);
   closers.push(() => api.close());
+  const erp = await startErpStandIn({ host: cfg.ERP_HOST, port: cfg.ERP_PORT, platformDatabaseUrl: cfg.DATABASE_URL, erpDatabaseUrl: cfg.ERP_DATABASE_URL });
+  closers.push(() => erp.close());
+  // the events service, the consumer of client.provisioned, and the support chat stand-in (Mattermost API v4)
+  const events = await startEvents(cfg);
+  closers.push(() => events.close());
+  const provisioned = await startProvisionedConsumer(cfg);
+  closers.push(() => provisioned.close());
+  const chat = await startChatStandIn({
+    host: cfg.CHAT_HOST,
+    port: cfg.CHAT_PORT,
+    token: cfg.CHAT_TOKEN,
+    teamId: cfg.CHAT_TEAM_ID,
+    dir: path.join(dataDir, 'chat'),
+  });
+  closers.push(() => chat.close());
   installRuntimeLogger(createLogger({ name: 'worker' }));
-  const { worker, connection } = await createWorker(cfg);
+  const { worker, connection, closeDeps } = await createWorker(cfg);
   const running = worker.run();
   closers.push(async () => {
     worker.shutdown();
     await running;
     await connection.close();
+    await closeDeps();
   });
+  // the daily job that deletes tenant backups past their tier's retention
+  const scheduler = await connectTemporal(cfg);
+  await ensureBackupRetentionSchedule(scheduler, { taskQueue: cfg.TEMPORAL_TASK_QUEUE });
+  // the daily job that drops execution-log partitions past 90 days
+  await ensureExecutionLogRetentionSchedule(scheduler, { taskQueue: cfg.TEMPORAL_TASK_QUEUE, retentionDays: cfg.EXECUTION_LOG_RETENTION_DAYS });
+  await scheduler.connection.close();
 
   const secs = ((Date.now() - started) / 1000).toFixed(1);
   console.log(`
@@ -90,12 +120,18 @@ try {
   API docs        ${cfg.API_PUBLIC_URL}/docs
   Temporal UI     ${cfg.TEMPORAL_UI_URL}
   Notifications   ${cfg.NOTIFICATIONS_URL}
+  Tenant ERP      ${erp.url}            (Odoo XML-RPC stand-in; demo tenant ${demoErp.host}, database ${demoErp.database})
+  Events          ${cfg.EVENTS_URL}            (stream "${cfg.EVENTS_STREAM}"; GET /api/v1/events/info with X-API-Key)
+  Support chat    ${chat.url}            (Mattermost API v4 stand-in, team ${chat.teamId}; rooms in ${path.join(dataDir, 'chat')})
   Mail (SMTP sink) 127.0.0.1:${cfg.SMTP_PORT}, messages land in ${mailDir}
   Demo login      ${DEMO.adminEmail} / ${adminPassword}${cfg.DEV_ADMIN_PASSWORD ? ' (from DEV_ADMIN_PASSWORD)' : ''}
 
 Next steps (in another terminal):
   npm run cli -- resend-welcome ${DEMO.tenant}      # support: send the demo welcome e-mail again
+  npm run cli -- apply -f examples/tenant-acme.yaml && npm run cli -- get tenants   # provision a tenant
+  npm run cli -- describe tenant acme                # its conditions, resources, steps, Temporal UI link
   curl -s ${cfg.API_PUBLIC_URL}/readyz
+  curl -s -H 'Host: ${demoErp.host}' ${erp.url}/web/health      # the demo tenant's ERP health probe
   ls ${mailDir.startsWith(process.cwd()) ? path.relative(process.cwd(), mailDir) : mailDir}    # the e-mails that went out
 
 Ctrl-C stops everything.

@@ -5,7 +5,11 @@
 import { randomBytes } from 'node:crypto';
 import bcrypt from 'bcrypt';
 import type pg from 'pg';
-import { withTransaction } from '../lib/db.js';
+import { createPool, withTransaction } from '../lib/db.js';
+import type { Config } from '../lib/config.js';
+import { ensureErpApiUser } from '../lib/erp/api-user.js';
+import { cloneTenantDatabase, templateDatabaseName, tenantHostname } from '../lib/erp/tenant-database.js';
+import { ensureErpTemplates } from './erp-templates.js';
 
 export const DEMO = {
   workspace: 'demo',
@@ -56,4 +60,28 @@ export async function seedDemo(pool: pg.Pool, opts: { adminPassword?: string } =
     );
     return { adminPassword: password };
   });
+}
+
+/**
+ * Gives the demo tenant a real ERP: the template databases, its own database cloned from
+ * `erp_tpl_pro_18`, its route (namespace plana-odoo-18) and its API user. Idempotent.
+ */
+export async function seedDemoErp(
+  pool: pg.Pool,
+  cfg: Pick<Config, 'ERP_DATABASE_URL' | 'TENANT_DOMAIN' | 'SECRETS_KEY'>,
+): Promise<{ host: string; database: string }> {
+  await ensureErpTemplates(cfg.ERP_DATABASE_URL);
+  const host = tenantHostname(DEMO.tenant, cfg.TENANT_DOMAIN);
+  const admin = createPool(cfg.ERP_DATABASE_URL, 1);
+  try {
+    await cloneTenantDatabase(admin, { database: host, template: templateDatabaseName('pro', '18') });
+  } finally {
+    await admin.end();
+  }
+  await pool.query(
+    `INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-18', $1) ON CONFLICT DO NOTHING`,
+    [host, DEMO.tenant],
+  );
+  await ensureErpApiUser({ platform: pool, erpDatabaseUrl: cfg.ERP_DATABASE_URL, secretsKey: cfg.SECRETS_KEY }, { tenant: DEMO.tenant, database: host });
+  return { host, database: host };
 }

@@ -12,6 +12,7 @@ import { freePort, startPostgres, startRedis, startTemporal, stopAll } from '../
 import { createPool } from '../lib/db.js';
 import { migrate } from '../lib/migrate.js';
 import { workflowsPath } from '../worker/index.js';
+import { ensureErpTemplates } from '../scripts/erp-templates.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -36,6 +37,8 @@ export default async function setup(project: TestProject) {
     const pool = createPool(pg.url, 2);
     await migrate(pool);
     await pool.end();
+    // the ERP template databases (tier × version) that tenant databases are cloned from
+    await ensureErpTemplates(pg.urlFor('postgres'));
 
     const workflowBundlePath = path.join(dir, 'workflow-bundle.js');
     writeFileSync(workflowBundlePath, bundle.code);

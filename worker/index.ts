@@ -7,6 +7,9 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type W
 import { config as loadConfig, type Config } from '../lib/config.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { createActivities } from '../activities/index.js';
+import { connectTenantActivityDeps } from '../activities/tenant-deps.js';
+import { ensureBackupRetentionSchedule } from '../lib/backup-schedules.js';
+import { ensureExecutionLogRetentionSchedule } from '../lib/execution-log-schedule.js';
 import { connectTemporal, ensureSearchAttributes } from '../lib/temporal.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -25,11 +28,14 @@ export function installRuntimeLogger(logger: Logger) {
 export async function createWorker(
   config: Config,
   options: Partial<Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'>> = {},
-): Promise<{ worker: Worker; connection: NativeConnection }> {
+): Promise<{ worker: Worker; connection: NativeConnection; closeDeps: () => Promise<void> }> {
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  // pools on the platform and ERP databases, a Temporal client (schedules), the chat client, the route driver
+  const tenant = await connectTenantActivityDeps(config);
   const activities = createActivities({
     notificationsUrl: config.NOTIFICATIONS_URL,
     notificationsApiKey: config.NOTIFICATIONS_API_KEY,
+    tenant,
   });
   const worker = await Worker.create({
     connection,
@@ -39,7 +45,7 @@ export async function createWorker(
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: options.workflowsPath ?? workflowsPath }),
     shutdownGraceTime: '10 seconds',
   });
-  return { worker, connection };
+  return { worker, connection, closeDeps: () => tenant.close() };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
@@ -49,9 +55,14 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const client = await connectTemporal(config);
   const added = await ensureSearchAttributes(client, config.TEMPORAL_NAMESPACE);
   if (added.length) logger.info({ added }, 'registered search attributes');
+  // the daily job that deletes backups past their tier's retention
+  await ensureBackupRetentionSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE });
+  // the daily job that drops execution-log partitions past 90 days
+  await ensureExecutionLogRetentionSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, retentionDays: config.EXECUTION_LOG_RETENTION_DAYS });
   await client.connection.close();
-  const { worker, connection } = await createWorker(config);
+  const { worker, connection, closeDeps } = await createWorker(config);
   // Worker.run() handles SIGINT/SIGTERM itself: it stops polling, lets running tasks finish, then resolves.
   await worker.run();
   await connection.close();
+  await closeDeps();
 }

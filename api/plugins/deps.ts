@@ -3,12 +3,15 @@ import type { Client } from '@temporalio/client';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import type { Config } from '../../lib/config.js';
+import type { DashboardService } from '../../lib/erp/dashboards.js';
 
 export interface ApiDeps {
   config: Config;
   pool: pg.Pool;
   redis: Redis;
   temporal: Client;
+  /** The ERP dashboards (lib/erp/dashboards.ts); the dashboard routes create it when not given. */
+  dashboardService?: DashboardService;
 }
 
 declare module 'fastify' {

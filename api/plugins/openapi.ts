@@ -19,6 +19,7 @@ export const openapi = fp(
           securitySchemes: {
             opsKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
             workspaceKey: { type: 'http', scheme: 'bearer', description: 'ws_live_… workspace API key' },
+            userToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'access token from POST /api/auth/login' },
           },
         },
       },

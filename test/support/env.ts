@@ -17,6 +17,7 @@ export async function testConfig(overrides: Record<string, string> = {}): Promis
     TEMPORAL_TASK_QUEUE: `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
     API_PORT: String(apiPort),
     API_PUBLIC_URL: `http://127.0.0.1:${apiPort}`,
+    ACCOUNT_API_URL: `http://127.0.0.1:${apiPort}`,
     NOTIFICATIONS_PORT: String(notificationsPort),
     NOTIFICATIONS_URL: `http://127.0.0.1:${notificationsPort}`,
     SMTP_PORT: String(smtpPort),
