@@ -132,10 +132,10 @@ export const configSchema = z.object({
   OIDC_CLIENT_SECRET: z.string().optional(),
   OIDC_REDIRECT_URI: url.optional(),
 
-  /** Tenant lifecycle (§3.2): each tenant's filestore folder lives under FILESTORE_ROOT/<tenant>; nothing outside it is ever touched. */
-  FILESTORE_ROOT: z.string().default('.data/filestore'),
-  /** Where the backup workflow writes `pg_dump` files and filestore archives: BACKUP_ROOT/<tenant>/<timestamp>.{dump,tar.gz}. */
-  BACKUP_ROOT: z.string().default('.data/backups'),
+  /** Tenant lifecycle (§3.2): each tenant's filestore folder lives under FILESTORE_ROOT/<tenant>; nothing outside it is ever touched. Default: DATA_DIR/filestore. */
+  FILESTORE_ROOT: z.string().optional(),
+  /** Where the backup workflow writes `pg_dump` files and filestore archives: BACKUP_ROOT/<tenant>/<timestamp>.{dump,tar.gz}. Default: DATA_DIR/backups. */
+  BACKUP_ROOT: z.string().optional(),
   /** How often each tenant's backup schedule (`backup:<tenant>`) runs. */
   BACKUP_INTERVAL: duration.prefault('1 day'),
   /** How long stored backups are kept per tier (§8: starter 30 days, pro 90 days; enterprise is our choice: 365 days). */
@@ -160,7 +160,8 @@ export const configSchema = z.object({
   DEV_ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
 });
 
-export type Config = z.infer<typeof configSchema>;
+type ParsedConfig = z.infer<typeof configSchema>;
+export type Config = Omit<ParsedConfig, 'FILESTORE_ROOT' | 'BACKUP_ROOT'> & { FILESTORE_ROOT: string; BACKUP_ROOT: string };
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -172,7 +173,12 @@ export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
-  return result.data;
+  const c = result.data;
+  return {
+    ...c,
+    FILESTORE_ROOT: c.FILESTORE_ROOT ?? `${c.DATA_DIR}/filestore`,
+    BACKUP_ROOT: c.BACKUP_ROOT ?? `${c.DATA_DIR}/backups`,
+  };
 }
 
 let cached: Config | undefined;

@@ -29,4 +29,12 @@ describe('configuration', () => {
     const b = 'b'.repeat(32);
     expect(parseConfig({ NOTIFICATIONS_ACCEPTED_KEYS: `${a}, ${b}` }).NOTIFICATIONS_ACCEPTED_KEYS).toEqual([a, b]);
   });
+
+  it('keeps tenant filestores and backups under DATA_DIR unless told otherwise', () => {
+    expect(parseConfig({ DATA_DIR: '/srv/plana' })).toMatchObject({
+      FILESTORE_ROOT: '/srv/plana/filestore',
+      BACKUP_ROOT: '/srv/plana/backups',
+    });
+    expect(parseConfig({ DATA_DIR: '/srv/plana', FILESTORE_ROOT: '/mnt/files' }).FILESTORE_ROOT).toBe('/mnt/files');
+  });
 });
