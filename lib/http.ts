@@ -3,13 +3,41 @@
  * and one error handler that turns every error into an RFC 9457 problem body (5xx detail masked).
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError, codeForStatus, problem, type ErrorCode } from './errors.js';
 import { redactPaths } from './logger.js';
 
+/**
+ * One JSON log line per request (DESIGN §5): the "incoming request" line only at debug level, and
+ * the "request completed" line carrying method, URL, status and latency, plus the workspace id,
+ * key prefix and route of a Workspace API call.
+ */
+class OneLinePerRequest extends LogController {
+  override incomingRequest(request: FastifyRequest) {
+    request.log.debug({ req: request }, 'incoming request');
+  }
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply) {
+    const line = {
+      req: { method: request.method, url: request.url },
+      res: { statusCode: reply.statusCode },
+      responseTime: reply.elapsedTime,
+      // a Workspace API call (api/plugins/workspace-auth.ts): whose key it was, never the token
+      ...(request.apiKey && {
+        workspaceId: request.workspace?.id,
+        keyPrefix: request.apiKey.prefix,
+        method: request.method,
+        route: request.routeOptions.url,
+      }),
+    };
+    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else reply.log.info(line, 'request completed');
+  }
+}
+
 export function serverOptions(logLevel: string): FastifyServerOptions {
   return {
+    logController: new OneLinePerRequest(),
     logger: {
       level: logLevel,
       redact: { paths: redactPaths, censor: '[redacted]' },

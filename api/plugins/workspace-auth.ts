@@ -20,7 +20,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, onResponseHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
-import type { Logger } from 'pino';
 import { grants, TOKEN_PREFIX, type Scope } from '../../lib/api-keys.js';
 import { ApiKeyVerifier, invalidKey } from '../../lib/api-key-verifier.js';
 import { AppError } from '../../lib/errors.js';
@@ -119,10 +118,8 @@ export const workspaceAuth = fp(
         }
         req.workspace = key.workspace;
         req.apiKey = { id: key.id, prefix: key.prefix, scopes: key.scopes };
-        // the execution log's pino line is Fastify's own "request completed" line of this call:
+        // the execution log's pino line is the "request completed" line of this call (lib/http.ts):
         // one line per request carrying request id, workspace id, key prefix, method, route, status, latency
-        // (req.log is already this request's own child logger: add to its bindings, no new child)
-        (req.log as Logger).setBindings({ workspaceId: key.workspace.id, keyPrefix: key.prefix, method: req.method, route: req.routeOptions.url });
         verifier.touch(key.id);
         setRateLimitHeaders(reply, bucket);
         if (!bucket.allowed) {
