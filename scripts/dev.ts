@@ -11,7 +11,7 @@ import { config as loadConfig } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
 import { migrate } from '../lib/migrate.js';
 import { createLogger } from '../lib/logger.js';
-import { startPostgres, startRedis, startTemporal, stopAll } from './local-servers.js';
+import { startPostgres, startRedis, startServersInOwnProcessGroups, startTemporal, stopAll } from './local-servers.js';
 import { seedDemo, seedDemoErp, DEMO } from './seed.js';
 import { startErpStandIn } from '../sandbox/erp/server.js';
 import { startSmtpSink } from '../sandbox/smtp/sink.js';
@@ -32,13 +32,25 @@ mkdirSync(dataDir, { recursive: true });
 const step = (msg: string) => console.log(`\x1b[36m▸\x1b[0m ${msg}`);
 const portOf = (u: string) => Number(new URL(u).port);
 
-const closers: (() => Promise<unknown>)[] = [];
+/** What to stop on the way out, in reverse start order; each gets CLOSE_TIMEOUT_MS, then we move on. */
+const closers: { name: string; close: () => Promise<unknown> }[] = [];
+const CLOSE_TIMEOUT_MS = 15_000;
 let stopping = false;
 async function shutdown(code = 0) {
   if (stopping) return;
   stopping = true;
   console.log('\nStopping the platform…');
-  for (const close of closers.reverse()) await close().catch((err) => console.error(String(err)));
+  for (const { name, close } of closers.reverse()) {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        console.error(`${name} did not stop within ${CLOSE_TIMEOUT_MS / 1000} s; going on`);
+        resolve();
+      }, CLOSE_TIMEOUT_MS);
+    });
+    await Promise.race([close().catch((err) => console.error(`${name}: ${String(err)}`)), timeout]);
+    clearTimeout(timer);
+  }
   await stopAll();
   console.log('Stopped.');
   process.exit(code);
@@ -46,6 +58,7 @@ async function shutdown(code = 0) {
 process.on('SIGINT', () => void shutdown());
 process.on('SIGTERM', () => void shutdown());
 
+startServersInOwnProcessGroups();
 try {
   step(`starting PostgreSQL, Redis and the Temporal dev server (data in ${dataDir})`);
   const temporalPort = Number(cfg.TEMPORAL_ADDRESS.split(':').pop());
@@ -76,18 +89,18 @@ try {
   step('starting the SMTP sink, the notifications service, the account API and the worker');
   const mailDir = path.join(dataDir, 'mail');
   const sink = await startSmtpSink({ host: cfg.SMTP_HOST, port: cfg.SMTP_PORT, dir: mailDir });
-  closers.push(() => sink.close());
+  closers.push({ name: 'SMTP sink', close: () => sink.close() });
   const notifications = await startNotifications(cfg);
-  closers.push(() => notifications.close());
+  closers.push({ name: 'notifications service', close: () => notifications.close() });
   const api = await startApi(cfg);
-  closers.push(() => api.close());
+  closers.push({ name: 'account API', close: () => api.close() });
   const erp = await startErpStandIn({ host: cfg.ERP_HOST, port: cfg.ERP_PORT, platformDatabaseUrl: cfg.DATABASE_URL, erpDatabaseUrl: cfg.ERP_DATABASE_URL });
-  closers.push(() => erp.close());
+  closers.push({ name: 'ERP stand-in', close: () => erp.close() });
   // the events service, the consumer of client.provisioned, and the support chat stand-in (Mattermost API v4)
   const events = await startEvents(cfg);
-  closers.push(() => events.close());
+  closers.push({ name: 'events service', close: () => events.close() });
   const provisioned = await startProvisionedConsumer(cfg);
-  closers.push(() => provisioned.close());
+  closers.push({ name: 'provisioned consumer', close: () => provisioned.close() });
   const chat = await startChatStandIn({
     host: cfg.CHAT_HOST,
     port: cfg.CHAT_PORT,
@@ -95,15 +108,18 @@ try {
     teamId: cfg.CHAT_TEAM_ID,
     dir: path.join(dataDir, 'chat'),
   });
-  closers.push(() => chat.close());
+  closers.push({ name: 'chat stand-in', close: () => chat.close() });
   installRuntimeLogger(createLogger({ name: 'worker' }));
   const { worker, connection, closeDeps } = await createWorker(cfg);
   const running = worker.run();
-  closers.push(async () => {
-    worker.shutdown();
-    await running;
-    await connection.close();
-    await closeDeps();
+  closers.push({
+    name: 'worker',
+    close: async () => {
+      worker.shutdown();
+      await running;
+      await connection.close();
+      await closeDeps();
+    },
   });
   // the daily job that deletes tenant backups past their tier's retention
   const scheduler = await connectTemporal(cfg);

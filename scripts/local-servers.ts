@@ -81,6 +81,17 @@ async function waitForPort(port: number, timeoutMs: number, proc: ManagedProcess
 
 const running = new Set<ManagedProcess>();
 
+let ownProcessGroups = false;
+/**
+ * Start servers in process groups of their own, so a Ctrl-C in the terminal reaches only the
+ * supervisor, which then stops the platform's processes first and the servers last, in order
+ * (`npm run dev`). Off by default: a test run's servers stay in its process group, so whatever
+ * kills the run kills them too.
+ */
+export function startServersInOwnProcessGroups() {
+  ownProcessGroups = true;
+}
+
 /** A child process we own: output to a log file, a pid file, stopped with a signal then SIGKILL. */
 export class ManagedProcess {
   exited = false;
@@ -98,7 +109,7 @@ export class ManagedProcess {
   ) {
     killStale(pidFile);
     const out = openSync(logFile, 'a');
-    this.child = spawn(command, args, { stdio: ['ignore', out, out], ...ids });
+    this.child = spawn(command, args, { stdio: ['ignore', out, out], detached: ownProcessGroups, ...ids });
     writeFileSync(pidFile, String(this.child.pid));
     this.exit = new Promise((resolve) => this.child.once('exit', () => resolve()));
     this.child.once('exit', () => {
