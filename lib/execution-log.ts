@@ -128,16 +128,7 @@ export async function readExecutionLog(
     }
     before = [decoded[0]!, decoded[1]!];
   }
-  const { rows } = await pool.query<{
-    id: string;
-    occurredAt: Date;
-    keyPrefix: string;
-    method: string;
-    route: string;
-    status: number;
-    latencyMs: number;
-    requestId: string;
-  }>(
+  const { rows } = await pool.query<Omit<ExecutionRecord, 'workspaceId'> & { id: string }>(
     `SELECT id::text, occurred_at AS "occurredAt", key_prefix AS "keyPrefix", method, route, status,
             latency_ms AS "latencyMs", request_id AS "requestId"
        FROM execution_log
