@@ -6,9 +6,9 @@
  * up after a parent that was killed outright.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync, rmSync, chownSync, openSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, rmSync, chownSync, openSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
-import { homedir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { searchAttributeRegistrations } from '../workflows/definitions.js';
@@ -327,4 +327,24 @@ async function waitForTemporal(address: string, proc: ManagedProcess, timeoutMs 
     }
   }
   throw new Error(`temporal not ready within ${timeoutMs} ms (${String(lastError)}); see ${proc.logFile}`);
+}
+
+/**
+ * A throw-away folder for a test run or a benchmark. World-traversable, because PostgreSQL runs
+ * as the `postgres` user when we are root and must reach its data folder inside it.
+ */
+export function throwAwayDir(prefix: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  chmodSync(dir, 0o755);
+  return dir;
+}
+
+/** PostgreSQL, Redis and a headless Temporal dev server under `dir`, each on a free loopback port. */
+export async function startThrowAwayServers(dir: string) {
+  const [pg, redis, temporal] = await Promise.all([
+    freePort().then((port) => startPostgres({ dir: path.join(dir, 'postgres'), port })),
+    freePort().then((port) => startRedis({ dir: path.join(dir, 'redis'), port })),
+    freePort().then((port) => startTemporal({ dir: path.join(dir, 'temporal'), port })),
+  ]);
+  return { pg, redis, temporal };
 }

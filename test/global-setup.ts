@@ -3,12 +3,11 @@
  * folder, bundles the workflow code once, and tears everything down afterwards (also when tests
  * fail). Test files read the addresses with `inject(...)` (see test/support/env.ts).
  */
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { freePort, startPostgres, startRedis, startTemporal, stopAll } from '../scripts/local-servers.js';
+import { startThrowAwayServers, stopAll, throwAwayDir } from '../scripts/local-servers.js';
 import { createPool } from '../lib/db.js';
 import { migrate } from '../lib/migrate.js';
 import { workflowsPath } from '../worker/index.js';
@@ -25,13 +24,10 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject) {
-  const dir = mkdtempSync(path.join(tmpdir(), 'plana-test-'));
-  chmodSync(dir, 0o755); // PostgreSQL runs as the `postgres` user when the tests run as root
+  const dir = throwAwayDir('plana-test-');
   try {
-    const [pg, redis, temporal, bundle] = await Promise.all([
-      freePort().then((port) => startPostgres({ dir: path.join(dir, 'postgres'), port })),
-      freePort().then((port) => startRedis({ dir: path.join(dir, 'redis'), port })),
-      freePort().then((port) => startTemporal({ dir: path.join(dir, 'temporal'), port })),
+    const [{ pg, redis, temporal }, bundle] = await Promise.all([
+      startThrowAwayServers(dir),
       bundleWorkflowCode({ workflowsPath, logger: quietLogger }),
     ]);
     const pool = createPool(pg.url, 2);

@@ -16,8 +16,7 @@
  * gets a rate-limit override (granted by arrangement) so the bucket does not throttle the run.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, chmodSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -30,7 +29,7 @@ import { createLogger } from '../../lib/logger.js';
 import { parseConfig } from '../../lib/config.js';
 import { startErpStandIn } from '../../sandbox/erp/server.js';
 import { ensureErpTemplates } from '../../scripts/erp-templates.js';
-import { freePort, startPostgres, startRedis, startTemporal, stopAll } from '../../scripts/local-servers.js';
+import { freePort, startThrowAwayServers, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const DURATION = Number(process.env.BENCH_DURATION ?? 2);
@@ -39,8 +38,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const started = Date.now();
 const step = (msg: string) => console.log(`▸ ${msg} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
 
-const dir = mkdtempSync(path.join(tmpdir(), 'plana-bench-auth-'));
-chmodSync(dir, 0o755);
+const dir = throwAwayDir('plana-bench-auth-');
 let apiProcess: ReturnType<typeof spawn> | undefined;
 
 async function json(url: string, init: RequestInit = {}) {
@@ -70,11 +68,7 @@ function load(title: string, url: string, headers: Record<string, string>, durat
 
 try {
   step('starting PostgreSQL, Redis and Temporal');
-  const [pg, redis, temporal] = await Promise.all([
-    freePort().then((port) => startPostgres({ dir: path.join(dir, 'postgres'), port })),
-    freePort().then((port) => startRedis({ dir: path.join(dir, 'redis'), port })),
-    freePort().then((port) => startTemporal({ dir: path.join(dir, 'temporal'), port })),
-  ]);
+  const { pg, redis, temporal } = await startThrowAwayServers(dir);
   const apiPort = await freePort();
   const env = {
     NODE_ENV: 'production',

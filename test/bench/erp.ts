@@ -3,8 +3,7 @@
  * servers: time to build all template databases, time to clone a tenant database, and the latency
  * of a dashboard call (KPIs over XML-RPC through the stand-in) cold, uncached and cached.
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { parseConfig } from '../../lib/config.js';
@@ -16,14 +15,13 @@ import { createDashboardService } from '../../lib/erp/dashboards.js';
 import { cloneTenantDatabase, dropTenantDatabase, templateDatabaseName, tenantHostname } from '../../lib/erp/tenant-database.js';
 import { startErpStandIn } from '../../sandbox/erp/server.js';
 import { ensureErpTemplates } from '../../scripts/erp-templates.js';
-import { freePort, startPostgres, startRedis, stopAll } from '../../scripts/local-servers.js';
+import { freePort, startPostgres, startRedis, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
 
 const ms = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
 const pct = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
 const fmt = (values: number[]) => `p50 ${pct(values, 50).toFixed(1)} ms, p99 ${pct(values, 99).toFixed(1)} ms (n=${values.length})`;
 
-const dir = mkdtempSync(path.join(tmpdir(), 'plana-bench-erp-'));
-chmodSync(dir, 0o755);
+const dir = throwAwayDir('plana-bench-erp-');
 try {
   const [pg, redisServer] = await Promise.all([
     freePort().then((port) => startPostgres({ dir: path.join(dir, 'postgres'), port })),

@@ -6,18 +6,17 @@
  *
  * BENCH_SECONDS (default 5) and BENCH_CONNECTIONS (default 20) tune the run.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { parseConfig } from '../../lib/config.js';
-import { freePort, startRedis, stopAll } from '../../scripts/local-servers.js';
+import { freePort, startRedis, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
 import { startEvents } from '../../services/events/server.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 20);
-const dir = mkdtempSync(path.join(tmpdir(), 'plana-bench-events-'));
+const dir = throwAwayDir('plana-bench-events-');
 
 try {
   const redisServer = await startRedis({ dir: path.join(dir, 'redis'), port: await freePort() });

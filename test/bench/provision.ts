@@ -12,8 +12,7 @@
  * Prints the figures; asserts nothing.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startApi } from '../../api/server.js';
@@ -25,7 +24,7 @@ import { startChatStandIn } from '../../sandbox/chat/server.js';
 import { startErpStandIn } from '../../sandbox/erp/server.js';
 import { startSmtpSink } from '../../sandbox/smtp/sink.js';
 import { ensureErpTemplates } from '../../scripts/erp-templates.js';
-import { freePort, startPostgres, startRedis, startTemporal, stopAll } from '../../scripts/local-servers.js';
+import { freePort, startThrowAwayServers, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
 import { startProvisionedConsumer } from '../../services/events/consumers/provisioned.js';
 import { startEvents } from '../../services/events/server.js';
 import { startNotifications } from '../../services/notifications/server.js';
@@ -35,8 +34,7 @@ const TENANTS = Number(process.env.BENCH_TENANTS ?? 20);
 const started = Date.now();
 const step = (msg: string) => console.log(`▸ ${msg} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
 
-const dir = mkdtempSync(path.join(tmpdir(), 'plana-bench-provision-'));
-chmodSync(dir, 0o755);
+const dir = throwAwayDir('plana-bench-provision-');
 let worker: ChildProcess | undefined;
 const closers: (() => Promise<unknown>)[] = [];
 
@@ -51,11 +49,7 @@ const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
 try {
   step('starting PostgreSQL, Redis and Temporal');
-  const [pg, redis, temporal] = await Promise.all([
-    freePort().then((port) => startPostgres({ dir: path.join(dir, 'postgres'), port })),
-    freePort().then((port) => startRedis({ dir: path.join(dir, 'redis'), port })),
-    freePort().then((port) => startTemporal({ dir: path.join(dir, 'temporal'), port })),
-  ]);
+  const { pg, redis, temporal } = await startThrowAwayServers(dir);
   const [apiPort, notificationsPort, smtpPort, eventsPort, erpPort, chatPort] = (await Promise.all(Array.from({ length: 6 }, () => freePort()))) as [number, number, number, number, number, number];
   const env: Record<string, string> = {
     NODE_ENV: 'production',
