@@ -4,7 +4,7 @@
  * demo data, runs the SMTP sink, the notifications service, the account API and the worker, and
  * prints where everything is. Ctrl-C stops all of it.
  */
-import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, mkdirSync, chmodSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { config as loadConfig } from '../lib/config.js';
@@ -29,6 +29,8 @@ const started = Date.now();
 const cfg = loadConfig();
 const dataDir = path.resolve(cfg.DATA_DIR);
 mkdirSync(dataDir, { recursive: true });
+// PostgreSQL runs as the `postgres` user when we are root, and must reach its folder inside this one
+chmodSync(dataDir, 0o755);
 const step = (msg: string) => console.log(`\x1b[36m▸\x1b[0m ${msg}`);
 const portOf = (u: string) => Number(new URL(u).port);
 
