@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi } from '../../api/server.js';
 import type { Config } from '../../lib/config.js';
 import { createPool, type Pool } from '../../lib/db.js';
+import { ExecutionLog } from '../../lib/execution-log.js';
 import { testConfig } from '../support/env.js';
 import { adminOfNewWorkspace, call, createKey } from '../support/workspace-api.js';
 
@@ -63,6 +64,16 @@ describe('GET /api/portal/execution-log', () => {
     );
     expect(rows).toHaveLength(1);
     expect(rows[0].partition).toBe(`execution_log_p${rows[0].day}`);
+  });
+
+  it('stores text with tabs, line breaks and backslashes as it was (COPY escaping)', async () => {
+    const { workspace, accessToken } = await adminOfNewWorkspace(base, pool);
+    const log = new ExecutionLog({ pool, log: api.app.log, flushMs: 60_000, partitionsAhead: 1 });
+    const route = 'GET /odd\tpath\nwith\\N and \\ backslashes\r';
+    log.record({ occurredAt: new Date(), workspaceId: workspace.id, keyPrefix: 'ws_live_ODD', method: 'GET', route, status: 200, latencyMs: 1.5, requestId: 'req\\1' });
+    await log.close();
+    const items = (await readLog(accessToken)).body.items;
+    expect(items).toEqual([expect.objectContaining({ route, requestId: 'req\\1', keyPrefix: 'ws_live_ODD', latencyMs: 1.5 })]);
   });
 
   it('pages newest first with a cursor, without gaps or repeats', async () => {
