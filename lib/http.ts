@@ -27,7 +27,7 @@ class OneLinePerRequest extends LogController {
         workspaceId: request.workspace?.id,
         keyPrefix: request.apiKey.prefix,
         method: request.method,
-        route: request.routeOptions.url,
+        route: request.apiRoute,
       }),
     };
     if (error) reply.log.error({ ...line, err: error }, 'request errored');

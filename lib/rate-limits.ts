@@ -4,8 +4,10 @@
  * - a token bucket per key (capacity 100, refilled at 30 tokens/s): a Lua script, because
  *   rate-limiter-flexible only has fixed windows (its BurstyRateLimiter approximates a bucket with
  *   two windows but cannot express a continuous refill). The script runs atomically in Redis with
- *   Redis's own clock, and it first checks the key's revocation marker, so a request costs one
- *   round trip for both;
+ *   Redis's own clock. A replica leases tokens ahead of need (see `leaseCap`): a busy key costs a
+ *   call to Redis per lease, not per request, and a small bucket stays exact. When the caller
+ *   cannot trust its revocation feed (lib/key-revocations.ts), the same call also checks the key's
+ *   revocation marker and takes exactly one token;
  * - 10 agent invocations per minute per key: rate-limiter-flexible's RateLimiterRedis (a fixed
  *   60-second window, atomic in Redis), which expresses exactly that.
  *
@@ -36,35 +38,89 @@ export interface BucketResult {
 
 const OVERRIDE_TTL_MS = 10_000;
 
+// Refills the bucket, gives back the unspent tokens of an expired lease (ARGV[4]), then grants up to
+// ARGV[3] tokens. With ARGV[5] = '1' it first checks the key's revocation marker.
 const ADMIT_LUA = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return {1, 0, 0, 0, 0} end
+if ARGV[5] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then return {1, 0, 0, 0, 0} end
 local capacity = tonumber(ARGV[1])
 local rate = tonumber(ARGV[2])
+local want = tonumber(ARGV[3])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local state = redis.call('HMGET', KEYS[2], 'tokens', 'ts')
 local tokens = tonumber(state[1])
 local ts = tonumber(state[2])
 if tokens == nil or ts == nil then tokens = capacity; ts = now end
-tokens = math.min(capacity, tokens + math.max(0, now - ts) * rate / 1000)
-local allowed = 0
-if tokens >= 1 then tokens = tokens - 1; allowed = 1 end
+tokens = math.min(capacity, tokens + math.max(0, now - ts) * rate / 1000 + tonumber(ARGV[4]))
+local granted = math.min(want, math.floor(tokens))
+tokens = tokens - granted
 redis.call('HSET', KEYS[2], 'tokens', tostring(tokens), 'ts', tostring(now))
 redis.call('PEXPIRE', KEYS[2], math.ceil(capacity * 1000 / rate) + 1000)
 local retry = 0
-if allowed == 0 then retry = math.ceil((1 - tokens) * 1000 / rate) end
-return {0, allowed, math.floor(tokens), retry, math.ceil((capacity - tokens) * 1000 / rate)}
+if granted == 0 then retry = math.ceil((1 - tokens) * 1000 / rate) end
+return {0, granted, math.floor(tokens), retry, math.ceil((capacity - tokens) * 1000 / rate)}
 `;
 
 export const revokedMarker = (keyId: string) => `apikey:${keyId}:revoked`;
 const bucketKey = (keyId: string) => `ratelimit:${keyId}:bucket`;
 
-type AdmitCommand = (revokedKey: string, bucket: string, capacity: number, rate: number) => Promise<number[]>;
+type AdmitCommand = (
+  revokedKey: string,
+  bucket: string,
+  capacity: number,
+  rate: number,
+  want: number,
+  giveBack: number,
+  checkRevoked: '0' | '1',
+) => Promise<number[]>;
+
+/**
+ * Tokens this replica took from a key's shared bucket ahead of need. A lease lives LEASE_TTL_MS
+ * after its last renewal; the unspent tokens of an expired lease go back to the bucket with the
+ * next call to Redis for the key, or with the sweep.
+ */
+interface Lease {
+  tokens: number;
+  expiresAt: number;
+  /** How many tokens the last call to Redis asked for. */
+  size: number;
+  /** Tokens spent since `since` (performance.now()): the key's pace here, to size the next lease. */
+  spent: number;
+  since: number;
+  /** The bucket as of the last call to Redis, for the RateLimit-* headers. */
+  bucketRemaining: number;
+  reset: number;
+  /** The limits it was leased under: the sweep returns its tokens to a bucket of that shape. */
+  limits: Limits;
+  /** A renewal on its way (started when half of the lease was spent). */
+  renewal?: Promise<void>;
+}
+
+/** A lease holds what the key spends on this replica in PACE_MS, at most `leaseCap`. */
+const PACE_MS = 250;
+const LEASE_TTL_MS = 1_000;
+const SWEEP_MS = 1_000;
+
+/**
+ * The most a replica leases at once: at most 5 % of the burst and a quarter second of refill, so the
+ * bucket stays exact for small limits (one token per call to Redis) and at most that many tokens
+ * sit unspent on one replica while another one refuses a request.
+ */
+export const leaseCap = (limits: Limits) => Math.max(1, Math.min(Math.floor(limits.burst / 20), Math.floor((limits.perSecond * PACE_MS) / 1000)));
+
+/** What to lease next: what the key spent here in PACE_MS at its recent pace, within [1, leaseCap]. */
+function nextLeaseSize(lease: Lease | undefined, limits: Limits, now: number): number {
+  if (!lease) return 1;
+  const pace = Math.ceil((lease.spent * PACE_MS) / Math.max(1, now - lease.since));
+  return Math.max(1, Math.min(leaseCap(limits), pace));
+}
 
 export class RateLimits {
   private readonly overrides = new Map<string, { limits: Limits | undefined; at: number }>();
   private readonly agentLimiters = new Map<number, RateLimiterRedis>();
   private readonly admit: AdmitCommand;
+  private readonly leases = new Map<string, Lease>();
+  private readonly sweeper: NodeJS.Timeout;
 
   constructor(
     private readonly deps: { pool: pg.Pool; redis: Redis; config: Pick<Config, 'RATE_LIMIT_BURST' | 'RATE_LIMIT_PER_SECOND' | 'RATE_LIMIT_AGENT_PER_MINUTE'> },
@@ -72,6 +128,9 @@ export class RateLimits {
     const redis = deps.redis as Redis & { admitWorkspaceKey?: AdmitCommand };
     if (!redis.admitWorkspaceKey) redis.defineCommand('admitWorkspaceKey', { numberOfKeys: 2, lua: ADMIT_LUA });
     this.admit = (redis as Redis & { admitWorkspaceKey: AdmitCommand }).admitWorkspaceKey.bind(redis);
+    // a failed sweep loses a few tokens of an idle key until its bucket refills: nothing to report
+    this.sweeper = setInterval(() => void this.sweepLeases().catch(() => {}), SWEEP_MS);
+    this.sweeper.unref();
   }
 
   /** The limits of a workspace when this process read them recently (no I/O), else undefined. */
@@ -95,18 +154,123 @@ export class RateLimits {
     return { burst: RATE_LIMIT_BURST, perSecond: RATE_LIMIT_PER_SECOND, agentPerMinute: RATE_LIMIT_AGENT_PER_MINUTE };
   }
 
-  /** One atomic Redis call: is the key revoked, and may it spend a token of its bucket? */
-  admitRequest(keyId: string, limits: Limits): Promise<BucketResult> {
-    return this.admit(revokedMarker(keyId), bucketKey(keyId), limits.burst, limits.perSecond).then(
-      ([revoked, allowed, remaining, retryMs, resetMs]) => ({
-        revoked: revoked === 1,
-        allowed: allowed === 1,
-        limit: limits.burst,
-        remaining: remaining ?? 0,
-        retryAfter: Math.ceil((retryMs ?? 0) / 1000),
-        reset: Math.ceil((resetMs ?? 0) / 1000),
-      }),
+  /**
+   * Spends a token this replica leased earlier (no I/O), or returns undefined when it holds none
+   * for the key: then call `admitRequest`.
+   */
+  admitFromLease(keyId: string, limits: Limits): BucketResult | undefined {
+    const lease = this.leases.get(keyId);
+    if (!lease || lease.tokens < 1 || lease.expiresAt <= performance.now()) return undefined;
+    lease.tokens--;
+    lease.spent++;
+    // half spent: lease the next tokens now, so that concurrent requests do not all find it empty
+    // (not for small buckets, which lease one token at a time to stay exact)
+    if (lease.tokens < lease.size / 2 && !lease.renewal && leaseCap(limits) > 1) this.renew(keyId, lease, limits);
+    return this.granted(lease, limits);
+  }
+
+  private renew(keyId: string, lease: Lease, limits: Limits) {
+    const now = performance.now();
+    const size = nextLeaseSize(lease, limits, now);
+    lease.spent = 0;
+    lease.since = now;
+    lease.renewal = this.admit(revokedMarker(keyId), bucketKey(keyId), limits.burst, limits.perSecond, size, 0, '0')
+      .then(([, granted, remaining, , resetMs]) => {
+        if (this.leases.get(keyId) !== lease) return this.giveBack(keyId, limits, granted!); // dropped or swept meanwhile
+        if (granted! < 1) return;
+        lease.tokens += granted!;
+        lease.size = size;
+        lease.expiresAt = performance.now() + LEASE_TTL_MS;
+        lease.bucketRemaining = remaining ?? 0;
+        lease.reset = Math.ceil((resetMs ?? 0) / 1000);
+      })
+      .catch(() => {}) // the next request without a leased token asks Redis itself, and reports
+      .finally(() => {
+        lease.renewal = undefined;
+      });
+  }
+
+  private giveBack(keyId: string, limits: Limits, tokens: number) {
+    if (tokens >= 1) void this.admit(revokedMarker(keyId), bucketKey(keyId), limits.burst, limits.perSecond, 0, tokens, '0').catch(() => {});
+  }
+
+  /**
+   * One atomic Redis call that takes a token, and leases a few more when the key is busy. With
+   * `checkRevoked` it instead checks the key's revocation marker and takes exactly one token.
+   */
+  async admitRequest(keyId: string, limits: Limits, opts: { checkRevoked: boolean }): Promise<BucketResult> {
+    let lease = this.leases.get(keyId);
+    if (lease?.renewal && !opts.checkRevoked) {
+      // the lease ran dry while its renewal is on its way: wait for it rather than ask Redis again
+      await lease.renewal;
+      const leased = this.admitFromLease(keyId, limits);
+      if (leased) return leased;
+      lease = this.leases.get(keyId);
+    }
+    const now = performance.now();
+    const live = lease && lease.expiresAt > now;
+    const giveBack = lease && !live ? lease.tokens : 0;
+    const size = opts.checkRevoked ? 1 : nextLeaseSize(lease, limits, now);
+    if (lease) {
+      if (!live) lease.tokens = 0;
+      lease.spent = 0;
+      lease.since = now;
+    }
+    const [revoked, granted, remaining, retryMs, resetMs] = await this.admit(
+      revokedMarker(keyId),
+      bucketKey(keyId),
+      limits.burst,
+      limits.perSecond,
+      size,
+      giveBack,
+      opts.checkRevoked ? '1' : '0',
     );
+    if (revoked === 1) {
+      this.leases.delete(keyId);
+      return { revoked: true, allowed: false, limit: limits.burst, remaining: 0, retryAfter: 0, reset: 0 };
+    }
+    lease = this.leases.get(keyId);
+    if (!lease) this.leases.set(keyId, (lease = { tokens: 0, expiresAt: 0, size, spent: 0, since: now, bucketRemaining: 0, reset: 0, limits }));
+    // concurrent calls of this replica add up in one lease; a call Redis refused can still spend a
+    // token another one leased meanwhile
+    lease.tokens += granted!;
+    lease.size = Math.max(1, size);
+    lease.limits = limits;
+    lease.expiresAt = performance.now() + LEASE_TTL_MS;
+    lease.bucketRemaining = remaining ?? 0;
+    lease.reset = Math.ceil((resetMs ?? 0) / 1000);
+    if (lease.tokens >= 1) {
+      lease.tokens--;
+      lease.spent++;
+      return this.granted(lease, limits);
+    }
+    return { revoked: false, allowed: false, limit: limits.burst, remaining: 0, retryAfter: Math.ceil((retryMs ?? 0) / 1000), reset: lease.reset };
+  }
+
+  /** A revoked key's lease is worthless. */
+  dropLease(keyId: string) {
+    this.leases.delete(keyId);
+  }
+
+  /** Gives the unspent tokens of expired leases back to their buckets. */
+  async sweepLeases(): Promise<void> {
+    const now = performance.now();
+    const returns: Promise<unknown>[] = [];
+    for (const [keyId, lease] of this.leases) {
+      if (lease.expiresAt > now) continue;
+      this.leases.delete(keyId);
+      const { burst, perSecond } = lease.limits;
+      if (lease.tokens >= 1) returns.push(this.admit(revokedMarker(keyId), bucketKey(keyId), burst, perSecond, 0, lease.tokens, '0'));
+    }
+    await Promise.all(returns);
+  }
+
+  close() {
+    clearInterval(this.sweeper);
+  }
+
+  private granted(lease: Lease, limits: Limits): BucketResult {
+    return { revoked: false, allowed: true, limit: limits.burst, remaining: lease.bucketRemaining + lease.tokens, retryAfter: 0, reset: lease.reset };
   }
 
   /** Spends one of the key's agent invocations of the current minute. */

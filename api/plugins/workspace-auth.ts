@@ -3,9 +3,12 @@
  * whose `METHOD path` appears in `workspaceKeyRoutes` gets, when it is registered,
  *
  * 1. key verification (`Authorization: Bearer ws_live_…`; lib/api-key-verifier.ts): a missing,
- *    malformed, unknown, wrong or revoked key gets the same 401;
- * 2. the rate limits (lib/rate-limits.ts): the per-key token bucket on every route, the per-minute
- *    agent limit on agent invocations; 429 with Retry-After, and RateLimit-* headers on every answer;
+ *    malformed, unknown, wrong or revoked key gets the same 401. Revocations reach every replica
+ *    through the revocation feed (lib/key-revocations.ts); while a replica cannot trust its feed,
+ *    it checks the key's revocation marker in Redis on every request instead;
+ * 2. the rate limits (lib/rate-limits.ts): the per-key token bucket on every route (tokens leased
+ *    from Redis a few at a time when a key is busy), the per-minute agent limit on agent
+ *    invocations; 429 with Retry-After, and RateLimit-* headers on every answer;
  * 3. the scope check: 403 naming the scope needed (`*` grants all);
  * 4. the workspace binding: a `:slug` in the path must be the key's own workspace, else 403
  *    (403 rather than 404: the caller learns nothing about the other workspace either way, and
@@ -21,10 +24,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onReq
 import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
 import { grants, TOKEN_PREFIX, type Scope } from '../../lib/api-keys.js';
-import { ApiKeyVerifier, invalidKey } from '../../lib/api-key-verifier.js';
+import { ApiKeyVerifier, invalidKey, type VerifiedKey } from '../../lib/api-key-verifier.js';
+import { RevocationFeed } from '../../lib/key-revocations.js';
 import { AppError } from '../../lib/errors.js';
 import { ExecutionLog, ensurePartitions } from '../../lib/execution-log.js';
-import { RateLimits } from '../../lib/rate-limits.js';
+import { RateLimits, type BucketResult, type Limits } from '../../lib/rate-limits.js';
 
 /** §4.1 × §5.3: the routes a workspace key may call and the scope each needs (null: any valid key). */
 export const workspaceKeyRoutes: Record<string, Scope | null> = {
@@ -47,12 +51,14 @@ const agentInvocation = (method: string, scope: Scope | null) => scope === 'agen
 
 declare module 'fastify' {
   interface FastifyRequest {
-    workspace?: { id: string; slug: string };
-    apiKey?: { id: string; prefix: string; scopes: string[] };
+    workspace: { id: string; slug: string } | null;
+    apiKey: { id: string; prefix: string; scopes: string[] } | null;
+    /** The route pattern of a Workspace API call, e.g. `/api/portal/odoo/:slug/kpis`. */
+    apiRoute: string | null;
   }
   interface FastifyInstance {
     /** `redis`: the auto-pipelined connection of the Workspace API's hot path (also for its caches). */
-    workspaceAuth: { verifier: ApiKeyVerifier; rateLimits: RateLimits; executionLog: ExecutionLog; redis: Redis };
+    workspaceAuth: { verifier: ApiKeyVerifier; rateLimits: RateLimits; executionLog: ExecutionLog; revocations: RevocationFeed; redis: Redis };
   }
 }
 
@@ -69,6 +75,7 @@ export const workspaceAuth = fp(
     redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis (workspace auth) connection error'));
     const verifier = new ApiKeyVerifier({
       pool,
+      redis,
       cacheTtlMs: config.API_KEY_CACHE_TTL_SECONDS * 1000,
       cacheSize: config.API_KEY_CACHE_SIZE,
       usageFlushMs: config.API_KEY_USAGE_FLUSH_MS,
@@ -81,45 +88,59 @@ export const workspaceAuth = fp(
       flushMs: config.EXECUTION_LOG_FLUSH_MS,
       partitionsAhead: config.EXECUTION_LOG_PARTITIONS_AHEAD,
     });
+    const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 });
+    subscriber.on('error', (err) => app.log.warn({ err: err.message }, 'redis (revocation feed) connection error'));
+    const revocations = new RevocationFeed({
+      redis,
+      subscriber,
+      onRevoked: (keyId) => {
+        verifier.forget(keyId);
+        rateLimits.dropLease(keyId);
+      },
+      onResubscribed: () => {
+        app.log.warn('revocation feed resubscribed: forgetting every verified workspace key');
+        verifier.clear();
+      },
+      onError: (err) => app.log.warn({ err }, 'revocation feed'),
+    });
     await ensurePartitions(pool, config.EXECUTION_LOG_PARTITIONS_AHEAD);
-    app.decorate('workspaceAuth', { verifier, rateLimits, executionLog, redis });
+    await revocations.start();
+    app.decorate('workspaceAuth', { verifier, rateLimits, executionLog, revocations, redis });
+    // declared up front, so every request object has the same shape (Fastify's advice for speed)
+    app.decorateRequest('workspace', null);
+    app.decorateRequest('apiKey', null);
+    app.decorateRequest('apiRoute', null);
     app.addHook('onClose', async () => {
+      await revocations.close();
+      rateLimits.close();
       await verifier.close();
       await executionLog.close();
       redis.disconnect();
     });
 
-    function authenticate(method: string, scope: Scope | null): onRequestHookHandler {
+    function bearerToken(req: FastifyRequest, reply: FastifyReply): string {
+      const header = req.headers.authorization;
+      const token = header && header.length > 7 && header.slice(0, 7).toLowerCase() === 'bearer ' ? header.slice(7).trim() : undefined;
+      if (token && token.startsWith(TOKEN_PREFIX)) return token;
+      reply.header('www-authenticate', 'Bearer');
+      throw invalidKey();
+    }
+
+    function authenticate(method: string, route: string, scope: Scope | null): onRequestHookHandler {
       const agents = agentInvocation(method, scope);
-      return async function workspaceKeyAuth(req: FastifyRequest, reply: FastifyReply) {
-        const header = req.headers.authorization;
-        const token = header && header.length > 7 && header.slice(0, 7).toLowerCase() === 'bearer ' ? header.slice(7).trim() : undefined;
-        if (!token || !token.startsWith(TOKEN_PREFIX)) {
-          reply.header('www-authenticate', 'Bearer');
-          throw invalidKey();
-        }
-        // the hot path (token seen before, limits read recently) makes exactly one I/O: Redis
-        const key =
-          verifier.cached(token) ??
-          (await verifier.verify(token).catch((err) => {
-            reply.header('www-authenticate', 'Bearer');
-            throw err;
-          }));
-        const limits = rateLimits.cachedLimitsFor(key.workspace.id) ?? (await rateLimits.limitsFor(key.workspace.id));
-        const bucket = await rateLimits.admitRequest(key.id, limits).catch((err) => {
-          // without Redis neither revocation nor the limits can be checked: refuse (fail closed)
-          req.log.error({ err }, 'workspace key check: Redis unavailable');
-          throw new AppError('UNAVAILABLE', 'Workspace API keys cannot be checked right now; retry shortly.');
-        });
+
+      /** The checks that need no I/O once the key, its limits and a token of its bucket are known. */
+      function authorize(req: FastifyRequest, reply: FastifyReply, key: VerifiedKey, limits: Limits, bucket: BucketResult) {
         if (bucket.revoked) {
           verifier.forget(key.id);
           reply.header('www-authenticate', 'Bearer');
           throw invalidKey();
         }
+        // what the routes, the execution log and the "request completed" line (lib/http.ts) know
+        // of this call: workspace, key (id, prefix, scopes; never the token) and route
         req.workspace = key.workspace;
-        req.apiKey = { id: key.id, prefix: key.prefix, scopes: key.scopes };
-        // the execution log's pino line is the "request completed" line of this call (lib/http.ts):
-        // one line per request carrying request id, workspace id, key prefix, method, route, status, latency
+        req.apiKey = key;
+        req.apiRoute = route;
         verifier.touch(key.id);
         setRateLimitHeaders(reply, bucket);
         if (!bucket.allowed) {
@@ -133,6 +154,26 @@ export const workspaceAuth = fp(
         if (slug !== undefined && slug !== key.workspace.slug) {
           throw new AppError('FORBIDDEN', `This key belongs to workspace "${key.workspace.slug}" and cannot reach workspace "${slug}".`);
         }
+      }
+
+      /** Whatever needs I/O: bcrypt on first sight, the limits, Redis, the agent limit. */
+      async function authenticateWithIo(req: FastifyRequest, reply: FastifyReply, token: string) {
+        const key =
+          verifier.cached(token) ??
+          (await verifier.verify(token).catch((err) => {
+            reply.header('www-authenticate', 'Bearer');
+            throw err;
+          }));
+        const limits = rateLimits.cachedLimitsFor(key.workspace.id) ?? (await rateLimits.limitsFor(key.workspace.id));
+        const fresh = revocations.fresh();
+        const bucket =
+          (fresh && rateLimits.admitFromLease(key.id, limits)) ||
+          (await rateLimits.admitRequest(key.id, limits, { checkRevoked: !fresh }).catch((err) => {
+            // without Redis neither revocation nor the limits can be checked: refuse (fail closed)
+            req.log.error({ err }, 'workspace key check: Redis unavailable');
+            throw new AppError('UNAVAILABLE', 'Workspace API keys cannot be checked right now; retry shortly.');
+          }));
+        authorize(req, reply, key, limits, bucket);
         if (agents) {
           const agent = await rateLimits.admitAgentInvocation(key.id, limits);
           setRateLimitHeaders(reply, agent);
@@ -141,21 +182,39 @@ export const workspaceAuth = fp(
             throw new AppError('RATE_LIMITED', `This key exceeded its ${agent.limit} agent invocations per minute; retry after ${agent.reset} s.`);
           }
         }
+      }
+
+      // a callback-style hook: the hot path (token verified before, limits read recently, the
+      // revocation feed fresh, a leased token left) runs synchronously, without I/O or a promise
+      return function workspaceKeyAuth(req, reply, done) {
+        try {
+          const token = bearerToken(req, reply);
+          const key = verifier.cached(token, req.raw.socket);
+          const limits = key && rateLimits.cachedLimitsFor(key.workspace.id);
+          const bucket = key && limits && !agents && revocations.fresh() ? rateLimits.admitFromLease(key.id, limits) : undefined;
+          if (!bucket) return void authenticateWithIo(req, reply, token).then(() => done(), done);
+          authorize(req, reply, key!, limits!, bucket);
+        } catch (err) {
+          return done(err as Error);
+        }
+        done();
       };
     }
 
-    const recordCall: onResponseHookHandler = async (req, reply) => {
-      if (!req.workspace || !req.apiKey) return;
-      executionLog.record({
-        occurredAt: new Date(),
-        workspaceId: req.workspace.id,
-        keyPrefix: req.apiKey.prefix,
-        method: req.method,
-        route: req.routeOptions.url ?? req.url.split('?')[0]!,
-        status: reply.statusCode,
-        latencyMs: reply.elapsedTime,
-        requestId: req.id,
-      });
+    const recordCall: onResponseHookHandler = (req, reply, done) => {
+      if (req.workspace && req.apiKey) {
+        executionLog.record({
+          occurredAt: new Date(),
+          workspaceId: req.workspace.id,
+          keyPrefix: req.apiKey.prefix,
+          method: req.method,
+          route: req.apiRoute ?? req.url.split('?')[0]!,
+          status: reply.statusCode,
+          latencyMs: reply.elapsedTime,
+          requestId: req.id,
+        });
+      }
+      done();
     };
 
     app.addHook('onRoute', (route: RouteOptions) => {
@@ -167,7 +226,7 @@ export const workspaceAuth = fp(
         // Fastify derives the HEAD route from the GET route's options, hooks included
         if ([route.onRequest].flat().some((h) => h?.name === 'workspaceKeyAuth')) return;
         const scope = workspaceKeyRoutes[entry] ?? null;
-        route.onRequest = [authenticate(lookup, scope), ...[route.onRequest ?? []].flat()];
+        route.onRequest = [authenticate(lookup, route.url, scope), ...[route.onRequest ?? []].flat()];
         route.onResponse = [recordCall, ...[route.onResponse ?? []].flat()];
         route.schema = { ...route.schema, security: [{ workspaceKey: [] }] };
         return;

@@ -3,6 +3,7 @@
  * and Redis: one 401 for every bad key, revocation seen by the other replica on the very next
  * request (its cache warm), scopes, the workspace binding, and last_used_at.
  */
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi } from '../../api/server.js';
 import type { Config } from '../../lib/config.js';
@@ -119,6 +120,28 @@ describe('revocation across replicas', () => {
     // and it stays revoked; the workspace's other key is untouched
     expect((await call(baseB, 'GET', '/api/portal/apikeys/self', { token: key.token })).status).toBe(401);
     expect((await call(baseB, 'GET', '/api/portal/apikeys/self', { token: other.token })).status).toBe(200);
+  });
+
+  it('also on a keep-alive connection that sent the same key just before', async () => {
+    const { accessToken } = await adminOfNewWorkspace(baseA, pool);
+    const key = await createKey(baseA, accessToken);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const self = () =>
+      new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
+        const req = http.get(new URL('/api/portal/apikeys/self', baseB), { agent, headers: { authorization: `Bearer ${key.token}` } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode!, reused: req.reusedSocket }));
+        });
+        req.on('error', reject);
+      });
+    try {
+      expect((await self()).status).toBe(200);
+      expect(await self()).toEqual({ status: 200, reused: true });
+      expect((await call(baseA, 'DELETE', `/api/portal/apikeys/${key.id}`, { token: accessToken })).status).toBe(204);
+      expect(await self()).toEqual({ status: 401, reused: true });
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('also when the DELETE goes to replica B and the key was only ever used on A', async () => {

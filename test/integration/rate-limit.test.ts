@@ -97,6 +97,37 @@ describe('the token bucket per key', () => {
     expect(statuses.filter((s) => s === 429)).toHaveLength(20);
   });
 
+  it('leases a busy key a few tokens at a time and still admits no more than the bucket holds, over both replicas', async () => {
+    // 20/s refill: each replica leases up to 5 tokens at once (a quarter second of refill)
+    const { key } = await keyWithLimits({ burst: 200, perSecond: 20, agentPerMinute: 10 });
+    const started = Date.now();
+    let admitted = 0;
+    let refused = 0;
+    const remaining: number[] = [];
+    for (let batch = 0; batch < 15; batch++) {
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => call(i % 2 ? baseB : baseA, 'GET', '/api/portal/apikeys/self', { token: key.token })),
+      );
+      for (const r of results) {
+        if (r.status === 200) {
+          admitted++;
+          remaining.push(Number(r.headers.get('ratelimit-remaining')));
+        } else {
+          expect(r.status).toBe(429);
+          refused++;
+        }
+      }
+    }
+    const refilled = Math.ceil(((Date.now() - started) / 1000) * 20);
+    expect(admitted + refused).toBe(300);
+    expect(admitted).toBeLessThanOrEqual(200 + refilled);
+    // tokens a replica leased but had no request left to spend on come back later; at worst each
+    // of the 10 concurrent requests per replica leased 5
+    expect(admitted).toBeGreaterThanOrEqual(200 - 2 * 10 * 5);
+    expect(refused).toBeGreaterThan(0);
+    expect(Math.min(...remaining)).toBeLessThan(20);
+  });
+
   it('keeps one bucket per key: an exhausted key does not slow down another key of the workspace', async () => {
     const { workspace, accessToken } = await adminOfNewWorkspace(baseA, pool);
     await ops('PUT', `/api/ops/workspaces/${workspace.slug}/rate-limits`, { burst: 1, perSecond: 0.001, agentPerMinute: 10 });

@@ -100,7 +100,9 @@ export default async function apiKeyRoutes(fastify: FastifyInstance) {
     },
     async (req, reply) => {
       const ws = req.adminWorkspace!;
-      const revoked = await revokeApiKey(app.deps.pool, app.deps.redis, ws.id, req.params.id);
+      const { revocations } = app.workspaceAuth;
+      const announce = (keyId: string) => revocations.announce(keyId);
+      const revoked = await revokeApiKey({ pool: app.deps.pool, redis: app.deps.redis, announce }, ws.id, req.params.id);
       if (!revoked) throw new AppError('NOT_FOUND', `Workspace "${ws.slug}" has no API key ${req.params.id}.`);
       app.workspaceAuth.verifier.forget(req.params.id);
       req.log.info({ workspaceId: ws.id, keyId: req.params.id }, 'workspace api key revoked');
