@@ -6,17 +6,21 @@
  * in alternating rounds (so both see the same background load):
  *
  *   1. GET /healthz                                — unauthenticated, trivial;
- *   2. GET /api/portal/odoo/<slug>/kpis            — a workspace key (cache warm), scope check,
- *      revocation check + token bucket (one Redis call), execution log, and the dashboard figures
- *      from the dashboard caches;
+ *   2. GET /api/portal/odoo/<slug>/kpis            — a workspace key (verified-token cache warm),
+ *      revocation feed, token bucket (leased tokens), scope check, execution log, and the
+ *      dashboard figures from the dashboard caches;
  *   3. GET /api/portal/apikeys/self                — the key path alone.
  *
- * Prints requests/s and p50/p99 latency of both and the ratio (target ≥ 60 %), plus the bcrypt cost
- * and the latency of a key's first call in a process (bcrypt) against a warm one. The workspace
- * gets a rate-limit override (granted by arrangement) so the bucket does not throttle the run.
+ * Prints, per route, requests/s, p50/p99 latency, the API process's CPU time per request (from
+ * /proc) and the size of an answer; the ratio of the dashboard call to the trivial route by
+ * throughput (target ≥ 60 %) and by requests per API CPU-second, each the median of the rounds;
+ * plus the bcrypt cost and the latency of a key's first call in a process against a warm one.
+ * The workspace gets a rate-limit override (granted by arrangement) so the bucket does not throttle
+ * the run. BENCH_ROUNDS, BENCH_DURATION (s), BENCH_WARM_UP (s), BENCH_CONNECTIONS and
+ * BENCH_API_NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") tune it.
  */
 import { spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -32,8 +36,9 @@ import { ensureErpTemplates } from '../../scripts/erp-templates.js';
 import { freePort, startThrowAwayServers, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const DURATION = Number(process.env.BENCH_DURATION ?? 2);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
+const DURATION = Number(process.env.BENCH_DURATION ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8);
+const WARM_UP = Number(process.env.BENCH_WARM_UP ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const started = Date.now();
 const step = (msg: string) => console.log(`▸ ${msg} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
@@ -58,6 +63,13 @@ async function waitForApi(url: string) {
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('the API did not start');
+}
+
+/** CPU seconds (user + system) the API process used so far, from /proc (Linux). */
+function apiCpuSeconds(): number {
+  const stat = readFileSync(`/proc/${apiProcess!.pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks (USER_HZ = 100)
 }
 
 function load(title: string, url: string, headers: Record<string, string>, duration: number): Promise<autocannon.Result> {
@@ -163,38 +175,52 @@ try {
     { name: 'GET /api/portal/apikeys/self (ws_live_ key)', url: selfUrl, headers: auth },
   ];
   step(`warming up, then ${ROUNDS} alternating rounds of ${DURATION} s per route with ${CONNECTIONS} connections`);
-  for (const r of routes) await load(`warm-up ${r.name}`, r.url, r.headers, 1);
-  // alternate short rounds so that every route sees the same background load on a shared machine
-  const runs = routes.map(() => [] as autocannon.Result[]);
+  for (const r of routes) await load(`warm-up ${r.name}`, r.url, r.headers, WARM_UP);
+  // alternate short rounds so that every route sees the same background load on a shared machine;
+  // each round also notes the CPU time the API process spent on it
+  const runs = routes.map(() => [] as { result: autocannon.Result; cpu: number }[]);
   for (let i = 0; i < ROUNDS; i++) {
-    for (const [j, r] of routes.entries()) runs[j]!.push(await load(r.name, r.url, r.headers, DURATION));
+    for (const [j, r] of routes.entries()) {
+      const cpuBefore = apiCpuSeconds();
+      const result = await load(r.name, r.url, r.headers, DURATION);
+      runs[j]!.push({ result, cpu: apiCpuSeconds() - cpuBefore });
+    }
   }
-  const bad = runs.flat().reduce((n, r) => n + r.non2xx + r.errors, 0);
+  const bad = runs.flat().reduce((n, { result }) => n + result.non2xx + result.errors, 0);
   if (bad > 0) throw new Error(`the runs had ${bad} non-2xx answers or errors`);
-  const summary = (rs: autocannon.Result[]) => ({
-    rps: rs.reduce((n, r) => n + r.requests.total, 0) / rs.reduce((n, r) => n + r.duration, 0),
-    p50: Math.max(...rs.map((r) => r.latency.p50)),
-    p99: Math.max(...rs.map((r) => r.latency.p99)),
-    total: rs.reduce((n, r) => n + r.requests.total, 0),
-  });
-  // against the trivial route of the same round; the median, so that a burst of background load on
-  // a shared machine hits one round, not the figure
-  const ratiosOf = (rs: autocannon.Result[]) => rs.map((r, i) => r.requests.total / runs[0]![i]!.requests.total).sort((a, b) => a - b);
-  const median = (xs: number[]) => (xs.length % 2 ? xs[(xs.length - 1) / 2]! : (xs[xs.length / 2 - 1]! + xs[xs.length / 2]!) / 2);
+  const median = (xs: number[]) => {
+    const sorted = [...xs].sort((a, b) => a - b);
+    return sorted.length % 2 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
+  };
   const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+  const cpuPerRequest = (round: { result: autocannon.Result; cpu: number }) => round.cpu / round.result.requests.total;
+  // each round against the trivial route's round of the same turn; the median, so that a burst of
+  // background load on a shared machine hits one round, not the figure
+  const throughputRatios = (j: number) => runs[j]!.map((round, i) => round.result.requests.total / runs[0]![i]!.result.requests.total);
+  const capacityRatios = (j: number) => runs[j]!.map((round, i) => cpuPerRequest(runs[0]![i]!) / cpuPerRequest(round));
   const lines = routes.map((r, j) => {
-    const s = summary(runs[j]!);
-    const figures = `${s.rps.toFixed(0).padStart(6)} req/s   p50 ${String(s.p50).padStart(3)} ms   p99 ${String(s.p99).padStart(3)} ms`;
-    const ratios = ratiosOf(runs[j]!);
-    const ratio = j === 0 ? '' : `   ratio ${pct(median(ratios))} (rounds ${ratios.map((x) => (x * 100).toFixed(0)).join('/')})`;
+    const rounds = runs[j]!;
+    const seconds = rounds.reduce((n, { result }) => n + result.duration, 0);
+    const rps = rounds.reduce((n, { result }) => n + result.requests.total, 0) / seconds;
+    const p50 = Math.max(...rounds.map(({ result }) => result.latency.p50));
+    const p99 = Math.max(...rounds.map(({ result }) => result.latency.p99));
+    const busy = rounds.reduce((n, { cpu }) => n + cpu, 0) / seconds;
+    const costUs = median(rounds.map(cpuPerRequest)) * 1e6;
+    const bytes = rounds.reduce((n, { result }) => n + result.throughput.total, 0) / rounds.reduce((n, { result }) => n + result.requests.total, 0);
+    const figures = `${rps.toFixed(0).padStart(6)} req/s  p50 ${String(p50).padStart(3)} ms  p99 ${String(p99).padStart(3)} ms  API CPU ${costUs.toFixed(0).padStart(3)} µs/req (busy ${pct(busy)}), ${bytes.toFixed(0)} B/answer`;
+    const ratios = throughputRatios(j);
+    const ratio = j === 0 ? '' : `  ratio ${pct(median(ratios))} (rounds ${[...ratios].sort((a, b) => a - b).map((x) => (x * 100).toFixed(0)).join('/')})`;
     return `  ${r.name.padEnd(48)} ${figures}${ratio}`;
   });
-  const dashboardRatio = median(ratiosOf(runs[1]!));
+  const dashboardRatio = median(throughputRatios(1));
+  const dashboardCapacity = median(capacityRatios(1));
 
   console.log(`
 bench:auth — ${CONNECTIONS} connections, ${ROUNDS} × ${DURATION} s per route (alternating), API in its own process, log level info
 ${lines.join('\n')}
-  key-authenticated dashboard call / trivial route: ${pct(dashboardRatio)} (median of the rounds)   target ≥ 60 %: ${dashboardRatio >= 0.6 ? 'OK' : 'BELOW TARGET'}
+  key-authenticated dashboard call / trivial route (median of the rounds):
+    throughput ${pct(dashboardRatio)}   target ≥ 60 %: ${dashboardRatio >= 0.6 ? 'OK' : 'BELOW TARGET'}
+    requests per API CPU-second ${pct(dashboardCapacity)} (what one API core sustains, whatever else the machine runs)
 
   bcrypt cost ${cfg.BCRYPT_COST}: a key's first call in a process ${first.toFixed(1)} ms (bcrypt), then p50 ${warm[10]!.toFixed(1)} ms (cache)
   total ${((Date.now() - started) / 1000).toFixed(1)} s`);
