@@ -76,7 +76,16 @@ export class RevocationFeed {
   private timer?: NodeJS.Timeout;
   private subscribedOnce = false;
 
-  constructor(private readonly opts: RevocationFeedOptions) {}
+  private readonly scripts: { register: (registry: string, replicaId: string) => Promise<number>; live: (registry: string, windowMs: number) => Promise<string[]> };
+
+  constructor(private readonly opts: RevocationFeedOptions) {
+    // defined commands run by EVALSHA: the scripts travel to Redis once, not with every ping
+    const redis = opts.redis as Redis & { registerReplica?: unknown; liveReplicas?: unknown };
+    if (!redis.registerReplica) redis.defineCommand('registerReplica', { numberOfKeys: 1, lua: REGISTER_LUA });
+    if (!redis.liveReplicas) redis.defineCommand('liveReplicas', { numberOfKeys: 1, lua: LIVE_LUA });
+    const commands = redis as unknown as { registerReplica: RevocationFeed['scripts']['register']; liveReplicas: RevocationFeed['scripts']['live'] };
+    this.scripts = { register: commands.registerReplica.bind(redis), live: commands.liveReplicas.bind(redis) };
+  }
 
   async start(): Promise<void> {
     const { subscriber } = this.opts;
@@ -105,7 +114,7 @@ export class RevocationFeed {
    */
   async announce(keyId: string): Promise<void> {
     const id = randomUUID();
-    const live = (await this.opts.redis.eval(LIVE_LUA, 1, REGISTRY, REGISTRY_WINDOW_MS)) as string[];
+    const live = await this.scripts.live(REGISTRY, REGISTRY_WINDOW_MS);
     const started = performance.now();
     const acknowledged = new Promise<void>((resolve) => this.waiting.set(id, { pending: new Set(live), done: resolve }));
     try {
@@ -150,7 +159,7 @@ export class RevocationFeed {
       this.lastPing = Math.max(this.lastPing, message.sentAt);
       // registered only while its own pings come back: a replica that cannot hear revocations is
       // not waited for (and does not trust its cache either)
-      void this.opts.redis.eval(REGISTER_LUA, 1, REGISTRY, this.replicaId).catch(this.opts.onError);
+      void this.scripts.register(REGISTRY, this.replicaId).catch(this.opts.onError);
     } else if (message.type === 'revoked') {
       this.opts.onRevoked(message.keyId);
       const ack: Message = { type: 'ack', id: message.id, replica: this.replicaId };
