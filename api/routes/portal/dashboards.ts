@@ -4,7 +4,7 @@
  * Scope `dashboard:read`; key verification, limits, the workspace binding of `:slug` and the
  * execution log come from the workspace-auth plugin's route table.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AlertsSchema, CashflowSchema, KpisSchema, createDashboardService } from '../../../lib/erp/dashboards.js';
@@ -30,23 +30,20 @@ export default async function dashboardRoutes(fastify: FastifyInstance) {
     app.deps.dashboardService ?? createDashboardService({ pool: app.deps.pool, config: app.deps.config, redis: app.workspaceAuth.redis });
 
   // A first-level cache in the process for one second in front of the service's 30-second Redis
-  // cache: a busy workspace's figures are fetched and parsed once a second per replica, and
+  // cache, holding each answer already serialized (by the route's own response schema): a busy
+  // workspace's figures are fetched, parsed and serialized once a second per replica, and
   // concurrent first requests share one computation. Failures are not kept.
-  const recent = new Map<string, { at: number; value: Promise<unknown> }>();
-  function memo<T>(key: string, compute: () => Promise<T>): Promise<T> {
+  const recent = new Map<string, { at: number; json: Promise<string> }>();
+  function memo(key: string, reply: FastifyReply, compute: () => Promise<unknown>): Promise<string> {
     const hit = recent.get(key);
-    if (hit && Date.now() - hit.at < MEMO_MS) return hit.value as Promise<T>;
-    const value = compute();
-    recent.set(key, { at: Date.now(), value });
-    value.catch(() => recent.delete(key));
+    if (hit && Date.now() - hit.at < MEMO_MS) return hit.json;
+    const json = compute().then((value) => reply.serializeInput(value as Record<string, unknown>, '200') as string);
+    recent.set(key, { at: Date.now(), json });
+    json.catch(() => recent.delete(key));
     if (recent.size > 10_000) recent.delete(recent.keys().next().value!);
-    return value;
+    return json;
   }
-  const dashboards = {
-    kpis: (slug: string) => memo(`${slug}:kpis`, () => service.kpis(slug)),
-    cashflow: (slug: string, opts: { months?: number }) => memo(`${slug}:cashflow:${opts.months ?? ''}`, () => service.cashflow(slug, opts)),
-    alerts: (slug: string) => memo(`${slug}:alerts`, () => service.alerts(slug)),
-  };
+  const send = async (reply: FastifyReply, json: Promise<string>) => reply.type('application/json; charset=utf-8').send(await json);
 
   app.get(
     '/api/portal/odoo/:slug/kpis',
@@ -58,7 +55,7 @@ export default async function dashboardRoutes(fastify: FastifyInstance) {
         response: { 200: KpisSchema, ...errors },
       },
     },
-    async (req) => dashboards.kpis(req.params.slug),
+    (req, reply) => send(reply, memo(`${req.params.slug}:kpis`, reply, () => service.kpis(req.params.slug))),
   );
 
   app.get(
@@ -72,7 +69,11 @@ export default async function dashboardRoutes(fastify: FastifyInstance) {
         response: { 200: CashflowSchema, ...errors },
       },
     },
-    async (req) => dashboards.cashflow(req.params.slug, { months: req.query.months }),
+    (req, reply) => {
+      const { slug } = req.params;
+      const months = req.query.months;
+      return send(reply, memo(`${slug}:cashflow:${months ?? ''}`, reply, () => service.cashflow(slug, { months })));
+    },
   );
 
   app.get(
@@ -85,6 +86,6 @@ export default async function dashboardRoutes(fastify: FastifyInstance) {
         response: { 200: AlertsSchema, ...errors },
       },
     },
-    async (req) => dashboards.alerts(req.params.slug),
+    (req, reply) => send(reply, memo(`${req.params.slug}:alerts`, reply, () => service.alerts(req.params.slug))),
   );
 }
