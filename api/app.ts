@@ -10,7 +10,7 @@ import type { ApiDeps } from './plugins/deps.js';
 import healthRoutes from './routes/health/index.js';
 import opsTenantRoutes from './routes/ops/tenants.js';
 import opsTenantClientRoutes from './routes/ops/tenant-clients.js';
-import { workspaceAuth } from './plugins/workspace-auth.js';
+import { WorkspaceCallLog, workspaceAuth } from './plugins/workspace-auth.js';
 import authRoutes from './routes/auth/index.js';
 import apiKeyRoutes from './routes/portal/apikeys.js';
 import executionLogRoutes from './routes/portal/execution-log.js';
@@ -21,7 +21,8 @@ import opsExecutionLogRoutes from './routes/ops/execution-log.js';
 import provisionedWebhookRoutes from './routes/webhooks/provisioned.js';
 
 export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
-  const app = Fastify(serverOptions(deps.config.LOG_LEVEL));
+  // the request log writes each Workspace API call's execution-log record with its log line
+  const app = Fastify(serverOptions(deps.config.LOG_LEVEL, new WorkspaceCallLog()));
   app.decorate('deps', deps);
   app.addSchema(ProblemSchema);
   await app.register(problemDetails);

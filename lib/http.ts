@@ -10,34 +10,27 @@ import { redactPaths } from './logger.js';
 
 /**
  * One JSON log line per request (DESIGN §5): the "incoming request" line only at debug level, and
- * the "request completed" line carrying method, URL, status and latency, plus the workspace id,
- * key prefix and route of a Workspace API call.
+ * the "request completed" line carrying method, URL, status and latency. A server extends it to
+ * add fields to that line (the account API: the workspace, key prefix and route of a Workspace API
+ * call, api/plugins/workspace-auth.ts).
  */
-class OneLinePerRequest extends LogController {
+export class OneLinePerRequest extends LogController {
   override incomingRequest(request: FastifyRequest) {
     request.log.debug({ req: request }, 'incoming request');
   }
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply) {
-    const line = {
-      req: { method: request.method, url: request.url },
-      res: { statusCode: reply.statusCode },
-      responseTime: reply.elapsedTime,
-      // a Workspace API call (api/plugins/workspace-auth.ts): whose key it was, never the token
-      ...(request.apiKey && {
-        workspaceId: request.workspace?.id,
-        keyPrefix: request.apiKey.prefix,
-        method: request.method,
-        route: request.apiRoute,
-      }),
-    };
+    const line = this.completedLine(request, reply);
     if (error) reply.log.error({ ...line, err: error }, 'request errored');
     else reply.log.info(line, 'request completed');
   }
+  protected completedLine(request: FastifyRequest, reply: FastifyReply): Record<string, unknown> {
+    return { req: { method: request.method, url: request.url }, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime };
+  }
 }
 
-export function serverOptions(logLevel: string): FastifyServerOptions {
+export function serverOptions(logLevel: string, logController: LogController = new OneLinePerRequest()): FastifyServerOptions {
   return {
-    logController: new OneLinePerRequest(),
+    logController,
     logger: {
       level: logLevel,
       redact: { paths: redactPaths, censor: '[redacted]' },

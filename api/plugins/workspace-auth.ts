@@ -13,14 +13,14 @@
  * 4. the workspace binding: a `:slug` in the path must be the key's own workspace, else 403
  *    (403 rather than 404: the caller learns nothing about the other workspace either way, and
  *    403 says plainly that this key cannot go there);
- * 5. the execution log record of the call (lib/execution-log.ts), whatever its outcome; its pino
- *    line is Fastify's "request completed" line, to which the key's workspace id, prefix, method
- *    and route are bound (one line per call, never the token).
+ * 5. the execution log record of the call (lib/execution-log.ts), whatever its outcome, written
+ *    with its pino line, Fastify's "request completed" line, by `WorkspaceCallLog` below: one
+ *    line per call with the key's workspace id, prefix, method and route, never the token.
  *
  * The request is decorated with `workspace` ({ id, slug }) and `apiKey` ({ id, prefix, scopes }).
  * Register this plugin before the routes it guards.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler, onResponseHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
 import { grants, TOKEN_PREFIX, type Scope } from '../../lib/api-keys.js';
@@ -29,6 +29,7 @@ import { RevocationFeed } from '../../lib/key-revocations.js';
 import { AppError } from '../../lib/errors.js';
 import { ExecutionLog, ensurePartitions } from '../../lib/execution-log.js';
 import { RateLimits, type BucketResult, type Limits } from '../../lib/rate-limits.js';
+import { OneLinePerRequest } from '../../lib/http.js';
 
 /** §4.1 × §5.3: the routes a workspace key may call and the scope each needs (null: any valid key). */
 export const workspaceKeyRoutes: Record<string, Scope | null> = {
@@ -201,22 +202,6 @@ export const workspaceAuth = fp(
       };
     }
 
-    const recordCall: onResponseHookHandler = (req, reply, done) => {
-      if (req.workspace && req.apiKey) {
-        executionLog.record({
-          occurredAt: new Date(),
-          workspaceId: req.workspace.id,
-          keyPrefix: req.apiKey.prefix,
-          method: req.method,
-          route: req.apiRoute ?? req.url.split('?')[0]!,
-          status: reply.statusCode,
-          latencyMs: reply.elapsedTime,
-          requestId: req.id,
-        });
-      }
-      done();
-    };
-
     app.addHook('onRoute', (route: RouteOptions) => {
       const methods = [route.method].flat();
       for (const method of methods) {
@@ -227,7 +212,6 @@ export const workspaceAuth = fp(
         if ([route.onRequest].flat().some((h) => h?.name === 'workspaceKeyAuth')) return;
         const scope = workspaceKeyRoutes[entry] ?? null;
         route.onRequest = [authenticate(lookup, route.url, scope), ...[route.onRequest ?? []].flat()];
-        route.onResponse = [recordCall, ...[route.onResponse ?? []].flat()];
         route.schema = { ...route.schema, security: [{ workspaceKey: [] }] };
         return;
       }
@@ -235,3 +219,36 @@ export const workspaceAuth = fp(
   },
   { name: 'workspace-auth', dependencies: [] },
 );
+
+/**
+ * The account API's request log (give it to Fastify as `logController`): the "request completed"
+ * line of a Workspace API call also names the key's workspace, prefix and route, and the same
+ * record goes to the workspace's execution log, in one place, whatever the call's outcome.
+ */
+export class WorkspaceCallLog extends OneLinePerRequest {
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply) {
+    super.requestCompleted(error, request, reply);
+    const { workspace, apiKey } = request;
+    if (!workspace || !apiKey) return;
+    request.server.workspaceAuth.executionLog.record({
+      occurredAt: new Date(),
+      workspaceId: workspace.id,
+      keyPrefix: apiKey.prefix,
+      method: request.method,
+      route: request.apiRoute ?? request.url.split('?')[0]!,
+      status: reply.statusCode,
+      latencyMs: reply.elapsedTime,
+      requestId: request.id,
+    });
+  }
+
+  protected override completedLine(request: FastifyRequest, reply: FastifyReply): Record<string, unknown> {
+    const line = super.completedLine(request, reply);
+    if (!request.apiKey) return line;
+    line.workspaceId = request.workspace?.id;
+    line.keyPrefix = request.apiKey.prefix;
+    line.method = request.method;
+    line.route = request.apiRoute;
+    return line;
+  }
+}
