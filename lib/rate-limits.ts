@@ -101,6 +101,16 @@ const PACE_MS = 250;
 const LEASE_TTL_MS = 1_000;
 const SWEEP_MS = 1_000;
 
+/** Adds what Redis granted to a lease and notes the bucket's state for the RateLimit-* headers. */
+function fill(lease: Lease, r: { granted: number; size: number; limits: Limits; remaining?: number; resetMs?: number }) {
+  lease.tokens += r.granted;
+  lease.size = r.size;
+  lease.limits = r.limits;
+  lease.expiresAt = performance.now() + LEASE_TTL_MS;
+  lease.bucketRemaining = r.remaining ?? 0;
+  lease.reset = Math.ceil((r.resetMs ?? 0) / 1000);
+}
+
 /**
  * The most a replica leases at once: at most 5 % of the burst and a quarter second of refill, so the
  * bucket stays exact for small limits (one token per call to Redis) and at most that many tokens
@@ -176,13 +186,8 @@ export class RateLimits {
     lease.since = now;
     lease.renewal = this.admit(revokedMarker(keyId), bucketKey(keyId), limits.burst, limits.perSecond, size, 0, '0')
       .then(([, granted, remaining, , resetMs]) => {
-        if (this.leases.get(keyId) !== lease) return this.giveBack(keyId, limits, granted!); // dropped or swept meanwhile
-        if (granted! < 1) return;
-        lease.tokens += granted!;
-        lease.size = size;
-        lease.expiresAt = performance.now() + LEASE_TTL_MS;
-        lease.bucketRemaining = remaining ?? 0;
-        lease.reset = Math.ceil((resetMs ?? 0) / 1000);
+        if (this.leases.get(keyId) !== lease) return this.giveBack(keyId, limits, granted!); // dropped or swept meanwhile: hand them back
+        if (granted! >= 1) fill(lease, { granted: granted!, size, limits, remaining, resetMs });
       })
       .catch(() => {}) // the next request without a leased token asks Redis itself, and reports
       .finally(() => {
@@ -190,8 +195,9 @@ export class RateLimits {
       });
   }
 
-  private giveBack(keyId: string, limits: Limits, tokens: number) {
-    if (tokens >= 1) void this.admit(revokedMarker(keyId), bucketKey(keyId), limits.burst, limits.perSecond, 0, tokens, '0').catch(() => {});
+  /** Returns leased tokens to the key's bucket (capped at its burst). */
+  private async giveBack(keyId: string, limits: Limits, tokens: number): Promise<void> {
+    if (tokens >= 1) await this.admit(revokedMarker(keyId), bucketKey(keyId), limits.burst, limits.perSecond, 0, tokens, '0');
   }
 
   /**
@@ -233,12 +239,7 @@ export class RateLimits {
     if (!lease) this.leases.set(keyId, (lease = { tokens: 0, expiresAt: 0, size, spent: 0, since: now, bucketRemaining: 0, reset: 0, limits }));
     // concurrent calls of this replica add up in one lease; a call Redis refused can still spend a
     // token another one leased meanwhile
-    lease.tokens += granted!;
-    lease.size = Math.max(1, size);
-    lease.limits = limits;
-    lease.expiresAt = performance.now() + LEASE_TTL_MS;
-    lease.bucketRemaining = remaining ?? 0;
-    lease.reset = Math.ceil((resetMs ?? 0) / 1000);
+    fill(lease, { granted: granted!, size, limits, remaining, resetMs });
     if (lease.tokens >= 1) {
       lease.tokens--;
       lease.spent++;
@@ -255,12 +256,11 @@ export class RateLimits {
   /** Gives the unspent tokens of expired leases back to their buckets. */
   async sweepLeases(): Promise<void> {
     const now = performance.now();
-    const returns: Promise<unknown>[] = [];
+    const returns: Promise<void>[] = [];
     for (const [keyId, lease] of this.leases) {
       if (lease.expiresAt > now) continue;
       this.leases.delete(keyId);
-      const { burst, perSecond } = lease.limits;
-      if (lease.tokens >= 1) returns.push(this.admit(revokedMarker(keyId), bucketKey(keyId), burst, perSecond, 0, lease.tokens, '0'));
+      returns.push(this.giveBack(keyId, lease.limits, lease.tokens));
     }
     await Promise.all(returns);
   }
