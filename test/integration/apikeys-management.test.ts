@@ -4,28 +4,22 @@
  */
 import bcrypt from 'bcrypt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApi } from '../../api/server.js';
 import type { Config } from '../../lib/config.js';
-import { createPool, type Pool } from '../../lib/db.js';
-import { testConfig } from '../support/env.js';
+import type { Pool } from '../../lib/db.js';
+import { startTestApi, type TestApi } from '../support/api.js';
 import { addUser, addWorkspace, adminOfNewWorkspace, call, createKey, login } from '../support/workspace-api.js';
 
 let cfg: Config;
 let pool: Pool;
-let api: Awaited<ReturnType<typeof startApi>>;
+let api: TestApi;
 let base: string;
 
 beforeAll(async () => {
-  cfg = await testConfig();
-  pool = createPool(cfg.DATABASE_URL, 2);
-  api = await startApi(cfg);
-  base = cfg.API_PUBLIC_URL;
+  api = await startTestApi();
+  ({ cfg, pool, base } = api);
 });
 
-afterAll(async () => {
-  await api?.close();
-  await pool?.end();
-});
+afterAll(() => api?.close());
 
 describe('POST /api/portal/apikeys (happy)', () => {
   it('creates a key: 201, the ws_live_ token once, scope dashboard:read by default, only a bcrypt hash stored', async () => {

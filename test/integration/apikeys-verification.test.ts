@@ -5,33 +5,27 @@
  */
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApi } from '../../api/server.js';
 import type { Config } from '../../lib/config.js';
-import { createPool, type Pool } from '../../lib/db.js';
-import { testConfig } from '../support/env.js';
+import type { Pool } from '../../lib/db.js';
+import { startTestApi, type TestApi } from '../support/api.js';
 import { adminOfNewWorkspace, call, createKey } from '../support/workspace-api.js';
 
 let cfgA: Config;
-let cfgB: Config;
 let pool: Pool;
-let replicaA: Awaited<ReturnType<typeof startApi>>;
-let replicaB: Awaited<ReturnType<typeof startApi>>;
+let replicaA: TestApi;
+let replicaB: TestApi;
 let baseA: string;
 let baseB: string;
 
 beforeAll(async () => {
-  cfgA = await testConfig({ API_KEY_USAGE_FLUSH_MS: '200' });
-  cfgB = await testConfig({ API_KEY_USAGE_FLUSH_MS: '200' });
-  pool = createPool(cfgA.DATABASE_URL, 2);
-  [replicaA, replicaB] = await Promise.all([startApi(cfgA), startApi(cfgB)]);
-  baseA = cfgA.API_PUBLIC_URL;
-  baseB = cfgB.API_PUBLIC_URL;
+  [replicaA, replicaB] = await Promise.all([startTestApi({ API_KEY_USAGE_FLUSH_MS: '200' }), startTestApi({ API_KEY_USAGE_FLUSH_MS: '200' })]);
+  ({ cfg: cfgA, pool, base: baseA } = replicaA);
+  baseB = replicaB.base;
 });
 
 afterAll(async () => {
   await replicaA?.close();
   await replicaB?.close();
-  await pool?.end();
 });
 
 describe('a valid key', () => {

@@ -3,28 +3,22 @@
  * detection (the whole family is revoked), logout, and the refusals.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApi } from '../../api/server.js';
 import type { Config } from '../../lib/config.js';
-import { createPool, type Pool } from '../../lib/db.js';
-import { testConfig } from '../support/env.js';
+import type { Pool } from '../../lib/db.js';
+import { startTestApi, type TestApi } from '../support/api.js';
 import { addUser, addWorkspace, call } from '../support/workspace-api.js';
 
 let cfg: Config;
 let pool: Pool;
-let api: Awaited<ReturnType<typeof startApi>>;
+let api: TestApi;
 let base: string;
 
 beforeAll(async () => {
-  cfg = await testConfig();
-  pool = createPool(cfg.DATABASE_URL, 2);
-  api = await startApi(cfg);
-  base = cfg.API_PUBLIC_URL;
+  api = await startTestApi();
+  ({ cfg, pool, base } = api);
 });
 
-afterAll(async () => {
-  await api?.close();
-  await pool?.end();
-});
+afterAll(() => api?.close());
 
 const refreshCookie = (cookies: string[]) => cookies.find((c) => c.startsWith('plana_refresh='));
 const cookiePair = (setCookie: string) => setCookie.split(';')[0]!;

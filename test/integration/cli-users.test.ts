@@ -6,27 +6,22 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApi } from '../../api/server.js';
 import type { Config } from '../../lib/config.js';
-import { createPool, type Pool } from '../../lib/db.js';
-import { testConfig } from '../support/env.js';
+import type { Pool } from '../../lib/db.js';
+import { startTestApi, type TestApi } from '../support/api.js';
 import { addWorkspace, call } from '../support/workspace-api.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 let cfg: Config;
 let pool: Pool;
-let api: Awaited<ReturnType<typeof startApi>>;
+let api: TestApi;
 
 beforeAll(async () => {
-  cfg = await testConfig();
-  pool = createPool(cfg.DATABASE_URL, 2);
-  api = await startApi(cfg);
+  api = await startTestApi();
+  ({ cfg, pool } = api);
 });
 
-afterAll(async () => {
-  await api?.close();
-  await pool?.end();
-});
+afterAll(() => api?.close());
 
 async function cli(args: string[], env: Record<string, string> = {}) {
   try {

@@ -4,29 +4,23 @@
  * retention drops whole partitions past 90 days.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApi } from '../../api/server.js';
 import type { Config } from '../../lib/config.js';
-import { createPool, type Pool } from '../../lib/db.js';
+import type { Pool } from '../../lib/db.js';
 import { ExecutionLog } from '../../lib/execution-log.js';
-import { testConfig } from '../support/env.js';
+import { startTestApi, type TestApi } from '../support/api.js';
 import { adminOfNewWorkspace, call, createKey } from '../support/workspace-api.js';
 
 let cfg: Config;
 let pool: Pool;
-let api: Awaited<ReturnType<typeof startApi>>;
+let api: TestApi;
 let base: string;
 
 beforeAll(async () => {
-  cfg = await testConfig({ EXECUTION_LOG_FLUSH_MS: '100' });
-  pool = createPool(cfg.DATABASE_URL, 2);
-  api = await startApi(cfg);
-  base = cfg.API_PUBLIC_URL;
+  api = await startTestApi({ EXECUTION_LOG_FLUSH_MS: '100' });
+  ({ cfg, pool, base } = api);
 });
 
-afterAll(async () => {
-  await api?.close();
-  await pool?.end();
-});
+afterAll(() => api?.close());
 
 const readLog = (accessToken: string, query = '') => call(base, 'GET', `/api/portal/execution-log${query}`, { token: accessToken });
 

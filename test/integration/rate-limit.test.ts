@@ -4,33 +4,28 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApi } from '../../api/server.js';
 import type { Config } from '../../lib/config.js';
-import { createPool, type Pool } from '../../lib/db.js';
+import type { Pool } from '../../lib/db.js';
 import { RateLimits } from '../../lib/rate-limits.js';
-import { testConfig } from '../support/env.js';
+import { startTestApi, type TestApi } from '../support/api.js';
 import { adminOfNewWorkspace, call, createKey } from '../support/workspace-api.js';
 
 let cfgA: Config;
 let pool: Pool;
-let replicaA: Awaited<ReturnType<typeof startApi>>;
-let replicaB: Awaited<ReturnType<typeof startApi>>;
+let replicaA: TestApi;
+let replicaB: TestApi;
 let baseA: string;
 let baseB: string;
 
 beforeAll(async () => {
-  cfgA = await testConfig();
-  const cfgB = await testConfig();
-  pool = createPool(cfgA.DATABASE_URL, 2);
-  [replicaA, replicaB] = await Promise.all([startApi(cfgA), startApi(cfgB)]);
-  baseA = cfgA.API_PUBLIC_URL;
-  baseB = cfgB.API_PUBLIC_URL;
+  [replicaA, replicaB] = await Promise.all([startTestApi(), startTestApi()]);
+  ({ cfg: cfgA, pool, base: baseA } = replicaA);
+  baseB = replicaB.base;
 });
 
 afterAll(async () => {
   await replicaA?.close();
   await replicaB?.close();
-  await pool?.end();
 });
 
 const ops = (method: string, path: string, body?: unknown, key = cfgA.OPS_API_KEY) =>
