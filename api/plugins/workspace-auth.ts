@@ -158,9 +158,9 @@ export const workspaceAuth = fp(
       }
 
       /** Whatever needs I/O: bcrypt on first sight, the limits, Redis, the agent limit. */
-      async function authenticateWithIo(req: FastifyRequest, reply: FastifyReply, token: string) {
+      async function authenticateWithIo(req: FastifyRequest, reply: FastifyReply, token: string, cachedKey: VerifiedKey | undefined) {
         const key =
-          verifier.cached(token) ??
+          cachedKey ??
           (await verifier.verify(token).catch((err) => {
             reply.header('www-authenticate', 'Bearer');
             throw err;
@@ -193,7 +193,7 @@ export const workspaceAuth = fp(
           const key = verifier.cached(token, req.raw.socket);
           const limits = key && rateLimits.cachedLimitsFor(key.workspace.id);
           const bucket = key && limits && !agents && revocations.fresh() ? rateLimits.admitFromLease(key.id, limits) : undefined;
-          if (!bucket) return void authenticateWithIo(req, reply, token).then(() => done(), done);
+          if (!bucket) return void authenticateWithIo(req, reply, token, key).then(() => done(), done);
           authorize(req, reply, key!, limits!, bucket);
         } catch (err) {
           return done(err as Error);
