@@ -15,6 +15,7 @@ FROM base
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json package-lock.json tsconfig.json ./
 COPY lib ./lib
+COPY domain ./domain
 COPY migrations ./migrations
 COPY api ./api
 COPY worker ./worker

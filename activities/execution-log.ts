@@ -1,7 +1,7 @@
 /** The execution-log retention as an activity (run daily by the `execution-log-retention` schedule). */
 import type pg from 'pg';
 import type { Config } from '../lib/config.js';
-import { dropExpiredPartitions, ensurePartitions } from '../lib/execution-log.js';
+import { dropExpiredPartitions, ensurePartitions } from '../domain/access/execution-log.js';
 
 export interface ExecutionLogDeps {
   pool: pg.Pool;

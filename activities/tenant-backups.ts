@@ -1,8 +1,8 @@
 /** Backups: the per-tenant schedule, the backup itself (pg_dump + filestore archive) and retention. */
 import { Context } from '@temporalio/activity';
-import { backupTenant, deleteExpiredBackups } from '../lib/backups.js';
-import { createBackupSchedule, deleteBackupSchedule } from '../lib/backup-schedules.js';
-import { filestorePath } from '../lib/filestore.js';
+import { backupTenant, deleteExpiredBackups } from '../domain/tenants/backups.js';
+import { createBackupSchedule, deleteBackupSchedule } from '../domain/tenants/backup-schedules.js';
+import { filestorePath } from '../domain/tenants/filestore.js';
 import type { BackupTenantInput } from '../workflows/tenant-definitions.js';
 import type { TenantActivityDeps } from './tenant-deps.js';
 

@@ -1,12 +1,12 @@
 /** The tenant database on the ERP's PostgreSQL server and the tenant's dedicated ERP API user. */
-import { ensureErpApiUser as ensureApiUser } from '../lib/erp/api-user.js';
+import { ensureErpApiUser as ensureApiUser } from '../domain/erp/api-user.js';
 import {
   cloneTenantDatabase as cloneDatabase,
   dropTenantDatabase as dropDatabase,
   TemplateMissingError,
   templateDatabaseName,
   tenantDatabaseExists,
-} from '../lib/erp/tenant-database.js';
+} from '../domain/erp/tenant-database.js';
 import type { TenantClientSpec } from '../workflows/tenant-definitions.js';
 import type { TenantActivityDeps } from './tenant-deps.js';
 

@@ -1,11 +1,11 @@
 /** What the tenant lifecycle activities need; the worker builds it once (see worker/index.ts). */
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import { createChatClient, type ChatClient } from '../lib/chat.js';
+import { createChatClient, type ChatClient } from '../domain/tenants/chat.js';
 import type { Config } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
 import { connectTemporal } from '../lib/temporal.js';
-import { createTableRouteDriver, type RouteDriver } from '../lib/tenant-routes.js';
+import { createTableRouteDriver, type RouteDriver } from '../domain/tenants/http-routes.js';
 
 export interface TenantActivityDeps {
   config: Config;

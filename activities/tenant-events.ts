@@ -1,5 +1,5 @@
 /** `client.provisioned` through the events service (§6), with a deterministic id so a retry is stored once. */
-import { cloudEvent, publishEvent } from '../lib/events.js';
+import { cloudEvent, publishEvent } from '../domain/events/events.js';
 import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../workflows/definitions.js';
 import type { TenantClientSpec } from '../workflows/tenant-definitions.js';
 import type { TenantActivityDeps } from './tenant-deps.js';

@@ -1,5 +1,5 @@
 /** The tenant's filestore folder, always directly under FILESTORE_ROOT. */
-import { createFilestore, FilestorePathError, wipeFilestore } from '../lib/filestore.js';
+import { createFilestore, FilestorePathError, wipeFilestore } from '../domain/tenants/filestore.js';
 import { ApplicationFailure } from '@temporalio/common';
 import { TenantErrorType } from '../workflows/tenant-definitions.js';
 import type { TenantActivityDeps } from './tenant-deps.js';

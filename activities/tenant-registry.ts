@@ -1,7 +1,7 @@
 /** The platform's own records of a tenant: the subdomain reservation, the tenants row, the status mirror. */
 import { ApplicationFailure } from '@temporalio/common';
 import { withTransaction } from '../lib/db.js';
-import { tenantHostname } from '../lib/erp/tenant-database.js';
+import { tenantHostname } from '../domain/erp/tenant-database.js';
 import { TenantErrorType } from '../workflows/tenant-definitions.js';
 import type { TenantClientSpec, TenantStatus } from '../workflows/tenant-definitions.js';
 import type { TenantActivityDeps } from './tenant-deps.js';

@@ -1,5 +1,5 @@
 /** The tenant's HTTP route (host → tenant ERP in namespace plana-odoo-<erpVersion>), through the route driver. */
-import type { TenantRoute } from '../lib/tenant-routes.js';
+import type { TenantRoute } from '../domain/tenants/http-routes.js';
 import type { TenantActivityDeps } from './tenant-deps.js';
 
 export const createTenantRouteActivities = ({ routes }: TenantActivityDeps) => ({

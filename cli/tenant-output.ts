@@ -1,6 +1,6 @@
 /** How the CLI shows TenantClients: kubectl-like tables and a `describe` page. */
 import Table from 'cli-table3';
-import type { TenantClientResource, TenantClientSummary } from '../lib/tenant-client-operations.js';
+import type { TenantClientResource, TenantClientSummary } from '../domain/tenants/operations.js';
 import { resourceKinds } from '../workflows/tenant-definitions.js';
 
 /** The resource names `get`, `describe` and the actions accept for TenantClients. */

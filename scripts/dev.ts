@@ -21,8 +21,8 @@ import { startEvents } from '../services/events/server.js';
 import { startProvisionedConsumer } from '../services/events/consumers/provisioned.js';
 import { startChatStandIn } from '../sandbox/chat/server.js';
 import { createWorker, installRuntimeLogger } from '../worker/index.js';
-import { ensureBackupRetentionSchedule } from '../lib/backup-schedules.js';
-import { ensureExecutionLogRetentionSchedule } from '../lib/execution-log-schedule.js';
+import { ensureBackupRetentionSchedule } from '../domain/tenants/backup-schedules.js';
+import { ensureExecutionLogRetentionSchedule } from '../domain/access/execution-log-schedule.js';
 import { connectTemporal } from '../lib/temporal.js';
 
 const started = Date.now();

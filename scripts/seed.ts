@@ -7,8 +7,8 @@ import bcrypt from 'bcrypt';
 import type pg from 'pg';
 import { createPool, withTransaction } from '../lib/db.js';
 import type { Config } from '../lib/config.js';
-import { ensureErpApiUser } from '../lib/erp/api-user.js';
-import { cloneTenantDatabase, templateDatabaseName, tenantHostname } from '../lib/erp/tenant-database.js';
+import { ensureErpApiUser } from '../domain/erp/api-user.js';
+import { cloneTenantDatabase, templateDatabaseName, tenantHostname } from '../domain/erp/tenant-database.js';
 import { ensureErpTemplates } from './erp-templates.js';
 
 export const DEMO = {

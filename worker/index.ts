@@ -8,8 +8,8 @@ import { config as loadConfig, type Config } from '../lib/config.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { createActivities } from '../activities/index.js';
 import { connectTenantActivityDeps } from '../activities/tenant-deps.js';
-import { ensureBackupRetentionSchedule } from '../lib/backup-schedules.js';
-import { ensureExecutionLogRetentionSchedule } from '../lib/execution-log-schedule.js';
+import { ensureBackupRetentionSchedule } from '../domain/tenants/backup-schedules.js';
+import { ensureExecutionLogRetentionSchedule } from '../domain/access/execution-log-schedule.js';
 import { connectTemporal, ensureSearchAttributes } from '../lib/temporal.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));

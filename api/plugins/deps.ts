@@ -3,14 +3,14 @@ import type { Client } from '@temporalio/client';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import type { Config } from '../../lib/config.js';
-import type { DashboardService } from '../../lib/erp/dashboards.js';
+import type { DashboardService } from '../../domain/erp/dashboards.js';
 
 export interface ApiDeps {
   config: Config;
   pool: pg.Pool;
   redis: Redis;
   temporal: Client;
-  /** The ERP dashboards (lib/erp/dashboards.ts); the dashboard routes create it when not given. */
+  /** The ERP dashboards (domain/erp/dashboards.ts); the dashboard routes create it when not given. */
   dashboardService?: DashboardService;
 }
 

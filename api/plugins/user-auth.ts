@@ -8,9 +8,9 @@
  * the user belongs to exactly one workspace, that one. Otherwise 400 asking for it.
  */
 import type { FastifyRequest } from 'fastify';
-import { TOKEN_PREFIX } from '../../lib/api-keys.js';
+import { TOKEN_PREFIX } from '../../domain/access/api-keys.js';
 import { AppError } from '../../lib/errors.js';
-import { verifyAccessToken } from '../../lib/login-sessions.js';
+import { verifyAccessToken } from '../../domain/access/login-sessions.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

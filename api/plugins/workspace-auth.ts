@@ -2,18 +2,18 @@
  * The Workspace API's key authentication (specification §5.1–5.3, §8), table-driven: every route
  * whose `METHOD path` appears in `workspaceKeyRoutes` gets, when it is registered,
  *
- * 1. key verification (`Authorization: Bearer ws_live_…`; lib/api-key-verifier.ts): a missing,
+ * 1. key verification (`Authorization: Bearer ws_live_…`; domain/access/api-key-verifier.ts): a missing,
  *    malformed, unknown, wrong or revoked key gets the same 401. Revocations reach every replica
- *    through the revocation feed (lib/key-revocations.ts); while a replica cannot trust its feed,
+ *    through the revocation feed (domain/access/key-revocations.ts); while a replica cannot trust its feed,
  *    it checks the key's revocation marker in Redis on every request instead;
- * 2. the rate limits (lib/rate-limits.ts): the per-key token bucket on every route (tokens leased
+ * 2. the rate limits (domain/access/rate-limits.ts): the per-key token bucket on every route (tokens leased
  *    from Redis a few at a time when a key is busy), the per-minute agent limit on agent
  *    invocations; 429 with Retry-After, and RateLimit-* headers on every answer;
  * 3. the scope check: 403 naming the scope needed (`*` grants all);
  * 4. the workspace binding: a `:slug` in the path must be the key's own workspace, else 403
  *    (403 rather than 404: the caller learns nothing about the other workspace either way, and
  *    403 says plainly that this key cannot go there);
- * 5. the execution log record of the call (lib/execution-log.ts), whatever its outcome, written
+ * 5. the execution log record of the call (domain/access/execution-log.ts), whatever its outcome, written
  *    with its pino line, Fastify's "request completed" line, by `WorkspaceCallLog` below: one
  *    line per call with the key's workspace id, prefix, method and route, never the token.
  *
@@ -23,12 +23,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
-import { grants, TOKEN_PREFIX, type Scope } from '../../lib/api-keys.js';
-import { ApiKeyVerifier, invalidKey, type VerifiedKey } from '../../lib/api-key-verifier.js';
-import { RevocationFeed } from '../../lib/key-revocations.js';
+import { grants, TOKEN_PREFIX, type Scope } from '../../domain/access/api-keys.js';
+import { ApiKeyVerifier, invalidKey, type VerifiedKey } from '../../domain/access/api-key-verifier.js';
+import { RevocationFeed } from '../../domain/access/key-revocations.js';
 import { AppError } from '../../lib/errors.js';
-import { ExecutionLog, ensurePartitions } from '../../lib/execution-log.js';
-import { RateLimits, type BucketResult, type Limits } from '../../lib/rate-limits.js';
+import { ExecutionLog, ensurePartitions } from '../../domain/access/execution-log.js';
+import { RateLimits, type BucketResult, type Limits } from '../../domain/access/rate-limits.js';
 import { OneLinePerRequest } from '../../lib/http.js';
 
 /** §4.1 × §5.3: the routes a workspace key may call and the scope each needs (null: any valid key). */

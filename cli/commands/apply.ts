@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { parseTenantClient } from '../../lib/tenant-client.js';
+import { parseTenantClient } from '../../domain/tenants/tenant-client.js';
 import { opsRequest } from '../ops-client.js';
 
 export function register(program: Command) {

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { TenantClientResource } from '../../lib/tenant-client-operations.js';
+import type { TenantClientResource } from '../../domain/tenants/operations.js';
 import { opsRequest } from '../ops-client.js';
 import { assertTenantResource, describeTenant } from '../tenant-output.js';
 

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { TenantClientResource, TenantClientSummary } from '../../lib/tenant-client-operations.js';
+import type { TenantClientResource, TenantClientSummary } from '../../domain/tenants/operations.js';
 import { opsRequest } from '../ops-client.js';
 import { assertTenantResource, tenantTable } from '../tenant-output.js';
 

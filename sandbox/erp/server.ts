@@ -12,9 +12,9 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { createPool } from '../../lib/db.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
-import { verifyOdooPassword } from '../../lib/erp/odoo-password.js';
-import { databaseUrl, type ErpVersion } from '../../lib/erp/tenant-database.js';
-import { parseMethodCall, serializeFault, serializeMethodResponse } from '../../lib/erp/xmlrpc-wire.js';
+import { verifyOdooPassword } from '../../domain/erp/odoo-password.js';
+import { databaseUrl, type ErpVersion } from '../../domain/erp/tenant-database.js';
+import { parseMethodCall, serializeFault, serializeMethodResponse } from '../../domain/erp/xmlrpc-wire.js';
 import { executeKw } from './orm.js';
 import { OdooError, accessDenied } from './odoo-errors.js';
 

@@ -13,9 +13,9 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Redis } from 'ioredis';
 import { problemDetails, sendProblem, serverOptions } from '../../lib/http.js';
-import { requireServiceKey } from '../../lib/service-keys.js';
+import { requireServiceKey } from '../../domain/service-keys/service-keys.js';
 import { AppError } from '../../lib/errors.js';
-import { cloudEventProblems, EVENT_FIELD, type CloudEvent } from '../../lib/events.js';
+import { cloudEventProblems, EVENT_FIELD, type CloudEvent } from '../../domain/events/events.js';
 
 export interface EventsDeps {
   redis: Redis;

@@ -11,7 +11,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Redis } from 'ioredis';
 import { problemDetails, serverOptions } from '../../lib/http.js';
-import { requireServiceKey } from '../../lib/service-keys.js';
+import { requireServiceKey } from '../../domain/service-keys/service-keys.js';
 import { AppError } from '../../lib/errors.js';
 import type { Mail, Mailer } from './mailer.js';
 import { welcomeEmail } from './welcome-email.js';

@@ -1,10 +1,10 @@
 /**
  * The support chat: the Mattermost API v4 stand-in over real HTTP, and the platform's client
- * (lib/chat.ts) against it: idempotent ensure, archive and restore, errors, persistence.
+ * (domain/tenants/chat.ts) against it: idempotent ensure, archive and restore, errors, persistence.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startChatStandIn, type ChatStandIn } from '../../sandbox/chat/server.js';
-import { createChatClient, ChatError } from '../../lib/chat.js';
+import { createChatClient, ChatError } from '../../domain/tenants/chat.js';
 import { chatRoomName } from '../../workflows/definitions.js';
 import { freePort } from '../../scripts/local-servers.js';
 import { tempDir } from '../support/env.js';

@@ -2,9 +2,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
-import { ensureErpApiUser, loadErpCredentials } from '../../lib/erp/api-user.js';
-import { cloneTenantDatabase, dropTenantDatabase, templateDatabaseName, tenantHostname } from '../../lib/erp/tenant-database.js';
-import { verifyOdooPassword } from '../../lib/erp/odoo-password.js';
+import { ensureErpApiUser, loadErpCredentials } from '../../domain/erp/api-user.js';
+import { cloneTenantDatabase, dropTenantDatabase, templateDatabaseName, tenantHostname } from '../../domain/erp/tenant-database.js';
+import { verifyOdooPassword } from '../../domain/erp/odoo-password.js';
 import { createWorkspaceWithTenant, erpTestConfig, queryTenantDb } from '../support/erp-tenant.js';
 
 let cfg: Config;

@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Value } from 'typebox/value';
 import { createPool, type Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
-import { AlertsSchema, CashflowSchema, KpisSchema, createDashboardService, type DashboardService } from '../../lib/erp/dashboards.js';
+import { AlertsSchema, CashflowSchema, KpisSchema, createDashboardService, type DashboardService } from '../../domain/erp/dashboards.js';
 import { AppError } from '../../lib/errors.js';
-import type { ErpVersion } from '../../lib/erp/tenant-database.js';
+import type { ErpVersion } from '../../domain/erp/tenant-database.js';
 import type { ErpStandIn } from '../../sandbox/erp/server.js';
 import { createWorkspaceWithTenant, erpTestConfig, provisionTestTenant, queryTenantDb, startTestErp, type TestTenant } from '../support/erp-tenant.js';
 

@@ -6,12 +6,12 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPool, type Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
-import { ErpFault, createErpClient, xmlRpcCall, type ErpClient } from '../../lib/erp/client.js';
-import { loadErpCredentials } from '../../lib/erp/api-user.js';
-import { hashOdooPassword } from '../../lib/erp/odoo-password.js';
-import { dropTenantDatabase, tenantHostname } from '../../lib/erp/tenant-database.js';
+import { ErpFault, createErpClient, xmlRpcCall, type ErpClient } from '../../domain/erp/client.js';
+import { loadErpCredentials } from '../../domain/erp/api-user.js';
+import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
+import { dropTenantDatabase, tenantHostname } from '../../domain/erp/tenant-database.js';
 import { AppError } from '../../lib/errors.js';
-import { XmlRpcFault, parseMethodResponse } from '../../lib/erp/xmlrpc-wire.js';
+import { XmlRpcFault, parseMethodResponse } from '../../domain/erp/xmlrpc-wire.js';
 import type { ErpStandIn } from '../../sandbox/erp/server.js';
 import { createWorkspaceWithTenant, erpTestConfig, provisionTestTenant, queryTenantDb, startTestErp, type TestTenant } from '../support/erp-tenant.js';
 

@@ -9,7 +9,7 @@ import {
   templateDatabaseName,
   tenantDatabaseExists,
   tiers,
-} from '../../lib/erp/tenant-database.js';
+} from '../../domain/erp/tenant-database.js';
 import { ensureErpTemplates } from '../../scripts/erp-templates.js';
 import type { Config } from '../../lib/config.js';
 import { erpTestConfig, queryTenantDb, uniqueName } from '../support/erp-tenant.js';
@@ -107,7 +107,7 @@ describe('cloneTenantDatabase', () => {
     const database = `${uniqueName()}.erp.plana.test`;
     await cloneTenantDatabase(admin, { database, template: templateDatabaseName('starter', '18') });
     const { default: pg } = await import('pg');
-    const { databaseUrl } = await import('../../lib/erp/tenant-database.js');
+    const { databaseUrl } = await import('../../domain/erp/tenant-database.js');
     const holder = new pg.Client({ connectionString: databaseUrl(cfg.ERP_DATABASE_URL, database) });
     holder.on('error', () => {});
     await holder.connect();

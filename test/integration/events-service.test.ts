@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { startEvents } from '../../services/events/server.js';
 import { freePort } from '../../scripts/local-servers.js';
-import { cloudEvent, publishEvent, EventsServiceError } from '../../lib/events.js';
+import { cloudEvent, publishEvent, EventsServiceError } from '../../domain/events/events.js';
 import type { Config } from '../../lib/config.js';
 import { testConfig } from '../support/env.js';
 

@@ -9,7 +9,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import type { Config } from '../../lib/config.js';
 import { createPool, type Pool } from '../../lib/db.js';
-import { ensureExecutionLogRetentionSchedule } from '../../lib/execution-log-schedule.js';
+import { ensureExecutionLogRetentionSchedule } from '../../domain/access/execution-log-schedule.js';
 import { createWorker } from '../../worker/index.js';
 import { erpTestConfig } from '../support/erp-tenant.js';
 import { workflowBundle } from '../support/env.js';

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../lib/config.js';
 import type { Pool } from '../../lib/db.js';
-import { ExecutionLog } from '../../lib/execution-log.js';
+import { ExecutionLog } from '../../domain/access/execution-log.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { adminOfNewWorkspace, call, createKey } from '../support/workspace-api.js';
 

@@ -1,12 +1,12 @@
 /**
- * The revocation feed on the real Redis (lib/key-revocations.ts): an announced revocation has
+ * The revocation feed on the real Redis (domain/access/key-revocations.ts): an announced revocation has
  * reached every registered replica when `announce` returns, and a replica that lost its
  * subscription stops trusting its cache at once and clears it when the subscription is back.
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it, vi } from 'vitest';
-import { RevocationFeed } from '../../lib/key-revocations.js';
+import { RevocationFeed } from '../../domain/access/key-revocations.js';
 
 const connections: Redis[] = [];
 const feeds: RevocationFeed[] = [];

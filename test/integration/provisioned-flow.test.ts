@@ -13,7 +13,7 @@ import { startEvents } from '../../services/events/server.js';
 import { startProvisionedConsumer, PROVISIONING_GROUP } from '../../services/events/consumers/provisioned.js';
 import { createWorker } from '../../worker/index.js';
 import { startSmtpSink, readMailbox, type SmtpSink } from '../../sandbox/smtp/sink.js';
-import { cloudEvent, publishEvent } from '../../lib/events.js';
+import { cloudEvent, publishEvent } from '../../domain/events/events.js';
 import { createPool, type Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
 import { freePort } from '../../scripts/local-servers.js';

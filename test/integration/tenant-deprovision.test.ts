@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe as group, expect, it } from 'vitest';
 import { ScheduleNotFoundError } from '@temporalio/client';
 import { startApi } from '../../api/server.js';
-import { ensureBackupRetentionSchedule } from '../../lib/backup-schedules.js';
+import { ensureBackupRetentionSchedule } from '../../domain/tenants/backup-schedules.js';
 import { parseConfig } from '../../lib/config.js';
 import { freePort } from '../../scripts/local-servers.js';
 import {

@@ -1,7 +1,7 @@
 /** ERP user passwords in Odoo's stored format (passlib pbkdf2_sha512). */
 import { pbkdf2Sync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { hashOdooPassword, verifyOdooPassword } from '../../lib/erp/odoo-password.js';
+import { hashOdooPassword, verifyOdooPassword } from '../../domain/erp/odoo-password.js';
 
 describe('Odoo password hashes', () => {
   it('are salted pbkdf2-sha512 in passlib format and verify only the right password', async () => {

@@ -1,8 +1,8 @@
 /** The rules behind a TenantClient's status: Crossplane-style conditions, unready resources, filestore paths, backup retention. */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { filestorePath } from '../../lib/filestore.js';
-import { retentionDays, tenantBackupDir } from '../../lib/backups.js';
+import { filestorePath } from '../../domain/tenants/filestore.js';
+import { retentionDays, tenantBackupDir } from '../../domain/tenants/backups.js';
 import { parseConfig } from '../../lib/config.js';
 import { age } from '../../cli/tenant-output.js';
 import { newResources, resourceErrors, setCondition, unreadyMessage, type Condition } from '../../workflows/tenant-definitions.js';

@@ -1,6 +1,6 @@
 /** The TenantClient resource: parsing and validation (§2.3), one clear message per problem. */
 import { describe, expect, it } from 'vitest';
-import { immutableChanges, parseTenantClient, sameSpec, validateTenantClient } from '../../lib/tenant-client.js';
+import { immutableChanges, parseTenantClient, sameSpec, validateTenantClient } from '../../domain/tenants/tenant-client.js';
 
 const yaml = (spec: string, name = 'acme') => `apiVersion: plana.dev/v1alpha1
 kind: TenantClient

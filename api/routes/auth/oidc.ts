@@ -16,7 +16,7 @@ import * as oidc from 'openid-client';
 import { Type } from 'typebox';
 import type { Config } from '../../../lib/config.js';
 import { AppError } from '../../../lib/errors.js';
-import { startSession } from '../../../lib/login-sessions.js';
+import { startSession } from '../../../domain/access/login-sessions.js';
 import { SessionSchema, sendSession } from './sessions.js';
 
 const STATE_COOKIE = 'plana_oidc';

@@ -16,7 +16,7 @@ import {
   refreshSession,
   userWithMemberships,
   type IssuedSession,
-} from '../../../lib/login-sessions.js';
+} from '../../../domain/access/login-sessions.js';
 import { requireUser } from '../../plugins/user-auth.js';
 
 export const REFRESH_COOKIE = 'plana_refresh';

@@ -5,8 +5,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { dropExpiredPartitions, ensurePartitions } from '../../../lib/execution-log.js';
-import { requireServiceKey } from '../../../lib/service-keys.js';
+import { dropExpiredPartitions, ensurePartitions } from '../../../domain/access/execution-log.js';
+import { requireServiceKey } from '../../../domain/service-keys/service-keys.js';
 
 export default async function opsExecutionLogRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();

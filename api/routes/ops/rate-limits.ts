@@ -1,12 +1,12 @@
 /**
  * Ops API: per-workspace rate-limit overrides ("higher limits are granted by arrangement", §8).
- * Every API replica picks a change up within 10 seconds (lib/rate-limits.ts).
+ * Every API replica picks a change up within 10 seconds (domain/access/rate-limits.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError } from '../../../lib/errors.js';
-import { requireServiceKey } from '../../../lib/service-keys.js';
+import { requireServiceKey } from '../../../domain/service-keys/service-keys.js';
 import { TenantName } from '../../schemas/common.js';
 
 const LimitsSchema = Type.Object({

@@ -6,8 +6,8 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError } from '../../../lib/errors.js';
-import { requireServiceKey } from '../../../lib/service-keys.js';
-import { parseTenantClient, problemsDetail, validateTenantClient } from '../../../lib/tenant-client.js';
+import { requireServiceKey } from '../../../domain/service-keys/service-keys.js';
+import { parseTenantClient, problemsDetail, validateTenantClient } from '../../../domain/tenants/tenant-client.js';
 import {
   applyTenantClient,
   getTenantClient,
@@ -15,7 +15,7 @@ import {
   listTenantClients,
   runTenantAction,
   type TenantAction,
-} from '../../../lib/tenant-client-operations.js';
+} from '../../../domain/tenants/operations.js';
 import { TenantName } from '../../schemas/common.js';
 
 const Summary = Type.Object({

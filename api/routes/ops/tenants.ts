@@ -5,8 +5,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { requireServiceKey } from '../../../lib/service-keys.js';
-import { startWelcomeEmail } from '../../../lib/welcome.js';
+import { requireServiceKey } from '../../../domain/service-keys/service-keys.js';
+import { startWelcomeEmail } from '../../../domain/notifications/welcome.js';
 import { temporalUiLink } from '../../../lib/temporal.js';
 import { TenantName } from '../../schemas/common.js';
 

@@ -9,7 +9,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { withTransaction } from '../../../lib/db.js';
 import { AppError } from '../../../lib/errors.js';
-import { requireServiceKey } from '../../../lib/service-keys.js';
+import { requireServiceKey } from '../../../domain/service-keys/service-keys.js';
 
 export default async function opsUserRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();

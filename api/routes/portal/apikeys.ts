@@ -8,8 +8,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { checkScopes, createApiKey, listApiKeys, SCOPES } from '../../../lib/api-keys.js';
-import { revokeApiKey } from '../../../lib/api-key-verifier.js';
+import { checkScopes, createApiKey, listApiKeys, SCOPES } from '../../../domain/access/api-keys.js';
+import { revokeApiKey } from '../../../domain/access/api-key-verifier.js';
 import { AppError } from '../../../lib/errors.js';
 import { requireUser, requireWorkspaceAdmin } from '../../plugins/user-auth.js';
 

@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { AlertsSchema, CashflowSchema, KpisSchema, createDashboardService } from '../../../lib/erp/dashboards.js';
+import { AlertsSchema, CashflowSchema, KpisSchema, createDashboardService } from '../../../domain/erp/dashboards.js';
 import { TenantName } from '../../schemas/common.js';
 
 const MEMO_MS = 1_000;

@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { readExecutionLog } from '../../../lib/execution-log.js';
+import { readExecutionLog } from '../../../domain/access/execution-log.js';
 import { requireUser, requireWorkspaceAdmin } from '../../plugins/user-auth.js';
 
 export default async function executionLogRoutes(fastify: FastifyInstance) {

@@ -13,7 +13,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { requireServiceKey } from '../../../lib/service-keys.js';
+import { requireServiceKey } from '../../../domain/service-keys/service-keys.js';
 import { withTransaction } from '../../../lib/db.js';
 import { AppError } from '../../../lib/errors.js';
 import { TenantName } from '../../schemas/common.js';

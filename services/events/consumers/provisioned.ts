@@ -3,7 +3,7 @@
  * `provisioning` of the events stream. For each such event:
  *   1. the account API's POST /api/webhooks/provisioned creates the workspace entry (idempotent);
  *   2. the first welcome e-mail is started, once per tenant however often the event arrives
- *      (lib/welcome.ts startFirstWelcomeEmail).
+ *      (domain/notifications/welcome.ts startFirstWelcomeEmail).
  * The entry is acknowledged after both succeeded; a failure leaves it pending, and it is retried
  * (by this or another consumer) once it has been idle for EVENTS_CLAIM_IDLE_MS. An event the
  * account API refuses as invalid (400/422) can never succeed: it is logged and acknowledged.
@@ -14,8 +14,8 @@ import { config as loadConfig, type Config } from '../../../lib/config.js';
 import { createPool } from '../../../lib/db.js';
 import { createLogger, type Logger } from '../../../lib/logger.js';
 import { connectTemporal } from '../../../lib/temporal.js';
-import { runConsumer, type CloudEvent } from '../../../lib/events.js';
-import { startFirstWelcomeEmail } from '../../../lib/welcome.js';
+import { runConsumer, type CloudEvent } from '../../../domain/events/events.js';
+import { startFirstWelcomeEmail } from '../../../domain/notifications/welcome.js';
 import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../../../workflows/definitions.js';
 
 export const PROVISIONING_GROUP = 'provisioning';

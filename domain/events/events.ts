@@ -9,7 +9,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
-import type { Logger } from './logger.js';
+import type { Logger } from '../../lib/logger.js';
 
 /** A CloudEvents 1.0 envelope in structured JSON mode. */
 export interface CloudEvent<T = unknown> {

@@ -12,7 +12,7 @@ import { pipeline } from 'node:stream/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { AppError } from './errors.js';
+import { AppError } from '../../lib/errors.js';
 
 export interface ExecutionRecord {
   occurredAt: Date;

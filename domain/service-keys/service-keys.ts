@@ -5,7 +5,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from './errors.js';
+import { AppError } from '../../lib/errors.js';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 

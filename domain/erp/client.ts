@@ -6,7 +6,7 @@
  * 404 (no route for the host) → NOT_FOUND.
  */
 import { request } from 'node:http';
-import { AppError } from '../errors.js';
+import { AppError } from '../../lib/errors.js';
 import { XmlRpcFault, parseMethodResponse, serializeMethodCall } from './xmlrpc-wire.js';
 
 /** An Odoo fault: 1 application error, 2 user error / warning, 3 access denied, 4 access error. */

@@ -9,9 +9,9 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import bcrypt from 'bcrypt';
 import { SignJWT, jwtVerify } from 'jose';
 import type pg from 'pg';
-import type { Config } from './config.js';
-import { withTransaction } from './db.js';
-import { AppError } from './errors.js';
+import type { Config } from '../../lib/config.js';
+import { withTransaction } from '../../lib/db.js';
+import { AppError } from '../../lib/errors.js';
 
 const ISSUER = 'plana-account-api';
 const AUDIENCE = 'plana-portal';

@@ -9,8 +9,8 @@ import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type pg from 'pg';
-import type { Config } from './config.js';
-import type { Tier } from '../workflows/tenant-definitions.js';
+import type { Config } from '../../lib/config.js';
+import type { Tier } from '../../workflows/tenant-definitions.js';
 
 const run = promisify(execFile);
 const TENANT = /^[a-z0-9-]{1,30}$/;

@@ -6,12 +6,12 @@
 import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type pg from 'pg';
-import type { Config } from './config.js';
-import { withTransaction } from './db.js';
-import { AppError } from './errors.js';
-import { temporalUiLink } from './temporal.js';
+import type { Config } from '../../lib/config.js';
+import { withTransaction } from '../../lib/db.js';
+import { AppError } from '../../lib/errors.js';
+import { temporalUiLink } from '../../lib/temporal.js';
 import { immutableChanges, problemsDetail, sameSpec, type TenantClient } from './tenant-client.js';
-import { searchAttributes } from '../workflows/definitions.js';
+import { searchAttributes } from '../../workflows/definitions.js';
 import {
   applySignal,
   cancelUpdate,
@@ -27,8 +27,8 @@ import {
   type TenantLifecycleInput,
   type TenantPhase,
   type TenantStatus,
-} from '../workflows/tenant-definitions.js';
-import type { tenantLifecycle } from '../workflows/tenant-lifecycle.js';
+} from '../../workflows/tenant-definitions.js';
+import type { tenantLifecycle } from '../../workflows/tenant-lifecycle.js';
 
 export interface OperationDeps {
   pool: pg.Pool;

@@ -6,7 +6,7 @@
  *   two windows but cannot express a continuous refill). The script runs atomically in Redis with
  *   Redis's own clock. A replica leases tokens ahead of need (see `leaseCap`): a busy key costs a
  *   call to Redis per lease, not per request, and a small bucket stays exact. When the caller
- *   cannot trust its revocation feed (lib/key-revocations.ts), the same call also checks the key's
+ *   cannot trust its revocation feed (domain/access/key-revocations.ts), the same call also checks the key's
  *   revocation marker and takes exactly one token;
  * - 10 agent invocations per minute per key: rate-limiter-flexible's RateLimiterRedis (a fixed
  *   60-second window, atomic in Redis), which expresses exactly that.
@@ -17,7 +17,7 @@
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import type { Config } from './config.js';
+import type { Config } from '../../lib/config.js';
 
 export interface Limits {
   burst: number;

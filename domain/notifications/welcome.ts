@@ -5,10 +5,10 @@
  */
 import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowStartOptions } from '@temporalio/client';
 import type pg from 'pg';
-import { withTransaction } from './db.js';
-import { AppError } from './errors.js';
-import { searchAttributes, welcomeWorkflowId } from '../workflows/definitions.js';
-import type { sendWelcomeEmail } from '../workflows/index.js';
+import { withTransaction } from '../../lib/db.js';
+import { AppError } from '../../lib/errors.js';
+import { searchAttributes, welcomeWorkflowId } from '../../workflows/definitions.js';
+import type { sendWelcomeEmail } from '../../workflows/index.js';
 
 export interface WelcomeStarted {
   tenant: string;

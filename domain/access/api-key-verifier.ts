@@ -5,10 +5,10 @@
  *   process trusts an in-memory LRU entry keyed by the token's SHA-256 (never the token itself)
  *   for at most API_KEY_CACHE_TTL_SECONDS;
  * - revocation: revoking sets a marker in Redis, tells every replica through the revocation feed
- *   (lib/key-revocations.ts), which drops the key from their caches, and then deletes the key's
+ *   (domain/access/key-revocations.ts), which drops the key from their caches, and then deletes the key's
  *   row. A verification (cache miss) checks the marker after bcrypt, so it cannot cache a key
  *   revoked meanwhile; while a replica cannot trust its feed, every request checks the marker (in
- *   the same atomic Redis call as the rate limit, lib/rate-limits.ts). The marker lives far longer
+ *   the same atomic Redis call as the rate limit, domain/access/rate-limits.ts). The marker lives far longer
  *   than any cache entry;
  * - last_used_at is kept in memory per key and written to PostgreSQL every API_KEY_USAGE_FLUSH_MS
  *   by one UPDATE for all keys used meanwhile (never a write per request).
@@ -18,8 +18,8 @@ import bcrypt from 'bcrypt';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import { findKeyByPrefix, lookupPrefix, recordKeyUsage } from './api-keys.js';
-import { withTransaction } from './db.js';
-import { AppError } from './errors.js';
+import { withTransaction } from '../../lib/db.js';
+import { AppError } from '../../lib/errors.js';
 import { revokedMarker } from './rate-limits.js';
 
 export interface VerifiedKey {
@@ -162,7 +162,7 @@ export class ApiKeyVerifier {
  * 1. marks it revoked in Redis (re-verification and replicas that cannot trust their revocation
  *    feed refuse it from now on);
  * 2. announces the revocation to every replica and waits for them (`announce`, see
- *    lib/key-revocations.ts): from then on no replica serves it from its cache;
+ *    domain/access/key-revocations.ts): from then on no replica serves it from its cache;
  * 3. deletes its row (§3.1: the record is removed) and commits.
  *
  * If Redis cannot be reached, nothing is deleted, the marker is taken back, and the caller gets an

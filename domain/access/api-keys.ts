@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { base32nopad } from '@scure/base';
 import bcrypt from 'bcrypt';
 import type pg from 'pg';
-import { AppError } from './errors.js';
+import { AppError } from '../../lib/errors.js';
 
 export const TOKEN_PREFIX = 'ws_live_';
 const TOKEN_PATTERN = /^ws_live_[A-Z2-7]{52}$/;

@@ -7,8 +7,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { withTransaction } from '../db.js';
-import { open, seal } from '../secret-box.js';
+import { withTransaction } from '../../lib/db.js';
+import { open, seal } from '../../lib/secret-box.js';
 import { hashOdooPassword, verifyOdooPassword } from './odoo-password.js';
 import { databaseUrl } from './tenant-database.js';
 

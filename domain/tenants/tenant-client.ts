@@ -15,7 +15,7 @@ import {
   TENANT_CLIENT_KIND,
   tiers,
   type TenantClientSpec,
-} from '../workflows/tenant-definitions.js';
+} from '../../workflows/tenant-definitions.js';
 
 export interface TenantClient {
   apiVersion: typeof TENANT_CLIENT_API_VERSION;
