@@ -1,6 +1,6 @@
 /** Every workflow the worker registers (its single `workflowsPath`). */
 export { sendWelcomeEmail } from './send-welcome-email.js';
-export { tenantLifecycle } from './tenant-lifecycle.js';
+export { tenantLifecycle } from './tenant-lifecycle/index.js';
 export { backupTenant } from './backup-tenant.js';
 export { pruneExpiredBackups } from './prune-expired-backups.js';
 export { pruneExecutionLog } from './prune-execution-log.js';

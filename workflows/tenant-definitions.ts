@@ -105,6 +105,8 @@ export interface LifecycleSettings {
   reconcileBackoffMaxMs: number;
   /** Continue as new past this many history events (defaults to 5,000). */
   historyLimit?: number;
+  /** Shorter activity retry intervals for every policy (tests); production uses the policies' own. */
+  retryIntervals?: { initialMs: number; maximumMs: number };
 }
 
 export interface TenantLifecycleInput {

@@ -28,7 +28,7 @@ import {
   type TenantPhase,
   type TenantStatus,
 } from '../../workflows/tenant-definitions.js';
-import type { tenantLifecycle } from '../../workflows/tenant-lifecycle.js';
+import type { tenantLifecycle } from '../../workflows/tenant-lifecycle/index.js';
 
 export interface OperationDeps {
   pool: pg.Pool;

@@ -26,7 +26,7 @@ export function forbiddenImports(source: string): string[] {
 }
 
 describe('workflow files', () => {
-  const files = readdirSync(workflowsDir).filter((f) => f.endsWith('.ts'));
+  const files = (readdirSync(workflowsDir, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts'));
 
   it('exist', () => expect(files.length).toBeGreaterThan(0));
 

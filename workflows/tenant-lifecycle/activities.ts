@@ -1,0 +1,51 @@
+/**
+ * The lifecycle's activities, one proxy per retry policy (as in Temporal's saga sample), so a
+ * call's policy is the proxy it goes through and never a merge of option objects:
+ *
+ * - `reconcileStep`: a few quick attempts; a failure is then recorded on its resource (Synced=False,
+ *   ReconcileError with the cause) and the next reconcile tries again.
+ * - `mustFinish`: retried without limit, with a capped interval: steps that have to happen however
+ *   long a peer is away (the `client.provisioned` event, every deprovisioning step). Only a
+ *   non-retryable `ApplicationFailure` (a business reason) ever reaches the workflow.
+ * - `nonFatal`: the chat room; a failure is recorded on the room, provisioning goes on.
+ * - `recordTenantStatus`: the status mirror, a local activity retried until PostgreSQL answers.
+ */
+import { proxyActivities, proxyLocalActivities, type ActivityOptions } from '@temporalio/workflow';
+import type { Activities } from '../../activities/index.js';
+import type { LifecycleSettings } from '../tenant-definitions.js';
+
+export function lifecycleActivities(settings: LifecycleSettings) {
+  // tests shorten every interval (settings.retryIntervals); production keeps the defaults
+  const intervals = (initial: string, maximum: string) =>
+    settings.retryIntervals
+      ? { initialInterval: settings.retryIntervals.initialMs, maximumInterval: settings.retryIntervals.maximumMs }
+      : { initialInterval: initial, maximumInterval: maximum };
+
+  const reconcileStep: ActivityOptions = {
+    // short: a worker that dies mid-step has the step retried on another worker after this long
+    startToCloseTimeout: '30 seconds',
+    retry: { ...intervals('500 milliseconds', '10 seconds'), backoffCoefficient: 2, maximumAttempts: 4 },
+  };
+  const mustFinish: ActivityOptions = {
+    startToCloseTimeout: '2 minutes',
+    // no maximumAttempts: retried until it succeeds or fails for a business reason
+    retry: { ...intervals('1 second', '1 minute'), backoffCoefficient: 2 },
+  };
+  const nonFatal: ActivityOptions = {
+    startToCloseTimeout: '30 seconds',
+    retry: { ...intervals('500 milliseconds', '10 seconds'), backoffCoefficient: 2, maximumAttempts: 3 },
+  };
+
+  return {
+    reconcileStep: proxyActivities<Activities>(reconcileStep),
+    mustFinish: proxyActivities<Activities>(mustFinish),
+    nonFatal: proxyActivities<Activities>(nonFatal),
+    // (a proxy has no own properties to spread: take the one function by name)
+    recordTenantStatus: proxyLocalActivities<Activities>({
+      startToCloseTimeout: '10 seconds',
+      retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
+    }).recordTenantStatus,
+  };
+}
+
+export type LifecycleActivities = ReturnType<typeof lifecycleActivities>;

@@ -1,0 +1,181 @@
+/**
+ * The lifecycle of one TenantClient (workflow id `tenant:<name>`), like a controller's reconcile
+ * loop: reconcile the composed resources until the tenant is Ready (reconcile.ts), then wait for
+ * the next apply or operator action. Cancel starts the soak timer; when it ends (or on delete
+ * after a cancel) the tenant is deprovisioned (deprovision.ts) and the workflow returns its final
+ * status. Its state and the rules that change it are in state.ts; its activity policies in
+ * activities.ts.
+ *
+ * It never ends in failure because a peer was away: reconcile steps record their failures as
+ * conditions and the loop backs off and tries again; must-finish steps retry without limit. Every
+ * step is an idempotent activity, so a worker crash anywhere only repeats a step. Time comes from
+ * the SDK's deterministic clock (`Date` inside the workflow sandbox).
+ */
+import { allHandlersFinished, condition, continueAsNew, log, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { searchAttributes } from '../definitions.js';
+import {
+  applySignal,
+  cancelUpdate,
+  deleteUpdate,
+  reactivateUpdate,
+  retryChatRoomUpdate,
+  statusQuery,
+  type TenantLifecycleInput,
+  type TenantStatus,
+} from '../tenant-definitions.js';
+import { lifecycleActivities } from './activities.js';
+import { deprovision } from './deprovision.js';
+import { reconcile, type ReconcileOutcome } from './reconcile.js';
+import { nowIso, TenantState } from './state.js';
+
+/** Continue as new past this many history events, unless the settings say otherwise. */
+const HISTORY_LIMIT = 5_000;
+
+/** Provisions, keeps and finally deprovisions one tenant. Returns the final status. */
+export async function tenantLifecycle(input: TenantLifecycleInput): Promise<TenantStatus> {
+  const { settings } = input;
+  const activities = lifecycleActivities(settings);
+  const tenant = new TenantState(input.carried ?? TenantState.initial(input), (status) =>
+    activities.recordTenantStatus({ name: input.name, uid: input.uid, status }),
+  );
+  const state = tenant.state;
+  if (!input.carried) tenant.needsReconcile = true;
+
+  setMessageHandlers(tenant, input);
+
+  upsertSearchAttributes([
+    { key: searchAttributes.tenant, value: state.name },
+    { key: searchAttributes.workspace, value: state.name },
+  ]);
+  let outcome: ReconcileOutcome = state.phase === 'Ready' ? 'ready' : 'not-ready';
+  let failedRounds = 0;
+  for (;;) {
+    if (tenant.isCancelled) {
+      await tenant.mirror();
+      tenant.setCurrentStep('soak-period');
+      const remaining = Date.parse(state.deprovisionAt!) - Date.now();
+      if (remaining > 0) {
+        await condition(() => !tenant.isCancelled || state.deleteRequested, remaining, { summary: `Soak period until ${state.deprovisionAt}` });
+      }
+      if (tenant.isCancelled) {
+        await deprovision(tenant, activities);
+        await condition(allHandlersFinished);
+        log.info('tenant deprovisioned', { tenant: state.name });
+        return tenant.status();
+      }
+      continue; // reactivated
+    }
+
+    if (tenant.needsReconcile || outcome === 'not-ready') {
+      tenant.needsReconcile = false;
+      outcome = await reconcile(tenant, { uid: input.uid, settings, activities });
+      failedRounds = outcome === 'ready' ? 0 : failedRounds + 1;
+    }
+    await tenant.mirror();
+    if (tenant.isCancelled) continue;
+
+    const wakeUp = () => tenant.needsReconcile || tenant.isCancelled || tenant.hasUnmirroredChanges;
+    if (outcome === 'not-ready') {
+      // exponential back-off, but never past the readiness deadline, so it is reported on time
+      const backoff = Math.min(settings.probeIntervalMs * 2 ** Math.min(failedRounds - 1, 16), settings.reconcileBackoffMaxMs);
+      const untilDeadline = state.deadlineAt - Date.now();
+      const wait = untilDeadline > 0 ? Math.min(backoff, untilDeadline) : backoff;
+      await condition(wakeUp, Math.max(wait, 1), { summary: `Back off ${Math.round(wait / 1000)}s before reconciling ${state.name} again` });
+    } else {
+      tenant.setCurrentStep(outcome === 'ready' ? 'ready' : 'blocked');
+      await condition(() => wakeUp() || workflowInfo().continueAsNewSuggested);
+    }
+
+    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > (settings.historyLimit ?? HISTORY_LIMIT)) {
+      await tenant.mirror();
+      await condition(allHandlersFinished);
+      tenant.recordStep('continue-as-new', 'ok', `history of run ${workflowInfo().runId} has ${workflowInfo().historyLength} events`);
+      await continueAsNew<typeof tenantLifecycle>({ ...input, generation: state.generation, spec: state.spec, carried: state });
+    }
+  }
+}
+
+/** Apply, cancel, reactivate, delete and retry-chat-room, each refused where it makes no sense; the status query. */
+function setMessageHandlers(tenant: TenantState, { settings }: TenantLifecycleInput): void {
+  const state = tenant.state;
+  const phase = () => state.phase.toLowerCase();
+  setHandler(statusQuery, () => tenant.status());
+
+  setHandler(applySignal, ({ generation, spec }) => {
+    if (generation <= state.generation) return; // the same apply again, or an older one
+    state.generation = generation;
+    state.spec = spec;
+    state.deadlineAt = Date.now() + settings.readyDeadlineMs;
+    tenant.needsReconcile = true;
+    tenant.touch();
+  });
+
+  setHandler(
+    cancelUpdate,
+    () => {
+      state.cancelledAt = nowIso();
+      state.deprovisionAt = new Date(Date.now() + settings.soakPeriodMs).toISOString();
+      state.phase = 'Cancelled';
+      tenant.recordStep('cancel', 'ok', `soak period started; deprovisioning at ${state.deprovisionAt} unless reactivated`);
+      tenant.touch();
+      return tenant.status();
+    },
+    {
+      validator: () => {
+        if (tenant.isTearingDown) throw new Error(`tenant ${state.name} is already ${phase()}`);
+        if (tenant.isCancelled) throw new Error(`tenant ${state.name} is already cancelled; it is deprovisioned at ${state.deprovisionAt}`);
+      },
+    },
+  );
+
+  setHandler(
+    reactivateUpdate,
+    () => {
+      state.cancelledAt = undefined;
+      state.deprovisionAt = undefined;
+      state.phase = tenant.isReady ? 'Ready' : 'Provisioning';
+      tenant.recordStep('reactivate', 'ok', 'soak timer stopped; the tenant stays');
+      tenant.needsReconcile = true;
+      tenant.touch();
+      return tenant.status();
+    },
+    {
+      validator: () => {
+        if (tenant.isTearingDown) throw new Error(`tenant ${state.name} is ${phase()}; it can no longer be reactivated`);
+        if (!tenant.isCancelled) throw new Error(`tenant ${state.name} is not cancelled; there is nothing to reactivate`);
+      },
+    },
+  );
+
+  setHandler(
+    deleteUpdate,
+    () => {
+      state.deleteRequested = true;
+      tenant.recordStep('delete', 'ok', 'deprovisioning now instead of at the end of the soak period');
+      tenant.touch();
+      return tenant.status();
+    },
+    {
+      validator: () => {
+        if (tenant.isTearingDown) throw new Error(`tenant ${state.name} is already ${phase()}`);
+        if (!tenant.isCancelled)
+          throw new Error(`tenant ${state.name} is active: cancel it first (deprovisioning follows the soak period, or a delete after the cancel)`);
+      },
+    },
+  );
+
+  setHandler(
+    retryChatRoomUpdate,
+    () => {
+      state.chatRetry = true;
+      tenant.needsReconcile = true;
+      tenant.recordStep('retry-chat-room', 'ok', 'the chat room is created again on this reconcile');
+      return tenant.status();
+    },
+    {
+      validator: () => {
+        if (tenant.isTearingDown || tenant.isCancelled) throw new Error(`tenant ${state.name} is ${phase()}; its chat room is not reconciled`);
+      },
+    },
+  );
+}

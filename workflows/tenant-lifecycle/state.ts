@@ -1,0 +1,168 @@
+/**
+ * What the tenant lifecycle workflow keeps about its tenant, and the only code that changes it:
+ * the steps taken, the per-resource states, the Crossplane conditions and the current step (also
+ * a search attribute, so the Temporal UI can list tenants by step). Pure apart from the search
+ * attribute and the status mirror, which runs the `recordTenantStatus` local activity.
+ */
+import { upsertSearchAttributes } from '@temporalio/workflow';
+import { searchAttributes } from '../definitions.js';
+import {
+  newResources,
+  resourceErrors,
+  setCondition,
+  type Condition,
+  type LifecycleState,
+  type ReadyReason,
+  type ResourceKind,
+  type ResourceState,
+  type StepRecord,
+  type TenantLifecycleInput,
+  type TenantStatus,
+} from '../tenant-definitions.js';
+
+/** How many recent steps the status keeps. */
+const RECENT_STEPS = 30;
+
+export const nowIso = () => new Date().toISOString();
+
+type MirrorStatus = (status: TenantStatus) => Promise<void>;
+
+export class TenantState {
+  /** Something to reconcile: a new spec, a reactivation, a chat-room retry. */
+  needsReconcile: boolean;
+  /** The status changed since it was last mirrored to PostgreSQL. */
+  private statusChanged = true;
+
+  constructor(
+    readonly state: LifecycleState,
+    private readonly mirrorStatus: MirrorStatus,
+  ) {
+    this.needsReconcile = state.phase !== 'Ready';
+  }
+
+  static initial(input: TenantLifecycleInput): LifecycleState {
+    const at = nowIso();
+    return {
+      name: input.name,
+      spec: input.spec,
+      generation: input.generation,
+      observedGeneration: 0,
+      phase: 'Provisioning',
+      conditions: [
+        { type: 'Synced', status: 'Unknown', reason: 'ReconcileSuccess', message: 'not reconciled yet', lastTransitionTime: at, observedGeneration: 0 },
+        { type: 'Ready', status: 'False', reason: 'Creating', message: 'Unready resources: database, apiUser, route, filestore, backupSchedule', lastTransitionTime: at, observedGeneration: 0 },
+      ],
+      resources: newResources(at),
+      steps: [],
+      currentStep: 'queued',
+      hostname: '',
+      deadlineAt: Date.now() + input.settings.readyDeadlineMs,
+      chatRetry: false,
+      deleteRequested: false,
+    };
+  }
+
+  get name(): string {
+    return this.state.name;
+  }
+
+  /** The status the `status` query answers and PostgreSQL mirrors (a copy, without the internals). */
+  status(): TenantStatus {
+    const { spec: _spec, hostname: _hostname, deadlineAt: _deadline, chatRetry: _chatRetry, deleteRequested: _delete, ...status } = this.state;
+    return JSON.parse(JSON.stringify(status)) as TenantStatus;
+  }
+
+  get isCancelled(): boolean {
+    return this.state.cancelledAt !== undefined;
+  }
+
+  get isTearingDown(): boolean {
+    return this.state.phase === 'Deprovisioning' || this.state.phase === 'Deprovisioned';
+  }
+
+  get isReady(): boolean {
+    return this.condition('Ready')?.status === 'True';
+  }
+
+  get hasUnmirroredChanges(): boolean {
+    return this.statusChanged;
+  }
+
+  condition(type: Condition['type']): Condition | undefined {
+    return this.state.conditions.find((c) => c.type === type);
+  }
+
+  /** Marks the status as changed, so the next mirror writes it. */
+  touch(): void {
+    this.statusChanged = true;
+  }
+
+  recordStep(step: string, outcome: StepRecord['outcome'], message: string): void {
+    this.state.steps = [...this.state.steps, { step, at: nowIso(), outcome, message }].slice(-RECENT_STEPS);
+  }
+
+  setResource(kind: ResourceKind, next: Omit<ResourceState, 'lastTransitionTime'>): void {
+    const previous = this.state.resources[kind];
+    const moved = previous.synced !== next.synced || previous.state !== next.state;
+    this.state.resources[kind] = { ...next, lastTransitionTime: moved ? nowIso() : previous.lastTransitionTime };
+    this.statusChanged = true;
+  }
+
+  /** A resource whose last attempt failed: the failure is kept on it, under its known name. */
+  setResourceFailed(kind: ResourceKind, message: string): void {
+    this.setResource(kind, { externalName: this.state.resources[kind].externalName, synced: 'False', state: 'Failed', message });
+  }
+
+  setResourceDeleted(kind: ResourceKind, message: string): void {
+    this.setResource(kind, { externalName: this.state.resources[kind].externalName, synced: 'True', state: 'Deleted', message });
+  }
+
+  /** The step shown in the status and in the `CurrentStep` search attribute. */
+  setCurrentStep(step: string): void {
+    this.state.currentStep = step;
+    upsertSearchAttributes([{ key: searchAttributes.currentStep, value: step }]);
+  }
+
+  setSynced(status: 'True' | 'False', message: string, generation: number): void {
+    this.state.conditions = setCondition(
+      this.state.conditions,
+      { type: 'Synced', status, reason: status === 'True' ? 'ReconcileSuccess' : 'ReconcileError', message, observedGeneration: generation },
+      nowIso(),
+    );
+    this.statusChanged = true;
+  }
+
+  /** Synced from the resources: False while one (other than the non-fatal chat room) failed. */
+  setSyncedFromResources(generation: number): void {
+    const errors = this.blockingErrors();
+    const chatRoom = this.state.resources.chatRoom;
+    if (errors.length) this.setSynced('False', errors.join('; '), generation);
+    else
+      this.setSynced(
+        'True',
+        chatRoom.state === 'Failed' ? `chatRoom failed (non-fatal, retry with \`retry chat-room ${this.name}\`): ${chatRoom.message}` : '',
+        generation,
+      );
+  }
+
+  setReady(status: 'True' | 'False', reason: ReadyReason, message: string): void {
+    this.state.conditions = setCondition(
+      this.state.conditions,
+      { type: 'Ready', status, reason, message, observedGeneration: this.state.generation },
+      nowIso(),
+    );
+    this.statusChanged = true;
+  }
+
+  /** The failures that keep the tenant from being Synced (the chat room never does). */
+  blockingErrors(): string[] {
+    return resourceErrors(this.state.resources).filter((e) => !e.startsWith('chatRoom:'));
+  }
+
+  /** Writes the status to PostgreSQL (for `get`, the portal and the API) when it changed. */
+  async mirror(): Promise<void> {
+    if (!this.statusChanged) return;
+    this.statusChanged = false;
+    await this.mirrorStatus(this.status());
+  }
+}
