@@ -5,7 +5,7 @@
  * passes, and emit `client.provisioned` once. Every step is idempotent; a step that fails is
  * recorded on its resource and in the conditions, never thrown out of the workflow.
  */
-import { ActivityFailure, ApplicationFailure, upsertSearchAttributes } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, upsertSearchAttributes } from '@temporalio/workflow';
 import { chatRoomName, searchAttributes } from '../definitions.js';
 import {
   backupScheduleId,
@@ -206,7 +206,10 @@ export async function reconcile(tenant: TenantState, { uid, settings, activities
     if (state.phase !== 'Cancelled') state.phase = 'Ready';
     tenant.setReady('True', 'Available', '');
     await tenant.mirror();
-    if (!state.provisionedEventId) {
+    // a tenant cancelled during this reconcile gets no event, hence no welcome e-mail; a
+    // reactivation reconciles again and emits it then (patched: earlier runs emitted it anyway)
+    const cancelledMeanwhile = tenant.isCancelled && patched('no-provisioned-event-when-cancelled');
+    if (!state.provisionedEventId && !cancelledMeanwhile) {
       tenant.setCurrentStep('publish-provisioned-event');
       // must finish: the event leads to the welcome e-mail and the portal entry, however long the
       // events service is away (the pending activity shows its attempts and last failure)

@@ -37,7 +37,8 @@ export class TenantState {
     readonly state: LifecycleState,
     private readonly mirrorStatus: MirrorStatus,
   ) {
-    this.needsReconcile = state.phase !== 'Ready';
+    // carried across continue-as-new: what woke the last run but was not reconciled there yet
+    this.needsReconcile = state.phase !== 'Ready' || state.chatRetry || state.observedGeneration < state.generation;
   }
 
   static initial(input: TenantLifecycleInput): LifecycleState {
