@@ -1,6 +1,6 @@
 /** The tenant's support chat room `support-<subdomain>-<projectId padded>` (Mattermost channels API). */
 import { chatRoomName } from '../workflows/definitions.js';
-import type { TenantClientSpec } from '../workflows/tenant-definitions.js';
+import type { TenantClientSpec } from '../domain/tenants/types.js';
 import type { TenantActivityDeps } from './tenant-deps.js';
 
 export const createTenantChatActivities = ({ chat }: TenantActivityDeps) => ({

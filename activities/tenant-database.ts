@@ -3,11 +3,13 @@ import { ensureErpApiUser as ensureApiUser } from '../domain/erp/api-user.js';
 import {
   cloneTenantDatabase as cloneDatabase,
   dropTenantDatabase as dropDatabase,
+  InvalidDatabaseNameError,
   TemplateMissingError,
   templateDatabaseName,
   tenantDatabaseExists,
 } from '../domain/erp/tenant-database.js';
-import type { TenantClientSpec } from '../workflows/tenant-definitions.js';
+import { ApplicationFailure } from '@temporalio/common';
+import { TenantErrorType, type TenantClientSpec } from '../domain/tenants/types.js';
 import type { TenantActivityDeps } from './tenant-deps.js';
 
 export const createTenantDatabaseActivities = ({ config, platformPool, erpAdminPool }: TenantActivityDeps) => ({
@@ -23,6 +25,7 @@ export const createTenantDatabaseActivities = ({ config, platformPool, erpAdminP
       return { database: input.database, template, outcome };
     } catch (err) {
       if (err instanceof TemplateMissingError) return { database: input.database, template, outcome: 'template-missing' as const };
+      if (err instanceof InvalidDatabaseNameError) throw ApplicationFailure.create({ type: TenantErrorType.InvalidName, message: err.message, nonRetryable: true });
       throw err;
     }
   },

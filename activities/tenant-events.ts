@@ -1,7 +1,7 @@
 /** `client.provisioned` through the events service (§6), with a deterministic id so a retry is stored once. */
 import { cloudEvent, publishEvent } from '../domain/events/events.js';
 import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../workflows/definitions.js';
-import type { TenantClientSpec } from '../workflows/tenant-definitions.js';
+import type { TenantClientSpec } from '../domain/tenants/types.js';
 import type { TenantActivityDeps } from './tenant-deps.js';
 
 export const provisionedEventId = (tenant: string, generation: number) => `${CLIENT_PROVISIONED}:${tenant}:${generation}`;

@@ -1,7 +1,7 @@
 /** The tenant's filestore folder, always directly under FILESTORE_ROOT. */
 import { createFilestore, FilestorePathError, wipeFilestore } from '../domain/tenants/filestore.js';
 import { ApplicationFailure } from '@temporalio/common';
-import { TenantErrorType } from '../workflows/tenant-definitions.js';
+import { TenantErrorType } from '../domain/tenants/types.js';
 import type { TenantActivityDeps } from './tenant-deps.js';
 
 const refuseOutsideRoot = (err: unknown): never => {

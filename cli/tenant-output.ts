@@ -1,7 +1,7 @@
 /** How the CLI shows TenantClients: kubectl-like tables and a `describe` page. */
 import Table from 'cli-table3';
 import type { TenantClientResource, TenantClientSummary } from '../domain/tenants/operations.js';
-import { resourceKinds } from '../workflows/tenant-definitions.js';
+import { resourceKinds } from '../domain/tenants/types.js';
 
 /** The resource names `get`, `describe` and the actions accept for TenantClients. */
 export const TENANT_RESOURCE_NAMES = ['tenant', 'tenants', 'tenantclient', 'tenantclients', 'tc'];

@@ -15,23 +15,3 @@ export async function connectTemporal(cfg: Pick<Config, 'TEMPORAL_ADDRESS' | 'TE
 export function temporalUiLink(cfg: Pick<Config, 'TEMPORAL_UI_URL' | 'TEMPORAL_NAMESPACE'>, workflowId: string): string {
   return `${cfg.TEMPORAL_UI_URL}/namespaces/${encodeURIComponent(cfg.TEMPORAL_NAMESPACE)}/workflows/${encodeURIComponent(workflowId)}`;
 }
-
-/**
- * Registers the platform's custom search attributes on the namespace if they are missing (a
- * Temporal cluster in production; the dev server already has them from its start flags).
- */
-export async function ensureSearchAttributes(client: Client, namespace: string): Promise<string[]> {
-  const { searchAttributes } = await import('../workflows/definitions.js');
-  const existing = await client.connection.operatorService.listSearchAttributes({ namespace });
-  const known = new Set(Object.keys(existing.customAttributes ?? {}));
-  const missing = Object.values(searchAttributes).filter((k) => !known.has(k.name));
-  if (missing.length === 0) return [];
-  const { temporal } = await import('@temporalio/proto');
-  await client.connection.operatorService.addSearchAttributes({
-    namespace,
-    searchAttributes: Object.fromEntries(
-      missing.map((k) => [k.name, temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]),
-    ),
-  });
-  return missing.map((k) => k.name);
-}

@@ -9,7 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createPool } from '../lib/db.js';
-import { databaseUrl, erpVersions, templateDatabaseName, tiers, type ErpVersion, type Tier } from '../domain/erp/tenant-database.js';
+import { databaseUrl, templateDatabaseName } from '../domain/erp/tenant-database.js';
+import { erpVersions, tiers, type ErpVersion, type Tier } from '../domain/tenants/types.js';
 import { hashOdooPassword } from '../domain/erp/odoo-password.js';
 import { odooSchemaSql } from '../sandbox/erp/models.js';
 import { demoData, type Row } from '../sandbox/erp/demo-data.js';

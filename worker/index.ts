@@ -10,7 +10,8 @@ import { createActivities } from '../activities/index.js';
 import { connectTenantActivityDeps } from '../activities/tenant-deps.js';
 import { ensureBackupRetentionSchedule } from '../domain/tenants/backup-schedules.js';
 import { ensureExecutionLogRetentionSchedule } from '../domain/access/execution-log-schedule.js';
-import { connectTemporal, ensureSearchAttributes } from '../lib/temporal.js';
+import { connectTemporal } from '../lib/temporal.js';
+import { ensureSearchAttributes } from './search-attributes.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 

@@ -1,7 +1,6 @@
 import { proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import { searchAttributes } from './definitions.js';
-import type { BackupTenantInput } from './tenant-definitions.js';
+import { searchAttributes, type BackupTenantInput } from './definitions.js';
 
 const { createTenantBackup } = proxyActivities<Activities>({
   startToCloseTimeout: '30 minutes',

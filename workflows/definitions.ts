@@ -4,6 +4,8 @@
  * No Node built-ins here: this module is bundled into the workflow sandbox.
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { ErpVersion, TenantClientSpec, TenantStatus, Tier } from '../domain/tenants/types.js';
 
 export const searchAttributes = {
   tenant: defineSearchAttributeKey('Tenant', SearchAttributeType.KEYWORD),
@@ -57,11 +59,78 @@ export interface ClientProvisionedData {
   projectId?: number;
   ownerEmail: string;
   ownerName: string;
-  tier: 'starter' | 'pro' | 'enterprise';
-  erpVersion: '17' | '18' | '19';
+  tier: Tier;
+  erpVersion: ErpVersion;
 }
 
 /** Business failures that are not worth retrying. */
 export const ErrorType = {
   NotificationRejected: 'NotificationRejected',
 } as const;
+
+// ---- the tenant lifecycle (workflows/tenant-lifecycle) ----
+
+export const tenantWorkflowId = (name: string) => `tenant:${name}`;
+
+// ---- messages ----
+
+export interface ApplyRequest {
+  generation: number;
+  spec: TenantClientSpec;
+}
+
+/** The settings the workflow runs with (from the platform configuration at apply time), in ms. */
+export interface LifecycleSettings {
+  readyDeadlineMs: number;
+  soakPeriodMs: number;
+  probeIntervalMs: number;
+  reconcileBackoffMaxMs: number;
+  /** Continue as new past this many history events (defaults to 5,000). */
+  historyLimit?: number;
+  /** Shorter activity retry intervals for every policy (tests); production uses the policies' own. */
+  retryIntervals?: { initialMs: number; maximumMs: number };
+}
+
+export interface TenantLifecycleInput {
+  name: string;
+  /** Unique id of this TenantClient (it owns the subdomain reservation). */
+  uid: string;
+  generation: number;
+  spec: TenantClientSpec;
+  settings: LifecycleSettings;
+  /** The state carried across continue-as-new. */
+  carried?: LifecycleState;
+}
+
+/** Everything the workflow keeps: the status it reports plus what it needs to go on. */
+export interface LifecycleState extends TenantStatus {
+  spec: TenantClientSpec;
+  /** The tenant hostname (= database name), known once the subdomain is reserved. */
+  hostname: string;
+  /** When the current generation must be Ready (epoch ms). */
+  deadlineAt: number;
+  chatRetry: boolean;
+  deleteRequested: boolean;
+}
+
+/** A new spec (apply); ignored when its generation is not newer than the one the workflow has. */
+export const applySignal = defineSignal<[ApplyRequest]>('apply');
+export const statusQuery = defineQuery<TenantStatus>('status');
+/** Customer cancelled: start the soak timer. */
+export const cancelUpdate = defineUpdate<TenantStatus>('cancel');
+/** Stop the soak timer; everything stays. */
+export const reactivateUpdate = defineUpdate<TenantStatus>('reactivate');
+/** Deprovision now (only after a cancel). */
+export const deleteUpdate = defineUpdate<TenantStatus>('delete');
+/** Create the chat room again on the next reconcile. */
+export const retryChatRoomUpdate = defineUpdate<TenantStatus>('retryChatRoom');
+
+
+export interface BackupTenantInput {
+  tenant: string;
+  tier: Tier;
+  /** The tenant database (= tenant hostname). */
+  database: string;
+}
+
+export const BACKUP_RETENTION_SCHEDULE_ID = 'backup-retention';

@@ -1,6 +1,6 @@
 /** `cancel|reactivate|delete tenant <name>` and `retry chat-room <name>`: lifecycle actions on the ops API. */
 import type { Command } from 'commander';
-import type { TenantStatus } from '../../workflows/tenant-definitions.js';
+import type { TenantStatus } from '../../domain/tenants/types.js';
 import { opsRequest } from '../ops-client.js';
 import { assertTenantResource } from '../tenant-output.js';
 

@@ -14,7 +14,7 @@ import type { Config } from '../../lib/config.js';
 import { AppError } from '../../lib/errors.js';
 import { loadErpCredentials } from './api-user.js';
 import { ErpFault, createErpClient, orNull, type ErpClient } from './client.js';
-import type { ErpVersion } from './tenant-database.js';
+import type { ErpVersion } from '../tenants/types.js';
 
 const Money = (description: string) => Type.Number({ description });
 const Day = (description: string) => Type.String({ format: 'date', description });

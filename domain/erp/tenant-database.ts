@@ -4,12 +4,7 @@
  * `admin` is a pool on ERP_DATABASE_URL (the server's `postgres` database).
  */
 import pg from 'pg';
-
-export type Tier = 'starter' | 'pro' | 'enterprise';
-export type ErpVersion = '17' | '18' | '19';
-
-export const tiers: readonly Tier[] = ['starter', 'pro', 'enterprise'];
-export const erpVersions: readonly ErpVersion[] = ['17', '18', '19'];
+import type { ErpVersion, Tier } from '../tenants/types.js';
 
 export const templateDatabaseName = (tier: Tier, erpVersion: ErpVersion) => `erp_tpl_${tier}_${erpVersion}`;
 export const tenantHostname = (subdomain: string, tenantDomain: string) => `${subdomain}.${tenantDomain}`;
@@ -21,9 +16,16 @@ export class TemplateMissingError extends Error {
   }
 }
 
+/** A name that can never be a tenant database (retrying cannot help). */
+export class InvalidDatabaseNameError extends Error {
+  override name = 'InvalidDatabaseNameError';
+}
+
 /** PostgreSQL identifiers are at most 63 bytes; we also keep names to what hostnames use. */
+const isDatabaseName = (name: string) => /^[a-z0-9][a-z0-9._-]{0,62}$/.test(name);
+
 function assertDatabaseName(name: string): void {
-  if (!/^[a-z0-9][a-z0-9._-]{0,62}$/.test(name)) throw new Error(`invalid database name: ${JSON.stringify(name)}`);
+  if (!isDatabaseName(name)) throw new InvalidDatabaseNameError(`invalid database name: ${JSON.stringify(name)}`);
 }
 
 const pgCode = (err: unknown) => (err as { code?: string }).code;
@@ -68,9 +70,13 @@ export async function cloneTenantDatabase(
   }
 }
 
-/** Terminates the database's connections and drops it (DROP DATABASE IF EXISTS … WITH (FORCE)). */
+/**
+ * Terminates the database's connections and drops it (DROP DATABASE IF EXISTS … WITH (FORCE)).
+ * A name that is not a valid database name was never created: 'absent', so a half-made tenant
+ * deprovisions to nothing.
+ */
 export async function dropTenantDatabase(admin: pg.Pool, database: string): Promise<'dropped' | 'absent'> {
-  assertDatabaseName(database);
+  if (!isDatabaseName(database)) return 'absent';
   if (!(await tenantDatabaseExists(admin, database))) return 'absent';
   await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`);
   return 'dropped';

@@ -4,8 +4,8 @@
  * running `pruneExpiredBackups`). Creating and deleting are idempotent.
  */
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
-import { searchAttributes } from '../../workflows/definitions.js';
-import { backupScheduleId, BACKUP_RETENTION_SCHEDULE_ID, type BackupTenantInput } from '../../workflows/tenant-definitions.js';
+import { searchAttributes, BACKUP_RETENTION_SCHEDULE_ID, type BackupTenantInput } from '../../workflows/definitions.js';
+import { backupScheduleId } from './types.js';
 
 export async function createBackupSchedule(
   client: Client,

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type pg from 'pg';
 import type { Config } from '../../lib/config.js';
-import type { Tier } from '../../workflows/tenant-definitions.js';
+import type { Tier } from './types.js';
 
 const run = promisify(execFile);
 const TENANT = /^[a-z0-9-]{1,30}$/;

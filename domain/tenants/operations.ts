@@ -11,23 +11,8 @@ import { withTransaction } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import { temporalUiLink } from '../../lib/temporal.js';
 import { immutableChanges, problemsDetail, sameSpec, type TenantClient } from './tenant-client.js';
-import { searchAttributes } from '../../workflows/definitions.js';
-import {
-  applySignal,
-  cancelUpdate,
-  deleteUpdate,
-  reactivateUpdate,
-  retryChatRoomUpdate,
-  statusQuery,
-  TENANT_CLIENT_API_VERSION,
-  TENANT_CLIENT_KIND,
-  tenantWorkflowId,
-  type Condition,
-  type TenantClientSpec,
-  type TenantLifecycleInput,
-  type TenantPhase,
-  type TenantStatus,
-} from '../../workflows/tenant-definitions.js';
+import { searchAttributes, applySignal, cancelUpdate, deleteUpdate, reactivateUpdate, retryChatRoomUpdate, statusQuery, tenantWorkflowId, type TenantLifecycleInput } from '../../workflows/definitions.js';
+import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type Condition, type TenantClientSpec, type TenantPhase, type TenantStatus } from './types.js';
 import type { tenantLifecycle } from '../../workflows/tenant-lifecycle/index.js';
 
 export interface OperationDeps {

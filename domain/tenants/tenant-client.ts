@@ -9,13 +9,7 @@
  */
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
-import {
-  erpVersions,
-  TENANT_CLIENT_API_VERSION,
-  TENANT_CLIENT_KIND,
-  tiers,
-  type TenantClientSpec,
-} from '../../workflows/tenant-definitions.js';
+import { erpVersions, TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, tiers, type TenantClientSpec } from './types.js';
 
 export interface TenantClient {
   apiVersion: typeof TENANT_CLIENT_API_VERSION;

@@ -5,7 +5,7 @@
  * payments with their bank statement lines (the most recent ones not yet reconciled), an opening
  * balance, and the tier's module list. Same tier, version and day → same rows.
  */
-import type { ErpVersion, Tier } from '../../domain/erp/tenant-database.js';
+import type { ErpVersion, Tier } from '../../domain/tenants/types.js';
 
 export type Row = Record<string, string | number | boolean | null>;
 export type Tables = Record<string, Row[]>;

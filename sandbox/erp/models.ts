@@ -12,7 +12,7 @@
  * `account.bank.statement.line.is_reconciled`, `account.account.account_type`) has the same name
  * and meaning in 17, 18 and 19.
  */
-import type { ErpVersion } from '../../domain/erp/tenant-database.js';
+import type { ErpVersion } from '../../domain/tenants/types.js';
 
 export type FieldType =
   | 'integer'

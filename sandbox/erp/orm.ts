@@ -6,7 +6,7 @@
  * values are `false`, many2one values `[id, display name]`, dates `YYYY-MM-DD` strings.
  */
 import type pg from 'pg';
-import type { ErpVersion } from '../../domain/erp/tenant-database.js';
+import type { ErpVersion } from '../../domain/tenants/types.js';
 import { odooModels, type FieldDef, type ModelDef } from './models.js';
 import { SqlBuilder, pyRepr } from './domain.js';
 import { accessError, attributeError, missingError, typeError, userError, valueError } from './odoo-errors.js';

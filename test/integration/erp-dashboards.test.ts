@@ -9,7 +9,7 @@ import { createPool, type Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
 import { AlertsSchema, CashflowSchema, KpisSchema, createDashboardService, type DashboardService } from '../../domain/erp/dashboards.js';
 import { AppError } from '../../lib/errors.js';
-import type { ErpVersion } from '../../domain/erp/tenant-database.js';
+import type { ErpVersion } from '../../domain/tenants/types.js';
 import type { ErpStandIn } from '../../sandbox/erp/server.js';
 import { createWorkspaceWithTenant, erpTestConfig, provisionTestTenant, queryTenantDb, startTestErp, type TestTenant } from '../support/erp-tenant.js';
 

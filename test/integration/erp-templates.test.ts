@@ -5,11 +5,10 @@ import {
   TemplateMissingError,
   cloneTenantDatabase,
   dropTenantDatabase,
-  erpVersions,
   templateDatabaseName,
   tenantDatabaseExists,
-  tiers,
 } from '../../domain/erp/tenant-database.js';
+import { erpVersions, tiers } from '../../domain/tenants/types.js';
 import { ensureErpTemplates } from '../../scripts/erp-templates.js';
 import type { Config } from '../../lib/config.js';
 import { erpTestConfig, queryTenantDb, uniqueName } from '../support/erp-tenant.js';

@@ -1,8 +1,7 @@
 /** Numbered SQL migrations on a real PostgreSQL database of their own. */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import pg from 'pg';
 import { createPool, type Pool } from '../../lib/db.js';
 import { migrate } from '../../lib/migrate.js';

@@ -14,21 +14,11 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import {
-  applySignal,
-  cancelUpdate,
-  deleteUpdate,
-  reactivateUpdate,
-  retryChatRoomUpdate,
-  statusQuery,
-  TenantErrorType,
-  tenantWorkflowId,
-  type LifecycleSettings,
-  type TenantStatus,
-} from '../../workflows/tenant-definitions.js';
+import { TenantErrorType, type TenantStatus } from '../../domain/tenants/types.js';
+import { applySignal, cancelUpdate, deleteUpdate, reactivateUpdate, retryChatRoomUpdate, statusQuery, tenantWorkflowId, type LifecycleSettings } from '../../workflows/definitions.js';
 import type { tenantLifecycle } from '../../workflows/index.js';
 import { FakeTenantPeers } from '../support/fake-tenant-peers.js';
 import { workflowBundle } from '../support/env.js';
@@ -49,6 +39,8 @@ beforeAll(async () => {
   connection = await Connection.connect({ address });
   client = new Client({ connection });
 });
+
+afterEach(() => peers.reset());
 
 afterAll(async () => {
   worker?.shutdown();
@@ -91,17 +83,15 @@ type Handle = WorkflowHandle<typeof tenantLifecycle>;
 
 /** Polls the status query until `ok` holds; fails with the last status seen. */
 async function waitForStatus(handle: Handle, ok: (s: TenantStatus) => boolean, timeout = 30_000): Promise<TenantStatus> {
+  const until = Date.now() + timeout;
   let last: TenantStatus | undefined;
-  await expect
-    .poll(
-      async () => {
-        last = await handle.query(statusQuery);
-        return ok(last);
-      },
-      { timeout, interval: 100, message: `status never matched; last: ${JSON.stringify(last?.conditions)} step ${last?.currentStep}` },
-    )
-    .toBe(true);
-  return last!;
+  while (Date.now() < until) {
+    last = await handle.query(statusQuery).catch(() => undefined);
+    if (last && ok(last)) return last;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const run = await handle.describe().then((d) => d.status.name, () => 'unknown');
+  throw new Error(`status never matched within ${timeout} ms (workflow ${run}); last: ${JSON.stringify(last, null, 1)}`);
 }
 
 const condition = (s: TenantStatus, type: 'Synced' | 'Ready') => s.conditions.find((c) => c.type === type)!;

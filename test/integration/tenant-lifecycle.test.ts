@@ -13,9 +13,8 @@ import { Redis } from 'ioredis';
 import { Worker } from '@temporalio/worker';
 import { ScheduleNotFoundError } from '@temporalio/client';
 import { buildCli } from '../../cli/index.js';
-import { chatRoomName, searchAttributes } from '../../workflows/definitions.js';
+import { chatRoomName, searchAttributes, tenantWorkflowId } from '../../workflows/definitions.js';
 import { tempDir } from '../support/env.js';
-import { tenantWorkflowId } from '../../workflows/tenant-definitions.js';
 import {
   applyYaml,
   condition,

@@ -8,7 +8,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Activities } from '../../activities/index.js';
-import type { TenantStatus } from '../../workflows/tenant-definitions.js';
+import type { TenantStatus } from '../../domain/tenants/types.js';
 
 type LifecycleActivityName =
   | 'reserveSubdomain'
@@ -45,6 +45,12 @@ export class FakeTenantPeers {
   healthy = true;
   /** The last status each tenant mirrored. */
   readonly statuses = new Map<string, TenantStatus>();
+
+  /** Every peer up, fast and healthy again (between tests, so one test's outage never leaks into the next). */
+  reset(): void {
+    for (const m of [this.down, this.failNext, this.businessFailure, this.slow]) m.clear();
+    this.healthy = true;
+  }
 
   count(name: LifecycleActivityName): number {
     return this.calls.get(name) ?? 0;

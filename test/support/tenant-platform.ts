@@ -8,10 +8,9 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { inject } from 'vitest';
+import { inject, expect } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
-import { expect } from 'vitest';
 import { startApi } from '../../api/server.js';
 import type { Config } from '../../lib/config.js';
 import { createPool, type Pool } from '../../lib/db.js';
@@ -24,7 +23,7 @@ import { startEvents } from '../../services/events/server.js';
 import { startNotifications } from '../../services/notifications/server.js';
 import { freePort } from '../../scripts/local-servers.js';
 import { createWorker } from '../../worker/index.js';
-import type { TenantStatus } from '../../workflows/tenant-definitions.js';
+import type { TenantStatus } from '../../domain/tenants/types.js';
 import { tempDir, testConfig, workflowBundle } from './env.js';
 
 type Closer = () => Promise<unknown>;

@@ -5,7 +5,7 @@ import { filestorePath } from '../../domain/tenants/filestore.js';
 import { retentionDays, tenantBackupDir } from '../../domain/tenants/backups.js';
 import { parseConfig } from '../../lib/config.js';
 import { age } from '../../cli/tenant-output.js';
-import { newResources, resourceErrors, setCondition, unreadyMessage, type Condition } from '../../workflows/tenant-definitions.js';
+import { newResources, resourceErrors, setCondition, unreadyMessage, type Condition } from '../../domain/tenants/types.js';
 
 describe('conditions', () => {
   const synced = (status: 'True' | 'False'): Omit<Condition, 'lastTransitionTime'> => ({

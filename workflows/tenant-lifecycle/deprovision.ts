@@ -10,7 +10,7 @@
  * what was left behind, so a half-made tenant is deprovisioned to nothing it did create.
  */
 import { chatRoomName } from '../definitions.js';
-import { backupScheduleId, type ResourceKind } from '../tenant-definitions.js';
+import { backupScheduleId, type ResourceKind } from '../../domain/tenants/types.js';
 import type { LifecycleActivities } from './activities.js';
 import { failureMessage } from './reconcile.js';
 import { nowIso, type TenantState } from './state.js';

@@ -12,17 +12,8 @@
  * the SDK's deterministic clock (`Date` inside the workflow sandbox).
  */
 import { allHandlersFinished, condition, continueAsNew, log, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { searchAttributes } from '../definitions.js';
-import {
-  applySignal,
-  cancelUpdate,
-  deleteUpdate,
-  reactivateUpdate,
-  retryChatRoomUpdate,
-  statusQuery,
-  type TenantLifecycleInput,
-  type TenantStatus,
-} from '../tenant-definitions.js';
+import { searchAttributes, applySignal, cancelUpdate, deleteUpdate, reactivateUpdate, retryChatRoomUpdate, statusQuery, type TenantLifecycleInput } from '../definitions.js';
+import { type TenantStatus } from '../../domain/tenants/types.js';
 import { lifecycleActivities } from './activities.js';
 import { deprovision } from './deprovision.js';
 import { reconcile, type ReconcileOutcome } from './reconcile.js';

@@ -6,16 +6,8 @@
  * recorded on its resource and in the conditions, never thrown out of the workflow.
  */
 import { ActivityFailure, ApplicationFailure, patched, upsertSearchAttributes } from '@temporalio/workflow';
-import { chatRoomName, searchAttributes } from '../definitions.js';
-import {
-  backupScheduleId,
-  routeNamespace,
-  TenantErrorType,
-  unreadyMessage,
-  unreadyResources,
-  type LifecycleSettings,
-  type ResourceKind,
-} from '../tenant-definitions.js';
+import { chatRoomName, searchAttributes, type LifecycleSettings } from '../definitions.js';
+import { backupScheduleId, routeNamespace, TenantErrorType, unreadyMessage, unreadyResources, type ResourceKind } from '../../domain/tenants/types.js';
 import type { LifecycleActivities } from './activities.js';
 import { nowIso, type TenantState } from './state.js';
 

@@ -5,20 +5,8 @@
  * attribute and the status mirror, which runs the `recordTenantStatus` local activity.
  */
 import { upsertSearchAttributes } from '@temporalio/workflow';
-import { searchAttributes } from '../definitions.js';
-import {
-  newResources,
-  resourceErrors,
-  setCondition,
-  type Condition,
-  type LifecycleState,
-  type ReadyReason,
-  type ResourceKind,
-  type ResourceState,
-  type StepRecord,
-  type TenantLifecycleInput,
-  type TenantStatus,
-} from '../tenant-definitions.js';
+import { searchAttributes, type LifecycleState, type TenantLifecycleInput } from '../definitions.js';
+import { newResources, resourceErrors, setCondition, type Condition, type ReadyReason, type ResourceKind, type ResourceState, type StepRecord, type TenantStatus } from '../../domain/tenants/types.js';
 
 /** How many recent steps the status keeps. */
 const RECENT_STEPS = 30;

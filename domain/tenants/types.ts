@@ -1,11 +1,9 @@
 /**
- * What the tenant lifecycle workflow shares with the API, the CLI, the activities and the tests:
- * the TenantClient spec, its Crossplane-style status, the workflow's messages and the pure rules
- * that turn resource states into the `Synced` and `Ready` conditions. Bundled into the workflow
- * sandbox: no Node built-ins, no I/O.
+ * The TenantClient (§2.3) as the platform knows it: its spec, tiers and ERP versions, its
+ * Crossplane-style status, and the pure rules that turn resource states into the `Synced` and
+ * `Ready` conditions. Shared by the API, the CLI, the activities and the lifecycle workflow, so it
+ * imports nothing: it is bundled into the workflow sandbox too.
  */
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-
 export const TENANT_CLIENT_API_VERSION = 'plana.dev/v1alpha1';
 export const TENANT_CLIENT_KIND = 'TenantClient';
 
@@ -23,7 +21,6 @@ export interface TenantClientSpec {
   ownerName: string;
 }
 
-export const tenantWorkflowId = (name: string) => `tenant:${name}`;
 export const backupScheduleId = (name: string) => `backup:${name}`;
 /** The namespace the tenant's route lives in (§2.3). */
 export const routeNamespace = (erpVersion: ErpVersion) => `plana-odoo-${erpVersion}`;
@@ -89,60 +86,6 @@ export interface TenantStatus {
   /** The id of the `client.provisioned` event, once emitted. */
   provisionedEventId?: string;
 }
-
-// ---- messages ----
-
-export interface ApplyRequest {
-  generation: number;
-  spec: TenantClientSpec;
-}
-
-/** The settings the workflow runs with (from the platform configuration at apply time), in ms. */
-export interface LifecycleSettings {
-  readyDeadlineMs: number;
-  soakPeriodMs: number;
-  probeIntervalMs: number;
-  reconcileBackoffMaxMs: number;
-  /** Continue as new past this many history events (defaults to 5,000). */
-  historyLimit?: number;
-  /** Shorter activity retry intervals for every policy (tests); production uses the policies' own. */
-  retryIntervals?: { initialMs: number; maximumMs: number };
-}
-
-export interface TenantLifecycleInput {
-  name: string;
-  /** Unique id of this TenantClient (it owns the subdomain reservation). */
-  uid: string;
-  generation: number;
-  spec: TenantClientSpec;
-  settings: LifecycleSettings;
-  /** The state carried across continue-as-new. */
-  carried?: LifecycleState;
-}
-
-/** Everything the workflow keeps: the status it reports plus what it needs to go on. */
-export interface LifecycleState extends TenantStatus {
-  spec: TenantClientSpec;
-  /** The tenant hostname (= database name), known once the subdomain is reserved. */
-  hostname: string;
-  /** When the current generation must be Ready (epoch ms). */
-  deadlineAt: number;
-  chatRetry: boolean;
-  deleteRequested: boolean;
-}
-
-/** A new spec (apply); ignored when its generation is not newer than the one the workflow has. */
-export const applySignal = defineSignal<[ApplyRequest]>('apply');
-export const statusQuery = defineQuery<TenantStatus>('status');
-/** Customer cancelled: start the soak timer. */
-export const cancelUpdate = defineUpdate<TenantStatus>('cancel');
-/** Stop the soak timer; everything stays. */
-export const reactivateUpdate = defineUpdate<TenantStatus>('reactivate');
-/** Deprovision now (only after a cancel). */
-export const deleteUpdate = defineUpdate<TenantStatus>('delete');
-/** Create the chat room again on the next reconcile. */
-export const retryChatRoomUpdate = defineUpdate<TenantStatus>('retryChatRoom');
-
 // ---- rules ----
 
 export function newResources(at: string): Record<ResourceKind, ResourceState> {
@@ -189,13 +132,6 @@ export function resourceErrors(resources: Record<ResourceKind, ResourceState>): 
 export const TenantErrorType = {
   SubdomainTaken: 'SubdomainTaken',
   PathOutsideRoot: 'PathOutsideRoot',
+  /** A name that cannot be a database, a host or a folder (applied before names were checked as RFC 1123 labels). */
+  InvalidName: 'InvalidName',
 } as const;
-
-export interface BackupTenantInput {
-  tenant: string;
-  tier: Tier;
-  /** The tenant database (= tenant hostname). */
-  database: string;
-}
-
-export const BACKUP_RETENTION_SCHEDULE_ID = 'backup-retention';

@@ -1,0 +1,61 @@
+/**
+ * The platform's own records of a tenant (its repository): the subdomain reservation, the
+ * `tenants` row the rest of the platform refers to, and the status mirror in `tenant_clients`.
+ */
+import type pg from 'pg';
+import { withTransaction } from '../../lib/db.js';
+import { tenantHostname } from '../erp/tenant-database.js';
+import type { TenantClientSpec, TenantStatus } from './types.js';
+
+/** The subdomain is reserved by another TenantClient: retrying cannot help. */
+export class SubdomainTakenError extends Error {
+  override name = 'SubdomainTakenError';
+  constructor(subdomain: string) {
+    super(`subdomain "${subdomain}" is reserved by another TenantClient`);
+  }
+}
+
+/**
+ * Reserves the subdomain for this TenantClient (uid) with the primary key of
+ * `subdomain_reservations`, never a check-then-insert; then writes the `tenants` row.
+ */
+export async function reserveSubdomain(
+  pool: pg.Pool,
+  input: { name: string; uid: string; spec: TenantClientSpec; tenantDomain: string },
+): Promise<{ reserved: 'new' | 'already-ours'; hostname: string }> {
+  const { spec } = input;
+  return withTransaction(pool, async (db) => {
+    const inserted = await db.query(
+      `INSERT INTO subdomain_reservations (subdomain, owner_uid) VALUES ($1, $2) ON CONFLICT (subdomain) DO NOTHING`,
+      [spec.subdomain, input.uid],
+    );
+    if (!inserted.rowCount) {
+      const { rows } = await db.query<{ owner_uid: string }>('SELECT owner_uid FROM subdomain_reservations WHERE subdomain = $1', [spec.subdomain]);
+      if (rows[0]?.owner_uid !== input.uid) throw new SubdomainTakenError(spec.subdomain);
+    }
+    await db.query(
+      `INSERT INTO tenants (name, project_id, tier, erp_version, owner_email, owner_name)
+       VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (name) DO UPDATE SET project_id = EXCLUDED.project_id, tier = EXCLUDED.tier,
+         erp_version = EXCLUDED.erp_version, owner_email = EXCLUDED.owner_email, owner_name = EXCLUDED.owner_name`,
+      [input.name, spec.projectId, spec.tier, spec.erpVersion, spec.ownerEmail, spec.ownerName],
+    );
+    return { reserved: inserted.rowCount ? 'new' : 'already-ours', hostname: tenantHostname(spec.subdomain, input.tenantDomain) };
+  });
+}
+
+/**
+ * Mirrors the workflow's status to `tenant_clients` (for `get tenants` and the portal). Only the
+ * row of this TenantClient (uid) is written; false when it is not there (yet).
+ */
+export async function recordTenantStatus(pool: pg.Pool, input: { name: string; uid: string; status: TenantStatus }): Promise<boolean> {
+  const { status } = input;
+  const res = await pool.query(
+    `UPDATE tenant_clients
+        SET observed_generation = $3, phase = $4, conditions = $5, resources = $6, steps = $7, status = $8, updated_at = now()
+      WHERE name = $1 AND uid = $2`,
+    [input.name, input.uid, status.observedGeneration, status.phase, JSON.stringify(status.conditions),
+      JSON.stringify(status.resources), JSON.stringify(status.steps), JSON.stringify(status)],
+  );
+  return Boolean(res.rowCount);
+}
