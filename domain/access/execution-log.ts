@@ -81,7 +81,8 @@ export class ExecutionLog {
     this.buffer = [];
     try {
       await this.insert(batch);
-    } catch (err) {
+    } catch (first) {
+      let err = first;
       if ((err as { code?: string }).code === '23514') {
         // no partition for some row (a day not created yet): create them and try once more
         await ensurePartitions(this.deps.pool, this.deps.partitionsAhead).catch(() => {});

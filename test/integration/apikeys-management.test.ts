@@ -4,19 +4,17 @@
  */
 import bcrypt from 'bcrypt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../lib/config.js';
 import type { Pool } from '../../lib/db.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { addUser, addWorkspace, adminOfNewWorkspace, call, createKey, login } from '../support/workspace-api.js';
 
-let cfg: Config;
 let pool: Pool;
 let api: TestApi;
 let base: string;
 
 beforeAll(async () => {
   api = await startTestApi();
-  ({ cfg, pool, base } = api);
+  ({ pool, base } = api);
 });
 
 afterAll(() => api?.close());

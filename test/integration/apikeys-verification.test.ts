@@ -5,12 +5,10 @@
  */
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../lib/config.js';
 import type { Pool } from '../../lib/db.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { adminOfNewWorkspace, call, createKey } from '../support/workspace-api.js';
 
-let cfgA: Config;
 let pool: Pool;
 let replicaA: TestApi;
 let replicaB: TestApi;
@@ -19,7 +17,7 @@ let baseB: string;
 
 beforeAll(async () => {
   [replicaA, replicaB] = await Promise.all([startTestApi({ API_KEY_USAGE_FLUSH_MS: '200' }), startTestApi({ API_KEY_USAGE_FLUSH_MS: '200' })]);
-  ({ cfg: cfgA, pool, base: baseA } = replicaA);
+  ({ pool, base: baseA } = replicaA);
   baseB = replicaB.base;
 });
 

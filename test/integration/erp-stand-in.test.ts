@@ -6,7 +6,7 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPool, type Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
-import { ErpFault, createErpClient, xmlRpcCall, type ErpClient } from '../../domain/erp/client.js';
+import { type ErpFault, createErpClient, xmlRpcCall, type ErpClient } from '../../domain/erp/client.js';
 import { loadErpCredentials } from '../../domain/erp/api-user.js';
 import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
 import { dropTenantDatabase, tenantHostname } from '../../domain/erp/tenant-database.js';

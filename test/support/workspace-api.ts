@@ -6,6 +6,7 @@ import type { Pool } from '../../lib/db.js';
 export interface HttpResult {
   status: number;
   headers: Headers;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read whatever JSON each route answers
   body: any;
   cookies: string[];
 }
