@@ -43,6 +43,12 @@ interface CacheEntry {
 }
 
 export class ApiKeyVerifier {
+  /**
+   * An LRU by a Map's insertion order, not the lru-cache package: every entry carries the `dead`
+   * flag that keep-alive connections read (set on eviction, revocation and clearing alike), the TTL
+   * is checked once per hit, and this is the hot path bench:auth measures; a library would add its
+   * own per-get bookkeeping for what is ten lines here.
+   */
   private readonly cache = new Map<string, CacheEntry>();
   /**
    * The token each keep-alive connection sent last and its cache entry: the next request on that
@@ -51,6 +57,7 @@ export class ApiKeyVerifier {
    * than the connection's own buffers hold it anyway.
    */
   private readonly byConnection = new WeakMap<object, { token: string; entry: CacheEntry }>();
+  /** Verifications under way, so a burst of calls with one new token runs bcrypt once (a map of promises; no library needed). */
   private readonly pending = new Map<string, Promise<VerifiedKey | undefined>>();
   private lastUsed = new Map<string, number>();
   private readonly timer: NodeJS.Timeout;
