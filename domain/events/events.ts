@@ -40,8 +40,8 @@ const CONTEXT_ATTRIBUTES = new Set([
 /**
  * What is wrong with a value as a CloudEvents 1.0 JSON envelope: one message per problem, none
  * when it is a valid event. Not the `cloudevents` SDK's validation: it throws on the first problem
- * (ajv's wording), while the events service answers 400 with every problem of the envelope at once,
- * and it accepts extension names the JSON format refuses; the rules here are the spec's, in 30 lines.
+ * (ajv's wording), while the events service answers 400 with every problem of the envelope at
+ * once; the rules here are the spec's, in 30 lines.
  */
 export function cloudEventProblems(value: unknown): string[] {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
