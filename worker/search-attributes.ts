@@ -3,7 +3,8 @@
  * worker at start-up where they are missing.
  */
 import type { Client } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
+// a CommonJS package: its named exports are not visible to Node's ESM loader, so take the default
+import proto from '@temporalio/proto';
 import { searchAttributes } from '../workflows/definitions.js';
 
 /**
@@ -18,7 +19,7 @@ export async function ensureSearchAttributes(client: Client, namespace: string):
   await client.connection.operatorService.addSearchAttributes({
     namespace,
     searchAttributes: Object.fromEntries(
-      missing.map((k) => [k.name, temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]),
+      missing.map((k) => [k.name, proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]),
     ),
   });
   return missing.map((k) => k.name);
