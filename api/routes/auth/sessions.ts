@@ -18,6 +18,7 @@ import {
   type IssuedSession,
 } from '../../../domain/access/login-sessions.js';
 import { requireUser } from '../../plugins/user-auth.js';
+import { Text } from '../../schemas/common.js';
 
 export const REFRESH_COOKIE = 'plana_refresh';
 const COOKIE_PATH = '/api/auth';
@@ -60,7 +61,7 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
         tags: ['auth'],
         summary: 'Log in with e-mail and password',
         body: Type.Object(
-          { email: Type.String({ minLength: 3, maxLength: 320 }), password: Type.String({ minLength: 1, maxLength: 1024 }) },
+          { email: Text({ minLength: 3, maxLength: 320 }), password: Text({ minLength: 1, maxLength: 1024 }) },
           { additionalProperties: false },
         ),
         response: { 200: SessionSchema, 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 429: Type.Ref('Problem') },
