@@ -277,7 +277,9 @@ export const problemDetails = fp(
     });
     app.addHook('preValidation', checkText);
 
-    app.removeContentTypeParser('application/json');
+    // JSON only (a route may add its own types, as the TenantClient apply adds YAML): a body of
+    // any other type is a 415, not a string that then fails validation
+    app.removeContentTypeParser(['application/json', 'text/plain']);
     app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonParser(app));
 
     const routes: { pattern: RegExp; methods: Set<string> }[] = [];
