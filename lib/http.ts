@@ -80,7 +80,8 @@ export function serverOptions(logLevel: string, logController: LogController = n
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // a request arriving while the server closes gets a 503 problem from the hook below
     return503OnClosing: false,
-    ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
+    // verbose: an error carries the value it is about, so "must be one of …" can say what came instead
+    ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true, verbose: true } },
     frameworkErrors: (err, req, reply) => {
       const known: Record<string, [ErrorCode, string]> = {
         FST_ERR_BAD_URL: ['BAD_REQUEST', 'The URL path is not valid: a percent-encoded sequence is malformed or not UTF-8.'],
@@ -129,7 +130,11 @@ function validationDetail(err: FastifyError): { detail: string; errors: { field:
     const missing = (v.params as { missingProperty?: string } | undefined)?.missingProperty;
     const additional = (v.params as { additionalProperty?: string } | undefined)?.additionalProperty;
     const where = `${err.validationContext ?? 'body'}${v.instancePath.replace(/\//g, '.')}${missing ? `.${missing}` : ''}`;
-    const message = v.message ?? 'is invalid';
+    const allowed = (v.params as { allowedValues?: unknown[] } | undefined)?.allowedValues;
+    const data = (v as { data?: unknown }).data;
+    const message = allowed
+      ? `must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}${typeof data === 'string' ? ` (not ${JSON.stringify(data.slice(0, 50))})` : ''}`
+      : (v.message ?? 'is invalid');
     return { field: where, message: additional ? `${message} (${additional})` : message };
   });
   return { detail: errors.map((e) => `${e.field} ${e.message}`).join('; ') || err.message, errors };
@@ -191,11 +196,12 @@ export function textProblem(s: string): string | undefined {
 }
 
 /**
- * The JSON-schema form of the same rule, for route schemas (so the OpenAPI document says it):
- * no NUL, no lone surrogate. Ajv compiles patterns with the `u` flag, where a surrogate pair is one
- * code point and only a lone surrogate falls in the range.
+ * The JSON-schema form of the rule, for route schemas (so the OpenAPI document says it): no NUL.
+ * Lone surrogates are not Unicode text, which a JSON-schema string is, so the pattern leaves them
+ * out (and a range of surrogates would be a pattern other tools cannot compile); the check above
+ * refuses them all the same.
  */
-export const SAFE_TEXT_PATTERN = '^[^\\u0000\\uD800-\\uDFFF]*$';
+export const SAFE_TEXT_PATTERN = '^[^\\u0000]*$';
 
 interface TextIssue {
   field: string;
@@ -240,7 +246,7 @@ function checkText(req: FastifyRequest, reply: FastifyReply, done: (err?: Error)
 // ---------------------------------------------------------------------------------------------
 // 405: which methods a path has
 
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'QUERY'];
 
 function patternOf(url: string): RegExp {
   const source = url
@@ -267,10 +273,35 @@ export const problemDetails = fp(
       closing = true;
       done();
     });
+    // A route with parameters can shadow a more specific resource for other methods: DELETE
+    // /apikeys/self reaches DELETE /apikeys/:id, yet /apikeys/self is a resource of its own with
+    // GET only, so that is a 405. Per route, the more specific resources it overlaps are found
+    // once; most routes have none and pay one map look-up.
+    const shadowed = new Map<string, Resource[]>();
+    const sampleOf = (url: string) => url.replace(/:[^/]+/g, 'x').replace('*', 'x');
+    function shadowedBy(url: string): Resource[] {
+      let found = shadowed.get(url);
+      if (!found) {
+        const own = patternOf(url);
+        const mine = routes.find((r) => r.pattern.source === own.source);
+        found = routes.filter((r) => r !== mine && r.staticSegments > (mine?.staticSegments ?? 0) && own.test(sampleOf(r.url)));
+        shadowed.set(url, found);
+      }
+      return found;
+    }
     app.addHook('onRequest', (req, reply, done) => {
-      if (!closing) return done();
-      reply.header('connection', 'close');
-      void sendProblem(reply, 'UNAVAILABLE', 'The server is shutting down; retry on another replica.');
+      if (closing) {
+        reply.header('connection', 'close');
+        return void sendProblem(reply, 'UNAVAILABLE', 'The server is shutting down; retry on another replica.');
+      }
+      const url = req.routeOptions.url;
+      if (!url || !url.includes(':')) return done();
+      const shadows = shadowedBy(url);
+      if (shadows.length === 0) return done();
+      const path = req.url.split('?')[0]!;
+      const resource = shadows.find((r) => r.pattern.test(path));
+      if (!resource || resource.methods.has(req.method)) return done();
+      return void methodNotAllowed(reply, req.method, path, new Set(resource.methods));
     });
     app.addHook('onSend', async (req, reply) => {
       reply.header('x-request-id', req.id);
@@ -282,28 +313,42 @@ export const problemDetails = fp(
     app.removeContentTypeParser(['application/json', 'text/plain']);
     app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonParser(app));
 
-    const routes: { pattern: RegExp; methods: Set<string> }[] = [];
+    // the resources (route patterns) and their methods; the most specific pattern matching a path
+    // is its resource, as for the router (`/apikeys/self` is not `/apikeys/:id`)
+    type Resource = { url: string; pattern: RegExp; staticSegments: number; methods: Set<string> };
+    const routes: Resource[] = [];
     app.addHook('onRoute', (route: RouteOptions) => {
       const methods = [route.method].flat().map((m) => m.toUpperCase());
-      let entry = routes.find((r) => r.pattern.source === patternOf(route.url).source);
-      if (!entry) routes.push((entry = { pattern: patternOf(route.url), methods: new Set() }));
+      const pattern = patternOf(route.url);
+      let entry = routes.find((r) => r.pattern.source === pattern.source);
+      if (!entry) {
+        const segments = route.url.split('/').filter(Boolean);
+        const staticSegments = segments.filter((s) => !s.startsWith(':') && s !== '*').length - (segments.includes('*') ? 0.5 : 0);
+        routes.push((entry = { url: route.url, pattern, staticSegments, methods: new Set() }));
+      }
       for (const m of methods) entry.methods.add(m);
     });
 
-    app.setErrorHandler(handleError);
+    // an error on the way to "no route" (e.g. a body-less QUERY lacking a content type) is still "no route"
+    app.setErrorHandler((err: FastifyError, req, reply) => (req.is404 ? notFound(req, reply) : handleError(err, req, reply)));
+    app.setNotFoundHandler(notFound);
 
-    app.setNotFoundHandler((req, reply) => {
+    function notFound(req: FastifyRequest, reply: FastifyReply) {
       const path = req.url.split('?')[0]!;
+      const matching = routes.filter((r) => r.pattern.test(path));
+      const best = Math.max(-1, ...matching.map((r) => r.staticSegments));
       const allowed = new Set<string>();
-      for (const r of routes) if (r.pattern.test(path)) for (const m of r.methods) allowed.add(m);
-      if (allowed.has('GET')) allowed.add('HEAD');
-      if (allowed.size > 0 && !allowed.has(req.method)) {
-        const allow = METHODS.filter((m) => allowed.has(m)).join(', ');
-        reply.header('allow', allow);
-        return sendProblem(reply, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${path}; allowed: ${allow}.`);
-      }
+      for (const r of matching) if (r.staticSegments === best) for (const m of r.methods) allowed.add(m);
+      if (allowed.size > 0 && !allowed.has(req.method)) return methodNotAllowed(reply, req.method, path, allowed);
       return sendProblem(reply, 'NOT_FOUND', `No route ${req.method} ${path}`);
-    });
+    }
+
+    function methodNotAllowed(reply: FastifyReply, method: string, path: string, allowed: Set<string>) {
+      if (allowed.has('GET')) allowed.add('HEAD');
+      const allow = METHODS.filter((m) => allowed.has(m)).join(', ');
+      reply.header('allow', allow);
+      return sendProblem(reply, 'METHOD_NOT_ALLOWED', `${method} is not allowed on ${path}; allowed: ${allow}.`);
+    }
   },
   { name: 'problem-details' },
 );

@@ -54,7 +54,7 @@ const subdomain = z
 const specSchema = z.strictObject(
   {
     subdomain,
-    projectId: z.number(required('an integer')).int('must be an integer').min(0, 'must not be negative'),
+    projectId: z.number(required('an integer')).int('must be an integer').min(0, 'must not be negative').max(2_147_483_647, 'must be at most 2147483647'),
     tier: z.enum(tiers, required('one of starter, pro, enterprise')),
     // YAML reads an unquoted 18 as a number: accept both and keep the string.
     erpVersion: z
@@ -62,8 +62,16 @@ const specSchema = z.strictObject(
       .transform((v) => String(v))
       .pipe(z.enum(erpVersions, { error: 'must be one of "17", "18" (default), "19"' }))
       .default('18'),
-    ownerEmail: z.string(required('an e-mail address')).trim().regex(EMAIL, 'must be an e-mail address such as owner@example.com'),
-    ownerName: z.string(required('a display name')).trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
+    // no trimming: what is valid is exactly what the OpenAPI document says (api/routes/ops/tenant-clients.ts)
+    ownerEmail: z
+      .string(required('an e-mail address'))
+      .max(320, 'must be at most 320 characters')
+      .regex(EMAIL, 'must be an e-mail address such as owner@example.com'),
+    ownerName: z
+      .string(required('a display name'))
+      .min(1, 'must not be empty')
+      .max(200, 'must be at most 200 characters')
+      .regex(/^$|\S/, 'must not be blank'),
   },
   {
     error: (issue) =>

@@ -79,6 +79,9 @@ describe('validateTenantClient: one message per problem', () => {
     ['ERP version 16', `${good}  erpVersion: "16"\n`, 'acme', ['spec.erpVersion must be one of "17", "18" (default), "19"']],
     ['bad e-mail', good.replace('ada@acme.test', 'ada-at-acme'), 'acme', ['spec.ownerEmail must be an e-mail address such as owner@example.com']],
     ['empty owner name', good.replace('Ada Lovelace', '""'), 'acme', ['spec.ownerName must not be empty']],
+    ['blank owner name', good.replace('Ada Lovelace', '"   "'), 'acme', ['spec.ownerName must not be blank']],
+    ['e-mail with spaces around it', good.replace('ada@acme.test', '" ada@acme.test"'), 'acme', ['spec.ownerEmail must be an e-mail address such as owner@example.com']],
+    ['projectId over 32 bits', good.replace('projectId: 42', 'projectId: 2147483648'), 'acme', ['spec.projectId must be at most 2147483647']],
     ['unknown spec fields', `${good}  size: large\n  region: eu\n`, 'acme', ['spec has unknown fields: size, region']],
   ])('%s', (_label, spec, name, expected) => {
     expect(problemsOf(spec, name)).toEqual(expected);

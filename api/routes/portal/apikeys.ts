@@ -62,7 +62,9 @@ export default async function apiKeyRoutes(fastify: FastifyInstance) {
         body: Type.Object(
           {
             name: Text({ minLength: 1, maxLength: 100 }),
-            scopes: Type.Optional(Type.Array(Text({ maxLength: 50 }), { maxItems: 20, description: `default ["dashboard:read"]; known: ${Object.keys(SCOPES).join(', ')}` })),
+            scopes: Type.Optional(
+              Type.Array(Type.String({ enum: Object.keys(SCOPES) }), { minItems: 1, maxItems: 20, description: 'default ["dashboard:read"]' }),
+            ),
           },
           { additionalProperties: false },
         ),

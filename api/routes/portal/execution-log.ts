@@ -24,7 +24,7 @@ export default async function executionLogRoutes(fastify: FastifyInstance) {
         security: [{ userToken: [] }],
         querystring: Type.Object({
           workspace: Type.Optional({ ...TenantName, description: 'workspace slug; or the X-Workspace header' }),
-          limit: Type.Integer({ minimum: 1, maximum: 500, default: 50 }),
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
           cursor: Type.Optional(Text({ maxLength: 200 })),
         }),
         response: {
@@ -52,7 +52,7 @@ export default async function executionLogRoutes(fastify: FastifyInstance) {
     async (req) => {
       // rows still buffered in this process are written first, so an admin sees their latest calls
       await app.workspaceAuth.executionLog.flush();
-      return readExecutionLog(app.deps.pool, req.adminWorkspace!.id, { limit: req.query.limit, cursor: req.query.cursor });
+      return readExecutionLog(app.deps.pool, req.adminWorkspace!.id, { limit: req.query.limit ?? 50, cursor: req.query.cursor });
     },
   );
 }

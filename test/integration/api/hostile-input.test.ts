@@ -106,7 +106,7 @@ function raw(request: string | Buffer): Promise<RawAnswer> {
 }
 
 /** One request over fetch with any body and headers. */
-async function http(method: string, path: string, opts: { body?: string | Buffer; headers?: Record<string, string> } = {}): Promise<RawAnswer> {
+async function http(method: string, path: string, opts: { body?: string; headers?: Record<string, string> } = {}): Promise<RawAnswer> {
   const res = await fetch(new URL(path, base), { method, headers: opts.headers, body: opts.body });
   const text = await res.text();
   let body: unknown;
@@ -322,6 +322,8 @@ describe('malformed and oversized requests at the HTTP layer', () => {
       ['PATCH', '/api/ops/tenant-clients/acme', 'GET, HEAD, DELETE'],
       ['POST', '/api/portal/apikeys/00000000-0000-4000-8000-000000000000', 'DELETE'],
       ['GET', '/api/ops/tenants/acme/welcome', 'POST'],
+      // a parameter route (DELETE /apikeys/:id) does not swallow a more specific resource
+      ['DELETE', '/api/portal/apikeys/self', 'GET, HEAD'],
     ];
     for (const [method, path, allow] of cases) {
       const res = await http(method, path, { headers: ops() });
