@@ -30,6 +30,7 @@ import {
   type RouteOptions,
 } from 'fastify';
 import fp from 'fastify-plugin';
+import { AjvCompiler } from '@fastify/ajv-compiler';
 import { AppError, codeForStatus, problem, unavailableDependency, type ErrorCode } from './errors.js';
 import { redactPaths, serializers } from './logger.js';
 
@@ -65,6 +66,18 @@ function requestIdOf(headers: Record<string, string | string[] | undefined>): st
   return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
 }
 
+/**
+ * Fastify's validator, twice: query strings, path parameters and headers are text, so their
+ * values are coerced to the schema's types (`?limit=50`); a JSON body already has types, and a
+ * number where the document says string is refused rather than turned into one.
+ */
+const validatorsFromPool = AjvCompiler();
+function buildValidator(externalSchemas: unknown, options: { customOptions?: Record<string, unknown> } | undefined) {
+  const coercing = validatorsFromPool(externalSchemas as never, options as never);
+  const exact = validatorsFromPool(externalSchemas as never, { ...options, customOptions: { ...options?.customOptions, coerceTypes: false } } as never);
+  return (route: { httpPart?: string }) => (route.httpPart === 'body' ? exact : coercing)(route as never);
+}
+
 export function serverOptions(logLevel: string, logController: LogController = new OneLinePerRequest()): FastifyServerOptions {
   return {
     logController,
@@ -77,6 +90,7 @@ export function serverOptions(logLevel: string, logController: LogController = n
     genReqId: (req) => requestIdOf(req.headers),
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,
+    schemaController: { compilersFactory: { buildValidator: buildValidator as never } },
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // a request arriving while the server closes gets a 503 problem from the hook below
     return503OnClosing: false,

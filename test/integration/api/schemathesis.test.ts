@@ -17,7 +17,7 @@ import { addUser, addWorkspace, createKey, login } from '../../support/workspace
 const SCHEMATHESIS_VERSION = '4.32.5';
 const schemathesis = path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'plana', `schemathesis-${SCHEMATHESIS_VERSION}`, 'bin', 'schemathesis');
 /** Test cases per operation and phase: bounded so the four runs stay within a few minutes on 2 cores. */
-const MAX_EXAMPLES = 15;
+const MAX_EXAMPLES = 30;
 
 let api: TestApi;
 const credentials: Record<string, string[]> = {};
@@ -26,13 +26,18 @@ let configFile: string;
 /**
  * A valid apply starts a real tenant's workflow in the run's shared Temporal and database: the
  * TenantClient apply is tested here with schema-violating bodies only (its valid path is what
- * test/integration/tenant-lifecycle.test.ts covers).
+ * test/integration/tenant-lifecycle.test.ts covers). The execution log's cursor is opaque.
  */
 const CONFIG = `
 [[operations]]
 include-path = "/api/ops/tenant-clients"
 include-method = "POST"
 generation = { mode = "negative" }
+
+# a cursor is opaque: a string the API did not return is refused with 400 by design
+[[operations]]
+include-path = "/api/portal/execution-log"
+checks = { positive_data_acceptance = { expected-statuses = ["2xx", 400, 401, 403] } }
 `;
 
 beforeAll(async () => {
