@@ -66,7 +66,9 @@ afterAll(() => api?.close());
 
 function run(args: string[]): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
-    execFile(schemathesis, args, { maxBuffer: 64 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1', SCHEMATHESIS_HOOKS: '' } }, (err, stdout, stderr) => {
+    // its working folder (schemathesis keeps a cache there) is the run's own temporary folder
+    const cwd = path.dirname(configFile);
+    execFile(schemathesis, args, { cwd, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1', SCHEMATHESIS_HOOKS: '' } }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, output: `${stdout}\n${stderr}` });
     });
   });
