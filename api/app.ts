@@ -6,6 +6,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { problemDetails, serverOptions } from '../lib/http.js';
 import { ProblemSchema } from './schemas/common.js';
 import { openapi } from './plugins/openapi.js';
+import { problemResponses } from './plugins/problem-responses.js';
 import type { ApiDeps } from './plugins/deps.js';
 import healthRoutes from './routes/health/index.js';
 import opsTenantRoutes from './routes/ops/tenants.js';
@@ -29,6 +30,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(openapi);
   // before any route it guards: attaches key auth, limits, scopes and the execution log by route table
   await app.register(workspaceAuth);
+  // after workspace-auth (it sets the security of key routes): every route's problem answers
+  await app.register(problemResponses);
   await app.register(healthRoutes);
   await app.register(opsTenantRoutes);
   await app.register(opsTenantClientRoutes);

@@ -1,12 +1,45 @@
 /**
- * What every Fastify server of the platform shares: request ids, one JSON log line per request,
- * and one error handler that turns every error into an RFC 9457 problem body (5xx detail masked).
+ * What every Fastify server of the platform shares (the account API and the internal services):
+ * request ids, one JSON log line per request, the text the platform accepts, and ONE place that
+ * turns every error into an RFC 9457 problem (`application/problem+json` with `type`, `title`,
+ * `status`, `detail`, `code`, `requestId`), whoever raises it:
+ *
+ * - the routes (AppError), schema validation, the content-type parsers (400 bad JSON, 413 too
+ *   large, 415 wrong type) and a dependency outage (503 naming PostgreSQL, Redis or Temporal):
+ *   `setErrorHandler`;
+ * - the router before any route runs (malformed percent-encoding 400, a path parameter over the
+ *   limit 414): `frameworkErrors`;
+ * - no route: 404, or 405 with `Allow` when the path exists for other methods: `setNotFoundHandler`;
+ * - Node's HTTP parser, before Fastify sees a request (malformed request line or header 400,
+ *   headers too large 431, timeout 408): `clientErrorHandler`, written raw to the socket;
+ * - a request arriving while the server closes: 503.
+ *
+ * 5xx details are masked. Log lines carry the error's class and code, never its stack, a body or
+ * the request's personal data (lib/logger.ts `errorSerializer`).
  */
 import { randomUUID } from 'node:crypto';
-import { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import {
+  LogController,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+  type RouteOptions,
+} from 'fastify';
 import fp from 'fastify-plugin';
-import { AppError, codeForStatus, problem, type ErrorCode } from './errors.js';
-import { redactPaths } from './logger.js';
+import { AjvCompiler } from '@fastify/ajv-compiler';
+import { AppError, codeForStatus, problem, unavailableDependency, type ErrorCode } from './errors.js';
+import { redactPaths, serializers } from './logger.js';
+
+/** The largest request body any platform server reads (a route may set less). */
+export const BODY_LIMIT = 256 * 1024;
+/** The longest path parameter (a uuid is 36, a tenant name 30); longer → 414. */
+export const MAX_PARAM_LENGTH = 100;
+/** How deep a JSON body may nest: deeper → 400 before any handler walks it. */
+export const MAX_DEPTH = 32;
 
 /**
  * One JSON log line per request (DESIGN §5): the "incoming request" line only at debug level, and
@@ -28,27 +61,82 @@ export class OneLinePerRequest extends LogController {
   }
 }
 
+function requestIdOf(headers: Record<string, string | string[] | undefined>): string {
+  const given = headers['x-request-id'];
+  return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
+}
+
+/**
+ * Fastify's validator, twice: query strings, path parameters and headers are text, so their
+ * values are coerced to the schema's types (`?limit=50`); a JSON body already has types, and a
+ * number where the document says string is refused rather than turned into one.
+ */
+const validatorsFromPool = AjvCompiler();
+function buildValidator(externalSchemas: unknown, options: { customOptions?: Record<string, unknown> } | undefined) {
+  const coercing = validatorsFromPool(externalSchemas as never, options as never);
+  const exact = validatorsFromPool(externalSchemas as never, { ...options, customOptions: { ...options?.customOptions, coerceTypes: false } } as never);
+  return (route: { httpPart?: string }) => (route.httpPart === 'body' ? exact : coercing)(route as never);
+}
+
 export function serverOptions(logLevel: string, logController: LogController = new OneLinePerRequest()): FastifyServerOptions {
   return {
     logController,
     logger: {
       level: logLevel,
       redact: { paths: redactPaths, censor: '[redacted]' },
+      // Fastify's type wants message and stack on an error line: the platform's lines leave them out
+      serializers: serializers as unknown as NonNullable<Exclude<FastifyServerOptions['logger'], boolean | undefined>>['serializers'],
     },
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
-    },
+    genReqId: (req) => requestIdOf(req.headers),
     requestIdHeader: false,
-    ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
+    bodyLimit: BODY_LIMIT,
+    schemaController: { compilersFactory: { buildValidator: buildValidator as never } },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // a request arriving while the server closes gets a 503 problem from the hook below
+    return503OnClosing: false,
+    // verbose: an error carries the value it is about, so "must be one of …" can say what came instead
+    ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true, verbose: true } },
+    frameworkErrors: (err, req, reply) => {
+      const known: Record<string, [ErrorCode, string]> = {
+        FST_ERR_BAD_URL: ['BAD_REQUEST', 'The URL path is not valid: a percent-encoded sequence is malformed or not UTF-8.'],
+        FST_ERR_MAX_PARAM_LENGTH: ['URI_TOO_LONG', `A path segment is longer than ${MAX_PARAM_LENGTH} characters.`],
+      };
+      const [code, detail] = known[err.code] ?? ['INTERNAL', 'An unexpected error occurred. Quote the requestId when reporting it.'];
+      if (code === 'INTERNAL') req.log.error({ err }, 'router error');
+      return sendProblem(reply, code, detail);
+    },
+    clientErrorHandler: refuseMalformedRequest,
   };
 }
 
+/**
+ * Node's HTTP parser refused the request (or it timed out) before Fastify saw it: answer a
+ * problem on the raw socket and close it. ECONNRESET: the peer is gone, nothing to answer.
+ */
+function refuseMalformedRequest(this: FastifyInstance, err: NodeJS.ErrnoException & { bytesParsed?: number }, socket: Socket) {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [code, detail]: [ErrorCode, string] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? ['HEADERS_TOO_LARGE', 'The request line and headers are larger than the server accepts (16 KiB).']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? ['REQUEST_TIMEOUT', 'The request was not received in time.']
+        : ['BAD_REQUEST', 'The request is not valid HTTP/1.1 (malformed request line, header or framing).'];
+  const requestId = randomUUID();
+  this.log.info({ err, requestId }, 'malformed request refused');
+  if (socket.writable) {
+    const body = JSON.stringify(problem(code, detail, { requestId }));
+    const status = problem(code, detail).status;
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
+
 export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string, extra: Record<string, unknown> = {}) {
-  return reply
-    .code(problem(code, detail).status)
-    .type('application/problem+json')
-    .send(problem(code, detail, { requestId: reply.request.id, instance: reply.request.url.split('?')[0], ...extra }));
+  const body = problem(code, detail, { requestId: reply.request.id, instance: reply.request.url.split('?')[0], ...extra });
+  return reply.code(body.status).header('x-request-id', reply.request.id).type('application/problem+json').send(body);
 }
 
 function validationDetail(err: FastifyError): { detail: string; errors: { field: string; message: string }[] } {
@@ -56,39 +144,225 @@ function validationDetail(err: FastifyError): { detail: string; errors: { field:
     const missing = (v.params as { missingProperty?: string } | undefined)?.missingProperty;
     const additional = (v.params as { additionalProperty?: string } | undefined)?.additionalProperty;
     const where = `${err.validationContext ?? 'body'}${v.instancePath.replace(/\//g, '.')}${missing ? `.${missing}` : ''}`;
-    const message = v.message ?? 'is invalid';
+    const allowed = (v.params as { allowedValues?: unknown[] } | undefined)?.allowedValues;
+    const data = (v as { data?: unknown }).data;
+    const message = allowed
+      ? `must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}${typeof data === 'string' ? ` (not ${JSON.stringify(data.slice(0, 50))})` : ''}`
+      : (v.message ?? 'is invalid');
     return { field: where, message: additional ? `${message} (${additional})` : message };
   });
   return { detail: errors.map((e) => `${e.field} ${e.message}`).join('; ') || err.message, errors };
 }
 
+/** Fastify's own 4xx errors, in words that do not echo the request (V8's JSON errors quote the body). */
+function frameworkDetail(err: FastifyError, req: FastifyRequest): string {
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return `The request body is larger than this endpoint accepts (${Math.floor((req.routeOptions.bodyLimit ?? BODY_LIMIT) / 1024)} KiB).`;
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return `This endpoint does not accept the content type "${String(req.headers['content-type'] ?? '').slice(0, 100)}"; send application/json.`;
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return 'The Content-Length header does not match the body.';
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return 'The body is not valid JSON.';
+  }
+  if (err.name === 'SyntaxError' || err instanceof SyntaxError) return 'The body is not valid JSON.';
+  if (typeof err.code === 'string' && err.code.startsWith('FST_')) return err.message;
+  return STATUS_CODES[err.statusCode ?? 400] ?? 'The request is not valid.';
+}
+
+/** The one error handler of every platform server. */
+export function handleError(err: FastifyError, req: FastifyRequest, reply: FastifyReply) {
+  if (err instanceof AppError) {
+    if (err.status >= 500) req.log.error({ err }, 'request failed');
+    return sendProblem(reply, err.code, err.message, err.extra);
+  }
+  if (err.validation) {
+    const { detail, errors } = validationDetail(err);
+    return sendProblem(reply, 'BAD_REQUEST', detail, { errors });
+  }
+  const part = unavailableDependency(err);
+  if (part) {
+    req.log.warn({ err, dependency: part }, 'dependency unavailable');
+    reply.header('retry-after', '5');
+    return sendProblem(reply, 'UNAVAILABLE', `${part} is unavailable; retry shortly.`, { dependency: part });
+  }
+  const status = err.statusCode ?? 500;
+  if (status < 400 || status >= 500) {
+    req.log.error({ err }, 'request failed');
+    return sendProblem(reply, status >= 500 ? codeForStatus(status) : 'INTERNAL', 'An unexpected error occurred. Quote the requestId when reporting it.');
+  }
+  return sendProblem(reply, codeForStatus(status), frameworkDetail(err, req));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The text the platform accepts
+
+/** Lone UTF-16 surrogates: not text, and not encodable as UTF-8 (PostgreSQL cannot store them). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Why `s` is not text the platform accepts, or undefined when it is. */
+export function textProblem(s: string): string | undefined {
+  if (s.includes('\u0000')) return 'contains a NUL character (U+0000), which is not accepted in text';
+  if (LONE_SURROGATE.test(s)) return 'contains a lone UTF-16 surrogate, which is not text';
+  return undefined;
+}
+
+/**
+ * The JSON-schema form of the rule, for route schemas (so the OpenAPI document says it): no NUL.
+ * Lone surrogates are not Unicode text, which a JSON-schema string is, so the pattern leaves them
+ * out (and a range of surrogates would be a pattern other tools cannot compile); the check above
+ * refuses them all the same.
+ */
+export const SAFE_TEXT_PATTERN = '^[^\\u0000]*$';
+
+interface TextIssue {
+  field: string;
+  message: string;
+}
+
+/** Walks every string (and key) of a parsed value without recursion; depth bounded. */
+function findTextIssue(root: unknown, where: string): TextIssue | undefined {
+  const stack: { value: unknown; path: string; depth: number }[] = [{ value: root, path: where, depth: 0 }];
+  while (stack.length) {
+    const { value, path, depth } = stack.pop()!;
+    if (typeof value === 'string') {
+      const message = textProblem(value);
+      if (message) return { field: path, message };
+    } else if (value && typeof value === 'object') {
+      if (depth >= MAX_DEPTH) return { field: path, message: `nests deeper than ${MAX_DEPTH} levels` };
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) stack.push({ value: value[i], path: `${path}.${i}`, depth: depth + 1 });
+      } else {
+        for (const [k, v] of Object.entries(value)) {
+          const message = textProblem(k);
+          if (message) return { field: `${path} (a key)`, message };
+          stack.push({ value: v, path: `${path}.${k}`, depth: depth + 1 });
+        }
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Refuses, with 400, a request whose params, query, headers or body hold text the platform does not accept. */
+function checkText(req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) {
+  const issue =
+    findTextIssue(req.params, 'params') ??
+    findTextIssue(req.query, 'query') ??
+    findTextIssue(req.headers, 'headers') ??
+    findTextIssue(req.body, 'body');
+  if (!issue) return done();
+  void sendProblem(reply, 'BAD_REQUEST', `${issue.field} ${issue.message}.`, { errors: [issue] });
+}
+
+// ---------------------------------------------------------------------------------------------
+// 405: which methods a path has
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'QUERY'];
+
+function patternOf(url: string): RegExp {
+  const source = url
+    .split('/')
+    .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg === '*' ? '.*' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/');
+  return new RegExp(`^${source}$`);
+}
+
+/** application/json that may be empty: a bodiless request with this content type has no body (undefined). */
+export function jsonParser(app: FastifyInstance) {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  return (req: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') return done(null, undefined);
+    return parse(req, text, done);
+  };
+}
+
 export const problemDetails = fp(
   async (app: FastifyInstance) => {
+    let closing = false;
+    app.addHook('preClose', (done) => {
+      closing = true;
+      done();
+    });
+    // A route with parameters can shadow a more specific resource for other methods: DELETE
+    // /apikeys/self reaches DELETE /apikeys/:id, yet /apikeys/self is a resource of its own with
+    // GET only, so that is a 405. Per route, the more specific resources it overlaps are found
+    // once; most routes have none and pay one map look-up.
+    const shadowed = new Map<string, Resource[]>();
+    const sampleOf = (url: string) => url.replace(/:[^/]+/g, 'x').replace('*', 'x');
+    function shadowedBy(url: string): Resource[] {
+      let found = shadowed.get(url);
+      if (!found) {
+        const own = patternOf(url);
+        const mine = routes.find((r) => r.pattern.source === own.source);
+        found = routes.filter((r) => r !== mine && r.staticSegments > (mine?.staticSegments ?? 0) && own.test(sampleOf(r.url)));
+        shadowed.set(url, found);
+      }
+      return found;
+    }
+    app.addHook('onRequest', (req, reply, done) => {
+      if (closing) {
+        reply.header('connection', 'close');
+        return void sendProblem(reply, 'UNAVAILABLE', 'The server is shutting down; retry on another replica.');
+      }
+      const url = req.routeOptions.url;
+      if (!url || !url.includes(':')) return done();
+      const shadows = shadowedBy(url);
+      if (shadows.length === 0) return done();
+      const path = req.url.split('?')[0]!;
+      const resource = shadows.find((r) => r.pattern.test(path));
+      if (!resource || resource.methods.has(req.method)) return done();
+      return void methodNotAllowed(reply, req.method, path, new Set(resource.methods));
+    });
     app.addHook('onSend', async (req, reply) => {
       reply.header('x-request-id', req.id);
     });
+    app.addHook('preValidation', checkText);
 
-    app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
-      if (err instanceof AppError) {
-        if (err.status >= 500) req.log.error({ err }, err.message);
-        return sendProblem(reply, err.code, err.message, err.extra);
+    // JSON only (a route may add its own types, as the TenantClient apply adds YAML): a body of
+    // any other type is a 415, not a string that then fails validation
+    app.removeContentTypeParser(['application/json', 'text/plain']);
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, jsonParser(app));
+
+    // the resources (route patterns) and their methods; the most specific pattern matching a path
+    // is its resource, as for the router (`/apikeys/self` is not `/apikeys/:id`)
+    type Resource = { url: string; pattern: RegExp; staticSegments: number; methods: Set<string> };
+    const routes: Resource[] = [];
+    app.addHook('onRoute', (route: RouteOptions) => {
+      const methods = [route.method].flat().map((m) => m.toUpperCase());
+      const pattern = patternOf(route.url);
+      let entry = routes.find((r) => r.pattern.source === pattern.source);
+      if (!entry) {
+        const segments = route.url.split('/').filter(Boolean);
+        const staticSegments = segments.filter((s) => !s.startsWith(':') && s !== '*').length - (segments.includes('*') ? 0.5 : 0);
+        routes.push((entry = { url: route.url, pattern, staticSegments, methods: new Set() }));
       }
-      if (err.validation) {
-        const { detail, errors } = validationDetail(err);
-        return sendProblem(reply, 'BAD_REQUEST', detail, { errors });
-      }
-      const status = err.statusCode ?? 500;
-      if (status >= 500) {
-        req.log.error({ err }, 'request failed');
-        return sendProblem(reply, codeForStatus(status), 'An unexpected error occurred. Quote the requestId when reporting it.');
-      }
-      // Fastify's own 4xx (bad JSON, wrong content type, body too large, ...): their messages are safe.
-      return sendProblem(reply, codeForStatus(status), err.message);
+      for (const m of methods) entry.methods.add(m);
     });
 
-    app.setNotFoundHandler((req, reply) =>
-      sendProblem(reply, 'NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}`),
-    );
+    // an error on the way to "no route" (e.g. a body-less QUERY lacking a content type) is still "no route"
+    app.setErrorHandler((err: FastifyError, req, reply) => (req.is404 ? notFound(req, reply) : handleError(err, req, reply)));
+    app.setNotFoundHandler(notFound);
+
+    function notFound(req: FastifyRequest, reply: FastifyReply) {
+      const path = req.url.split('?')[0]!;
+      const matching = routes.filter((r) => r.pattern.test(path));
+      const best = Math.max(-1, ...matching.map((r) => r.staticSegments));
+      const allowed = new Set<string>();
+      for (const r of matching) if (r.staticSegments === best) for (const m of r.methods) allowed.add(m);
+      if (allowed.size > 0 && !allowed.has(req.method)) return methodNotAllowed(reply, req.method, path, allowed);
+      return sendProblem(reply, 'NOT_FOUND', `No route ${req.method} ${path}`);
+    }
+
+    function methodNotAllowed(reply: FastifyReply, method: string, path: string, allowed: Set<string>) {
+      if (allowed.has('GET')) allowed.add('HEAD');
+      const allow = METHODS.filter((m) => allowed.has(m)).join(', ');
+      reply.header('allow', allow);
+      return sendProblem(reply, 'METHOD_NOT_ALLOWED', `${method} is not allowed on ${path}; allowed: ${allow}.`);
+    }
   },
   { name: 'problem-details' },
 );

@@ -68,3 +68,26 @@ if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
   # PostgreSQL refuses to run as root; the private cluster runs as this system user.
   useradd --system --home-dir /var/lib/postgresql --shell /usr/sbin/nologin postgres
 fi
+
+# 4. schemathesis (PyPI) for the API contract test (test/integration/api/schemathesis.test.ts), in a
+#    virtual environment of its own under the cache folder, reused when it holds the pinned version.
+SCHEMATHESIS_VERSION=4.32.5
+ST_VENV="${XDG_CACHE_HOME:-$HOME/.cache}/plana/schemathesis-${SCHEMATHESIS_VERSION}"
+if ! "$ST_VENV/bin/schemathesis" --version 2>/dev/null | grep -q "${SCHEMATHESIS_VERSION}"; then
+  if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      say "installing Debian package python3-venv"
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq
+      apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+    else
+      die "python3 with venv is needed for schemathesis: install python3-venv, then run again"
+    fi
+  fi
+  say "installing schemathesis ${SCHEMATHESIS_VERSION} from PyPI into $ST_VENV"
+  rm -rf "$ST_VENV"
+  python3 -m venv "$ST_VENV"
+  "$ST_VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==${SCHEMATHESIS_VERSION}" \
+    || die "could not install schemathesis ${SCHEMATHESIS_VERSION} from PyPI"
+  say "schemathesis ready: $ST_VENV/bin/schemathesis"
+fi

@@ -13,11 +13,14 @@ export const openapi = fp(
           title: 'Plana account API',
           version: '0.1.0',
           description:
-            'The Workspace API (Authorization: Bearer ws_live_…), interactive login, and the internal ops API (X-API-Key). Errors are RFC 9457 problem details.',
+            'The Workspace API (Authorization: Bearer ws_live_…), interactive login, and the internal ops API (X-API-Key). ' +
+            'Errors are RFC 9457 problem details (application/problem+json). Text is UTF-8 without NUL characters or lone surrogates; ' +
+            'request bodies are at most 256 KiB, path segments at most 100 characters, the request line and headers at most 16 KiB.',
         },
         components: {
           securitySchemes: {
-            opsKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+            opsKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'the ops service key (OPS_API_KEY)' },
+            provisioningKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'the provisioning webhook service key' },
             workspaceKey: { type: 'http', scheme: 'bearer', description: 'ws_live_… workspace API key' },
             userToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'access token from POST /api/auth/login' },
           },

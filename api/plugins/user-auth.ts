@@ -21,7 +21,7 @@ declare module 'fastify' {
   }
 }
 
-function bearer(req: FastifyRequest): string | undefined {
+export function bearer(req: FastifyRequest): string | undefined {
   const h = req.headers.authorization;
   if (typeof h !== 'string') return undefined;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
@@ -34,7 +34,7 @@ export async function requireUser(req: FastifyRequest): Promise<void> {
   if (token.startsWith(TOKEN_PREFIX)) {
     throw new AppError('FORBIDDEN', 'Workspace API keys cannot do this; it needs an interactive login (POST /api/auth/login).');
   }
-  req.user = { id: await verifyAccessToken(req.server.deps.config, token) };
+  req.user = { id: await verifyAccessToken(req.server.deps.pool, req.server.deps.config, token) };
 }
 
 /** Run after requireUser: the user must be an admin of the workspace named by X-Workspace. */

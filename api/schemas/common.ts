@@ -1,4 +1,5 @@
-import { Type } from 'typebox';
+import { Type, type TStringOptions } from 'typebox';
+import { SAFE_TEXT_PATTERN } from '../../lib/http.js';
 
 /** RFC 9457 problem body, as every error of the API is sent. */
 export const ProblemSchema = Type.Object(
@@ -16,4 +17,30 @@ export const ProblemSchema = Type.Object(
 
 export const problemRef = Type.Ref('Problem');
 
-export const TenantName = Type.String({ pattern: '^[a-z0-9-]{1,30}$', description: 'TenantClient name (= subdomain)' });
+/**
+ * Text the platform accepts (lib/http.ts checks every request once; this says it in the OpenAPI
+ * document): no NUL, no lone UTF-16 surrogate, and always a maximum length.
+ */
+export const Text = (options: TStringOptions & { maxLength: number }) => Type.String({ pattern: SAFE_TEXT_PATTERN, ...options });
+
+/** A DNS label (RFC 1123): lowercase letters, digits and hyphens, not starting or ending with a hyphen. */
+export const DNS_LABEL_PATTERN = '^[a-z0-9]([a-z0-9-]{0,28}[a-z0-9])?$';
+
+export const TenantName = Type.String({
+  pattern: DNS_LABEL_PATTERN,
+  maxLength: 30,
+  description: 'TenantClient name (= subdomain, = workspace slug): a DNS label of at most 30 characters',
+});
+
+/** The problem answers every route may give, whatever it does (the account API's error handler, lib/http.ts). */
+export const commonProblems = {
+  400: problemRef,
+  404: problemRef,
+  405: problemRef,
+  413: problemRef,
+  414: problemRef,
+  415: problemRef,
+  431: problemRef,
+  500: problemRef,
+  503: problemRef,
+};

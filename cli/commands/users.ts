@@ -36,9 +36,10 @@ export function register(program: Command) {
     .requiredOption('--email <email>', 'e-mail address (the login)')
     .option('--role <role>', 'admin or member', 'member')
     .option('--name <name>', 'display name')
-    .option('--no-password', 'do not set a password (e.g. the user logs in with OIDC)')
+    .option('--no-password', 'do not set a password (e.g. the user logs in with OIDC, or already has an account)')
+    .option('--reset-password', "replace an existing user's password")
     .option('-o, --output <format>', 'text or json', 'text')
-    .action(async (opts: { workspace: string; email: string; role: string; name?: string; password: boolean; output: string }) => {
+    .action(async (opts: { workspace: string; email: string; role: string; name?: string; password: boolean; resetPassword?: boolean; output: string }) => {
       let password: string | undefined;
       if (opts.password) {
         password = process.env.PLANA_USER_PASSWORD;
@@ -48,7 +49,7 @@ export function register(program: Command) {
       const added = await opsRequest<{ user: { id: string; email: string }; workspace: string; role: string; userCreated: boolean; passwordSet: boolean }>(
         'POST',
         '/api/ops/users',
-        { workspace: opts.workspace, email: opts.email, role: opts.role, name: opts.name, password },
+        { workspace: opts.workspace, email: opts.email, role: opts.role, name: opts.name, password, resetPassword: opts.resetPassword },
       );
       if (opts.output === 'json') return console.log(JSON.stringify(added, null, 2));
       console.log(`${added.userCreated ? 'Created' : 'Updated'} user ${added.user.email} (${added.user.id}).`);

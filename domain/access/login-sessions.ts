@@ -4,6 +4,10 @@
  * keeps only their SHA-256. Every refresh rotates the token within its family; presenting a token
  * that was already rotated (a stolen copy being replayed, or the victim after the thief) revokes
  * the whole family, so both parties have to log in again.
+ *
+ * A session is a refresh-token family. Each access token names its session (`sid`, the family
+ * id) and is accepted only while that family is not revoked: logging out (or a detected reuse)
+ * ends the access tokens of the session at once, not when they expire.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import bcrypt from 'bcrypt';
@@ -41,8 +45,8 @@ const DUMMY_HASH = bcrypt.hashSync('not-a-password', 10);
 export const INVALID_LOGIN = 'The e-mail address or password is not correct.';
 export const INVALID_SESSION = 'The session is not valid or has expired; log in again.';
 
-export async function signAccessToken(cfg: SessionConfig, userId: string): Promise<string> {
-  return new SignJWT({ typ: 'access' })
+export async function signAccessToken(cfg: SessionConfig, userId: string, sessionId: string): Promise<string> {
+  return new SignJWT({ typ: 'access', sid: sessionId })
     .setProtectedHeader({ alg: 'HS256' })
     .setSubject(userId)
     .setIssuer(ISSUER)
@@ -53,15 +57,28 @@ export async function signAccessToken(cfg: SessionConfig, userId: string): Promi
     .sign(secretKey(cfg));
 }
 
-/** The user id of a valid access token; 401 for anything else (expired, forged, malformed). */
-export async function verifyAccessToken(cfg: SessionConfig, token: string): Promise<string> {
+const INVALID_ACCESS_TOKEN = 'The access token is not valid or has expired.';
+
+/** The user and session of a well-signed, unexpired access token; 401 for anything else (expired, forged, malformed). */
+export async function decodeAccessToken(cfg: SessionConfig, token: string): Promise<{ userId: string; sessionId: string }> {
   try {
     const { payload } = await jwtVerify(token, secretKey(cfg), { issuer: ISSUER, audience: AUDIENCE, algorithms: ['HS256'] });
-    if (payload.typ !== 'access' || typeof payload.sub !== 'string') throw new Error('not an access token');
-    return payload.sub;
+    if (payload.typ !== 'access' || typeof payload.sub !== 'string' || typeof payload.sid !== 'string') throw new Error('not an access token');
+    return { userId: payload.sub, sessionId: payload.sid };
   } catch {
-    throw new AppError('UNAUTHORIZED', 'The access token is not valid or has expired.');
+    throw new AppError('UNAUTHORIZED', INVALID_ACCESS_TOKEN);
   }
+}
+
+/** The user id of a valid access token whose session is still open (not logged out); 401 otherwise. */
+export async function verifyAccessToken(pool: pg.Pool, cfg: SessionConfig, token: string): Promise<string> {
+  const { userId, sessionId } = await decodeAccessToken(cfg, token);
+  const { rowCount } = await pool.query(
+    'SELECT 1 FROM refresh_tokens WHERE family_id = $1 AND user_id = $2 AND revoked_at IS NULL LIMIT 1',
+    [sessionId, userId],
+  );
+  if (!rowCount) throw new AppError('UNAUTHORIZED', INVALID_ACCESS_TOKEN);
+  return userId;
 }
 
 async function insertRefreshToken(db: pg.PoolClient | pg.Pool, cfg: SessionConfig, userId: string, familyId: string) {
@@ -76,9 +93,10 @@ async function insertRefreshToken(db: pg.PoolClient | pg.Pool, cfg: SessionConfi
 
 /** Starts a new session (a new refresh-token family) for a user already authenticated. */
 export async function startSession(pool: pg.Pool, cfg: SessionConfig, user: SessionUser): Promise<IssuedSession> {
-  const refreshToken = await insertRefreshToken(pool, cfg, user.id, randomUUID());
+  const familyId = randomUUID();
+  const refreshToken = await insertRefreshToken(pool, cfg, user.id, familyId);
   return {
-    accessToken: await signAccessToken(cfg, user.id),
+    accessToken: await signAccessToken(cfg, user.id, familyId),
     expiresIn: cfg.ACCESS_TOKEN_TTL_SECONDS,
     refreshToken,
     refreshExpiresIn: cfg.REFRESH_TOKEN_TTL_SECONDS,
@@ -130,11 +148,11 @@ export async function refreshSession(pool: pg.Pool, cfg: SessionConfig, refreshT
     await db.query('UPDATE refresh_tokens SET rotated_at = now() WHERE id = $1', [row.id]);
     const next = await insertRefreshToken(db, cfg, row.user_id, row.family_id);
     const user = await db.query<SessionUser>('SELECT id, email, name FROM users WHERE id = $1', [row.user_id]);
-    return { ok: true as const, refreshToken: next, user: user.rows[0]! };
+    return { ok: true as const, refreshToken: next, familyId: row.family_id, user: user.rows[0]! };
   });
   if (!outcome.ok) throw new AppError('UNAUTHORIZED', INVALID_SESSION);
   return {
-    accessToken: await signAccessToken(cfg, outcome.user.id),
+    accessToken: await signAccessToken(cfg, outcome.user.id, outcome.familyId),
     expiresIn: cfg.ACCESS_TOKEN_TTL_SECONDS,
     refreshToken: outcome.refreshToken,
     refreshExpiresIn: cfg.REFRESH_TOKEN_TTL_SECONDS,
@@ -142,7 +160,12 @@ export async function refreshSession(pool: pg.Pool, cfg: SessionConfig, refreshT
   };
 }
 
-/** Logout: revokes the family of the given refresh token (unknown tokens are ignored). */
+/** Logout with an access token: revokes its session (the refresh-token family it names). */
+export async function endSessionById(pool: pg.Pool, sessionId: string): Promise<void> {
+  await pool.query('UPDATE refresh_tokens SET revoked_at = now() WHERE family_id = $1 AND revoked_at IS NULL', [sessionId]);
+}
+
+/** Logout: revokes the family of the given refresh token (unknown tokens are ignored), and with it its access tokens. */
 export async function endSession(pool: pg.Pool, refreshToken: string): Promise<void> {
   await pool.query(
     `UPDATE refresh_tokens SET revoked_at = now()

@@ -26,7 +26,12 @@ export interface ResourceProblem {
 
 export type ValidationResult = { ok: true; value: TenantClient } | { ok: false; problems: ResourceProblem[] };
 
-const SUBDOMAIN = /^[a-z0-9-]+$/;
+/** A DNS label (RFC 1123): what a subdomain, a database name part and a route host must be. */
+const SUBDOMAIN = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
+/** What a TenantClient document may cost to read: its size, YAML aliases, and nesting. */
+export const MAX_DOCUMENT_BYTES = 64 * 1024;
+export const MAX_ALIASES = 20;
+export const MAX_DEPTH = 16;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 const required = (what: string) => ({
@@ -37,12 +42,13 @@ const subdomain = z
   .string(required('a string'))
   .min(1, 'must not be empty')
   .max(30, 'must be at most 30 characters')
-  .regex(SUBDOMAIN, 'must match [a-z0-9-]+ (lowercase letters, digits and hyphens only)');
+  .regex(/^[a-z0-9-]+$/, 'must match [a-z0-9-]+ (lowercase letters, digits and hyphens only)')
+  .regex(/^(?!-)[\s\S]*[^-]$/, 'must be a DNS label: it cannot start or end with a hyphen');
 
 const specSchema = z.strictObject(
   {
     subdomain,
-    projectId: z.number(required('an integer')).int('must be an integer').min(0, 'must not be negative'),
+    projectId: z.number(required('an integer')).int('must be an integer').min(0, 'must not be negative').max(2_147_483_647, 'must be at most 2147483647'),
     tier: z.enum(tiers, required('one of starter, pro, enterprise')),
     // YAML reads an unquoted 18 as a number: accept both and keep the string.
     erpVersion: z
@@ -50,8 +56,16 @@ const specSchema = z.strictObject(
       .transform((v) => String(v))
       .pipe(z.enum(erpVersions, { error: 'must be one of "17", "18" (default), "19"' }))
       .default('18'),
-    ownerEmail: z.string(required('an e-mail address')).trim().regex(EMAIL, 'must be an e-mail address such as owner@example.com'),
-    ownerName: z.string(required('a display name')).trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
+    // no trimming: what is valid is exactly what the OpenAPI document says (api/routes/ops/tenant-clients.ts)
+    ownerEmail: z
+      .string(required('an e-mail address'))
+      .max(320, 'must be at most 320 characters')
+      .regex(EMAIL, 'must be an e-mail address such as owner@example.com'),
+    ownerName: z
+      .string(required('a display name'))
+      .min(1, 'must not be empty')
+      .max(200, 'must be at most 200 characters')
+      .regex(/^$|\S/, 'must not be blank'),
   },
   {
     error: (issue) =>
@@ -96,13 +110,42 @@ export function validateTenantClient(input: unknown): ValidationResult {
   return { ok: false, problems };
 }
 
-/** Parses YAML (or JSON, which is YAML) text holding one TenantClient, then validates it. */
-export function parseTenantClient(text: string): ValidationResult {
-  const doc = parseDocument(text, { prettyErrors: false });
-  if (doc.errors.length) {
-    return { ok: false, problems: [{ field: '(document)', message: `is not valid YAML or JSON: ${doc.errors[0]!.message.split('\n')[0]}` }] };
+const documentProblem = (message: string): ValidationResult => ({ ok: false, problems: [{ field: '(document)', message }] });
+
+/** How deep a parsed value nests (iterative: a hostile document cannot overflow the stack here). */
+function depthOf(root: unknown): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[root, 0]];
+  while (stack.length) {
+    const [value, depth] = stack.pop()!;
+    if (!value || typeof value !== 'object') continue;
+    max = Math.max(max, depth + 1);
+    if (max > MAX_DEPTH) return max;
+    for (const v of Object.values(value)) stack.push([v, depth + 1]);
   }
-  return validateTenantClient(doc.toJS());
+  return max;
+}
+
+/**
+ * Parses YAML (or JSON, which is YAML) text holding one TenantClient, then validates it. The text
+ * is bounded (size, aliases — a "billion laughs" document expands each alias many times over —
+ * and nesting); anything over a bound is a problem with the document, like bad syntax.
+ */
+export function parseTenantClient(text: string): ValidationResult {
+  if (Buffer.byteLength(text) > MAX_DOCUMENT_BYTES) return documentProblem(`is larger than ${MAX_DOCUMENT_BYTES / 1024} KiB`);
+  let value: unknown;
+  try {
+    const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+    const first = doc.errors[0]?.message.split('\n')[0];
+    if (first) return documentProblem(/call stack/i.test(first) ? 'is not valid YAML or JSON: it nests too deeply' : `is not valid YAML or JSON: ${first}`);
+    value = doc.toJS({ maxAliasCount: MAX_ALIASES });
+  } catch (err) {
+    // the yaml package throws ReferenceError for excessive aliases; a RangeError for a stack overflow
+    const aliases = err instanceof ReferenceError && /alias/i.test(err.message);
+    return documentProblem(aliases ? `uses YAML aliases too much (at most ${MAX_ALIASES} expansions)` : 'is not valid YAML or JSON: it nests too deeply');
+  }
+  if (depthOf(value) > MAX_DEPTH) return documentProblem(`nests deeper than ${MAX_DEPTH} levels`);
+  return validateTenantClient(value);
 }
 
 /** `spec.tier: must be one of …; spec.projectId: …` */

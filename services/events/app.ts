@@ -12,7 +12,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Redis } from 'ioredis';
-import { problemDetails, sendProblem, serverOptions } from '../../lib/http.js';
+import { jsonParser, problemDetails, sendProblem, serverOptions } from '../../lib/http.js';
 import { requireServiceKey } from '../../domain/service-keys/service-keys.js';
 import { AppError } from '../../lib/errors.js';
 import { cloudEventProblems, EVENT_FIELD, type CloudEvent } from '../../domain/events/events.js';
@@ -52,11 +52,11 @@ const asRecord = (flat: XInfo): Record<string, unknown> => {
 };
 
 export async function buildEventsApp(deps: EventsDeps): Promise<FastifyInstance> {
-  const app = Fastify({ ...serverOptions(deps.logLevel ?? 'info'), bodyLimit: 256 * 1024 }).withTypeProvider<TypeBoxTypeProvider>();
+  const app = Fastify(serverOptions(deps.logLevel ?? 'info')).withTypeProvider<TypeBoxTypeProvider>();
   await app.register(problemDetails);
   // Only JSON bodies: without the default text/plain parser, any other type is answered 415.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(JSON_TYPES, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  app.addContentTypeParser(JSON_TYPES, { parseAs: 'string' }, jsonParser(app as unknown as FastifyInstance));
 
   const startedAt = Date.now();
   const dedupeKey = (ev: CloudEvent) =>

@@ -42,7 +42,7 @@ describe('parseTenantClient', () => {
   });
 
   it('accepts a 30-character subdomain with digits and hyphens', () => {
-    const name = 'a1-'.repeat(10);
+    const name = `${'a1-'.repeat(9)}a12`;
     expect(name).toHaveLength(30);
     expect(parseTenantClient(yaml(good.replace('subdomain: acme', `subdomain: ${name}`), name)).ok).toBe(true);
   });
@@ -67,6 +67,10 @@ describe('validateTenantClient: one message per problem', () => {
     ['subdomain of 31 characters', good.replace('subdomain: acme', `subdomain: ${'a'.repeat(31)}`), 'acme', ['spec.subdomain must be at most 30 characters']],
     ['subdomain other than the name', good.replace('subdomain: acme', 'subdomain: other'), 'acme', ['spec.subdomain must equal metadata.name ("acme")']],
     ['name with capitals', good, 'Acme', ['metadata.name must match [a-z0-9-]+ (lowercase letters, digits and hyphens only)']],
+    // RFC 1123 labels: the name is a subdomain, a database name and a route host
+    ['name starting with a hyphen', good.replace('subdomain: acme', 'subdomain: -bad'), '-bad', ['metadata.name must be a DNS label: it cannot start or end with a hyphen', 'spec.subdomain must be a DNS label: it cannot start or end with a hyphen']],
+    ['name ending with a hyphen', good.replace('subdomain: acme', 'subdomain: bad-'), 'bad-', ['metadata.name must be a DNS label: it cannot start or end with a hyphen', 'spec.subdomain must be a DNS label: it cannot start or end with a hyphen']],
+    ['a single hyphen', good.replace('subdomain: acme', 'subdomain: "-"'), '"-"', ['metadata.name must be a DNS label: it cannot start or end with a hyphen', 'spec.subdomain must be a DNS label: it cannot start or end with a hyphen']],
     ['missing subdomain', good.replace('  subdomain: acme\n', ''), 'acme', ['spec.subdomain is required (a string)']],
     ['fractional projectId', good.replace('projectId: 42', 'projectId: 4.5'), 'acme', ['spec.projectId must be an integer']],
     ['projectId as text', good.replace('projectId: 42', 'projectId: "42"'), 'acme', ['spec.projectId must be an integer']],
@@ -75,6 +79,9 @@ describe('validateTenantClient: one message per problem', () => {
     ['ERP version 16', `${good}  erpVersion: "16"\n`, 'acme', ['spec.erpVersion must be one of "17", "18" (default), "19"']],
     ['bad e-mail', good.replace('ada@acme.test', 'ada-at-acme'), 'acme', ['spec.ownerEmail must be an e-mail address such as owner@example.com']],
     ['empty owner name', good.replace('Ada Lovelace', '""'), 'acme', ['spec.ownerName must not be empty']],
+    ['blank owner name', good.replace('Ada Lovelace', '"   "'), 'acme', ['spec.ownerName must not be blank']],
+    ['e-mail with spaces around it', good.replace('ada@acme.test', '" ada@acme.test"'), 'acme', ['spec.ownerEmail must be an e-mail address such as owner@example.com']],
+    ['projectId over 32 bits', good.replace('projectId: 42', 'projectId: 2147483648'), 'acme', ['spec.projectId must be at most 2147483647']],
     ['unknown spec fields', `${good}  size: large\n  region: eu\n`, 'acme', ['spec has unknown fields: size, region']],
   ])('%s', (_label, spec, name, expected) => {
     expect(problemsOf(spec, name)).toEqual(expected);
@@ -93,6 +100,30 @@ describe('validateTenantClient: one message per problem', () => {
       { field: 'metadata', message: 'is required (a mapping with name)' },
       { field: 'spec', message: 'is required (a mapping with subdomain, projectId, tier, erpVersion, ownerEmail, ownerName)' },
     ]);
+  });
+});
+
+describe('hostile documents are refused as documents, cheaply', () => {
+  const doc = (r: ReturnType<typeof parseTenantClient>) => (r.ok ? [] : r.problems.map((p) => `${p.field} ${p.message}`));
+
+  it('a "billion laughs" of nested aliases', () => {
+    const levels = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'];
+    for (let i = 1; i < 9; i++) {
+      const [prev, cur] = [String.fromCharCode(96 + i), String.fromCharCode(97 + i)];
+      levels.push(`${cur}: &${cur} [${Array(9).fill(`*${prev}`).join(', ')}]`);
+    }
+    const bomb = `${yaml(good.replace('Ada Lovelace', '*i'))}x:\n${levels.map((l) => `  ${l}`).join('\n')}\n`;
+    expect(doc(parseTenantClient(bomb))).toEqual(['(document) uses YAML aliases too much (at most 20 expansions)']);
+  });
+
+  it('deep nesting, within and beyond what the parser survives', () => {
+    expect(doc(parseTenantClient(`a: ${'['.repeat(40)}${']'.repeat(40)}`))).toEqual(['(document) nests deeper than 16 levels']);
+    expect(doc(parseTenantClient(`a: ${'['.repeat(20_000)}${']'.repeat(20_000)}`))).toEqual(['(document) is not valid YAML or JSON: it nests too deeply']);
+  });
+
+  it('a document over 64 KiB, and duplicate keys', () => {
+    expect(doc(parseTenantClient(`${yaml(good)}# ${'x'.repeat(70_000)}\n`))).toEqual(['(document) is larger than 64 KiB']);
+    expect(doc(parseTenantClient(`${yaml(good)}kind: TenantClient\n`))).toEqual([expect.stringMatching(/^\(document\) is not valid YAML or JSON: .*unique/i)]);
   });
 });
 

@@ -10,14 +10,18 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError } from '../../../lib/errors.js';
 import {
+  decodeAccessToken,
   endSession,
+  endSessionById,
   INVALID_SESSION,
   loginWithPassword,
   refreshSession,
   userWithMemberships,
   type IssuedSession,
 } from '../../../domain/access/login-sessions.js';
-import { requireUser } from '../../plugins/user-auth.js';
+import { bearer, requireUser } from '../../plugins/user-auth.js';
+import { TOKEN_PREFIX } from '../../../domain/access/api-keys.js';
+import { Text } from '../../schemas/common.js';
 
 export const REFRESH_COOKIE = 'plana_refresh';
 const COOKIE_PATH = '/api/auth';
@@ -60,7 +64,7 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
         tags: ['auth'],
         summary: 'Log in with e-mail and password',
         body: Type.Object(
-          { email: Type.String({ minLength: 3, maxLength: 320 }), password: Type.String({ minLength: 1, maxLength: 1024 }) },
+          { email: Text({ minLength: 3, maxLength: 320 }), password: Text({ minLength: 1, maxLength: 1024 }) },
           { additionalProperties: false },
         ),
         response: { 200: SessionSchema, 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 429: Type.Ref('Problem') },
@@ -116,13 +120,21 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
     {
       schema: {
         tags: ['auth'],
-        summary: 'End the session: revokes the refresh cookie (and its whole family)',
+        summary: 'End the session: revokes the refresh cookie and the access tokens of its session',
+        description:
+          'Send the refresh cookie, or the access token as Authorization: Bearer, or both. The session ends at once: its access tokens get 401 from then on.',
         response: { 204: Type.Null() },
       },
     },
     async (req, reply) => {
       const token = req.cookies[REFRESH_COOKIE];
       if (token) await endSession(app.deps.pool, token);
+      const access = bearer(req);
+      if (access && !access.startsWith(TOKEN_PREFIX)) {
+        // an expired or forged token has no session to end; logging out stays a 204
+        const session = await decodeAccessToken(app.deps.config, access).catch(() => undefined);
+        if (session) await endSessionById(app.deps.pool, session.sessionId);
+      }
       clearRefreshCookie(reply);
       return reply.code(204).send(null);
     },

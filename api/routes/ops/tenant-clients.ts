@@ -18,6 +18,33 @@ import {
 } from '../../../domain/tenants/operations.js';
 import { TenantName } from '../../schemas/common.js';
 
+/**
+ * The TenantClient resource as the OpenAPI document shows it. The handler validates with the
+ * domain's own rules (domain/tenants/tenant-client.ts: one clear message per problem, and YAML
+ * bodies too), so this schema documents and must say exactly the same.
+ */
+const TenantClientSchema = Type.Object({
+  apiVersion: Type.Literal('plana.dev/v1alpha1'),
+  kind: Type.Literal('TenantClient'),
+  metadata: Type.Object({ name: TenantName }),
+  spec: Type.Object(
+    {
+      subdomain: { ...TenantName, description: 'equal to metadata.name' },
+      projectId: Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: 'chat room support-<subdomain>-<projectId padded to 6 digits>' }),
+      tier: Type.Union([Type.Literal('starter'), Type.Literal('pro'), Type.Literal('enterprise')]),
+      erpVersion: Type.Optional(
+        Type.Union([Type.Literal('17'), Type.Literal('18'), Type.Literal('19'), Type.Literal(17), Type.Literal(18), Type.Literal(19)], { default: '18' }),
+      ),
+      ownerEmail: Type.String({ maxLength: 320, pattern: '^[^\\s@\\u0000]+@[^\\s@\\u0000]+\\.[^\\s@\\u0000]+$' }),
+      ownerName: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$' }),
+    },
+    { additionalProperties: false },
+  ),
+});
+
+/** The body is validated by the handler (JSON or YAML text), not by the route's schema. */
+const handlerValidates = () => () => true;
+
 const Summary = Type.Object({
   name: Type.String(),
   synced: Type.String(),
@@ -41,12 +68,13 @@ export default async function opsTenantClientRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/ops/tenant-clients',
     {
+      validatorCompiler: handlerValidates,
       schema: {
         tags: ['ops'],
         summary: 'Apply a TenantClient (create, or update its spec; the same spec again changes nothing)',
-        description: 'Body: the TenantClient resource as JSON, or as YAML with Content-Type application/yaml.',
+        description: 'Body: the TenantClient resource as JSON, or as YAML with Content-Type application/yaml. A name is a DNS label; a deleted (deprovisioned) tenant\'s name cannot be applied again (409).',
         security: [{ opsKey: [] }],
-        body: Type.Unknown(),
+        body: TenantClientSchema,
         response: {
           200: Type.Object({ result: Type.String(), name: Type.String(), generation: Type.Integer(), workflowId: Type.String(), temporalUiUrl: Type.String() }),
           201: Type.Object({ result: Type.String(), name: Type.String(), generation: Type.Integer(), workflowId: Type.String(), temporalUiUrl: Type.String() }),
@@ -55,6 +83,7 @@ export default async function opsTenantClientRoutes(fastify: FastifyInstance) {
       },
     },
     async (req, reply) => {
+      // a YAML body arrives as its text
       const parsed = typeof req.body === 'string' ? parseTenantClient(req.body) : validateTenantClient(req.body);
       if (!parsed.ok) {
         throw new AppError('BAD_REQUEST', `Invalid TenantClient: ${problemsDetail(parsed.problems)}`, { errors: parsed.problems });

@@ -1,7 +1,9 @@
 /**
  * Ops API: add a user to a workspace with a role (`npm run cli -- users add`). Creates the user
- * when the e-mail is new, sets the password when one is given (bcrypt), and sets the membership's
- * role. Guarded by the ops service key.
+ * when the e-mail is new (201) with the password given (bcrypt), or adds the existing user (200),
+ * and sets the membership's role. An existing user's password is never replaced silently: a
+ * password for an existing e-mail is a 409 unless `resetPassword` says so. Guarded by the ops
+ * service key.
  */
 import bcrypt from 'bcrypt';
 import type { FastifyInstance } from 'fastify';
@@ -10,6 +12,15 @@ import { Type } from 'typebox';
 import { withTransaction } from '../../../lib/db.js';
 import { AppError } from '../../../lib/errors.js';
 import { requireServiceKey } from '../../../domain/service-keys/service-keys.js';
+import { TenantName, Text } from '../../schemas/common.js';
+
+const UserAdded = Type.Object({
+  user: Type.Object({ id: Type.String(), email: Type.String(), name: Type.String() }),
+  workspace: Type.String(),
+  role: Type.String(),
+  userCreated: Type.Boolean(),
+  passwordSet: Type.Boolean(),
+});
 
 export default async function opsUserRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -20,56 +31,63 @@ export default async function opsUserRoutes(fastify: FastifyInstance) {
     {
       schema: {
         tags: ['ops'],
-        summary: 'Add a user to a workspace with a role (creates the user if needed)',
+        summary: 'Add a user to a workspace with a role (201 creates the user; 200 adds an existing one)',
+        description:
+          'An existing user keeps their password: sending a password for an existing e-mail is refused with 409 unless resetPassword is true.',
         security: [{ opsKey: [] }],
         body: Type.Object(
           {
-            workspace: Type.String({ pattern: '^[a-z0-9-]{1,30}$' }),
-            email: Type.String({ pattern: '^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$', maxLength: 320 }),
+            workspace: TenantName,
+            email: Type.String({ pattern: '^[^@\\s\\u0000]+@[^@\\s\\u0000]+\\.[^@\\s\\u0000]+$', maxLength: 320 }),
             role: Type.Union([Type.Literal('admin'), Type.Literal('member')]),
-            name: Type.Optional(Type.String({ maxLength: 200 })),
-            password: Type.Optional(Type.String({ minLength: 12, maxLength: 1024 })),
+            name: Type.Optional(Text({ maxLength: 200 })),
+            password: Type.Optional(Text({ minLength: 12, maxLength: 1024 })),
+            resetPassword: Type.Optional(Type.Boolean({ description: 'replace the password of an existing user (else 409)' })),
           },
           { additionalProperties: false },
         ),
-        response: {
-          201: Type.Object({
-            user: Type.Object({ id: Type.String(), email: Type.String(), name: Type.String() }),
-            workspace: Type.String(),
-            role: Type.String(),
-            userCreated: Type.Boolean(),
-            passwordSet: Type.Boolean(),
-          }),
-          400: Type.Ref('Problem'),
-          401: Type.Ref('Problem'),
-          404: Type.Ref('Problem'),
-        },
+        response: { 200: UserAdded, 201: UserAdded, 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 404: Type.Ref('Problem'), 409: Type.Ref('Problem') },
       },
     },
     async (req, reply) => {
-      const { workspace, role, name, password } = req.body;
+      const { workspace, role, name, password, resetPassword } = req.body;
       const email = req.body.email.toLowerCase();
+      if (resetPassword && !password) throw new AppError('BAD_REQUEST', 'body.resetPassword needs body.password: the new password.');
       const hash = password ? await bcrypt.hash(password, app.deps.config.BCRYPT_COST) : null;
       const result = await withTransaction(app.deps.pool, async (db) => {
         const ws = await db.query<{ id: string }>('SELECT id FROM workspaces WHERE slug = $1', [workspace]);
         if (!ws.rows[0]) throw new AppError('NOT_FOUND', `Workspace "${workspace}" does not exist.`);
-        const user = await db.query<{ id: string; email: string; name: string; created: boolean }>(
+        const inserted = await db.query<{ id: string; email: string; name: string }>(
           `INSERT INTO users (email, name, password_hash) VALUES ($1, coalesce($2, ''), $3)
-           ON CONFLICT (email) DO UPDATE
-             SET name = coalesce($2, users.name), password_hash = coalesce($3, users.password_hash)
-           RETURNING id, email, name, (xmax = 0) AS created`,
+           ON CONFLICT (email) DO NOTHING RETURNING id, email, name`,
           [email, name ?? null, hash],
         );
-        const u = user.rows[0]!;
+        let u = inserted.rows[0];
+        const created = u !== undefined;
+        if (!u) {
+          // an existing account: its password changes only when asked for in so many words
+          if (hash && !resetPassword) {
+            throw new AppError(
+              'CONFLICT',
+              `A user with this e-mail address already exists; leave the password out to add them to workspace "${workspace}" (CLI: --no-password), or set resetPassword to replace their password (CLI: --reset-password).`,
+            );
+          }
+          const updated = await db.query<{ id: string; email: string; name: string }>(
+            `UPDATE users SET name = coalesce($2, name), password_hash = coalesce($3, password_hash)
+              WHERE lower(email) = lower($1) RETURNING id, email, name`,
+            [email, name ?? null, hash],
+          );
+          u = updated.rows[0]!;
+        }
         await db.query(
           `INSERT INTO memberships (user_id, workspace_id, role) VALUES ($1, $2, $3)
            ON CONFLICT (user_id, workspace_id) DO UPDATE SET role = EXCLUDED.role`,
           [u.id, ws.rows[0].id, role],
         );
-        return u;
+        return { ...u, created };
       });
-      req.log.info({ userId: result.id, workspace, role }, 'user added to workspace');
-      return reply.code(201).send({
+      req.log.info({ userId: result.id, workspace, role, userCreated: result.created, passwordSet: hash !== null }, 'user added to workspace');
+      return reply.code(result.created ? 201 : 200).send({
         user: { id: result.id, email: result.email, name: result.name },
         workspace,
         role,

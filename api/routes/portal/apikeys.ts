@@ -12,6 +12,7 @@ import { checkScopes, createApiKey, listApiKeys, SCOPES } from '../../../domain/
 import { revokeApiKey } from '../../../domain/access/api-key-verifier.js';
 import { AppError } from '../../../lib/errors.js';
 import { requireUser, requireWorkspaceAdmin } from '../../plugins/user-auth.js';
+import { TenantName, Text } from '../../schemas/common.js';
 
 const ApiKeySchema = Type.Object({
   id: Type.String({ format: 'uuid' }),
@@ -25,7 +26,7 @@ const ApiKeySchema = Type.Object({
 });
 
 const WorkspaceQuery = Type.Object({
-  workspace: Type.Optional(Type.String({ description: 'workspace slug; or the X-Workspace header' })),
+  workspace: Type.Optional({ ...TenantName, description: 'workspace slug; or the X-Workspace header' }),
 });
 const errors = { 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 403: Type.Ref('Problem') };
 
@@ -60,8 +61,10 @@ export default async function apiKeyRoutes(fastify: FastifyInstance) {
         querystring: WorkspaceQuery,
         body: Type.Object(
           {
-            name: Type.String({ minLength: 1, maxLength: 100 }),
-            scopes: Type.Optional(Type.Array(Type.String(), { description: `default ["dashboard:read"]; known: ${Object.keys(SCOPES).join(', ')}` })),
+            name: Text({ minLength: 1, maxLength: 100 }),
+            scopes: Type.Optional(
+              Type.Array(Type.String({ enum: Object.keys(SCOPES) }), { minItems: 1, maxItems: 20, description: 'default ["dashboard:read"]' }),
+            ),
           },
           { additionalProperties: false },
         ),

@@ -8,6 +8,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { readExecutionLog } from '../../../domain/access/execution-log.js';
 import { requireUser, requireWorkspaceAdmin } from '../../plugins/user-auth.js';
+import { TenantName, Text } from '../../schemas/common.js';
 
 export default async function executionLogRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -22,9 +23,9 @@ export default async function executionLogRoutes(fastify: FastifyInstance) {
         summary: "The workspace's execution log: calls made with its API keys (90-day retention)",
         security: [{ userToken: [] }],
         querystring: Type.Object({
-          workspace: Type.Optional(Type.String({ description: 'workspace slug; or the X-Workspace header' })),
-          limit: Type.Integer({ minimum: 1, maximum: 500, default: 50 }),
-          cursor: Type.Optional(Type.String({ maxLength: 200 })),
+          workspace: Type.Optional({ ...TenantName, description: 'workspace slug; or the X-Workspace header' }),
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+          cursor: Type.Optional(Text({ maxLength: 200 })),
         }),
         response: {
           200: Type.Object({
@@ -51,7 +52,7 @@ export default async function executionLogRoutes(fastify: FastifyInstance) {
     async (req) => {
       // rows still buffered in this process are written first, so an admin sees their latest calls
       await app.workspaceAuth.executionLog.flush();
-      return readExecutionLog(app.deps.pool, req.adminWorkspace!.id, { limit: req.query.limit, cursor: req.query.cursor });
+      return readExecutionLog(app.deps.pool, req.adminWorkspace!.id, { limit: req.query.limit ?? 50, cursor: req.query.cursor });
     },
   );
 }

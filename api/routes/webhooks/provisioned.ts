@@ -16,14 +16,14 @@ import { Type } from 'typebox';
 import { requireServiceKey } from '../../../domain/service-keys/service-keys.js';
 import { withTransaction } from '../../../lib/db.js';
 import { AppError } from '../../../lib/errors.js';
-import { TenantName } from '../../schemas/common.js';
+import { TenantName, Text } from '../../schemas/common.js';
 
 const ProvisionedBody = Type.Object(
   {
     tenant: TenantName,
-    workspace: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'display name; defaults to the tenant name' })),
+    workspace: Type.Optional(Text({ minLength: 1, maxLength: 100, description: 'display name; defaults to the tenant name' })),
     ownerEmail: Type.String({ format: 'email', maxLength: 254 }),
-    ownerName: Type.String({ minLength: 1, maxLength: 200 }),
+    ownerName: Text({ minLength: 1, maxLength: 200 }),
     tier: Type.Union([Type.Literal('starter'), Type.Literal('pro'), Type.Literal('enterprise')]),
     erpVersion: Type.Union([Type.Literal('17'), Type.Literal('18'), Type.Literal('19')]),
   },
@@ -54,6 +54,7 @@ export default async function provisionedWebhookRoutes(fastify: FastifyInstance)
       schema: {
         tags: ['webhooks'],
         summary: 'Provisioning callback: create the workspace entry of a provisioned tenant',
+        security: [{ provisioningKey: [] }],
         description: 'Needs the provisioning webhook service key in X-API-Key (PROVISIONING_WEBHOOK_ACCEPTED_KEYS).',
         body: ProvisionedBody,
         response: {

@@ -1,0 +1,111 @@
+/**
+ * The API against its own OpenAPI document, with schemathesis (PyPI, installed by
+ * scripts/bootstrap.sh into the cache folder): a bounded run over every operation of `/docs/json`,
+ * all checks on, once per kind of credential — none, an admin's access token, a workspace key
+ * (`ws_live_…`, scope `*`) and the ops key. The run must find nothing: every answer conforms to
+ * the document (status, content type, schema, headers), no 5xx, nothing valid by the document
+ * refused and nothing invalid accepted. A fixed seed keeps each run the same; no timing is asserted.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApi, type TestApi } from '../../support/api.js';
+import { addUser, addWorkspace, createKey, login } from '../../support/workspace-api.js';
+
+const SCHEMATHESIS_VERSION = '4.32.5';
+const schemathesis = path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'plana', `schemathesis-${SCHEMATHESIS_VERSION}`, 'bin', 'schemathesis');
+/** Test cases per operation and phase: bounded so the four runs stay within a few minutes on 2 cores. */
+const MAX_EXAMPLES = 30;
+
+let api: TestApi;
+const credentials: Record<string, string[]> = {};
+let configFile: string;
+
+/**
+ * A valid apply starts a real tenant's workflow in the run's shared Temporal and database: the
+ * TenantClient apply is tested here with schema-violating bodies only (its valid path is what
+ * test/integration/tenant-lifecycle.test.ts covers). The execution log's cursor is opaque.
+ */
+const CONFIG = `
+[[operations]]
+include-path = "/api/ops/tenant-clients"
+include-method = "POST"
+generation = { mode = "negative" }
+
+# a cursor is opaque: a string the API did not return is refused with 400 by design
+[[operations]]
+include-path = "/api/portal/execution-log"
+checks = { positive_data_acceptance = { expected-statuses = ["2xx", 400, 401, 403] } }
+`;
+
+beforeAll(async () => {
+  if (!existsSync(schemathesis)) throw new Error(`${schemathesis} is missing: run scripts/bootstrap.sh (it installs schemathesis ${SCHEMATHESIS_VERSION})`);
+  configFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'schemathesis-')), 'schemathesis.toml');
+  writeFileSync(configFile, CONFIG);
+  // the retention endpoint must never drop the shared test database's partitions other files use
+  api = await startTestApi({ EXECUTION_LOG_RETENTION_DAYS: '36500' });
+  const workspace = await addWorkspace(api.pool);
+  // generous limits: a 429 is documented, but a run spent on 429s tests nothing else
+  await api.pool.query(
+    'INSERT INTO workspace_rate_limits (workspace_id, burst, per_second, agent_per_minute) VALUES ($1, 100000, 100000, 100000)',
+    [workspace.id],
+  );
+  const admin = await addUser(api.pool, [{ workspaceId: workspace.id, role: 'admin' }]);
+  const accessToken = await login(api.base, admin);
+  const key = await createKey(api.base, accessToken, { name: 'schemathesis', scopes: ['*'] });
+  credentials.none = [];
+  // logging out would end the token the rest of the run uses: that operation runs without credentials
+  credentials['admin access token'] = ['-H', `Authorization: Bearer ${accessToken}`, '--exclude-path', '/api/auth/logout'];
+  credentials['workspace key'] = ['-H', `Authorization: Bearer ${key.token}`];
+  credentials['ops key'] = ['-H', `X-API-Key: ${api.cfg.OPS_API_KEY}`];
+});
+
+afterAll(() => api?.close());
+
+function run(args: string[]): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    // its working folder (schemathesis keeps a cache there) is the run's own temporary folder
+    const cwd = path.dirname(configFile);
+    execFile(schemathesis, args, { cwd, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1', SCHEMATHESIS_HOOKS: '' } }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, output: `${stdout}\n${stderr}` });
+    });
+  });
+}
+
+describe('schemathesis against /docs/json', () => {
+  it.each(['none', 'admin access token', 'workspace key', 'ops key'])(
+    'with credential: %s — no failures',
+    async (kind) => {
+      const { code, output } = await run([
+        '--config-file',
+        configFile,
+        'run',
+        `${api.base}/docs/json`,
+        '--url',
+        api.base,
+        '--checks',
+        'all',
+        '--max-examples',
+        String(MAX_EXAMPLES),
+        '--seed',
+        '20261123',
+        '--generation-database',
+        'none',
+        // one worker: CPython 3.11 can fail compiling in two threads at once ("AST constructor
+        // recursion depth mismatch"), an error of the tool, not of the API
+        '--workers',
+        '1',
+        '--no-color',
+        '--request-timeout',
+        '20',
+        ...credentials[kind]!,
+      ]);
+      // the summary on success; on failure every failure with its reproduction (curl) command
+      console.log(`schemathesis (${kind}) exited with ${code}:\n${output.slice(code === 0 ? -4_000 : -60_000)}`);
+      expect(code).toBe(0);
+    },
+    240_000,
+  );
+});
