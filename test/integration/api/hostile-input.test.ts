@@ -70,6 +70,7 @@ interface RawAnswer {
   status: number;
   headers: Record<string, string>;
   text: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- whatever JSON the server answered
   body: any;
 }
 
