@@ -12,6 +12,7 @@ import healthRoutes from './routes/health/index.js';
 import opsTenantRoutes from './routes/ops/tenants.js';
 import opsTenantClientRoutes from './routes/ops/tenant-clients.js';
 import { WorkspaceCallLog, workspaceAuth } from './plugins/workspace-auth.js';
+import { accessControl } from './plugins/access.js';
 import authRoutes from './routes/auth/index.js';
 import apiKeyRoutes from './routes/portal/apikeys.js';
 import executionLogRoutes from './routes/portal/execution-log.js';
@@ -28,7 +29,9 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   app.addSchema(ProblemSchema);
   await app.register(problemDetails);
   await app.register(openapi);
-  // before any route it guards: attaches key auth, limits, scopes and the execution log by route table
+  // before any route: each route's declared access (config.access) becomes its first hooks, and an
+  // /api route that declares none stops the start
+  await app.register(accessControl);
   await app.register(workspaceAuth);
   // after workspace-auth (it sets the security of key routes): every route's problem answers
   await app.register(problemResponses);

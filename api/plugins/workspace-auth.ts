@@ -1,6 +1,6 @@
 /**
- * The Workspace API's key authentication (specification §5.1–5.3, §8), table-driven: every route
- * whose `METHOD path` appears in `workspaceKeyRoutes` gets, when it is registered,
+ * The Workspace API's key authentication (specification §5.1–5.3, §8): every route that declares
+ * `config: { access: access.key(scope) }` (api/plugins/access.ts) gets, when it is registered,
  *
  * 1. key verification (`Authorization: Bearer ws_live_…`; domain/access/api-key-verifier.ts): a missing,
  *    malformed, unknown, wrong or revoked key gets the same 401. Revocations reach every replica
@@ -30,22 +30,6 @@ import { AppError } from '../../lib/errors.js';
 import { ExecutionLog, ensurePartitions } from '../../domain/access/execution-log.js';
 import { RateLimits, type BucketResult, type Limits } from '../../domain/access/rate-limits.js';
 import { OneLinePerRequest } from '../../lib/http.js';
-
-/** §4.1 × §5.3: the routes a workspace key may call and the scope each needs (null: any valid key). */
-export const workspaceKeyRoutes: Record<string, Scope | null> = {
-  'GET /api/portal/apikeys/self': null,
-  'GET /api/portal/odoo/:slug/kpis': 'dashboard:read',
-  'GET /api/portal/odoo/:slug/cashflow': 'dashboard:read',
-  'GET /api/portal/odoo/:slug/alerts': 'dashboard:read',
-  'GET /api/banking/adapters': 'banking:read',
-  'POST /api/banking/:bankId/consent': 'banking:read',
-  'GET /api/banking/:bankId/consent/:consentId': 'banking:read',
-  'GET /api/banking/:bankId/accounts': 'banking:read',
-  'GET /api/banking/:bankId/accounts/:id/transactions': 'banking:read',
-  'POST /api/agents/:agentId/chat': 'agents:invoke',
-  'POST /api/agents/:agentId/chat/stream': 'agents:invoke',
-  'GET /api/agents/:agentId/executions': 'agents:invoke',
-};
 
 /** Routes that count against the per-minute agent limit as well as the bucket. */
 const agentInvocation = (method: string, scope: Scope | null) => scope === 'agents:invoke' && method === 'POST';
@@ -203,18 +187,12 @@ export const workspaceAuth = fp(
     }
 
     app.addHook('onRoute', (route: RouteOptions) => {
-      const methods = [route.method].flat();
-      for (const method of methods) {
-        const lookup = method === 'HEAD' ? 'GET' : method;
-        const entry = `${lookup} ${route.url}`;
-        if (!Object.hasOwn(workspaceKeyRoutes, entry)) continue;
-        // Fastify derives the HEAD route from the GET route's options, hooks included
-        if ([route.onRequest].flat().some((h) => h?.name === 'workspaceKeyAuth')) return;
-        const scope = workspaceKeyRoutes[entry] ?? null;
-        route.onRequest = [authenticate(lookup, route.url, scope), ...[route.onRequest ?? []].flat()];
-        route.schema = { ...route.schema, security: [{ workspaceKey: [] }] };
-        return;
-      }
+      const declared = route.config?.access;
+      if (declared?.kind !== 'workspaceKey') return;
+      // Fastify derives the HEAD route from the GET route's options, hooks included
+      if ([route.onRequest].flat().some((h) => h?.name === 'workspaceKeyAuth')) return;
+      const method = [route.method].flat().find((m) => m !== 'HEAD') ?? 'GET';
+      route.onRequest = [authenticate(method, route.url, declared.scope), ...[route.onRequest ?? []].flat()];
     });
   },
   { name: 'workspace-auth', dependencies: [] },

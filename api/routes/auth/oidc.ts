@@ -18,6 +18,7 @@ import type { Config } from '../../../lib/config.js';
 import { AppError } from '../../../lib/errors.js';
 import { startSession } from '../../../domain/access/login-sessions.js';
 import { SessionSchema, sendSession } from './sessions.js';
+import { access } from '../../plugins/access.js';
 
 const STATE_COOKIE = 'plana_oidc';
 const CALLBACK_PATH = '/api/auth/oidc/callback';
@@ -58,6 +59,7 @@ export default async function oidcRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/auth/oidc/start',
     {
+      config: { access: access.public },
       schema: {
         tags: ['auth'],
         summary: 'Begin an OIDC login: redirects to the identity provider (authorization code + PKCE)',
@@ -90,6 +92,7 @@ export default async function oidcRoutes(fastify: FastifyInstance) {
   app.get(
     CALLBACK_PATH,
     {
+      config: { access: access.public },
       schema: {
         tags: ['auth'],
         summary: 'OIDC callback: logs in the user whose verified e-mail the provider vouches for',

@@ -19,9 +19,10 @@ import {
   userWithMemberships,
   type IssuedSession,
 } from '../../../domain/access/login-sessions.js';
-import { bearer, requireUser } from '../../plugins/user-auth.js';
+import { bearer } from '../../plugins/user-auth.js';
 import { TOKEN_PREFIX } from '../../../domain/access/api-keys.js';
 import { Text } from '../../schemas/common.js';
+import { access } from '../../plugins/access.js';
 
 export const REFRESH_COOKIE = 'plana_refresh';
 const COOKIE_PATH = '/api/auth';
@@ -60,6 +61,7 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/login',
     {
+      config: { access: access.public },
       schema: {
         tags: ['auth'],
         summary: 'Log in with e-mail and password',
@@ -97,6 +99,7 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/refresh',
     {
+      config: { access: access.public },
       schema: {
         tags: ['auth'],
         summary: 'Exchange the refresh cookie for a new access token (the cookie rotates)',
@@ -118,6 +121,7 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/logout',
     {
+      config: { access: access.public },
       schema: {
         tags: ['auth'],
         summary: 'End the session: revokes the refresh cookie and the access tokens of its session',
@@ -129,10 +133,10 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
     async (req, reply) => {
       const token = req.cookies[REFRESH_COOKIE];
       if (token) await endSession(app.deps.pool, token);
-      const access = bearer(req);
-      if (access && !access.startsWith(TOKEN_PREFIX)) {
+      const accessToken = bearer(req);
+      if (accessToken && !accessToken.startsWith(TOKEN_PREFIX)) {
         // an expired or forged token has no session to end; logging out stays a 204
-        const session = await decodeAccessToken(app.deps.config, access).catch(() => undefined);
+        const session = await decodeAccessToken(app.deps.config, accessToken).catch(() => undefined);
         if (session) await endSessionById(app.deps.pool, session.sessionId);
       }
       clearRefreshCookie(reply);
@@ -143,11 +147,10 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/auth/me',
     {
-      onRequest: requireUser,
+      config: { access: access.user },
       schema: {
         tags: ['auth'],
         summary: 'The logged-in user, the workspaces and the role in each',
-        security: [{ userToken: [] }],
         response: {
           200: Type.Object({
             user: UserSchema,

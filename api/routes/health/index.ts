@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { sendProblem } from '../../../lib/http.js';
+import { access } from '../../plugins/access.js';
 
 const withTimeout = (p: Promise<unknown>, ms: number) =>
   Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms).unref())]);
@@ -9,13 +10,14 @@ const withTimeout = (p: Promise<unknown>, ms: number) =>
 export default async function healthRoutes(app: FastifyInstance) {
   app.get(
     '/healthz',
-    { schema: { tags: ['probes'], response: { 200: Type.Object({ status: Type.Literal('ok') }) } } },
+    { config: { access: access.public }, schema: { tags: ['probes'], response: { 200: Type.Object({ status: Type.Literal('ok') }) } } },
     async () => ({ status: 'ok' as const }),
   );
 
   app.get(
     '/readyz',
     {
+      config: { access: access.public },
       schema: {
         tags: ['probes'],
         response: {

@@ -6,19 +6,18 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { dropExpiredPartitions, ensurePartitions } from '../../../domain/access/execution-log.js';
-import { requireServiceKey } from '../../../domain/service-keys/service-keys.js';
+import { access } from '../../plugins/access.js';
 
 export default async function opsExecutionLogRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  app.addHook('onRequest', requireServiceKey(() => [app.deps.config.OPS_API_KEY]));
 
   app.post(
     '/api/ops/execution-log/retention',
     {
+      config: { access: access.service('operator') },
       schema: {
         tags: ['ops'],
         summary: 'Apply the execution-log retention now: drop day partitions past it, create the next ones',
-        security: [{ opsKey: [] }],
         response: {
           200: Type.Object({ retentionDays: Type.Integer(), dropped: Type.Array(Type.String()) }),
           401: Type.Ref('Problem'),

@@ -6,8 +6,8 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError } from '../../../lib/errors.js';
-import { requireServiceKey } from '../../../domain/service-keys/service-keys.js';
 import { TenantName } from '../../schemas/common.js';
+import { access } from '../../plugins/access.js';
 
 const LimitsSchema = Type.Object({
   burst: Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'bucket capacity (requests)' }),
@@ -17,7 +17,6 @@ const LimitsSchema = Type.Object({
 
 export default async function opsRateLimitRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  app.addHook('onRequest', requireServiceKey(() => [app.deps.config.OPS_API_KEY]));
   const params = Type.Object({ slug: TenantName });
 
   async function workspaceId(slug: string): Promise<string> {
@@ -29,10 +28,10 @@ export default async function opsRateLimitRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/ops/workspaces/:slug/rate-limits',
     {
+      config: { access: access.service('operator') },
       schema: {
         tags: ['ops'],
         summary: 'The Workspace API limits of a workspace (override or defaults)',
-        security: [{ opsKey: [] }],
         params,
         response: { 200: Type.Intersect([LimitsSchema, Type.Object({ overridden: Type.Boolean() })]), 401: Type.Ref('Problem'), 404: Type.Ref('Problem') },
       },
@@ -53,10 +52,10 @@ export default async function opsRateLimitRoutes(fastify: FastifyInstance) {
   app.put(
     '/api/ops/workspaces/:slug/rate-limits',
     {
+      config: { access: access.service('operator') },
       schema: {
         tags: ['ops'],
         summary: 'Set a per-workspace override of the Workspace API limits',
-        security: [{ opsKey: [] }],
         params,
         body: Type.Object(LimitsSchema.properties, { additionalProperties: false }),
         response: { 200: Type.Intersect([LimitsSchema, Type.Object({ overridden: Type.Boolean() })]), 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 404: Type.Ref('Problem') },
@@ -79,10 +78,10 @@ export default async function opsRateLimitRoutes(fastify: FastifyInstance) {
   app.delete(
     '/api/ops/workspaces/:slug/rate-limits',
     {
+      config: { access: access.service('operator') },
       schema: {
         tags: ['ops'],
         summary: 'Remove the override: back to the default limits',
-        security: [{ opsKey: [] }],
         params,
         response: { 204: Type.Null(), 401: Type.Ref('Problem'), 404: Type.Ref('Problem') },
       },

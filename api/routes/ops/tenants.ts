@@ -5,22 +5,21 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { requireServiceKey } from '../../../domain/service-keys/service-keys.js';
 import { startWelcomeEmail } from '../../../domain/notifications/welcome.js';
 import { temporalUiLink } from '../../../lib/temporal.js';
 import { TenantName } from '../../schemas/common.js';
+import { access } from '../../plugins/access.js';
 
 export default async function opsTenantRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  app.addHook('onRequest', requireServiceKey(() => [app.deps.config.OPS_API_KEY]));
 
   app.post(
     '/api/ops/tenants/:name/welcome',
     {
+      config: { access: access.service('operator') },
       schema: {
         tags: ['ops'],
         summary: 'Send the welcome e-mail of a tenant (again)',
-        security: [{ opsKey: [] }],
         params: Type.Object({ name: TenantName }),
         response: {
           202: Type.Object({

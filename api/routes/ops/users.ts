@@ -11,8 +11,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { withTransaction } from '../../../lib/db.js';
 import { AppError } from '../../../lib/errors.js';
-import { requireServiceKey } from '../../../domain/service-keys/service-keys.js';
 import { TenantName, Text } from '../../schemas/common.js';
+import { access } from '../../plugins/access.js';
 
 const UserAdded = Type.Object({
   user: Type.Object({ id: Type.String(), email: Type.String(), name: Type.String() }),
@@ -24,17 +24,16 @@ const UserAdded = Type.Object({
 
 export default async function opsUserRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  app.addHook('onRequest', requireServiceKey(() => [app.deps.config.OPS_API_KEY]));
 
   app.post(
     '/api/ops/users',
     {
+      config: { access: access.service('operator') },
       schema: {
         tags: ['ops'],
         summary: 'Add a user to a workspace with a role (201 creates the user; 200 adds an existing one)',
         description:
           'An existing user keeps their password: sending a password for an existing e-mail is refused with 409 unless resetPassword is true.',
-        security: [{ opsKey: [] }],
         body: Type.Object(
           {
             workspace: TenantName,

@@ -11,8 +11,8 @@ import { Type } from 'typebox';
 import { checkScopes, createApiKey, listApiKeys, SCOPES } from '../../../domain/access/api-keys.js';
 import { revokeApiKey } from '../../../domain/access/api-key-verifier.js';
 import { AppError } from '../../../lib/errors.js';
-import { requireUser, requireWorkspaceAdmin } from '../../plugins/user-auth.js';
 import { TenantName, Text } from '../../schemas/common.js';
+import { access } from '../../plugins/access.js';
 
 const ApiKeySchema = Type.Object({
   id: Type.String({ format: 'uuid' }),
@@ -32,17 +32,14 @@ const errors = { 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 403: Type.R
 
 export default async function apiKeyRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const admin = { onRequest: requireUser, preHandler: requireWorkspaceAdmin };
-  const security = [{ userToken: [] }];
 
   app.get(
     '/api/portal/apikeys',
     {
-      ...admin,
+      config: { access: access.admin },
       schema: {
         tags: ['apikeys'],
         summary: 'List the workspace API keys (never the token or its hash)',
-        security,
         querystring: WorkspaceQuery,
         response: { 200: Type.Object({ items: Type.Array(ApiKeySchema) }), ...errors },
       },
@@ -53,11 +50,10 @@ export default async function apiKeyRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/portal/apikeys',
     {
-      ...admin,
+      config: { access: access.admin },
       schema: {
         tags: ['apikeys'],
         summary: 'Create a workspace API key; the response carries the plaintext token, once',
-        security,
         querystring: WorkspaceQuery,
         body: Type.Object(
           {
@@ -91,11 +87,10 @@ export default async function apiKeyRoutes(fastify: FastifyInstance) {
   app.delete(
     '/api/portal/apikeys/:id',
     {
-      ...admin,
+      config: { access: access.admin },
       schema: {
         tags: ['apikeys'],
         summary: 'Revoke a workspace API key: it stops working at once, on every replica',
-        security,
         params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
         querystring: WorkspaceQuery,
         response: { 204: Type.Null(), 404: Type.Ref('Problem'), ...errors },
@@ -116,6 +111,7 @@ export default async function apiKeyRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/portal/apikeys/self',
     {
+      config: { access: access.key(null) },
       schema: {
         tags: ['apikeys'],
         summary: 'The calling workspace key: its workspace, prefix and scopes (any valid key)',

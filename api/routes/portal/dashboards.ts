@@ -9,6 +9,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AlertsSchema, CashflowSchema, KpisSchema, createDashboardService } from '../../../domain/erp/dashboards.js';
 import { TenantName } from '../../schemas/common.js';
+import { access } from '../../plugins/access.js';
 
 const MEMO_MS = 1_000;
 const errors = {
@@ -48,6 +49,7 @@ export default async function dashboardRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/portal/odoo/:slug/kpis',
     {
+      config: { access: access.key('dashboard:read') },
       schema: {
         tags: ['dashboards'],
         summary: 'KPIs: revenue this month, receivables (overdue), payables, cash balance',
@@ -61,6 +63,7 @@ export default async function dashboardRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/portal/odoo/:slug/cashflow',
     {
+      config: { access: access.key('dashboard:read') },
       schema: {
         tags: ['dashboards'],
         summary: 'Cash in and out per month',
@@ -79,6 +82,7 @@ export default async function dashboardRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/portal/odoo/:slug/alerts',
     {
+      config: { access: access.key('dashboard:read') },
       schema: {
         tags: ['dashboards'],
         summary: 'Alerts: overdue invoices, unreconciled bank lines',

@@ -7,8 +7,8 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { readExecutionLog } from '../../../domain/access/execution-log.js';
-import { requireUser, requireWorkspaceAdmin } from '../../plugins/user-auth.js';
 import { TenantName, Text } from '../../schemas/common.js';
+import { access } from '../../plugins/access.js';
 
 export default async function executionLogRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -16,12 +16,10 @@ export default async function executionLogRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/portal/execution-log',
     {
-      onRequest: requireUser,
-      preHandler: requireWorkspaceAdmin,
+      config: { access: access.admin },
       schema: {
         tags: ['apikeys'],
         summary: "The workspace's execution log: calls made with its API keys (90-day retention)",
-        security: [{ userToken: [] }],
         querystring: Type.Object({
           workspace: Type.Optional({ ...TenantName, description: 'workspace slug; or the X-Workspace header' }),
           limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),

@@ -13,10 +13,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { requireServiceKey } from '../../../domain/service-keys/service-keys.js';
 import { withTransaction } from '../../../lib/db.js';
 import { AppError } from '../../../lib/errors.js';
 import { TenantName, Text } from '../../schemas/common.js';
+import { access } from '../../plugins/access.js';
 
 const ProvisionedBody = Type.Object(
   {
@@ -46,15 +46,14 @@ interface WorkspaceRow {
 
 export default async function provisionedWebhookRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  app.addHook('onRequest', requireServiceKey(() => app.deps.config.PROVISIONING_WEBHOOK_ACCEPTED_KEYS));
 
   app.post(
     '/api/webhooks/provisioned',
     {
+      config: { access: access.service('provisioning') },
       schema: {
         tags: ['webhooks'],
         summary: 'Provisioning callback: create the workspace entry of a provisioned tenant',
-        security: [{ provisioningKey: [] }],
         description: 'Needs the provisioning webhook service key in X-API-Key (PROVISIONING_WEBHOOK_ACCEPTED_KEYS).',
         body: ProvisionedBody,
         response: {

@@ -1,0 +1,110 @@
+/**
+ * Who may call a route, declared on the route itself next to its schema, and denied by default:
+ *
+ *   app.get('/api/portal/odoo/:slug/kpis', { config: { access: access.key('dashboard:read') }, schema }, handler)
+ *
+ * | declaration              | who                                                       | checked by                      |
+ * |--------------------------|-----------------------------------------------------------|---------------------------------|
+ * | `access.public`          | anyone (login, refresh, the OIDC round trip, probes)      | nothing                         |
+ * | `access.user`            | a logged-in user (access token from /api/auth/login)      | requireUser                     |
+ * | `access.admin`           | an admin of the workspace named by X-Workspace            | requireUser, then requireWorkspaceAdmin |
+ * | `access.key(scope)`      | a `ws_live_` workspace key with that scope (null: any)     | plugins/workspace-auth.ts       |
+ * | `access.service(caller)` | an internal caller's service key in X-API-Key             | requireServiceKey               |
+ *
+ * The credential checks run as the route's first onRequest hooks, before the body is parsed or
+ * validated, so a caller without credentials learns nothing from a validation error; an admin's
+ * workspace membership is checked once the request is validated (it reads X-Workspace). The declaration
+ * also becomes the route's OpenAPI `security`. The API refuses to start when an `/api` route
+ * declares nothing (a new route is closed until its author says who may call it).
+ */
+import type { FastifyInstance, RouteOptions, onRequestHookHandler, preHandlerHookHandler } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Scope } from '../../domain/access/api-keys.js';
+import { requireServiceKey } from '../../domain/service-keys/service-keys.js';
+import type { Config } from '../../lib/config.js';
+import { requireUser, requireWorkspaceAdmin } from './user-auth.js';
+
+/** The internal callers whose service keys the account API takes, and where each one's accepted keys are configured. */
+const serviceCallers = {
+  /** The operator CLI and the ops API's other callers. */
+  operator: { keys: (c: Config) => [c.OPS_API_KEY], scheme: 'opsKey' },
+  /** The `client.provisioned` consumer (POST /api/webhooks/provisioned). */
+  provisioning: { keys: (c: Config) => c.PROVISIONING_WEBHOOK_ACCEPTED_KEYS, scheme: 'provisioningKey' },
+} as const;
+export type ServiceCaller = keyof typeof serviceCallers;
+
+export type Access =
+  | { kind: 'public' }
+  | { kind: 'user'; role: 'member' | 'admin' }
+  | { kind: 'workspaceKey'; scope: Scope | null }
+  | { kind: 'serviceKey'; caller: ServiceCaller };
+
+export const access = {
+  public: { kind: 'public' },
+  user: { kind: 'user', role: 'member' },
+  admin: { kind: 'user', role: 'admin' },
+  key: (scope: Scope | null): Access => ({ kind: 'workspaceKey', scope }),
+  service: (caller: ServiceCaller): Access => ({ kind: 'serviceKey', caller }),
+} as const satisfies Record<string, Access | ((...args: never[]) => Access)>;
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Who may call this route (see api/plugins/access.ts); required on every /api route. */
+    access?: Access;
+  }
+  interface FastifyInstance {
+    /** Every route's declared access, as registered (for the security tests and the docs). */
+    accessTable: { method: string; url: string; access: Access | undefined }[];
+  }
+}
+
+/** The OpenAPI `security` of a declaration. */
+function security(declared: Access): Record<string, string[]>[] {
+  switch (declared.kind) {
+    case 'public':
+      return [];
+    case 'user':
+      return [{ userToken: [] }];
+    case 'workspaceKey':
+      return [{ workspaceKey: [] }];
+    case 'serviceKey':
+      return [{ [serviceCallers[declared.caller].scheme]: [] }];
+  }
+}
+
+export const accessControl = fp(
+  async (app: FastifyInstance) => {
+    app.decorate('accessTable', []);
+    const serviceHooks = new Map<ServiceCaller, onRequestHookHandler>(
+      (Object.keys(serviceCallers) as ServiceCaller[]).map((caller) => [
+        caller,
+        requireServiceKey(() => serviceCallers[caller].keys(app.deps.config)) as onRequestHookHandler,
+      ]),
+    );
+    const ours = new Set<unknown>([requireUser, requireWorkspaceAdmin, ...serviceHooks.values()]);
+
+    app.addHook('onRoute', (route: RouteOptions) => {
+      const declared = route.config?.access;
+      for (const method of [route.method].flat()) app.accessTable.push({ method, url: route.url, access: declared });
+      if (!declared) {
+        if (route.url === '/api' || route.url.startsWith('/api/')) {
+          throw new Error(`${[route.method].flat().join(',')} ${route.url} declares no access: say who may call it with config.access (api/plugins/access.ts)`);
+        }
+        return;
+      }
+      route.schema = { ...route.schema, security: security(declared) };
+      // Fastify derives the HEAD route from the GET route's options, hooks included
+      if ([route.onRequest].flat().some((h) => ours.has(h))) return;
+      const existing = [route.onRequest ?? []].flat();
+      if (declared.kind === 'user') {
+        route.onRequest = [requireUser as onRequestHookHandler, ...existing];
+        // the membership look-up reads X-Workspace / ?workspace=, so it runs once they are validated
+        if (declared.role === 'admin') route.preHandler = [requireWorkspaceAdmin as preHandlerHookHandler, ...[route.preHandler ?? []].flat()];
+      } else if (declared.kind === 'serviceKey') {
+        route.onRequest = [serviceHooks.get(declared.caller)!, ...existing];
+      }
+      // workspaceKey: plugins/workspace-auth.ts attaches the key check, limits and execution log
+    });
+  },
+  { name: 'access', dependencies: [] },
+);
