@@ -3,7 +3,7 @@
  * get, and the lifecycle actions. The desired spec and its generation live in `tenant_clients`;
  * the tenant's workflow `tenant:<name>` reconciles it and mirrors its status back.
  */
-import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { isGrpcDeadlineError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type pg from 'pg';
 import type { Config } from '../../lib/config.js';
@@ -99,7 +99,7 @@ export async function applyTenantClient(
         await db.query<TenantClientRow>('SELECT * FROM tenant_clients WHERE name = $1 FOR UPDATE', [name])
       ).rows[0]!;
       if (['Cancelled', 'Deprovisioning', 'Deprovisioned'].includes(current.phase)) {
-        throw new AppError('CONFLICT', `TenantClient "${name}" is ${current.phase.toLowerCase()}; ${current.phase === 'Cancelled' ? 'reactivate it before applying a new spec' : 'it cannot be applied again'}.`);
+        throw new AppError('CONFLICT', `TenantClient "${name}" is ${current.phase.toLowerCase()}; ${current.phase === 'Cancelled' ? 'reactivate it before applying a new spec' : 'a name is used once (its status and stored backups keep it): apply the tenant under a new name'}.`);
       }
       const immutable = immutableChanges(current.spec, spec);
       if (immutable.length) throw new AppError('CONFLICT', problemsDetail(immutable), { errors: immutable });
@@ -220,6 +220,9 @@ const actions = {
 export type TenantAction = keyof typeof actions;
 
 /** Runs an operator action as a workflow update: refused (409) with the workflow's reason, else the new status. */
+/** How long an operator action waits for the tenant's workflow to accept or refuse it. */
+const ACTION_DEADLINE_MS = 10_000;
+
 export async function runTenantAction(deps: OperationDeps, name: string, action: TenantAction): Promise<TenantStatus> {
   const row = await loadRow(deps.pool, name);
   if (row.phase === 'Deprovisioned') {
@@ -227,8 +230,15 @@ export async function runTenantAction(deps: OperationDeps, name: string, action:
   }
   const handle = deps.temporal.workflow.getHandle(tenantWorkflowId(name));
   try {
-    return await handle.executeUpdate(actions[action]);
+    // the workflow answers within a workflow task; without a worker it never would, so do not wait forever
+    return await deps.temporal.connection.withDeadline(Date.now() + ACTION_DEADLINE_MS, () => handle.executeUpdate(actions[action]));
   } catch (err) {
+    if (isGrpcDeadlineError(err) || isGrpcDeadlineError((err as { cause?: unknown }).cause)) {
+      throw new AppError(
+        'UNAVAILABLE',
+        `The workflow of TenantClient "${name}" did not answer within ${ACTION_DEADLINE_MS / 1000} s (is a worker running?); the ${action.replace(/-/g, ' ')} may still take effect once it does.`,
+      );
+    }
     if (err instanceof WorkflowUpdateFailedError) {
       throw new AppError('CONFLICT', `Cannot ${action.replace(/-/g, ' ')} TenantClient "${name}": ${err.cause?.message ?? err.message}.`);
     }

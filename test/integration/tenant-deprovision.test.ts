@@ -134,7 +134,7 @@ group('cancel → soak → deprovision', () => {
     expect(list).toContainEqual(expect.objectContaining({ name, phase: 'Deprovisioned', ready: 'False' }));
     const reapply = await applyYaml(p, tenantYaml(name, { tier: 'pro' }));
     expect(reapply.statusCode).toBe(409);
-    expect(reapply.json().detail).toBe(`TenantClient "${name}" is deprovisioned; it cannot be applied again.`);
+    expect(reapply.json().detail).toBe(`TenantClient "${name}" is deprovisioned; a name is used once (its status and stored backups keep it): apply the tenant under a new name.`);
     expect((await ops(p, 'POST', `/api/ops/tenant-clients/${name}/reactivate`)).statusCode).toBe(409);
   });
 

@@ -6,7 +6,6 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError } from '../../../lib/errors.js';
-import { requireServiceKey } from '../../../domain/service-keys/service-keys.js';
 import { parseTenantClient, problemsDetail, validateTenantClient } from '../../../domain/tenants/tenant-client.js';
 import {
   applyTenantClient,
@@ -17,6 +16,7 @@ import {
   type TenantAction,
 } from '../../../domain/tenants/operations.js';
 import { TenantName } from '../../schemas/common.js';
+import { access } from '../../plugins/access.js';
 
 /**
  * The TenantClient resource as the OpenAPI document shows it. The handler validates with the
@@ -55,11 +55,60 @@ const Summary = Type.Object({
   createdAt: Type.String(),
 });
 
+const Condition = Type.Object({
+  type: Type.Union([Type.Literal('Synced'), Type.Literal('Ready')]),
+  status: Type.Union([Type.Literal('True'), Type.Literal('False'), Type.Literal('Unknown')]),
+  reason: Type.String({ description: 'ReconcileSuccess / ReconcileError (Synced); Available / Creating / Unavailable / Deleting (Ready)' }),
+  message: Type.String(),
+  lastTransitionTime: Type.String(),
+  observedGeneration: Type.Integer(),
+});
+const ResourceState = Type.Object({
+  externalName: Type.String(),
+  synced: Type.String(),
+  state: Type.String({ description: 'Pending, Created, Failed, Deleted or Archived' }),
+  message: Type.String(),
+  lastTransitionTime: Type.String(),
+});
+/** What the lifecycle workflow reports (domain/tenants/types.ts TenantStatus); before its first report some parts are absent. */
+const TenantStatus = Type.Object({
+  name: Type.String(),
+  generation: Type.Integer(),
+  observedGeneration: Type.Integer(),
+  phase: Type.String({ description: 'Provisioning, Ready, Unavailable, Cancelled, Deprovisioning or Deprovisioned' }),
+  conditions: Type.Array(Condition),
+  resources: Type.Record(Type.String(), ResourceState, { description: 'database, apiUser, route, filestore, backupSchedule, chatRoom' }),
+  steps: Type.Array(Type.Object({ step: Type.String(), at: Type.String(), outcome: Type.String(), message: Type.String() })),
+  currentStep: Type.String(),
+  readyAt: Type.Optional(Type.String()),
+  cancelledAt: Type.Optional(Type.String()),
+  deprovisionAt: Type.Optional(Type.String()),
+  deprovisionedAt: Type.Optional(Type.String()),
+  provisionedEventId: Type.Optional(Type.String()),
+});
+const TenantClientResource = Type.Object({
+  apiVersion: Type.String(),
+  kind: Type.String(),
+  metadata: Type.Object({ name: Type.String(), uid: Type.String(), generation: Type.Integer(), creationTimestamp: Type.String() }),
+  // as stored: plain types, so a resource applied under older, looser rules is still shown
+  spec: Type.Object({
+    subdomain: Type.String(),
+    projectId: Type.Integer(),
+    tier: Type.String(),
+    erpVersion: Type.String(),
+    ownerEmail: Type.String(),
+    ownerName: Type.String(),
+  }),
+  status: TenantStatus,
+  statusSource: Type.Union([Type.Literal('workflow'), Type.Literal('mirror')]),
+  workflowId: Type.String(),
+  temporalUiUrl: Type.String(),
+});
+
 const problems = { 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 404: Type.Ref('Problem'), 409: Type.Ref('Problem') };
 
 export default async function opsTenantClientRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  app.addHook('onRequest', requireServiceKey(() => [app.deps.config.OPS_API_KEY]));
   // `kubectl apply`-style: the resource may come as YAML as well as JSON
   app.addContentTypeParser(['application/yaml', 'application/x-yaml', 'text/yaml'], { parseAs: 'string' }, (_req, body, done) =>
     done(null, body),
@@ -68,12 +117,12 @@ export default async function opsTenantClientRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/ops/tenant-clients',
     {
+      config: { access: access.service('operator') },
       validatorCompiler: handlerValidates,
       schema: {
         tags: ['ops'],
         summary: 'Apply a TenantClient (create, or update its spec; the same spec again changes nothing)',
         description: 'Body: the TenantClient resource as JSON, or as YAML with Content-Type application/yaml. A name is a DNS label; a deleted (deprovisioned) tenant\'s name cannot be applied again (409).',
-        security: [{ opsKey: [] }],
         body: TenantClientSchema,
         response: {
           200: Type.Object({ result: Type.String(), name: Type.String(), generation: Type.Integer(), workflowId: Type.String(), temporalUiUrl: Type.String() }),
@@ -97,10 +146,10 @@ export default async function opsTenantClientRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/ops/tenant-clients',
     {
+      config: { access: access.service('operator') },
       schema: {
         tags: ['ops'],
         summary: 'List TenantClients with their Synced and Ready conditions (as mirrored in PostgreSQL)',
-        security: [{ opsKey: [] }],
         response: { 200: Type.Object({ items: Type.Array(Summary) }), 401: Type.Ref('Problem') },
       },
     },
@@ -110,13 +159,13 @@ export default async function opsTenantClientRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/ops/tenant-clients/:name',
     {
+      config: { access: access.service('operator') },
       schema: {
         tags: ['ops'],
         summary: 'One TenantClient: spec, live status (conditions, resources, recent steps) and its Temporal UI link',
-        security: [{ opsKey: [] }],
         params: Type.Object({ name: TenantName }),
         querystring: Type.Object({ view: Type.Optional(Type.Union([Type.Literal('summary'), Type.Literal('full')])) }),
-        response: { 200: Type.Unknown(), ...problems },
+        response: { 200: Type.Union([TenantClientResource, Summary]), ...problems },
       },
     },
     async (req) =>
@@ -129,12 +178,12 @@ export default async function opsTenantClientRoutes(fastify: FastifyInstance) {
     app[method](
       url,
       {
+        config: { access: access.service('operator') },
         schema: {
           tags: ['ops'],
           summary,
-          security: [{ opsKey: [] }],
           params: Type.Object({ name: TenantName }),
-          response: { 202: Type.Unknown(), ...problems },
+          response: { 202: Type.Object({ name: Type.String(), action: Type.String(), status: TenantStatus }), ...problems },
         },
       },
       async (req, reply) => {
