@@ -21,6 +21,7 @@ import opsUserRoutes from './routes/ops/users.js';
 import opsRateLimitRoutes from './routes/ops/rate-limits.js';
 import opsExecutionLogRoutes from './routes/ops/execution-log.js';
 import provisionedWebhookRoutes from './routes/webhooks/provisioned.js';
+import workspacePageRoutes from './routes/portal/workspace-page.js';
 
 export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   // the request log writes each Workspace API call's execution-log record with its log line
@@ -46,5 +47,6 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(opsRateLimitRoutes);
   await app.register(opsExecutionLogRoutes);
   await app.register(provisionedWebhookRoutes);
+  await app.register(workspacePageRoutes);
   return app;
 }

@@ -5,6 +5,7 @@ import {
   TemplateMissingError,
   cloneTenantDatabase,
   dropTenantDatabase,
+  InvalidDatabaseNameError,
   templateDatabaseName,
   tenantDatabaseExists,
 } from '../../domain/erp/tenant-database.js';
@@ -116,6 +117,12 @@ describe('cloneTenantDatabase', () => {
   });
 
   it('refuses names that are not database-safe', async () => {
-    await expect(cloneTenantDatabase(admin, { database: 'x"; DROP DATABASE plana; --', template: templateDatabaseName('pro', '18') })).rejects.toThrow(/invalid database name/);
+    await expect(cloneTenantDatabase(admin, { database: 'x"; DROP DATABASE plana; --', template: templateDatabaseName('pro', '18') })).rejects.toThrow(InvalidDatabaseNameError);
+    await expect(cloneTenantDatabase(admin, { database: '-bad.erp.test', template: templateDatabaseName('pro', '18') })).rejects.toThrow(/invalid database name/);
+  });
+
+  it('drops a name that can never be a database as absent (a half-made tenant deprovisions to nothing)', async () => {
+    expect(await dropTenantDatabase(admin, '-bad.erp.test')).toBe('absent');
+    expect(await dropTenantDatabase(admin, 'x"; DROP DATABASE plana; --')).toBe('absent');
   });
 });
