@@ -11,6 +11,7 @@ import type { FastifyRequest } from 'fastify';
 import { TOKEN_PREFIX } from '../../domain/access/api-keys.js';
 import { AppError } from '../../lib/errors.js';
 import { verifyAccessToken } from '../../domain/access/login-sessions.js';
+import { membershipsOf } from '../../domain/access/workspaces.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -43,11 +44,7 @@ export async function requireWorkspaceAdmin(req: FastifyRequest): Promise<void> 
   const header = req.headers['x-workspace'];
   const query = (req.query as { workspace?: unknown } | undefined)?.workspace;
   const slug = typeof header === 'string' && header ? header : typeof query === 'string' && query ? query : undefined;
-  const { rows } = await req.server.deps.pool.query<{ id: string; slug: string; role: string }>(
-    `SELECT w.id, w.slug, m.role FROM memberships m JOIN workspaces w ON w.id = m.workspace_id
-      WHERE m.user_id = $1 AND ($2::text IS NULL OR w.slug = $2)`,
-    [req.user.id, slug ?? null],
-  );
+  const rows = await membershipsOf(req.server.deps.pool, req.user.id, slug);
   if (!slug && rows.length > 1) {
     throw new AppError('BAD_REQUEST', `You belong to several workspaces (${rows.map((r) => r.slug).join(', ')}); name one in the X-Workspace header.`);
   }

@@ -303,3 +303,26 @@ async function readOverride(pool: pg.Pool, workspaceId: string): Promise<Limits 
   );
   return rows[0];
 }
+
+// ---- the per-workspace overrides (ops API), by workspace id ----
+
+export async function getLimitOverride(pool: pg.Pool, workspaceId: string): Promise<Limits | undefined> {
+  const { rows } = await pool.query<Limits>(
+    'SELECT burst, per_second AS "perSecond", agent_per_minute AS "agentPerMinute" FROM workspace_rate_limits WHERE workspace_id = $1',
+    [workspaceId],
+  );
+  return rows[0];
+}
+
+export async function setLimitOverride(pool: pg.Pool, workspaceId: string, limits: Limits): Promise<void> {
+  await pool.query(
+    `INSERT INTO workspace_rate_limits (workspace_id, burst, per_second, agent_per_minute) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (workspace_id) DO UPDATE
+       SET burst = EXCLUDED.burst, per_second = EXCLUDED.per_second, agent_per_minute = EXCLUDED.agent_per_minute, updated_at = now()`,
+    [workspaceId, limits.burst, limits.perSecond, limits.agentPerMinute],
+  );
+}
+
+export async function removeLimitOverride(pool: pg.Pool, workspaceId: string): Promise<void> {
+  await pool.query('DELETE FROM workspace_rate_limits WHERE workspace_id = $1', [workspaceId]);
+}

@@ -19,6 +19,7 @@ import { AppError } from '../../../lib/errors.js';
 import { startSession } from '../../../domain/access/login-sessions.js';
 import { SessionSchema, sendSession } from './sessions.js';
 import { access } from '../../plugins/access.js';
+import { findUserByEmail } from '../../../domain/access/workspaces.js';
 
 const STATE_COOKIE = 'plana_oidc';
 const CALLBACK_PATH = '/api/auth/oidc/callback';
@@ -131,11 +132,7 @@ export default async function oidcRoutes(fastify: FastifyInstance) {
       if (typeof claims.email !== 'string' || claims.email_verified !== true) {
         throw new AppError('FORBIDDEN', 'The identity provider did not vouch for a verified e-mail address.');
       }
-      const { rows } = await app.deps.pool.query<{ id: string; email: string; name: string }>(
-        'SELECT id, email, name FROM users WHERE lower(email) = lower($1)',
-        [claims.email],
-      );
-      const user = rows[0];
+      const user = await findUserByEmail(app.deps.pool, claims.email);
       if (!user) throw new AppError('FORBIDDEN', 'No platform account has this e-mail address; ask a workspace admin to add you.');
       req.log.info({ userId: user.id }, 'user logged in with OIDC');
       return sendSession(app, reply, await startSession(app.deps.pool, cfg, user));

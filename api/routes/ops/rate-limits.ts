@@ -5,9 +5,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { AppError } from '../../../lib/errors.js';
 import { TenantName } from '../../schemas/common.js';
 import { access } from '../../plugins/access.js';
+import { getWorkspace } from '../../../domain/access/workspaces.js';
+import { getLimitOverride, removeLimitOverride, setLimitOverride } from '../../../domain/access/rate-limits.js';
 
 const LimitsSchema = Type.Object({
   burst: Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'bucket capacity (requests)' }),
@@ -19,11 +20,7 @@ export default async function opsRateLimitRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const params = Type.Object({ slug: TenantName });
 
-  async function workspaceId(slug: string): Promise<string> {
-    const { rows } = await app.deps.pool.query<{ id: string }>('SELECT id FROM workspaces WHERE slug = $1', [slug]);
-    if (!rows[0]) throw new AppError('NOT_FOUND', `Workspace "${slug}" does not exist.`);
-    return rows[0].id;
-  }
+  const workspaceId = async (slug: string) => (await getWorkspace(app.deps.pool, slug)).id;
 
   app.get(
     '/api/ops/workspaces/:slug/rate-limits',
@@ -38,13 +35,10 @@ export default async function opsRateLimitRoutes(fastify: FastifyInstance) {
     },
     async (req) => {
       const id = await workspaceId(req.params.slug);
-      const { rows } = await app.deps.pool.query<{ burst: number; perSecond: number; agentPerMinute: number }>(
-        'SELECT burst, per_second AS "perSecond", agent_per_minute AS "agentPerMinute" FROM workspace_rate_limits WHERE workspace_id = $1',
-        [id],
-      );
+      const override = await getLimitOverride(app.deps.pool, id);
       const c = app.deps.config;
-      return rows[0]
-        ? { ...rows[0], overridden: true }
+      return override
+        ? { ...override, overridden: true }
         : { burst: c.RATE_LIMIT_BURST, perSecond: c.RATE_LIMIT_PER_SECOND, agentPerMinute: c.RATE_LIMIT_AGENT_PER_MINUTE, overridden: false };
     },
   );
@@ -64,12 +58,7 @@ export default async function opsRateLimitRoutes(fastify: FastifyInstance) {
     async (req) => {
       const id = await workspaceId(req.params.slug);
       const { burst, perSecond, agentPerMinute } = req.body;
-      await app.deps.pool.query(
-        `INSERT INTO workspace_rate_limits (workspace_id, burst, per_second, agent_per_minute) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (workspace_id) DO UPDATE
-           SET burst = EXCLUDED.burst, per_second = EXCLUDED.per_second, agent_per_minute = EXCLUDED.agent_per_minute, updated_at = now()`,
-        [id, burst, perSecond, agentPerMinute],
-      );
+      await setLimitOverride(app.deps.pool, id, { burst, perSecond, agentPerMinute });
       req.log.info({ workspace: req.params.slug, burst, perSecond, agentPerMinute }, 'rate-limit override set');
       return { burst, perSecond, agentPerMinute, overridden: true };
     },
@@ -88,7 +77,7 @@ export default async function opsRateLimitRoutes(fastify: FastifyInstance) {
     },
     async (req, reply) => {
       const id = await workspaceId(req.params.slug);
-      await app.deps.pool.query('DELETE FROM workspace_rate_limits WHERE workspace_id = $1', [id]);
+      await removeLimitOverride(app.deps.pool, id);
       return reply.code(204).send(null);
     },
   );

@@ -16,6 +16,7 @@ import {
   type TenantAction,
 } from '../../../domain/tenants/operations.js';
 import { TenantName } from '../../schemas/common.js';
+import { erpVersions, tiers } from '../../../domain/tenants/types.js';
 import { access } from '../../plugins/access.js';
 
 /**
@@ -31,9 +32,10 @@ const TenantClientSchema = Type.Object({
     {
       subdomain: { ...TenantName, description: 'equal to metadata.name' },
       projectId: Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: 'chat room support-<subdomain>-<projectId padded to 6 digits>' }),
-      tier: Type.Union([Type.Literal('starter'), Type.Literal('pro'), Type.Literal('enterprise')]),
+      tier: Type.Union(tiers.map((t) => Type.Literal(t))),
       erpVersion: Type.Optional(
-        Type.Union([Type.Literal('17'), Type.Literal('18'), Type.Literal('19'), Type.Literal(17), Type.Literal(18), Type.Literal(19)], { default: '18' }),
+        // YAML users write 18 as often as "18"
+        Type.Union([...erpVersions.map((v) => Type.Literal(v)), ...erpVersions.map((v) => Type.Literal(Number(v)))], { default: '18' }),
       ),
       ownerEmail: Type.String({ maxLength: 320, pattern: '^[^\\s@\\u0000]+@[^\\s@\\u0000]+\\.[^\\s@\\u0000]+$' }),
       ownerName: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$' }),

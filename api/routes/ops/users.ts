@@ -9,8 +9,8 @@ import bcrypt from 'bcrypt';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { withTransaction } from '../../../lib/db.js';
 import { AppError } from '../../../lib/errors.js';
+import { addUserToWorkspace } from '../../../domain/access/workspaces.js';
 import { TenantName, Text } from '../../schemas/common.js';
 import { access } from '../../plugins/access.js';
 
@@ -53,38 +53,7 @@ export default async function opsUserRoutes(fastify: FastifyInstance) {
       const email = req.body.email.toLowerCase();
       if (resetPassword && !password) throw new AppError('BAD_REQUEST', 'body.resetPassword needs body.password: the new password.');
       const hash = password ? await bcrypt.hash(password, app.deps.config.BCRYPT_COST) : null;
-      const result = await withTransaction(app.deps.pool, async (db) => {
-        const ws = await db.query<{ id: string }>('SELECT id FROM workspaces WHERE slug = $1', [workspace]);
-        if (!ws.rows[0]) throw new AppError('NOT_FOUND', `Workspace "${workspace}" does not exist.`);
-        const inserted = await db.query<{ id: string; email: string; name: string }>(
-          `INSERT INTO users (email, name, password_hash) VALUES ($1, coalesce($2, ''), $3)
-           ON CONFLICT (email) DO NOTHING RETURNING id, email, name`,
-          [email, name ?? null, hash],
-        );
-        let u = inserted.rows[0];
-        const created = u !== undefined;
-        if (!u) {
-          // an existing account: its password changes only when asked for in so many words
-          if (hash && !resetPassword) {
-            throw new AppError(
-              'CONFLICT',
-              `A user with this e-mail address already exists; leave the password out to add them to workspace "${workspace}" (CLI: --no-password), or set resetPassword to replace their password (CLI: --reset-password).`,
-            );
-          }
-          const updated = await db.query<{ id: string; email: string; name: string }>(
-            `UPDATE users SET name = coalesce($2, name), password_hash = coalesce($3, password_hash)
-              WHERE lower(email) = lower($1) RETURNING id, email, name`,
-            [email, name ?? null, hash],
-          );
-          u = updated.rows[0]!;
-        }
-        await db.query(
-          `INSERT INTO memberships (user_id, workspace_id, role) VALUES ($1, $2, $3)
-           ON CONFLICT (user_id, workspace_id) DO UPDATE SET role = EXCLUDED.role`,
-          [u.id, ws.rows[0].id, role],
-        );
-        return { ...u, created };
-      });
+      const result = await addUserToWorkspace(app.deps.pool, { workspace, email, role, name, passwordHash: hash, resetPassword });
       req.log.info({ userId: result.id, workspace, role, userCreated: result.created, passwordSet: hash !== null }, 'user added to workspace');
       return reply.code(result.created ? 201 : 200).send({
         user: { id: result.id, email: result.email, name: result.name },

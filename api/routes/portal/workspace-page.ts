@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError } from '../../../lib/errors.js';
+import { findWorkspace } from '../../../domain/access/workspaces.js';
 import { access } from '../../plugins/access.js';
 import { TenantName } from '../../schemas/common.js';
 
@@ -46,8 +47,7 @@ export default async function workspacePageRoutes(fastify: FastifyInstance) {
       },
     },
     async (req, reply) => {
-      const { rows } = await app.deps.pool.query<{ slug: string; name: string }>('SELECT slug, name FROM workspaces WHERE slug = $1', [req.params.slug]);
-      const workspace = rows[0];
+      const workspace = await findWorkspace(app.deps.pool, req.params.slug);
       if (!workspace) throw new AppError('NOT_FOUND', `There is no workspace "${req.params.slug}".`);
       return reply.type('text/html; charset=utf-8').send(workspacePage(workspace));
     },

@@ -13,10 +13,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { withTransaction } from '../../../lib/db.js';
-import { AppError } from '../../../lib/errors.js';
 import { TenantName, Text } from '../../schemas/common.js';
 import { access } from '../../plugins/access.js';
+import { ensureTenantWorkspace } from '../../../domain/access/workspaces.js';
+import { erpVersions, tiers } from '../../../domain/tenants/types.js';
 
 const ProvisionedBody = Type.Object(
   {
@@ -24,8 +24,8 @@ const ProvisionedBody = Type.Object(
     workspace: Type.Optional(Text({ minLength: 1, maxLength: 100, description: 'display name; defaults to the tenant name' })),
     ownerEmail: Type.String({ format: 'email', maxLength: 254 }),
     ownerName: Text({ minLength: 1, maxLength: 200 }),
-    tier: Type.Union([Type.Literal('starter'), Type.Literal('pro'), Type.Literal('enterprise')]),
-    erpVersion: Type.Union([Type.Literal('17'), Type.Literal('18'), Type.Literal('19')]),
+    tier: Type.Union(tiers.map((t) => Type.Literal(t))),
+    erpVersion: Type.Union(erpVersions.map((v) => Type.Literal(v))),
   },
   { additionalProperties: false },
 );
@@ -36,13 +36,6 @@ const WorkspaceEntry = Type.Object({
   owner: Type.Object({ id: Type.String(), email: Type.String(), name: Type.String(), role: Type.Literal('admin') }),
   created: Type.Boolean({ description: 'true when this call created the workspace entry' }),
 });
-
-interface WorkspaceRow {
-  id: string;
-  slug: string;
-  name: string;
-  created_at: Date;
-}
 
 export default async function provisionedWebhookRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -68,48 +61,7 @@ export default async function provisionedWebhookRoutes(fastify: FastifyInstance)
     async (req, reply) => {
       const { tenant, ownerName } = req.body;
       const ownerEmail = req.body.ownerEmail.toLowerCase();
-      const result = await withTransaction(app.deps.pool, async (db) => {
-        // the tenant row serialises concurrent callbacks for the same tenant
-        const found = await db.query<{ workspace_id: string | null }>(
-          'SELECT workspace_id FROM tenants WHERE name = $1 FOR UPDATE',
-          [tenant],
-        );
-        const row = found.rows[0];
-        if (!row) throw new AppError('NOT_FOUND', `Tenant "${tenant}" is not known to the platform.`);
-
-        let workspace: WorkspaceRow | undefined;
-        let created = false;
-        if (row.workspace_id) {
-          workspace = (await db.query<WorkspaceRow>('SELECT id, slug, name, created_at FROM workspaces WHERE id = $1', [row.workspace_id]))
-            .rows[0];
-        }
-        if (!workspace) {
-          const inserted = await db.query<WorkspaceRow>(
-            `INSERT INTO workspaces (slug, name) VALUES ($1, $2)
-             ON CONFLICT (slug) DO NOTHING RETURNING id, slug, name, created_at`,
-            [tenant, req.body.workspace ?? tenant],
-          );
-          workspace =
-            inserted.rows[0] ??
-            (await db.query<WorkspaceRow>('SELECT id, slug, name, created_at FROM workspaces WHERE slug = $1', [tenant])).rows[0]!;
-          await db.query('UPDATE tenants SET workspace_id = $2 WHERE name = $1', [tenant, workspace.id]);
-          created = true;
-        }
-
-        const user = await db.query<{ id: string; email: string; name: string }>(
-          `INSERT INTO users (email, name) VALUES ($1, $2)
-           ON CONFLICT (email) DO UPDATE SET name = CASE WHEN users.name = '' THEN EXCLUDED.name ELSE users.name END
-           RETURNING id, email, name`,
-          [ownerEmail, ownerName],
-        );
-        const owner = user.rows[0]!;
-        await db.query(
-          `INSERT INTO memberships (user_id, workspace_id, role) VALUES ($1, $2, 'admin')
-           ON CONFLICT (user_id, workspace_id) DO UPDATE SET role = 'admin'`,
-          [owner.id, workspace.id],
-        );
-        return { workspace, owner, created };
-      });
+      const result = await ensureTenantWorkspace(app.deps.pool, { tenant, workspaceName: req.body.workspace, ownerEmail, ownerName });
 
       req.log.info(
         { tenant, workspaceId: result.workspace.id, created: result.created },
@@ -120,7 +72,7 @@ export default async function provisionedWebhookRoutes(fastify: FastifyInstance)
           id: result.workspace.id,
           slug: result.workspace.slug,
           name: result.workspace.name,
-          createdAt: result.workspace.created_at.toISOString(),
+          createdAt: result.workspace.createdAt.toISOString(),
         },
         tenant,
         owner: { ...result.owner, role: 'admin' as const },
