@@ -199,13 +199,14 @@ export function handleError(err: FastifyError, req: FastifyRequest, reply: Fasti
 // ---------------------------------------------------------------------------------------------
 // The text the platform accepts
 
-/** Lone UTF-16 surrogates: not text, and not encodable as UTF-8 (PostgreSQL cannot store them). */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/** String.prototype.isWellFormed (ES2024, Node 20), not in this project's TypeScript lib. */
+type WellFormedString = string & { isWellFormed(): boolean };
 
 /** Why `s` is not text the platform accepts, or undefined when it is. */
 export function textProblem(s: string): string | undefined {
   if (s.includes('\u0000')) return 'contains a NUL character (U+0000), which is not accepted in text';
-  if (LONE_SURROGATE.test(s)) return 'contains a lone UTF-16 surrogate, which is not text';
+  // a lone UTF-16 surrogate is not text, and not encodable as UTF-8 (PostgreSQL cannot store it)
+  if (!(s as WellFormedString).isWellFormed()) return 'contains a lone UTF-16 surrogate, which is not text';
   return undefined;
 }
 
@@ -222,26 +223,36 @@ interface TextIssue {
   message: string;
 }
 
-/** Walks every string (and key) of a parsed value without recursion; depth bounded. */
-function findTextIssue(root: unknown, where: string): TextIssue | undefined {
-  const stack: { value: unknown; path: string; depth: number }[] = [{ value: root, path: where, depth: 0 }];
-  while (stack.length) {
-    const { value, path, depth } = stack.pop()!;
-    if (typeof value === 'string') {
-      const message = textProblem(value);
-      if (message) return { field: path, message };
-    } else if (value && typeof value === 'object') {
-      if (depth >= MAX_DEPTH) return { field: path, message: `nests deeper than ${MAX_DEPTH} levels` };
-      if (Array.isArray(value)) {
-        for (let i = 0; i < value.length; i++) stack.push({ value: value[i], path: `${path}.${i}`, depth: depth + 1 });
-      } else {
-        for (const [k, v] of Object.entries(value)) {
-          const message = textProblem(k);
-          if (message) return { field: `${path} (a key)`, message };
-          stack.push({ value: v, path: `${path}.${k}`, depth: depth + 1 });
-        }
-      }
+/**
+ * The first string (or key) of a parsed value that is not text, with its path. Recursion is
+ * bounded by MAX_DEPTH; the path is built only for the value that fails, so a request whose text
+ * is fine (every request but the rare hostile one) allocates nothing here.
+ */
+function findTextIssue(value: unknown, where: string): TextIssue | undefined {
+  const found = issueIn(value, 0);
+  return found && { field: [where, ...found.path].join('.').replace(/\.\(a key\)$/, ' (a key)'), message: found.message };
+}
+
+function issueIn(value: unknown, depth: number): { path: string[]; message: string } | undefined {
+  if (typeof value === 'string') {
+    const message = textProblem(value);
+    return message ? { path: [], message } : undefined;
+  }
+  if (!value || typeof value !== 'object') return undefined;
+  if (depth >= MAX_DEPTH) return { path: [], message: `nests deeper than ${MAX_DEPTH} levels` };
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = issueIn(value[i], depth + 1);
+      if (found) return (found.path.unshift(String(i)), found);
     }
+    return undefined;
+  }
+  for (const key in value) {
+    const message = textProblem(key);
+    // the key itself is not echoed: it is what is wrong
+    if (message) return { path: ['(a key)'], message };
+    const found = issueIn((value as Record<string, unknown>)[key], depth + 1);
+    if (found) return (found.path.unshift(key), found);
   }
   return undefined;
 }
