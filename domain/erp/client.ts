@@ -2,11 +2,11 @@
  * The platform's XML-RPC client for a tenant ERP (Odoo's external API): `authenticate` on
  * `/xmlrpc/2/common` (uid cached), `execute_kw` on `/xmlrpc/2/object`. Requests go to ERP_URL with
  * the tenant hostname as `Host` (node:http; fetch would drop it). Faults become `ErpFault`;
- * transport failures become AppErrors: timeout → GATEWAY_TIMEOUT, refused / 503 → UNAVAILABLE,
- * 404 (no route for the host) → NOT_FOUND.
+ * transport failures become `ErpUnreachable` with what went wrong in the ERP's own terms (no route
+ * for the host, not reachable, too slow, an answer that is not XML-RPC). What either means to a
+ * caller of the platform (a 404, a 503, …) is decided by the operation that used the client.
  */
 import { request } from 'node:http';
-import { AppError } from '../../lib/errors.js';
 import { XmlRpcFault, parseMethodResponse, serializeMethodCall } from './xmlrpc-wire.js';
 
 /** An Odoo fault: 1 application error, 2 user error / warning, 3 access denied, 4 access error. */
@@ -18,6 +18,19 @@ export class ErpFault extends Error {
   ) {
     // code 1 carries a Python traceback: its last line is the useful part
     super(code === 1 ? (faultString.trim().split('\n').pop() ?? faultString) : faultString);
+  }
+}
+
+/** Why the ERP could not be asked: no route for the tenant's host, down, too slow, or a broken answer. */
+export type ErpUnreachableReason = 'no-route' | 'down' | 'timeout' | 'bad-answer';
+
+export class ErpUnreachable extends Error {
+  override name = 'ErpUnreachable';
+  constructor(
+    readonly reason: ErpUnreachableReason,
+    message: string,
+  ) {
+    super(message);
   }
 }
 
@@ -37,7 +50,7 @@ export interface ErpClient {
   version(): Promise<Record<string, unknown>>;
 }
 
-/** One XML-RPC call to the ERP at `baseUrl`, for tenant `host`; resolves the result, rejects ErpFault or AppError. */
+/** One XML-RPC call to the ERP at `baseUrl`, for tenant `host`; resolves the result, rejects ErpFault or ErpUnreachable. */
 export function xmlRpcCall(target: { baseUrl: string; host: string; timeoutMs?: number }, path: string, method: string, params: unknown[]): Promise<unknown> {
   const base = new URL(target.baseUrl);
   const timeoutMs = target.timeoutMs ?? 60_000;
@@ -60,19 +73,19 @@ export function xmlRpcCall(target: { baseUrl: string; host: string; timeoutMs?: 
         res.on('error', reject);
         res.on('end', () => {
           const status = res.statusCode ?? 0;
-          if (status === 404) return reject(new AppError('NOT_FOUND', `The ERP has no tenant at ${host}`));
-          if (status === 502 || status === 503 || status === 504) return reject(new AppError('UNAVAILABLE', `The ERP of ${host} is unavailable (HTTP ${status})`));
-          if (status !== 200) return reject(new AppError('BAD_GATEWAY', `The ERP of ${host} answered HTTP ${status}`));
+          if (status === 404) return reject(new ErpUnreachable('no-route', `The ERP has no tenant at ${host}`));
+          if (status === 502 || status === 503 || status === 504) return reject(new ErpUnreachable('down', `The ERP of ${host} is unavailable (HTTP ${status})`));
+          if (status !== 200) return reject(new ErpUnreachable('bad-answer', `The ERP of ${host} answered HTTP ${status}`));
           parseMethodResponse(Buffer.concat(chunks)).then(resolve, (err: unknown) =>
-            reject(err instanceof XmlRpcFault ? new ErpFault(err.faultCode, err.faultString) : new AppError('BAD_GATEWAY', `The ERP of ${host} sent an invalid XML-RPC response`)),
+            reject(err instanceof XmlRpcFault ? new ErpFault(err.faultCode, err.faultString) : new ErpUnreachable('bad-answer', `The ERP of ${host} sent an invalid XML-RPC response`)),
           );
         });
       },
     );
-    req.on('timeout', () => req.destroy(new AppError('GATEWAY_TIMEOUT', `The ERP of ${host} did not answer within ${timeoutMs / 1000} s`)));
+    req.on('timeout', () => req.destroy(new ErpUnreachable('timeout', `The ERP of ${host} did not answer within ${timeoutMs / 1000} s`)));
     req.on('error', (err: NodeJS.ErrnoException) => {
-      if (err instanceof AppError) return reject(err);
-      reject(new AppError('UNAVAILABLE', `The ERP of ${host} cannot be reached (${err.code ?? 'connection failed'})`));
+      if (err instanceof ErpUnreachable) return reject(err);
+      reject(new ErpUnreachable('down', `The ERP of ${host} cannot be reached (${err.code ?? 'connection failed'})`));
     });
     req.end(body);
   });

@@ -11,10 +11,17 @@ import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import { Type, type Static } from 'typebox';
 import type { Config } from '../../lib/config.js';
-import { AppError } from '../../lib/errors.js';
+import { AppError, type ErrorCode } from '../../lib/errors.js';
 import { loadErpCredentials } from './api-user.js';
-import { ErpFault, createErpClient, orNull, type ErpClient } from './client.js';
+import { ErpFault, ErpUnreachable, createErpClient, orNull, type ErpClient, type ErpUnreachableReason } from './client.js';
 import type { ErpVersion } from '../tenants/types.js';
+
+const unreachableCodes: Record<ErpUnreachableReason, ErrorCode> = {
+  'no-route': 'NOT_FOUND',
+  down: 'UNAVAILABLE',
+  timeout: 'GATEWAY_TIMEOUT',
+  'bad-answer': 'BAD_GATEWAY',
+};
 
 const Money = (description: string) => Type.Number({ description });
 const Day = (description: string) => Type.String({ format: 'date', description });
@@ -195,7 +202,11 @@ export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; conf
     return { tenant, client };
   }
 
-  /** Cached per workspace and figure; ERP faults become a 502 without the ERP's internals. */
+  /**
+   * Cached per workspace and figure. What an ERP failure means to the dashboard's caller is said
+   * here: a fault is a 502 without the ERP's internals; an ERP that cannot be asked is 404 (no
+   * route: not provisioned), 503 (down) or 504 (too slow), with the ERP's own words.
+   */
   async function cached<T>(key: string, compute: () => Promise<T>): Promise<T> {
     const hit = await deps.redis.get(key);
     if (hit) return JSON.parse(hit) as T;
@@ -207,6 +218,7 @@ export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; conf
         const reason = err.code === 3 ? 'rejected the API user' : err.code === 4 ? 'denied the API user access' : 'refused the request';
         throw new AppError('BAD_GATEWAY', `The tenant ERP ${reason} (fault ${err.code})`);
       }
+      if (err instanceof ErpUnreachable) throw new AppError(unreachableCodes[err.reason], err.message);
       throw err;
     }
     await deps.redis.set(key, JSON.stringify(value), 'EX', DASHBOARD_CACHE_SECONDS);

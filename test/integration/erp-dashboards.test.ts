@@ -171,4 +171,12 @@ describe('caching and errors', () => {
     expect(err).toMatchObject({ code: 'BAD_GATEWAY' });
     expect((err as Error).message).not.toContain('Traceback');
   });
+
+  it('answers UNAVAILABLE naming the ERP when the ERP cannot be reached', async () => {
+    const t = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '18' });
+    const cut = createDashboardService({ pool, redis, config: { ...cfg, ERP_URL: 'http://127.0.0.1:1' } });
+    const err = await cut.kpis(t.workspace).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AppError);
+    expect(err).toMatchObject({ code: 'UNAVAILABLE', message: expect.stringContaining('cannot be reached') });
+  });
 });

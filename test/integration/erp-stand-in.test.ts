@@ -6,11 +6,10 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPool, type Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
-import { type ErpFault, createErpClient, xmlRpcCall, type ErpClient } from '../../domain/erp/client.js';
+import { type ErpFault, ErpUnreachable, createErpClient, xmlRpcCall, type ErpClient } from '../../domain/erp/client.js';
 import { loadErpCredentials } from '../../domain/erp/api-user.js';
 import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
 import { dropTenantDatabase, tenantHostname } from '../../domain/erp/tenant-database.js';
-import { AppError } from '../../lib/errors.js';
 import { XmlRpcFault, parseMethodResponse } from '../../domain/erp/xmlrpc-wire.js';
 import type { ErpStandIn } from '../../sandbox/erp/server.js';
 import { createWorkspaceWithTenant, erpTestConfig, provisionTestTenant, queryTenantDb, startTestErp, type TestTenant } from '../support/erp-tenant.js';
@@ -316,12 +315,12 @@ describe('ERP versions', () => {
 });
 
 describe('the client', () => {
-  it('maps an unreachable ERP to UNAVAILABLE and a missing route to NOT_FOUND', async () => {
+  it('says in its own terms why the ERP could not be asked: down, or no route for the host', async () => {
     const down = createErpClient({ baseUrl: 'http://127.0.0.1:1', host: tenant.host, db: tenant.database, ...credentials });
-    await expect(down.authenticate()).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    await expect(down.authenticate()).rejects.toMatchObject({ name: 'ErpUnreachable', reason: 'down' });
     const unrouted = createErpClient({ baseUrl: erp.url, host: 'nobody.erp.plana.test', db: 'x', ...credentials });
     const err = await unrouted.authenticate().catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(AppError);
-    expect((err as AppError).code).toBe('NOT_FOUND');
+    expect(err).toBeInstanceOf(ErpUnreachable);
+    expect((err as ErpUnreachable).reason).toBe('no-route');
   });
 });
