@@ -3,44 +3,24 @@
  * lifecycle — login, create, use, revoke, use again — and then its whole log output searched for
  * every secret that crossed the wire. Only key prefixes and workspace ids may appear.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../lib/config.js';
 import { createPool, type Pool } from '../../lib/db.js';
+import { startApiProcess } from '../support/api.js';
 import { testConfig } from '../support/env.js';
 import { addUser, addWorkspace, call } from '../support/workspace-api.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 let cfg: Config;
 let pool: Pool;
-let child: ChildProcess;
-let output = '';
+let api: Awaited<ReturnType<typeof startApiProcess>>;
 let base: string;
-
-async function waitUntilListening(url: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`API exited early:\n${output}`);
-    try {
-      if ((await fetch(new URL('/healthz', url))).ok) return;
-    } catch {
-      /* not yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`API did not listen in ${timeoutMs} ms:\n${output}`);
-}
 
 beforeAll(async () => {
   cfg = await testConfig();
   pool = createPool(cfg.DATABASE_URL, 2);
   base = cfg.API_PUBLIC_URL;
-  child = spawn(`${root}node_modules/.bin/tsx`, [`${root}api/server.ts`], {
-    cwd: root,
-    env: {
-      PATH: process.env.PATH,
-      NODE_ENV: 'test',
+  api = await startApiProcess(
+    {
       LOG_LEVEL: 'trace',
       DATABASE_URL: cfg.DATABASE_URL,
       REDIS_URL: cfg.REDIS_URL,
@@ -49,19 +29,12 @@ beforeAll(async () => {
       API_PUBLIC_URL: base,
       EXECUTION_LOG_FLUSH_MS: '100',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  await waitUntilListening(base);
+    base,
+  );
 });
 
 afterAll(async () => {
-  if (child && child.exitCode === null) {
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    await exited;
-  }
+  await api?.stop();
   await pool?.end();
 });
 
@@ -91,9 +64,8 @@ describe('logs of a full key lifecycle', () => {
     expect((await call(base, 'GET', '/api/portal/execution-log', { token: accessToken })).status).toBe(200);
 
     // let the process write its last lines, then read everything it logged
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    await exited;
+    await api.stop();
+    const output = api.output();
 
     const lines = output.split('\n').filter(Boolean);
     expect(lines.length).toBeGreaterThan(10);

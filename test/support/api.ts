@@ -1,4 +1,6 @@
 /** An account API on the run's real servers, as most integration tests start one. */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { startApi } from '../../api/server.js';
 import { createPool } from '../../lib/db.js';
 import { testConfig } from './env.js';
@@ -24,3 +26,40 @@ export async function startTestApi(overrides: Record<string, string> = {}) {
 }
 
 export type TestApi = Awaited<ReturnType<typeof startTestApi>>;
+
+/**
+ * The account API as its own process (`api/server.ts` under tsx), so a test sees exactly what the
+ * process writes: `output()` is its whole log so far. `env` is the process's whole environment
+ * apart from PATH and NODE_ENV=test; resolves once /healthz answers.
+ */
+export async function startApiProcess(env: Record<string, string>, baseUrl: string) {
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  let output = '';
+  const child = spawn(`${root}node_modules/.bin/tsx`, [`${root}api/server.ts`], {
+    cwd: root,
+    env: { PATH: process.env.PATH, NODE_ENV: 'test', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`API exited early:\n${output}`);
+    if (Date.now() > deadline) throw new Error(`API did not listen in 30 s:\n${output}`);
+    const up = await fetch(new URL('/healthz', baseUrl)).then((r) => r.ok, () => false);
+    if (up) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+
+  return {
+    child,
+    output: () => output,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill(signal);
+      await exited;
+    },
+  };
+}

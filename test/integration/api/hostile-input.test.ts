@@ -6,20 +6,17 @@
  * are reached through TCP proxies the test can cut. At the end the process's whole log output is
  * searched for stack traces and for the personal data the requests carried.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../../lib/config.js';
 import { createPool, type Pool } from '../../../lib/db.js';
+import { startApiProcess } from '../../support/api.js';
 import { testConfig } from '../../support/env.js';
 import { addUser, addWorkspace, call, createKey, login } from '../../support/workspace-api.js';
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
 let cfg: Config;
 let pool: Pool;
-let child: ChildProcess;
-let output = '';
+let api: Awaited<ReturnType<typeof startApiProcess>>;
 let base: string;
 let port: number;
 let pgProxy: Proxy;
@@ -143,19 +140,6 @@ function expectProblem(klass: string, res: RawAnswer, status: number, label = ''
   return res.body as { detail: string; code: string; errors?: { field: string; message: string }[] };
 }
 
-async function waitUntilListening(url: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`API exited early:\n${output}`);
-    try {
-      if ((await fetch(new URL('/healthz', url))).ok) return;
-    } catch {
-      /* not yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`API did not listen in ${timeoutMs} ms:\n${output}`);
-}
 
 const auth = () => ({ authorization: `Bearer ${admin.accessToken}` });
 const ops = () => ({ 'x-api-key': cfg.OPS_API_KEY });
@@ -170,11 +154,8 @@ beforeAll(async () => {
   port = cfg.API_PORT;
   pgProxy = await tcpProxy(new URL(cfg.DATABASE_URL));
   redisProxy = await tcpProxy(new URL(cfg.REDIS_URL));
-  child = spawn(`${root}node_modules/.bin/tsx`, [`${root}api/server.ts`], {
-    cwd: root,
-    env: {
-      PATH: process.env.PATH,
-      NODE_ENV: 'test',
+  api = await startApiProcess(
+    {
       LOG_LEVEL: 'debug',
       DATABASE_URL: pgProxy.url,
       REDIS_URL: redisProxy.url,
@@ -182,11 +163,8 @@ beforeAll(async () => {
       API_PORT: String(port),
       API_PUBLIC_URL: base,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  await waitUntilListening(base);
+    base,
+  );
 
   const workspace = await addWorkspace(pool);
   const user = await addUser(pool, [{ workspaceId: workspace.id, role: 'admin' }]);
@@ -200,11 +178,7 @@ afterAll(async () => {
         .map(([k, v]) => `  ${k}: ${v.requests} / ${v.fiveXx} / ${v.notProblem}`)
         .join('\n'),
   );
-  if (child && child.exitCode === null) {
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGKILL');
-    await exited;
-  }
+  await api?.stop('SIGKILL');
   await pool?.end();
 });
 
@@ -420,6 +394,7 @@ describe('a dependency outage: 503 naming the part', () => {
 describe('the log output of all the above', () => {
   it('holds no stack trace and none of the personal data the requests carried', async () => {
     await new Promise((r) => setTimeout(r, 200)); // the last lines reach the pipe
+    const output = api.output();
     expect(output).toContain('request completed');
     expect(output).not.toMatch(/"stack"/);
     expect(output).not.toMatch(/\n\s+at .+:\d+:\d+/);
