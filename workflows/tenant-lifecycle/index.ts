@@ -11,7 +11,7 @@
  * step is an idempotent activity, so a worker crash anywhere only repeats a step. Time comes from
  * the SDK's deterministic clock (`Date` inside the workflow sandbox).
  */
-import { allHandlersFinished, condition, continueAsNew, log, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, log, patched, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { searchAttributes, applySignal, cancelUpdate, deleteUpdate, reactivateUpdate, retryChatRoomUpdate, statusQuery, type TenantLifecycleInput } from '../definitions.js';
 import { type TenantStatus } from '../../domain/tenants/types.js';
 import { lifecycleActivities } from './activities.js';
@@ -31,6 +31,9 @@ export async function tenantLifecycle(input: TenantLifecycleInput): Promise<Tena
   );
   const state = tenant.state;
   if (!input.carried) tenant.needsReconcile = true;
+  // what woke the last run but was not reconciled before it continued as new: a newer spec, a
+  // chat-room retry (patched: runs that continued as new before this fix did not carry it)
+  else if ((state.chatRetry || state.observedGeneration < state.generation) && patched('reconcile-what-woke-the-last-run')) tenant.needsReconcile = true;
 
   setMessageHandlers(tenant, input);
 

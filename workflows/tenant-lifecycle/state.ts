@@ -25,8 +25,7 @@ export class TenantState {
     readonly state: LifecycleState,
     private readonly mirrorStatus: MirrorStatus,
   ) {
-    // carried across continue-as-new: what woke the last run but was not reconciled there yet
-    this.needsReconcile = state.phase !== 'Ready' || state.chatRetry || state.observedGeneration < state.generation;
+    this.needsReconcile = state.phase !== 'Ready';
   }
 
   static initial(input: TenantLifecycleInput): LifecycleState {
