@@ -9,6 +9,7 @@ import type { Pool } from '../../lib/db.js';
 import { ExecutionLog } from '../../domain/access/execution-log.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { adminOfNewWorkspace, call, createKey } from '../support/workspace-api.js';
+import { testKeys } from '../support/service-keys.js';
 
 let cfg: Config;
 let pool: Pool;
@@ -121,7 +122,7 @@ describe('retention (POST /api/ops/execution-log/retention)', () => {
        VALUES ($1::date + interval '12 hours', gen_random_uuid(), 'ws_live_OLDOLDOL', 'GET', '/x', 200, 1, 'r')`,
       [old],
     );
-    const res = await call(base, 'POST', '/api/ops/execution-log/retention', { headers: { 'x-api-key': cfg.OPS_API_KEY } });
+    const res = await call(base, 'POST', '/api/ops/execution-log/retention', { headers: { 'x-api-key': testKeys.operator } });
     expect(res.status).toBe(200);
     expect(res.body.retentionDays).toBe(90);
     // (another test file may run the retention at the same time and drop it first)

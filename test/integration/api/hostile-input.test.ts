@@ -14,6 +14,7 @@ import type { Config } from '../../../lib/config.js';
 import { createPool, type Pool } from '../../../lib/db.js';
 import { testConfig } from '../../support/env.js';
 import { addUser, addWorkspace, call, createKey, login } from '../../support/workspace-api.js';
+import { testKeys } from '../../support/service-keys.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 let cfg: Config;
@@ -158,7 +159,7 @@ async function waitUntilListening(url: string, timeoutMs = 30_000) {
 }
 
 const auth = () => ({ authorization: `Bearer ${admin.accessToken}` });
-const ops = () => ({ 'x-api-key': cfg.OPS_API_KEY });
+const ops = () => ({ 'x-api-key': testKeys.operator });
 const json = (v: unknown) => ({ body: JSON.stringify(v), headers: { 'content-type': 'application/json' } });
 
 // ---------------------------------------------------------------------------------------------
