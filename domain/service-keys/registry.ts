@@ -9,7 +9,8 @@
  *
  * Changing a state fires NOTIFY service_keys (migration 500), so running targets reload at once.
  */
-import type { Queryable } from '../../lib/db.js';
+import type pg from 'pg';
+import { withTransaction, type Queryable } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import { generateServiceKey, hashServiceKey, newKeyId } from './service-keys.js';
 
@@ -96,19 +97,24 @@ export async function createKey(db: Queryable, pair: { caller: string; target: s
  * Makes a pending key current; the pair's current key becomes previous (still accepted until it is
  * revoked). Idempotent: promoting the current key again changes nothing.
  */
-export async function promoteKey(db: Queryable, keyId: string): Promise<ServiceKeyRecord> {
-  const { rows } = await db.query<Row>(
-    `WITH k AS (SELECT caller, target FROM service_keys WHERE key_id = $1 AND state IN ('pending', 'current')),
-          demoted AS (
-            UPDATE service_keys s SET state = 'previous' FROM k
-             WHERE s.caller = k.caller AND s.target = k.target AND s.state = 'current' AND s.key_id <> $1)
-     UPDATE service_keys SET state = 'current', promoted_at = COALESCE(promoted_at, now())
-      WHERE key_id = $1 AND state IN ('pending', 'current')
-     RETURNING ${COLUMNS}`,
-    [keyId],
-  );
-  if (!rows[0]) throw new AppError('CONFLICT', `Key ${keyId} is not pending or current, so it cannot be promoted.`);
-  return toRecord(rows[0]);
+export async function promoteKey(pool: pg.Pool, keyId: string): Promise<ServiceKeyRecord> {
+  return withTransaction(pool, async (c) => {
+    const { rows: found } = await c.query<{ caller: string; target: string }>(
+      `SELECT caller, target FROM service_keys WHERE key_id = $1 AND state IN ('pending', 'current') FOR UPDATE`,
+      [keyId],
+    );
+    const pair = found[0];
+    if (!pair) throw new AppError('CONFLICT', `Key ${keyId} is not pending or current, so it cannot be promoted.`);
+    await c.query(
+      `UPDATE service_keys SET state = 'previous' WHERE caller = $1 AND target = $2 AND state = 'current' AND key_id <> $3`,
+      [pair.caller, pair.target, keyId],
+    );
+    const { rows } = await c.query<Row>(
+      `UPDATE service_keys SET state = 'current', promoted_at = COALESCE(promoted_at, now()) WHERE key_id = $1 RETURNING ${COLUMNS}`,
+      [keyId],
+    );
+    return toRecord(rows[0]!);
+  });
 }
 
 /** Revokes a key: the next request with it gets 401 on every target replica. Idempotent. */

@@ -59,7 +59,7 @@ export function requireServiceKey(check: ServiceKeyCheck | (() => ServiceKeyChec
     if (!who || (callers && !callers.includes(who.caller))) {
       throw new AppError('UNAUTHORIZED', 'The service key in X-API-Key is not valid.');
     }
+    // the request's log line names the caller and key id (lib/http.ts OneLinePerRequest)
     req.serviceCaller = who;
-    req.log = req.log.child({ serviceCaller: who.caller, keyId: who.keyId });
   };
 }

@@ -4,21 +4,19 @@
  * retention drops whole partitions past 90 days.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../lib/config.js';
 import type { Pool } from '../../lib/db.js';
 import { ExecutionLog } from '../../domain/access/execution-log.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { adminOfNewWorkspace, call, createKey } from '../support/workspace-api.js';
 import { testKeys } from '../support/service-keys.js';
 
-let cfg: Config;
 let pool: Pool;
 let api: TestApi;
 let base: string;
 
 beforeAll(async () => {
   api = await startTestApi({ EXECUTION_LOG_FLUSH_MS: '100' });
-  ({ cfg, pool, base } = api);
+  ({ pool, base } = api);
 });
 
 afterAll(() => api?.close());
