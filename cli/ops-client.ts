@@ -14,7 +14,9 @@ export const OPERATOR_CALLER = 'operator';
 let operatorKey: Promise<string> | undefined;
 async function readOperatorKey(): Promise<string> {
   const cfg = config();
-  if (cfg.OPS_API_KEY) return cfg.OPS_API_KEY;
+  // read at call time, like PLANA_API_URL (the CLI also runs inside a process whose configuration was parsed before)
+  const explicit = process.env.OPS_API_KEY || cfg.OPS_API_KEY;
+  if (explicit) return explicit;
   const pool = createPool(cfg.DATABASE_URL, 1);
   try {
     return (await new PgSecretStore(pool, cfg.SECRETS_KEY).current(OPERATOR_CALLER, 'account-api')).key;

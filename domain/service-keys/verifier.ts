@@ -12,7 +12,7 @@
  *   SERVICE_KEY_USAGE_FLUSH_MS (5 s), never a write per request.
  */
 import { timingSafeEqual } from 'node:crypto';
-import type pg from 'pg';
+import pg from 'pg';
 import type { Logger } from '../../lib/logger.js';
 import { acceptedKeys, recordKeyUsage, type AcceptedKey } from './registry.js';
 import { hashServiceKey, type ServiceCallerIdentity, type ServiceKeyCheck } from './service-keys.js';
@@ -65,7 +65,8 @@ export class AcceptedKeyTable implements ServiceKeyCheck {
 export const SERVICE_KEYS_CHANNEL = 'service_keys';
 
 export class ServiceKeyVerifier extends AcceptedKeyTable {
-  private listener: pg.PoolClient | undefined;
+  /** A connection of its own for LISTEN (not one of the pool's: a small pool must not lose a connection to it). */
+  private listener: pg.Client | undefined;
   private timers: NodeJS.Timeout[] = [];
   private closed = false;
   private loading: Promise<void> | undefined;
@@ -139,12 +140,12 @@ export class ServiceKeyVerifier extends AcceptedKeyTable {
   }
 
   private async listen() {
-    const client = await this.opts.pool.connect();
+    const client = new pg.Client(this.opts.pool.options);
     const drop = () => {
       if (this.listener !== client) return;
       this.listener = undefined;
       client.removeAllListeners('notification');
-      client.release(true);
+      client.end().catch(() => {});
     };
     client.on('error', drop);
     client.on('end', drop);
@@ -154,9 +155,11 @@ export class ServiceKeyVerifier extends AcceptedKeyTable {
       }
     });
     try {
+      await client.connect();
       await client.query(`LISTEN ${SERVICE_KEYS_CHANNEL}`);
     } catch (err) {
-      client.release(true);
+      client.removeAllListeners('notification');
+      await client.end().catch(() => {});
       throw err;
     }
     this.listener = client;
@@ -172,9 +175,8 @@ export class ServiceKeyVerifier extends AcceptedKeyTable {
     const l = this.listener;
     this.listener = undefined;
     if (l) {
-      await l.query(`UNLISTEN ${SERVICE_KEYS_CHANNEL}`).catch(() => {});
       l.removeAllListeners('notification');
-      l.release();
+      await l.end().catch(() => {});
     }
   }
 }

@@ -296,6 +296,7 @@ group('the operator CLI', () => {
   /** Runs `npm run cli -- <args>` in this process against the platform's account API over HTTP. */
   async function cli(...args: string[]): Promise<string> {
     process.env.PLANA_API_URL = p.cfg.API_PUBLIC_URL;
+    process.env.OPS_API_KEY = testKeys.operator;
     const lines: string[] = [];
     const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void lines.push(a.join(' ')));
     try {
