@@ -71,6 +71,8 @@ export class ServiceKeyVerifier extends AcceptedKeyTable {
   private closed = false;
   private loading: Promise<void> | undefined;
   private reloadAgain = false;
+  /** The PostgreSQL backend of the listening connection (diagnostics, tests). */
+  listenerPid: number | undefined;
   /** When the accepted keys were last loaded (epoch ms). */
   loadedAt = 0;
 
@@ -157,6 +159,7 @@ export class ServiceKeyVerifier extends AcceptedKeyTable {
     try {
       await client.connect();
       await client.query(`LISTEN ${SERVICE_KEYS_CHANNEL}`);
+      this.listenerPid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
     } catch (err) {
       client.removeAllListeners('notification');
       await client.end().catch(() => {});

@@ -15,6 +15,7 @@ import { freePort } from '../../scripts/local-servers.js';
 import { createKey, listKeys, promoteKey, revokeKey } from '../../domain/service-keys/registry.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
+import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { startNotifications } from '../../services/notifications/server.js';
 import { startEvents } from '../../services/events/server.js';
 import { startTestApi, type TestApi } from '../support/api.js';
@@ -155,6 +156,44 @@ describe('the registry', () => {
   it('refuses a second pending key for one pair', async () => {
     const a = await newKey('notifications', 'pending');
     await expect(createKey(api.pool, { caller: a.caller, target: 'notifications' }, 'pending')).rejects.toMatchObject({ code: 'CONFLICT' });
+  });
+});
+
+describe('a verifier whose LISTEN connection is lost', () => {
+  it('re-listens on its next periodic reload, and a key revoked afterwards is refused', async () => {
+    const v = await ServiceKeyVerifier.start({ target: 'events', pool: api.pool, refreshMs: 300, usageFlushMs: 60_000 });
+    try {
+      const { key, keyId } = await newKey('events', 'current');
+      await sleep(200);
+      expect(v.identify(key)).toMatchObject({ keyId });
+      // the server ends the verifier's listening connection
+      const lost = v.listenerPid;
+      await api.pool.query('SELECT pg_terminate_backend($1)', [lost]);
+      await sleep(1_000); // a periodic reload re-listens (and reloads)
+      expect(v.listenerPid).not.toBe(lost);
+      await revokeKey(api.pool, keyId);
+      const revokedAt = Date.now();
+      while (v.identify(key) && Date.now() - revokedAt < 5_000) await sleep(5);
+      expect(v.identify(key)).toBeUndefined();
+    } finally {
+      await v.close();
+    }
+  });
+});
+
+describe('a consumer reading the secret store through its cache', () => {
+  it('picks up a new current version within the cache TTL, without a restart', async () => {
+    const writer = new PgSecretStore(api.pool, cfg.SECRETS_KEY, 0);
+    const reader = new PgSecretStore(api.pool, cfg.SECRETS_KEY, 300);
+    const caller = `t-${randomBytes(3).toString('hex')}`;
+    await ensureServiceKeys(api.pool, writer, [{ caller, target: 'notifications' }]);
+    const v1 = await reader.current(caller, 'notifications');
+    const next = await createKey(api.pool, { caller, target: 'notifications' }, 'pending');
+    secrets.push(v1.key, next.key);
+    await writer.makeCurrent(caller, 'notifications', await writer.put(caller, 'notifications', { key: next.key, keyId: next.record.keyId }, false));
+    expect((await reader.current(caller, 'notifications')).keyId).toBe(v1.keyId); // still cached
+    await sleep(350);
+    expect((await reader.current(caller, 'notifications')).keyId).toBe(next.record.keyId);
   });
 });
 
