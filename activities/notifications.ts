@@ -5,7 +5,8 @@ import { ErrorType, type WelcomeEmailInput, type WelcomeEmailResult } from '../w
 
 export interface NotificationsDeps {
   notificationsUrl: string;
-  notificationsApiKey: string;
+  /** The worker's current key for the notifications service, read from the secret store per call (cached briefly). */
+  notificationsKey: () => Promise<string>;
 }
 
 export const createNotificationsActivities = (deps: NotificationsDeps) => ({
@@ -16,13 +17,14 @@ export const createNotificationsActivities = (deps: NotificationsDeps) => ({
    */
   async requestWelcomeEmail(input: WelcomeEmailInput): Promise<WelcomeEmailResult> {
     const { workflowExecution, attempt } = Context.current().info;
+    const apiKey = await deps.notificationsKey();
     let res: Response;
     try {
       res = await fetch(new URL('/v1/welcome', deps.notificationsUrl), {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
-          'x-api-key': deps.notificationsApiKey,
+          'x-api-key': apiKey,
           'idempotency-key': workflowExecution?.workflowId ?? `${input.tenant}:welcome`,
         },
         body: JSON.stringify({ email: input.email, workspace: input.workspace }),

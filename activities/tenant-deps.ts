@@ -6,6 +6,7 @@ import type { Config } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
 import { connectTemporal } from '../lib/temporal.js';
 import { createTableRouteDriver, type RouteDriver } from '../domain/tenants/http-routes.js';
+import { PgSecretStore, type SecretStore } from '../domain/service-keys/secret-store.js';
 
 export interface TenantActivityDeps {
   config: Config;
@@ -17,7 +18,12 @@ export interface TenantActivityDeps {
   temporal: Client;
   chat: ChatClient;
   routes: RouteDriver;
+  /** Where the worker reads the service keys it sends (caller `worker`). */
+  secrets: SecretStore;
 }
+
+/** The worker's name in the service-key inventory (domain/service-keys/inventory.ts). */
+export const WORKER_CALLER = 'worker';
 
 /** Builds the dependencies from the configuration; `close` releases the pools and the connection. */
 export async function connectTenantActivityDeps(config: Config): Promise<TenantActivityDeps & { close(): Promise<void> }> {
@@ -32,6 +38,7 @@ export async function connectTenantActivityDeps(config: Config): Promise<TenantA
     chat: createChatClient({ baseUrl: config.CHAT_URL, token: config.CHAT_TOKEN, teamId: config.CHAT_TEAM_ID }),
     // the local route driver; a Kubernetes driver would implement the same RouteDriver interface
     routes: createTableRouteDriver(platformPool),
+    secrets: new PgSecretStore(platformPool, config.SECRETS_KEY, config.SERVICE_KEY_SECRET_TTL_MS),
     async close() {
       await temporal.connection.close();
       await Promise.all([platformPool.end(), erpAdminPool.end()]);

@@ -2,11 +2,11 @@
 import { cloudEvent, publishEvent } from '../domain/events/events.js';
 import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../workflows/definitions.js';
 import type { TenantClientSpec } from '../domain/tenants/types.js';
-import type { TenantActivityDeps } from './tenant-deps.js';
+import { WORKER_CALLER, type TenantActivityDeps } from './tenant-deps.js';
 
 export const provisionedEventId = (tenant: string, generation: number) => `${CLIENT_PROVISIONED}:${tenant}:${generation}`;
 
-export const createTenantEventActivities = ({ config }: TenantActivityDeps) => ({
+export const createTenantEventActivities = ({ config, secrets }: TenantActivityDeps) => ({
   async publishProvisionedEvent(input: { tenant: string; generation: number; spec: TenantClientSpec }) {
     const id = provisionedEventId(input.tenant, input.generation);
     const data: ClientProvisionedData = {
@@ -19,7 +19,7 @@ export const createTenantEventActivities = ({ config }: TenantActivityDeps) => (
       erpVersion: input.spec.erpVersion,
     };
     const published = await publishEvent(
-      { eventsUrl: config.EVENTS_URL, apiKey: config.EVENTS_API_KEY },
+      { eventsUrl: config.EVENTS_URL, apiKey: (await secrets.current(WORKER_CALLER, 'events')).key },
       cloudEvent({ id, source: '/plana/tenant-lifecycle', type: CLIENT_PROVISIONED, subject: input.tenant, data }),
     );
     return { eventId: id, ...published };

@@ -20,6 +20,7 @@ import dashboardRoutes from './routes/portal/dashboards.js';
 import opsUserRoutes from './routes/ops/users.js';
 import opsRateLimitRoutes from './routes/ops/rate-limits.js';
 import opsExecutionLogRoutes from './routes/ops/execution-log.js';
+import opsServiceKeyRoutes from './routes/ops/service-keys.js';
 import provisionedWebhookRoutes from './routes/webhooks/provisioned.js';
 import workspacePageRoutes from './routes/portal/workspace-page.js';
 
@@ -46,6 +47,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(opsUserRoutes);
   await app.register(opsRateLimitRoutes);
   await app.register(opsExecutionLogRoutes);
+  await app.register(opsServiceKeyRoutes);
   await app.register(provisionedWebhookRoutes);
   await app.register(workspacePageRoutes);
   return app;

@@ -12,6 +12,7 @@ import { register as tenantActions } from './commands/tenant-actions.js';
 import { register as users } from './commands/users.js';
 import { register as rateLimits } from './commands/rate-limits.js';
 import { register as executionLog } from './commands/execution-log.js';
+import { register as serviceKeys } from './commands/service-keys.js';
 
 export function buildCli(): Command {
   const program = new Command('plana').description('Operate the workspace platform').exitOverride();
@@ -24,6 +25,7 @@ export function buildCli(): Command {
   users(program);
   rateLimits(program);
   executionLog(program);
+  serviceKeys(program);
   return program;
 }
 

@@ -1,8 +1,31 @@
 /**
- * The CLI talks to the internal ops API over HTTP with the ops service key, like any operator
- * tool: one code path for a request, whether it comes from the CLI or from another system.
+ * The CLI talks to the internal ops API over HTTP with the operator's service key (operator →
+ * account-api), like any operator tool: one code path for a request, whether it comes from the CLI
+ * or from another system. The key: OPS_API_KEY from the environment when set (an operator's machine
+ * outside the cluster, CI), otherwise the current version in the local secret store (DATABASE_URL +
+ * SECRETS_KEY; what `npm run dev` and the tests use). It is never printed.
  */
 import { config } from '../lib/config.js';
+import { createPool } from '../lib/db.js';
+import { PgSecretStore } from '../domain/service-keys/secret-store.js';
+
+export const OPERATOR_CALLER = 'operator';
+
+let operatorKey: Promise<string> | undefined;
+async function readOperatorKey(): Promise<string> {
+  const cfg = config();
+  // read at call time, like PLANA_API_URL (the CLI also runs inside a process whose configuration was parsed before)
+  const explicit = process.env.OPS_API_KEY || cfg.OPS_API_KEY;
+  if (explicit) return explicit;
+  const pool = createPool(cfg.DATABASE_URL, 1);
+  try {
+    return (await new PgSecretStore(pool, cfg.SECRETS_KEY).current(OPERATOR_CALLER, 'account-api')).key;
+  } catch (err) {
+    throw new OpsApiError(0, `No operator key: set OPS_API_KEY, or reach the secret store at DATABASE_URL (${(err as Error).message}).`);
+  } finally {
+    await pool.end();
+  }
+}
 
 export class OpsApiError extends Error {
   constructor(
@@ -16,12 +39,14 @@ export class OpsApiError extends Error {
 export async function opsRequest<T>(method: string, path: string, body?: unknown): Promise<T> {
   const cfg = config();
   const base = process.env.PLANA_API_URL ?? cfg.API_PUBLIC_URL;
+  operatorKey ??= readOperatorKey();
+  const key = await operatorKey;
   let res: Response;
   try {
     res = await fetch(new URL(path, base), {
       method,
       headers: {
-        'x-api-key': cfg.OPS_API_KEY,
+        'x-api-key': key,
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
       },
       body: body === undefined ? undefined : JSON.stringify(body),

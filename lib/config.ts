@@ -35,32 +35,25 @@ export const configSchema = z.object({
   API_PUBLIC_URL: url.default('http://127.0.0.1:3000'),
   /** The account API as other platform processes reach it (inside a cluster: its service name). */
   ACCOUNT_API_URL: url.default('http://127.0.0.1:3000'),
-  OPS_API_KEY: key.default('dev-ops-key-0000000000000000000000000000000000000000000000000000'),
+  /**
+   * CLI only: the operator's service key (operator → account-api). Unset, the CLI reads it from the
+   * local secret store (DATABASE_URL + SECRETS_KEY). Services never read keys from configuration:
+   * targets accept what the service-key registry holds, consumers read the secret store.
+   */
+  OPS_API_KEY: key.optional(),
+  /** Service keys: a target's periodic reload of its accepted keys (NOTIFY reloads at once), its usage flush, the consumers' secret cache. */
+  SERVICE_KEY_REFRESH_MS: z.coerce.number().int().min(100).default(30_000),
+  SERVICE_KEY_USAGE_FLUSH_MS: z.coerce.number().int().min(50).default(5_000),
+  SERVICE_KEY_SECRET_TTL_MS: z.coerce.number().int().min(0).default(5_000),
 
   NOTIFICATIONS_HOST: z.string().default('127.0.0.1'),
   NOTIFICATIONS_PORT: port.default(8080),
   NOTIFICATIONS_URL: url.default('http://127.0.0.1:8080'),
-  /** The key callers send to the notifications service in `X-API-Key`. */
-  NOTIFICATIONS_API_KEY: key.default('dev-notifications-key-000000000000000000000000000000000000000000'),
-  /** Keys the notifications service accepts (comma-separated; two during a rotation). */
-  NOTIFICATIONS_ACCEPTED_KEYS: z
-    .string()
-    .default('dev-notifications-key-000000000000000000000000000000000000000000')
-    .transform((s) => s.split(',').map((k) => k.trim()).filter(Boolean))
-    .pipe(z.array(key).min(1, 'must name at least one key')),
 
   /** The events service (§4.3, §6): CloudEvents on a Redis stream. */
   EVENTS_HOST: z.string().default('127.0.0.1'),
   EVENTS_PORT: port.default(3001),
   EVENTS_URL: url.default('http://127.0.0.1:3001'),
-  /** The key callers send to the events service in `X-API-Key`. */
-  EVENTS_API_KEY: key.default('dev-events-key-0000000000000000000000000000000000000000000000000'),
-  /** Keys the events service accepts (comma-separated; two during a rotation). */
-  EVENTS_ACCEPTED_KEYS: z
-    .string()
-    .default('dev-events-key-0000000000000000000000000000000000000000000000000')
-    .transform((s) => s.split(',').map((k) => k.trim()).filter(Boolean))
-    .pipe(z.array(key).min(1, 'must name at least one key')),
   /** The Redis stream that holds the events, and about how many entries it keeps (XADD MAXLEN ~). */
   EVENTS_STREAM: z.string().regex(/^[\w.:-]{1,100}$/, 'must be a plain Redis key name').default('events'),
   EVENTS_STREAM_MAXLEN: z.coerce.number().int().min(1).default(100_000),
@@ -77,14 +70,6 @@ export const configSchema = z.object({
   CHAT_TOKEN: z.string().min(16, 'must be at least 16 characters').default('dev-chat-bot-token-000000000000'),
   /** The team (26 characters, Mattermost id) that holds the support rooms. */
   CHAT_TEAM_ID: z.string().regex(/^[a-z0-9]{26}$/, 'must be a Mattermost id (26 lowercase letters/digits)').default('planasupportteam0000000000'),
-
-  /** POST /api/webhooks/provisioned: the key its caller (the events consumer) sends, the keys the account API accepts. */
-  PROVISIONING_WEBHOOK_API_KEY: key.default('dev-provisioning-webhook-key-00000000000000000000000000000000000'),
-  PROVISIONING_WEBHOOK_ACCEPTED_KEYS: z
-    .string()
-    .default('dev-provisioning-webhook-key-00000000000000000000000000000000000')
-    .transform((s) => s.split(',').map((k) => k.trim()).filter(Boolean))
-    .pipe(z.array(key).min(1, 'must name at least one key')),
 
   SMTP_HOST: z.string().default('127.0.0.1'),
   SMTP_PORT: port.default(2525),

@@ -57,7 +57,14 @@ export class OneLinePerRequest extends LogController {
     else reply.log.info(line, 'request completed');
   }
   protected completedLine(request: FastifyRequest, reply: FastifyReply): Record<string, unknown> {
-    return { req: { method: request.method, url: request.url }, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime };
+    const line: Record<string, unknown> = { req: { method: request.method, url: request.url }, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime };
+    // an internal call: who called with which key id (set by the service-key check; never the key)
+    const caller = (request as { serviceCaller?: { caller: string; keyId: string } }).serviceCaller;
+    if (caller) {
+      line.serviceCaller = caller.caller;
+      line.keyId = caller.keyId;
+    }
+    return line;
   }
 }
 

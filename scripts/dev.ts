@@ -10,6 +10,8 @@ import path from 'node:path';
 import { config as loadConfig } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
 import { migrate } from '../lib/migrate.js';
+import { ensureServiceKeys } from '../domain/service-keys/bootstrap.js';
+import { PgSecretStore } from '../domain/service-keys/secret-store.js';
 import { createLogger } from '../lib/logger.js';
 import { startPostgres, startRedis, startServersInOwnProcessGroups, startTemporal, stopAll } from './local-servers.js';
 import { seedDemo, seedDemoErp, DEMO } from './seed.js';
@@ -80,6 +82,9 @@ try {
   step('applying migrations and seeding demo data');
   const pool = createPool(cfg.DATABASE_URL, 2);
   await migrate(pool);
+  // first start: every platform caller → target pair gets its service key (registry + local secret store)
+  const newKeys = await ensureServiceKeys(pool, new PgSecretStore(pool, cfg.SECRETS_KEY));
+  if (newKeys.length) step(`service keys created: ${newKeys.map((k) => `${k.caller}→${k.target} ${k.keyId}`).join(', ')}`);
   const passwordFile = path.join(dataDir, 'dev-admin-password');
   const adminPassword =
     cfg.DEV_ADMIN_PASSWORD ?? (existsSync(passwordFile) ? readFileSync(passwordFile, 'utf8').trim() : randomBytes(12).toString('base64url'));
@@ -148,6 +153,7 @@ Next steps (in another terminal):
   npm run cli -- resend-welcome ${DEMO.tenant}      # support: send the demo welcome e-mail again
   npm run cli -- apply -f examples/tenant-acme.yaml && npm run cli -- get tenants   # provision a tenant
   npm run cli -- describe tenant acme                # its conditions, resources, steps, Temporal UI link
+  npm run cli -- service-keys                        # caller → target pairs, key ids, states, last use
   curl -s ${cfg.API_PUBLIC_URL}/readyz
   curl -s -H 'Host: ${demoErp.host}' ${erp.url}/web/health      # the demo tenant's ERP health probe
   ls ${mailDir.startsWith(process.cwd()) ? path.relative(process.cwd(), mailDir) : mailDir}    # the e-mails that went out

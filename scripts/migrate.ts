@@ -1,12 +1,20 @@
-/** `npm run db:migrate`: applies the numbered SQL migrations to DATABASE_URL. */
+/**
+ * `npm run db:migrate` (and the migrate container): applies the numbered SQL migrations to
+ * DATABASE_URL, then gives every platform caller → target pair without one a service key
+ * (registry + the PostgreSQL secret store; domain/service-keys/bootstrap.ts).
+ */
 import { config } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
 import { migrate } from '../lib/migrate.js';
+import { ensureServiceKeys } from '../domain/service-keys/bootstrap.js';
+import { PgSecretStore } from '../domain/service-keys/secret-store.js';
 
 const pool = createPool(config().DATABASE_URL, 1);
 try {
   const applied = await migrate(pool);
   console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+  const created = await ensureServiceKeys(pool, new PgSecretStore(pool, config().SECRETS_KEY));
+  if (created.length) console.log(`service keys created: ${created.map((k) => `${k.caller}→${k.target} ${k.keyId}`).join(', ')}`);
 } finally {
   await pool.end();
 }

@@ -10,6 +10,9 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import { startThrowAwayServers, stopAll, throwAwayDir } from '../scripts/local-servers.js';
 import { createPool } from '../lib/db.js';
 import { migrate } from '../lib/migrate.js';
+import { parseConfig } from '../lib/config.js';
+import { ensureServiceKeys } from '../domain/service-keys/bootstrap.js';
+import { PgSecretStore } from '../domain/service-keys/secret-store.js';
 import { workflowsPath } from '../worker/index.js';
 import { ensureErpTemplates } from '../scripts/erp-templates.js';
 
@@ -20,6 +23,8 @@ declare module 'vitest' {
     temporalAddress: string;
     workflowBundlePath: string;
     dataDir: string;
+    /** The current keys of the platform's pairs (bootstrapped here; see test/support/service-keys.ts). */
+    serviceKeys: { operator: string; provisioning: string; events: string; notifications: string };
   }
 }
 
@@ -32,6 +37,15 @@ export default async function setup(project: TestProject) {
     ]);
     const pool = createPool(pg.url, 2);
     await migrate(pool);
+    // first start: every pair of the inventory gets its key (registry + secret store), as `npm run dev` does
+    const secrets = new PgSecretStore(pool, parseConfig({}).SECRETS_KEY);
+    await ensureServiceKeys(pool, secrets);
+    const serviceKeys = {
+      operator: (await secrets.current('operator', 'account-api')).key,
+      provisioning: (await secrets.current('provisioning', 'account-api')).key,
+      events: (await secrets.current('worker', 'events')).key,
+      notifications: (await secrets.current('worker', 'notifications')).key,
+    };
     await pool.end();
     // the ERP template databases (tier × version) that tenant databases are cloned from
     await ensureErpTemplates(pg.urlFor('postgres'));
@@ -44,6 +58,7 @@ export default async function setup(project: TestProject) {
     project.provide('temporalAddress', temporal.address);
     project.provide('workflowBundlePath', workflowBundlePath);
     project.provide('dataDir', dir);
+    project.provide('serviceKeys', serviceKeys);
   } catch (err) {
     await stopAll();
     throw err;

@@ -7,7 +7,8 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type W
 import { config as loadConfig, type Config } from '../lib/config.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { createActivities } from '../activities/index.js';
-import { connectTenantActivityDeps } from '../activities/tenant-deps.js';
+import { connectTenantActivityDeps, WORKER_CALLER } from '../activities/tenant-deps.js';
+import { serviceKeyFor } from '../domain/service-keys/secret-store.js';
 import { ensureBackupRetentionSchedule } from '../domain/tenants/backup-schedules.js';
 import { ensureExecutionLogRetentionSchedule } from '../domain/access/execution-log-schedule.js';
 import { connectTemporal } from '../lib/temporal.js';
@@ -35,7 +36,7 @@ export async function createWorker(
   const tenant = await connectTenantActivityDeps(config);
   const activities = createActivities({
     notificationsUrl: config.NOTIFICATIONS_URL,
-    notificationsApiKey: config.NOTIFICATIONS_API_KEY,
+    notificationsKey: serviceKeyFor(tenant.secrets, WORKER_CALLER, 'notifications'),
     tenant,
   });
   const worker = await Worker.create({

@@ -9,7 +9,7 @@
  * | `access.user`            | a logged-in user (access token from /api/auth/login)      | requireUser                     |
  * | `access.admin`           | an admin of the workspace named by X-Workspace            | requireUser, then requireWorkspaceAdmin |
  * | `access.key(scope)`      | a `ws_live_` workspace key with that scope (null: any)     | plugins/workspace-auth.ts       |
- * | `access.service(caller)` | an internal caller's service key in X-API-Key             | requireServiceKey               |
+ * | `access.service(caller)` | an internal caller's service key in X-API-Key             | requireServiceKey (registry)    |
  *
  * The credential checks run as the route's first onRequest hooks, before the body is parsed or
  * validated, so a caller without credentials learns nothing from a validation error; an admin's
@@ -21,16 +21,20 @@ import type { FastifyInstance, RouteOptions, onRequestHookHandler, preHandlerHoo
 import fp from 'fastify-plugin';
 import type { Scope } from '../../domain/access/api-keys.js';
 import { requireServiceKey } from '../../domain/service-keys/service-keys.js';
-import type { Config } from '../../lib/config.js';
+import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { requireUser, requireWorkspaceAdmin } from './user-auth.js';
 
-/** The internal callers whose service keys the account API takes, and where each one's accepted keys are configured. */
+/**
+ * The internal callers whose service keys the account API takes (target `account-api` in the
+ * service-key registry, domain/service-keys/inventory.ts), and their OpenAPI security schemes.
+ */
 const serviceCallers = {
   /** The operator CLI and the ops API's other callers. */
-  operator: { keys: (c: Config) => [c.OPS_API_KEY], scheme: 'opsKey' },
+  operator: { scheme: 'opsKey' },
   /** The `client.provisioned` consumer (POST /api/webhooks/provisioned). */
-  provisioning: { keys: (c: Config) => c.PROVISIONING_WEBHOOK_ACCEPTED_KEYS, scheme: 'provisioningKey' },
+  provisioning: { scheme: 'provisioningKey' },
 } as const;
+export const ACCOUNT_API_TARGET = 'account-api';
 export type ServiceCaller = keyof typeof serviceCallers;
 
 export type Access =
@@ -55,6 +59,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Every route's declared access, as registered (for the security tests and the docs). */
     accessTable: { method: string; url: string; access: Access | undefined }[];
+    /** The account API's service-key check (target `account-api`). */
+    serviceKeys: ServiceKeyVerifier;
   }
 }
 
@@ -75,10 +81,30 @@ function security(declared: Access): Record<string, string[]>[] {
 export const accessControl = fp(
   async (app: FastifyInstance) => {
     app.decorate('accessTable', []);
+    // the account API's accepted service keys, from the registry (reloaded on NOTIFY and every
+    // SERVICE_KEY_REFRESH_MS); loaded once the app is ready, so a failing load stops the start
+    let verifier: ServiceKeyVerifier | undefined;
+    app.addHook('onReady', async () => {
+      const { config, pool } = app.deps;
+      verifier = await ServiceKeyVerifier.start({
+        target: ACCOUNT_API_TARGET,
+        pool,
+        refreshMs: config.SERVICE_KEY_REFRESH_MS,
+        usageFlushMs: config.SERVICE_KEY_USAGE_FLUSH_MS,
+        log: app.log,
+      });
+    });
+    app.addHook('onClose', async () => verifier?.close());
+    app.decorate('serviceKeys', {
+      getter: () => {
+        if (!verifier) throw new Error('the service-key verifier starts when the app is ready');
+        return verifier;
+      },
+    });
     const serviceHooks = new Map<ServiceCaller, onRequestHookHandler>(
       (Object.keys(serviceCallers) as ServiceCaller[]).map((caller) => [
         caller,
-        requireServiceKey(() => serviceCallers[caller].keys(app.deps.config)) as onRequestHookHandler,
+        requireServiceKey(() => app.serviceKeys, [caller]) as onRequestHookHandler,
       ]),
     );
     const ours = new Set<unknown>([requireUser, requireWorkspaceAdmin, ...serviceHooks.values()]);

@@ -19,7 +19,7 @@ export const openapi = fp(
         },
         components: {
           securitySchemes: {
-            opsKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'the ops service key (OPS_API_KEY)' },
+            opsKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'the operator service key (operator → account-api in the service-key registry)' },
             provisioningKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'the provisioning webhook service key' },
             workspaceKey: { type: 'http', scheme: 'bearer', description: 'ws_live_… workspace API key' },
             userToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'access token from POST /api/auth/login' },

@@ -1,30 +1,65 @@
 /**
- * Service-to-service authentication (specification §5.4): the caller sends its key in
- * `X-API-Key`; the target compares it in constant time with the keys it accepts (two during a
- * rotation). The key itself never reaches a log line or an error body.
+ * Service-to-service authentication (specification §2.2, §5.4): the caller sends its key in
+ * `X-API-Key`; the target looks the key's SHA-256 up among the keys registered for it
+ * (registry.ts, verifier.ts). The key itself never reaches a log line, an error body or a table.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../lib/errors.js';
 
-const digest = (s: string) => createHash('sha256').update(s).digest();
+/** A new key: 32 random bytes, hex (§2.2). */
+export const generateServiceKey = () => randomBytes(32).toString('hex');
+/** A new public key id: `sk_` + 8 hex characters. */
+export const newKeyId = () => `sk_${randomBytes(4).toString('hex')}`;
+/** The SHA-256 of a key: a fast hash is enough for 256 random bits (nothing to brute-force). */
+export const hashServiceKey = (key: string) => createHash('sha256').update(key).digest();
 
+/**
+ * The check before the registry: the given key against a list of accepted plaintext keys, hashing
+ * each one per call. Kept only as the baseline of `npm run bench:service-keys`.
+ */
 export function keyMatches(given: string, accepted: readonly string[]): boolean {
-  const g = digest(given);
+  const g = hashServiceKey(given);
   let ok = false;
-  for (const k of accepted) ok = timingSafeEqual(g, digest(k)) || ok;
+  for (const k of accepted) ok = timingSafeEqual(g, hashServiceKey(k)) || ok;
   return ok;
 }
 
-/** A Fastify onRequest hook that lets only callers with an accepted `X-API-Key` through. */
-export function requireServiceKey(accepted: () => readonly string[]) {
+/** Who called, as the request carries it for logs (never the key). */
+export interface ServiceCallerIdentity {
+  caller: string;
+  keyId: string;
+}
+
+/** What the shared hook needs: the verifier of one target (verifier.ts). */
+export interface ServiceKeyCheck {
+  identify(given: string): ServiceCallerIdentity | undefined;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by requireServiceKey: the internal caller and the id of the key it used. */
+    serviceCaller?: ServiceCallerIdentity;
+  }
+}
+
+/**
+ * The Fastify onRequest hook every service uses: lets through callers whose `X-API-Key` is
+ * registered (pending, current or previous) for this target and, when `callers` is given, belongs
+ * to one of them. Everything else gets the same 401 problem.
+ */
+export function requireServiceKey(check: ServiceKeyCheck | (() => ServiceKeyCheck), callers?: readonly string[]) {
+  const verifier = typeof check === 'function' ? check : () => check;
   return async (req: FastifyRequest, _reply: FastifyReply) => {
     const given = req.headers['x-api-key'];
     if (typeof given !== 'string' || given.length === 0) {
       throw new AppError('UNAUTHORIZED', 'This endpoint needs a service key in the X-API-Key header.');
     }
-    if (!keyMatches(given, accepted())) {
+    const who = verifier().identify(given);
+    if (!who || (callers && !callers.includes(who.caller))) {
       throw new AppError('UNAUTHORIZED', 'The service key in X-API-Key is not valid.');
     }
+    // the request's log line names the caller and key id (lib/http.ts OneLinePerRequest)
+    req.serviceCaller = who;
   };
 }

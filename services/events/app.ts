@@ -13,13 +13,14 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Redis } from 'ioredis';
 import { jsonParser, problemDetails, sendProblem, serverOptions } from '../../lib/http.js';
-import { requireServiceKey } from '../../domain/service-keys/service-keys.js';
+import { requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { AppError } from '../../lib/errors.js';
 import { cloudEventProblems, EVENT_FIELD, type CloudEvent } from '../../domain/events/events.js';
 
 export interface EventsDeps {
   redis: Redis;
-  acceptedKeys: () => readonly string[];
+  /** The service-key check of this target (domain/service-keys/verifier.ts): every registered caller may call. */
+  serviceKeys: ServiceKeyCheck;
   stream: string;
   /** Approximate number of entries the stream keeps (XADD MAXLEN ~). */
   maxLen: number;
@@ -75,7 +76,7 @@ export async function buildEventsApp(deps: EventsDeps): Promise<FastifyInstance>
 
   await app.register(async (instance) => {
     const v1 = instance.withTypeProvider<TypeBoxTypeProvider>();
-    v1.addHook('onRequest', requireServiceKey(deps.acceptedKeys));
+    v1.addHook('onRequest', requireServiceKey(deps.serviceKeys));
 
     v1.post(
       '/api/v1/events',

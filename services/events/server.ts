@@ -1,13 +1,27 @@
 import { Redis } from 'ioredis';
 import { config } from '../../lib/config.js';
+import { createPool } from '../../lib/db.js';
+import { createLogger } from '../../lib/logger.js';
+import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { buildEventsApp } from './app.js';
+
+export const EVENTS_TARGET = 'events';
 
 /** Starts the events service; `close()` stops it. */
 export async function startEvents(cfg = config()) {
   const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: 2 });
+  // the registry of accepted service keys (and their usage) lives in the platform database
+  const pool = createPool(cfg.DATABASE_URL, 3);
+  const serviceKeys = await ServiceKeyVerifier.start({
+    target: EVENTS_TARGET,
+    pool,
+    refreshMs: cfg.SERVICE_KEY_REFRESH_MS,
+    usageFlushMs: cfg.SERVICE_KEY_USAGE_FLUSH_MS,
+    log: createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }),
+  });
   const app = await buildEventsApp({
     redis,
-    acceptedKeys: () => cfg.EVENTS_ACCEPTED_KEYS,
+    serviceKeys,
     stream: cfg.EVENTS_STREAM,
     maxLen: cfg.EVENTS_STREAM_MAXLEN,
     dedupeTtlSeconds: cfg.EVENTS_DEDUPE_TTL_SECONDS,
@@ -16,8 +30,11 @@ export async function startEvents(cfg = config()) {
   await app.listen({ host: cfg.EVENTS_HOST, port: cfg.EVENTS_PORT });
   return {
     app,
+    serviceKeys,
     async close() {
       await app.close();
+      await serviceKeys.close();
+      await pool.end();
       redis.disconnect();
     },
   };

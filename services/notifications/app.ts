@@ -11,7 +11,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Redis } from 'ioredis';
 import { problemDetails, serverOptions } from '../../lib/http.js';
-import { requireServiceKey } from '../../domain/service-keys/service-keys.js';
+import { requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { AppError } from '../../lib/errors.js';
 import type { Mail, Mailer } from './mailer.js';
 import { welcomeEmail } from './welcome-email.js';
@@ -19,7 +19,8 @@ import { welcomeEmail } from './welcome-email.js';
 export interface NotificationsDeps {
   mailer: Mailer;
   redis: Redis;
-  acceptedKeys: () => readonly string[];
+  /** The service-key check of this target (domain/service-keys/verifier.ts): every registered caller may call. */
+  serviceKeys: ServiceKeyCheck;
   appUrl: string;
   logLevel?: string;
 }
@@ -67,7 +68,7 @@ export async function buildNotificationsApp(deps: NotificationsDeps): Promise<Fa
 
   await app.register(async (instance) => {
     const v1 = instance.withTypeProvider<TypeBoxTypeProvider>();
-    v1.addHook('onRequest', requireServiceKey(deps.acceptedKeys));
+    v1.addHook('onRequest', requireServiceKey(deps.serviceKeys));
 
     v1.post(
       '/v1/welcome',

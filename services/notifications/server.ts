@@ -1,16 +1,30 @@
 import { Redis } from 'ioredis';
 import { config } from '../../lib/config.js';
+import { createPool } from '../../lib/db.js';
+import { createLogger } from '../../lib/logger.js';
+import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { buildNotificationsApp } from './app.js';
 import { createSmtpMailer } from './mailer.js';
+
+export const NOTIFICATIONS_TARGET = 'notifications';
 
 /** Starts the notifications service; returns a function that stops it. */
 export async function startNotifications(cfg = config()) {
   const redis = new Redis(cfg.REDIS_URL, { lazyConnect: false, maxRetriesPerRequest: 2 });
+  // the registry of accepted service keys (and their usage) lives in the platform database
+  const pool = createPool(cfg.DATABASE_URL, 3);
   const mailer = createSmtpMailer({ host: cfg.SMTP_HOST, port: cfg.SMTP_PORT, from: cfg.MAIL_FROM });
+  const serviceKeys = await ServiceKeyVerifier.start({
+    target: NOTIFICATIONS_TARGET,
+    pool,
+    refreshMs: cfg.SERVICE_KEY_REFRESH_MS,
+    usageFlushMs: cfg.SERVICE_KEY_USAGE_FLUSH_MS,
+    log: createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }),
+  });
   const app = await buildNotificationsApp({
     mailer,
     redis,
-    acceptedKeys: () => cfg.NOTIFICATIONS_ACCEPTED_KEYS,
+    serviceKeys,
     appUrl: cfg.API_PUBLIC_URL,
     logLevel: cfg.LOG_LEVEL,
   });
@@ -18,8 +32,11 @@ export async function startNotifications(cfg = config()) {
   await app.listen({ host: cfg.NOTIFICATIONS_HOST, port: cfg.NOTIFICATIONS_PORT });
   return {
     app,
+    serviceKeys,
     async close() {
       await app.close();
+      await serviceKeys.close();
+      await pool.end();
       mailer.close();
       redis.disconnect();
     },

@@ -26,6 +26,8 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import bcrypt from 'bcrypt';
 import { createPool } from '../../lib/db.js';
+import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
+import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { migrate } from '../../lib/migrate.js';
 import { ensureErpApiUser } from '../../domain/erp/api-user.js';
 import { cloneTenantDatabase, templateDatabaseName, tenantHostname } from '../../domain/erp/tenant-database.js';
@@ -106,6 +108,10 @@ try {
     logger: createLogger({ level: 'silent' }),
   });
   const cfg = parseConfig({ ...env, ERP_URL: erp.url });
+  // first start: the platform's service keys (registry + secret store); the bench calls ops as the operator
+  const secrets = new PgSecretStore(pool, cfg.SECRETS_KEY);
+  await ensureServiceKeys(pool, secrets);
+  const opsKey = (await secrets.current('operator', 'account-api')).key;
   const slug = 'bench';
   const ws = await pool.query<{ id: string }>("INSERT INTO workspaces (slug, name) VALUES ($1, 'Bench') RETURNING id", [slug]);
   const workspaceId = ws.rows[0]!.id;
@@ -148,7 +154,7 @@ try {
   });
   await json(`${base}/api/ops/workspaces/${slug}/rate-limits`, {
     method: 'PUT',
-    headers: { 'content-type': 'application/json', 'x-api-key': cfg.OPS_API_KEY },
+    headers: { 'content-type': 'application/json', 'x-api-key': opsKey },
     body: JSON.stringify({ burst: 1_000_000, perSecond: 1_000_000, agentPerMinute: 1_000 }),
   });
   const auth = { authorization: `Bearer ${key.token}` };

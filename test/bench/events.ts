@@ -1,5 +1,6 @@
 /**
- * `npm run bench:events`: the events service's publish rate over HTTP. Starts a private Redis in a
+ * `npm run bench:events`: the events service's publish rate over HTTP. Starts a private Redis (and a
+ * PostgreSQL for the service-key registry) in a
  * temporary folder and the events service, then POSTs CloudEvents with autocannon for a few
  * seconds (every request a new event id, so each one is appended), and prints the figures:
  * requests per second, latency percentiles, and the stream length afterwards (bounded by MAXLEN ~).
@@ -11,7 +12,11 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import { parseConfig } from '../../lib/config.js';
-import { freePort, startRedis, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
+import { freePort, startPostgres, startRedis, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
+import { createPool } from '../../lib/db.js';
+import { migrate } from '../../lib/migrate.js';
+import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
+import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { startEvents } from '../../services/events/server.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
@@ -20,15 +25,24 @@ const dir = throwAwayDir('plana-bench-events-');
 
 try {
   const redisServer = await startRedis({ dir: path.join(dir, 'redis'), port: await freePort() });
+  // the events service reads its accepted service keys from the registry in PostgreSQL
+  const pgServer = await startPostgres({ dir: path.join(dir, 'postgres'), port: await freePort() });
+  const pool = createPool(pgServer.url, 2);
+  await migrate(pool);
   const port = await freePort();
   const cfg = parseConfig({
     ...process.env,
     LOG_LEVEL: 'warn',
+    DATABASE_URL: pgServer.url,
     REDIS_URL: redisServer.url,
     EVENTS_PORT: String(port),
     EVENTS_URL: `http://127.0.0.1:${port}`,
     EVENTS_STREAM: 'bench-events',
   });
+  const secrets = new PgSecretStore(pool, cfg.SECRETS_KEY);
+  await ensureServiceKeys(pool, secrets);
+  const apiKey = (await secrets.current('worker', 'events')).key;
+  await pool.end();
   const events = await startEvents(cfg);
 
   let n = 0;
@@ -46,7 +60,7 @@ try {
   const result = await autocannon({
     url: `${cfg.EVENTS_URL}/api/v1/events`,
     method: 'POST',
-    headers: { 'content-type': 'application/cloudevents+json', 'x-api-key': cfg.EVENTS_API_KEY },
+    headers: { 'content-type': 'application/cloudevents+json', 'x-api-key': apiKey },
     // every request a new event id, so each one is appended (not answered as a duplicate)
     requests: [{ setupRequest: (req) => ({ ...req, body: envelope(`bench-${process.pid}-${String(++n).padStart(6, '0')}`) }) }],
     connections,

@@ -19,6 +19,8 @@ import { startApi } from '../../api/server.js';
 import { parseConfig } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
+import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
+import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { migrate } from '../../lib/migrate.js';
 import { startChatStandIn } from '../../sandbox/chat/server.js';
 import { startErpStandIn } from '../../sandbox/erp/server.js';
@@ -81,6 +83,9 @@ try {
   const pool = createPool(cfg.DATABASE_URL, 4);
   closers.push(() => pool.end());
   await migrate(pool);
+  const secrets = new PgSecretStore(pool, cfg.SECRETS_KEY);
+  await ensureServiceKeys(pool, secrets);
+  const opsKey = (await secrets.current('operator', 'account-api')).key;
   await ensureErpTemplates(cfg.ERP_DATABASE_URL, { tiers: ['starter'], versions: ['18'] });
 
   step('starting the services, the stand-ins and the account API');
@@ -111,7 +116,7 @@ try {
   async function apply(name: string): Promise<void> {
     const res = await fetch(`${cfg.API_PUBLIC_URL}/api/ops/tenant-clients`, {
       method: 'POST',
-      headers: { 'x-api-key': cfg.OPS_API_KEY, 'content-type': 'application/json' },
+      headers: { 'x-api-key': opsKey, 'content-type': 'application/json' },
       body: JSON.stringify({
         apiVersion: 'plana.dev/v1alpha1',
         kind: 'TenantClient',

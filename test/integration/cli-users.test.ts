@@ -10,6 +10,7 @@ import type { Config } from '../../lib/config.js';
 import type { Pool } from '../../lib/db.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { addWorkspace, call } from '../support/workspace-api.js';
+import { testKeys } from '../support/service-keys.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 let cfg: Config;
@@ -27,7 +28,7 @@ async function cli(args: string[], env: Record<string, string> = {}) {
   try {
     const { stdout, stderr } = await promisify(execFile)(`${root}node_modules/.bin/tsx`, [`${root}cli/index.ts`, ...args], {
       cwd: root,
-      env: { PATH: process.env.PATH, PLANA_API_URL: cfg.API_PUBLIC_URL, OPS_API_KEY: cfg.OPS_API_KEY, ...env },
+      env: { PATH: process.env.PATH, PLANA_API_URL: cfg.API_PUBLIC_URL, OPS_API_KEY: testKeys.operator, ...env },
     });
     return { code: 0, stdout, stderr };
   } catch (err) {

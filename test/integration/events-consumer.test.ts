@@ -11,6 +11,7 @@ import { freePort } from '../../scripts/local-servers.js';
 import { cloudEvent, ensureGroup, publishEvent, runConsumer, type CloudEvent } from '../../domain/events/events.js';
 import type { Config } from '../../lib/config.js';
 import { testConfig } from '../support/env.js';
+import { testKeys } from '../support/service-keys.js';
 
 let cfg: Config;
 let events: Awaited<ReturnType<typeof startEvents>>;
@@ -33,7 +34,7 @@ afterAll(async () => {
 });
 
 const publish = (type: string, data: unknown) =>
-  publishEvent({ eventsUrl: cfg.EVENTS_URL, apiKey: cfg.EVENTS_API_KEY }, cloudEvent({ id: randomUUID(), source: '/plana/tests', type, data }));
+  publishEvent({ eventsUrl: cfg.EVENTS_URL, apiKey: testKeys.events }, cloudEvent({ id: randomUUID(), source: '/plana/tests', type, data }));
 
 /** A new group that sees only events published from now on (the stream is shared by the tests). */
 async function newGroup() {

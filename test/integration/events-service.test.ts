@@ -10,6 +10,7 @@ import { freePort } from '../../scripts/local-servers.js';
 import { cloudEvent, publishEvent, EventsServiceError } from '../../domain/events/events.js';
 import type { Config } from '../../lib/config.js';
 import { testConfig } from '../support/env.js';
+import { testKeys } from '../support/service-keys.js';
 
 type Events = Awaited<ReturnType<typeof startEvents>>;
 
@@ -44,14 +45,14 @@ function post(path: string, body: unknown, headers: Record<string, string> = {},
     method: 'POST',
     headers: {
       ...(body !== undefined ? { 'content-type': 'application/cloudevents+json' } : {}),
-      'x-api-key': c.EVENTS_API_KEY,
+      'x-api-key': testKeys.events,
       ...headers,
     },
     body: body === undefined || typeof body === 'string' ? body : JSON.stringify(body),
   });
 }
 
-const get = (path: string, headers: Record<string, string> = { 'x-api-key': cfg.EVENTS_API_KEY }) =>
+const get = (path: string, headers: Record<string, string> = { 'x-api-key': testKeys.events }) =>
   fetch(`${cfg.EVENTS_URL}${path}`, { headers });
 
 beforeAll(async () => {
@@ -86,7 +87,7 @@ describe('POST /api/v1/events', () => {
     const res = await post('/api/v1/events', anEvent(), { 'content-type': 'application/json' });
     expect(res.status).toBe(202);
     const published = await publishEvent(
-      { eventsUrl: cfg.EVENTS_URL, apiKey: cfg.EVENTS_API_KEY },
+      { eventsUrl: cfg.EVENTS_URL, apiKey: testKeys.events },
       cloudEvent({ id: randomUUID(), source: '/plana/tests', type: 'test.helper', data: { ok: true } }),
     );
     expect(published.duplicate).toBe(false);
@@ -198,7 +199,7 @@ describe('consumer groups and info', () => {
     const c = await eventsConfig();
     const svc = await startEvents(c);
     try {
-      const emptyInfo = await (await fetch(`${c.EVENTS_URL}/api/v1/events/info`, { headers: { 'x-api-key': c.EVENTS_API_KEY } })).json();
+      const emptyInfo = await (await fetch(`${c.EVENTS_URL}/api/v1/events/info`, { headers: { 'x-api-key': testKeys.events } })).json();
       expect(emptyInfo).toMatchObject({ stream: c.EVENTS_STREAM, length: 0, firstId: null, lastId: null, groups: [] });
 
       const published: string[] = [];
@@ -215,7 +216,7 @@ describe('consumer groups and info', () => {
       // a consumer reads two entries and does not acknowledge them yet
       await redis.xreadgroup('GROUP', 'billing', 'worker-1', 'COUNT', 2, 'STREAMS', c.EVENTS_STREAM, '>');
 
-      const info = await (await fetch(`${c.EVENTS_URL}/api/v1/events/info`, { headers: { 'x-api-key': c.EVENTS_API_KEY } })).json();
+      const info = await (await fetch(`${c.EVENTS_URL}/api/v1/events/info`, { headers: { 'x-api-key': testKeys.events } })).json();
       expect(info).toMatchObject({ length: 3, firstId: published[0], lastId: published[2], entriesAdded: 3 });
       const billing = info.groups.find((g: { name: string }) => g.name === 'billing');
       expect(billing).toMatchObject({ lag: 1, pending: 2, lastDeliveredId: published[1] });

@@ -4,20 +4,19 @@
  * retention drops whole partitions past 90 days.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../lib/config.js';
 import type { Pool } from '../../lib/db.js';
 import { ExecutionLog } from '../../domain/access/execution-log.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { adminOfNewWorkspace, call, createKey } from '../support/workspace-api.js';
+import { testKeys } from '../support/service-keys.js';
 
-let cfg: Config;
 let pool: Pool;
 let api: TestApi;
 let base: string;
 
 beforeAll(async () => {
   api = await startTestApi({ EXECUTION_LOG_FLUSH_MS: '100' });
-  ({ cfg, pool, base } = api);
+  ({ pool, base } = api);
 });
 
 afterAll(() => api?.close());
@@ -121,7 +120,7 @@ describe('retention (POST /api/ops/execution-log/retention)', () => {
        VALUES ($1::date + interval '12 hours', gen_random_uuid(), 'ws_live_OLDOLDOL', 'GET', '/x', 200, 1, 'r')`,
       [old],
     );
-    const res = await call(base, 'POST', '/api/ops/execution-log/retention', { headers: { 'x-api-key': cfg.OPS_API_KEY } });
+    const res = await call(base, 'POST', '/api/ops/execution-log/retention', { headers: { 'x-api-key': testKeys.operator } });
     expect(res.status).toBe(200);
     expect(res.body.retentionDays).toBe(90);
     // (another test file may run the retention at the same time and drop it first)

@@ -4,13 +4,18 @@ import { startNotifications } from '../../services/notifications/server.js';
 import { readMailbox, startSmtpSink, type SmtpSink } from '../../sandbox/smtp/sink.js';
 import type { Config } from '../../lib/config.js';
 import { tempDir, testConfig } from '../support/env.js';
+import { testKeys } from '../support/service-keys.js';
+import { randomBytes } from 'node:crypto';
+import { createPool } from '../../lib/db.js';
+import { createKey } from '../../domain/service-keys/registry.js';
 
 let cfg: Config;
 let sink: SmtpSink;
 let svc: Awaited<ReturnType<typeof startNotifications>>;
-const previousKey = 'previous-notifications-key-0000000000000000';
+/** A second live key for the pair, as during a rotation (registered pending for a caller of this file's own). */
+let previousKey: string;
 
-const post = (path: string, body: unknown, headers: Record<string, string> = { 'x-api-key': cfg.NOTIFICATIONS_API_KEY }) =>
+const post = (path: string, body: unknown, headers: Record<string, string> = { 'x-api-key': testKeys.notifications }) =>
   fetch(`${cfg.NOTIFICATIONS_URL}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -21,7 +26,11 @@ const mailTo = (address: string) => readMailbox(sink.dir).filter((m) => m.to.inc
 
 beforeAll(async () => {
   cfg = await testConfig();
-  cfg.NOTIFICATIONS_ACCEPTED_KEYS = [cfg.NOTIFICATIONS_API_KEY, previousKey];
+  const pool = createPool(cfg.DATABASE_URL, 1);
+  const caller = `test-${randomBytes(3).toString('hex')}`;
+  await createKey(pool, { caller, target: 'notifications' }, 'current');
+  previousKey = (await createKey(pool, { caller, target: 'notifications' }, 'pending')).key;
+  await pool.end();
   sink = await startSmtpSink({ port: cfg.SMTP_PORT, dir: tempDir('mail') });
   svc = await startNotifications(cfg);
 });
@@ -78,7 +87,7 @@ describe('POST /v1/welcome', () => {
   });
 
   it('sends once per Idempotency-Key, however often the call is repeated', async () => {
-    const headers = { 'x-api-key': cfg.NOTIFICATIONS_API_KEY, 'idempotency-key': 'welcome:idem:1' };
+    const headers = { 'x-api-key': testKeys.notifications, 'idempotency-key': 'welcome:idem:1' };
     const first = await (await post('/v1/welcome', { email: 'idem@acme.test', workspace: 'acme' }, headers)).json();
     const second = await (await post('/v1/welcome', { email: 'idem@acme.test', workspace: 'acme' }, headers)).json();
     expect(first.status).toBe('sent');
@@ -111,7 +120,7 @@ describe('GET /healthz', () => {
 describe('when the mail relay is down', () => {
   it('answers 502 and lets the same Idempotency-Key send once the relay is back', async () => {
     await sink.close();
-    const headers = { 'x-api-key': cfg.NOTIFICATIONS_API_KEY, 'idempotency-key': 'welcome:relay-down:1' };
+    const headers = { 'x-api-key': testKeys.notifications, 'idempotency-key': 'welcome:relay-down:1' };
     const down = await post('/v1/welcome', { email: 'relay@acme.test', workspace: 'acme' }, headers);
     expect(down.status).toBe(502);
     const problem = await down.json();

@@ -19,6 +19,7 @@ import type { Config } from '../../lib/config.js';
 import { freePort } from '../../scripts/local-servers.js';
 import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../../workflows/definitions.js';
 import { tempDir, testConfig, workflowBundle } from '../support/env.js';
+import { testKeys } from '../support/service-keys.js';
 
 let cfg: Config;
 let pool: Pool;
@@ -53,11 +54,11 @@ const provisionedData = (name: string): ClientProvisionedData => ({
 
 const publishProvisioned = (name: string, id = `${CLIENT_PROVISIONED}:${name}:1`) =>
   publishEvent(
-    { eventsUrl: cfg.EVENTS_URL, apiKey: cfg.EVENTS_API_KEY },
+    { eventsUrl: cfg.EVENTS_URL, apiKey: testKeys.events },
     cloudEvent({ id, source: '/plana/tests', type: CLIENT_PROVISIONED, subject: name, data: provisionedData(name) }),
   );
 
-function callWebhook(body: unknown, headers: Record<string, string> = { 'x-api-key': cfg.PROVISIONING_WEBHOOK_API_KEY }) {
+function callWebhook(body: unknown, headers: Record<string, string> = { 'x-api-key': testKeys.provisioning }) {
   return fetch(`${cfg.API_PUBLIC_URL}/api/webhooks/provisioned`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -81,7 +82,7 @@ async function workspaceState(name: string) {
 
 /** The group has nothing pending and nothing undelivered: every published event was handled and acknowledged. */
 async function streamDrained() {
-  const res = await fetch(`${cfg.EVENTS_URL}/api/v1/events/info`, { headers: { 'x-api-key': cfg.EVENTS_API_KEY } });
+  const res = await fetch(`${cfg.EVENTS_URL}/api/v1/events/info`, { headers: { 'x-api-key': testKeys.events } });
   const info = (await res.json()) as { groups: { name: string; pending: number; lag: number | null }[] };
   const group = info.groups.find((g) => g.name === PROVISIONING_GROUP);
   return group !== undefined && group.pending === 0 && group.lag === 0;
@@ -224,7 +225,7 @@ describe('client.provisioned on the events stream', () => {
     await expect
       .poll(
         async () => {
-          const res = await fetch(`${cfg.EVENTS_URL}/api/v1/events/info`, { headers: { 'x-api-key': cfg.EVENTS_API_KEY } });
+          const res = await fetch(`${cfg.EVENTS_URL}/api/v1/events/info`, { headers: { 'x-api-key': testKeys.events } });
           const info = (await res.json()) as { groups: { name: string; pending: number }[] };
           return info.groups.find((g) => g.name === PROVISIONING_GROUP)?.pending ?? 0;
         },

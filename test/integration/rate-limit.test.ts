@@ -9,6 +9,7 @@ import type { Pool } from '../../lib/db.js';
 import { RateLimits } from '../../domain/access/rate-limits.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { adminOfNewWorkspace, call, createKey } from '../support/workspace-api.js';
+import { testKeys } from '../support/service-keys.js';
 
 let cfgA: Config;
 let pool: Pool;
@@ -28,7 +29,7 @@ afterAll(async () => {
   await replicaB?.close();
 });
 
-const ops = (method: string, path: string, body?: unknown, key = cfgA.OPS_API_KEY) =>
+const ops = (method: string, path: string, body?: unknown, key = testKeys.operator) =>
   call(baseA, method, path, { body, headers: { 'x-api-key': key } });
 
 /** A key whose workspace has the given override (set before the key's first call). */

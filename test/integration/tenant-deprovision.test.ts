@@ -26,6 +26,7 @@ import {
   waitForStatus,
   type TenantPlatform,
 } from '../support/tenant-platform.js';
+import { testKeys } from '../support/service-keys.js';
 
 let p: TenantPlatform;
 /** A second account API whose applies carry a 3-second soak period (the platform's own keeps 1 hour). */
@@ -70,7 +71,7 @@ async function provisionWithBackup(name: string, api = p.api) {
   const res = await api.app.inject({
     method: 'POST',
     url: '/api/ops/tenant-clients',
-    headers: { 'x-api-key': p.cfg.OPS_API_KEY, 'content-type': 'application/yaml' },
+    headers: { 'x-api-key': testKeys.operator, 'content-type': 'application/yaml' },
     payload: tenantYaml(name, { tier: 'pro' }),
   });
   expect(res.statusCode).toBe(201);

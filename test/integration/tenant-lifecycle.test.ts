@@ -30,6 +30,7 @@ import {
   waitForStatus,
   type TenantPlatform,
 } from '../support/tenant-platform.js';
+import { testKeys } from '../support/service-keys.js';
 
 let p: TenantPlatform;
 let redis: Redis;
@@ -268,7 +269,7 @@ group('invalid TenantClients', () => {
     const res = await p.api.app.inject({
       method: 'POST',
       url: '/api/ops/tenant-clients',
-      headers: { 'x-api-key': p.cfg.OPS_API_KEY },
+      headers: { 'x-api-key': testKeys.operator },
       payload: { apiVersion: 'plana.dev/v1alpha1', kind: 'TenantClient', metadata: { name: 'multi' }, spec: { subdomain: 'multi', projectId: 'x', tier: 'gold', ownerEmail: 'a@b.c', ownerName: 'A' } },
     });
     expect(res.statusCode).toBe(400);
@@ -295,6 +296,7 @@ group('the operator CLI', () => {
   /** Runs `npm run cli -- <args>` in this process against the platform's account API over HTTP. */
   async function cli(...args: string[]): Promise<string> {
     process.env.PLANA_API_URL = p.cfg.API_PUBLIC_URL;
+    process.env.OPS_API_KEY = testKeys.operator;
     const lines: string[] = [];
     const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void lines.push(a.join(' ')));
     try {

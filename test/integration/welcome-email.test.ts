@@ -16,6 +16,7 @@ import { createPool, type Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
 import { searchAttributes } from '../../workflows/definitions.js';
 import { tempDir, testConfig, workflowBundle } from '../support/env.js';
+import { testKeys } from '../support/service-keys.js';
 
 let cfg: Config;
 let pool: Pool;
@@ -41,7 +42,7 @@ async function addTenant(name: string, email: string) {
 
 const uniqueName = () => `t-${randomUUID().slice(0, 8)}`;
 
-function requestWelcome(name: string, headers: Record<string, string> = { 'x-api-key': cfg.OPS_API_KEY }) {
+function requestWelcome(name: string, headers: Record<string, string> = { 'x-api-key': testKeys.operator }) {
   return api.app.inject({ method: 'POST', url: `/api/ops/tenants/${name}/welcome`, headers });
 }
 
@@ -154,7 +155,7 @@ describe('POST /api/ops/tenants/:name/welcome', () => {
 describe('npm run cli -- resend-welcome', () => {
   const cli = (...args: string[]) =>
     promisify(execFile)(process.execPath, ['--import', 'tsx', 'cli/index.ts', ...args], {
-      env: { ...process.env, API_PUBLIC_URL: cfg.API_PUBLIC_URL, OPS_API_KEY: cfg.OPS_API_KEY },
+      env: { ...process.env, API_PUBLIC_URL: cfg.API_PUBLIC_URL, OPS_API_KEY: testKeys.operator },
     });
 
   it('starts the welcome e-mail and prints the workflow id and the Temporal UI link', async () => {

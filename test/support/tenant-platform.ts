@@ -25,6 +25,7 @@ import { freePort } from '../../scripts/local-servers.js';
 import { createWorker } from '../../worker/index.js';
 import type { TenantStatus } from '../../domain/tenants/types.js';
 import { tempDir, testConfig, workflowBundle } from './env.js';
+import { testKeys } from './service-keys.js';
 
 type Closer = () => Promise<unknown>;
 
@@ -175,13 +176,13 @@ export function applyYaml(p: TenantPlatform, yaml: string) {
   return p.api.app.inject({
     method: 'POST',
     url: '/api/ops/tenant-clients',
-    headers: { 'x-api-key': p.cfg.OPS_API_KEY, 'content-type': 'application/yaml' },
+    headers: { 'x-api-key': testKeys.operator, 'content-type': 'application/yaml' },
     payload: yaml,
   });
 }
 
 export function ops(p: TenantPlatform, method: 'GET' | 'POST' | 'DELETE', url: string) {
-  return p.api.app.inject({ method, url, headers: { 'x-api-key': p.cfg.OPS_API_KEY } });
+  return p.api.app.inject({ method, url, headers: { 'x-api-key': testKeys.operator } });
 }
 
 export async function describe(p: TenantPlatform, name: string): Promise<{ status: TenantStatus; statusSource: string; [k: string]: unknown }> {

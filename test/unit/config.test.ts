@@ -7,7 +7,9 @@ describe('configuration', () => {
     expect(cfg.API_PORT).toBe(3000);
     expect(cfg.NOTIFICATIONS_PORT).toBe(8080);
     expect(cfg.TEMPORAL_ADDRESS).toBe('127.0.0.1:7233');
-    expect(cfg.NOTIFICATIONS_ACCEPTED_KEYS).toHaveLength(1);
+    // no service key in configuration: targets read the registry, consumers the secret store
+    expect(cfg.OPS_API_KEY).toBeUndefined();
+    expect(Object.keys(cfg).filter((k) => /ACCEPTED_KEYS|_API_KEY$/.test(k) && k !== 'OPS_API_KEY')).toEqual([]);
   });
 
   it('names each bad variable in one error', () => {
@@ -22,12 +24,6 @@ describe('configuration', () => {
     expect(message).toMatch(/API_PORT/);
     expect(message).toMatch(/DATABASE_URL/);
     expect(message).toMatch(/OPS_API_KEY: must be at least 16 characters/);
-  });
-
-  it('splits the accepted notification keys so two can be live during a rotation', () => {
-    const a = 'a'.repeat(32);
-    const b = 'b'.repeat(32);
-    expect(parseConfig({ NOTIFICATIONS_ACCEPTED_KEYS: `${a}, ${b}` }).NOTIFICATIONS_ACCEPTED_KEYS).toEqual([a, b]);
   });
 
   it('keeps tenant filestores and backups under DATA_DIR unless told otherwise', () => {

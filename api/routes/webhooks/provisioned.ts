@@ -47,7 +47,7 @@ export default async function provisionedWebhookRoutes(fastify: FastifyInstance)
       schema: {
         tags: ['webhooks'],
         summary: 'Provisioning callback: create the workspace entry of a provisioned tenant',
-        description: 'Needs the provisioning webhook service key in X-API-Key (PROVISIONING_WEBHOOK_ACCEPTED_KEYS).',
+        description: 'Needs the provisioning service key (provisioning → account-api) in X-API-Key.',
         body: ProvisionedBody,
         response: {
           200: WorkspaceEntry,

@@ -16,9 +16,12 @@ import { createLogger, type Logger } from '../../../lib/logger.js';
 import { connectTemporal } from '../../../lib/temporal.js';
 import { runConsumer, type CloudEvent } from '../../../domain/events/events.js';
 import { startFirstWelcomeEmail } from '../../../domain/notifications/welcome.js';
+import { PgSecretStore, type SecretStore } from '../../../domain/service-keys/secret-store.js';
 import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../../../workflows/definitions.js';
 
 export const PROVISIONING_GROUP = 'provisioning';
+/** This consumer's name in the service-key inventory (domain/service-keys/inventory.ts). */
+export const PROVISIONING_CALLER = 'provisioning';
 
 /** What is missing from the `data` of a `client.provisioned` event (none when it is usable). */
 function dataProblems(data: unknown): string[] {
@@ -30,12 +33,14 @@ function dataProblems(data: unknown): string[] {
 }
 
 /** POST /api/webhooks/provisioned; true when done, false when refused for good, throws to retry. */
-async function createWorkspaceEntry(cfg: Config, data: ClientProvisionedData, log: Logger): Promise<boolean> {
+async function createWorkspaceEntry(cfg: Config, secrets: SecretStore, data: ClientProvisionedData, log: Logger): Promise<boolean> {
+  // read per call (cached briefly): a rotated key reaches this consumer without a restart
+  const apiKey = (await secrets.current(PROVISIONING_CALLER, 'account-api')).key;
   let res: Response;
   try {
     res = await fetch(new URL('/api/webhooks/provisioned', cfg.ACCOUNT_API_URL), {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': cfg.PROVISIONING_WEBHOOK_API_KEY },
+      headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
       body: JSON.stringify({
         tenant: data.tenant,
         ...(data.workspace ? { workspace: data.workspace } : {}),
@@ -65,6 +70,7 @@ export async function startProvisionedConsumer(cfg: Config = loadConfig(), opts:
   const log = createLogger({ name: 'provisioned-consumer', level: cfg.LOG_LEVEL });
   const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: 2 });
   const pool = createPool(cfg.DATABASE_URL, 2);
+  const secrets = new PgSecretStore(pool, cfg.SECRETS_KEY, cfg.SERVICE_KEY_SECRET_TTL_MS);
   const temporal = await connectTemporal(cfg);
   const consumer = opts.consumer ?? `${hostname()}-${process.pid}`;
 
@@ -76,7 +82,7 @@ export async function startProvisionedConsumer(cfg: Config = loadConfig(), opts:
       return;
     }
     const data = event.data as ClientProvisionedData;
-    if (!(await createWorkspaceEntry(cfg, data, log))) return;
+    if (!(await createWorkspaceEntry(cfg, secrets, data, log))) return;
     const welcome = await startFirstWelcomeEmail({ pool, temporal, taskQueue: cfg.TEMPORAL_TASK_QUEUE }, data.tenant);
     log.info(
       { eventId: event.id, tenant: data.tenant, workflowId: welcome.workflowId, started: welcome.started },

@@ -8,6 +8,7 @@ import { createPool } from '../../../lib/db.js';
 import { connectTemporal } from '../../../lib/temporal.js';
 import { freePort } from '../../../scripts/local-servers.js';
 import { testConfig } from '../../support/env.js';
+import { testKeys } from '../../support/service-keys.js';
 
 let api: Awaited<ReturnType<typeof startApi>>;
 
@@ -92,7 +93,7 @@ describe('errors', () => {
     const res = await api.app.inject({
       method: 'POST',
       url: '/api/ops/tenants/Not_Valid/welcome',
-      headers: { 'x-api-key': api.app.deps.config.OPS_API_KEY },
+      headers: { 'x-api-key': testKeys.operator },
     });
     expect(res.statusCode).toBe(400);
     expect(res.json().detail).toContain('params.name');

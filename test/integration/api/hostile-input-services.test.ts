@@ -10,8 +10,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { buildEventsApp } from '../../../services/events/app.js';
 import { buildNotificationsApp } from '../../../services/notifications/app.js';
+import { AcceptedKeyTable } from '../../../domain/service-keys/verifier.js';
+import { hashServiceKey } from '../../../domain/service-keys/service-keys.js';
 
 const KEY = 'hostile-test-key-000000000000000000000000';
+// what a target's verifier holds, without the registry: these tests are about the problems, not the key check
+const serviceKeys = new AcceptedKeyTable();
+serviceKeys.replace([{ keyId: 'sk_00000000', caller: 'hostile-test', state: 'current', hash: hashServiceKey(KEY) }]);
 let redis: Redis;
 const servers: { name: string; app: FastifyInstance; base: string; port: number; post: string }[] = [];
 const sent: unknown[] = [];
@@ -21,13 +26,13 @@ beforeAll(async () => {
   const notifications = await buildNotificationsApp({
     mailer: { send: async (m: unknown) => (sent.push(m), { messageId: `<${sent.length}@test>` }) } as never,
     redis,
-    acceptedKeys: () => [KEY],
+    serviceKeys,
     appUrl: 'http://127.0.0.1',
     logLevel: 'silent',
   });
   const events = await buildEventsApp({
     redis,
-    acceptedKeys: () => [KEY],
+    serviceKeys,
     stream: `hostile-${process.pid}`,
     maxLen: 100,
     dedupeTtlSeconds: 60,

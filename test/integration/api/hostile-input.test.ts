@@ -13,6 +13,7 @@ import { createPool, type Pool } from '../../../lib/db.js';
 import { startApiProcess } from '../../support/api.js';
 import { testConfig } from '../../support/env.js';
 import { addUser, addWorkspace, call, createKey, login } from '../../support/workspace-api.js';
+import { testKeys } from '../../support/service-keys.js';
 
 let cfg: Config;
 let pool: Pool;
@@ -142,7 +143,7 @@ function expectProblem(klass: string, res: RawAnswer, status: number, label = ''
 
 
 const auth = () => ({ authorization: `Bearer ${admin.accessToken}` });
-const ops = () => ({ 'x-api-key': cfg.OPS_API_KEY });
+const ops = () => ({ 'x-api-key': testKeys.operator });
 const json = (v: unknown) => ({ body: JSON.stringify(v), headers: { 'content-type': 'application/json' } });
 
 // ---------------------------------------------------------------------------------------------

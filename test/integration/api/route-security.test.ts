@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessControl, access, type Access } from '../../../api/plugins/access.js';
 import { startTestApi, type TestApi } from '../../support/api.js';
 import { addUser, adminOfNewWorkspace, call, createKey, login, type HttpResult } from '../../support/workspace-api.js';
+import { testKeys } from '../../support/service-keys.js';
 
 let api: TestApi;
 let a: Awaited<ReturnType<typeof adminOfNewWorkspace>>;
@@ -88,7 +89,7 @@ describe('routes for a logged-in user', () => {
   it('refuse a workspace key with 403 (keys never manage a workspace) and a service key with 401', async () => {
     for (const route of routesOf('user')) {
       expectProblem(await send(route, { token: keyA }), 403, route);
-      expectProblem(await send(route, { headers: { 'x-api-key': api.cfg.OPS_API_KEY } }), 401, route);
+      expectProblem(await send(route, { headers: { 'x-api-key': testKeys.operator } }), 401, route);
     }
   });
 
@@ -106,7 +107,7 @@ describe('Workspace API routes (workspace keys)', () => {
   it('refuse a user access token and a service key with 401', async () => {
     for (const route of routesOf('workspaceKey')) {
       expectProblem(await send(route, { token: a.accessToken }), 401, route);
-      expectProblem(await send(route, { headers: { 'x-api-key': api.cfg.OPS_API_KEY } }), 401, route);
+      expectProblem(await send(route, { headers: { 'x-api-key': testKeys.operator } }), 401, route);
     }
   });
 
@@ -133,7 +134,7 @@ describe('internal routes (service keys)', () => {
     expect(internal.length).toBeGreaterThan(5);
     for (const route of internal) {
       const caller = (route.access as { caller: string }).caller;
-      const otherCallersKey = caller === 'operator' ? api.cfg.PROVISIONING_WEBHOOK_API_KEY : api.cfg.OPS_API_KEY;
+      const otherCallersKey = caller === 'operator' ? testKeys.provisioning : testKeys.operator;
       expectProblem(await send(route, { headers: { 'x-api-key': 'not-the-key' } }), 401, route);
       expectProblem(await send(route, { headers: { 'x-api-key': otherCallersKey } }), 401, route);
       expectProblem(await send(route, { token: keyA }), 401, route);

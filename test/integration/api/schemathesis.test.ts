@@ -13,6 +13,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type TestApi } from '../../support/api.js';
 import { addUser, addWorkspace, createKey, login } from '../../support/workspace-api.js';
+import { testKeys } from '../../support/service-keys.js';
 
 const SCHEMATHESIS_VERSION = '4.32.5';
 const schemathesis = path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'plana', `schemathesis-${SCHEMATHESIS_VERSION}`, 'bin', 'schemathesis');
@@ -71,7 +72,7 @@ beforeAll(async () => {
   // logging out would end the token the rest of the run uses: that operation runs without credentials
   credentials['admin access token'] = ['-H', `Authorization: Bearer ${accessToken}`, '--exclude-path', '/api/auth/logout'];
   credentials['workspace key'] = ['-H', `Authorization: Bearer ${key.token}`];
-  credentials['ops key'] = ['-H', `X-API-Key: ${api.cfg.OPS_API_KEY}`];
+  credentials['ops key'] = ['-H', `X-API-Key: ${testKeys.operator}`];
 });
 
 afterAll(() => api?.close());

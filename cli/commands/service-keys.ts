@@ -1,0 +1,47 @@
+/** `service-keys`: the caller → target pairs, their key ids, states and last use (never a key). */
+import type { Command } from 'commander';
+import Table from 'cli-table3';
+import { opsRequest } from '../ops-client.js';
+import { age } from '../tenant-output.js';
+
+interface KeyView {
+  keyId: string;
+  state: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  useCount: number;
+}
+interface PairView {
+  caller: string;
+  target: string;
+  live: boolean;
+  what: string;
+  keys: KeyView[];
+}
+
+const plain = { chars: { top: '', 'top-mid': '', 'top-left': '', 'top-right': '', bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '', left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '  ' }, style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 } };
+
+export function serviceKeyTable(pairs: PairView[], opts: { all?: boolean } = {}): string {
+  const table = new Table({ head: ['CALLER', 'TARGET', 'KEY ID', 'STATE', 'AGE', 'LAST USED', 'USES'], ...plain });
+  for (const p of pairs) {
+    const keys = opts.all ? p.keys : p.keys.filter((k) => k.state !== 'revoked');
+    if (keys.length === 0) table.push([p.caller, p.target, '-', p.live ? 'none' : 'planned', '', '', '']);
+    for (const k of keys) {
+      table.push([p.caller, p.target, k.keyId, k.state, age(k.createdAt), k.lastUsedAt ? `${age(k.lastUsedAt)} ago` : 'never', String(k.useCount)]);
+    }
+  }
+  return table.toString();
+}
+
+export function register(program: Command) {
+  program
+    .command('service-keys')
+    .description('service keys: caller → target pairs, key ids, states, last use (never the keys)')
+    .option('-a, --all', 'also show revoked keys')
+    .option('-o, --output <format>', 'table or json', 'table')
+    .action(async (opts: { all?: boolean; output: string }) => {
+      const { pairs } = await opsRequest<{ pairs: PairView[] }>('GET', '/api/ops/service-keys');
+      if (opts.output === 'json') return console.log(JSON.stringify({ pairs }, null, 2));
+      console.log(serviceKeyTable(pairs, opts));
+    });
+}

@@ -1,0 +1,42 @@
+/**
+ * First start: every live pair of the inventory without a current key gets one, generated here,
+ * registered `current` at the target (hash only) and stored as the current version in the secret
+ * store, in one transaction. Idempotent and safe to run from several processes at once (an advisory
+ * lock); run by `npm run db:migrate` (also the migrate container), `npm run dev` and the test setup.
+ */
+import type pg from 'pg';
+import { withTransaction } from '../../lib/db.js';
+import { SERVICE_KEY_INVENTORY, type ServiceKeyPair } from './inventory.js';
+import { createKey } from './registry.js';
+import type { PgSecretStore } from './secret-store.js';
+
+const LOCK_ID = 7_233_010;
+
+/** Returns the pairs that got a new key. */
+export async function ensureServiceKeys(
+  pool: pg.Pool,
+  store: PgSecretStore,
+  pairs: readonly Pick<ServiceKeyPair, 'caller' | 'target'>[] = SERVICE_KEY_INVENTORY.filter((p) => p.live),
+): Promise<{ caller: string; target: string; keyId: string }[]> {
+  return withTransaction(pool, async (c) => {
+    await c.query('SELECT pg_advisory_xact_lock($1)', [LOCK_ID]);
+    const created: { caller: string; target: string; keyId: string }[] = [];
+    for (const pair of pairs) {
+      const { rows } = await c.query(
+        `SELECT 1 FROM service_keys k JOIN service_key_secrets s ON s.key_id = k.key_id AND s.is_current
+          WHERE k.caller = $1 AND k.target = $2 AND k.state = 'current'`,
+        [pair.caller, pair.target],
+      );
+      if (rows.length) continue;
+      // a current key whose secret is lost can never be sent again: retire it so a new one can be current
+      await c.query(
+        `UPDATE service_keys SET state = 'revoked', revoked_at = now() WHERE caller = $1 AND target = $2 AND state = 'current'`,
+        [pair.caller, pair.target],
+      );
+      const { key, record } = await createKey(c, pair, 'current');
+      await store.put(pair.caller, pair.target, { key, keyId: record.keyId }, true, c);
+      created.push({ ...pair, keyId: record.keyId });
+    }
+    return created;
+  });
+}

@@ -1,0 +1,185 @@
+/**
+ * The one service-key check every target uses (account API, notifications, events): the target's
+ * accepted keys (pending, current, previous: SHA-256 hashes only) in memory, so a check is a hash
+ * and a map look-up, no I/O.
+ *
+ * - Fresh: LISTEN service_keys (the registry's trigger names the target on every change) reloads
+ *   within milliseconds; a periodic reload (SERVICE_KEY_REFRESH_MS, 30 s) bounds staleness if a
+ *   notification is lost (listener connection down; it is re-established on the next reload).
+ * - Constant time: the look-up is by the hash of the given key (an attacker cannot steer a SHA-256
+ *   toward a stored one), and the stored hash is then compared with timingSafeEqual.
+ * - Usage: last use and count per key id in memory, written in one UPDATE every
+ *   SERVICE_KEY_USAGE_FLUSH_MS (5 s), never a write per request.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import pg from 'pg';
+import type { Logger } from '../../lib/logger.js';
+import { acceptedKeys, recordKeyUsage, type AcceptedKey } from './registry.js';
+import { hashServiceKey, type ServiceCallerIdentity, type ServiceKeyCheck } from './service-keys.js';
+
+export interface VerifierOptions {
+  target: string;
+  pool: pg.Pool;
+  /** Periodic reload (ms); NOTIFY makes changes visible sooner. */
+  refreshMs?: number;
+  /** How often usage is written (ms). */
+  usageFlushMs?: number;
+  log?: Pick<Logger, 'warn' | 'info'>;
+}
+
+/** An in-memory table of accepted keys: the pure part of the check (also what the benchmark times). */
+export class AcceptedKeyTable implements ServiceKeyCheck {
+  private byHash = new Map<string, AcceptedKey & { who: ServiceCallerIdentity }>();
+  /** Per key id: last use (epoch ms) and uses since the last flush. */
+  usage = new Map<string, { at: number; count: number }>();
+
+  replace(keys: readonly AcceptedKey[]) {
+    this.byHash = new Map(keys.map((k) => [k.hash.toString('hex'), { ...k, who: { caller: k.caller, keyId: k.keyId } }]));
+  }
+
+  get size() {
+    return this.byHash.size;
+  }
+
+  identify(given: string): ServiceCallerIdentity | undefined {
+    const h = hashServiceKey(given);
+    const entry = this.byHash.get(h.toString('hex'));
+    if (!entry || !timingSafeEqual(entry.hash, h)) return undefined;
+    const now = Date.now();
+    const u = this.usage.get(entry.keyId);
+    if (u) {
+      u.at = now;
+      u.count++;
+    } else this.usage.set(entry.keyId, { at: now, count: 1 });
+    return entry.who;
+  }
+
+  /** Takes the usage gathered so far (and starts a new batch). */
+  drainUsage(): Map<string, { lastUsedAt: Date; count: number }> {
+    const taken = this.usage;
+    this.usage = new Map();
+    return new Map([...taken].map(([id, u]) => [id, { lastUsedAt: new Date(u.at), count: u.count }]));
+  }
+}
+
+export const SERVICE_KEYS_CHANNEL = 'service_keys';
+
+export class ServiceKeyVerifier extends AcceptedKeyTable {
+  /** A connection of its own for LISTEN (not one of the pool's: a small pool must not lose a connection to it). */
+  private listener: pg.Client | undefined;
+  private timers: NodeJS.Timeout[] = [];
+  private closed = false;
+  private loading: Promise<void> | undefined;
+  private reloadAgain = false;
+  /** The PostgreSQL backend of the listening connection (diagnostics, tests). */
+  listenerPid: number | undefined;
+  /** When the accepted keys were last loaded (epoch ms). */
+  loadedAt = 0;
+
+  private constructor(readonly opts: VerifierOptions) {
+    super();
+  }
+
+  /** Loads the target's keys (a failure stops the start), listens for changes, starts the timers. */
+  static async start(opts: VerifierOptions): Promise<ServiceKeyVerifier> {
+    const v = new ServiceKeyVerifier(opts);
+    await v.listen();
+    await v.reload();
+    v.timers.push(
+      setInterval(() => void v.periodic(), opts.refreshMs ?? 30_000).unref(),
+      setInterval(() => void v.flush(), opts.usageFlushMs ?? 5_000).unref(),
+    );
+    return v;
+  }
+
+  get target() {
+    return this.opts.target;
+  }
+
+  /** Reloads now (coalesces concurrent calls: one more load after the one in flight). */
+  reload(): Promise<void> {
+    if (this.loading) {
+      this.reloadAgain = true;
+      return this.loading;
+    }
+    this.loading = (async () => {
+      try {
+        do {
+          this.reloadAgain = false;
+          this.replace(await acceptedKeys(this.opts.pool, this.opts.target));
+          this.loadedAt = Date.now();
+        } while (this.reloadAgain && !this.closed);
+      } finally {
+        this.loading = undefined;
+      }
+    })();
+    return this.loading;
+  }
+
+  /** Writes the usage gathered since the last flush (put back on failure, tried again next time). */
+  async flush(): Promise<void> {
+    const batch = this.drainUsage();
+    if (batch.size === 0) return;
+    try {
+      await recordKeyUsage(this.opts.pool, batch);
+    } catch (err) {
+      for (const [id, u] of batch) {
+        const now = this.usage.get(id);
+        this.usage.set(id, { at: Math.max(now?.at ?? 0, u.lastUsedAt.getTime()), count: (now?.count ?? 0) + u.count });
+      }
+      this.opts.log?.warn({ err: (err as Error).message, target: this.opts.target }, 'service-key usage not recorded yet');
+    }
+  }
+
+  private async periodic() {
+    if (this.closed) return;
+    try {
+      if (!this.listener) await this.listen();
+      await this.reload();
+    } catch (err) {
+      this.opts.log?.warn({ err: (err as Error).message, target: this.opts.target }, 'service keys not reloaded; keeping the last ones');
+    }
+  }
+
+  private async listen() {
+    const client = new pg.Client(this.opts.pool.options);
+    const drop = () => {
+      if (this.listener !== client) return;
+      this.listener = undefined;
+      client.removeAllListeners('notification');
+      client.end().catch(() => {});
+    };
+    client.on('error', drop);
+    client.on('end', drop);
+    client.on('notification', (msg) => {
+      if (msg.channel === SERVICE_KEYS_CHANNEL && msg.payload === this.opts.target) {
+        this.reload().catch((err: Error) => this.opts.log?.warn({ err: err.message, target: this.opts.target }, 'service keys not reloaded'));
+      }
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${SERVICE_KEYS_CHANNEL}`);
+      this.listenerPid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    } catch (err) {
+      client.removeAllListeners('notification');
+      await client.end().catch(() => {});
+      throw err;
+    }
+    this.listener = client;
+    // a change between a lost connection and this LISTEN is caught by reloading now
+    if (this.loadedAt) await this.reload();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    await this.flush();
+    const l = this.listener;
+    this.listener = undefined;
+    if (l) {
+      l.removeAllListeners('notification');
+      await l.end().catch(() => {});
+    }
+  }
+}
