@@ -1,11 +1,18 @@
 /**
- * The readiness probe: GET /web/health on the tenant's ERP through its route (the ERP entry point
- * with the tenant's Host header), until it answers 200 with {"status":"pass"} or the window ends.
+ * The readiness probe, through the tenant's route (the ERP entry point with the tenant's Host
+ * header), until the tenant answers or the window ends:
+ * 1. GET /web/health must answer 200 with {"status":"pass"} (the route is up, an ERP worker runs);
+ * 2. the tenant database must answer: `authenticate` over XML-RPC as the tenant's API user. Real
+ *    Odoo answers /web/health for any Host without opening the tenant's database, so step 1 alone
+ *    cannot notice a missing or broken one.
  * node:http, because fetch does not let a caller set Host.
  */
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
+import type pg from 'pg';
+import { erpApiLogin, loadErpCredentials } from '../domain/erp/api-user.js';
+import { ErpFault, xmlRpcCall } from '../domain/erp/client.js';
 import type { TenantActivityDeps } from './tenant-deps.js';
 
 export interface HealthObservation {
@@ -42,13 +49,52 @@ export function getTenantHealth(erpUrl: string, host: string, timeoutMs = 5_000)
   });
 }
 
-export const createTenantHealthActivities = ({ config }: TenantActivityDeps) => ({
+/**
+ * /web/health, then `authenticate` on the tenant database as the tenant's API user: healthy only
+ * when both answer. `tenant` and `database` name what the route serves.
+ */
+export async function probeTenant(
+  deps: { erpUrl: string; platformPool: pg.Pool; secretsKey: string },
+  target: { host: string; tenant: string; database: string },
+  timeoutMs = 5_000,
+): Promise<Omit<HealthObservation, 'attempts'>> {
+  const web = await getTenantHealth(deps.erpUrl, target.host, timeoutMs);
+  if (!web.healthy) return web;
+  // without stored credentials (no API user yet) the login is still tried: a database that exists
+  // answers False, one that does not answers a fault
+  const credentials = await loadErpCredentials(deps.platformPool, deps.secretsKey, target.tenant);
+  const login = credentials?.login ?? erpApiLogin(target.database);
+  let uid: unknown;
+  try {
+    uid = await xmlRpcCall({ baseUrl: deps.erpUrl, host: target.host, timeoutMs }, '/xmlrpc/2/common', 'authenticate', [
+      target.database,
+      login,
+      credentials?.password ?? '',
+      {},
+    ]);
+  } catch (err) {
+    const said = err instanceof ErpFault ? err.message : (err as Error).message;
+    return { ...web, healthy: false, detail: `${web.detail}; database ${target.database} does not answer: ${said}` };
+  }
+  if (typeof uid === 'number') return { ...web, detail: `${web.detail}; database ${target.database} answers (${login} authenticated)` };
+  const why = credentials ? `refused the API user ${login}` : 'answers, but the tenant has no ERP API user yet';
+  return { ...web, healthy: false, detail: `${web.detail}; database ${target.database} ${why}` };
+}
+
+export const createTenantHealthActivities = ({ config, platformPool }: TenantActivityDeps) => ({
   /** Probes every `intervalMs` until healthy or `windowMs` has passed; returns the last observation. */
-  async probeTenantHealth(input: { host: string; windowMs: number; intervalMs: number }): Promise<HealthObservation> {
+  async probeTenantHealth(input: { host: string; tenant?: string; database?: string; windowMs: number; intervalMs: number }): Promise<HealthObservation> {
     const ctx = Context.current();
     const until = Date.now() + input.windowMs;
+    // probes scheduled before tenant and database were passed: the host is <tenant>.<TENANT_DOMAIN> and names the database
+    const target = {
+      host: input.host,
+      tenant: input.tenant ?? input.host.slice(0, -(config.TENANT_DOMAIN.length + 1)),
+      database: input.database ?? input.host,
+    };
+    const deps = { erpUrl: config.ERP_URL, platformPool, secretsKey: config.SECRETS_KEY };
     for (let attempts = 1; ; attempts++) {
-      const seen = await getTenantHealth(config.ERP_URL, input.host);
+      const seen = await probeTenant(deps, target);
       ctx.heartbeat({ attempts, detail: seen.detail });
       if (seen.healthy || Date.now() + input.intervalMs > until) return { ...seen, attempts };
       await sleep(input.intervalMs, undefined, { signal: ctx.cancellationSignal }).catch(() => {});

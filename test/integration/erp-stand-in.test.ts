@@ -61,13 +61,17 @@ describe('routing and the health probe', () => {
     expect(JSON.parse(res.body)).toEqual({ status: 'pass' });
   });
 
-  it('answers 503 naming the database while the route exists but the database does not', async () => {
+  it('answers /web/health 200 while the route exists but the database does not (as real Odoo: health never opens the database); authenticate names the database in its fault', async () => {
     const name = await createWorkspaceWithTenant(pool, { tier: 'starter', version: '17' });
     const host = tenantHostname(name, cfg.TENANT_DOMAIN);
     await pool.query(`INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-17', $1)`, [host, name]);
     const res = await get('/web/health', host);
-    expect(res.status).toBe(503);
-    expect(JSON.parse(res.body)).toEqual({ status: 'fail', reason: `database ${host} does not exist` });
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.body)).toEqual({ status: 'pass' });
+    for (const password of ['any', '']) {
+      const err = await xmlRpcCall({ baseUrl: erp.url, host }, '/xmlrpc/2/common', 'authenticate', [host, 'api@x', password, {}]).catch((e: unknown) => e);
+      expect((err as ErpFault).message).toContain(`database "${host}" does not exist`);
+    }
   });
 
   it.each([
@@ -87,13 +91,13 @@ describe('routing and the health probe', () => {
     await dropTenantDatabase(admin, other.database);
   });
 
-  it('turns the health probe to 503 when the tenant database is dropped', async () => {
+  it('keeps /web/health at 200 when the tenant database is dropped; authenticate then faults', async () => {
     const other = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '19' });
     expect((await get('/web/health', other.host)).status).toBe(200);
     await dropTenantDatabase(admin, other.database);
-    const res = await get('/web/health', other.host);
-    expect(res.status).toBe(503);
-    expect(JSON.parse(res.body).reason).toBe(`database ${other.database} does not exist`);
+    expect((await get('/web/health', other.host)).status).toBe(200);
+    const err = await xmlRpcCall({ baseUrl: erp.url, host: other.host }, '/xmlrpc/2/common', 'authenticate', [other.database, 'admin', 'x', {}]).catch((e: unknown) => e);
+    expect((err as ErpFault).message).toContain(`database "${other.database}" does not exist`);
   });
 
   it('refuses JSON-RPC for unauthenticated callers with the session-expired error', async () => {

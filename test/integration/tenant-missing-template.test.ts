@@ -56,9 +56,10 @@ it('reports the missing template at the deadline and turns Ready once it exists,
   expect(stuck.phase).toBe('Unavailable');
   expect(stuck.resources.database).toMatchObject({ synced: 'False', state: 'Failed' });
   expect(stuck.resources.route).toMatchObject({ synced: 'True', state: 'Created' });
-  // the route is up but the ERP cannot serve: 503 naming the missing database (§7)
-  expect(await health(p, host)).toMatchObject({ healthy: false, httpStatus: 503 });
-  expect((await health(p, host)).detail).toContain(`database ${host} does not exist`);
+  // the route is up and the ERP answers /web/health (real Odoo does for any Host), but the tenant
+  // database does not: the probe's authenticate names it
+  expect(await health(p, host)).toMatchObject({ healthy: false, httpStatus: 200 });
+  expect((await health(p, host)).detail).toContain(`database "${host}" does not exist`);
 
   // the workflow keeps reconciling across continue-as-new runs, its status carried along
   const continued = await waitForStatus(p, name, (s) => s.steps.some((step) => step.step === 'continue-as-new'));

@@ -14,7 +14,7 @@ import type { NativeConnection, Worker } from '@temporalio/worker';
 import { startApi } from '../../api/server.js';
 import type { Config } from '../../lib/config.js';
 import { createPool, type Pool } from '../../lib/db.js';
-import { getTenantHealth } from '../../activities/tenant-health.js';
+import { probeTenant } from '../../activities/tenant-health.js';
 import { startChatStandIn, type ChatStandIn } from '../../sandbox/chat/server.js';
 import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
 import { readMailbox, startSmtpSink, type SmtpSink } from '../../sandbox/smtp/sink.js';
@@ -224,6 +224,11 @@ export async function tenantHost(p: TenantPlatform, name: string) {
   return `${name}.${p.cfg.TENANT_DOMAIN}`;
 }
 
-export const health = (p: TenantPlatform, host: string) => getTenantHealth(p.cfg.ERP_URL, host);
+/** The readiness probe the workflow runs: /web/health, then `authenticate` on the tenant database. */
+export const health = (p: TenantPlatform, host: string) =>
+  probeTenant(
+    { erpUrl: p.cfg.ERP_URL, platformPool: p.pool, secretsKey: p.cfg.SECRETS_KEY },
+    { host, tenant: host.slice(0, -(p.cfg.TENANT_DOMAIN.length + 1)), database: host },
+  );
 
 export const mailsTo = (p: TenantPlatform, email: string) => readMailbox(p.sink.dir).filter((m) => m.to.includes(email));

@@ -185,9 +185,9 @@ export async function reconcile(tenant: TenantState, { uid, settings, activities
         startToCloseTimeout: windowMs + 60_000,
         heartbeatTimeout: '30 seconds',
         retry: { maximumAttempts: 3 },
-        summary: `GET /web/health with Host ${host}`,
+        summary: `GET /web/health with Host ${host}, then authenticate on ${database}`,
       },
-      [{ host, windowMs, intervalMs: settings.probeIntervalMs }],
+      [{ host, tenant: name, database, windowMs, intervalMs: settings.probeIntervalMs }],
     )
     .catch((err) => ({ healthy: false, httpStatus: 0, detail: failureMessage(err), attempts: 0 }));
 
