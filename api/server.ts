@@ -24,7 +24,24 @@ export async function startApi(config: Config = loadConfig()) {
   };
 }
 
+/** How long a graceful close may take before the process exits anyway (a dependency that is gone can hang it). */
+const SHUTDOWN_DEADLINE_MS = 15_000;
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const api = await startApi();
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void api.close());
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      setTimeout(() => {
+        api.app.log.error({ signal: sig }, `shutdown took longer than ${SHUTDOWN_DEADLINE_MS / 1000} s; exiting`);
+        process.exit(1);
+      }, SHUTDOWN_DEADLINE_MS).unref();
+      api.close().then(
+        () => process.exit(0),
+        (err: unknown) => {
+          api.app.log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    });
+  }
 }

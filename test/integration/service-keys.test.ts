@@ -258,7 +258,7 @@ describe('the events service as a process, logging at trace level', () => {
     const c = await testConfig();
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
-    child = spawn(`${root}node_modules/.bin/tsx`, [`${root}services/events/server.ts`], {
+    child = spawn(process.execPath, ['--import', 'tsx', `${root}services/events/server.ts`], {
       cwd: root,
       env: { PATH: process.env.PATH, NODE_ENV: 'test', LOG_LEVEL: 'trace', DATABASE_URL: c.DATABASE_URL, REDIS_URL: c.REDIS_URL, EVENTS_PORT: String(port), EVENTS_URL: url },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -35,7 +35,9 @@ export type TestApi = Awaited<ReturnType<typeof startTestApi>>;
 export async function startApiProcess(env: Record<string, string>, baseUrl: string) {
   const root = fileURLToPath(new URL('../../', import.meta.url));
   let output = '';
-  const child = spawn(`${root}node_modules/.bin/tsx`, [`${root}api/server.ts`], {
+  // node itself with tsx's loader, not the tsx CLI: the CLI runs the server in a child of its own,
+  // which a SIGKILL of the CLI would leave running
+  const child = spawn(process.execPath, ['--import', 'tsx', `${root}api/server.ts`], {
     cwd: root,
     env: { PATH: process.env.PATH, NODE_ENV: 'test', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
