@@ -45,6 +45,19 @@ export const configSchema = z.object({
   SERVICE_KEY_REFRESH_MS: z.coerce.number().int().min(100).default(30_000),
   SERVICE_KEY_USAGE_FLUSH_MS: z.coerce.number().int().min(50).default(5_000),
   SERVICE_KEY_SECRET_TTL_MS: z.coerce.number().int().min(0).default(5_000),
+  /**
+   * Service-key rotation (workflows/rotate-service-key.ts): after the new key is registered pending,
+   * how long to wait before handing it to the consumer (covers a target that missed the NOTIFY: its
+   * periodic reload); how long the old key must then be silent in the target's usage records (more
+   * than the consumers' secret cache TTL plus the targets' usage flush); how often usage is checked;
+   * the deadline (from the hand-over) after which the rotation rolls back; and, on a roll-back, how
+   * long to wait before revoking the new key (the consumers' cache TTL, with a margin).
+   */
+  SERVICE_KEY_ROTATION_ACCEPT_WAIT_MS: z.coerce.number().int().min(0).default(35_000),
+  SERVICE_KEY_ROTATION_QUIET_MS: z.coerce.number().int().min(1).default(10 * 60_000),
+  SERVICE_KEY_ROTATION_POLL_MS: z.coerce.number().int().min(50).default(30_000),
+  SERVICE_KEY_ROTATION_DEADLINE_MS: z.coerce.number().int().min(1).default(3600_000),
+  SERVICE_KEY_ROTATION_ROLLBACK_WAIT_MS: z.coerce.number().int().min(0).default(30_000),
 
   NOTIFICATIONS_HOST: z.string().default('127.0.0.1'),
   NOTIFICATIONS_PORT: port.default(8080),

@@ -134,3 +134,46 @@ export interface BackupTenantInput {
 }
 
 export const BACKUP_RETENTION_SCHEDULE_ID = 'backup-retention';
+
+// ---- service-key rotation (workflows/rotate-service-key.ts) ----
+
+export const rotationWorkflowId = (caller: string, target: string, n: number) => `rotate:${caller}:${target}:${n}`;
+/** The annual rotation schedule of a pair. */
+export const rotationScheduleId = (caller: string, target: string) => `rotate-annual:${caller}:${target}`;
+
+export type RotationReason = 'annual' | 'exposure' | 'manual';
+
+/** The durations a rotation runs with (from the configuration at start), in ms. */
+export interface RotationSettings {
+  /** After registering the new key pending: wait before the consumer gets it (targets' reload). */
+  acceptWaitMs: number;
+  /** The old key must be silent this long in the target's usage records. */
+  quietPeriodMs: number;
+  pollIntervalMs: number;
+  /** From the hand-over to the consumer: roll back when it has not switched by then. */
+  deadlineMs: number;
+  /** On roll-back: wait before revoking the new key (consumers' secret cache TTL). */
+  rollbackWaitMs: number;
+  /** Shorter activity retry intervals (tests). */
+  retryIntervals?: { initialMs: number; maximumMs: number };
+}
+
+/** Key ids and versions only: a rotation's input, result and history never hold a key. */
+export interface RotationInput {
+  caller: string;
+  target: string;
+  n: number;
+  reason: RotationReason;
+  settings: RotationSettings;
+}
+
+export interface RotationResult {
+  outcome: 'completed' | 'rolled-back';
+  oldKeyId: string;
+  newKeyId: string;
+  /** Why it rolled back. */
+  message?: string;
+}
+
+/** CloudEvent type raised when a rotation rolls back. */
+export const SERVICE_KEY_ROTATION_FAILED = 'service-key.rotation-failed';

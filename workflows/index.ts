@@ -4,3 +4,4 @@ export { tenantLifecycle } from './tenant-lifecycle/index.js';
 export { backupTenant } from './backup-tenant.js';
 export { pruneExpiredBackups } from './prune-expired-backups.js';
 export { pruneExecutionLog } from './prune-execution-log.js';
+export { rotateServiceKey } from './rotate-service-key.js';

@@ -1,0 +1,104 @@
+/**
+ * The service-key rotation's activities (workflows/rotate-service-key.ts): thin calls into
+ * domain/service-keys. Each takes and returns key ids and secret versions only; the one that makes
+ * a key (generateKey) stores it in the secret store in the same transaction, so no key ever crosses
+ * Temporal. A business refusal (AppError CONFLICT / NOT_FOUND) becomes a non-retryable failure.
+ */
+import { Context, log } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type pg from 'pg';
+import { cloudEvent, publishEvent } from '../domain/events/events.js';
+import { keyUsage, promoteKey, revokeKey } from '../domain/service-keys/registry.js';
+import { finishRotation, generateRotationKey, prepareRotation, recordRotationAlert } from '../domain/service-keys/rotation.js';
+import type { PgSecretStore, SecretStore } from '../domain/service-keys/secret-store.js';
+import { AppError } from '../lib/errors.js';
+import { SERVICE_KEY_ROTATION_FAILED } from '../workflows/definitions.js';
+
+export interface RotationActivityDeps {
+  pool: pg.Pool;
+  /** The secret store the rotation writes (steps 2, 3 and the roll-back). */
+  store: PgSecretStore;
+  /** Where the worker reads its own key for the events service (the alert's CloudEvent). */
+  secrets: SecretStore;
+  eventsUrl: string;
+}
+
+export const RotationErrorType = { Refused: 'RotationRefused' } as const;
+
+async function businessFailures<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof AppError && (err.code === 'CONFLICT' || err.code === 'NOT_FOUND')) {
+      throw ApplicationFailure.create({ type: RotationErrorType.Refused, message: err.message, nonRetryable: true });
+    }
+    throw err;
+  }
+}
+
+const workflowId = () => Context.current().info.workflowExecution!.workflowId;
+
+export const createRotationActivities = (deps: RotationActivityDeps) => ({
+  /** The pair's current key id and secret version (the ones the rotation replaces). */
+  async prepareRotation(): Promise<{ oldKeyId: string; oldVersion: number }> {
+    return businessFailures(() => prepareRotation(deps.pool, workflowId()));
+  },
+
+  /** Steps 1 + 2: a new key registered pending at the target and stored as a new secret version (ids only back). */
+  async generateRotationKey(): Promise<{ newKeyId: string; newVersion: number }> {
+    return businessFailures(() => generateRotationKey(deps.pool, deps.store, workflowId()));
+  },
+
+  /** Step 3 (and the roll-back): a secret version becomes current; consumers pick it up within their cache TTL. */
+  async makeRotationSecretCurrent(input: { caller: string; target: string; version: number }): Promise<{ at: string }> {
+    await businessFailures(() => deps.store.makeCurrent(input.caller, input.target, input.version));
+    return { at: new Date().toISOString() };
+  },
+
+  /** Step 4: the target's own records of the two keys' last use. */
+  async rotationKeyUsage(input: { keyIds: string[] }): Promise<{ checkedAt: string; keys: Record<string, { state: string; lastUsedAt: string | null }> }> {
+    const usage = await keyUsage(deps.pool, input.keyIds, new Date(0));
+    const keys: Record<string, { state: string; lastUsedAt: string | null }> = {};
+    for (const [id, u] of usage) keys[id] = { state: u.state, lastUsedAt: u.lastUsedAt ? u.lastUsedAt.toISOString() : null };
+    return { checkedAt: new Date().toISOString(), keys };
+  },
+
+  /** Step 5a: the new key becomes current at the target, the old one previous (still accepted). */
+  async promoteRotationKey(input: { keyId: string }): Promise<void> {
+    await businessFailures(() => promoteKey(deps.pool, input.keyId));
+  },
+
+  /** Step 5b (and the roll-back of the pending key): the key gets 401 from now on. */
+  async revokeRotationKey(input: { keyId: string }): Promise<void> {
+    await revokeKey(deps.pool, input.keyId);
+  },
+
+  /**
+   * The alert of a roll-back: an error log line and a `service-key.rotation-failed` CloudEvent
+   * through the events service (deterministic id: a retry is stored once); what went out is
+   * recorded on the rotation's row. Returns the event id.
+   */
+  async raiseRotationAlert(input: { caller: string; target: string; oldKeyId: string; newKeyId: string; message: string }): Promise<{ eventId: string }> {
+    const id = `${SERVICE_KEY_ROTATION_FAILED}:${workflowId()}`;
+    log.error('service-key rotation rolled back', { ...input, workflowId: workflowId(), alert: SERVICE_KEY_ROTATION_FAILED });
+    await publishEvent(
+      { eventsUrl: deps.eventsUrl, apiKey: (await deps.secrets.current('worker', 'events')).key },
+      cloudEvent({ id, source: '/plana/service-key-rotation', type: SERVICE_KEY_ROTATION_FAILED, subject: `${input.caller}:${input.target}`, data: { ...input, workflowId: workflowId() } }),
+    );
+    await recordRotationAlert(deps.pool, workflowId(), `event ${id}`);
+    return { eventId: id };
+  },
+
+  /** When the alert's event could not go out: the condition stays recorded on the rotation's row. */
+  async recordRotationAlert(input: { alert: string }): Promise<void> {
+    log.error('service-key rotation alert recorded without an event', { workflowId: workflowId(), alert: input.alert });
+    await recordRotationAlert(deps.pool, workflowId(), input.alert);
+  },
+
+  /** Releases the pair's lock with the outcome. */
+  async finishRotation(input: { outcome: 'completed' | 'rolled-back' | 'abandoned'; message?: string }): Promise<void> {
+    await finishRotation(deps.pool, workflowId(), input.outcome, { message: input.message });
+  },
+});
+
+export type RotationActivities = ReturnType<typeof createRotationActivities>;

@@ -1,0 +1,164 @@
+/**
+ * Service-key rotation (issue 10, §5.4), workflow id `rotate:<caller>:<target>:<n>`, modelled on
+ * AWS Secrets Manager's pending/current/previous staging:
+ *
+ *   1+2. generate a new key, register it `pending` at the target (hash only) and store it as a new
+ *        secret version: one activity, one transaction, so the key never crosses Temporal;
+ *        then wait `acceptWaitMs` (targets reload on NOTIFY at once; this covers one that missed it)
+ *   3.   make the new version current in the secret store: consumers pick it up within their TTL
+ *   4.   poll the target's own usage records (durable timers) until the consumer has used the new
+ *        key id and the old key id has been silent for `quietPeriodMs`; not by `deadlineMs` → roll
+ *        back: the old version current again, (after `rollbackWaitMs`) the pending key revoked,
+ *        an alert (log line + `service-key.rotation-failed` CloudEvent; recorded on the rotation's
+ *        row either way)
+ *   5.   promote the new key (old → previous) and revoke the old one (401 from then on)
+ *
+ * Inputs, results and activity payloads hold key ids and version numbers only. The per-pair lock
+ * (a row of service_key_rotations) is taken by whoever starts the workflow and released by its
+ * last activity. Activities: `mustFinish` (retried without limit; only a business refusal reaches
+ * the workflow) and `nonFatal` (the alert's event: a few attempts, then recorded without it).
+ */
+import { ActivityFailure, defineQuery, log, proxyActivities, setHandler, sleep, upsertSearchAttributes, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.js';
+import { searchAttributes, type RotationInput, type RotationResult, type RotationSettings } from './definitions.js';
+
+export interface RotationStatus {
+  step: string;
+  oldKeyId?: string;
+  newKeyId?: string;
+  /** The last usage check: whether the consumer has used the new key, and how long the old one has been silent. */
+  lastCheck?: { checkedAt: string; newKeyUsed: boolean; oldSilentMs: number };
+  outcome?: RotationResult['outcome'] | 'abandoned';
+}
+
+export const rotationStatusQuery = defineQuery<RotationStatus>('rotationStatus');
+
+function rotationActivities(settings: RotationSettings) {
+  const intervals = (initial: string, maximum: string) =>
+    settings.retryIntervals
+      ? { initialInterval: settings.retryIntervals.initialMs, maximumInterval: settings.retryIntervals.maximumMs }
+      : { initialInterval: initial, maximumInterval: maximum };
+  const mustFinish: ActivityOptions = {
+    startToCloseTimeout: '30 seconds',
+    retry: { ...intervals('1 second', '1 minute'), backoffCoefficient: 2 },
+  };
+  const nonFatal: ActivityOptions = {
+    startToCloseTimeout: '30 seconds',
+    retry: { ...intervals('1 second', '10 seconds'), backoffCoefficient: 2, maximumAttempts: 3 },
+  };
+  return { mustFinish: proxyActivities<Activities>(mustFinish), nonFatal: proxyActivities<Activities>(nonFatal) };
+}
+
+const failureMessage = (err: unknown) => {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof Error ? cause.message : String(cause);
+};
+
+export async function rotateServiceKey(input: RotationInput): Promise<RotationResult> {
+  const { caller, target, settings } = input;
+  const pair = `${caller} → ${target}`;
+  const { mustFinish, nonFatal } = rotationActivities(settings);
+  const status: RotationStatus = { step: 'queued' };
+  setHandler(rotationStatusQuery, () => status);
+  const setStep = (step: string) => {
+    status.step = step;
+    upsertSearchAttributes([{ key: searchAttributes.currentStep, value: step }]);
+  };
+
+  // ---- steps 1 and 2 ----
+  let oldKeyId: string, oldVersion: number, newKeyId: string, newVersion: number;
+  try {
+    setStep('prepare');
+    ({ oldKeyId, oldVersion } = await mustFinish.prepareRotation.executeWithOptions({ summary: `Read the current ${pair} key id and secret version` }, []));
+    status.oldKeyId = oldKeyId;
+    setStep('generate-key');
+    ({ newKeyId, newVersion } = await mustFinish.generateRotationKey.executeWithOptions(
+      { summary: `New key for ${pair}: registered pending at ${target}, stored as a new secret version` },
+      [],
+    ));
+    status.newKeyId = newKeyId;
+  } catch (err) {
+    const message = failureMessage(err);
+    status.outcome = 'abandoned';
+    setStep('abandoned');
+    await mustFinish.finishRotation.executeWithOptions({ summary: `Release the ${pair} rotation lock (abandoned)` }, [{ outcome: 'abandoned', message }]);
+    throw err;
+  }
+
+  if (settings.acceptWaitMs > 0) {
+    setStep('wait-target-reload');
+    await sleep(settings.acceptWaitMs, { summary: `Let every ${target} replica load ${newKeyId} before ${caller} gets it` });
+  }
+
+  // ---- step 3 ----
+  setStep('make-current');
+  const handedOver = await mustFinish.makeRotationSecretCurrent.executeWithOptions(
+    { summary: `Secret store: version ${newVersion} (${newKeyId}) current for ${caller}` },
+    [{ caller, target, version: newVersion }],
+  );
+  const switchedAt = Date.parse(handedOver.at);
+  const deadline = Date.now() + settings.deadlineMs;
+
+  // ---- step 4 ----
+  setStep('verify-switch');
+  let verified = false;
+  for (;;) {
+    const usage = await mustFinish.rotationKeyUsage.executeWithOptions(
+      { summary: `${target}'s usage records of ${oldKeyId} (old) and ${newKeyId} (new)` },
+      [{ keyIds: [oldKeyId, newKeyId] }],
+    );
+    const checkedAt = Date.parse(usage.checkedAt);
+    const newLast = usage.keys[newKeyId]?.lastUsedAt ?? null;
+    const oldLast = usage.keys[oldKeyId]?.lastUsedAt ?? null;
+    const quietFrom = Math.max(switchedAt, oldLast ? Date.parse(oldLast) : 0);
+    status.lastCheck = { checkedAt: usage.checkedAt, newKeyUsed: newLast !== null, oldSilentMs: Math.max(0, checkedAt - quietFrom) };
+    if (newLast !== null && checkedAt - quietFrom >= settings.quietPeriodMs) {
+      verified = true;
+      break;
+    }
+    if (Date.now() >= deadline) break;
+    await sleep(Math.min(settings.pollIntervalMs, Math.max(deadline - Date.now(), 1)), {
+      summary: status.lastCheck.newKeyUsed ? `${oldKeyId} silent for ${Math.round(status.lastCheck.oldSilentMs / 1000)} s` : `waiting for ${caller} to use ${newKeyId}`,
+    });
+  }
+
+  if (!verified) {
+    // ---- roll back ----
+    const last = status.lastCheck!;
+    const message = last.newKeyUsed
+      ? `${caller} still used ${oldKeyId} within the quiet period at the deadline (silent ${Math.round(last.oldSilentMs / 1000)} s of ${Math.round(settings.quietPeriodMs / 1000)} s)`
+      : `${caller} never used ${newKeyId} within ${Math.round(settings.deadlineMs / 1000)} s`;
+    setStep('roll-back');
+    await mustFinish.makeRotationSecretCurrent.executeWithOptions(
+      { summary: `Roll back: secret store version ${oldVersion} (${oldKeyId}) current for ${caller} again` },
+      [{ caller, target, version: oldVersion }],
+    );
+    if (settings.rollbackWaitMs > 0) await sleep(settings.rollbackWaitMs, { summary: `Let ${caller} reload ${oldKeyId} before ${newKeyId} is revoked` });
+    await mustFinish.revokeRotationKey.executeWithOptions({ summary: `Roll back: revoke the pending ${newKeyId} at ${target}` }, [{ keyId: newKeyId }]);
+    setStep('alert');
+    try {
+      await nonFatal.raiseRotationAlert.executeWithOptions({ summary: `Alert: service-key.rotation-failed for ${pair}` }, [
+        { caller, target, oldKeyId, newKeyId, message },
+      ]);
+    } catch (err) {
+      await mustFinish.recordRotationAlert.executeWithOptions({ summary: `Alert recorded without an event` }, [
+        { alert: `no event (${failureMessage(err)}): ${message}` },
+      ]);
+    }
+    await mustFinish.finishRotation.executeWithOptions({ summary: `Release the ${pair} rotation lock (rolled back)` }, [{ outcome: 'rolled-back', message }]);
+    status.outcome = 'rolled-back';
+    setStep('rolled-back');
+    log.warn('service-key rotation rolled back', { workflowId: workflowInfo().workflowId, message });
+    return { outcome: 'rolled-back', oldKeyId, newKeyId, message };
+  }
+
+  // ---- step 5 ----
+  setStep('promote');
+  await mustFinish.promoteRotationKey.executeWithOptions({ summary: `${newKeyId} current at ${target} (${oldKeyId} previous)` }, [{ keyId: newKeyId }]);
+  setStep('revoke-old');
+  await mustFinish.revokeRotationKey.executeWithOptions({ summary: `Revoke ${oldKeyId} at ${target}: 401 from now on` }, [{ keyId: oldKeyId }]);
+  await mustFinish.finishRotation.executeWithOptions({ summary: `Release the ${pair} rotation lock (completed)` }, [{ outcome: 'completed' }]);
+  status.outcome = 'completed';
+  setStep('done');
+  return { outcome: 'completed', oldKeyId, newKeyId };
+}
