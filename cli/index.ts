@@ -13,11 +13,13 @@ import { register as users } from './commands/users.js';
 import { register as rateLimits } from './commands/rate-limits.js';
 import { register as executionLog } from './commands/execution-log.js';
 import { register as serviceKeys } from './commands/service-keys.js';
+import { register as rotateKey } from './commands/rotate-key.js';
 
 export function buildCli(): Command {
   const program = new Command('plana').description('Operate the workspace platform').exitOverride();
   program.configureOutput({ writeErr: (s) => process.stderr.write(s) });
   resendWelcome(program);
+  rotateKey(program);
   apply(program);
   get(program);
   describe(program);

@@ -8,6 +8,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { access } from '../../plugins/access.js';
 import { serviceKeyPairs } from '../../../domain/service-keys/operations.js';
+import { rotationSettings, startRotation } from '../../../domain/service-keys/rotation.js';
+import { temporalUiLink } from '../../../lib/temporal.js';
 
 const Timestamp = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
 const KeyView = Type.Object({
@@ -49,6 +51,44 @@ export default async function opsServiceKeyRoutes(fastify: FastifyInstance) {
           keys: p.keys.map((k) => ({ ...k, createdAt: k.createdAt.toISOString(), promotedAt: iso(k.promotedAt), revokedAt: iso(k.revokedAt), lastUsedAt: iso(k.lastUsedAt) })),
         })),
       };
+    },
+  );
+
+  const Name = Type.String({ pattern: '^[a-z][a-z0-9-]{0,39}$' });
+  app.post(
+    '/api/ops/service-keys/:caller/:target/rotate',
+    {
+      config: { access: access.service('operator') },
+      schema: {
+        tags: ['ops'],
+        summary: 'Rotate a service key (workflow rotate:<caller>:<target>:<n>); one rotation of a pair at a time (409)',
+        params: Type.Object({ caller: Name, target: Name }),
+        body: Type.Optional(Type.Object({ reason: Type.Optional(Type.Union([Type.Literal('annual'), Type.Literal('exposure')])) }, { additionalProperties: false })),
+        response: {
+          202: Type.Object({
+            caller: Type.String(),
+            target: Type.String(),
+            n: Type.Integer(),
+            reason: Type.String(),
+            workflowId: Type.String(),
+            runId: Type.String(),
+            temporalUiUrl: Type.String(),
+          }),
+          401: Type.Ref('Problem'),
+          404: Type.Ref('Problem'),
+          409: Type.Ref('Problem'),
+        },
+      },
+    },
+    async (req, reply) => {
+      const { config, pool, temporal } = app.deps;
+      const started = await startRotation(
+        { pool, temporal, taskQueue: config.TEMPORAL_TASK_QUEUE, settings: rotationSettings(config) },
+        req.params,
+        req.body?.reason ?? 'manual',
+      );
+      req.log.info({ workflowId: started.workflowId, reason: started.reason }, 'service-key rotation started');
+      return reply.code(202).send({ ...started, temporalUiUrl: temporalUiLink(config, started.workflowId) });
     },
   );
 }
