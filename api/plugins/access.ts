@@ -86,13 +86,7 @@ export const accessControl = fp(
     let verifier: ServiceKeyVerifier | undefined;
     app.addHook('onReady', async () => {
       const { config, pool } = app.deps;
-      verifier = await ServiceKeyVerifier.start({
-        target: ACCOUNT_API_TARGET,
-        pool,
-        refreshMs: config.SERVICE_KEY_REFRESH_MS,
-        usageFlushMs: config.SERVICE_KEY_USAGE_FLUSH_MS,
-        log: app.log,
-      });
+      verifier = await ServiceKeyVerifier.forService(ACCOUNT_API_TARGET, pool, config, app.log);
     });
     app.addHook('onClose', async () => verifier?.close());
     app.decorate('serviceKeys', {

@@ -13,6 +13,7 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import pg from 'pg';
+import type { Config } from '../../lib/config.js';
 import type { Logger } from '../../lib/logger.js';
 import { acceptedKeys, recordKeyUsage, type AcceptedKey } from './registry.js';
 import { hashServiceKey, type ServiceCallerIdentity, type ServiceKeyCheck } from './service-keys.js';
@@ -81,6 +82,16 @@ export class ServiceKeyVerifier extends AcceptedKeyTable {
   }
 
   /** Loads the target's keys (a failure stops the start), listens for changes, starts the timers. */
+  /** The verifier of a platform service, with the refresh and flush intervals of its configuration. */
+  static forService(
+    target: string,
+    pool: pg.Pool,
+    cfg: Pick<Config, 'SERVICE_KEY_REFRESH_MS' | 'SERVICE_KEY_USAGE_FLUSH_MS'>,
+    log: Pick<Logger, 'warn' | 'info'>,
+  ): Promise<ServiceKeyVerifier> {
+    return ServiceKeyVerifier.start({ target, pool, refreshMs: cfg.SERVICE_KEY_REFRESH_MS, usageFlushMs: cfg.SERVICE_KEY_USAGE_FLUSH_MS, log });
+  }
+
   static async start(opts: VerifierOptions): Promise<ServiceKeyVerifier> {
     const v = new ServiceKeyVerifier(opts);
     await v.listen();

@@ -12,13 +12,7 @@ export async function startEvents(cfg = config()) {
   const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: 2 });
   // the registry of accepted service keys (and their usage) lives in the platform database
   const pool = createPool(cfg.DATABASE_URL, 3);
-  const serviceKeys = await ServiceKeyVerifier.start({
-    target: EVENTS_TARGET,
-    pool,
-    refreshMs: cfg.SERVICE_KEY_REFRESH_MS,
-    usageFlushMs: cfg.SERVICE_KEY_USAGE_FLUSH_MS,
-    log: createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }),
-  });
+  const serviceKeys = await ServiceKeyVerifier.forService(EVENTS_TARGET, pool, cfg, createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }));
   const app = await buildEventsApp({
     redis,
     serviceKeys,

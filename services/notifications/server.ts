@@ -14,13 +14,7 @@ export async function startNotifications(cfg = config()) {
   // the registry of accepted service keys (and their usage) lives in the platform database
   const pool = createPool(cfg.DATABASE_URL, 3);
   const mailer = createSmtpMailer({ host: cfg.SMTP_HOST, port: cfg.SMTP_PORT, from: cfg.MAIL_FROM });
-  const serviceKeys = await ServiceKeyVerifier.start({
-    target: NOTIFICATIONS_TARGET,
-    pool,
-    refreshMs: cfg.SERVICE_KEY_REFRESH_MS,
-    usageFlushMs: cfg.SERVICE_KEY_USAGE_FLUSH_MS,
-    log: createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }),
-  });
+  const serviceKeys = await ServiceKeyVerifier.forService(NOTIFICATIONS_TARGET, pool, cfg, createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }));
   const app = await buildNotificationsApp({
     mailer,
     redis,
