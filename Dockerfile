@@ -11,8 +11,16 @@ FROM base AS deps
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 
+# the workspace portal (web/): built with the dev dependencies (Vite, React), only web/dist is kept
+FROM base AS web
+COPY package.json package-lock.json ./
+RUN npm ci --include=dev --no-audit --no-fund
+COPY web ./web
+RUN npx vite build --config web/vite.config.ts --logLevel warn
+
 FROM base
 COPY --from=deps /app/node_modules ./node_modules
+COPY --from=web /app/web/dist ./web/dist
 COPY package.json package-lock.json tsconfig.json ./
 COPY lib ./lib
 COPY domain ./domain

@@ -6,7 +6,11 @@ import { createNotificationsActivities, type NotificationsDeps } from './notific
 import { createTenantLifecycleActivities, type TenantActivityDeps } from './tenant-lifecycle.js';
 import { createExecutionLogActivities } from './execution-log.js';
 import { createRotationActivities } from './service-key-rotation.js';
-import { PgSecretStore } from '../domain/service-keys/secret-store.js';
+import { createSecretStoreWriter } from '../domain/service-keys/secret-store-factory.js';
+import { rotationSettings } from '../domain/service-keys/rotation.js';
+import { createBillingActivities } from './billing.js';
+import { createWebhookActivities } from './webhooks.js';
+import { webhookSender } from '../domain/webhooks/sending.js';
 
 export type ActivityDeps = NotificationsDeps & { tenant: TenantActivityDeps };
 
@@ -16,10 +20,24 @@ export const createActivities = (deps: ActivityDeps) => ({
   ...createExecutionLogActivities({ pool: deps.tenant.platformPool, config: deps.tenant.config }),
   ...createRotationActivities({
     pool: deps.tenant.platformPool,
-    // the rotation writes the store (no cache: it reads nothing back)
-    store: new PgSecretStore(deps.tenant.platformPool, deps.tenant.config.SECRETS_KEY, 0),
+    // the rotation writes the store (PostgreSQL, or PostgreSQL + the Kubernetes Secret: secret-store-factory.ts)
+    store: createSecretStoreWriter(deps.tenant.config, deps.tenant.platformPool),
     secrets: deps.tenant.secrets,
     eventsUrl: deps.tenant.config.EVENTS_URL,
+    starter: { temporal: deps.tenant.temporal, taskQueue: deps.tenant.config.TEMPORAL_TASK_QUEUE, settings: rotationSettings(deps.tenant.config) },
+  }),
+  ...createBillingActivities({
+    pool: deps.tenant.platformPool,
+    notificationsUrl: deps.notificationsUrl,
+    notificationsKey: deps.notificationsKey,
+    apiPublicUrl: deps.tenant.config.API_PUBLIC_URL,
+  }),
+  ...createWebhookActivities({
+    pool: deps.tenant.platformPool,
+    config: deps.tenant.config,
+    sender: webhookSender(deps.tenant.config),
+    notificationsUrl: deps.notificationsUrl,
+    notificationsKey: deps.notificationsKey,
   }),
 });
 

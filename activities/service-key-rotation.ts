@@ -5,22 +5,25 @@
  * Temporal. A business refusal (AppError CONFLICT / NOT_FOUND) becomes a non-retryable failure.
  */
 import { Context, log } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type pg from 'pg';
 import { cloudEvent, publishEvent } from '../domain/events/events.js';
 import { keyUsage, promoteKey, revokeKey } from '../domain/service-keys/registry.js';
-import { finishRotation, generateRotationKey, prepareRotation, recordRotationAlert } from '../domain/service-keys/rotation.js';
-import type { PgSecretStore, SecretStore } from '../domain/service-keys/secret-store.js';
+import { finishRotation, generateRotationKey, prepareRotation, recordRotationAlert, startRotation } from '../domain/service-keys/rotation.js';
+import type { SecretStore, TransactionalSecretStoreWriter } from '../domain/service-keys/secret-store.js';
 import { AppError } from '../lib/errors.js';
-import { SERVICE_KEY_ROTATION_FAILED } from '../workflows/definitions.js';
+import { SERVICE_KEY_ROTATION_FAILED, type RotationSettings } from '../workflows/definitions.js';
 
 export interface RotationActivityDeps {
   pool: pg.Pool;
   /** The secret store the rotation writes (steps 2, 3 and the roll-back). */
-  store: PgSecretStore;
+  store: TransactionalSecretStoreWriter;
   /** Where the worker reads its own key for the events service (the alert's CloudEvent). */
   secrets: SecretStore;
   eventsUrl: string;
+  /** For the scheduled rotations: starts `rotate:<caller>:<target>:<n>` with the worker's settings. */
+  starter?: { temporal: Client; taskQueue: string; settings: RotationSettings };
 }
 
 export const RotationErrorType = { Refused: 'RotationRefused' } as const;
@@ -39,6 +42,21 @@ async function businessFailures<T>(fn: () => Promise<T>): Promise<T> {
 const workflowId = () => Context.current().info.workflowExecution!.workflowId;
 
 export const createRotationActivities = (deps: RotationActivityDeps) => ({
+  /**
+   * The schedule's action: starts the pair's next numbered rotation, as the ops API does. A pair
+   * that is rotating already, or has no current key, is skipped (answered, not failed).
+   */
+  async beginScheduledRotation(pair: { caller: string; target: string }): Promise<{ workflowId?: string; skipped?: string }> {
+    if (!deps.starter) throw new Error('this worker cannot start rotations (no Temporal client configured)');
+    try {
+      const started = await startRotation({ pool: deps.pool, ...deps.starter }, pair, 'annual');
+      return { workflowId: started.workflowId };
+    } catch (err) {
+      if (err instanceof AppError && (err.code === 'CONFLICT' || err.code === 'NOT_FOUND')) return { skipped: err.message };
+      throw err;
+    }
+  },
+
   /** The pair's current key id and secret version (the ones the rotation replaces). */
   async prepareRotation(): Promise<{ oldKeyId: string; oldVersion: number }> {
     return businessFailures(() => prepareRotation(deps.pool, workflowId()));

@@ -1,9 +1,11 @@
 /** The tenant database on the ERP's PostgreSQL server and the tenant's dedicated ERP API user. */
-import { ensureErpApiUser as ensureApiUser } from '../domain/erp/api-user.js';
+import path from 'node:path';
+import { ensureErpApiUser as ensureApiUser, erpApiUserDeps } from '../domain/erp/api-user.js';
 import {
   cloneTenantDatabase as cloneDatabase,
   dropTenantDatabase as dropDatabase,
   InvalidDatabaseNameError,
+  removeTenantFilestore,
   TemplateMissingError,
   templateDatabaseName,
   tenantDatabaseExists,
@@ -21,7 +23,9 @@ export const createTenantDatabaseActivities = ({ config, platformPool, erpAdminP
   async cloneTenantDatabase(input: { database: string; spec: TenantClientSpec }) {
     const template = templateDatabaseName(input.spec.tier, input.spec.erpVersion);
     try {
-      const outcome = await cloneDatabase(erpAdminPool, { database: input.database, template });
+      // real Odoo: the template's filestore is copied with it, as Odoo's own duplication does
+      const filestoreRoot = config.ERP_BACKEND === 'odoo' ? path.join(config.ODOO_DATA_DIR, 'filestore') : undefined;
+      const outcome = await cloneDatabase(erpAdminPool, { database: input.database, template, filestoreRoot });
       return { database: input.database, template, outcome };
     } catch (err) {
       if (err instanceof TemplateMissingError) return { database: input.database, template, outcome: 'template-missing' as const };
@@ -32,7 +36,9 @@ export const createTenantDatabaseActivities = ({ config, platformPool, erpAdminP
 
   /** DROP DATABASE … WITH (FORCE); 'absent' when it was gone already. */
   async dropTenantDatabase(input: { database: string }) {
-    return { database: input.database, outcome: await dropDatabase(erpAdminPool, input.database) };
+    const outcome = await dropDatabase(erpAdminPool, input.database);
+    if (config.ERP_BACKEND === 'odoo') removeTenantFilestore(path.join(config.ODOO_DATA_DIR, 'filestore'), input.database);
+    return { database: input.database, outcome };
   },
 
   /** The dedicated API user with minimal rights and a long random password, stored sealed (§5.5). */
@@ -40,10 +46,8 @@ export const createTenantDatabaseActivities = ({ config, platformPool, erpAdminP
     if (!(await tenantDatabaseExists(erpAdminPool, input.database))) {
       return { login: '', created: false, outcome: 'database-missing' as const };
     }
-    const user = await ensureApiUser(
-      { platform: platformPool, erpDatabaseUrl: config.ERP_DATABASE_URL, secretsKey: config.SECRETS_KEY },
-      input,
-    );
+    // through the tenant's route, as its admin, with Odoo's own models
+    const user = await ensureApiUser(erpApiUserDeps(config, platformPool), input);
     return { ...user, outcome: user.created ? ('created' as const) : ('exists' as const) };
   },
 });

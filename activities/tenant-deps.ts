@@ -6,7 +6,8 @@ import type { Config } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
 import { connectTemporal } from '../lib/temporal.js';
 import { createTableRouteDriver, type RouteDriver } from '../domain/tenants/http-routes.js';
-import { PgSecretStore, type SecretStore } from '../domain/service-keys/secret-store.js';
+import type { SecretStore } from '../domain/service-keys/secret-store.js';
+import { createSecretStore } from '../domain/service-keys/secret-store-factory.js';
 
 export interface TenantActivityDeps {
   config: Config;
@@ -38,7 +39,7 @@ export async function connectTenantActivityDeps(config: Config): Promise<TenantA
     chat: createChatClient({ baseUrl: config.CHAT_URL, token: config.CHAT_TOKEN, teamId: config.CHAT_TEAM_ID }),
     // the local route driver; a Kubernetes driver would implement the same RouteDriver interface
     routes: createTableRouteDriver(platformPool),
-    secrets: new PgSecretStore(platformPool, config.SECRETS_KEY, config.SERVICE_KEY_SECRET_TTL_MS),
+    secrets: createSecretStore(config, platformPool),
     async close() {
       await temporal.connection.close();
       await Promise.all([platformPool.end(), erpAdminPool.end()]);

@@ -17,12 +17,28 @@ import authRoutes from './routes/auth/index.js';
 import apiKeyRoutes from './routes/portal/apikeys.js';
 import executionLogRoutes from './routes/portal/execution-log.js';
 import dashboardRoutes from './routes/portal/dashboards.js';
+import bankingRoutes from './routes/banking/index.js';
+import opsBankImportRoutes from './routes/ops/bank-import.js';
 import opsUserRoutes from './routes/ops/users.js';
 import opsRateLimitRoutes from './routes/ops/rate-limits.js';
 import opsExecutionLogRoutes from './routes/ops/execution-log.js';
 import opsServiceKeyRoutes from './routes/ops/service-keys.js';
 import provisionedWebhookRoutes from './routes/webhooks/provisioned.js';
 import workspacePageRoutes from './routes/portal/workspace-page.js';
+import { portalMail } from './plugins/portal-mail.js';
+import profileRoutes from './routes/portal/profile.js';
+import settingsRoutes from './routes/portal/settings.js';
+import integrationRoutes from './routes/portal/integrations.js';
+import teamRoutes from './routes/portal/team.js';
+import linkPageRoutes from './routes/portal/link-pages.js';
+import subscriptionRoutes from './routes/portal/subscription.js';
+import invoiceRoutes from './routes/billing/invoices.js';
+import stripeWebhookRoutes from './routes/webhooks/stripe.js';
+import saasRoutes from './routes/saas/index.js';
+import webhookRoutes from './routes/portal/webhooks.js';
+import opsWebhookRoutes from './routes/ops/webhooks.js';
+import agentRoutes from './routes/agents/index.js';
+import webRoutes from './routes/web/index.js';
 
 export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   // the request log writes each Workspace API call's execution-log record with its log line
@@ -44,11 +60,29 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(apiKeyRoutes);
   await app.register(executionLogRoutes);
   await app.register(dashboardRoutes);
+  await app.register(bankingRoutes);
   await app.register(opsUserRoutes);
   await app.register(opsRateLimitRoutes);
   await app.register(opsExecutionLogRoutes);
   await app.register(opsServiceKeyRoutes);
+  await app.register(opsBankImportRoutes);
   await app.register(provisionedWebhookRoutes);
   await app.register(workspacePageRoutes);
+  // the portal: profile, settings, integrations, team (e-mails through the notifications service)
+  await app.register(portalMail);
+  await app.register(profileRoutes);
+  await app.register(settingsRoutes);
+  await app.register(integrationRoutes);
+  await app.register(teamRoutes);
+  await app.register(linkPageRoutes);
+  await app.register(subscriptionRoutes);
+  await app.register(invoiceRoutes);
+  await app.register(stripeWebhookRoutes);
+  await app.register(saasRoutes);
+  await app.register(webhookRoutes);
+  await app.register(opsWebhookRoutes);
+  await app.register(agentRoutes);
+  // the browser portal (web/) at /app/
+  await app.register(webRoutes);
   return app;
 }

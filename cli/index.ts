@@ -14,6 +14,8 @@ import { register as rateLimits } from './commands/rate-limits.js';
 import { register as executionLog } from './commands/execution-log.js';
 import { register as serviceKeys } from './commands/service-keys.js';
 import { register as rotateKey } from './commands/rotate-key.js';
+import { register as webhooks } from './commands/webhooks.js';
+import { register as bankImport } from './commands/bank-import.js';
 
 export function buildCli(): Command {
   const program = new Command('plana').description('Operate the workspace platform').exitOverride();
@@ -28,6 +30,8 @@ export function buildCli(): Command {
   rateLimits(program);
   executionLog(program);
   serviceKeys(program);
+  webhooks(program);
+  bankImport(program);
   return program;
 }
 

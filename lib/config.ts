@@ -3,21 +3,25 @@
  * variable stops the process with a message that names each one. Defaults are the local ones
  * (`npm run dev`); docker-compose.yml sets every variable explicitly.
  */
+import os from 'node:os';
+import path from 'node:path';
 import { z } from 'zod';
 
 const port = z.coerce.number().int().min(1).max(65535);
 const url = z.string().url();
 const key = z.string().min(16, 'must be at least 16 characters');
-/** A duration such as `30 days`, `5 minutes`, `2s` or `500ms`, parsed to milliseconds. */
+/** A duration such as `30 days`, `5 minutes`, `2s` or `500ms` (a bare number is milliseconds), parsed to milliseconds. */
 const durationUnits: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const duration = z
   .string()
-  .regex(/^\d+\s*(ms|s|sec|seconds?|m|min|minutes?|h|hours?|d|days?)$/, 'must be a duration such as "30 days", "5 minutes" or "2s"')
+  .regex(/^\d+\s*(ms|s|sec|seconds?|m|min|minutes?|h|hours?|d|days?)?$/, 'must be a duration such as "30 days", "5 minutes" or "2s"')
   .transform((s) => {
-    const [, n, unit] = /^(\d+)\s*(\w+)$/.exec(s)!;
-    const u = unit === 'ms' ? 'ms' : unit!.startsWith('mi') || unit === 'm' ? 'm' : unit!.charAt(0);
+    const [, n, unit = 'ms'] = /^(\d+)\s*(\w+)?$/.exec(s)!;
+    const u = unit === 'ms' ? 'ms' : unit.startsWith('mi') || unit === 'm' ? 'm' : unit.charAt(0);
     return Number(n) * durationUnits[u]!;
   });
+
+const parseDuration = (s: string): number => duration.parse(s);
 
 export const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
@@ -58,6 +62,36 @@ export const configSchema = z.object({
   SERVICE_KEY_ROTATION_POLL_MS: z.coerce.number().int().min(50).default(30_000),
   SERVICE_KEY_ROTATION_DEADLINE_MS: z.coerce.number().int().min(1).default(3600_000),
   SERVICE_KEY_ROTATION_ROLLBACK_WAIT_MS: z.coerce.number().int().min(0).default(30_000),
+  /** Every live pair is rotated on this period by its schedule `rotate-annual:<caller>:<target>` (days). */
+  SERVICE_KEY_ROTATION_EVERY_DAYS: z.coerce.number().int().min(1).max(3650).default(365),
+  /**
+   * A revoked key presented to a target (a consumer missed a rotation) raises an alert mail to
+   * OPS_ALERT_EMAIL and a `service-key.revoked-key-used` CloudEvent, at most once per key id per
+   * this interval (ms); the worker sends what targets recorded, looking every _POLL_MS.
+   */
+  SERVICE_KEY_MISUSE_ALERT_INTERVAL_MS: z.coerce.number().int().min(1000).default(3600_000),
+  SERVICE_KEY_MISUSE_POLL_MS: z.coerce.number().int().min(50).default(5_000),
+  OPS_ALERT_EMAIL: z.string().email().default('ops@plana.local'),
+
+  /**
+   * Where service keys live: `postgres` (service_key_secrets, sealed; the local default) or
+   * `kubernetes` (domain/service-keys/kubernetes-secret-store.ts): consumers read the Secret mounted
+   * at SECRETS_MOUNT_DIR (re-read when the kubelet swaps `..data`, checked every
+   * SECRETS_MOUNT_POLL_MS as well); the rotation writes KUBERNETES_SECRET_NAME (`{caller}` = the
+   * pair's caller) in KUBERNETES_NAMESPACE through the API at KUBERNETES_API_URL (default
+   * https://KUBERNETES_SERVICE_HOST:KUBERNETES_SERVICE_PORT, as set in every pod) with the service
+   * account's token and CA.
+   */
+  SECRET_STORE: z.enum(['postgres', 'kubernetes']).default('postgres'),
+  SECRETS_MOUNT_DIR: z.string().min(1).default('/var/run/secrets/plana/service-keys'),
+  SECRETS_MOUNT_POLL_MS: z.coerce.number().int().min(50).default(2_000),
+  KUBERNETES_API_URL: url.optional(),
+  KUBERNETES_SERVICE_HOST: z.string().optional(),
+  KUBERNETES_SERVICE_PORT: port.optional(),
+  KUBERNETES_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a Kubernetes namespace name').default('plana'),
+  KUBERNETES_SECRET_NAME: z.string().regex(/^[a-z0-9{}.-]+$/, 'must be a Secret name, `{caller}` allowed').default('plana-service-keys-{caller}'),
+  KUBERNETES_TOKEN_FILE: z.string().min(1).default('/var/run/secrets/kubernetes.io/serviceaccount/token'),
+  KUBERNETES_CA_FILE: z.string().min(1).default('/var/run/secrets/kubernetes.io/serviceaccount/ca.crt'),
 
   NOTIFICATIONS_HOST: z.string().default('127.0.0.1'),
   NOTIFICATIONS_PORT: port.default(8080),
@@ -74,6 +108,78 @@ export const configSchema = z.object({
   EVENTS_DEDUPE_TTL_SECONDS: z.coerce.number().int().min(1).default(7 * 24 * 3600),
   /** Consumers reclaim an entry another consumer read but did not acknowledge for this long (XAUTOCLAIM). */
   EVENTS_CLAIM_IDLE_MS: z.coerce.number().int().min(100).default(60_000),
+
+  /**
+   * Tenant webhooks (issue 9; domain/webhooks, services/webhooks). URLs must be https unless
+   * WEBHOOK_ALLOW_HTTP (default: on outside production). Private, loopback, link-local, CGNAT and
+   * metadata addresses are refused when the socket connects, except the CIDRs of
+   * WEBHOOK_ALLOWED_ADDRESSES (dev and tests: `127.0.0.1/32`). WEBHOOK_DNS_SERVERS (`host:port,…`):
+   * resolve webhook hosts with these servers instead of the system resolver.
+   */
+  WEBHOOK_ALLOW_HTTP: z.enum(['true', 'false']).optional(),
+  WEBHOOK_ALLOWED_ADDRESSES: z.string().default(''),
+  WEBHOOK_DNS_SERVERS: z.string().default(''),
+  /** One attempt's deadline (connect + answer), the largest body sent, the response excerpt kept. */
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
+  WEBHOOK_MAX_PAYLOAD_BYTES: z.coerce.number().int().min(1024).default(256 * 1024),
+  /** Delays between attempts after the first (Svix's schedule: about 27 hours in all), each ± WEBHOOK_RETRY_JITTER. */
+  WEBHOOK_RETRY_SCHEDULE: z.string().default('5s,5m,30m,2h,5h,10h,10h'),
+  WEBHOOK_RETRY_JITTER: z.coerce.number().min(0).max(0.5).default(0.2),
+  /** Retry-After is honoured within [MIN, MAX]; after a 429 or a timeout the wait is at least SLOW_DOWN_MIN. */
+  WEBHOOK_RETRY_AFTER_MIN: duration.prefault('1s'),
+  WEBHOOK_RETRY_AFTER_MAX: duration.prefault('6 hours'),
+  WEBHOOK_SLOW_DOWN_MIN: duration.prefault('1 minute'),
+  /** An endpoint failing this long (no success since its first failure) is disabled and its admins told. */
+  WEBHOOK_DISABLE_AFTER: duration.prefault('5 days'),
+  /** After a secret rotation the previous secret keeps signing (a second signature) this long. */
+  WEBHOOK_SECRET_GRACE: duration.prefault('24 hours'),
+  /** Dispatcher: entries per stream read, first attempts in flight per endpoint and in all, queue per endpoint. */
+  WEBHOOK_DISPATCH_BATCH: z.coerce.number().int().min(1).default(200),
+  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).default(64),
+  WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).default(512),
+  WEBHOOK_ENDPOINT_QUEUE_MAX: z.coerce.number().int().min(1).default(1_000),
+  /** A delivery still without a first attempt this long after it was recorded is handed to its retry workflow. */
+  WEBHOOK_SWEEP_AFTER: duration.prefault('1 minute'),
+  /** The User-Agent of every attempt. */
+  WEBHOOK_USER_AGENT: z.string().default('Plana-Webhooks/1.0'),
+  /** The banking service (§4.2): PSD2 account information through one NextGenPSD2 adapter per bank. */
+  BANKING_HOST: z.string().default('127.0.0.1'),
+  BANKING_PORT: port.default(3200),
+  BANKING_URL: url.default('http://127.0.0.1:3200'),
+  /**
+   * The banks the banking service has adapters for: `id=url` pairs, comma-separated, each url the
+   * base of the bank's NextGenPSD2 (Berlin Group) XS2A interface. Locally the stand-in sandbox/bank.
+   */
+  BANKING_BANKS: z
+    .string()
+    .regex(/^[a-z0-9-]{1,40}=https?:\/\/[^,\s]+(,[a-z0-9-]{1,40}=https?:\/\/[^,\s]+)*$/, 'must be id=url pairs, comma-separated')
+    .default('sandbox=http://127.0.0.1:3210'),
+  /** How long the banking service waits for a bank; how long the account API waits for the banking service (ms). */
+  BANKING_BANK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  BANKING_SERVICE_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
+  /** The local bank stand-in (sandbox/bank) that `npm run dev` starts. */
+  BANK_SANDBOX_PORT: port.default(3210),
+  /** The agents service (§4.4; 8000 in production, and here: auth takes 8001 locally). */
+  AGENTS_HOST: z.string().default('127.0.0.1'),
+  AGENTS_PORT: port.default(8000),
+  AGENTS_URL: url.default('http://127.0.0.1:8000'),
+  /** How many rounds of tool calls an agent may make before it must answer; the model call's deadline. */
+  AGENTS_MAX_TOOL_ROUNDS: z.coerce.number().int().min(1).max(10).default(4),
+  AGENTS_MODEL_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
+  /** The internal data service (§5.4 "agents service → data service"): the workspace's ERP figures for the agents' tools. */
+  DATA_HOST: z.string().default('127.0.0.1'),
+  DATA_PORT: port.default(8002),
+  DATA_URL: url.default('http://127.0.0.1:8002'),
+  /**
+   * The model behind the agents: any OpenAI-compatible Chat Completions API (base URL ending in /v1,
+   * model name, key). Locally the deterministic stand-in in sandbox/llm (on loopback, LLM_STANDIN_PORT).
+   */
+  LLM_URL: url.default('http://127.0.0.1:8091/v1'),
+  LLM_MODEL: z.string().min(1).default('plana-standin-1'),
+  LLM_KEY: z.string().min(1).default('dev-llm-key-not-secret'),
+  LLM_STANDIN_PORT: port.default(8091),
+  /** The stand-in's pause between two streamed chunks (ms), so that streaming can be watched. */
+  LLM_STANDIN_CHUNK_DELAY_MS: z.coerce.number().int().min(0).default(15),
 
   /** The support chat (Mattermost REST API v4; locally the stand-in in sandbox/chat). */
   CHAT_HOST: z.string().default('127.0.0.1'),
@@ -93,6 +199,20 @@ export const configSchema = z.object({
   ERP_PORT: port.default(8069),
   ERP_URL: url.default('http://127.0.0.1:8069'),
   TENANT_DOMAIN: z.string().regex(/^[a-z0-9.-]+$/, 'must be a DNS domain').default('erp.plana.test'),
+  /**
+   * The `admin` password of the ERP template databases: the platform signs in with it once per new
+   * tenant database (to create the API user through Odoo's models) and replaces it there with a
+   * per-tenant password derived from SECRETS_KEY. Set it to a long secret outside local dev.
+   */
+  ERP_ADMIN_PASSWORD: z.string().min(8).default('plana-dev-erp-admin'),
+  /**
+   * `standin` (default): the ERP stand-in (sandbox/erp) with its own templates. `odoo`: a real Odoo 18
+   * at ERP_URL (`--db-filter=^%h$`) on ERP_DATABASE_URL's server, templates built by Odoo
+   * (npm run odoo:templates), filestores under ODOO_DATA_DIR.
+   */
+  ERP_BACKEND: z.enum(['standin', 'odoo']).default('standin'),
+  /** Odoo's data dir (`filestore/<database>`): tenant filestores are copied from their template's. */
+  ODOO_DATA_DIR: z.string().default(path.join(os.homedir(), '.local', 'share', 'plana', 'odoo')),
   /** Admin connection to the PostgreSQL server that holds the tenant databases and templates. */
   ERP_DATABASE_URL: url.default('postgres://plana:plana@127.0.0.1:55432/postgres'),
   /** 32 bytes, base64: encrypts stored secrets such as the tenants' ERP API passwords. */
@@ -109,6 +229,15 @@ export const configSchema = z.object({
   /** Password guessing: after this many failed logins for one e-mail from one address, 429 for the window. */
   LOGIN_MAX_FAILURES: z.coerce.number().int().min(1).default(10),
   LOGIN_FAILURE_WINDOW_SECONDS: z.coerce.number().int().min(1).default(900),
+  /** Portal links: how long an invitation link and an e-mail confirmation link work (single use). */
+  INVITATION_TTL: duration.prefault('7 days'),
+  EMAIL_CHANGE_TTL: duration.prefault('24 hours'),
+  /** Invitation e-mails (invites and re-invites) a workspace may send per hour; more get 429 (no mail bombing through our relay). */
+  INVITATIONS_PER_HOUR: z.coerce.number().int().min(1).default(50),
+  /** The auth service (§4.5): login and refresh for internal services, sharing the account API's sessions (8000 in production, 8001 locally). */
+  AUTH_HOST: z.string().default('127.0.0.1'),
+  AUTH_PORT: port.default(8001),
+  AUTH_URL: url.default('http://127.0.0.1:8001'),
   /** bcrypt cost for passwords and workspace API keys (10 ≈ 80 ms per hash here). */
   BCRYPT_COST: z.coerce.number().int().min(4).max(15).default(10),
   /** Workspace keys: how long a process trusts a verified token before bcrypt again (revocation is checked per request regardless). */
@@ -146,10 +275,22 @@ export const configSchema = z.object({
   TENANT_READY_DEADLINE: duration.prefault('5 minutes'),
   /** How often the readiness probe asks a tenant's /web/health; the first retry delay of a failed reconcile. */
   TENANT_PROBE_INTERVAL: duration.prefault('2 seconds'),
+  /** How often a Ready tenant is probed (its database answers as the API user). */
+  TENANT_READY_PROBE_INTERVAL: duration.prefault('1 minute'),
   /** The longest wait between two reconciles of a tenant that is not Ready (exponential backoff up to this). */
   TENANT_RECONCILE_BACKOFF_MAX: duration.prefault('5 minutes'),
   /** A tenant's workflow continues as new once its history has this many events (it also does when Temporal suggests it). */
   TENANT_HISTORY_LIMIT: z.coerce.number().int().min(100).default(5_000),
+  /**
+   * Billing (domain/billing): the Stripe webhook endpoint's signing secret (`whsec_…`, from the
+   * Stripe dashboard or `stripe listen`) and how old a signed event may be (Stripe's default 300 s).
+   */
+  STRIPE_WEBHOOK_SECRET: z.string().regex(/^whsec_\S{8,}$/, 'must be a Stripe webhook signing secret (whsec_…)').default('whsec_dev_only_local_webhook_secret'),
+  STRIPE_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(3600).default(300),
+  /** Dunning: how long after a failed payment the workspace is suspended unless it pays. */
+  BILLING_GRACE_PERIOD: duration.prefault('7 days'),
+  /** How long an API replica trusts what it read of a workspace's suspension (a payment lifts it within this). */
+  WORKSPACE_STANDING_CACHE_MS: z.coerce.number().int().min(0).default(1_000),
   /** Directory of the PostgreSQL client binaries (pg_dump) backups use; unset = pg_dump from PATH. */
   PG_BIN: z.string().optional(),
 
@@ -159,7 +300,13 @@ export const configSchema = z.object({
 });
 
 type ParsedConfig = z.infer<typeof configSchema>;
-export type Config = Omit<ParsedConfig, 'FILESTORE_ROOT' | 'BACKUP_ROOT'> & { FILESTORE_ROOT: string; BACKUP_ROOT: string };
+export type Config = Omit<ParsedConfig, 'FILESTORE_ROOT' | 'BACKUP_ROOT' | 'WEBHOOK_ALLOW_HTTP' | 'WEBHOOK_RETRY_SCHEDULE'> & {
+  FILESTORE_ROOT: string;
+  BACKUP_ROOT: string;
+  WEBHOOK_ALLOW_HTTP: boolean;
+  /** Milliseconds between attempts, after the first. */
+  WEBHOOK_RETRY_SCHEDULE: number[];
+};
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -167,6 +314,12 @@ export class ConfigError extends Error {
 
 export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const result = configSchema.safeParse(env);
+  if (result.success) {
+    const bad = result.data.WEBHOOK_RETRY_SCHEDULE.split(',').map((d) => d.trim()).filter((d) => !duration.safeParse(d).success);
+    if (bad.length > 0 || result.data.WEBHOOK_RETRY_SCHEDULE.trim() === '') {
+      throw new ConfigError(`Invalid configuration:\n  WEBHOOK_RETRY_SCHEDULE: must be a comma-separated list of durations such as "5s,5m,30m" (bad: ${bad.join(', ') || 'empty'})`);
+    }
+  }
   if (!result.success) {
     const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
@@ -176,6 +329,8 @@ export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...c,
     FILESTORE_ROOT: c.FILESTORE_ROOT ?? `${c.DATA_DIR}/filestore`,
     BACKUP_ROOT: c.BACKUP_ROOT ?? `${c.DATA_DIR}/backups`,
+    WEBHOOK_ALLOW_HTTP: c.WEBHOOK_ALLOW_HTTP ? c.WEBHOOK_ALLOW_HTTP === 'true' : c.NODE_ENV !== 'production',
+    WEBHOOK_RETRY_SCHEDULE: c.WEBHOOK_RETRY_SCHEDULE.split(',').map((s) => s.trim()).filter(Boolean).map(parseDuration),
   };
 }
 

@@ -69,6 +69,19 @@ if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
   useradd --system --home-dir /var/lib/postgresql --shell /usr/sbin/nologin postgres
 fi
 
+# 3b. Chromium (Debian's package) for the portal's browser tests (test/e2e/portal.test.ts, driven by
+#     playwright-core: Playwright's own browser download cannot work here).
+if ! command -v chromium >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    say "installing Debian package chromium"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  else
+    die "chromium is needed for the portal's browser tests: install it (e.g. sudo apt-get install chromium), then run again"
+  fi
+fi
+
 # 4. schemathesis (PyPI) for the API contract test (test/integration/api/schemathesis.test.ts), in a
 #    virtual environment of its own under the cache folder, reused when it holds the pinned version.
 SCHEMATHESIS_VERSION=4.32.5

@@ -16,16 +16,24 @@ import { createLogger } from '../lib/logger.js';
 import { startPostgres, startRedis, startServersInOwnProcessGroups, startTemporal, stopAll } from './local-servers.js';
 import { seedDemo, seedDemoErp, DEMO } from './seed.js';
 import { startErpStandIn } from '../sandbox/erp/server.js';
+import { event as stripeEvent, sandboxIds, sendEvent, subscription as stripeSubscription } from '../sandbox/stripe/sender.js';
+import { ingestionKey, ingestionToken } from '../domain/webhooks/ingestion.js';
 import { startSmtpSink } from '../sandbox/smtp/sink.js';
 import { startNotifications } from '../services/notifications/server.js';
+import { startBanking } from '../services/banking/server.js';
+import { startBankStandIn } from '../sandbox/bank/server.js';
 import { startApi } from '../api/server.js';
 import { startEvents } from '../services/events/server.js';
+import { startAuth } from '../services/auth/server.js';
 import { startProvisionedConsumer } from '../services/events/consumers/provisioned.js';
+import { startDispatcher } from '../services/webhooks/dispatcher.js';
 import { startChatStandIn } from '../sandbox/chat/server.js';
-import { createWorker, installRuntimeLogger } from '../worker/index.js';
-import { ensureBackupRetentionSchedule } from '../domain/tenants/backup-schedules.js';
-import { ensureExecutionLogRetentionSchedule } from '../domain/access/execution-log-schedule.js';
+import { startLlmStandIn } from '../sandbox/llm/server.js';
+import { startAgents } from '../services/agents/server.js';
+import { startData } from '../services/data/server.js';
+import { createWorker, ensureWorkerSchedules, installRuntimeLogger, startRevokedKeyAlerter } from '../worker/index.js';
 import { connectTemporal } from '../lib/temporal.js';
+import { build as buildPortal } from 'vite';
 
 const started = Date.now();
 const cfg = loadConfig();
@@ -90,10 +98,30 @@ try {
     cfg.DEV_ADMIN_PASSWORD ?? (existsSync(passwordFile) ? readFileSync(passwordFile, 'utf8').trim() : randomBytes(12).toString('base64url'));
   if (!cfg.DEV_ADMIN_PASSWORD) writeFileSync(passwordFile, adminPassword, { mode: 0o600 });
   await seedDemo(pool, { adminPassword });
+  // the ERP first (the demo tenant's API user is made through it): the stand-in, or with
+  // ERP_BACKEND=odoo a real Odoo 18 already running at ERP_URL (odoo-bin --db-filter=^%h$ on ERP_DATABASE_URL's server)
+  // its automation posts invoice.posted / payment.received to the event ingestion (tenant tokens as provisioning hands them out)
+  const ingestion = ingestionKey(cfg.SECRETS_KEY);
+  const erp =
+    cfg.ERP_BACKEND === 'odoo'
+      ? { url: cfg.ERP_URL }
+      : await startErpStandIn({
+          host: cfg.ERP_HOST,
+          port: cfg.ERP_PORT,
+          platformDatabaseUrl: cfg.DATABASE_URL,
+          erpDatabaseUrl: cfg.ERP_DATABASE_URL,
+          // /svc/saas/… on every tenant host answers from the account API (erp → account-api key from the secret store)
+          saas: { accountApiUrl: cfg.ACCOUNT_API_URL, secretsKey: cfg.SECRETS_KEY },
+          events: { url: cfg.EVENTS_URL, token: (tenant) => ingestionToken(ingestion, tenant) },
+        });
+  if ('close' in erp) closers.push({ name: 'ERP stand-in', close: () => erp.close() });
   const demoErp = await seedDemoErp(pool, cfg); // templates, the demo tenant's database, route and API user
   await pool.end();
 
-  step('starting the SMTP sink, the notifications service, the account API and the worker');
+  step('building the workspace portal (web/ → web/dist, served by the account API at /app/)');
+  await buildPortal({ configFile: new URL('../web/vite.config.ts', import.meta.url).pathname, logLevel: 'warn' });
+
+  step('starting the SMTP sink, the notifications service, the account API, the auth service and the worker');
   const mailDir = path.join(dataDir, 'mail');
   const sink = await startSmtpSink({ host: cfg.SMTP_HOST, port: cfg.SMTP_PORT, dir: mailDir });
   closers.push({ name: 'SMTP sink', close: () => sink.close() });
@@ -101,13 +129,17 @@ try {
   closers.push({ name: 'notifications service', close: () => notifications.close() });
   const api = await startApi(cfg);
   closers.push({ name: 'account API', close: () => api.close() });
-  const erp = await startErpStandIn({ host: cfg.ERP_HOST, port: cfg.ERP_PORT, platformDatabaseUrl: cfg.DATABASE_URL, erpDatabaseUrl: cfg.ERP_DATABASE_URL });
-  closers.push({ name: 'ERP stand-in', close: () => erp.close() });
+  // the auth service (§4.5): login and refresh for internal services, on the account API's sessions
+  const auth = await startAuth(cfg);
+  closers.push({ name: 'auth service', close: () => auth.close() });
   // the events service, the consumer of client.provisioned, and the support chat stand-in (Mattermost API v4)
   const events = await startEvents(cfg);
   closers.push({ name: 'events service', close: () => events.close() });
   const provisioned = await startProvisionedConsumer(cfg);
   closers.push({ name: 'provisioned consumer', close: () => provisioned.close() });
+  // the webhook dispatcher (consumer group `webhooks`): first attempts; retries run in the worker
+  const dispatcher = await startDispatcher(cfg);
+  closers.push({ name: 'webhook dispatcher', close: () => dispatcher.close() });
   const chat = await startChatStandIn({
     host: cfg.CHAT_HOST,
     port: cfg.CHAT_PORT,
@@ -116,35 +148,57 @@ try {
     dir: path.join(dataDir, 'chat'),
   });
   closers.push({ name: 'chat stand-in', close: () => chat.close() });
-  installRuntimeLogger(createLogger({ name: 'worker' }));
+  // the banking service and the bank it reads locally (NextGenPSD2 stand-in, BANKING_BANKS points at it)
+  const bank = await startBankStandIn({ host: '127.0.0.1', port: cfg.BANK_SANDBOX_PORT, bankId: 'sandbox' });
+  closers.push({ name: 'bank stand-in', close: () => bank.close() });
+  const banking = await startBanking(cfg);
+  closers.push({ name: 'banking service', close: () => banking.close() });
+  // the agents (§4.4), the data service their tools read through, and the model stand-in (OpenAI Chat Completions)
+  const llm = await startLlmStandIn({ port: cfg.LLM_STANDIN_PORT, apiKey: cfg.LLM_KEY, chunkDelayMs: cfg.LLM_STANDIN_CHUNK_DELAY_MS });
+  closers.push({ name: 'LLM stand-in', close: () => llm.close() });
+  const data = await startData(cfg);
+  closers.push({ name: 'data service', close: () => data.close() });
+  const agents = await startAgents(cfg);
+  closers.push({ name: 'agents service', close: () => agents.close() });
+  const workerLog = createLogger({ name: 'worker' });
+  installRuntimeLogger(workerLog);
   const { worker, connection, closeDeps } = await createWorker(cfg);
   const running = worker.run();
+  const alerter = startRevokedKeyAlerter(cfg, workerLog);
   closers.push({
     name: 'worker',
     close: async () => {
       worker.shutdown();
       await running;
+      await alerter.stop();
       await connection.close();
       await closeDeps();
     },
   });
-  // the daily job that deletes tenant backups past their tier's retention
+  // backups' and the execution log's retention, the service keys' annual rotation
   const scheduler = await connectTemporal(cfg);
-  await ensureBackupRetentionSchedule(scheduler, { taskQueue: cfg.TEMPORAL_TASK_QUEUE });
-  // the daily job that drops execution-log partitions past 90 days
-  await ensureExecutionLogRetentionSchedule(scheduler, { taskQueue: cfg.TEMPORAL_TASK_QUEUE, retentionDays: cfg.EXECUTION_LOG_RETENTION_DAYS });
+  await ensureWorkerSchedules(scheduler, cfg);
   await scheduler.connection.close();
+  // the demo workspace's subscription, as the payment provider stand-in reports it (once: a repeat is a no-op by event id)
+  const demoSubscription = await subscribeDemo(cfg, DEMO.tenant);
 
   const secs = ((Date.now() - started) / 1000).toFixed(1);
   console.log(`
 \x1b[32m✔ The platform is up\x1b[0m (ready in ${secs} s)
 
   Account API     ${cfg.API_PUBLIC_URL}            (probes: /healthz, /readyz)
+  Portal          ${cfg.API_PUBLIC_URL}/app/            (sign in with the demo login below)
   API docs        ${cfg.API_PUBLIC_URL}/docs
   Temporal UI     ${cfg.TEMPORAL_UI_URL}
   Notifications   ${cfg.NOTIFICATIONS_URL}
-  Tenant ERP      ${erp.url}            (Odoo XML-RPC stand-in; demo tenant ${demoErp.host}, database ${demoErp.database})
+  Auth service    ${cfg.AUTH_URL}            (login/refresh for internal services, X-API-Key; docs at /swagger)
+  Tenant ERP      ${erp.url}            (${cfg.ERP_BACKEND === 'odoo' ? 'real Odoo 18' : 'Odoo XML-RPC stand-in'}; demo tenant ${demoErp.host}, database ${demoErp.database})
   Events          ${cfg.EVENTS_URL}            (stream "${cfg.EVENTS_STREAM}"; GET /api/v1/events/info with X-API-Key)
+  Banking         ${cfg.BANKING_URL}            (banks: ${cfg.BANKING_BANKS}; GET /api/banking/adapters with a banking:read key)
+  Bank stand-in   ${bank.url}            (NextGenPSD2 XS2A; SCA pages at /sca/<authorisation>)
+  Agents          ${cfg.AGENTS_URL}            (agents finance, collections; model ${cfg.LLM_MODEL} at ${cfg.LLM_URL})
+  Data service    ${cfg.DATA_URL}            (the agents' tools read the workspace's ERP figures here)
+  LLM stand-in    ${llm.url}   (OpenAI Chat Completions, deterministic; sandbox/llm)
   Support chat    ${chat.url}            (Mattermost API v4 stand-in, team ${chat.teamId}; rooms in ${path.join(dataDir, 'chat')})
   Mail (SMTP sink) 127.0.0.1:${cfg.SMTP_PORT}, messages land in ${mailDir}
   Demo login      ${DEMO.adminEmail} / ${adminPassword}${cfg.DEV_ADMIN_PASSWORD ? ' (from DEV_ADMIN_PASSWORD)' : ''}
@@ -154,6 +208,10 @@ Next steps (in another terminal):
   npm run cli -- apply -f examples/tenant-acme.yaml && npm run cli -- get tenants   # provision a tenant
   npm run cli -- describe tenant acme                # its conditions, resources, steps, Temporal UI link
   npm run cli -- service-keys                        # caller → target pairs, key ids, states, last use
+  npm run stripe -- fail ${DEMO.tenant}    # a failed payment: admins e-mailed, dunning:${DEMO.tenant}:<n> in the Temporal UI (then: npm run stripe -- pay ${DEMO.tenant})
+  curl -s -H 'Host: ${demoErp.host}' ${erp.url}/svc/saas/subscription/${demoSubscription}   # the tenant ERP's SaaS endpoint
+  # ask the finance agent (a key with agents:invoke, created as the README shows):
+  curl -sN -H "authorization: Bearer $KEY" -H 'content-type: application/json' -d '{"message":"What is our cash balance?"}' ${cfg.API_PUBLIC_URL}/api/agents/finance/chat/stream
   curl -s ${cfg.API_PUBLIC_URL}/readyz
   curl -s -H 'Host: ${demoErp.host}' ${erp.url}/web/health      # the demo tenant's ERP health probe
   ls ${mailDir.startsWith(process.cwd()) ? path.relative(process.cwd(), mailDir) : mailDir}    # the e-mails that went out
@@ -163,4 +221,16 @@ Ctrl-C stops everything.
 } catch (err) {
   console.error(`\x1b[31m✘ npm run dev failed:\x1b[0m ${(err as Error).message}`);
   await shutdown(1);
+}
+
+/** Sends the demo workspace's `customer.subscription.created` (pro, 3 seats) through the real webhook; returns its id. */
+async function subscribeDemo(c: typeof cfg, workspace: string): Promise<string> {
+  const ids = sandboxIds(workspace);
+  // a fixed event id: on the next start the same event is a duplicate and changes nothing
+  const created = stripeEvent('customer.subscription.created', stripeSubscription({ ...ids, id: ids.subscription, workspace, tier: 'pro', seats: 3 }), {
+    id: `evt_devdemo${Buffer.from(workspace).toString('hex')}`,
+  });
+  const res = await sendEvent(new URL('/api/webhooks/stripe', c.ACCOUNT_API_URL).toString(), c.STRIPE_WEBHOOK_SECRET, created);
+  if (res.status !== 200) throw new Error(`the demo subscription was refused: ${res.status} ${JSON.stringify(res.body)}`);
+  return ids.subscription;
 }

@@ -6,7 +6,7 @@
  * earlier month is rebuilt so that "this month" figures stay meaningful. Each template is built
  * under a temporary name and renamed when complete, so a half-built template is never cloned.
  */
-import { randomBytes } from 'node:crypto';
+import { config } from '../lib/config.js';
 import pg from 'pg';
 import { createPool } from '../lib/db.js';
 import { databaseUrl, templateDatabaseName } from '../domain/erp/tenant-database.js';
@@ -16,7 +16,7 @@ import { odooSchemaSql } from '../sandbox/erp/models.js';
 import { demoData, type Row } from '../sandbox/erp/demo-data.js';
 
 /** Bump when the schema or the demo data changes: templates of an older layout are rebuilt. */
-const LAYOUT = 1;
+const LAYOUT = 5;
 const LOCK_KEY = 'plana-erp-templates';
 
 interface TemplateInfo {
@@ -89,9 +89,9 @@ async function buildTemplate(
   try {
     await db.query('BEGIN');
     await db.query(odooSchemaSql(opts.version));
-    // Unless told otherwise, the template's admin gets a random password nobody knows: every
-    // tenant cloned from it gets its own users (the platform's API user, the owner's account).
-    const adminPasswordHash = hashOdooPassword(opts.adminPassword ?? randomBytes(24).toString('base64url'));
+    // The template's admin has ERP_ADMIN_PASSWORD: the platform signs in with it once per new tenant
+    // database to create the API user, and replaces it there (domain/erp/api-user.ts).
+    const adminPasswordHash = hashOdooPassword(opts.adminPassword ?? config().ERP_ADMIN_PASSWORD);
     const tables = demoData({ tier: opts.tier, version: opts.version, today: opts.today, adminPasswordHash });
     for (const [table, rows] of Object.entries(tables)) await insertRows(db, table, rows);
     for (const table of Object.keys(tables)) {
@@ -129,7 +129,6 @@ async function insertRows(db: pg.Client, table: string, rows: Row[]): Promise<vo
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { config } = await import('../lib/config.js');
   const started = Date.now();
   const built = await ensureErpTemplates(config().ERP_DATABASE_URL);
   console.log(

@@ -2,13 +2,15 @@
  * Demo data for `npm run dev`: workspace `demo`, its tenant `demo`, and the admin
  * admin@demo.test. Idempotent: running it again changes nothing but what it was told to.
  */
+import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import bcrypt from 'bcrypt';
 import type pg from 'pg';
 import { createPool, withTransaction } from '../lib/db.js';
 import type { Config } from '../lib/config.js';
 import { ensureErpApiUser } from '../domain/erp/api-user.js';
-import { cloneTenantDatabase, templateDatabaseName, tenantHostname } from '../domain/erp/tenant-database.js';
+import { cloneTenantDatabase, databaseUrl, templateDatabaseName, tenantHostname } from '../domain/erp/tenant-database.js';
+import { odooSchemaUpgradeSql } from '../sandbox/erp/models.js';
 import { ensureErpTemplates } from './erp-templates.js';
 
 export const DEMO = {
@@ -68,20 +70,37 @@ export async function seedDemo(pool: pg.Pool, opts: { adminPassword?: string } =
  */
 export async function seedDemoErp(
   pool: pg.Pool,
-  cfg: Pick<Config, 'ERP_DATABASE_URL' | 'TENANT_DOMAIN' | 'SECRETS_KEY'>,
+  cfg: Pick<Config, 'ERP_DATABASE_URL' | 'TENANT_DOMAIN' | 'SECRETS_KEY' | 'ERP_URL' | 'ERP_ADMIN_PASSWORD'> & Partial<Pick<Config, 'ERP_BACKEND' | 'ODOO_DATA_DIR'>>,
 ): Promise<{ host: string; database: string }> {
-  await ensureErpTemplates(cfg.ERP_DATABASE_URL);
+  // real Odoo: the template Odoo built (npm run odoo:templates, starter by default); else the stand-in's
+  const odoo = cfg.ERP_BACKEND === 'odoo';
+  if (!odoo) await ensureErpTemplates(cfg.ERP_DATABASE_URL);
+  const template = templateDatabaseName(odoo ? 'starter' : 'pro', '18');
   const host = tenantHostname(DEMO.tenant, cfg.TENANT_DOMAIN);
   const admin = createPool(cfg.ERP_DATABASE_URL, 1);
   try {
-    await cloneTenantDatabase(admin, { database: host, template: templateDatabaseName('pro', '18') });
+    const filestoreRoot = odoo && cfg.ODOO_DATA_DIR ? path.join(cfg.ODOO_DATA_DIR, 'filestore') : undefined;
+    await cloneTenantDatabase(admin, { database: host, template, filestoreRoot }).catch((err: Error) => {
+      throw odoo ? new Error(`${err.message}: build it with ODOO_SRC=<odoo 18 folder> npm run odoo:templates`) : err;
+    });
   } finally {
     await admin.end();
+  }
+  // a demo database cloned by an earlier version of this repository: bring it up to date (the stand-in's;
+  // a real Odoo has the column from its account module)
+  if (!odoo) {
+    const demoDb = createPool(databaseUrl(cfg.ERP_DATABASE_URL, host), 1);
+    try {
+      await demoDb.query(odooSchemaUpgradeSql);
+    } finally {
+      await demoDb.end();
+    }
   }
   await pool.query(
     `INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-18', $1) ON CONFLICT DO NOTHING`,
     [host, DEMO.tenant],
   );
-  await ensureErpApiUser({ platform: pool, erpDatabaseUrl: cfg.ERP_DATABASE_URL, secretsKey: cfg.SECRETS_KEY }, { tenant: DEMO.tenant, database: host });
+  // through the ERP (it must be running at ERP_URL), as the tenant's admin
+  await ensureErpApiUser({ platform: pool, erpUrl: cfg.ERP_URL, secretsKey: cfg.SECRETS_KEY, erpAdminPassword: cfg.ERP_ADMIN_PASSWORD }, { tenant: DEMO.tenant, database: host });
   return { host, database: host };
 }

@@ -11,6 +11,11 @@ import { connectTenantActivityDeps, WORKER_CALLER } from '../activities/tenant-d
 import { serviceKeyFor } from '../domain/service-keys/secret-store.js';
 import { ensureBackupRetentionSchedule } from '../domain/tenants/backup-schedules.js';
 import { ensureExecutionLogRetentionSchedule } from '../domain/access/execution-log-schedule.js';
+import { ensureRotationSchedules } from '../domain/service-keys/schedules.js';
+import { startMisuseAlerter } from '../domain/service-keys/misuse.js';
+import { createSecretStore } from '../domain/service-keys/secret-store-factory.js';
+import { createPool } from '../lib/db.js';
+import type { Client } from '@temporalio/client';
 import { connectTemporal } from '../lib/temporal.js';
 import { ensureSearchAttributes } from './search-attributes.js';
 
@@ -50,6 +55,43 @@ export async function createWorker(
   return { worker, connection, closeDeps: () => tenant.close() };
 }
 
+/**
+ * The revoked-key alerter (domain/service-keys/misuse.ts): mails the operators and publishes a
+ * `service-key.revoked-key-used` event for each revoked key a target saw. Started by the worker
+ * process and `npm run dev` (not by createWorker: tests start their own where they need one).
+ */
+export function startRevokedKeyAlerter(config: Config, log: Logger): { stop(): Promise<void> } {
+  const pool = createPool(config.DATABASE_URL, 2);
+  const alerter = startMisuseAlerter({
+    pool,
+    secrets: createSecretStore(config, pool),
+    caller: WORKER_CALLER,
+    notificationsUrl: config.NOTIFICATIONS_URL,
+    eventsUrl: config.EVENTS_URL,
+    to: config.OPS_ALERT_EMAIL,
+    intervalMs: config.SERVICE_KEY_MISUSE_ALERT_INTERVAL_MS,
+    pollMs: config.SERVICE_KEY_MISUSE_POLL_MS,
+    log,
+  });
+  return {
+    async stop() {
+      await alerter.stop();
+      await pool.end();
+    },
+  };
+}
+
+/** The platform's Temporal Schedules, ensured at every start (idempotent): backups, execution log, service keys. */
+export async function ensureWorkerSchedules(client: Client, config: Config) {
+  const taskQueue = config.TEMPORAL_TASK_QUEUE;
+  // the daily job that deletes backups past their tier's retention
+  await ensureBackupRetentionSchedule(client, { taskQueue });
+  // the daily job that drops execution-log partitions past 90 days
+  await ensureExecutionLogRetentionSchedule(client, { taskQueue, retentionDays: config.EXECUTION_LOG_RETENTION_DAYS });
+  // the annual rotation of every live service-key pair
+  await ensureRotationSchedules(client, { taskQueue, everyDays: config.SERVICE_KEY_ROTATION_EVERY_DAYS });
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const config = loadConfig();
   const logger = createLogger({ name: 'worker' });
@@ -57,14 +99,13 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const client = await connectTemporal(config);
   const added = await ensureSearchAttributes(client, config.TEMPORAL_NAMESPACE);
   if (added.length) logger.info({ added }, 'registered search attributes');
-  // the daily job that deletes backups past their tier's retention
-  await ensureBackupRetentionSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE });
-  // the daily job that drops execution-log partitions past 90 days
-  await ensureExecutionLogRetentionSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, retentionDays: config.EXECUTION_LOG_RETENTION_DAYS });
+  await ensureWorkerSchedules(client, config);
   await client.connection.close();
   const { worker, connection, closeDeps } = await createWorker(config);
+  const alerter = startRevokedKeyAlerter(config, logger);
   // Worker.run() handles SIGINT/SIGTERM itself: it stops polling, lets running tasks finish, then resolves.
   await worker.run();
+  await alerter.stop();
   await connection.close();
   await closeDeps();
 }

@@ -13,6 +13,8 @@ export const searchAttributes = {
   tier: defineSearchAttributeKey('Tier', SearchAttributeType.KEYWORD),
   erpVersion: defineSearchAttributeKey('ErpVersion', SearchAttributeType.KEYWORD),
   currentStep: defineSearchAttributeKey('CurrentStep', SearchAttributeType.KEYWORD),
+  webhookEndpoint: defineSearchAttributeKey('WebhookEndpoint', SearchAttributeType.KEYWORD),
+  eventType: defineSearchAttributeKey('EventType', SearchAttributeType.KEYWORD),
 } as const;
 
 /** `Name=Type` pairs for `temporal server start-dev --search-attribute` and `operator search-attribute create`. */
@@ -85,6 +87,11 @@ export interface LifecycleSettings {
   soakPeriodMs: number;
   probeIntervalMs: number;
   reconcileBackoffMaxMs: number;
+  /**
+   * A Ready tenant is probed this often (the database answers as the API user); a failure turns
+   * Ready=False naming the database, a later success Ready again. Defaults to one minute.
+   */
+  readyProbeIntervalMs?: number;
   /** Continue as new past this many history events (defaults to 5,000). */
   historyLimit?: number;
   /** Shorter activity retry intervals for every policy (tests); production uses the policies' own. */
@@ -177,3 +184,76 @@ export interface RotationResult {
 
 /** CloudEvent type raised when a rotation rolls back. */
 export const SERVICE_KEY_ROTATION_FAILED = 'service-key.rotation-failed';
+
+// ---- dunning (domain/billing): a workspace whose payment failed ----
+
+/** One workflow per run of failed payments of a workspace: `dunning:<workspace>:<n>`. */
+export const dunningWorkflowId = (workspace: string, n: number) => `dunning:${workspace}:${n}`;
+
+export interface DunningInput {
+  workspaceId: string;
+  /** The workspace's slug (for the e-mails and the search attribute). */
+  workspace: string;
+  /** Which run of failed payments of the workspace this is (subscriptions.dunning_count). */
+  run: number;
+  /** When this run of failed payments began (subscriptions.past_due_since, ISO). */
+  pastDueSince: string;
+  /** The invoice whose payment failed first. */
+  invoiceId: string;
+  /** How long the workspace may pay before it is suspended (BILLING_GRACE_PERIOD). */
+  graceMs: number;
+}
+
+export type DunningOutcome = 'paid-within-grace' | 'paid-after-suspension' | 'cancelled' | 'settled-before-suspension';
+
+/** The payment came in (invoice.paid) or the subscription ended: the dunning run is over. */
+export const dunningSettledSignal = defineSignal<[{ reason: 'paid' | 'cancelled' }]>('settled');
+
+export interface DunningStatus {
+  step: 'notified' | 'in-grace' | 'suspended' | 'settled';
+  suspendAt: string;
+}
+export const dunningStatusQuery = defineQuery<DunningStatus>('status');
+// ---- webhook delivery (workflows/webhook-delivery.ts) ----
+
+/** One delivery's retries: `webhook:<endpointId>:<messageId>` (replays reuse it once the earlier run closed). */
+export const webhookWorkflowId = (endpointId: string, messageId: string) => `webhook:${endpointId}:${messageId}`;
+
+/** The attempt outcomes (domain/webhooks/sender.ts). */
+export type WebhookOutcome = 'ok' | 'gone' | 'redirect' | 'http-status' | 'timeout' | 'connection' | 'forbidden-address' | 'endpoint-disabled';
+
+export interface WebhookAttemptSummary {
+  outcome: WebhookOutcome;
+  statusCode: number | null;
+  retryAfterMs: number | null;
+  error: string | null;
+  /** The endpoint was disabled by this attempt (410, or failing too long): stop. */
+  endpointDisabled?: boolean;
+}
+
+export interface WebhookRetrySettings {
+  /** ms between attempts after the first; its length is the number of retries. */
+  scheduleMs: number[];
+  /** ± fraction applied to each delay (0.2 = ± 20 %). */
+  jitter: number;
+  retryAfterMinMs: number;
+  retryAfterMaxMs: number;
+  /** After a 429 or a timeout the wait is at least this. */
+  slowDownMinMs: number;
+}
+
+export interface WebhookDeliveryInput {
+  endpointId: string;
+  messageId: string;
+  workspaceId: string;
+  eventType: string;
+  settings: WebhookRetrySettings;
+  /** The first attempt the dispatcher made (absent: attempt at once, e.g. a replay or a swept delivery). */
+  firstAttempt?: WebhookAttemptSummary;
+  trigger: 'retry' | 'replay';
+}
+
+export interface WebhookDeliveryResult {
+  status: 'delivered' | 'failed' | 'endpoint-disabled';
+  attempts: number;
+}

@@ -4,4 +4,6 @@ export { tenantLifecycle } from './tenant-lifecycle/index.js';
 export { backupTenant } from './backup-tenant.js';
 export { pruneExpiredBackups } from './prune-expired-backups.js';
 export { pruneExecutionLog } from './prune-execution-log.js';
-export { rotateServiceKey } from './rotate-service-key.js';
+export { rotateServiceKey, annualServiceKeyRotation } from './rotate-service-key.js';
+export { dunWorkspace } from './dun-workspace.js';
+export { webhookDelivery } from './webhook-delivery.js';

@@ -7,8 +7,10 @@
  * |--------------------------|-----------------------------------------------------------|---------------------------------|
  * | `access.public`          | anyone (login, refresh, the OIDC round trip, probes)      | nothing                         |
  * | `access.user`            | a logged-in user (access token from /api/auth/login)      | requireUser                     |
+ * | `access.member`          | a member (any role) of the workspace named by X-Workspace | requireUser, then requireWorkspaceMember |
  * | `access.admin`           | an admin of the workspace named by X-Workspace            | requireUser, then requireWorkspaceAdmin |
  * | `access.key(scope)`      | a `ws_live_` workspace key with that scope (null: any)     | plugins/workspace-auth.ts       |
+ * | `access.adminOrKey(scope)` | an admin (session) of X-Workspace, or a key with the scope (§5.3 `webhooks:write`) | both of the above |
  * | `access.service(caller)` | an internal caller's service key in X-API-Key             | requireServiceKey (registry)    |
  *
  * The credential checks run as the route's first onRequest hooks, before the body is parsed or
@@ -17,12 +19,12 @@
  * also becomes the route's OpenAPI `security`. The API refuses to start when an `/api` route
  * declares nothing (a new route is closed until its author says who may call it).
  */
-import type { FastifyInstance, RouteOptions, onRequestHookHandler, preHandlerHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyRequest, RouteOptions, onRequestHookHandler, preHandlerHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Scope } from '../../domain/access/api-keys.js';
+import { TOKEN_PREFIX, type Scope } from '../../domain/access/api-keys.js';
 import { requireServiceKey } from '../../domain/service-keys/service-keys.js';
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
-import { requireUser, requireWorkspaceAdmin } from './user-auth.js';
+import { bearer, requireUser, requireWorkspaceAdmin, requireWorkspaceMember } from './user-auth.js';
 
 /**
  * The internal callers whose service keys the account API takes (target `account-api` in the
@@ -33,21 +35,29 @@ const serviceCallers = {
   operator: { scheme: 'opsKey' },
   /** The `client.provisioned` consumer (POST /api/webhooks/provisioned). */
   provisioning: { scheme: 'provisioningKey' },
+  /** The tenant ERPs' SaaS endpoints (/svc/saas/… on each tenant host) asking for tier and subscription data. */
+  erp: { scheme: 'erpKey' },
+  /** Platform jobs posting the tenant ERPs' legacy callbacks (/svc/saas/job/<id>/update, /svc/saas/backup/callback). */
+  'saas-jobs': { scheme: 'saasJobsKey' },
 } as const;
 export const ACCOUNT_API_TARGET = 'account-api';
 export type ServiceCaller = keyof typeof serviceCallers;
 
 export type Access =
   | { kind: 'public' }
-  | { kind: 'user'; role: 'member' | 'admin' }
+  | { kind: 'user'; role: 'member' | 'admin'; workspace?: boolean }
   | { kind: 'workspaceKey'; scope: Scope | null }
+  | { kind: 'adminOrKey'; scope: Scope }
   | { kind: 'serviceKey'; caller: ServiceCaller };
 
 export const access = {
   public: { kind: 'public' },
   user: { kind: 'user', role: 'member' },
-  admin: { kind: 'user', role: 'admin' },
+  member: { kind: 'user', role: 'member', workspace: true },
+  admin: { kind: 'user', role: 'admin', workspace: true },
   key: (scope: Scope | null): Access => ({ kind: 'workspaceKey', scope }),
+  /** DESIGN §5: the one exception where a key may manage something (its own workspace's webhooks). */
+  adminOrKey: (scope: Scope): Access => ({ kind: 'adminOrKey', scope }),
   service: (caller: ServiceCaller): Access => ({ kind: 'serviceKey', caller }),
 } as const satisfies Record<string, Access | ((...args: never[]) => Access)>;
 
@@ -73,9 +83,19 @@ function security(declared: Access): Record<string, string[]>[] {
       return [{ userToken: [] }];
     case 'workspaceKey':
       return [{ workspaceKey: [] }];
+    case 'adminOrKey':
+      return [{ userToken: [] }, { workspaceKey: [] }];
     case 'serviceKey':
       return [{ [serviceCallers[declared.caller].scheme]: [] }];
   }
+}
+
+const presentsKey = (req: FastifyRequest) => bearer(req)?.startsWith(TOKEN_PREFIX) === true;
+async function userUnlessKey(req: FastifyRequest) {
+  if (!presentsKey(req)) await requireUser(req);
+}
+async function adminUnlessKey(req: FastifyRequest) {
+  if (!presentsKey(req)) await requireWorkspaceAdmin(req);
 }
 
 export const accessControl = fp(
@@ -101,7 +121,7 @@ export const accessControl = fp(
         requireServiceKey(() => app.serviceKeys, [caller]) as onRequestHookHandler,
       ]),
     );
-    const ours = new Set<unknown>([requireUser, requireWorkspaceAdmin, ...serviceHooks.values()]);
+    const ours = new Set<unknown>([requireUser, requireWorkspaceAdmin, requireWorkspaceMember, userUnlessKey, adminUnlessKey, ...serviceHooks.values()]);
 
     app.addHook('onRoute', (route: RouteOptions) => {
       const declared = route.config?.access;
@@ -119,7 +139,12 @@ export const accessControl = fp(
       if (declared.kind === 'user') {
         route.onRequest = [requireUser as onRequestHookHandler, ...existing];
         // the membership look-up reads X-Workspace / ?workspace=, so it runs once they are validated
-        if (declared.role === 'admin') route.preHandler = [requireWorkspaceAdmin as preHandlerHookHandler, ...[route.preHandler ?? []].flat()];
+        const workspaceCheck = declared.role === 'admin' ? requireWorkspaceAdmin : declared.workspace ? requireWorkspaceMember : undefined;
+        if (workspaceCheck) route.preHandler = [workspaceCheck as preHandlerHookHandler, ...[route.preHandler ?? []].flat()];
+      } else if (declared.kind === 'adminOrKey') {
+        // a workspace key is checked by plugins/workspace-auth.ts; anything else must be an admin's login
+        route.onRequest = [userUnlessKey as onRequestHookHandler, ...existing];
+        route.preHandler = [adminUnlessKey as preHandlerHookHandler, ...[route.preHandler ?? []].flat()];
       } else if (declared.kind === 'serviceKey') {
         route.onRequest = [serviceHooks.get(declared.caller)!, ...existing];
       }

@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import type { Config } from '../../lib/config.js';
 import type { DashboardService } from '../../domain/erp/dashboards.js';
+import type { BankingClient } from '../../domain/banking/client.js';
 
 export interface ApiDeps {
   config: Config;
@@ -12,6 +13,8 @@ export interface ApiDeps {
   temporal: Client;
   /** The ERP dashboards (domain/erp/dashboards.ts); the dashboard routes create it when not given. */
   dashboardService?: DashboardService;
+  /** The banking service's client (domain/banking/client.ts); the banking routes create it when not given. */
+  bankingClient?: BankingClient;
 }
 
 declare module 'fastify' {

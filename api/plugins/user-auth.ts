@@ -10,15 +10,17 @@
 import type { FastifyRequest } from 'fastify';
 import { TOKEN_PREFIX } from '../../domain/access/api-keys.js';
 import { AppError } from '../../lib/errors.js';
-import { verifyAccessToken } from '../../domain/access/login-sessions.js';
+import { verifyAccessSession } from '../../domain/access/login-sessions.js';
 import { membershipsOf } from '../../domain/access/workspaces.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Set by requireUser: the logged-in user. */
-    user?: { id: string };
+    /** Set by requireUser: the logged-in user and the session (refresh-token family) of the access token. */
+    user?: { id: string; sessionId: string };
     /** Set by requireWorkspaceAdmin: the workspace the admin acts on. */
     adminWorkspace?: { id: string; slug: string };
+    /** Set by requireWorkspaceMember and requireWorkspaceAdmin: the workspace named and the user's role in it. */
+    memberWorkspace?: { id: string; slug: string; role: 'admin' | 'member' };
   }
 }
 
@@ -35,11 +37,23 @@ export async function requireUser(req: FastifyRequest): Promise<void> {
   if (token.startsWith(TOKEN_PREFIX)) {
     throw new AppError('FORBIDDEN', 'Workspace API keys cannot do this; it needs an interactive login (POST /api/auth/login).');
   }
-  req.user = { id: await verifyAccessToken(req.server.deps.pool, req.server.deps.config, token) };
+  const { userId, sessionId } = await verifyAccessSession(req.server.deps.pool, req.server.deps.config, token);
+  req.user = { id: userId, sessionId };
 }
 
 /** Run after requireUser: the user must be an admin of the workspace named by X-Workspace. */
 export async function requireWorkspaceAdmin(req: FastifyRequest): Promise<void> {
+  const row = await workspaceMembership(req);
+  if (row.role !== 'admin') throw new AppError('FORBIDDEN', `Only admins of workspace "${row.slug}" can do this.`);
+  req.adminWorkspace = { id: row.id, slug: row.slug };
+}
+
+/** Run after requireUser: the user must be a member (any role) of the workspace named by X-Workspace. */
+export async function requireWorkspaceMember(req: FastifyRequest): Promise<void> {
+  await workspaceMembership(req);
+}
+
+async function workspaceMembership(req: FastifyRequest): Promise<{ id: string; slug: string; role: 'admin' | 'member' }> {
   if (!req.user) throw new AppError('UNAUTHORIZED', 'This endpoint needs an interactive login.');
   const header = req.headers['x-workspace'];
   const query = (req.query as { workspace?: unknown } | undefined)?.workspace;
@@ -50,6 +64,7 @@ export async function requireWorkspaceAdmin(req: FastifyRequest): Promise<void> 
   }
   const row = rows[0];
   if (!row) throw new AppError('FORBIDDEN', slug ? `You are not a member of workspace "${slug}".` : 'You are not a member of any workspace.');
-  if (row.role !== 'admin') throw new AppError('FORBIDDEN', `Only admins of workspace "${row.slug}" can do this.`);
-  req.adminWorkspace = { id: row.id, slug: row.slug };
+  const membership = { id: row.id, slug: row.slug, role: row.role === 'admin' ? ('admin' as const) : ('member' as const) };
+  req.memberWorkspace = membership;
+  return membership;
 }

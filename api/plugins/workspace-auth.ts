@@ -9,11 +9,13 @@
  * 2. the rate limits (domain/access/rate-limits.ts): the per-key token bucket on every route (tokens leased
  *    from Redis a few at a time when a key is busy), the per-minute agent limit on agent
  *    invocations; 429 with Retry-After, and RateLimit-* headers on every answer;
- * 3. the scope check: 403 naming the scope needed (`*` grants all);
- * 4. the workspace binding: a `:slug` in the path must be the key's own workspace, else 403
+ * 3. the workspace's standing (domain/billing/standing.ts): a suspended workspace (payment failed past
+ *    its grace period) gets 403 with a problem of type `workspace-suspended` on every key route;
+ * 4. the scope check: 403 naming the scope needed (`*` grants all);
+ * 5. the workspace binding: a `:slug` in the path must be the key's own workspace, else 403
  *    (403 rather than 404: the caller learns nothing about the other workspace either way, and
  *    403 says plainly that this key cannot go there);
- * 5. the execution log record of the call (domain/access/execution-log.ts), whatever its outcome, written
+ * 6. the execution log record of the call (domain/access/execution-log.ts), whatever its outcome, written
  *    with its pino line, Fastify's "request completed" line, by `WorkspaceCallLog` below: one
  *    line per call with the key's workspace id, prefix, method and route, never the token.
  *
@@ -30,6 +32,7 @@ import { AppError } from '../../lib/errors.js';
 import { ExecutionLog, ensurePartitions } from '../../domain/access/execution-log.js';
 import { RateLimits, type BucketResult, type Limits } from '../../domain/access/rate-limits.js';
 import { OneLinePerRequest } from '../../lib/http.js';
+import { WorkspaceStanding, workspaceSuspended } from '../../domain/billing/standing.js';
 
 /** Routes that count against the per-minute agent limit as well as the bucket. */
 const agentInvocation = (method: string, scope: Scope | null) => scope === 'agents:invoke' && method === 'POST';
@@ -43,7 +46,7 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     /** `redis`: the auto-pipelined connection of the Workspace API's hot path (also for its caches). */
-    workspaceAuth: { verifier: ApiKeyVerifier; rateLimits: RateLimits; executionLog: ExecutionLog; revocations: RevocationFeed; redis: Redis };
+    workspaceAuth: { verifier: ApiKeyVerifier; rateLimits: RateLimits; executionLog: ExecutionLog; revocations: RevocationFeed; redis: Redis; standing: WorkspaceStanding };
   }
 }
 
@@ -67,6 +70,7 @@ export const workspaceAuth = fp(
       onError: (err) => app.log.error({ err }, 'writing last_used_at of workspace keys failed'),
     });
     const rateLimits = new RateLimits({ pool, redis, config });
+    const standing = new WorkspaceStanding(pool, config.WORKSPACE_STANDING_CACHE_MS);
     const executionLog = new ExecutionLog({
       pool,
       log: app.log,
@@ -90,7 +94,7 @@ export const workspaceAuth = fp(
     });
     await ensurePartitions(pool, config.EXECUTION_LOG_PARTITIONS_AHEAD);
     await revocations.start();
-    app.decorate('workspaceAuth', { verifier, rateLimits, executionLog, revocations, redis });
+    app.decorate('workspaceAuth', { verifier, rateLimits, executionLog, revocations, redis, standing });
     // declared up front, so every request object has the same shape (Fastify's advice for speed)
     app.decorateRequest('workspace', null);
     app.decorateRequest('apiKey', null);
@@ -115,7 +119,7 @@ export const workspaceAuth = fp(
       const agents = agentInvocation(method, scope);
 
       /** The checks that need no I/O once the key, its limits and a token of its bucket are known. */
-      function authorize(req: FastifyRequest, reply: FastifyReply, key: VerifiedKey, limits: Limits, bucket: BucketResult) {
+      function authorize(req: FastifyRequest, reply: FastifyReply, key: VerifiedKey, limits: Limits, bucket: BucketResult, suspended: boolean) {
         if (bucket.revoked) {
           verifier.forget(key.id);
           reply.header('www-authenticate', 'Bearer');
@@ -132,6 +136,7 @@ export const workspaceAuth = fp(
           reply.header('retry-after', bucket.retryAfter);
           throw new AppError('RATE_LIMITED', `This key exceeded its limit of ${limits.burst} requests burst, ${limits.perSecond}/s sustained; retry after ${bucket.retryAfter} s.`);
         }
+        if (suspended) throw workspaceSuspended(key.workspace.slug);
         if (scope && !grants(key.scopes, scope)) {
           throw new AppError('FORBIDDEN', `This key lacks the scope "${scope}" this endpoint needs.`, { requiredScope: scope });
         }
@@ -158,7 +163,8 @@ export const workspaceAuth = fp(
             req.log.error({ err }, 'workspace key check: Redis unavailable');
             throw new AppError('UNAVAILABLE', 'Workspace API keys cannot be checked right now; retry shortly.');
           }));
-        authorize(req, reply, key, limits, bucket);
+        const suspended = await standing.suspended(key.workspace.id);
+        authorize(req, reply, key, limits, bucket, suspended);
         if (agents) {
           const agent = await rateLimits.admitAgentInvocation(key.id, limits);
           setRateLimitHeaders(reply, agent);
@@ -176,9 +182,10 @@ export const workspaceAuth = fp(
           const token = bearerToken(req, reply);
           const key = verifier.cached(token, req.raw.socket);
           const limits = key && rateLimits.cachedLimitsFor(key.workspace.id);
-          const bucket = key && limits && !agents && revocations.fresh() ? rateLimits.admitFromLease(key.id, limits) : undefined;
+          const suspended = key && standing.cached(key.workspace.id);
+          const bucket = key && limits && suspended !== undefined && !agents && revocations.fresh() ? rateLimits.admitFromLease(key.id, limits) : undefined;
           if (!bucket) return void authenticateWithIo(req, reply, token, key).then(() => done(), done);
-          authorize(req, reply, key!, limits!, bucket);
+          authorize(req, reply, key!, limits!, bucket, suspended === true);
         } catch (err) {
           return done(err as Error);
         }
@@ -188,11 +195,21 @@ export const workspaceAuth = fp(
 
     app.addHook('onRoute', (route: RouteOptions) => {
       const declared = route.config?.access;
-      if (declared?.kind !== 'workspaceKey') return;
+      if (declared?.kind !== 'workspaceKey' && declared?.kind !== 'adminOrKey') return;
       // Fastify derives the HEAD route from the GET route's options, hooks included
       if ([route.onRequest].flat().some((h) => h?.name === 'workspaceKeyAuth')) return;
       const method = [route.method].flat().find((m) => m !== 'HEAD') ?? 'GET';
-      route.onRequest = [authenticate(method, route.url, declared.scope), ...[route.onRequest ?? []].flat()];
+      const check = authenticate(method, route.url, declared.scope);
+      // adminOrKey: only a request that presents a workspace key is checked here (an admin's login by access.ts)
+      const hook: onRequestHookHandler =
+        declared.kind === 'workspaceKey'
+          ? check
+          : function workspaceKeyAuth(req, reply, done) {
+              const h = req.headers.authorization;
+              if (typeof h === 'string' && /^bearer\s+/i.test(h) && h.replace(/^bearer\s+/i, '').trim().startsWith(TOKEN_PREFIX)) return check.call(this, req, reply, done);
+              done();
+            };
+      route.onRequest = [hook, ...[route.onRequest ?? []].flat()];
     });
   },
   { name: 'workspace-auth', dependencies: [] },

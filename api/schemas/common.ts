@@ -44,3 +44,14 @@ export const commonProblems = {
   500: problemRef,
   503: problemRef,
 };
+
+/**
+ * An e-mail address as the platform accepts it everywhere (the notifications service's `format:
+ * "email"`, ajv-formats' full mode), written as a pattern so the OpenAPI document says exactly what is taken.
+ */
+export const EmailAddress = Type.String({
+  pattern: "^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?\\.)+[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$",
+  minLength: 3,
+  maxLength: 254,
+  description: 'an e-mail address (local part @ a dotted domain)',
+});

@@ -17,18 +17,21 @@ interface PairView {
   live: boolean;
   what: string;
   keys: KeyView[];
+  rotation: { running: string | null; last: { workflowId: string; outcome: string } | null; next: string | null };
 }
 
 const plain = { chars: { top: '', 'top-mid': '', 'top-left': '', 'top-right': '', bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '', left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '  ' }, style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 } };
 
 export function serviceKeyTable(pairs: PairView[], opts: { all?: boolean } = {}): string {
-  const table = new Table({ head: ['CALLER', 'TARGET', 'KEY ID', 'STATE', 'AGE', 'LAST USED', 'USES'], ...plain });
+  const table = new Table({ head: ['CALLER', 'TARGET', 'KEY ID', 'STATE', 'AGE', 'LAST USED', 'USES', 'ROTATION'], ...plain });
   for (const p of pairs) {
     const keys = opts.all ? p.keys : p.keys.filter((k) => k.state !== 'revoked');
-    if (keys.length === 0) table.push([p.caller, p.target, '-', p.live ? 'none' : 'planned', '', '', '']);
-    for (const k of keys) {
-      table.push([p.caller, p.target, k.keyId, k.state, age(k.createdAt), k.lastUsedAt ? `${age(k.lastUsedAt)} ago` : 'never', String(k.useCount)]);
-    }
+    // on the pair's first line: the running rotation, else the next scheduled one
+    const rotation = p.rotation.running ? `running ${p.rotation.running}` : p.rotation.next ? `next ${p.rotation.next.slice(0, 10)}` : '';
+    if (keys.length === 0) table.push([p.caller, p.target, '-', p.live ? 'none' : 'planned', '', '', '', rotation]);
+    keys.forEach((k, i) => {
+      table.push([p.caller, p.target, k.keyId, k.state, age(k.createdAt), k.lastUsedAt ? `${age(k.lastUsedAt)} ago` : 'never', String(k.useCount), i === 0 ? rotation : '']);
+    });
   }
   return table.toString();
 }

@@ -127,10 +127,19 @@ export interface ExecutionLogPage {
 }
 
 /** Newest first, keyset pagination: the cursor is the (occurred_at, id) of the last item seen. */
+/** Optional filters of the log: key prefix (starts with), route (contains), exact status, time range [since, until). */
+export interface ExecutionLogFilter {
+  keyPrefix?: string;
+  route?: string;
+  status?: number;
+  since?: string;
+  until?: string;
+}
+
 export async function readExecutionLog(
   pool: pg.Pool,
   workspaceId: string,
-  opts: { limit: number; cursor?: string },
+  opts: { limit: number; cursor?: string } & ExecutionLogFilter,
 ): Promise<ExecutionLogPage> {
   let before: [string, string] | undefined;
   if (opts.cursor) {
@@ -145,8 +154,21 @@ export async function readExecutionLog(
             latency_ms AS "latencyMs", request_id AS "requestId"
        FROM execution_log
       WHERE workspace_id = $1 AND ($2::timestamptz IS NULL OR (occurred_at, id) < ($2::timestamptz, $3::bigint))
+        AND ($5::text IS NULL OR starts_with(key_prefix, $5)) AND ($6::text IS NULL OR strpos(route, $6) > 0)
+        AND ($7::int IS NULL OR status = $7) AND ($8::timestamptz IS NULL OR occurred_at >= $8)
+        AND ($9::timestamptz IS NULL OR occurred_at < $9)
       ORDER BY occurred_at DESC, id DESC LIMIT $4`,
-    [workspaceId, before?.[0] ?? null, before?.[1] ?? null, opts.limit + 1],
+    [
+      workspaceId,
+      before?.[0] ?? null,
+      before?.[1] ?? null,
+      opts.limit + 1,
+      opts.keyPrefix ?? null,
+      opts.route ?? null,
+      opts.status ?? null,
+      opts.since ?? null,
+      opts.until ?? null,
+    ],
   );
   const page = rows.slice(0, opts.limit);
   const last = page[page.length - 1];

@@ -72,13 +72,34 @@ export async function decodeAccessToken(cfg: SessionConfig, token: string): Prom
 
 /** The user id of a valid access token whose session is still open (not logged out); 401 otherwise. */
 export async function verifyAccessToken(pool: pg.Pool, cfg: SessionConfig, token: string): Promise<string> {
+  return (await verifyAccessSession(pool, cfg, token)).userId;
+}
+
+/** The user and session of a valid access token whose session is still open; 401 otherwise. */
+export async function verifyAccessSession(pool: pg.Pool, cfg: SessionConfig, token: string): Promise<{ userId: string; sessionId: string }> {
   const { userId, sessionId } = await decodeAccessToken(cfg, token);
   const { rowCount } = await pool.query(
     'SELECT 1 FROM refresh_tokens WHERE family_id = $1 AND user_id = $2 AND revoked_at IS NULL LIMIT 1',
     [sessionId, userId],
   );
   if (!rowCount) throw new AppError('UNAUTHORIZED', INVALID_ACCESS_TOKEN);
-  return userId;
+  return { userId, sessionId };
+}
+
+/**
+ * Ends every session of a user but `keepSessionId` (a password change): their refresh tokens are
+ * revoked, and with them the access tokens of those sessions. Returns how many sessions ended.
+ */
+export async function endOtherSessions(db: Pick<pg.Pool, 'query'>, userId: string, keepSessionId: string | null): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `WITH ended AS (
+       UPDATE refresh_tokens SET revoked_at = now()
+        WHERE user_id = $1 AND revoked_at IS NULL AND ($2::uuid IS NULL OR family_id <> $2::uuid)
+        RETURNING family_id)
+     SELECT count(DISTINCT family_id)::int AS n FROM ended`,
+    [userId, keepSessionId],
+  );
+  return rows[0]?.n ?? 0;
 }
 
 async function insertRefreshToken(db: pg.PoolClient | pg.Pool, cfg: SessionConfig, userId: string, familyId: string) {

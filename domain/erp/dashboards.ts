@@ -28,7 +28,7 @@ const Day = (description: string) => Type.String({ format: 'date', description }
 
 const Common = {
   workspace: Type.String({ description: 'The workspace slug' }),
-  currency: Type.String({ description: 'ISO 4217 code of the company currency; every amount is in it' }),
+  currency: Type.String({ description: 'ISO 4217 code of the main company currency; every amount is in it (company-currency amounts, also for documents in other currencies)' }),
   asOf: Day('The day the figures were computed for (UTC)'),
   erpVersion: Type.Union([Type.Literal('17'), Type.Literal('18'), Type.Literal('19')], { description: 'ERP version of the tenant' }),
 };
@@ -45,11 +45,23 @@ export const KpisSchema = Type.Object(
     overduePayables: Money('The part of the payables whose due date is before today'),
     cashBalance: Money('Balance of the bank and cash journals (their default accounts, posted entries)'),
     cashJournals: Type.Array(
-      Type.Object({ id: Type.Integer(), name: Type.String(), type: Type.String({ description: 'bank or cash' }), balance: Type.Number() }),
-      { description: 'The cash balance per bank/cash journal' },
+      Type.Object({ id: Type.Integer(), name: Type.String(), type: Type.String({ description: 'bank, cash or credit (card)' }), balance: Type.Number() }),
+      { description: 'The balance per bank, cash and credit-card journal of the main company' },
+    ),
+    companies: Type.Array(
+      Type.Object({
+        id: Type.Integer(),
+        name: Type.String(),
+        currency: Type.String({ description: "ISO 4217 code of this company's currency; its amounts are in it" }),
+        revenue: Type.Number(),
+        receivables: Type.Number(),
+        payables: Type.Number(),
+        cashBalance: Type.Number(),
+      }),
+      { description: 'The same figures per company of the ERP, each in its own currency (never added across currencies); the first is the main company' },
     ),
   },
-  { description: 'Key figures of the workspace' },
+  { description: "Key figures of the workspace's main company (in its currency), and per company" },
 );
 
 export const CashflowSchema = Type.Object(
@@ -132,6 +144,8 @@ type Domain = unknown[];
 interface Group {
   /** Group value: a date group's first day (`YYYY-MM-DD`), a many2one's id, or the raw value. */
   key: string | number | null;
+  /** The values of every groupby, in order (key is the first). */
+  keys: (string | number | null)[];
   count: number;
   sums: Record<string, number>;
 }
@@ -148,6 +162,7 @@ async function sumBy(client: ErpClient, version: ErpVersion, model: string, doma
     const rows = await client.executeKw<Record<string, unknown>[]>(model, 'formatted_read_group', [domain, groupby, [...specs, '__count']]);
     return rows.map((row) => ({
       key: groupKey(row[groupby[0] ?? '']),
+      keys: groupby.map((g) => groupKey(row[g])),
       count: Number(row.__count ?? 0),
       sums: Object.fromEntries(fields.map((f, i) => [f, Number(orNull(row[specs[i]!] as number | false) ?? 0)])),
     }));
@@ -158,6 +173,7 @@ async function sumBy(client: ErpClient, version: ErpVersion, model: string, doma
     const range = spec ? (row.__range as Record<string, { from: string } | false> | undefined)?.[spec] : undefined;
     return {
       key: range ? range.from : groupKey(spec ? row[spec] : undefined),
+      keys: groupby.map((g) => groupKey(row[g])),
       count: Number(row.__count ?? 0),
       sums: Object.fromEntries(fields.map((f) => [f, Number(orNull(row[f] as number | false) ?? 0)])),
     };
@@ -225,25 +241,29 @@ export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; conf
     return value;
   }
 
-  async function currencyOf(client: ErpClient): Promise<string> {
-    const companies = await client.executeKw<{ currency_id: [number, string] | false }[]>('res.company', 'search_read', [[]], { fields: ['currency_id'], limit: 1 });
-    const currency = companies[0]?.currency_id;
-    return currency ? currency[1] : 'EUR';
+  /** The companies the API user sees, in Odoo's order: the first is the main one. */
+  async function companiesOf(client: ErpClient): Promise<{ id: number; name: string; currency: string }[]> {
+    const companies = await client.executeKw<{ id: number; name: string; currency_id: [number, string] | false }[]>('res.company', 'search_read', [[]], { fields: ['name', 'currency_id'] });
+    if (!companies.length) throw new AppError('BAD_GATEWAY', 'The tenant ERP shows the API user no company (is it linked to the companies?)');
+    return companies.map((c) => ({ id: c.id, name: c.name, currency: c.currency_id ? c.currency_id[1] : 'EUR' }));
   }
 
+  /** Bank, cash and (18+) credit-card journals: their default accounts hold the money. */
   async function liquidityJournals(client: ErpClient) {
-    const journals = await client.executeKw<{ id: number; name: string; type: string; default_account_id: [number, string] | false }[]>(
+    const journals = await client.executeKw<{ id: number; name: string; type: string; default_account_id: [number, string] | false; company_id: [number, string] | false }[]>(
       'account.journal',
       'search_read',
-      [[['type', 'in', ['bank', 'cash']]]],
-      { fields: ['name', 'type', 'default_account_id'], order: 'sequence, id' },
+      [[['type', 'in', ['bank', 'cash', 'credit']]]],
+      { fields: ['name', 'type', 'default_account_id', 'company_id'], order: 'sequence, id' },
     );
-    return journals.map((j) => ({ id: j.id, name: j.name, type: j.type, accountId: j.default_account_id ? j.default_account_id[0] : null }));
+    return journals.map((j) => ({ id: j.id, name: j.name, type: j.type, accountId: j.default_account_id ? j.default_account_id[0] : null, companyId: j.company_id ? j.company_id[0] : null }));
   }
 
   const customerDocs = ['move_type', 'in', ['out_invoice', 'out_refund']];
   const vendorDocs = ['move_type', 'in', ['in_invoice', 'in_refund']];
-  const open = [['state', '=', 'posted'], ['payment_state', 'in', ['not_paid', 'partial']]];
+  // still due: not paid, partially paid, or (18+) blocked; amounts are the company-currency `_signed` ones
+  const open = [['state', '=', 'posted'], ['payment_state', 'in', ['not_paid', 'partial', 'blocked']]];
+  const ofCompany = (groups: Group[], companyId: number, field: string) => round2(groups.filter((g) => g.key === companyId).reduce((s, g) => s + (g.sums[field] ?? 0), 0));
 
   return {
     kpis(slug) {
@@ -252,33 +272,48 @@ export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; conf
         const today = isoDay(new Date());
         const monthStart = `${today.slice(0, 8)}01`;
         const overdue = ['invoice_date_due', '<', today];
-        const [currency, revenue, receivables, overdueReceivables, payables, overduePayables, journals] = await Promise.all([
-          currencyOf(client),
-          sumBy(client, tenant.version, 'account.move', [customerDocs, ['state', '=', 'posted'], ['invoice_date', '>=', monthStart], ['invoice_date', '<=', today]], [], ['amount_untaxed_signed']),
-          sumBy(client, tenant.version, 'account.move', [customerDocs, ...open], [], ['amount_residual_signed']),
-          sumBy(client, tenant.version, 'account.move', [['move_type', '=', 'out_invoice'], ...open, overdue], [], ['amount_residual_signed']),
-          sumBy(client, tenant.version, 'account.move', [vendorDocs, ...open], [], ['amount_residual_signed']),
-          sumBy(client, tenant.version, 'account.move', [['move_type', '=', 'in_invoice'], ...open, overdue], [], ['amount_residual_signed']),
+        const byCompany = ['company_id'];
+        const [companies, revenue, receivables, overdueReceivables, payables, overduePayables, journals] = await Promise.all([
+          companiesOf(client),
+          sumBy(client, tenant.version, 'account.move', [customerDocs, ['state', '=', 'posted'], ['invoice_date', '>=', monthStart], ['invoice_date', '<=', today]], byCompany, ['amount_untaxed_signed']),
+          sumBy(client, tenant.version, 'account.move', [customerDocs, ...open], byCompany, ['amount_residual_signed']),
+          sumBy(client, tenant.version, 'account.move', [['move_type', '=', 'out_invoice'], ...open, overdue], byCompany, ['amount_residual_signed']),
+          sumBy(client, tenant.version, 'account.move', [vendorDocs, ...open], byCompany, ['amount_residual_signed']),
+          sumBy(client, tenant.version, 'account.move', [['move_type', '=', 'in_invoice'], ...open, overdue], byCompany, ['amount_residual_signed']),
           liquidityJournals(client),
         ]);
-        const accountIds = journals.map((j) => j.accountId).filter((id): id is number => id !== null);
-        const balances = await sumBy(client, tenant.version, 'account.move.line', [['account_id', 'in', accountIds], ['parent_state', '=', 'posted']], ['account_id'], ['balance']);
-        const balanceOf = (accountId: number | null) => round2(balances.find((b) => b.key === accountId)?.sums.balance ?? 0);
-        const cashJournals = journals.map((j) => ({ id: j.id, name: j.name, type: j.type, balance: balanceOf(j.accountId) }));
+        const main = companies[0]!;
+        const accountIds = [...new Set(journals.map((j) => j.accountId).filter((id): id is number => id !== null))];
+        // per company and account: on 18+ an account can be shared by several companies
+        const balances = await sumBy(client, tenant.version, 'account.move.line', [['account_id', 'in', accountIds], ['parent_state', '=', 'posted']], ['company_id', 'account_id'], ['balance']);
+        const balanceOf = (companyId: number | null, accountId: number | null) =>
+          round2(balances.filter((b) => b.keys[0] === companyId && b.keys[1] === accountId).reduce((s, b) => s + (b.sums.balance ?? 0), 0));
+        const journalBalances = journals.map((j) => ({ id: j.id, name: j.name, type: j.type, companyId: j.companyId, balance: balanceOf(j.companyId, j.accountId) }));
+        const cashOf = (companyId: number) => round2(journalBalances.filter((j) => j.companyId === companyId).reduce((s, j) => s + j.balance, 0));
+        const figures = companies.map((c) => ({
+          id: c.id,
+          name: c.name,
+          currency: c.currency,
+          revenue: ofCompany(revenue, c.id, 'amount_untaxed_signed'),
+          receivables: ofCompany(receivables, c.id, 'amount_residual_signed'),
+          payables: round2(-ofCompany(payables, c.id, 'amount_residual_signed')),
+          cashBalance: cashOf(c.id),
+        }));
         return {
           workspace: slug,
-          currency,
+          currency: main.currency,
           asOf: today,
           erpVersion: tenant.version,
           period: { from: monthStart, to: today },
-          revenue: total(revenue, 'amount_untaxed_signed'),
-          receivables: total(receivables, 'amount_residual_signed'),
-          overdueReceivables: total(overdueReceivables, 'amount_residual_signed'),
-          overdueInvoiceCount: overdueReceivables.reduce((n, g) => n + g.count, 0),
-          payables: round2(-total(payables, 'amount_residual_signed')),
-          overduePayables: round2(-total(overduePayables, 'amount_residual_signed')),
-          cashBalance: round2(cashJournals.reduce((s, j) => s + j.balance, 0)),
-          cashJournals,
+          revenue: figures[0]!.revenue,
+          receivables: figures[0]!.receivables,
+          overdueReceivables: ofCompany(overdueReceivables, main.id, 'amount_residual_signed'),
+          overdueInvoiceCount: overdueReceivables.filter((g) => g.key === main.id).reduce((n, g) => n + g.count, 0),
+          payables: figures[0]!.payables,
+          overduePayables: round2(-ofCompany(overduePayables, main.id, 'amount_residual_signed')),
+          cashBalance: figures[0]!.cashBalance,
+          cashJournals: journalBalances.filter((j) => j.companyId === main.id).map(({ id, name, type, balance }) => ({ id, name, type, balance })),
+          companies: figures,
         } satisfies Kpis;
       });
     },
@@ -291,13 +326,16 @@ export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; conf
         const first = new Date(`${today.slice(0, 8)}01T00:00:00Z`);
         first.setUTCMonth(first.getUTCMonth() - (months - 1));
         const from = isoDay(first);
-        const [currency, journals] = await Promise.all([currencyOf(client), liquidityJournals(client)]);
-        const accountIds = journals.map((j) => j.accountId).filter((id): id is number => id !== null);
+        const [companies, journals] = await Promise.all([companiesOf(client), liquidityJournals(client)]);
+        const main = companies[0]!;
+        const currency = main.currency;
+        const accountIds = [...new Set(journals.filter((j) => j.companyId === main.id).map((j) => j.accountId).filter((id): id is number => id !== null))];
+        // the main company's money, in its currency
         const groups = await sumBy(
           client,
           tenant.version,
           'account.move.line',
-          [['account_id', 'in', accountIds], ['parent_state', '=', 'posted'], ['date', '>=', from], ['date', '<=', today]],
+          [['account_id', 'in', accountIds], ['company_id', '=', main.id], ['parent_state', '=', 'posted'], ['date', '>=', from], ['date', '<=', today]],
           ['date:month'],
           ['debit', 'credit'],
         );
@@ -326,16 +364,19 @@ export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; conf
       return cached(`erp:dashboard:${slug}:alerts`, async () => {
         const { tenant, client } = await resolve(slug);
         const today = isoDay(new Date());
-        const overdueDomain = [['move_type', '=', 'out_invoice'], ...open, ['invoice_date_due', '<', today]];
-        const unreconciledDomain = [['is_reconciled', '=', false]];
-        const [currency, overdueTotals, oldestInvoices, bankTotals, oldestLines] = await Promise.all([
-          currencyOf(client),
-          sumBy(client, tenant.version, 'account.move', overdueDomain, [], ['amount_residual']),
-          client.executeKw<{ id: number; name: string; partner_id: [number, string] | false; invoice_date_due: string; amount_residual: number }[]>(
+        const companies = await companiesOf(client);
+        const main = companies[0]!;
+        const currency = main.currency;
+        // the main company's, in its currency: amount_residual is in each invoice's own currency, never added up
+        const overdueDomain = [['move_type', '=', 'out_invoice'], ['company_id', '=', main.id], ...open, ['invoice_date_due', '<', today]];
+        const unreconciledDomain = [['is_reconciled', '=', false], ['company_id', '=', main.id]];
+        const [overdueTotals, oldestInvoices, bankTotals, oldestLines] = await Promise.all([
+          sumBy(client, tenant.version, 'account.move', overdueDomain, [], ['amount_residual_signed']),
+          client.executeKw<{ id: number; name: string; partner_id: [number, string] | false; invoice_date_due: string; amount_residual_signed: number }[]>(
             'account.move',
             'search_read',
             [overdueDomain],
-            { fields: ['name', 'partner_id', 'invoice_date_due', 'amount_residual'], order: 'invoice_date_due asc, id asc', limit: 5 },
+            { fields: ['name', 'partner_id', 'invoice_date_due', 'amount_residual_signed'], order: 'invoice_date_due asc, id asc', limit: 5 },
           ),
           sumBy(client, tenant.version, 'account.bank.statement.line', unreconciledDomain, [], ['amount']),
           client.executeKw<{ id: number; date: string; payment_ref: string | false; amount: number; journal_id: [number, string] | false }[]>(
@@ -347,7 +388,7 @@ export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; conf
         ]);
         const daysBetween = (a: string, b: string) => Math.round((Date.parse(b) - Date.parse(a)) / 86_400_000);
         const overdueCount = overdueTotals.reduce((n, g) => n + g.count, 0);
-        const overdueTotal = total(overdueTotals, 'amount_residual');
+        const overdueTotal = total(overdueTotals, 'amount_residual_signed');
         const lineCount = bankTotals.reduce((n, g) => n + g.count, 0);
         const lineTotal = total(bankTotals, 'amount');
         const alerts: Alerts['alerts'] = [];
@@ -380,7 +421,7 @@ export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; conf
               customer: m.partner_id ? m.partner_id[1] : null,
               dueDate: m.invoice_date_due,
               daysOverdue: daysBetween(m.invoice_date_due, today),
-              amountDue: round2(m.amount_residual),
+              amountDue: round2(m.amount_residual_signed),
             })),
           },
           unreconciledBankLines: {

@@ -3,6 +3,9 @@
  * cloned from the template database for its tier × ERP version (`CREATE DATABASE … TEMPLATE …`).
  * `admin` is a pool on ERP_DATABASE_URL (the server's `postgres` database).
  */
+import { randomUUID } from 'node:crypto';
+import { cpSync, existsSync, rmSync } from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
 import type { ErpVersion, Tier } from '../tenants/types.js';
 
@@ -42,8 +45,52 @@ export async function tenantDatabaseExists(admin: pg.Pool, database: string): Pr
  */
 export async function cloneTenantDatabase(
   admin: pg.Pool,
-  opts: { database: string; template: string },
+  opts: { database: string; template: string; filestoreRoot?: string },
 ): Promise<'created' | 'exists'> {
+  const outcome = await createFromTemplate(admin, opts);
+  if (outcome === 'created') await giveOwnIdentity(admin, opts);
+  return outcome;
+}
+
+/**
+ * What Odoo's own database duplication does after the copy (odoo/service/db.py
+ * `exp_duplicate_database`): a new `database.uuid` and `database.secret` (`ir.config_parameter`,
+ * so sessions, signed tokens and the IAP identity of one tenant are never valid in another) and a
+ * copy of the template's filestore (`<root>/<template>` → `<root>/<database>`), when it has one.
+ */
+async function giveOwnIdentity(admin: pg.Pool, opts: { database: string; template: string; filestoreRoot?: string }): Promise<void> {
+  const db = new pg.Client({ connectionString: databaseUrl(clientUrl(admin), opts.database) });
+  await db.connect();
+  try {
+    await db.query(
+      `UPDATE ir_config_parameter SET value = CASE key WHEN 'database.uuid' THEN $1 WHEN 'database.secret' THEN $2 ELSE to_char(now() at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') END
+        WHERE key IN ('database.uuid', 'database.secret', 'database.create_date')`,
+      [randomUUID(), randomUUID()],
+    );
+  } finally {
+    await db.end();
+  }
+  if (opts.filestoreRoot) {
+    const from = path.join(opts.filestoreRoot, opts.template);
+    const to = path.join(opts.filestoreRoot, opts.database);
+    if (existsSync(from) && !existsSync(to)) cpSync(from, to, { recursive: true });
+  }
+}
+
+/** The connection string a pool was made with. */
+function clientUrl(pool: pg.Pool): string {
+  const { connectionString } = pool.options as { connectionString?: string };
+  if (!connectionString) throw new Error('the ERP admin pool needs a connection string');
+  return connectionString;
+}
+
+/** Removes a tenant's Odoo filestore (`<root>/<database>`), if any. */
+export function removeTenantFilestore(filestoreRoot: string, database: string): void {
+  if (!isDatabaseName(database)) return;
+  rmSync(path.join(filestoreRoot, database), { recursive: true, force: true });
+}
+
+async function createFromTemplate(admin: pg.Pool, opts: { database: string; template: string }): Promise<'created' | 'exists'> {
   assertDatabaseName(opts.database);
   assertDatabaseName(opts.template);
   if (await tenantDatabaseExists(admin, opts.database)) return 'exists';

@@ -8,14 +8,14 @@ import type pg from 'pg';
 import { withTransaction } from '../../lib/db.js';
 import { SERVICE_KEY_INVENTORY, type ServiceKeyPair } from './inventory.js';
 import { createKey } from './registry.js';
-import type { PgSecretStore } from './secret-store.js';
+import type { TransactionalSecretStoreWriter } from './secret-store.js';
 
 const LOCK_ID = 7_233_010;
 
 /** Returns the pairs that got a new key. */
 export async function ensureServiceKeys(
   pool: pg.Pool,
-  store: PgSecretStore,
+  store: TransactionalSecretStoreWriter,
   pairs: readonly Pick<ServiceKeyPair, 'caller' | 'target'>[] = SERVICE_KEY_INVENTORY.filter((p) => p.live),
 ): Promise<{ caller: string; target: string; keyId: string }[]> {
   return withTransaction(pool, async (c) => {

@@ -136,6 +136,15 @@ export async function acceptedKeys(db: Queryable, target: string): Promise<Accep
   return rows.map((r) => ({ keyId: r.key_id, caller: r.caller, state: r.state, hash: r.key_hash }));
 }
 
+/** The target's revoked keys (hashes only): a later use of one raises an alert (misuse.ts). */
+export async function revokedKeys(db: Queryable, target: string): Promise<{ keyId: string; caller: string; hash: Buffer }[]> {
+  const { rows } = await db.query<{ key_id: string; caller: string; key_hash: Buffer }>(
+    `SELECT key_id, caller, key_hash FROM service_keys WHERE target = $1 AND state = 'revoked'`,
+    [target],
+  );
+  return rows.map((r) => ({ keyId: r.key_id, caller: r.caller, hash: r.key_hash }));
+}
+
 /** Every registered key (no hashes), optionally of one pair, newest first within a pair. */
 export async function listKeys(db: Queryable, pair?: { caller: string; target: string }): Promise<ServiceKeyRecord[]> {
   const { rows } = await db.query<Row>(

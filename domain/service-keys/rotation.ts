@@ -18,7 +18,7 @@ import { AppError } from '../../lib/errors.js';
 import { rotationWorkflowId, searchAttributes, type RotationReason, type RotationSettings } from '../../workflows/definitions.js';
 import type { rotateServiceKey } from '../../workflows/index.js';
 import { createKey, revokeKey } from './registry.js';
-import type { PgSecretStore } from './secret-store.js';
+import type { TransactionalSecretStoreWriter } from './secret-store.js';
 
 export type Pair = { caller: string; target: string };
 
@@ -48,8 +48,12 @@ export async function startRotation(
   pair: Pair,
   reason: RotationReason,
 ): Promise<RotationStarted> {
+  const refused = () => new AppError('CONFLICT', `${pair.caller} → ${pair.target} is being rotated already; one rotation of a pair at a time.`);
+  // 1. take the pair's lock: the rotation's row, committed before its workflow starts (the
+  //    workflow's first activity reads it)
+  let n: number;
   try {
-    return await withTransaction(deps.pool, async (db) => {
+    n = await withTransaction(deps.pool, async (db) => {
       const { rows: current } = await db.query(`SELECT 1 FROM service_keys WHERE caller = $1 AND target = $2 AND state = 'current'`, [pair.caller, pair.target]);
       if (!current.length) throw new AppError('NOT_FOUND', `${pair.caller} → ${pair.target} has no current service key to rotate.`);
 
@@ -63,6 +67,7 @@ export async function startRotation(
         if (status === 'RUNNING') {
           throw new AppError('CONFLICT', `${pair.caller} → ${pair.target} is being rotated already (${holder}); one rotation of a pair at a time.`);
         }
+        // its workflow ended without finishing, or never started (the starter died after the commit)
         await db.query(
           `UPDATE service_key_rotations SET finished_at = now(), outcome = 'abandoned', message = $2 WHERE workflow_id = $1 AND finished_at IS NULL`,
           [holder, `the workflow ended without finishing (${status})`],
@@ -76,28 +81,34 @@ export async function startRotation(
          RETURNING n`,
         [pair.caller, pair.target, reason],
       );
-      const n = rows[0]!.n;
-      const workflowId = rotationWorkflowId(pair.caller, pair.target, n);
-      const handle = await deps.temporal.workflow.start<typeof rotateServiceKey>('rotateServiceKey', {
-        workflowId,
-        taskQueue: deps.taskQueue,
-        args: [{ ...pair, n, reason, settings: deps.settings }],
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        workflowIdConflictPolicy: 'FAIL',
-        staticSummary: `Rotate the ${pair.caller} → ${pair.target} service key (#${n}, ${reason})`,
-        staticDetails:
-          `Steps: new key registered pending at ${pair.target} → stored as a new secret version → made current for ${pair.caller} → ` +
-          `verified from ${pair.target}'s usage records → promoted, old key revoked. Rolls back if ${pair.caller} has not switched ` +
-          `within ${Math.round(deps.settings.deadlineMs / 1000)} s.`,
-        typedSearchAttributes: [{ key: searchAttributes.currentStep, value: 'queued' }],
-      });
-      return { ...pair, n, reason, workflowId, runId: handle.firstExecutionRunId };
+      return rows[0]!.n;
     });
   } catch (err) {
     // two starts at once: the second waits on the first's row (partial unique index), then collides
-    if ((err as { code?: string }).code === '23505' || err instanceof WorkflowExecutionAlreadyStartedError) {
-      throw new AppError('CONFLICT', `${pair.caller} → ${pair.target} is being rotated already; one rotation of a pair at a time.`);
-    }
+    if ((err as { code?: string }).code === '23505') throw refused();
+    throw err;
+  }
+
+  // 2. start the workflow; if that fails, release the lock so the pair can be rotated again
+  const workflowId = rotationWorkflowId(pair.caller, pair.target, n);
+  try {
+    const handle = await deps.temporal.workflow.start<typeof rotateServiceKey>('rotateServiceKey', {
+      workflowId,
+      taskQueue: deps.taskQueue,
+      args: [{ ...pair, n, reason, settings: deps.settings }],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      workflowIdConflictPolicy: 'FAIL',
+      staticSummary: `Rotate the ${pair.caller} → ${pair.target} service key (#${n}, ${reason})`,
+      staticDetails:
+        `Steps: new key registered pending at ${pair.target} → stored as a new secret version → made current for ${pair.caller} → ` +
+        `verified from ${pair.target}'s usage records → promoted, old key revoked. Rolls back if ${pair.caller} has not switched ` +
+        `within ${Math.round(deps.settings.deadlineMs / 1000)} s.`,
+      typedSearchAttributes: [{ key: searchAttributes.currentStep, value: 'queued' }],
+    });
+    return { ...pair, n, reason, workflowId, runId: handle.firstExecutionRunId };
+  } catch (err) {
+    await finishRotation(deps.pool, workflowId, 'abandoned', { message: `the workflow did not start: ${(err as Error).message}` });
+    if (err instanceof WorkflowExecutionAlreadyStartedError) throw refused();
     throw err;
   }
 }
@@ -163,7 +174,7 @@ export async function prepareRotation(pool: pg.Pool, workflowId: string): Promis
  * Steps 1 and 2 in one transaction: a new key (32 random bytes, hex) registered `pending` at the
  * target (its hash) and stored as a new, not yet current, secret version (sealed). Returns ids only.
  */
-export async function generateRotationKey(pool: pg.Pool, store: PgSecretStore, workflowId: string): Promise<{ newKeyId: string; newVersion: number }> {
+export async function generateRotationKey(pool: pg.Pool, store: TransactionalSecretStoreWriter, workflowId: string): Promise<{ newKeyId: string; newVersion: number }> {
   return withTransaction(pool, async (db) => {
     const row = await lockRow(db, workflowId);
     if (row.new_key_id && row.new_version !== null) return { newKeyId: row.new_key_id, newVersion: row.new_version };

@@ -7,12 +7,11 @@
  * service_key_secrets, sealed with SECRETS_KEY (lib/secret-box.ts), the current one marked, read
  * through a cache with a short TTL (SERVICE_KEY_SECRET_TTL_MS).
  *
- * Production seam (interface only, not built): a Kubernetes Secret per pair
- * (`service-key-<caller>-<target>`, data `key`, annotations `plana.dev/key-id` and
- * `plana.dev/version`) mounted as a file the adapter re-reads when the kubelet updates it, or a Vault
- * KV v2 path `secret/plana/service-keys/<caller>/<target>` whose versions map one to one onto
- * `version`; either implements SecretStore (reads) and SecretStoreWriter (what the rotation
- * workflow calls in step 2 and 3).
+ * In production (SECRET_STORE=kubernetes, kubernetes-secret-store.ts): consumers read a mounted
+ * Kubernetes Secret (KubernetesSecretVolume), and the rotation writes through
+ * KubernetesPublishingStore (secret-store-factory.ts): versions recorded here, sealed, in the
+ * rotation's transaction, then published to the Secret through the Kubernetes API when one becomes
+ * current. A Vault KV v2 store would implement the same two interfaces.
  */
 import type pg from 'pg';
 import { withTransaction, type Queryable } from '../../lib/db.js';
@@ -44,7 +43,15 @@ export interface SecretStoreWriter {
   versions(caller: string, target: string): Promise<{ version: number; keyId: string; isCurrent: boolean; createdAt: Date }[]>;
 }
 
-export class PgSecretStore implements SecretStore, SecretStoreWriter {
+/**
+ * What the rotation and the bootstrap write through: `put` may join the caller's transaction
+ * (`db`), so the new key and its registry record commit together.
+ */
+export interface TransactionalSecretStoreWriter extends SecretStoreWriter {
+  put(caller: string, target: string, secret: { key: string; keyId: string }, makeCurrent: boolean, db?: Queryable): Promise<number>;
+}
+
+export class PgSecretStore implements SecretStore, TransactionalSecretStoreWriter {
   private cache = new Map<string, { value: ServiceKeySecret; until: number }>();
 
   constructor(
@@ -98,6 +105,16 @@ export class PgSecretStore implements SecretStore, SecretStoreWriter {
     await q.query(`UPDATE service_key_secrets SET is_current = false WHERE caller = $1 AND target = $2 AND is_current AND version <> $3`, [caller, target, version]);
     const { rowCount } = await q.query(`UPDATE service_key_secrets SET is_current = true WHERE caller = $1 AND target = $2 AND version = $3`, [caller, target, version]);
     if (!rowCount) throw new AppError('NOT_FOUND', `No version ${version} of the ${caller} → ${target} key in the secret store.`);
+  }
+
+  /** One stored version with its key (what KubernetesPublishingStore publishes). */
+  async version(caller: string, target: string, version: number): Promise<ServiceKeySecret> {
+    const { rows } = await this.pool.query<{ key_id: string; sealed: string }>(
+      `SELECT key_id, sealed FROM service_key_secrets WHERE caller = $1 AND target = $2 AND version = $3`,
+      [caller, target, version],
+    );
+    if (!rows[0]) throw new AppError('NOT_FOUND', `No version ${version} of the ${caller} → ${target} key in the secret store.`);
+    return { key: open(rows[0].sealed, this.secretsKey), keyId: rows[0].key_id, version };
   }
 
   async versions(caller: string, target: string) {

@@ -10,12 +10,17 @@
  *   toward a stored one), and the stored hash is then compared with timingSafeEqual.
  * - Usage: last use and count per key id in memory, written in one UPDATE every
  *   SERVICE_KEY_USAGE_FLUSH_MS (5 s), never a write per request.
+ * - Revoked keys: their hashes are kept too, so a consumer still sending one (it missed a
+ *   rotation) is told apart from a wrong key: 401 all the same, plus a warning and a recorded use
+ *   (at most once per key id per SERVICE_KEY_MISUSE_ALERT_INTERVAL_MS) that the worker's alerter
+ *   turns into an alert mail and an event (misuse.ts).
  */
 import { timingSafeEqual } from 'node:crypto';
 import pg from 'pg';
 import type { Config } from '../../lib/config.js';
 import type { Logger } from '../../lib/logger.js';
-import { acceptedKeys, recordKeyUsage, type AcceptedKey } from './registry.js';
+import { acceptedKeys, recordKeyUsage, revokedKeys, type AcceptedKey } from './registry.js';
+import { recordRevokedKeyUse, type RevokedKeyUse } from './misuse.js';
 import { hashServiceKey, type ServiceCallerIdentity, type ServiceKeyCheck } from './service-keys.js';
 
 export interface VerifierOptions {
@@ -25,17 +30,23 @@ export interface VerifierOptions {
   refreshMs?: number;
   /** How often usage is written (ms). */
   usageFlushMs?: number;
+  /** A revoked key's use is recorded at most once per key id per this interval (ms). */
+  misuseIntervalMs?: number;
   log?: Pick<Logger, 'warn' | 'info'>;
 }
 
 /** An in-memory table of accepted keys: the pure part of the check (also what the benchmark times). */
 export class AcceptedKeyTable implements ServiceKeyCheck {
   private byHash = new Map<string, AcceptedKey & { who: ServiceCallerIdentity }>();
+  private revokedByHash = new Map<string, { keyId: string; caller: string }>();
+  /** Called when a revoked key is presented (the check still refuses it). */
+  onRevokedKey: ((key: { keyId: string; caller: string }) => void) | undefined;
   /** Per key id: last use (epoch ms) and uses since the last flush. */
   usage = new Map<string, { at: number; count: number }>();
 
-  replace(keys: readonly AcceptedKey[]) {
+  replace(keys: readonly AcceptedKey[], revoked: readonly { keyId: string; caller: string; hash: Buffer }[] = []) {
     this.byHash = new Map(keys.map((k) => [k.hash.toString('hex'), { ...k, who: { caller: k.caller, keyId: k.keyId } }]));
+    this.revokedByHash = new Map(revoked.map((k) => [k.hash.toString('hex'), { keyId: k.keyId, caller: k.caller }]));
   }
 
   get size() {
@@ -44,8 +55,13 @@ export class AcceptedKeyTable implements ServiceKeyCheck {
 
   identify(given: string): ServiceCallerIdentity | undefined {
     const h = hashServiceKey(given);
-    const entry = this.byHash.get(h.toString('hex'));
-    if (!entry || !timingSafeEqual(entry.hash, h)) return undefined;
+    const hex = h.toString('hex');
+    const entry = this.byHash.get(hex);
+    if (!entry || !timingSafeEqual(entry.hash, h)) {
+      const revoked = this.revokedByHash.get(hex);
+      if (revoked) this.onRevokedKey?.(revoked);
+      return undefined;
+    }
     const now = Date.now();
     const u = this.usage.get(entry.keyId);
     if (u) {
@@ -77,8 +93,25 @@ export class ServiceKeyVerifier extends AcceptedKeyTable {
   /** When the accepted keys were last loaded (epoch ms). */
   loadedAt = 0;
 
+  /** When each revoked key id's use was last recorded by this process (epoch ms). */
+  private misuseReported = new Map<string, number>();
+
   private constructor(readonly opts: VerifierOptions) {
     super();
+    this.onRevokedKey = (k) => this.revokedKeyUsed(k);
+  }
+
+  private revokedKeyUsed(k: { keyId: string; caller: string }) {
+    const now = Date.now();
+    const last = this.misuseReported.get(k.keyId);
+    if (last !== undefined && now - last < (this.opts.misuseIntervalMs ?? 3600_000)) return;
+    this.misuseReported.set(k.keyId, now);
+    const use: RevokedKeyUse = { ...k, target: this.opts.target };
+    this.opts.log?.warn({ ...use, alert: 'service-key.revoked-key-used' }, 'a revoked service key was presented (refused)');
+    recordRevokedKeyUse(this.opts.pool, use).catch((err: Error) => {
+      this.misuseReported.delete(k.keyId);
+      this.opts.log?.warn({ err: err.message, ...use }, 'revoked-key use not recorded');
+    });
   }
 
   /** Loads the target's keys (a failure stops the start), listens for changes, starts the timers. */
@@ -86,10 +119,17 @@ export class ServiceKeyVerifier extends AcceptedKeyTable {
   static forService(
     target: string,
     pool: pg.Pool,
-    cfg: Pick<Config, 'SERVICE_KEY_REFRESH_MS' | 'SERVICE_KEY_USAGE_FLUSH_MS'>,
+    cfg: Pick<Config, 'SERVICE_KEY_REFRESH_MS' | 'SERVICE_KEY_USAGE_FLUSH_MS' | 'SERVICE_KEY_MISUSE_ALERT_INTERVAL_MS'>,
     log: Pick<Logger, 'warn' | 'info'>,
   ): Promise<ServiceKeyVerifier> {
-    return ServiceKeyVerifier.start({ target, pool, refreshMs: cfg.SERVICE_KEY_REFRESH_MS, usageFlushMs: cfg.SERVICE_KEY_USAGE_FLUSH_MS, log });
+    return ServiceKeyVerifier.start({
+      target,
+      pool,
+      refreshMs: cfg.SERVICE_KEY_REFRESH_MS,
+      usageFlushMs: cfg.SERVICE_KEY_USAGE_FLUSH_MS,
+      misuseIntervalMs: cfg.SERVICE_KEY_MISUSE_ALERT_INTERVAL_MS,
+      log,
+    });
   }
 
   static async start(opts: VerifierOptions): Promise<ServiceKeyVerifier> {
@@ -117,7 +157,8 @@ export class ServiceKeyVerifier extends AcceptedKeyTable {
       try {
         do {
           this.reloadAgain = false;
-          this.replace(await acceptedKeys(this.opts.pool, this.opts.target));
+          const [accepted, revoked] = await Promise.all([acceptedKeys(this.opts.pool, this.opts.target), revokedKeys(this.opts.pool, this.opts.target)]);
+          this.replace(accepted, revoked);
           this.loadedAt = Date.now();
         } while (this.reloadAgain && !this.closed);
       } finally {

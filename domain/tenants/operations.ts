@@ -125,6 +125,7 @@ export async function applyTenantClient(
         readyDeadlineMs: deps.config.TENANT_READY_DEADLINE,
         soakPeriodMs: deps.config.TENANT_SOAK_PERIOD,
         probeIntervalMs: deps.config.TENANT_PROBE_INTERVAL,
+        readyProbeIntervalMs: deps.config.TENANT_READY_PROBE_INTERVAL,
         reconcileBackoffMaxMs: deps.config.TENANT_RECONCILE_BACKOFF_MAX,
         historyLimit: deps.config.TENANT_HISTORY_LIMIT,
       },

@@ -6,6 +6,7 @@
  * balance, and the tier's module list. Same tier, version and day → same rows.
  */
 import type { ErpVersion, Tier } from '../../domain/tenants/types.js';
+import { TIERS } from '../../domain/billing/tiers.js';
 
 export type Row = Record<string, string | number | boolean | null>;
 export type Tables = Record<string, Row[]>;
@@ -44,47 +45,30 @@ const tierSize = {
 
 const companyNames = { starter: 'Starter Demo GmbH', pro: 'Pro Demo AG', enterprise: 'Enterprise Demo Group SE' } as const;
 
-/** The installed modules per tier: each tier has the modules of the one below, plus its own. */
-const starterModules: [string, string, boolean][] = [
-  ['base', 'Base', false],
-  ['web', 'Web', false],
-  ['mail', 'Discuss', true],
-  ['contacts', 'Contacts', true],
-  ['account', 'Invoicing', true],
-  ['auth_session_timeout', 'Session Timeout', false],
-];
-const proModules: [string, string, boolean][] = [
-  ...starterModules,
-  ['sale_management', 'Sales', true],
-  ['purchase', 'Purchase', true],
-  ['crm', 'CRM', true],
-  ['stock', 'Inventory', true],
-];
-const modulesByTier: Record<Tier, [string, string, boolean][]> = {
-  starter: starterModules,
-  pro: proModules,
-  enterprise: [
-    ...proModules,
-    ['mrp', 'Manufacturing', true],
-    ['project', 'Project', true],
-    ['hr', 'Employees', true],
-    ['hr_expense', 'Expenses', true],
-    ['website', 'Website', true],
-  ],
-};
+/** The installed modules per tier: the platform's tier catalogue (domain/billing/tiers.ts). */
+const modulesByTier = Object.fromEntries(
+  TIERS.map((t) => [t.code, t.modules.map((mod): [string, string, boolean] => [mod.name, mod.title, mod.application])]),
+) as Record<Tier, [string, string, boolean][]>;
 
 const firstNames = ['Anna', 'Ben', 'Clara', 'David', 'Eva', 'Felix', 'Greta', 'Hugo', 'Ida', 'Jonas', 'Lena', 'Max', 'Nora', 'Paul', 'Rosa', 'Tom'];
 const companyWords = ['Alpine', 'Baltic', 'Cedar', 'Delta', 'Ember', 'Fjord', 'Granite', 'Harbor', 'Iris', 'Juniper', 'Kestrel', 'Lumen', 'Meridian', 'Nimbus', 'Orchid', 'Pioneer', 'Quarry', 'Riverside', 'Summit', 'Tidal'];
 const companyKinds = ['Logistics', 'Foods', 'Systems', 'Consulting', 'Textiles', 'Energy', 'Media', 'Tools', 'Labs', 'Retail'];
 const cities = ['Berlin', 'Hamburg', 'Munich', 'Cologne', 'Vienna', 'Zurich', 'Leipzig', 'Dresden', 'Bremen', 'Graz'];
 
-/** Fixed ids the platform relies on (e.g. the groups an API user gets). */
+/**
+ * The groups, with the ids and external ids they have in a real Odoo 18 database with `account`
+ * installed (so a platform that used fixed ids would get the same wrong groups here as there: 2 and
+ * 4 are Access Rights and Settings). The platform finds groups by external id only.
+ */
 export const GROUPS = {
-  settings: 1,
-  internalUser: 2,
-  accountingBilling: 3,
-  accountingReadonly: 4,
-  accountingManager: 5,
+  internalUser: { id: 1, xmlid: 'base.group_user', name: 'Internal User', implies: [] },
+  accessRights: { id: 2, xmlid: 'base.group_erp_manager', name: 'Access Rights', implies: [1] },
+  settings: { id: 4, xmlid: 'base.group_system', name: 'Settings', implies: [2, 1] },
+  contactCreation: { id: 9, xmlid: 'base.group_partner_manager', name: 'Contact Creation', implies: [] },
+  accountingReadonly: { id: 22, xmlid: 'account.group_account_readonly', name: 'Show Accounting Features - Readonly', implies: [1] },
+  accountingBilling: { id: 23, xmlid: 'account.group_account_invoice', name: 'Invoicing', implies: [1] },
+  accountingBookkeeper: { id: 25, xmlid: 'account.group_account_user', name: 'Bookkeeper', implies: [23, 22] },
+  accountingManager: { id: 26, xmlid: 'account.group_account_manager', name: 'Administrator', implies: [23] },
 } as const;
 export const ACCOUNTS = { receivable: 1, payable: 2, bank: 3, cash: 4, income: 5, expense: 6, taxReceived: 7, taxPaid: 8, equity: 9, suspense: 10 } as const;
 export const JOURNALS = { sale: 1, purchase: 2, bank: 3, cash: 4, misc: 5 } as const;
@@ -98,15 +82,22 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
     res_currency: [{ id: 1, name: 'EUR', symbol: '€', active: true }],
     res_company: [{ id: 1, name: companyNames[tier], sequence: 10, currency_id: 1, partner_id: 1, email: `info@${tier}.example.com`, vat: 'DE123456789' }],
     res_partner: [],
-    res_groups: [
-      { id: GROUPS.settings, name: 'Administration / Settings' },
-      { id: GROUPS.internalUser, name: 'User types / Internal User' },
-      { id: GROUPS.accountingBilling, name: 'Accounting / Billing' },
-      { id: GROUPS.accountingReadonly, name: 'Accounting / Read-only' },
-      { id: GROUPS.accountingManager, name: 'Accounting / Administrator' },
-    ],
+    res_groups: Object.values(GROUPS).map((g) => ({ id: g.id, name: g.name })),
+    res_groups_implied_rel: Object.values(GROUPS).flatMap((g) => g.implies.map((hid) => ({ gid: g.id, hid }))),
+    ir_model_data: [
+      ...Object.values(GROUPS).map((g) => ({ module: g.xmlid.split('.')[0]!, name: g.xmlid.split('.')[1]!, model: 'res.groups', res_id: g.id, noupdate: false })),
+      { module: 'base', name: 'main_company', model: 'res.company', res_id: 1, noupdate: true },
+      { module: 'base', name: 'user_admin', model: 'res.users', res_id: 2, noupdate: true },
+    ].map((row, i) => ({ id: i + 1, ...row })),
     res_users: [],
     res_groups_users_rel: [],
+    res_company_users_rel: [],
+    // a template's identity; every clone gets its own (domain/erp/tenant-database.ts), as Odoo's duplication
+    ir_config_parameter: [
+      { id: 1, key: 'database.uuid', value: `00000000-0000-4000-8000-${String(Math.abs([...`${tier}${version}`].reduce((h, c) => h * 31 + c.charCodeAt(0), 7))).padStart(12, '0').slice(-12)}` },
+      { id: 2, key: 'database.secret', value: `template-secret-${tier}-${version}` },
+      { id: 3, key: 'database.create_date', value: `${today} 00:00:00` },
+    ],
     account_account: [
       { id: ACCOUNTS.receivable, code: '121000', name: 'Account Receivable', account_type: 'asset_receivable', reconcile: true },
       { id: ACCOUNTS.payable, code: '211000', name: 'Account Payable', account_type: 'liability_payable', reconcile: true },
@@ -172,7 +163,8 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
     { id: 1, login: '__system__', partner_id: 3, company_id: 1, active: false, share: false, password: null },
     { id: 2, login: 'admin', partner_id: 2, company_id: 1, active: true, share: false, password: opts.adminPasswordHash },
   );
-  for (const gid of Object.values(GROUPS)) t.res_groups_users_rel!.push({ gid, uid: 2 });
+  for (const g of Object.values(GROUPS)) t.res_groups_users_rel!.push({ gid: g.id, uid: 2 });
+  t.res_company_users_rel!.push({ cid: 1, user_id: 1 }, { cid: 1, user_id: 2 });
 
   // journal entries
   let moveId = 1;
@@ -337,5 +329,62 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
     addLine(move, { account: ACCOUNTS.cash, debit: 0, credit: amount, name: 'Office supplies' });
     addLine(move, { account: ACCOUNTS.expense, debit: amount, credit: 0, name: 'Office supplies' });
   }
+
+  // what real databases have and the dashboards must get right (checked against Odoo 18):
+  // 1. an overdue customer invoice in a foreign currency (USD in this EUR company): amount_residual
+  //    is in USD, amount_residual_signed in EUR; only the latter may be added to EUR figures
+  const usd = 2;
+  t.res_currency!.push({ id: usd, name: 'USD', symbol: '$', active: true });
+  const fx: Row = {
+    ...moveBase, id: moveId++, name: nextName('INV', addDays(today, -50)), move_type: 'out_invoice', state: 'posted', payment_state: 'not_paid',
+    date: addDays(today, -50), invoice_date: addDays(today, -50), invoice_date_due: addDays(today, -20), partner_id: customers[0]!, journal_id: JOURNALS.sale, currency_id: usd,
+    amount_untaxed: 1000, amount_tax: 190, amount_total: 1190, amount_residual: 1190, amount_untaxed_signed: 920, amount_total_signed: 1094.8, amount_residual_signed: 1094.8,
+  };
+  t.account_move!.push(fx);
+  addLine(fx, { account: ACCOUNTS.receivable, debit: 1094.8, credit: 0, name: fx.name as string, residual: 1094.8, maturity: fx.invoice_date_due as string });
+  addLine(fx, { account: ACCOUNTS.income, debit: 0, credit: 920, name: 'Services (USD)' });
+  addLine(fx, { account: ACCOUNTS.taxReceived, debit: 0, credit: 174.8, name: '19%' });
+  if (version !== '17') {
+    // 2. (18+) a credit-card journal with a card expense, and a customer invoice whose payment is blocked
+    t.account_account!.push({ id: 11, code: '201100', name: 'Credit Card', account_type: 'liability_current', reconcile: false });
+    t.account_journal!.push({ id: 6, name: 'Credit Card', code: 'CCD1', type: 'credit', sequence: 12, default_account_id: 11, company_id: 1, active: true });
+    const card: Row = { ...moveBase, id: moveId++, name: nextName('CCD1', addDays(today, -3)), move_type: 'entry', state: 'posted', date: addDays(today, -3), partner_id: null, journal_id: 6, ref: 'Software subscription', amount_total: 120, amount_total_signed: 120 };
+    t.account_move!.push(card);
+    addLine(card, { account: 11, debit: 0, credit: 120, name: 'Software subscription' });
+    addLine(card, { account: ACCOUNTS.expense, debit: 120, credit: 0, name: 'Software subscription' });
+    const blocked: Row = {
+      ...moveBase, id: moveId++, name: nextName('INV', addDays(today, -35)), move_type: 'out_invoice', state: 'posted', payment_state: 'blocked',
+      date: addDays(today, -35), invoice_date: addDays(today, -35), invoice_date_due: addDays(today, -5), partner_id: customers[1]!, journal_id: JOURNALS.sale,
+      amount_untaxed: 500, amount_tax: 95, amount_total: 595, amount_residual: 595, amount_untaxed_signed: 500, amount_total_signed: 595, amount_residual_signed: 595,
+    };
+    t.account_move!.push(blocked);
+    addLine(blocked, { account: ACCOUNTS.receivable, debit: 595, credit: 0, name: blocked.name as string, residual: 595, maturity: blocked.invoice_date_due as string });
+    addLine(blocked, { account: ACCOUNTS.income, debit: 0, credit: 500, name: 'Services' });
+    addLine(blocked, { account: ACCOUNTS.taxReceived, debit: 0, credit: 95, name: '19%' });
+  }
+  // 3. a second company, in USD, with its own bank journal and an open invoice (the admin sees both)
+  t.res_partner!.push({ id: 4, name: `${companyNames[tier]} US Inc.`, complete_name: `${companyNames[tier]} US Inc.`, is_company: true, customer_rank: 0, supplier_rank: 0, company_id: null, active: true, phone: null, vat: null, street: null, zip: null, city: 'New York', email: null });
+  t.res_company!.push({ id: 2, name: `${companyNames[tier]} US Inc.`, sequence: 20, currency_id: usd, partner_id: 4, email: `us@${tier}.example.com`, vat: null });
+  t.res_company_users_rel!.push({ cid: 2, user_id: 2 });
+  t.account_account!.push({ id: 12, code: '101410', name: 'Bank (US)', account_type: 'asset_cash', reconcile: false });
+  t.account_journal!.push(
+    { id: 7, name: 'Customer Invoices (US)', code: 'INVUS', type: 'sale', sequence: 5, default_account_id: ACCOUNTS.income, company_id: 2, active: true },
+    { id: 8, name: 'Bank (US)', code: 'BNKUS', type: 'bank', sequence: 10, default_account_id: 12, company_id: 2, active: true },
+  );
+  const us = (row: Row) => ({ ...moveBase, company_id: 2, currency_id: usd, ...row });
+  const usOpening: Row = us({ id: moveId++, name: nextName('BNKUS', start), move_type: 'entry', state: 'posted', date: start, partner_id: null, journal_id: 8, ref: 'Opening balance', amount_total: 40_000, amount_total_signed: 40_000 });
+  const usInvoice: Row = us({
+    id: moveId++, name: nextName('INVUS', addDays(today, -2)), move_type: 'out_invoice', state: 'posted', payment_state: 'not_paid', date: addDays(today, -2), invoice_date: addDays(today, -2), invoice_date_due: addDays(today, 28),
+    partner_id: customers[2]!, journal_id: 7, amount_untaxed: 7000, amount_tax: 0, amount_total: 7000, amount_residual: 7000, amount_untaxed_signed: 7000, amount_total_signed: 7000, amount_residual_signed: 7000,
+  });
+  t.account_move!.push(usOpening, usInvoice);
+  const usLine = (move: Row, row: Parameters<typeof addLine>[1]) => {
+    addLine(move, row);
+    t.account_move_line![t.account_move_line!.length - 1]!.company_id = 2;
+  };
+  usLine(usOpening, { account: 12, debit: 40_000, credit: 0, name: 'Opening balance' });
+  usLine(usOpening, { account: ACCOUNTS.equity, debit: 0, credit: 40_000, name: 'Opening balance' });
+  usLine(usInvoice, { account: ACCOUNTS.receivable, debit: 7000, credit: 0, name: usInvoice.name as string, residual: 7000, maturity: usInvoice.invoice_date_due as string });
+  usLine(usInvoice, { account: ACCOUNTS.income, debit: 0, credit: 7000, name: 'Services' });
   return t;
 }

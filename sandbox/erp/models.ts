@@ -148,6 +148,40 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
       fields: {
         ...common(),
         name: { type: 'char', string: 'Name', required: true },
+        implied_ids: {
+          type: 'many2many',
+          string: 'Inherits',
+          relation: 'res.groups',
+          link: { table: 'res_groups_implied_rel', column: 'gid', other: 'hid' },
+        },
+      },
+    },
+    {
+      name: 'ir.config_parameter',
+      table: 'ir_config_parameter',
+      description: 'System Parameter',
+      order: 'key',
+      recName: 'key',
+      fields: {
+        ...common(),
+        key: { type: 'char', string: 'Key', required: true },
+        value: { type: 'text', string: 'Value', required: true },
+      },
+    },
+    {
+      // external identifiers (`module.name` → model + id): how groups are found, never by id
+      name: 'ir.model.data',
+      table: 'ir_model_data',
+      description: 'Model Data',
+      order: 'module, model, name',
+      recName: 'name',
+      fields: {
+        ...common(),
+        name: { type: 'char', string: 'External Identifier', required: true },
+        module: { type: 'char', string: 'Module', required: true },
+        model: { type: 'char', string: 'Model Name', required: true },
+        res_id: { type: 'integer', string: 'Record ID' },
+        noupdate: { type: 'boolean', string: 'Non Updatable' },
       },
     },
     {
@@ -162,7 +196,13 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
         // res.users inherits res.partner: its name is the partner's.
         name: { type: 'char', string: 'Name', sql: '(SELECT p.name FROM res_partner p WHERE p.id = t.partner_id)' },
         partner_id: { type: 'many2one', string: 'Related Partner', relation: 'res.partner', required: true },
-        company_id: { type: 'many2one', string: 'Company', relation: 'res.company' },
+        company_id: { type: 'many2one', string: 'Company', relation: 'res.company', required: true },
+        company_ids: {
+          type: 'many2many',
+          string: 'Companies',
+          relation: 'res.company',
+          link: { table: 'res_company_users_rel', column: 'user_id', other: 'cid' },
+        },
         active: { type: 'boolean', string: 'Active' },
         share: { type: 'boolean', string: 'Share User' },
         [version === '19' ? 'group_ids' : 'groups_id']: {
@@ -200,7 +240,8 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
         type: {
           type: 'selection',
           string: 'Type',
-          selection: sel(['sale', 'Sales'], ['purchase', 'Purchase'], ['cash', 'Cash'], ['bank', 'Bank'], ['general', 'Miscellaneous']),
+          // 18 added credit-card journals
+          selection: sel(['sale', 'Sales'], ['purchase', 'Purchase'], ['cash', 'Cash'], ['bank', 'Bank'], ...(version === '17' ? [] : sel(['credit', 'Credit Card'])), ['general', 'Miscellaneous']),
         },
         sequence: { type: 'integer', string: 'Sequence' },
         default_account_id: { type: 'many2one', string: 'Default Account', relation: 'account.account' },
@@ -221,7 +262,8 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
         ref: { type: 'char', string: 'Reference' },
         move_type: { type: 'selection', string: 'Type', selection: MOVE_TYPES },
         state: { type: 'selection', string: 'Status', selection: sel(['draft', 'Draft'], ['posted', 'Posted'], ['cancel', 'Cancelled']) },
-        payment_state: { type: 'selection', string: 'Payment Status', selection: PAYMENT_STATES },
+        // 18 added `blocked` (payment on hold: still due)
+        payment_state: { type: 'selection', string: 'Payment Status', selection: version === '17' ? PAYMENT_STATES : [...PAYMENT_STATES, ['blocked', 'Blocked']] },
         date: { type: 'date', string: 'Date' },
         invoice_date: { type: 'date', string: 'Invoice/Bill Date' },
         invoice_date_due: { type: 'date', string: 'Due Date' },
@@ -272,15 +314,17 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
       fields: {
         ...common(),
         move_id: { type: 'many2one', string: 'Journal Entry', relation: 'account.move' },
-        journal_id: { type: 'many2one', string: 'Journal', relation: 'account.journal' },
+        journal_id: { type: 'many2one', string: 'Journal', relation: 'account.journal', required: true },
         partner_id: { type: 'many2one', string: 'Partner', relation: 'res.partner' },
         company_id: { type: 'many2one', string: 'Company', relation: 'res.company' },
-        date: { type: 'date', string: 'Date' },
+        date: { type: 'date', string: 'Date', required: true },
         payment_ref: { type: 'char', string: 'Label' },
-        amount: { type: 'monetary', string: 'Amount' },
+        amount: { type: 'monetary', string: 'Amount', required: true },
         amount_residual: { type: 'float', string: 'Residual Amount' },
         is_reconciled: { type: 'boolean', string: 'Is Reconciled' },
         internal_index: { type: 'char', string: 'Internal Reference' },
+        // Odoo's bank statement import: set by importers, unique (_sql_constraints 'unique_import_id')
+        unique_import_id: { type: 'char', string: 'Import ID' },
       },
     },
     {
@@ -344,9 +388,21 @@ export function odooSchemaSql(version: ErpVersion): string {
     }
   }
   statements.push('CREATE UNIQUE INDEX res_users_login_key ON res_users (login)');
+  statements.push('CREATE UNIQUE INDEX ir_model_data_module_name_uniq_index ON ir_model_data (module, name)');
   statements.push('CREATE INDEX account_move_line_move_id_idx ON account_move_line (move_id)');
   statements.push('CREATE INDEX account_move_move_type_idx ON account_move (move_type, state)');
+  statements.push('ALTER TABLE account_bank_statement_line ADD CONSTRAINT account_bank_statement_line_unique_import_id UNIQUE (unique_import_id)');
   // Odoo keeps passwords in a column the ORM never returns through read().
   statements.push('ALTER TABLE res_users ADD COLUMN password varchar');
   return statements.map((s) => `${s};`).join('\n');
 }
+
+/**
+ * Brings a tenant database cloned from an older template layout up to the current one, as an Odoo
+ * module upgrade would (idempotent): the bank import's `unique_import_id`. (Groups and their external
+ * ids came with layout 4: a database cloned from an older template is re-created, not upgraded.)
+ */
+export const odooSchemaUpgradeSql = `
+ALTER TABLE account_bank_statement_line ADD COLUMN IF NOT EXISTS unique_import_id varchar;
+CREATE UNIQUE INDEX IF NOT EXISTS account_bank_statement_line_unique_import_id ON account_bank_statement_line (unique_import_id);
+`;

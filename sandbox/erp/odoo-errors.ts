@@ -26,6 +26,8 @@ export class OdooError extends Error {
 }
 
 export const userError = (message: string) => new OdooError(2, message, 'odoo.exceptions.UserError');
+/** odoo.exceptions.ValidationError (a UserError): also what a violated SQL constraint becomes. */
+export const validationError = (message: string) => new OdooError(2, message, 'odoo.exceptions.ValidationError');
 export const missingError = (message: string) => new OdooError(2, message, 'odoo.exceptions.MissingError');
 export const accessDenied = () => new OdooError(3, 'Access Denied', 'odoo.exceptions.AccessDenied');
 export const accessError = (message: string) => new OdooError(4, message, 'odoo.exceptions.AccessError');

@@ -9,14 +9,19 @@ import type pg from 'pg';
 import type { ErpVersion } from '../../domain/tenants/types.js';
 import { odooModels, type FieldDef, type ModelDef } from './models.js';
 import { SqlBuilder, pyRepr } from './domain.js';
-import { accessError, attributeError, missingError, typeError, userError, valueError } from './odoo-errors.js';
-import { GROUPS } from './demo-data.js';
+import { accessError, attributeError, missingError, typeError, userError, validationError, valueError } from './odoo-errors.js';
+import { checkAccess, companyRule, type Mode } from './security.js';
+import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
 
 export interface OrmContext {
-  db: pg.Pool;
+  /** The tenant database (a pool; inside a create, that create's transaction). */
+  db: pg.Pool | pg.PoolClient;
   version: ErpVersion;
   uid: number;
-  groups: ReadonlySet<number>;
+  /** External ids of the user's groups, implied ones included (e.g. `account.group_account_readonly`). */
+  groups: ReadonlySet<string>;
+  /** The companies the user is linked to (`res.users.company_ids`): the record rules' scope. */
+  companyIds: readonly number[];
 }
 
 type Kwargs = Record<string, unknown>;
@@ -36,7 +41,25 @@ const signatures: Record<string, { params: string[]; versions?: ErpVersion[]; wr
   unlink: { params: ['ids'], write: 'unlink' },
 };
 
-const WRITE_GROUPS = [GROUPS.settings, GROUPS.accountingManager];
+/** Odoo's `_sql_constraints` messages, by constraint name: a violation is their ValidationError. */
+const UNIQUE_MESSAGES: Record<string, string> = {
+  account_bank_statement_line_unique_import_id: 'A bank account transactions can be imported only once!',
+};
+
+/** What Odoo's field defaults and related fields fill in when a record of these models is created. */
+async function createDefaults(ctx: OrmContext, model: ModelDef, columns: Record<string, unknown>): Promise<Record<string, unknown>> {
+  if (model.name !== 'account.bank.statement.line') return {};
+  // company_id is related to the journal's company (journal_id is required, checked before)
+  const journal = await ctx.db.query<{ company_id: number | null }>('SELECT company_id FROM account_journal WHERE id = $1', [columns.journal_id]);
+  if (!journal.rows[0]) throw missingError(`Record does not exist or has been deleted.
+(Record: account.journal(${pyRepr(columns.journal_id)},), User: ${ctx.uid})`);
+  return {
+    company_id: journal.rows[0].company_id,
+    is_reconciled: false,
+    amount_residual: columns.amount,
+    internal_index: `${String(columns.date).replace(/-/g, '')}${Date.now()}`,
+  };
+}
 const modelsByVersion = new Map<ErpVersion, Record<string, ModelDef>>();
 export const modelsFor = (version: ErpVersion) => {
   let models = modelsByVersion.get(version);
@@ -53,7 +76,7 @@ export async function executeKw(ctx: OrmContext, modelName: string, method: stri
   if (!signature || (signature.versions && !signature.versions.includes(ctx.version))) {
     throw attributeError(`The method '${method}' does not exist on the model '${modelName}'`);
   }
-  if (signature.write) checkWriteAccess(ctx, model, signature.write);
+  if (method !== 'fields_get') checkAccess(ctx.groups, model, (signature.write ?? 'read') as Mode);
   const bound: Kwargs = {};
   if (args.length > signature.params.length) throw typeError(`${method}() takes ${signature.params.length + 1} positional arguments but ${args.length + 1} were given`);
   args.forEach((value, i) => (bound[signature.params[i]!] = value));
@@ -66,14 +89,12 @@ export async function executeKw(ctx: OrmContext, modelName: string, method: stri
   return methods[method]!(ctx, model, bound);
 }
 
-function checkWriteAccess(ctx: OrmContext, model: ModelDef, operation: 'create' | 'write' | 'unlink') {
-  if (WRITE_GROUPS.some((g) => ctx.groups.has(g))) return;
-  const verb = { create: 'create', write: 'modify', unlink: 'delete' }[operation];
-  throw accessError(
-    `You are not allowed to ${verb} '${model.description}' (${model.name}) records.\n\n` +
-      'This operation is allowed for the following groups:\n\t- Accounting/Administrator\n\t- Administration/Settings\n\n' +
-      'Contact your administrator to request access if necessary.',
-  );
+/** The caller's domain restricted by the model's record rules (the multi-company rule). */
+function scoped(ctx: OrmContext, model: ModelDef, domain: unknown): unknown {
+  const rule = companyRule(model, ctx.companyIds);
+  if (!rule.length) return domain ?? [];
+  if (domain === undefined || domain === null || domain === false) return rule;
+  return Array.isArray(domain) ? [...rule, ...domain] : domain; // a malformed domain keeps its own fault
 }
 
 const int = (value: unknown, name: string, fallback: number | null): number | null => {
@@ -140,7 +161,7 @@ function readValue(field: FieldDef | undefined, value: unknown, name?: unknown):
 
 async function searchRecords(ctx: OrmContext, model: ModelDef, a: Kwargs, fields: string[]): Promise<Record<string, unknown>[]> {
   const b = new SqlBuilder(modelsFor(ctx.version));
-  const where = b.where(model, a.domain ?? []);
+  const where = b.where(model, scoped(ctx, model, a.domain));
   const order = b.orderBy(model, typeof a.order === 'string' && a.order ? a.order : model.order);
   const limit = int(a.limit, 'limit', null);
   const offset = int(a.offset, 'offset', 0);
@@ -201,7 +222,7 @@ function parseAggregate(model: ModelDef, spec: string): AggregateSpec | undefine
 
 async function groupRows(ctx: OrmContext, model: ModelDef, domain: unknown, groups: GroupSpec[], aggregates: AggregateSpec[], opts: { order?: unknown; limit?: unknown; offset?: unknown }) {
   const b = new SqlBuilder(modelsFor(ctx.version));
-  const where = b.where(model, domain ?? []);
+  const where = b.where(model, scoped(ctx, model, domain));
   const groupExprs = groups.map((g) => (g.granularity ? `date_trunc('${g.granularity}', t.${g.field})::date` : `t.${g.field}`));
   const select = [
     ...groupExprs.map((e, i) => (groups[i]!.granularity ? `to_char(${e}, 'YYYY-MM-DD') AS g${i}` : `${e} AS g${i}`)),
@@ -295,7 +316,7 @@ const methods: Record<string, Method> = {
 
   async search_count(ctx, model, a) {
     const b = new SqlBuilder(modelsFor(ctx.version));
-    const where = b.where(model, a.domain ?? []);
+    const where = b.where(model, scoped(ctx, model, a.domain));
     const limit = int(a.limit, 'limit', null);
     const inner = `SELECT 1 FROM ${model.table} t WHERE ${where}${limit !== null ? ` LIMIT ${b.param(limit)}` : ''}`;
     const res = await ctx.db.query<{ count: number }>(`SELECT count(*)::int AS count FROM (${inner}) q`, b.params);
@@ -406,44 +427,171 @@ const methods: Record<string, Method> = {
     const single = !Array.isArray(a.vals_list);
     const list = (single ? [a.vals_list] : a.vals_list) as unknown[];
     const ids: number[] = [];
-    for (const vals of list) {
-      const columns = writableValues(model, vals);
-      const b = new SqlBuilder(modelsFor(ctx.version));
-      const names = Object.keys(columns);
-      const sql = names.length
-        ? `INSERT INTO ${model.table} (${names.join(', ')}) VALUES (${names.map((n) => b.param(columns[n])).join(', ')}) RETURNING id`
-        : `INSERT INTO ${model.table} DEFAULT VALUES RETURNING id`;
-      ids.push((await ctx.db.query<{ id: number }>(sql, b.params)).rows[0]!.id);
+    // one transaction for the whole vals_list, as Odoo's create: all records or none
+    const client = await (ctx.db as pg.Pool).connect();
+    const tx: OrmContext = { ...ctx, db: client };
+    try {
+      await client.query('BEGIN');
+      for (const raw of list) {
+        const vals = model.name === 'res.users' ? await userDefaults(tx, raw) : raw;
+        const { columns, links } = writableValues(model, vals);
+        if (model.name === 'res.users') columns.partner_id ??= await createUserPartner(tx, vals as Record<string, unknown>);
+        for (const [name, field] of Object.entries(model.fields)) {
+          if (field.required && !field.sql && (columns[name] === undefined || columns[name] === null)) throw mandatoryField(model, name);
+        }
+        const row = { ...(await createDefaults(tx, model, columns)), ...columns };
+        const b = new SqlBuilder(modelsFor(ctx.version));
+        const names = Object.keys(row);
+        const sql = names.length
+          ? `INSERT INTO ${model.table} (${names.join(', ')}) VALUES (${names.map((n) => b.param(row[n])).join(', ')}) RETURNING id`
+          : `INSERT INTO ${model.table} DEFAULT VALUES RETURNING id`;
+        const id = (await client.query<{ id: number }>(sql, b.params)).rows[0]!.id;
+        await applyLinks(tx, model, [id], links);
+        if (model.name === 'res.users') await checkUserCompanies(tx, id);
+        ids.push(id);
+      }
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      const pgErr = err as { code?: string; constraint?: string };
+      const message = pgErr.code === '23505' && pgErr.constraint ? UNIQUE_MESSAGES[pgErr.constraint] : undefined;
+      if (message) throw validationError(message);
+      throw err;
+    } finally {
+      client.release();
     }
     return single ? ids[0] : ids;
   },
 
   async write(ctx, model, a) {
     const ids = idsOf(a.ids);
-    const columns = writableValues(model, a.vals);
+    const { columns, links } = writableValues(model, a.vals);
     const b = new SqlBuilder(modelsFor(ctx.version));
     const sets = Object.entries(columns).map(([name, value]) => `${name} = ${b.param(value)}`);
     sets.push("write_date = now() at time zone 'UTC'");
-    const res = await ctx.db.query(`UPDATE ${model.table} SET ${sets.join(', ')} WHERE id = ANY(${b.param(ids)})`, b.params);
+    const visible = b.where(model, scoped(ctx, model, []));
+    const res = await ctx.db.query(`UPDATE ${model.table} t SET ${sets.join(', ')} WHERE id = ANY(${b.param(ids)}) AND ${visible}`, b.params);
     if (res.rowCount !== ids.length) throw missingError(`Record does not exist or has been deleted.\n(Record: ${model.name}(${ids.join(', ')},), User: ${ctx.uid})`);
+    await applyLinks(ctx, model, ids, links);
+    if (model.name === 'res.users') {
+      // res.users inherits res.partner: its name is written on the partner
+      const name = (a.vals as Record<string, unknown>).name;
+      if (typeof name === 'string' && name) {
+        await ctx.db.query('UPDATE res_partner SET name = $1, complete_name = $1 WHERE id IN (SELECT partner_id FROM res_users WHERE id = ANY($2))', [name, ids]);
+      }
+      for (const id of ids) await checkUserCompanies(ctx, id);
+    }
     return true;
   },
 
   async unlink(ctx, model, a) {
     const ids = idsOf(a.ids);
-    await ctx.db.query(`DELETE FROM ${model.table} WHERE id = ANY($1)`, [ids]);
+    const b = new SqlBuilder(modelsFor(ctx.version));
+    const visible = b.where(model, scoped(ctx, model, []));
+    await ctx.db.query(`DELETE FROM ${model.table} t WHERE id = ANY(${b.param(ids)}) AND ${visible}`, b.params);
     return true;
   },
 };
 
-function writableValues(model: ModelDef, vals: unknown): Record<string, unknown> {
+/** Odoo's message for a NOT NULL violation (odoo/service/model.py), a ValidationError: fault 2. */
+const mandatoryField = (model: ModelDef, name: string) =>
+  validationError(
+    'The operation cannot be completed:\n- Create/update: a mandatory field is not set.\n- Delete: another model requires the record being deleted. If possible, archive it instead.\n\n' +
+      `Model: ${model.description} (${model.name})\nField: ${model.fields[name]?.string ?? name} (${name})\n`,
+  );
+
+/** res.users defaults as Odoo sets them: the creator's company, that company as the only allowed one, internal user. */
+async function userDefaults(ctx: OrmContext, vals: unknown): Promise<unknown> {
+  if (!vals || typeof vals !== 'object' || Array.isArray(vals)) return vals;
+  const v = { ...(vals as Record<string, unknown>) };
+  const groupsField = ctx.version === '19' ? 'group_ids' : 'groups_id';
+  v.active ??= true;
+  v.share ??= false; // computed in Odoo: not an internal user → share
+  v.company_id ??= ctx.companyIds[0] ?? false;
+  v.company_ids ??= v.company_id ? [[6, 0, [v.company_id]]] : [];
+  if (v[groupsField] === undefined) {
+    const user = await xmlidRecord(ctx, 'base', 'group_user');
+    v[groupsField] = user ? [[6, 0, [user]]] : [];
+  }
+  return v;
+}
+
+async function xmlidRecord(ctx: OrmContext, module: string, name: string): Promise<number | undefined> {
+  const res = await ctx.db.query<{ res_id: number }>('SELECT res_id FROM ir_model_data WHERE module = $1 AND name = $2', [module, name]);
+  return res.rows[0]?.res_id;
+}
+
+/** res.users inherits res.partner: a new user without partner gets one named after it. */
+async function createUserPartner(ctx: OrmContext, vals: Record<string, unknown>): Promise<number> {
+  const name = vals.name;
+  if (typeof name !== 'string' || !name) throw mandatoryField(modelsFor(ctx.version)['res.users']!, 'name');
+  const email = typeof vals.email === 'string' ? vals.email : typeof vals.login === 'string' && vals.login.includes('@') ? vals.login : null;
+  const res = await ctx.db.query<{ id: number }>(
+    `INSERT INTO res_partner (name, complete_name, email, is_company, active, customer_rank, supplier_rank, company_id)
+     VALUES ($1, $1, $2, false, true, 0, 0, $3) RETURNING id`,
+    [name, email, typeof vals.company_id === 'number' ? vals.company_id : null],
+  );
+  return res.rows[0]!.id;
+}
+
+/** Odoo's constraint: a user's main company is one of its allowed companies. */
+async function checkUserCompanies(ctx: OrmContext, uid: number): Promise<void> {
+  const res = await ctx.db.query<{ ok: boolean; login: string; company: string | null }>(
+    `SELECT u.login, c.name AS company,
+            EXISTS (SELECT 1 FROM res_company_users_rel r WHERE r.user_id = u.id AND r.cid = u.company_id) AS ok
+       FROM res_users u LEFT JOIN res_company c ON c.id = u.company_id WHERE u.id = $1`,
+    [uid],
+  );
+  const row = res.rows[0];
+  if (row && !row.ok) throw validationError(`Company ${row.company ?? '?'} is not in the allowed companies for user ${row.login} (${row.company ?? '?'}).`);
+}
+
+/**
+ * The x2many commands Odoo accepts for a many2many: `[6, 0, ids]` replace, `[4, id]` link,
+ * `[3, id]` unlink, `[5]` clear; a plain list of ids is a replace, as in Odoo.
+ */
+async function applyLinks(ctx: OrmContext, model: ModelDef, ids: number[], links: Record<string, unknown>): Promise<void> {
+  for (const [name, value] of Object.entries(links)) {
+    const link = model.fields[name]!.link!;
+    const commands = Array.isArray(value) && value.every((v) => typeof v === 'number') ? [[6, 0, value]] : (value as unknown[]);
+    if (!Array.isArray(commands)) throw valueError(`Invalid value ${pyRepr(value)} for the many2many field ${pyRepr(name)}`);
+    for (const command of commands) {
+      if (!Array.isArray(command) || typeof command[0] !== 'number') throw valueError(`Invalid x2many command ${pyRepr(command)} for ${pyRepr(name)}`);
+      const [op, arg, list] = command as [number, unknown, unknown];
+      const ofIds = (v: unknown) => idsOf(v ?? []);
+      for (const id of ids) {
+        if (op === 6 || op === 5) await ctx.db.query(`DELETE FROM ${link.table} WHERE ${link.column} = $1`, [id]);
+        const add = op === 6 ? ofIds(list) : op === 4 ? ofIds(arg) : [];
+        for (const other of add) {
+          await ctx.db.query(`INSERT INTO ${link.table} (${link.column}, ${link.other}) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [id, other]);
+        }
+        if (op === 3) await ctx.db.query(`DELETE FROM ${link.table} WHERE ${link.column} = $1 AND ${link.other} = ANY($2)`, [id, ofIds(arg)]);
+        if (![3, 4, 5, 6].includes(op)) throw valueError(`The x2many command ${op} is not served by this stand-in`);
+      }
+    }
+  }
+}
+
+function writableValues(model: ModelDef, vals: unknown): { columns: Record<string, unknown>; links: Record<string, unknown> } {
   if (!vals || typeof vals !== 'object' || Array.isArray(vals)) throw typeError(`vals must be a dict, not ${pyRepr(vals)}`);
   const columns: Record<string, unknown> = {};
+  const links: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(vals)) {
+    // res.users: the password is stored hashed, never readable; the name lives on the partner
+    if (model.name === 'res.users' && name === 'password') {
+      if (typeof value !== 'string' || !value) throw userError('Setting empty passwords is not allowed for security reasons!');
+      columns.password = hashOdooPassword(value);
+      continue;
+    }
+    if (model.name === 'res.users' && (name === 'name' || name === 'email')) continue;
     const field = model.fields[name];
     if (!field) throw valueError(`Invalid field ${pyRepr(name)} on model ${pyRepr(model.name)}`);
-    if (field.sql || field.type === 'many2many' || name === 'id') throw userError(`The field ${pyRepr(name)} of ${model.name} cannot be written through this stand-in.`);
+    if (field.type === 'many2many' && field.link) {
+      links[name] = value;
+      continue;
+    }
+    if (field.sql || name === 'id') throw userError(`The field ${pyRepr(name)} of ${model.name} cannot be written through this stand-in.`);
     columns[name] = value === false && field.type !== 'boolean' ? null : value;
   }
-  return columns;
+  return { columns, links };
 }

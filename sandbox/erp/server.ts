@@ -18,9 +18,14 @@ import type { ErpVersion } from '../../domain/tenants/types.js';
 import { parseMethodCall, serializeFault, serializeMethodResponse } from '../../domain/erp/xmlrpc-wire.js';
 import { executeKw } from './orm.js';
 import { OdooError, accessDenied } from './odoo-errors.js';
+import { forwardSaas, type SaasForwarding } from './saas.js';
+import { PgSecretStore, serviceKeyFor } from '../../domain/service-keys/secret-store.js';
+import { changesOf, postChanges, type ErpEventsTarget } from './automation.js';
+import { ingestionKey, ingestionToken } from '../../domain/webhooks/ingestion.js';
 
 interface Route {
   host: string;
+  tenant: string;
   database: string;
   version: ErpVersion;
 }
@@ -49,19 +54,31 @@ export async function startErpStandIn(opts: {
   platformDatabaseUrl: string;
   erpDatabaseUrl: string;
   logger?: Logger;
+  /**
+   * Where `/svc/saas/…` goes (sandbox/erp/saas.ts): the account API, with the key `key` gives, or
+   * else the current erp → account-api key from the platform's secret store (`secretsKey`).
+   * Unset, those endpoints answer 503.
+   */
+  saas?: { accountApiUrl: string; key?: () => Promise<string>; secretsKey?: string };
+  /** Where record changes are posted (automation.ts); unset: no events. */
+  events?: ErpEventsTarget;
 }): Promise<ErpStandIn> {
   const log = opts.logger ?? createLogger({ name: 'erp-stand-in' });
   const platform = createPool(opts.platformDatabaseUrl, 4);
   const routes = new Map<string, { route: Route | null; at: number }>();
   const tenantPools = new Map<string, pg.Pool>();
   const verified = new Map<string, { ok: Promise<boolean>; until: number }>();
+  const saas: SaasForwarding | undefined = opts.saas && {
+    accountApiUrl: opts.saas.accountApiUrl,
+    key: opts.saas.key ?? serviceKeyFor(new PgSecretStore(platform, opts.saas.secretsKey ?? '', 5_000), 'erp', 'account-api'),
+  };
 
   async function routeFor(host: string): Promise<Route | null> {
     const cached = routes.get(host);
     if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.route;
-    const res = await platform.query<{ database: string; namespace: string }>('SELECT database, namespace FROM tenant_routes WHERE host = $1', [host]);
+    const res = await platform.query<{ tenant: string; database: string; namespace: string }>('SELECT tenant, database, namespace FROM tenant_routes WHERE host = $1', [host]);
     const row = res.rows[0];
-    const route = row ? { host, database: row.database, version: row.namespace.replace('plana-odoo-', '') as ErpVersion } : null;
+    const route = row ? { host, tenant: row.tenant, database: row.database, version: row.namespace.replace('plana-odoo-', '') as ErpVersion } : null;
     routes.set(host, { route, at: Date.now() });
     return route;
   }
@@ -107,7 +124,7 @@ export async function startErpStandIn(opts: {
   }
 
   /** Odoo's `check(db, uid, password)`, with a short cache of successful checks as Odoo keeps. */
-  async function checkUser(route: Route, uid: unknown, password: unknown): Promise<{ uid: number; groups: Set<number> }> {
+  async function checkUser(route: Route, uid: unknown, password: unknown): Promise<{ uid: number; groups: Set<string>; companyIds: number[] }> {
     if (typeof uid !== 'number' || typeof password !== 'string' || !password) throw accessDenied();
     const key = createHash('sha256').update(`${route.database}\0${uid}\0${password}`).digest('base64');
     return onTenantDb(route, async (db) => {
@@ -122,9 +139,20 @@ export async function startErpStandIn(opts: {
         ok.then((good) => good || verified.delete(key), () => verified.delete(key));
       }
       if (!(await check.ok)) throw accessDenied();
-      const groups = await db.query<{ gid: number }>('SELECT gid FROM res_groups_users_rel WHERE uid = $1 AND EXISTS (SELECT 1 FROM res_users WHERE id = $1 AND active)', [uid]);
-      if (groups.rowCount === 0) throw accessDenied(); // deactivated since the check
-      return { uid, groups: new Set(groups.rows.map((g) => g.gid)) };
+      // the user's groups with every group they imply, by external id; its allowed companies
+      const rights = await db.query<{ active: boolean; groups: string[]; companies: number[] }>(
+        `WITH RECURSIVE g(id) AS (
+           SELECT gid FROM res_groups_users_rel WHERE uid = $1
+           UNION SELECT i.hid FROM res_groups_implied_rel i JOIN g ON i.gid = g.id)
+         SELECT u.active,
+                ARRAY(SELECT d.module || '.' || d.name FROM ir_model_data d JOIN g ON d.res_id = g.id WHERE d.model = 'res.groups') AS groups,
+                ARRAY(SELECT cid FROM res_company_users_rel WHERE user_id = u.id ORDER BY cid = u.company_id DESC, cid) AS companies
+           FROM res_users u WHERE u.id = $1`,
+        [uid],
+      );
+      const row = rights.rows[0];
+      if (!row?.active) throw accessDenied(); // deactivated since the check
+      return { uid, groups: new Set(row.groups), companyIds: row.companies };
     });
   }
 
@@ -162,7 +190,14 @@ export async function startErpStandIn(opts: {
     const kwargs = method === 'execute_kw' ? (rest[1] ?? {}) : {};
     if (!Array.isArray(args)) throw new OdooError(1, 'args must be a list', 'TypeError');
     if (!kwargs || typeof kwargs !== 'object' || Array.isArray(kwargs)) throw new OdooError(1, 'kwargs must be a dict', 'TypeError');
-    return onTenantDb(route, (pool) => executeKw({ db: pool, version: route.version, uid: user.uid, groups: user.groups }, model, modelMethod, args, kwargs as Record<string, unknown>));
+    return onTenantDb(route, async (pool) => {
+      const result = await executeKw({ db: pool, version: route.version, uid: user.uid, groups: user.groups, companyIds: user.companyIds }, model, modelMethod, args, kwargs as Record<string, unknown>);
+      if (opts.events) {
+        const changes = await changesOf(pool, model, modelMethod, args, kwargs as Record<string, unknown>, result);
+        if (changes.length > 0) await postChanges(opts.events, route.tenant, changes, (msg) => log.warn({ tenant: route.tenant }, msg));
+      }
+      return result;
+    });
   }
 
   async function xmlrpc(route: Route, service: 'common' | 'object', req: IncomingMessage, res: ServerResponse) {
@@ -210,6 +245,10 @@ export async function startErpStandIn(opts: {
       });
     }
     if (path === '/web/login' && method === 'GET') return html(res, 200, loginPage(route));
+    if (path.startsWith('/svc/saas/')) {
+      const body = method === 'POST' ? await readBody(req) : Buffer.alloc(0);
+      if (await forwardSaas(saas, route.tenant, path, req, body, res)) return;
+    }
     return text(res, 404, '404 Not Found\n');
   }
 
@@ -293,7 +332,17 @@ const loginPage = (route: Route) => `<!DOCTYPE html>
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { config } = await import('../../lib/config.js');
   const cfg = config();
-  const erp = await startErpStandIn({ host: cfg.ERP_HOST, port: cfg.ERP_PORT, platformDatabaseUrl: cfg.DATABASE_URL, erpDatabaseUrl: cfg.ERP_DATABASE_URL });
+  // locally the stand-in plays every tenant's automation rules: it derives each tenant's ingestion
+  // token the way provisioning hands it out (a real tenant only ever holds its own)
+  const key = ingestionKey(cfg.SECRETS_KEY);
+  const erp = await startErpStandIn({
+    host: cfg.ERP_HOST,
+    port: cfg.ERP_PORT,
+    platformDatabaseUrl: cfg.DATABASE_URL,
+    erpDatabaseUrl: cfg.ERP_DATABASE_URL,
+    saas: { accountApiUrl: cfg.ACCOUNT_API_URL, secretsKey: cfg.SECRETS_KEY },
+    events: { url: cfg.EVENTS_URL, token: (tenant) => ingestionToken(key, tenant) },
+  });
   console.log(`ERP stand-in listening on ${erp.url}`);
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void erp.close());
 }

@@ -16,6 +16,7 @@ import { jsonParser, problemDetails, sendProblem, serverOptions } from '../../li
 import { requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { AppError } from '../../lib/errors.js';
 import { cloudEventProblems, EVENT_FIELD, type CloudEvent } from '../../domain/events/events.js';
+import { ERP_EVENT_TYPES, erpCloudEvent, ingestionTokenValid } from '../../domain/webhooks/ingestion.js';
 
 export interface EventsDeps {
   redis: Redis;
@@ -27,6 +28,11 @@ export interface EventsDeps {
   /** How long a published event's identity is remembered for de-duplication (seconds). */
   dedupeTtlSeconds: number;
   logLevel?: string;
+  /**
+   * Event ingestion from the tenant ERPs (domain/webhooks/ingestion.ts): the current
+   * `erp → event-ingestion` key (tokens are derived from it per tenant) and a tenant's workspace slug.
+   */
+  ingestion?: { key(): Promise<string>; workspaceOf(tenant: string): Promise<string | null | undefined> };
 }
 
 /** KEYS: stream, dedupe key. ARGV: maxlen, ttl, id, type, envelope. Returns [streamId, duplicate]. */
@@ -74,6 +80,45 @@ export async function buildEventsApp(deps: EventsDeps): Promise<FastifyInstance>
     }
   });
 
+  /** Appends an event once per source + id; answers [streamId, duplicate]. */
+  const append = async (event: CloudEvent) =>
+    (await deps.redis.eval(PUBLISH_SCRIPT, 2, deps.stream, dedupeKey(event), deps.maxLen, deps.dedupeTtlSeconds, event.id, event.type, JSON.stringify(event))) as [string, number];
+
+  const ingestion = deps.ingestion;
+  if (ingestion) {
+    app.post(
+      '/api/v1/ingest/erp/:tenant',
+      {
+        schema: {
+          params: Type.Object({ tenant: Type.String({ pattern: '^[a-z0-9-]{1,30}$' }) }),
+          body: Type.Object(
+            {
+              type: Type.Union(ERP_EVENT_TYPES.map((t) => Type.Literal(t))),
+              id: Type.String({ minLength: 1, maxLength: 200 }),
+              time: Type.Optional(Type.String({ format: 'date-time' })),
+              data: Type.Record(Type.String(), Type.Unknown()),
+            },
+            { additionalProperties: false },
+          ),
+          response: { 202: Type.Object({ streamId: Type.String(), duplicate: Type.Boolean() }) },
+        },
+      },
+      async (req, reply) => {
+        const { tenant } = req.params;
+        const h = req.headers.authorization ?? '';
+        const token = /^bearer\s+/i.test(h) ? h.replace(/^bearer\s+/i, '').trim() : '';
+        if (!token || !ingestionTokenValid(await ingestion.key(), tenant, token)) {
+          throw new AppError('UNAUTHORIZED', 'This endpoint needs the tenant\'s ingestion token as Authorization: Bearer.');
+        }
+        const workspace = await ingestion.workspaceOf(tenant);
+        if (workspace === undefined) throw new AppError('NOT_FOUND', `No tenant "${tenant}".`);
+        const [streamId, duplicate] = await append(erpCloudEvent(tenant, workspace, req.body));
+        req.log.info({ tenant, type: req.body.type, streamId, duplicate: duplicate === 1 }, 'ERP event ingested');
+        return reply.code(202).send({ streamId, duplicate: duplicate === 1 });
+      },
+    );
+  }
+
   await app.register(async (instance) => {
     const v1 = instance.withTypeProvider<TypeBoxTypeProvider>();
     v1.addHook('onRequest', requireServiceKey(deps.serviceKeys));
@@ -95,17 +140,7 @@ export async function buildEventsApp(deps: EventsDeps): Promise<FastifyInstance>
           });
         }
         const event = req.body as CloudEvent;
-        const [streamId, duplicate] = (await deps.redis.eval(
-          PUBLISH_SCRIPT,
-          2,
-          deps.stream,
-          dedupeKey(event),
-          deps.maxLen,
-          deps.dedupeTtlSeconds,
-          event.id,
-          event.type,
-          JSON.stringify(event),
-        )) as [string, number];
+        const [streamId, duplicate] = await append(event);
         req.log.info({ eventId: event.id, type: event.type, streamId, duplicate: duplicate === 1 }, 'event published');
         return reply.code(202).send({ streamId, duplicate: duplicate === 1 });
       },

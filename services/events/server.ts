@@ -4,6 +4,7 @@ import { createPool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { buildEventsApp } from './app.js';
+import { ingestionKey } from '../../domain/webhooks/ingestion.js';
 
 export const EVENTS_TARGET = 'events';
 
@@ -20,6 +21,13 @@ export async function startEvents(cfg = config()) {
     maxLen: cfg.EVENTS_STREAM_MAXLEN,
     dedupeTtlSeconds: cfg.EVENTS_DEDUPE_TTL_SECONDS,
     logLevel: cfg.LOG_LEVEL,
+    ingestion: {
+      key: async () => ingestionKey(cfg.SECRETS_KEY),
+      workspaceOf: async (tenant) => {
+        const { rows } = await pool.query<{ slug: string | null }>('SELECT w.slug FROM tenants t LEFT JOIN workspaces w ON w.id = t.workspace_id WHERE t.name = $1', [tenant]);
+        return rows[0] ? rows[0].slug : undefined;
+      },
+    },
   });
   await app.listen({ host: cfg.EVENTS_HOST, port: cfg.EVENTS_PORT });
   return {

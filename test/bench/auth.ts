@@ -29,7 +29,7 @@ import { createPool } from '../../lib/db.js';
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { migrate } from '../../lib/migrate.js';
-import { ensureErpApiUser } from '../../domain/erp/api-user.js';
+import { ensureErpApiUser, erpApiUserDeps } from '../../domain/erp/api-user.js';
 import { cloneTenantDatabase, templateDatabaseName, tenantHostname } from '../../domain/erp/tenant-database.js';
 import { createLogger } from '../../lib/logger.js';
 import { parseConfig } from '../../lib/config.js';
@@ -123,7 +123,7 @@ try {
   const host = tenantHostname(slug, cfg.TENANT_DOMAIN);
   await cloneTenantDatabase(admin, { database: host, template: templateDatabaseName('pro', '18') });
   await pool.query("INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-18', $1)", [host, slug]);
-  await ensureErpApiUser({ platform: pool, erpDatabaseUrl: cfg.ERP_DATABASE_URL, secretsKey: cfg.SECRETS_KEY }, { tenant: slug, database: host });
+  await ensureErpApiUser(erpApiUserDeps(cfg, pool), { tenant: slug, database: host });
   const password = 'bench-admin-password';
   const user = await pool.query<{ id: string }>(
     "INSERT INTO users (email, name, password_hash) VALUES ('admin@bench.test', 'Bench Admin', $1) RETURNING id",

@@ -10,7 +10,7 @@ import { parseConfig } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
 import { migrate } from '../../lib/migrate.js';
 import { createLogger } from '../../lib/logger.js';
-import { ensureErpApiUser } from '../../domain/erp/api-user.js';
+import { ensureErpApiUser, erpApiUserDeps } from '../../domain/erp/api-user.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { cloneTenantDatabase, dropTenantDatabase, templateDatabaseName, tenantHostname } from '../../domain/erp/tenant-database.js';
 import { startErpStandIn } from '../../sandbox/erp/server.js';
@@ -56,8 +56,8 @@ try {
   await dropTenantDatabase(admin, `bench-0.${cfg.TENANT_DOMAIN}`);
   await cloneTenantDatabase(admin, { database: host, template: templateDatabaseName('pro', '18') });
   await pool.query(`INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, 'bench', 'plana-odoo-18', $1)`, [host]);
-  await ensureErpApiUser({ platform: pool, erpDatabaseUrl: cfg.ERP_DATABASE_URL, secretsKey: cfg.SECRETS_KEY }, { tenant: 'bench', database: host });
   const erp = await startErpStandIn({ host: '127.0.0.1', port: 0, platformDatabaseUrl: cfg.DATABASE_URL, erpDatabaseUrl: cfg.ERP_DATABASE_URL, logger: createLogger({ level: 'silent' }) });
+  await ensureErpApiUser(erpApiUserDeps(cfg, pool, erp.url), { tenant: 'bench', database: host });
   const redis = new Redis(cfg.REDIS_URL);
   const service = createDashboardService({ pool, redis, config: { ...cfg, ERP_URL: erp.url } });
 

@@ -7,13 +7,35 @@
  *           given key, a map look-up, timingSafeEqual, and the in-memory usage update
  *
  * No I/O in either (the verifier's reloads and usage flushes happen off the request path), so this
- * runs without servers. BENCH_CHECKS (default 200000) sets the number of checks per case.
+ * part runs without servers. BENCH_CHECKS (default 200000) sets the number of checks per case.
+ *
+ * Then, unless BENCH_ROTATION=0: calls per second held through a whole rotation. Throw-away
+ * PostgreSQL and Temporal dev server, a target checking keys with ServiceKeyVerifier over real
+ * HTTP, BENCH_CONSUMERS (16) consumer loops reading their key from the secret store (200 ms cache)
+ * and calling back to back, and a rotation (shortened: quiet period 3 s) run by a worker in this
+ * process. Prints calls/s before, during and after, and the failed calls (the goal: none).
  */
 import { performance } from 'node:perf_hooks';
+import { rmSync } from 'node:fs';
+import http from 'node:http';
+import { Client, Connection } from '@temporalio/client';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { createRotationActivities } from '../../activities/service-key-rotation.js';
+import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
+import { startRotation } from '../../domain/service-keys/rotation.js';
+import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
+import { parseConfig } from '../../lib/config.js';
+import { createPool } from '../../lib/db.js';
+import { migrate } from '../../lib/migrate.js';
+import { startThrowAwayServers, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
+import { workflowsPath } from '../../worker/index.js';
+import { startKeyCheckedTarget } from '../support/service-keys.js';
 import { generateServiceKey, hashServiceKey, keyMatches } from '../../domain/service-keys/service-keys.js';
 import { AcceptedKeyTable } from '../../domain/service-keys/verifier.js';
 
 const N = Number(process.env.BENCH_CHECKS ?? 200_000);
+const noop = () => {};
+const quiet = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
 
 function time(label: string, check: () => unknown): number {
   for (let i = 0; i < Math.min(N, 20_000); i++) check(); // warm up
@@ -52,3 +74,90 @@ time('2 accepted keys, unknown key', () => t2.identify(unknown));
 const a20 = time('20 accepted keys (many callers), valid', () => t20.identify(many[7]!));
 
 console.log(`\nafter / before: 1 key ${(a1 / b1).toFixed(2)}×, 2 keys ${(a2 / b2).toFixed(2)}×, 20 keys ${(a20 / b20).toFixed(2)}×`);
+
+if (process.env.BENCH_ROTATION !== '0') await rotationThroughput();
+
+async function rotationThroughput() {
+  const consumers = Number(process.env.BENCH_CONSUMERS ?? 16);
+  console.log(`\nCalls per second through a whole rotation (${consumers} consumers, real HTTP, shortened rotation):`);
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const dir = throwAwayDir('plana-bench-keys-');
+  try {
+    const [{ pg, temporal }, bundle] = await Promise.all([startThrowAwayServers(dir), bundleWorkflowCode({ workflowsPath, logger: quiet })]);
+    const cfg = parseConfig({ DATABASE_URL: pg.url, TEMPORAL_ADDRESS: temporal.address, LOG_LEVEL: 'silent' });
+    const pool = createPool(pg.url, 8);
+    await migrate(pool);
+    const store = new PgSecretStore(pool, cfg.SECRETS_KEY, 0);
+    const pair = { caller: 'bench-consumer', target: 'bench-target' };
+    await ensureServiceKeys(pool, store, [pair as never]);
+    const target = await startKeyCheckedTarget(pool, pair.target);
+    await target.verifier.reload();
+
+    const connection = await Connection.connect({ address: temporal.address });
+    const client = new Client({ connection });
+    const settings = { acceptWaitMs: 500, quietPeriodMs: 3000, pollIntervalMs: 250, deadlineMs: 60_000, rollbackWaitMs: 500 };
+    const workerConnection = await NativeConnection.connect({ address: temporal.address });
+    const worker = await Worker.create({
+      connection: workerConnection,
+      taskQueue: 'bench-rotation',
+      workflowBundle: { code: bundle.code },
+      activities: createRotationActivities({ pool, store, secrets: store, eventsUrl: 'http://127.0.0.1:9' }),
+    });
+    const workerRun = worker.run();
+
+    // consumers: keep-alive HTTP, the key from the secret store (cached 200 ms), one call after another
+    const agent = new http.Agent({ keepAlive: true, maxSockets: consumers });
+    const url = new URL('/ping', target.url);
+    const call = (key: string) =>
+      new Promise<number>((resolve) => {
+        const req = http.get(url, { agent, headers: { 'x-api-key': key } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', () => resolve(0));
+      });
+    const consumerStore = new PgSecretStore(pool, cfg.SECRETS_KEY, 200);
+    let phase: 'before' | 'during' | 'after' = 'before';
+    const calls = { before: 0, during: 0, after: 0 };
+    const failed = { before: 0, during: 0, after: 0 };
+    let stop = false;
+    const loops = Array.from({ length: consumers }, async () => {
+      while (!stop) {
+        const key = (await consumerStore.current(pair.caller, pair.target)).key;
+        const status = await call(key);
+        calls[phase]++;
+        if (status !== 200) failed[phase]++;
+      }
+    });
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const t0 = performance.now();
+    await sleep(3000);
+    const t1 = performance.now();
+    phase = 'during';
+    const started = await startRotation({ pool, temporal: client, taskQueue: 'bench-rotation', settings }, pair, 'manual');
+    const result = (await client.workflow.getHandle(started.workflowId).result()) as { outcome: string };
+    const t2 = performance.now();
+    phase = 'after';
+    await sleep(3000);
+    stop = true;
+    await Promise.all(loops);
+    const t3 = performance.now();
+
+    const rate = (n: number, ms: number) => Math.round(n / (ms / 1000)).toLocaleString('en');
+    console.log(`  before the rotation    ${rate(calls.before, t1 - t0).padStart(7)} calls/s   ${failed.before} failed`);
+    console.log(`  during (${((t2 - t1) / 1000).toFixed(1)} s, ${result.outcome})  ${rate(calls.during, t2 - t1).padStart(7)} calls/s   ${failed.during} failed of ${calls.during.toLocaleString('en')}`);
+    console.log(`  after                  ${rate(calls.after, t3 - t2).padStart(7)} calls/s   ${failed.after} failed`);
+    if (failed.before + failed.during + failed.after > 0 || result.outcome !== 'completed') process.exitCode = 1;
+
+    worker.shutdown();
+    await workerRun;
+    await workerConnection.close();
+    await connection.close();
+    agent.destroy();
+    await target.close();
+    await pool.end();
+  } finally {
+    await stopAll();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -119,8 +119,8 @@ class Browser {
 }
 
 /** The whole dance: start → provider login as `login` → consent → back at the callback. */
-async function oidcLogin(browser: Browser, login: string) {
-  const loginPage = await browser.request(`${cfg.API_PUBLIC_URL}/api/auth/oidc/start`);
+async function oidcLogin(browser: Browser, login: string, start = '/api/auth/oidc/start') {
+  const loginPage = await browser.request(`${cfg.API_PUBLIC_URL}${start}`);
   expect(loginPage.url.startsWith(`${issuer}/interaction/`)).toBe(true);
   const consentPage = await browser.submit(loginPage, { login, password: 'anything' });
   expect(consentPage.url.startsWith(`${issuer}/interaction/`)).toBe(true);
@@ -162,6 +162,20 @@ describe('GET /api/auth/oidc/callback', () => {
     expect(browser.cookie('127.0.0.1', 'plana_oidc')).toBeUndefined();
     const me = await call(cfg.API_PUBLIC_URL, 'GET', '/api/auth/me', { token: session.accessToken });
     expect(me.body.workspaces).toEqual([expect.objectContaining({ slug: ws.slug, role: 'admin' })]);
+  });
+
+  it('started from the portal, ends in the portal signed in by the refresh cookie, with no token in the URL', async () => {
+    const ws = await addWorkspace(pool);
+    const user = await addUser(pool, [{ workspaceId: ws.id, role: 'member' }]);
+    const browser = new Browser();
+    const { url } = await oidcLogin(browser, user.email, '/api/auth/oidc/start?portal=true');
+    expect(url).toBe(`${cfg.API_PUBLIC_URL}/app/`);
+    const cookie = browser.cookie('127.0.0.1', 'plana_refresh')!;
+    expect(cookie).toBeTruthy();
+    // what the portal does on load
+    const refreshed = await call(cfg.API_PUBLIC_URL, 'POST', '/api/auth/refresh', { cookie: `plana_refresh=${cookie}` });
+    expect(refreshed.status).toBe(200);
+    expect(refreshed.body.user.email).toBe(user.email);
   });
 
   it('refuses an e-mail the provider does not say is verified (403) and issues no session', async () => {

@@ -27,7 +27,7 @@ beforeAll(async () => {
   cfg = await erpTestConfig({ ERP_URL: erp.url });
   api = await startApi(cfg);
   base = cfg.API_PUBLIC_URL;
-  tenant = await provisionTestTenant(cfg, pool, admin, { tier: 'pro', version: '18' });
+  tenant = await provisionTestTenant(cfg, pool, admin, { tier: 'pro', version: '18', erpUrl: erp.url });
   const { rows } = await pool.query<{ id: string }>('SELECT id FROM workspaces WHERE slug = $1', [tenant.workspace]);
   const owner = await addUser(pool, [{ workspaceId: rows[0]!.id, role: 'admin' }]);
   token = (await createKey(base, await login(base, owner), { name: 'dashboards' })).token;

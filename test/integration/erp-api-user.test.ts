@@ -1,44 +1,64 @@
-/** The tenant's dedicated ERP API user (§5.5) on a real tenant database and the platform table. */
+/**
+ * The tenant's dedicated ERP API user (§5.5), made through Odoo's own models over XML-RPC as the
+ * tenant's admin, on real tenant databases behind the ERP stand-in; and the Odoo semantics the
+ * stand-in enforces the way real Odoo 18 does (groups by external id, ACLs, company rules,
+ * required fields).
+ */
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
-import { ensureErpApiUser, loadErpCredentials } from '../../domain/erp/api-user.js';
+import { ensureErpApiUser, erpApiUserDeps, loadErpCredentials, tenantAdminPassword } from '../../domain/erp/api-user.js';
+import { type ErpFault, createErpClient } from '../../domain/erp/client.js';
 import { cloneTenantDatabase, dropTenantDatabase, templateDatabaseName, tenantHostname } from '../../domain/erp/tenant-database.js';
 import { verifyOdooPassword } from '../../domain/erp/odoo-password.js';
-import { createWorkspaceWithTenant, erpTestConfig, queryTenantDb } from '../support/erp-tenant.js';
+import type { ErpStandIn } from '../../sandbox/erp/server.js';
+import { createWorkspaceWithTenant, erpTestConfig, queryTenantDb, startTestErp } from '../support/erp-tenant.js';
 
 let cfg: Config;
 let pool: Pool;
 let admin: Pool;
-const deps = () => ({ platform: pool, erpDatabaseUrl: cfg.ERP_DATABASE_URL, secretsKey: cfg.SECRETS_KEY });
+let erp: ErpStandIn;
+const deps = () => erpApiUserDeps(cfg, pool, erp.url);
+const fault = (p: Promise<unknown>) => p.then(() => expect.fail('expected an XML-RPC fault'), (e: unknown) => e as ErpFault);
 
-async function tenantWithDatabase() {
-  const tenant = await createWorkspaceWithTenant(pool, { tier: 'starter', version: '18' });
+async function tenantWithDatabase(version: '18' | '19' = '18') {
+  const tenant = await createWorkspaceWithTenant(pool, { tier: 'starter', version });
   const database = tenantHostname(tenant, cfg.TENANT_DOMAIN);
-  await cloneTenantDatabase(admin, { database, template: templateDatabaseName('starter', '18') });
+  await cloneTenantDatabase(admin, { database, template: templateDatabaseName('starter', version) });
+  await pool.query('INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, $3, $1)', [database, tenant, `plana-odoo-${version}`]);
   return { tenant, database };
 }
 
 const apiUsers = (database: string, login: string) =>
-  queryTenantDb<{ id: number; password: string; active: boolean; groups: number[] }>(
+  queryTenantDb<{ id: number; password: string; active: boolean; groups: string[]; companies: number[]; company_id: number; partner: string }>(
     cfg,
     database,
-    `SELECT u.id, u.password, u.active, ARRAY(SELECT gid FROM res_groups_users_rel r WHERE r.uid = u.id ORDER BY gid) AS groups FROM res_users u WHERE login = $1`,
+    `SELECT u.id, u.password, u.active, u.company_id, p.name AS partner,
+            ARRAY(SELECT d.module || '.' || d.name FROM res_groups_users_rel r JOIN ir_model_data d ON d.model = 'res.groups' AND d.res_id = r.gid WHERE r.uid = u.id ORDER BY 1) AS groups,
+            ARRAY(SELECT cid FROM res_company_users_rel r WHERE r.user_id = u.id ORDER BY 1) AS companies
+       FROM res_users u JOIN res_partner p ON p.id = u.partner_id WHERE login = $1`,
     [login],
   );
+
+const client = (database: string, login: string, password: string) => createErpClient({ baseUrl: erp.url, host: database, db: database, login, password });
 
 beforeAll(async () => {
   cfg = await erpTestConfig();
   pool = createPool(cfg.DATABASE_URL, 4);
   admin = createPool(cfg.ERP_DATABASE_URL, 2);
+  erp = await startTestErp(cfg);
 });
 afterAll(async () => {
+  await erp?.close();
   await pool?.end();
   await admin?.end();
 });
 
 describe('ensureErpApiUser', () => {
-  it('creates one API user with a long random password, read-only accounting rights and no admin rights', async () => {
+  it('creates one API user through the ERP: internal user + accounting read-only by external id, linked to the companies, a long random password', async () => {
     const { tenant, database } = await tenantWithDatabase();
     const result = await ensureErpApiUser(deps(), { tenant, database });
     expect(result).toEqual({ login: `api@${database}`, created: true });
@@ -49,9 +69,40 @@ describe('ensureErpApiUser', () => {
 
     const users = await apiUsers(database, result.login);
     expect(users).toHaveLength(1);
-    expect(users[0]!.active).toBe(true);
-    expect(users[0]!.groups).toEqual([2, 4]); // Internal User, Accounting / Read-only
+    expect(users[0]).toMatchObject({ active: true, company_id: 1, companies: [1, 2], partner: 'Platform API' });
+    expect(users[0]!.groups).toEqual(['account.group_account_readonly', 'base.group_user']);
     expect(await verifyOdooPassword(credentials.password, users[0]!.password)).toBe(true);
+  });
+
+  it('gives a user that reads accounting and cannot write: AccessError (fault 4) on res.partner and account.move', async () => {
+    const { tenant, database } = await tenantWithDatabase();
+    await ensureErpApiUser(deps(), { tenant, database });
+    const api = client(database, ...(Object.values((await loadErpCredentials(pool, cfg.SECRETS_KEY, tenant))!) as [string, string]));
+    expect((await api.executeKw<number[]>('account.move', 'search', [[]])).length).toBeGreaterThan(10);
+    const partner = await fault(api.executeKw('res.partner', 'create', [{ name: 'Not allowed' }]));
+    expect(partner.code).toBe(4);
+    expect(partner.faultString).toContain("You are not allowed to create 'Contact' (res.partner) records.");
+    const move = await fault(api.executeKw('account.move', 'write', [[1], { ref: 'x' }]));
+    expect(move.code).toBe(4);
+    expect(move.faultString).toContain("You are not allowed to modify 'Journal Entry' (account.move) records.");
+    expect(move.faultString).toContain('Accounting / Billing');
+    // the groups' external ids are for administrators only
+    expect((await fault(api.executeKw('ir.model.data', 'search', [[]]))).code).toBe(4);
+  });
+
+  it("signs in with the template's admin password once, then gives the tenant's admin its own", async () => {
+    const { tenant, database } = await tenantWithDatabase();
+    await ensureErpApiUser(deps(), { tenant, database });
+    await expect(client(database, 'admin', cfg.ERP_ADMIN_PASSWORD).authenticate()).rejects.toMatchObject({ code: 3 });
+    expect(await client(database, 'admin', tenantAdminPassword(cfg.SECRETS_KEY, database)).authenticate()).toBe(2);
+    const other = await tenantWithDatabase();
+    expect(tenantAdminPassword(cfg.SECRETS_KEY, other.database)).not.toBe(tenantAdminPassword(cfg.SECRETS_KEY, database));
+  });
+
+  it('uses group_ids on 19', async () => {
+    const { tenant, database } = await tenantWithDatabase('19');
+    const { login } = await ensureErpApiUser(deps(), { tenant, database });
+    expect((await apiUsers(database, login))[0]!.groups).toEqual(['account.group_account_readonly', 'base.group_user']);
   });
 
   it('never stores the password in plaintext, in the platform or in the ERP', async () => {
@@ -98,12 +149,76 @@ describe('ensureErpApiUser', () => {
   it('names the tenant database when it does not exist, and stores nothing', async () => {
     const tenant = await createWorkspaceWithTenant(pool, { tier: 'starter', version: '18' });
     const database = tenantHostname(tenant, cfg.TENANT_DOMAIN);
+    await pool.query('INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, $3, $1)', [database, tenant, 'plana-odoo-18']);
     await expect(ensureErpApiUser(deps(), { tenant, database })).rejects.toThrow(`tenant database ${database} does not exist`);
     expect(await loadErpCredentials(pool, cfg.SECRETS_KEY, tenant)).toBeNull();
   });
+});
 
-  it('has no credentials for a tenant without an API user', async () => {
-    const tenant = await createWorkspaceWithTenant(pool, { tier: 'pro', version: '17' });
-    expect(await loadErpCredentials(pool, cfg.SECRETS_KEY, tenant)).toBeNull();
+describe('cloning a tenant database as Odoo duplicates one', () => {
+  it('gives the clone its own database.uuid and database.secret and a copy of the template filestore', async () => {
+    const template = templateDatabaseName('starter', '18');
+    const root = mkdtempSync(path.join(os.tmpdir(), 'filestore-'));
+    mkdirSync(path.join(root, template, 'ab'), { recursive: true });
+    writeFileSync(path.join(root, template, 'ab', 'abcdef'), 'attachment');
+    const params = (db: string) => queryTenantDb<{ key: string; value: string }>(cfg, db, `SELECT key, value FROM ir_config_parameter WHERE key IN ('database.uuid', 'database.secret') ORDER BY key`);
+    const tenant = await createWorkspaceWithTenant(pool, { tier: 'starter', version: '18' });
+    const database = tenantHostname(tenant, cfg.TENANT_DOMAIN);
+    expect(await cloneTenantDatabase(admin, { database, template, filestoreRoot: root })).toBe('created');
+    const [tplSecret, tplUuid] = await params(template);
+    const [secret, uuid] = await params(database);
+    expect(uuid!.value).toMatch(/^[0-9a-f-]{36}$/);
+    expect(uuid!.value).not.toBe(tplUuid!.value);
+    expect(secret!.value).not.toBe(tplSecret!.value);
+    expect(readFileSync(path.join(root, database, 'ab', 'abcdef'), 'utf8')).toBe('attachment');
+  });
+});
+
+describe('the stand-in, as real Odoo 18', () => {
+  const asAdmin = (database: string) => client(database, 'admin', cfg.ERP_ADMIN_PASSWORD);
+
+  it('has the group ids of a real database: fixed ids [2, 4] make an administrator, not an accountant', async () => {
+    const { database } = await tenantWithDatabase();
+    const root = asAdmin(database);
+    const uid = await root.executeKw<number>('res.users', 'create', [{ name: 'Fixed ids', login: 'fixed@x.test', password: 'fixed-ids-password', groups_id: [[6, 0, [2, 4]]] }]);
+    expect(uid).toBeGreaterThan(2);
+    const wrong = client(database, 'fixed@x.test', 'fixed-ids-password');
+    // Access Rights + Settings: may create contacts' users... but no accounting at all
+    expect((await fault(wrong.executeKw('account.move', 'search', [[]]))).code).toBe(4);
+    expect(await wrong.executeKw('res.users', 'write', [[uid], { active: true }])).toBe(true);
+  });
+
+  it('shows a user no accounting of a company it is not linked to', async () => {
+    const { database } = await tenantWithDatabase();
+    const root = asAdmin(database);
+    const groups = await root.executeKw<{ res_id: number }[]>('ir.model.data', 'search_read', [[['module', '=', 'account'], ['name', '=', 'group_account_readonly']]], { fields: ['res_id'] });
+    await root.executeKw('res.users', 'create', [{ name: 'No company', login: 'nocompany@x.test', password: 'no-company-password', company_ids: [[6, 0, [1]]], groups_id: [[6, 0, [groups[0]!.res_id]]] }]);
+    await queryTenantDb(cfg, database, `DELETE FROM res_company_users_rel WHERE user_id = (SELECT id FROM res_users WHERE login = 'nocompany@x.test')`);
+    const nobody = client(database, 'nocompany@x.test', 'no-company-password');
+    expect(await nobody.executeKw('account.move', 'search_count', [[]])).toBe(0);
+    expect(await nobody.executeKw('res.company', 'search', [[]])).toEqual([]);
+  });
+
+  it('answers a missing required field with the ValidationError fault Odoo gives (2)', async () => {
+    const { database } = await tenantWithDatabase();
+    const err = await fault(asAdmin(database).executeKw('res.users', 'create', [{ name: 'No login' }]));
+    expect(err.code).toBe(2);
+    expect(err.faultString).toContain('a mandatory field is not set');
+    expect(err.faultString).toContain('Field: Login (login)');
+  });
+
+  it("writes a user's name on its partner, as res.users inherits res.partner", async () => {
+    const { database } = await tenantWithDatabase();
+    const root = asAdmin(database);
+    const uid = await root.executeKw<number>('res.users', 'create', [{ name: 'Before', login: 'named@x.test' }]);
+    await root.executeKw('res.users', 'write', [[uid], { name: 'After' }]);
+    expect(await root.executeKw('res.users', 'read', [[uid]], { fields: ['name'] })).toEqual([{ id: uid, name: 'After' }]);
+  });
+
+  it('refuses a main company that is not among the allowed ones', async () => {
+    const { database } = await tenantWithDatabase();
+    const err = await fault(asAdmin(database).executeKw('res.users', 'create', [{ name: 'Odd', login: 'odd@x.test', company_id: 1, company_ids: [[6, 0, []]] }]));
+    expect(err.code).toBe(2);
+    expect(err.faultString).toContain('is not in the allowed companies');
   });
 });

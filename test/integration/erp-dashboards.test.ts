@@ -33,7 +33,7 @@ beforeAll(async () => {
   redis = new Redis(cfg.REDIS_URL);
   service = createDashboardService({ pool, redis, config: cfg });
   for (const [version, tier] of [['17', 'starter'], ['18', 'pro'], ['19', 'enterprise']] as const) {
-    tenants.set(version, await provisionTestTenant(cfg, pool, admin, { tier, version }));
+    tenants.set(version, await provisionTestTenant(cfg, pool, admin, { tier, version, erpUrl: erp.url }));
   }
 });
 
@@ -50,12 +50,12 @@ async function expectedKpis(database: string) {
     cfg,
     database,
     `SELECT
-       (SELECT sum(amount_untaxed_signed) FROM account_move WHERE move_type IN ('out_invoice','out_refund') AND state = 'posted' AND invoice_date >= date_trunc('month', $1::date) AND invoice_date <= $1::date) AS revenue,
-       (SELECT sum(amount_residual_signed) FROM account_move WHERE move_type IN ('out_invoice','out_refund') AND state = 'posted' AND payment_state IN ('not_paid','partial')) AS receivables,
-       (SELECT sum(amount_residual_signed) FROM account_move WHERE move_type = 'out_invoice' AND state = 'posted' AND payment_state IN ('not_paid','partial') AND invoice_date_due < $1::date) AS overdue,
-       (SELECT count(*) FROM account_move WHERE move_type = 'out_invoice' AND state = 'posted' AND payment_state IN ('not_paid','partial') AND invoice_date_due < $1::date) AS overdue_count,
-       (SELECT -sum(amount_residual_signed) FROM account_move WHERE move_type IN ('in_invoice','in_refund') AND state = 'posted' AND payment_state IN ('not_paid','partial')) AS payables,
-       (SELECT sum(l.balance) FROM account_move_line l JOIN account_journal j ON j.default_account_id = l.account_id WHERE j.type IN ('bank','cash') AND l.parent_state = 'posted') AS cash`,
+       (SELECT sum(amount_untaxed_signed) FROM account_move WHERE move_type IN ('out_invoice','out_refund') AND state = 'posted' AND company_id = 1 AND invoice_date >= date_trunc('month', $1::date) AND invoice_date <= $1::date) AS revenue,
+       (SELECT sum(amount_residual_signed) FROM account_move WHERE move_type IN ('out_invoice','out_refund') AND state = 'posted' AND payment_state IN ('not_paid','partial','blocked') AND company_id = 1) AS receivables,
+       (SELECT sum(amount_residual_signed) FROM account_move WHERE move_type = 'out_invoice' AND state = 'posted' AND payment_state IN ('not_paid','partial','blocked') AND company_id = 1 AND invoice_date_due < $1::date) AS overdue,
+       (SELECT count(*) FROM account_move WHERE move_type = 'out_invoice' AND state = 'posted' AND payment_state IN ('not_paid','partial','blocked') AND company_id = 1 AND invoice_date_due < $1::date) AS overdue_count,
+       (SELECT -sum(amount_residual_signed) FROM account_move WHERE move_type IN ('in_invoice','in_refund') AND state = 'posted' AND payment_state IN ('not_paid','partial','blocked') AND company_id = 1) AS payables,
+       (SELECT sum(l.balance) FROM account_move_line l JOIN account_journal j ON j.default_account_id = l.account_id WHERE j.type IN ('bank','cash','credit') AND j.company_id = 1 AND l.company_id = 1 AND l.parent_state = 'posted') AS cash`,
     [day],
   );
   return row!;
@@ -75,7 +75,19 @@ describe.each(['17', '18', '19'] as const)('dashboards on ERP %s', (version) => 
     expect(kpis.payables).toBeCloseTo(num(want.payables), 2);
     expect(kpis.cashBalance).toBeCloseTo(num(want.cash), 2);
     expect(kpis.revenue).toBeGreaterThan(0); // the demo data makes this month meaningful
-    expect(kpis.cashJournals.map((j) => j.type).sort()).toEqual(['bank', 'cash']);
+    expect(kpis.cashJournals.map((j) => j.type).sort()).toEqual(version === '17' ? ['bank', 'cash'] : ['bank', 'cash', 'credit']);
+    // per company, each in its own currency; the main company's figures are the top-level ones
+    expect(kpis.companies.map((c) => c.currency)).toEqual(['EUR', 'USD']);
+    expect(kpis.companies[0]).toMatchObject({ receivables: kpis.receivables, cashBalance: kpis.cashBalance, revenue: kpis.revenue });
+    const [us] = await queryTenantDb<Record<string, string>>(
+      cfg,
+      t.database,
+      `SELECT (SELECT sum(amount_residual_signed) FROM account_move WHERE company_id = 2 AND move_type IN ('out_invoice','out_refund') AND state = 'posted' AND payment_state IN ('not_paid','partial','blocked')) AS receivables,
+              (SELECT sum(l.balance) FROM account_move_line l JOIN account_journal j ON j.default_account_id = l.account_id AND j.company_id = 2 WHERE j.type IN ('bank','cash','credit') AND l.company_id = 2 AND l.parent_state = 'posted') AS cash`,
+    );
+    expect(kpis.companies[1]!.receivables).toBeCloseTo(num(us!.receivables), 2);
+    expect(kpis.companies[1]!.cashBalance).toBeCloseTo(num(us!.cash), 2);
+    expect(kpis.companies[1]!.receivables).toBeGreaterThan(0);
   });
 
   it('cash flow per month matches the bank and cash accounts', async () => {
@@ -89,7 +101,7 @@ describe.each(['17', '18', '19'] as const)('dashboards on ERP %s', (version) => 
       t.database,
       `SELECT to_char(l.date, 'YYYY-MM') AS month, sum(l.debit) AS inflow, sum(l.credit) AS outflow
          FROM account_move_line l JOIN account_journal j ON j.default_account_id = l.account_id
-        WHERE j.type IN ('bank','cash') AND l.parent_state = 'posted' AND l.date <= $1::date
+        WHERE j.type IN ('bank','cash','credit') AND j.company_id = 1 AND l.company_id = 1 AND l.parent_state = 'posted' AND l.date <= $1::date
         GROUP BY 1`,
       [today()],
     );
@@ -109,11 +121,11 @@ describe.each(['17', '18', '19'] as const)('dashboards on ERP %s', (version) => 
       cfg,
       t.database,
       `SELECT
-         (SELECT count(*) FROM account_move WHERE move_type = 'out_invoice' AND state = 'posted' AND payment_state IN ('not_paid','partial') AND invoice_date_due < $1::date) AS overdue_count,
-         (SELECT sum(amount_residual) FROM account_move WHERE move_type = 'out_invoice' AND state = 'posted' AND payment_state IN ('not_paid','partial') AND invoice_date_due < $1::date) AS overdue_total,
-         (SELECT name FROM account_move WHERE move_type = 'out_invoice' AND state = 'posted' AND payment_state IN ('not_paid','partial') AND invoice_date_due < $1::date ORDER BY invoice_date_due, id LIMIT 1) AS oldest,
-         (SELECT count(*) FROM account_bank_statement_line WHERE NOT is_reconciled) AS lines,
-         (SELECT sum(amount) FROM account_bank_statement_line WHERE NOT is_reconciled) AS lines_total`,
+         (SELECT count(*) FROM account_move WHERE move_type = 'out_invoice' AND state = 'posted' AND payment_state IN ('not_paid','partial','blocked') AND company_id = 1 AND invoice_date_due < $1::date) AS overdue_count,
+         (SELECT sum(amount_residual_signed) FROM account_move WHERE move_type = 'out_invoice' AND state = 'posted' AND payment_state IN ('not_paid','partial','blocked') AND company_id = 1 AND invoice_date_due < $1::date) AS overdue_total,
+         (SELECT name FROM account_move WHERE move_type = 'out_invoice' AND state = 'posted' AND payment_state IN ('not_paid','partial','blocked') AND company_id = 1 AND invoice_date_due < $1::date ORDER BY invoice_date_due, id LIMIT 1) AS oldest,
+         (SELECT count(*) FROM account_bank_statement_line WHERE NOT is_reconciled AND company_id = 1) AS lines,
+         (SELECT sum(amount) FROM account_bank_statement_line WHERE NOT is_reconciled AND company_id = 1) AS lines_total`,
       [today()],
     );
     expect(alerts.overdueInvoices.count).toBe(Number(want!.overdue_count));
@@ -124,12 +136,21 @@ describe.each(['17', '18', '19'] as const)('dashboards on ERP %s', (version) => 
     if (want!.oldest) expect(alerts.overdueInvoices.oldest[0]!.number).toBe(want!.oldest);
     expect(alerts.overdueInvoices.oldest.every((i) => i.daysOverdue > 0)).toBe(true);
     expect(alerts.alerts.map((a) => a.kind)).toContain('unreconciled_bank_lines');
+    // the USD invoice counts with its EUR amount, never its USD one
+    const [fx] = await queryTenantDb<{ amount_residual: string; amount_residual_signed: string; name: string }>(
+      cfg,
+      t.database,
+      `SELECT m.amount_residual, m.amount_residual_signed, m.name FROM account_move m JOIN res_currency c ON c.id = m.currency_id WHERE c.name = 'USD' AND m.company_id = 1`,
+    );
+    expect(num(fx!.amount_residual)).not.toBeCloseTo(num(fx!.amount_residual_signed), 2);
+    const listed = alerts.overdueInvoices.oldest.find((i) => i.number === fx!.name);
+    if (listed) expect(listed.amountDue).toBeCloseTo(num(fx!.amount_residual_signed), 2);
   });
 });
 
 describe('caching and errors', () => {
   it('serves a cached result until it expires, then the new figure', async () => {
-    const t = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '18' });
+    const t = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '18', erpUrl: erp.url });
     const first = await service.kpis(t.workspace);
     await queryTenantDb(
       cfg,
@@ -165,7 +186,7 @@ describe('caching and errors', () => {
   });
 
   it('answers BAD_GATEWAY without ERP internals when the ERP rejects the API user', async () => {
-    const t = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '17' });
+    const t = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '17', erpUrl: erp.url });
     await queryTenantDb(cfg, t.database, `UPDATE res_users SET active = false WHERE login LIKE 'api@%'`);
     const err = await service.kpis(t.workspace).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'BAD_GATEWAY' });
@@ -173,7 +194,7 @@ describe('caching and errors', () => {
   });
 
   it('answers UNAVAILABLE naming the ERP when the ERP cannot be reached', async () => {
-    const t = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '18' });
+    const t = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '18', erpUrl: erp.url });
     const cut = createDashboardService({ pool, redis, config: { ...cfg, ERP_URL: 'http://127.0.0.1:1' } });
     const err = await cut.kpis(t.workspace).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AppError);

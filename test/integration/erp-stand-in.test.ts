@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPool, type Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
 import { type ErpFault, ErpUnreachable, createErpClient, xmlRpcCall, type ErpClient } from '../../domain/erp/client.js';
-import { loadErpCredentials } from '../../domain/erp/api-user.js';
+import { ensureErpBankImportUser, erpApiUserDeps, loadErpCredentials } from '../../domain/erp/api-user.js';
 import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
 import { dropTenantDatabase, tenantHostname } from '../../domain/erp/tenant-database.js';
 import { XmlRpcFault, parseMethodResponse } from '../../domain/erp/xmlrpc-wire.js';
@@ -43,8 +43,10 @@ beforeAll(async () => {
   pool = createPool(cfg.DATABASE_URL, 4);
   admin = createPool(cfg.ERP_DATABASE_URL, 2);
   erp = await startTestErp(cfg);
-  tenant = await provisionTestTenant(cfg, pool, admin, { tier: 'pro', version: '18' });
+  tenant = await provisionTestTenant(cfg, pool, admin, { tier: 'pro', version: '18', erpUrl: erp.url });
   credentials = (await loadErpCredentials(pool, cfg.SECRETS_KEY, tenant.name))!;
+  // the bank import user too, while the tenant admin still has its own password (a test below replaces it)
+  await ensureErpBankImportUser(erpApiUserDeps(cfg, pool, erp.url), { tenant: tenant.name, database: tenant.database });
   api = createErpClient({ baseUrl: erp.url, host: tenant.host, db: tenant.database, ...credentials });
 });
 
@@ -84,7 +86,7 @@ describe('routing and the health probe', () => {
   });
 
   it('follows route changes within about a second: a removed route gives 404', async () => {
-    const other = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '18' });
+    const other = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '18', erpUrl: erp.url });
     expect((await get('/web/health', other.host)).status).toBe(200);
     await pool.query('DELETE FROM tenant_routes WHERE host = $1', [other.host]);
     await vi.waitFor(async () => expect((await get('/web/health', other.host)).status).toBe(404), { timeout: 5_000, interval: 200 });
@@ -92,7 +94,7 @@ describe('routing and the health probe', () => {
   });
 
   it('keeps /web/health at 200 when the tenant database is dropped; authenticate then faults', async () => {
-    const other = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '19' });
+    const other = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '19', erpUrl: erp.url });
     expect((await get('/web/health', other.host)).status).toBe(200);
     await dropTenantDatabase(admin, other.database);
     expect((await get('/web/health', other.host)).status).toBe(200);
@@ -262,6 +264,36 @@ describe('/xmlrpc/2/object execute_kw', () => {
     expect(row).toEqual({ name: 'Written by admin', city: null });
   });
 
+  it('creates bank statement lines as Odoo does: required fields, the journal company, each import id once, a vals_list all or nothing', async () => {
+    const importer = createErpClient({ baseUrl: erp.url, host: tenant.host, db: tenant.database, ...(await loadErpCredentials(pool, cfg.SECRETS_KEY, tenant.name, 'bank-import'))! });
+    const journal = (await importer.executeKw<number[]>('account.journal', 'search', [[['type', '=', 'bank']]], { limit: 1 }))[0]!;
+    const line = (importId: string) => ({ date: '2026-01-02', amount: 12.5, payment_ref: `line ${importId}`, journal_id: journal, unique_import_id: importId });
+
+    const missing = await fault(importer.executeKw('account.bank.statement.line', 'create', [[{ journal_id: journal, amount: 5 }]]));
+    expect(missing.code).toBe(2);
+    expect(missing.faultString).toContain('a mandatory field is not set');
+    expect(missing.faultString).toContain('Field: Date (date)');
+
+    const [id] = await importer.executeKw<number[]>('account.bank.statement.line', 'create', [[line('merge-test:1')]]);
+    const [row] = await queryTenantDb<{ company_id: number; journal_company: number; is_reconciled: boolean; amount_residual: string }>(
+      cfg,
+      tenant.database,
+      'SELECT l.company_id, j.company_id AS journal_company, l.is_reconciled, l.amount_residual FROM account_bank_statement_line l JOIN account_journal j ON j.id = l.journal_id WHERE l.id = $1',
+      [id],
+    );
+    expect({ ...row, amount_residual: Number(row!.amount_residual) }).toEqual({ company_id: row!.journal_company, journal_company: row!.journal_company, is_reconciled: false, amount_residual: 12.5 });
+
+    // the second line repeats an import id: Odoo's ValidationError, and the first line is not written either
+    const dup = await fault(importer.executeKw('account.bank.statement.line', 'create', [[line('merge-test:2'), line('merge-test:1')]]));
+    expect(dup.code).toBe(2);
+    expect(dup.faultString).toContain('A bank account transactions can be imported only once!');
+    const written = await queryTenantDb<{ unique_import_id: string }>(cfg, tenant.database, "SELECT unique_import_id FROM account_bank_statement_line WHERE unique_import_id LIKE 'merge-test:%'");
+    expect(written).toEqual([{ unique_import_id: 'merge-test:1' }]);
+
+    // the dashboards' API user may not
+    expect((await fault(api.executeKw('account.bank.statement.line', 'create', [[line('merge-test:3')]]))).code).toBe(4);
+  });
+
   it.each([
     ['an unknown model', () => api.executeKw('no.such.model', 'search', [[]]), 2, "Object no.such.model doesn't exist"],
     ['an unknown method', () => api.executeKw('account.move', 'frobnicate', [[]]), 1, "The method 'frobnicate' does not exist on the model 'account.move'"],
@@ -299,7 +331,7 @@ describe('/xmlrpc/2/object execute_kw', () => {
 
 describe('ERP versions', () => {
   it('19 renames res.users.groups_id to group_ids and serves formatted_read_group', async () => {
-    const t19 = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '19' });
+    const t19 = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '19', erpUrl: erp.url });
     const c19 = createErpClient({ baseUrl: erp.url, host: t19.host, db: t19.database, ...(await loadErpCredentials(pool, cfg.SECRETS_KEY, t19.name))! });
     const users19 = await c19.executeKw<Record<string, unknown>>('res.users', 'fields_get', [], { attributes: ['type'] });
     const users18 = await api.executeKw<Record<string, unknown>>('res.users', 'fields_get', [], { attributes: ['type'] });

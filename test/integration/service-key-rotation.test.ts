@@ -10,7 +10,6 @@
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -18,16 +17,22 @@ import { createRotationActivities } from '../../activities/service-key-rotation.
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import type { ServiceKeyPair } from '../../domain/service-keys/inventory.js';
 import { listKeys } from '../../domain/service-keys/registry.js';
-import { rotationRecord } from '../../domain/service-keys/rotation.js';
+import { rotationRecord, rotationSettings } from '../../domain/service-keys/rotation.js';
+import { misuseRecord, startMisuseAlerter, SERVICE_KEY_REVOKED_KEY_USED } from '../../domain/service-keys/misuse.js';
+import { ensureRotationSchedule } from '../../domain/service-keys/schedules.js';
+import { SERVICE_KEY_INVENTORY } from '../../domain/service-keys/inventory.js';
+import { startNotifications } from '../../services/notifications/server.js';
+import { readMailbox, startSmtpSink, type SmtpSink } from '../../sandbox/smtp/sink.js';
+import { ensureWorkerSchedules } from '../../worker/index.js';
+import { Redis } from 'ioredis';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
-import { requireServiceKey } from '../../domain/service-keys/service-keys.js';
-import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
+import type { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { startEvents } from '../../services/events/server.js';
 import { freePort } from '../../scripts/local-servers.js';
-import type { RotationResult } from '../../workflows/definitions.js';
+import { rotationScheduleId, type RotationResult } from '../../workflows/definitions.js';
 import { startTestApi, type TestApi } from '../support/api.js';
-import { workflowBundle } from '../support/env.js';
-import { testKeys } from '../support/service-keys.js';
+import { tempDir, workflowBundle } from '../support/env.js';
+import { keyConsumer, startKeyCheckedTarget, testKeys } from '../support/service-keys.js';
 
 const TARGET = `rt-${randomBytes(3).toString('hex')}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -35,20 +40,24 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let api: TestApi;
 let events: Awaited<ReturnType<typeof startEvents>>;
 let verifier: ServiceKeyVerifier;
-let target: FastifyInstance;
-let targetUrl: string;
+let target: Awaited<ReturnType<typeof startKeyCheckedTarget>>;
 let store: PgSecretStore;
 let worker: Worker;
 let workerRun: Promise<void>;
 let workerConnection: NativeConnection;
 let connection: Connection;
 let client: Client;
+let sink: SmtpSink;
+let notifications: Awaited<ReturnType<typeof startNotifications>>;
+let redis: Redis;
+let alerter: { stop(): Promise<void> };
 /** Every key this file saw, to search histories and bodies for. */
 const secrets = new Set<string>();
 
 beforeAll(async () => {
   api = await startTestApi({
     EVENTS_PORT: String(await freePort()),
+    SERVICE_KEY_ROTATION_EVERY_DAYS: '30',
     SERVICE_KEY_ROTATION_ACCEPT_WAIT_MS: '300',
     SERVICE_KEY_ROTATION_QUIET_MS: '1500',
     SERVICE_KEY_ROTATION_POLL_MS: '250',
@@ -60,40 +69,53 @@ beforeAll(async () => {
   store = new PgSecretStore(api.pool, cfg.SECRETS_KEY, 0);
 
   // the target: any service checking X-API-Key with the shared verifier
-  verifier = await ServiceKeyVerifier.start({ target: TARGET, pool: api.pool, refreshMs: 60_000, usageFlushMs: 100 });
-  const check = requireServiceKey(verifier);
-  target = Fastify();
-  target.get('/ping', {
-    onRequest: async (req, reply) => {
-      try {
-        await check(req, reply);
-      } catch {
-        return reply.code(401).send({ status: 401 });
-      }
-    },
-    handler: async (req) => ({ ok: true, keyId: req.serviceCaller?.keyId }),
-  });
-  targetUrl = await target.listen({ port: 0, host: '127.0.0.1' });
+  target = await startKeyCheckedTarget(api.pool, TARGET);
+  verifier = target.verifier;
 
+  connection = await Connection.connect({ address: inject('temporalAddress') });
+  client = new Client({ connection });
   workerConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
   worker = await Worker.create({
     connection: workerConnection,
     taskQueue: cfg.TEMPORAL_TASK_QUEUE,
     workflowBundle: workflowBundle(),
-    activities: createRotationActivities({ pool: api.pool, store, secrets: new PgSecretStore(api.pool, cfg.SECRETS_KEY), eventsUrl: cfg.EVENTS_URL }),
+    activities: createRotationActivities({
+      pool: api.pool,
+      store,
+      secrets: new PgSecretStore(api.pool, cfg.SECRETS_KEY),
+      eventsUrl: cfg.EVENTS_URL,
+      starter: { temporal: client, taskQueue: cfg.TEMPORAL_TASK_QUEUE, settings: rotationSettings(cfg) },
+    }),
   });
   workerRun = worker.run();
-  connection = await Connection.connect({ address: inject('temporalAddress') });
-  client = new Client({ connection });
+
+  // the revoked-key alerter, as the worker process runs it: mails through notifications to the SMTP sink
+  sink = await startSmtpSink({ port: cfg.SMTP_PORT, dir: tempDir('mail') });
+  notifications = await startNotifications(cfg);
+  redis = new Redis(cfg.REDIS_URL);
+  alerter = startMisuseAlerter({
+    pool: api.pool,
+    secrets: new PgSecretStore(api.pool, cfg.SECRETS_KEY),
+    caller: 'worker',
+    notificationsUrl: cfg.NOTIFICATIONS_URL,
+    eventsUrl: cfg.EVENTS_URL,
+    to: 'ops-team@plana.test',
+    intervalMs: 3600_000,
+    pollMs: 100,
+    log: { warn() {}, error() {}, info() {} },
+  });
 }, 60_000);
 
 afterAll(async () => {
+  await alerter?.stop();
+  await notifications?.close();
+  await sink?.close();
+  redis?.disconnect();
   worker?.shutdown();
   await workerRun;
   await workerConnection?.close();
   await connection?.close();
   await target?.close();
-  await verifier?.close();
   await events?.close();
   await api?.close();
 });
@@ -117,36 +139,10 @@ function rotate(pair: { caller: string; target: string }, body: object = {}) {
   });
 }
 
-const ping = (key: string) => fetch(`${targetUrl}/ping`, { headers: { 'x-api-key': key } });
+const ping = (key: string) => target.ping(key);
 
 /** Calls the target back to back until stopped; `key()` is what the consumer sends each time. */
-function consumer(key: () => Promise<string>) {
-  let stop = false;
-  const counts = { calls: 0, failed: 0, statuses: new Set<number>() };
-  const running = (async () => {
-    while (!stop) {
-      const k = await key();
-      secrets.add(k);
-      const res = await ping(k);
-      counts.calls++;
-      await res.arrayBuffer();
-      if (res.status !== 200) {
-        if (process.env.DEBUG_ROTATION) console.log('failed call', Date.now(), res.status, verifier.size, verifier.loadedAt, JSON.stringify((await listKeys(api.pool)).filter((x) => x.target === TARGET).map((x) => [x.keyId, x.state, x.createdAt.getTime(), x.revokedAt?.getTime()])));
-        counts.failed++;
-        counts.statuses.add(res.status);
-      }
-      await sleep(10);
-    }
-  })();
-  return {
-    counts,
-    async stop() {
-      stop = true;
-      await running;
-      return counts;
-    },
-  };
-}
+const consumer = (key: () => Promise<string>) => keyConsumer(ping, key, secrets);
 
 /** A history as text with every payload decoded (payload data is base64 in the JSON form). */
 function historyText(history: unknown): string {
@@ -265,3 +261,127 @@ describe('service-key rotation', () => {
     expect(res.status).toBe(404);
   });
 });
+
+interface ListedPair {
+  caller: string;
+  target: string;
+  keys: { keyId: string; state: string }[];
+  rotation: { running: string | null; last: { workflowId: string; outcome: string } | null; next: string | null };
+}
+async function listed(pair: { caller: string; target: string }): Promise<ListedPair> {
+  const res = await fetch(`${api.base}/api/ops/service-keys`, { headers: { 'x-api-key': testKeys.operator } });
+  expect(res.status).toBe(200);
+  const { pairs } = (await res.json()) as { pairs: ListedPair[] };
+  return pairs.find((p) => p.caller === pair.caller && p.target === pair.target)!;
+}
+
+describe('scheduled rotation, the list, and revoked keys', () => {
+  it('every live pair gets its rotation schedule at start-up; a pair\'s schedule rotates it like the ops API does; the list shows the next and the last rotation', async () => {
+    // what the worker and `npm run dev` do at start
+    await ensureWorkerSchedules(client, api.cfg);
+    for (const p of SERVICE_KEY_INVENTORY.filter((x) => x.live)) {
+      const d = await client.schedule.getHandle(rotationScheduleId(p.caller, p.target)).describe();
+      expect(d.spec.intervals?.[0]?.every).toBe(30 * 24 * 3600_000);
+      expect(d.action).toMatchObject({ type: 'startWorkflow', workflowType: 'annualServiceKeyRotation', args: [{ caller: p.caller, target: p.target }] });
+    }
+
+    const pair = await newPair();
+    const scheduleId = rotationScheduleId(pair.caller, pair.target);
+    expect(await ensureRotationSchedule(client, pair, { taskQueue: api.cfg.TEMPORAL_TASK_QUEUE, everyDays: 365 })).toBe('created');
+    expect(await ensureRotationSchedule(client, pair, { taskQueue: api.cfg.TEMPORAL_TASK_QUEUE, everyDays: 365 })).toBe('exists');
+    // the period changed in the configuration: the schedule follows
+    expect(await ensureRotationSchedule(client, pair, { taskQueue: api.cfg.TEMPORAL_TASK_QUEUE, everyDays: 90 })).toBe('updated');
+    try {
+      const before = await listed(pair);
+      expect(before.rotation.running).toBeNull();
+      const next = Date.parse(before.rotation.next!);
+      expect(next).toBeGreaterThan(Date.now());
+      expect(next).toBeLessThanOrEqual(Date.now() + 90 * 24 * 3600_000);
+
+      const old = await store.current(pair.caller, pair.target);
+      const consumerStore = new PgSecretStore(api.pool, api.cfg.SECRETS_KEY, 200);
+      const traffic = consumer(async () => (await consumerStore.current(pair.caller, pair.target)).key);
+      await client.schedule.getHandle(scheduleId).trigger();
+      const workflowId = `rotate:${pair.caller}:${pair.target}:1`;
+      // the schedule's action starts the pair's next numbered rotation
+      const schedule = client.schedule.getHandle(scheduleId);
+      await expect.poll(async () => (await schedule.describe()).info.recentActions.length, { timeout: 10_000 }).toBe(1);
+      const action = (await schedule.describe()).info.recentActions[0]!.action.workflow;
+      expect(await client.workflow.getHandle(action.workflowId, action.firstExecutionRunId).result()).toEqual({ workflowId });
+
+      const result = (await client.workflow.getHandle(workflowId).result()) as RotationResult;
+      const counts = await traffic.stop();
+      expect(result).toMatchObject({ outcome: 'completed', oldKeyId: old.keyId });
+      expect(counts.failed).toBe(0);
+      expect(await rotationRecord(api.pool, workflowId)).toMatchObject({ reason: 'annual', outcome: 'completed' });
+      const after = await listed(pair);
+      expect(after.rotation.running).toBeNull();
+      expect(after.rotation.last).toMatchObject({ workflowId, outcome: 'completed' });
+      expect(after.keys.find((k) => k.state === 'current')?.keyId).toBe(result.newKeyId);
+    } finally {
+      await client.schedule.getHandle(scheduleId).delete();
+    }
+  }, 40_000);
+
+  it('the list shows a running rotation; the schedule skips a pair that is rotating already (no second rotation, no failure)', async () => {
+    const pair = await newPair();
+    const res = await rotate(pair);
+    expect(res.status).toBe(202);
+    const { workflowId } = (await res.json()) as { workflowId: string };
+    // nobody uses this pair: the rotation waits for its consumer until the deadline (5 s)
+    expect((await listed(pair)).rotation.running).toBe(workflowId);
+    await ensureRotationSchedule(client, pair, { taskQueue: api.cfg.TEMPORAL_TASK_QUEUE, everyDays: 365 });
+    const schedule = client.schedule.getHandle(rotationScheduleId(pair.caller, pair.target));
+    try {
+      await schedule.trigger();
+      await expect.poll(async () => (await schedule.describe()).info.recentActions.length, { timeout: 10_000 }).toBe(1);
+      const action = (await schedule.describe()).info.recentActions[0]!.action;
+      const run = await client.workflow.getHandle(action.workflow.workflowId, action.workflow.firstExecutionRunId).result();
+      expect(run).toMatchObject({ skipped: expect.stringContaining('being rotated already') });
+      const { rows } = await api.pool.query(`SELECT count(*)::int AS n FROM service_key_rotations WHERE caller = $1 AND target = $2`, [pair.caller, pair.target]);
+      expect(rows[0].n).toBe(1);
+    } finally {
+      await schedule.delete();
+      await client.workflow.getHandle(workflowId).terminate('test done');
+    }
+  }, 30_000);
+
+  it('a revoked key used after the rotation: 401 every time, one alert mail to the operators and one event, never the key', async () => {
+    const pair = await newPair();
+    const old = await store.current(pair.caller, pair.target);
+    const consumerStore = new PgSecretStore(api.pool, api.cfg.SECRETS_KEY, 200);
+    const traffic = consumer(async () => (await consumerStore.current(pair.caller, pair.target)).key);
+    const res = await rotate(pair);
+    const { workflowId } = (await res.json()) as { workflowId: string };
+    expect((await client.workflow.getHandle(workflowId).result()) as RotationResult).toMatchObject({ outcome: 'completed' });
+    await traffic.stop();
+    await verifier.reload();
+
+    // a consumer that missed the rotation keeps calling with the old key
+    for (let i = 0; i < 5; i++) expect((await ping(old.key)).status).toBe(401);
+    const alerts = () => readMailbox(sink.dir).filter((m) => m.subject.includes(old.keyId));
+    // the alerter records the alert once both the mail and the event have gone out
+    await expect.poll(async () => (await misuseRecord(api.pool, old.keyId))?.alerts, { timeout: 10_000 }).toBe(1);
+    expect(alerts()).toHaveLength(1);
+    const mail = alerts()[0]!;
+    expect(mail.to).toEqual(['ops-team@plana.test']);
+    expect(mail.subject).toContain(`${pair.caller} → ${pair.target}`);
+    expect(mail.text).toContain(`rotate-key ${pair.caller} ${pair.target} --reason exposure`);
+
+    const events = (await redis.xrange(api.cfg.EVENTS_STREAM, '-', '+'))
+      .map(([, fields]) => JSON.parse(fields[fields.indexOf('event') + 1]!) as { type: string; subject: string; data: { keyId: string } })
+      .filter((e) => e.type === SERVICE_KEY_REVOKED_KEY_USED && e.data.keyId === old.keyId);
+    expect(events).toHaveLength(1);
+    expect(events[0]!.subject).toBe(`${pair.caller}:${pair.target}`);
+
+    // more uses within the alert interval: still refused, no second alert
+    for (let i = 0; i < 5; i++) expect((await ping(old.key)).status).toBe(401);
+    await sleep(500);
+    expect(alerts()).toHaveLength(1);
+    expect(await misuseRecord(api.pool, old.keyId)).toMatchObject({ alerts: 1, caller: pair.caller, target: pair.target });
+    // a key that was never registered is a plain 401, no alert
+    expect((await ping(randomBytes(32).toString('hex'))).status).toBe(401);
+    await expectNoKeyIn(JSON.stringify(events) + mail.text + mail.subject);
+  }, 30_000);
+});
+

@@ -231,7 +231,7 @@ describe('operators', () => {
     const { pairs } = JSON.parse(text) as { pairs: { caller: string; target: string; live: boolean; keys: { keyId: string; state: string }[] }[] };
     const ops = pairs.find((p) => p.caller === 'operator' && p.target === 'account-api');
     expect(ops?.keys.some((k) => k.state === 'current')).toBe(true);
-    expect(pairs.find((p) => p.caller === 'agents' && p.target === 'data')).toMatchObject({ live: false, keys: [] });
+    expect(pairs.find((p) => p.caller === 'erp' && p.target === 'event-ingestion')).toMatchObject({ live: false, keys: [] });
     for (const s of [...secrets, testKeys.operator, testKeys.events, testKeys.notifications, testKeys.provisioning]) expect(text).not.toContain(s);
     expect(text).not.toMatch(/[0-9a-f]{64}/);
   });
@@ -244,7 +244,7 @@ describe('operators', () => {
     });
     expect(stdout).toMatch(/CALLER\s+TARGET\s+KEY ID\s+STATE\s+AGE\s+LAST USED\s+USES/);
     expect(stdout).toMatch(/operator\s+account-api\s+sk_[0-9a-f]{8}\s+current/);
-    expect(stdout).toMatch(/agents\s+data\s+-\s+planned/);
+    expect(stdout).toMatch(/erp\s+event-ingestion\s+-\s+planned/);
     for (const s of [...secrets, testKeys.operator]) expect(stdout).not.toContain(s);
   });
 });

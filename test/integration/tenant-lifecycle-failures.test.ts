@@ -165,8 +165,10 @@ describe('a peer away for longer than its retries last', () => {
 
     peers.down.delete('ensureChatRoom');
     await handle.executeUpdate(retryChatRoomUpdate);
-    const retried = await waitForStatus(handle, (s) => s.resources.chatRoom.state === 'Created');
+    // the room is marked Created inside the retry's reconcile; the conditions follow at its end
+    const retried = await waitForStatus(handle, (s) => s.resources.chatRoom.state === 'Created' && condition(s, 'Synced').message === '');
     expect(condition(retried, 'Synced')).toMatchObject({ status: 'True', message: '' });
+    expect(retried.resources.chatRoom).toMatchObject({ synced: 'True', state: 'Created' });
     expect(await runStatus(handle)).toBe('RUNNING');
   });
 
@@ -190,6 +192,30 @@ describe('a peer away for longer than its retries last', () => {
     } finally {
       peers.healthy = true;
     }
+  });
+});
+
+describe('a Ready tenant is probed', () => {
+  it('turns Ready=False naming the database when it stops answering, and Ready again when it is back', async () => {
+    const { name, handle } = await start('watch', { readyProbeIntervalMs: 200 });
+    const ready = await waitForStatus(handle, (s) => isReady(s) && s.phase === 'Ready');
+    const database = ready.resources.database.externalName;
+    expect(database).toContain(name);
+    peers.healthy = false;
+    try {
+      const lost = await waitForStatus(handle, (s) => condition(s, 'Ready').status === 'False');
+      expect(lost.phase).toBe('Unavailable');
+      expect(condition(lost, 'Ready')).toMatchObject({
+        reason: 'Unavailable',
+        message: `tenant database ${database} does not answer while Ready: 503: the ERP worker is not running`,
+      });
+    } finally {
+      peers.healthy = true;
+    }
+    const back = await waitForStatus(handle, (s) => isReady(s) && s.phase === 'Ready');
+    expect(back.steps.map((r) => `${r.step} ${r.outcome}`)).toEqual(expect.arrayContaining(['probe-while-ready failed', 'probe-while-ready ok']));
+    expect(await runStatus(handle)).toBe('RUNNING');
+    await recordHistory(handle, 'tenant-lifecycle-probe-while-ready');
   });
 });
 

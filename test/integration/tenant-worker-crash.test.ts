@@ -55,7 +55,8 @@ it('survives a worker killed mid-provisioning: Ready with exactly one of each re
     await lock.query('BEGIN');
     await lock.query('LOCK TABLE tenant_routes IN EXCLUSIVE MODE');
     expect((await applyYaml(p, tenantYaml(name))).statusCode).toBe(201);
-    await waitForStatus(p, name, (s) => s.resources.apiUser.state === 'Created', 120_000);
+    // the route comes right after the database (the API user is made through it)
+    await waitForStatus(p, name, (s) => s.resources.database.state === 'Created', 120_000);
     // the worker's createRoute is now waiting for the table
     await expect
       .poll(async () => (await p.pool.query(`SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'tenant_routes'::regclass AND NOT granted`)).rows[0].n, { timeout: 30_000 })
@@ -71,7 +72,8 @@ it('survives a worker killed mid-provisioning: Ready with exactly one of each re
   // with no worker to answer the status query, describe shows the status mirrored in PostgreSQL
   const whileDown = await describe(p, name);
   expect(whileDown.statusSource).toBe('mirror');
-  expect(whileDown.status.resources.apiUser).toMatchObject({ synced: 'True', state: 'Created' });
+  expect(whileDown.status.resources.database).toMatchObject({ synced: 'True', state: 'Created' });
+  expect(whileDown.status.resources.apiUser).toMatchObject({ state: 'Pending' });
   expect(whileDown.status.resources.route).toMatchObject({ state: 'Pending' });
 
   // another worker takes over (the killed step is retried once its attempt times out)

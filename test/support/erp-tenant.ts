@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
 import type { Config } from '../../lib/config.js';
-import { ensureErpApiUser } from '../../domain/erp/api-user.js';
+import { ensureErpApiUser, erpApiUserDeps } from '../../domain/erp/api-user.js';
 import { cloneTenantDatabase, databaseUrl, templateDatabaseName, tenantHostname } from '../../domain/erp/tenant-database.js';
 import type { ErpVersion, Tier } from '../../domain/tenants/types.js';
 import { createLogger } from '../../lib/logger.js';
@@ -37,12 +37,12 @@ export async function createWorkspaceWithTenant(pool: pg.Pool, opts: { tier: Tie
 }
 
 /** A fully provisioned ERP tenant (what the tenant lifecycle does, step by step). */
-export async function provisionTestTenant(cfg: Config, pool: pg.Pool, admin: pg.Pool, opts: { tier: Tier; version: ErpVersion }): Promise<TestTenant> {
+export async function provisionTestTenant(cfg: Config, pool: pg.Pool, admin: pg.Pool, opts: { tier: Tier; version: ErpVersion; erpUrl: string }): Promise<TestTenant> {
   const name = await createWorkspaceWithTenant(pool, opts);
   const host = tenantHostname(name, cfg.TENANT_DOMAIN);
   await cloneTenantDatabase(admin, { database: host, template: templateDatabaseName(opts.tier, opts.version) });
   await pool.query('INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, $3, $1)', [host, name, `plana-odoo-${opts.version}`]);
-  await ensureErpApiUser({ platform: pool, erpDatabaseUrl: cfg.ERP_DATABASE_URL, secretsKey: cfg.SECRETS_KEY }, { tenant: name, database: host });
+  await ensureErpApiUser(erpApiUserDeps(cfg, pool, opts.erpUrl), { tenant: name, database: host });
   return { name, workspace: name, host, database: host, version: opts.version };
 }
 

@@ -31,6 +31,8 @@ type Closer = () => Promise<unknown>;
 
 export interface TenantPlatform {
   cfg: Config;
+  /** The ERP stand-in's URL (send a tenant's Host header). */
+  erpUrl: string;
   pool: Pool;
   temporal: Client;
   sink: SmtpSink;
@@ -94,6 +96,7 @@ export async function startTenantPlatform(
     platformDatabaseUrl: cfg.DATABASE_URL,
     erpDatabaseUrl: cfg.ERP_DATABASE_URL,
     logger: quietLogger(),
+    saas: { accountApiUrl: cfg.ACCOUNT_API_URL, secretsKey: cfg.SECRETS_KEY },
   });
   closers.push(() => erp.close());
   const api = await startApi(cfg);
@@ -107,6 +110,7 @@ export async function startTenantPlatform(
 
   const platform: TenantPlatform = {
     cfg,
+    erpUrl: erp.url,
     pool,
     temporal,
     sink,
@@ -151,14 +155,13 @@ function quietLogger() {
   return logger as never;
 }
 
-const durationKeys = ['BACKUP_INTERVAL', 'TENANT_SOAK_PERIOD', 'TENANT_READY_DEADLINE', 'TENANT_PROBE_INTERVAL', 'TENANT_RECONCILE_BACKOFF_MAX'];
-
 /** A parsed configuration back as environment variables (for a child process or a second server). */
 export function configEnv(cfg: Config): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(cfg)) {
     if (v === undefined) continue;
-    env[k] = Array.isArray(v) ? v.join(',') : durationKeys.includes(k) ? `${v}ms` : String(v);
+    // durations are milliseconds once parsed, and a bare number is read back as milliseconds
+    env[k] = Array.isArray(v) ? v.join(',') : String(v);
   }
   return env;
 }

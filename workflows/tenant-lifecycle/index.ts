@@ -14,13 +14,44 @@
 import { allHandlersFinished, condition, continueAsNew, log, patched, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { searchAttributes, applySignal, cancelUpdate, deleteUpdate, reactivateUpdate, retryChatRoomUpdate, statusQuery, type TenantLifecycleInput } from '../definitions.js';
 import { type TenantStatus } from '../../domain/tenants/types.js';
-import { lifecycleActivities } from './activities.js';
+import { lifecycleActivities, type LifecycleActivities } from './activities.js';
 import { deprovision } from './deprovision.js';
-import { reconcile, type ReconcileOutcome } from './reconcile.js';
+import { failureMessage, reconcile, type ReconcileOutcome } from './reconcile.js';
 import { nowIso, TenantState } from './state.js';
 
 /** Continue as new past this many history events, unless the settings say otherwise. */
 const HISTORY_LIMIT = 5_000;
+
+/** How often a Ready tenant is probed, unless the settings say otherwise. */
+const READY_PROBE_INTERVAL_MS = 60_000;
+
+/**
+ * One probe of a Ready tenant (no window: one attempt). A failure turns Ready=False (phase
+ * Unavailable) with a message that names the database; the next success turns it Ready again.
+ * Nothing is re-created: a vanished database is for an operator (restore), not for a re-clone.
+ */
+async function probeWhileReady(tenant: TenantState, activities: LifecycleActivities): Promise<void> {
+  const state = tenant.state;
+  const database = state.hostname;
+  if (!database || tenant.isCancelled) return;
+  const health = await activities.reconcileStep.probeTenantHealth
+    .executeWithOptions(
+      { startToCloseTimeout: '1 minute', heartbeatTimeout: '30 seconds', retry: { maximumAttempts: 2 }, summary: `Probe ${database} while Ready` },
+      [{ host: database, tenant: state.name, database, windowMs: 0, intervalMs: 1_000 }],
+    )
+    .catch((err: unknown) => ({ healthy: false, detail: failureMessage(err) }));
+  if (!health.healthy && tenant.isReady) {
+    const message = `tenant database ${database} does not answer while Ready: ${health.detail}`;
+    tenant.recordStep('probe-while-ready', 'failed', health.detail);
+    tenant.setReady('False', 'Unavailable', message);
+    state.phase = 'Unavailable';
+  } else if (health.healthy && !tenant.isReady) {
+    tenant.recordStep('probe-while-ready', 'ok', `recovered: ${health.detail}`);
+    tenant.setReady('True', 'Available', '');
+    state.phase = 'Ready';
+  }
+  await tenant.mirror();
+}
 
 /** Provisions, keeps and finally deprovisions one tenant. Returns the final status. */
 export async function tenantLifecycle(input: TenantLifecycleInput): Promise<TenantStatus> {
@@ -75,6 +106,14 @@ export async function tenantLifecycle(input: TenantLifecycleInput): Promise<Tena
       const untilDeadline = state.deadlineAt - Date.now();
       const wait = untilDeadline > 0 ? Math.min(backoff, untilDeadline) : backoff;
       await condition(wakeUp, Math.max(wait, 1), { summary: `Back off ${Math.round(wait / 1000)}s before reconciling ${state.name} again` });
+    } else if (outcome === 'ready' && patched('probe-while-ready')) {
+      // a Ready tenant whose database vanishes or breaks is noticed (earlier runs only waited)
+      tenant.setCurrentStep('ready');
+      const interval = settings.readyProbeIntervalMs ?? READY_PROBE_INTERVAL_MS;
+      const woken = await condition(() => wakeUp() || workflowInfo().continueAsNewSuggested, interval, {
+        summary: `Probe ${state.name} again in ${Math.round(interval / 1000)}s`,
+      });
+      if (!woken) await probeWhileReady(tenant, activities);
     } else {
       tenant.setCurrentStep(outcome === 'ready' ? 'ready' : 'blocked');
       await condition(() => wakeUp() || workflowInfo().continueAsNewSuggested);

@@ -98,35 +98,47 @@ export async function reconcile(tenant: TenantState, { uid, settings, activities
     },
   );
 
-  // 3. the dedicated ERP API user (needs the database)
-  await runStep(
-    tenant,
-    'ensure-api-user',
-    'apiUser',
-    () => reconcileStep.ensureErpApiUser.executeWithOptions({ summary: `Ensure the ERP API user of ${database}` }, [{ tenant: name, database }]),
-    (apiUser) => {
-      if (apiUser.outcome === 'database-missing') {
-        tenant.setResource('apiUser', { externalName: '', synced: 'False', state: 'Pending', message: 'waiting for the database' });
-        tenant.recordStep('ensure-api-user', 'skipped', 'waiting for the database');
-      } else {
-        tenant.setResource('apiUser', { externalName: apiUser.login, synced: 'True', state: 'Created', message: '' });
-        tenant.recordStep('ensure-api-user', 'ok', `${apiUser.login} ${apiUser.outcome}`);
-      }
-    },
-  );
-
-  // 4. the route, in namespace plana-odoo-<erpVersion>
   const namespace = routeNamespace(spec.erpVersion);
-  await runStep(
-    tenant,
-    'create-route',
-    'route',
-    () => reconcileStep.createRoute.executeWithOptions({ summary: `Route ${host} in ${namespace}` }, [{ host, tenant: name, namespace, database }]),
-    (route) => {
-      tenant.setResource('route', { externalName: `${namespace}/${host}`, synced: 'True', state: 'Created', message: '' });
-      tenant.recordStep('create-route', 'ok', `${host} → ${database} (${route.outcome})`);
-    },
-  );
+  // 3. the dedicated ERP API user (needs the database; made through the ERP, so through the route)
+  const ensureApiUser = async () => {
+    await runStep(
+      tenant,
+      'ensure-api-user',
+      'apiUser',
+      () => reconcileStep.ensureErpApiUser.executeWithOptions({ summary: `Ensure the ERP API user of ${database}` }, [{ tenant: name, database }]),
+      (apiUser) => {
+        if (apiUser.outcome === 'database-missing') {
+          tenant.setResource('apiUser', { externalName: '', synced: 'False', state: 'Pending', message: 'waiting for the database' });
+          tenant.recordStep('ensure-api-user', 'skipped', 'waiting for the database');
+        } else {
+          tenant.setResource('apiUser', { externalName: apiUser.login, synced: 'True', state: 'Created', message: '' });
+          tenant.recordStep('ensure-api-user', 'ok', `${apiUser.login} ${apiUser.outcome}`);
+        }
+      },
+    );
+  };
+  // 4. the route, in namespace plana-odoo-<erpVersion>
+  const createRoute = async () => {
+    await runStep(
+      tenant,
+      'create-route',
+      'route',
+      () => reconcileStep.createRoute.executeWithOptions({ summary: `Route ${host} in ${namespace}` }, [{ host, tenant: name, namespace, database }]),
+      (route) => {
+        tenant.setResource('route', { externalName: `${namespace}/${host}`, synced: 'True', state: 'Created', message: '' });
+        tenant.recordStep('create-route', 'ok', `${host} → ${database} (${route.outcome})`);
+      },
+    );
+  };
+  // the API user is made over XML-RPC as the tenant's admin, through the tenant's route: the route
+  // comes first (patched: earlier runs made the user by SQL before the route)
+  if (patched('api-user-through-the-route')) {
+    await createRoute();
+    await ensureApiUser();
+  } else {
+    await ensureApiUser();
+    await createRoute();
+  }
 
   // 5. the filestore folder
   await runStep(

@@ -17,7 +17,7 @@ import { Type } from 'typebox';
 import type { Config } from '../../../lib/config.js';
 import { AppError } from '../../../lib/errors.js';
 import { startSession } from '../../../domain/access/login-sessions.js';
-import { SessionSchema, sendSession } from './sessions.js';
+import { SessionSchema, sendSession, setRefreshCookie } from './sessions.js';
 import { access } from '../../plugins/access.js';
 import { findUserByEmail } from '../../../domain/access/workspaces.js';
 
@@ -28,7 +28,10 @@ interface PendingLogin {
   verifier: string;
   state: string;
   nonce: string;
+  /** started from the browser portal: the callback sets the refresh cookie and redirects to /app/ */
+  portal?: boolean;
 }
+const PORTAL_HOME = '/app/';
 
 export default async function oidcRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -64,12 +67,15 @@ export default async function oidcRoutes(fastify: FastifyInstance) {
       schema: {
         tags: ['auth'],
         summary: 'Begin an OIDC login: redirects to the identity provider (authorization code + PKCE)',
-        response: { 302: Type.Null(), 404: Type.Ref('Problem'), 502: Type.Ref('Problem') },
+        description: 'With portal=true the callback ends in the browser portal (/app/, signed in by the refresh cookie) instead of answering the session as JSON.',
+        querystring: Type.Object({ portal: Type.Optional(Type.Boolean()) }),
+        response: { 302: Type.Null(), 400: Type.Ref('Problem'), 404: Type.Ref('Problem'), 502: Type.Ref('Problem') },
       },
     },
-    async (_req, reply) => {
+    async (req, reply) => {
       const config = await provider();
       const pending: PendingLogin = { verifier: oidc.randomPKCECodeVerifier(), state: oidc.randomState(), nonce: oidc.randomNonce() };
+      if (req.query.portal) pending.portal = true;
       const url = oidc.buildAuthorizationUrl(config, {
         redirect_uri: redirectUri,
         scope: 'openid email profile',
@@ -98,7 +104,7 @@ export default async function oidcRoutes(fastify: FastifyInstance) {
         tags: ['auth'],
         summary: 'OIDC callback: logs in the user whose verified e-mail the provider vouches for',
         querystring: Type.Object({}, { additionalProperties: true }),
-        response: { 200: SessionSchema, 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 403: Type.Ref('Problem'), 404: Type.Ref('Problem'), 502: Type.Ref('Problem') },
+        response: { 200: SessionSchema, 303: Type.Null(), 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 403: Type.Ref('Problem'), 404: Type.Ref('Problem'), 502: Type.Ref('Problem') },
       },
     },
     async (req, reply) => {
@@ -135,7 +141,13 @@ export default async function oidcRoutes(fastify: FastifyInstance) {
       const user = await findUserByEmail(app.deps.pool, claims.email);
       if (!user) throw new AppError('FORBIDDEN', 'No platform account has this e-mail address; ask a workspace admin to add you.');
       req.log.info({ userId: user.id }, 'user logged in with OIDC');
-      return sendSession(app, reply, await startSession(app.deps.pool, cfg, user));
+      const session = await startSession(app.deps.pool, cfg, user);
+      if (pending.portal) {
+        // the portal reads no token from the URL: it signs in from the refresh cookie on load
+        setRefreshCookie(app, reply, session);
+        return reply.code(303).header('location', PORTAL_HOME).send(null);
+      }
+      return sendSession(app, reply, session);
     },
   );
 }

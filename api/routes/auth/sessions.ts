@@ -3,12 +3,11 @@
  * The access token is returned in the body (send it as `Authorization: Bearer`); the refresh token
  * travels only in an httpOnly cookie scoped to /api/auth, and rotates on every refresh.
  */
-import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyReply } from 'fastify';
-import { RateLimiterRedis } from 'rate-limiter-flexible';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError } from '../../../lib/errors.js';
+import type { IssuedSession } from '../../../domain/access/login-sessions.js';
 import {
   decodeAccessToken,
   endSession,
@@ -17,8 +16,8 @@ import {
   loginWithPassword,
   refreshSession,
   userWithMemberships,
-  type IssuedSession,
 } from '../../../domain/access/login-sessions.js';
+import { PasswordThrottle } from '../../../domain/access/login-throttle.js';
 import { bearer } from '../../plugins/user-auth.js';
 import { TOKEN_PREFIX } from '../../../domain/access/api-keys.js';
 import { Text } from '../../schemas/common.js';
@@ -35,8 +34,8 @@ export const SessionSchema = Type.Object({
   user: UserSchema,
 });
 
-/** Sets the refresh cookie and answers with the access token. */
-export function sendSession(app: FastifyInstance, reply: FastifyReply, s: IssuedSession) {
+/** Sets the refresh cookie (HttpOnly, SameSite=Strict, Secure in production, scoped to /api/auth). */
+export function setRefreshCookie(app: FastifyInstance, reply: FastifyReply, s: IssuedSession) {
   reply.setCookie(REFRESH_COOKIE, s.refreshToken, {
     path: COOKIE_PATH,
     httpOnly: true,
@@ -45,23 +44,42 @@ export function sendSession(app: FastifyInstance, reply: FastifyReply, s: Issued
     maxAge: s.refreshExpiresIn,
   });
   reply.header('cache-control', 'no-store');
-  return reply.send({ accessToken: s.accessToken, tokenType: 'Bearer' as const, expiresIn: s.expiresIn, user: s.user });
+}
+
+/** Sets the refresh cookie and answers with the access token (and `extra` fields, e.g. an accepted invitation's workspace). */
+export function sendSession(app: FastifyInstance, reply: FastifyReply, s: IssuedSession, extra: Record<string, unknown> = {}) {
+  setRefreshCookie(app, reply, s);
+  return reply.send({ accessToken: s.accessToken, tokenType: 'Bearer' as const, expiresIn: s.expiresIn, user: s.user, ...extra });
+}
+
+/**
+ * CSRF protection of the cookie-authenticated writes (login, refresh, logout): besides the
+ * SameSite=Strict cookie, a browser request must come from this site. Browsers name the
+ * requesting site in Sec-Fetch-Site and Origin; a cross-site one gets 403. A client that sends
+ * neither (curl, a server) is not a browser, so no other site can make it send the cookie.
+ */
+export async function requireSameOrigin(req: FastifyRequest): Promise<void> {
+  const site = req.headers['sec-fetch-site'];
+  if (typeof site === 'string' && site !== 'same-origin' && site !== 'none') {
+    throw new AppError('FORBIDDEN', 'Cross-site request refused: sign in from the portal itself.');
+  }
+  const origin = req.headers.origin;
+  if (typeof origin === 'string') {
+    const own = new Set([new URL(req.server.deps.config.API_PUBLIC_URL).origin, `${req.protocol}://${req.host}`]);
+    if (!own.has(origin)) throw new AppError('FORBIDDEN', 'Cross-site request refused: sign in from the portal itself.');
+  }
 }
 
 export default async function sessionRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const clearRefreshCookie = (reply: FastifyReply) => reply.clearCookie(REFRESH_COOKIE, { path: COOKIE_PATH });
-  const loginFailures = new RateLimiterRedis({
-    storeClient: app.deps.redis,
-    keyPrefix: 'login-failures',
-    points: app.deps.config.LOGIN_MAX_FAILURES,
-    duration: app.deps.config.LOGIN_FAILURE_WINDOW_SECONDS,
-  });
+  const throttle = new PasswordThrottle(app.deps.redis, app.deps.config);
 
   app.post(
     '/api/auth/login',
     {
       config: { access: access.public },
+      onRequest: requireSameOrigin,
       schema: {
         tags: ['auth'],
         summary: 'Log in with e-mail and password',
@@ -69,28 +87,18 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
           { email: Text({ minLength: 3, maxLength: 320 }), password: Text({ minLength: 1, maxLength: 1024 }) },
           { additionalProperties: false },
         ),
-        response: { 200: SessionSchema, 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 429: Type.Ref('Problem') },
+        response: { 200: SessionSchema, 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 403: Type.Ref('Problem'), 429: Type.Ref('Problem') },
       },
     },
     async (req, reply) => {
       const { pool, config } = app.deps;
       // failed attempts count per (e-mail, client address): guessing is throttled, while nobody
       // elsewhere can lock the owner out of the account
-      const attempt = createHash('sha256').update(`${req.body.email.toLowerCase()}|${req.ip}`).digest('base64url');
-      const failures = await loginFailures.get(attempt);
-      if (failures && failures.consumedPoints >= config.LOGIN_MAX_FAILURES) {
-        const retryAfter = Math.max(1, Math.ceil(failures.msBeforeNext / 1000));
-        reply.header('retry-after', retryAfter);
-        throw new AppError('RATE_LIMITED', `Too many failed logins; retry after ${retryAfter} s.`);
-      }
-      let session: IssuedSession;
-      try {
-        session = await loginWithPassword(pool, config, req.body.email, req.body.password);
-      } catch (err) {
-        if (err instanceof AppError && err.code === 'UNAUTHORIZED') await loginFailures.penalty(attempt, 1);
-        throw err;
-      }
-      await loginFailures.delete(attempt);
+      const session = await throttle.attempt(
+        PasswordThrottle.loginKey(req.body.email, req.ip),
+        () => loginWithPassword(pool, config, req.body.email, req.body.password),
+        (seconds) => reply.header('retry-after', seconds),
+      );
       req.log.info({ userId: session.user.id }, 'user logged in');
       return sendSession(app, reply, session);
     },
@@ -100,10 +108,11 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
     '/api/auth/refresh',
     {
       config: { access: access.public },
+      onRequest: requireSameOrigin,
       schema: {
         tags: ['auth'],
         summary: 'Exchange the refresh cookie for a new access token (the cookie rotates)',
-        response: { 200: SessionSchema, 401: Type.Ref('Problem') },
+        response: { 200: SessionSchema, 401: Type.Ref('Problem'), 403: Type.Ref('Problem') },
       },
     },
     async (req, reply) => {
@@ -122,12 +131,13 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
     '/api/auth/logout',
     {
       config: { access: access.public },
+      onRequest: requireSameOrigin,
       schema: {
         tags: ['auth'],
         summary: 'End the session: revokes the refresh cookie and the access tokens of its session',
         description:
           'Send the refresh cookie, or the access token as Authorization: Bearer, or both. The session ends at once: its access tokens get 401 from then on.',
-        response: { 204: Type.Null() },
+        response: { 204: Type.Null(), 403: Type.Ref('Problem') },
       },
     },
     async (req, reply) => {

@@ -27,6 +27,11 @@ const PairView = Type.Object({
   live: Type.Boolean(),
   what: Type.String(),
   keys: Type.Array(KeyView),
+  rotation: Type.Object({
+    running: Type.Union([Type.String(), Type.Null()], { description: 'the workflow id of the rotation running now' }),
+    last: Type.Union([Type.Object({ workflowId: Type.String(), outcome: Type.String(), finishedAt: Type.String({ format: 'date-time' }) }), Type.Null()]),
+    next: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: "the pair's schedule's next rotation" }),
+  }),
 });
 
 export default async function opsServiceKeyRoutes(fastify: FastifyInstance) {
@@ -38,17 +43,22 @@ export default async function opsServiceKeyRoutes(fastify: FastifyInstance) {
       config: { access: access.service('operator') },
       schema: {
         tags: ['ops'],
-        summary: 'Service keys: caller → target pairs, key ids, states and last use (never a key)',
+        summary: 'Service keys: caller → target pairs, key ids, states, last use, the running and next rotation (never a key)',
         response: { 200: Type.Object({ pairs: Type.Array(PairView) }), 401: Type.Ref('Problem') },
       },
     },
     async () => {
-      const pairs = await serviceKeyPairs(app.deps.pool);
+      const pairs = await serviceKeyPairs(app.deps.pool, app.deps.temporal);
       const iso = (d: Date | null) => (d ? d.toISOString() : null);
       return {
         pairs: pairs.map((p) => ({
           ...p,
           keys: p.keys.map((k) => ({ ...k, createdAt: k.createdAt.toISOString(), promotedAt: iso(k.promotedAt), revokedAt: iso(k.revokedAt), lastUsedAt: iso(k.lastUsedAt) })),
+          rotation: {
+            running: p.rotation.running,
+            last: p.rotation.last && { ...p.rotation.last, finishedAt: p.rotation.last.finishedAt.toISOString() },
+            next: iso(p.rotation.next),
+          },
         })),
       };
     },

@@ -3,12 +3,18 @@
  * alerts of a workspace, computed from its tenant ERP over XML-RPC by the dashboard service.
  * Scope `dashboard:read`; key verification, limits, the workspace binding of `:slug` and the
  * execution log come from the workspace-auth plugin's route table.
+ *
+ * The browser portal (web/) reads the same figures as a logged-in member of the workspace:
+ * `GET /api/portal/workspaces/:slug/dashboard/{kpis,cashflow,alerts}` (access.user, membership
+ * checked here), served from the same cache.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AlertsSchema, CashflowSchema, KpisSchema, createDashboardService } from '../../../domain/erp/dashboards.js';
 import { TenantName } from '../../schemas/common.js';
+import { AppError } from '../../../lib/errors.js';
+import { membershipsOf } from '../../../domain/access/workspaces.js';
 import { access } from '../../plugins/access.js';
 
 const MEMO_MS = 1_000;
@@ -45,6 +51,10 @@ export default async function dashboardRoutes(fastify: FastifyInstance) {
     return json;
   }
   const send = async (reply: FastifyReply, json: Promise<string>) => reply.type('application/json; charset=utf-8').send(await json);
+  const memberOf = async (userId: string, slug: string) => {
+    const [row] = await membershipsOf(app.deps.pool, userId, slug);
+    if (!row) throw new AppError('FORBIDDEN', `You are not a member of workspace "${slug}".`);
+  };
 
   app.get(
     '/api/portal/odoo/:slug/kpis',
@@ -91,5 +101,49 @@ export default async function dashboardRoutes(fastify: FastifyInstance) {
       },
     },
     (req, reply) => send(reply, memo(`${req.params.slug}:alerts`, reply, () => service.alerts(req.params.slug))),
+  );
+
+  // the same figures for a logged-in member of the workspace (the browser portal)
+  const sessionErrors = { 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 403: Type.Ref('Problem'), 404: Type.Ref('Problem'), 502: Type.Ref('Problem'), 503: Type.Ref('Problem'), 504: Type.Ref('Problem') };
+  app.get(
+    '/api/portal/workspaces/:slug/dashboard/kpis',
+    {
+      config: { access: access.user },
+      schema: { tags: ['dashboards'], summary: 'KPIs, for a logged-in member of the workspace', params, response: { 200: KpisSchema, ...sessionErrors } },
+    },
+    async (req, reply) => {
+      await memberOf(req.user!.id, req.params.slug);
+      return send(reply, memo(`${req.params.slug}:kpis`, reply, () => service.kpis(req.params.slug)));
+    },
+  );
+  app.get(
+    '/api/portal/workspaces/:slug/dashboard/cashflow',
+    {
+      config: { access: access.user },
+      schema: {
+        tags: ['dashboards'],
+        summary: 'Cash in and out per month, for a logged-in member of the workspace',
+        params,
+        querystring: Type.Object({ months: Type.Optional(Type.Integer({ minimum: 1, maximum: 24 })) }),
+        response: { 200: CashflowSchema, ...sessionErrors },
+      },
+    },
+    async (req, reply) => {
+      const { slug } = req.params;
+      await memberOf(req.user!.id, slug);
+      const months = req.query.months;
+      return send(reply, memo(`${slug}:cashflow:${months ?? ''}`, reply, () => service.cashflow(slug, { months })));
+    },
+  );
+  app.get(
+    '/api/portal/workspaces/:slug/dashboard/alerts',
+    {
+      config: { access: access.user },
+      schema: { tags: ['dashboards'], summary: 'Alerts, for a logged-in member of the workspace', params, response: { 200: AlertsSchema, ...sessionErrors } },
+    },
+    async (req, reply) => {
+      await memberOf(req.user!.id, req.params.slug);
+      return send(reply, memo(`${req.params.slug}:alerts`, reply, () => service.alerts(req.params.slug)));
+    },
   );
 }

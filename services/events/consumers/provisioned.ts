@@ -16,7 +16,8 @@ import { createLogger, type Logger } from '../../../lib/logger.js';
 import { connectTemporal } from '../../../lib/temporal.js';
 import { runConsumer, type CloudEvent } from '../../../domain/events/events.js';
 import { startFirstWelcomeEmail } from '../../../domain/notifications/welcome.js';
-import { PgSecretStore, type SecretStore } from '../../../domain/service-keys/secret-store.js';
+import type { SecretStore } from '../../../domain/service-keys/secret-store.js';
+import { createSecretStore } from '../../../domain/service-keys/secret-store-factory.js';
 import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../../../workflows/definitions.js';
 
 export const PROVISIONING_GROUP = 'provisioning';
@@ -70,7 +71,7 @@ export async function startProvisionedConsumer(cfg: Config = loadConfig(), opts:
   const log = createLogger({ name: 'provisioned-consumer', level: cfg.LOG_LEVEL });
   const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: 2 });
   const pool = createPool(cfg.DATABASE_URL, 2);
-  const secrets = new PgSecretStore(pool, cfg.SECRETS_KEY, cfg.SERVICE_KEY_SECRET_TTL_MS);
+  const secrets = createSecretStore(cfg, pool);
   const temporal = await connectTemporal(cfg);
   const consumer = opts.consumer ?? `${hostname()}-${process.pid}`;
 

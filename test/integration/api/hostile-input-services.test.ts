@@ -1,5 +1,5 @@
 /**
- * The internal services share the account API's error mapper (lib/http.ts): the same classes of
+ * The internal services (notifications, events, auth) share the account API's error mapper (lib/http.ts): the same classes of
  * careless and hostile requests get the same RFC 9457 problems there, over real HTTP. The mailer is
  * a recording double (what is outside the platform); Redis is the run's real one.
  */
@@ -10,6 +10,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { buildEventsApp } from '../../../services/events/app.js';
 import { buildNotificationsApp } from '../../../services/notifications/app.js';
+import { buildAuthApp } from '../../../services/auth/app.js';
+import { parseConfig } from '../../../lib/config.js';
+import { buildBankingApp } from '../../../services/banking/app.js';
+import { adaptersFromConfig } from '../../../domain/banking/nextgenpsd2.js';
+import { createPool, type Pool } from '../../../lib/db.js';
+import { buildAgentsApp } from '../../../services/agents/app.js';
+import { WorkspaceGrants } from '../../../domain/agents/workspace-grant.js';
 import { AcceptedKeyTable } from '../../../domain/service-keys/verifier.js';
 import { hashServiceKey } from '../../../domain/service-keys/service-keys.js';
 
@@ -17,7 +24,11 @@ const KEY = 'hostile-test-key-000000000000000000000000';
 // what a target's verifier holds, without the registry: these tests are about the problems, not the key check
 const serviceKeys = new AcceptedKeyTable();
 serviceKeys.replace([{ keyId: 'sk_00000000', caller: 'hostile-test', state: 'current', hash: hashServiceKey(KEY) }]);
+// the agents service takes the account API's key only
+const agentsKeys = new AcceptedKeyTable();
+agentsKeys.replace([{ keyId: 'sk_00000001', caller: 'account-api', state: 'current', hash: hashServiceKey(KEY) }]);
 let redis: Redis;
+let pool: Pool;
 const servers: { name: string; app: FastifyInstance; base: string; port: number; post: string }[] = [];
 const sent: unknown[] = [];
 
@@ -38,9 +49,33 @@ beforeAll(async () => {
     dedupeTtlSeconds: 60,
     logLevel: 'silent',
   });
+  pool = createPool(inject('databaseUrl'), 2);
+  const auth = await buildAuthApp({ pool, redis, serviceKeys, config: { ...parseConfig({}), LOG_LEVEL: 'silent' } });
+  const banking = await buildBankingApp({
+    pool,
+    secretsKey: Buffer.alloc(32, 1).toString('base64'),
+    // never reached: every request here is refused before a bank is asked
+    adapters: adaptersFromConfig('sandbox=http://127.0.0.1:9', 1_000),
+    serviceKeys,
+    callers: ['hostile-test'],
+    logLevel: 'silent',
+  });
+  // nothing here reaches the database, the model or the data service: every request is refused before
+  const agents = await buildAgentsApp({
+    pool: { query: async () => ({ rows: [] }) } as never,
+    serviceKeys: agentsKeys,
+    grants: new WorkspaceGrants(Buffer.alloc(32, 1).toString('base64')),
+    model: { client: undefined as never, model: 'none' },
+    data: { call: async () => ({ ok: false, status: 503, error: 'none' }) },
+    maxToolRounds: 1,
+    logLevel: 'silent',
+  });
   for (const [name, app, post] of [
     ['notifications', notifications, '/v1/email'],
     ['events', events, '/api/v1/events'],
+    ['auth', auth, '/api/v1/auth/login'],
+    ['banking', banking, '/banking/sandbox/consent'],
+    ['agents', agents, '/agents/finance/chat'],
   ] as const) {
     await app.listen({ host: '127.0.0.1', port: 0 });
     const port = (app.server.address() as net.AddressInfo).port;
@@ -51,6 +86,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const s of servers) await s.app.close();
   await redis?.quit();
+  await pool?.end();
 });
 
 function raw(port: number, request: string): Promise<{ status: number; text: string }> {
@@ -72,10 +108,10 @@ async function expectProblem(res: Response, status: number) {
   return body;
 }
 
-describe.each(['notifications', 'events'])('the %s service', (name) => {
+describe.each(['notifications', 'events', 'auth', 'banking', 'agents'])('the %s service', (name) => {
   const s = () => servers.find((x) => x.name === name)!;
   const post = (body: string, type = 'application/json') =>
-    fetch(new URL(s().post, s().base), { method: 'POST', body, headers: { 'content-type': type, 'x-api-key': KEY } });
+    fetch(new URL(s().post, s().base), { method: 'POST', body, headers: { 'content-type': type, 'x-api-key': KEY, 'x-workspace-id': '00000000-0000-4000-8000-000000000000' } });
 
   it('NUL and lone surrogates in a body: 400 before anything is sent or stored', async () => {
     for (const bad of ['a\u0000b', 'a\uD800b']) {

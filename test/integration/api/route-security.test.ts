@@ -43,9 +43,16 @@ afterAll(async () => {
 
 /** The route's path with its parameters filled in for workspace A. */
 const pathOf = (url: string) => url.replace(':slug', a.workspace.slug).replace(':id', keyIdA).replace(/:\w+/g, 'x1');
-const bodyOf = (method: string) => (method === 'POST' || method === 'PUT' ? { name: 'probe' } : undefined);
+/** A body each route takes as valid (the workspace-role check runs once the request is validated). */
+const validBodies: Record<string, unknown> = {
+  'POST /api/portal/team/invite': { email: 'probe@example.test' },
+  'PUT /api/portal/settings': { displayName: 'probe' },
+  'POST /api/portal/team/invitations/accept': { token: 'x'.repeat(43), password: 'probe' },
+};
+const bodyOf = (method: string, url: string) =>
+  validBodies[`${method} ${url}`] ?? (method === 'POST' || method === 'PUT' ? { name: 'probe' } : undefined);
 const send = (route: { method: string; url: string }, opts: { token?: string; headers?: Record<string, string> } = {}) =>
-  call(api.base, route.method, pathOf(route.url), { ...opts, body: bodyOf(route.method) });
+  call(api.base, route.method, pathOf(route.url), { ...opts, body: bodyOf(route.method, route.url) });
 const routesOf = (kind: Access['kind'], pick: (r: Access) => boolean = () => true) => routes.filter((r) => r.access.kind === kind && pick(r.access));
 const label = (r: { method: string; url: string }) => `${r.method} ${r.url}`;
 
@@ -55,7 +62,7 @@ function expectProblem(res: HttpResult, status: number, route: { method: string;
   expect(res.body).toMatchObject({ status, type: expect.any(String), detail: expect.any(String) });
 }
 
-it('every /api route declares who may call it, and only the login round trip is public', () => {
+it('every /api route declares who may call it, and only the login round trip and the e-mailed links are public', () => {
   expect(routes.length).toBeGreaterThan(15);
   expect(routes.filter((r) => !r.access)).toEqual([]);
   expect(routesOf('public').map(label).sort()).toEqual([
@@ -64,6 +71,10 @@ it('every /api route declares who may call it, and only the login round trip is 
     'POST /api/auth/login',
     'POST /api/auth/logout',
     'POST /api/auth/refresh',
+    'POST /api/portal/profile/email/confirm',
+    'POST /api/portal/team/invitations/accept',
+    // no platform credential: every event must carry Stripe's signature over its raw body (billing-api.test.ts)
+    'POST /api/webhooks/stripe',
   ]);
 });
 
@@ -98,6 +109,14 @@ describe('routes for a logged-in user', () => {
     expect(adminRoutes.length).toBeGreaterThan(2);
     for (const route of adminRoutes) {
       expectProblem(await send(route, { token: memberA, headers: { 'x-workspace': a.workspace.slug } }), 403, route);
+      expectProblem(await send(route, { token: b.accessToken, headers: { 'x-workspace': a.workspace.slug } }), 403, route);
+    }
+  });
+
+  it('for members of a workspace: refuse the admin of another one with 403', async () => {
+    const memberRoutes = routesOf('user', (x) => x.kind === 'user' && x.role === 'member' && x.workspace === true);
+    expect(memberRoutes.length).toBeGreaterThan(2);
+    for (const route of memberRoutes) {
       expectProblem(await send(route, { token: b.accessToken, headers: { 'x-workspace': a.workspace.slug } }), 403, route);
     }
   });

@@ -11,16 +11,24 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApi, type TestApi } from '../../support/api.js';
+import { startPortal, type Portal } from '../../support/portal.js';
 import { addUser, addWorkspace, createKey, login } from '../../support/workspace-api.js';
 import { testKeys } from '../../support/service-keys.js';
+import { freePort } from '../../../scripts/local-servers.js';
+import { startBankStandIn, type BankStandIn } from '../../../sandbox/bank/server.js';
+import { startBanking } from '../../../services/banking/server.js';
+import { agentsSettings, startAgentServices, startTestLlm } from '../../support/agents.js';
 
 const SCHEMATHESIS_VERSION = '4.32.5';
 const schemathesis = path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'plana', `schemathesis-${SCHEMATHESIS_VERSION}`, 'bin', 'schemathesis');
 /** Test cases per operation and phase: bounded so the four runs stay within a few minutes on 2 cores. */
 const MAX_EXAMPLES = 30;
 
-let api: TestApi;
+let api: Portal;
+let bank: BankStandIn;
+let banking: Awaited<ReturnType<typeof startBanking>>;
+let llm: Awaited<ReturnType<typeof startTestLlm>>;
+let agentServices: Awaited<ReturnType<typeof startAgentServices>>;
 const credentials: Record<string, string[]> = {};
 let configFile: string;
 
@@ -51,6 +59,30 @@ generation = { mode = "negative" }
 [[operations]]
 include-path = "/api/portal/execution-log"
 checks = { positive_data_acceptance = { expected-statuses = ["2xx", 400, 401, 403] } }
+
+# banking: what the document cannot say is the bank's and the consent's state: a validUntil in the
+# past or a one-off consent read more than once a day (400), no such consent (404), no valid consent
+# yet (409), the bank's frequencyPerDay used up (429)
+[[operations]]
+include-path-regex = "^/api/banking/"
+checks = { positive_data_acceptance = { expected-statuses = ["2xx", 400, 401, 403, 404, 409, 429] } }
+# the agents' executions cursor is opaque too; an agent id the catalog does not hold is 404 by design
+[[operations]]
+include-path-regex = "/agents/[^/]+/executions$"
+checks = { positive_data_acceptance = { expected-statuses = ["2xx", 400, 401, 403, 404] } }
+[[operations]]
+include-path-regex = "^/api/agents/[^/]+/chat"
+checks = { positive_data_acceptance = { expected-statuses = ["2xx", 401, 403, 404, 429] } }
+# a webhook URL is checked beyond its schema (scheme, credentials, private addresses): 400 by design
+[[operations]]
+include-path = "/api/portal/webhooks"
+include-method = "POST"
+checks = { positive_data_acceptance = { expected-statuses = ["2xx", 400, 401, 403] } }
+
+[[operations]]
+include-path = "/api/portal/webhooks/{id}"
+include-method = "PATCH"
+checks = { positive_data_acceptance = { expected-statuses = ["2xx", 400, 401, 403, 404] } }
 `;
 
 beforeAll(async () => {
@@ -58,7 +90,17 @@ beforeAll(async () => {
   configFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'schemathesis-')), 'schemathesis.toml');
   writeFileSync(configFile, CONFIG);
   // the retention endpoint must never drop the shared test database's partitions other files use
-  api = await startTestApi({ EXECUTION_LOG_RETENTION_DAYS: '36500' });
+  // the banking routes go to a real banking service and bank stand-in
+  bank = await startBankStandIn();
+  const bankingPort = String(await freePort());
+  const bankingUrl = `http://127.0.0.1:${bankingPort}`;
+  // the agents behind /api/agents/… (the model is the stand-in; the workspace has no ERP, so tools fail politely)
+  llm = await startTestLlm();
+  const agents = await agentsSettings(llm.url);
+  // with the notifications service and the SMTP sink: invitations and e-mail changes send real mail
+  api = await startPortal({ EXECUTION_LOG_RETENTION_DAYS: '36500', BANKING_URL: bankingUrl, ...agents });
+  banking = await startBanking({ ...api.cfg, BANKING_PORT: Number(bankingPort), BANKING_URL: bankingUrl, BANKING_BANKS: `sandbox=${bank.url}` });
+  agentServices = await startAgentServices(api.cfg);
   const workspace = await addWorkspace(api.pool);
   // generous limits: a 429 is documented, but a run spent on 429s tests nothing else
   await api.pool.query(
@@ -75,7 +117,13 @@ beforeAll(async () => {
   credentials['ops key'] = ['-H', `X-API-Key: ${testKeys.operator}`];
 });
 
-afterAll(() => api?.close());
+afterAll(async () => {
+  await api?.close();
+  await banking?.close();
+  await bank?.close();
+  await agentServices?.close();
+  await llm?.close();
+});
 
 function run(args: string[]): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {

@@ -1,0 +1,45 @@
+/** The texts of the portal's e-mails (sent through the notifications service's POST /v1/email). */
+import type { OutgoingMail } from '../notifications/mail-client.js';
+
+const when = (d: Date) => d.toISOString().replace('T', ' ').slice(0, 16) + ' UTC';
+
+export function invitationEmail(i: {
+  to: string;
+  workspaceName: string;
+  slug: string;
+  role: 'admin' | 'member';
+  invitedBy: string;
+  link: string;
+  expiresAt: Date;
+}): OutgoingMail {
+  return {
+    to: i.to,
+    subject: `You are invited to the workspace "${i.workspaceName}" on Plana`,
+    text:
+      `Hello,\n\n${i.invitedBy} invites you to join the workspace "${i.workspaceName}" (${i.slug}) on Plana as ${i.role === 'admin' ? 'an admin' : 'a member'}.\n\n` +
+      `Accept the invitation here:\n${i.link}\n\n` +
+      `The link works once and until ${when(i.expiresAt)}. If you did not expect this e-mail, you can ignore it.\n`,
+  };
+}
+
+export function emailChangeEmail(c: { to: string; name: string; link: string; expiresAt: Date }): OutgoingMail {
+  return {
+    to: c.to,
+    subject: 'Confirm your new e-mail address for Plana',
+    text:
+      `Hello${c.name ? ` ${c.name}` : ''},\n\nsomeone (probably you) asked to use this address for a Plana account. ` +
+      `The address changes only once you confirm it here:\n${c.link}\n\n` +
+      `The link works once and until ${when(c.expiresAt)}. If this was not you, ignore this e-mail: nothing changes.\n`,
+  };
+}
+
+export function emailChangeNotice(c: { to: string; name: string; newEmail: string }): OutgoingMail {
+  return {
+    to: c.to,
+    subject: 'A change of your Plana e-mail address was requested',
+    text:
+      `Hello${c.name ? ` ${c.name}` : ''},\n\na change of your Plana account's e-mail address to ${c.newEmail} was requested. ` +
+      `It takes effect only when confirmed from the new address.\n\n` +
+      `If this was not you, change your password now (this ends all your other sessions).\n`,
+  };
+}

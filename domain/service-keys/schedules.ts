@@ -1,0 +1,78 @@
+/**
+ * The annual rotation of every live pair (issue 10): one Temporal Schedule per pair,
+ * `rotate-annual:<caller>:<target>`, ensured by the worker (and `npm run dev`) at start-up. Each
+ * action runs `annualServiceKeyRotation`, which starts the numbered `rotate:<caller>:<target>:<n>`
+ * like the CLI and the ops API do, so the per-pair lock applies to scheduled rotations too (a pair
+ * already rotating is skipped, not rotated twice). Pairs are spread over the interval by a fixed
+ * offset from their name, so they do not all rotate in the same minute.
+ */
+import { createHash } from 'node:crypto';
+import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { rotationScheduleId } from '../../workflows/definitions.js';
+import { SERVICE_KEY_INVENTORY } from './inventory.js';
+
+type Pair = { caller: string; target: string };
+
+const DAY_MS = 24 * 3600_000;
+
+/** A stable offset in [0, every) from the pair's name, whole minutes. */
+export function scheduleOffsetMs(pair: Pair, everyMs: number): number {
+  const h = createHash('sha256').update(`${pair.caller}:${pair.target}`).digest().readUInt32BE(0);
+  const minutes = Math.max(1, Math.floor(everyMs / 60_000));
+  return (h % minutes) * 60_000;
+}
+
+export async function ensureRotationSchedule(
+  client: Client,
+  pair: Pair,
+  opts: { taskQueue: string; everyDays: number },
+): Promise<'created' | 'updated' | 'exists'> {
+  const scheduleId = rotationScheduleId(pair.caller, pair.target);
+  const everyMs = opts.everyDays * DAY_MS;
+  const spec = { intervals: [{ every: everyMs, offset: scheduleOffsetMs(pair, everyMs) }] };
+  try {
+    await client.schedule.create({
+      scheduleId,
+      spec,
+      action: {
+        type: 'startWorkflow',
+        workflowType: 'annualServiceKeyRotation',
+        workflowId: scheduleId,
+        taskQueue: opts.taskQueue,
+        args: [pair],
+        staticSummary: `Scheduled rotation of the ${pair.caller} → ${pair.target} service key`,
+      },
+      policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 day' },
+      state: { note: `${pair.caller} → ${pair.target}: rotate every ${opts.everyDays} days (§5.4)` },
+    });
+    return 'created';
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+  }
+  // the interval (or the task queue) may have changed in the configuration since it was made
+  const handle = client.schedule.getHandle(scheduleId);
+  const described = await handle.describe();
+  const current = described.spec.intervals?.[0];
+  if (current && Number(current.every) === everyMs && described.action.taskQueue === opts.taskQueue) return 'exists';
+  await handle.update((s) => ({ ...s, spec, action: { ...s.action, taskQueue: opts.taskQueue } }));
+  return 'updated';
+}
+
+/** Ensures the schedule of every live pair of the inventory. */
+export async function ensureRotationSchedules(client: Client, opts: { taskQueue: string; everyDays: number }, pairs: readonly Pair[] = SERVICE_KEY_INVENTORY.filter((p) => p.live)) {
+  const results: Record<string, string> = {};
+  for (const p of pairs) results[rotationScheduleId(p.caller, p.target)] = await ensureRotationSchedule(client, p, opts);
+  return results;
+}
+
+/** When the pair's schedule next rotates it (undefined without a schedule). */
+export async function nextRotation(client: Client, pair: Pair): Promise<Date | undefined> {
+  try {
+    const d = await client.schedule.getHandle(rotationScheduleId(pair.caller, pair.target)).describe();
+    if (d.state.paused) return undefined;
+    return d.info.nextActionTimes[0];
+  } catch (err) {
+    if (err instanceof ScheduleNotFoundError) return undefined;
+    throw err;
+  }
+}

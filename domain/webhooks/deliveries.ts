@@ -1,0 +1,160 @@
+/**
+ * Messages, deliveries (message × endpoint) and attempts in PostgreSQL, written in batches: the
+ * dispatcher records a whole stream read in one statement and the attempts of many deliveries
+ * in another, so a delivery costs a fraction of a round trip.
+ */
+import type { Pool, PoolClient } from 'pg';
+import type { AttemptResult } from './sender.js';
+
+export type DeliveryStatus = 'pending' | 'retrying' | 'delivered' | 'failed';
+export type Trigger = 'dispatcher' | 'retry' | 'replay' | 'test';
+
+export interface NewMessage {
+  id: string;
+  workspaceId: string;
+  eventType: string;
+  payload: string;
+  endpointIds: string[];
+}
+
+/**
+ * Records messages and their deliveries (idempotent: a message or delivery recorded before is
+ * left as it is) and answers the deliveries that are new, i.e. whose first attempt is still to be made.
+ */
+export async function recordMessages(pool: Pool, messages: NewMessage[]): Promise<{ endpointId: string; messageId: string }[]> {
+  if (messages.length === 0) return [];
+  const pairs = messages.flatMap((m) => m.endpointIds.map((e) => [e, m.id, m.workspaceId] as const));
+  const { rows } = await pool.query<{ endpoint_id: string; message_id: string }>(
+    `WITH m AS (
+       INSERT INTO webhook_messages (id, workspace_id, event_type, payload)
+       SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[])
+       ON CONFLICT (id) DO NOTHING
+     )
+     INSERT INTO webhook_deliveries (endpoint_id, message_id, workspace_id)
+     SELECT * FROM unnest($5::uuid[], $6::text[], $7::uuid[])
+     ON CONFLICT (endpoint_id, message_id) DO NOTHING
+     RETURNING endpoint_id, message_id`,
+    [
+      messages.map((m) => m.id),
+      messages.map((m) => m.workspaceId),
+      messages.map((m) => m.eventType),
+      messages.map((m) => m.payload),
+      pairs.map((p) => p[0]),
+      pairs.map((p) => p[1]),
+      pairs.map((p) => p[2]),
+    ],
+  );
+  return rows.map((r) => ({ endpointId: r.endpoint_id, messageId: r.message_id }));
+}
+
+export interface RecordedAttempt {
+  endpointId: string;
+  messageId: string;
+  trigger: Trigger;
+  attemptedAt: Date;
+  result: AttemptResult;
+  /** The delivery's status after this attempt (null: unchanged). */
+  status: DeliveryStatus | null;
+}
+
+/**
+ * Writes attempts, moves their deliveries on, and keeps each endpoint's failure clock
+ * (`failing_since`: set by a failure after a success, cleared by a success; written only when it changes).
+ */
+export async function recordAttempts(db: Pool | PoolClient, attempts: RecordedAttempt[]): Promise<void> {
+  if (attempts.length === 0) return;
+  const col = <T>(f: (a: RecordedAttempt) => T) => attempts.map(f);
+  await db.query(
+    `WITH a AS (
+       INSERT INTO webhook_attempts (endpoint_id, message_id, attempted_at, trigger, status_code, duration_ms, outcome, error, response_headers, response_excerpt)
+       SELECT * FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::text[], $5::int[], $6::int[], $7::text[], $8::text[], $9::jsonb[], $10::text[])
+     ), d AS (
+       -- 'retrying' (the dispatcher handed it to its workflow) only moves a pending delivery: the
+       -- workflow may have finished it already
+       UPDATE webhook_deliveries d SET attempts = d.attempts + 1,
+         status = CASE WHEN u.status = 'retrying' AND d.status <> 'pending' THEN d.status ELSE COALESCE(u.status, d.status) END,
+         last_error = u.error, updated_at = now(),
+         delivered_at = CASE WHEN u.status = 'delivered' THEN u.at ELSE d.delivered_at END
+       FROM unnest($1::uuid[], $2::text[], $11::text[], $8::text[], $3::timestamptz[]) AS u(endpoint_id, message_id, status, error, at)
+       WHERE d.endpoint_id = u.endpoint_id AND d.message_id = u.message_id
+     )
+     UPDATE webhook_endpoints e SET failing_since = CASE WHEN u.ok THEN NULL ELSE now() END
+     FROM (SELECT endpoint_id, bool_or(outcome = 'ok') AS ok FROM unnest($1::uuid[], $7::text[]) AS x(endpoint_id, outcome) GROUP BY endpoint_id) u
+     WHERE e.id = u.endpoint_id AND ((u.ok AND e.failing_since IS NOT NULL) OR (NOT u.ok AND e.failing_since IS NULL))`,
+    [
+      col((a) => a.endpointId),
+      col((a) => a.messageId),
+      col((a) => a.attemptedAt.toISOString()),
+      col((a) => a.trigger),
+      col((a) => a.result.statusCode),
+      col((a) => a.result.durationMs),
+      col((a) => a.result.outcome),
+      col((a) => a.result.error),
+      col((a) => JSON.stringify(a.result.headers)),
+      col((a) => a.result.excerpt.replace(/\0/g, '')),
+      col((a) => a.status),
+    ],
+  );
+}
+
+export async function setDeliveryStatus(db: Pool | PoolClient, endpointId: string, messageId: string, status: DeliveryStatus, error?: string) {
+  await db.query(
+    `UPDATE webhook_deliveries SET status = $3, last_error = COALESCE($4, last_error), updated_at = now() WHERE endpoint_id = $1 AND message_id = $2`,
+    [endpointId, messageId, status, error ?? null],
+  );
+}
+
+export async function messagePayload(db: Pool, messageId: string): Promise<{ payload: string; eventType: string; workspaceId: string } | undefined> {
+  const { rows } = await db.query<{ payload: string; event_type: string; workspace_id: string }>(
+    'SELECT payload, event_type, workspace_id FROM webhook_messages WHERE id = $1',
+    [messageId],
+  );
+  return rows[0] && { payload: rows[0].payload, eventType: rows[0].event_type, workspaceId: rows[0].workspace_id };
+}
+
+/** Disables an endpoint (410, or failing too long); true when this call disabled it. */
+export async function disableEndpoint(db: Pool, endpointId: string, reason: string, onlyIfFailingForMs?: number): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now()
+      WHERE id = $1 AND enabled ${onlyIfFailingForMs !== undefined ? `AND failing_since < now() - ($3::bigint * interval '1 millisecond')` : ''}`,
+    onlyIfFailingForMs !== undefined ? [endpointId, reason, onlyIfFailingForMs] : [endpointId, reason],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+export async function workspaceAdminEmails(db: Pool, workspaceId: string): Promise<string[]> {
+  const { rows } = await db.query<{ email: string }>(
+    `SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.workspace_id = $1 AND m.role = 'admin' ORDER BY u.email`,
+    [workspaceId],
+  );
+  return rows.map((r) => r.email);
+}
+
+export interface AttemptView {
+  id: string;
+  messageId: string;
+  attemptedAt: string;
+  trigger: Trigger;
+  statusCode: number | null;
+  durationMs: number;
+  outcome: string;
+  error: string | null;
+  responseHeaders: Record<string, string>;
+  responseExcerpt: string;
+}
+
+export async function listAttempts(
+  db: Pool,
+  endpointId: string,
+  opts: { limit: number; messageId?: string; before?: string },
+): Promise<AttemptView[]> {
+  const { rows } = await db.query<AttemptView & { attemptedAt: Date }>(
+    `SELECT id::text, message_id AS "messageId", attempted_at AS "attemptedAt", trigger, status_code AS "statusCode",
+            duration_ms AS "durationMs", outcome, error, response_headers AS "responseHeaders", response_excerpt AS "responseExcerpt"
+       FROM webhook_attempts
+      WHERE endpoint_id = $1 AND ($2::text IS NULL OR message_id = $2) AND ($3::bigint IS NULL OR attempted_at < (SELECT attempted_at FROM webhook_attempts WHERE id = $3))
+      ORDER BY attempted_at DESC, id DESC LIMIT $4`,
+    [endpointId, opts.messageId ?? null, opts.before ?? null, opts.limit],
+  );
+  return rows.map((r) => ({ ...r, attemptedAt: r.attemptedAt.toISOString() }));
+}

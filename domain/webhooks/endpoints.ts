@@ -1,0 +1,148 @@
+/**
+ * Webhook endpoints of a workspace (issue 9 "Registration"): plain SQL. Secrets are sealed with
+ * SECRETS_KEY at rest; lists and reads never carry them (only create, reveal and rotate do).
+ */
+import type { Pool } from 'pg';
+import { AppError } from '../../lib/errors.js';
+import { open, seal } from '../../lib/secret-box.js';
+import { newSecret } from './signing.js';
+
+export interface Endpoint {
+  id: string;
+  url: string;
+  description: string;
+  /** null: every event type. */
+  eventTypes: string[] | null;
+  enabled: boolean;
+  disabledReason: string | null;
+  failingSince: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const columns = `id, url, description, event_types AS "eventTypes", enabled, disabled_reason AS "disabledReason",
+  failing_since AS "failingSince", created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+type Row = Omit<Endpoint, 'createdAt' | 'updatedAt' | 'failingSince'> & { createdAt: Date; updatedAt: Date; failingSince: Date | null };
+const toEndpoint = (r: Row): Endpoint => ({
+  ...r,
+  createdAt: r.createdAt.toISOString(),
+  updatedAt: r.updatedAt.toISOString(),
+  failingSince: r.failingSince?.toISOString() ?? null,
+});
+
+const notFound = () => new AppError('NOT_FOUND', 'No webhook endpoint with this id in this workspace.');
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export class EndpointRepository {
+  constructor(
+    private readonly pool: Pool,
+    private readonly secretsKey: string,
+  ) {}
+
+  async create(workspaceId: string, input: { url: string; description?: string; eventTypes?: string[] | null; enabled?: boolean }, secretBytes = 32) {
+    const secret = newSecret(secretBytes);
+    const { rows } = await this.pool.query<Row>(
+      `INSERT INTO webhook_endpoints (workspace_id, url, description, event_types, enabled, secret_sealed)
+       VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${columns}`,
+      [workspaceId, input.url, input.description ?? '', input.eventTypes ?? null, input.enabled ?? true, seal(secret, this.secretsKey)],
+    );
+    return { endpoint: toEndpoint(rows[0]!), secret };
+  }
+
+  async list(workspaceId: string): Promise<Endpoint[]> {
+    const { rows } = await this.pool.query<Row>(`SELECT ${columns} FROM webhook_endpoints WHERE workspace_id = $1 ORDER BY created_at, id`, [workspaceId]);
+    return rows.map(toEndpoint);
+  }
+
+  async get(workspaceId: string, id: string): Promise<Endpoint> {
+    if (!UUID.test(id)) throw notFound();
+    const { rows } = await this.pool.query<Row>(`SELECT ${columns} FROM webhook_endpoints WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+    if (!rows[0]) throw notFound();
+    return toEndpoint(rows[0]);
+  }
+
+  async update(workspaceId: string, id: string, patch: { url?: string; description?: string; eventTypes?: string[] | null; enabled?: boolean }) {
+    await this.get(workspaceId, id);
+    const { rows } = await this.pool.query<Row>(
+      `UPDATE webhook_endpoints SET
+         url = COALESCE($3, url),
+         description = COALESCE($4, description),
+         event_types = CASE WHEN $5::boolean THEN $6::text[] ELSE event_types END,
+         enabled = COALESCE($7, enabled),
+         -- re-enabling clears why it was disabled and the failure clock
+         disabled_reason = CASE WHEN $7 IS TRUE THEN NULL ELSE disabled_reason END,
+         failing_since = CASE WHEN $7 IS TRUE THEN NULL ELSE failing_since END,
+         updated_at = now()
+       WHERE workspace_id = $1 AND id = $2 RETURNING ${columns}`,
+      [workspaceId, id, patch.url ?? null, patch.description ?? null, patch.eventTypes !== undefined, patch.eventTypes ?? null, patch.enabled ?? null],
+    );
+    return toEndpoint(rows[0]!);
+  }
+
+  async remove(workspaceId: string, id: string): Promise<void> {
+    if (!UUID.test(id)) throw notFound();
+    const { rowCount } = await this.pool.query(`DELETE FROM webhook_endpoints WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+    if (!rowCount) throw notFound();
+  }
+
+  /** The current secret, and the previous one while it still signs. */
+  async secrets(workspaceId: string, id: string) {
+    if (!UUID.test(id)) throw notFound();
+    const { rows } = await this.pool.query<{ s: string; p: string | null; e: Date | null }>(
+      `SELECT secret_sealed AS s, previous_secret_sealed AS p, previous_secret_expires_at AS e
+         FROM webhook_endpoints WHERE workspace_id = $1 AND id = $2`,
+      [workspaceId, id],
+    );
+    const r = rows[0];
+    if (!r) throw notFound();
+    const previousValid = r.p && r.e && r.e.getTime() > Date.now();
+    return {
+      secret: open(r.s, this.secretsKey),
+      previousSecret: previousValid ? open(r.p!, this.secretsKey) : null,
+      previousSecretExpiresAt: previousValid ? r.e!.toISOString() : null,
+    };
+  }
+
+  /** A new secret; the current one keeps signing (a second signature) for `graceMs`. */
+  async rotate(workspaceId: string, id: string, graceMs: number, secretBytes = 32) {
+    if (!UUID.test(id)) throw notFound();
+    const secret = newSecret(secretBytes);
+    const { rowCount } = await this.pool.query(
+      `UPDATE webhook_endpoints SET previous_secret_sealed = secret_sealed,
+         previous_secret_expires_at = now() + ($3::bigint * interval '1 millisecond'),
+         secret_sealed = $4, updated_at = now()
+       WHERE workspace_id = $1 AND id = $2`,
+      [workspaceId, id, graceMs, seal(secret, this.secretsKey)],
+    );
+    if (!rowCount) throw notFound();
+    return this.secrets(workspaceId, id);
+  }
+}
+
+/** What a sender needs of an endpoint: its URL, whether it is on, the secrets that sign now. */
+export interface SendingEndpoint {
+  id: string;
+  workspaceId: string;
+  url: string;
+  enabled: boolean;
+  eventTypes: string[] | null;
+  secrets: string[];
+}
+
+export async function sendingEndpoints(pool: Pool, secretsKey: string, where: { workspaceId: string } | { id: string }): Promise<SendingEndpoint[]> {
+  const byId = 'id' in where;
+  const { rows } = await pool.query<{ id: string; workspace_id: string; url: string; enabled: boolean; event_types: string[] | null; s: string; p: string | null; e: Date | null }>(
+    `SELECT id, workspace_id, url, enabled, event_types, secret_sealed AS s, previous_secret_sealed AS p, previous_secret_expires_at AS e
+       FROM webhook_endpoints WHERE ${byId ? 'id' : 'workspace_id'} = $1`,
+    [byId ? where.id : where.workspaceId],
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    workspaceId: r.workspace_id,
+    url: r.url,
+    enabled: r.enabled,
+    eventTypes: r.event_types,
+    secrets: [open(r.s, secretsKey), ...(r.p && r.e && r.e.getTime() > Date.now() ? [open(r.p, secretsKey)] : [])],
+  }));
+}

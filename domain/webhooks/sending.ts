@@ -1,0 +1,95 @@
+/**
+ * What the dispatcher, the worker and the API share to send and to hand a delivery to Temporal:
+ * the sender built from configuration, the retry settings, starting a delivery's retry workflow,
+ * and replay.
+ */
+import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { Pool } from 'pg';
+import type { Config } from '../../lib/config.js';
+import { AppError } from '../../lib/errors.js';
+import { searchAttributes, webhookWorkflowId, type WebhookAttemptSummary, type WebhookDeliveryInput, type WebhookRetrySettings } from '../../workflows/definitions.js';
+import { AddressPolicy } from './addresses.js';
+import { WebhookSender } from './sender.js';
+
+export const addressPolicy = (config: Config) => new AddressPolicy(config.WEBHOOK_ALLOWED_ADDRESSES);
+
+export function webhookSender(config: Config): WebhookSender {
+  const dnsServers = config.WEBHOOK_DNS_SERVERS.split(',').map((s) => s.trim()).filter(Boolean);
+  return new WebhookSender({ policy: addressPolicy(config), timeoutMs: config.WEBHOOK_TIMEOUT_MS, dnsServers, maxSocketsPerHost: config.WEBHOOK_ENDPOINT_CONCURRENCY * 2 });
+}
+
+export const retrySettings = (config: Config): WebhookRetrySettings => ({
+  scheduleMs: config.WEBHOOK_RETRY_SCHEDULE,
+  jitter: config.WEBHOOK_RETRY_JITTER,
+  retryAfterMinMs: config.WEBHOOK_RETRY_AFTER_MIN,
+  retryAfterMaxMs: config.WEBHOOK_RETRY_AFTER_MAX,
+  slowDownMinMs: config.WEBHOOK_SLOW_DOWN_MIN,
+});
+
+export interface RetryStarter {
+  temporal: Client;
+  taskQueue: string;
+  config: Config;
+}
+
+/**
+ * Starts the retry workflow of one delivery; true when started, false when one runs already
+ * (idempotent: the workflow id is the delivery's business id).
+ */
+export async function startRetry(
+  s: RetryStarter,
+  d: { endpointId: string; messageId: string; workspaceId: string; eventType: string; firstAttempt?: WebhookAttemptSummary; trigger: 'retry' | 'replay' },
+): Promise<boolean> {
+  const input: WebhookDeliveryInput = { ...d, settings: retrySettings(s.config) };
+  try {
+    await s.temporal.workflow.start('webhookDelivery', {
+      workflowId: webhookWorkflowId(d.endpointId, d.messageId),
+      taskQueue: s.taskQueue,
+      args: [input],
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      typedSearchAttributes: [
+        { key: searchAttributes.workspace, value: d.workspaceId },
+        { key: searchAttributes.webhookEndpoint, value: d.endpointId },
+        { key: searchAttributes.eventType, value: d.eventType },
+      ],
+      staticSummary: `Webhook ${d.eventType} ${d.messageId} → endpoint ${d.endpointId} (${d.trigger})`,
+    });
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return false;
+    throw err;
+  }
+}
+
+/**
+ * Replays one message, or every failed message of an endpoint created in [since, until): each gets
+ * a new run of its delivery workflow that attempts at once. Answers the message ids replayed.
+ */
+export async function replay(
+  pool: Pool,
+  s: RetryStarter,
+  endpointId: string,
+  what: { messageId: string } | { since: Date; until: Date },
+): Promise<{ replayed: string[]; inProgress: string[] }> {
+  const { rows } = await pool.query<{ message_id: string; workspace_id: string; event_type: string }>(
+    `SELECT d.message_id, d.workspace_id, m.event_type FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
+      WHERE d.endpoint_id = $1 AND ${'messageId' in what ? 'd.message_id = $2' : `d.status = 'failed' AND d.created_at >= $2 AND d.created_at < $3`}
+      ORDER BY d.created_at LIMIT 10000`,
+    'messageId' in what ? [endpointId, what.messageId] : [endpointId, what.since, what.until],
+  );
+  if ('messageId' in what && rows.length === 0) throw new AppError('NOT_FOUND', `No message ${what.messageId} was sent to this endpoint.`);
+  const replayed: string[] = [];
+  const inProgress: string[] = [];
+  for (const r of rows) {
+    const started = await startRetry(s, { endpointId, messageId: r.message_id, workspaceId: r.workspace_id, eventType: r.event_type, trigger: 'replay' });
+    if (started) {
+      await pool.query(
+        `UPDATE webhook_deliveries SET status = 'retrying', replays = replays + 1, updated_at = now() WHERE endpoint_id = $1 AND message_id = $2`,
+        [endpointId, r.message_id],
+      );
+      replayed.push(r.message_id);
+    } else inProgress.push(r.message_id);
+  }
+  return { replayed, inProgress };
+}

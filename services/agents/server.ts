@@ -1,0 +1,41 @@
+import { config } from '../../lib/config.js';
+import { createPool } from '../../lib/db.js';
+import { createLogger } from '../../lib/logger.js';
+import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
+import { PgSecretStore, serviceKeyFor } from '../../domain/service-keys/secret-store.js';
+import { createDataClient } from '../../domain/agents/data-client.js';
+import { createModel } from '../../domain/agents/runner.js';
+import { WorkspaceGrants } from '../../domain/agents/workspace-grant.js';
+import { AGENTS_TARGET, buildAgentsApp } from './app.js';
+
+/** Starts the agents service; returns a function that stops it. */
+export async function startAgents(cfg = config()) {
+  const pool = createPool(cfg.DATABASE_URL, 5);
+  const serviceKeys = await ServiceKeyVerifier.forService(AGENTS_TARGET, pool, cfg, createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }));
+  // its own key for the data service, read from the secret store per call (a rotation reaches it without a restart)
+  const secrets = new PgSecretStore(pool, cfg.SECRETS_KEY, cfg.SERVICE_KEY_SECRET_TTL_MS);
+  const app = await buildAgentsApp({
+    pool,
+    serviceKeys,
+    grants: new WorkspaceGrants(cfg.SECRETS_KEY),
+    model: createModel(cfg),
+    data: createDataClient({ baseUrl: cfg.DATA_URL, key: serviceKeyFor(secrets, AGENTS_TARGET, 'data') }),
+    maxToolRounds: cfg.AGENTS_MAX_TOOL_ROUNDS,
+    logLevel: cfg.LOG_LEVEL,
+  });
+  const url = await app.listen({ host: cfg.AGENTS_HOST, port: cfg.AGENTS_PORT });
+  return {
+    app,
+    url,
+    async close() {
+      await app.close();
+      await serviceKeys.close();
+      await pool.end();
+    },
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const svc = await startAgents();
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void svc.close());
+}

@@ -1,0 +1,39 @@
+import { Redis } from 'ioredis';
+import { config } from '../../lib/config.js';
+import { createPool } from '../../lib/db.js';
+import { createLogger } from '../../lib/logger.js';
+import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
+import { createDashboardService } from '../../domain/erp/dashboards.js';
+import { WorkspaceGrants } from '../../domain/agents/workspace-grant.js';
+import { buildDataApp, DATA_TARGET } from './app.js';
+
+/** Starts the data service; returns a function that stops it. */
+export async function startData(cfg = config()) {
+  const pool = createPool(cfg.DATABASE_URL, 5);
+  const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: 2 });
+  const serviceKeys = await ServiceKeyVerifier.forService(DATA_TARGET, pool, cfg, createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }));
+  const app = await buildDataApp({
+    pool,
+    serviceKeys,
+    grants: new WorkspaceGrants(cfg.SECRETS_KEY),
+    dashboards: createDashboardService({ pool, redis, config: cfg }),
+    logLevel: cfg.LOG_LEVEL,
+  });
+  redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis connection error'));
+  const url = await app.listen({ host: cfg.DATA_HOST, port: cfg.DATA_PORT });
+  return {
+    app,
+    url,
+    async close() {
+      await app.close();
+      await serviceKeys.close();
+      redis.disconnect();
+      await pool.end();
+    },
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const svc = await startData();
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void svc.close());
+}

@@ -1,0 +1,199 @@
+/**
+ * The workspace portal end to end in a real browser: Debian's Chromium driven by playwright-core
+ * against the account API (serving web/dist at /app/) on the run's real servers, with a real ERP
+ * tenant (the stand-in over XML-RPC on a database cloned from a template) behind the dashboard.
+ *
+ * Screenshots of the main pages go to a temporary folder, or to docs/screenshots/ with
+ * PORTAL_SCREENSHOTS=1 (how the README's are made).
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApi } from '../../api/server.js';
+import { createPool, type Pool } from '../../lib/db.js';
+import type { ErpStandIn } from '../../sandbox/erp/server.js';
+import { erpTestConfig, provisionTestTenant, startTestErp, type TestTenant } from '../support/erp-tenant.js';
+import { tempDir } from '../support/env.js';
+import { addUser, call, login } from '../support/workspace-api.js';
+
+const shots = process.env.PORTAL_SCREENSHOTS === '1' ? 'docs/screenshots' : tempDir('screenshots');
+mkdirSync(shots, { recursive: true });
+
+let pool: Pool;
+let admin: Pool;
+let erp: ErpStandIn;
+let api: Awaited<ReturnType<typeof startApi>>;
+let base: string;
+let tenant: TestTenant;
+let owner: { email: string; password: string };
+let browser: Browser;
+let page: Page;
+
+beforeAll(async () => {
+  const erpCfg = await erpTestConfig();
+  pool = createPool(erpCfg.DATABASE_URL, 2);
+  admin = createPool(erpCfg.ERP_DATABASE_URL, 2);
+  erp = await startTestErp(erpCfg);
+  const cfg = await erpTestConfig({ ERP_URL: erp.url });
+  api = await startApi(cfg);
+  base = cfg.API_PUBLIC_URL;
+  tenant = await provisionTestTenant(cfg, pool, admin, { tier: 'pro', version: '18', erpUrl: erp.url });
+  const { rows } = await pool.query<{ id: string }>('SELECT id FROM workspaces WHERE slug = $1', [tenant.workspace]);
+  owner = await addUser(pool, [{ workspaceId: rows[0]!.id, role: 'admin' }]);
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  page = await context.newPage();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await api?.close();
+  await erp?.close();
+  await pool?.end();
+  await admin?.end();
+});
+
+/** A workspace-API call from outside the browser, as a key's owner would make it. */
+const withKey = (token: string) => call(base, 'GET', `/api/portal/odoo/${tenant.workspace}/kpis`, { token });
+
+describe('the workspace portal in Chromium', () => {
+  let token: string;
+  let prefix: string;
+
+  it('signs in with e-mail and password, keeping no token where scripts can read it', async () => {
+    await page.goto(`${base}/app/`);
+    await page.getByRole('heading', { name: 'Sign in to Plana' }).waitFor();
+    await page.screenshot({ path: join(shots, 'sign-in.png') });
+    await page.getByLabel('E-mail').fill(owner.email);
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/e-mail address or password is not correct/i);
+
+    await page.getByLabel('Password').fill(owner.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+    // the only workspace opens by itself
+    expect(new URL(page.url()).pathname).toBe(`/app/w/${tenant.workspace}/`);
+    const stored = await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length, cookies: document.cookie }));
+    expect(stored).toEqual({ local: 0, session: 0, cookies: '' });
+  });
+
+  it("draws the cash-flow chart from the tenant's figures, with the KPIs and alerts", async () => {
+    const expected = await call(base, 'GET', `/api/portal/workspaces/${tenant.workspace}/dashboard/cashflow?months=12`, {
+      token: await login(base, owner),
+    });
+    expect(expected.status).toBe(200);
+    const chart = page.getByRole('img', { name: /Cash flow per month/ });
+    await chart.waitFor();
+    const { inflow, outflow, net } = expected.body.totals as { inflow: number; outflow: number; net: number };
+    expect(inflow + outflow).toBeGreaterThan(0);
+    expect(await chart.getAttribute('aria-label')).toBe(`Cash flow per month in ${expected.body.currency}: in ${inflow}, out ${outflow}, net ${net} in total`);
+    expect(await chart.getAttribute('data-months')).toBe('12');
+    // Chart.js has painted the canvas: it differs from an empty canvas of the same size
+    const painted = await chart.evaluate((c: HTMLCanvasElement) => {
+      const blank = document.createElement('canvas');
+      blank.width = c.width;
+      blank.height = c.height;
+      return c.width > 0 && c.toDataURL() !== blank.toDataURL();
+    });
+    expect(painted).toBe(true);
+    await expect.poll(() => page.getByText('Revenue this month').count()).toBe(1);
+    await expect.poll(() => page.locator('.kpi-value').first().textContent()).toMatch(/\d/);
+    await page.getByRole('heading', { name: 'Alerts' }).waitFor();
+    await expect.poll(() => page.locator('.alerts li, .empty').count()).toBeGreaterThan(0);
+    await page.screenshot({ path: join(shots, 'dashboard.png'), fullPage: true });
+  });
+
+  it('creates a key with a scope picker, shows its token once, and the key calls the Workspace API', async () => {
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('heading', { name: 'API keys' }).waitFor();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByLabel('Name').fill('reporting');
+    expect(await dialog.getByRole('checkbox', { name: /dashboard:read/ }).isChecked()).toBe(true);
+    await dialog.getByRole('checkbox', { name: /banking:read/ }).check();
+    await dialog.getByRole('button', { name: 'Create key' }).click();
+    const tokenField = dialog.getByLabel('API key token');
+    await tokenField.waitFor();
+    token = await tokenField.inputValue();
+    expect(token).toMatch(/^ws_live_/);
+    await page.screenshot({ path: join(shots, 'api-key-created.png') });
+
+    const res = await withKey(token);
+    expect(res.status).toBe(200);
+    expect(res.body.workspace).toBe(tenant.workspace);
+
+    await dialog.getByRole('button', { name: 'Done' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    const row = page.locator('tr', { hasText: 'reporting' });
+    await row.waitFor();
+    prefix = (await row.getAttribute('data-key-prefix'))!;
+    expect(token.startsWith(prefix)).toBe(true);
+    expect(await row.textContent()).toContain('dashboard:read, banking:read');
+    expect(await page.content()).not.toContain(token);
+  });
+
+  it('has forgotten the token after a reload, while the session survives it', async () => {
+    await page.reload();
+    await page.getByRole('heading', { name: 'API keys' }).waitFor();
+    await page.locator('tr', { hasText: 'reporting' }).waitFor();
+    expect(await page.content()).not.toContain(token);
+    expect(await page.evaluate(() => localStorage.length + sessionStorage.length)).toBe(0);
+    await page.screenshot({ path: join(shots, 'api-keys.png') });
+  });
+
+  it('shows the calls of the key in the execution log, filtered by its prefix', async () => {
+    await page.getByRole('link', { name: 'Execution log' }).click();
+    await page.getByLabel('Key prefix').fill(prefix);
+    await page.getByRole('button', { name: 'Filter' }).click();
+    const row = page.locator('tbody tr', { hasText: '/api/portal/odoo/:slug/kpis' });
+    await row.first().waitFor();
+    expect(await row.first().textContent()).toContain('200');
+    await page.getByLabel('Key prefix').fill('ws_live_NOSUCHKEY');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.getByText('No calls match these filters.').waitFor();
+    await page.getByLabel('Key prefix').fill(prefix);
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await row.first().waitFor();
+    await page.screenshot({ path: join(shots, 'execution-log.png') });
+  });
+
+  it('revokes the key after a confirmation saying it stops at once, and the next call is refused', async () => {
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('button', { name: 'Revoke reporting' }).click();
+    const dialog = page.getByRole('dialog');
+    expect(await dialog.textContent()).toContain('stops working at once');
+    await dialog.getByRole('button', { name: 'Revoke key' }).click();
+    await page.getByText('No API keys yet.').waitFor();
+    const res = await withKey(token);
+    expect(res.status).toBe(401);
+    expect(res.headers.get('content-type')).toContain('application/problem+json');
+  });
+
+  it('keeps the session in several tabs refreshing at once', async () => {
+    const tabs = [page, await page.context().newPage(), await page.context().newPage()];
+    await Promise.all(tabs.map((tab) => tab.goto(`${base}/app/w/${tenant.workspace}/keys`)));
+    for (const tab of tabs) await tab.getByRole('heading', { name: 'API keys' }).waitFor();
+    await Promise.all(tabs.map((tab) => tab.reload()));
+    for (const tab of tabs) await tab.getByRole('heading', { name: 'API keys' }).waitFor();
+    for (const tab of tabs.slice(1)) await tab.close();
+  });
+
+  it('works on a narrow screen and signs out', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.getByRole('link', { name: 'Dashboard' }).click();
+    await page.getByRole('img', { name: /Cash flow per month/ }).waitFor();
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
+    await page.screenshot({ path: join(shots, 'dashboard-narrow.png'), fullPage: true });
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in to Plana' }).waitFor();
+    // the session is over: a reload does not bring it back
+    await page.reload();
+    await page.getByRole('heading', { name: 'Sign in to Plana' }).waitFor();
+  });
+});

@@ -1,0 +1,166 @@
+/**
+ * Billing and the tenant, for real (tenant workflow on the Temporal dev server, the ERP stand-in,
+ * the account API): a subscription's tier change becomes a TenantClient apply (generation + 1,
+ * reconciled to the new tier); a deleted subscription cancels the tenant (its soak period starts);
+ * subscribing again reactivates it. And the tenant ERP's SaaS endpoints on the tenant's own host,
+ * answering from that subscription, with their callbacks authenticated and idempotent.
+ */
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
+import { event, sandboxIds, sendEvent, subscription } from '../../sandbox/stripe/sender.js';
+import { TIERS } from '../../domain/billing/tiers.js';
+import { applyYaml, describe as describeTenant, isReady, startTenantPlatform, tenantYaml, uniqueTenant, waitForStatus, type TenantPlatform } from '../support/tenant-platform.js';
+
+let p: TenantPlatform;
+let name: string;
+let host: string;
+let saasJobsKey: string;
+let erpKey: string;
+
+const send = (evt: Parameters<typeof sendEvent>[2]) => sendEvent(`${p.cfg.API_PUBLIC_URL}/api/webhooks/stripe`, p.cfg.STRIPE_WEBHOOK_SECRET, evt);
+const generation = async () => (await p.pool.query<{ generation: number; tier: string }>(`SELECT generation, spec->>'tier' AS tier FROM tenant_clients WHERE name = $1`, [name])).rows[0]!;
+const sub = (n: number, tier: 'starter' | 'pro' | 'enterprise', extra: Partial<Parameters<typeof subscription>[0]> = {}) => {
+  const ids = sandboxIds(name, n);
+  return subscription({ ...ids, id: ids.subscription, workspace: name, tier, seats: 2, ...extra });
+};
+/** A request to the tenant's own host, as its users and the platform's jobs reach it (node:http: fetch cannot set Host). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read whatever JSON each endpoint answers
+function tenantCall(method: string, path: string, opts: { key?: string; body?: unknown } = {}): Promise<{ status: number; body: any }> {
+  const url = new URL(p.erpUrl);
+  const headers: Record<string, string> = { host };
+  if (opts.key) headers['x-api-key'] = opts.key;
+  if (opts.body !== undefined) headers['content-type'] = 'application/json';
+  return new Promise((resolve, reject) => {
+    const req = request({ hostname: url.hostname, port: url.port, path, method, headers }, (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode!, body: /json/.test(res.headers['content-type'] ?? '') ? JSON.parse(text) : text }));
+    });
+    req.on('error', reject);
+    req.end(opts.body === undefined ? undefined : JSON.stringify(opts.body));
+  });
+}
+
+/** Polls outside a test (expect.poll only works inside one). */
+async function until(check: () => Promise<boolean>, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+beforeAll(async () => {
+  p = await startTenantPlatform();
+  name = uniqueTenant('bill');
+  host = `${name}.${p.cfg.TENANT_DOMAIN}`;
+  expect((await applyYaml(p, tenantYaml(name, { tier: 'starter' }))).statusCode).toBe(201);
+  // Ready, and the provisioning callback has created the workspace entry (slug = tenant name)
+  await until(async () => {
+    const { rows } = await p.pool.query<{ status: Parameters<typeof isReady>[0] }>('SELECT status FROM tenant_clients WHERE name = $1', [name]);
+    return rows[0]?.status.conditions !== undefined && isReady(rows[0].status);
+  });
+  await until(async () => (await p.pool.query('SELECT 1 FROM workspaces WHERE slug = $1', [name])).rowCount === 1);
+  const store = new PgSecretStore(p.pool, p.cfg.SECRETS_KEY);
+  saasJobsKey = (await store.current('saas-jobs', 'account-api')).key;
+  erpKey = (await store.current('erp', 'account-api')).key;
+  expect((await send(event('customer.subscription.created', sub(1, 'starter')))).status).toBe(200);
+});
+
+afterAll(async () => {
+  await p?.close();
+});
+
+describe('subscription → tenant', () => {
+  it('a tier change applies the TenantClient with the new tier (generation + 1) and the reconcile picks it up', async () => {
+    expect(await generation()).toEqual({ generation: 1, tier: 'starter' });
+    const res = await send(event('customer.subscription.updated', sub(1, 'pro')));
+    expect(res.body.outcome).toContain(`tenant ${name} tier starter → pro (generation 2)`);
+    expect(await generation()).toEqual({ generation: 2, tier: 'pro' });
+    const status = await waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === 2);
+    expect(status.conditions.find((c) => c.type === 'Synced')).toMatchObject({ status: 'True', observedGeneration: 2 });
+    // the same tier again (a seat change) applies nothing
+    await send(event('customer.subscription.updated', sub(1, 'pro', { seats: 5 })));
+    expect(await generation()).toEqual({ generation: 2, tier: 'pro' });
+  });
+
+  it('a deleted subscription cancels the tenant (soak period), a new one reactivates it', async () => {
+    const deleted = event('customer.subscription.deleted', sub(1, 'pro', { status: 'canceled' }));
+    const res = await send(deleted);
+    expect(res.body.outcome).toContain(`tenant ${name} cancelled (soak period started)`);
+    const cancelled = await describeTenant(p, name);
+    expect(cancelled.status.phase).toBe('Cancelled');
+    expect(Date.parse(cancelled.status.deprovisionAt!)).toBeGreaterThan(Date.now());
+    // Stripe sends it again: nothing happens twice
+    expect((await send(deleted)).body).toMatchObject({ duplicate: true });
+
+    const resubscribed = await send(event('customer.subscription.created', sub(2, 'pro')));
+    expect(resubscribed.body.outcome).toContain(`tenant ${name} reactivated`);
+    const status = await waitForStatus(p, name, (s) => s.phase !== 'Cancelled' && isReady(s));
+    expect(status.deprovisionAt).toBeUndefined();
+    const { rows } = await p.pool.query(`SELECT status, provider_subscription_id FROM subscriptions s JOIN workspaces w ON w.id = s.workspace_id WHERE w.slug = $1`, [name]);
+    expect(rows[0]).toEqual({ status: 'active', provider_subscription_id: sandboxIds(name, 2).subscription });
+    // a late event of the old subscription changes nothing
+    const late = await send(event('customer.subscription.deleted', sub(1, 'pro', { status: 'canceled' })));
+    expect(late.body.outcome).toMatch(/^ignored: .* is not the workspace's current subscription/);
+    expect((await describeTenant(p, name)).status.phase).not.toBe('Cancelled');
+  });
+});
+
+describe('tenant ERP /svc/saas endpoints', () => {
+  it('answer the tiers, a tier modules and the subscription from the platform data', async () => {
+    const tiers = await tenantCall('GET', '/svc/saas/tiers');
+    expect(tiers.status).toBe(200);
+    expect(tiers.body).toMatchObject({ tenant: name, current: 'pro' });
+    expect(tiers.body.tiers.map((t: { code: string }) => t.code)).toEqual(['starter', 'pro', 'enterprise']);
+    const modules = await tenantCall('GET', '/svc/saas/tier/enterprise/modules');
+    expect(modules.body.modules).toEqual(TIERS[2]!.modules);
+    expect(modules.body.modules.map((m: { name: string }) => m.name)).toContain('mrp');
+    expect((await tenantCall('GET', '/svc/saas/tier/platinum/modules')).status).toBe(404);
+    const current = sandboxIds(name, 2).subscription;
+    const subRes = await tenantCall('GET', `/svc/saas/subscription/${current}`);
+    expect(subRes).toMatchObject({ status: 200, body: { tenant: name, tier: 'pro', status: 'active', seats: 2 } });
+    // the old subscription, or anyone else's, is not this tenant's
+    expect((await tenantCall('GET', `/svc/saas/subscription/${sandboxIds(name, 1).subscription}`)).status).toBe(404);
+    expect((await tenantCall('GET', '/svc/saas/subscription/sub_someoneelse')).status).toBe(404);
+    // a dot segment cannot climb out of the tenant's /api/saas/<tenant>/ on the account API
+    for (const path of ['/svc/saas/subscription/..', '/svc/saas/subscription/%2e%2e', '/svc/saas/tier/../modules']) {
+      expect((await tenantCall('GET', path)).status, path).toBe(404);
+    }
+  });
+
+  it('the account API side takes only the ERP entry key for reads', async () => {
+    const url = `${p.cfg.API_PUBLIC_URL}/api/saas/${name}/tiers`;
+    expect((await fetch(url)).status).toBe(401);
+    expect((await fetch(url, { headers: { 'x-api-key': saasJobsKey } })).status).toBe(401);
+    expect((await fetch(url, { headers: { 'x-api-key': erpKey } })).status).toBe(200);
+  });
+
+  it('a job update callback needs the saas-jobs key and is idempotent and ordered', async () => {
+    const job = `upgrade-${name}`;
+    expect((await tenantCall('POST', `/svc/saas/job/${job}/update`, { body: { state: 'running', progress: 10 } })).status).toBe(401);
+    expect((await tenantCall('POST', `/svc/saas/job/${job}/update`, { key: erpKey, body: { state: 'running', progress: 10 } })).status).toBe(401);
+    const first = await tenantCall('POST', `/svc/saas/job/${job}/update`, { key: saasJobsKey, body: { state: 'running', progress: 10, message: 'installing' } });
+    expect(first).toMatchObject({ status: 200, body: { job, tenant: name, state: 'running', progress: 10, updates: 1, changed: true } });
+    const repeat = await tenantCall('POST', `/svc/saas/job/${job}/update`, { key: saasJobsKey, body: { state: 'running', progress: 10, message: 'installing' } });
+    expect(repeat.body).toMatchObject({ progress: 10, updates: 1, changed: false });
+    const done = await tenantCall('POST', `/svc/saas/job/${job}/update`, { key: saasJobsKey, body: { state: 'done' } });
+    expect(done.body).toMatchObject({ state: 'done', progress: 100, updates: 2, changed: true });
+    // a late progress report of the finished job changes nothing; another outcome is refused
+    expect((await tenantCall('POST', `/svc/saas/job/${job}/update`, { key: saasJobsKey, body: { state: 'running', progress: 50 } })).body).toMatchObject({ state: 'done', changed: false });
+    expect((await tenantCall('POST', `/svc/saas/job/${job}/update`, { key: saasJobsKey, body: { state: 'failed' } })).status).toBe(409);
+    expect((await tenantCall('POST', `/svc/saas/job/${job}/update`, { key: saasJobsKey, body: { state: 'exploded' } })).status).toBe(400);
+  });
+
+  it('a backup callback is kept once per backup id', async () => {
+    const body = { backupId: `bk-${name}-1`, status: 'done', sizeBytes: 4096 };
+    expect((await tenantCall('POST', '/svc/saas/backup/callback', { body })).status).toBe(401);
+    const results = await Promise.all([1, 2, 3].map(() => tenantCall('POST', '/svc/saas/backup/callback', { key: saasJobsKey, body })));
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
+    expect(results.filter((r) => r.body.duplicate === false)).toHaveLength(1);
+    expect((await tenantCall('POST', '/svc/saas/backup/callback', { key: saasJobsKey, body: { ...body, status: 'failed' } })).status).toBe(409);
+    const { rows } = await p.pool.query('SELECT count(*)::int AS n FROM saas_backup_callbacks WHERE tenant = $1', [name]);
+    expect(rows[0].n).toBe(1);
+  });
+});

@@ -1,0 +1,253 @@
+/**
+ * The team over real HTTP: the account API, the notifications service and the SMTP sink on the
+ * run's real PostgreSQL and Redis. Invitations are read from the mails the sink caught, as the
+ * invited person would: accepted once and never twice, expired, revoked, re-invited.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addUser, adminOfNewWorkspace, call, createKey, login } from '../support/workspace-api.js';
+import { linkIn, startPortal, type Portal } from '../support/portal.js';
+
+let portal: Portal;
+let base: string;
+
+beforeAll(async () => {
+  portal = await startPortal();
+  base = portal.base;
+});
+afterAll(() => portal?.close());
+
+const newAddress = () => `invitee-${randomUUID().slice(0, 8)}@example.test`;
+
+async function invite(token: string, email: string, role?: 'admin' | 'member', slug?: string) {
+  return call(base, 'POST', '/api/portal/team/invite', { token, body: { email, ...(role ? { role } : {}) }, headers: slug ? { 'x-workspace': slug } : {} });
+}
+
+function invitationToken(email: string, nth = -1) {
+  const mails = portal.mailsTo(email);
+  return linkIn(mails.at(nth), `${base}/w/`);
+}
+
+const accept = (body: Record<string, unknown>) => call(base, 'POST', '/api/portal/team/invitations/accept', { body });
+
+describe('inviting and accepting', () => {
+  it('mails a single-use link to /w/<slug>/join; accepting creates the user, joins the workspace and logs in', async () => {
+    const a = await adminOfNewWorkspace(base, portal.pool);
+    const email = newAddress();
+    const res = await invite(a.accessToken, email, 'member');
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ email, role: 'member', status: 'pending', sentCount: 1, invitedBy: { id: a.admin.id } });
+    expect(res.body).not.toHaveProperty('token');
+
+    const [mail] = portal.mailsTo(email);
+    expect(mail!.subject).toContain(`Workspace ${a.workspace.slug}`);
+    const { link, token } = invitationToken(email);
+    expect(link.startsWith(`${base}/w/${a.workspace.slug}/join#token=`)).toBe(true);
+    // the token is stored hashed only
+    const stored = await portal.pool.query('SELECT token_hash FROM workspace_invitations WHERE id = $1', [res.body.id]);
+    expect(stored.rows[0].token_hash).not.toContain(token);
+
+    // the page the link opens changes nothing
+    const page = await fetch(new URL(`/w/${a.workspace.slug}/join`, base));
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain(`Join Workspace ${a.workspace.slug}`);
+
+    const accepted = await accept({ token, name: 'Grace Hopper', password: 'correct horse battery' });
+    expect(accepted.status).toBe(200);
+    expect(accepted.body).toMatchObject({ tokenType: 'Bearer', user: { email, name: 'Grace Hopper' }, accountCreated: true, workspace: { slug: a.workspace.slug, role: 'member' } });
+    expect(accepted.cookies.some((c) => c.startsWith('plana_refresh='))).toBe(true);
+
+    // the new member is logged in, sees the team, and can log in with the chosen password
+    const team = await call(base, 'GET', '/api/portal/team', { token: accepted.body.accessToken });
+    expect(team.status).toBe(200);
+    expect(team.body.members.map((m: { email: string; role: string }) => [m.email, m.role])).toEqual(
+      expect.arrayContaining([[a.admin.email, 'admin'], [email, 'member']]),
+    );
+    expect(team.body).not.toHaveProperty('invitations');
+    expect(await login(base, { email, password: 'correct horse battery' })).toBeTruthy();
+  });
+
+  it('is accepted once and never twice, also when two accepts race', async () => {
+    const a = await adminOfNewWorkspace(base, portal.pool);
+    const email = newAddress();
+    expect((await invite(a.accessToken, email, 'admin')).status).toBe(201);
+    const { token } = invitationToken(email);
+    const body = { token, name: 'Ada', password: 'a long enough password' };
+    const both = await Promise.all([accept(body), accept(body)]);
+    expect(both.map((r) => r.status).sort()).toEqual([200, 409]);
+    const again = await accept(body);
+    expect(again.status).toBe(409);
+    expect(again.body.detail).toContain('accepted already');
+    const users = await portal.pool.query('SELECT count(*)::int AS n FROM users WHERE lower(email) = lower($1)', [email]);
+    expect(users.rows[0].n).toBe(1);
+    const team = await call(base, 'GET', '/api/portal/team', { token: a.accessToken });
+    expect(team.body.members.find((m: { email: string }) => m.email === email).role).toBe('admin');
+    // an accepted invitation is no longer listed, and cannot be revoked
+    expect(team.body.invitations.find((i: { email: string }) => i.email === email)).toBeUndefined();
+  });
+
+  it('refuses an expired link with 410 and lets the admin re-invite', async () => {
+    const a = await adminOfNewWorkspace(base, portal.pool);
+    const email = newAddress();
+    const created = await invite(a.accessToken, email);
+    const { token } = invitationToken(email);
+    await portal.pool.query(`UPDATE workspace_invitations SET expires_at = now() - interval '1 second' WHERE id = $1`, [created.body.id]);
+
+    const late = await accept({ token, name: 'Late', password: 'a long enough password' });
+    expect(late.status).toBe(410);
+    expect(late.body.detail).toContain('expired');
+    const listed = await call(base, 'GET', '/api/portal/team', { token: a.accessToken });
+    expect(listed.body.invitations.find((i: { id: string }) => i.id === created.body.id).status).toBe('expired');
+
+    const resent = await call(base, 'POST', `/api/portal/team/invitations/${created.body.id}/resend`, { token: a.accessToken });
+    expect(resent.status).toBe(200);
+    expect(resent.body).toMatchObject({ status: 'pending', sentCount: 2 });
+    const fresh = invitationToken(email);
+    expect(fresh.token).not.toBe(token);
+    expect((await accept({ token: fresh.token, name: 'On time', password: 'a long enough password' })).status).toBe(200);
+  });
+
+  it('re-invite: the new link works, the old one is dead (404)', async () => {
+    const a = await adminOfNewWorkspace(base, portal.pool);
+    const email = newAddress();
+    const created = await invite(a.accessToken, email);
+    const first = invitationToken(email).token;
+    // inviting the same address again is refused: re-invite that invitation instead
+    const twice = await invite(a.accessToken, email);
+    expect(twice.status).toBe(409);
+    expect(twice.body.invitationId).toBe(created.body.id);
+
+    expect((await call(base, 'POST', `/api/portal/team/invitations/${created.body.id}/resend`, { token: a.accessToken })).status).toBe(200);
+    expect(portal.mailsTo(email)).toHaveLength(2);
+    const second = invitationToken(email).token;
+    const old = await accept({ token: first, name: 'X', password: 'a long enough password' });
+    expect(old.status).toBe(404);
+    expect((await accept({ token: second, name: 'X', password: 'a long enough password' })).status).toBe(200);
+  });
+
+  it('revoke: the link stops working (410), and the invitation is no longer listed', async () => {
+    const a = await adminOfNewWorkspace(base, portal.pool);
+    const email = newAddress();
+    const created = await invite(a.accessToken, email);
+    const { token } = invitationToken(email);
+    const revoked = await call(base, 'DELETE', `/api/portal/team/invitations/${created.body.id}`, { token: a.accessToken });
+    expect(revoked.status).toBe(204);
+    const res = await accept({ token, name: 'X', password: 'a long enough password' });
+    expect(res.status).toBe(410);
+    expect(res.body.detail).toContain('revoked');
+    const team = await call(base, 'GET', '/api/portal/team', { token: a.accessToken });
+    expect(team.body.invitations.map((i: { id: string }) => i.id)).not.toContain(created.body.id);
+    // re-inviting a revoked invitation is refused; inviting the address again works
+    expect((await call(base, 'POST', `/api/portal/team/invitations/${created.body.id}/resend`, { token: a.accessToken })).status).toBe(409);
+    expect((await invite(a.accessToken, email)).status).toBe(201);
+  });
+
+  it('an address with an account accepts with its own password; its password and name stay', async () => {
+    const a = await adminOfNewWorkspace(base, portal.pool);
+    const b = await adminOfNewWorkspace(base, portal.pool);
+    // b's admin is invited into a's workspace
+    await invite(a.accessToken, b.admin.email);
+    const { token } = invitationToken(b.admin.email);
+    const wrong = await accept({ token, name: 'Mallory', password: 'not their password' });
+    expect(wrong.status).toBe(401);
+    const ok = await accept({ token, name: 'Mallory', password: b.admin.password });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ accountCreated: false, user: { id: b.admin.id, name: 'Test User' }, workspace: { slug: a.workspace.slug, role: 'member' } });
+    expect(await login(base, b.admin)).toBeTruthy();
+  });
+
+  it('refuses bad input with 400 and creates nothing', async () => {
+    const a = await adminOfNewWorkspace(base, portal.pool);
+    expect((await invite(a.accessToken, 'not-an-email')).status).toBe(400);
+    expect((await call(base, 'POST', '/api/portal/team/invite', { token: a.accessToken, body: { email: newAddress(), role: 'owner' } })).status).toBe(400);
+    expect((await invite(a.accessToken, a.admin.email)).status).toBe(409);
+
+    const email = newAddress();
+    await invite(a.accessToken, email);
+    const { token } = invitationToken(email);
+    const short = await accept({ token, name: 'Shorty', password: 'short' });
+    expect(short.status).toBe(400);
+    const noName = await accept({ token, password: 'a long enough password' });
+    expect(noName.status).toBe(400);
+    expect((await portal.pool.query('SELECT 1 FROM users WHERE email = $1', [email])).rowCount).toBe(0);
+    // still acceptable after the refusals
+    expect((await accept({ token, name: 'Fine', password: 'a long enough password' })).status).toBe(200);
+    expect((await accept({ token: 'x'.repeat(43), name: 'X', password: 'a long enough password' })).status).toBe(404);
+  });
+
+  it('keeps nothing when the invitation e-mail cannot be sent (notifications service down)', async () => {
+    const a = await adminOfNewWorkspace(base, portal.pool);
+    const email = newAddress();
+    await portal.stopNotifications();
+    try {
+      const res = await invite(a.accessToken, email);
+      expect(res.status).toBe(503);
+      expect(res.body.detail).toContain('notifications service');
+    } finally {
+      await portal.startNotifications();
+    }
+    expect((await portal.pool.query('SELECT 1 FROM workspace_invitations WHERE email = $1', [email])).rowCount).toBe(0);
+    expect((await invite(a.accessToken, email)).status).toBe(201);
+  });
+});
+
+describe('who may manage the team', () => {
+  it('a member sees the team but cannot invite, re-invite or revoke (403)', async () => {
+    const a = await adminOfNewWorkspace(base, portal.pool);
+    const member = await login(base, await addUser(portal.pool, [{ workspaceId: a.workspace.id, role: 'member' }]));
+    const created = await invite(a.accessToken, newAddress());
+    expect((await call(base, 'GET', '/api/portal/team', { token: member })).status).toBe(200);
+    expect((await invite(member, newAddress())).status).toBe(403);
+    expect((await call(base, 'POST', `/api/portal/team/invitations/${created.body.id}/resend`, { token: member })).status).toBe(403);
+    expect((await call(base, 'DELETE', `/api/portal/team/invitations/${created.body.id}`, { token: member })).status).toBe(403);
+  });
+
+  it("another workspace's admin can neither see nor touch the team (403), nor reach its invitations through their own (404)", async () => {
+    const a = await adminOfNewWorkspace(base, portal.pool);
+    const b = await adminOfNewWorkspace(base, portal.pool);
+    const created = await invite(a.accessToken, newAddress());
+    const asB = { token: b.accessToken, headers: { 'x-workspace': a.workspace.slug } };
+    expect((await call(base, 'GET', '/api/portal/team', asB)).status).toBe(403);
+    expect((await call(base, 'POST', '/api/portal/team/invite', { ...asB, body: { email: newAddress() } })).status).toBe(403);
+    expect((await call(base, 'DELETE', `/api/portal/team/invitations/${created.body.id}`, { token: b.accessToken })).status).toBe(404);
+    expect((await call(base, 'POST', `/api/portal/team/invitations/${created.body.id}/resend`, { token: b.accessToken })).status).toBe(404);
+  });
+
+  it('no session → 401; a workspace key → 403, even with scope *', async () => {
+    const a = await adminOfNewWorkspace(base, portal.pool);
+    const key = (await createKey(base, a.accessToken, { name: 'all', scopes: ['*'] })).token;
+    expect((await call(base, 'GET', '/api/portal/team')).status).toBe(401);
+    expect((await call(base, 'POST', '/api/portal/team/invite', { body: { email: newAddress() } })).status).toBe(401);
+    expect((await call(base, 'GET', '/api/portal/team', { token: key })).status).toBe(403);
+    expect((await invite(key, newAddress())).status).toBe(403);
+  });
+
+  it('the link carries its token in the fragment, which no HTTP request sends (log secrecy: portal-log-secrecy.test.ts)', async () => {
+    const a = await adminOfNewWorkspace(base, portal.pool);
+    const email = newAddress();
+    await invite(a.accessToken, email);
+    const { link } = invitationToken(email);
+    expect(new URL(link).search).toBe('');
+  });
+});
+
+describe('invitation e-mails per workspace and hour', () => {
+  it('are limited (INVITATIONS_PER_HOUR, re-invites included): beyond it 429 with Retry-After, and no mail; other workspaces are not affected', async () => {
+    const limited = await startPortal({ INVITATIONS_PER_HOUR: '2' });
+    try {
+      const a = await adminOfNewWorkspace(limited.base, limited.pool);
+      const b = await adminOfNewWorkspace(limited.base, limited.pool);
+      const first = await call(limited.base, 'POST', '/api/portal/team/invite', { token: a.accessToken, body: { email: newAddress() } });
+      expect(first.status).toBe(201);
+      expect((await call(limited.base, 'POST', `/api/portal/team/invitations/${first.body.id}/resend`, { token: a.accessToken })).status).toBe(200);
+      const third = newAddress();
+      const refused = await call(limited.base, 'POST', '/api/portal/team/invite', { token: a.accessToken, body: { email: third } });
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(limited.mailsTo(third)).toHaveLength(0);
+      expect((await call(limited.base, 'POST', '/api/portal/team/invite', { token: b.accessToken, body: { email: newAddress() } })).status).toBe(201);
+    } finally {
+      await limited.close();
+    }
+  });
+});

@@ -1,0 +1,351 @@
+/**
+ * The Kubernetes secret store (SECRET_STORE=kubernetes) against the Kubernetes stand-in
+ * (sandbox/kubernetes: real HTTP, core/v1 Secrets, bearer token, kubelet-style volume writes) and
+ * the run's real PostgreSQL: versions written through the API (put, switch, roll back), consumers
+ * reading the mounted volume pick up a new current key after the kubelet's `..data` swap without a
+ * restart (cache TTL set to a minute, so only the swap can make them re-read), the rotation's seam
+ * (recorded in PostgreSQL in the caller's transaction, published when current), no key in the
+ * stand-in's request log or in any error, a clear error for a refused token, and a whole rotation
+ * (the real workflow on the run's Temporal) whose consumer reads only the mounted Secret.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { lstatSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createRotationActivities } from '../../activities/service-key-rotation.js';
+import { startRotation, type Pair } from '../../domain/service-keys/rotation.js';
+import type { ServiceKeyPair } from '../../domain/service-keys/inventory.js';
+import { listKeys } from '../../domain/service-keys/registry.js';
+import type { RotationResult, RotationSettings } from '../../workflows/definitions.js';
+import { keyConsumer, startKeyCheckedTarget } from '../support/service-keys.js';
+import type pg from 'pg';
+import type { Config } from '../../lib/config.js';
+import { createPool, withTransaction } from '../../lib/db.js';
+import { AppError } from '../../lib/errors.js';
+import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
+import { KubernetesSecretVolume, KubernetesSecretWriter } from '../../domain/service-keys/kubernetes-secret-store.js';
+import { createKey } from '../../domain/service-keys/registry.js';
+import { createSecretStore, createSecretStoreWriter, KubernetesPublishingStore, publishCurrentKeys } from '../../domain/service-keys/secret-store-factory.js';
+import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
+import { startKubernetesStandIn, type KubernetesStandIn } from '../../sandbox/kubernetes/server.js';
+import { tempDir, testConfig, workflowBundle } from '../support/env.js';
+
+const TOKEN = `sa-token-${randomBytes(8).toString('hex')}`;
+const NS = 'plana';
+const MINUTE = 60_000;
+
+let k8s: KubernetesStandIn;
+let dir: string;
+let tokenFile: string;
+let cfg: Config;
+let pool: pg.Pool;
+const logLines: string[] = [];
+/** Every key this file wrote, to search logs and errors for. */
+const keys: string[] = [];
+const readers: KubernetesSecretVolume[] = [];
+
+const newKey = () => {
+  const key = randomBytes(32).toString('hex');
+  keys.push(key);
+  return key;
+};
+const caller = () => `t${randomBytes(3).toString('hex')}`;
+const writer = (token = tokenFile) => new KubernetesSecretWriter({ apiUrl: k8s.url, namespace: NS, secretName: 'plana-service-keys-{caller}', tokenFile: token });
+const volume = (c: string, opts: { pollMs?: number } = {}) => {
+  const r = new KubernetesSecretVolume({ dir: k8s.volumeDir(NS, `plana-service-keys-${c}`), ttlMs: MINUTE, pollMs: opts.pollMs ?? MINUTE });
+  readers.push(r);
+  return r;
+};
+/** Waits until the consumer's answer changes (the volume swap is asynchronous, as the kubelet's). */
+const eventually = (fn: () => Promise<void>) => vi.waitFor(fn, { timeout: 5_000, interval: 25 });
+const errorOf = async (p: Promise<unknown>) => p.then(() => undefined, (err: unknown) => err as Error);
+
+beforeAll(async () => {
+  dir = tempDir('k8s');
+  tokenFile = path.join(dir, 'token');
+  writeFileSync(tokenFile, `${TOKEN}\n`);
+  k8s = await startKubernetesStandIn({ token: TOKEN, volumeRoot: path.join(dir, 'volumes'), log: (l) => logLines.push(l) });
+  cfg = await testConfig({
+    SECRET_STORE: 'kubernetes',
+    KUBERNETES_API_URL: k8s.url,
+    KUBERNETES_NAMESPACE: NS,
+    KUBERNETES_TOKEN_FILE: tokenFile,
+    SECRETS_MOUNT_POLL_MS: '100',
+  });
+  pool = createPool(cfg.DATABASE_URL, 3);
+});
+
+afterAll(async () => {
+  for (const r of readers) r.close();
+  await pool?.end();
+  await k8s?.close();
+});
+
+describe('versions written through the Kubernetes API', () => {
+  it('puts, switches and rolls back; the Secret holds the current and the other version', async () => {
+    const c = caller();
+    const w = writer();
+    const k1 = newKey();
+    const k2 = newKey();
+    expect(await w.put(c, 'events', { key: k1, keyId: 'sk_one', }, true)).toBe(1);
+    expect(await w.put(c, 'events', { key: k2, keyId: 'sk_two' }, false)).toBe(2);
+    expect(await w.versions(c, 'events')).toMatchObject([
+      { version: 2, keyId: 'sk_two', isCurrent: false },
+      { version: 1, keyId: 'sk_one', isCurrent: true },
+    ]);
+
+    // the Secret as any Kubernetes client sees it
+    const res = await fetch(`${k8s.url}/api/v1/namespaces/${NS}/secrets/plana-service-keys-${c}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const secret = (await res.json()) as { kind: string; data: Record<string, string> };
+    expect(secret.kind).toBe('Secret');
+    expect(Object.keys(secret.data).sort()).toEqual([`${c}.events`, `${c}.events.next`]);
+    expect(JSON.parse(Buffer.from(secret.data[`${c}.events`]!, 'base64').toString())).toMatchObject({ keyId: 'sk_one', key: k1, version: 1 });
+
+    await w.makeCurrent(c, 'events', 2);
+    expect((await w.versions(c, 'events')).find((v) => v.isCurrent)?.keyId).toBe('sk_two');
+    await w.makeCurrent(c, 'events', 2); // idempotent: a retried step changes nothing
+    expect((await w.versions(c, 'events')).find((v) => v.isCurrent)?.keyId).toBe('sk_two');
+    await w.makeCurrent(c, 'events', 1); // the roll-back
+    expect(await w.versions(c, 'events')).toMatchObject([
+      { version: 2, keyId: 'sk_two', isCurrent: false },
+      { version: 1, keyId: 'sk_one', isCurrent: true },
+    ]);
+
+    const missing = await errorOf(w.makeCurrent(c, 'events', 7));
+    expect(missing).toBeInstanceOf(AppError);
+    expect((missing as AppError).code).toBe('NOT_FOUND');
+    expect(missing!.message).toContain(`No version 7 of the ${c} → events key`);
+  });
+
+  it('two writers at once both land: a stale write gets 409 Conflict and the writer re-reads', async () => {
+    const c = caller();
+    const [a, b] = [writer(), writer()];
+    await a.put(c, 'events', { key: newKey(), keyId: 'sk_base' }, true);
+    const results = await Promise.all([a.put(c, 'events', { key: newKey(), keyId: 'sk_a' }, false), b.put(c, 'events', { key: newKey(), keyId: 'sk_b' }, false)]);
+    expect(results.sort()).toEqual([2, 3]);
+    const after = await a.versions(c, 'events');
+    expect(after.map((v) => v.version)).toEqual([3, 1]);
+    const third = after[0]!.keyId;
+    expect(['sk_a', 'sk_b']).toContain(third);
+
+    // what the writer relies on: a PATCH carrying an old resourceVersion is refused
+    const url = `${k8s.url}/api/v1/namespaces/${NS}/secrets/plana-service-keys-${c}`;
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const stale = ((await (await fetch(url, { headers: auth })).json()) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+    await a.makeCurrent(c, 'events', 3);
+    const res = await fetch(url, {
+      method: 'PATCH',
+      headers: { ...auth, 'content-type': 'application/merge-patch+json' },
+      body: JSON.stringify({ metadata: { resourceVersion: stale }, data: { [`${c}.events`]: null } }),
+    });
+    expect(res.status).toBe(409);
+    expect(await res.json()).toMatchObject({ kind: 'Status', status: 'Failure', reason: 'Conflict', code: 409 });
+    expect((await a.versions(c, 'events')).find((v) => v.isCurrent)?.keyId).toBe(third);
+  });
+});
+
+describe('a consumer reading the mounted Secret', () => {
+  it('sees the new current key after the kubelet-style swap, without a restart (cache TTL a minute)', async () => {
+    const c = caller();
+    const w = writer();
+    const k1 = newKey();
+    const k2 = newKey();
+    await w.put(c, 'notifications', { key: k1, keyId: 'sk_old' }, true);
+    const reader = volume(c); // fs.watch only: its fallback check is a minute away
+
+    // the volume as the kubelet lays it out
+    const mount = k8s.volumeDir(NS, `plana-service-keys-${c}`);
+    const first = readlinkSync(path.join(mount, '..data'));
+    expect(first).toMatch(/^\.\.\d{4}_\d\d_\d\d_\d\d_\d\d_\d\d\.\d+$/);
+    expect(lstatSync(path.join(mount, `${c}.notifications`)).isSymbolicLink()).toBe(true);
+    expect(readlinkSync(path.join(mount, `${c}.notifications`))).toBe(`..data/${c}.notifications`);
+
+    expect(await reader.current(c, 'notifications')).toEqual({ key: k1, keyId: 'sk_old', version: 1 });
+    await w.put(c, 'notifications', { key: k2, keyId: 'sk_new' }, false);
+    await w.makeCurrent(c, 'notifications', 2);
+    expect(readlinkSync(path.join(mount, '..data'))).not.toBe(first);
+    await eventually(async () => expect(await reader.current(c, 'notifications')).toEqual({ key: k2, keyId: 'sk_new', version: 2 }));
+
+    await w.makeCurrent(c, 'notifications', 1); // roll-back reaches it the same way
+    await eventually(async () => expect((await reader.current(c, 'notifications')).keyId).toBe('sk_old'));
+  });
+
+  it('started before the Secret is mounted: a clear error, then the key once the volume appears', async () => {
+    const c = caller();
+    const reader = volume(c, { pollMs: 100 }); // the directory does not exist: no watch possible
+    const before = await errorOf(reader.current(c, 'events'));
+    expect(before).toBeInstanceOf(AppError);
+    expect(before!.message).toContain(`No service key for ${c} → events in the mounted Secret`);
+    const k = newKey();
+    await writer().put(c, 'events', { key: k, keyId: 'sk_late' }, true);
+    await eventually(async () => expect((await reader.current(c, 'events')).key).toBe(k));
+  });
+});
+
+describe('the rotation seam: PostgreSQL records, Kubernetes gets what becomes current', () => {
+  it('bootstrap publishes; a version put in a transaction is published only when made current; the roll-back too', async () => {
+    const c = caller();
+    const pair = { caller: c, target: 'events' as const };
+    const store = createSecretStoreWriter(cfg, pool);
+    expect(store).toBeInstanceOf(KubernetesPublishingStore);
+    const record = new PgSecretStore(pool, cfg.SECRETS_KEY, 0);
+
+    const [created] = await ensureServiceKeys(pool, store, [pair]);
+    expect(await publishCurrentKeys(cfg, pool, [pair])).toBe(1);
+    expect(await publishCurrentKeys(cfg, pool, [pair])).toBe(1); // idempotent
+    const consumer = createSecretStore({ ...cfg, SECRETS_MOUNT_DIR: k8s.volumeDir(NS, `plana-service-keys-${c}`), SERVICE_KEY_SECRET_TTL_MS: MINUTE }, pool);
+    readers.push(consumer as KubernetesSecretVolume);
+    const v1 = await consumer.current(c, 'events');
+    keys.push(v1.key);
+    expect(v1).toMatchObject({ keyId: created!.keyId, version: 1 });
+    expect(v1.key).toBe((await record.current(c, 'events')).key);
+
+    // steps 1 + 2 as generateRotationKey does them: registry + store in one transaction
+    const { version, keyId } = await withTransaction(pool, async (db) => {
+      const { key, record: r } = await createKey(db, pair, 'pending');
+      keys.push(key);
+      return { version: await store.put(c, 'events', { key, keyId: r.keyId }, false, db), keyId: r.keyId };
+    });
+    expect(version).toBe(2);
+    const k8sView = writer();
+    expect((await k8sView.versions(c, 'events')).map((v) => v.version)).toEqual([1]); // nothing published before it is current
+
+    await store.makeCurrent(c, 'events', 2); // step 3
+    await store.makeCurrent(c, 'events', 2); // a retried activity
+    expect(await k8sView.versions(c, 'events')).toMatchObject([
+      { version: 2, keyId, isCurrent: true },
+      { version: 1, isCurrent: false },
+    ]);
+    expect((await record.versions(c, 'events')).find((v) => v.isCurrent)?.version).toBe(2);
+    await eventually(async () => expect((await consumer.current(c, 'events')).keyId).toBe(keyId));
+
+    await store.makeCurrent(c, 'events', 1); // the roll-back
+    expect((await record.versions(c, 'events')).find((v) => v.isCurrent)?.version).toBe(1);
+    expect((await k8sView.versions(c, 'events')).find((v) => v.isCurrent)?.version).toBe(1);
+    await eventually(async () => expect((await consumer.current(c, 'events')).keyId).toBe(created!.keyId));
+  });
+});
+
+describe('a rotation (the real workflow on Temporal) with SECRET_STORE=kubernetes', () => {
+  it('a consumer reading the mounted Secret calls its target throughout: no failed call; then the old key gets 401', async () => {
+    const targetName = `kt-${randomBytes(3).toString('hex')}`;
+    const pair: Pair = { caller: caller(), target: targetName };
+    const settings: RotationSettings = { acceptWaitMs: 300, quietPeriodMs: 1_500, pollIntervalMs: 250, deadlineMs: 10_000, rollbackWaitMs: 300 };
+    const store = createSecretStoreWriter(cfg, pool);
+    // a target of this test's own (not in the inventory), bootstrapped and published as `npm run db:migrate` does
+    await ensureServiceKeys(pool, store, [pair as unknown as Pick<ServiceKeyPair, 'caller' | 'target'>]);
+    await publishCurrentKeys(cfg, pool, [pair]);
+    const target = await startKeyCheckedTarget(pool, targetName);
+    const connection = await Connection.connect({ address: inject('temporalAddress') });
+    const temporal = new Client({ connection });
+    const workerConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
+    const worker = await Worker.create({
+      connection: workerConnection,
+      taskQueue: cfg.TEMPORAL_TASK_QUEUE,
+      workflowBundle: workflowBundle(),
+      activities: createRotationActivities({ pool, store, secrets: new PgSecretStore(pool, cfg.SECRETS_KEY), eventsUrl: cfg.EVENTS_URL }),
+    });
+    const workerRun = worker.run();
+    try {
+      // the consumer: the Secret mounted as its volume, a cache of a minute (only the `..data` swap makes it re-read)
+      const consumerStore = volume(pair.caller);
+      const old = await consumerStore.current(pair.caller, pair.target);
+      const seen = new Set<string>();
+      const traffic = keyConsumer(target.ping, async () => (await consumerStore.current(pair.caller, pair.target)).key, seen);
+
+      const started = await startRotation({ pool, temporal, taskQueue: cfg.TEMPORAL_TASK_QUEUE, settings }, pair, 'manual');
+      const result = (await temporal.workflow.getHandle(started.workflowId).result()) as RotationResult;
+      const counts = await traffic.stop();
+      for (const k of seen) keys.push(k);
+      expect(result).toMatchObject({ outcome: 'completed', oldKeyId: old.keyId });
+      expect(counts.failed).toBe(0);
+      expect(counts.calls).toBeGreaterThan(20);
+
+      const now = await consumerStore.current(pair.caller, pair.target);
+      expect(now.keyId).toBe(result.newKeyId);
+      expect(await writer().versions(pair.caller, pair.target)).toMatchObject([
+        { keyId: result.newKeyId, isCurrent: true },
+        { keyId: old.keyId, isCurrent: false },
+      ]);
+      await target.verifier.reload();
+      expect((await target.ping(old.key)).status).toBe(401);
+      expect((await target.ping(now.key)).status).toBe(200);
+      const states = Object.fromEntries((await listKeys(pool, pair)).map((k) => [k.keyId, k.state]));
+      expect(states).toEqual({ [old.keyId]: 'revoked', [now.keyId]: 'current' });
+    } finally {
+      worker.shutdown();
+      await workerRun;
+      await workerConnection.close();
+      await connection.close();
+      await target.close();
+    }
+  }, 60_000);
+});
+
+describe('https with the service account CA', () => {
+  it('trusts the API server through ca.crt; without it, a clear TLS error and nothing written', async () => {
+    // a cluster CA of this test's own (openssl), the API server's certificate for 127.0.0.1
+    const tls = path.join(dir, 'tls');
+    mkdirSync(tls, { recursive: true });
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+      '-keyout', path.join(tls, 'key.pem'), '-out', path.join(tls, 'ca.crt'), '-subj', '/CN=kubernetes', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    const secure = await startKubernetesStandIn({
+      token: TOKEN,
+      volumeRoot: path.join(dir, 'tls-volumes'),
+      log: () => {},
+      tls: { key: readFileSync(path.join(tls, 'key.pem')), cert: readFileSync(path.join(tls, 'ca.crt')) },
+    });
+    try {
+      expect(secure.url).toMatch(/^https:/);
+      const c = caller();
+      const k = newKey();
+      const trusting = new KubernetesSecretWriter({ apiUrl: secure.url, namespace: NS, secretName: 'plana-service-keys-{caller}', tokenFile, caFile: path.join(tls, 'ca.crt') });
+      expect(await trusting.put(c, 'events', { key: k, keyId: 'sk_tls' }, true)).toBe(1);
+      expect(readFileSync(path.join(secure.volumeDir(NS, `plana-service-keys-${c}`), `${c}.events`), 'utf8')).toContain('sk_tls');
+
+      const c2 = caller();
+      const untrusting = new KubernetesSecretWriter({ apiUrl: secure.url, namespace: NS, secretName: 'plana-service-keys-{caller}', tokenFile });
+      const err = await errorOf(untrusting.put(c2, 'events', { key: newKey(), keyId: 'sk_x' }, true));
+      expect(err).toBeInstanceOf(AppError);
+      expect(err!.message).toMatch(/Kubernetes API GET .* failed: (SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE)/);
+      expect(await trusting.versions(c2, 'events')).toEqual([]);
+    } finally {
+      await secure.close();
+    }
+  });
+});
+
+describe('errors and logs', () => {
+  it('a refused token (401) gives a clear error that names the token file and holds no key', async () => {
+    const wrong = path.join(dir, 'wrong-token');
+    writeFileSync(wrong, 'not-the-service-account-token');
+    const k = newKey();
+    const err = await errorOf(writer(wrong).put(caller(), 'events', { key: k, keyId: 'sk_x' }, true));
+    expect(err).toBeInstanceOf(AppError);
+    expect((err as AppError).extra).toMatchObject({ kubernetesStatus: 401, reason: 'Unauthorized' });
+    expect(err!.message).toContain('answered 401 Unauthorized');
+    expect(err!.message).toContain(wrong);
+    expect(err!.message).not.toContain(k);
+
+    const noFile = await errorOf(writer(path.join(dir, 'absent')).versions(caller(), 'events'));
+    expect(noFile!.message).toContain('Cannot read the Kubernetes service-account token');
+  });
+
+  it('never shows a key in the stand-in request log or in an error', async () => {
+    const c = caller();
+    const w = writer();
+    const k = newKey();
+    await w.put(c, 'events', { key: k, keyId: 'sk_logged' }, true);
+    const errors = [await errorOf(w.makeCurrent(c, 'events', 9)), await errorOf(writer(path.join(dir, 'wrong-token')).makeCurrent(c, 'events', 1))];
+    expect(logLines.some((l) => l.includes('PATCH') || l.includes('POST'))).toBe(true);
+    expect(logLines.some((l) => l.includes(' 401 '))).toBe(true);
+    const haystack = [...logLines, ...errors.map((e) => `${e?.message} ${JSON.stringify(e)}`)].join('\n');
+    for (const key of keys) {
+      expect(haystack).not.toContain(key);
+      expect(haystack).not.toContain(Buffer.from(key).toString('base64').slice(0, 40));
+    }
+  });
+});

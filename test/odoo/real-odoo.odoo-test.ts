@@ -1,0 +1,196 @@
+/**
+ * The real-Odoo suite (`npm run test:odoo`, not part of .ci/run): the platform against a real
+ * Odoo 18 (ODOO_SRC or ODOO_URL, see test/support/odoo-server.ts), with the run's real Temporal,
+ * PostgreSQL, Redis and services. A TenantClient applied through the ops API becomes Ready on real
+ * Odoo (database cloned from a template Odoo built, its filestore, a read-only API user made
+ * through Odoo's models, the route); the dashboards equal what this test computes from Odoo's own
+ * records (with an invoice in a foreign currency); a deleted database turns Ready=False naming it;
+ * deprovisioning drops it. Figures (template build, time to Ready, dashboard latency) are printed.
+ */
+import { existsSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadErpCredentials, tenantAdminPassword } from '../../domain/erp/api-user.js';
+import { createErpClient, type ErpClient, type ErpFault } from '../../domain/erp/client.js';
+import { createDashboardService } from '../../domain/erp/dashboards.js';
+import { ensureOdooTemplate } from '../../scripts/odoo-templates.js';
+import { ODOO_HOW_TO, odooRuntime, startOdoo, type OdooServer } from '../support/odoo-server.js';
+import { applyYaml, condition, isReady, ops, runErpDatabaseUrl, startTenantPlatform, tenantYaml, uniqueTenant, waitForStatus, type TenantPlatform } from '../support/tenant-platform.js';
+
+let odoo: OdooServer;
+let p: TenantPlatform;
+let admin: pg.Pool;
+let redis: Redis;
+let erpDatabaseUrl: string;
+const dataDir = process.env.ODOO_DATA_DIR ?? mkdtempSync(path.join(os.tmpdir(), 'odoo-data-'));
+const figures: string[] = [];
+const adminPassword = 'odoo-suite-admin-password';
+
+beforeAll(async () => {
+  if (!process.env.ODOO_SRC && !process.env.ODOO_URL) throw new Error(ODOO_HOW_TO);
+  erpDatabaseUrl = process.env.ODOO_URL ? process.env.ODOO_DATABASE_URL ?? '' : runErpDatabaseUrl();
+  if (!erpDatabaseUrl) throw new Error(ODOO_HOW_TO);
+  const runtime = odooRuntime(dataDir);
+  if (runtime) {
+    const built = await ensureOdooTemplate(runtime, { erpDatabaseUrl, tier: 'starter', adminPassword });
+    figures.push(`template ${built.template} built by Odoo in ${(built.ms / 1000).toFixed(1)} s`);
+  }
+  odoo = process.env.ODOO_URL ? { url: process.env.ODOO_URL, close: async () => {} } : await startOdoo({ runtime: runtime!, erpDatabaseUrl });
+  p = await startTenantPlatform({
+    ERP_BACKEND: 'odoo',
+    ERP_URL: odoo.url,
+    ERP_DATABASE_URL: erpDatabaseUrl,
+    ERP_ADMIN_PASSWORD: adminPassword,
+    ODOO_DATA_DIR: dataDir,
+    TENANT_READY_DEADLINE: '5 minutes',
+    TENANT_READY_PROBE_INTERVAL: '1s',
+  });
+  admin = new pg.Pool({ connectionString: erpDatabaseUrl, max: 2 });
+  redis = new Redis(p.cfg.REDIS_URL);
+}, 900_000);
+
+afterAll(async () => {
+  redis?.disconnect();
+  await admin?.end();
+  await p?.close();
+  await odoo?.close();
+  if (figures.length) console.log(`\nreal Odoo 18 figures:\n  ${figures.join('\n  ')}\n`);
+});
+
+const fault = (x: Promise<unknown>) => x.then(() => expect.fail('expected an XML-RPC fault'), (e: unknown) => e as ErpFault);
+const round2 = (n: number) => Math.round(n * 100) / 100;
+const sum = (rows: Record<string, unknown>[], field: string) => round2(rows.reduce((s, r) => s + Number(r[field]), 0));
+const percentile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
+
+describe('a tenant on real Odoo 18', () => {
+  const name = uniqueTenant('odoo');
+  let host: string;
+  let api: ErpClient;
+  let root: ErpClient;
+
+  it('turns Ready: database cloned from the Odoo-built template with its own identity and filestore, API user, route', async () => {
+    const started = Date.now();
+    expect((await applyYaml(p, tenantYaml(name, { tier: 'starter', erpVersion: '18' }))).statusCode).toBe(201);
+    const ready = await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined, 240_000);
+    figures.push(`time to Ready for one tenant: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    host = `${name}.${p.cfg.TENANT_DOMAIN}`;
+    expect(ready.resources.database).toMatchObject({ externalName: host, state: 'Created' });
+
+    expect((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [host])).rowCount).toBe(1);
+    expect(existsSync(path.join(dataDir, 'filestore', host))).toBe(true);
+    const route = await p.pool.query('SELECT namespace, database FROM tenant_routes WHERE tenant = $1', [name]);
+    expect(route.rows).toEqual([{ namespace: 'plana-odoo-18', database: host }]);
+
+    const credentials = (await loadErpCredentials(p.pool, p.cfg.SECRETS_KEY, name))!;
+    api = createErpClient({ baseUrl: odoo.url, host, db: host, ...credentials });
+    root = createErpClient({ baseUrl: odoo.url, host, db: host, login: 'admin', password: tenantAdminPassword(p.cfg.SECRETS_KEY, host) });
+    const templateUuid = await createErpClient({ baseUrl: odoo.url, host, db: host, login: 'admin', password: tenantAdminPassword(p.cfg.SECRETS_KEY, host) })
+      .executeKw<string>('ir.config_parameter', 'get_param', ['database.uuid']);
+    const tpl = new pg.Client({ connectionString: new URL(`/erp_tpl_starter_18`, erpDatabaseUrl).toString() });
+    await tpl.connect();
+    const tplUuid = (await tpl.query<{ value: string }>(`SELECT value FROM ir_config_parameter WHERE key = 'database.uuid'`)).rows[0]!.value;
+    await tpl.end();
+    expect(templateUuid).not.toBe(tplUuid);
+  });
+
+  it('has an API user that reads accounting, in the company, and cannot write', async () => {
+    const [me] = await api.executeKw<{ groups_id: number[]; company_ids: number[] }[]>('res.users', 'read', [[await api.authenticate()]], { fields: ['groups_id', 'company_ids'] });
+    const companies = await root.executeKw<number[]>('res.company', 'search', [[]]);
+    expect(me!.company_ids.sort()).toEqual(companies.sort());
+    expect((await api.executeKw<number[]>('account.move', 'search', [[]])).length).toBeGreaterThan(0);
+    const partner = await fault(api.executeKw('res.partner', 'create', [{ name: 'Not allowed' }]));
+    expect(partner.code).toBe(4);
+    const move = await fault(api.executeKw('account.move', 'write', [[1], { ref: 'nope' }]));
+    expect(move.code).toBe(4);
+  });
+
+  it('dashboards equal the figures computed from Odoo records, with an invoice in a foreign currency', async () => {
+    // an overdue customer invoice in EUR, in a company whose currency is not EUR
+    const [company] = await root.executeKw<{ currency_id: [number, string] }[]>('res.company', 'search_read', [[]], { fields: ['currency_id'], limit: 1 });
+    const [eur] = await root.executeKw<number[]>('res.currency', 'search', [[['name', '=', 'EUR'], ['active', 'in', [true, false]]]]);
+    await root.executeKw('res.currency', 'write', [[eur], { active: true }]);
+    const [customer] = await root.executeKw<number[]>('res.partner', 'search', [[['customer_rank', '>', 0]]], { limit: 1 });
+    const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+    const invoice = await root.executeKw<number>('account.move', 'create', [
+      { move_type: 'out_invoice', partner_id: customer ?? 1, currency_id: eur, invoice_date: day(-40), invoice_date_due: day(-10), invoice_line_ids: [[0, 0, { name: 'Consulting (EUR)', quantity: 1, price_unit: 1000 }]] },
+    ]);
+    await root.executeKw('account.move', 'action_post', [[invoice]]);
+    expect(company!.currency_id[1]).not.toBe('EUR');
+
+    const ws = await p.pool.query<{ slug: string }>('SELECT w.slug FROM workspaces w JOIN tenants t ON t.workspace_id = w.id WHERE t.name = $1', [name]);
+    const slug = ws.rows[0]!.slug;
+    const dashboards = createDashboardService({ pool: p.pool, redis, config: p.cfg });
+    const kpis = await dashboards.kpis(slug);
+    const alerts = await dashboards.alerts(slug);
+    const cashflow = await dashboards.cashflow(slug, { months: 3 });
+
+    const today = day(0);
+    const main = kpis.companies[0]!.id; // top-level figures are the main company's
+    const moves = (domain: unknown[]) =>
+      root.executeKw<Record<string, unknown>[]>('account.move', 'search_read', [[['company_id', '=', main], ...domain]], { fields: ['amount_residual_signed', 'amount_untaxed_signed', 'invoice_date_due'] });
+    const open = [['state', '=', 'posted'], ['payment_state', 'in', ['not_paid', 'partial']]];
+    const receivables = await moves([['move_type', 'in', ['out_invoice', 'out_refund']], ...open]);
+    const overdue = await moves([['move_type', '=', 'out_invoice'], ...open, ['invoice_date_due', '<', today]]);
+    const revenue = await moves([['move_type', 'in', ['out_invoice', 'out_refund']], ['state', '=', 'posted'], ['invoice_date', '>=', `${today.slice(0, 8)}01`], ['invoice_date', '<=', today]]);
+    expect(kpis.currency).toBe(company!.currency_id[1]);
+    expect(kpis.receivables).toBeCloseTo(sum(receivables, 'amount_residual_signed'), 2);
+    expect(kpis.overdueReceivables).toBeCloseTo(sum(overdue, 'amount_residual_signed'), 2);
+    expect(kpis.overdueInvoiceCount).toBe(overdue.length);
+    expect(kpis.revenue).toBeCloseTo(sum(revenue, 'amount_untaxed_signed'), 2);
+    // the alert's total is in the company currency too: never EUR amounts added to USD ones
+    expect(alerts.overdueInvoices.count).toBe(overdue.length);
+    expect(alerts.overdueInvoices.total).toBeCloseTo(sum(overdue, 'amount_residual_signed'), 2);
+
+    const journals = await root.executeKw<{ default_account_id: [number, string] | false }[]>('account.journal', 'search_read', [[['type', 'in', ['bank', 'cash', 'credit']], ['company_id', '=', main]]], { fields: ['default_account_id'] });
+    const accounts = journals.flatMap((j) => (j.default_account_id ? [j.default_account_id[0]] : []));
+    const lines = await root.executeKw<{ balance: number; debit: number; credit: number; date: string }[]>('account.move.line', 'search_read', [[['account_id', 'in', accounts], ['company_id', '=', main], ['parent_state', '=', 'posted']]], { fields: ['balance', 'debit', 'credit', 'date'] });
+    expect(kpis.cashBalance).toBeCloseTo(sum(lines, 'balance'), 2);
+    const from = cashflow.months[0]!.month;
+    const inWindow = lines.filter((l) => l.date.slice(0, 7) >= from && l.date <= today);
+    expect(cashflow.totals.inflow).toBeCloseTo(sum(inWindow, 'debit'), 2);
+    expect(cashflow.totals.outflow).toBeCloseTo(sum(inWindow, 'credit'), 2);
+
+    // the second company (EUR, in the template): its own figures, in its own currency
+    const companies = await root.executeKw<{ id: number; currency_id: [number, string] }[]>('res.company', 'search_read', [[]], { fields: ['currency_id'] });
+    expect(companies.length).toBe(2);
+    expect(kpis.companies.map((c) => c.currency)).toEqual(companies.map((c) => c.currency_id[1]));
+    for (const c of companies) {
+      const due = await root.executeKw<Record<string, unknown>[]>('account.move', 'search_read', [[['company_id', '=', c.id], ['move_type', 'in', ['out_invoice', 'out_refund']], ...open]], {
+        fields: ['amount_residual_signed'],
+        context: { allowed_company_ids: [c.id] },
+      });
+      expect(kpis.companies.find((k) => k.id === c.id)!.receivables).toBeCloseTo(sum(due, 'amount_residual_signed'), 2);
+    }
+
+    // latency: uncached (cache cleared each time) and cached
+    const uncached: number[] = [];
+    const cached: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      await redis.del(`erp:dashboard:${slug}:kpis`);
+      let t = performance.now();
+      await dashboards.kpis(slug);
+      uncached.push(performance.now() - t);
+      t = performance.now();
+      await dashboards.kpis(slug);
+      cached.push(performance.now() - t);
+    }
+    figures.push(`KPIs latency uncached p50 ${percentile(uncached, 0.5).toFixed(0)} ms p99 ${percentile(uncached, 0.99).toFixed(0)} ms; cached p50 ${percentile(cached, 0.5).toFixed(1)} ms p99 ${percentile(cached, 0.99).toFixed(1)} ms`);
+  });
+
+  it('a deleted tenant database turns Ready=False naming it', async () => {
+    await admin.query(`DROP DATABASE ${pg.escapeIdentifier(host)} WITH (FORCE)`);
+    const lost = await waitForStatus(p, name, (s) => condition(s, 'Ready')?.status === 'False', 60_000);
+    expect(condition(lost, 'Ready')!.message).toContain(`tenant database ${host} does not answer while Ready`);
+  });
+
+  it('deprovisioning drops the database and its filestore', async () => {
+    expect((await ops(p, 'POST', `/api/ops/tenant-clients/${name}/cancel`)).statusCode).toBe(202);
+    expect((await ops(p, 'DELETE', `/api/ops/tenant-clients/${name}`)).statusCode).toBeLessThan(300);
+    await waitForStatus(p, name, (s) => s.phase === 'Deprovisioned', 120_000);
+    expect((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [host])).rowCount).toBe(0);
+    expect(existsSync(path.join(dataDir, 'filestore', host))).toBe(false);
+  });
+});

@@ -1,0 +1,44 @@
+/**
+ * The portal's tests: an account API, the notifications service and the SMTP sink on the run's
+ * real servers, and the links read from the mails the sink caught.
+ */
+import { startNotifications } from '../../services/notifications/server.js';
+import { readMailbox, startSmtpSink, type StoredMail } from '../../sandbox/smtp/sink.js';
+import { startTestApi } from './api.js';
+import { tempDir } from './env.js';
+
+export async function startPortal(overrides: Record<string, string> = {}) {
+  const api = await startTestApi(overrides);
+  const sink = await startSmtpSink({ port: api.cfg.SMTP_PORT, dir: tempDir('mail') });
+  let notifications: Awaited<ReturnType<typeof startNotifications>> | undefined = await startNotifications(api.cfg);
+  return {
+    ...api,
+    sink,
+    /** The mails sent to `address` so far, oldest first. */
+    mailsTo: (address: string): StoredMail[] => readMailbox(sink.dir).filter((m) => m.to.includes(address.toLowerCase()) || m.to.includes(address)),
+    async stopNotifications() {
+      await notifications?.close();
+      notifications = undefined;
+    },
+    async startNotifications() {
+      notifications ??= await startNotifications(api.cfg);
+    },
+    async close() {
+      await notifications?.close();
+      await sink.close();
+      await api.close();
+    },
+  };
+}
+
+export type Portal = Awaited<ReturnType<typeof startPortal>>;
+
+/** The link in a mail's text that starts with `prefix`, and the token in its fragment. */
+export function linkIn(mail: StoredMail | undefined, prefix: string): { link: string; token: string } {
+  if (!mail) throw new Error('no mail');
+  const link = mail.text.split(/\s+/).find((w) => w.startsWith(prefix));
+  if (!link) throw new Error(`no link starting with ${prefix} in:\n${mail.text}`);
+  const token = new URLSearchParams(new URL(link).hash.slice(1)).get('token');
+  if (!token) throw new Error(`no token in ${link}`);
+  return { link, token };
+}

@@ -1,0 +1,160 @@
+/**
+ * What the webhook tests share, all real: the account API, the events service, the notifications
+ * service with its SMTP sink, the webhook dispatcher and a Temporal worker on the run's
+ * PostgreSQL, Redis and Temporal; HTTP receivers on loopback; a DNS stand-in.
+ */
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import type { NativeConnection, Worker } from '@temporalio/worker';
+import { startApi } from '../../api/server.js';
+import { createPool, type Pool } from '../../lib/db.js';
+import { readMailbox, startSmtpSink, type SmtpSink } from '../../sandbox/smtp/sink.js';
+import { startEvents } from '../../services/events/server.js';
+import { startNotifications } from '../../services/notifications/server.js';
+import { startDispatcher, type Dispatcher } from '../../services/webhooks/dispatcher.js';
+import { freePort } from '../../scripts/local-servers.js';
+import { createWorker } from '../../worker/index.js';
+import { cloudEvent, publishEvent } from '../../domain/events/events.js';
+import { tempDir, testConfig, workflowBundle } from './env.js';
+import { configEnv } from './tenant-platform.js';
+import { testKeys } from './service-keys.js';
+import { addUser, adminOfNewWorkspace, call } from './workspace-api.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface Received {
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
+
+/** An HTTP receiver on loopback: `respond` decides each answer (default 204); every request is kept. */
+export async function startReceiver(
+  respond: (req: Received, n: number) => { status: number; headers?: Record<string, string>; body?: string } = () => ({ status: 204 }),
+  host = '127.0.0.1',
+  listenPort = 0,
+) {
+  const received: Received[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const r = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+      received.push(r);
+      const answer = respond(r, received.length);
+      res.writeHead(answer.status, answer.headers);
+      res.end(answer.body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(listenPort, host, resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}/hook`,
+    received,
+    /** Distinct webhook-ids seen (a receiver that deduplicates on webhook-id). */
+    ids: () => new Set(received.map((r) => String(r.headers['webhook-id']))),
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
+export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+
+export async function startWebhookPlatform(overrides: Record<string, string> = {}, opts: { worker?: boolean; dispatcher?: boolean } = {}) {
+  const eventsPort = await freePort();
+  const cfg = await testConfig({
+    EVENTS_PORT: String(eventsPort),
+    EVENTS_URL: `http://127.0.0.1:${eventsPort}`,
+    EVENTS_STREAM: `events-wh-${randomUUID().slice(0, 8)}`,
+    EVENTS_CLAIM_IDLE_MS: '1000',
+    WEBHOOK_ALLOW_HTTP: 'true',
+    WEBHOOK_ALLOWED_ADDRESSES: '127.0.0.1/32',
+    WEBHOOK_RETRY_SCHEDULE: '200ms,400ms,800ms',
+    WEBHOOK_RETRY_JITTER: '0.1',
+    WEBHOOK_TIMEOUT_MS: '2000',
+    WEBHOOK_SWEEP_AFTER: '3s',
+    WEBHOOK_SLOW_DOWN_MIN: '1s',
+    WEBHOOK_RETRY_AFTER_MAX: '10s',
+    ...overrides,
+  });
+  const closers: (() => Promise<unknown>)[] = [];
+  const pool: Pool = createPool(cfg.DATABASE_URL, 4);
+  closers.push(() => pool.end());
+  const temporal = new Client({ connection: await Connection.connect({ address: cfg.TEMPORAL_ADDRESS }) });
+  closers.push(() => temporal.connection.close());
+  const sink: SmtpSink = await startSmtpSink({ port: cfg.SMTP_PORT, dir: tempDir('mail') });
+  closers.push(() => sink.close());
+  const notifications = await startNotifications(cfg);
+  closers.push(() => notifications.close());
+  const events = await startEvents(cfg);
+  closers.push(() => events.close());
+  const api = await startApi(cfg);
+  closers.push(() => api.close());
+
+  let dispatcher: Dispatcher | undefined;
+  let worker: { worker: Worker; connection: NativeConnection; closeDeps(): Promise<void>; running: Promise<void> } | undefined;
+  const children: ChildProcess[] = [];
+
+  const p = {
+    cfg,
+    pool,
+    temporal,
+    sink,
+    base: cfg.API_PUBLIC_URL,
+    mailsTo: (email: string) => readMailbox(sink.dir).filter((m) => m.to.includes(email)),
+    async startDispatcher() {
+      dispatcher = await startDispatcher(cfg, { consumer: 'test-dispatcher' });
+    },
+    async stopDispatcher() {
+      await dispatcher?.close();
+      dispatcher = undefined;
+    },
+    async startWorker() {
+      const created = await createWorker(cfg, { workflowBundle: workflowBundle() });
+      worker = { ...created, running: created.worker.run() };
+    },
+    async stopWorker() {
+      if (!worker) return;
+      worker.worker.shutdown();
+      await worker.running;
+      await worker.connection.close();
+      await worker.closeDeps();
+      worker = undefined;
+    },
+    /** `worker/index.ts` or `services/webhooks/dispatcher.ts` as a process of its own, to be killed. */
+    spawn(file: 'worker/index.ts' | 'services/webhooks/dispatcher.ts', extra: Record<string, string> = {}): ChildProcess {
+      const env = { PATH: process.env.PATH!, NODE_ENV: 'test', ...configEnv(cfg), LOG_LEVEL: 'error', TEMPORAL_LOG_LEVEL: 'ERROR', ...extra };
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, file)], { cwd: root, env, stdio: ['ignore', 'ignore', 'inherit'] });
+      children.push(child);
+      return child;
+    },
+    /** A workspace with an admin (logged in) and an endpoint at `url`; answers the endpoint and its secret. */
+    async workspaceWithEndpoint(url: string, body: Record<string, unknown> = {}) {
+      const { workspace, admin, accessToken } = await adminOfNewWorkspace(cfg.API_PUBLIC_URL, pool);
+      const res = await call(cfg.API_PUBLIC_URL, 'POST', '/api/portal/webhooks', { token: accessToken, headers: { 'x-workspace': workspace.slug }, body: { url, ...body } });
+      if (res.status !== 201) throw new Error(`endpoint create failed: ${res.status} ${JSON.stringify(res.body)}`);
+      return { workspace, admin, accessToken, endpoint: res.body.endpoint as { id: string }, secret: res.body.secret as string };
+    },
+    addUser,
+    /** Publishes an event of `workspace` to the events service, as an ERP or the platform would. */
+    async publish(workspaceSlug: string, type = 'invoice.posted', data: unknown = { invoice: 'INV/2026/0001', amount: 120 }) {
+      const ev = { ...cloudEvent({ id: randomUUID(), source: '/test', type, data }), workspace: workspaceSlug };
+      await publishEvent({ eventsUrl: cfg.EVENTS_URL, apiKey: testKeys.events }, ev);
+      return ev;
+    },
+    async close() {
+      for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+      await p.stopDispatcher();
+      await p.stopWorker();
+      for (const close of closers.reverse()) await close().catch(() => {});
+    },
+  };
+  if (opts.worker !== false) await p.startWorker();
+  if (opts.dispatcher !== false) await p.startDispatcher();
+  return p;
+}
+export type WebhookPlatform = Awaited<ReturnType<typeof startWebhookPlatform>>;

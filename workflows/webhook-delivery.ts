@@ -1,0 +1,79 @@
+/**
+ * The retries of one webhook delivery (message × endpoint), after its first attempt failed (the
+ * dispatcher makes that one itself, off Temporal: services/webhooks/dispatcher.ts). Each wait is
+ * a durable timer in the history, with a summary saying why; each attempt is an activity that
+ * posts, records the attempt in PostgreSQL and answers its outcome.
+ *
+ * Wait before retry n: schedule[n] ± jitter (the workflow's deterministic random); a Retry-After
+ * the receiver sent, clamped to [retryAfterMin, retryAfterMax], replaces it; after a 429 or a
+ * timeout the wait is at least slowDownMin. 2xx ends it (delivered); 410 disables the endpoint and
+ * ends it; an endpoint disabled meanwhile ends it; the schedule exhausted marks the message failed
+ * and alerts the workspace admins.
+ */
+import { proxyActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.js';
+import {
+  searchAttributes,
+  type WebhookAttemptSummary,
+  type WebhookDeliveryInput,
+  type WebhookDeliveryResult,
+  type WebhookRetrySettings,
+} from './definitions.js';
+
+const { attemptWebhookDelivery, finishWebhookDelivery } = proxyActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+/** How long to wait before retry `n` (0-based) after `last`; undefined once the schedule is spent. */
+export function retryDelay(settings: WebhookRetrySettings, n: number, last: WebhookAttemptSummary, random: () => number): number | undefined {
+  const base = settings.scheduleMs[n];
+  if (base === undefined) return undefined;
+  let delay = base * (1 + settings.jitter * (2 * random() - 1));
+  if (last.retryAfterMs !== null) delay = Math.min(Math.max(last.retryAfterMs, settings.retryAfterMinMs), settings.retryAfterMaxMs);
+  if (last.statusCode === 429 || last.outcome === 'timeout') delay = Math.max(delay, settings.slowDownMinMs);
+  return Math.round(delay);
+}
+
+const describe = (a: WebhookAttemptSummary) => (a.statusCode !== null ? `HTTP ${a.statusCode}` : a.outcome);
+const human = (ms: number) => (ms < 10_000 ? `${ms} ms` : ms < 3_600_000 ? `${Math.round(ms / 60_000)} min` : `${(ms / 3_600_000).toFixed(1)} h`);
+
+export async function webhookDelivery(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
+  const { endpointId, messageId, settings } = input;
+  upsertSearchAttributes([
+    { key: searchAttributes.workspace, value: input.workspaceId },
+    { key: searchAttributes.webhookEndpoint, value: endpointId },
+    { key: searchAttributes.eventType, value: input.eventType },
+  ]);
+  let attempts = input.firstAttempt ? 1 : 0;
+  let last = input.firstAttempt;
+  if (last?.outcome === 'gone') {
+    await finishWebhookDelivery.executeWithOptions({ summary: '410 Gone: endpoint disabled, admins told' }, [
+      { endpointId, messageId, attempts, lastError: last.error ?? 'answered 410', alert: false, gone: true },
+    ]);
+    return { status: 'endpoint-disabled', attempts };
+  }
+  for (let n = 0; ; n++) {
+    if (last) {
+      const delay = retryDelay(settings, n, last, Math.random);
+      if (delay === undefined) break;
+      await sleep(delay, { summary: `retry ${n + 1} of ${settings.scheduleMs.length} in ${human(delay)} (last: ${describe(last)})` });
+    }
+    last = await attemptWebhookDelivery.executeWithOptions(
+      { summary: `POST ${input.eventType} ${messageId} (attempt ${attempts + 1})` },
+      [{ endpointId, messageId, trigger: input.trigger === 'replay' && attempts === 0 ? 'replay' : 'retry' }],
+    );
+    attempts++;
+    if (last.outcome === 'ok') return { status: 'delivered', attempts };
+    if (last.endpointDisabled || last.outcome === 'endpoint-disabled') {
+      await finishWebhookDelivery.executeWithOptions({ summary: 'endpoint disabled: message failed' }, [
+        { endpointId, messageId, attempts, lastError: last.error ?? describe(last), alert: false },
+      ]);
+      return { status: 'endpoint-disabled', attempts };
+    }
+  }
+  await finishWebhookDelivery.executeWithOptions({ summary: `retries exhausted after ${attempts} attempts: failed, admins alerted` }, [
+    { endpointId, messageId, attempts, lastError: last?.error ?? 'no attempt', alert: true },
+  ]);
+  return { status: 'failed', attempts };
+}
