@@ -73,6 +73,9 @@ function summary(row: TenantClientRow): TenantClientSummary {
   };
 }
 
+/** Phases in which a new spec is refused. */
+const closedPhases: string[] = ['Cancelled', 'Deprovisioning', 'Deprovisioned'];
+
 /**
  * kubectl-apply semantics: a new name creates the TenantClient and starts its workflow; a changed
  * spec raises the generation and is signalled to the workflow; the same spec again changes
@@ -98,8 +101,11 @@ export async function applyTenantClient(
       const current = (
         await db.query<TenantClientRow>('SELECT * FROM tenant_clients WHERE name = $1 FOR UPDATE', [name])
       ).rows[0]!;
-      if (['Cancelled', 'Deprovisioning', 'Deprovisioned'].includes(current.phase)) {
-        throw new AppError('CONFLICT', `TenantClient "${name}" is ${current.phase.toLowerCase()}; ${current.phase === 'Cancelled' ? 'reactivate it before applying a new spec' : 'a name is used once (its status and stored backups keep it): apply the tenant under a new name'}.`);
+      // the mirror in PostgreSQL may trail an operator action the workflow has just accepted (a
+      // cancel answered a moment ago): the workflow's own answer decides when the row still looks active
+      const phase = closedPhases.includes(current.phase) ? current.phase : ((await liveStatus(deps.temporal, name))?.phase ?? current.phase);
+      if (closedPhases.includes(phase)) {
+        throw new AppError('CONFLICT', `TenantClient "${name}" is ${phase.toLowerCase()}; ${phase === 'Cancelled' ? 'reactivate it before applying a new spec' : 'a name is used once (its status and stored backups keep it): apply the tenant under a new name'}.`);
       }
       const immutable = immutableChanges(current.spec, spec);
       if (immutable.length) throw new AppError('CONFLICT', problemsDetail(immutable), { errors: immutable });
