@@ -9,7 +9,15 @@ set -euo pipefail
 [ -x "$ODOO_SRC/odoo-bin" ] || [ -f "$ODOO_SRC/odoo-bin" ] || { echo "no odoo-bin in ODOO_SRC=$ODOO_SRC" >&2; exit 1; }
 VENV="${ODOO_VENV:-$HOME/.cache/plana/odoo-venv}"
 # Odoo 18 supports Python 3.10-3.12; its 3.12 pins (Ubuntu Noble) all have wheels
-PY="${PYTHON:-$(command -v python3.12 || command -v python3)}"
+# (a pyenv shim may exist for a version that is not active: take the first interpreter that really runs)
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then
+  # Odoo 18's pinned requirements have wheels for 3.12 (Ubuntu Noble): prefer it, also from pyenv
+  for candidate in python3.12 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12*/bin/python3.12 python3.11 python3.10 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys' 2>/dev/null; then PY="$(command -v "$candidate")"; break; fi
+  done
+fi
+: "${PY:?no working python3 (3.10-3.12) found}"
 stamp="$VENV/.requirements.sha256"
 # psycopg2 -> psycopg2-binary (no compiler or libpq headers needed); python-ldap (auth_ldap only) left out.
 req="$(mktemp)"

@@ -1,5 +1,5 @@
 /** What operators see of the service keys: every pair of the inventory and its keys (ids, states, use; never a key or a hash). */
-import type { Client } from '@temporalio/client';
+import { isGrpcDeadlineError, type Client } from '@temporalio/client';
 import type { Queryable } from '../../lib/db.js';
 import { SERVICE_KEY_INVENTORY, pairName } from './inventory.js';
 import { listKeys, type ServiceKeyRecord } from './registry.js';
@@ -19,6 +19,9 @@ export interface ServiceKeyPairView {
     next: Date | null;
   };
 }
+
+/** How long the list waits for Temporal's schedules before it answers without their next times. */
+const NEXT_ROTATION_DEADLINE_MS = 3_000;
 
 export async function serviceKeyPairs(db: Queryable, temporal?: Client): Promise<ServiceKeyPairView[]> {
   const empty = () => ({ running: null, last: null, next: null });
@@ -43,13 +46,21 @@ export async function serviceKeyPairs(db: Queryable, temporal?: Client): Promise
     else view.rotation.last = { workflowId: r.workflow_id, outcome: r.outcome ?? 'unknown', finishedAt: r.finished_at };
   }
   if (temporal) {
-    await Promise.all(
-      [...byPair.values()]
-        .filter((p) => p.keys.some((k) => k.state === 'current'))
-        .map(async (p) => {
-          p.rotation.next = (await nextRotation(temporal, p)) ?? null;
-        }),
-    );
+    // the schedules' next times, within a bound: a busy Temporal leaves `next` unknown (null)
+    // rather than holding the whole list
+    await temporal.connection
+      .withDeadline(Date.now() + NEXT_ROTATION_DEADLINE_MS, () =>
+        Promise.all(
+          [...byPair.values()]
+            .filter((p) => p.keys.some((k) => k.state === 'current'))
+            .map(async (p) => {
+              p.rotation.next = (await nextRotation(temporal, p)) ?? null;
+            }),
+        ),
+      )
+      .catch((err: unknown) => {
+        if (!isGrpcDeadlineError(err) && !isGrpcDeadlineError((err as { cause?: unknown }).cause)) throw err;
+      });
   }
   return [...byPair.values()];
 }

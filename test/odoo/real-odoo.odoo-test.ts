@@ -76,6 +76,15 @@ describe('a tenant on real Odoo 18', () => {
     expect((await applyYaml(p, tenantYaml(name, { tier: 'starter', erpVersion: '18' }))).statusCode).toBe(201);
     const ready = await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined, 240_000);
     figures.push(`time to Ready for one tenant: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    // where the time went: each step's end, from the apply
+    let previous = started;
+    const steps = ready.steps.map((s) => {
+      const at = Date.parse(s.at);
+      const line = `${s.step} +${((at - previous) / 1000).toFixed(1)} s`;
+      previous = at;
+      return line;
+    });
+    figures.push(`  steps: ${steps.join(', ')}`);
     host = `${name}.${p.cfg.TENANT_DOMAIN}`;
     expect(ready.resources.database).toMatchObject({ externalName: host, state: 'Created' });
 
