@@ -4,9 +4,9 @@
  * password from the CSPRNG, minimal rights: internal user + accounting read-only, linked to the
  * tenant's companies, so every write is refused and every figure is visible.
  *
- * The user is made through Odoo's own models over XML-RPC, as the tenant database's `admin`
- * (never by SQL into Odoo's tables: modules add required columns and defaults that only the ORM
- * knows), with the groups looked up by external id in `ir.model.data` (group ids differ between
+ * The user is made through Odoo's own models in one web session (JSON-RPC) as the tenant
+ * database's `admin`, so the admin's password is checked once, not on every call (never by SQL
+ * into Odoo's tables: modules add required columns and defaults that only the ORM knows), with the groups looked up by external id in `ir.model.data` (group ids differ between
  * databases). The admin's password in a template is ERP_ADMIN_PASSWORD; on first use in a tenant
  * the platform replaces it with one derived from SECRETS_KEY and the database name (HKDF), so no
  * two tenants share an admin password and nothing more has to be stored. The API user's password
@@ -21,7 +21,7 @@ import type pg from 'pg';
 import type { Config } from '../../lib/config.js';
 import { withTransaction } from '../../lib/db.js';
 import { open, seal } from '../../lib/secret-box.js';
-import { ErpFault, createErpClient, type ErpClient } from './client.js';
+import { ErpFault, createErpClient, openErpSession, xmlRpcCall, type ErpClient, type ErpSession } from './client.js';
 
 /** External ids of the API user's groups: internal user, accounting read-only. */
 export const API_USER_GROUPS = ['base.group_user', 'account.group_account_readonly'] as const;
@@ -70,19 +70,31 @@ export function tenantAdminPassword(secretsKey: string, database: string): strin
 const databaseMissing = (err: unknown) => err instanceof ErpFault && /database "[^"]*" does not exist/.test(err.faultString);
 
 /**
- * An XML-RPC session as the tenant's `admin`: with its own password, or (a fresh clone) with the
- * template's, which is then replaced by the tenant's own.
+ * A web session as the tenant's `admin`: with its own password, or (a fresh clone) with the
+ * template's; `templatePassword` then says the admin's password is still the template's. A tenant
+ * the platform has made no user for yet is most likely a fresh clone: its template password is
+ * tried first (each refused password costs the ERP a full password hash).
  */
-async function adminSession(deps: ErpApiUserDeps, database: string): Promise<ErpClient> {
-  const own = tenantAdminPassword(deps.secretsKey, database);
-  const client = (password: string) => createErpClient({ baseUrl: deps.erpUrl, host: database, db: database, login: 'admin', password });
-  const tenantAdmin = client(own);
-  if (await authenticates(tenantAdmin)) return tenantAdmin;
-  const templateAdmin = client(deps.erpAdminPassword);
-  if (!(await authenticates(templateAdmin))) throw new Error(`the ERP admin of ${database} refused both the tenant's and the template's password`);
-  const uid = await templateAdmin.authenticate();
-  await templateAdmin.executeKw('res.users', 'write', [[uid], { password: own }]);
-  return tenantAdmin;
+async function adminSession(deps: ErpApiUserDeps, database: string, freshClone: boolean): Promise<{ session: ErpSession; templatePassword: boolean }> {
+  const attempts = [
+    { password: tenantAdminPassword(deps.secretsKey, database), templatePassword: false },
+    { password: deps.erpAdminPassword, templatePassword: true },
+  ];
+  if (freshClone) attempts.reverse();
+  for (const { password, templatePassword } of attempts) {
+    try {
+      return { session: await openErpSession({ baseUrl: deps.erpUrl, host: database, db: database, login: 'admin', password }), templatePassword };
+    } catch (err) {
+      if (!(err instanceof ErpFault && err.code === 3)) throw err;
+    }
+  }
+  throw new Error(`the ERP admin of ${database} refused both the tenant's and the template's password`);
+}
+
+/** The ERP's major version (`version` on /xmlrpc/2/common: no login, no password check). */
+async function erpMajorVersion(erpUrl: string, host: string): Promise<number> {
+  const info = (await xmlRpcCall({ baseUrl: erpUrl, host }, '/xmlrpc/2/common', 'version', [])) as { server_version_info?: unknown[] };
+  return Number(info.server_version_info?.[0] ?? 18);
 }
 
 async function authenticates(client: ErpClient): Promise<boolean> {
@@ -95,18 +107,20 @@ async function authenticates(client: ErpClient): Promise<boolean> {
   }
 }
 
-async function groupIds(admin: ErpClient, database: string, xmlids: readonly string[]): Promise<number[]> {
-  return Promise.all(
-    xmlids.map(async (xmlid) => {
-      const [module, name] = xmlid.split('.');
-      const rows = await admin.executeKw<{ res_id: number }[]>('ir.model.data', 'search_read', [[['module', '=', module], ['name', '=', name], ['model', '=', 'res.groups']]], {
-        fields: ['res_id'],
-        limit: 1,
-      });
-      if (!rows[0]) throw new Error(`group ${xmlid} does not exist in ${database} (is the accounting module installed?)`);
-      return rows[0].res_id;
-    }),
+/** The ids of the groups named by external id, in one read of `ir.model.data`. */
+async function groupIds(admin: ErpSession, database: string, xmlids: readonly string[]): Promise<number[]> {
+  const split = xmlids.map((x) => x.split('.') as [string, string]);
+  const rows = await admin.callKw<{ module: string; name: string; res_id: number }[]>(
+    'ir.model.data',
+    'search_read',
+    [[['model', '=', 'res.groups'], ['module', 'in', [...new Set(split.map(([m]) => m))]], ['name', 'in', split.map(([, n]) => n)]]],
+    { fields: ['module', 'name', 'res_id'] },
   );
+  return split.map(([module, name]) => {
+    const row = rows.find((r) => r.module === module && r.name === name);
+    if (!row) throw new Error(`group ${module}.${name} does not exist in ${database} (is the accounting module installed?)`);
+    return row.res_id;
+  });
 }
 
 export function ensureErpApiUser(deps: ErpApiUserDeps, opts: { tenant: string; database: string }) {
@@ -133,21 +147,24 @@ async function ensureErpUser(deps: ErpApiUserDeps, opts: { tenant: string; datab
     try {
       if (known && (await authenticates(apiUser(known)))) return { login, created: false }; // working already: leave it alone
 
-      const admin = await adminSession(deps, opts.database);
-      const version = Number(((await admin.version()).server_version_info as unknown[] | undefined)?.[0] ?? 18);
+      // one web session as the tenant's admin: the password is checked once, not on every call
+      const { session: admin, templatePassword } = await adminSession(deps, opts.database, !known && role === API_USER);
+      const version = await erpMajorVersion(deps.erpUrl, opts.database);
       const groupsField = version >= 19 ? 'group_ids' : 'groups_id';
       const [groups, companies, existing] = await Promise.all([
         groupIds(admin, opts.database, role.groups),
-        admin.executeKw<number[]>('res.company', 'search', [[]], { order: 'id' }),
-        admin.executeKw<{ id: number }[]>('res.users', 'search_read', [[['login', '=', login]]], { fields: ['id'], context: { active_test: false } }),
+        admin.callKw<number[]>('res.company', 'search', [[]], { order: 'id' }),
+        admin.callKw<{ id: number }[]>('res.users', 'search_read', [[['login', '=', login]]], { fields: ['id'], context: { active_test: false } }),
       ]);
       if (!companies.length) throw new Error(`the ERP admin of ${opts.database} sees no company`);
       // keep a stored password when the user is merely missing (e.g. the database was re-cloned)
       const password = known ?? randomBytes(32).toString('base64url');
       const rights = { password, active: true, company_id: companies[0], company_ids: [[6, 0, companies]], [groupsField]: [[6, 0, groups]] };
-      if (existing[0]) await admin.executeKw('res.users', 'write', [[existing[0].id], rights]);
-      else await admin.executeKw('res.users', 'create', [{ name: role.name, login, ...rights }]);
-      if (!(await authenticates(apiUser(password)))) throw new Error(`the ERP of ${opts.database} refuses the user ${login} just set up`);
+      if (existing[0]) await admin.callKw('res.users', 'write', [[existing[0].id], rights]);
+      else await admin.callKw('res.users', 'create', [{ name: role.name, login, ...rights }]);
+      // last: a new password of the admin itself ends its session. No two tenants share an admin password.
+      if (templatePassword) await admin.callKw('res.users', 'write', [[admin.uid], { password: tenantAdminPassword(deps.secretsKey, opts.database) }]);
+      // (whether the ERP accepts the user is what the readiness probe checks next, by authenticating as it)
 
       if (!known) {
         await platform.query(

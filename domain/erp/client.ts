@@ -50,12 +50,17 @@ export interface ErpClient {
   version(): Promise<Record<string, unknown>>;
 }
 
-/** One XML-RPC call to the ERP at `baseUrl`, for tenant `host`; resolves the result, rejects ErpFault or ErpUnreachable. */
-export function xmlRpcCall(target: { baseUrl: string; host: string; timeoutMs?: number }, path: string, method: string, params: unknown[]): Promise<unknown> {
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+/** One POST to the ERP at `baseUrl` for tenant `host`; transport failures become ErpUnreachable. */
+function post(target: { baseUrl: string; host: string; timeoutMs?: number }, path: string, headers: Record<string, string>, body: string): Promise<Answer> {
   const base = new URL(target.baseUrl);
   const timeoutMs = target.timeoutMs ?? 60_000;
   const host = target.host;
-  const body = serializeMethodCall(method, params);
   return new Promise((resolve, reject) => {
     const req = request(
       {
@@ -64,7 +69,7 @@ export function xmlRpcCall(target: { baseUrl: string; host: string; timeoutMs?: 
         port: base.port,
         path,
         method: 'POST',
-        headers: { host, 'content-type': 'text/xml', 'content-length': Buffer.byteLength(body) },
+        headers: { host, ...headers, 'content-length': Buffer.byteLength(body) },
         timeout: timeoutMs,
       },
       (res) => {
@@ -75,10 +80,7 @@ export function xmlRpcCall(target: { baseUrl: string; host: string; timeoutMs?: 
           const status = res.statusCode ?? 0;
           if (status === 404) return reject(new ErpUnreachable('no-route', `The ERP has no tenant at ${host}`));
           if (status === 502 || status === 503 || status === 504) return reject(new ErpUnreachable('down', `The ERP of ${host} is unavailable (HTTP ${status})`));
-          if (status !== 200) return reject(new ErpUnreachable('bad-answer', `The ERP of ${host} answered HTTP ${status}`));
-          parseMethodResponse(Buffer.concat(chunks)).then(resolve, (err: unknown) =>
-            reject(err instanceof XmlRpcFault ? new ErpFault(err.faultCode, err.faultString) : new ErpUnreachable('bad-answer', `The ERP of ${host} sent an invalid XML-RPC response`)),
-          );
+          resolve({ status, headers: res.headers, body: Buffer.concat(chunks) });
         });
       },
     );
@@ -89,6 +91,73 @@ export function xmlRpcCall(target: { baseUrl: string; host: string; timeoutMs?: 
     });
     req.end(body);
   });
+}
+
+/** One XML-RPC call to the ERP at `baseUrl`, for tenant `host`; resolves the result, rejects ErpFault or ErpUnreachable. */
+export async function xmlRpcCall(target: { baseUrl: string; host: string; timeoutMs?: number }, path: string, method: string, params: unknown[]): Promise<unknown> {
+  const answer = await post(target, path, { 'content-type': 'text/xml' }, serializeMethodCall(method, params));
+  if (answer.status !== 200) throw new ErpUnreachable('bad-answer', `The ERP of ${target.host} answered HTTP ${answer.status}`);
+  try {
+    return await parseMethodResponse(answer.body);
+  } catch (err) {
+    if (err instanceof XmlRpcFault) throw new ErpFault(err.faultCode, err.faultString);
+    throw new ErpUnreachable('bad-answer', `The ERP of ${target.host} sent an invalid XML-RPC response`);
+  }
+}
+
+/**
+ * A web session on the tenant's ERP, over Odoo's JSON-RPC (`/web/session/authenticate`, then
+ * `/web/dataset/call_kw` with the session cookie), as Odoo's web client and the `odoorpc` library
+ * use it. The password is checked once, at login; XML-RPC checks it on every call, and on real
+ * Odoo 18 each check is a PBKDF2-SHA512 of 600,000 rounds (about a second of the ERP's CPU here).
+ * The platform's provisioning steps, which make several calls as the tenant's admin, use this.
+ */
+export interface ErpSession {
+  uid: number;
+  callKw<T = unknown>(model: string, method: string, args?: unknown[], kwargs?: Record<string, unknown>): Promise<T>;
+}
+
+/** Odoo's JSON-RPC error (`error.data.name` is the Python exception) as the XML-RPC fault it would have been. */
+function jsonRpcFault(error: { code?: number; message?: string; data?: { name?: string; message?: string } }): ErpFault {
+  const name = error.data?.name ?? '';
+  const message = error.data?.message ?? error.message ?? 'Odoo Server Error';
+  if (error.code === 100) return new ErpFault(3, `Session expired: ${message}`);
+  if (name === 'odoo.exceptions.AccessDenied') return new ErpFault(3, message);
+  if (name === 'odoo.exceptions.AccessError') return new ErpFault(4, message);
+  if (/^odoo\.exceptions\.(UserError|ValidationError|MissingError|RedirectWarning)$/.test(name)) return new ErpFault(2, message);
+  return new ErpFault(1, `${name || 'Exception'}: ${message}`);
+}
+
+export async function openErpSession(opts: ErpClientOptions): Promise<ErpSession> {
+  let cookie = '';
+  let id = 0;
+  const call = async (path: string, params: Record<string, unknown>): Promise<unknown> => {
+    const answer = await post(
+      opts,
+      path,
+      { 'content-type': 'application/json', ...(cookie ? { cookie } : {}) },
+      JSON.stringify({ jsonrpc: '2.0', method: 'call', id: ++id, params }),
+    );
+    const setCookie = ([] as string[]).concat(answer.headers['set-cookie'] ?? []).find((c) => c.startsWith('session_id='));
+    if (setCookie) cookie = setCookie.split(';')[0]!;
+    let parsed: { result?: unknown; error?: Parameters<typeof jsonRpcFault>[0] };
+    try {
+      parsed = JSON.parse(answer.body.toString('utf8')) as typeof parsed;
+    } catch {
+      throw new ErpUnreachable('bad-answer', `The ERP of ${opts.host} answered HTTP ${answer.status} without JSON-RPC`);
+    }
+    if (parsed.error) throw jsonRpcFault(parsed.error);
+    if (answer.status !== 200) throw new ErpUnreachable('bad-answer', `The ERP of ${opts.host} answered HTTP ${answer.status}`);
+    return parsed.result;
+  };
+  const session = (await call('/web/session/authenticate', { db: opts.db, login: opts.login, password: opts.password })) as { uid?: unknown } | null;
+  if (typeof session?.uid !== 'number') throw new ErpFault(3, 'Access Denied');
+  return {
+    uid: session.uid,
+    async callKw<T>(model: string, method: string, args: unknown[] = [], kwargs: Record<string, unknown> = {}) {
+      return (await call(`/web/dataset/call_kw/${model}/${method}`, { model, method, args, kwargs })) as T;
+    },
+  };
 }
 
 export function createErpClient(opts: ErpClientOptions): ErpClient {

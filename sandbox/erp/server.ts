@@ -3,10 +3,10 @@
  * picks the tenant through the platform's `tenant_routes` table (host → database, namespace
  * `plana-odoo-<version>`); each tenant's data lives in its own PostgreSQL database. It speaks
  * Odoo's XML-RPC (`/xmlrpc/2/common`, `/xmlrpc/2/object`, faults 1–4, `false` for empty values),
- * answers the health probe, shows a login page, and refuses unauthenticated JSON-RPC the way the
- * session-timeout module does. A host without a route gets 404 on every path.
+ * Odoo's web session over JSON-RPC (`/web/session/authenticate`, `/web/dataset/call_kw`), answers
+ * the health probe and shows a login page. A host without a route gets 404 on every path.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
@@ -17,7 +17,7 @@ import { databaseUrl } from '../../domain/erp/tenant-database.js';
 import type { ErpVersion } from '../../domain/tenants/types.js';
 import { parseMethodCall, serializeFault, serializeMethodResponse } from '../../domain/erp/xmlrpc-wire.js';
 import { executeKw } from './orm.js';
-import { OdooError, accessDenied } from './odoo-errors.js';
+import { OdooError, accessDenied, accessError } from './odoo-errors.js';
 import { forwardSaas, type SaasForwarding } from './saas.js';
 import { PgSecretStore, serviceKeyFor } from '../../domain/service-keys/secret-store.js';
 import { changesOf, postChanges, type ErpEventsTarget } from './automation.js';
@@ -32,6 +32,8 @@ interface Route {
 
 const ROUTE_TTL_MS = 1_000;
 const AUTH_TTL_MS = 10_000;
+/** Odoo's web sessions last a week without use. */
+const SESSION_TTL_MS = 7 * 24 * 3600 * 1000;
 const MAX_BODY = 10 * 1024 * 1024;
 
 class HttpError extends Error {
@@ -68,6 +70,7 @@ export async function startErpStandIn(opts: {
   const routes = new Map<string, { route: Route | null; at: number }>();
   const tenantPools = new Map<string, pg.Pool>();
   const verified = new Map<string, { ok: Promise<boolean>; until: number }>();
+  const sessions = new Map<string, { database: string; uid: number; token: string; until: number }>();
   const saas: SaasForwarding | undefined = opts.saas && {
     accountApiUrl: opts.saas.accountApiUrl,
     key: opts.saas.key ?? serviceKeyFor(new PgSecretStore(platform, opts.saas.secretsKey ?? '', 5_000), 'erp', 'account-api'),
@@ -139,21 +142,25 @@ export async function startErpStandIn(opts: {
         ok.then((good) => good || verified.delete(key), () => verified.delete(key));
       }
       if (!(await check.ok)) throw accessDenied();
-      // the user's groups with every group they imply, by external id; its allowed companies
-      const rights = await db.query<{ active: boolean; groups: string[]; companies: number[] }>(
-        `WITH RECURSIVE g(id) AS (
-           SELECT gid FROM res_groups_users_rel WHERE uid = $1
-           UNION SELECT i.hid FROM res_groups_implied_rel i JOIN g ON i.gid = g.id)
-         SELECT u.active,
-                ARRAY(SELECT d.module || '.' || d.name FROM ir_model_data d JOIN g ON d.res_id = g.id WHERE d.model = 'res.groups') AS groups,
-                ARRAY(SELECT cid FROM res_company_users_rel WHERE user_id = u.id ORDER BY cid = u.company_id DESC, cid) AS companies
-           FROM res_users u WHERE u.id = $1`,
-        [uid],
-      );
-      const row = rights.rows[0];
-      if (!row?.active) throw accessDenied(); // deactivated since the check
-      return { uid, groups: new Set(row.groups), companyIds: row.companies };
+      return rightsOf(db, uid);
     });
+  }
+
+  /** The user's groups with every group they imply, by external id; its allowed companies. */
+  async function rightsOf(db: pg.Pool, uid: number): Promise<{ uid: number; groups: Set<string>; companyIds: number[] }> {
+    const rights = await db.query<{ active: boolean; groups: string[]; companies: number[] }>(
+      `WITH RECURSIVE g(id) AS (
+         SELECT gid FROM res_groups_users_rel WHERE uid = $1
+         UNION SELECT i.hid FROM res_groups_implied_rel i JOIN g ON i.gid = g.id)
+       SELECT u.active,
+              ARRAY(SELECT d.module || '.' || d.name FROM ir_model_data d JOIN g ON d.res_id = g.id WHERE d.model = 'res.groups') AS groups,
+              ARRAY(SELECT cid FROM res_company_users_rel WHERE user_id = u.id ORDER BY cid = u.company_id DESC, cid) AS companies
+         FROM res_users u WHERE u.id = $1`,
+      [uid],
+    );
+    const row = rights.rows[0];
+    if (!row?.active) throw accessDenied(); // deactivated since the check
+    return { uid, groups: new Set(row.groups), companyIds: row.companies };
   }
 
   function checkDb(route: Route, db: unknown) {
@@ -190,14 +197,85 @@ export async function startErpStandIn(opts: {
     const kwargs = method === 'execute_kw' ? (rest[1] ?? {}) : {};
     if (!Array.isArray(args)) throw new OdooError(1, 'args must be a list', 'TypeError');
     if (!kwargs || typeof kwargs !== 'object' || Array.isArray(kwargs)) throw new OdooError(1, 'kwargs must be a dict', 'TypeError');
+    return call(route, user, model, modelMethod, args, kwargs as Record<string, unknown>);
+  }
+
+  /** One ORM call as `user`; record changes are posted as events (automation.ts). */
+  function call(route: Route, user: { uid: number; groups: Set<string>; companyIds: number[] }, model: string, method: string, args: unknown[], kwargs: Record<string, unknown>) {
     return onTenantDb(route, async (pool) => {
-      const result = await executeKw({ db: pool, version: route.version, uid: user.uid, groups: user.groups, companyIds: user.companyIds }, model, modelMethod, args, kwargs as Record<string, unknown>);
+      const result = await executeKw({ db: pool, version: route.version, uid: user.uid, groups: user.groups, companyIds: user.companyIds }, model, method, args, kwargs);
       if (opts.events) {
-        const changes = await changesOf(pool, model, modelMethod, args, kwargs as Record<string, unknown>, result);
+        const changes = await changesOf(pool, model, method, args, kwargs, result);
         if (changes.length > 0) await postChanges(opts.events, route.tenant, changes, (msg) => log.warn({ tenant: route.tenant }, msg));
       }
       return result;
     });
+  }
+
+  /**
+   * Odoo's web session over JSON-RPC (`/web/session/authenticate`, then `/web/dataset/call_kw`
+   * with the `session_id` cookie): the password is checked at login only. As in Odoo, the session
+   * is bound to the password hash it was opened with (its session token): a password change, or a
+   * deactivated user, ends it with the session-expired error. Every answer is HTTP 200; errors are
+   * JSON-RPC errors whose `data.name` is the Python exception.
+   */
+  async function jsonrpc(route: Route, path: string, req: IncomingMessage, res: ServerResponse) {
+    let id: unknown = null;
+    try {
+      let body: { id?: unknown; params?: Record<string, unknown> };
+      try {
+        body = JSON.parse((await readBody(req)).toString('utf8')) as typeof body;
+      } catch (err) {
+        if (err instanceof HttpError) throw err;
+        throw new OdooError(1, 'Invalid JSON data', 'werkzeug.exceptions.BadRequest');
+      }
+      id = body.id ?? null;
+      const params = body.params ?? {};
+      if (path === '/web/session/authenticate') {
+        if (params.db !== route.database) throw accessError('Database not found.');
+        const uid = await authenticate(route, params.login, params.password);
+        if (uid === false) throw accessDenied();
+        const token = await sessionToken(route, uid);
+        const sid = randomBytes(30).toString('base64url');
+        sessions.set(sid, { database: route.database, uid, token, until: Date.now() + SESSION_TTL_MS });
+        res.setHeader('set-cookie', `session_id=${sid}; Expires=${new Date(Date.now() + SESSION_TTL_MS).toUTCString()}; Max-Age=${SESSION_TTL_MS / 1000}; HttpOnly; Path=/`);
+        return json(res, 200, { jsonrpc: '2.0', id, result: { uid, db: route.database, is_system: uid === 2, user_context: { lang: 'en_US', tz: 'Europe/Brussels', uid } } });
+      }
+      const sid = /(?:^|;\s*)session_id=([^;]+)/.exec(req.headers.cookie ?? '')?.[1];
+      const session = sid ? sessions.get(sid) : undefined;
+      if (!session || session.database !== route.database || session.until < Date.now() || (await sessionToken(route, session.uid).catch(() => null)) !== session.token) {
+        if (sid) sessions.delete(sid);
+        return json(res, 200, {
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: 100, message: 'Odoo Session Expired', data: { name: 'odoo.http.SessionExpiredException', message: 'Session expired', arguments: ['Session expired'], context: {} } },
+        });
+      }
+      const { model, method, args = [], kwargs = {} } = params as { model?: unknown; method?: unknown; args?: unknown; kwargs?: unknown };
+      if (typeof model !== 'string' || typeof method !== 'string') throw new OdooError(1, "call_kw() missing required arguments: 'model' and 'method'", 'TypeError');
+      if (!Array.isArray(args)) throw new OdooError(1, 'args must be a list', 'TypeError');
+      if (!kwargs || typeof kwargs !== 'object' || Array.isArray(kwargs)) throw new OdooError(1, 'kwargs must be a dict', 'TypeError');
+      const user = await onTenantDb(route, (db) => rightsOf(db, session.uid));
+      const result = await call(route, user, model, method, args, kwargs as Record<string, unknown>);
+      return json(res, 200, { jsonrpc: '2.0', id, result: result ?? null });
+    } catch (err) {
+      if (err instanceof HttpError) throw err;
+      const fault = toFault(err);
+      if (fault.pythonType === 'Exception') log.error({ err }, 'json-rpc call failed');
+      return json(res, 200, {
+        jsonrpc: '2.0',
+        id,
+        error: { code: 200, message: 'Odoo Server Error', data: { name: fault.pythonType, message: fault.message, arguments: [fault.message], context: {}, debug: fault.faultString } },
+      });
+    }
+  }
+
+  /** What a session is bound to: the user's password hash and active flag (Odoo's session token). */
+  async function sessionToken(route: Route, uid: number): Promise<string> {
+    const res = await onTenantDb(route, (db) => db.query<{ password: string | null; active: boolean }>('SELECT password, active FROM res_users WHERE id = $1', [uid]));
+    const row = res.rows[0];
+    if (!row?.active) throw accessDenied();
+    return createHash('sha256').update(`${uid}\0${row.password ?? ''}`).digest('base64');
   }
 
   async function xmlrpc(route: Route, service: 'common' | 'object', req: IncomingMessage, res: ServerResponse) {
@@ -232,18 +310,7 @@ export async function startErpStandIn(opts: {
     if (path === '/web/health' && method === 'GET') return health(route, res);
     if (path === '/xmlrpc/2/common' && method === 'POST') return xmlrpc(route, 'common', req, res);
     if (path === '/xmlrpc/2/object' && method === 'POST') return xmlrpc(route, 'object', req, res);
-    if (path.startsWith('/web/dataset/call_kw')) {
-      // the session-timeout module: JSON-RPC needs a live web session, and this stand-in issues none
-      return json(res, 401, {
-        jsonrpc: '2.0',
-        id: null,
-        error: {
-          code: 100,
-          message: 'Odoo Session Expired',
-          data: { name: 'odoo.http.SessionExpiredException', message: 'Session expired', arguments: ['Session expired'], context: {} },
-        },
-      });
-    }
+    if ((path === '/web/session/authenticate' || path.startsWith('/web/dataset/call_kw')) && method === 'POST') return jsonrpc(route, path, req, res);
     if (path === '/web/login' && method === 'GET') return html(res, 200, loginPage(route));
     if (path.startsWith('/svc/saas/')) {
       const body = method === 'POST' ? await readBody(req) : Buffer.alloc(0);

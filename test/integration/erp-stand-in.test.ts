@@ -6,7 +6,7 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPool, type Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
-import { type ErpFault, ErpUnreachable, createErpClient, xmlRpcCall, type ErpClient } from '../../domain/erp/client.js';
+import { type ErpFault, ErpUnreachable, createErpClient, openErpSession, xmlRpcCall, type ErpClient } from '../../domain/erp/client.js';
 import { ensureErpBankImportUser, erpApiUserDeps, loadErpCredentials } from '../../domain/erp/api-user.js';
 import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
 import { dropTenantDatabase, tenantHostname } from '../../domain/erp/tenant-database.js';
@@ -102,10 +102,29 @@ describe('routing and the health probe', () => {
     expect((err as ErpFault).message).toContain(`database "${other.database}" does not exist`);
   });
 
-  it('refuses JSON-RPC for unauthenticated callers with the session-expired error', async () => {
-    const res = await get('/web/dataset/call_kw', tenant.host, 'POST', JSON.stringify({ jsonrpc: '2.0', method: 'call', params: {} }));
-    expect(res.status).toBe(401);
+  it('refuses JSON-RPC without a web session with the session-expired error, in HTTP 200 as real Odoo 18 does', async () => {
+    const res = await get('/web/dataset/call_kw/res.partner/search', tenant.host, 'POST', JSON.stringify({ jsonrpc: '2.0', method: 'call', params: { model: 'res.partner', method: 'search', args: [[]], kwargs: {} } }));
+    expect(res.status).toBe(200);
     expect(JSON.parse(res.body).error).toMatchObject({ code: 100, message: 'Odoo Session Expired', data: { name: 'odoo.http.SessionExpiredException' } });
+  });
+
+  it('opens a web session with one password check; a password change ends it; a wrong password is AccessDenied', async () => {
+    const password = 'session-admin-password';
+    await queryTenantDb(cfg, tenant.database, `UPDATE res_users SET password = $1 WHERE login = 'admin'`, [hashOdooPassword(password)]);
+    const wrong = await openErpSession({ baseUrl: erp.url, host: tenant.host, db: tenant.database, login: 'admin', password: 'nope' }).catch((e: unknown) => e as ErpFault);
+    expect(wrong).toMatchObject({ code: 3, message: 'Access Denied' });
+
+    const session = await openErpSession({ baseUrl: erp.url, host: tenant.host, db: tenant.database, login: 'admin', password });
+    const companies = await session.callKw<number[]>('res.company', 'search', [[]]);
+    expect(companies.length).toBeGreaterThan(0);
+    // an ORM error comes back as the fault XML-RPC would have carried
+    const missing = await session.callKw('res.partner', 'read', [[999_999]], { fields: ['name'] }).catch((e: unknown) => e as ErpFault);
+    expect(missing).toMatchObject({ code: 2 });
+
+    await session.callKw('res.users', 'write', [[session.uid], { password: `${password}-2` }]);
+    const ended = await session.callKw('res.company', 'search', [[]]).catch((e: unknown) => e as ErpFault);
+    expect(ended).toMatchObject({ code: 3 });
+    expect((ended as ErpFault).message).toContain('Session expired');
   });
 
   it('serves an HTML login page', async () => {
