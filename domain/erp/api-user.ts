@@ -73,9 +73,9 @@ const databaseMissing = (err: unknown) => err instanceof ErpFault && /database "
  * An XML-RPC session as the tenant's `admin`: with its own password, or (a fresh clone) with the
  * template's, which is then replaced by the tenant's own.
  */
-async function adminSession(deps: ErpApiUserDeps, database: string): Promise<ErpClient> {
+export async function adminSession(deps: ErpApiUserDeps, database: string, timeoutMs?: number): Promise<ErpClient> {
   const own = tenantAdminPassword(deps.secretsKey, database);
-  const client = (password: string) => createErpClient({ baseUrl: deps.erpUrl, host: database, db: database, login: 'admin', password });
+  const client = (password: string) => createErpClient({ baseUrl: deps.erpUrl, host: database, db: database, login: 'admin', password, timeoutMs });
   const tenantAdmin = client(own);
   if (await authenticates(tenantAdmin)) return tenantAdmin;
   const templateAdmin = client(deps.erpAdminPassword);
