@@ -193,6 +193,8 @@ describe('a downgrade', () => {
       `starter modules present (${tierModuleNames('starter').length}); kept from a higher tier (a downgrade uninstalls nothing): crm, purchase, sale_management, stock`,
     );
     expect(await installedModules()).toEqual(expect.arrayContaining(tierModuleNames('pro')));
+    // what the lower tier changes: the backup schedule (the starter retention) and the tier the ERP's SaaS endpoints show
+    expect(status.steps.filter((s) => s.step === 'create-backup-schedule').at(-1)!.message).toBe(`backup:${name} updated`);
     expect((await tenantCall('GET', '/svc/saas/tiers')).body).toMatchObject({ current: 'starter' });
   });
 });
