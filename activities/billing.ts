@@ -2,6 +2,7 @@
 import { Context } from '@temporalio/activity';
 import type pg from 'pg';
 import { suspendIfStillUnpaid, workspaceAdmins } from '../domain/billing/subscriptions.js';
+import { wantsNotification, type NotificationCategory } from '../domain/portal/settings.js';
 
 export interface BillingActivityDeps {
   pool: pg.Pool;
@@ -19,6 +20,12 @@ export interface DunningNotice {
   invoiceId: string;
 }
 
+/**
+ * The preference each notice honours: a payment reminder is `billing` (a workspace may turn it
+ * off); a suspension is a service notice, always sent (its keys stop working).
+ */
+export const DUNNING_NOTICE_CATEGORY: Record<DunningNotice['kind'], NotificationCategory> = { 'payment-failed': 'billing', suspended: 'always' };
+
 function notice(n: DunningNotice, portal: string): { subject: string; text: string } {
   if (n.kind === 'payment-failed') {
     return {
@@ -35,9 +42,12 @@ function notice(n: DunningNotice, portal: string): { subject: string; text: stri
 export const createBillingActivities = (deps: BillingActivityDeps) => ({
   /**
    * One e-mail per admin through the notifications service's POST /v1/email; the idempotency key
-   * (workflow id, kind, admin) makes a retried activity send nothing twice.
+   * (workflow id, kind, admin) makes a retried activity send nothing twice. None when the workspace
+   * turned the notice's category off (settings; a suspension notice is always sent).
    */
-  async notifyWorkspaceAdmins(n: DunningNotice): Promise<{ sent: number }> {
+  async notifyWorkspaceAdmins(n: DunningNotice): Promise<{ sent: number; skipped?: string }> {
+    const category = DUNNING_NOTICE_CATEGORY[n.kind];
+    if (!(await wantsNotification(deps.pool, n.workspaceId, category))) return { sent: 0, skipped: `the workspace turned ${category} notifications off` };
     const workflowId = Context.current().info.workflowExecution?.workflowId ?? `dunning:${n.workspace}`;
     const admins = await workspaceAdmins(deps.pool, n.workspaceId);
     const { subject, text } = notice(n, `${deps.apiPublicUrl.replace(/\/$/, '')}/w/${n.workspace}`);

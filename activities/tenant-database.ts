@@ -1,6 +1,7 @@
 /** The tenant database on the ERP's PostgreSQL server and the tenant's dedicated ERP API user. */
 import path from 'node:path';
 import { ensureErpApiUser as ensureApiUser, erpApiUserDeps } from '../domain/erp/api-user.js';
+import { ensureTierModules as ensureModules } from '../domain/erp/tier-modules.js';
 import {
   cloneTenantDatabase as cloneDatabase,
   dropTenantDatabase as dropDatabase,
@@ -11,7 +12,7 @@ import {
   tenantDatabaseExists,
 } from '../domain/erp/tenant-database.js';
 import { ApplicationFailure } from '@temporalio/common';
-import { TenantErrorType, type TenantClientSpec } from '../domain/tenants/types.js';
+import { TenantErrorType, type TenantClientSpec, type Tier } from '../domain/tenants/types.js';
 import type { TenantActivityDeps } from './tenant-deps.js';
 
 export const createTenantDatabaseActivities = ({ config, platformPool, erpAdminPool }: TenantActivityDeps) => ({
@@ -49,5 +50,17 @@ export const createTenantDatabaseActivities = ({ config, platformPool, erpAdminP
     // through the tenant's route, as its admin, with Odoo's own models
     const user = await ensureApiUser(erpApiUserDeps(config, platformPool), input);
     return { ...user, outcome: user.created ? ('created' as const) : ('exists' as const) };
+  },
+
+  /**
+   * The tier's ERP modules installed in the tenant database (a tier change, DESIGN §5), as its
+   * admin over XML-RPC; a downgrade uninstalls nothing (domain/erp/tier-modules.ts).
+   */
+  async ensureTierModules(input: { tenant: string; database: string; tier: Tier }) {
+    if (!(await tenantDatabaseExists(erpAdminPool, input.database))) {
+      return { installed: [], present: 0, kept: [], unavailable: [], outcome: 'database-missing' as const };
+    }
+    const result = await ensureModules(erpApiUserDeps(config, platformPool), { database: input.database, tier: input.tier });
+    return { ...result, outcome: 'ok' as const };
   },
 });

@@ -16,7 +16,7 @@ import { odooSchemaSql } from '../sandbox/erp/models.js';
 import { demoData, type Row } from '../sandbox/erp/demo-data.js';
 
 /** Bump when the schema or the demo data changes: templates of an older layout are rebuilt. */
-const LAYOUT = 5;
+const LAYOUT = 6;
 const LOCK_KEY = 'plana-erp-templates';
 
 interface TemplateInfo {

@@ -54,3 +54,18 @@ export function tierInfo(code: string): TierInfo | undefined {
 }
 
 export const isTier = (s: unknown): s is Tier => typeof s === 'string' && tierInfo(s) !== undefined;
+
+/**
+ * Every module of the catalogue, once (the biggest tier holds them all): what a tenant ERP lists in
+ * `ir.module.module`, installed or not, so that a tier change can install the new tier's modules.
+ */
+export const CATALOGUE_MODULES: readonly ErpModule[] = enterprise;
+
+/**
+ * The module set a tier change brings a tenant to (DESIGN §5): the new tier's modules are
+ * installed; on a downgrade the modules of the higher tier stay installed (uninstalling an Odoo
+ * module drops its tables and the customer's records in them), so only the tier's own limits change.
+ */
+export function tierModuleNames(code: Tier): string[] {
+  return (tierInfo(code)?.modules ?? []).map((mod) => mod.name);
+}

@@ -75,15 +75,19 @@ const databaseMissing = (err: unknown) => err instanceof ErpFault && /database "
  * the platform has made no user for yet is most likely a fresh clone: its template password is
  * tried first (each refused password costs the ERP a full password hash).
  */
-async function adminSession(deps: ErpApiUserDeps, database: string, freshClone: boolean): Promise<{ session: ErpSession; templatePassword: boolean }> {
+export async function adminSession(
+  deps: ErpApiUserDeps,
+  database: string,
+  opts: { freshClone?: boolean; timeoutMs?: number } = {},
+): Promise<{ session: ErpSession; templatePassword: boolean }> {
   const attempts = [
     { password: tenantAdminPassword(deps.secretsKey, database), templatePassword: false },
     { password: deps.erpAdminPassword, templatePassword: true },
   ];
-  if (freshClone) attempts.reverse();
+  if (opts.freshClone) attempts.reverse();
   for (const { password, templatePassword } of attempts) {
     try {
-      return { session: await openErpSession({ baseUrl: deps.erpUrl, host: database, db: database, login: 'admin', password }), templatePassword };
+      return { session: await openErpSession({ baseUrl: deps.erpUrl, host: database, db: database, login: 'admin', password, timeoutMs: opts.timeoutMs }), templatePassword };
     } catch (err) {
       if (!(err instanceof ErpFault && err.code === 3)) throw err;
     }
@@ -148,7 +152,7 @@ async function ensureErpUser(deps: ErpApiUserDeps, opts: { tenant: string; datab
       if (known && (await authenticates(apiUser(known)))) return { login, created: false }; // working already: leave it alone
 
       // one web session as the tenant's admin: the password is checked once, not on every call
-      const { session: admin, templatePassword } = await adminSession(deps, opts.database, !known && role === API_USER);
+      const { session: admin, templatePassword } = await adminSession(deps, opts.database, { freshClone: !known && role === API_USER });
       const version = await erpMajorVersion(deps.erpUrl, opts.database);
       const groupsField = version >= 19 ? 'group_ids' : 'groups_id';
       const [groups, companies, existing] = await Promise.all([

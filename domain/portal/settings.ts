@@ -102,7 +102,19 @@ export async function changeSettings(pool: pg.Pool, workspaceId: string, userId:
   });
 }
 
-/** Whether a workspace wants one kind of notification (for the senders: billing, integration alerts). */
-export async function wantsNotification(pool: pg.Pool, workspaceId: string, kind: keyof NotificationPreferences): Promise<boolean> {
-  return (await getSettings(pool, workspaceId)).notifications[kind];
+/**
+ * What a mail the platform sends a workspace's admins is about: a category of the preferences, or
+ * `always` for the notices nobody can turn off: security and service notices (a suspension and what
+ * it stops, an invitation, an e-mail or password change, a session ended).
+ */
+export type NotificationCategory = keyof NotificationPreferences | 'always';
+
+/**
+ * Whether a workspace wants a notification of this category, asked by each sender when the mail
+ * goes out (dunning: `billing`; webhook alerts: `integrations`), so a change of the settings counts
+ * from the next mail. `always` is always wanted.
+ */
+export async function wantsNotification(db: pg.Pool | pg.PoolClient, workspaceId: string, category: NotificationCategory): Promise<boolean> {
+  if (category === 'always') return true;
+  return (await getSettings(db, workspaceId)).notifications[category];
 }

@@ -1,5 +1,9 @@
-/** Tells a workspace's admins about a webhook problem, through the notifications service (/v1/alert). */
+/**
+ * Tells a workspace's admins about a webhook problem, through the notifications service (/v1/alert),
+ * unless the workspace turned `integrations` notifications off (settings).
+ */
 import type { Pool } from 'pg';
+import { wantsNotification } from '../portal/settings.js';
 import { workspaceAdminEmails } from './deliveries.js';
 
 export interface AlertDeps {
@@ -8,12 +12,13 @@ export interface AlertDeps {
   notificationsKey: () => Promise<string>;
 }
 
-/** One alert per admin; `idempotencyKey` makes a retried call send nothing twice. Throws to be retried. */
+/** One alert per admin (none when the workspace turned integration notices off); `idempotencyKey` makes a retried call send nothing twice. Throws to be retried. */
 export async function alertWorkspaceAdmins(
   deps: AlertDeps,
   workspaceId: string,
   alert: { title: string; message: string; severity: 'warning' | 'critical'; idempotencyKey: string },
 ): Promise<number> {
+  if (!(await wantsNotification(deps.pool, workspaceId, 'integrations'))) return 0;
   const emails = await workspaceAdminEmails(deps.pool, workspaceId);
   const apiKey = await deps.notificationsKey();
   for (const to of emails) {

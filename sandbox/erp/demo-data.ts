@@ -3,10 +3,10 @@
  * customers and vendors, twelve months of customer invoices, credit notes and vendor bills (draft,
  * posted, cancelled; paid, partially paid, not paid, overdue), their journal items, the bank
  * payments with their bank statement lines (the most recent ones not yet reconciled), an opening
- * balance, and the tier's module list. Same tier, version and day → same rows.
+ * balance, and the module list (the tier's installed, the catalogue's others not). Same tier, version and day → same rows.
  */
 import type { ErpVersion, Tier } from '../../domain/tenants/types.js';
-import { TIERS } from '../../domain/billing/tiers.js';
+import { CATALOGUE_MODULES, TIERS } from '../../domain/billing/tiers.js';
 
 export type Row = Record<string, string | number | boolean | null>;
 export type Tables = Record<string, Row[]>;
@@ -46,9 +46,26 @@ const tierSize = {
 const companyNames = { starter: 'Starter Demo GmbH', pro: 'Pro Demo AG', enterprise: 'Enterprise Demo Group SE' } as const;
 
 /** The installed modules per tier: the platform's tier catalogue (domain/billing/tiers.ts). */
-const modulesByTier = Object.fromEntries(
-  TIERS.map((t) => [t.code, t.modules.map((mod): [string, string, boolean] => [mod.name, mod.title, mod.application])]),
-) as Record<Tier, [string, string, boolean][]>;
+const installedByTier = Object.fromEntries(TIERS.map((t) => [t.code, new Set(t.modules.map((mod) => mod.name))])) as Record<Tier, Set<string>>;
+
+/**
+ * `ir.module.module` as Odoo lists it: every module of the addons path (here: the catalogue), the
+ * tier's installed, the others not installed (a tier change installs them, domain/erp/tier-modules.ts).
+ */
+export function moduleRows(tier: Tier, version: ErpVersion): Row[] {
+  return CATALOGUE_MODULES.map((mod, i) => {
+    const installed = installedByTier[tier].has(mod.name);
+    return {
+      id: i + 1,
+      name: mod.name,
+      shortdesc: mod.title,
+      state: installed ? 'installed' : 'uninstalled',
+      latest_version: installed ? `${version}.0.1.${i % 4}` : null,
+      application: mod.application,
+      sequence: 10 + i,
+    };
+  });
+}
 
 const firstNames = ['Anna', 'Ben', 'Clara', 'David', 'Eva', 'Felix', 'Greta', 'Hugo', 'Ida', 'Jonas', 'Lena', 'Max', 'Nora', 'Paul', 'Rosa', 'Tom'];
 const companyWords = ['Alpine', 'Baltic', 'Cedar', 'Delta', 'Ember', 'Fjord', 'Granite', 'Harbor', 'Iris', 'Juniper', 'Kestrel', 'Lumen', 'Meridian', 'Nimbus', 'Orchid', 'Pioneer', 'Quarry', 'Riverside', 'Summit', 'Tidal'];
@@ -120,15 +137,7 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
     account_move: [],
     account_move_line: [],
     account_bank_statement_line: [],
-    ir_module_module: modulesByTier[tier].map(([name, shortdesc, application], i) => ({
-      id: i + 1,
-      name,
-      shortdesc,
-      state: 'installed',
-      latest_version: `${version}.0.1.${i % 4}`,
-      application,
-      sequence: 10 + i,
-    })),
+    ir_module_module: moduleRows(tier, version),
   };
 
   // partners: the company, the admin, customers, vendors

@@ -1,7 +1,7 @@
 /**
  * The ORM methods the stand-in serves through `execute_kw`, on one tenant database: search,
  * search_count, search_read, read, read_group (17, 18, 19), formatted_read_group (19),
- * fields_get, and create/write/unlink for users whose groups allow writing (the platform's
+ * fields_get, `ir.module.module`'s `button_immediate_install` and `update_list`, and create/write/unlink for users whose groups allow writing (the platform's
  * read-only API user gets Odoo's AccessError). Results are shaped as Odoo returns them: empty
  * values are `false`, many2one values `[id, display name]`, dates `YYYY-MM-DD` strings.
  */
@@ -12,6 +12,7 @@ import { SqlBuilder, pyRepr } from './domain.js';
 import { accessError, attributeError, missingError, typeError, userError, validationError, valueError } from './odoo-errors.js';
 import { checkAccess, companyRule, type Mode } from './security.js';
 import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
+import { CATALOGUE_MODULES } from '../../domain/billing/tiers.js';
 
 export interface OrmContext {
   /** The tenant database (a pool; inside a create, that create's transaction). */
@@ -28,7 +29,7 @@ type Kwargs = Record<string, unknown>;
 type Method = (ctx: OrmContext, model: ModelDef, a: Kwargs) => Promise<unknown>;
 
 /** Each method's Python signature: positional args are bound to these names, as Python does. */
-const signatures: Record<string, { params: string[]; versions?: ErpVersion[]; write?: 'create' | 'write' | 'unlink' }> = {
+const signatures: Record<string, { params: string[]; versions?: ErpVersion[]; write?: 'create' | 'write' | 'unlink'; models?: string[] }> = {
   search: { params: ['domain', 'offset', 'limit', 'order'] },
   search_count: { params: ['domain', 'limit'] },
   search_read: { params: ['domain', 'fields', 'offset', 'limit', 'order'] },
@@ -39,6 +40,9 @@ const signatures: Record<string, { params: string[]; versions?: ErpVersion[]; wr
   create: { params: ['vals_list'], write: 'create' },
   write: { params: ['ids', 'vals'], write: 'write' },
   unlink: { params: ['ids'], write: 'unlink' },
+  // ir.module.module's buttons, as the Apps screen (and a platform tier change) calls them
+  button_immediate_install: { params: ['ids'], write: 'write', models: ['ir.module.module'] },
+  update_list: { params: [], write: 'write', models: ['ir.module.module'] },
 };
 
 /** Odoo's `_sql_constraints` messages, by constraint name: a violation is their ValidationError. */
@@ -73,7 +77,7 @@ export async function executeKw(ctx: OrmContext, modelName: string, method: stri
   if (!model) throw userError(`Object ${modelName} doesn't exist`);
   if (method.startsWith('_')) throw accessError(`Private methods (such as ${method}) cannot be called remotely.`);
   const signature = signatures[method];
-  if (!signature || (signature.versions && !signature.versions.includes(ctx.version))) {
+  if (!signature || (signature.versions && !signature.versions.includes(ctx.version)) || (signature.models && !signature.models.includes(modelName))) {
     throw attributeError(`The method '${method}' does not exist on the model '${modelName}'`);
   }
   if (method !== 'fields_get') checkAccess(ctx.groups, model, (signature.write ?? 'read') as Mode);
@@ -482,6 +486,37 @@ const methods: Record<string, Method> = {
       for (const id of ids) await checkUserCompanies(ctx, id);
     }
     return true;
+  },
+
+  /**
+   * Odoo's `button_immediate_install`: installs the modules now (the stand-in has no code to load,
+   * so the state is what changes) and answers the client action that reloads the web client.
+   * Installed modules stay as they are; an uninstallable one is Odoo's UserError.
+   */
+  async button_immediate_install(ctx, model, a) {
+    const ids = idsOf(a.ids);
+    const { rows } = await ctx.db.query<{ id: number; name: string; state: string }>('SELECT id, name, state FROM ir_module_module WHERE id = ANY($1)', [ids]);
+    const missing = ids.filter((id) => !rows.some((r) => r.id === id));
+    if (missing.length) throw missingError(`Record does not exist or has been deleted.\n(Record: ${model.name}(${missing.join(', ')},), User: ${ctx.uid})`);
+    const uninstallable = rows.find((r) => r.state === 'uninstallable');
+    if (uninstallable) throw userError(`You try to install module "${uninstallable.name}" that depends on module "${uninstallable.name}".\nBut the latter module is not available in your system.`);
+    await ctx.db.query(
+      `UPDATE ir_module_module SET state = 'installed', latest_version = coalesce(latest_version, $2), write_date = now() at time zone 'UTC'
+        WHERE id = ANY($1) AND state IN ('uninstalled', 'to install', 'to upgrade')`,
+      [ids, `${ctx.version}.0.1.0`],
+    );
+    return { type: 'ir.actions.client', tag: 'reload', params: { menu_id: false } };
+  },
+
+  /** Odoo's `update_list`: modules of the addons path (here: the catalogue) that the database does not list yet are added, not installed. */
+  async update_list(ctx) {
+    const { rows } = await ctx.db.query<{ name: string }>('SELECT name FROM ir_module_module');
+    const known = new Set(rows.map((r) => r.name));
+    const added = CATALOGUE_MODULES.filter((mod) => !known.has(mod.name));
+    for (const mod of added) {
+      await ctx.db.query(`INSERT INTO ir_module_module (name, shortdesc, state, application, sequence) VALUES ($1, $2, 'uninstalled', $3, 100)`, [mod.name, mod.title, mod.application]);
+    }
+    return [0, added.length];
   },
 
   async unlink(ctx, model, a) {

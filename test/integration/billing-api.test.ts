@@ -256,6 +256,25 @@ describe('dunning', () => {
     );
   });
 
+  it("honours the workspace's billing preference: no payment reminder when it is off; the suspension notice is sent anyway", async () => {
+    const ws = await addWorkspace(p.pool);
+    const admin = await addUser(p.pool, [{ workspaceId: ws.id, role: 'admin' }]);
+    const token = await login(p.cfg.API_PUBLIC_URL, admin);
+    const off = await api('PUT', '/api/portal/settings', { token, body: { notifications: { billing: false } } });
+    expect(off.body.notifications).toMatchObject({ billing: false });
+    const ids = await subscribe(ws.slug, 'starter', 1);
+    const failed = invoice({ ...ids, workspace: ws.slug, tier: 'starter', status: 'open' });
+    await send(event('invoice.payment_failed', failed));
+    // the reminder is sent (or not) before the grace period starts; the suspension notice comes after it
+    await expect
+      .poll(() => mailsTo(p, admin.email).map((m) => m.subject), { timeout: 30_000, interval: 100 })
+      .toEqual([`Workspace ${ws.slug} is suspended`]);
+    const handle = p.temporal.workflow.getHandle(dunningWorkflowId(ws.slug, 1));
+    await send(event('invoice.paid', { ...failed, status: 'paid', amount_paid: failed.amount_due, amount_remaining: 0 }));
+    expect(await handle.result()).toBe('paid-after-suspension');
+    expect(mailsTo(p, admin.email)).toHaveLength(1);
+  });
+
   it('a payment within the grace period ends the run: never suspended, no second e-mail', async () => {
     // an API whose grace period is an hour, on the same worker, events stream and task queue
     const longGrace = await startTestApi({

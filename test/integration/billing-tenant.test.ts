@@ -9,7 +9,10 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { event, sandboxIds, sendEvent, subscription } from '../../sandbox/stripe/sender.js';
-import { TIERS } from '../../domain/billing/tiers.js';
+import { TIERS, tierModuleNames } from '../../domain/billing/tiers.js';
+import { tenantAdminPassword } from '../../domain/erp/api-user.js';
+import { createErpClient } from '../../domain/erp/client.js';
+import { queryTenantDb } from '../support/erp-tenant.js';
 import { applyYaml, describe as describeTenant, isReady, startTenantPlatform, tenantYaml, uniqueTenant, waitForStatus, type TenantPlatform } from '../support/tenant-platform.js';
 
 let p: TenantPlatform;
@@ -41,6 +44,13 @@ function tenantCall(method: string, path: string, opts: { key?: string; body?: u
     req.end(opts.body === undefined ? undefined : JSON.stringify(opts.body));
   });
 }
+
+/** The modules installed in the tenant's ERP database. */
+const installedModules = async () =>
+  (await queryTenantDb<{ name: string }>(p.cfg, host, `SELECT name FROM ir_module_module WHERE state = 'installed' ORDER BY name`)).map((r) => r.name);
+/** The tenant's ERP as its admin (XML-RPC through the tenant's route). */
+const erpAsAdmin = () =>
+  createErpClient({ baseUrl: p.erpUrl, host, db: host, login: 'admin', password: tenantAdminPassword(p.cfg.SECRETS_KEY, host) });
 
 /** Polls outside a test (expect.poll only works inside one). */
 async function until(check: () => Promise<boolean>, timeoutMs = 60_000) {
@@ -80,6 +90,14 @@ describe('subscription → tenant', () => {
     expect(await generation()).toEqual({ generation: 2, tier: 'pro' });
     const status = await waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === 2);
     expect(status.conditions.find((c) => c.type === 'Synced')).toMatchObject({ status: 'True', observedGeneration: 2 });
+    // the reconcile installed the pro modules in the tenant's ERP database (DESIGN §5), as its admin over XML-RPC
+    const proOnly = ['sale_management', 'purchase', 'crm', 'stock'];
+    expect(status.steps.filter((s) => s.step === 'ensure-tier-modules').at(-1)).toMatchObject({ outcome: 'ok', message: `pro modules installed: ${[...proOnly].sort().join(', ')}` });
+    expect(await installedModules()).toEqual(expect.arrayContaining(tierModuleNames('pro')));
+    expect(await installedModules()).not.toContain('mrp');
+    // and the ERP's own answer to a user: the Apps list shows them installed
+    const apps = await erpAsAdmin().executeKw<{ name: string; state: string }[]>('ir.module.module', 'search_read', [[['name', 'in', proOnly]]], { fields: ['name', 'state'] });
+    expect(apps.map((a) => a.state)).toEqual(proOnly.map(() => 'installed'));
     // the same tier again (a seat change) applies nothing
     await send(event('customer.subscription.updated', sub(1, 'pro', { seats: 5 })));
     expect(await generation()).toEqual({ generation: 2, tier: 'pro' });
@@ -162,5 +180,21 @@ describe('tenant ERP /svc/saas endpoints', () => {
     expect((await tenantCall('POST', '/svc/saas/backup/callback', { key: saasJobsKey, body: { ...body, status: 'failed' } })).status).toBe(409);
     const { rows } = await p.pool.query('SELECT count(*)::int AS n FROM saas_backup_callbacks WHERE tenant = $1', [name]);
     expect(rows[0].n).toBe(1);
+  });
+});
+
+describe('a downgrade', () => {
+  it('changes the tier (generation + 1) and keeps the installed modules: uninstalling would drop the customer\'s records', async () => {
+    const before = await generation();
+    const res = await send(event('customer.subscription.updated', sub(2, 'starter')));
+    expect(res.body.outcome).toContain(`tenant ${name} tier pro → starter (generation ${before.generation + 1})`);
+    const status = await waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === before.generation + 1);
+    expect(status.steps.filter((s) => s.step === 'ensure-tier-modules').at(-1)!.message).toBe(
+      `starter modules present (${tierModuleNames('starter').length}); kept from a higher tier (a downgrade uninstalls nothing): crm, purchase, sale_management, stock`,
+    );
+    expect(await installedModules()).toEqual(expect.arrayContaining(tierModuleNames('pro')));
+    // what the lower tier changes: the backup schedule (the starter retention) and the tier the ERP's SaaS endpoints show
+    expect(status.steps.filter((s) => s.step === 'create-backup-schedule').at(-1)!.message).toBe(`backup:${name} updated`);
+    expect((await tenantCall('GET', '/svc/saas/tiers')).body).toMatchObject({ current: 'starter' });
   });
 });

@@ -283,6 +283,25 @@ describe('/xmlrpc/2/object execute_kw', () => {
     expect(row).toEqual({ name: 'Written by admin', city: null });
   });
 
+  it("installs modules as Odoo's Apps screen does: an administrator only; update_list lists what the database lacks", async () => {
+    const password = 'admin-password-for-modules';
+    await queryTenantDb(cfg, tenant.database, `UPDATE res_users SET password = $1 WHERE login = 'admin'`, [hashOdooPassword(password)]);
+    const adminClient = createErpClient({ baseUrl: erp.url, host: tenant.host, db: tenant.database, login: 'admin', password });
+    const mrp = await adminClient.executeKw<{ id: number; state: string }[]>('ir.module.module', 'search_read', [[['name', '=', 'mrp']]], { fields: ['state'] });
+    expect(mrp).toEqual([{ id: expect.any(Number), state: 'uninstalled' }]);
+    // the platform's read-only API user cannot
+    const refused = await fault(api.executeKw('ir.module.module', 'button_immediate_install', [[mrp[0]!.id]]));
+    expect(refused.code).toBe(4);
+    expect(await adminClient.executeKw('ir.module.module', 'button_immediate_install', [[mrp[0]!.id]])).toMatchObject({ type: 'ir.actions.client', tag: 'reload' });
+    expect(await queryTenantDb(cfg, tenant.database, `SELECT state FROM ir_module_module WHERE name = 'mrp'`)).toEqual([{ state: 'installed' }]);
+    // a module the database does not list (an older template) comes back with update_list, not installed
+    await queryTenantDb(cfg, tenant.database, `DELETE FROM ir_module_module WHERE name = 'website'`);
+    expect(await adminClient.executeKw('ir.module.module', 'update_list', [])).toEqual([0, 1]);
+    expect(await queryTenantDb(cfg, tenant.database, `SELECT state FROM ir_module_module WHERE name = 'website'`)).toEqual([{ state: 'uninstalled' }]);
+    // the buttons are ir.module.module's only
+    expect((await fault(adminClient.executeKw('res.partner', 'button_immediate_install', [[1]]))).faultString).toContain("does not exist on the model 'res.partner'");
+  });
+
   it('creates bank statement lines as Odoo does: required fields, the journal company, each import id once, a vals_list all or nothing', async () => {
     const importer = createErpClient({ baseUrl: erp.url, host: tenant.host, db: tenant.database, ...(await loadErpCredentials(pool, cfg.SECRETS_KEY, tenant.name, 'bank-import'))! });
     const journal = (await importer.executeKw<number[]>('account.journal', 'search', [[['type', '=', 'bank']]], { limit: 1 }))[0]!;

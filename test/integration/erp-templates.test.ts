@@ -64,11 +64,14 @@ describe('ERP template databases', () => {
 
   it('differ by tier in their module list', async () => {
     const modules = async (tier: (typeof tiers)[number]) =>
-      (await queryTenantDb<{ name: string }>(cfg, templateDatabaseName(tier, '17'), 'SELECT name FROM ir_module_module')).map((m) => m.name);
+      (await queryTenantDb<{ name: string }>(cfg, templateDatabaseName(tier, '17'), `SELECT name FROM ir_module_module WHERE state = 'installed'`)).map((m) => m.name);
     const [starter, enterprise] = await Promise.all([modules('starter'), modules('enterprise')]);
     expect(starter).toContain('account');
     expect(starter).not.toContain('mrp');
     expect(enterprise).toEqual(expect.arrayContaining(['account', 'mrp', 'project']));
+    // the others are listed, not installed, as Odoo lists its addons path: a tier change installs them
+    const listed = await queryTenantDb<{ name: string; state: string }>(cfg, templateDatabaseName('starter', '17'), `SELECT name, state FROM ir_module_module WHERE name = 'mrp'`);
+    expect(listed).toEqual([{ name: 'mrp', state: 'uninstalled' }]);
   });
 });
 

@@ -45,6 +45,16 @@ describe('GET/PUT /api/portal/settings', () => {
     expect((await call(base, 'GET', '/api/auth/me', { token: a.member })).body.workspaces[0].name).toBe('Acme GmbH');
   });
 
+  it('has no preference for security and service notices: turning them off is a 400, and nothing is written', async () => {
+    const a = await workspaceWithMember();
+    for (const notifications of [{ security: false }, { always: false }, { billing: false, suspension: false }]) {
+      const res = await call(base, 'PUT', '/api/portal/settings', { token: a.accessToken, body: { notifications } });
+      expect(res.status, JSON.stringify(notifications)).toBe(400);
+      expect(res.headers.get('content-type')).toContain('application/problem+json');
+    }
+    expect((await call(base, 'GET', '/api/portal/settings', { token: a.accessToken })).body).toMatchObject({ updatedAt: null, notifications: { billing: true } });
+  });
+
   it.each([
     ['an unknown time zone', { timeZone: 'Mars/Olympus_Mons' }, 'body.timeZone'],
     ['an abbreviation as time zone', { timeZone: 'CEST' }, 'body.timeZone'],

@@ -251,3 +251,122 @@ describe('invitation e-mails per workspace and hour', () => {
     }
   });
 });
+
+describe('changing roles and removing members', () => {
+  const patch = (token: string, userId: string, role: unknown, headers: Record<string, string> = {}) =>
+    call(base, 'PATCH', `/api/portal/team/${userId}`, { token, body: { role }, headers });
+  const remove = (token: string, userId: string, headers: Record<string, string> = {}) => call(base, 'DELETE', `/api/portal/team/${userId}`, { token, headers });
+  /** A login's access token and its refresh cookie. */
+  async function session(user: { email: string; password: string }) {
+    const res = await call(base, 'POST', '/api/auth/login', { body: { email: user.email, password: user.password } });
+    expect(res.status).toBe(200);
+    return { accessToken: res.body.accessToken as string, cookie: res.cookies.map((c) => c.split(';')[0]).join('; ') };
+  }
+
+  it('an admin promotes a member and demotes them again; the role counts from their next request', async () => {
+    const a = await adminOfNewWorkspace(base, portal.pool);
+    const user = await addUser(portal.pool, [{ workspaceId: a.workspace.id, role: 'member' }]);
+    const member = await login(base, user);
+    expect((await invite(member, newAddress())).status).toBe(403);
+
+    const promoted = await patch(a.accessToken, user.id, 'admin');
+    expect(promoted.status).toBe(200);
+    expect(promoted.body).toMatchObject({ id: user.id, email: user.email, role: 'admin' });
+    expect((await invite(member, newAddress())).status).toBe(201); // the same access token, now an admin's
+    expect((await patch(a.accessToken, user.id, 'admin')).body).toMatchObject({ role: 'admin' }); // unchanged, still 200
+
+    expect((await patch(a.accessToken, user.id, 'member')).body).toMatchObject({ role: 'member' });
+    expect((await invite(member, newAddress())).status).toBe(403);
+    const team = await call(base, 'GET', '/api/portal/team', { token: a.accessToken });
+    expect(team.body.members.find((m: { id: string }) => m.id === user.id)).toMatchObject({ role: 'member' });
+  });
+
+  it('the last admin can be neither demoted nor removed (409 problem), not even by themself; with a second admin they can', async () => {
+    const a = await adminOfNewWorkspace(base, portal.pool);
+    const refusals = [
+      { res: await patch(a.accessToken, a.admin.id, 'member'), what: 'demoted' },
+      { res: await remove(a.accessToken, a.admin.id), what: 'removed' },
+    ];
+    for (const { res, what } of refusals) {
+      expect(res.status).toBe(409);
+      expect(res.headers.get('content-type')).toContain('application/problem+json');
+      expect(res.body.detail).toBe(`The last admin of workspace "${a.workspace.slug}" cannot be ${what}: make another member admin first.`);
+    }
+    expect((await call(base, 'GET', '/api/portal/team', { token: a.accessToken })).body.members).toEqual([expect.objectContaining({ id: a.admin.id, role: 'admin' })]);
+
+    const second = await addUser(portal.pool, [{ workspaceId: a.workspace.id, role: 'admin' }]);
+    expect((await patch(a.accessToken, a.admin.id, 'member')).status).toBe(200); // stepping down: another admin is left
+    const secondToken = await login(base, second);
+    expect((await patch(secondToken, second.id, 'member')).status).toBe(409);
+    expect((await remove(secondToken, second.id)).status).toBe(409);
+  });
+
+  it('two admins removing each other at once: one wins, the workspace keeps an admin', async () => {
+    const a = await adminOfNewWorkspace(base, portal.pool);
+    const other = await addUser(portal.pool, [{ workspaceId: a.workspace.id, role: 'admin' }]);
+    const otherToken = await login(base, other);
+    const results = await Promise.all([remove(a.accessToken, other.id), remove(otherToken, a.admin.id)]);
+    // the loser is refused as the last admin (409), or, when the winner was quicker, its session has ended (401)
+    const [won, lost] = results[0]!.status === 204 ? results : [results[1]!, results[0]!];
+    expect(won!.status).toBe(204);
+    expect([401, 409]).toContain(lost!.status);
+    const { rows } = await portal.pool.query(`SELECT count(*)::int AS n FROM memberships WHERE workspace_id = $1 AND role = 'admin'`, [a.workspace.id]);
+    expect(rows[0].n).toBe(1);
+  });
+
+  it("a removed member's sessions end at once: access token and refresh cookie refused; other workspaces stay theirs after a new login", async () => {
+    const a = await adminOfNewWorkspace(base, portal.pool);
+    const elsewhere = await adminOfNewWorkspace(base, portal.pool);
+    const user = await addUser(portal.pool, [
+      { workspaceId: a.workspace.id, role: 'member' },
+      { workspaceId: elsewhere.workspace.id, role: 'member' },
+    ]);
+    const s1 = await session(user);
+    const s2 = await session(user);
+    const inA = { 'x-workspace': a.workspace.slug };
+    expect((await call(base, 'GET', '/api/portal/team', { token: s1.accessToken, headers: inA })).status).toBe(200);
+
+    expect((await remove(a.accessToken, user.id)).status).toBe(204);
+    for (const s of [s1, s2]) {
+      expect((await call(base, 'GET', '/api/auth/me', { token: s.accessToken })).status).toBe(401);
+      expect((await call(base, 'GET', '/api/portal/team', { token: s.accessToken, headers: inA })).status).toBe(401);
+      expect((await call(base, 'POST', '/api/auth/refresh', { cookie: s.cookie })).status).toBe(401);
+    }
+    const team = await call(base, 'GET', '/api/portal/team', { token: a.accessToken });
+    expect(team.body.members.map((m: { id: string }) => m.id)).not.toContain(user.id);
+    // signing in again: the other workspace is still theirs, this one is not
+    const again = await login(base, user);
+    expect((await call(base, 'GET', '/api/portal/team', { token: again, headers: { 'x-workspace': elsewhere.workspace.slug } })).status).toBe(200);
+    expect((await call(base, 'GET', '/api/portal/team', { token: again, headers: inA })).status).toBe(403);
+    // removing them again: not a member (404)
+    expect((await remove(a.accessToken, user.id)).status).toBe(404);
+  });
+
+  it('members, other workspaces, keys and anonymous callers cannot; bad input is a 400 and changes nothing', async () => {
+    const a = await adminOfNewWorkspace(base, portal.pool);
+    const b = await adminOfNewWorkspace(base, portal.pool);
+    const user = await addUser(portal.pool, [{ workspaceId: a.workspace.id, role: 'member' }]);
+    const member = await login(base, user);
+    const key = (await createKey(base, a.accessToken, { name: 'all', scopes: ['*'] })).token;
+
+    expect((await patch(member, a.admin.id, 'member')).status).toBe(403);
+    expect((await remove(member, a.admin.id)).status).toBe(403);
+    expect((await patch(key, user.id, 'admin')).status).toBe(403);
+    expect((await remove(key, user.id)).status).toBe(403);
+    expect((await call(base, 'DELETE', `/api/portal/team/${user.id}`)).status).toBe(401);
+    // another workspace's admin: not through A (403), and A's member is unknown in B (404)
+    expect((await remove(b.accessToken, user.id, { 'x-workspace': a.workspace.slug })).status).toBe(403);
+    expect((await remove(b.accessToken, user.id)).status).toBe(404);
+    expect((await patch(b.accessToken, user.id, 'admin')).status).toBe(404);
+
+    expect((await patch(a.accessToken, user.id, 'owner')).status).toBe(400);
+    expect((await call(base, 'PATCH', `/api/portal/team/${user.id}`, { token: a.accessToken, body: { role: 'admin', extra: 1 } })).status).toBe(400);
+    expect((await patch(a.accessToken, 'not-a-uuid', 'admin')).status).toBe(400);
+    expect((await patch(a.accessToken, randomUUID(), 'admin')).status).toBe(404);
+    const { rows } = await portal.pool.query('SELECT user_id, role FROM memberships WHERE workspace_id = $1 ORDER BY role', [a.workspace.id]);
+    expect(rows).toEqual([
+      { user_id: a.admin.id, role: 'admin' },
+      { user_id: user.id, role: 'member' },
+    ]);
+  });
+});

@@ -340,3 +340,30 @@ describe('continue-as-new', () => {
     await recordHistory(handle, 'tenant-lifecycle-continue-as-new', firstRunId);
   });
 });
+
+describe('a tier change', () => {
+  it("installs the new tier's modules; until the ERP installs them the new generation is not Ready; a downgrade keeps them", async () => {
+    const { name, handle } = await start('tier');
+    await waitForStatus(handle, (s) => isReady(s) && s.currentStep === 'ready');
+    const spec = (tier: 'starter' | 'pro' | 'enterprise') => ({ subdomain: name, projectId: 42, tier, erpVersion: '18' as const, ownerEmail: `owner@${name}.test`, ownerName: 'Owner' });
+
+    // the ERP refuses the install for a while: the database is not what generation 2 asks for
+    peers.failFor('ensureTierModules', 8, 'the ERP of the tenant answered HTTP 503');
+    await handle.signal(applySignal, { generation: 2, spec: spec('enterprise') });
+    const failing = await waitForStatus(handle, (s) => s.resources.database.state === 'Failed' && s.currentStep === 'waiting-to-retry');
+    expect(condition(failing, 'Synced')).toMatchObject({ status: 'False', observedGeneration: 2, message: expect.stringContaining('database: the ERP of the tenant answered HTTP 503') });
+    expect(condition(failing, 'Ready')).toMatchObject({ status: 'False', message: expect.stringContaining('Unready resources: database') });
+
+    const upgraded = await waitForStatus(handle, (s) => s.observedGeneration === 2 && isReady(s) && s.currentStep === 'ready');
+    const step = upgraded.steps.filter((s) => s.step === 'ensure-tier-modules').at(-1)!;
+    expect(step).toMatchObject({ outcome: 'ok', message: expect.stringMatching(/^enterprise modules installed: .*mrp/) });
+    expect(upgraded.resources.database).toMatchObject({ synced: 'True', state: 'Created' });
+
+    // a downgrade: nothing is uninstalled, the step says what stays
+    await handle.signal(applySignal, { generation: 3, spec: spec('starter') });
+    const downgraded = await waitForStatus(handle, (s) => s.observedGeneration === 3 && isReady(s) && s.currentStep === 'ready');
+    expect(downgraded.steps.filter((s) => s.step === 'ensure-tier-modules').at(-1)!.message).toMatch(/^starter modules present \(\d+\); kept from a higher tier \(a downgrade uninstalls nothing\): .*mrp/);
+    expect(await runStatus(handle)).toBe('RUNNING');
+    await recordHistory(handle, 'tenant-lifecycle-tier-modules');
+  });
+});

@@ -108,6 +108,24 @@ it('410 Gone disables the endpoint at once, without retries, and tells the admin
   }
 });
 
+it("a workspace that turned integration notifications off gets no alert when its endpoint is disabled (settings)", async () => {
+  const receiver = await startReceiver(() => ({ status: 410 }));
+  try {
+    const e = await p.workspaceWithEndpoint(receiver.url);
+    const off = await call(p.base, 'PUT', '/api/portal/settings', { ...asAdmin(e.accessToken, e.workspace.slug), body: { notifications: { integrations: false } } });
+    expect(off.body.notifications).toMatchObject({ integrations: false });
+    await p.publish(e.workspace.slug);
+    await expect.poll(() => deliveryStatus(e.endpoint.id), { timeout: 20_000 }).toEqual([{ status: 'failed', attempts: 1 }]);
+    // the delivery's workflow has ended: the alert would have been sent by now
+    const { rows } = await p.pool.query<{ message_id: string }>('SELECT message_id FROM webhook_deliveries WHERE endpoint_id = $1', [e.endpoint.id]);
+    await p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, rows[0]!.message_id)).result();
+    expect((await call(p.base, 'GET', `/api/portal/webhooks/${e.endpoint.id}`, asAdmin(e.accessToken, e.workspace.slug))).body).toMatchObject({ enabled: false });
+    expect(p.mailsTo(e.admin.email)).toEqual([]);
+  } finally {
+    await receiver.close();
+  }
+});
+
 it('a receiver down for the whole schedule: failed, admins alerted with the last error; replay delivers it once the receiver is back', async () => {
   const probe = await startReceiver();
   const port = probe.port;

@@ -9,11 +9,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Activities } from '../../activities/index.js';
 import type { TenantStatus } from '../../domain/tenants/types.js';
+import { tierModuleNames } from '../../domain/billing/tiers.js';
 
 type LifecycleActivityName =
   | 'reserveSubdomain'
   | 'cloneTenantDatabase'
   | 'ensureErpApiUser'
+  | 'ensureTierModules'
   | 'createRoute'
   | 'createFilestore'
   | 'createBackupSchedule'
@@ -45,6 +47,8 @@ export class FakeTenantPeers {
   healthy = true;
   /** The last status each tenant mirrored. */
   readonly statuses = new Map<string, TenantStatus>();
+  /** The ERP modules installed per tenant database (the template's tier's on the first call). */
+  readonly modules = new Map<string, Set<string>>();
 
   /** Every peer up, fast and healthy again (between tests, so one test's outage never leaks into the next). */
   reset(): void {
@@ -91,6 +95,15 @@ export class FakeTenantPeers {
         outcome: 'created' as const,
       })),
       ensureErpApiUser: run('ensureErpApiUser', ({ database }) => ({ login: `api@${database}`, created: true, outcome: 'created' as const })),
+      ensureTierModules: run('ensureTierModules', ({ database, tier }) => {
+        const installed = this.modules.get(database) ?? new Set(tierModuleNames(tier));
+        this.modules.set(database, installed);
+        const wanted = tierModuleNames(tier);
+        const added = wanted.filter((m) => !installed.has(m));
+        added.forEach((m) => installed.add(m));
+        const kept = [...installed].filter((m) => !wanted.includes(m)).sort();
+        return { installed: added.sort(), present: wanted.length - added.length, kept, unavailable: [] as string[], outcome: 'ok' as const };
+      }),
       createRoute: run('createRoute', ({ host }) => ({ host, outcome: 'created' as const })),
       createFilestore: run('createFilestore', ({ tenant }) => ({ path: `/filestore/${tenant}`, created: true })),
       createBackupSchedule: run('createBackupSchedule', ({ tenant }) => ({ scheduleId: `backup:${tenant}`, outcome: 'created' as const })),

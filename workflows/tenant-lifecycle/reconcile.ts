@@ -1,6 +1,6 @@
 /**
  * One reconcile of a tenant, in the order of its resources: reserve the subdomain, clone the
- * database, ensure the ERP API user, the route, the filestore folder, the backup schedule and the
+ * database, ensure the route, the ERP API user and the tier's ERP modules, the filestore folder, the backup schedule and the
  * (non-fatal) chat room, then probe the tenant until it is healthy or the readiness deadline
  * passes, and emit `client.provisioned` once. Every step is idempotent; a step that fails is
  * recorded on its resource and in the conditions, never thrown out of the workflow.
@@ -92,7 +92,10 @@ export async function reconcile(tenant: TenantState, { uid, settings, activities
         tenant.setResource('database', { externalName: database, synced: 'False', state: 'Failed', message });
         tenant.recordStep('clone-database', 'failed', message);
       } else {
-        tenant.setResource('database', { externalName: database, synced: 'True', state: 'Created', message: `cloned from ${db.template}` });
+        // an existing database keeps saying where it came from (after a tier change it is not this tier's template)
+        const previous = state.resources.database;
+        const message = db.outcome === 'created' || previous.state !== 'Created' || !previous.message.startsWith('cloned from') ? `cloned from ${db.template}` : previous.message;
+        tenant.setResource('database', { externalName: database, synced: 'True', state: 'Created', message });
         tenant.recordStep('clone-database', 'ok', db.outcome === 'created' ? `created from ${db.template}` : 'exists');
       }
     },
@@ -138,6 +141,32 @@ export async function reconcile(tenant: TenantState, { uid, settings, activities
   } else {
     await ensureApiUser();
     await createRoute();
+  }
+
+  // 4b. the tier's ERP modules (DESIGN §5: a tier change installs the new tier's modules; a
+  // downgrade keeps what is installed). Kept on the database resource: until the modules are in,
+  // the database is not what the spec asks for. (patched: earlier runs only cloned by tier)
+  if (patched('tier-modules')) {
+    await runStep(
+      tenant,
+      'ensure-tier-modules',
+      'database',
+      () =>
+        reconcileStep.ensureTierModules.executeWithOptions(
+          { startToCloseTimeout: '10 minutes', summary: `Install the ${spec.tier} tier's ERP modules in ${database}` },
+          [{ tenant: name, database, tier: spec.tier }],
+        ),
+      (modules) => {
+        if (modules.outcome === 'database-missing') {
+          tenant.recordStep('ensure-tier-modules', 'skipped', 'waiting for the database');
+          return;
+        }
+        const parts = [modules.installed.length ? `${spec.tier} modules installed: ${modules.installed.join(', ')}` : `${spec.tier} modules present (${modules.present})`];
+        if (modules.kept.length) parts.push(`kept from a higher tier (a downgrade uninstalls nothing): ${modules.kept.join(', ')}`);
+        if (modules.unavailable.length) parts.push(`not available on this ERP: ${modules.unavailable.join(', ')}`);
+        tenant.recordStep('ensure-tier-modules', 'ok', parts.join('; '));
+      },
+    );
   }
 
   // 5. the filestore folder

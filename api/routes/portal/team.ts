@@ -1,7 +1,8 @@
 /**
  * The team (specification §4.1 `GET /api/portal/team`, `POST /api/portal/team/invite`): members
  * see who is in the workspace; admins also see open invitations, invite (admin or member),
- * re-invite and revoke. Accepting is public: the token of the e-mailed link is the credential.
+ * re-invite and revoke, change a member's role and remove a member (never the last admin: 409;
+ * a removed member's sessions end at once, domain/portal/team.ts). Accepting is public: the token of the e-mailed link is the credential.
  * A workspace key can do none of this (403, §5.2 rule 2).
  */
 import cookie from '@fastify/cookie';
@@ -23,6 +24,7 @@ import {
   type InvitationDeps,
 } from '../../../domain/portal/invitations.js';
 import { PASSWORD_MIN_LENGTH } from '../../../domain/portal/passwords.js';
+import { changeMemberRole, removeMember } from '../../../domain/portal/team.js';
 import { access } from '../../plugins/access.js';
 import { EmailAddress, TenantName, Text } from '../../schemas/common.js';
 import { SessionSchema, sendSession } from '../auth/sessions.js';
@@ -92,6 +94,55 @@ export default async function teamRoutes(fastify: FastifyInstance) {
       const ws = req.memberWorkspace!;
       const members = await listMembers(pool, ws.id);
       return ws.role === 'admin' ? { members, invitations: await listInvitations(pool, ws.id) } : { members };
+    },
+  );
+
+  const MemberParams = Type.Object({ userId: Type.String({ format: 'uuid', description: "the member's user id (GET /api/portal/team)" }) });
+
+  app.patch(
+    '/api/portal/team/:userId',
+    {
+      config: { access: access.admin },
+      schema: {
+        tags: ['team'],
+        summary: "Change a member's role (admins only)",
+        description:
+          'Takes effect on the member\'s next request (the role is read on every request). The same role again changes nothing. ' +
+          'The last admin cannot be demoted (409): make another member admin first.',
+        params: MemberParams,
+        querystring: WorkspaceQuery,
+        body: Type.Object({ role: Role }, { additionalProperties: false }),
+        response: { 200: MemberSchema, 400: Problem, 401: Problem, 403: Problem, 404: Problem, 409: Problem },
+      },
+    },
+    async (req) => {
+      const ws = req.adminWorkspace!;
+      const { member, changed } = await changeMemberRole(pool, { workspaceId: ws.id, userId: req.params.userId, role: req.body.role });
+      if (changed) req.log.info({ workspaceId: ws.id, userId: member.id, role: member.role, by: req.user!.id }, 'member role changed');
+      return member as never;
+    },
+  );
+
+  app.delete(
+    '/api/portal/team/:userId',
+    {
+      config: { access: access.admin },
+      schema: {
+        tags: ['team'],
+        summary: 'Remove a member from the workspace (admins only)',
+        description:
+          'The membership ends and every session of the removed person ends at once (refresh tokens revoked; their access tokens get 401 from the next request on). ' +
+          'The workspace\'s API keys stay (they belong to the workspace). The last admin cannot be removed (409).',
+        params: MemberParams,
+        querystring: WorkspaceQuery,
+        response: { 204: Type.Null(), 400: Problem, 401: Problem, 403: Problem, 404: Problem, 409: Problem },
+      },
+    },
+    async (req, reply) => {
+      const ws = req.adminWorkspace!;
+      const { sessionsEnded } = await removeMember(pool, { workspaceId: ws.id, userId: req.params.userId });
+      req.log.info({ workspaceId: ws.id, userId: req.params.userId, by: req.user!.id, sessionsEnded }, 'member removed');
+      return reply.code(204).send(null);
     },
   );
 
