@@ -117,7 +117,8 @@ export function Billing({ workspace }: { workspace: WorkspaceRef }) {
                       </td>
                       <td className="num">{formatMoney(inv.amountDue, inv.currency)}</td>
                       <td className="num">{formatMoney(inv.amountRemaining, inv.currency)}</td>
-                      <td className="row-actions">
+                      <td>
+                        <div className="row-actions">
                         {inv.hostedInvoiceUrl && (
                           <a href={inv.hostedInvoiceUrl} target="_blank" rel="noopener noreferrer">
                             {inv.status === 'open' ? 'Pay' : 'View'}
@@ -129,7 +130,8 @@ export function Billing({ workspace }: { workspace: WorkspaceRef }) {
                             PDF<span className="sr-only"> of invoice {inv.number ?? inv.id}</span>
                           </a>
                         )}
-                      </td>
+                      </div>
+                    </td>
                     </tr>
                   ))}
                 </tbody>

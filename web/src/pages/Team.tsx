@@ -100,14 +100,16 @@ export function Team({ workspace }: { workspace: WorkspaceRef }) {
                           <td>
                             {formatDate(inv.lastSentAt)} {inv.sentCount > 1 && <span className="muted small">({inv.sentCount}×)</span>}
                           </td>
-                          <td className="row-actions">
+                          <td>
+                            <div className="row-actions">
                             <button type="button" className="secondary" disabled={action.busy} onClick={() => void resend(inv)} aria-label={`Re-invite ${inv.email}`}>
                               Re-invite
                             </button>
                             <button type="button" className="danger" onClick={() => setRevoking(inv)} aria-label={`Revoke the invitation of ${inv.email}`}>
                               Revoke
                             </button>
-                          </td>
+                          </div>
+                        </td>
                         </tr>
                       ))}
                     </tbody>
