@@ -301,6 +301,7 @@ describe('subscription and invoices page', () => {
     await open(page, 'integrations', 'Integrations');
     await page.locator('[data-integration]').first().waitFor();
     expect(await page.locator('[data-integration]').count()).toBeGreaterThanOrEqual(4);
+    await page.screenshot({ path: join(shots, 'integrations.png'), fullPage: true });
     await page.setViewportSize({ width: 390, height: 844 });
     for (const [section, heading] of [
       ['webhooks', 'Webhooks'],
@@ -321,5 +322,69 @@ describe('subscription and invoices page', () => {
       });
       expect({ section, sticking }).toEqual({ section, sticking: [] });
     }
+  });
+});
+
+describe('settings and profile pages', () => {
+  it('lets the admin change the settings, which a reload shows', async () => {
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await open(page, 'settings', 'Settings');
+    await page.getByLabel('Display name').fill('Acme Holding');
+    await page.getByLabel('Time zone').selectOption('Europe/Zurich');
+    await page.getByRole('checkbox', { name: 'Product news' }).check();
+    await page.getByLabel(/Language and region/).fill('de-ch');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByText('Settings saved.').waitFor();
+    await page.reload();
+    await page.getByRole('heading', { name: 'Settings' }).waitFor();
+    await expect.poll(() => page.getByLabel('Display name').inputValue()).toBe('Acme Holding');
+    // the API keeps the canonical form of the tag
+    expect(await page.getByLabel(/Language and region/).inputValue()).toBe('de-CH');
+    expect(await page.getByLabel('Time zone').inputValue()).toBe('Europe/Zurich');
+    expect(await page.getByRole('checkbox', { name: 'Product news' }).isChecked()).toBe(true);
+  });
+
+  it('changes the name, the password, and the e-mail address once confirmed from the mailed link', async () => {
+    await open(page, 'profile', 'Your profile');
+    const nameForm = page.getByRole('form', { name: 'Name' });
+    await nameForm.getByLabel('Your name').fill('Ada Lovelace');
+    await nameForm.getByRole('button', { name: 'Save name' }).click();
+    await nameForm.getByText('Name saved.').waitFor();
+
+    const passwordForm = page.getByRole('form', { name: 'Password' });
+    await passwordForm.getByLabel('Current password').fill('not my password');
+    await passwordForm.getByLabel(/^New password \(/).fill('a brand new password');
+    await passwordForm.getByLabel('New password again').fill('a brand new password');
+    await passwordForm.getByRole('button', { name: 'Change password' }).click();
+    // the API's 403 problem, as a message
+    await expect.poll(() => passwordForm.getByRole('alert').textContent()).toMatch(/password/i);
+    await passwordForm.getByLabel('Current password').fill(owner.password);
+    await passwordForm.getByRole('button', { name: 'Change password' }).click();
+    await passwordForm.getByText(/^Password changed/).waitFor();
+    owner = { ...owner, password: 'a brand new password' };
+
+    const to = `moved-${randomUUID().slice(0, 8)}@example.test`;
+    const emailForm = page.getByRole('form', { name: 'E-mail address' });
+    await emailForm.getByLabel('New e-mail address').fill(to);
+    await emailForm.getByLabel('Current password').fill(owner.password);
+    await emailForm.getByRole('button', { name: 'Change e-mail address' }).click();
+    await emailForm.getByText(`A confirmation link was mailed to ${to}`).waitFor();
+    await page.screenshot({ path: join(shots, 'profile.png'), fullPage: true });
+    await expect.poll(() => p.mailsTo(to).length, { timeout: 10_000 }).toBe(1);
+    const { link } = linkIn(p.mailsTo(to)[0], `${base}/account/confirm-email`);
+
+    const other = await browser.newContext();
+    const tab = await other.newPage();
+    await tab.goto(link);
+    await tab.getByRole('heading', { name: 'Confirm your e-mail address' }).waitFor();
+    await tab.getByRole('button', { name: 'Confirm' }).click();
+    await tab.getByText(`Done: you sign in as ${to} from now on.`).waitFor();
+    expect(new URL(tab.url()).hash).toBe('');
+    await other.close();
+
+    await page.reload();
+    await page.getByText(`You sign in as ${to}.`).waitFor();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await signIn(page, { email: to, password: owner.password });
   });
 });

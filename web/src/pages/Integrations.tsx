@@ -2,6 +2,7 @@
 import { api, call } from '../api/client';
 import { Empty, ErrorMessage, Loading, useLoad } from '../components';
 import type { WorkspaceRef } from '../nav';
+import { Link } from '../router';
 
 const STATE: Record<string, { text: string; tone: string }> = {
   connected: { text: 'Connected', tone: 'ok' },
@@ -18,7 +19,19 @@ function show(value: unknown): string | undefined {
   if (Array.isArray(value) && value.every((v) => typeof v !== 'object')) return value.join(', ');
   return undefined;
 }
-const label = (key: string) => key.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/^./, (c) => c.toUpperCase());
+/** failedDeliveries24h → Failed deliveries 24h */
+const label = (key: string) =>
+  key
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .replace(/([A-Za-z])(\d)/g, '$1 $2')
+    .toLowerCase()
+    .replace(/^./, (c) => c.toUpperCase());
+/** Where the portal manages an integration (admins' pages only for admins). */
+const PAGES: Record<string, { path: string; text: string; adminOnly: boolean }> = {
+  erp: { path: '', text: 'Open the dashboard', adminOnly: false },
+  webhooks: { path: 'webhooks', text: 'Manage webhooks', adminOnly: true },
+  agents: { path: 'keys', text: 'Create a key with agents:invoke', adminOnly: true },
+};
 
 export function Integrations({ workspace }: { workspace: WorkspaceRef }) {
   const list = useLoad(() => call(() => api.GET('/api/portal/integrations', { params: { query: { workspace: workspace.slug } } })), [workspace.slug]);
@@ -46,6 +59,11 @@ export function Integrations({ workspace }: { workspace: WorkspaceRef }) {
                   <span className={`badge ${state.tone}`}>{state.text}</span>
                 </div>
                 <p>{i.summary}</p>
+                {PAGES[i.id] && (!PAGES[i.id]!.adminOnly || workspace.role === 'admin') && (
+                  <p>
+                    <Link to={`w/${workspace.slug}/${PAGES[i.id]!.path}`}>{PAGES[i.id]!.text}</Link>
+                  </p>
+                )}
                 {details.length > 0 && (
                   <dl className="facts small">
                     {details.map(([k, v]) => (
