@@ -167,6 +167,32 @@ describe('webhooks page', () => {
     const row = page.locator('tr', { hasText: receiver.url });
     await expect.poll(() => row.textContent()).toContain('Disabled');
   });
+
+  it('shows an endpoint disabled after its receiver answered 410 Gone, with the reason, and refuses its replay with the reason', async () => {
+    const gone = await startReceiver(() => ({ status: 410, body: 'gone for good' }));
+    try {
+      await page.getByRole('button', { name: 'Add endpoint' }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.getByLabel('URL').fill(gone.url);
+      await dialog.getByLabel(/Event types/).fill('payment.received');
+      await dialog.getByRole('button', { name: 'Add endpoint' }).click();
+      await dialog.getByRole('button', { name: 'Done' }).click();
+      await page.getByRole('heading', { name: /^Endpoint/ }).waitFor();
+      await p.publish(workspace.slug, 'payment.received', { payment: 'PAY/2026/0001', amount: 99 });
+      await expect.poll(() => gone.received.length, { timeout: 20_000 }).toBe(1);
+      const state = page.getByText('Disabled: the receiver answered 410 Gone');
+      await expect.poll(() => state.count(), { timeout: 15_000 }).toBe(1);
+      const goneId = String(gone.received[0]!.headers['webhook-id']);
+      await page.locator(`tbody[data-message-id="${goneId}"]`).waitFor();
+      await page.getByRole('button', { name: `Replay ${goneId}` }).click();
+      await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/disabled; enable it/);
+      expect(gone.received).toHaveLength(1);
+      await page.getByRole('button', { name: '← All endpoints' }).click();
+      await expect.poll(() => page.locator('tr', { hasText: gone.url }).textContent()).toContain('Disabled: the receiver answered 410 Gone');
+    } finally {
+      await gone.close();
+    }
+  });
 });
 
 describe('team page and the invitation link', () => {

@@ -207,9 +207,13 @@ function EndpointView({ workspace, endpoint, onBack, onChanged }: { workspace: W
   const [deleting, setDeleting] = useState(false);
   const [notice, setNotice] = useState<string>();
 
-  // deliveries and retries happen in the background: look again every few seconds
+  // deliveries, retries and an automatic disable happen in the background: look again every few seconds
   useEffect(() => {
-    const timer = setInterval(() => document.visibilityState === 'visible' && attempts.reload(), 3000);
+    const timer = setInterval(() => {
+      if (document.visibilityState !== 'visible') return;
+      attempts.reload();
+      onChanged();
+    }, 3000);
     return () => clearInterval(timer);
   }, [endpoint.id]);
 
