@@ -162,13 +162,13 @@ describe('webhooks page', () => {
     await expect.poll(() => dialog.getByRole('alert').textContent()).toMatch(/Invalid webhook URL/);
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await page.getByRole('button', { name: 'Disable' }).click();
-    await page.getByText('The endpoint is disabled', { exact: false }).waitFor();
+    await page.getByText('The endpoint is disabled: it receives nothing until enabled.').waitFor();
     await page.getByRole('button', { name: '← All endpoints' }).click();
     const row = page.locator('tr', { hasText: receiver.url });
     await expect.poll(() => row.textContent()).toContain('Disabled');
   });
 
-  it('shows an endpoint disabled after its receiver answered 410 Gone, with the reason, and refuses its replay with the reason', async () => {
+  it('shows an endpoint disabled after its receiver answered 410 Gone, with the reason, and offers no replay until it is enabled', async () => {
     const gone = await startReceiver(() => ({ status: 410, body: 'gone for good' }));
     try {
       await page.getByRole('button', { name: 'Add endpoint' }).click();
@@ -184,8 +184,9 @@ describe('webhooks page', () => {
       await expect.poll(() => state.count(), { timeout: 15_000 }).toBe(1);
       const goneId = String(gone.received[0]!.headers['webhook-id']);
       await page.locator(`tbody[data-message-id="${goneId}"]`).waitFor();
-      await page.getByRole('button', { name: `Replay ${goneId}` }).click();
-      await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/disabled; enable it/);
+      // no replay while disabled, and the page says why
+      expect(await page.getByRole('button', { name: `Replay ${goneId}` }).isDisabled()).toBe(true);
+      await page.getByText('The endpoint is disabled: enable it to replay messages.').waitFor();
       expect(gone.received).toHaveLength(1);
       await page.getByRole('button', { name: '← All endpoints' }).click();
       await expect.poll(() => page.locator('tr', { hasText: gone.url }).textContent()).toContain('Disabled: the receiver answered 410 Gone');
@@ -224,6 +225,12 @@ describe('team page and the invitation link', () => {
     const row = page.locator(`tr[data-invitation="${other}"]`);
     await row.waitFor();
     expect(await row.textContent()).toContain('admin');
+    // inviting the same address again says what to do instead
+    await page.getByRole('button', { name: 'Invite someone' }).click();
+    await page.getByRole('dialog').getByLabel('E-mail').fill(other);
+    await page.getByRole('dialog').getByRole('button', { name: 'Send invitation' }).click();
+    await expect.poll(() => page.getByRole('dialog').getByRole('alert').textContent()).toBe(`${other} already has an open invitation: use Re-invite or Revoke in the list of open invitations.`);
+    await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
     await page.getByRole('button', { name: `Re-invite ${other}` }).click();
     await page.getByText(`A new invitation link was mailed to ${other}`).waitFor();
     await expect.poll(() => row.textContent()).toContain('(2×)');

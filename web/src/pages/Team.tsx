@@ -4,7 +4,7 @@
  * (and the API refuses it: 403).
  */
 import { useState, type FormEvent } from 'react';
-import { api, call } from '../api/client';
+import { api, ApiError, call } from '../api/client';
 import type { paths } from '../api/schema';
 import { Dialog, Empty, ErrorMessage, Loading, formatDate, useAction, useLoad } from '../components';
 import type { WorkspaceRef } from '../nav';
@@ -142,7 +142,16 @@ function InviteDialog({ workspace, onClose }: { workspace: WorkspaceRef; onClose
     const f = new FormData(e.currentTarget);
     const email = String(f.get('email')).trim();
     const role = f.get('role') === 'admin' ? 'admin' : 'member';
-    const sent = await action.run(() => call(() => api.POST('/api/portal/team/invite', { params: { query: { workspace: workspace.slug } }, body: { email, role } })));
+    const sent = await action.run(async () => {
+      try {
+        return await call(() => api.POST('/api/portal/team/invite', { params: { query: { workspace: workspace.slug } }, body: { email, role } }));
+      } catch (err) {
+        // the API's message names its routes; here the list below has the buttons
+        if (err instanceof ApiError && err.status === 409 && 'invitationId' in err.problem)
+          throw new Error(`${email} already has an open invitation: use Re-invite or Revoke in the list of open invitations.`);
+        throw err;
+      }
+    });
     if (sent) onClose(sent.email);
   }
   return (

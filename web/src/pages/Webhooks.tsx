@@ -323,6 +323,7 @@ function EndpointView({ workspace, endpoint, onBack, onChanged }: { workspace: W
 
       <section aria-labelledby="messages-title">
         <h2 id="messages-title">Messages and attempts</h2>
+        {!endpoint.enabled && <p className="muted">The endpoint is disabled: enable it to replay messages.</p>}
         {attempts.loading && !attempts.data ? (
           <Loading what="attempts" />
         ) : attempts.error ? (
@@ -351,7 +352,13 @@ function EndpointView({ workspace, endpoint, onBack, onChanged }: { workspace: W
                       {m.messageId.startsWith('msg_test_') ? (
                         <span className="muted small">test event</span>
                       ) : (
-                        <button type="button" className="secondary" onClick={() => void replayOne(m.messageId)} disabled={action.busy} aria-label={`Replay ${m.messageId}`}>
+                        <button
+                          type="button"
+                          className="secondary"
+                          onClick={() => void replayOne(m.messageId)}
+                          disabled={action.busy || !endpoint.enabled}
+                          aria-label={`Replay ${m.messageId}`}
+                        >
                           Replay
                         </button>
                       )}
@@ -387,7 +394,7 @@ function EndpointView({ workspace, endpoint, onBack, onChanged }: { workspace: W
             Until <span className="muted small">(default now)</span>
             <input name="until" type="datetime-local" />
           </label>
-          <button type="submit" disabled={action.busy}>
+          <button type="submit" disabled={action.busy || !endpoint.enabled}>
             Replay failed
           </button>
         </form>
