@@ -88,6 +88,11 @@ describe('webhooks page', () => {
     expect(await page.content()).not.toContain(secret);
     await page.getByRole('button', { name: 'Reveal secret' }).click();
     expect(await page.getByRole('textbox', { name: 'Signing secret' }).inputValue()).toBe(secret);
+    // rotating: a new secret, and the page says the old one still signs for a while
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    await page.getByText(/The previous secret still signs as well until/).waitFor();
+    expect(await page.getByRole('textbox', { name: 'Signing secret' }).inputValue()).toMatch(/^whsec_/);
+    expect(await page.getByRole('textbox', { name: 'Signing secret' }).inputValue()).not.toBe(secret);
 
     await page.getByRole('button', { name: 'Send test event' }).click();
     await page.getByText(/Test event delivered: 204/).waitFor();
@@ -189,7 +194,15 @@ describe('webhooks page', () => {
       await page.getByText('The endpoint is disabled: enable it to replay messages.').waitFor();
       expect(gone.received).toHaveLength(1);
       await page.getByRole('button', { name: '← All endpoints' }).click();
-      await expect.poll(() => page.locator('tr', { hasText: gone.url }).textContent()).toContain('Disabled: the receiver answered 410 Gone');
+      const row = page.locator('tr', { hasText: gone.url });
+      await expect.poll(() => row.textContent()).toContain('Disabled: the receiver answered 410 Gone');
+      // and delete it, after a confirmation
+      await page.getByRole('button', { name: `Open ${gone.url}` }).click();
+      await page.getByRole('button', { name: 'Delete' }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Delete endpoint' }).click();
+      await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
+      await row.waitFor({ state: 'detached' });
+      expect(await page.locator('tr', { hasText: receiver.url }).count()).toBe(1);
     } finally {
       await gone.close();
     }
