@@ -58,7 +58,8 @@ describe('GET/PUT /api/portal/profile', () => {
     expect(link).toContain('#token=');
     expect((await loginFull(user)).status).toBe(200);
     // opening the page changes nothing
-    expect((await fetch(new URL('/account/confirm-email', base))).status).toBe(200);
+    const page = await fetch(new URL('/account/confirm-email', base), { redirect: 'manual' });
+    expect([page.status, page.headers.get('location')]).toEqual([302, '/app/account/confirm-email']);
     expect((await call(base, 'GET', '/api/portal/profile', { token })).body.email).toBe(user.email);
 
     const confirmed = await call(base, 'POST', '/api/portal/profile/email/confirm', { body: { token: confirmToken } });

@@ -47,10 +47,11 @@ describe('inviting and accepting', () => {
     const stored = await portal.pool.query('SELECT token_hash FROM workspace_invitations WHERE id = $1', [res.body.id]);
     expect(stored.rows[0].token_hash).not.toContain(token);
 
-    // the page the link opens changes nothing
-    const page = await fetch(new URL(`/w/${a.workspace.slug}/join`, base));
-    expect(page.status).toBe(200);
-    expect(await page.text()).toContain(`Join Workspace ${a.workspace.slug}`);
+    // the link opens the portal's accept page, and opening it changes nothing
+    const page = await fetch(new URL(`/w/${a.workspace.slug}/join`, base), { redirect: 'manual' });
+    expect(page.status).toBe(302);
+    expect(page.headers.get('location')).toBe(`/app/w/${a.workspace.slug}/join`);
+    expect((await fetch(new URL('/w/no-such-workspace/join', base), { redirect: 'manual' })).status).toBe(404);
 
     const accepted = await accept({ token, name: 'Grace Hopper', password: 'correct horse battery' });
     expect(accepted.status).toBe(200);

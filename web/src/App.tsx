@@ -3,6 +3,8 @@
  * and otherwise the workspace's menu (nav.ts) and the page of the current path:
  *   /app/                      the workspaces of the user (straight to the only one)
  *   /app/w/<slug>/<section>    a section of a workspace
+ *   /app/w/<slug>/join         accept an invitation (the e-mail's link; with or without a session)
+ *   /app/account/confirm-email confirm a new e-mail address (the e-mail's link)
  */
 import { useEffect, useState } from 'react';
 import { call, api, onSessionChange, refresh, signOut, type User } from './api/client';
@@ -10,8 +12,17 @@ import { ErrorMessage, Loading, useLoad } from './components';
 import { sections, type WorkspaceRef } from './nav';
 import { Link, navigate, useRoute } from './router';
 import { SignIn } from './pages/SignIn';
+import { ConfirmEmail, JoinWorkspace } from './pages/LinkPages';
 
 export function App() {
+  const path = useRoute();
+  const join = /^w\/([^/]+)\/join\/?$/.exec(path);
+  if (join) return <JoinWorkspace slug={decodeURIComponent(join[1]!)} />;
+  if (/^account\/confirm-email\/?$/.test(path)) return <ConfirmEmail />;
+  return <Session />;
+}
+
+function Session() {
   const [user, setUser] = useState<User | undefined | null>(null); // null: not known yet
   useEffect(() => {
     const off = onSessionChange(setUser);

@@ -1,5 +1,5 @@
-/** Small shared pieces: the problem message, loading and empty states, the data hook. */
-import { useCallback, useEffect, useState, type ReactNode } from 'react';
+/** Small shared pieces: the problem message, loading and empty states, the data hook, the dialog. */
+import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
 import { ApiError } from './api/client';
 
 export function ErrorMessage({ error }: { error: unknown }) {
@@ -42,3 +42,45 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
 }
 
 export const formatDate = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
+
+/** An amount in the currency's smallest unit (cents), e.g. 4900 eur → €49.00. */
+export const formatMoney = (cents: number, currency: string) =>
+  new Intl.NumberFormat(undefined, { style: 'currency', currency: currency.toUpperCase() }).format(cents / 100);
+
+/** A modal <dialog>: focus stays inside, Escape closes it. */
+export function Dialog({ title, onClose, children }: { title: string; onClose: () => void; children: ReactNode }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  return (
+    <dialog
+      ref={(el) => {
+        ref.current = el;
+        if (el && !el.open) el.showModal();
+      }}
+      aria-labelledby="dialog-title"
+      onClose={onClose}
+      onCancel={onClose}
+    >
+      <h2 id="dialog-title">{title}</h2>
+      {children}
+    </dialog>
+  );
+}
+
+/** One write at a time: `run` calls it, `busy` while it runs, `error` when it failed (shown by ErrorMessage). */
+export function useAction() {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>();
+  async function run<T>(action: () => Promise<T>): Promise<T | undefined> {
+    setBusy(true);
+    setError(undefined);
+    try {
+      return await action();
+    } catch (err) {
+      setError(err);
+      return undefined;
+    } finally {
+      setBusy(false);
+    }
+  }
+  return { busy, error, setError, run };
+}

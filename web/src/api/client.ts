@@ -110,3 +110,16 @@ export async function call<T>(run: () => Promise<{ data?: T; error?: unknown; re
   }
   return result.data as T;
 }
+
+type AcceptBody = NonNullable<paths['/api/portal/team/invitations/accept']['post']['requestBody']>['content']['application/json'];
+type Accepted = paths['/api/portal/team/invitations/accept']['post']['responses']['200']['content']['application/json'];
+
+/** Accepts an invitation with its link's token: the answer is a session, started here as after sign-in. */
+export async function acceptInvitation(body: AcceptBody): Promise<Accepted> {
+  const accepted = await call(() => api.POST('/api/portal/team/invitations/accept', { body }));
+  startSession(accepted);
+  return accepted;
+}
+
+/** The X-Workspace header: routes that take no `workspace` query (webhooks) name the workspace this way. */
+export const inWorkspace = (slug: string) => ({ headers: { 'x-workspace': slug } });

@@ -7348,7 +7348,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The page an invitation e-mail links to (the token is in the fragment) */
+        /** Where an invitation e-mail links (the token is in the fragment): on to the portal’s accept-and-set-password page */
         get: {
             parameters: {
                 query?: never;
@@ -7361,14 +7361,12 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description an HTML page */
-                200: {
+                /** @description to /app/w/<slug>/join */
+                302: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content: {
-                        "text/html": string;
-                    };
+                    content?: never;
                 };
                 /** @description Default Response */
                 400: {
@@ -7432,7 +7430,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The page an e-mail confirmation links to (the token is in the fragment) */
+        /** Where an e-mail confirmation links (the token is in the fragment): on to the portal’s confirmation page */
         get: {
             parameters: {
                 query?: never;
@@ -7442,35 +7440,15 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description an HTML page */
-                200: {
+                /** @description to /app/account/confirm-email */
+                302: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content: {
-                        "text/html": string;
-                    };
+                    content?: never;
                 };
                 /** @description Default Response */
                 400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/problem+json": components["schemas"]["def-0"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/problem+json": components["schemas"]["def-0"];
-                    };
-                };
-                /** @description Default Response */
-                414: {
                     headers: {
                         [name: string]: unknown;
                     };

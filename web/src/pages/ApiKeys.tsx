@@ -2,10 +2,10 @@
  * The workspace's API keys (admins): list, create with a scope picker (the token is shown once,
  * in the dialog, and kept nowhere else), revoke after a confirmation.
  */
-import { useRef, useState, type FormEvent } from 'react';
+import { useState, type FormEvent } from 'react';
 import { api, call } from '../api/client';
 import type { paths } from '../api/schema';
-import { Empty, ErrorMessage, Loading, formatDate, useLoad } from '../components';
+import { Dialog, Empty, ErrorMessage, Loading, formatDate, useLoad } from '../components';
 import type { WorkspaceRef } from '../nav';
 
 type CreateBody = NonNullable<paths['/api/portal/apikeys']['post']['requestBody']>['content']['application/json'];
@@ -81,25 +81,6 @@ export function ApiKeys({ workspace }: { workspace: WorkspaceRef }) {
       {creating && <CreateKeyDialog workspace={workspace} onClose={() => (setCreating(false), keys.reload())} />}
       {revoking && <RevokeDialog workspace={workspace} apiKey={revoking} onClose={() => (setRevoking(undefined), keys.reload())} />}
     </>
-  );
-}
-
-/** A modal <dialog>: focus stays inside, Escape closes it. */
-function Dialog({ title, onClose, children }: { title: string; onClose: () => void; children: React.ReactNode }) {
-  const ref = useRef<HTMLDialogElement>(null);
-  return (
-    <dialog
-      ref={(el) => {
-        ref.current = el;
-        if (el && !el.open) el.showModal();
-      }}
-      aria-labelledby="dialog-title"
-      onClose={onClose}
-      onCancel={onClose}
-    >
-      <h2 id="dialog-title">{title}</h2>
-      {children}
-    </dialog>
   );
 }
 

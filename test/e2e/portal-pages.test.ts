@@ -1,0 +1,436 @@
+/**
+ * The portal's webhook, team and subscription pages end to end in Chromium (Debian's, driven by
+ * playwright-core) on the real platform: the account API serving web/dist, the events service,
+ * the webhook dispatcher and a Temporal worker (retries and replays), the notifications service
+ * with its SMTP sink (the invitation e-mail), an HTTP receiver on loopback, and Stripe's signed
+ * events from the sandbox sender (the seeded subscription and invoice).
+ *
+ * Screenshots go to a temporary folder, or to docs/screenshots/ with PORTAL_SCREENSHOTS=1.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { event, invoice, sandboxIds, sendEvent, subscription } from '../../sandbox/stripe/sender.js';
+import { webhookWorkflowId } from '../../workflows/definitions.js';
+import { tempDir } from '../support/env.js';
+import { linkIn } from '../support/portal.js';
+import { startReceiver, startWebhookPlatform, type Receiver, type WebhookPlatform } from '../support/webhooks.js';
+import { addUser, addWorkspace } from '../support/workspace-api.js';
+
+const shots = process.env.PORTAL_SCREENSHOTS === '1' ? 'docs/screenshots' : tempDir('screenshots');
+mkdirSync(shots, { recursive: true });
+
+let p: WebhookPlatform;
+let base: string;
+let receiver: Receiver;
+/** what the receiver answers: 204, or 500 while it is "down" */
+let receiverDown = false;
+let workspace: { id: string; slug: string };
+let owner: { email: string; password: string };
+let browser: Browser;
+let adminContext: BrowserContext;
+let page: Page;
+
+const open = async (target: Page, section: string, heading: string) => {
+  await target.goto(`${base}/app/w/${workspace.slug}/${section}`);
+  await target.getByRole('heading', { name: heading, exact: true }).waitFor();
+};
+
+async function signIn(target: Page, who: { email: string; password: string }) {
+  await target.goto(`${base}/app/`);
+  await target.getByLabel('E-mail').fill(who.email);
+  await target.getByLabel('Password').fill(who.password);
+  await target.getByRole('button', { name: 'Sign in' }).click();
+  await target.getByRole('heading', { name: 'Dashboard' }).waitFor();
+}
+
+beforeAll(async () => {
+  p = await startWebhookPlatform({ WEBHOOK_RETRY_SCHEDULE: '200ms,400ms' });
+  base = p.base;
+  receiver = await startReceiver(() => (receiverDown ? { status: 500, body: 'receiver down for maintenance' } : { status: 204 }));
+  workspace = await addWorkspace(p.pool);
+  owner = await addUser(p.pool, [{ workspaceId: workspace.id, role: 'admin' }]);
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  adminContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  page = await adminContext.newPage();
+  await signIn(page, owner);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await receiver?.close();
+  await p?.close();
+});
+
+describe('webhooks page', () => {
+  let messageId: string;
+
+  it('registers an endpoint to a local receiver, shows its secret once, and a test event with its attempt', async () => {
+    await open(page, 'webhooks', 'Webhooks');
+    await page.getByText('No webhook endpoints yet.').waitFor();
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByLabel('URL').fill(receiver.url);
+    await dialog.getByLabel('Description').fill('ERP bridge');
+    await dialog.getByLabel(/Event types/).fill('invoice.posted');
+    await dialog.getByRole('button', { name: 'Add endpoint' }).click();
+    const secret = await dialog.getByRole('textbox', { name: 'Signing secret' }).inputValue();
+    expect(secret).toMatch(/^whsec_/);
+    await dialog.getByRole('button', { name: 'Done' }).click();
+    await page.getByRole('heading', { name: /^Endpoint/ }).waitFor();
+    expect(await page.getByText('Enabled', { exact: true }).count()).toBe(1);
+    // the secret is hidden until revealed, and the same one comes back
+    expect(await page.content()).not.toContain(secret);
+    await page.getByRole('button', { name: 'Reveal secret' }).click();
+    expect(await page.getByRole('textbox', { name: 'Signing secret' }).inputValue()).toBe(secret);
+    // rotating: a new secret, and the page says the old one still signs for a while
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    await page.getByText(/The previous secret still signs as well until/).waitFor();
+    expect(await page.getByRole('textbox', { name: 'Signing secret' }).inputValue()).toMatch(/^whsec_/);
+    expect(await page.getByRole('textbox', { name: 'Signing secret' }).inputValue()).not.toBe(secret);
+
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    await page.getByText(/Test event delivered: 204/).waitFor();
+    await expect.poll(() => receiver.received.length).toBe(1);
+    const testId = String(receiver.received[0]!.headers['webhook-id']);
+    const group = page.locator(`tbody[data-message-id="${testId}"]`);
+    await group.waitFor();
+    const attempt = group.locator('tr.attempt');
+    expect(await attempt.count()).toBe(1);
+    expect(await attempt.textContent()).toMatch(/test.*204.*\d+ ms/);
+  });
+
+  it('shows the failed attempts of a message while the receiver fails, with the response excerpt', async () => {
+    receiverDown = true;
+    const before = receiver.received.length;
+    await p.publish(workspace.slug, 'invoice.posted', { invoice: 'INV/2026/0007', amount: 420 });
+    // the first attempt and both retries (200 ms, 400 ms) fail
+    await expect.poll(() => receiver.received.length, { timeout: 20_000 }).toBe(before + 3);
+    messageId = String(receiver.received.at(-1)!.headers['webhook-id']);
+    const group = page.locator(`tbody[data-message-id="${messageId}"]`);
+    // the page looks again by itself every few seconds
+    await expect.poll(() => group.locator('tr.attempt').count(), { timeout: 15_000 }).toBe(3);
+    const text = await group.textContent();
+    expect(text).toContain('500');
+    expect(text).toContain('receiver down for maintenance');
+    await page.screenshot({ path: join(shots, 'webhooks.png'), fullPage: true });
+  });
+
+  it('replays the message once the receiver is back, and the new attempt succeeds', async () => {
+    // its retries are over (the delivery workflow has ended)
+    const { rows } = await p.pool.query<{ endpoint_id: string }>('SELECT endpoint_id FROM webhook_deliveries WHERE message_id = $1', [messageId]);
+    await p.temporal.workflow.getHandle(webhookWorkflowId(rows[0]!.endpoint_id, messageId)).result();
+    receiverDown = false;
+    const before = receiver.received.length;
+    await page.getByRole('button', { name: `Replay ${messageId}` }).click();
+    await page.getByText(`Message ${messageId} is being sent again.`).waitFor();
+    await expect.poll(() => receiver.received.length, { timeout: 20_000 }).toBe(before + 1);
+    expect(receiver.received.at(-1)!.headers['webhook-id']).toBe(messageId);
+    const replayed = page.locator(`tbody[data-message-id="${messageId}"] tr.attempt[data-outcome="ok"]`);
+    await replayed.waitFor({ timeout: 15_000 });
+    expect(await replayed.textContent()).toMatch(/replay.*204/);
+  });
+
+  it('replays every failed message of a time range', async () => {
+    receiverDown = true;
+    const before = receiver.received.length;
+    await p.publish(workspace.slug, 'invoice.posted', { invoice: 'INV/2026/0008', amount: 13 });
+    await expect.poll(() => receiver.received.length, { timeout: 20_000 }).toBe(before + 3);
+    const failedId = String(receiver.received.at(-1)!.headers['webhook-id']);
+    // the retries are over: the delivery workflow has ended and marked the delivery failed
+    await expect.poll(async () => (await p.pool.query('SELECT endpoint_id FROM webhook_deliveries WHERE message_id = $1', [failedId])).rowCount).toBe(1);
+    const { rows } = await p.pool.query<{ endpoint_id: string }>('SELECT endpoint_id FROM webhook_deliveries WHERE message_id = $1', [failedId]);
+    await p.temporal.workflow.getHandle(webhookWorkflowId(rows[0]!.endpoint_id, failedId)).result();
+    expect((await p.pool.query('SELECT status FROM webhook_deliveries WHERE message_id = $1', [failedId])).rows[0].status).toBe('failed');
+    receiverDown = false;
+    const hourAgo = new Date(Date.now() - 3600_000);
+    const local = new Date(hourAgo.getTime() - hourAgo.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+    const form = page.getByRole('form', { name: 'Replay failed messages' });
+    await form.getByLabel('From').fill(local);
+    await form.getByRole('button', { name: 'Replay failed' }).click();
+    await expect.poll(() => page.locator('.notice, .error').allTextContents()).toEqual(['1 failed message sent again.']);
+    await expect.poll(() => receiver.received.length, { timeout: 20_000 }).toBe(before + 4);
+    expect(receiver.received.at(-1)!.headers['webhook-id']).toBe(failedId);
+  });
+
+  it('edits and disables the endpoint, and shows a problem from the API as a message', async () => {
+    await page.getByRole('button', { name: 'Edit' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByLabel('URL').fill('http://10.0.0.1/hook');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    // the API refuses a private address with a problem body; the dialog says why
+    await expect.poll(() => dialog.getByRole('alert').textContent()).toMatch(/Invalid webhook URL/);
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await page.getByText('The endpoint is disabled: it receives nothing until enabled.').waitFor();
+    await page.getByRole('button', { name: '← All endpoints' }).click();
+    const row = page.locator('tr', { hasText: receiver.url });
+    await expect.poll(() => row.textContent()).toContain('Disabled');
+  });
+
+  it('shows an endpoint disabled after its receiver answered 410 Gone, with the reason, and offers no replay until it is enabled', async () => {
+    const gone = await startReceiver(() => ({ status: 410, body: 'gone for good' }));
+    try {
+      await page.getByRole('button', { name: 'Add endpoint' }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.getByLabel('URL').fill(gone.url);
+      await dialog.getByLabel(/Event types/).fill('payment.received');
+      await dialog.getByRole('button', { name: 'Add endpoint' }).click();
+      await dialog.getByRole('button', { name: 'Done' }).click();
+      await page.getByRole('heading', { name: /^Endpoint/ }).waitFor();
+      await p.publish(workspace.slug, 'payment.received', { payment: 'PAY/2026/0001', amount: 99 });
+      await expect.poll(() => gone.received.length, { timeout: 20_000 }).toBe(1);
+      const state = page.getByText('Disabled: the receiver answered 410 Gone');
+      await expect.poll(() => state.count(), { timeout: 15_000 }).toBe(1);
+      const goneId = String(gone.received[0]!.headers['webhook-id']);
+      await page.locator(`tbody[data-message-id="${goneId}"]`).waitFor();
+      // no replay while disabled, and the page says why
+      expect(await page.getByRole('button', { name: `Replay ${goneId}` }).isDisabled()).toBe(true);
+      await page.getByText('The endpoint is disabled: enable it to replay messages.').waitFor();
+      expect(gone.received).toHaveLength(1);
+      await page.getByRole('button', { name: '← All endpoints' }).click();
+      const row = page.locator('tr', { hasText: gone.url });
+      await expect.poll(() => row.textContent()).toContain('Disabled: the receiver answered 410 Gone');
+      // and delete it, after a confirmation
+      await page.getByRole('button', { name: `Open ${gone.url}` }).click();
+      await page.getByRole('button', { name: 'Delete' }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Delete endpoint' }).click();
+      await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
+      await row.waitFor({ state: 'detached' });
+      expect(await page.locator('tr', { hasText: receiver.url }).count()).toBe(1);
+    } finally {
+      await gone.close();
+    }
+  });
+});
+
+describe('team page and the invitation link', () => {
+  const invitee = `invitee-${randomUUID().slice(0, 8)}@example.test`;
+  const inviteePassword = 'correct horse battery staple';
+  let member: BrowserContext;
+
+  it('lets the admin invite a member by e-mail, and lists the open invitation', async () => {
+    await open(page, 'team', 'Team');
+    // keyboard: the invite button opens the dialog, with the e-mail field focused
+    await page.getByRole('button', { name: 'Invite someone' }).focus();
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog');
+    await page.keyboard.type(invitee);
+    expect(await dialog.getByRole('radio', { name: /Member/ }).isChecked()).toBe(true);
+    await dialog.getByRole('button', { name: 'Send invitation' }).click();
+    await page.getByText(`An invitation was mailed to ${invitee}.`).waitFor();
+    await page.locator(`tr[data-invitation="${invitee}"]`).waitFor();
+    await expect.poll(() => p.mailsTo(invitee).length, { timeout: 10_000 }).toBe(1);
+    await page.screenshot({ path: join(shots, 'team.png'), fullPage: true });
+  });
+
+  it('re-invites and revokes: the revoked link answers with a clear message', async () => {
+    const other = `other-${randomUUID().slice(0, 8)}@example.test`;
+    await page.getByRole('button', { name: 'Invite someone' }).click();
+    await page.getByRole('dialog').getByLabel('E-mail').fill(other);
+    await page.getByRole('dialog').getByRole('radio', { name: /Admin/ }).check();
+    await page.getByRole('dialog').getByRole('button', { name: 'Send invitation' }).click();
+    const row = page.locator(`tr[data-invitation="${other}"]`);
+    await row.waitFor();
+    expect(await row.textContent()).toContain('admin');
+    // inviting the same address again says what to do instead
+    await page.getByRole('button', { name: 'Invite someone' }).click();
+    await page.getByRole('dialog').getByLabel('E-mail').fill(other);
+    await page.getByRole('dialog').getByRole('button', { name: 'Send invitation' }).click();
+    await expect.poll(() => page.getByRole('dialog').getByRole('alert').textContent()).toBe(`${other} already has an open invitation: use Re-invite or Revoke in the list of open invitations.`);
+    await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('button', { name: `Re-invite ${other}` }).click();
+    await page.getByText(`A new invitation link was mailed to ${other}`).waitFor();
+    await expect.poll(() => row.textContent()).toContain('(2×)');
+    await expect.poll(() => p.mailsTo(other).length, { timeout: 10_000 }).toBe(2);
+    const { link } = linkIn(p.mailsTo(other).at(-1), `${base}/w/`);
+    await page.getByRole('button', { name: `Revoke the invitation of ${other}` }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke invitation' }).click();
+    await row.waitFor({ state: 'detached' });
+
+    const stranger = await browser.newContext();
+    const tab = await stranger.newPage();
+    await tab.goto(link);
+    await tab.getByLabel(/Password/).fill('some long password');
+    await tab.getByRole('button', { name: 'Join the workspace' }).click();
+    await expect.poll(() => tab.getByRole('alert').textContent()).toMatch(/revoked/i);
+    await stranger.close();
+  });
+
+  it('opens the mailed link in another browser on the accept page; setting a password joins and signs in', async () => {
+    const { link } = linkIn(p.mailsTo(invitee)[0], `${base}/w/`);
+    expect(link.startsWith(`${base}/w/${workspace.slug}/join#token=`)).toBe(true);
+    member = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const tab = await member.newPage();
+    await tab.goto(link);
+    // the redirect into the portal keeps the token in the fragment
+    await tab.getByRole('heading', { name: `Join the workspace “${workspace.slug}”` }).waitFor();
+    expect(new URL(tab.url()).pathname).toBe(`/app/w/${workspace.slug}/join`);
+    await tab.getByLabel(/Your name/).fill('Grace Hopper');
+    await tab.getByLabel(/Password/).fill('short');
+    await tab.getByRole('button', { name: 'Join the workspace' }).click();
+    await expect.poll(() => tab.getByRole('alert').textContent()).toMatch(/at least 10 characters/);
+    await tab.getByLabel(/Password/).fill(inviteePassword);
+    await tab.screenshot({ path: join(shots, 'join.png') });
+    await tab.getByRole('button', { name: 'Join the workspace' }).click();
+    await tab.getByRole('heading', { name: 'Dashboard' }).waitFor();
+    expect(new URL(tab.url()).pathname).toBe(`/app/w/${workspace.slug}/`);
+    expect(new URL(tab.url()).hash).toBe('');
+  });
+
+  it('the member signs in with the new password and sees no admin actions', async () => {
+    const tab = member.pages()[0]!;
+    await tab.getByRole('button', { name: 'Sign out' }).click();
+    await signIn(tab, { email: invitee, password: inviteePassword });
+    const nav = tab.getByRole('navigation', { name: 'Workspace' });
+    for (const section of ['Dashboard', 'Team', 'Subscription', 'Integrations', 'Settings', 'Profile']) await nav.getByRole('link', { name: section }).waitFor();
+    for (const section of ['API keys', 'Execution log', 'Webhooks']) expect(await nav.getByRole('link', { name: section }).count()).toBe(0);
+
+    await nav.getByRole('link', { name: 'Team' }).click();
+    await tab.getByRole('heading', { name: 'Team' }).waitFor();
+    await tab.locator('td', { hasText: invitee }).waitFor();
+    expect(await tab.getByRole('button', { name: 'Invite someone' }).count()).toBe(0);
+    expect(await tab.getByRole('heading', { name: 'Open invitations' }).count()).toBe(0);
+    expect(await tab.getByRole('button').filter({ hasText: /Re-invite|Revoke/ }).count()).toBe(0);
+
+    // an admin page opened by its address is not offered either
+    await tab.goto(`${base}/app/w/${workspace.slug}/webhooks`);
+    await tab.getByText('There is no page “webhooks” here for a member.').waitFor();
+
+    await tab.goto(`${base}/app/w/${workspace.slug}/settings`);
+    await tab.getByText('Only the workspace’s admins can change these.').waitFor();
+    expect(await tab.getByRole('button', { name: 'Save settings' }).count()).toBe(0);
+    expect(await tab.getByLabel('Display name').isDisabled()).toBe(true);
+
+    await tab.goto(`${base}/app/w/${workspace.slug}/billing`);
+    await tab.getByRole('heading', { name: 'Subscription' }).waitFor();
+    expect(await tab.getByRole('heading', { name: 'Invoices' }).count()).toBe(0);
+    await member.close();
+  });
+
+  it('shows the admin the new member, and no open invitation for them', async () => {
+    await page.reload();
+    await page.locator('td', { hasText: invitee }).waitFor();
+    expect(await page.locator(`tr[data-invitation="${invitee}"]`).count()).toBe(0);
+  });
+});
+
+describe('subscription and invoices page', () => {
+  it('shows the tier, status, next invoice and the seeded invoice with its PDF and hosted page', async () => {
+    const hook = `${base}/api/webhooks/stripe`;
+    const ids = sandboxIds(workspace.slug);
+    const send = (evt: Parameters<typeof sendEvent>[2]) => sendEvent(hook, p.cfg.STRIPE_WEBHOOK_SECRET, evt);
+    expect((await send(event('customer.subscription.created', subscription({ ...ids, id: ids.subscription, workspace: workspace.slug, tier: 'pro', seats: 3 })))).status).toBe(200);
+    const inv = invoice({ ...ids, workspace: workspace.slug, tier: 'pro', seats: 3, status: 'paid' });
+    expect((await send(event('invoice.paid', inv))).status).toBe(200);
+
+    await open(page, 'billing', 'Subscription');
+    const facts = page.locator('dl.facts');
+    await expect.poll(() => facts.textContent()).toMatch(/Plan\s*pro/i);
+    expect(await facts.textContent()).toContain('Active');
+    expect(await facts.textContent()).toMatch(/Seats\s*3/);
+    const row = page.locator(`tr[data-invoice-id="${inv.id}"]`);
+    await row.waitFor();
+    expect(await row.textContent()).toContain(inv.number!);
+    expect(await row.textContent()).toContain('paid');
+    expect(await row.getByRole('link', { name: /PDF/ }).getAttribute('href')).toBe(inv.invoice_pdf);
+    expect(await row.getByRole('link', { name: /View/ }).getAttribute('href')).toBe(inv.hosted_invoice_url);
+    await page.screenshot({ path: join(shots, 'subscription.png'), fullPage: true });
+  });
+
+  it('shows integrations, and the pages fit a narrow screen', async () => {
+    await open(page, 'integrations', 'Integrations');
+    await page.locator('[data-integration]').first().waitFor();
+    expect(await page.locator('[data-integration]').count()).toBeGreaterThanOrEqual(4);
+    await page.screenshot({ path: join(shots, 'integrations.png'), fullPage: true });
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const [section, heading] of [
+      ['webhooks', 'Webhooks'],
+      ['team', 'Team'],
+      ['billing', 'Subscription'],
+      ['integrations', 'Integrations'],
+      ['settings', 'Settings'],
+      ['profile', 'Your profile'],
+    ] as const) {
+      await open(page, section, heading);
+      await page.getByRole('status').filter({ hasText: /^Loading/ }).first().waitFor({ state: 'detached' });
+      // nothing sticks out of the page (wide tables and the menu scroll inside their own box)
+      const sticking = await page.evaluate(() => {
+        const width = document.documentElement.clientWidth;
+        const scrolls = (el: Element | null): boolean => !!el && el !== document.body && (getComputedStyle(el).overflowX !== 'visible' || scrolls(el.parentElement));
+        const out = [...document.querySelectorAll('body *')].filter((el) => el.getBoundingClientRect().right > width + 1 && !scrolls(el.parentElement));
+        return out.map((el) => `${el.tagName.toLowerCase()}.${el.className}`).slice(0, 5);
+      });
+      expect({ section, sticking }).toEqual({ section, sticking: [] });
+    }
+  });
+});
+
+describe('settings and profile pages', () => {
+  it('lets the admin change the settings, which a reload shows', async () => {
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await open(page, 'settings', 'Settings');
+    await page.getByLabel('Display name').fill('Acme Holding');
+    await page.getByLabel('Time zone').selectOption('Europe/Zurich');
+    await page.getByRole('checkbox', { name: 'Product news' }).check();
+    await page.getByLabel(/Language and region/).fill('de-ch');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByText('Settings saved.').waitFor();
+    await page.reload();
+    await page.getByRole('heading', { name: 'Settings' }).waitFor();
+    await expect.poll(() => page.getByLabel('Display name').inputValue()).toBe('Acme Holding');
+    // the API keeps the canonical form of the tag
+    expect(await page.getByLabel(/Language and region/).inputValue()).toBe('de-CH');
+    expect(await page.getByLabel('Time zone').inputValue()).toBe('Europe/Zurich');
+    expect(await page.getByRole('checkbox', { name: 'Product news' }).isChecked()).toBe(true);
+  });
+
+  it('changes the name, the password, and the e-mail address once confirmed from the mailed link', async () => {
+    await open(page, 'profile', 'Your profile');
+    const nameForm = page.getByRole('form', { name: 'Name' });
+    await nameForm.getByLabel('Your name').fill('Ada Lovelace');
+    await nameForm.getByRole('button', { name: 'Save name' }).click();
+    await nameForm.getByText('Name saved.').waitFor();
+
+    const passwordForm = page.getByRole('form', { name: 'Password' });
+    await passwordForm.getByLabel('Current password').fill('not my password');
+    await passwordForm.getByLabel(/^New password \(/).fill('a brand new password');
+    await passwordForm.getByLabel('New password again').fill('a brand new password');
+    await passwordForm.getByRole('button', { name: 'Change password' }).click();
+    // the API's 403 problem, as a message
+    await expect.poll(() => passwordForm.getByRole('alert').textContent()).toMatch(/password/i);
+    await passwordForm.getByLabel('Current password').fill(owner.password);
+    await passwordForm.getByRole('button', { name: 'Change password' }).click();
+    await passwordForm.getByText(/^Password changed/).waitFor();
+    owner = { ...owner, password: 'a brand new password' };
+
+    const to = `moved-${randomUUID().slice(0, 8)}@example.test`;
+    const emailForm = page.getByRole('form', { name: 'E-mail address' });
+    await emailForm.getByLabel('New e-mail address').fill(to);
+    await emailForm.getByLabel('Current password').fill(owner.password);
+    await emailForm.getByRole('button', { name: 'Change e-mail address' }).click();
+    await emailForm.getByText(`A confirmation link was mailed to ${to}`).waitFor();
+    await page.screenshot({ path: join(shots, 'profile.png'), fullPage: true });
+    await expect.poll(() => p.mailsTo(to).length, { timeout: 10_000 }).toBe(1);
+    const { link } = linkIn(p.mailsTo(to)[0], `${base}/account/confirm-email`);
+
+    const other = await browser.newContext();
+    const tab = await other.newPage();
+    await tab.goto(link);
+    await tab.getByRole('heading', { name: 'Confirm your e-mail address' }).waitFor();
+    await tab.getByRole('button', { name: 'Confirm' }).click();
+    await tab.getByText(`Done: you sign in as ${to} from now on.`).waitFor();
+    expect(new URL(tab.url()).hash).toBe('');
+    await other.close();
+
+    await page.reload();
+    await page.getByText(`You sign in as ${to}.`).waitFor();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await signIn(page, { email: to, password: owner.password });
+  });
+});

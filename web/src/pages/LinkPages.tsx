@@ -1,0 +1,86 @@
+/**
+ * The pages the portal's e-mails open (the token is in the URL's fragment, which no request
+ * carries): accept an invitation and set a password (/app/w/<slug>/join#token=…), and confirm a
+ * new e-mail address (/app/account/confirm-email#token=…). Opening a page changes nothing (mail
+ * scanners open links); the form sends the token.
+ */
+import { useState, type FormEvent } from 'react';
+import { acceptInvitation, api, call } from '../api/client';
+import { ErrorMessage, useAction } from '../components';
+import { Link, navigate } from '../router';
+
+const tokenOfLink = () => new URLSearchParams(location.hash.slice(1)).get('token') ?? '';
+
+export function JoinWorkspace({ slug }: { slug: string }) {
+  const [token] = useState(tokenOfLink);
+  const action = useAction();
+  async function submit(e: FormEvent<HTMLFormElement>) {
+    e.preventDefault();
+    const f = new FormData(e.currentTarget);
+    const name = String(f.get('name') ?? '').trim();
+    const password = String(f.get('password'));
+    const accepted = await action.run(() => acceptInvitation({ token, password, ...(name ? { name } : {}) }));
+    // the session has started: on to the workspace (the token leaves the address bar)
+    if (accepted) navigate(`w/${accepted.workspace.slug}/`, { replace: true });
+  }
+  return (
+    <main className="signin">
+      <h1>Join the workspace “{slug}”</h1>
+      {!token ? (
+        <p className="error" role="alert">
+          This link is incomplete: open the whole link from the invitation e-mail.
+        </p>
+      ) : (
+        <form onSubmit={submit} className="card">
+          <p>Choose your name and a password. If you already have a Plana account with the invited address, give its password instead.</p>
+          <label>
+            Your name <span className="muted small">(for a new account)</span>
+            <input name="name" autoComplete="name" maxLength={200} autoFocus />
+          </label>
+          <label>
+            Password <span className="muted small">(at least 10 characters)</span>
+            <input name="password" type="password" autoComplete="new-password" required />
+          </label>
+          <ErrorMessage error={action.error} />
+          <button type="submit" disabled={action.busy}>
+            {action.busy ? 'Joining…' : 'Join the workspace'}
+          </button>
+        </form>
+      )}
+    </main>
+  );
+}
+
+export function ConfirmEmail() {
+  const [token] = useState(tokenOfLink);
+  const action = useAction();
+  const [email, setEmail] = useState<string>();
+  const confirm = () =>
+    action.run(async () => {
+      const r = await call(() => api.POST('/api/portal/profile/email/confirm', { body: { token } }));
+      setEmail(r.email);
+      history.replaceState(null, '', location.pathname); // the token leaves the address bar
+    });
+  return (
+    <main className="signin">
+      <h1>Confirm your e-mail address</h1>
+      {email ? (
+        <p className="notice" role="status">
+          Done: you sign in as {email} from now on. <Link to="">Open the portal</Link>
+        </p>
+      ) : !token ? (
+        <p className="error" role="alert">
+          This link is incomplete: open the whole link from the confirmation e-mail.
+        </p>
+      ) : (
+        <div className="card">
+          <p>Your Plana account’s e-mail address changes once you confirm.</p>
+          <ErrorMessage error={action.error} />
+          <button type="button" onClick={() => void confirm()} disabled={action.busy}>
+            Confirm
+          </button>
+        </div>
+      )}
+    </main>
+  );
+}
