@@ -14,12 +14,13 @@ import path from 'node:path';
 import pg from 'pg';
 import { templateDatabaseName } from '../domain/erp/tenant-database.js';
 import type { Tier } from '../domain/tenants/types.js';
+import { tierModuleNames } from '../domain/billing/tiers.js';
 
-/** The modules of each tier (what the stand-in lists in ir.module.module). */
+/** The modules of each tier: the platform's catalogue (domain/billing/tiers.ts), as the stand-in's templates. */
 export const ODOO_TIER_MODULES: Record<Tier, string[]> = {
-  starter: ['account', 'contacts'],
-  pro: ['account', 'contacts', 'sale_management', 'purchase', 'crm', 'stock'],
-  enterprise: ['account', 'contacts', 'sale_management', 'purchase', 'crm', 'stock', 'mrp', 'project', 'hr', 'hr_expense', 'website'],
+  starter: tierModuleNames('starter'),
+  pro: tierModuleNames('pro'),
+  enterprise: tierModuleNames('enterprise'),
 };
 
 const MARK = JSON.stringify({ plana: 'odoo-template', odoo: '18.0', layout: 2 });

@@ -24,7 +24,6 @@ const starter = [
   m('mail', 'Discuss', true),
   m('contacts', 'Contacts', true),
   m('account', 'Invoicing', true),
-  m('auth_session_timeout', 'Session Timeout', false),
 ];
 const pro = [...starter, m('sale_management', 'Sales', true), m('purchase', 'Purchase', true), m('crm', 'CRM', true), m('stock', 'Inventory', true)];
 const enterprise = [

@@ -14,6 +14,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { config } from '../../lib/config.js';
+import { tierModuleNames } from '../../domain/billing/tiers.js';
 import { loadErpCredentials, tenantAdminPassword } from '../../domain/erp/api-user.js';
 import { createErpClient, type ErpClient, type ErpFault } from '../../domain/erp/client.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
@@ -191,6 +192,16 @@ describe('a tenant on real Odoo 18', () => {
     }
     figures.push(`KPIs latency uncached p50 ${percentile(uncached, 0.5).toFixed(0)} ms p99 ${percentile(uncached, 0.99).toFixed(0)} ms; cached p50 ${percentile(cached, 0.5).toFixed(1)} ms p99 ${percentile(cached, 0.99).toFixed(1)} ms`);
   });
+
+  it('a tier change to pro installs the pro modules in the tenant database (Odoo installs them itself)', async () => {
+    const started = Date.now();
+    expect((await applyYaml(p, tenantYaml(name, { tier: 'pro', erpVersion: '18' }))).statusCode).toBe(200);
+    const ready = await waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === 2, 600_000);
+    figures.push(`tier change starter → pro on real Odoo: Ready at generation 2 in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(ready.steps.map((s) => s.step)).toContain('ensure-tier-modules');
+    const modules = await root.executeKw<{ name: string; state: string }[]>('ir.module.module', 'search_read', [[['name', 'in', tierModuleNames('pro')]]], { fields: ['name', 'state'] });
+    expect(Object.fromEntries(modules.map((m) => [m.name, m.state]))).toEqual(Object.fromEntries(tierModuleNames('pro').map((n) => [n, 'installed'])));
+  }, 660_000);
 
   it('a deleted tenant database turns Ready=False naming it', async () => {
     await admin.query(`DROP DATABASE ${pg.escapeIdentifier(host)} WITH (FORCE)`);
