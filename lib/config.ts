@@ -207,10 +207,15 @@ export const configSchema = z.object({
   ERP_ADMIN_PASSWORD: z.string().min(8).default('plana-dev-erp-admin'),
   /**
    * `standin` (default): the ERP stand-in (sandbox/erp) with its own templates. `odoo`: a real Odoo 18
-   * at ERP_URL (`--db-filter=^%h$`) on ERP_DATABASE_URL's server, templates built by Odoo
+   * behind the tenant ingress at ERP_URL (Odoo at ODOO_UPSTREAM_URL, `--db-filter=^%h$`) on ERP_DATABASE_URL's server, templates built by Odoo
    * (npm run odoo:templates), filestores under ODOO_DATA_DIR.
    */
   ERP_BACKEND: z.enum(['standin', 'odoo']).default('standin'),
+  /**
+   * With ERP_BACKEND=odoo: where Odoo itself listens. The tenant ingress (services/tenant-ingress)
+   * listens at ERP_HOST:ERP_PORT (= ERP_URL), answers /svc/saas/… and sends the rest there.
+   */
+  ODOO_UPSTREAM_URL: url.default('http://127.0.0.1:8070'),
   /** Odoo's data dir (`filestore/<database>`): tenant filestores are copied from their template's. */
   ODOO_DATA_DIR: z.string().default(path.join(os.homedir(), '.local', 'share', 'plana', 'odoo')),
   /** Admin connection to the PostgreSQL server that holds the tenant databases and templates. */

@@ -15,6 +15,7 @@ import { PgSecretStore } from '../domain/service-keys/secret-store.js';
 import { createLogger } from '../lib/logger.js';
 import { startPostgres, startRedis, startServersInOwnProcessGroups, startTemporal, stopAll } from './local-servers.js';
 import { seedDemo, seedDemoErp, DEMO } from './seed.js';
+import { startTenantIngress } from '../services/tenant-ingress/server.js';
 import { startErpStandIn } from '../sandbox/erp/server.js';
 import { event as stripeEvent, sandboxIds, sendEvent, subscription as stripeSubscription } from '../sandbox/stripe/sender.js';
 import { ingestionKey, ingestionToken } from '../domain/webhooks/ingestion.js';
@@ -99,12 +100,13 @@ try {
   if (!cfg.DEV_ADMIN_PASSWORD) writeFileSync(passwordFile, adminPassword, { mode: 0o600 });
   await seedDemo(pool, { adminPassword });
   // the ERP first (the demo tenant's API user is made through it): the stand-in, or with
-  // ERP_BACKEND=odoo a real Odoo 18 already running at ERP_URL (odoo-bin --db-filter=^%h$ on ERP_DATABASE_URL's server)
+  // ERP_BACKEND=odoo the tenant ingress in front of a real Odoo 18 already running at ODOO_UPSTREAM_URL
+  // (odoo-bin --db-filter=^%h$ on ERP_DATABASE_URL's server)
   // its automation posts invoice.posted / payment.received to the event ingestion (tenant tokens as provisioning hands them out)
   const ingestion = ingestionKey(cfg.SECRETS_KEY);
   const erp =
     cfg.ERP_BACKEND === 'odoo'
-      ? { url: cfg.ERP_URL }
+      ? await startTenantIngress(cfg) // in front of the Odoo at ODOO_UPSTREAM_URL: /svc/saas here, the rest to Odoo
       : await startErpStandIn({
           host: cfg.ERP_HOST,
           port: cfg.ERP_PORT,
@@ -114,7 +116,7 @@ try {
           saas: { accountApiUrl: cfg.ACCOUNT_API_URL, secretsKey: cfg.SECRETS_KEY },
           events: { url: cfg.EVENTS_URL, token: (tenant) => ingestionToken(ingestion, tenant) },
         });
-  if ('close' in erp) closers.push({ name: 'ERP stand-in', close: () => erp.close() });
+  closers.push({ name: cfg.ERP_BACKEND === 'odoo' ? 'tenant ingress' : 'ERP stand-in', close: () => erp.close() });
   const demoErp = await seedDemoErp(pool, cfg); // templates, the demo tenant's database, route and API user
   await pool.end();
 
@@ -192,7 +194,7 @@ try {
   Temporal UI     ${cfg.TEMPORAL_UI_URL}
   Notifications   ${cfg.NOTIFICATIONS_URL}
   Auth service    ${cfg.AUTH_URL}            (login/refresh for internal services, X-API-Key; docs at /swagger)
-  Tenant ERP      ${erp.url}            (${cfg.ERP_BACKEND === 'odoo' ? 'real Odoo 18' : 'Odoo XML-RPC stand-in'}; demo tenant ${demoErp.host}, database ${demoErp.database})
+  Tenant ERP      ${erp.url}            (${cfg.ERP_BACKEND === 'odoo' ? `tenant ingress in front of real Odoo 18 at ${cfg.ODOO_UPSTREAM_URL}` : 'Odoo XML-RPC stand-in'}; demo tenant ${demoErp.host}, database ${demoErp.database})
   Events          ${cfg.EVENTS_URL}            (stream "${cfg.EVENTS_STREAM}"; GET /api/v1/events/info with X-API-Key)
   Banking         ${cfg.BANKING_URL}            (banks: ${cfg.BANKING_BANKS}; GET /api/banking/adapters with a banking:read key)
   Bank stand-in   ${bank.url}            (NextGenPSD2 XS2A; SCA pages at /sca/<authorisation>)

@@ -8,6 +8,7 @@
  * deprovisioning drops it. Figures (template build, time to Ready, dashboard latency) are printed.
  */
 import { existsSync, mkdtempSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -43,15 +44,18 @@ beforeAll(async () => {
     figures.push(`template ${built.template} built by Odoo in ${(built.ms / 1000).toFixed(1)} s`);
   }
   odoo = process.env.ODOO_URL ? { url: process.env.ODOO_URL, close: async () => {} } : await startOdoo({ runtime: runtime!, erpDatabaseUrl });
-  p = await startTenantPlatform({
-    ERP_BACKEND: 'odoo',
-    ERP_URL: odoo.url,
-    ERP_DATABASE_URL: erpDatabaseUrl,
-    ERP_ADMIN_PASSWORD: adminPassword,
-    ODOO_DATA_DIR: dataDir,
-    TENANT_READY_DEADLINE: '5 minutes',
-    TENANT_READY_PROBE_INTERVAL: '1s',
-  });
+  // the platform reaches Odoo through the tenant ingress (services/tenant-ingress), as with ERP_BACKEND=odoo
+  p = await startTenantPlatform(
+    {
+      ERP_BACKEND: 'odoo',
+      ERP_DATABASE_URL: erpDatabaseUrl,
+      ERP_ADMIN_PASSWORD: adminPassword,
+      ODOO_DATA_DIR: dataDir,
+      TENANT_READY_DEADLINE: '5 minutes',
+      TENANT_READY_PROBE_INTERVAL: '1s',
+    },
+    { ingressTo: odoo.url },
+  );
   admin = new pg.Pool({ connectionString: erpDatabaseUrl, max: 2 });
   redis = new Redis(p.cfg.REDIS_URL);
 }, 900_000);
@@ -107,6 +111,24 @@ describe('a tenant on real Odoo 18', () => {
     const tplUuid = (await tpl.query<{ value: string }>(`SELECT value FROM ir_config_parameter WHERE key = 'database.uuid'`)).rows[0]!.value;
     await tpl.end();
     expect(templateUuid).not.toBe(tplUuid);
+  });
+
+  it("the tenant's host serves Odoo and the platform's /svc/saas endpoints through the tenant ingress", async () => {
+    const viaIngress = (path: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const url = new URL(p.erpUrl);
+        http.get({ hostname: url.hostname, port: url.port, path, headers: { host } }, (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        }).on('error', reject);
+      });
+    const login = await viaIngress('/web/login');
+    expect(login.status).toBe(200);
+    expect(login.body).toContain('oe_login_form'); // Odoo's own login page, for this tenant's database
+    const tiers = await viaIngress('/svc/saas/tiers');
+    expect(tiers.status).toBe(200);
+    expect(JSON.parse(tiers.body)).toMatchObject({ tenant: name, current: 'starter' });
   });
 
   it('has an API user that reads accounting, in the company, and cannot write', async () => {

@@ -16,7 +16,8 @@ import type { Config } from '../../lib/config.js';
 import { createPool, type Pool } from '../../lib/db.js';
 import { probeTenant } from '../../activities/tenant-health.js';
 import { startChatStandIn, type ChatStandIn } from '../../sandbox/chat/server.js';
-import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
+import { startErpStandIn } from '../../sandbox/erp/server.js';
+import { startTenantIngress } from '../../services/tenant-ingress/server.js';
 import { readMailbox, startSmtpSink, type SmtpSink } from '../../sandbox/smtp/sink.js';
 import { startProvisionedConsumer } from '../../services/events/consumers/provisioned.js';
 import { startEvents } from '../../services/events/server.js';
@@ -56,7 +57,7 @@ export function runErpDatabaseUrl(): string {
 
 export async function startTenantPlatform(
   overrides: Record<string, string> = {},
-  opts: { worker?: boolean } = {},
+  opts: { worker?: boolean; ingressTo?: string } = {},
 ): Promise<TenantPlatform> {
   const [erpPort, eventsPort, chatPort] = await Promise.all([freePort(), freePort(), freePort()]);
   const cfg = await testConfig({
@@ -90,14 +91,18 @@ export async function startTenantPlatform(
   closers.push(() => notifications.close());
   const events = await startEvents(cfg);
   closers.push(() => events.close());
-  const erp: ErpStandIn = await startErpStandIn({
-    host: '127.0.0.1',
-    port: erpPort,
-    platformDatabaseUrl: cfg.DATABASE_URL,
-    erpDatabaseUrl: cfg.ERP_DATABASE_URL,
-    logger: quietLogger(),
-    saas: { accountApiUrl: cfg.ACCOUNT_API_URL, secretsKey: cfg.SECRETS_KEY },
-  });
+  // the ERP entry: the stand-in (which plays the tenant ingress itself), or the tenant ingress in
+  // front of an ERP at `opts.ingressTo` (real Odoo, as with ERP_BACKEND=odoo)
+  const erp = opts.ingressTo
+    ? await startTenantIngress({ ...cfg, ERP_HOST: '127.0.0.1', ODOO_UPSTREAM_URL: opts.ingressTo, LOG_LEVEL: 'warn' })
+    : await startErpStandIn({
+        host: '127.0.0.1',
+        port: erpPort,
+        platformDatabaseUrl: cfg.DATABASE_URL,
+        erpDatabaseUrl: cfg.ERP_DATABASE_URL,
+        logger: quietLogger(),
+        saas: { accountApiUrl: cfg.ACCOUNT_API_URL, secretsKey: cfg.SECRETS_KEY },
+      });
   closers.push(() => erp.close());
   const api = await startApi(cfg);
   closers.push(() => api.close());

@@ -1,0 +1,76 @@
+/**
+ * The tenant ingress: what stands in front of the tenant ERPs on real Odoo (locally with
+ * ERP_BACKEND=odoo, and in docker-compose), as the routes of the tenant namespaces do in the
+ * specification's cluster. A request's Host picks the tenant through the platform's `tenant_routes`
+ * table; a host without a route is a 404. `/svc/saas/…` (§4.7) is answered from the platform's own
+ * tier and subscription data (forwarded to the account API, sandbox/erp/saas.ts); everything else
+ * goes to Odoo unchanged, Host included (`--db-filter=^%h$` picks the database by it), websockets
+ * too (Odoo's bus). The ERP stand-in plays this part itself in the default local mode.
+ */
+import type { IncomingMessage } from 'node:http';
+import fastifyHttpProxy from '@fastify/http-proxy';
+import Fastify from 'fastify';
+import type pg from 'pg';
+import { forwardSaas, type SaasForwarding } from '../../sandbox/erp/saas.js';
+import { serverOptions } from '../../lib/http.js';
+
+/** How long a host's route is trusted before `tenant_routes` is read again. */
+const ROUTE_TTL_MS = 1_000;
+
+export interface TenantIngressOptions {
+  platform: pg.Pool;
+  /** Where the tenant ERPs are (one Odoo server for every tenant database). */
+  upstream: string;
+  saas: SaasForwarding;
+  logLevel: string;
+}
+
+export async function buildTenantIngress(opts: TenantIngressOptions) {
+  const routes = new Map<string, { tenant: string | null; at: number }>();
+  async function tenantOf(req: IncomingMessage): Promise<string | null> {
+    const host = (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
+    if (!host) return null;
+    const cached = routes.get(host);
+    if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.tenant;
+    const { rows } = await opts.platform.query<{ tenant: string }>('SELECT tenant FROM tenant_routes WHERE host = $1', [host]);
+    const tenant = rows[0]?.tenant ?? null;
+    routes.set(host, { tenant, at: Date.now() });
+    return tenant;
+  }
+
+  const app = Fastify({ ...serverOptions(opts.logLevel), bodyLimit: 64 * 1024 * 1024 });
+  // bodies go to Odoo as they came (XML-RPC, JSON-RPC, uploads): no parsing here
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
+
+  app.addHook('onRequest', async (req, reply) => {
+    // the ingress's own liveness (no tenant serves /readyz)
+    if (req.url === '/readyz') return reply.send({ status: 'ok' });
+    const tenant = await tenantOf(req.raw);
+    if (!tenant) return reply.code(404).type('text/plain; charset=utf-8').send(`404 Not Found: no tenant at ${req.headers.host ?? '(no Host header)'}\n`);
+    const path = req.url.split('?')[0]!;
+    if (path.startsWith('/svc/saas/')) {
+      const body = req.method === 'POST' ? await readAll(req.raw) : Buffer.alloc(0);
+      reply.hijack();
+      if (!(await forwardSaas(opts.saas, tenant, path, req.raw, body, reply.raw))) reply.raw.writeHead(404, { 'content-type': 'text/plain' }).end('404 Not Found\n');
+    }
+  });
+
+  await app.register(fastifyHttpProxy, {
+    upstream: opts.upstream,
+    websocket: true,
+    // Odoo picks the tenant database by the Host the client sent
+    replyOptions: { rewriteRequestHeaders: (req, headers) => ({ ...headers, host: req.headers.host ?? headers.host }) },
+    wsClientOptions: { rewriteRequestHeaders: (headers: Record<string, string>, req: IncomingMessage) => ({ ...headers, host: req.headers.host ?? '' }) },
+  });
+  return app;
+}
+
+function readAll(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}

@@ -1,0 +1,32 @@
+import { config } from '../../lib/config.js';
+import { createPool } from '../../lib/db.js';
+import { PgSecretStore, serviceKeyFor } from '../../domain/service-keys/secret-store.js';
+import { buildTenantIngress } from './app.js';
+
+/**
+ * Starts the tenant ingress at ERP_HOST:ERP_PORT in front of the Odoo at ODOO_UPSTREAM_URL; the
+ * /svc/saas/… reads go to the account API with the ERP entry's key (erp → account-api, from the
+ * secret store, reloaded as it rotates). `close()` stops it.
+ */
+export async function startTenantIngress(cfg = config()) {
+  const platform = createPool(cfg.DATABASE_URL, 4);
+  const app = await buildTenantIngress({
+    platform,
+    upstream: cfg.ODOO_UPSTREAM_URL,
+    saas: { accountApiUrl: cfg.ACCOUNT_API_URL, key: serviceKeyFor(new PgSecretStore(platform, cfg.SECRETS_KEY, 5_000), 'erp', 'account-api') },
+    logLevel: cfg.LOG_LEVEL,
+  });
+  await app.listen({ host: cfg.ERP_HOST, port: cfg.ERP_PORT });
+  return {
+    url: `http://${cfg.ERP_HOST}:${cfg.ERP_PORT}`,
+    async close() {
+      await app.close();
+      await platform.end();
+    },
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const ingress = await startTenantIngress();
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void ingress.close());
+}

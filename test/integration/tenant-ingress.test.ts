@@ -1,0 +1,104 @@
+/**
+ * The tenant ingress (services/tenant-ingress), what stands in front of real Odoo: here in front of
+ * an ERP stand-in that does NOT answer /svc/saas itself (as real Odoo does not), on the run's real
+ * PostgreSQL, Redis, Temporal and HTTP. A tenant provisions through it (XML-RPC and the web session
+ * reach the right database by Host); its host answers /svc/saas from the platform's data; a host
+ * without a route is a 404.
+ */
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../scripts/local-servers.js';
+import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
+import { createLogger } from '../../lib/logger.js';
+import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
+import { applyYaml, isReady, runErpDatabaseUrl, startTenantPlatform, tenantYaml, uniqueTenant, waitForStatus, type TenantPlatform } from '../support/tenant-platform.js';
+import { testConfig } from '../support/env.js';
+
+let odoo: ErpStandIn;
+let p: TenantPlatform;
+
+beforeAll(async () => {
+  const cfg = await testConfig();
+  // "Odoo": an ERP that serves XML-RPC and web sessions but no /svc/saas (503 there without forwarding)
+  odoo = await startErpStandIn({
+    host: '127.0.0.1',
+    port: await freePort(),
+    platformDatabaseUrl: cfg.DATABASE_URL,
+    erpDatabaseUrl: runErpDatabaseUrl(),
+    logger: createLogger({ name: 'odoo', level: 'warn' }),
+  });
+  p = await startTenantPlatform({}, { ingressTo: odoo.url });
+  await p.startWorker();
+}, 120_000);
+
+afterAll(async () => {
+  await p?.close();
+  await odoo?.close();
+});
+
+function call(host: string, method: string, path: string, opts: { key?: string; body?: unknown } = {}): Promise<{ status: number; type: string; body: string }> {
+  const url = new URL(p.erpUrl);
+  const headers: Record<string, string> = { host };
+  if (opts.key) headers['x-api-key'] = opts.key;
+  if (opts.body !== undefined) headers['content-type'] = 'application/json';
+  return new Promise((resolve, reject) => {
+    const req = request({ hostname: url.hostname, port: url.port, path, method, headers }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), body }));
+    });
+    req.on('error', reject);
+    req.end(opts.body === undefined ? undefined : JSON.stringify(opts.body));
+  });
+}
+
+describe('the tenant ingress in front of an ERP', () => {
+  const name = uniqueTenant('ing');
+  let host: string;
+
+  it('provisions a tenant through it: Ready, the API user made in a web session through the ingress', async () => {
+    expect((await applyYaml(p, tenantYaml(name))).statusCode).toBe(201);
+    const ready = await waitForStatus(p, name, isReady, 60_000);
+    host = ready.resources.database.externalName;
+    expect(ready.steps.find((s) => s.step === 'ensure-api-user')?.outcome).toBe('ok');
+    expect(ready.steps.find((s) => s.step === 'probe-health')?.message ?? '').toContain('authenticated');
+  });
+
+  it("answers the tenant's /svc/saas from the platform, which the ERP behind it does not serve", async () => {
+    // the ERP itself has no SaaS forwarding
+    const direct = await new Promise<number>((resolve, reject) => {
+      const url = new URL(odoo.url);
+      request({ hostname: url.hostname, port: url.port, path: '/svc/saas/tiers', headers: { host } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(direct).toBe(503);
+    const tiers = await call(host, 'GET', '/svc/saas/tiers');
+    expect(tiers.status).toBe(200);
+    expect(JSON.parse(tiers.body)).toMatchObject({ tenant: name });
+    expect(JSON.parse(tiers.body).tiers.map((t: { code: string }) => t.code)).toEqual(['starter', 'pro', 'enterprise']);
+  });
+
+  it('passes a callback with its caller key to the account API, which decides', async () => {
+    const job = `job-${name}`;
+    expect((await call(host, 'POST', `/svc/saas/job/${job}/update`, { body: { state: 'running', progress: 5 } })).status).toBe(401);
+    const key = (await new PgSecretStore(p.pool, p.cfg.SECRETS_KEY).current('saas-jobs', 'account-api')).key;
+    const ok = await call(host, 'POST', `/svc/saas/job/${job}/update`, { key, body: { state: 'running', progress: 5 } });
+    expect(ok.status).toBe(200);
+    expect(JSON.parse(ok.body)).toMatchObject({ job, tenant: name, progress: 5 });
+  });
+
+  it('sends everything else to the ERP with the Host unchanged, and 404s a host without a route', async () => {
+    const login = await call(host, 'GET', '/web/login');
+    expect(login.status).toBe(200);
+    expect(login.body).toContain(host); // the ERP's page for this tenant
+    const unknown = await call(`nobody.${p.cfg.TENANT_DOMAIN}`, 'GET', '/web/login');
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toContain('no tenant at');
+    // its own liveness, for the container's health check
+    expect((await call('localhost', 'GET', '/readyz')).status).toBe(200);
+  });
+});
