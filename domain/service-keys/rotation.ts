@@ -39,6 +39,9 @@ export interface RotationStarted {
   runId: string;
 }
 
+/** How long a committed rotation row may wait for its workflow to start before it counts as abandoned. */
+const START_GRACE_MS = 60_000;
+
 /**
  * Starts `rotate:<caller>:<target>:<n>`. 404 for a pair without a current key, 409 while another
  * rotation of the pair runs (the message names it).
@@ -57,14 +60,17 @@ export async function startRotation(
       const { rows: current } = await db.query(`SELECT 1 FROM service_keys WHERE caller = $1 AND target = $2 AND state = 'current'`, [pair.caller, pair.target]);
       if (!current.length) throw new AppError('NOT_FOUND', `${pair.caller} → ${pair.target} has no current service key to rotate.`);
 
-      const { rows: open } = await db.query<{ workflow_id: string }>(
-        `SELECT workflow_id FROM service_key_rotations WHERE caller = $1 AND target = $2 AND finished_at IS NULL FOR UPDATE`,
-        [pair.caller, pair.target],
+      const { rows: open } = await db.query<{ workflow_id: string; starting: boolean }>(
+        `SELECT workflow_id, started_at > now() - make_interval(secs => $3::double precision / 1000) AS starting
+           FROM service_key_rotations WHERE caller = $1 AND target = $2 AND finished_at IS NULL FOR UPDATE`,
+        [pair.caller, pair.target, START_GRACE_MS],
       );
       const holder = open[0]?.workflow_id;
       if (holder) {
         const status = await workflowStatus(deps.temporal, holder);
-        if (status === 'RUNNING') {
+        // a row without its workflow yet is a start in progress (committed, not started yet), unless
+        // it is older than the grace period: then its starter died between the two
+        if (status === 'RUNNING' || (status === 'NOT_FOUND' && open[0]!.starting)) {
           throw new AppError('CONFLICT', `${pair.caller} → ${pair.target} is being rotated already (${holder}); one rotation of a pair at a time.`);
         }
         // its workflow ended without finishing, or never started (the starter died after the commit)

@@ -210,7 +210,8 @@ describe('the secret store', () => {
     expect(v1.key).toMatch(/^[0-9a-f]{64}$/);
     const { rows } = await api.pool.query<{ sealed: string }>('SELECT sealed FROM service_key_secrets WHERE caller = $1', [caller]);
     expect(rows[0]!.sealed).not.toContain(v1.key);
-    expect(accepted((await probes.events.call(v1.key)).status)).toBe(true);
+    // the running service hears of the new key by NOTIFY (milliseconds, more on a loaded machine)
+    await expect.poll(async () => accepted((await probes.events.call(v1.key)).status), { timeout: 5_000, interval: 100 }).toBe(true);
 
     // what a rotation's steps 1-3 will do: a pending key, a new version, made current
     const next = await createKey(api.pool, { caller, target: 'events' }, 'pending');
