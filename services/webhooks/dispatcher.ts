@@ -1,13 +1,15 @@
 /**
  * The webhook dispatcher (issue 9): consumer group `webhooks` of the events stream. For each read
- * (up to WEBHOOK_DISPATCH_BATCH entries):
+ * (up to WEBHOOK_DISPATCH_BATCH entries; up to WEBHOOK_DISPATCH_PARALLEL reads being recorded at
+ * once, so the next read does not wait for the previous one's INSERT):
  *   1. the workspace of each event (CloudEvents extension `workspace` = slug, or `tenant`) and its
  *      enabled endpoints whose event types match (cached for a second);
  *   2. one INSERT of the messages and their deliveries (message × endpoint, primary key: a re-read
- *      entry is recorded once, and only new deliveries go on);
- *   3. XACK of the whole read: the deliveries are durable in PostgreSQL from here;
- *   4. the FIRST attempt of each new delivery straight away over HTTP, at most
- *      WEBHOOK_ENDPOINT_CONCURRENCY at a time per endpoint (a slow endpoint queues its own work only);
+ *      entry is recorded once, and only new deliveries go on): durable in PostgreSQL from here;
+ *   3. the FIRST attempt of each new delivery straight away over HTTP, at most
+ *      WEBHOOK_ENDPOINT_CONCURRENCY at a time per endpoint (a slow endpoint queues its own work only),
+ *      while 4. the XACK of the whole read travels (a read whose XACK failed is read again and
+ *      records nothing new, so nothing is sent twice);
  *   5. the attempts recorded in batches; a failed first attempt is handed to its durable retry
  *      workflow in Temporal (`webhook:<endpointId>:<messageId>`) before it is recorded.
  * A delivery left `pending` (this process died between 3 and 5, or its endpoint's queue was full) is
@@ -205,16 +207,20 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
       });
     }
     const fresh = await recordMessages(pool, messages);
-    await redis.xack(stream, WEBHOOKS_GROUP, ...entries.map((e) => e[0]));
+    // recorded: the first attempts start now, while the acknowledgement travels (a failed XACK
+    // leaves the entries pending; read again, they record nothing new and are acknowledged then)
     const byId = new Map(messages.map((m) => [m.id, m]));
     for (const d of fresh) {
       const m = byId.get(d.messageId)!;
       const endpoint = m.endpoints.find((e) => e.id === d.endpointId)!;
       enqueue({ endpoint, messageId: m.id, eventType: m.eventType, payload: m.payload });
     }
+    await redis.xack(stream, WEBHOOKS_GROUP, ...entries.map((e) => e[0]));
   }
 
   async function readLoop() {
+    const handling = new Set<Promise<void>>();
+    let failed: Error | undefined;
     let backlog: string | undefined = '0';
     let claimCursor = '0-0';
     let lastClaim = 0;
@@ -235,11 +241,26 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
           claimCursor = claimed[0];
           await handleEntries(claimed[1]);
         }
+        // new entries: the next read goes out while the previous reads are still being recorded
+        while (handling.size >= cfg.WEBHOOK_DISPATCH_PARALLEL && !signal.aborted) await Promise.race(handling);
+        if (failed) throw failed;
         const res = (await reader.xreadgroup(
           'GROUP', WEBHOOKS_GROUP, consumer, 'COUNT', cfg.WEBHOOK_DISPATCH_BATCH, 'BLOCK', 1000, 'STREAMS', stream, '>',
         )) as [string, RawEntry[]][] | null;
-        await handleEntries(res?.[0]?.[1] ?? []);
+        const entries = res?.[0]?.[1] ?? [];
+        if (entries.length === 0) continue;
+        const h: Promise<void> = handleEntries(entries).then(
+          () => void handling.delete(h),
+          (err: Error) => {
+            handling.delete(h);
+            failed ??= err;
+          },
+        );
+        handling.add(h);
       } catch (err) {
+        // the reads still being recorded finish first; then this consumer's pending entries are read again
+        await Promise.allSettled(handling);
+        failed = undefined;
         if (signal.aborted) break;
         const message = (err as Error).message;
         if (message.startsWith('NOGROUP')) await ensureGroup(redis, stream, WEBHOOKS_GROUP);
@@ -248,6 +269,7 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
         await sleep(500, undefined, { signal }).catch(() => {});
       }
     }
+    await Promise.allSettled(handling);
   }
 
   // ---- the sweeper: deliveries still pending after WEBHOOK_SWEEP_AFTER go to their retry workflow ----
