@@ -110,20 +110,28 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
     while (lane.active < cfg.WEBHOOK_ENDPOINT_CONCURRENCY && lane.queue.length > 0) {
       const job = lane.queue.shift()!;
       lane.active++;
-      void attempt(job).finally(() => {
+      // the endpoint's slot is free once its answer is in; handing a failure to Temporal happens
+      // outside the slot (a slow workflow start must not hold up the endpoint's next deliveries)
+      void attempt(job, () => {
         lane.active--;
-        inFlight--;
         if (lane.active === 0 && lane.queue.length === 0) lanes.delete(endpointId);
         else pump(endpointId);
+      }).finally(() => {
+        inFlight--;
         if (inFlight < cfg.WEBHOOK_MAX_IN_FLIGHT) idle?.();
       });
     }
   }
 
-  async function attempt(job: Job) {
+  async function attempt(job: Job, answered: () => void) {
     const attemptedAt = new Date();
     const headers = webhookHeaders({ secrets: job.endpoint.secrets, msgId: job.messageId, body: job.payload, userAgent: cfg.WEBHOOK_USER_AGENT });
-    const result = await sender.send(job.endpoint.url, headers, job.payload);
+    let result;
+    try {
+      result = await sender.send(job.endpoint.url, headers, job.payload);
+    } finally {
+      answered();
+    }
     if (result.outcome !== 'ok') {
       // durable before it is recorded: if this process dies now, the sweeper finds the delivery pending
       try {
@@ -141,7 +149,7 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
         return;
       }
     }
-    // recorded with the next batch; the endpoint's slot is free again at once
+    // recorded with the next batch
     void record({
       endpointId: job.endpoint.id,
       messageId: job.messageId,
