@@ -13,12 +13,14 @@
 import { patched, proxyActivities, proxyLocalActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import {
+  retryDelay,
   searchAttributes,
   type WebhookAttemptSummary,
   type WebhookDeliveryInput,
   type WebhookDeliveryResult,
-  type WebhookRetrySettings,
 } from './definitions.js';
+
+export { retryDelay };
 
 const activityOptions = {
   startToCloseTimeout: '2 minutes',
@@ -33,16 +35,6 @@ const { attemptWebhookDelivery, finishWebhookDelivery } = proxyActivities<Activi
  * keeps a longer one's workflow task alive.
  */
 const { attemptWebhookDelivery: attemptWebhookDeliveryLocally } = proxyLocalActivities<Activities>(activityOptions);
-
-/** How long to wait before retry `n` (0-based) after `last`; undefined once the schedule is spent. */
-export function retryDelay(settings: WebhookRetrySettings, n: number, last: WebhookAttemptSummary, random: () => number): number | undefined {
-  const base = settings.scheduleMs[n];
-  if (base === undefined) return undefined;
-  let delay = base * (1 + settings.jitter * (2 * random() - 1));
-  if (last.retryAfterMs !== null) delay = Math.min(Math.max(last.retryAfterMs, settings.retryAfterMinMs), settings.retryAfterMaxMs);
-  if (last.statusCode === 429 || last.outcome === 'timeout') delay = Math.max(delay, settings.slowDownMinMs);
-  return Math.round(delay);
-}
 
 const describe = (a: WebhookAttemptSummary) => (a.statusCode !== null ? `HTTP ${a.statusCode}` : a.outcome);
 const human = (ms: number) => (ms < 10_000 ? `${ms} ms` : ms < 3_600_000 ? `${Math.round(ms / 60_000)} min` : `${(ms / 3_600_000).toFixed(1)} h`);
@@ -68,7 +60,8 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<Webh
     return { status: 'endpoint-disabled', attempts };
   }
   for (let n = 0; ; n++) {
-    if (last) {
+    // the first wait was the start's delay (the dispatcher started this run with startDelay)
+    if (last && !(n === 0 && input.firstDelayMs !== undefined)) {
       const delay = retryDelay(settings, n, last, Math.random);
       if (delay === undefined) break;
       await sleep(delay, { summary: `retry ${n + 1} of ${settings.scheduleMs.length} in ${human(delay)} (last: ${describe(last)})` });
