@@ -39,19 +39,30 @@ export interface RetryStarter {
  */
 export async function startRetry(
   s: RetryStarter,
-  d: { endpointId: string; messageId: string; workspaceId: string; eventType: string; firstAttempt?: WebhookAttemptSummary; trigger: 'retry' | 'replay' },
+  d: {
+    endpointId: string;
+    messageId: string;
+    workspaceId: string;
+    eventType: string;
+    firstAttempt?: WebhookAttemptSummary;
+    /** When the first attempt failed (epoch ms): the first retry's wait counts from then. */
+    failedAt?: number;
+    trigger: 'retry' | 'replay';
+  },
 ): Promise<boolean> {
   const settings = retrySettings(s.config);
-  // after a failed first attempt the run starts after the first retry's wait (± jitter): the server
-  // holds it durably, no workflow task runs before then (a 410 ends it at once)
+  // after a failed first attempt the run starts after the first retry's wait (± jitter) from the
+  // failure: the server holds it durably, no workflow task runs before then (a 410 ends it at once)
+  const { failedAt, ...rest } = d;
   const firstDelayMs = d.firstAttempt && d.firstAttempt.outcome !== 'gone' ? retryDelay(settings, 0, d.firstAttempt, Math.random) : undefined;
-  const input: WebhookDeliveryInput = { ...d, settings, ...(firstDelayMs !== undefined ? { firstDelayMs } : {}) };
+  const startDelay = firstDelayMs !== undefined ? Math.max(0, firstDelayMs - (failedAt !== undefined ? Date.now() - failedAt : 0)) : 0;
+  const input: WebhookDeliveryInput = { ...rest, settings, ...(firstDelayMs !== undefined ? { firstDelayMs } : {}) };
   try {
     await s.temporal.workflow.start('webhookDelivery', {
       workflowId: webhookWorkflowId(d.endpointId, d.messageId),
       taskQueue: s.taskQueue,
       args: [input],
-      ...(firstDelayMs !== undefined ? { startDelay: firstDelayMs } : {}),
+      ...(startDelay > 0 ? { startDelay } : {}),
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',
       typedSearchAttributes: [
         { key: searchAttributes.workspace, value: d.workspaceId },

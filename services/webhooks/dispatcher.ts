@@ -32,6 +32,8 @@ import { startRetry, webhookSender, type RetryStarter } from '../../domain/webho
 
 export const WEBHOOKS_GROUP = 'webhooks';
 const CACHE_MS = 1_000;
+/** A failed attempt's hand-off to Temporal waits at most this long for queued first attempts to go first. */
+const HANDOFF_YIELD_MS = 1_000;
 
 type RawEntry = [id: string, fields: string[] | null];
 
@@ -90,6 +92,8 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
   // ---- first attempts, per endpoint ----
   const lanes = new Map<string, { active: number; queue: Job[] }>();
   let inFlight = 0;
+  /** First attempts waiting in the lanes (not yet in flight). */
+  let queuedFirstAttempts = 0;
   /** Deliveries this process holds (queued, in flight, or attempted and not yet recorded): not for the sweeper. */
   const queued = new Set<string>();
   let idle: (() => void) | undefined;
@@ -99,6 +103,7 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
     if (!lane) lanes.set(job.endpoint.id, (lane = { active: 0, queue: [] }));
     if (lane.queue.length >= cfg.WEBHOOK_ENDPOINT_QUEUE_MAX) return false; // left pending: the sweeper hands it to Temporal
     lane.queue.push(job);
+    queuedFirstAttempts++;
     queued.add(`${job.endpoint.id}:${job.messageId}`);
     inFlight++;
     pump(job.endpoint.id);
@@ -110,6 +115,7 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
     while (lane.active < cfg.WEBHOOK_ENDPOINT_CONCURRENCY && lane.queue.length > 0) {
       const job = lane.queue.shift()!;
       lane.active++;
+      if (--queuedFirstAttempts === 0) kickHandOffs();
       // the endpoint's slot is free once its answer is in; handing a failure to Temporal happens
       // outside the slot (a slow workflow start must not hold up the endpoint's next deliveries)
       void attempt(job, () => {
@@ -120,6 +126,42 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
         inFlight--;
         if (inFlight < cfg.WEBHOOK_MAX_IN_FLIGHT) idle?.();
       });
+    }
+  }
+
+  // ---- hand-offs to Temporal: a few workflow starts at a time, and while first attempts wait in
+  // the lanes only those waiting for HANDOFF_YIELD_MS already (a start costs the dispatcher about a
+  // millisecond of CPU; the first retry's delay counts from the failure, so waiting here does not
+  // move the retry) ----
+  let handingOff = 0;
+  const handOffWaiting: { since: number; go: () => void }[] = [];
+  let handOffTimer: NodeJS.Timeout | undefined;
+  function kickHandOffs() {
+    while (
+      handOffWaiting.length > 0 &&
+      handingOff < cfg.WEBHOOK_HANDOFF_CONCURRENCY &&
+      (queuedFirstAttempts === 0 || Date.now() - handOffWaiting[0]!.since >= HANDOFF_YIELD_MS)
+    ) {
+      handingOff++;
+      handOffWaiting.shift()!.go();
+    }
+    if (handOffWaiting.length > 0) {
+      handOffTimer ??= setTimeout(() => {
+        handOffTimer = undefined;
+        kickHandOffs();
+      }, 50);
+    }
+  }
+  async function handOff<T>(start: () => Promise<T>): Promise<T> {
+    await new Promise<void>((go) => {
+      handOffWaiting.push({ since: Date.now(), go });
+      kickHandOffs();
+    });
+    try {
+      return await start();
+    } finally {
+      handingOff--;
+      kickHandOffs();
     }
   }
 
@@ -135,14 +177,17 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
     if (result.outcome !== 'ok') {
       // durable before it is recorded: if this process dies now, the sweeper finds the delivery pending
       try {
-        await startRetry(starter, {
-          endpointId: job.endpoint.id,
-          messageId: job.messageId,
-          workspaceId: job.endpoint.workspaceId,
-          eventType: job.eventType,
-          trigger: 'retry',
-          firstAttempt: { outcome: result.outcome, statusCode: result.statusCode, retryAfterMs: result.retryAfterMs, error: result.error },
-        });
+        await handOff(() =>
+          startRetry(starter, {
+            endpointId: job.endpoint.id,
+            messageId: job.messageId,
+            workspaceId: job.endpoint.workspaceId,
+            eventType: job.eventType,
+            trigger: 'retry',
+            firstAttempt: { outcome: result.outcome, statusCode: result.statusCode, retryAfterMs: result.retryAfterMs, error: result.error },
+            failedAt: attemptedAt.getTime() + result.durationMs,
+          }),
+        );
       } catch (err) {
         log.error({ err: (err as Error).message, endpointId: job.endpoint.id, messageId: job.messageId }, 'could not start the retry workflow; the sweeper will');
         void record({ endpointId: job.endpoint.id, messageId: job.messageId, trigger: 'dispatcher', attemptedAt, result, status: null });
