@@ -124,6 +124,9 @@ it('a receiver down for the whole schedule: failed, admins alerted with the last
   expect(mail.subject).toContain('Webhook delivery failed');
   expect(mail.text).toContain('ECONNREFUSED');
   expect((await attemptsOf(e)).every((a) => a.outcome === 'connection')).toBe(true);
+  // the run ends right after marking the message failed and alerting; a replay while it still runs is "in progress"
+  const { message_id: failedId } = (await p.pool.query<{ message_id: string }>('SELECT message_id FROM webhook_deliveries WHERE endpoint_id = $1', [e.endpoint.id])).rows[0]!;
+  expect(await p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, failedId)).result()).toMatchObject({ status: 'failed', attempts: 5 });
 
   const receiver = await startReceiver(undefined, '127.0.0.1', port);
   try {
