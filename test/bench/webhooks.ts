@@ -6,14 +6,14 @@
  * delivery with the public `standardwebhooks` library; the bench posts events to the events
  * service with 32 requests in flight.
  *
- * Per scenario (E events × N endpoints, a share of first attempts answered 500): deliveries/s
+ * Per scenario (E events × N endpoints, an exact share of first attempts answered 500): deliveries/s
  * (first verified 2xx per message × endpoint, from the first send to the last first delivery),
  * event → delivered p50/p99 (from the send of the event), how long after the failed attempt the
  * failed ones were delivered, and CPU per delivery from /proc for the dispatcher, worker, events
  * service, Temporal, PostgreSQL and Redis (and, apart, the bench's own sender + receivers), each
  * printed beside the Svix row of ANCHORS.md.
  *
- * BENCH_SCENARIOS ("2000x1@0,2000x1@0/420,1000x4@0,2000x1@1,2000x1@10" by default:
+ * BENCH_SCENARIOS ("2000x1@0,2000x1@0/420,1000x4@0,2000x1@1,2000x1@1/420,2000x1@10,2000x1@10/420" by default:
  * events x endpoints @ failing % [/ events per second: paced instead of as fast as BENCH_IN_FLIGHT
  * allows; 420/s is the rate Svix sustained]), BENCH_IN_FLIGHT (32), BENCH_WARM_UP (2 unreported rounds
  * of 1,000 events first) and BENCH_CPU_PROF (a folder:
@@ -40,7 +40,7 @@ import { messageIdOf } from '../../domain/webhooks/signing.js';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 32);
 const WARM_UP_ROUNDS = Number(process.env.BENCH_WARM_UP ?? 2);
-const scenarios = (process.env.BENCH_SCENARIOS ?? '2000x1@0,2000x1@0/420,1000x4@0,2000x1@1,2000x1@10').split(',').map((s) => {
+const scenarios = (process.env.BENCH_SCENARIOS ?? '2000x1@0,2000x1@0/420,1000x4@0,2000x1@1,2000x1@1/420,2000x1@10,2000x1@10/420').split(',').map((s) => {
   const m = /^(\d+)x(\d+)@(\d+(?:\.\d+)?)(?:\/(\d+))?$/.exec(s.trim());
   if (!m) throw new Error(`BENCH_SCENARIOS: "${s}" is not <events>x<endpoints>@<failing %>[/<events per second>]`);
   return { events: Number(m[1]), endpoints: Number(m[2]), failing: Number(m[3]), rate: m[4] ? Number(m[4]) : undefined };
@@ -111,7 +111,7 @@ try {
     DATA_DIR: dir,
     // the dispatcher's knobs, when given
     ...Object.fromEntries(
-      ['WEBHOOK_ENDPOINT_CONCURRENCY', 'WEBHOOK_DISPATCH_BATCH', 'WEBHOOK_DISPATCH_PARALLEL', 'WEBHOOK_MAX_IN_FLIGHT'].flatMap((k) => (process.env[k] ? [[k, process.env[k]!]] : [])),
+      ['WEBHOOK_ENDPOINT_CONCURRENCY', 'WEBHOOK_DISPATCH_BATCH', 'WEBHOOK_DISPATCH_PARALLEL', 'WEBHOOK_MAX_IN_FLIGHT', 'WEBHOOK_HANDOFF_CONCURRENCY'].flatMap((k) => (process.env[k] ? [[k, process.env[k]!]] : [])),
     ),
   };
   const cfg = parseConfig(env);
@@ -171,6 +171,11 @@ try {
     let verifyFailures = 0;
     let lastDelivery = 0;
     const servers: http.Server[] = [];
+    // the failing share, exactly: event n fails its first attempt when ⌊(n+1)·share⌋ > ⌊n·share⌋ (every 100th at 1 %)
+    const failing = new Set<string>();
+    for (let n = 0; n < sc.events; n++) {
+      if (Math.floor(((n + 1) * sc.failing) / 100) > Math.floor((n * sc.failing) / 100)) failing.add(messageIdOf('/bench', `bench-${slug}-${n}`));
+    }
     for (let i = 0; i < sc.endpoints; i++) {
       const seenFailure = new Set<string>();
       const verifier: { webhook?: Webhook } = {};
@@ -180,8 +185,7 @@ try {
         req.on('end', () => {
           const id = String(req.headers['webhook-id']);
           // the failing share: the first attempt of a message whose id hashes below the share
-          const bucket = parseInt(Buffer.from(id).toString('hex').slice(-4), 16) % 1000;
-          if (bucket < sc.failing * 10 && !seenFailure.has(id)) {
+          if (failing.has(id) && !seenFailure.has(id)) {
             seenFailure.add(id);
             failedAt.set(`${i}:${id}`, performance.now());
             res.writeHead(500).end();
@@ -253,7 +257,8 @@ try {
     }
 
     const latencies = [...firstDelivered].map(([key, at]) => at - sentAt.get(key.slice(key.indexOf(':') + 1))!).sort((a, b) => a - b);
-    const pct = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
+    // nearest rank: the smallest latency that q of all are at or below
+    const pct = (q: number) => latencies[Math.max(0, Math.ceil(q * latencies.length) - 1)] ?? NaN;
     const seconds = (lastDelivery - start) / 1000;
     const cpu = Object.fromEntries(Object.keys(after).map((k) => [k, after[k]! - before[k]!]));
     const cpuTotal = Object.values(cpu).reduce((a, b) => a + b, 0);
