@@ -135,6 +135,10 @@ export const configSchema = z.object({
   WEBHOOK_SECRET_GRACE: duration.prefault('24 hours'),
   /** Dispatcher: entries per stream read, first attempts in flight per endpoint and in all, queue per endpoint. */
   WEBHOOK_DISPATCH_BATCH: z.coerce.number().int().min(1).default(200),
+  /** Dispatcher: stream reads being recorded at once (the next read does not wait for the previous one's INSERT). */
+  WEBHOOK_DISPATCH_PARALLEL: z.coerce.number().int().min(1).max(16).default(4),
+  /** Dispatcher: failed first attempts being handed to their retry workflows at once (workflow starts in flight). */
+  WEBHOOK_HANDOFF_CONCURRENCY: z.coerce.number().int().min(1).default(8),
   WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).default(64),
   WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).default(512),
   WEBHOOK_ENDPOINT_QUEUE_MAX: z.coerce.number().int().min(1).default(1_000),

@@ -250,7 +250,22 @@ export interface WebhookDeliveryInput {
   settings: WebhookRetrySettings;
   /** The first attempt the dispatcher made (absent: attempt at once, e.g. a replay or a swept delivery). */
   firstAttempt?: WebhookAttemptSummary;
+  /**
+   * The wait before the first retry, when the run was started with it as its `startDelay` (the
+   * server holds the run until then, so the wait costs no workflow task); absent: the workflow waits itself.
+   */
+  firstDelayMs?: number;
   trigger: 'retry' | 'replay';
+}
+
+/** How long to wait before retry `n` (0-based) after `last`; undefined once the schedule is spent. */
+export function retryDelay(settings: WebhookRetrySettings, n: number, last: WebhookAttemptSummary, random: () => number): number | undefined {
+  const base = settings.scheduleMs[n];
+  if (base === undefined) return undefined;
+  let delay = base * (1 + settings.jitter * (2 * random() - 1));
+  if (last.retryAfterMs !== null) delay = Math.min(Math.max(last.retryAfterMs, settings.retryAfterMinMs), settings.retryAfterMaxMs);
+  if (last.statusCode === 429 || last.outcome === 'timeout') delay = Math.max(delay, settings.slowDownMinMs);
+  return Math.round(delay);
 }
 
 export interface WebhookDeliveryResult {

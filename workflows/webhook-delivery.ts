@@ -10,41 +10,47 @@
  * ends it; an endpoint disabled meanwhile ends it; the schedule exhausted marks the message failed
  * and alerts the workspace admins.
  */
-import { proxyActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import { patched, proxyActivities, proxyLocalActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import {
+  retryDelay,
   searchAttributes,
   type WebhookAttemptSummary,
   type WebhookDeliveryInput,
   type WebhookDeliveryResult,
-  type WebhookRetrySettings,
 } from './definitions.js';
 
-const { attemptWebhookDelivery, finishWebhookDelivery } = proxyActivities<Activities>({
+export { retryDelay };
+
+const activityOptions = {
   startToCloseTimeout: '2 minutes',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
-
-/** How long to wait before retry `n` (0-based) after `last`; undefined once the schedule is spent. */
-export function retryDelay(settings: WebhookRetrySettings, n: number, last: WebhookAttemptSummary, random: () => number): number | undefined {
-  const base = settings.scheduleMs[n];
-  if (base === undefined) return undefined;
-  let delay = base * (1 + settings.jitter * (2 * random() - 1));
-  if (last.retryAfterMs !== null) delay = Math.min(Math.max(last.retryAfterMs, settings.retryAfterMinMs), settings.retryAfterMaxMs);
-  if (last.statusCode === 429 || last.outcome === 'timeout') delay = Math.max(delay, settings.slowDownMinMs);
-  return Math.round(delay);
-}
+} as const;
+const { attemptWebhookDelivery, finishWebhookDelivery } = proxyActivities<Activities>(activityOptions);
+/**
+ * The attempt as a local activity (patch `webhook-local-attempts`): it runs in the worker inside the
+ * workflow task that the retry timer wakes, and its result is a marker in the history, so a retry
+ * costs the server two workflow tasks (start → timer; timer → attempt → done) instead of three
+ * workflow tasks and an activity task. An attempt is short (at most WEBHOOK_TIMEOUT_MS); the SDK
+ * keeps a longer one's workflow task alive.
+ */
+const { attemptWebhookDelivery: attemptWebhookDeliveryLocally } = proxyLocalActivities<Activities>(activityOptions);
 
 const describe = (a: WebhookAttemptSummary) => (a.statusCode !== null ? `HTTP ${a.statusCode}` : a.outcome);
 const human = (ms: number) => (ms < 10_000 ? `${ms} ms` : ms < 3_600_000 ? `${Math.round(ms / 60_000)} min` : `${(ms / 3_600_000).toFixed(1)} h`);
 
 export async function webhookDelivery(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
   const { endpointId, messageId, settings } = input;
-  upsertSearchAttributes([
-    { key: searchAttributes.workspace, value: input.workspaceId },
-    { key: searchAttributes.webhookEndpoint, value: endpointId },
-    { key: searchAttributes.eventType, value: input.eventType },
-  ]);
+  // since `webhook-local-attempts`: the search attributes come with the start (domain/webhooks/sending.ts)
+  const local = patched('webhook-local-attempts');
+  if (!local) {
+    upsertSearchAttributes([
+      { key: searchAttributes.workspace, value: input.workspaceId },
+      { key: searchAttributes.webhookEndpoint, value: endpointId },
+      { key: searchAttributes.eventType, value: input.eventType },
+    ]);
+  }
+  const attempt = local ? attemptWebhookDeliveryLocally : attemptWebhookDelivery;
   let attempts = input.firstAttempt ? 1 : 0;
   let last = input.firstAttempt;
   if (last?.outcome === 'gone') {
@@ -54,12 +60,13 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<Webh
     return { status: 'endpoint-disabled', attempts };
   }
   for (let n = 0; ; n++) {
-    if (last) {
+    // the first wait was the start's delay (the dispatcher started this run with startDelay)
+    if (last && !(n === 0 && input.firstDelayMs !== undefined)) {
       const delay = retryDelay(settings, n, last, Math.random);
       if (delay === undefined) break;
       await sleep(delay, { summary: `retry ${n + 1} of ${settings.scheduleMs.length} in ${human(delay)} (last: ${describe(last)})` });
     }
-    last = await attemptWebhookDelivery.executeWithOptions(
+    last = await attempt.executeWithOptions(
       { summary: `POST ${input.eventType} ${messageId} (attempt ${attempts + 1})` },
       [{ endpointId, messageId, trigger: input.trigger === 'replay' && attempts === 0 ? 'replay' : 'retry' }],
     );

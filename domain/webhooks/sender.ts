@@ -1,12 +1,13 @@
 /**
- * One HTTP attempt of a webhook: POST with keep-alive agents whose `lookup` refuses forbidden
- * addresses (addresses.ts); a literal address in the URL (no lookup happens) is checked here.
- * Redirects are never followed (Node's http client does not follow them; a 3xx is a failure).
- * The result names its outcome, a subset of the response headers and a bounded body excerpt.
+ * One HTTP attempt of a webhook: POST through an undici Agent (one keep-alive pool per origin)
+ * whose sockets resolve names with a `lookup` that refuses forbidden addresses (addresses.ts), so
+ * the address checked is the one the socket connects to; a literal address in the URL (no lookup
+ * happens) is checked here. Redirects are never followed (undici's `request` does not follow them;
+ * a 3xx is a failure). The result names its outcome, a subset of the response headers and a
+ * bounded body excerpt.
  */
-import http from 'node:http';
-import https from 'node:https';
 import { isIP } from 'node:net';
+import { Agent, errors } from 'undici';
 import type { AddressPolicy } from './addresses.js';
 
 export type Outcome = 'ok' | 'gone' | 'redirect' | 'http-status' | 'timeout' | 'connection' | 'forbidden-address' | 'endpoint-disabled';
@@ -37,19 +38,26 @@ export function parseRetryAfter(value: string | undefined, now = Date.now()): nu
   return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
 
+class AttemptTimeout extends Error {
+  override name = 'AttemptTimeout';
+}
+
 export class WebhookSender {
-  private readonly httpAgent: http.Agent;
-  private readonly httpsAgent: https.Agent;
+  private readonly agent: Agent;
 
   constructor(private readonly opts: { policy: AddressPolicy; timeoutMs: number; dnsServers?: string[]; maxSocketsPerHost?: number }) {
-    const lookup = opts.policy.guardedLookup(opts.dnsServers) as unknown as http.AgentOptions['lookup'];
-    // noDelay: headers and body leave at once (Nagle + delayed ACK would add 40 ms per attempt)
-    const agentOptions = { keepAlive: true, noDelay: true, maxSockets: opts.maxSocketsPerHost ?? 64, lookup, scheduling: 'lifo' as const };
-    this.httpAgent = new http.Agent(agentOptions);
-    this.httpsAgent = new https.Agent(agentOptions);
+    const lookup = opts.policy.guardedLookup(opts.dnsServers);
+    this.agent = new Agent({
+      connections: opts.maxSocketsPerHost ?? 64,
+      keepAliveTimeout: 30_000,
+      // the connect options reach net.connect / tls.connect: the socket resolves through the guarded lookup
+      connect: { lookup: lookup as never, noDelay: true, timeout: opts.timeoutMs },
+      headersTimeout: opts.timeoutMs,
+      bodyTimeout: opts.timeoutMs,
+    });
   }
 
-  send(rawUrl: string, headers: Record<string, string>, body: string): Promise<AttemptResult> {
+  async send(rawUrl: string, headers: Record<string, string>, body: string): Promise<AttemptResult> {
     const started = performance.now();
     const done = (r: Partial<AttemptResult> & { outcome: Outcome }): AttemptResult => ({
       statusCode: null,
@@ -64,74 +72,68 @@ export class WebhookSender {
     try {
       url = new URL(rawUrl);
     } catch {
-      return Promise.resolve(done({ outcome: 'connection', error: 'invalid URL' }));
+      return done({ outcome: 'connection', error: 'invalid URL' });
     }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return done({ outcome: 'connection', error: `unsupported scheme ${url.protocol}` });
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (isIP(host)) {
       const why = this.opts.policy.refusal(host);
-      if (why) return Promise.resolve(done({ outcome: 'forbidden-address', error: `refused to connect: ${why}` }));
+      if (why) return done({ outcome: 'forbidden-address', error: `refused to connect: ${why}` });
     }
-    const lib = url.protocol === 'https:' ? https : http;
-    const payload = Buffer.from(body);
-    return new Promise((resolve) => {
-      let settled = false;
-      const finish = (r: AttemptResult) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(r);
-      };
-      const req = lib.request(url, {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(new AttemptTimeout()), this.opts.timeoutMs);
+    try {
+      const res = await this.agent.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
         method: 'POST',
-        agent: url.protocol === 'https:' ? this.httpsAgent : this.httpAgent,
-        headers: { ...headers, 'content-length': String(payload.length) },
+        headers,
+        body,
+        signal: abort.signal,
       });
-      const timer = setTimeout(() => {
-        finish(done({ outcome: 'timeout', error: `no answer within ${this.opts.timeoutMs} ms` }));
-        req.destroy();
-      }, this.opts.timeoutMs);
-      req.on('error', (err: Error & { code?: string }) => {
-        const forbidden = err.name === 'ForbiddenAddressError';
-        finish(done({ outcome: forbidden ? 'forbidden-address' : 'connection', error: forbidden ? `refused to connect: ${err.message}` : `${err.code ?? 'error'}: ${err.message}` }));
-      });
-      req.on('response', (res) => {
-        const status = res.statusCode ?? 0;
-        const recorded: Record<string, string> = {};
-        for (const h of RECORDED_HEADERS) {
-          const v = res.headers[h];
-          if (typeof v === 'string') recorded[h] = v.slice(0, 200);
-        }
-        const chunks: Buffer[] = [];
-        let read = 0;
-        res.on('data', (c: Buffer) => {
+      const status = res.statusCode;
+      const recorded: Record<string, string> = {};
+      for (const h of RECORDED_HEADERS) {
+        const v = res.headers[h];
+        if (typeof v === 'string') recorded[h] = v.slice(0, 200);
+      }
+      const chunks: Buffer[] = [];
+      let read = 0;
+      try {
+        for await (const c of res.body as AsyncIterable<Buffer>) {
           if (read < EXCERPT_BYTES) chunks.push(c);
           read += c.length;
-          if (read > MAX_READ_BYTES) res.destroy();
-        });
-        const end = () => {
-          const outcome: Outcome =
-            status >= 200 && status < 300 ? 'ok' : status === 410 ? 'gone' : status >= 300 && status < 400 ? 'redirect' : 'http-status';
-          finish(
-            done({
-              outcome,
-              statusCode: status,
-              headers: recorded,
-              excerpt: Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8'),
-              retryAfterMs: parseRetryAfter(recorded['retry-after']),
-              error: outcome === 'ok' ? null : outcome === 'redirect' ? `answered ${status} (redirects are not followed)` : `answered ${status}`,
-            }),
-          );
-        };
-        res.on('end', end);
-        res.on('close', end);
-        res.on('error', end);
+          if (read > MAX_READ_BYTES) {
+            res.body.destroy();
+            break;
+          }
+        }
+      } catch {
+        // a body cut short still has its status
+      }
+      const outcome: Outcome = status >= 200 && status < 300 ? 'ok' : status === 410 ? 'gone' : status >= 300 && status < 400 ? 'redirect' : 'http-status';
+      return done({
+        outcome,
+        statusCode: status,
+        headers: recorded,
+        excerpt: Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8'),
+        retryAfterMs: parseRetryAfter(recorded['retry-after']),
+        error: outcome === 'ok' ? null : outcome === 'redirect' ? `answered ${status} (redirects are not followed)` : `answered ${status}`,
       });
-      req.end(payload);
-    });
+    } catch (e) {
+      const err = (e instanceof Error ? e : new Error(String(e))) as Error & { code?: string; cause?: unknown };
+      if (abort.signal.aborted || err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError || err instanceof errors.ConnectTimeoutError) {
+        return done({ outcome: 'timeout', error: `no answer within ${this.opts.timeoutMs} ms` });
+      }
+      const forbidden = [err, err.cause].find((x): x is Error => x instanceof Error && x.name === 'ForbiddenAddressError');
+      if (forbidden) return done({ outcome: 'forbidden-address', error: `refused to connect: ${forbidden.message}` });
+      return done({ outcome: 'connection', error: `${err.code ?? 'error'}: ${err.message}` });
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   close() {
-    this.httpAgent.destroy();
-    this.httpsAgent.destroy();
+    void this.agent.destroy().catch(() => {});
   }
 }

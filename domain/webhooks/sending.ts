@@ -8,7 +8,7 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Pool } from 'pg';
 import type { Config } from '../../lib/config.js';
 import { AppError } from '../../lib/errors.js';
-import { searchAttributes, webhookWorkflowId, type WebhookAttemptSummary, type WebhookDeliveryInput, type WebhookRetrySettings } from '../../workflows/definitions.js';
+import { retryDelay, searchAttributes, webhookWorkflowId, type WebhookAttemptSummary, type WebhookDeliveryInput, type WebhookRetrySettings } from '../../workflows/definitions.js';
 import { AddressPolicy } from './addresses.js';
 import { WebhookSender } from './sender.js';
 
@@ -39,14 +39,30 @@ export interface RetryStarter {
  */
 export async function startRetry(
   s: RetryStarter,
-  d: { endpointId: string; messageId: string; workspaceId: string; eventType: string; firstAttempt?: WebhookAttemptSummary; trigger: 'retry' | 'replay' },
+  d: {
+    endpointId: string;
+    messageId: string;
+    workspaceId: string;
+    eventType: string;
+    firstAttempt?: WebhookAttemptSummary;
+    /** When the first attempt failed (epoch ms): the first retry's wait counts from then. */
+    failedAt?: number;
+    trigger: 'retry' | 'replay';
+  },
 ): Promise<boolean> {
-  const input: WebhookDeliveryInput = { ...d, settings: retrySettings(s.config) };
+  const settings = retrySettings(s.config);
+  // after a failed first attempt the run starts after the first retry's wait (± jitter) from the
+  // failure: the server holds it durably, no workflow task runs before then (a 410 ends it at once)
+  const { failedAt, ...rest } = d;
+  const firstDelayMs = d.firstAttempt && d.firstAttempt.outcome !== 'gone' ? retryDelay(settings, 0, d.firstAttempt, Math.random) : undefined;
+  const startDelay = firstDelayMs !== undefined ? Math.max(0, firstDelayMs - (failedAt !== undefined ? Date.now() - failedAt : 0)) : 0;
+  const input: WebhookDeliveryInput = { ...rest, settings, ...(firstDelayMs !== undefined ? { firstDelayMs } : {}) };
   try {
     await s.temporal.workflow.start('webhookDelivery', {
       workflowId: webhookWorkflowId(d.endpointId, d.messageId),
       taskQueue: s.taskQueue,
       args: [input],
+      ...(startDelay > 0 ? { startDelay } : {}),
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',
       typedSearchAttributes: [
         { key: searchAttributes.workspace, value: d.workspaceId },

@@ -1,13 +1,15 @@
 /**
  * The webhook dispatcher (issue 9): consumer group `webhooks` of the events stream. For each read
- * (up to WEBHOOK_DISPATCH_BATCH entries):
+ * (up to WEBHOOK_DISPATCH_BATCH entries; up to WEBHOOK_DISPATCH_PARALLEL reads being recorded at
+ * once, so the next read does not wait for the previous one's INSERT):
  *   1. the workspace of each event (CloudEvents extension `workspace` = slug, or `tenant`) and its
  *      enabled endpoints whose event types match (cached for a second);
  *   2. one INSERT of the messages and their deliveries (message × endpoint, primary key: a re-read
- *      entry is recorded once, and only new deliveries go on);
- *   3. XACK of the whole read: the deliveries are durable in PostgreSQL from here;
- *   4. the FIRST attempt of each new delivery straight away over HTTP, at most
- *      WEBHOOK_ENDPOINT_CONCURRENCY at a time per endpoint (a slow endpoint queues its own work only);
+ *      entry is recorded once, and only new deliveries go on): durable in PostgreSQL from here;
+ *   3. the FIRST attempt of each new delivery straight away over HTTP, at most
+ *      WEBHOOK_ENDPOINT_CONCURRENCY at a time per endpoint (a slow endpoint queues its own work only),
+ *      while 4. the XACK of the whole read travels (a read whose XACK failed is read again and
+ *      records nothing new, so nothing is sent twice);
  *   5. the attempts recorded in batches; a failed first attempt is handed to its durable retry
  *      workflow in Temporal (`webhook:<endpointId>:<messageId>`) before it is recorded.
  * A delivery left `pending` (this process died between 3 and 5, or its endpoint's queue was full) is
@@ -30,6 +32,8 @@ import { startRetry, webhookSender, type RetryStarter } from '../../domain/webho
 
 export const WEBHOOKS_GROUP = 'webhooks';
 const CACHE_MS = 1_000;
+/** A failed attempt's hand-off to Temporal waits at most this long for queued first attempts to go first. */
+const HANDOFF_YIELD_MS = 1_000;
 
 type RawEntry = [id: string, fields: string[] | null];
 
@@ -88,6 +92,8 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
   // ---- first attempts, per endpoint ----
   const lanes = new Map<string, { active: number; queue: Job[] }>();
   let inFlight = 0;
+  /** First attempts waiting in the lanes (not yet in flight). */
+  let queuedFirstAttempts = 0;
   /** Deliveries this process holds (queued, in flight, or attempted and not yet recorded): not for the sweeper. */
   const queued = new Set<string>();
   let idle: (() => void) | undefined;
@@ -97,6 +103,7 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
     if (!lane) lanes.set(job.endpoint.id, (lane = { active: 0, queue: [] }));
     if (lane.queue.length >= cfg.WEBHOOK_ENDPOINT_QUEUE_MAX) return false; // left pending: the sweeper hands it to Temporal
     lane.queue.push(job);
+    queuedFirstAttempts++;
     queued.add(`${job.endpoint.id}:${job.messageId}`);
     inFlight++;
     pump(job.endpoint.id);
@@ -108,38 +115,86 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
     while (lane.active < cfg.WEBHOOK_ENDPOINT_CONCURRENCY && lane.queue.length > 0) {
       const job = lane.queue.shift()!;
       lane.active++;
-      void attempt(job).finally(() => {
+      if (--queuedFirstAttempts === 0) kickHandOffs();
+      // the endpoint's slot is free once its answer is in; handing a failure to Temporal happens
+      // outside the slot (a slow workflow start must not hold up the endpoint's next deliveries)
+      void attempt(job, () => {
         lane.active--;
-        inFlight--;
         if (lane.active === 0 && lane.queue.length === 0) lanes.delete(endpointId);
         else pump(endpointId);
+      }).finally(() => {
+        inFlight--;
         if (inFlight < cfg.WEBHOOK_MAX_IN_FLIGHT) idle?.();
       });
     }
   }
 
-  async function attempt(job: Job) {
+  // ---- hand-offs to Temporal: a few workflow starts at a time, and while first attempts wait in
+  // the lanes only those waiting for HANDOFF_YIELD_MS already (a start costs the dispatcher about a
+  // millisecond of CPU; the first retry's delay counts from the failure, so waiting here does not
+  // move the retry) ----
+  let handingOff = 0;
+  const handOffWaiting: { since: number; go: () => void }[] = [];
+  let handOffTimer: NodeJS.Timeout | undefined;
+  function kickHandOffs() {
+    while (
+      handOffWaiting.length > 0 &&
+      handingOff < cfg.WEBHOOK_HANDOFF_CONCURRENCY &&
+      (queuedFirstAttempts === 0 || Date.now() - handOffWaiting[0]!.since >= HANDOFF_YIELD_MS)
+    ) {
+      handingOff++;
+      handOffWaiting.shift()!.go();
+    }
+    if (handOffWaiting.length > 0) {
+      handOffTimer ??= setTimeout(() => {
+        handOffTimer = undefined;
+        kickHandOffs();
+      }, 50);
+    }
+  }
+  async function handOff<T>(start: () => Promise<T>): Promise<T> {
+    await new Promise<void>((go) => {
+      handOffWaiting.push({ since: Date.now(), go });
+      kickHandOffs();
+    });
+    try {
+      return await start();
+    } finally {
+      handingOff--;
+      kickHandOffs();
+    }
+  }
+
+  async function attempt(job: Job, answered: () => void) {
     const attemptedAt = new Date();
     const headers = webhookHeaders({ secrets: job.endpoint.secrets, msgId: job.messageId, body: job.payload, userAgent: cfg.WEBHOOK_USER_AGENT });
-    const result = await sender.send(job.endpoint.url, headers, job.payload);
+    let result;
+    try {
+      result = await sender.send(job.endpoint.url, headers, job.payload);
+    } finally {
+      answered();
+    }
     if (result.outcome !== 'ok') {
       // durable before it is recorded: if this process dies now, the sweeper finds the delivery pending
       try {
-        await startRetry(starter, {
-          endpointId: job.endpoint.id,
-          messageId: job.messageId,
-          workspaceId: job.endpoint.workspaceId,
-          eventType: job.eventType,
-          trigger: 'retry',
-          firstAttempt: { outcome: result.outcome, statusCode: result.statusCode, retryAfterMs: result.retryAfterMs, error: result.error },
-        });
+        await handOff(() =>
+          startRetry(starter, {
+            endpointId: job.endpoint.id,
+            messageId: job.messageId,
+            workspaceId: job.endpoint.workspaceId,
+            eventType: job.eventType,
+            trigger: 'retry',
+            firstAttempt: { outcome: result.outcome, statusCode: result.statusCode, retryAfterMs: result.retryAfterMs, error: result.error },
+            failedAt: attemptedAt.getTime() + result.durationMs,
+          }),
+        );
       } catch (err) {
         log.error({ err: (err as Error).message, endpointId: job.endpoint.id, messageId: job.messageId }, 'could not start the retry workflow; the sweeper will');
         void record({ endpointId: job.endpoint.id, messageId: job.messageId, trigger: 'dispatcher', attemptedAt, result, status: null });
         return;
       }
     }
-    // recorded with the next batch; the endpoint's slot is free again at once
+    // recorded with the next batch
     void record({
       endpointId: job.endpoint.id,
       messageId: job.messageId,
@@ -205,16 +260,20 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
       });
     }
     const fresh = await recordMessages(pool, messages);
-    await redis.xack(stream, WEBHOOKS_GROUP, ...entries.map((e) => e[0]));
+    // recorded: the first attempts start now, while the acknowledgement travels (a failed XACK
+    // leaves the entries pending; read again, they record nothing new and are acknowledged then)
     const byId = new Map(messages.map((m) => [m.id, m]));
     for (const d of fresh) {
       const m = byId.get(d.messageId)!;
       const endpoint = m.endpoints.find((e) => e.id === d.endpointId)!;
       enqueue({ endpoint, messageId: m.id, eventType: m.eventType, payload: m.payload });
     }
+    await redis.xack(stream, WEBHOOKS_GROUP, ...entries.map((e) => e[0]));
   }
 
   async function readLoop() {
+    const handling = new Set<Promise<void>>();
+    let failed: Error | undefined;
     let backlog: string | undefined = '0';
     let claimCursor = '0-0';
     let lastClaim = 0;
@@ -235,11 +294,26 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
           claimCursor = claimed[0];
           await handleEntries(claimed[1]);
         }
+        // new entries: the next read goes out while the previous reads are still being recorded
+        while (handling.size >= cfg.WEBHOOK_DISPATCH_PARALLEL && !signal.aborted) await Promise.race(handling);
+        if (failed) throw failed;
         const res = (await reader.xreadgroup(
           'GROUP', WEBHOOKS_GROUP, consumer, 'COUNT', cfg.WEBHOOK_DISPATCH_BATCH, 'BLOCK', 1000, 'STREAMS', stream, '>',
         )) as [string, RawEntry[]][] | null;
-        await handleEntries(res?.[0]?.[1] ?? []);
+        const entries = res?.[0]?.[1] ?? [];
+        if (entries.length === 0) continue;
+        const h: Promise<void> = handleEntries(entries).then(
+          () => void handling.delete(h),
+          (err: Error) => {
+            handling.delete(h);
+            failed ??= err;
+          },
+        );
+        handling.add(h);
       } catch (err) {
+        // the reads still being recorded finish first; then this consumer's pending entries are read again
+        await Promise.allSettled(handling);
+        failed = undefined;
         if (signal.aborted) break;
         const message = (err as Error).message;
         if (message.startsWith('NOGROUP')) await ensureGroup(redis, stream, WEBHOOKS_GROUP);
@@ -248,6 +322,7 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
         await sleep(500, undefined, { signal }).catch(() => {});
       }
     }
+    await Promise.allSettled(handling);
   }
 
   // ---- the sweeper: deliveries still pending after WEBHOOK_SWEEP_AFTER go to their retry workflow ----

@@ -6,13 +6,19 @@
  * delivery with the public `standardwebhooks` library; the bench posts events to the events
  * service with 32 requests in flight.
  *
- * Per scenario (E events × N endpoints, a share of first attempts answered 500): deliveries/s
+ * Per scenario (E events × N endpoints, an exact share of first attempts answered 500): deliveries/s
  * (first verified 2xx per message × endpoint, from the first send to the last first delivery),
- * event → delivered p50/p99 (from the send of the event), and CPU per delivery from /proc for the
- * dispatcher, worker, events service, Temporal, PostgreSQL and Redis, printed beside the anchors.
+ * event → delivered p50/p99 (from the send of the event), how long after the failed attempt the
+ * failed ones were delivered, and CPU per delivery from /proc for the dispatcher, worker, events
+ * service, Temporal, PostgreSQL and Redis (and, apart, the bench's own sender + receivers), each
+ * printed beside the Svix row of ANCHORS.md.
  *
- * BENCH_SCENARIOS ("2000x1@0,1000x4@0,2000x1@1,2000x1@10" by default: events x endpoints @ failing %)
- * and BENCH_IN_FLIGHT (32) tune it.
+ * BENCH_SCENARIOS ("2000x1@0,2000x1@0/420,1000x4@0,2000x1@1,2000x1@1/420,2000x1@10,2000x1@10/420" by default:
+ * events x endpoints @ failing % [/ events per second: paced instead of as fast as BENCH_IN_FLIGHT
+ * allows; 420/s is the rate Svix sustained]), BENCH_IN_FLIGHT (32), BENCH_WARM_UP (2 unreported rounds
+ * of 1,000 events first, the second with 1 % failing) and BENCH_CPU_PROF (a folder:
+ * the dispatcher and the worker write V8 CPU profiles there) tune it; WEBHOOK_ENDPOINT_CONCURRENCY,
+ * WEBHOOK_DISPATCH_BATCH, WEBHOOK_DISPATCH_PARALLEL and WEBHOOK_MAX_IN_FLIGHT pass to the dispatcher.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -33,11 +39,19 @@ import { messageIdOf } from '../../domain/webhooks/signing.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 32);
-const scenarios = (process.env.BENCH_SCENARIOS ?? '2000x1@0,1000x4@0,2000x1@1,2000x1@10').split(',').map((s) => {
-  const m = /^(\d+)x(\d+)@(\d+(?:\.\d+)?)$/.exec(s.trim());
-  if (!m) throw new Error(`BENCH_SCENARIOS: "${s}" is not <events>x<endpoints>@<failing %>`);
-  return { events: Number(m[1]), endpoints: Number(m[2]), failing: Number(m[3]) };
+const WARM_UP_ROUNDS = Number(process.env.BENCH_WARM_UP ?? 2);
+const scenarios = (process.env.BENCH_SCENARIOS ?? '2000x1@0,2000x1@0/420,1000x4@0,2000x1@1,2000x1@1/420,2000x1@10,2000x1@10/420').split(',').map((s) => {
+  const m = /^(\d+)x(\d+)@(\d+(?:\.\d+)?)(?:\/(\d+))?$/.exec(s.trim());
+  if (!m) throw new Error(`BENCH_SCENARIOS: "${s}" is not <events>x<endpoints>@<failing %>[/<events per second>]`);
+  return { events: Number(m[1]), endpoints: Number(m[2]), failing: Number(m[3]), rate: m[4] ? Number(m[4]) : undefined };
 });
+/** ANCHORS.md "Webhook delivery": Svix server 1.100 measured the same way on this machine. */
+const SVIX: Record<string, string> = {
+  '2000x1@0': '400–427 deliveries/s (ingest-bound), p50 72–80 ms, p99 0.34–2.6 s, ≈ 4.5 ms CPU per delivery (server 3.1, PostgreSQL 1.2, Redis 0.25)',
+  '1000x4@0': '1,039 deliveries/s, p50 631 ms, p99 3.0 s',
+  '2000x1@1': 'p50 74 ms, p99 1.6 s; the failed ones delivered on the retry 5–7 s later',
+  '2000x1@10': 'p50 81 ms, p99 6.8 s; the failed ones delivered on the retry 5–7 s later',
+};
 const dir = throwAwayDir('plana-bench-webhooks-');
 const children: ChildProcess[] = [];
 const step = (s: string) => console.error(`[bench:webhooks] ${s}`);
@@ -71,6 +85,7 @@ function treeSeconds(table: Map<number, { ppid: number; ticks: number }>, rootPi
   return ticks / TICK;
 }
 
+const loadBefore = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 try {
   step('starting PostgreSQL, Redis and the Temporal dev server');
   const { pg, redis, temporal } = await startThrowAwayServers(dir);
@@ -94,7 +109,10 @@ try {
     WEBHOOK_ALLOW_HTTP: 'true',
     WEBHOOK_ALLOWED_ADDRESSES: '127.0.0.1/32',
     DATA_DIR: dir,
-    ...(process.env.WEBHOOK_ENDPOINT_CONCURRENCY ? { WEBHOOK_ENDPOINT_CONCURRENCY: process.env.WEBHOOK_ENDPOINT_CONCURRENCY } : {}),
+    // the dispatcher's knobs, when given
+    ...Object.fromEntries(
+      ['WEBHOOK_ENDPOINT_CONCURRENCY', 'WEBHOOK_DISPATCH_BATCH', 'WEBHOOK_DISPATCH_PARALLEL', 'WEBHOOK_MAX_IN_FLIGHT', 'WEBHOOK_HANDOFF_CONCURRENCY'].flatMap((k) => (process.env[k] ? [[k, process.env[k]!]] : [])),
+    ),
   };
   const cfg = parseConfig(env);
   const secrets = new PgSecretStore(pool, cfg.SECRETS_KEY);
@@ -102,7 +120,7 @@ try {
   const eventsKey = (await secrets.current('worker', 'events')).key;
 
   const run = (name: string, file: string) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, file)], { cwd: root, env, stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(process.execPath, [...(process.env.BENCH_CPU_PROF && (name === 'dispatcher' || name === 'worker') ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []), '--import', 'tsx', path.join(root, file)], { cwd: root, env, stdio: ['ignore', 'ignore', 'inherit'] });
     children.push(child);
     return { name, child };
   };
@@ -139,15 +157,26 @@ try {
 
   const repo = new EndpointRepository(pool, cfg.SECRETS_KEY);
   const results: string[] = [];
-  // a short warm-up round first (JIT, connections, caches), not reported
-  for (const sc of [{ events: 300, endpoints: 1, failing: 0, warmUp: true }, ...scenarios.map((x) => ({ ...x, warmUp: false }))]) {
+  // warm-up rounds first (JIT of every Node process, connections, caches), not reported: the first
+  // burst after a start ran at a third of the rate of the next one (the events service spent 0.3 ms
+  // CPU per event instead of 0.05); from the second on 1 % fail, so the retry path (Temporal client,
+  // worker, workflow bundle) is warm too (the first scenario with failures had p50 0.3 s otherwise)
+  const warmUps = Array.from({ length: WARM_UP_ROUNDS }, (_, i) => ({ events: 1000, endpoints: 1, failing: i === 0 ? 0 : 1, rate: undefined, warmUp: true }));
+  for (const sc of [...warmUps, ...scenarios.map((x) => ({ ...x, warmUp: false }))]) {
     const slug = `bench-${randomUUID().slice(0, 8)}`;
     const ws = (await pool.query<{ id: string }>('INSERT INTO workspaces (slug, name) VALUES ($1, $1) RETURNING id', [slug])).rows[0]!.id;
     const sentAt = new Map<string, number>();
     const firstDelivered = new Map<string, number>();
+    /** When the receiver answered 500 to a message's first attempt (key: endpoint:message). */
+    const failedAt = new Map<string, number>();
     let verifyFailures = 0;
     let lastDelivery = 0;
     const servers: http.Server[] = [];
+    // the failing share, exactly: event n fails its first attempt when ⌊(n+1)·share⌋ > ⌊n·share⌋ (every 100th at 1 %)
+    const failing = new Set<string>();
+    for (let n = 0; n < sc.events; n++) {
+      if (Math.floor(((n + 1) * sc.failing) / 100) > Math.floor((n * sc.failing) / 100)) failing.add(messageIdOf('/bench', `bench-${slug}-${n}`));
+    }
     for (let i = 0; i < sc.endpoints; i++) {
       const seenFailure = new Set<string>();
       const verifier: { webhook?: Webhook } = {};
@@ -157,9 +186,9 @@ try {
         req.on('end', () => {
           const id = String(req.headers['webhook-id']);
           // the failing share: the first attempt of a message whose id hashes below the share
-          const bucket = parseInt(Buffer.from(id).toString('hex').slice(-4), 16) % 1000;
-          if (bucket < sc.failing * 10 && !seenFailure.has(id)) {
+          if (failing.has(id) && !seenFailure.has(id)) {
             seenFailure.add(id);
+            failedAt.set(`${i}:${id}`, performance.now());
             res.writeHead(500).end();
             return;
           }
@@ -185,8 +214,10 @@ try {
     // the dispatcher reads a workspace's endpoints once a second
     await new Promise((r) => setTimeout(r, 1_200));
 
-    step(`${sc.warmUp ? 'warm-up: ' : ''}${sc.events} events × ${sc.endpoints} endpoint(s), ${sc.failing} % of first attempts failing`);
+    const title = `${sc.events} events × ${sc.endpoints} endpoint(s), ${sc.failing} % failing first attempts, ${sc.rate ? `paced at ${sc.rate} events/s` : `${IN_FLIGHT} in flight`}`;
+    step(`${sc.warmUp ? 'warm-up: ' : ''}${title}`);
     const before = cpuNow();
+    const selfBefore = process.cpuUsage();
     const start = performance.now();
     let next = 0;
     const agent = new http.Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
@@ -203,6 +234,10 @@ try {
       Array.from({ length: IN_FLIGHT }, async () => {
         while (next < sc.events) {
           const n = next++;
+          if (sc.rate) {
+            const wait = start + (n * 1000) / sc.rate - performance.now();
+            if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+          }
           const id = `bench-${slug}-${n}`;
           const body = JSON.stringify({ specversion: '1.0', id, source: '/bench', type: 'invoice.posted', time: new Date().toISOString(), workspace: slug, data: { invoice: `INV/${n}`, amount: 42, note: 'x'.repeat(200) } });
           sentAt.set(messageIdOf('/bench', id), performance.now());
@@ -215,6 +250,7 @@ try {
     const deadline = Date.now() + 60_000;
     while (firstDelivered.size < expected && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     const after = cpuNow();
+    const self = process.cpuUsage(selfBefore);
     agent.destroy();
     for (const s of servers) {
       s.closeAllConnections();
@@ -222,19 +258,23 @@ try {
     }
 
     const latencies = [...firstDelivered].map(([key, at]) => at - sentAt.get(key.slice(key.indexOf(':') + 1))!).sort((a, b) => a - b);
-    const pct = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
+    // nearest rank: the smallest latency that q of all are at or below
+    const pct = (q: number) => latencies[Math.max(0, Math.ceil(q * latencies.length) - 1)] ?? NaN;
     const seconds = (lastDelivery - start) / 1000;
     const cpu = Object.fromEntries(Object.keys(after).map((k) => [k, after[k]! - before[k]!]));
     const cpuTotal = Object.values(cpu).reduce((a, b) => a + b, 0);
     const perDelivery = (s: number) => ((s * 1000) / Math.max(1, firstDelivered.size)).toFixed(2);
     const fmt = (ms: number) => (ms < 1000 ? `${ms.toFixed(0)} ms` : `${(ms / 1000).toFixed(2)} s`);
+    const retried = [...failedAt].flatMap(([key, at]) => (firstDelivered.has(key) ? [firstDelivered.get(key)! - at] : [])).sort((a, b) => a - b);
+    const svix = SVIX[`${sc.events}x${sc.endpoints}@${sc.failing}`];
     if (!sc.warmUp) results.push(
       [
-        `${sc.events} events × ${sc.endpoints} endpoint(s), ${sc.failing} % failing first attempts`,
-        `  delivered        ${firstDelivered.size} of ${expected}${verifyFailures ? `, ${verifyFailures} FAILED VERIFICATION` : ', every one verified with standardwebhooks'}; events sent in ${sendSeconds.toFixed(1)} s (${(sc.events / sendSeconds).toFixed(0)}/s)`,
-        `  deliveries/s     ${(firstDelivered.size / seconds).toFixed(0)}`,
-        `  event → delivered min ${fmt(latencies[0] ?? NaN)}  p50 ${fmt(pct(0.5))}  p99 ${fmt(pct(0.99))}  max ${fmt(latencies.at(-1) ?? NaN)}`,
-        `  CPU per delivery ${perDelivery(cpuTotal)} ms  (${Object.entries(cpu).map(([k, v]) => `${k} ${perDelivery(v)}`).join(', ')})`,
+        title,
+        `  delivered         ${firstDelivered.size} of ${expected}${verifyFailures ? `, ${verifyFailures} FAILED VERIFICATION` : ', every one verified with standardwebhooks'}; events sent in ${sendSeconds.toFixed(1)} s (${(sc.events / sendSeconds).toFixed(0)}/s)`,
+        `  ours              ${(firstDelivered.size / seconds).toFixed(0)} deliveries/s, p50 ${fmt(pct(0.5))}, p99 ${fmt(pct(0.99))} (min ${fmt(latencies[0] ?? NaN)}, max ${fmt(latencies.at(-1) ?? NaN)}), ${perDelivery(cpuTotal)} ms CPU per delivery`,
+        ...(retried.length > 0 ? [`  failed ones       ${retried.length} delivered on their retry ${fmt(retried[0]!)}–${fmt(retried.at(-1)!)} after the failed attempt (median ${fmt(retried[Math.floor(retried.length / 2)]!)})`] : []),
+        `  Svix (ANCHORS)    ${svix ?? '—'}${sc.rate ? ' (Svix measured with 32 in flight: ingest-bound at 400–427 events/s)' : ''}`,
+        `  CPU per delivery  ${Object.entries(cpu).map(([k, v]) => `${k} ${perDelivery(v)}`).join(', ')}; not counted: the bench's sender + receivers ${perDelivery((self.user + self.system) / 1e6)}`,
       ].join('\n'),
     );
   }
@@ -242,15 +282,11 @@ try {
   await pool.end();
 
   console.log(`
-Webhook delivery (npm run bench:webhooks; ${IN_FLIGHT} events in flight; first attempt from the dispatcher, retries as Temporal workflows)
+Webhook delivery (npm run bench:webhooks; first attempt from the dispatcher, retries as Temporal workflows started with the first retry's delay; load average before: ${loadBefore})
 
 ${results.join('\n\n')}
 
-Anchors (ANCHORS.md, same machine):
-  Svix server 1.100, 2,000 × 1            400–427 deliveries/s, p50 72–80 ms, p99 0.34–2.6 s, ≈ 4.5 ms CPU per delivery (server 3.1, PostgreSQL 1.2, Redis 0.25)
-  Svix, 1,000 × 4                          1,039 deliveries/s, p50 631 ms, p99 3.0 s
-  Svix, 1 % / 10 % failing                 p50 74 / 81 ms, p99 1.6 / 6.8 s (retry 5–7 s later)
-  Temporal, one workflow per delivery      42–43 deliveries/s, p50 23 s, p99 35–37 s, ≈ 43 ms CPU per delivery
+Anchor without a Svix row above (ANCHORS.md): Temporal, one workflow per delivery: 42–43 deliveries/s, p50 23 s, p99 35–37 s, ≈ 43 ms CPU per delivery
 `);
 } finally {
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');

@@ -52,10 +52,13 @@ it('fails three times then succeeds: four attempts, spacing growing exponentiall
       ['retry', 500],
       ['retry', 204],
     ]);
-    // the waits are durable timers in the delivery's workflow history
+    // the waits are durable in the delivery's workflow history: the first is the run's start delay
+    // (the server holds the run), the later ones are timers
     const messageId = String(receiver.received[0]!.headers['webhook-id']);
     const history = await p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, messageId)).fetchHistory();
-    const timers = history.events!.filter((ev) => ev.timerStartedEventAttributes).map((ev) => Number(ev.timerStartedEventAttributes!.startToFireTimeout!.seconds ?? 0) * 1000 + Math.round((ev.timerStartedEventAttributes!.startToFireTimeout!.nanos ?? 0) / 1e6));
+    const ms = (d: { seconds?: unknown; nanos?: number | null } | null | undefined) => Number(d?.seconds ?? 0) * 1000 + Math.round((d?.nanos ?? 0) / 1e6);
+    const startDelay = ms(history.events![0]!.workflowExecutionStartedEventAttributes!.firstWorkflowTaskBackoff);
+    const timers = [startDelay, ...history.events!.filter((ev) => ev.timerStartedEventAttributes).map((ev) => ms(ev.timerStartedEventAttributes!.startToFireTimeout))];
     if (process.env.RECORD_HISTORIES) {
       writeFileSync(path.resolve(import.meta.dirname, '../fixtures/histories/webhook-delivery.json'), JSON.stringify(history, null, 2) + '\n');
     }
@@ -139,6 +142,9 @@ it('a receiver down for the whole schedule: failed, admins alerted with the last
   expect(mail.subject).toContain('Webhook delivery failed');
   expect(mail.text).toContain('ECONNREFUSED');
   expect((await attemptsOf(e)).every((a) => a.outcome === 'connection')).toBe(true);
+  // the run ends right after marking the message failed and alerting; a replay while it still runs is "in progress"
+  const { message_id: failedId } = (await p.pool.query<{ message_id: string }>('SELECT message_id FROM webhook_deliveries WHERE endpoint_id = $1', [e.endpoint.id])).rows[0]!;
+  expect(await p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, failedId)).result()).toMatchObject({ status: 'failed', attempts: 5 });
 
   const receiver = await startReceiver(undefined, '127.0.0.1', port);
   try {
