@@ -318,6 +318,56 @@ describe('team page and the invitation link', () => {
     await page.locator('td', { hasText: invitee }).waitFor();
     expect(await page.locator(`tr[data-invitation="${invitee}"]`).count()).toBe(0);
   });
+
+  it('lets the admin make the member an admin and back; the last admin cannot step down or leave, and the page says why', async () => {
+    const row = page.locator(`tr[data-member="${invitee}"]`);
+    const role = row.locator('td').nth(2);
+    expect(await role.textContent()).toBe('member');
+    await page.getByRole('button', { name: `Make ${invitee} an admin` }).click();
+    await page.getByText('Grace Hopper is an admin now.').waitFor();
+    await expect.poll(() => role.textContent()).toBe('admin');
+    await page.getByRole('button', { name: `Make ${invitee} a member` }).click();
+    await page.getByText('Grace Hopper is a member now (no admin actions).').waitFor();
+    await expect.poll(() => role.textContent()).toBe('member');
+
+    // the owner is the only admin now: the API's 409 is shown as its message
+    const mine = page.locator(`tr[data-member="${owner.email}"]`);
+    expect(await mine.textContent()).toContain('(you)');
+    await page.getByRole('button', { name: `Make ${owner.email} a member` }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toBe(`The last admin of workspace "${workspace.slug}" cannot be demoted: make another member admin first.`);
+    expect(await mine.locator('td').nth(2).textContent()).toBe('admin');
+    await page.getByRole('button', { name: `Remove ${owner.email}` }).click();
+    const dialog = page.getByRole('dialog');
+    expect(await dialog.textContent()).toContain('You lose access to this workspace at once');
+    await dialog.getByRole('button', { name: 'Leave the workspace' }).click();
+    await expect.poll(() => dialog.getByRole('alert').textContent()).toBe(`The last admin of workspace "${workspace.slug}" cannot be removed: make another member admin first.`);
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await page.reload();
+    await mine.waitFor();
+    expect(await mine.locator('td').nth(2).textContent()).toBe('admin');
+  });
+
+  it('removes the member after a confirmation saying they lose access at once; their open portal falls back to sign-in', async () => {
+    member = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const tab = await member.newPage();
+    await signIn(tab, { email: invitee, password: inviteePassword });
+
+    await page.getByRole('button', { name: `Remove ${invitee}` }).click();
+    const dialog = page.getByRole('dialog');
+    expect(await dialog.textContent()).toContain(`Grace Hopper (${invitee}) loses access to this workspace at once`);
+    await dialog.getByRole('button', { name: 'Remove member' }).click();
+    await page.getByText('Grace Hopper was removed from the workspace.').waitFor();
+    await page.locator(`tr[data-member="${invitee}"]`).waitFor({ state: 'detached' });
+
+    // the member's session has ended: their next page load asks them to sign in, and signed in again they have no workspace
+    await tab.goto(`${base}/app/w/${workspace.slug}/team`);
+    await tab.getByRole('heading', { name: 'Sign in to Plana' }).waitFor();
+    await tab.getByLabel('E-mail').fill(invitee);
+    await tab.getByLabel('Password').fill(inviteePassword);
+    await tab.getByRole('button', { name: 'Sign in' }).click();
+    await tab.getByText(`You are not a member of workspace “${workspace.slug}”.`).waitFor();
+    await member.close();
+  });
 });
 
 describe('subscription and invoices page', () => {
