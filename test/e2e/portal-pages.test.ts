@@ -13,11 +13,12 @@ import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { event, invoice, sandboxIds, sendEvent, subscription } from '../../sandbox/stripe/sender.js';
+import { welcomeEmail } from '../../services/notifications/welcome-email.js';
 import { webhookWorkflowId } from '../../workflows/definitions.js';
 import { tempDir } from '../support/env.js';
 import { linkIn } from '../support/portal.js';
 import { startReceiver, startWebhookPlatform, type Receiver, type WebhookPlatform } from '../support/webhooks.js';
-import { addUser, addWorkspace } from '../support/workspace-api.js';
+import { addUser, addWorkspace, uniqueSlug } from '../support/workspace-api.js';
 
 const shots = process.env.PORTAL_SCREENSHOTS === '1' ? 'docs/screenshots' : tempDir('screenshots');
 mkdirSync(shots, { recursive: true });
@@ -482,5 +483,45 @@ describe('settings and profile pages', () => {
     await page.getByText(`You sign in as ${to}.`).waitFor();
     await page.getByRole('button', { name: 'Sign out' }).click();
     await signIn(page, { email: to, password: owner.password });
+  });
+});
+
+describe('the workspace link of the e-mails, /w/<slug>', () => {
+  it('opens sign-in, then that workspace (not the list of the person’s workspaces)', async () => {
+    const second = await addWorkspace(p.pool);
+    const person = await addUser(p.pool, [
+      { workspaceId: workspace.id, role: 'member' },
+      { workspaceId: second.id, role: 'admin' },
+    ]);
+    const mail = welcomeEmail({ email: person.email, workspace: second.slug, appUrl: base });
+    const link = new RegExp(`${base}/w/[a-z0-9-]+`).exec(mail.text)?.[0];
+    expect(link).toBe(`${base}/w/${second.slug}`);
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const tab = await context.newPage();
+    await tab.goto(link!);
+    await tab.getByRole('heading', { name: 'Sign in to Plana' }).waitFor();
+    expect(new URL(tab.url()).pathname).toBe(`/app/w/${second.slug}/`);
+    await tab.getByLabel('E-mail').fill(person.email);
+    await tab.getByLabel('Password').fill(person.password);
+    await tab.getByRole('button', { name: 'Sign in' }).click();
+    await tab.getByRole('heading', { name: 'Dashboard' }).waitFor();
+    expect(new URL(tab.url()).pathname).toBe(`/app/w/${second.slug}/`);
+    expect(await tab.locator('.workspace-name').textContent()).toBe(`Workspace ${second.slug}`);
+    // an admin there: the admin pages are in the menu
+    await tab.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'API keys' }).waitFor();
+
+    // signed in, the link opens the workspace straight away
+    await tab.goto(`${base}/w/${workspace.slug}`);
+    await tab.getByRole('heading', { name: 'Dashboard' }).waitFor();
+    expect(await tab.locator('.workspace-name').textContent()).toBe(`Workspace ${workspace.slug}`);
+
+    // a workspace that does not exist is a clear 404, not the portal
+    const unknown = uniqueSlug('none');
+    const res = await tab.goto(`${base}/w/${unknown}`);
+    expect(res!.status()).toBe(404);
+    expect(res!.headers()['content-type']).toMatch(/^application\/problem\+json/);
+    expect((await res!.json()).detail).toBe(`There is no workspace "${unknown}".`);
+    await context.close();
   });
 });

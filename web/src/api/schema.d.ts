@@ -5595,7 +5595,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The workspace's portal page (linked from the welcome e-mail) */
+        /**
+         * The workspace's address in the e-mails: on to the workspace in the portal
+         * @description A 302 to `/app/w/<slug>/`, where the portal signs the person in (when needed) and opens the workspace. 404 for an unknown workspace.
+         */
         get: {
             parameters: {
                 query?: never;
@@ -5608,14 +5611,12 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description an HTML page */
-                200: {
+                /** @description to /app/w/<slug>/ */
+                302: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content: {
-                        "text/html": string;
-                    };
+                    content?: never;
                 };
                 /** @description Default Response */
                 400: {
