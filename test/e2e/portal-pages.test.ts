@@ -18,7 +18,7 @@ import { webhookWorkflowId } from '../../workflows/definitions.js';
 import { tempDir } from '../support/env.js';
 import { linkIn } from '../support/portal.js';
 import { startReceiver, startWebhookPlatform, type Receiver, type WebhookPlatform } from '../support/webhooks.js';
-import { addUser, addWorkspace, uniqueSlug } from '../support/workspace-api.js';
+import { addUser, addWorkspace, call, login, uniqueSlug } from '../support/workspace-api.js';
 
 const shots = process.env.PORTAL_SCREENSHOTS === '1' ? 'docs/screenshots' : tempDir('screenshots');
 mkdirSync(shots, { recursive: true });
@@ -157,6 +157,34 @@ describe('webhooks page', () => {
     await expect.poll(() => page.locator('.notice, .error').allTextContents()).toEqual(['1 failed message sent again.']);
     await expect.poll(() => receiver.received.length, { timeout: 20_000 }).toBe(before + 4);
     expect(receiver.received.at(-1)!.headers['webhook-id']).toBe(failedId);
+  });
+
+  it('shows the newest 50 attempts and loads older ones on request, without gaps', async () => {
+    const firstId = String(receiver.received[0]!.headers['webhook-id']);
+    const { rows } = await p.pool.query<{ id: string }>('SELECT id FROM webhook_endpoints WHERE workspace_id = $1 AND url = $2', [workspace.id, receiver.url]);
+    const token = await login(base, owner);
+    for (let i = 0; i < 50; i++) {
+      const sent = await call(base, 'POST', `/api/portal/webhooks/${rows[0]!.id}/test`, { token, headers: { 'x-workspace': workspace.slug } });
+      expect(sent.status).toBe(200);
+    }
+    const total = Number((await p.pool.query('SELECT count(*) FROM webhook_attempts WHERE endpoint_id = $1', [rows[0]!.id])).rows[0].count);
+    expect(total).toBeGreaterThan(50);
+    const shown = page.locator('tr.attempt');
+    await expect.poll(() => page.locator('tbody[data-message-id^="msg_test_"]').count(), { timeout: 15_000 }).toBe(50);
+    expect(await shown.count()).toBe(50);
+    await page.getByText('50 attempts shown.').waitFor();
+    // the first test event is older than the newest 50
+    expect(await page.locator(`tbody[data-message-id="${firstId}"]`).count()).toBe(0);
+    await page.getByRole('button', { name: 'Load older attempts' }).click();
+    await page.getByText(`${total} attempts shown; there are no older ones.`).waitFor();
+    expect(await shown.count()).toBe(total);
+    await page.locator(`tbody[data-message-id="${firstId}"]`).waitFor();
+    expect(await page.getByRole('button', { name: 'Load older attempts' }).count()).toBe(0);
+    // a new attempt arriving meanwhile joins at the top, and the older ones stay
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    await page.getByText(/Test event delivered: 204/).waitFor();
+    await expect.poll(() => shown.count()).toBe(total + 1);
+    await page.locator(`tbody[data-message-id="${firstId}"]`).waitFor();
   });
 
   it('edits and disables the endpoint, and shows a problem from the API as a message', async () => {
@@ -335,13 +363,13 @@ describe('team page and the invitation link', () => {
     const mine = page.locator(`tr[data-member="${owner.email}"]`);
     expect(await mine.textContent()).toContain('(you)');
     await page.getByRole('button', { name: `Make ${owner.email} a member` }).click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toBe(`The last admin of workspace "${workspace.slug}" cannot be demoted: make another member admin first.`);
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(`The last admin of workspace "${workspace.slug}" cannot be demoted: make another member admin first.`);
     expect(await mine.locator('td').nth(2).textContent()).toBe('admin');
     await page.getByRole('button', { name: `Remove ${owner.email}` }).click();
     const dialog = page.getByRole('dialog');
     expect(await dialog.textContent()).toContain('You lose access to this workspace at once');
     await dialog.getByRole('button', { name: 'Leave the workspace' }).click();
-    await expect.poll(() => dialog.getByRole('alert').textContent()).toBe(`The last admin of workspace "${workspace.slug}" cannot be removed: make another member admin first.`);
+    await expect.poll(() => dialog.getByRole('alert').textContent()).toMatch(`The last admin of workspace "${workspace.slug}" cannot be removed: make another member admin first.`);
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await page.reload();
     await mine.waitFor();
@@ -514,7 +542,9 @@ describe('the workspace link of the e-mails, /w/<slug>', () => {
     // signed in, the link opens the workspace straight away
     await tab.goto(`${base}/w/${workspace.slug}`);
     await tab.getByRole('heading', { name: 'Dashboard' }).waitFor();
-    expect(await tab.locator('.workspace-name').textContent()).toBe(`Workspace ${workspace.slug}`);
+    expect(new URL(tab.url()).pathname).toBe(`/app/w/${workspace.slug}/`);
+    // a member there: no admin pages
+    expect(await tab.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'API keys' }).count()).toBe(0);
 
     // a workspace that does not exist is a clear 404, not the portal
     const unknown = uniqueSlug('none');
