@@ -1783,12 +1783,14 @@ export interface paths {
         };
         /**
          * Begin an OIDC login: redirects to the identity provider (authorization code + PKCE)
-         * @description With portal=true the callback ends in the browser portal (/app/, signed in by the refresh cookie) instead of answering the session as JSON.
+         * @description With portal=true the callback ends in the browser portal (/app/, signed in by the refresh cookie) instead of answering the session as JSON; with a workspace as well, in that workspace of the portal (/app/w/<slug>/).
          */
         get: {
             parameters: {
                 query?: {
                     portal?: boolean;
+                    /** @description with portal=true: the workspace (slug) to open after the login */
+                    workspace?: string;
                 };
                 header?: never;
                 path?: never;
