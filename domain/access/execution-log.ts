@@ -157,7 +157,8 @@ export async function readExecutionLog(
         AND ($5::text IS NULL OR starts_with(key_prefix, $5)) AND ($6::text IS NULL OR strpos(route, $6) > 0)
         AND ($7::int IS NULL OR status = $7) AND ($8::timestamptz IS NULL OR occurred_at >= $8)
         AND ($9::timestamptz IS NULL OR occurred_at < $9)
-      ORDER BY occurred_at DESC, id DESC LIMIT $4`,
+      -- execution_log.id: the number, not the text id selected above (which sorts 9 after 10)
+      ORDER BY occurred_at DESC, execution_log.id DESC LIMIT $4`,
     [
       workspaceId,
       before?.[0] ?? null,

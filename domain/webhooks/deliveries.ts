@@ -152,8 +152,9 @@ export async function listAttempts(
     `SELECT id::text, message_id AS "messageId", attempted_at AS "attemptedAt", trigger, status_code AS "statusCode",
             duration_ms AS "durationMs", outcome, error, response_headers AS "responseHeaders", response_excerpt AS "responseExcerpt"
        FROM webhook_attempts
-      WHERE endpoint_id = $1 AND ($2::text IS NULL OR message_id = $2) AND ($3::bigint IS NULL OR attempted_at < (SELECT attempted_at FROM webhook_attempts WHERE id = $3))
-      ORDER BY attempted_at DESC, id DESC LIMIT $4`,
+      WHERE endpoint_id = $1 AND ($2::text IS NULL OR message_id = $2) AND ($3::bigint IS NULL OR (attempted_at, id) < (SELECT attempted_at, id FROM webhook_attempts WHERE id = $3 AND endpoint_id = $1))
+      -- webhook_attempts.id: the number, not the text id selected above (which sorts 9 after 10)
+      ORDER BY attempted_at DESC, webhook_attempts.id DESC LIMIT $4`,
     [endpointId, opts.messageId ?? null, opts.before ?? null, opts.limit],
   );
   return rows.map((r) => ({ ...r, attemptedAt: r.attemptedAt.toISOString() }));

@@ -13,11 +13,12 @@ import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { event, invoice, sandboxIds, sendEvent, subscription } from '../../sandbox/stripe/sender.js';
+import { welcomeEmail } from '../../services/notifications/welcome-email.js';
 import { webhookWorkflowId } from '../../workflows/definitions.js';
 import { tempDir } from '../support/env.js';
 import { linkIn } from '../support/portal.js';
 import { startReceiver, startWebhookPlatform, type Receiver, type WebhookPlatform } from '../support/webhooks.js';
-import { addUser, addWorkspace } from '../support/workspace-api.js';
+import { addUser, addWorkspace, call, login, uniqueSlug } from '../support/workspace-api.js';
 
 const shots = process.env.PORTAL_SCREENSHOTS === '1' ? 'docs/screenshots' : tempDir('screenshots');
 mkdirSync(shots, { recursive: true });
@@ -156,6 +157,34 @@ describe('webhooks page', () => {
     await expect.poll(() => page.locator('.notice, .error').allTextContents()).toEqual(['1 failed message sent again.']);
     await expect.poll(() => receiver.received.length, { timeout: 20_000 }).toBe(before + 4);
     expect(receiver.received.at(-1)!.headers['webhook-id']).toBe(failedId);
+  });
+
+  it('shows the newest 50 attempts and loads older ones on request, without gaps', async () => {
+    const firstId = String(receiver.received[0]!.headers['webhook-id']);
+    const { rows } = await p.pool.query<{ id: string }>('SELECT id FROM webhook_endpoints WHERE workspace_id = $1 AND url = $2', [workspace.id, receiver.url]);
+    const token = await login(base, owner);
+    for (let i = 0; i < 50; i++) {
+      const sent = await call(base, 'POST', `/api/portal/webhooks/${rows[0]!.id}/test`, { token, headers: { 'x-workspace': workspace.slug } });
+      expect(sent.status).toBe(200);
+    }
+    const total = Number((await p.pool.query('SELECT count(*) FROM webhook_attempts WHERE endpoint_id = $1', [rows[0]!.id])).rows[0].count);
+    expect(total).toBeGreaterThan(50);
+    const shown = page.locator('tr.attempt');
+    await expect.poll(() => page.locator('tbody[data-message-id^="msg_test_"]').count(), { timeout: 15_000 }).toBe(50);
+    expect(await shown.count()).toBe(50);
+    await page.getByText('50 attempts shown.').waitFor();
+    // the first test event is older than the newest 50
+    expect(await page.locator(`tbody[data-message-id="${firstId}"]`).count()).toBe(0);
+    await page.getByRole('button', { name: 'Load older attempts' }).click();
+    await page.getByText(`${total} attempts shown; there are no older ones.`).waitFor();
+    expect(await shown.count()).toBe(total);
+    await page.locator(`tbody[data-message-id="${firstId}"]`).waitFor();
+    expect(await page.getByRole('button', { name: 'Load older attempts' }).count()).toBe(0);
+    // a new attempt arriving meanwhile joins at the top, and the older ones stay
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    await page.getByText(/Test event delivered: 204/).waitFor();
+    await expect.poll(() => shown.count()).toBe(total + 1);
+    await page.locator(`tbody[data-message-id="${firstId}"]`).waitFor();
   });
 
   it('edits and disables the endpoint, and shows a problem from the API as a message', async () => {
@@ -318,6 +347,56 @@ describe('team page and the invitation link', () => {
     await page.locator('td', { hasText: invitee }).waitFor();
     expect(await page.locator(`tr[data-invitation="${invitee}"]`).count()).toBe(0);
   });
+
+  it('lets the admin make the member an admin and back; the last admin cannot step down or leave, and the page says why', async () => {
+    const row = page.locator(`tr[data-member="${invitee}"]`);
+    const role = row.locator('td').nth(2);
+    expect(await role.textContent()).toBe('member');
+    await page.getByRole('button', { name: `Make ${invitee} an admin` }).click();
+    await page.getByText('Grace Hopper is an admin now.').waitFor();
+    await expect.poll(() => role.textContent()).toBe('admin');
+    await page.getByRole('button', { name: `Make ${invitee} a member` }).click();
+    await page.getByText('Grace Hopper is a member now (no admin actions).').waitFor();
+    await expect.poll(() => role.textContent()).toBe('member');
+
+    // the owner is the only admin now: the API's 409 is shown as its message
+    const mine = page.locator(`tr[data-member="${owner.email}"]`);
+    expect(await mine.textContent()).toContain('(you)');
+    await page.getByRole('button', { name: `Make ${owner.email} a member` }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(`The last admin of workspace "${workspace.slug}" cannot be demoted: make another member admin first.`);
+    expect(await mine.locator('td').nth(2).textContent()).toBe('admin');
+    await page.getByRole('button', { name: `Remove ${owner.email}` }).click();
+    const dialog = page.getByRole('dialog');
+    expect(await dialog.textContent()).toContain('You lose access to this workspace at once');
+    await dialog.getByRole('button', { name: 'Leave the workspace' }).click();
+    await expect.poll(() => dialog.getByRole('alert').textContent()).toMatch(`The last admin of workspace "${workspace.slug}" cannot be removed: make another member admin first.`);
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await page.reload();
+    await mine.waitFor();
+    expect(await mine.locator('td').nth(2).textContent()).toBe('admin');
+  });
+
+  it('removes the member after a confirmation saying they lose access at once; their open portal falls back to sign-in', async () => {
+    member = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const tab = await member.newPage();
+    await signIn(tab, { email: invitee, password: inviteePassword });
+
+    await page.getByRole('button', { name: `Remove ${invitee}` }).click();
+    const dialog = page.getByRole('dialog');
+    expect(await dialog.textContent()).toContain(`Grace Hopper (${invitee}) loses access to this workspace at once`);
+    await dialog.getByRole('button', { name: 'Remove member' }).click();
+    await page.getByText('Grace Hopper was removed from the workspace.').waitFor();
+    await page.locator(`tr[data-member="${invitee}"]`).waitFor({ state: 'detached' });
+
+    // the member's session has ended: their next page load asks them to sign in, and signed in again they have no workspace
+    await tab.goto(`${base}/app/w/${workspace.slug}/team`);
+    await tab.getByRole('heading', { name: 'Sign in to Plana' }).waitFor();
+    await tab.getByLabel('E-mail').fill(invitee);
+    await tab.getByLabel('Password').fill(inviteePassword);
+    await tab.getByRole('button', { name: 'Sign in' }).click();
+    await tab.getByText(`You are not a member of workspace “${workspace.slug}”.`).waitFor();
+    await member.close();
+  });
 });
 
 describe('subscription and invoices page', () => {
@@ -432,5 +511,49 @@ describe('settings and profile pages', () => {
     await page.getByText(`You sign in as ${to}.`).waitFor();
     await page.getByRole('button', { name: 'Sign out' }).click();
     await signIn(page, { email: to, password: owner.password });
+  });
+});
+
+describe('the workspace link of the e-mails, /w/<slug>', () => {
+  it('opens sign-in, then that workspace (not the list of the person’s workspaces)', async () => {
+    const second = await addWorkspace(p.pool);
+    const person = await addUser(p.pool, [
+      { workspaceId: workspace.id, role: 'member' },
+      { workspaceId: second.id, role: 'admin' },
+    ]);
+    const mail = welcomeEmail({ email: person.email, workspace: second.slug, appUrl: base });
+    const link = new RegExp(`${base}/w/[a-z0-9-]+`).exec(mail.text)?.[0];
+    expect(link).toBe(`${base}/w/${second.slug}`);
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const tab = await context.newPage();
+    await tab.goto(link!);
+    await tab.getByRole('heading', { name: 'Sign in to Plana' }).waitFor();
+    expect(new URL(tab.url()).pathname).toBe(`/app/w/${second.slug}/`);
+    // signing in with the organisation's account comes back here too
+    expect(await tab.getByRole('link', { name: /organisation’s account/ }).getAttribute('href')).toBe(`/api/auth/oidc/start?portal=true&workspace=${second.slug}`);
+    await tab.getByLabel('E-mail').fill(person.email);
+    await tab.getByLabel('Password').fill(person.password);
+    await tab.getByRole('button', { name: 'Sign in' }).click();
+    await tab.getByRole('heading', { name: 'Dashboard' }).waitFor();
+    expect(new URL(tab.url()).pathname).toBe(`/app/w/${second.slug}/`);
+    expect(await tab.locator('.workspace-name').textContent()).toBe(`Workspace ${second.slug}`);
+    // an admin there: the admin pages are in the menu
+    await tab.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'API keys' }).waitFor();
+
+    // signed in, the link opens the workspace straight away
+    await tab.goto(`${base}/w/${workspace.slug}`);
+    await tab.getByRole('heading', { name: 'Dashboard' }).waitFor();
+    expect(new URL(tab.url()).pathname).toBe(`/app/w/${workspace.slug}/`);
+    // a member there: no admin pages
+    expect(await tab.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'API keys' }).count()).toBe(0);
+
+    // a workspace that does not exist is a clear 404, not the portal
+    const unknown = uniqueSlug('none');
+    const res = await tab.goto(`${base}/w/${unknown}`);
+    expect(res!.status()).toBe(404);
+    expect(res!.headers()['content-type']).toMatch(/^application\/problem\+json/);
+    expect((await res!.json()).detail).toBe(`There is no workspace "${unknown}".`);
+    await context.close();
   });
 });

@@ -162,6 +162,45 @@ describe('the workspace portal in Chromium', () => {
     await page.screenshot({ path: join(shots, 'execution-log.png') });
   });
 
+  it('filters the execution log by route, status and time as well', async () => {
+    // a call the key has no scope for: refused, and logged with its route and status
+    const refused = await call(base, 'GET', '/api/portal/webhooks', { token });
+    expect(refused.status).toBe(403);
+    const kpis = page.locator('tbody tr', { hasText: '/api/portal/odoo/:slug/kpis' });
+    const webhooks = page.locator('tbody tr', { hasText: '/api/portal/webhooks' });
+    const filter = async (fields: Record<string, string>) => {
+      for (const label of ['Key prefix', 'Route contains', 'Status', 'From', 'Until']) await page.getByLabel(label).fill(fields[label] ?? '');
+      await page.getByRole('button', { name: 'Filter' }).click();
+    };
+    // datetime-local takes the browser's local time
+    const local = (ms: number) => new Date(ms - new Date(ms).getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+
+    await filter({ 'Key prefix': prefix });
+    await webhooks.first().waitFor();
+    expect(await webhooks.first().textContent()).toContain('403');
+    await kpis.first().waitFor();
+
+    await filter({ 'Route contains': '/kpis' });
+    await kpis.first().waitFor();
+    await webhooks.waitFor({ state: 'detached' });
+
+    await filter({ 'Key prefix': prefix, Status: '403' });
+    await webhooks.first().waitFor();
+    await kpis.waitFor({ state: 'detached' });
+    await filter({ Status: '418' });
+    await page.getByText('No calls match these filters.').waitFor();
+
+    await filter({ 'Key prefix': prefix, From: local(Date.now() - 3600_000) });
+    await kpis.first().waitFor();
+    await webhooks.first().waitFor();
+    await filter({ 'Key prefix': prefix, Until: local(Date.now() - 3600_000) });
+    await page.getByText('No calls match these filters.').waitFor();
+    await filter({ 'Key prefix': prefix, Until: local(Date.now() + 3600_000) });
+    await kpis.first().waitFor();
+    await filter({ 'Key prefix': prefix, From: local(Date.now() + 3600_000) });
+    await page.getByText('No calls match these filters.').waitFor();
+  });
+
   it('revokes the key after a confirmation saying it stops at once, and the next call is refused', async () => {
     await page.getByRole('link', { name: 'API keys' }).click();
     await page.getByRole('button', { name: 'Revoke reporting' }).click();

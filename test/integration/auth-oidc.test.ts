@@ -178,6 +178,17 @@ describe('GET /api/auth/oidc/callback', () => {
     expect(refreshed.body.user.email).toBe(user.email);
   });
 
+  it('started from a workspace of the portal, ends in that workspace', async () => {
+    const ws = await addWorkspace(pool);
+    const user = await addUser(pool, [{ workspaceId: ws.id, role: 'member' }]);
+    const { url } = await oidcLogin(new Browser(), user.email, `/api/auth/oidc/start?portal=true&workspace=${ws.slug}`);
+    expect(url).toBe(`${cfg.API_PUBLIC_URL}/app/w/${ws.slug}/`);
+    // nothing but a workspace slug goes into the redirect
+    const res = await fetch(`${cfg.API_PUBLIC_URL}/api/auth/oidc/start?portal=true&workspace=${encodeURIComponent('//evil.example/')}`, { redirect: 'manual' });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  });
+
   it('refuses an e-mail the provider does not say is verified (403) and issues no session', async () => {
     const ws = await addWorkspace(pool);
     const { rows } = await pool.query<{ id: string }>("INSERT INTO users (email, name) VALUES ($1, 'U') RETURNING id", [`unverified-${ws.slug}@example.test`]);

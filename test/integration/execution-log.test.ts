@@ -89,6 +89,29 @@ describe('GET /api/portal/execution-log', () => {
     expect(seen.map(Number)).toEqual([...seen.map(Number)].sort((a, b) => b - a));
   });
 
+  it('pages calls of the same instant in id order, also where the ids gain a digit', async () => {
+    const { workspace, accessToken } = await adminOfNewWorkspace(base, pool);
+    // ids around a power of ten: as text, "1000000000000" sorts before "999999999999"
+    const ids = ['999999999998', '999999999999', '1000000000000', '1000000000001'];
+    const at = new Date();
+    for (const id of ids) {
+      await pool.query(
+        `INSERT INTO execution_log (id, occurred_at, workspace_id, key_prefix, method, route, status, latency_ms, request_id)
+         OVERRIDING SYSTEM VALUE VALUES ($1::bigint, $2, $3, 'ws_live_SAME', 'GET', '/same', 200, 1, $1::text)`,
+        [id, at, workspace.id],
+      );
+    }
+    const seen: string[] = [];
+    let cursor: string | null = '';
+    while (cursor !== null) {
+      const res = await readLog(accessToken, `?limit=3${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(res.status).toBe(200);
+      seen.push(...res.body.items.map((i: { id: string }) => i.id));
+      cursor = res.body.nextCursor;
+    }
+    expect(seen).toEqual([...ids].reverse());
+  });
+
   it("shows one workspace's admin nothing of another workspace", async () => {
     const one = await adminOfNewWorkspace(base, pool);
     const two = await adminOfNewWorkspace(base, pool);

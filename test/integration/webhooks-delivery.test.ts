@@ -10,6 +10,7 @@ import { Webhook } from 'standardwebhooks';
 import { startDnsStandIn, type DnsStandIn } from '../../sandbox/dns/server.js';
 import { startReceiver, startWebhookPlatform, type WebhookPlatform } from '../support/webhooks.js';
 import { call } from '../support/workspace-api.js';
+import { recordAttempts } from '../../domain/webhooks/deliveries.js';
 
 let p: WebhookPlatform;
 let dns: DnsStandIn;
@@ -125,6 +126,38 @@ it('the test endpoint sends a signed sample event and answers the attempt', asyn
     expect(res.body).toMatchObject({ outcome: 'ok', statusCode: 204, trigger: 'test' });
     const got = receiver.received[0]!;
     expect(new Webhook(secret).verify(got.body, got.headers as Record<string, string>)).toMatchObject({ type: 'webhook.test' });
+  } finally {
+    await receiver.close();
+  }
+});
+
+it('pages through the attempts with the before cursor: each attempt once, even those recorded at the same instant', async () => {
+  const receiver = await startReceiver();
+  try {
+    const { workspace, accessToken, endpoint } = await p.workspaceWithEndpoint(receiver.url);
+    // a dispatcher batch can record several attempts with the same time
+    const at = new Date();
+    const result = { outcome: 'ok' as const, statusCode: 204, durationMs: 3, error: null, headers: {}, excerpt: '', retryAfterMs: null };
+    await recordAttempts(
+      p.pool,
+      Array.from({ length: 5 }, (_, i) => ({ endpointId: endpoint.id, messageId: `msg_same_instant_${i}`, trigger: 'dispatcher' as const, attemptedAt: at, result, status: null })),
+    );
+    for (let i = 0; i < 2; i++) expect((await call(p.base, 'POST', `/api/portal/webhooks/${endpoint.id}/test`, asAdmin(accessToken, workspace.slug))).status).toBe(200);
+    const seen: string[] = [];
+    let before: string | undefined;
+    for (;;) {
+      const query = new URLSearchParams({ limit: '2', ...(before ? { before } : {}) });
+      const page = await call(p.base, 'GET', `/api/portal/webhooks/${endpoint.id}/attempts?${query}`, asAdmin(accessToken, workspace.slug));
+      expect(page.status).toBe(200);
+      const ids = (page.body.attempts as { id: string }[]).map((a) => a.id);
+      seen.push(...ids);
+      if (ids.length < 2) break;
+      before = ids.at(-1);
+    }
+    // newest first: the two test events, then the five of the same instant; each once
+    const { rows } = await p.pool.query<{ id: string }>('SELECT id::text FROM webhook_attempts a WHERE endpoint_id = $1 ORDER BY attempted_at DESC, a.id DESC', [endpoint.id]);
+    expect(seen).toEqual(rows.map((r) => r.id));
+    expect(new Set(seen).size).toBe(7);
   } finally {
     await receiver.close();
   }

@@ -20,6 +20,7 @@ import { startSession } from '../../../domain/access/login-sessions.js';
 import { SessionSchema, sendSession, setRefreshCookie } from './sessions.js';
 import { access } from '../../plugins/access.js';
 import { findUserByEmail } from '../../../domain/access/workspaces.js';
+import { TenantName } from '../../schemas/common.js';
 
 const STATE_COOKIE = 'plana_oidc';
 const CALLBACK_PATH = '/api/auth/oidc/callback';
@@ -30,6 +31,8 @@ interface PendingLogin {
   nonce: string;
   /** started from the browser portal: the callback sets the refresh cookie and redirects to /app/ */
   portal?: boolean;
+  /** started from a workspace's page of the portal (/app/w/<slug>/): the callback goes back there */
+  workspace?: string;
 }
 const PORTAL_HOME = '/app/';
 
@@ -67,8 +70,13 @@ export default async function oidcRoutes(fastify: FastifyInstance) {
       schema: {
         tags: ['auth'],
         summary: 'Begin an OIDC login: redirects to the identity provider (authorization code + PKCE)',
-        description: 'With portal=true the callback ends in the browser portal (/app/, signed in by the refresh cookie) instead of answering the session as JSON.',
-        querystring: Type.Object({ portal: Type.Optional(Type.Boolean()) }),
+        description:
+          'With portal=true the callback ends in the browser portal (/app/, signed in by the refresh cookie) instead of answering the session as JSON; ' +
+          'with a workspace as well, in that workspace of the portal (/app/w/<slug>/).',
+        querystring: Type.Object({
+          portal: Type.Optional(Type.Boolean()),
+          workspace: Type.Optional({ ...TenantName, description: 'with portal=true: the workspace (slug) to open after the login' }),
+        }),
         response: { 302: Type.Null(), 400: Type.Ref('Problem'), 404: Type.Ref('Problem'), 502: Type.Ref('Problem') },
       },
     },
@@ -76,6 +84,7 @@ export default async function oidcRoutes(fastify: FastifyInstance) {
       const config = await provider();
       const pending: PendingLogin = { verifier: oidc.randomPKCECodeVerifier(), state: oidc.randomState(), nonce: oidc.randomNonce() };
       if (req.query.portal) pending.portal = true;
+      if (req.query.portal && req.query.workspace) pending.workspace = req.query.workspace;
       const url = oidc.buildAuthorizationUrl(config, {
         redirect_uri: redirectUri,
         scope: 'openid email profile',
@@ -145,7 +154,8 @@ export default async function oidcRoutes(fastify: FastifyInstance) {
       if (pending.portal) {
         // the portal reads no token from the URL: it signs in from the refresh cookie on load
         setRefreshCookie(app, reply, session);
-        return reply.code(303).header('location', PORTAL_HOME).send(null);
+        // a slug (TenantName: lowercase letters, digits, hyphens) keeps the redirect inside the portal
+        return reply.code(303).header('location', pending.workspace ? `${PORTAL_HOME}w/${pending.workspace}/` : PORTAL_HOME).send(null);
       }
       return sendSession(app, reply, session);
     },

@@ -1,8 +1,9 @@
 /**
- * The workspace's portal page, `/w/<slug>`, where the welcome and invitation e-mails link
- * (DESIGN §5). Until the browser portal serves this path, it answers a small HTML page naming the
- * workspace, with the sign-in and API-documentation links. Public: it shows nothing but the
- * workspace's display name, and an unknown slug is a 404 problem.
+ * The workspace's portal address, `/w/<slug>`, where the welcome and payment-failed e-mails link
+ * (DESIGN §5). The browser portal has taken it over: a known workspace is a 302 to its place in the
+ * portal, `/app/w/<slug>/`, which asks for sign-in when there is no session and then opens that
+ * workspace's dashboard. Public: an unknown slug is a 404 problem (the address names no workspace,
+ * so the portal is not opened for it).
  */
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -11,27 +12,7 @@ import { AppError } from '../../../lib/errors.js';
 import { findWorkspace } from '../../../domain/access/workspaces.js';
 import { access } from '../../plugins/access.js';
 import { TenantName } from '../../schemas/common.js';
-
-const escapeHtml = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-
-export function workspacePage(workspace: { slug: string; name: string }): string {
-  const name = escapeHtml(workspace.name);
-  return `<!doctype html>
-<html lang="en">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${name} · Plana</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem;color:#1f2328}a{color:#0969da}code{background:#f6f8fa;padding:.1em .3em;border-radius:4px}</style></head>
-<body>
-<h1>${name}</h1>
-<p>Your workspace is ready.</p>
-<ul>
-<li><a href="/api/auth/oidc/start">Sign in</a> with your organisation's account, or with your e-mail and password through <code>POST /api/auth/login</code>.</li>
-<li><a href="/docs">API documentation</a>: the Workspace API, API keys (<code>ws_live_…</code>) and their scopes.</li>
-</ul>
-</body>
-</html>
-`;
-}
+import { PORTAL_PATH } from '../web/index.js';
 
 export default async function workspacePageRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -41,15 +22,16 @@ export default async function workspacePageRoutes(fastify: FastifyInstance) {
       config: { access: access.public },
       schema: {
         tags: ['portal'],
-        summary: "The workspace's portal page (linked from the welcome e-mail)",
+        summary: "The workspace's address in the e-mails: on to the workspace in the portal",
+        description: 'A 302 to `/app/w/<slug>/`, where the portal signs the person in (when needed) and opens the workspace. 404 for an unknown workspace.',
         params: Type.Object({ slug: TenantName }),
-        response: { 200: { description: 'an HTML page', content: { 'text/html': { schema: Type.String() } } } },
+        response: { 302: Type.Null({ description: 'to /app/w/<slug>/' }), 404: Type.Ref('Problem') },
       },
     },
     async (req, reply) => {
       const workspace = await findWorkspace(app.deps.pool, req.params.slug);
       if (!workspace) throw new AppError('NOT_FOUND', `There is no workspace "${req.params.slug}".`);
-      return reply.type('text/html; charset=utf-8').send(workspacePage(workspace));
+      return reply.code(302).header('location', `${PORTAL_PATH}w/${workspace.slug}/`).header('cache-control', 'no-store').send(null);
     },
   );
 }

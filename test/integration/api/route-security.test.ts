@@ -42,13 +42,14 @@ afterAll(async () => {
 });
 
 /** The route's path with its parameters filled in for workspace A. */
-const pathOf = (url: string) => url.replace(':slug', a.workspace.slug).replace(':id', keyIdA).replace(':userId', '00000000-0000-4000-8000-000000000001').replace(/:\w+/g, 'x1');
+const pathOf = (url: string) =>
+  url.replace(':slug', a.workspace.slug).replace(':id', keyIdA).replace(':userId', '00000000-0000-4000-8000-000000000001').replace(/:\w+/g, 'x1');
 /** A body each route takes as valid (the workspace-role check runs once the request is validated). */
 const validBodies: Record<string, unknown> = {
   'POST /api/portal/team/invite': { email: 'probe@example.test' },
   'PUT /api/portal/settings': { displayName: 'probe' },
-  'POST /api/portal/team/invitations/accept': { token: 'x'.repeat(43), password: 'probe' },
   'PATCH /api/portal/team/:userId': { role: 'member' },
+  'POST /api/portal/team/invitations/accept': { token: 'x'.repeat(43), password: 'probe' },
 };
 const bodyOf = (method: string, url: string) =>
   validBodies[`${method} ${url}`] ?? (method === 'POST' || method === 'PUT' ? { name: 'probe' } : undefined);

@@ -28,6 +28,7 @@ export class ApiError extends Error {
 export const api = createClient<paths>({ baseUrl: '' });
 
 let accessToken: string | undefined;
+let user: User | undefined;
 let renewTimer: ReturnType<typeof setTimeout> | undefined;
 let refreshing: Promise<User | undefined> | undefined;
 const listeners = new Set<(user: User | undefined) => void>();
@@ -45,8 +46,12 @@ export function onSessionChange(fn: (user: User | undefined) => void): () => voi
   return () => listeners.delete(fn);
 }
 
+/** The signed-in person (undefined without a session). */
+export const currentUser = (): User | undefined => user;
+
 function startSession(s: Session): User {
   accessToken = s.accessToken;
+  user = s.user;
   clearTimeout(renewTimer);
   renewTimer = setTimeout(() => void refresh(), Math.max(5, s.expiresIn - 60) * 1000);
   for (const fn of listeners) fn(s.user);
@@ -55,6 +60,7 @@ function startSession(s: Session): User {
 
 function endSession() {
   accessToken = undefined;
+  user = undefined;
   clearTimeout(renewTimer);
   for (const fn of listeners) fn(undefined);
 }

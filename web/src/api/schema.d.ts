@@ -1783,12 +1783,14 @@ export interface paths {
         };
         /**
          * Begin an OIDC login: redirects to the identity provider (authorization code + PKCE)
-         * @description With portal=true the callback ends in the browser portal (/app/, signed in by the refresh cookie) instead of answering the session as JSON.
+         * @description With portal=true the callback ends in the browser portal (/app/, signed in by the refresh cookie) instead of answering the session as JSON; with a workspace as well, in that workspace of the portal (/app/w/<slug>/).
          */
         get: {
             parameters: {
                 query?: {
                     portal?: boolean;
+                    /** @description with portal=true: the workspace (slug) to open after the login */
+                    workspace?: string;
                 };
                 header?: never;
                 path?: never;
@@ -5595,7 +5597,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The workspace's portal page (linked from the welcome e-mail) */
+        /**
+         * The workspace's address in the e-mails: on to the workspace in the portal
+         * @description A 302 to `/app/w/<slug>/`, where the portal signs the person in (when needed) and opens the workspace. 404 for an unknown workspace.
+         */
         get: {
             parameters: {
                 query?: never;
@@ -5608,14 +5613,12 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description an HTML page */
-                200: {
+                /** @description to /app/w/<slug>/ */
+                302: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content: {
-                        "text/html": string;
-                    };
+                    content?: never;
                 };
                 /** @description Default Response */
                 400: {

@@ -1,8 +1,12 @@
 import { useState, type FormEvent } from 'react';
 import { signIn } from '../api/client';
 import { ErrorMessage } from '../components';
+import { useRoute } from '../router';
 
+/** Sign-in; on a workspace's address (/app/w/<slug>/…, e.g. from the e-mails' /w/<slug> link) both ways lead back to it. */
 export function SignIn() {
+  const workspace = /^w\/([a-z0-9-]+)(\/|$)/.exec(useRoute())?.[1];
+  const oidcStart = `/api/auth/oidc/start?portal=true${workspace ? `&workspace=${workspace}` : ''}`;
   const [error, setError] = useState<unknown>();
   const [busy, setBusy] = useState(false);
   async function submit(e: FormEvent<HTMLFormElement>) {
@@ -34,7 +38,7 @@ export function SignIn() {
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
         <p className="muted">
-          Or <a href="/api/auth/oidc/start?portal=true">sign in with your organisation’s account</a>.
+          Or <a href={oidcStart}>sign in with your organisation’s account</a>.
         </p>
       </form>
     </main>

@@ -1,14 +1,17 @@
 /**
- * The team: every member sees who is in the workspace and their roles; admins also see the open
+ * The team: every member sees who is in the workspace and their roles; admins also change a
+ * member's role, remove a member (after a confirmation: they lose access at once), see the open
  * invitations and invite (admin or member), re-invite and revoke. A member is shown none of that
- * (and the API refuses it: 403).
+ * (and the API refuses it: 403). The last admin can be neither demoted nor removed: the API's 409
+ * is shown as its message.
  */
 import { useState, type FormEvent } from 'react';
-import { api, ApiError, call } from '../api/client';
+import { api, ApiError, call, currentUser, signOut } from '../api/client';
 import type { paths } from '../api/schema';
 import { Dialog, Empty, ErrorMessage, Loading, formatDate, useAction, useLoad } from '../components';
 import type { WorkspaceRef } from '../nav';
 
+type Member = paths['/api/portal/team']['get']['responses']['200']['content']['application/json']['members'][number];
 type Invitation = NonNullable<paths['/api/portal/team']['get']['responses']['200']['content']['application/json']['invitations']>[number];
 
 export function Team({ workspace }: { workspace: WorkspaceRef }) {
@@ -17,8 +20,20 @@ export function Team({ workspace }: { workspace: WorkspaceRef }) {
   const isAdmin = workspace.role === 'admin';
   const [inviting, setInviting] = useState(false);
   const [revoking, setRevoking] = useState<Invitation>();
+  const [removing, setRemoving] = useState<Member>();
   const action = useAction();
   const [notice, setNotice] = useState<string>();
+  const me = currentUser()?.id;
+
+  const changeRole = (m: Member, role: 'admin' | 'member') =>
+    action.run(async () => {
+      setNotice(undefined);
+      await call(() => api.PATCH('/api/portal/team/{userId}', { params: { path: { userId: m.id }, query }, body: { role } }));
+      // one's own role shapes the whole portal (menu, admin pages): start it afresh
+      if (m.id === me) return window.location.reload();
+      setNotice(role === 'admin' ? `${m.name || m.email} is an admin now.` : `${m.name || m.email} is a member now (no admin actions).`);
+      team.reload();
+    });
 
   const resend = (inv: Invitation) =>
     action.run(async () => {
@@ -58,15 +73,40 @@ export function Team({ workspace }: { workspace: WorkspaceRef }) {
                   <th>E-mail</th>
                   <th>Role</th>
                   <th>Joined</th>
+                  {isAdmin && (
+                    <th>
+                      <span className="sr-only">Actions</span>
+                    </th>
+                  )}
                 </tr>
               </thead>
               <tbody>
                 {team.data.members.map((m) => (
-                  <tr key={m.id}>
-                    <td>{m.name}</td>
+                  <tr key={m.id} data-member={m.email}>
+                    <td>
+                      {m.name} {m.id === me && <span className="muted small">(you)</span>}
+                    </td>
                     <td>{m.email}</td>
                     <td>{m.role}</td>
                     <td>{formatDate(m.joinedAt)}</td>
+                    {isAdmin && (
+                      <td>
+                        <div className="row-actions">
+                          <button
+                            type="button"
+                            className="secondary"
+                            disabled={action.busy}
+                            onClick={() => void changeRole(m, m.role === 'admin' ? 'member' : 'admin')}
+                            aria-label={m.role === 'admin' ? `Make ${m.email} a member` : `Make ${m.email} an admin`}
+                          >
+                            {m.role === 'admin' ? 'Make member' : 'Make admin'}
+                          </button>
+                          <button type="button" className="danger" onClick={() => (setNotice(undefined), action.setError(undefined), setRemoving(m))} aria-label={`Remove ${m.email}`}>
+                            Remove
+                          </button>
+                        </div>
+                      </td>
+                    )}
                   </tr>
                 ))}
               </tbody>
@@ -126,6 +166,18 @@ export function Team({ workspace }: { workspace: WorkspaceRef }) {
           onClose={(email) => {
             setInviting(false);
             if (email) setNotice(`An invitation was mailed to ${email}.`);
+            team.reload();
+          }}
+        />
+      )}
+      {removing && (
+        <RemoveMemberDialog
+          workspace={workspace}
+          member={removing}
+          self={removing.id === me}
+          onClose={(removed) => {
+            setRemoving(undefined);
+            if (removed) setNotice(`${removed.name || removed.email} was removed from the workspace.`);
             team.reload();
           }}
         />
@@ -202,6 +254,36 @@ function RevokeInvitationDialog({ workspace, invitation, onClose }: { workspace:
         </button>
         <button type="button" className="danger" disabled={action.busy} onClick={() => void revoke()}>
           {action.busy ? 'Revoking…' : 'Revoke invitation'}
+        </button>
+      </div>
+    </Dialog>
+  );
+}
+
+function RemoveMemberDialog({ workspace, member, self, onClose }: { workspace: WorkspaceRef; member: Member; self: boolean; onClose: (removed?: Member) => void }) {
+  const action = useAction();
+  const remove = () =>
+    action.run(async () => {
+      await call(() => api.DELETE('/api/portal/team/{userId}', { params: { path: { userId: member.id }, query: { workspace: workspace.slug } } }));
+      // removing oneself ends one's own sessions too: back to the sign-in page
+      if (self) return void (await signOut(), window.location.assign('/app/'));
+      onClose(member);
+    });
+  const who = member.name || member.email;
+  return (
+    <Dialog title={self ? `Leave ${workspace.name}?` : `Remove ${who} from ${workspace.name}?`} onClose={() => onClose()}>
+      <p>
+        {self ? 'You lose' : `${who} (${member.email}) loses`} access to this workspace at once: every session of {self ? 'yours' : 'theirs'} ends, and the
+        portal and the Workspace API refuse {self ? 'you' : 'them'} from the next request on. The workspace’s API keys keep working. You can invite the
+        address again later.
+      </p>
+      <ErrorMessage error={action.error} />
+      <div className="actions">
+        <button type="button" className="secondary" onClick={() => onClose()} autoFocus>
+          Cancel
+        </button>
+        <button type="button" className="danger" disabled={action.busy} onClick={() => void remove()}>
+          {action.busy ? 'Removing…' : self ? 'Leave the workspace' : 'Remove member'}
         </button>
       </div>
     </Dialog>

@@ -190,6 +190,18 @@ function SecretField({ secret, label }: { secret: string; label: string }) {
   );
 }
 
+/** The attempts of one page: the newest (looked at again every few seconds), then older ones on request. */
+const ATTEMPTS_PAGE = 50;
+
+/** Both lists in one, each attempt once, newest first (as the API orders them: time, then id). */
+function mergeAttempts(a: Attempt[], b: Attempt[]): Attempt[] {
+  const byId = new Map<string, Attempt>();
+  for (const x of [...a, ...b]) byId.set(x.id, x);
+  const newer = (x: Attempt, y: Attempt) =>
+    x.attemptedAt !== y.attemptedAt ? y.attemptedAt.localeCompare(x.attemptedAt) : y.id.length - x.id.length || y.id.localeCompare(x.id);
+  return [...byId.values()].sort(newer);
+}
+
 /** Attempts grouped by message, newest message first. */
 function byMessage(attempts: Attempt[]) {
   const groups = new Map<string, Attempt[]>();
@@ -200,7 +212,33 @@ function byMessage(attempts: Attempt[]) {
 function EndpointView({ workspace, endpoint, onBack, onChanged }: { workspace: WorkspaceRef; endpoint: Endpoint; onBack: () => void; onChanged: () => void }) {
   const ws = inWorkspace(workspace.slug);
   const path = { path: { id: endpoint.id } };
-  const attempts = useLoad(() => call(() => api.GET('/api/portal/webhooks/{id}/attempts', { params: { ...path, query: { limit: 200 } }, ...ws })), [endpoint.id]);
+  const attempts = useLoad(() => call(() => api.GET('/api/portal/webhooks/{id}/attempts', { params: { ...path, query: { limit: ATTEMPTS_PAGE } }, ...ws })), [endpoint.id]);
+  // older pages (the API's `before` cursor), and every newer attempt seen since, so no gap opens
+  // between them when new attempts push rows off the first page
+  const [kept, setKept] = useState<Attempt[]>([]);
+  const [older, setOlder] = useState<{ more?: boolean; busy: boolean; error?: unknown }>({ busy: false });
+  useEffect(() => {
+    setKept([]);
+    setOlder({ busy: false });
+  }, [endpoint.id]);
+  useEffect(() => {
+    const latest = attempts.data?.attempts;
+    if (latest) setKept((k) => (k.length ? mergeAttempts(k, latest) : k));
+  }, [attempts.data]);
+  const all = mergeAttempts(kept, attempts.data?.attempts ?? []);
+  const hasOlder = older.more ?? attempts.data?.attempts.length === ATTEMPTS_PAGE;
+  async function loadOlder() {
+    const oldest = all.at(-1);
+    if (!oldest) return;
+    setOlder((o) => ({ ...o, busy: true, error: undefined }));
+    try {
+      const page = await call(() => api.GET('/api/portal/webhooks/{id}/attempts', { params: { ...path, query: { limit: ATTEMPTS_PAGE, before: oldest.id } }, ...ws }));
+      setKept(mergeAttempts(all, page.attempts));
+      setOlder({ more: page.attempts.length === ATTEMPTS_PAGE, busy: false });
+    } catch (error) {
+      setOlder((o) => ({ ...o, busy: false, error }));
+    }
+  }
   const action = useAction();
   const [secrets, setSecrets] = useState<Secrets>();
   const [editing, setEditing] = useState(false);
@@ -259,7 +297,7 @@ function EndpointView({ workspace, endpoint, onBack, onChanged }: { workspace: W
     });
   }
 
-  const messages = byMessage(attempts.data?.attempts ?? []);
+  const messages = byMessage(all);
   return (
     <>
       <p>
@@ -381,6 +419,19 @@ function EndpointView({ workspace, endpoint, onBack, onChanged }: { workspace: W
             </table>
           </div>
         )}
+        {messages.length > 0 && (
+          <div className="toolbar">
+            <span className="muted small">
+              {all.length} attempt{all.length === 1 ? '' : 's'} shown{older.more === false ? '; there are no older ones' : ''}.
+            </span>
+            {hasOlder && (
+              <button type="button" className="secondary" onClick={() => void loadOlder()} disabled={older.busy}>
+                {older.busy ? 'Loading…' : 'Load older attempts'}
+              </button>
+            )}
+          </div>
+        )}
+        <ErrorMessage error={older.error} />
       </section>
 
       <section className="card" aria-labelledby="replay-title">
