@@ -12,7 +12,12 @@ import { startReceiver, startWebhookPlatform, type WebhookPlatform } from '../su
 
 let p: WebhookPlatform;
 beforeAll(async () => {
-  p = await startWebhookPlatform({ WEBHOOK_RETRY_SCHEDULE: '4s,4s', WEBHOOK_SWEEP_AFTER: '3s' }, { worker: false, dispatcher: false });
+  // room for a loaded CI machine: an attempt that times out (2 s in the shared settings) would use up
+  // a short schedule before the receiver, which always accepts, is reached again
+  p = await startWebhookPlatform(
+    { WEBHOOK_RETRY_SCHEDULE: '4s,4s,4s,4s,4s', WEBHOOK_SWEEP_AFTER: '3s', WEBHOOK_TIMEOUT_MS: '10000' },
+    { worker: false, dispatcher: false },
+  );
 });
 afterAll(async () => p?.close());
 
