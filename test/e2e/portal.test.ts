@@ -103,6 +103,18 @@ describe('the workspace portal in Chromium', () => {
     expect(painted).toBe(true);
     await expect.poll(() => page.getByText('Revenue this month').count()).toBe(1);
     await expect.poll(() => page.locator('.kpi-value').first().textContent()).toMatch(/\d/);
+    // every company of the ERP, labelled, each in its own currency (the demo data has a second one)
+    const kpis = await call(base, 'GET', `/api/portal/workspaces/${tenant.workspace}/dashboard/kpis`, { token: await login(base, owner) });
+    const companies = kpis.body.companies as { name: string; currency: string; receivables: number }[];
+    expect(new Set(companies.map((c) => c.currency)).size).toBeGreaterThan(1);
+    const rows = page.locator('#company-figures tbody tr');
+    await expect.poll(() => rows.count()).toBe(companies.length);
+    for (const [i, c] of companies.entries()) {
+      const cells = await rows.nth(i).locator('td').allTextContents();
+      expect(cells[0]).toContain(c.name);
+      expect(cells[1]).toBe(c.currency);
+      expect(cells[3]).toBe(await page.evaluate(([n, cur]) => new Intl.NumberFormat(undefined, { style: 'currency', currency: cur as string }).format(n as number), [c.receivables, c.currency]));
+    }
     await page.getByRole('heading', { name: 'Alerts' }).waitFor();
     await expect.poll(() => page.locator('.alerts li, .empty').count()).toBeGreaterThan(0);
     await page.screenshot({ path: join(shots, 'dashboard.png'), fullPage: true });

@@ -27,7 +27,7 @@ export function Dashboard({ workspace }: { workspace: WorkspaceRef }) {
       <h1>Dashboard</h1>
       <p className="muted">
         {workspace.name}
-        {k && ` · figures in ${k.currency} as of ${k.asOf} · ERP ${k.erpVersion}`}
+        {k && ` · figures of ${k.companies[0]?.name ?? 'the main company'} in ${k.currency} as of ${k.asOf} · ERP ${k.erpVersion}`}
       </p>
       <section aria-labelledby="kpis">
         <h2 id="kpis" className="sr-only">
@@ -46,6 +46,41 @@ export function Dashboard({ workspace }: { workspace: WorkspaceRef }) {
           </div>
         ) : null}
       </section>
+      {k && k.companies.length > 1 && (
+        <section aria-labelledby="companies" className="card">
+          <h2 id="companies">Per company</h2>
+          <p className="muted small">Each company in its own currency: amounts in different currencies are never added up.</p>
+          <div className="table-wrap">
+            <table className="table" id="company-figures">
+              <thead>
+                <tr>
+                  <th>Company</th>
+                  <th>Currency</th>
+                  <th className="num">Revenue (month)</th>
+                  <th className="num">Receivables</th>
+                  <th className="num">Payables</th>
+                  <th className="num">Cash balance</th>
+                </tr>
+              </thead>
+              <tbody>
+                {k.companies.map((c, i) => (
+                  <tr key={c.id}>
+                    <td>
+                      {c.name}
+                      {i === 0 && <span className="muted small"> (main)</span>}
+                    </td>
+                    <td>{c.currency}</td>
+                    <td className="num">{money(c.revenue, c.currency)}</td>
+                    <td className="num">{money(c.receivables, c.currency)}</td>
+                    <td className="num">{money(c.payables, c.currency)}</td>
+                    <td className="num">{money(c.cashBalance, c.currency)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </section>
+      )}
       <section aria-labelledby="cashflow" className="card">
         <h2 id="cashflow">Cash flow, last 12 months</h2>
         {cashflow.loading && !cashflow.data ? (
