@@ -2,7 +2,8 @@
  * The readiness probe, through the tenant's route (the ERP entry point with the tenant's Host
  * header), until the tenant answers or the window ends:
  * 1. GET /web/health must answer 200 with {"status":"pass"} (the route is up, an ERP worker runs);
- * 2. the tenant database must answer: `authenticate` over XML-RPC as the tenant's API user. Real
+ * 2. the tenant database must answer as the tenant's API user: on Odoo 19+ over JSON-2 with its API
+ *    key (the user's id looked up with it), before 19 `authenticate` over XML-RPC. Real
  *    Odoo answers /web/health for any Host without opening the tenant's database, so step 1 alone
  *    cannot notice a missing or broken one.
  * node:http, because fetch does not let a caller set Host.
@@ -11,7 +12,8 @@ import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
 import type pg from 'pg';
-import { erpApiLogin, loadErpCredentials } from '../domain/erp/api-user.js';
+import { API_KEY_MIN_VERSION, erpApiLogin, loadErpApiCredentials } from '../domain/erp/api-user.js';
+import { createJson2Client } from '../domain/erp/json2.js';
 import { ErpFault, xmlRpcCall } from '../domain/erp/client.js';
 import type { TenantActivityDeps } from './tenant-deps.js';
 
@@ -62,8 +64,21 @@ export async function probeTenant(
   if (!web.healthy) return web;
   // without stored credentials (no API user yet) the login is still tried: a database that exists
   // answers False, one that does not answers a fault
-  const credentials = await loadErpCredentials(deps.platformPool, deps.secretsKey, target.tenant);
+  const credentials = await loadErpApiCredentials(deps.platformPool, deps.secretsKey, target.tenant);
   const login = credentials?.login ?? erpApiLogin(target.database);
+  const route = await deps.platformPool.query<{ namespace: string }>('SELECT namespace FROM tenant_routes WHERE tenant = $1', [target.tenant]);
+  const version = Number(route.rows[0]?.namespace.replace('plana-odoo-', '') ?? 0);
+  if (version >= API_KEY_MIN_VERSION && credentials) {
+    // JSON-2 takes API keys only: the database must answer with the user's key
+    if (!credentials.apiKey) return { ...web, healthy: false, detail: `${web.detail}; database ${target.database}: the API user ${login} has no API key yet` };
+    try {
+      await createJson2Client({ baseUrl: deps.erpUrl, host: target.host, db: target.database, login, apiKey: credentials.apiKey, timeoutMs }).authenticate();
+      return { ...web, detail: `${web.detail}; database ${target.database} answers over JSON-2 (${login} with its API key)` };
+    } catch (err) {
+      const said = err instanceof ErpFault ? `${err.code === 3 ? 'refused the API key' : 'fault'} (${err.message})` : (err as Error).message;
+      return { ...web, healthy: false, detail: `${web.detail}; database ${target.database} does not answer over JSON-2: ${said}` };
+    }
+  }
   let uid: unknown;
   try {
     uid = await xmlRpcCall({ baseUrl: deps.erpUrl, host: target.host, timeoutMs }, '/xmlrpc/2/common', 'authenticate', [
