@@ -12,7 +12,7 @@ import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
 import type pg from 'pg';
-import { API_KEY_MIN_VERSION, erpApiLogin, loadErpApiCredentials } from '../domain/erp/api-user.js';
+import { API_KEY_MIN_VERSION, API_KEY_RENEW_DAYS, ensureErpApiKey, erpApiLogin, erpApiUserDeps, loadErpApiCredentials } from '../domain/erp/api-user.js';
 import { createJson2Client } from '../domain/erp/json2.js';
 import { ErpFault, xmlRpcCall } from '../domain/erp/client.js';
 import type { TenantActivityDeps } from './tenant-deps.js';
@@ -96,24 +96,41 @@ export async function probeTenant(
   return { ...web, healthy: false, detail: `${web.detail}; database ${target.database} ${why}` };
 }
 
-export const createTenantHealthActivities = ({ config, platformPool }: TenantActivityDeps) => ({
-  /** Probes every `intervalMs` until healthy or `windowMs` has passed; returns the last observation. */
-  async probeTenantHealth(input: { host: string; tenant?: string; database?: string; windowMs: number; intervalMs: number }): Promise<HealthObservation> {
-    const ctx = Context.current();
-    const until = Date.now() + input.windowMs;
-    // probes scheduled before tenant and database were passed: the host is <tenant>.<TENANT_DOMAIN> and names the database
-    const target = {
-      host: input.host,
-      tenant: input.tenant ?? input.host.slice(0, -(config.TENANT_DOMAIN.length + 1)),
-      database: input.database ?? input.host,
-    };
-    const deps = { erpUrl: config.ERP_URL, platformPool, secretsKey: config.SECRETS_KEY };
-    for (let attempts = 1; ; attempts++) {
-      const seen = await probeTenant(deps, target);
-      ctx.heartbeat({ attempts, detail: seen.detail });
-      if (seen.healthy || Date.now() + input.intervalMs > until) return { ...seen, attempts };
-      await sleep(input.intervalMs, undefined, { signal: ctx.cancellationSignal }).catch(() => {});
-      if (ctx.cancellationSignal.aborted) return { ...seen, attempts };
-    }
-  },
-});
+export const createTenantHealthActivities = ({ config, platformPool }: TenantActivityDeps) => {
+  /**
+   * The API key of a 19+ tenant is renewed here when fewer than API_KEY_RENEW_DAYS remain: a Ready
+   * tenant is probed every TENANT_READY_PROBE_INTERVAL, so its key never runs out while it is served
+   * (each reconcile's ensure step renews it too). Not due: one SELECT, no ERP call.
+   */
+  async function renewApiKeyIfDue(target: { tenant: string; database: string }) {
+    const due = await platformPool.query(
+      `SELECT 1 FROM tenant_erp_credentials c JOIN tenant_routes r ON r.tenant = c.tenant
+        WHERE c.tenant = $1 AND replace(r.namespace, 'plana-odoo-', '')::int >= $2
+          AND c.api_key_expires_at IS NOT NULL AND c.api_key_expires_at < now() + make_interval(days => $3)`,
+      [target.tenant, API_KEY_MIN_VERSION, API_KEY_RENEW_DAYS],
+    );
+    if (due.rowCount) await ensureErpApiKey(erpApiUserDeps(config, platformPool), target);
+  }
+  return {
+    /** Probes every `intervalMs` until healthy or `windowMs` has passed; returns the last observation. */
+    async probeTenantHealth(input: { host: string; tenant?: string; database?: string; windowMs: number; intervalMs: number }): Promise<HealthObservation> {
+      const ctx = Context.current();
+      const until = Date.now() + input.windowMs;
+      // probes scheduled before tenant and database were passed: the host is <tenant>.<TENANT_DOMAIN> and names the database
+      const target = {
+        host: input.host,
+        tenant: input.tenant ?? input.host.slice(0, -(config.TENANT_DOMAIN.length + 1)),
+        database: input.database ?? input.host,
+      };
+      const deps = { erpUrl: config.ERP_URL, platformPool, secretsKey: config.SECRETS_KEY };
+      await renewApiKeyIfDue(target).catch(() => {}); // best effort: the probe then says whether the key still works
+      for (let attempts = 1; ; attempts++) {
+        const seen = await probeTenant(deps, target);
+        ctx.heartbeat({ attempts, detail: seen.detail });
+        if (seen.healthy || Date.now() + input.intervalMs > until) return { ...seen, attempts };
+        await sleep(input.intervalMs, undefined, { signal: ctx.cancellationSignal }).catch(() => {});
+        if (ctx.cancellationSignal.aborted) return { ...seen, attempts };
+      }
+    },
+  };
+};

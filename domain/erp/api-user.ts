@@ -150,7 +150,8 @@ export type ApiKeyOutcome = 'not-used' | 'valid' | 'created' | 'renewed';
 
 /**
  * The API user's Odoo API key, as Odoo makes one (base/models/res_users.py): in a web session as
- * the API user (its password), `res.users.apikeys.description` {name, duration} then `make_key`,
+ * the API user (its password), `res.users.apikeys.description` {name, duration} (saved with
+ * `web_save` as the web client does: its `create` takes ids first over RPC) then `make_key`,
  * which is `@check_identity` and answers a `res.users.identitycheck` wizard: `write` {password} on
  * it and `run_check` answers the action whose `context.default_key` is the key, shown once. A
  * non-admin may only make keys up to the largest `api_key_duration` of its groups (1 day without),
@@ -200,7 +201,13 @@ export async function ensureErpApiKey(
 
     // the API user makes its own key, confirming its password (Odoo's identity check)
     const session = await openErpSession({ baseUrl: deps.erpUrl, host: opts.database, db: opts.database, login: row.login, password });
-    const description = await session.callKw<number>('res.users.apikeys.description', 'create', [{ name: `Plana platform (${now.toISOString().slice(0, 10)})`, duration: String(API_KEY_DAYS) }]);
+    // web_save, as Odoo's web client: the wizard's `create` is not a model method over RPC (real Odoo 18)
+    const [saved] = await session.callKw<{ id: number }[]>('res.users.apikeys.description', 'web_save', [
+      [],
+      { name: `Plana platform (${now.toISOString().slice(0, 10)})`, duration: String(API_KEY_DAYS) },
+      {},
+    ]);
+    const description = saved!.id;
     let action = await session.callKw<{ res_model?: string; res_id?: number; context?: { default_key?: unknown } }>('res.users.apikeys.description', 'make_key', [[description]]);
     if (action.res_model === 'res.users.identitycheck' && typeof action.res_id === 'number') {
       await session.callKw('res.users.identitycheck', 'write', [[action.res_id], { password }]);

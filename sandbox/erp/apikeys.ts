@@ -1,7 +1,9 @@
 /**
  * Odoo's API keys (base/models/res_users.py, 17, 18 and 19 alike), as the stand-in serves them:
  *
- * - `res.users.apikeys.description` (a wizard: `create` {name, duration}, then `make_key`): the
+ * - `res.users.apikeys.description` (a wizard: `web_save` {name, duration} as the web client does,
+ *   then `make_key`; its `create` is a plain override without `@api.model_create_multi`, so over RPC
+ *   its first argument is ids and `vals_list` the second, as on real Odoo 18): the
  *   `duration` selection offers 1/7/30/90/180/365 days up to the largest `api_key_duration` of the
  *   user's groups (1 day when none sets one; unlimited for the admin); another value is Odoo's
  *   ValueError "Wrong value for …";
@@ -80,8 +82,11 @@ export function apiKeyWizards() {
   async function call(db: pg.Pool, user: KeyUser, model: string, method: string, args: unknown[], kwargs: Record<string, unknown>): Promise<unknown> {
     if (model === 'res.users.apikeys.description') {
       if (!user.groups.has('base.group_user')) throw accessError("You are not allowed to create 'API Key Description' (res.users.apikeys.description) records.");
-      if (method === 'create') {
-        const given = args[0] ?? kwargs.vals_list;
+      if (method === 'create' || method === 'web_save') {
+        // create(ids, vals_list) (not a model method over RPC); web_save(ids, vals, specification) → [{id}]
+        if (method === 'web_save' && Array.isArray(args[0]) && args[0].length) throw userError('The API key description cannot be edited');
+        const given = method === 'web_save' ? (args[1] ?? kwargs.vals) : (args[1] ?? kwargs.vals_list);
+        if (given === undefined) throw new OdooError(1, `APIKeyDescription.create() missing 1 required positional argument: 'vals_list'`, 'TypeError');
         const list = (Array.isArray(given) ? given : [given]) as Record<string, unknown>[];
         const ids: number[] = [];
         const max = await maxDuration(db, user);
@@ -97,6 +102,7 @@ export function apiKeyWizards() {
           descriptions.set(++nextId, { owner: user, name: vals.name, expiration });
           ids.push(nextId);
         }
+        if (method === 'web_save') return ids.map((id) => ({ id }));
         return Array.isArray(given) ? ids : ids[0];
       }
       if (method === 'make_key') {

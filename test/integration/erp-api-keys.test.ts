@@ -13,7 +13,9 @@ import { API_KEY_DAYS, ensureErpApiKey, erpApiUserDeps, erpClientFor, loadErpApi
 import { ErpFault, ErpUnreachable, createErpClient, openErpSession } from '../../domain/erp/client.js';
 import { createJson2Client, json2Body } from '../../domain/erp/json2.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
-import { probeTenant } from '../../activities/tenant-health.js';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createTenantHealthActivities, probeTenant, type HealthObservation } from '../../activities/tenant-health.js';
+import type { TenantActivityDeps } from '../../activities/tenant-deps.js';
 import type { ErpStandIn } from '../../sandbox/erp/server.js';
 import { erpTestConfig, provisionTestTenant, queryTenantDb, startTestErp, type TestTenant } from '../support/erp-tenant.js';
 
@@ -148,15 +150,33 @@ describe('the API key of a 19 tenant', () => {
     expect(await json2(t19, second.apiKey!).authenticate()).toBeGreaterThan(2);
     expect(await json2(t19, first.apiKey!).authenticate()).toBeGreaterThan(2);
   });
+
+  it("the Ready probe activity renews a key that has fewer than 30 days left, and leaves a younger one alone", async () => {
+    const activities = createTenantHealthActivities({ config: cfg, platformPool: pool } as unknown as TenantActivityDeps);
+    const run = () => new MockActivityEnvironment().run(activities.probeTenantHealth, { host: t19.host, tenant: t19.name, database: t19.database, windowMs: 0, intervalMs: 1_000 }) as Promise<HealthObservation>;
+    const first = (await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!;
+    expect((await run()).healthy).toBe(true);
+    expect((await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!.apiKey).toBe(first.apiKey);
+
+    await pool.query("UPDATE tenant_erp_credentials SET api_key_expires_at = now() + interval '10 days' WHERE tenant = $1", [t19.name]);
+    const seen = await run();
+    expect(seen.healthy).toBe(true);
+    const renewed = (await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!;
+    expect(renewed.apiKey).not.toBe(first.apiKey);
+    expect((renewed.apiKeyExpiresAt!.getTime() - Date.now()) / 86_400_000).toBeGreaterThan(API_KEY_DAYS - 2);
+  });
 });
 
 describe('the API key flow as Odoo has it', () => {
   it('without the group a non-admin user may only make 1-day keys; the identity check refuses a wrong password', async () => {
     const { password, login } = (await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t18.name))!;
     const session = await openErpSession({ baseUrl: erp.url, host: t18.host, db: t18.database, login, password });
-    const tooLong = (await failure(session.callKw('res.users.apikeys.description', 'create', [{ name: 'x', duration: '90' }]))) as ErpFault;
+    const tooLong = (await failure(session.callKw('res.users.apikeys.description', 'web_save', [[], { name: 'x', duration: '90' }, {}]))) as ErpFault;
     expect([tooLong.code, tooLong.message]).toEqual([1, "ValueError: Wrong value for res.users.apikeys.description.duration: '90'"]);
-    const id = await session.callKw<number>('res.users.apikeys.description', 'create', [{ name: 'x', duration: '1' }]);
+    // as on real Odoo 18: the wizard's create takes ids first over RPC
+    const asModelMethod = (await failure(session.callKw('res.users.apikeys.description', 'create', [{ name: 'x', duration: '1' }]))) as ErpFault;
+    expect(asModelMethod.message).toBe("TypeError: APIKeyDescription.create() missing 1 required positional argument: 'vals_list'");
+    const id = await session.callKw<number>('res.users.apikeys.description', 'create', [[], { name: 'x', duration: '1' }]);
     const check = await session.callKw<{ res_model: string; res_id: number }>('res.users.apikeys.description', 'make_key', [[id]]);
     expect(check.res_model).toBe('res.users.identitycheck');
     await session.callKw('res.users.identitycheck', 'write', [[check.res_id], { password: 'not-the-password' }]);

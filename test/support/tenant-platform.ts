@@ -33,6 +33,8 @@ export interface TenantPlatform {
   cfg: Config;
   /** The ERP stand-in's URL (send a tenant's Host header). */
   erpUrl: string;
+  /** What the ERP stand-in was asked for `host`, by path family (sandbox/erp/server.ts `requests`). */
+  erpRequests(host: string): Record<string, number>;
   pool: Pool;
   temporal: Client;
   sink: SmtpSink;
@@ -111,6 +113,7 @@ export async function startTenantPlatform(
   const platform: TenantPlatform = {
     cfg,
     erpUrl: erp.url,
+    erpRequests: (host) => erp.requests(host),
     pool,
     temporal,
     sink,
