@@ -35,7 +35,10 @@ it('a 19 tenant turns Ready with an API key and its dashboards read over JSON-2,
   const atReady = p.erpRequests(host);
   expect(atReady['/json/2']).toBeGreaterThan(0);
 
-  const slug = (await p.pool.query<{ slug: string }>('SELECT w.slug FROM workspaces w JOIN tenants t ON t.workspace_id = w.id WHERE t.name = $1', [name])).rows[0]!.slug;
+  // the workspace entry comes with the client.provisioned event
+  const slugOf = async () => (await p.pool.query<{ slug: string }>('SELECT w.slug FROM workspaces w JOIN tenants t ON t.workspace_id = w.id WHERE t.name = $1', [name])).rows[0]?.slug;
+  await expect.poll(slugOf, { timeout: 30_000 }).toBe(name);
+  const slug = name;
   const service = createDashboardService({ pool: p.pool, redis, config: p.cfg });
   const kpis = await service.kpis(slug);
   expect(kpis.erpVersion).toBe('19');
