@@ -132,8 +132,10 @@ describe('a tenant on real Odoo 18', () => {
   });
 
   it('the API user makes an Odoo API key as Odoo 17+ does (group of 90-day keys, identity check): it authenticates over XML-RPC in the password slot and cannot write; /json/2 does not exist on 18', async () => {
+    const startedKey = performance.now();
     const made = await ensureErpApiKey(erpApiUserDeps(p.cfg, p.pool, odoo.url), { tenant: name, database: host, force: true });
     expect(made.outcome).toBe('created');
+    figures.push(`API key made (admin session, group, user session, identity check): ${((performance.now() - startedKey) / 1000).toFixed(1)} s`);
     const credentials = (await loadErpApiCredentials(p.pool, p.cfg.SECRETS_KEY, name))!;
     expect(credentials.apiKey).toMatch(/^[0-9a-f]{40}$/);
     // Odoo's own expiry: today + 90 days
