@@ -100,13 +100,14 @@ export const createTenantHealthActivities = ({ config, platformPool }: TenantAct
   /**
    * The API key of a 19+ tenant is renewed here when fewer than API_KEY_RENEW_DAYS remain: a Ready
    * tenant is probed every TENANT_READY_PROBE_INTERVAL, so its key never runs out while it is served
-   * (each reconcile's ensure step renews it too). Not due: one SELECT, no ERP call.
+   * (each reconcile's ensure step renews it too). A 19+ tenant without a key (Ready before keys
+   * existed) gets one here. Not due: one SELECT, no ERP call.
    */
   async function renewApiKeyIfDue(target: { tenant: string; database: string }) {
     const due = await platformPool.query(
       `SELECT 1 FROM tenant_erp_credentials c JOIN tenant_routes r ON r.tenant = c.tenant
         WHERE c.tenant = $1 AND replace(r.namespace, 'plana-odoo-', '')::int >= $2
-          AND c.api_key_expires_at IS NOT NULL AND c.api_key_expires_at < now() + make_interval(days => $3)`,
+          AND (c.api_key_expires_at IS NULL OR c.api_key_expires_at < now() + make_interval(days => $3))`,
       [target.tenant, API_KEY_MIN_VERSION, API_KEY_RENEW_DAYS],
     );
     if (due.rowCount) await ensureErpApiKey(erpApiUserDeps(config, platformPool), target);

@@ -164,6 +164,12 @@ describe('the API key of a 19 tenant', () => {
     const renewed = (await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!;
     expect(renewed.apiKey).not.toBe(first.apiKey);
     expect((renewed.apiKeyExpiresAt!.getTime() - Date.now()) / 86_400_000).toBeGreaterThan(API_KEY_DAYS - 2);
+
+    // a 19 tenant that turned Ready before API keys existed gets one at its next probe
+    await pool.query('UPDATE tenant_erp_credentials SET api_key_encrypted = NULL, api_key_expires_at = NULL WHERE tenant = $1', [t19.name]);
+    expect((await probe(t19)).detail).toContain('has no API key yet');
+    expect((await run()).healthy).toBe(true);
+    expect((await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!.apiKey).toMatch(/^[0-9a-f]{40}$/);
   });
 });
 
