@@ -82,7 +82,11 @@ export function createJson2Client(opts: Json2ClientOptions): ErpClient {
       { 'content-type': 'application/json', authorization: `bearer ${opts.apiKey}`, 'x-odoo-database': opts.db },
       JSON.stringify(body),
       true,
-    );
+    ).catch((err: unknown) => {
+      // a 404 that is not Odoo's JSON error: no tenant there, or an Odoo before 19 (no JSON-2)
+      if (err instanceof ErpUnreachable && err.reason === 'no-route') throw new ErpUnreachable('no-route', `The ERP has no JSON-2 endpoint for ${opts.host} (no such tenant, or Odoo before 19)`);
+      throw err;
+    });
     let parsed: unknown;
     try {
       parsed = JSON.parse(answer.body.toString('utf8'));
