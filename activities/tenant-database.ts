@@ -48,8 +48,9 @@ export const createTenantDatabaseActivities = ({ config, platformPool, erpAdminP
       return { login: '', created: false, outcome: 'database-missing' as const };
     }
     // through the tenant's route, as its admin, with Odoo's own models
-    const user = await ensureApiUser(erpApiUserDeps(config, platformPool), input);
-    return { ...user, outcome: user.created ? ('created' as const) : ('exists' as const) };
+    // (on Odoo 19+ also its API key, made or renewed: domain/erp/api-user.ts)
+    const { login, created } = await ensureApiUser(erpApiUserDeps(config, platformPool), input);
+    return { login, created, outcome: created ? ('created' as const) : ('exists' as const) };
   },
 
   /**

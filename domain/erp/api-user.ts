@@ -15,6 +15,9 @@
  * A second user, `bank-import@<tenant hostname>` (domain/banking/erp-import.ts), is made the same
  * way with internal user + accounting bookkeeper (it creates bank statement lines); its password is
  * sealed in `tenant_erp_bank_import_credentials`.
+ *
+ * On Odoo 19+ the API user also gets an Odoo API key (JSON-2, domain/erp/json2.ts, takes keys only;
+ * XML-RPC takes one in the password slot from 17 on): see `ensureErpApiKey`.
  */
 import { hkdfSync, randomBytes } from 'node:crypto';
 import type pg from 'pg';
@@ -22,6 +25,7 @@ import type { Config } from '../../lib/config.js';
 import { withTransaction } from '../../lib/db.js';
 import { open, seal } from '../../lib/secret-box.js';
 import { ErpFault, createErpClient, openErpSession, xmlRpcCall, type ErpClient, type ErpSession } from './client.js';
+import { createJson2Client } from './json2.js';
 
 /** External ids of the API user's groups: internal user, accounting read-only. */
 export const API_USER_GROUPS = ['base.group_user', 'account.group_account_readonly'] as const;
@@ -127,8 +131,99 @@ async function groupIds(admin: ErpSession, database: string, xmlids: readonly st
   });
 }
 
-export function ensureErpApiUser(deps: ErpApiUserDeps, opts: { tenant: string; database: string }) {
-  return ensureErpUser(deps, opts, API_USER);
+/** The API user, and on Odoo 19+ its API key (made, or renewed when it nears its expiry). */
+export async function ensureErpApiUser(deps: ErpApiUserDeps, opts: { tenant: string; database: string }) {
+  const user = await ensureErpUser(deps, opts, API_USER);
+  const key = await ensureErpApiKey(deps, opts);
+  return { ...user, apiKey: key.outcome };
+}
+
+/** The first ERP version whose API user reads with an API key (JSON-2). 17 and 18 can make keys too (`force`). */
+export const API_KEY_MIN_VERSION = 19;
+/** The key's lifetime, in days (one of Odoo's durations), and when it is renewed. */
+export const API_KEY_DAYS = 90;
+export const API_KEY_RENEW_DAYS = 30;
+/** The group that lets the API user make keys of API_KEY_DAYS (Odoo's default maximum is 1 day). */
+export const API_KEY_GROUP_NAME = 'Platform API keys';
+
+export type ApiKeyOutcome = 'not-used' | 'valid' | 'created' | 'renewed';
+
+/**
+ * The API user's Odoo API key, as Odoo makes one (base/models/res_users.py): in a web session as
+ * the API user (its password), `res.users.apikeys.description` {name, duration} (saved with
+ * `web_save` as the web client does: its `create` takes ids first over RPC) then `make_key`,
+ * which is `@check_identity` and answers a `res.users.identitycheck` wizard: `write` {password} on
+ * it and `run_check` answers the action whose `context.default_key` is the key, shown once. A
+ * non-admin may only make keys up to the largest `api_key_duration` of its groups (1 day without),
+ * so the tenant's admin first puts the API user in the group `Platform API keys` (90 days), made
+ * through Odoo's models. The key is sealed in `tenant_erp_credentials` with its expiry and is never
+ * logged nor returned. Renewal: when fewer than API_KEY_RENEW_DAYS remain, or when the stored key no
+ * longer works (a re-cloned database), the next ensure (each reconcile of the tenant) makes a new
+ * one; the old key stays valid until its own expiry, so readers holding it are not cut off.
+ */
+export async function ensureErpApiKey(
+  deps: ErpApiUserDeps,
+  opts: { tenant: string; database: string; force?: boolean; now?: Date },
+): Promise<{ outcome: ApiKeyOutcome; expiresAt?: Date }> {
+  const version = await erpMajorVersion(deps.erpUrl, opts.database);
+  if (version < API_KEY_MIN_VERSION && !opts.force) return { outcome: 'not-used' };
+  return withTransaction(deps.platform, async (platform) => {
+    await platform.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`api-key:${opts.tenant}`]);
+    const stored = await platform.query<{ login: string; password_encrypted: string; api_key_encrypted: string | null; api_key_expires_at: Date | null }>(
+      'SELECT login, password_encrypted, api_key_encrypted, api_key_expires_at FROM tenant_erp_credentials WHERE tenant = $1',
+      [opts.tenant],
+    );
+    const row = stored.rows[0];
+    if (!row) throw new Error(`tenant ${opts.tenant} has no ERP API user yet`);
+    const now = opts.now ?? new Date();
+    if (row.api_key_encrypted && row.api_key_expires_at && row.api_key_expires_at.getTime() - now.getTime() > API_KEY_RENEW_DAYS * 86_400_000) {
+      const apiKey = open(row.api_key_encrypted, deps.secretsKey);
+      const works =
+        version >= 19
+          ? authenticates(createJson2Client({ baseUrl: deps.erpUrl, host: opts.database, db: opts.database, login: row.login, apiKey }))
+          : authenticates(createErpClient({ baseUrl: deps.erpUrl, host: opts.database, db: opts.database, login: row.login, password: apiKey }));
+      if (await works) return { outcome: 'valid' as const, expiresAt: row.api_key_expires_at };
+    }
+    const password = open(row.password_encrypted, deps.secretsKey);
+
+    // the tenant's admin lets the API user make keys of API_KEY_DAYS
+    const { session: admin } = await adminSession(deps, opts.database);
+    const groupsField = version >= 19 ? 'group_ids' : 'groups_id';
+    const [groups, users] = await Promise.all([
+      admin.callKw<{ id: number; api_key_duration: number | false }[]>('res.groups', 'search_read', [[['name', '=', API_KEY_GROUP_NAME]]], { fields: ['api_key_duration'] }),
+      admin.callKw<number[]>('res.users', 'search', [[['login', '=', row.login]]]),
+    ]);
+    if (!users[0]) throw new Error(`the ERP API user ${row.login} of ${opts.database} does not exist`);
+    let groupId = groups[0]?.id;
+    if (groupId === undefined) groupId = await admin.callKw<number>('res.groups', 'create', [{ name: API_KEY_GROUP_NAME, api_key_duration: API_KEY_DAYS }]);
+    else if (groups[0]!.api_key_duration !== API_KEY_DAYS) await admin.callKw('res.groups', 'write', [[groupId], { api_key_duration: API_KEY_DAYS }]);
+    await admin.callKw('res.users', 'write', [[users[0]], { [groupsField]: [[4, groupId]] }]);
+
+    // the API user makes its own key, confirming its password (Odoo's identity check)
+    const session = await openErpSession({ baseUrl: deps.erpUrl, host: opts.database, db: opts.database, login: row.login, password });
+    // web_save, as Odoo's web client: the wizard's `create` is not a model method over RPC (real Odoo 18)
+    const [saved] = await session.callKw<{ id: number }[]>('res.users.apikeys.description', 'web_save', [
+      [],
+      { name: `Plana platform (${now.toISOString().slice(0, 10)})`, duration: String(API_KEY_DAYS) },
+      {},
+    ]);
+    const description = saved!.id;
+    let action = await session.callKw<{ res_model?: string; res_id?: number; context?: { default_key?: unknown } }>('res.users.apikeys.description', 'make_key', [[description]]);
+    if (action.res_model === 'res.users.identitycheck' && typeof action.res_id === 'number') {
+      await session.callKw('res.users.identitycheck', 'write', [[action.res_id], { password }]);
+      action = await session.callKw('res.users.identitycheck', 'run_check', [[action.res_id]]);
+    }
+    const apiKey = action.context?.default_key;
+    if (typeof apiKey !== 'string' || !apiKey) throw new Error(`the ERP of ${opts.database} made no API key (answered ${action.res_model ?? 'no action'})`);
+    // Odoo's expiry: today (the ERP's date) + the duration; a day early here keeps the renewal safe
+    const expiresAt = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) + (API_KEY_DAYS - 1) * 86_400_000);
+    await platform.query('UPDATE tenant_erp_credentials SET api_key_encrypted = $2, api_key_expires_at = $3 WHERE tenant = $1', [
+      opts.tenant,
+      seal(apiKey, deps.secretsKey),
+      expiresAt,
+    ]);
+    return { outcome: row.api_key_encrypted ? ('renewed' as const) : ('created' as const), expiresAt };
+  });
 }
 
 /** The tenant's bank import user (domain/banking/erp-import.ts), created on first use like the API user. */
@@ -195,4 +290,34 @@ export async function loadErpCredentials(
   const res = await platform.query<{ login: string; password_encrypted: string }>(`SELECT login, password_encrypted FROM ${table} WHERE tenant = $1`, [tenant]);
   const row = res.rows[0];
   return row ? { login: row.login, password: open(row.password_encrypted, secretsKey) } : null;
+}
+
+/** The API user's credentials with its API key (null when none was made), for `erpClientFor`. */
+export async function loadErpApiCredentials(
+  platform: pg.Pool,
+  secretsKey: string,
+  tenant: string,
+): Promise<{ login: string; password: string; apiKey: string | null; apiKeyExpiresAt: Date | null } | null> {
+  const res = await platform.query<{ login: string; password_encrypted: string; api_key_encrypted: string | null; api_key_expires_at: Date | null }>(
+    'SELECT login, password_encrypted, api_key_encrypted, api_key_expires_at FROM tenant_erp_credentials WHERE tenant = $1',
+    [tenant],
+  );
+  const row = res.rows[0];
+  if (!row) return null;
+  return {
+    login: row.login,
+    password: open(row.password_encrypted, secretsKey),
+    apiKey: row.api_key_encrypted ? open(row.api_key_encrypted, secretsKey) : null,
+    apiKeyExpiresAt: row.api_key_expires_at,
+  };
+}
+
+/**
+ * The API user's client: JSON-2 with the API key on Odoo 19 and later (so a version after 19 keeps
+ * working when XML-RPC goes), XML-RPC with the password before, or when no key was made yet.
+ */
+export function erpClientFor(target: { baseUrl: string; host: string; db: string; version: string | number; timeoutMs?: number }, credentials: { login: string; password: string; apiKey?: string | null }): ErpClient {
+  const { baseUrl, host, db, timeoutMs } = target;
+  if (Number(target.version) >= API_KEY_MIN_VERSION && credentials.apiKey) return createJson2Client({ baseUrl, host, db, login: credentials.login, apiKey: credentials.apiKey, timeoutMs });
+  return createErpClient({ baseUrl, host, db, login: credentials.login, password: credentials.password, timeoutMs });
 }

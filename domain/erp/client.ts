@@ -50,14 +50,17 @@ export interface ErpClient {
   version(): Promise<Record<string, unknown>>;
 }
 
-interface Answer {
+export interface Answer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: Buffer;
 }
 
-/** One POST to the ERP at `baseUrl` for tenant `host`; transport failures become ErpUnreachable. */
-function post(target: { baseUrl: string; host: string; timeoutMs?: number }, path: string, headers: Record<string, string>, body: string): Promise<Answer> {
+/**
+ * One POST to the ERP at `baseUrl` for tenant `host`; transport failures become ErpUnreachable, and
+ * so do 404 (no route) and 502–504 unless `json404` (JSON-2: a 404 with a JSON body is Odoo's own).
+ */
+export function post(target: { baseUrl: string; host: string; timeoutMs?: number }, path: string, headers: Record<string, string>, body: string, json404 = false): Promise<Answer> {
   const base = new URL(target.baseUrl);
   const timeoutMs = target.timeoutMs ?? 60_000;
   const host = target.host;
@@ -78,7 +81,8 @@ function post(target: { baseUrl: string; host: string; timeoutMs?: number }, pat
         res.on('error', reject);
         res.on('end', () => {
           const status = res.statusCode ?? 0;
-          if (status === 404) return reject(new ErpUnreachable('no-route', `The ERP has no tenant at ${host}`));
+          const isJson = String(res.headers['content-type'] ?? '').startsWith('application/json');
+          if (status === 404 && !(json404 && isJson)) return reject(new ErpUnreachable('no-route', `The ERP has no tenant at ${host}`));
           if (status === 502 || status === 503 || status === 504) return reject(new ErpUnreachable('down', `The ERP of ${host} is unavailable (HTTP ${status})`));
           resolve({ status, headers: res.headers, body: Buffer.concat(chunks) });
         });

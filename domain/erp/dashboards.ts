@@ -12,8 +12,8 @@ import type pg from 'pg';
 import { Type, type Static } from 'typebox';
 import type { Config } from '../../lib/config.js';
 import { AppError, type ErrorCode } from '../../lib/errors.js';
-import { loadErpCredentials } from './api-user.js';
-import { ErpFault, ErpUnreachable, createErpClient, orNull, type ErpClient, type ErpUnreachableReason } from './client.js';
+import { erpClientFor, loadErpApiCredentials } from './api-user.js';
+import { ErpFault, ErpUnreachable, orNull, type ErpClient, type ErpUnreachableReason } from './client.js';
 import type { ErpVersion } from '../tenants/types.js';
 
 const unreachableCodes: Record<ErpUnreachableReason, ErrorCode> = {
@@ -205,14 +205,15 @@ export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; conf
     const row = res.rows[0];
     if (!row) throw new AppError('NOT_FOUND', `Workspace ${slug} has no tenant ERP`);
     if (!row.host || !row.database) throw new AppError('NOT_FOUND', `The tenant ERP of workspace ${slug} is not provisioned yet (no route)`);
-    const credentials = await loadErpCredentials(deps.pool, deps.config.SECRETS_KEY, row.tenant);
+    const credentials = await loadErpApiCredentials(deps.pool, deps.config.SECRETS_KEY, row.tenant);
     if (!credentials) throw new AppError('NOT_FOUND', `The tenant ERP of workspace ${slug} has no API user yet`);
     const version = (row.namespace?.replace('plana-odoo-', '') ?? row.erp_version) as ErpVersion;
     const tenant = { tenant: row.tenant, host: row.host, database: row.database, version };
-    const key = createHash('sha256').update([row.host, row.database, credentials.login, credentials.password].join('\0')).digest('base64');
+    const key = createHash('sha256').update([row.host, row.database, version, credentials.login, credentials.password, credentials.apiKey ?? ''].join('\0')).digest('base64');
     let client = clients.get(key);
     if (!client) {
-      client = createErpClient({ baseUrl: deps.config.ERP_URL, host: row.host, db: row.database, login: credentials.login, password: credentials.password });
+      // JSON-2 with the API key on 19+, XML-RPC with the password before
+      client = erpClientFor({ baseUrl: deps.config.ERP_URL, host: row.host, db: row.database, version }, credentials);
       clients.set(key, client);
     }
     return { tenant, client };

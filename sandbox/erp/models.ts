@@ -148,6 +148,8 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
       fields: {
         ...common(),
         name: { type: 'char', string: 'Name', required: true },
+        // the longest API key (in days) a member may make; 0 for none of its groups: 1 day
+        api_key_duration: { type: 'float', string: 'API Keys maximum duration days' },
         implied_ids: {
           type: 'many2many',
           string: 'Inherits',
@@ -394,15 +396,35 @@ export function odooSchemaSql(version: ErpVersion): string {
   statements.push('ALTER TABLE account_bank_statement_line ADD CONSTRAINT account_bank_statement_line_unique_import_id UNIQUE (unique_import_id)');
   // Odoo keeps passwords in a column the ORM never returns through read().
   statements.push('ALTER TABLE res_users ADD COLUMN password varchar');
+  statements.push(API_KEYS_TABLE_SQL);
   return statements.map((s) => `${s};`).join('\n');
 }
 
 /**
+ * Odoo's `res.users.apikeys` table (base/models/res_users.py, `_auto = False` so the key hash is a
+ * column the ORM never reads): the first 8 hex digits of the key as `index`, a pbkdf2-sha512 hash
+ * of the whole key (6,000 rounds), the expiry. Served by sandbox/erp/apikeys.ts, not the ORM.
+ */
+const API_KEYS_TABLE_SQL = `CREATE TABLE IF NOT EXISTS res_users_apikeys (
+  id serial PRIMARY KEY,
+  name varchar NOT NULL,
+  user_id integer NOT NULL REFERENCES res_users (id) ON DELETE CASCADE,
+  scope varchar,
+  expiration_date timestamp without time zone,
+  index varchar(8) NOT NULL CHECK (char_length(index) = 8),
+  key varchar NOT NULL,
+  create_date timestamp without time zone DEFAULT (now() at time zone 'utc')
+);
+CREATE INDEX IF NOT EXISTS res_users_apikeys_user_id_index_idx ON res_users_apikeys (user_id, index)`;
+
+/**
  * Brings a tenant database cloned from an older template layout up to the current one, as an Odoo
- * module upgrade would (idempotent): the bank import's `unique_import_id`. (Groups and their external
+ * module upgrade would (idempotent): the bank import's `unique_import_id`, API keys (layout 7). (Groups and their external
  * ids came with layout 4: a database cloned from an older template is re-created, not upgraded.)
  */
 export const odooSchemaUpgradeSql = `
 ALTER TABLE account_bank_statement_line ADD COLUMN IF NOT EXISTS unique_import_id varchar;
 CREATE UNIQUE INDEX IF NOT EXISTS account_bank_statement_line_unique_import_id ON account_bank_statement_line (unique_import_id);
+ALTER TABLE res_groups ADD COLUMN IF NOT EXISTS api_key_duration double precision;
+${API_KEYS_TABLE_SQL};
 `;

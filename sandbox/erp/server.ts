@@ -5,6 +5,12 @@
  * Odoo's XML-RPC (`/xmlrpc/2/common`, `/xmlrpc/2/object`, faults 1–4, `false` for empty values),
  * Odoo's web session over JSON-RPC (`/web/session/authenticate`, `/web/dataset/call_kw`), answers
  * the health probe and shows a login page. A host without a route gets 404 on every path.
+ *
+ * API keys (sandbox/erp/apikeys.ts) are made in a web session as Odoo makes them and are accepted
+ * in XML-RPC's password slot (17+, after the password, as Odoo's `_check_credentials`). Version 19
+ * also serves JSON-2 (`POST /json/2/<model>/<method>`, `Authorization: bearer <key>`, named
+ * parameters; errors as HTTP 401/403/404/422/500 with {name, message, arguments, context, debug});
+ * on 17 and 18 that path is 404, as on real Odoo 18.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -17,7 +23,8 @@ import { databaseUrl } from '../../domain/erp/tenant-database.js';
 import type { ErpVersion } from '../../domain/tenants/types.js';
 import { parseMethodCall, serializeFault, serializeMethodResponse } from '../../domain/erp/xmlrpc-wire.js';
 import { executeKw } from './orm.js';
-import { OdooError, accessDenied, accessError } from './odoo-errors.js';
+import { OdooError, accessDenied, accessError, attributeError } from './odoo-errors.js';
+import { apiKeyWizards, checkApiKey } from './apikeys.js';
 import { forwardSaas, type SaasForwarding } from './saas.js';
 import { PgSecretStore, serviceKeyFor } from '../../domain/service-keys/secret-store.js';
 import { changesOf, postChanges, type ErpEventsTarget } from './automation.js';
@@ -47,6 +54,8 @@ class HttpError extends Error {
 
 export interface ErpStandIn {
   url: string;
+  /** How many requests each path family got for `host` (`/xmlrpc/2/object`, `/json/2`, `/web/dataset/call_kw`, …) since the start. */
+  requests(host: string): Record<string, number>;
   close(): Promise<void>;
 }
 
@@ -71,6 +80,8 @@ export async function startErpStandIn(opts: {
   const tenantPools = new Map<string, pg.Pool>();
   const verified = new Map<string, { ok: Promise<boolean>; until: number }>();
   const sessions = new Map<string, { database: string; uid: number; token: string; until: number }>();
+  const wizards = apiKeyWizards();
+  const seen = new Map<string, Record<string, number>>();
   const saas: SaasForwarding | undefined = opts.saas && {
     accountApiUrl: opts.saas.accountApiUrl,
     key: opts.saas.key ?? serviceKeyFor(new PgSecretStore(platform, opts.saas.secretsKey ?? '', 5_000), 'erp', 'account-api'),
@@ -123,7 +134,10 @@ export async function startErpStandIn(opts: {
     );
     if (typeof login !== 'string' || typeof password !== 'string' || !password) return false;
     const user = res.rows[0];
-    return user && (await verifyOdooPassword(password, user.password)) ? user.id : false;
+    if (!user) return false;
+    if (await verifyOdooPassword(password, user.password)) return user.id;
+    // non-interactive (RPC) logins also take one of the user's API keys in the password slot
+    return (await onTenantDb(route, (db) => checkApiKey(db, password))) === user.id ? user.id : false;
   }
 
   /** Odoo's `check(db, uid, password)`, with a short cache of successful checks as Odoo keeps. */
@@ -136,7 +150,7 @@ export async function startErpStandIn(opts: {
         // concurrent calls of one user share one password check
         const ok = db
           .query<{ password: string | null }>('SELECT password FROM res_users WHERE id = $1 AND active AND NOT share', [uid])
-          .then((res) => Boolean(res.rows[0]) && verifyOdooPassword(password, res.rows[0]!.password));
+          .then(async (res) => Boolean(res.rows[0]) && ((await verifyOdooPassword(password, res.rows[0]!.password)) || (await checkApiKey(db, password)) === uid));
         check = { ok, until: Date.now() + AUTH_TTL_MS };
         verified.set(key, check);
         ok.then((good) => good || verified.delete(key), () => verified.delete(key));
@@ -256,7 +270,13 @@ export async function startErpStandIn(opts: {
       if (!Array.isArray(args)) throw new OdooError(1, 'args must be a list', 'TypeError');
       if (!kwargs || typeof kwargs !== 'object' || Array.isArray(kwargs)) throw new OdooError(1, 'kwargs must be a dict', 'TypeError');
       const user = await onTenantDb(route, (db) => rightsOf(db, session.uid));
-      const result = await call(route, user, model, method, args, kwargs as Record<string, unknown>);
+      const result = wizards.handles(model)
+        ? await onTenantDb(route, async (db) => {
+            const answer = await wizards.call(db, { database: route.database, ...user }, model, method, args, kwargs as Record<string, unknown>);
+            if (answer === undefined) throw attributeError(`The method '${method}' does not exist on the model '${model}'`);
+            return answer;
+          })
+        : await call(route, user, model, method, args, kwargs as Record<string, unknown>);
       return json(res, 200, { jsonrpc: '2.0', id, result: result ?? null });
     } catch (err) {
       if (err instanceof HttpError) throw err;
@@ -276,6 +296,46 @@ export async function startErpStandIn(opts: {
     const row = res.rows[0];
     if (!row?.active) throw accessDenied();
     return createHash('sha256').update(`${uid}\0${row.password ?? ''}`).digest('base64');
+  }
+
+  /**
+   * Odoo 19's JSON-2 API: `POST /json/2/<model>/<method>` with `Authorization: bearer <api key>`
+   * and `X-Odoo-Database`; the body holds the method's named parameters, `ids` for a record method
+   * and `context`. 200 with the JSON result; errors are HTTP statuses with Odoo's error object.
+   */
+  async function json2(route: Route, path: string, req: IncomingMessage, res: ServerResponse) {
+    const fail = (status: number, name: string, message: string) =>
+      json(res, status, { name, message, arguments: [message], context: {}, debug: `Traceback (most recent call last):\n${name}: ${message}\n` });
+    const [, , , model, method, ...more] = path.split('/');
+    if (!model || !method || more.length) return fail(404, 'werkzeug.exceptions.NotFound', 'The requested URL was not found on the server.');
+    const database = req.headers['x-odoo-database'];
+    if (database !== undefined && database !== route.database) return fail(404, 'werkzeug.exceptions.NotFound', 'The requested URL was not found on the server.');
+    const bearer = /^bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim();
+    try {
+      const uid = bearer ? await onTenantDb(route, (db) => checkApiKey(db, bearer)) : null;
+      if (!uid) return fail(401, 'odoo.exceptions.AccessDenied', 'Access Denied');
+      let body: Record<string, unknown>;
+      try {
+        body = JSON.parse((await readBody(req)).toString('utf8') || '{}') as Record<string, unknown>;
+        if (!body || typeof body !== 'object' || Array.isArray(body)) throw new Error('not an object');
+      } catch (err) {
+        if (err instanceof HttpError) throw err;
+        return fail(400, 'werkzeug.exceptions.BadRequest', 'Invalid JSON data');
+      }
+      const { ids, context: _context, ...named } = body;
+      const user = await onTenantDb(route, (db) => rightsOf(db, uid));
+      if (model === 'res.users' && method === 'context_get') return json(res, 200, { lang: 'en_US', tz: 'Europe/Brussels' });
+      const args = ids === undefined ? [] : [ids];
+      const result = await call(route, user, model, method, args, named);
+      return json(res, 200, result ?? null);
+    } catch (err) {
+      if (err instanceof HttpError) throw err;
+      const fault = toFault(err);
+      if (fault.pythonType === 'Exception') log.error({ err }, 'json-2 call failed');
+      const unknown = /^Object \S+ doesn't exist$/.test(fault.message) || /^The method '.*' does not exist on the model/.test(fault.message);
+      const status = unknown ? 404 : ({ 3: 401, 4: 403, 2: 422 } as Record<number, number>)[fault.faultCode] ?? (fault.pythonType === 'TypeError' ? 422 : 500);
+      return fail(status, fault.pythonType, fault.message);
+    }
   }
 
   async function xmlrpc(route: Route, service: 'common' | 'object', req: IncomingMessage, res: ServerResponse) {
@@ -307,6 +367,11 @@ export async function startErpStandIn(opts: {
     const route = host ? await routeFor(host) : null;
     if (!route) return text(res, 404, `404 Not Found: no tenant at ${host || '(no Host header)'}\n`);
     const method = req.method ?? 'GET';
+    const family = path.startsWith('/json/2/') ? '/json/2' : path.startsWith('/web/dataset/call_kw') ? '/web/dataset/call_kw' : path;
+    const counts = seen.get(host) ?? {};
+    counts[family] = (counts[family] ?? 0) + 1;
+    seen.set(host, counts);
+    if (path.startsWith('/json/2/') && method === 'POST' && Number(route.version) >= 19) return json2(route, path, req, res);
     if (path === '/web/health' && method === 'GET') return health(route, res);
     if (path === '/xmlrpc/2/common' && method === 'POST') return xmlrpc(route, 'common', req, res);
     if (path === '/xmlrpc/2/object' && method === 'POST') return xmlrpc(route, 'object', req, res);
@@ -340,6 +405,7 @@ export async function startErpStandIn(opts: {
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${opts.host}:${port}`,
+    requests: (host) => ({ ...seen.get(host) }),
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -61,7 +61,7 @@ describe('ensureErpApiUser', () => {
   it('creates one API user through the ERP: internal user + accounting read-only by external id, linked to the companies, a long random password', async () => {
     const { tenant, database } = await tenantWithDatabase();
     const result = await ensureErpApiUser(deps(), { tenant, database });
-    expect(result).toEqual({ login: `api@${database}`, created: true });
+    expect(result).toEqual({ login: `api@${database}`, created: true, apiKey: 'not-used' });
 
     const credentials = (await loadErpCredentials(pool, cfg.SECRETS_KEY, tenant))!;
     expect(credentials.login).toBe(result.login);

@@ -16,8 +16,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { config } from '../../lib/config.js';
 import { tierModuleNames } from '../../domain/billing/tiers.js';
-import { loadErpCredentials, tenantAdminPassword } from '../../domain/erp/api-user.js';
-import { createErpClient, type ErpClient, type ErpFault } from '../../domain/erp/client.js';
+import { ensureErpApiKey, erpApiUserDeps, loadErpApiCredentials, loadErpCredentials, tenantAdminPassword } from '../../domain/erp/api-user.js';
+import { ErpUnreachable, createErpClient, type ErpClient, type ErpFault } from '../../domain/erp/client.js';
+import { createJson2Client } from '../../domain/erp/json2.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { ensureOdooTemplate } from '../../scripts/odoo-templates.js';
 import { ODOO_HOW_TO, odooRuntime, startOdoo, type OdooServer } from '../support/odoo-server.js';
@@ -68,6 +69,16 @@ afterAll(async () => {
   if (figures.length) console.log(`\nreal Odoo 18 figures:\n  ${figures.join('\n  ')}\n`);
 });
 
+/** A query on a tenant database as PostgreSQL's admin (for what Odoo's API does not show, e.g. key rows). */
+async function rootDb(database: string, sql: string, params: unknown[] = []) {
+  const c = new pg.Client({ connectionString: new URL(`/${database}`, erpDatabaseUrl).toString() });
+  await c.connect();
+  try {
+    return (await c.query(sql, params)).rows as Record<string, unknown>[];
+  } finally {
+    await c.end();
+  }
+}
 const fault = (x: Promise<unknown>) => x.then(() => expect.fail('expected an XML-RPC fault'), (e: unknown) => e as ErpFault);
 const round2 = (n: number) => Math.round(n * 100) / 100;
 const sum = (rows: Record<string, unknown>[], field: string) => round2(rows.reduce((s, r) => s + Number(r[field]), 0));
@@ -140,6 +151,47 @@ describe('a tenant on real Odoo 18', () => {
     expect(partner.code).toBe(4);
     const move = await fault(api.executeKw('account.move', 'write', [[1], { ref: 'nope' }]));
     expect(move.code).toBe(4);
+  });
+
+  it('the API user makes an Odoo API key as Odoo 17+ does (group of 90-day keys, identity check): it authenticates over XML-RPC in the password slot and cannot write; /json/2 does not exist on 18', async () => {
+    const startedKey = performance.now();
+    const made = await ensureErpApiKey(erpApiUserDeps(p.cfg, p.pool, odoo.url), { tenant: name, database: host, force: true });
+    expect(made.outcome).toBe('created');
+    figures.push(`API key made (admin session, group, user session, identity check): ${((performance.now() - startedKey) / 1000).toFixed(1)} s`);
+    const credentials = (await loadErpApiCredentials(p.pool, p.cfg.SECRETS_KEY, name))!;
+    expect(credentials.apiKey).toMatch(/^[0-9a-f]{40}$/);
+    // Odoo's own expiry: today + 90 days
+    const [key] = (await rootDb(host, "SELECT k.expiration_date::date::text AS expires, k.scope FROM res_users_apikeys k JOIN res_users u ON u.id = k.user_id WHERE u.login = $1", [credentials.login]));
+    expect(key).toEqual({ expires: new Date(Date.now() + 90 * 86_400_000).toISOString().slice(0, 10), scope: null });
+    const viaKey = createErpClient({ baseUrl: odoo.url, host, db: host, login: credentials.login, password: credentials.apiKey! });
+    expect(await viaKey.authenticate()).toBe(await api.authenticate());
+    expect((await viaKey.executeKw<number[]>('account.move', 'search', [[]])).length).toBeGreaterThan(0);
+    expect((await fault(viaKey.executeKw('res.partner', 'create', [{ name: 'Not allowed' }]))).code).toBe(4);
+    // a wrong key is refused like a wrong password
+    const wrong = createErpClient({ baseUrl: odoo.url, host, db: host, login: credentials.login, password: 'f'.repeat(40) });
+    expect((await fault(wrong.authenticate())).code).toBe(3);
+    // Odoo 18 has no JSON-2: its 404 is not Odoo's JSON error, so the client reports no such endpoint
+    const json2 = await createJson2Client({ baseUrl: odoo.url, host, db: host, login: credentials.login, apiKey: credentials.apiKey! })
+      .authenticate()
+      .then(() => expect.fail('JSON-2 answered on Odoo 18'), (e: unknown) => e);
+    expect(json2).toBeInstanceOf(ErpUnreachable);
+    // a second ensure keeps the key (valid for more than 30 days)
+    expect((await ensureErpApiKey(erpApiUserDeps(p.cfg, p.pool, odoo.url), { tenant: name, database: host, force: true })).outcome).toBe('valid');
+
+    // what one uncached login costs Odoo: the password (600,000 pbkdf2 rounds) or the key (the
+    // password is tried first, then the key's 6,000 rounds)
+    const time = async (password: string) => {
+      const ms: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const started = performance.now();
+        await createErpClient({ baseUrl: odoo.url, host, db: host, login: credentials.login, password }).authenticate();
+        ms.push(performance.now() - started);
+      }
+      return percentile(ms, 0.5);
+    };
+    const byPassword = await time(credentials.password);
+    const byKey = await time(credentials.apiKey!);
+    figures.push(`XML-RPC authenticate (median of 3): password ${byPassword.toFixed(0)} ms, API key in the password slot ${byKey.toFixed(0)} ms`);
   });
 
   it('dashboards equal the figures computed from Odoo records, with an invoice in a foreign currency', async () => {

@@ -34,6 +34,8 @@ export interface TenantPlatform {
   cfg: Config;
   /** The ERP stand-in's URL (send a tenant's Host header). */
   erpUrl: string;
+  /** What the ERP stand-in was asked for `host`, by path family (sandbox/erp/server.ts `requests`). */
+  erpRequests(host: string): Record<string, number>;
   pool: Pool;
   temporal: Client;
   sink: SmtpSink;
@@ -116,6 +118,7 @@ export async function startTenantPlatform(
   const platform: TenantPlatform = {
     cfg,
     erpUrl: erp.url,
+    erpRequests: (host) => erp.requests(host),
     pool,
     temporal,
     sink,

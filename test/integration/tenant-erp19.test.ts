@@ -1,0 +1,49 @@
+/**
+ * A TenantClient on ERP 19, applied through the ops API, turns Ready with the API user's Odoo API
+ * key: the readiness probe reads the tenant database over JSON-2 with the key, and the dashboards
+ * then read it over JSON-2 only (the ERP stand-in sees no further XML-RPC object call for the tenant).
+ */
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createDashboardService } from '../../domain/erp/dashboards.js';
+import { loadErpApiCredentials } from '../../domain/erp/api-user.js';
+import { applyYaml, condition, isReady, startTenantPlatform, tenantYaml, uniqueTenant, waitForStatus, type TenantPlatform } from '../support/tenant-platform.js';
+
+let p: TenantPlatform;
+let redis: Redis;
+
+beforeAll(async () => {
+  p = await startTenantPlatform();
+  redis = new Redis(p.cfg.REDIS_URL);
+});
+afterAll(async () => {
+  redis?.disconnect();
+  await p?.close();
+});
+
+it('a 19 tenant turns Ready with an API key and its dashboards read over JSON-2, never XML-RPC', async () => {
+  const name = uniqueTenant('v19');
+  expect((await applyYaml(p, tenantYaml(name, { erpVersion: '19' }))).statusCode).toBe(201);
+  const status = await waitForStatus(p, name, isReady);
+  expect(condition(status, 'Ready')).toMatchObject({ status: 'True' });
+  const host = status.resources.route.externalName.split('/')[1]!;
+
+  const credentials = (await loadErpApiCredentials(p.pool, p.cfg.SECRETS_KEY, name))!;
+  expect(credentials.apiKey).toMatch(/^[0-9a-f]{40}$/);
+  expect(credentials.apiKeyExpiresAt!.getTime()).toBeGreaterThan(Date.now() + 60 * 86_400_000);
+  // Ready was decided over JSON-2 (the probe); provisioning itself talks to the ERP as its admin
+  const atReady = p.erpRequests(host);
+  expect(atReady['/json/2']).toBeGreaterThan(0);
+
+  // the workspace entry comes with the client.provisioned event
+  const slugOf = async () => (await p.pool.query<{ slug: string }>('SELECT w.slug FROM workspaces w JOIN tenants t ON t.workspace_id = w.id WHERE t.name = $1', [name])).rows[0]?.slug;
+  await expect.poll(slugOf, { timeout: 30_000 }).toBe(name);
+  const slug = name;
+  const service = createDashboardService({ pool: p.pool, redis, config: p.cfg });
+  const kpis = await service.kpis(slug);
+  expect(kpis.erpVersion).toBe('19');
+  await service.alerts(slug);
+  const after = p.erpRequests(host);
+  expect(after['/json/2']! - atReady['/json/2']!).toBeGreaterThanOrEqual(3);
+  expect(after['/xmlrpc/2/object'] ?? 0).toBe(atReady['/xmlrpc/2/object'] ?? 0);
+});
