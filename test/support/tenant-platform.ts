@@ -118,7 +118,8 @@ export async function startTenantPlatform(
   const platform: TenantPlatform = {
     cfg,
     erpUrl: erp.url,
-    erpRequests: (host) => erp.requests(host),
+    // (behind the tenant ingress the ERP is not ours to count: nothing)
+    erpRequests: (host) => ('requests' in erp ? erp.requests(host) : {}),
     pool,
     temporal,
     sink,
