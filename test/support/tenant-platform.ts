@@ -16,7 +16,7 @@ import type { Config } from '../../lib/config.js';
 import { createPool, type Pool } from '../../lib/db.js';
 import { probeTenant } from '../../activities/tenant-health.js';
 import { startChatStandIn, type ChatStandIn } from '../../sandbox/chat/server.js';
-import { startErpStandIn } from '../../sandbox/erp/server.js';
+import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
 import { startTenantIngress } from '../../services/tenant-ingress/server.js';
 import { readMailbox, startSmtpSink, type SmtpSink } from '../../sandbox/smtp/sink.js';
 import { startProvisionedConsumer } from '../../services/events/consumers/provisioned.js';
@@ -95,7 +95,7 @@ export async function startTenantPlatform(
   closers.push(() => events.close());
   // the ERP entry: the stand-in (which plays the tenant ingress itself), or the tenant ingress in
   // front of an ERP at `opts.ingressTo` (real Odoo, as with ERP_BACKEND=odoo)
-  const erp = opts.ingressTo
+  const erp: { url: string; close(): Promise<void>; requests?: ErpStandIn['requests'] } = opts.ingressTo
     ? await startTenantIngress({ ...cfg, ERP_HOST: '127.0.0.1', ODOO_UPSTREAM_URL: opts.ingressTo, LOG_LEVEL: 'warn' })
     : await startErpStandIn({
         host: '127.0.0.1',
@@ -119,7 +119,7 @@ export async function startTenantPlatform(
     cfg,
     erpUrl: erp.url,
     // (behind the tenant ingress the ERP is not ours to count: nothing)
-    erpRequests: (host) => ('requests' in erp ? erp.requests(host) : {}),
+    erpRequests: (host) => erp.requests?.(host) ?? {},
     pool,
     temporal,
     sink,
