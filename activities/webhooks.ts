@@ -3,6 +3,7 @@
  * record, disable on 410 or after failing too long), and the end of a failed delivery (mark
  * failed, alert the workspace admins).
  */
+import { deleteExpiredWebhookHistory } from '../domain/webhooks/retention.js';
 import { Context } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import type { Config } from '../lib/config.js';
@@ -39,6 +40,11 @@ export const createWebhookActivities = (deps: WebhookActivityDeps) => {
   const alert = (workspaceId: string, a: Parameters<typeof alertWorkspaceAdmins>[2]) => alertWorkspaceAdmins(deps, workspaceId, a);
 
   return {
+    /** The daily retention (schedule `webhook-retention`): old messages and attempts of ended deliveries; idempotent. */
+    async applyWebhookRetention(): Promise<{ retentionDays: number; messages: number; attempts: number }> {
+      return { retentionDays: config.WEBHOOK_RETENTION_DAYS, ...(await deleteExpiredWebhookHistory(pool, config.WEBHOOK_RETENTION_DAYS)) };
+    },
+
     async attemptWebhookDelivery(input: { endpointId: string; messageId: string; trigger: Trigger }): Promise<WebhookAttemptSummary> {
       const [endpoint] = await sendingEndpoints(pool, config.SECRETS_KEY, { id: input.endpointId });
       const message = await messagePayload(pool, input.messageId);

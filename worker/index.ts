@@ -11,6 +11,7 @@ import { connectTenantActivityDeps, WORKER_CALLER } from '../activities/tenant-d
 import { serviceKeyFor } from '../domain/service-keys/secret-store.js';
 import { ensureBackupRetentionSchedule } from '../domain/tenants/backup-schedules.js';
 import { ensureExecutionLogRetentionSchedule } from '../domain/access/execution-log-schedule.js';
+import { ensureWebhookRetentionSchedule } from '../domain/webhooks/retention.js';
 import { ensureRotationSchedules } from '../domain/service-keys/schedules.js';
 import { startMisuseAlerter } from '../domain/service-keys/misuse.js';
 import { createSecretStore } from '../domain/service-keys/secret-store-factory.js';
@@ -81,13 +82,15 @@ export function startRevokedKeyAlerter(config: Config, log: Logger): { stop(): P
   };
 }
 
-/** The platform's Temporal Schedules, ensured at every start (idempotent): backups, execution log, service keys. */
+/** The platform's Temporal Schedules, ensured at every start (idempotent): backups, execution log, webhook history, service keys. */
 export async function ensureWorkerSchedules(client: Client, config: Config) {
   const taskQueue = config.TEMPORAL_TASK_QUEUE;
   // the daily job that deletes backups past their tier's retention
   await ensureBackupRetentionSchedule(client, { taskQueue });
   // the daily job that drops execution-log partitions past 90 days
   await ensureExecutionLogRetentionSchedule(client, { taskQueue, retentionDays: config.EXECUTION_LOG_RETENTION_DAYS });
+  // the daily job that deletes webhook history past WEBHOOK_RETENTION_DAYS
+  await ensureWebhookRetentionSchedule(client, { taskQueue, retentionDays: config.WEBHOOK_RETENTION_DAYS });
   // the annual rotation of every live service-key pair
   await ensureRotationSchedules(client, { taskQueue, everyDays: config.SERVICE_KEY_ROTATION_EVERY_DAYS });
 }

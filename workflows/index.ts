@@ -7,3 +7,4 @@ export { pruneExecutionLog } from './prune-execution-log.js';
 export { rotateServiceKey, annualServiceKeyRotation } from './rotate-service-key.js';
 export { dunWorkspace } from './dun-workspace.js';
 export { webhookDelivery } from './webhook-delivery.js';
+export { pruneWebhookHistory } from './prune-webhook-history.js';

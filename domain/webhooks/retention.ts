@@ -1,0 +1,68 @@
+/**
+ * Webhook history retention: messages older than the retention whose deliveries have all ended
+ * (delivered or failed; never one still pending or retrying) are deleted with their deliveries, and
+ * attempts older than the retention with them. In batches, so a large backlog never holds a long
+ * lock. Run daily by the `webhook-retention` schedule (workflows/prune-webhook-history.ts).
+ */
+import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import type pg from 'pg';
+
+export const WEBHOOK_RETENTION_SCHEDULE_ID = 'webhook-retention';
+const BATCH = 5_000;
+
+export async function deleteExpiredWebhookHistory(pool: pg.Pool, retentionDays: number, now = new Date()): Promise<{ messages: number; attempts: number }> {
+  const cutoff = new Date(now.getTime() - retentionDays * 86_400_000);
+  let messages = 0;
+  let attempts = 0;
+  for (;;) {
+    const res = await pool.query(
+      `DELETE FROM webhook_messages WHERE id IN (
+         SELECT m.id FROM webhook_messages m
+          WHERE m.created_at < $1
+            AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.message_id = m.id AND d.status IN ('pending', 'retrying'))
+          LIMIT $2)`,
+      [cutoff, BATCH],
+    );
+    messages += res.rowCount ?? 0;
+    if ((res.rowCount ?? 0) < BATCH) break;
+  }
+  for (;;) {
+    // an attempt of a message still being delivered stays (it is part of a delivery in progress)
+    const res = await pool.query(
+      `DELETE FROM webhook_attempts WHERE id IN (
+         SELECT a.id FROM webhook_attempts a
+          WHERE a.attempted_at < $1
+            AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.message_id = a.message_id AND d.endpoint_id = a.endpoint_id AND d.status IN ('pending', 'retrying'))
+          LIMIT $2)`,
+      [cutoff, BATCH],
+    );
+    attempts += res.rowCount ?? 0;
+    if ((res.rowCount ?? 0) < BATCH) break;
+  }
+  return { messages, attempts };
+}
+
+/** The daily schedule; the worker ensures it at start-up. */
+export async function ensureWebhookRetentionSchedule(client: Client, opts: { taskQueue: string; retentionDays: number; scheduleId?: string }): Promise<'created' | 'exists'> {
+  const scheduleId = opts.scheduleId ?? WEBHOOK_RETENTION_SCHEDULE_ID;
+  try {
+    await client.schedule.create({
+      scheduleId,
+      spec: { intervals: [{ every: '1 day' }] },
+      action: {
+        type: 'startWorkflow',
+        workflowType: 'pruneWebhookHistory',
+        workflowId: scheduleId,
+        taskQueue: opts.taskQueue,
+        args: [],
+        staticSummary: `Delete webhook messages and attempts older than ${opts.retentionDays} days (finished deliveries only)`,
+      },
+      policies: { overlap: ScheduleOverlapPolicy.SKIP },
+      state: { note: `Webhook history: ${opts.retentionDays}-day retention (WEBHOOK_RETENTION_DAYS)` },
+    });
+    return 'created';
+  } catch (err) {
+    if (err instanceof ScheduleAlreadyRunning) return 'exists';
+    throw err;
+  }
+}
