@@ -146,6 +146,24 @@ export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string
   return reply.code(body.status).header('x-request-id', reply.request.id).type('application/problem+json').send(body);
 }
 
+/**
+ * The liveness and readiness probes of a platform service: `/healthz` answers while the process
+ * runs; `/readyz` pings its one dependency and answers 503 naming it when it does not answer.
+ */
+export function registerProbes(app: FastifyInstance, dependency: { name: string; ping: () => Promise<unknown> }) {
+  const Probe = { type: 'object', properties: { status: { type: 'string' } }, required: ['status'] } as const;
+  app.get('/healthz', { schema: { response: { 200: Probe } } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { response: { 200: Probe } } }, async (req, reply) => {
+    try {
+      await dependency.ping();
+      return { status: 'ready' };
+    } catch (err) {
+      req.log.warn({ err: (err as Error).message }, `${dependency.name} not reachable`);
+      return sendProblem(reply, 'UNAVAILABLE', `Not ready: ${dependency.name} not reachable.`, { failing: [dependency.name] });
+    }
+  });
+}
+
 function validationDetail(err: FastifyError): { detail: string; errors: { field: string; message: string }[] } {
   const errors = (err.validation ?? []).map((v) => {
     const missing = (v.params as { missingProperty?: string } | undefined)?.missingProperty;

@@ -20,7 +20,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type pg from 'pg';
-import { problemDetails, sendProblem, serverOptions } from '../../lib/http.js';
+import { problemDetails, registerProbes, serverOptions } from '../../lib/http.js';
 import { AppError, problem } from '../../lib/errors.js';
 import { requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { findAgent, type Agent } from '../../domain/agents/catalog.js';
@@ -62,17 +62,7 @@ export async function buildAgentsApp(deps: AgentsDeps): Promise<FastifyInstance>
   const app = Fastify(serverOptions(deps.logLevel ?? 'info')).withTypeProvider<TypeBoxTypeProvider>();
   await app.register(problemDetails);
 
-  const Probe = Type.Object({ status: Type.String() });
-  app.get('/healthz', { schema: { response: { 200: Probe } } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { response: { 200: Probe } } }, async (req, reply) => {
-    try {
-      await deps.pool.query('SELECT 1');
-      return { status: 'ready' };
-    } catch (err) {
-      req.log.warn({ err: (err as Error).message }, 'postgres not reachable');
-      return sendProblem(reply, 'UNAVAILABLE', 'Not ready: postgres not reachable.', { failing: ['postgres'] });
-    }
-  });
+  registerProbes(app as unknown as FastifyInstance, { name: 'postgres', ping: () => deps.pool.query('SELECT 1') });
 
   /** The agent and the workspace of a call: the grant must be the account API's, for this workspace. */
   function callContext(req: FastifyRequest) {

@@ -16,7 +16,7 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type pg from 'pg';
-import { problemDetails, sendProblem, serverOptions } from '../../lib/http.js';
+import { problemDetails, registerProbes, serverOptions } from '../../lib/http.js';
 import { AppError } from '../../lib/errors.js';
 import { requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { AlertsSchema, CashflowSchema, KpisSchema, type DashboardService } from '../../domain/erp/dashboards.js';
@@ -41,17 +41,7 @@ export async function buildDataApp(deps: DataDeps): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(deps.logLevel ?? 'info')).withTypeProvider<TypeBoxTypeProvider>();
   await app.register(problemDetails);
 
-  const Probe = Type.Object({ status: Type.String() });
-  app.get('/healthz', { schema: { response: { 200: Probe } } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { response: { 200: Probe } } }, async (req, reply) => {
-    try {
-      await deps.pool.query('SELECT 1');
-      return { status: 'ready' };
-    } catch (err) {
-      req.log.warn({ err: (err as Error).message }, 'postgres not reachable');
-      return sendProblem(reply, 'UNAVAILABLE', 'Not ready: postgres not reachable.', { failing: ['postgres'] });
-    }
-  });
+  registerProbes(app as unknown as FastifyInstance, { name: 'postgres', ping: () => deps.pool.query('SELECT 1') });
 
   /** The slug of the workspace the grant names, once the grant is checked against the path. */
   async function grantedWorkspace(req: FastifyRequest): Promise<string> {

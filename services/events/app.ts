@@ -12,7 +12,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Redis } from 'ioredis';
-import { jsonParser, problemDetails, sendProblem, serverOptions } from '../../lib/http.js';
+import { jsonParser, problemDetails, registerProbes, serverOptions } from '../../lib/http.js';
 import { requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { AppError } from '../../lib/errors.js';
 import { cloudEventProblems, EVENT_FIELD, type CloudEvent } from '../../domain/events/events.js';
@@ -46,7 +46,6 @@ return {id, 0}
 
 const GroupName = Type.String({ pattern: '^[\\w.:-]{1,100}$', description: 'consumer group name' });
 const StreamId = { pattern: '^(\\$|0|\\d+(-\\d+)?)$' };
-const Probe = Type.Object({ status: Type.String() });
 
 /** Accepted content types: CloudEvents structured mode, and plain JSON. */
 const JSON_TYPES = ['application/cloudevents+json', 'application/json'];
@@ -69,16 +68,7 @@ export async function buildEventsApp(deps: EventsDeps): Promise<FastifyInstance>
   const dedupeKey = (ev: CloudEvent) =>
     `${deps.stream}:dedupe:${createHash('sha256').update(`${ev.source}\n${ev.id}`).digest('hex')}`;
 
-  app.get('/healthz', { schema: { response: { 200: Probe } } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { response: { 200: Probe } } }, async (req, reply) => {
-    try {
-      await deps.redis.ping();
-      return { status: 'ready' };
-    } catch (err) {
-      req.log.warn({ err: (err as Error).message }, 'redis not reachable');
-      return sendProblem(reply, 'UNAVAILABLE', 'Not ready: redis not reachable.', { failing: ['redis'] });
-    }
-  });
+  registerProbes(app as unknown as FastifyInstance, { name: 'redis', ping: () => deps.redis.ping() });
 
   /** Appends an event once per source + id; answers [streamId, duplicate]. */
   const append = async (event: CloudEvent) =>
