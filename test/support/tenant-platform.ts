@@ -10,7 +10,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { inject, expect } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
-import type { NativeConnection, Worker } from '@temporalio/worker';
 import { startApi } from '../../api/server.js';
 import type { Config } from '../../lib/config.js';
 import { createPool, type Pool } from '../../lib/db.js';
@@ -23,9 +22,9 @@ import { startProvisionedConsumer } from '../../services/events/consumers/provis
 import { startEvents } from '../../services/events/server.js';
 import { startNotifications } from '../../services/notifications/server.js';
 import { freePort } from '../../scripts/local-servers.js';
-import { createWorker } from '../../worker/index.js';
+import { restartableWorker } from './worker.js';
 import type { TenantStatus } from '../../domain/tenants/types.js';
-import { tempDir, testConfig, workflowBundle } from './env.js';
+import { tempDir, testConfig } from './env.js';
 import { testKeys } from './service-keys.js';
 
 type Closer = () => Promise<unknown>;
@@ -113,7 +112,7 @@ export async function startTenantPlatform(
 
   const chatDir = tempDir('chat');
   let chat: ChatStandIn | undefined;
-  let worker: { worker: Worker; connection: NativeConnection; closeDeps(): Promise<void>; running: Promise<void> } | undefined;
+  const worker = restartableWorker(cfg);
 
   const platform: TenantPlatform = {
     cfg,
@@ -135,18 +134,8 @@ export async function startTenantPlatform(
       await chat?.close();
       chat = undefined;
     },
-    async startWorker() {
-      const created = await createWorker(cfg, { workflowBundle: workflowBundle() });
-      worker = { ...created, running: created.worker.run() };
-    },
-    async stopWorker() {
-      if (!worker) return;
-      worker.worker.shutdown();
-      await worker.running;
-      await worker.connection.close();
-      await worker.closeDeps();
-      worker = undefined;
-    },
+    startWorker: worker.start,
+    stopWorker: worker.stop,
     async close() {
       await platform.stopWorker();
       await platform.stopChat();

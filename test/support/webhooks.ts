@@ -10,7 +10,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
-import type { NativeConnection, Worker } from '@temporalio/worker';
 import { startApi } from '../../api/server.js';
 import { createPool, type Pool } from '../../lib/db.js';
 import { readMailbox, startSmtpSink, type SmtpSink } from '../../sandbox/smtp/sink.js';
@@ -18,9 +17,9 @@ import { startEvents } from '../../services/events/server.js';
 import { startNotifications } from '../../services/notifications/server.js';
 import { startDispatcher, type Dispatcher } from '../../services/webhooks/dispatcher.js';
 import { freePort } from '../../scripts/local-servers.js';
-import { createWorker } from '../../worker/index.js';
+import { restartableWorker } from './worker.js';
 import { cloudEvent, publishEvent } from '../../domain/events/events.js';
-import { tempDir, testConfig, workflowBundle } from './env.js';
+import { tempDir, testConfig } from './env.js';
 import { configEnv } from './tenant-platform.js';
 import { testKeys } from './service-keys.js';
 import { addUser, adminOfNewWorkspace, call } from './workspace-api.js';
@@ -96,7 +95,7 @@ export async function startWebhookPlatform(overrides: Record<string, string> = {
   closers.push(() => api.close());
 
   let dispatcher: Dispatcher | undefined;
-  let worker: { worker: Worker; connection: NativeConnection; closeDeps(): Promise<void>; running: Promise<void> } | undefined;
+  const worker = restartableWorker(cfg);
   const children: ChildProcess[] = [];
 
   const p = {
@@ -113,18 +112,8 @@ export async function startWebhookPlatform(overrides: Record<string, string> = {
       await dispatcher?.close();
       dispatcher = undefined;
     },
-    async startWorker() {
-      const created = await createWorker(cfg, { workflowBundle: workflowBundle() });
-      worker = { ...created, running: created.worker.run() };
-    },
-    async stopWorker() {
-      if (!worker) return;
-      worker.worker.shutdown();
-      await worker.running;
-      await worker.connection.close();
-      await worker.closeDeps();
-      worker = undefined;
-    },
+    startWorker: worker.start,
+    stopWorker: worker.stop,
     /** `worker/index.ts` or `services/webhooks/dispatcher.ts` as a process of its own, to be killed. */
     spawn(file: 'worker/index.ts' | 'services/webhooks/dispatcher.ts', extra: Record<string, string> = {}): ChildProcess {
       const env = { PATH: process.env.PATH!, NODE_ENV: 'test', ...configEnv(cfg), LOG_LEVEL: 'error', TEMPORAL_LOG_LEVEL: 'ERROR', ...extra };
