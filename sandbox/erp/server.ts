@@ -25,7 +25,7 @@ import { parseMethodCall, serializeFault, serializeMethodResponse } from '../../
 import { executeKw } from './orm.js';
 import { OdooError, accessDenied, accessError, attributeError } from './odoo-errors.js';
 import { apiKeyWizards, checkApiKey } from './apikeys.js';
-import { forwardSaas, type SaasForwarding } from './saas.js';
+import { forwardSaas, type SaasForwarding } from '../../services/tenant-ingress/saas.js';
 import { PgSecretStore, serviceKeyFor } from '../../domain/service-keys/secret-store.js';
 import { changesOf, postChanges, type ErpEventsTarget } from './automation.js';
 import { ingestionKey, ingestionToken } from '../../domain/webhooks/ingestion.js';
@@ -66,7 +66,7 @@ export async function startErpStandIn(opts: {
   erpDatabaseUrl: string;
   logger?: Logger;
   /**
-   * Where `/svc/saas/…` goes (sandbox/erp/saas.ts): the account API, with the key `key` gives, or
+   * Where `/svc/saas/…` goes (the tenant ingress's forwarding, services/tenant-ingress/saas.ts): the account API, with the key `key` gives, or
    * else the current erp → account-api key from the platform's secret store (`secretsKey`).
    * Unset, those endpoints answer 503.
    */

@@ -3,7 +3,7 @@
  * ERP_BACKEND=odoo, and in docker-compose), as the routes of the tenant namespaces do in the
  * specification's cluster. A request's Host picks the tenant through the platform's `tenant_routes`
  * table; a host without a route is a 404. `/svc/saas/…` (§4.7) is answered from the platform's own
- * tier and subscription data (forwarded to the account API, sandbox/erp/saas.ts); everything else
+ * tier and subscription data (forwarded to the account API, ./saas.ts); everything else
  * goes to Odoo unchanged, Host included (`--db-filter=^%h$` picks the database by it), websockets
  * too (Odoo's bus). The ERP stand-in plays this part itself in the default local mode.
  */
@@ -11,7 +11,7 @@ import type { IncomingMessage } from 'node:http';
 import fastifyHttpProxy from '@fastify/http-proxy';
 import Fastify from 'fastify';
 import type pg from 'pg';
-import { forwardSaas, type SaasForwarding } from '../../sandbox/erp/saas.js';
+import { forwardSaas, type SaasForwarding } from './saas.js';
 import { serverOptions } from '../../lib/http.js';
 
 /** How long a host's route is trusted before `tenant_routes` is read again. */

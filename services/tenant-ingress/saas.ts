@@ -1,9 +1,8 @@
 /**
- * The tenant ERPs' SaaS endpoints (§4.7 `/svc/saas/…`) in the stand-in: a thin route in front of
- * the ERP that forwards each request to the account API (`/api/saas/<tenant>/…`,
- * api/routes/saas/index.ts), so every tenant answers from the platform's own tier and
- * subscription data. On real Odoo the same forwarding is a route of the tenant's ingress (path
- * prefix `/svc/saas/` to the account API, tenant from the host); no data is copied into the ERP.
+ * The tenant ERPs' SaaS endpoints (§4.7 `/svc/saas/…`): the tenant ingress (and the ERP stand-in,
+ * which plays the ingress itself) forwards each request to the account API
+ * (`/api/saas/<tenant>/…`, api/routes/saas/index.ts), so every tenant answers from the platform's
+ * own tier and subscription data; no data is copied into the ERP.
  *
  * The reads go with the ERP entry's own service key (erp → account-api); the legacy callbacks carry
  * their caller's `X-API-Key` through unchanged (saas-jobs → account-api): the platform checks who
