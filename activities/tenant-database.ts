@@ -2,6 +2,8 @@
 import path from 'node:path';
 import { ensureErpApiUser as ensureApiUser, erpApiUserDeps } from '../domain/erp/api-user.js';
 import { ensureTierModules as ensureModules } from '../domain/erp/tier-modules.js';
+import { eventRulesSummary } from '../domain/erp/event-rules.js';
+import { ingestionKey } from '../domain/webhooks/ingestion.js';
 import {
   cloneTenantDatabase as cloneDatabase,
   dropTenantDatabase as dropDatabase,
@@ -61,7 +63,12 @@ export const createTenantDatabaseActivities = ({ config, platformPool, erpAdminP
     if (!(await tenantDatabaseExists(erpAdminPool, input.database))) {
       return { installed: [], present: 0, kept: [], unavailable: [], outcome: 'database-missing' as const };
     }
-    const result = await ensureModules(erpApiUserDeps(config, platformPool), { database: input.database, tier: input.tier });
-    return { ...result, outcome: 'ok' as const };
+    const result = await ensureModules(erpApiUserDeps(config, platformPool), {
+      database: input.database,
+      tier: input.tier,
+      eventRules: { tenant: input.tenant, eventsUrl: config.EVENTS_URL, ingestionKey: ingestionKey(config.SECRETS_KEY) },
+    });
+    const { eventRules, ...modules } = result;
+    return { ...modules, eventRules: eventRules && eventRulesSummary(eventRules), outcome: 'ok' as const };
   },
 });

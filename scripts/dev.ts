@@ -18,7 +18,6 @@ import { seedDemo, seedDemoErp, DEMO } from './seed.js';
 import { startTenantIngress } from '../services/tenant-ingress/server.js';
 import { startErpStandIn } from '../sandbox/erp/server.js';
 import { event as stripeEvent, sandboxIds, sendEvent, subscription as stripeSubscription } from '../sandbox/stripe/sender.js';
-import { ingestionKey, ingestionToken } from '../domain/webhooks/ingestion.js';
 import { startSmtpSink } from '../sandbox/smtp/sink.js';
 import { startNotifications } from '../services/notifications/server.js';
 import { startBanking } from '../services/banking/server.js';
@@ -102,8 +101,7 @@ try {
   // the ERP first (the demo tenant's API user is made through it): the stand-in, or with
   // ERP_BACKEND=odoo the tenant ingress in front of a real Odoo 18 already running at ODOO_UPSTREAM_URL
   // (odoo-bin --db-filter=^%h$ on ERP_DATABASE_URL's server)
-  // its automation posts invoice.posted / payment.received to the event ingestion (tenant tokens as provisioning hands them out)
-  const ingestion = ingestionKey(cfg.SECRETS_KEY);
+  // (its automation rules, made by provisioning, post invoice.posted / payment.received / stock.changed to the event ingestion)
   const erp =
     cfg.ERP_BACKEND === 'odoo'
       ? await startTenantIngress(cfg) // in front of the Odoo at ODOO_UPSTREAM_URL: /svc/saas here, the rest to Odoo
@@ -114,7 +112,6 @@ try {
           erpDatabaseUrl: cfg.ERP_DATABASE_URL,
           // /svc/saas/… on every tenant host answers from the account API (erp → account-api key from the secret store)
           saas: { accountApiUrl: cfg.ACCOUNT_API_URL, secretsKey: cfg.SECRETS_KEY },
-          events: { url: cfg.EVENTS_URL, token: (tenant) => ingestionToken(ingestion, tenant) },
         });
   closers.push({ name: cfg.ERP_BACKEND === 'odoo' ? 'tenant ingress' : 'ERP stand-in', close: () => erp.close() });
   const demoErp = await seedDemoErp(pool, cfg); // templates, the demo tenant's database, route and API user

@@ -11,6 +11,8 @@ import type { Config } from '../lib/config.js';
 import { ensureErpApiUser } from '../domain/erp/api-user.js';
 import { cloneTenantDatabase, databaseUrl, templateDatabaseName, tenantHostname } from '../domain/erp/tenant-database.js';
 import { odooSchemaUpgradeSql } from '../sandbox/erp/models.js';
+import { ensureTierModules } from '../domain/erp/tier-modules.js';
+import { ingestionKey } from '../domain/webhooks/ingestion.js';
 import { ensureErpTemplates } from './erp-templates.js';
 
 export const DEMO = {
@@ -70,7 +72,7 @@ export async function seedDemo(pool: pg.Pool, opts: { adminPassword?: string } =
  */
 export async function seedDemoErp(
   pool: pg.Pool,
-  cfg: Pick<Config, 'ERP_DATABASE_URL' | 'TENANT_DOMAIN' | 'SECRETS_KEY' | 'ERP_URL' | 'ERP_ADMIN_PASSWORD'> & Partial<Pick<Config, 'ERP_BACKEND' | 'ODOO_DATA_DIR'>>,
+  cfg: Pick<Config, 'ERP_DATABASE_URL' | 'TENANT_DOMAIN' | 'SECRETS_KEY' | 'ERP_URL' | 'ERP_ADMIN_PASSWORD'> & Partial<Pick<Config, 'ERP_BACKEND' | 'ODOO_DATA_DIR' | 'EVENTS_URL'>>,
 ): Promise<{ host: string; database: string }> {
   // real Odoo: the template Odoo built (npm run odoo:templates, starter by default); else the stand-in's
   const odoo = cfg.ERP_BACKEND === 'odoo';
@@ -91,7 +93,7 @@ export async function seedDemoErp(
   if (!odoo) {
     const demoDb = createPool(databaseUrl(cfg.ERP_DATABASE_URL, host), 1);
     try {
-      await demoDb.query(odooSchemaUpgradeSql);
+      await demoDb.query(odooSchemaUpgradeSql('18'));
     } finally {
       await demoDb.end();
     }
@@ -101,6 +103,16 @@ export async function seedDemoErp(
     [host, DEMO.tenant],
   );
   // through the ERP (it must be running at ERP_URL), as the tenant's admin
-  await ensureErpApiUser({ platform: pool, erpUrl: cfg.ERP_URL, secretsKey: cfg.SECRETS_KEY, erpAdminPassword: cfg.ERP_ADMIN_PASSWORD }, { tenant: DEMO.tenant, database: host });
+  const deps = { platform: pool, erpUrl: cfg.ERP_URL, secretsKey: cfg.SECRETS_KEY, erpAdminPassword: cfg.ERP_ADMIN_PASSWORD };
+  await ensureErpApiUser(deps, { tenant: DEMO.tenant, database: host });
+  // the tier's modules and the automation rules that post invoice, payment and stock changes to the
+  // event ingestion, as the reconcile step ensure-tier-modules makes them
+  if (cfg.EVENTS_URL) {
+    await ensureTierModules(deps, {
+      database: host,
+      tier: odoo ? 'starter' : 'pro',
+      eventRules: { tenant: DEMO.tenant, eventsUrl: cfg.EVENTS_URL, ingestionKey: ingestionKey(cfg.SECRETS_KEY) },
+    });
+  }
   return { host, database: host };
 }

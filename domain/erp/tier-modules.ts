@@ -17,6 +17,7 @@ import type { Tier } from '../tenants/types.js';
 import { CATALOGUE_MODULES, tierModuleNames } from '../billing/tiers.js';
 import { adminSession, tenantAdminPassword, type ErpApiUserDeps } from './api-user.js';
 import type { ErpSession } from './client.js';
+import { ensureEventRules, type EventRulesResult } from './event-rules.js';
 
 /** Installing modules on real Odoo loads their data: minutes, not seconds. */
 export const MODULE_INSTALL_TIMEOUT_MS = 9 * 60_000;
@@ -30,6 +31,8 @@ export interface TierModulesResult {
   kept: string[];
   /** The tier's modules the ERP does not have (not in its addons path). */
   unavailable: string[];
+  /** The event rules (event-rules.ts), when asked for: they need base_automation, a module of every tier. */
+  eventRules?: EventRulesResult;
 }
 
 interface ModuleRow {
@@ -41,7 +44,10 @@ interface ModuleRow {
 const listed = (admin: ErpSession, names: string[]) =>
   admin.callKw<ModuleRow[]>('ir.module.module', 'search_read', [[['name', 'in', names]]], { fields: ['name', 'state'] });
 
-export async function ensureTierModules(deps: ErpApiUserDeps, opts: { database: string; tier: Tier }): Promise<TierModulesResult> {
+export async function ensureTierModules(
+  deps: ErpApiUserDeps,
+  opts: { database: string; tier: Tier; eventRules?: { tenant: string; eventsUrl: string; ingestionKey: string } },
+): Promise<TierModulesResult> {
   const wanted = tierModuleNames(opts.tier);
   // one web session: the admin's password is checked once (see api-user.ts)
   const { session: admin, templatePassword } = await adminSession(deps, opts.database, { timeoutMs: MODULE_INSTALL_TIMEOUT_MS });
@@ -61,7 +67,9 @@ export async function ensureTierModules(deps: ErpApiUserDeps, opts: { database: 
   }
   const higher = CATALOGUE_MODULES.map((mod) => mod.name).filter((name) => !wanted.includes(name));
   const kept = higher.length ? (await listed(admin, higher)).filter((r) => r.state === 'installed').map((r) => r.name).sort() : [];
+  // the automation rules that post record changes to the platform, in the same admin session
+  const eventRules = opts.eventRules ? await ensureEventRules(admin, opts.eventRules) : undefined;
   // (the API user's step changes a fresh clone's admin password first; should it not have, do it here, last)
   if (templatePassword) await admin.callKw('res.users', 'write', [[admin.uid], { password: tenantAdminPassword(deps.secretsKey, opts.database) }]);
-  return { installed: toInstall.map((r) => r.name).sort(), present: rows.filter((r) => r.state === 'installed').length, kept, unavailable };
+  return { installed: toInstall.map((r) => r.name).sort(), present: rows.filter((r) => r.state === 'installed').length, kept, unavailable, eventRules };
 }

@@ -7,6 +7,7 @@
  */
 import type { ErpVersion, Tier } from '../../domain/tenants/types.js';
 import { CATALOGUE_MODULES, TIERS } from '../../domain/billing/tiers.js';
+import { irModelRows } from './models.js';
 
 export type Row = Record<string, string | number | boolean | null>;
 export type Tables = Record<string, Row[]>;
@@ -138,6 +139,7 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
     account_move_line: [],
     account_bank_statement_line: [],
     ir_module_module: moduleRows(tier, version),
+    ...irModelRows(version, installedByTier[tier]),
   };
 
   // partners: the company, the admin, customers, vendors

@@ -121,6 +121,12 @@ export class SqlBuilder {
       case 'in':
       case 'not in': {
         const list = Array.isArray(value) ? value : [value];
+        if (field.type === 'boolean') {
+          // Odoo (expression.py): False stands for false and NULL alike
+          const wanted = [true, false].filter((b) => list.includes(b) || (b === false && list.includes(null)));
+          const cond = wanted.length === 2 ? 'TRUE' : wanted[0] === true ? `${col} = true` : wanted.length ? `(${col} IS NULL OR ${col} = false)` : 'FALSE';
+          return operator === 'in' ? cond : `NOT (${cond})`;
+        }
         const present = list.filter((v) => v !== false && v !== null).map((v) => this.scalar(field, v, leaf));
         const withNull = list.length !== present.length;
         if (operator === 'in') {

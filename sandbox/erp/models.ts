@@ -25,6 +25,7 @@ export type FieldType =
   | 'monetary'
   | 'selection'
   | 'many2one'
+  | 'one2many'
   | 'many2many';
 
 export interface FieldDef {
@@ -37,6 +38,8 @@ export interface FieldDef {
   /** A computed, read-only field: SQL over the model's table (alias `t`). */
   sql?: string;
   required?: boolean;
+  /** one2many: the many2one field of `relation` that points back (read only through this stand-in). */
+  inverse?: string;
 }
 
 export interface ModelDef {
@@ -48,6 +51,8 @@ export interface ModelDef {
   /** The field whose value is the record's display name (`_rec_name`). */
   recName: string;
   fields: Record<string, FieldDef>;
+  /** The module that brings the model: without it installed, the model does not exist (Odoo's registry). */
+  module?: string;
 }
 
 const sel = (...pairs: [string, string][]) => pairs;
@@ -349,6 +354,107 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
         sequence: { type: 'integer', string: 'Sequence' },
       },
     },
+    // the models and their fields (filled from these definitions when a template is built)
+    {
+      name: 'ir.model',
+      table: 'ir_model',
+      description: 'Models',
+      order: 'model',
+      recName: 'name',
+      fields: { ...common(), name: { type: 'char', string: 'Model Description' }, model: { type: 'char', string: 'Model' } },
+    },
+    {
+      name: 'ir.model.fields',
+      table: 'ir_model_fields',
+      description: 'Fields',
+      order: 'name',
+      recName: 'field_description',
+      fields: {
+        ...common(),
+        name: { type: 'char', string: 'Field Name' },
+        field_description: { type: 'char', string: 'Field Label' },
+        model: { type: 'char', string: 'Model Name' },
+        model_id: { type: 'many2one', string: 'Model', relation: 'ir.model' },
+        ttype: { type: 'char', string: 'Field Type' },
+      },
+    },
+    // base_automation (automation rules) and the server actions they run; stand-in: only
+    // "On save" rules whose action is "Send Webhook Notification" do anything (automation.ts)
+    {
+      name: 'base.automation',
+      table: 'base_automation',
+      description: 'Automation Rule',
+      order: 'id',
+      recName: 'name',
+      module: 'base_automation',
+      fields: {
+        ...common(),
+        name: { type: 'char', string: 'Automation Rule Name', required: true },
+        model_id: { type: 'many2one', string: 'Model', relation: 'ir.model', required: true },
+        active: { type: 'boolean', string: 'Active' },
+        trigger: {
+          type: 'selection',
+          string: 'Trigger',
+          selection: sel(['on_state_set', 'State is set to'], ['on_create_or_write', 'On save'], ['on_create', 'On creation'], ['on_write', 'On update'], ['on_unlink', 'On deletion'], ['on_time', 'Based on date field'], ['on_webhook', 'On webhook']),
+        },
+        filter_pre_domain: { type: 'char', string: 'Before Update Domain' },
+        filter_domain: { type: 'char', string: 'Apply on' },
+        action_server_ids: { type: 'one2many', string: 'Actions', relation: 'ir.actions.server', inverse: 'base_automation_id' },
+      },
+    },
+    {
+      name: 'ir.actions.server',
+      table: 'ir_act_server',
+      description: 'Server Actions',
+      order: 'sequence, name',
+      recName: 'name',
+      fields: {
+        ...common(),
+        name: { type: 'char', string: 'Action Name' },
+        model_id: { type: 'many2one', string: 'Model', relation: 'ir.model', required: true },
+        state: {
+          type: 'selection',
+          string: 'Type',
+          selection: sel(['object_write', 'Update Record'], ['object_create', 'Create Record'], ['code', 'Execute Code'], ['webhook', 'Send Webhook Notification'], ['multi', 'Execute Existing Actions']),
+        },
+        usage: { type: 'selection', string: 'Usage', selection: sel(['ir_actions_server', 'Server Action'], ['ir_cron', 'Scheduled Action'], ['base_automation', 'Automation Rule']) },
+        sequence: { type: 'integer', string: 'Sequence' },
+        webhook_url: { type: 'char', string: 'Webhook URL' },
+        webhook_field_ids: {
+          type: 'many2many',
+          string: 'Webhook Fields',
+          relation: 'ir.model.fields',
+          link: { table: 'ir_act_server_webhook_field_rel', column: 'server_id', other: 'field_id' },
+        },
+        base_automation_id: { type: 'many2one', string: 'Automation Rule', relation: 'base.automation' },
+      },
+    },
+    // stock (Inventory): only the moves, enough for stock.changed (a move set to done)
+    {
+      name: 'stock.move',
+      table: 'stock_move',
+      description: 'Stock Move',
+      order: 'sequence, id',
+      recName: 'reference',
+      module: 'stock',
+      fields: {
+        ...common(),
+        reference: { type: 'char', string: 'Reference' },
+        product_id: { type: 'integer', string: 'Product' },
+        product_uom_qty: { type: 'float', string: 'Demand' },
+        quantity: { type: 'float', string: 'Quantity' },
+        location_id: { type: 'integer', string: 'Source Location' },
+        location_dest_id: { type: 'integer', string: 'Destination Location' },
+        date: { type: 'datetime', string: 'Date Scheduled' },
+        sequence: { type: 'integer', string: 'Sequence' },
+        company_id: { type: 'many2one', string: 'Company', relation: 'res.company' },
+        state: {
+          type: 'selection',
+          string: 'Status',
+          selection: sel(['draft', 'New'], ['waiting', 'Waiting Another Move'], ['confirmed', 'Waiting Availability'], ['partially_available', 'Partially Available'], ['assigned', 'Available'], ['done', 'Done'], ['cancel', 'Cancelled']),
+        },
+      },
+    },
   ];
   return Object.fromEntries(models.map((m) => [m.name, m]));
 }
@@ -364,31 +470,37 @@ const sqlTypes: Record<FieldType, string> = {
   monetary: 'numeric',
   selection: 'varchar',
   many2one: 'integer',
+  one2many: '',
   many2many: '',
 };
+
+/** A model's table and its many2many link tables. */
+function tableSql(model: ModelDef, links: Set<string>, ifNotExists = ''): string[] {
+  const statements: string[] = [];
+  const columns = Object.entries(model.fields)
+    .filter(([, f]) => !f.sql && f.type !== 'many2many' && f.type !== 'one2many')
+    .map(([name, f]) => {
+      if (name === 'id') return 'id serial PRIMARY KEY';
+      if (name === 'create_date' || name === 'write_date') return `${name} timestamp without time zone DEFAULT (now() at time zone 'UTC')`;
+      return `${name} ${sqlTypes[f.type]}${f.required ? ' NOT NULL' : ''}`;
+    });
+  statements.push(`CREATE TABLE ${ifNotExists}${model.table} (\n  ${columns.join(',\n  ')}\n)`);
+  for (const f of Object.values(model.fields)) {
+    if (f.link && !links.has(f.link.table)) {
+      links.add(f.link.table);
+      statements.push(
+        `CREATE TABLE ${ifNotExists}${f.link.table} (${f.link.other} integer NOT NULL, ${f.link.column} integer NOT NULL, PRIMARY KEY (${f.link.other}, ${f.link.column}))`,
+      );
+    }
+  }
+  return statements;
+}
 
 /** The DDL of an Odoo-shaped database for `version` (tables, many2many link tables, indexes). */
 export function odooSchemaSql(version: ErpVersion): string {
   const statements: string[] = [];
   const links = new Set<string>();
-  for (const model of Object.values(odooModels(version))) {
-    const columns = Object.entries(model.fields)
-      .filter(([, f]) => !f.sql && f.type !== 'many2many')
-      .map(([name, f]) => {
-        if (name === 'id') return 'id serial PRIMARY KEY';
-        if (name === 'create_date' || name === 'write_date') return `${name} timestamp without time zone DEFAULT (now() at time zone 'UTC')`;
-        return `${name} ${sqlTypes[f.type]}${f.required ? ' NOT NULL' : ''}`;
-      });
-    statements.push(`CREATE TABLE ${model.table} (\n  ${columns.join(',\n  ')}\n)`);
-    for (const f of Object.values(model.fields)) {
-      if (f.link && !links.has(f.link.table)) {
-        links.add(f.link.table);
-        statements.push(
-          `CREATE TABLE ${f.link.table} (${f.link.other} integer NOT NULL, ${f.link.column} integer NOT NULL, PRIMARY KEY (${f.link.other}, ${f.link.column}))`,
-        );
-      }
-    }
-  }
+  for (const model of Object.values(odooModels(version))) statements.push(...tableSql(model, links));
   statements.push('CREATE UNIQUE INDEX res_users_login_key ON res_users (login)');
   statements.push('CREATE UNIQUE INDEX ir_model_data_module_name_uniq_index ON ir_model_data (module, name)');
   statements.push('CREATE INDEX account_move_line_move_id_idx ON account_move_line (move_id)');
@@ -422,9 +534,52 @@ CREATE INDEX IF NOT EXISTS res_users_apikeys_user_id_index_idx ON res_users_apik
  * module upgrade would (idempotent): the bank import's `unique_import_id`, API keys (layout 7). (Groups and their external
  * ids came with layout 4: a database cloned from an older template is re-created, not upgraded.)
  */
-export const odooSchemaUpgradeSql = `
+export function odooSchemaUpgradeSql(version: ErpVersion): string {
+  const models = odooModels(version);
+  const links = new Set<string>();
+  // layout 8: the models and fields registry, automation rules and server actions, stock moves
+  const added = ['ir.model', 'ir.model.fields', 'base.automation', 'ir.actions.server', 'stock.move'].flatMap((name) => tableSql(models[name]!, links, 'IF NOT EXISTS '));
+  return `
 ALTER TABLE account_bank_statement_line ADD COLUMN IF NOT EXISTS unique_import_id varchar;
 CREATE UNIQUE INDEX IF NOT EXISTS account_bank_statement_line_unique_import_id ON account_bank_statement_line (unique_import_id);
 ALTER TABLE res_groups ADD COLUMN IF NOT EXISTS api_key_duration double precision;
 ${API_KEYS_TABLE_SQL};
+${added.join(';\n')};
+${Object.values(models).map(registerModelSql).join(';\n')};
 `;
+}
+
+const sqlLiteral = (v: string) => `'${v.replace(/'/g, "''")}'`;
+
+/**
+ * Idempotent SQL that lists `model` and its fields in `ir.model` / `ir.model.fields`, as Odoo does
+ * when the module that brings the model is installed (a model without a module: always).
+ */
+export function registerModelSql(model: ModelDef): string {
+  const name = sqlLiteral(model.name);
+  const installed = model.module ? ` AND EXISTS (SELECT 1 FROM ir_module_module WHERE name = ${sqlLiteral(model.module)} AND state = 'installed')` : '';
+  const fields = Object.entries(model.fields)
+    .map(([n, f]) => `(${sqlLiteral(n)}, ${sqlLiteral(f.string)}, ${sqlLiteral(f.type)})`)
+    .join(', ');
+  return `INSERT INTO ir_model (name, model) SELECT ${sqlLiteral(model.description)}, ${name} WHERE NOT EXISTS (SELECT 1 FROM ir_model WHERE model = ${name})${installed};
+INSERT INTO ir_model_fields (name, field_description, model, model_id, ttype)
+  SELECT v.n, v.d, ${name}, m.id, v.t FROM ir_model m, (VALUES ${fields}) v(n, d, t)
+   WHERE m.model = ${name} AND NOT EXISTS (SELECT 1 FROM ir_model_fields f WHERE f.model = ${name} AND f.name = v.n)`;
+}
+
+/**
+ * `ir.model` and `ir.model.fields` as Odoo fills them from its registry: here, from the definitions
+ * above, for the models of the installed modules.
+ */
+export function irModelRows(version: ErpVersion, installed: ReadonlySet<string>): { ir_model: Record<string, string | number>[]; ir_model_fields: Record<string, string | number>[] } {
+  const ir_model: Record<string, string | number>[] = [];
+  const ir_model_fields: Record<string, string | number>[] = [];
+  Object.values(odooModels(version)).forEach((model, i) => {
+    if (model.module && !installed.has(model.module)) return;
+    ir_model.push({ id: i + 1, name: model.description, model: model.name });
+    for (const [name, field] of Object.entries(model.fields)) {
+      ir_model_fields.push({ id: ir_model_fields.length + 1, name, field_description: field.string, model: model.name, model_id: i + 1, ttype: field.type });
+    }
+  });
+  return { ir_model, ir_model_fields };
+}

@@ -7,7 +7,7 @@
  */
 import type pg from 'pg';
 import type { ErpVersion } from '../../domain/tenants/types.js';
-import { odooModels, type FieldDef, type ModelDef } from './models.js';
+import { odooModels, registerModelSql, type FieldDef, type ModelDef } from './models.js';
 import { SqlBuilder, pyRepr } from './domain.js';
 import { accessError, attributeError, missingError, typeError, userError, validationError, valueError } from './odoo-errors.js';
 import { checkAccess, companyRule, type Mode } from './security.js';
@@ -74,7 +74,7 @@ export const modelsFor = (version: ErpVersion) => {
 export async function executeKw(ctx: OrmContext, modelName: string, method: string, args: unknown[], kwargs: Kwargs): Promise<unknown> {
   const models = modelsFor(ctx.version);
   const model = models[modelName];
-  if (!model) throw userError(`Object ${modelName} doesn't exist`);
+  if (!model || (model.module && !(await moduleInstalled(ctx, model.module)))) throw userError(`Object ${modelName} doesn't exist`);
   if (method.startsWith('_')) throw accessError(`Private methods (such as ${method}) cannot be called remotely.`);
   const signature = signatures[method];
   if (!signature || (signature.versions && !signature.versions.includes(ctx.version)) || (signature.models && !signature.models.includes(modelName))) {
@@ -92,6 +92,9 @@ export async function executeKw(ctx: OrmContext, modelName: string, method: stri
   }
   return methods[method]!(ctx, model, bound);
 }
+
+const moduleInstalled = async (ctx: OrmContext, name: string) =>
+  (await ctx.db.query('SELECT 1 FROM ir_module_module WHERE name = $1 AND state = $2', [name, 'installed'])).rowCount === 1;
 
 /** The caller's domain restricted by the model's record rules (the multi-company rule). */
 function scoped(ctx: OrmContext, model: ModelDef, domain: unknown): unknown {
@@ -137,6 +140,8 @@ function selectExpressions(b: SqlBuilder, model: ModelDef, names: string[]): str
         }
         case 'many2many':
           return `ARRAY(SELECT l.${field.link!.other} FROM ${field.link!.table} l WHERE l.${field.link!.column} = t.id ORDER BY 1) AS c${i}`;
+        case 'one2many':
+          return `ARRAY(SELECT o.id FROM ${b.models[field.relation!]!.table} o WHERE o.${field.inverse!} = t.id ORDER BY 1) AS c${i}`;
         default:
           return `${col} AS c${i}`;
       }
@@ -157,6 +162,7 @@ function readValue(field: FieldDef | undefined, value: unknown, name?: unknown):
     case 'many2one':
       return value === null ? false : [value, name ?? false];
     case 'many2many':
+    case 'one2many':
       return value ?? [];
     default:
       return value ?? false;
@@ -444,6 +450,9 @@ const methods: Record<string, Method> = {
           if (field.required && !field.sql && (columns[name] === undefined || columns[name] === null)) throw mandatoryField(model, name);
         }
         const row = { ...(await createDefaults(tx, model, columns)), ...columns };
+        // base_automation computes an automation action's name from its type (ir_actions_server.py)
+        if (model.name === 'ir.actions.server' && row.usage === 'base_automation' && row.state === 'webhook') row.name = 'Send Webhook Notification';
+        if (model.name === 'base.automation') row.active ??= true;
         const b = new SqlBuilder(modelsFor(ctx.version));
         const names = Object.keys(row);
         const sql = names.length
@@ -505,6 +514,10 @@ const methods: Record<string, Method> = {
         WHERE id = ANY($1) AND state IN ('uninstalled', 'to install', 'to upgrade')`,
       [ids, `${ctx.version}.0.1.0`],
     );
+    // the models the installed modules bring now exist (ir.model, ir.model.fields)
+    for (const m of Object.values(modelsFor(ctx.version))) {
+      if (m.module && rows.some((r) => r.name === m.module)) await ctx.db.query(registerModelSql(m));
+    }
     return { type: 'ir.actions.client', tag: 'reload', params: { menu_id: false } };
   },
 
@@ -625,7 +638,7 @@ function writableValues(model: ModelDef, vals: unknown): { columns: Record<strin
       links[name] = value;
       continue;
     }
-    if (field.sql || name === 'id') throw userError(`The field ${pyRepr(name)} of ${model.name} cannot be written through this stand-in.`);
+    if (field.sql || name === 'id' || field.type === 'one2many') throw userError(`The field ${pyRepr(name)} of ${model.name} cannot be written through this stand-in.`);
     columns[name] = value === false && field.type !== 'boolean' ? null : value;
   }
   return { columns, links };

@@ -22,14 +22,18 @@ type Perms = 'r' | 'rwcu';
 export const ACCESS: Record<string, { label: string; models: Record<string, Perms> }> = {
   'base.group_user': {
     label: 'Role / User',
-    models: { 'res.partner': 'r', 'res.company': 'r', 'res.currency': 'r', 'res.users': 'r', 'res.groups': 'r', 'ir.module.module': 'r' },
+    models: { 'res.partner': 'r', 'res.company': 'r', 'res.currency': 'r', 'res.users': 'r', 'res.groups': 'r', 'ir.module.module': 'r', 'ir.model': 'r', 'ir.model.fields': 'r' },
   },
   'base.group_partner_manager': { label: 'Extra Rights / Contact Creation', models: { 'res.partner': 'rwcu' } },
   'base.group_erp_manager': {
     label: 'Administration / Access Rights',
     models: { 'res.users': 'rwcu', 'res.groups': 'rwcu', 'ir.model.data': 'rwcu', 'res.company': 'rwcu' },
   },
-  'base.group_system': { label: 'Administration / Settings', models: { 'ir.module.module': 'rwcu', 'res.currency': 'rwcu', 'ir.config_parameter': 'rwcu' } },
+  'base.group_system': {
+    label: 'Administration / Settings',
+    // (stock.move: Odoo gives it to Inventory's groups; the stand-in has no Inventory groups, its admin has them all)
+    models: { 'ir.module.module': 'rwcu', 'res.currency': 'rwcu', 'ir.config_parameter': 'rwcu', 'base.automation': 'rwcu', 'ir.actions.server': 'rwcu', 'stock.move': 'rwcu' },
+  },
   'account.group_account_readonly': {
     label: 'Accounting / Read-only',
     models: { 'account.move': 'r', 'account.move.line': 'r', 'account.journal': 'r', 'account.account': 'r', 'account.bank.statement.line': 'r' },

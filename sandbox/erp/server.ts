@@ -22,13 +22,13 @@ import { verifyOdooPassword } from '../../domain/erp/odoo-password.js';
 import { databaseUrl } from '../../domain/erp/tenant-database.js';
 import type { ErpVersion } from '../../domain/tenants/types.js';
 import { parseMethodCall, serializeFault, serializeMethodResponse } from '../../domain/erp/xmlrpc-wire.js';
-import { executeKw } from './orm.js';
+import { executeKw, modelsFor, type OrmContext } from './orm.js';
 import { OdooError, accessDenied, accessError, attributeError } from './odoo-errors.js';
 import { apiKeyWizards, checkApiKey } from './apikeys.js';
 import { forwardSaas, type SaasForwarding } from '../../services/tenant-ingress/saas.js';
 import { PgSecretStore, serviceKeyFor } from '../../domain/service-keys/secret-store.js';
-import { changesOf, postChanges, type ErpEventsTarget } from './automation.js';
-import { ingestionKey, ingestionToken } from '../../domain/webhooks/ingestion.js';
+import { loadNone, matching, postWebhook, pythonJson, webhookRules } from './automation.js';
+import { ACCESS } from './security.js';
 
 interface Route {
   host: string;
@@ -71,8 +71,6 @@ export async function startErpStandIn(opts: {
    * Unset, those endpoints answer 503.
    */
   saas?: { accountApiUrl: string; key?: () => Promise<string>; secretsKey?: string };
-  /** Where record changes are posted (automation.ts); unset: no events. */
-  events?: ErpEventsTarget;
 }): Promise<ErpStandIn> {
   const log = opts.logger ?? createLogger({ name: 'erp-stand-in' });
   const platform = createPool(opts.platformDatabaseUrl, 4);
@@ -214,13 +212,34 @@ export async function startErpStandIn(opts: {
     return call(route, user, model, modelMethod, args, kwargs as Record<string, unknown>);
   }
 
-  /** One ORM call as `user`; record changes are posted as events (automation.ts). */
+  /**
+   * One ORM call as `user`. A create or write on a model with automation rules runs them as Odoo
+   * does (automation.ts): pre-domain before, domain after, a webhook post per matching record,
+   * before the call answers.
+   */
   function call(route: Route, user: { uid: number; groups: Set<string>; companyIds: number[] }, model: string, method: string, args: unknown[], kwargs: Record<string, unknown>) {
     return onTenantDb(route, async (pool) => {
-      const result = await executeKw({ db: pool, version: route.version, uid: user.uid, groups: user.groups, companyIds: user.companyIds }, model, method, args, kwargs);
-      if (opts.events) {
-        const changes = await changesOf(pool, model, method, args, kwargs, result);
-        if (changes.length > 0) await postChanges(opts.events, route.tenant, changes, (msg) => log.warn({ tenant: route.tenant }, msg));
+      const ctx: OrmContext = { db: pool, version: route.version, uid: user.uid, groups: user.groups, companyIds: user.companyIds };
+      const models = modelsFor(route.version);
+      const def = models[model];
+      const warn = (msg: string) => log.warn({ tenant: route.tenant, model }, msg);
+      const rules = def && (method === 'create' || method === 'write') ? await webhookRules(pool, model, warn) : [];
+      if (!def || rules.length === 0) return executeKw(ctx, model, method, args, kwargs);
+
+      const written = method === 'write' ? [args[0] ?? kwargs.ids].flat().filter((id): id is number => typeof id === 'number') : [];
+      const before = new Map<number, number[]>();
+      for (const rule of rules) before.set(rule.actionId, await matching(pool, models, def, written, rule.preDomain));
+      const result = await executeKw(ctx, model, method, args, kwargs);
+      const created = method === 'create' ? [result].flat().filter((id): id is number => typeof id === 'number') : [];
+      // the action reads the record as the superuser (the rule runs sudo)
+      const companies = (await pool.query<{ id: number }>('SELECT id FROM res_company')).rows.map((r) => r.id);
+      const superuser: OrmContext = { ...ctx, uid: 1, groups: new Set(Object.keys(ACCESS)), companyIds: companies };
+      for (const rule of rules) {
+        for (const id of await matching(pool, models, def, method === 'create' ? created : before.get(rule.actionId)!, rule.domain)) {
+          const [row] = rule.fields.length ? ((await executeKw(superuser, model, 'read', [[id], rule.fields], {})) as Record<string, unknown>[]) : [{}];
+          const body = pythonJson({ ...loadNone(def, row ?? {}), _model: model, _id: id, _action: `${rule.actionName}(#${rule.actionId})` });
+          await postWebhook(rule.url, body, warn);
+        }
       }
       return result;
     });
@@ -465,16 +484,12 @@ const loginPage = (route: Route) => `<!DOCTYPE html>
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { config } = await import('../../lib/config.js');
   const cfg = config();
-  // locally the stand-in plays every tenant's automation rules: it derives each tenant's ingestion
-  // token the way provisioning hands it out (a real tenant only ever holds its own)
-  const key = ingestionKey(cfg.SECRETS_KEY);
   const erp = await startErpStandIn({
     host: cfg.ERP_HOST,
     port: cfg.ERP_PORT,
     platformDatabaseUrl: cfg.DATABASE_URL,
     erpDatabaseUrl: cfg.ERP_DATABASE_URL,
     saas: { accountApiUrl: cfg.ACCOUNT_API_URL, secretsKey: cfg.SECRETS_KEY },
-    events: { url: cfg.EVENTS_URL, token: (tenant) => ingestionToken(key, tenant) },
   });
   console.log(`ERP stand-in listening on ${erp.url}`);
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void erp.close());

@@ -16,7 +16,7 @@ import { jsonParser, problemDetails, registerProbes, serverOptions } from '../..
 import { requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { AppError } from '../../lib/errors.js';
 import { cloudEventProblems, EVENT_FIELD, type CloudEvent } from '../../domain/events/events.js';
-import { ERP_EVENT_TYPES, erpCloudEvent, ingestionTokenValid } from '../../domain/webhooks/ingestion.js';
+import { ERP_EVENT_TYPES, erpCloudEvent, ingestionTokenValid, odooChange, presentedToken, type OdooWebhookPayload } from '../../domain/webhooks/ingestion.js';
 
 export interface EventsDeps {
   redis: Redis;
@@ -76,34 +76,36 @@ export async function buildEventsApp(deps: EventsDeps): Promise<FastifyInstance>
 
   const ingestion = deps.ingestion;
   if (ingestion) {
+    // What Odoo's automation rules post (domain/erp/event-rules.ts): the tenant's token as Basic
+    // auth, the event type in the path, `_model`, `_id` and the rule's fields in the body. Odoo
+    // waits 1 s for the answer and never retries: this only checks, appends and answers.
     app.post(
-      '/api/v1/ingest/erp/:tenant',
+      '/api/v1/ingest/odoo/:tenant/:type',
       {
         schema: {
-          params: Type.Object({ tenant: Type.String({ pattern: '^[a-z0-9-]{1,30}$' }) }),
+          params: Type.Object({
+            tenant: Type.String({ pattern: '^[a-z0-9-]{1,30}$' }),
+            type: Type.Union(ERP_EVENT_TYPES.map((t) => Type.Literal(t))),
+          }),
           body: Type.Object(
-            {
-              type: Type.Union(ERP_EVENT_TYPES.map((t) => Type.Literal(t))),
-              id: Type.String({ minLength: 1, maxLength: 200 }),
-              time: Type.Optional(Type.String({ format: 'date-time' })),
-              data: Type.Record(Type.String(), Type.Unknown()),
-            },
-            { additionalProperties: false },
+            { _model: Type.String({ minLength: 1, maxLength: 100 }), _id: Type.Integer({ minimum: 1 }), _action: Type.Optional(Type.String({ maxLength: 300 })) },
+            { additionalProperties: true, maxProperties: 60 },
           ),
           response: { 202: Type.Object({ streamId: Type.String(), duplicate: Type.Boolean() }) },
         },
       },
       async (req, reply) => {
-        const { tenant } = req.params;
-        const h = req.headers.authorization ?? '';
-        const token = /^bearer\s+/i.test(h) ? h.replace(/^bearer\s+/i, '').trim() : '';
+        const { tenant, type } = req.params;
+        const token = presentedToken(req.headers.authorization);
         if (!token || !ingestionTokenValid(await ingestion.key(), tenant, token)) {
-          throw new AppError('UNAUTHORIZED', 'This endpoint needs the tenant\'s ingestion token as Authorization: Bearer.');
+          throw new AppError('UNAUTHORIZED', "This endpoint needs the tenant's ingestion token (Basic auth: the userinfo of the rule's URL).");
         }
+        const change = odooChange(type, req.body as OdooWebhookPayload);
+        if (typeof change === 'string') throw new AppError('BAD_REQUEST', `Not a ${type} change: ${change}.`);
         const workspace = await ingestion.workspaceOf(tenant);
         if (workspace === undefined) throw new AppError('NOT_FOUND', `No tenant "${tenant}".`);
-        const [streamId, duplicate] = await append(erpCloudEvent(tenant, workspace, req.body));
-        req.log.info({ tenant, type: req.body.type, streamId, duplicate: duplicate === 1 }, 'ERP event ingested');
+        const [streamId, duplicate] = await append(erpCloudEvent(tenant, workspace, change));
+        req.log.info({ tenant, type, eventId: change.id, streamId, duplicate: duplicate === 1 }, 'ERP event ingested');
         return reply.code(202).send({ streamId, duplicate: duplicate === 1 });
       },
     );

@@ -92,7 +92,7 @@ describe('subscription → tenant', () => {
     expect(status.conditions.find((c) => c.type === 'Synced')).toMatchObject({ status: 'True', observedGeneration: 2 });
     // the reconcile installed the pro modules in the tenant's ERP database (DESIGN §5), as its admin over XML-RPC
     const proOnly = ['sale_management', 'purchase', 'crm', 'stock'];
-    expect(status.steps.filter((s) => s.step === 'ensure-tier-modules').at(-1)).toMatchObject({ outcome: 'ok', message: `pro modules installed: ${[...proOnly].sort().join(', ')}` });
+    expect(status.steps.filter((s) => s.step === 'ensure-tier-modules').at(-1)).toMatchObject({ outcome: 'ok', message: `pro modules installed: ${[...proOnly].sort().join(', ')}; event rules: made stock.changed; 2 in place` });
     expect(await installedModules()).toEqual(expect.arrayContaining(tierModuleNames('pro')));
     expect(await installedModules()).not.toContain('mrp');
     // and the ERP's own answer to a user: the Apps list shows them installed
@@ -190,7 +190,7 @@ describe('a downgrade', () => {
     expect(res.body.outcome).toContain(`tenant ${name} tier pro → starter (generation ${before.generation + 1})`);
     const status = await waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === before.generation + 1);
     expect(status.steps.filter((s) => s.step === 'ensure-tier-modules').at(-1)!.message).toBe(
-      `starter modules present (${tierModuleNames('starter').length}); kept from a higher tier (a downgrade uninstalls nothing): crm, purchase, sale_management, stock`,
+      `starter modules present (${tierModuleNames('starter').length}); kept from a higher tier (a downgrade uninstalls nothing): crm, purchase, sale_management, stock; event rules: 3 in place`,
     );
     expect(await installedModules()).toEqual(expect.arrayContaining(tierModuleNames('pro')));
     // what the lower tier changes: the backup schedule (the starter retention) and the tier the ERP's SaaS endpoints show

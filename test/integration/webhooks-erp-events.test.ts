@@ -1,7 +1,9 @@
 /**
- * Where webhook events come from: the ERP stand-in, changed through XML-RPC, posts the change to
- * the platform's event ingestion (per-tenant token), which lands it as a CloudEvent with tenant
- * and workspace on the events stream; the dispatcher delivers it to the workspace's endpoint.
+ * Where webhook events come from: provisioning makes the tenant ERP's automation rules (Odoo's
+ * base_automation "Send Webhook Notification", domain/erp/event-rules.ts); the ERP stand-in runs
+ * them as Odoo does when records change through XML-RPC and posts Odoo's payload to the platform's
+ * event ingestion (per-tenant token in the URL's userinfo), which lands it as a CloudEvent with
+ * tenant and workspace on the events stream; the dispatcher delivers it to the workspace's endpoint.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { inject } from 'vitest';
@@ -13,6 +15,9 @@ import { createErpClient } from '../../domain/erp/client.js';
 import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
 import { databaseUrl } from '../../domain/erp/tenant-database.js';
 import { ingestionKey, ingestionToken } from '../../domain/webhooks/ingestion.js';
+import { ensureTierModules, type TierModulesResult } from '../../domain/erp/tier-modules.js';
+import { erpApiUserDeps } from '../../domain/erp/api-user.js';
+import { ensureEventRules } from '../../domain/erp/event-rules.js';
 import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
 import { provisionTestTenant, queryTenantDb, type TestTenant } from '../support/erp-tenant.js';
 import { startReceiver, startWebhookPlatform, type Receiver, type WebhookPlatform } from '../support/webhooks.js';
@@ -24,6 +29,7 @@ let erp: ErpStandIn;
 let tenant: TestTenant;
 let receiver: Receiver;
 let secret: string;
+let rules: TierModulesResult;
 
 beforeAll(async () => {
   p = await startWebhookPlatform({ ERP_DATABASE_URL: databaseUrl(inject('databaseUrl'), 'postgres') }, { worker: false });
@@ -35,14 +41,19 @@ beforeAll(async () => {
     platformDatabaseUrl: p.cfg.DATABASE_URL,
     erpDatabaseUrl: p.cfg.ERP_DATABASE_URL,
     logger: createLogger({ level: 'silent' }),
-    events: { url: p.cfg.EVENTS_URL, token: (t) => ingestionToken(key, t) },
   });
   tenant = await provisionTestTenant(p.cfg, p.pool, admin, { tier: 'pro', version: '18', erpUrl: erp.url });
+  // the reconcile step ensure-tier-modules makes the rules, with the tier's modules (base_automation among them)
+  rules = await ensureTierModules(erpApiUserDeps(p.cfg, p.pool, erp.url), {
+    database: tenant.database,
+    tier: 'pro',
+    eventRules: { tenant: tenant.name, eventsUrl: p.cfg.EVENTS_URL, ingestionKey: key },
+  });
   receiver = await startReceiver();
   const ws = (await p.pool.query<{ id: string }>('SELECT id FROM workspaces WHERE slug = $1', [tenant.workspace])).rows[0]!;
   const user = await addUser(p.pool, [{ workspaceId: ws.id, role: 'admin' }]);
   const token = await login(p.base, user);
-  const res = await call(p.base, 'POST', '/api/portal/webhooks', { token, headers: { 'x-workspace': tenant.workspace }, body: { url: receiver.url, eventTypes: ['invoice.posted', 'payment.received'] } });
+  const res = await call(p.base, 'POST', '/api/portal/webhooks', { token, headers: { 'x-workspace': tenant.workspace }, body: { url: receiver.url, eventTypes: ['invoice.posted', 'payment.received', 'stock.changed'] } });
   expect(res.status).toBe(201);
   secret = res.body.secret;
 });
@@ -51,6 +62,31 @@ afterAll(async () => {
   await erp?.close();
   await admin?.end();
   await p?.close();
+});
+
+it("provisioning made one rule per event type in the tenant's ERP, as Odoo stores them; a second run changes nothing", async () => {
+  expect(rules.eventRules).toEqual({ created: ['invoice.posted', 'payment.received', 'stock.changed'], updated: [], unchanged: [], skipped: [] });
+  const rows = await queryTenantDb<{ name: string; trigger: string; pre: string; post: string; action: string; url: string; fields: string[] }>(
+    p.cfg,
+    tenant.database,
+    `SELECT a.name, a.trigger, a.filter_pre_domain AS pre, a.filter_domain AS post, s.name AS action, s.webhook_url AS url,
+            ARRAY(SELECT f.name FROM ir_act_server_webhook_field_rel r JOIN ir_model_fields f ON f.id = r.field_id WHERE r.server_id = s.id ORDER BY 1) AS fields
+       FROM base_automation a JOIN ir_act_server s ON s.base_automation_id = a.id ORDER BY a.name`,
+  );
+  expect(rows.map((r) => r.name)).toEqual(['Plana: invoice.posted', 'Plana: payment.received', 'Plana: stock.changed']);
+  expect(rows[0]).toMatchObject({ trigger: 'on_create_or_write', pre: "[('state', '!=', 'posted')]", action: 'Send Webhook Notification' });
+  expect(rows[0]!.fields).toContain('amount_total');
+  const url = new URL(rows[0]!.url);
+  expect(url.pathname).toBe(`/api/v1/ingest/odoo/${tenant.name}/invoice.posted`);
+  expect(url.username).toBe(tenant.name);
+  expect(url.password).toBe(ingestionToken(ingestionKey(p.cfg.SECRETS_KEY), tenant.name));
+
+  const again = await ensureTierModules(erpApiUserDeps(p.cfg, p.pool, erp.url), {
+    database: tenant.database,
+    tier: 'pro',
+    eventRules: { tenant: tenant.name, eventsUrl: p.cfg.EVENTS_URL, ingestionKey: ingestionKey(p.cfg.SECRETS_KEY) },
+  });
+  expect(again.eventRules).toMatchObject({ created: [], updated: [], unchanged: ['invoice.posted', 'payment.received', 'stock.changed'] });
 });
 
 it('an invoice posted and then paid through XML-RPC reaches the endpoint as invoice.posted and payment.received', { timeout: 60_000 }, async () => {
@@ -79,14 +115,43 @@ it('an invoice posted and then paid through XML-RPC reaches the endpoint as invo
   }
 });
 
-it('ingestion refuses a token of another tenant and a missing one (401), so no tenant can post as another', async () => {
-  const other = ingestionToken(ingestionKey(p.cfg.SECRETS_KEY), 'some-other-tenant');
-  const post = (auth?: string) =>
-    fetch(new URL(`/api/v1/ingest/erp/${tenant.name}`, p.cfg.EVENTS_URL), {
+it('a stock move set to done reaches the endpoint as stock.changed', { timeout: 60_000 }, async () => {
+  const before = receiver.received.length;
+  await queryTenantDb(p.cfg, tenant.database, `UPDATE res_users SET password = $1 WHERE login = 'admin'`, [hashOdooPassword('accountant-pw')]);
+  const client = createErpClient({ baseUrl: erp.url, host: tenant.host, db: tenant.database, login: 'admin', password: 'accountant-pw' });
+  const moveId = await client.executeKw<number>('stock.move', 'create', [{ reference: 'WH/OUT/00042', product_id: 7, product_uom_qty: 3, quantity: 3, location_id: 8, location_dest_id: 5, state: 'assigned', company_id: 1 }]);
+  await client.executeKw('stock.move', 'write', [[moveId], { state: 'done' }]);
+  await client.executeKw('stock.move', 'write', [[moveId], { quantity: 3 }]); // done already: no second event
+  await expect.poll(() => receiver.received.length, { timeout: 20_000 }).toBe(before + 1);
+  const payload = new Webhook(secret).verify(receiver.received.at(-1)!.body, receiver.received.at(-1)!.headers as Record<string, string>) as { type: string; data: Record<string, unknown> };
+  expect(payload).toMatchObject({ type: 'stock.changed', data: { id: moveId, reference: 'WH/OUT/00042', quantity: 3, locationId: 8, locationDestId: 5 } });
+});
+
+it('a rule someone changed in the ERP is repaired by the next reconcile', async () => {
+  await queryTenantDb(p.cfg, tenant.database, `UPDATE ir_act_server SET webhook_url = 'http://example.invalid/hook' WHERE name = 'Send Webhook Notification' AND id = (SELECT min(id) FROM ir_act_server)`);
+  await queryTenantDb(p.cfg, tenant.database, `UPDATE base_automation SET active = false WHERE name = 'Plana: payment.received'`);
+  await queryTenantDb(p.cfg, tenant.database, `UPDATE res_users SET password = $1 WHERE login = 'admin'`, [hashOdooPassword('accountant-pw')]);
+  const { openErpSession } = await import('../../domain/erp/client.js');
+  const session = await openErpSession({ baseUrl: erp.url, host: tenant.host, db: tenant.database, login: 'admin', password: 'accountant-pw' });
+  const repaired = await ensureEventRules(session, { tenant: tenant.name, eventsUrl: p.cfg.EVENTS_URL, ingestionKey: ingestionKey(p.cfg.SECRETS_KEY) });
+  expect(repaired.updated.sort()).toEqual(['invoice.posted', 'payment.received']);
+  expect(repaired.unchanged).toEqual(['stock.changed']);
+});
+
+it("ingestion refuses a token of another tenant, a missing one (401), and a payload that is not the event's change (400)", async () => {
+  const post = (auth: string | undefined, body: unknown = { _model: 'account.move', _id: 1, _action: 'x', state: 'posted' }) =>
+    fetch(new URL(`/api/v1/ingest/odoo/${tenant.name}/invoice.posted`, p.cfg.EVENTS_URL), {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...(auth ? { authorization: auth } : {}) },
-      body: JSON.stringify({ type: 'invoice.posted', id: 'x:1', data: {} }),
+      body: JSON.stringify(body),
     });
-  expect((await post(`Bearer ${other}`)).status).toBe(401);
-  expect((await post()).status).toBe(401);
+  const basic = (t: string) => `Basic ${Buffer.from(`${tenant.name}:${t}`).toString('base64')}`;
+  const other = ingestionToken(ingestionKey(p.cfg.SECRETS_KEY), 'some-other-tenant');
+  expect((await post(basic(other))).status).toBe(401);
+  expect((await post(undefined)).status).toBe(401);
+  const own = ingestionToken(ingestionKey(p.cfg.SECRETS_KEY), tenant.name);
+  const wrongModel = await post(basic(own), { _model: 'res.partner', _id: 1 });
+  expect(wrongModel.status).toBe(400);
+  expect(await wrongModel.json()).toMatchObject({ detail: expect.stringContaining('account.move') });
+  expect((await post(basic(own), { _model: 'account.move', _id: 1, state: 'draft' })).status).toBe(400);
 });

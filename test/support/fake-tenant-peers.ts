@@ -102,7 +102,7 @@ export class FakeTenantPeers {
         const added = wanted.filter((m) => !installed.has(m));
         added.forEach((m) => installed.add(m));
         const kept = [...installed].filter((m) => !wanted.includes(m)).sort();
-        return { installed: added.sort(), present: wanted.length - added.length, kept, unavailable: [] as string[], outcome: 'ok' as const };
+        return { installed: added.sort(), present: wanted.length - added.length, kept, unavailable: [] as string[], eventRules: undefined, outcome: 'ok' as const };
       }),
       createRoute: run('createRoute', ({ host }) => ({ host, outcome: 'created' as const })),
       createFilestore: run('createFilestore', ({ tenant }) => ({ path: `/filestore/${tenant}`, created: true })),

@@ -164,6 +164,7 @@ export async function reconcile(tenant: TenantState, { uid, settings, activities
         const parts = [modules.installed.length ? `${spec.tier} modules installed: ${modules.installed.join(', ')}` : `${spec.tier} modules present (${modules.present})`];
         if (modules.kept.length) parts.push(`kept from a higher tier (a downgrade uninstalls nothing): ${modules.kept.join(', ')}`);
         if (modules.unavailable.length) parts.push(`not available on this ERP: ${modules.unavailable.join(', ')}`);
+        if (modules.eventRules) parts.push(modules.eventRules);
         tenant.recordStep('ensure-tier-modules', 'ok', parts.join('; '));
       },
     );
