@@ -6,7 +6,9 @@
  * purpose, one the document refuses too), and each answer must be one the document declares for the
  * operation: its status, its content type, the headers it requires (X-Request-ID) and its body. On
  * top, the test checks what the bank does: statuses of the consent, what a consent grants, booked
- * and pending transactions in a period, and the NextGenPSD2 message codes of its refusals.
+ * and pending transactions in a period, and the NextGenPSD2 message codes of its refusals (this copy
+ * of the document types the codes as plain strings). The banking service's adapter is held to the
+ * document too, through a proxy that checks each of its exchanges with the stand-in.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
