@@ -104,3 +104,27 @@ if ! "$ST_VENV/bin/schemathesis" --version 2>/dev/null | grep -q "${SCHEMATHESIS
     || die "could not install schemathesis ${SCHEMATHESIS_VERSION} from PyPI"
   say "schemathesis ready: $ST_VENV/bin/schemathesis"
 fi
+
+# 5. The Berlin Group NextGenPSD2 XS2A 1.3.11 OpenAPI document (CC BY 4.0), which the bank stand-in
+#    (sandbox/bank) is validated against (test/integration/bank-stand-in-openapi.test.ts). It is
+#    published inside adorsys' xs2a-impl jar on Maven Central; the jar is fetched once into the
+#    cache folder, checked against its pinned SHA-256, and the YAML extracted next to it.
+PSD2_JAR_URL=https://repo1.maven.org/maven2/de/adorsys/psd2/xs2a-impl/13.4/xs2a-impl-13.4.jar
+PSD2_JAR_SHA256=7941133f253be4b42f3d61714f7b558050b2055836ee078096d8ab911a28d898
+PSD2_YAML=psd2-api_v1.3.11-2021-10-01v1.yaml
+PSD2_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/plana/nextgenpsd2-1.3.11"
+if [ ! -s "$PSD2_DIR/$PSD2_YAML" ]; then
+  mkdir -p "$PSD2_DIR"
+  jar="$PSD2_DIR/xs2a-impl-13.4.jar"
+  if [ ! -f "$jar" ] || [ "$(sha256sum "$jar" | cut -d' ' -f1)" != "$PSD2_JAR_SHA256" ]; then
+    say "downloading the NextGenPSD2 OpenAPI document (in adorsys xs2a-impl 13.4, Maven Central)"
+    curl -fsSL --retry 3 -o "$jar.part" "$PSD2_JAR_URL" || die "could not download $PSD2_JAR_URL"
+    [ "$(sha256sum "$jar.part" | cut -d' ' -f1)" = "$PSD2_JAR_SHA256" ] || { rm -f "$jar.part"; die "$PSD2_JAR_URL does not have the pinned SHA-256"; }
+    mv "$jar.part" "$jar"
+  fi
+  # a jar is a zip: Python's zipfile reads it where unzip is not installed
+  python3 -c 'import sys, zipfile; open(sys.argv[3], "wb").write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+    "$jar" "static/$PSD2_YAML" "$PSD2_DIR/$PSD2_YAML.part" || die "could not extract $PSD2_YAML from $jar"
+  mv "$PSD2_DIR/$PSD2_YAML.part" "$PSD2_DIR/$PSD2_YAML"
+  say "NextGenPSD2 OpenAPI ready: $PSD2_DIR/$PSD2_YAML"
+fi

@@ -149,11 +149,17 @@ export class NextGenPsd2Adapter implements BankAdapter {
   }
 
   async transactions(bankConsentId: string, accountId: string, q: { bookingStatus: BookingStatus; dateFrom?: string; dateTo?: string }) {
-    const params = new URLSearchParams({ bookingStatus: q.bookingStatus });
-    if (q.dateFrom) params.set('dateFrom', q.dateFrom);
+    // NextGenPSD2 mandates dateFrom (short of a delta access): without one, the 90 days up to dateTo or today, whichever is earlier
+    const today = new Date().toISOString().slice(0, 10);
+    const end = q.dateTo && q.dateTo < today ? q.dateTo : today;
+    const dateFrom = q.dateFrom ?? new Date(Date.parse(`${end}T00:00:00Z`) - DEFAULT_PERIOD_DAYS * 86_400_000).toISOString().slice(0, 10);
+    const params = new URLSearchParams({ bookingStatus: q.bookingStatus, dateFrom });
     if (q.dateTo) params.set('dateTo', q.dateTo);
     return (await this.request('GET', `/v1/accounts/${encodeURIComponent(accountId)}/transactions?${params}`, { 'consent-id': bankConsentId })).json;
   }
 }
+
+/** The period of a transactions request without dateFrom: this many days up to dateTo or today, whichever is earlier. */
+export const DEFAULT_PERIOD_DAYS = 90;
 
 const isStatus = (s: unknown): s is ConsentStatus => typeof s === 'string' && (CONSENT_STATUSES as readonly string[]).includes(s);

@@ -7,14 +7,19 @@
  *   `access`, `recurringIndicator`, `validUntil`, `frequencyPerDay`, `combinedServiceIndicator`)
  *   → 201 `{ consentStatus: 'received', consentId, _links: { scaRedirect, self, status } }`;
  * - `GET /v1/consents/{consentId}`, `GET /v1/consents/{consentId}/status`, `DELETE /v1/consents/{consentId}`
- *   (→ terminatedByTpp);
+ *   (→ terminatedByTpp), `GET /v1/consents/{consentId}/authorisations` (the one implicit authorisation)
+ *   and `…/authorisations/{authorisationId}` (its scaStatus);
  * - the SCA redirect page `GET /sca/{authorisationId}` (an HTML form) and `POST /sca/{authorisationId}`
  *   (`decision=approve|reject`, form-encoded): the consent becomes valid or rejected and the PSU is
  *   sent back to the TPP-Redirect-URI (303); `POST /sca/{authorisationId}/revoke`: the PSU withdraws it
  *   (revokedByPsu);
- * - `GET /v1/accounts`, `GET /v1/accounts/{resourceId}/balances`,
+ * - `GET /v1/accounts`, `GET /v1/accounts/{resourceId}`, `GET /v1/accounts/{resourceId}/balances`,
  *   `GET /v1/accounts/{resourceId}/transactions?bookingStatus=booked|pending|both&dateFrom&dateTo`
- *   with the `Consent-ID` header.
+ *   (dateFrom mandatory) with the `Consent-ID` header.
+ *
+ * Every request and answer of these operations conforms to the Berlin Group's NextGenPSD2 XS2A 1.3.11
+ * OpenAPI document (test/integration/bank-stand-in-openapi.test.ts): every answer has an
+ * `X-Request-ID`, refusals and unknown resources are `tppMessages`.
  *
  * Limits as a bank enforces them, answered with NextGenPSD2 `tppMessages`: more account accesses in
  * a day than the consent's `frequencyPerDay` → 429 ACCESS_EXCEEDED; a consent past `validUntil`
@@ -124,6 +129,13 @@ function sumCents(bankId: string, account: Account, from: string, to: string): n
   return cents;
 }
 
+const validRequestId = (v: unknown): v is string => typeof v === 'string' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v);
+/** The request's X-Request-ID, or one of the bank's own when it has none that is a UUID. */
+const requestIdOf = (req: FastifyRequest) => {
+  const sent = req.headers['x-request-id'];
+  return validRequestId(sent) ? sent : randomUUID();
+};
+
 class PsuError extends Error {
   constructor(
     readonly status: number,
@@ -153,19 +165,26 @@ export async function startBankStandIn(opts: BankStandInOptions = {}) {
   let baseUrl = '';
 
   app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
-    const requestId = req.headers['x-request-id'];
-    if (typeof requestId === 'string') reply.header('x-request-id', requestId);
+    if (!reply.hasHeader('x-request-id')) reply.header('x-request-id', requestIdOf(req));
     if (err instanceof PsuError) return reply.code(err.status).send({ tppMessages: [{ category: 'ERROR', code: err.code, text: err.message }] });
     if (err.statusCode && err.statusCode < 500) return reply.code(400).send({ tppMessages: [{ category: 'ERROR', code: 'FORMAT_ERROR', text: err.message }] });
     return reply.code(500).send({ tppMessages: [{ category: 'ERROR', code: 'INTERNAL_SERVER_ERROR', text: 'internal error' }] });
   });
 
-  /** Every XS2A request carries X-Request-ID (a UUID), echoed in the answer. */
+  /**
+   * Every XS2A request carries X-Request-ID (a UUID), echoed in the answer. Every answer has one: a
+   * request without a usable one is refused with an X-Request-ID of the bank's own.
+   */
   app.addHook('onRequest', async (req, reply) => {
     if (!req.url.startsWith('/v1/')) return;
-    const requestId = req.headers['x-request-id'];
-    if (typeof requestId !== 'string' || !/^[0-9a-f-]{36}$/i.test(requestId)) throw new PsuError(400, 'FORMAT_ERROR', 'X-Request-ID (a UUID) is missing or malformed.');
-    reply.header('x-request-id', requestId);
+    reply.header('x-request-id', requestIdOf(req));
+    if (!validRequestId(req.headers['x-request-id'])) throw new PsuError(400, 'FORMAT_ERROR', 'X-Request-ID (a UUID) is missing or malformed.');
+  });
+
+  // an XS2A resource the bank does not have, in NextGenPSD2's terms
+  app.setNotFoundHandler(async (req, reply) => {
+    reply.header('x-request-id', requestIdOf(req));
+    return reply.code(404).send({ tppMessages: [{ category: 'ERROR', code: 'RESOURCE_UNKNOWN', text: `${req.method} ${req.url.split('?')[0]} is not a resource of this ASPSP.` }] });
   });
 
   const today = () => day(clock());
@@ -266,6 +285,8 @@ export async function startBankStandIn(opts: BankStandInOptions = {}) {
 
   app.get<{ Params: { id: string } }>('/v1/consents/:id/status', async (req) => ({ consentStatus: consentFromPath(req.params.id).status }));
 
+  app.get<{ Params: { id: string } }>('/v1/consents/:id/authorisations', async (req) => ({ authorisationIds: [consentFromPath(req.params.id).authorisationId] }));
+
   app.get<{ Params: { id: string; auth: string } }>('/v1/consents/:id/authorisations/:auth', async (req) => {
     const c = consentFromPath(req.params.id);
     if (c.authorisationId !== req.params.auth) throw new PsuError(403, 'RESOURCE_UNKNOWN', 'Unknown authorisation.');
@@ -315,20 +336,25 @@ export async function startBankStandIn(opts: BankStandInOptions = {}) {
     return reply.type('text/html').send('<!doctype html><p>Access withdrawn.</p>');
   });
 
+  const accountDetails = (a: Account) => ({
+    resourceId: a.resourceId,
+    iban: a.iban,
+    currency: a.currency,
+    name: a.name,
+    product: a.product,
+    cashAccountType: a.cashAccountType,
+    status: 'enabled',
+    _links: accountLinks(a),
+  });
+
   app.get('/v1/accounts', async (req) => {
     useConsent(req, 'accounts');
-    return {
-      accounts: accounts.map((a) => ({
-        resourceId: a.resourceId,
-        iban: a.iban,
-        currency: a.currency,
-        name: a.name,
-        product: a.product,
-        cashAccountType: a.cashAccountType,
-        status: 'enabled',
-        _links: accountLinks(a),
-      })),
-    };
+    return { accounts: accounts.map(accountDetails) };
+  });
+
+  app.get<{ Params: { id: string } }>('/v1/accounts/:id', async (req) => {
+    useConsent(req, 'accounts');
+    return { account: accountDetails(account(req.params.id)) };
   });
 
   app.get<{ Params: { id: string } }>('/v1/accounts/:id/balances', async (req) => {
@@ -356,12 +382,13 @@ export async function startBankStandIn(opts: BankStandInOptions = {}) {
     if (bookingStatus !== 'booked' && bookingStatus !== 'pending' && bookingStatus !== 'both') {
       throw new PsuError(400, 'PARAMETER_NOT_SUPPORTED', 'bookingStatus must be booked, pending or both.');
     }
-    if (dateFrom !== undefined && !DATE.test(dateFrom)) throw new PsuError(400, 'FORMAT_ERROR', 'dateFrom must be an ISODate.');
+    // dateFrom is mandated unless a delta access (entryReferenceFrom, deltaList) is asked for, which this bank does not offer
+    if (dateFrom === undefined || !DATE.test(dateFrom)) throw new PsuError(400, 'FORMAT_ERROR', 'dateFrom (an ISODate) is missing or malformed.');
     if (dateTo !== undefined && !DATE.test(dateTo)) throw new PsuError(400, 'FORMAT_ERROR', 'dateTo must be an ISODate.');
     useConsent(req, 'transactions');
     const a = account(req.params.id);
     const now = today();
-    const from = dateFrom ?? addDays(now, -90);
+    const from = dateFrom;
     const to = dateTo && dateTo < now ? dateTo : now;
     if (from > to) throw new PsuError(400, 'PERIOD_INVALID', 'dateFrom lies after dateTo.');
     if (from < addDays(now, -HISTORY_DAYS)) throw new PsuError(400, 'PERIOD_INVALID', `Transactions are kept for ${HISTORY_DAYS} days.`);
