@@ -12,8 +12,8 @@
  *        old key id silent for the quiet period (at least `holderWindowMs`: every holding process
  *        reports its key more often than that), and the new key id used too if the old one was used
  *        within `holderWindowMs` before the switch (someone held it); `per-run`: the old key id
- *        silent for the quiet period. Not by `deadlineMs` → roll back: the old version current again, (after `rollbackWaitMs`) the pending key revoked,
- *        an alert (log line + `service-key.rotation-failed` CloudEvent; recorded on the rotation's
+ *        silent for the quiet period. Not by `deadlineMs` → roll back: the old version current
+ *        again, (after `rollbackWaitMs`) the pending key revoked, an alert (log line + `service-key.rotation-failed` CloudEvent; recorded on the rotation's
  *        row either way)
  *   5.   promote the new key (old → previous) and revoke the old one (401 from then on)
  *
