@@ -31,6 +31,8 @@ export async function connectTenantActivityDeps(config: Config): Promise<TenantA
   const platformPool = createPool(config.DATABASE_URL, 10);
   const erpAdminPool = createPool(config.ERP_DATABASE_URL, 5);
   const temporal = await connectTemporal(config);
+  // the worker's keys (worker → notifications, events), reported to their targets while held
+  const secrets = createSecretStore(config, platformPool);
   return {
     config,
     platformPool,
@@ -39,8 +41,9 @@ export async function connectTenantActivityDeps(config: Config): Promise<TenantA
     chat: createChatClient({ baseUrl: config.CHAT_URL, token: config.CHAT_TOKEN, teamId: config.CHAT_TEAM_ID }),
     // the local route driver; a Kubernetes driver would implement the same RouteDriver interface
     routes: createTableRouteDriver(platformPool),
-    secrets: createSecretStore(config, platformPool),
+    secrets,
     async close() {
+      secrets.close();
       await temporal.connection.close();
       await Promise.all([platformPool.end(), erpAdminPool.end()]);
     },

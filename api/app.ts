@@ -8,6 +8,7 @@ import { ProblemSchema } from './schemas/common.js';
 import { openapi } from './plugins/openapi.js';
 import { problemResponses } from './plugins/problem-responses.js';
 import type { ApiDeps } from './plugins/deps.js';
+import { serviceKeySecrets } from './plugins/service-key-secrets.js';
 import healthRoutes from './routes/health/index.js';
 import opsTenantRoutes from './routes/ops/tenants.js';
 import opsTenantClientRoutes from './routes/ops/tenant-clients.js';
@@ -50,6 +51,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   // before any route: each route's declared access (config.access) becomes its first hooks, and an
   // /api route that declares none stops the start
   await app.register(accessControl);
+  // the keys the API sends, reported to their targets (a rotation's switch proof)
+  await app.register(serviceKeySecrets);
   await app.register(workspaceAuth);
   // after workspace-auth (it sets the security of key routes): every route's problem answers
   await app.register(problemResponses);

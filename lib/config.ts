@@ -50,6 +50,13 @@ export const configSchema = z.object({
   SERVICE_KEY_USAGE_FLUSH_MS: z.coerce.number().int().min(50).default(5_000),
   SERVICE_KEY_SECRET_TTL_MS: z.coerce.number().int().min(0).default(5_000),
   /**
+   * A long-lived consumer process reports the key it holds for a pair to the target at least this
+   * often while idle, and at once when it sees a new version (domain/service-keys/holders.ts): the
+   * evidence of the `holders` switch proof. A rotation of such a pair waits for the old key to be
+   * silent for at least two heartbeats plus the usage flush.
+   */
+  SERVICE_KEY_HOLDER_HEARTBEAT_MS: z.coerce.number().int().min(50).default(60_000),
+  /**
    * Service-key rotation (workflows/rotate-service-key.ts): after the new key is registered pending,
    * how long to wait before handing it to the consumer (covers a target that missed the NOTIFY: its
    * periodic reload); how long the old key must then be silent in the target's usage records (more

@@ -6,6 +6,7 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ErpVersion, TenantClientSpec, TenantStatus, Tier } from '../domain/tenants/types.js';
+import type { SwitchProof } from '../domain/service-keys/inventory.js';
 
 export const searchAttributes = {
   tenant: defineSearchAttributeKey('Tenant', SearchAttributeType.KEYWORD),
@@ -163,6 +164,12 @@ export interface RotationSettings {
   rollbackWaitMs: number;
   /** Shorter activity retry intervals (tests). */
   retryIntervals?: { initialMs: number; maximumMs: number };
+  /**
+   * `holders` pairs: the longest a process holding the key can stay silent in the target's records
+   * (two heartbeats plus the usage flush). Their quiet period is at least this; and an old key used
+   * this close before the switch had a holder, which must then show up on the new key.
+   */
+  holderWindowMs?: number;
 }
 
 /** Key ids and versions only: a rotation's input, result and history never hold a key. */
@@ -172,6 +179,8 @@ export interface RotationInput {
   n: number;
   reason: RotationReason;
   settings: RotationSettings;
+  /** How the consumer proves the switch (domain/service-keys/inventory.ts); absent (before it existed): `calls`. */
+  proof?: SwitchProof;
 }
 
 export interface RotationResult {

@@ -6,10 +6,14 @@
  *        secret version: one activity, one transaction, so the key never crosses Temporal;
  *        then wait `acceptWaitMs` (targets reload on NOTIFY at once; this covers one that missed it)
  *   3.   make the new version current in the secret store: consumers pick it up within their TTL
- *   4.   poll the target's own usage records (durable timers) until the consumer has used the new
- *        key id and the old key id has been silent for `quietPeriodMs`; not by `deadlineMs` → roll
- *        back: the old version current again, (after `rollbackWaitMs`) the pending key revoked,
- *        an alert (log line + `service-key.rotation-failed` CloudEvent; recorded on the rotation's
+ *   4.   poll the target's own usage records (durable timers) until the consumer has proved the
+ *        switch by its pair's switch proof (domain/service-keys/inventory.ts; `calls` when absent):
+ *        `calls`: the new key id used and the old one silent for `quietPeriodMs`; `holders`: the
+ *        old key id silent for the quiet period (at least `holderWindowMs`: every holding process
+ *        reports its key more often than that), and the new key id used too if the old one was used
+ *        within `holderWindowMs` before the switch (someone held it); `per-run`: the old key id
+ *        silent for the quiet period. Not by `deadlineMs` → roll back: the old version current
+ *        again, (after `rollbackWaitMs`) the pending key revoked, an alert (log line + `service-key.rotation-failed` CloudEvent; recorded on the rotation's
  *        row either way)
  *   5.   promote the new key (old → previous) and revoke the old one (401 from then on)
  *
@@ -18,7 +22,7 @@
  * last activity. Activities: `mustFinish` (retried without limit; only a business refusal reaches
  * the workflow) and `nonFatal` (the alert's event: a few attempts, then recorded without it).
  */
-import { ActivityFailure, defineQuery, log, proxyActivities, setHandler, sleep, upsertSearchAttributes, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
+import { ActivityFailure, defineQuery, log, patched, proxyActivities, setHandler, sleep, upsertSearchAttributes, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import { searchAttributes, type RotationInput, type RotationResult, type RotationSettings } from './definitions.js';
 
@@ -26,8 +30,13 @@ export interface RotationStatus {
   step: string;
   oldKeyId?: string;
   newKeyId?: string;
-  /** The last usage check: whether the consumer has used the new key, and how long the old one has been silent. */
-  lastCheck?: { checkedAt: string; newKeyUsed: boolean; oldSilentMs: number };
+  /** How the consumer proves the switch (inventory.ts). */
+  proof?: 'calls' | 'holders' | 'per-run';
+  /**
+   * The last usage check: whether the consumer has used the new key (and whether the proof needs
+   * that), and how long the old one has been silent (of how long it must be).
+   */
+  lastCheck?: { checkedAt: string; newKeyUsed: boolean; newKeyNeeded?: boolean; oldSilentMs: number; quietMs?: number };
   outcome?: RotationResult['outcome'] | 'abandoned';
 }
 
@@ -101,6 +110,12 @@ export async function rotateServiceKey(input: RotationInput): Promise<RotationRe
 
   // ---- step 4 ----
   setStep('verify-switch');
+  // the switch proofs came later: a rotation started before them keeps the rule it started with
+  // (an input without `proof` is one of those; `calls` is that rule)
+  const proof = input.proof && input.proof !== 'calls' && patched('service-key-switch-proofs') ? input.proof : 'calls';
+  status.proof = proof;
+  const holderWindowMs = settings.holderWindowMs ?? 0;
+  const quietMs = proof === 'holders' ? Math.max(settings.quietPeriodMs, holderWindowMs) : settings.quietPeriodMs;
   let verified = false;
   for (;;) {
     const usage = await mustFinish.rotationKeyUsage.executeWithOptions(
@@ -111,23 +126,35 @@ export async function rotateServiceKey(input: RotationInput): Promise<RotationRe
     const newLast = usage.keys[newKeyId]?.lastUsedAt ?? null;
     const oldLast = usage.keys[oldKeyId]?.lastUsedAt ?? null;
     const quietFrom = Math.max(switchedAt, oldLast ? Date.parse(oldLast) : 0);
-    status.lastCheck = { checkedAt: usage.checkedAt, newKeyUsed: newLast !== null, oldSilentMs: Math.max(0, checkedAt - quietFrom) };
-    if (newLast !== null && checkedAt - quietFrom >= settings.quietPeriodMs) {
-      verified = true;
-      break;
+    if (proof === 'calls') {
+      status.lastCheck = { checkedAt: usage.checkedAt, newKeyUsed: newLast !== null, oldSilentMs: Math.max(0, checkedAt - quietFrom) };
+      if (newLast !== null && checkedAt - quietFrom >= settings.quietPeriodMs) {
+        verified = true;
+        break;
+      }
+    } else {
+      // per-run: nothing outlives a run; holders: a process that held the old key at the switch
+      // (or took it after) must show up on the new one
+      const newKeyNeeded = proof === 'holders' && oldLast !== null && Date.parse(oldLast) >= switchedAt - holderWindowMs;
+      status.lastCheck = { checkedAt: usage.checkedAt, newKeyUsed: newLast !== null, newKeyNeeded, oldSilentMs: Math.max(0, checkedAt - quietFrom), quietMs };
+      if ((newLast !== null || !newKeyNeeded) && checkedAt - quietFrom >= quietMs) {
+        verified = true;
+        break;
+      }
     }
     if (Date.now() >= deadline) break;
     await sleep(Math.min(settings.pollIntervalMs, Math.max(deadline - Date.now(), 1)), {
-      summary: status.lastCheck.newKeyUsed ? `${oldKeyId} silent for ${Math.round(status.lastCheck.oldSilentMs / 1000)} s` : `waiting for ${caller} to use ${newKeyId}`,
+      summary: status.lastCheck.newKeyUsed || status.lastCheck.newKeyNeeded === false ? `${oldKeyId} silent for ${Math.round(status.lastCheck.oldSilentMs / 1000)} s` : `waiting for ${caller} to use ${newKeyId}`,
     });
   }
 
   if (!verified) {
     // ---- roll back ----
     const last = status.lastCheck!;
-    const message = last.newKeyUsed
-      ? `${caller} still used ${oldKeyId} within the quiet period at the deadline (silent ${Math.round(last.oldSilentMs / 1000)} s of ${Math.round(settings.quietPeriodMs / 1000)} s)`
-      : `${caller} never used ${newKeyId} within ${Math.round(settings.deadlineMs / 1000)} s`;
+    const message =
+      last.newKeyUsed || last.newKeyNeeded === false
+        ? `${caller} still used ${oldKeyId} within the quiet period at the deadline (silent ${Math.round(last.oldSilentMs / 1000)} s of ${Math.round((last.quietMs ?? settings.quietPeriodMs) / 1000)} s)`
+        : `${caller} never used ${newKeyId} within ${Math.round(settings.deadlineMs / 1000)} s`;
     setStep('roll-back');
     await mustFinish.makeRotationSecretCurrent.executeWithOptions(
       { summary: `Roll back: secret store version ${oldVersion} (${oldKeyId}) current for ${caller} again` },

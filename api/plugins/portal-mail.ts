@@ -5,7 +5,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { NotificationsMailClient } from '../../domain/notifications/mail-client.js';
-import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -15,8 +14,8 @@ declare module 'fastify' {
 
 export const portalMail = fp(
   async (app: FastifyInstance) => {
-    const { config, pool } = app.deps;
-    app.decorate('portalMail', new NotificationsMailClient(config.NOTIFICATIONS_URL, new PgSecretStore(pool, config.SECRETS_KEY, config.SERVICE_KEY_SECRET_TTL_MS)));
+    const { config } = app.deps;
+    app.decorate('portalMail', new NotificationsMailClient(config.NOTIFICATIONS_URL, app.serviceKeySecrets));
   },
-  { name: 'portal-mail' },
+  { name: 'portal-mail', dependencies: ['service-key-secrets'] },
 );

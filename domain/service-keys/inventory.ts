@@ -7,30 +7,69 @@
 export const SERVICE_TARGETS = ['account-api', 'notifications', 'events', 'auth', 'banking', 'agents', 'data', 'event-ingestion'] as const;
 export type ServiceTarget = (typeof SERVICE_TARGETS)[number];
 
+/**
+ * How a rotation proves that a pair's consumer switched before the old key dies (step 4; README
+ * "Service keys", "Switch proof"). The target's usage records are the evidence in every case:
+ *
+ * - `calls`: the consumer's own calls. It must call with the new key id, and the old key id must be
+ *   silent for the quiet period. An idle consumer cannot prove it, so the rotation rolls back at
+ *   the deadline. For consumers the platform does not run, and the default for a pair not listed.
+ * - `holders`: long-lived processes that read the key only through the platform's secret store
+ *   (createSecretStore / reportingStore, holders.ts). Every process that has read a pair's key
+ *   *reports what it holds*: one `GET /.well-known/service-key` to the target with the key its
+ *   calls would send now, at once when it sees a new version and at least every
+ *   SERVICE_KEY_HOLDER_HEARTBEAT_MS while idle. So a process still holding the old key keeps the
+ *   old key id busy, and the old key id silent for the quiet period (at least two heartbeats plus
+ *   the usage flush) proves that no running process holds it. If one held it at the switch (the
+ *   old key was used within that window before it), the new key id must also have been used.
+ * - `per-run`: a command that reads the secret store on every run and keeps nothing between runs
+ *   (the operator CLI). A run started after the switch reads the new key; so the old key id silent
+ *   for the quiet period (longer than a run) proves the switch. A key copied by hand (OPS_API_KEY)
+ *   is outside the proof: take it again after a rotation.
+ */
+export type SwitchProof = 'calls' | 'holders' | 'per-run';
+export const SWITCH_PROOFS: readonly SwitchProof[] = ['calls', 'holders', 'per-run'];
+
 export interface ServiceKeyPair {
   caller: string;
   target: ServiceTarget;
   live: boolean;
   what: string;
+  /** How a rotation of this pair proves its consumer switched (above). */
+  proof: SwitchProof;
 }
 
 export const SERVICE_KEY_INVENTORY: readonly ServiceKeyPair[] = [
   // the platform's own
-  { caller: 'operator', target: 'account-api', live: true, what: 'operator CLI → account API ops routes (/api/ops/…)' },
-  { caller: 'provisioning', target: 'account-api', live: true, what: 'client.provisioned consumer → POST /api/webhooks/provisioned' },
-  { caller: 'erp', target: 'account-api', live: true, what: 'tenant ERPs\' /svc/saas/* endpoints → account API (/api/saas/…: tiers, modules, subscription)' },
-  { caller: 'saas-jobs', target: 'account-api', live: true, what: 'platform jobs → tenant ERPs\' legacy callbacks (/svc/saas/job/<id>/update, /svc/saas/backup/callback), forwarded to the account API' },
-  { caller: 'worker', target: 'notifications', live: true, what: 'Temporal worker (welcome e-mail) → notifications service' },
-  { caller: 'worker', target: 'events', live: true, what: 'Temporal worker (client.provisioned) → events service' },
-  { caller: 'operator', target: 'auth', live: true, what: 'operator tools → auth service (status, a smoke login); other internal services get a pair when they call it' },
+  { caller: 'operator', target: 'account-api', live: true, what: 'operator CLI → account API ops routes (/api/ops/…)', proof: 'per-run' },
+  { caller: 'provisioning', target: 'account-api', live: true, what: 'client.provisioned consumer → POST /api/webhooks/provisioned', proof: 'holders' },
+  { caller: 'erp', target: 'account-api', live: true, what: 'tenant ERPs\' /svc/saas/* endpoints → account API (/api/saas/…: tiers, modules, subscription)', proof: 'holders' },
+  { caller: 'saas-jobs', target: 'account-api', live: true, what: 'platform jobs → tenant ERPs\' legacy callbacks (/svc/saas/job/<id>/update, /svc/saas/backup/callback), forwarded to the account API', proof: 'per-run' },
+  { caller: 'worker', target: 'notifications', live: true, what: 'Temporal worker (welcome e-mail) → notifications service', proof: 'holders' },
+  { caller: 'worker', target: 'events', live: true, what: 'Temporal worker (client.provisioned) → events service', proof: 'holders' },
+  { caller: 'operator', target: 'auth', live: true, what: 'operator tools → auth service (status, a smoke login); other internal services get a pair when they call it', proof: 'per-run' },
   // §5.4
-  { caller: 'account-api', target: 'events', live: true, what: 'account API → events service (§5.4)' },
-  { caller: 'account-api', target: 'notifications', live: true, what: 'account API → notifications service (§5.4 "callers of the notifications service")' },
-  { caller: 'billing-webhooks', target: 'events', live: true, what: 'billing webhook receiver → events service (§5.4)' },
-  { caller: 'account-api', target: 'banking', live: true, what: 'account API → banking service (§5.4)' },
-  { caller: 'account-api', target: 'agents', live: true, what: 'account API → agents service (§5.4)' },
-  { caller: 'agents', target: 'data', live: true, what: 'agents service → data service (§5.4)' },
-  { caller: 'erp', target: 'event-ingestion', live: false, what: 'tenant ERP → event ingestion' },
+  { caller: 'account-api', target: 'events', live: true, what: 'account API → events service (§5.4)', proof: 'holders' },
+  { caller: 'account-api', target: 'notifications', live: true, what: 'account API → notifications service (§5.4 "callers of the notifications service")', proof: 'holders' },
+  { caller: 'billing-webhooks', target: 'events', live: true, what: 'billing webhook receiver → events service (§5.4)', proof: 'holders' },
+  { caller: 'account-api', target: 'banking', live: true, what: 'account API → banking service (§5.4)', proof: 'holders' },
+  { caller: 'account-api', target: 'agents', live: true, what: 'account API → agents service (§5.4)', proof: 'holders' },
+  { caller: 'agents', target: 'data', live: true, what: 'agents service → data service (§5.4)', proof: 'holders' },
+  { caller: 'erp', target: 'event-ingestion', live: false, what: 'tenant ERP → event ingestion', proof: 'calls' },
 ];
+
+/** A pair's switch proof: as declared, `calls` for a pair the inventory does not list. */
+export const switchProofOf = (pair: { caller: string; target: string }, inventory: readonly ServiceKeyPair[] = SERVICE_KEY_INVENTORY): SwitchProof =>
+  inventory.find((p) => p.caller === pair.caller && p.target === pair.target)?.proof ?? 'calls';
+
+/**
+ * Where a consumer process reports the key it holds (`holders` pairs): a route of the target that
+ * checks X-API-Key with the shared ServiceKeyVerifier, so the report lands in the target's usage
+ * records, and does nothing else. Every platform service serves GET /.well-known/service-key
+ * (registerServiceKeyCheck, service-keys.ts); the events service (services/events/, owned
+ * elsewhere) does not serve it yet, so its key-checked stream summary stands in.
+ */
+export const SERVICE_KEY_CHECK_PATH = '/.well-known/service-key';
+export const serviceKeyCheckPath = (target: string) => (target === 'events' ? '/api/v1/events/info' : SERVICE_KEY_CHECK_PATH);
 
 export const pairName = (p: { caller: string; target: string }) => `${p.caller}→${p.target}`;

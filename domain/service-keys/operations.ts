@@ -1,7 +1,7 @@
 /** What operators see of the service keys: every pair of the inventory and its keys (ids, states, use; never a key or a hash). */
 import { isGrpcDeadlineError, type Client } from '@temporalio/client';
 import type { Queryable } from '../../lib/db.js';
-import { SERVICE_KEY_INVENTORY, pairName } from './inventory.js';
+import { SERVICE_KEY_INVENTORY, pairName, switchProofOf, type SwitchProof } from './inventory.js';
 import { listKeys, type ServiceKeyRecord } from './registry.js';
 import { nextRotation } from './schedules.js';
 
@@ -11,6 +11,8 @@ export interface ServiceKeyPairView {
   /** Both ends exist in the platform today (keys are created on first start). */
   live: boolean;
   what: string;
+  /** How a rotation proves the consumer switched (inventory.ts). */
+  proof: SwitchProof;
   keys: Omit<ServiceKeyRecord, 'caller' | 'target'>[];
   /** The rotation running now (its workflow id), the last one that ended, and when the schedule rotates next. */
   rotation: {
@@ -26,12 +28,12 @@ const NEXT_ROTATION_DEADLINE_MS = 3_000;
 export async function serviceKeyPairs(db: Queryable, temporal?: Client): Promise<ServiceKeyPairView[]> {
   const empty = () => ({ running: null, last: null, next: null });
   const byPair = new Map<string, ServiceKeyPairView>(
-    SERVICE_KEY_INVENTORY.map((p) => [pairName(p), { caller: p.caller, target: p.target, live: p.live, what: p.what, keys: [], rotation: empty() }]),
+    SERVICE_KEY_INVENTORY.map((p) => [pairName(p), { caller: p.caller, target: p.target, live: p.live, what: p.what, proof: p.proof, keys: [], rotation: empty() }]),
   );
   for (const { caller, target, ...key } of await listKeys(db)) {
     const name = pairName({ caller, target });
     // a pair registered outside the inventory (by hand, or a test's own caller) is shown too
-    if (!byPair.has(name)) byPair.set(name, { caller, target, live: true, what: 'not in the inventory', keys: [], rotation: empty() });
+    if (!byPair.has(name)) byPair.set(name, { caller, target, live: true, what: 'not in the inventory', proof: switchProofOf({ caller, target }), keys: [], rotation: empty() });
     byPair.get(name)!.keys.push(key);
   }
   // per pair: the unfinished rotation, and the newest finished one

@@ -17,6 +17,7 @@ import { withTransaction, type Queryable } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import { rotationWorkflowId, searchAttributes, type RotationReason, type RotationSettings } from '../../workflows/definitions.js';
 import type { rotateServiceKey } from '../../workflows/index.js';
+import { switchProofOf, type ServiceKeyPair } from './inventory.js';
 import { createKey, revokeKey } from './registry.js';
 import type { TransactionalSecretStoreWriter } from './secret-store.js';
 
@@ -28,6 +29,9 @@ export const rotationSettings = (cfg: Config): RotationSettings => ({
   pollIntervalMs: cfg.SERVICE_KEY_ROTATION_POLL_MS,
   deadlineMs: cfg.SERVICE_KEY_ROTATION_DEADLINE_MS,
   rollbackWaitMs: cfg.SERVICE_KEY_ROTATION_ROLLBACK_WAIT_MS,
+  // a holding process reports at most a heartbeat plus a tick (≤ a heartbeat) apart; the target
+  // writes it within a usage flush (domain/service-keys/holders.ts)
+  holderWindowMs: 2 * cfg.SERVICE_KEY_HOLDER_HEARTBEAT_MS + cfg.SERVICE_KEY_USAGE_FLUSH_MS,
 });
 
 export interface RotationStarted {
@@ -47,10 +51,11 @@ const START_GRACE_MS = 60_000;
  * rotation of the pair runs (the message names it).
  */
 export async function startRotation(
-  deps: { pool: pg.Pool; temporal: Client; taskQueue: string; settings: RotationSettings },
+  deps: { pool: pg.Pool; temporal: Client; taskQueue: string; settings: RotationSettings; inventory?: readonly ServiceKeyPair[] },
   pair: Pair,
   reason: RotationReason,
 ): Promise<RotationStarted> {
+  const proof = switchProofOf(pair, deps.inventory);
   const refused = () => new AppError('CONFLICT', `${pair.caller} → ${pair.target} is being rotated already; one rotation of a pair at a time.`);
   // 1. take the pair's lock: the rotation's row, committed before its workflow starts (the
   //    workflow's first activity reads it)
@@ -101,13 +106,13 @@ export async function startRotation(
     const handle = await deps.temporal.workflow.start<typeof rotateServiceKey>('rotateServiceKey', {
       workflowId,
       taskQueue: deps.taskQueue,
-      args: [{ ...pair, n, reason, settings: deps.settings }],
+      args: [{ ...pair, n, reason, settings: deps.settings, proof }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       workflowIdConflictPolicy: 'FAIL',
       staticSummary: `Rotate the ${pair.caller} → ${pair.target} service key (#${n}, ${reason})`,
       staticDetails:
         `Steps: new key registered pending at ${pair.target} → stored as a new secret version → made current for ${pair.caller} → ` +
-        `verified from ${pair.target}'s usage records → promoted, old key revoked. Rolls back if ${pair.caller} has not switched ` +
+        `verified from ${pair.target}'s usage records (switch proof: ${proof}) → promoted, old key revoked. Rolls back if ${pair.caller} has not switched ` +
         `within ${Math.round(deps.settings.deadlineMs / 1000)} s.`,
       typedSearchAttributes: [{ key: searchAttributes.currentStep, value: 'queued' }],
     });

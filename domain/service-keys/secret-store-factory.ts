@@ -18,7 +18,9 @@ import { AppError } from '../../lib/errors.js';
 import type { Queryable } from '../../lib/db.js';
 import { SERVICE_KEY_INVENTORY } from './inventory.js';
 import { KubernetesSecretVolume, KubernetesSecretWriter } from './kubernetes-secret-store.js';
+import { holderOptions, reportingStore, type ReportingStore } from './holders.js';
 import { PgSecretStore, type SecretStore, type TransactionalSecretStoreWriter } from './secret-store.js';
+import type { Logger } from '../../lib/logger.js';
 
 /** KUBERNETES_API_URL, else the in-cluster address every pod gets (KUBERNETES_SERVICE_HOST/PORT). */
 export function kubernetesApiUrl(cfg: Config): string {
@@ -38,10 +40,17 @@ export function kubernetesWriter(cfg: Config): KubernetesSecretWriter {
   });
 }
 
-/** The consumers' store: where a caller reads the key it sends. */
-export function createSecretStore(cfg: Config, pool: pg.Pool, ttlMs = cfg.SERVICE_KEY_SECRET_TTL_MS): SecretStore & { close?(): void } {
-  if (cfg.SECRET_STORE === 'kubernetes') return new KubernetesSecretVolume({ dir: cfg.SECRETS_MOUNT_DIR, ttlMs, pollMs: cfg.SECRETS_MOUNT_POLL_MS });
-  return new PgSecretStore(pool, cfg.SECRETS_KEY, ttlMs);
+/**
+ * The consumers' store: where a caller reads the key it sends. It reports what it holds to each
+ * pair's target (holders.ts: the `holders` switch proof of a rotation); `close()` stops that.
+ */
+export function createSecretStore(cfg: Config, pool: pg.Pool, ttlMs = cfg.SERVICE_KEY_SECRET_TTL_MS, log?: Pick<Logger, 'warn' | 'info'>): ReportingStore {
+  const store: SecretStore & { close?(): void } =
+    cfg.SECRET_STORE === 'kubernetes'
+      ? new KubernetesSecretVolume({ dir: cfg.SECRETS_MOUNT_DIR, ttlMs, pollMs: cfg.SECRETS_MOUNT_POLL_MS })
+      : new PgSecretStore(pool, cfg.SECRETS_KEY, ttlMs);
+  // a store whose pool has ended belongs to a process (or a test's service) that has stopped
+  return reportingStore(store, holderOptions({ ...cfg, SERVICE_KEY_SECRET_TTL_MS: ttlMs }, { stopped: () => pool.ended, log }));
 }
 
 /** The rotation's and the bootstrap's store. */

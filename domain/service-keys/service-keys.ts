@@ -4,8 +4,9 @@
  * (registry.ts, verifier.ts). The key itself never reaches a log line, an error body or a table.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../lib/errors.js';
+import { SERVICE_KEY_CHECK_PATH } from './inventory.js';
 
 /** A new key: 32 random bytes, hex (§2.2). */
 export const generateServiceKey = () => randomBytes(32).toString('hex');
@@ -62,4 +63,32 @@ export function requireServiceKey(check: ServiceKeyCheck | (() => ServiceKeyChec
     // the request's log line names the caller and key id (lib/http.ts OneLinePerRequest)
     req.serviceCaller = who;
   };
+}
+
+/**
+ * `GET /.well-known/service-key`: checks X-API-Key with the target's verifier, for any caller
+ * registered for it, and answers who it is (caller and key id, never the key); 401 otherwise.
+ * Consumer processes report the key they hold here (holders.ts), so the report lands in the
+ * target's usage records like any call: the evidence of a rotation's `holders` switch proof.
+ */
+export function registerServiceKeyCheck(app: FastifyInstance, check: ServiceKeyCheck | (() => ServiceKeyCheck), opts: { hide?: boolean } = {}) {
+  app.get(
+    SERVICE_KEY_CHECK_PATH,
+    {
+      onRequest: requireServiceKey(check),
+      schema: {
+        ...(opts.hide ? { hide: true } : {}),
+        summary: 'The service key in X-API-Key is accepted: who it belongs to (consumers report the key they hold here)',
+        response: {
+          200: {
+            type: 'object',
+            properties: { caller: { type: 'string' }, keyId: { type: 'string' } },
+            required: ['caller', 'keyId'],
+            additionalProperties: false,
+          },
+        },
+      },
+    },
+    async (req) => ({ caller: req.serviceCaller!.caller, keyId: req.serviceCaller!.keyId }),
+  );
 }

@@ -22,7 +22,7 @@ import { Type } from 'typebox';
 import type pg from 'pg';
 import { problemDetails, registerProbes, serverOptions } from '../../lib/http.js';
 import { AppError, problem } from '../../lib/errors.js';
-import { requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
+import { registerServiceKeyCheck, requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { findAgent, type Agent } from '../../domain/agents/catalog.js';
 import { AgentParams, ChatAnswer, ChatBody, serviceProblemResponses } from '../../domain/agents/schemas.js';
 import type { DataClient } from '../../domain/agents/data-client.js';
@@ -141,6 +141,8 @@ export async function buildAgentsApp(deps: AgentsDeps): Promise<FastifyInstance>
     };
   };
 
+  // consumers report the key they hold here (a rotation's switch proof, domain/service-keys/holders.ts)
+  registerServiceKeyCheck(app as unknown as FastifyInstance, deps.serviceKeys);
   await app.register(async (instance) => {
     const agents = instance.withTypeProvider<TypeBoxTypeProvider>();
     agents.addHook('onRequest', requireServiceKey(deps.serviceKeys, AGENTS_CALLERS));

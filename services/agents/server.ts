@@ -3,6 +3,7 @@ import { createPool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { PgSecretStore, serviceKeyFor } from '../../domain/service-keys/secret-store.js';
+import { holderOptions, reportingStore } from '../../domain/service-keys/holders.js';
 import { createDataClient } from '../../domain/agents/data-client.js';
 import { createModel } from '../../domain/agents/runner.js';
 import { WorkspaceGrants } from '../../domain/agents/workspace-grant.js';
@@ -12,8 +13,12 @@ import { AGENTS_TARGET, buildAgentsApp } from './app.js';
 export async function startAgents(cfg = config()) {
   const pool = createPool(cfg.DATABASE_URL, 5);
   const serviceKeys = await ServiceKeyVerifier.forService(AGENTS_TARGET, pool, cfg, createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }));
-  // its own key for the data service, read from the secret store per call (a rotation reaches it without a restart)
-  const secrets = new PgSecretStore(pool, cfg.SECRETS_KEY, cfg.SERVICE_KEY_SECRET_TTL_MS);
+  // its own key for the data service, read from the secret store per call (a rotation reaches it
+  // without a restart), and reported to the data service while held (a rotation's switch proof)
+  const secrets = reportingStore(
+    new PgSecretStore(pool, cfg.SECRETS_KEY, cfg.SERVICE_KEY_SECRET_TTL_MS),
+    holderOptions(cfg, { stopped: () => pool.ended, log: createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }) }),
+  );
   const app = await buildAgentsApp({
     pool,
     serviceKeys,
@@ -28,6 +33,7 @@ export async function startAgents(cfg = config()) {
     app,
     url,
     async close() {
+      secrets.close();
       await app.close();
       await serviceKeys.close();
       await pool.end();

@@ -21,7 +21,7 @@ import type { Config } from '../../lib/config.js';
 import { problemDetails, sendProblem, serverOptions } from '../../lib/http.js';
 import { loginWithPassword, refreshSession, type IssuedSession } from '../../domain/access/login-sessions.js';
 import { PasswordThrottle } from '../../domain/access/login-throttle.js';
-import { requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
+import { registerServiceKeyCheck, requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { ProblemSchema, Text } from '../../api/schemas/common.js';
 
 export const AUTH_TARGET = 'auth';
@@ -89,6 +89,8 @@ export async function buildAuthApp(deps: AuthDeps): Promise<FastifyInstance> {
     return { status: 'ready' };
   });
 
+  // consumers report the key they hold here (a rotation's switch proof, domain/service-keys/holders.ts)
+  registerServiceKeyCheck(app as unknown as FastifyInstance, deps.serviceKeys, { hide: true });
   await app.register(async (instance) => {
     const v1 = instance.withTypeProvider<TypeBoxTypeProvider>();
     v1.addHook('onRequest', requireServiceKey(deps.serviceKeys));

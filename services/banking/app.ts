@@ -14,7 +14,7 @@ import { Type, type Static } from 'typebox';
 import type pg from 'pg';
 import { problemDetails, serverOptions } from '../../lib/http.js';
 import { AccountIdParam, AdaptersSchema, BankIdParam, ConsentBody, ConsentQuery, ConsentSchema, TransactionsQuery } from '../../domain/banking/schemas.js';
-import { requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
+import { registerServiceKeyCheck, requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { AppError } from '../../lib/errors.js';
 import { ConsentStore, type Consent } from '../../domain/banking/consents.js';
 import type { BankAdapter } from '../../domain/banking/nextgenpsd2.js';
@@ -97,6 +97,8 @@ export async function buildBankingApp(deps: BankingDeps): Promise<FastifyInstanc
     }
   });
 
+  // consumers report the key they hold here (a rotation's switch proof, domain/service-keys/holders.ts)
+  registerServiceKeyCheck(app as unknown as FastifyInstance, deps.serviceKeys);
   await app.register(async (instance) => {
     const r = instance.withTypeProvider<TypeBoxTypeProvider>();
     r.addHook('onRequest', requireServiceKey(deps.serviceKeys, deps.callers ?? BANKING_CALLERS));

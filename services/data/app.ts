@@ -18,7 +18,7 @@ import { Type } from 'typebox';
 import type pg from 'pg';
 import { problemDetails, registerProbes, serverOptions } from '../../lib/http.js';
 import { AppError } from '../../lib/errors.js';
-import { requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
+import { registerServiceKeyCheck, requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { AlertsSchema, CashflowSchema, KpisSchema, type DashboardService } from '../../domain/erp/dashboards.js';
 import { WORKSPACE_GRANT_HEADER, type WorkspaceGrants } from '../../domain/agents/workspace-grant.js';
 import { serviceProblemResponses } from '../../domain/agents/schemas.js';
@@ -55,6 +55,8 @@ export async function buildDataApp(deps: DataDeps): Promise<FastifyInstance> {
     return rows[0].slug;
   }
 
+  // consumers report the key they hold here (a rotation's switch proof, domain/service-keys/holders.ts)
+  registerServiceKeyCheck(app as unknown as FastifyInstance, deps.serviceKeys);
   await app.register(async (instance) => {
     const data = instance.withTypeProvider<TypeBoxTypeProvider>();
     data.addHook('onRequest', requireServiceKey(deps.serviceKeys, DATA_CALLERS));

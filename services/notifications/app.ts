@@ -11,7 +11,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Redis } from 'ioredis';
 import { problemDetails, serverOptions } from '../../lib/http.js';
-import { requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
+import { registerServiceKeyCheck, requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { AppError } from '../../lib/errors.js';
 import type { Mail, Mailer } from './mailer.js';
 import { welcomeEmail } from './welcome-email.js';
@@ -66,6 +66,8 @@ export async function buildNotificationsApp(deps: NotificationsDeps): Promise<Fa
     status: 'ok' as const,
   }));
 
+  // consumers report the key they hold here (a rotation's switch proof, domain/service-keys/holders.ts)
+  registerServiceKeyCheck(app as unknown as FastifyInstance, deps.serviceKeys);
   await app.register(async (instance) => {
     const v1 = instance.withTypeProvider<TypeBoxTypeProvider>();
     v1.addHook('onRequest', requireServiceKey(deps.serviceKeys));

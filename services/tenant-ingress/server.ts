@@ -1,6 +1,8 @@
 import { config } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
 import { PgSecretStore, serviceKeyFor } from '../../domain/service-keys/secret-store.js';
+import { holderOptions, reportingStore } from '../../domain/service-keys/holders.js';
+import { createLogger } from '../../lib/logger.js';
 import { buildTenantIngress } from './app.js';
 
 /**
@@ -10,16 +12,22 @@ import { buildTenantIngress } from './app.js';
  */
 export async function startTenantIngress(cfg = config()) {
   const platform = createPool(cfg.DATABASE_URL, 4);
+  // the ERP entry's key, reported to the account API while held (a rotation's switch proof)
+  const secrets = reportingStore(
+    new PgSecretStore(platform, cfg.SECRETS_KEY, 5_000),
+    holderOptions(cfg, { stopped: () => platform.ended, log: createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }) }),
+  );
   const app = await buildTenantIngress({
     platform,
     upstream: cfg.ODOO_UPSTREAM_URL,
-    saas: { accountApiUrl: cfg.ACCOUNT_API_URL, key: serviceKeyFor(new PgSecretStore(platform, cfg.SECRETS_KEY, 5_000), 'erp', 'account-api') },
+    saas: { accountApiUrl: cfg.ACCOUNT_API_URL, key: serviceKeyFor(secrets, 'erp', 'account-api') },
     logLevel: cfg.LOG_LEVEL,
   });
   await app.listen({ host: cfg.ERP_HOST, port: cfg.ERP_PORT });
   return {
     url: `http://${cfg.ERP_HOST}:${cfg.ERP_PORT}`,
     async close() {
+      secrets.close();
       await app.close();
       await platform.end();
     },

@@ -14,6 +14,10 @@
  * HTTP, BENCH_CONSUMERS (16) consumer loops reading their key from the secret store (200 ms cache)
  * and calling back to back, and a rotation (shortened: quiet period 3 s) run by a worker in this
  * process. Prints calls/s before, during and after, and the failed calls (the goal: none).
+ *
+ * Then an idle pair (switch proof `holders`): one consumer process holding the key through a
+ * reporting store (heartbeat 500 ms) and making no call at all; the same shortened rotation. Prints
+ * its outcome and duration, and what the reports cost the target (requests, failed ones).
  */
 import { performance } from 'node:perf_hooks';
 import { rmSync } from 'node:fs';
@@ -24,6 +28,7 @@ import { createRotationActivities } from '../../activities/service-key-rotation.
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import { startRotation } from '../../domain/service-keys/rotation.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
+import { reportingStore } from '../../domain/service-keys/holders.js';
 import { parseConfig } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
 import { migrate } from '../../lib/migrate.js';
@@ -95,7 +100,8 @@ async function rotationThroughput() {
 
     const connection = await Connection.connect({ address: temporal.address });
     const client = new Client({ connection });
-    const settings = { acceptWaitMs: 500, quietPeriodMs: 3000, pollIntervalMs: 250, deadlineMs: 60_000, rollbackWaitMs: 500 };
+    // holders report every 500 ms, the target flushes usage every 100 ms: a holder window of 1.1 s
+    const settings = { acceptWaitMs: 500, quietPeriodMs: 3000, pollIntervalMs: 250, deadlineMs: 60_000, rollbackWaitMs: 500, holderWindowMs: 1100 };
     const workerConnection = await NativeConnection.connect({ address: temporal.address });
     const worker = await Worker.create({
       connection: workerConnection,
@@ -148,6 +154,31 @@ async function rotationThroughput() {
     console.log(`  during (${((t2 - t1) / 1000).toFixed(1)} s, ${result.outcome})  ${rate(calls.during, t2 - t1).padStart(7)} calls/s   ${failed.during} failed of ${calls.during.toLocaleString('en')}`);
     console.log(`  after                  ${rate(calls.after, t3 - t2).padStart(7)} calls/s   ${failed.after} failed`);
     if (failed.before + failed.during + failed.after > 0 || result.outcome !== 'completed') process.exitCode = 1;
+
+    // an idle pair: its one consumer process holds the key and makes no call during the rotation
+    const idle = { caller: 'bench-idle-consumer', target: pair.target };
+    await ensureServiceKeys(pool, store, [idle as never]);
+    await target.verifier.reload();
+    const holding = reportingStore(new PgSecretStore(pool, cfg.SECRETS_KEY, 200), {
+      targetUrl: (t) => (t === idle.target ? target.url : undefined),
+      heartbeatMs: 500,
+      tickMs: 200,
+    });
+    const first = await holding.current(idle.caller, idle.target);
+    if ((await call(first.key)) !== 200) process.exitCode = 1; // its one call, before the rotation
+    const answers = () => [...target.answered.entries()];
+    const before = answers();
+    const i0 = performance.now();
+    const idleStarted = await startRotation({ pool, temporal: client, taskQueue: 'bench-rotation', settings, inventory: [{ ...idle, target: idle.target as never, live: true, what: 'bench', proof: 'holders' }] }, idle, 'manual');
+    const idleResult = (await client.workflow.getHandle(idleStarted.workflowId).result()) as { outcome: string };
+    const i1 = performance.now();
+    const count = (list: [number, number][], ok: boolean) => list.filter(([st]) => (st === 200) === ok).reduce((n, [, c]) => n + c, 0);
+    const reports = count(answers(), true) - count(before, true);
+    const refused = count(answers(), false) - count(before, false);
+    console.log(`\nAn idle pair (switch proof holders: one process holding the key, no call during the rotation, heartbeat 500 ms):`);
+    console.log(`  ${idleResult.outcome} in ${((i1 - i0) / 1000).toFixed(1)} s (quiet period 3 s); ${reports} reports reached the target, ${refused} failed`);
+    if (idleResult.outcome !== 'completed' || refused > 0) process.exitCode = 1;
+    holding.close();
 
     worker.shutdown();
     await workerRun;

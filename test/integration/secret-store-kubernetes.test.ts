@@ -45,7 +45,7 @@ let pool: pg.Pool;
 const logLines: string[] = [];
 /** Every key this file wrote, to search logs and errors for. */
 const keys: string[] = [];
-const readers: KubernetesSecretVolume[] = [];
+const readers: { close(): void }[] = [];
 
 const newKey = () => {
   const key = randomBytes(32).toString('hex');
@@ -197,7 +197,7 @@ describe('the rotation seam: PostgreSQL records, Kubernetes gets what becomes cu
     expect(await publishCurrentKeys(cfg, pool, [pair])).toBe(1);
     expect(await publishCurrentKeys(cfg, pool, [pair])).toBe(1); // idempotent
     const consumer = createSecretStore({ ...cfg, SECRETS_MOUNT_DIR: k8s.volumeDir(NS, `plana-service-keys-${c}`), SERVICE_KEY_SECRET_TTL_MS: MINUTE }, pool);
-    readers.push(consumer as KubernetesSecretVolume);
+    readers.push(consumer);
     const v1 = await consumer.current(c, 'events');
     keys.push(v1.key);
     expect(v1).toMatchObject({ keyId: created!.keyId, version: 1 });

@@ -3,9 +3,10 @@
  * ops API starts `rotate:<caller>:<target>:<n>`, a worker on this file's task queue runs it, and a
  * tiny target checks keys with the shared ServiceKeyVerifier (usage flushed every 100 ms). Each test
  * uses pairs of its own. Durations are shortened through the API's configuration (the workflow gets
- * them as input): quiet period 1.5 s, deadline 5 s, poll 250 ms.
+ * them as input): quiet period 1.5 s, deadline 5 s, poll 250 ms; holders report every 300 ms.
  *
- * With RECORD_HISTORIES=1 the successful rotation's history is written to test/fixtures/histories.
+ * With RECORD_HISTORIES=1 the successful rotations' histories (`calls` and `holders` proofs) are
+ * written to test/fixtures/histories.
  */
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -17,7 +18,9 @@ import { createRotationActivities } from '../../activities/service-key-rotation.
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import type { ServiceKeyPair } from '../../domain/service-keys/inventory.js';
 import { listKeys } from '../../domain/service-keys/registry.js';
-import { rotationRecord, rotationSettings } from '../../domain/service-keys/rotation.js';
+import { rotationRecord, rotationSettings, startRotation } from '../../domain/service-keys/rotation.js';
+import { reportingStore, type ReportingStore } from '../../domain/service-keys/holders.js';
+import type { SwitchProof } from '../../domain/service-keys/inventory.js';
 import { misuseRecord, startMisuseAlerter, SERVICE_KEY_REVOKED_KEY_USED } from '../../domain/service-keys/misuse.js';
 import { ensureRotationSchedule } from '../../domain/service-keys/schedules.js';
 import { SERVICE_KEY_INVENTORY } from '../../domain/service-keys/inventory.js';
@@ -30,6 +33,7 @@ import type { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { startEvents } from '../../services/events/server.js';
 import { freePort } from '../../scripts/local-servers.js';
 import { rotationScheduleId, type RotationResult } from '../../workflows/definitions.js';
+import { rotationStatusQuery } from '../../workflows/rotate-service-key.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { tempDir, workflowBundle } from '../support/env.js';
 import { keyConsumer, startKeyCheckedTarget, testKeys } from '../support/service-keys.js';
@@ -63,6 +67,9 @@ beforeAll(async () => {
     SERVICE_KEY_ROTATION_POLL_MS: '250',
     SERVICE_KEY_ROTATION_DEADLINE_MS: '5000',
     SERVICE_KEY_ROTATION_ROLLBACK_WAIT_MS: '500',
+    // holding processes report every 300 ms; targets write usage every 100 ms: a holder window of 0.7 s
+    SERVICE_KEY_HOLDER_HEARTBEAT_MS: '300',
+    SERVICE_KEY_USAGE_FLUSH_MS: '100',
   });
   const cfg = { ...api.cfg, EVENTS_URL: `http://127.0.0.1:${api.cfg.EVENTS_PORT}` };
   events = await startEvents(cfg);
@@ -385,3 +392,139 @@ describe('scheduled rotation, the list, and revoked keys', () => {
   }, 30_000);
 });
 
+
+describe('idle consumers: the switch proofs of the inventory', () => {
+  /** Starts a rotation of a pair declared with `proof` (as the ops API does for the inventory's pairs). */
+  async function rotateDeclared(pair: { caller: string; target: string }, proof: SwitchProof) {
+    const inventory = [{ ...pair, target: pair.target as never, live: true, what: 'a test pair', proof }];
+    const started = await startRotation(
+      { pool: api.pool, temporal: client, taskQueue: api.cfg.TEMPORAL_TASK_QUEUE, settings: rotationSettings(api.cfg), inventory },
+      pair,
+      'annual',
+    );
+    const handle = client.workflow.getHandle(started.workflowId);
+    return { handle, result: (await handle.result()) as RotationResult };
+  }
+
+  /** A long-lived consumer process: its calls read the key through a reporting store (holders.ts), as the platform's processes do. */
+  function consumerProcess(pair: { caller: string; target: string }, ttlMs: number) {
+    const store: ReportingStore = reportingStore(new PgSecretStore(api.pool, api.cfg.SECRETS_KEY, ttlMs), {
+      targetUrl: (t) => (t === TARGET ? target.url : undefined),
+      heartbeatMs: 300,
+      tickMs: 100,
+    });
+    processes.push(store);
+    return {
+      store,
+      /** One business call, as the process makes it. */
+      async call() {
+        const k = await store.current(pair.caller, pair.target);
+        secrets.add(k.key);
+        return (await ping(k.key)).status;
+      },
+    };
+  }
+  const processes: ReportingStore[] = [];
+  afterAll(() => {
+    for (const p of processes) p.close();
+  });
+  const failedAnswers = () => [...target.answered].filter(([status]) => status !== 200).reduce((n, [, c]) => n + c, 0);
+
+  it('holders: a process that makes no call during the rotation reports the new key itself; the rotation completes, the old key then gets 401, the new one works, no call failed', async () => {
+    const pair = await newPair();
+    const old = await store.current(pair.caller, pair.target);
+    const proc = consumerProcess(pair, 200);
+    expect(await proc.call()).toBe(200); // it holds the key from now on
+    await sleep(500);
+    const failedBefore = failedAnswers();
+    const usesBefore = (await listKeys(api.pool, pair)).find((k) => k.keyId === old.keyId)!.useCount;
+
+    const { handle, result } = await rotateDeclared(pair, 'holders');
+    expect(result).toMatchObject({ outcome: 'completed', oldKeyId: old.keyId });
+    // no business call was made, no request failed
+    expect(failedAnswers()).toBe(failedBefore);
+    expect(proc.store.holder.pairs).toEqual([{ ...pair, keyId: result.newKeyId }]);
+    const keys = Object.fromEntries((await listKeys(api.pool, pair)).map((k) => [k.keyId, k]));
+    expect(keys[old.keyId]).toMatchObject({ state: 'revoked' });
+    expect(keys[old.keyId]!.useCount).toBeGreaterThan(usesBefore); // its idle heartbeats, before the switch
+    expect(keys[result.newKeyId]).toMatchObject({ state: 'current', lastUsedAt: expect.any(Date) }); // its report of the new key
+
+    await verifier.reload();
+    expect((await ping(old.key)).status).toBe(401);
+    expect(await proc.call()).toBe(200); // its next call sends the new key
+    const now = await store.current(pair.caller, pair.target);
+    expect(now.keyId).toBe(result.newKeyId);
+    expect((await ping(now.key)).status).toBe(200);
+    expect(await handle.query(rotationStatusQuery)).toMatchObject({ proof: 'holders', lastCheck: { newKeyUsed: true, newKeyNeeded: true } });
+
+    const history = await handle.fetchHistory();
+    await expectNoKeyIn(historyText(history));
+    if (process.env.RECORD_HISTORIES) {
+      writeFileSync(path.resolve(import.meta.dirname, '../fixtures/histories/rotate-service-key-holders.json'), JSON.stringify(history, null, 2) + '\n');
+    }
+  }, 30_000);
+
+  it('holders: a process that really keeps the old key (a cache that never reloads) keeps reporting it: rolled back at the deadline, nothing fails, the alert is recorded', async () => {
+    const pair = await newPair();
+    const old = await store.current(pair.caller, pair.target);
+    const stuck = consumerProcess(pair, 3600_000);
+    expect(await stuck.call()).toBe(200);
+    // longer than the holder window: from here only its reports keep the old key in use
+    await sleep(1_000);
+    const failedBefore = failedAnswers();
+
+    const { handle, result } = await rotateDeclared(pair, 'holders');
+    expect(result).toMatchObject({ outcome: 'rolled-back', oldKeyId: old.keyId });
+    expect(result.message).toContain('never used');
+    expect(failedAnswers()).toBe(failedBefore);
+    expect(stuck.store.holder.pairs).toEqual([{ ...pair, keyId: old.keyId }]);
+    expect(await stuck.call()).toBe(200); // the old key is still the current one
+    const states = Object.fromEntries((await listKeys(api.pool, pair)).map((k) => [k.keyId, k.state]));
+    expect(states).toEqual({ [old.keyId]: 'current', [result.newKeyId]: 'revoked' });
+    expect(await rotationRecord(api.pool, handle.workflowId)).toMatchObject({ outcome: 'rolled-back', alert: `event service-key.rotation-failed:${handle.workflowId}` });
+  }, 30_000);
+
+  it('holders: a pair no running process holds (none has read its key) rotates once the old key has been silent; a process starting afterwards reads the new key', async () => {
+    const pair = await newPair();
+    const old = await store.current(pair.caller, pair.target);
+    const { result } = await rotateDeclared(pair, 'holders');
+    expect(result).toMatchObject({ outcome: 'completed', oldKeyId: old.keyId });
+    await verifier.reload();
+    expect((await ping(old.key)).status).toBe(401);
+    expect(await consumerProcess(pair, 200).call()).toBe(200);
+  }, 30_000);
+
+  it('per-run: a command that reads the store on every run (the operator CLI) and did not run during the rotation: completes after the quiet period; the next run sends the new key', async () => {
+    const pair = await newPair();
+    const old = await store.current(pair.caller, pair.target);
+    // a run before the rotation
+    expect((await ping((await new PgSecretStore(api.pool, api.cfg.SECRETS_KEY).current(pair.caller, pair.target)).key)).status).toBe(200);
+    const { handle, result } = await rotateDeclared(pair, 'per-run');
+    expect(result).toMatchObject({ outcome: 'completed', oldKeyId: old.keyId });
+    expect(await handle.query(rotationStatusQuery)).toMatchObject({ proof: 'per-run', lastCheck: { newKeyUsed: false, newKeyNeeded: false } });
+    await verifier.reload();
+    expect((await ping(old.key)).status).toBe(401);
+    // the next run
+    const next = await new PgSecretStore(api.pool, api.cfg.SECRETS_KEY).current(pair.caller, pair.target);
+    secrets.add(next.key);
+    expect(next.keyId).toBe(result.newKeyId);
+    expect((await ping(next.key)).status).toBe(200);
+  }, 30_000);
+
+  it('the platform services serve the check route: the key\'s caller and id for a registered key, 401 otherwise; the list shows each pair\'s proof', async () => {
+    const ok = await fetch(`${api.base}/.well-known/service-key`, { headers: { 'x-api-key': testKeys.operator } });
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ caller: 'operator', keyId: expect.stringMatching(/^sk_[0-9a-f]{8}$/) });
+    const bad = await fetch(`${api.base}/.well-known/service-key`, { headers: { 'x-api-key': randomBytes(32).toString('hex') } });
+    expect(bad.status).toBe(401);
+    expect(bad.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    const mail = await fetch(`${api.cfg.NOTIFICATIONS_URL}/.well-known/service-key`, { headers: { 'x-api-key': testKeys.notifications } });
+    expect(mail.status).toBe(200);
+    expect(await mail.json()).toMatchObject({ caller: 'worker' });
+    expect((await fetch(`${api.cfg.NOTIFICATIONS_URL}/.well-known/service-key`)).status).toBe(401);
+
+    expect(await listed({ caller: 'provisioning', target: 'account-api' })).toMatchObject({ proof: 'holders' });
+    expect(await listed({ caller: 'operator', target: 'account-api' })).toMatchObject({ proof: 'per-run' });
+    expect(await listed({ caller: 'erp', target: 'event-ingestion' })).toMatchObject({ proof: 'calls' });
+  });
+});

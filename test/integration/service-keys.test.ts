@@ -243,9 +243,11 @@ describe('operators', () => {
       // no OPS_API_KEY: the CLI reads the operator's key from the local secret store
       env: { PATH: process.env.PATH, PLANA_API_URL: cfg.API_PUBLIC_URL, DATABASE_URL: cfg.DATABASE_URL, SECRETS_KEY: cfg.SECRETS_KEY },
     });
-    expect(stdout).toMatch(/CALLER\s+TARGET\s+KEY ID\s+STATE\s+AGE\s+LAST USED\s+USES/);
-    expect(stdout).toMatch(/operator\s+account-api\s+sk_[0-9a-f]{8}\s+current/);
-    expect(stdout).toMatch(/erp\s+event-ingestion\s+-\s+planned/);
+    expect(stdout).toMatch(/CALLER\s+TARGET\s+PROOF\s+KEY ID\s+STATE\s+AGE\s+LAST USED\s+USES/);
+    // each pair's switch proof (domain/service-keys/inventory.ts): how a rotation proves its consumer switched
+    expect(stdout).toMatch(/operator\s+account-api\s+per-run\s+sk_[0-9a-f]{8}\s+current/);
+    expect(stdout).toMatch(/provisioning\s+account-api\s+holders\s+sk_[0-9a-f]{8}\s+current/);
+    expect(stdout).toMatch(/erp\s+event-ingestion\s+calls\s+-\s+planned/);
     for (const s of [...secrets, testKeys.operator]) expect(stdout).not.toContain(s);
   });
 });

@@ -7,7 +7,7 @@
 import Fastify from 'fastify';
 import type pg from 'pg';
 import { inject } from 'vitest';
-import { requireServiceKey } from '../../domain/service-keys/service-keys.js';
+import { registerServiceKeyCheck, requireServiceKey } from '../../domain/service-keys/service-keys.js';
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 
 export const testKeys = {
@@ -32,12 +32,20 @@ export const testKeys = {
 /**
  * A target of a test's own: a tiny HTTP service that checks `X-API-Key` with the shared
  * ServiceKeyVerifier (usage flushed every 100 ms), as every platform service does. `GET /ping`
- * answers 200 with the caller's key id, or 401.
+ * answers 200 with the caller's key id, or 401; `GET /.well-known/service-key` is the check route
+ * every platform service serves. `answered` counts its answers by status.
  */
 export async function startKeyCheckedTarget(pool: pg.Pool, target: string) {
   const verifier = await ServiceKeyVerifier.start({ target, pool, refreshMs: 60_000, usageFlushMs: 100 });
   const check = requireServiceKey(verifier);
   const app = Fastify();
+  /** What the target answered, per status (a failed call is anything but 200). */
+  const answered = new Map<number, number>();
+  app.addHook('onResponse', async (_req, reply) => {
+    answered.set(reply.statusCode, (answered.get(reply.statusCode) ?? 0) + 1);
+  });
+  // where consumer processes report the key they hold (domain/service-keys/holders.ts)
+  registerServiceKeyCheck(app, verifier);
   app.get('/ping', {
     onRequest: async (req, reply) => {
       try {
@@ -52,6 +60,7 @@ export async function startKeyCheckedTarget(pool: pg.Pool, target: string) {
   return {
     verifier,
     url,
+    answered,
     ping: (key: string) => fetch(`${url}/ping`, { headers: { 'x-api-key': key } }),
     async close() {
       await app.close();

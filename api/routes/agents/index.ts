@@ -20,7 +20,7 @@ import { Type } from 'typebox';
 import { createAgentsClient, problemOf, type AgentsCall } from '../../../domain/agents/agents-client.js';
 import { ExecutionPageSchema } from '../../../domain/agents/executions.js';
 import { WorkspaceGrants } from '../../../domain/agents/workspace-grant.js';
-import { PgSecretStore, serviceKeyFor } from '../../../domain/service-keys/secret-store.js';
+import { serviceKeyFor } from '../../../domain/service-keys/secret-store.js';
 import { AgentParams, ChatAnswer, ChatBody } from '../../../domain/agents/schemas.js';
 import { TenantName, Text } from '../../schemas/common.js';
 import { access } from '../../plugins/access.js';
@@ -54,10 +54,10 @@ function abortWhenGone(reply: FastifyReply): AbortSignal {
 
 export default async function agentRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const { config, pool } = app.deps;
+  const { config } = app.deps;
   const agents = createAgentsClient({
     baseUrl: config.AGENTS_URL,
-    key: serviceKeyFor(new PgSecretStore(pool, config.SECRETS_KEY, config.SERVICE_KEY_SECRET_TTL_MS), 'account-api', 'agents'),
+    key: serviceKeyFor(app.serviceKeySecrets, 'account-api', 'agents'),
     grants: new WorkspaceGrants(config.SECRETS_KEY),
   });
   const keyCall = (req: { workspace: { id: string } | null; apiKey: { prefix: string } | null; id: string }, extra: Partial<AgentsCall> = {}): AgentsCall => ({

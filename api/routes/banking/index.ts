@@ -10,7 +10,6 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { access } from '../../plugins/access.js';
 import { BankingClient } from '../../../domain/banking/client.js';
-import { PgSecretStore } from '../../../domain/service-keys/secret-store.js';
 import { AccountIdParam, AdaptersSchema, BankIdParam, ConsentBody, ConsentQuery, ConsentSchema, TransactionsQuery } from '../../../domain/banking/schemas.js';
 
 const errors = { 404: Type.Ref('Problem'), 409: Type.Ref('Problem'), 502: Type.Ref('Problem'), 503: Type.Ref('Problem') };
@@ -19,10 +18,10 @@ const AccountData = Type.Record(Type.String(), Type.Unknown(), { description: 'T
 const clients = new WeakMap<object, BankingClient>();
 /** The app's one client of the banking service (given in deps, or made with the secret store). */
 export function bankingClientOf(app: FastifyInstance): BankingClient {
-  const { config, pool } = app.deps;
+  const { config } = app.deps;
   let client = app.deps.bankingClient ?? clients.get(app.deps);
   if (!client) {
-    client = new BankingClient(config.BANKING_URL, new PgSecretStore(pool, config.SECRETS_KEY, config.SERVICE_KEY_SECRET_TTL_MS), config.BANKING_SERVICE_TIMEOUT_MS);
+    client = new BankingClient(config.BANKING_URL, app.serviceKeySecrets, config.BANKING_SERVICE_TIMEOUT_MS);
     clients.set(app.deps, client);
   }
   return client;

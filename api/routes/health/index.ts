@@ -1,5 +1,10 @@
-/** Probes: /healthz (the process is alive) and /readyz (PostgreSQL, Redis and Temporal answer). */
+/**
+ * Probes: /healthz (the process is alive) and /readyz (PostgreSQL, Redis and Temporal answer); and
+ * /.well-known/service-key, where the account API's consumer processes report the service key they
+ * hold (domain/service-keys/holders.ts; internal, not in the API document).
+ */
 import type { FastifyInstance } from 'fastify';
+import { registerServiceKeyCheck } from '../../../domain/service-keys/service-keys.js';
 import { Type } from 'typebox';
 import { sendProblem } from '../../../lib/http.js';
 import { access } from '../../plugins/access.js';
@@ -8,6 +13,8 @@ const withTimeout = (p: Promise<unknown>, ms: number) =>
   Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms).unref())]);
 
 export default async function healthRoutes(app: FastifyInstance) {
+  registerServiceKeyCheck(app, () => app.serviceKeys, { hide: true });
+
   app.get(
     '/healthz',
     { config: { access: access.public }, schema: { tags: ['probes'], response: { 200: Type.Object({ status: Type.Literal('ok') }) } } },

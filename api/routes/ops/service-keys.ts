@@ -26,6 +26,10 @@ const PairView = Type.Object({
   target: Type.String(),
   live: Type.Boolean(),
   what: Type.String(),
+  proof: Type.Union([Type.Literal('calls'), Type.Literal('holders'), Type.Literal('per-run')], {
+    description:
+      "how a rotation proves the consumer switched: calls (its own calls use the new key, the old one silent), holders (its processes report the key they hold; the old key silent), per-run (a command that reads the store on every run; the old key silent)",
+  }),
   keys: Type.Array(KeyView),
   rotation: Type.Object({
     running: Type.Union([Type.String(), Type.Null()], { description: 'the workflow id of the rotation running now' }),

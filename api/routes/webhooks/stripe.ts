@@ -12,7 +12,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { processStripeEvent, verifyStripeEvent, type BillingDeps } from '../../../domain/billing/stripe-events.js';
 import { publishEvent } from '../../../domain/events/events.js';
-import { PgSecretStore, serviceKeyFor } from '../../../domain/service-keys/secret-store.js';
+import { serviceKeyFor } from '../../../domain/service-keys/secret-store.js';
 import { access } from '../../plugins/access.js';
 
 /** The billing webhook receiver's service key for the events service (§5.4). */
@@ -36,7 +36,7 @@ export default async function stripeWebhookRoutes(fastify: FastifyInstance) {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => done(null, new RawBody(body as Buffer)));
 
-  const eventsKey = serviceKeyFor(new PgSecretStore(pool, config.SECRETS_KEY, config.SERVICE_KEY_SECRET_TTL_MS), BILLING_WEBHOOKS_CALLER, 'events');
+  const eventsKey = serviceKeyFor(app.serviceKeySecrets, BILLING_WEBHOOKS_CALLER, 'events');
   const billing = (log: BillingDeps['log']): BillingDeps => ({
     pool,
     temporal,

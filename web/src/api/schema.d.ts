@@ -5039,6 +5039,8 @@ export interface paths {
                                 target: string;
                                 live: boolean;
                                 what: string;
+                                /** @description how a rotation proves the consumer switched: calls (its own calls use the new key, the old one silent), holders (its processes report the key they hold; the old key silent), per-run (a command that reads the store on every run; the old key silent) */
+                                proof: "calls" | "holders" | "per-run";
                                 keys: {
                                     keyId: string;
                                     state: "pending" | "current" | "previous" | "revoked";
