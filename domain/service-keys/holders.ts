@@ -17,7 +17,7 @@
  */
 import type { Config } from '../../lib/config.js';
 import type { Logger } from '../../lib/logger.js';
-import { serviceKeyCheckPath } from './inventory.js';
+import { SERVICE_KEY_CHECK_PATH } from './inventory.js';
 import type { SecretStore, ServiceKeySecret } from './secret-store.js';
 
 export interface HolderOptions {
@@ -104,7 +104,7 @@ export class ServiceKeyHolder {
     if (!base || this.closed) return;
     const announce = secret.keyId !== h.keyId;
     try {
-      const res = await fetch(new URL(serviceKeyCheckPath(h.target), base), {
+      const res = await fetch(new URL(SERVICE_KEY_CHECK_PATH, base), {
         headers: { 'x-api-key': secret.key },
         signal: AbortSignal.timeout(Math.max(1_000, Math.min(10_000, this.opts.heartbeatMs))),
       });

@@ -66,10 +66,8 @@ export const switchProofOf = (pair: { caller: string; target: string }, inventor
  * Where a consumer process reports the key it holds (`holders` pairs): a route of the target that
  * checks X-API-Key with the shared ServiceKeyVerifier, so the report lands in the target's usage
  * records, and does nothing else. Every platform service serves GET /.well-known/service-key
- * (registerServiceKeyCheck, service-keys.ts); the events service (services/events/, owned
- * elsewhere) does not serve it yet, so its key-checked stream summary stands in.
+ * (registerServiceKeyCheck, service-keys.ts).
  */
 export const SERVICE_KEY_CHECK_PATH = '/.well-known/service-key';
-export const serviceKeyCheckPath = (target: string) => (target === 'events' ? '/api/v1/events/info' : SERVICE_KEY_CHECK_PATH);
 
 export const pairName = (p: { caller: string; target: string }) => `${p.caller}→${p.target}`;

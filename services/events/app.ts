@@ -13,7 +13,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Redis } from 'ioredis';
 import { jsonParser, problemDetails, registerProbes, serverOptions } from '../../lib/http.js';
-import { requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
+import { registerServiceKeyCheck, requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { AppError } from '../../lib/errors.js';
 import { cloudEventProblems, EVENT_FIELD, type CloudEvent } from '../../domain/events/events.js';
 import { ERP_EVENT_TYPES, erpCloudEvent, ingestionTokenValid, odooChange, presentedToken, type OdooWebhookPayload } from '../../domain/webhooks/ingestion.js';
@@ -69,6 +69,7 @@ export async function buildEventsApp(deps: EventsDeps): Promise<FastifyInstance>
     `${deps.stream}:dedupe:${createHash('sha256').update(`${ev.source}\n${ev.id}`).digest('hex')}`;
 
   registerProbes(app as unknown as FastifyInstance, { name: 'redis', ping: () => deps.redis.ping() });
+  registerServiceKeyCheck(app as unknown as FastifyInstance, deps.serviceKeys);
 
   /** Appends an event once per source + id; answers [streamId, duplicate]. */
   const append = async (event: CloudEvent) =>
