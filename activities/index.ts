@@ -11,6 +11,7 @@ import { rotationSettings } from '../domain/service-keys/rotation.js';
 import { createBillingActivities } from './billing.js';
 import { createWebhookActivities } from './webhooks.js';
 import { webhookSender } from '../domain/webhooks/sending.js';
+import { WORKER_CALLER } from './tenant-deps.js';
 
 export type ActivityDeps = NotificationsDeps & { tenant: TenantActivityDeps };
 
@@ -38,6 +39,7 @@ export const createActivities = (deps: ActivityDeps) => ({
     sender: webhookSender(deps.tenant.config),
     notificationsUrl: deps.notificationsUrl,
     notificationsKey: deps.notificationsKey,
+    eventsKey: async () => (await deps.tenant.secrets.current(WORKER_CALLER, 'events')).key,
   }),
 });
 

@@ -4,6 +4,7 @@
  * failed, alert the workspace admins).
  */
 import { deleteExpiredWebhookHistory } from '../domain/webhooks/retention.js';
+import { sweepAll } from '../domain/webhooks/erp-sweep.js';
 import { Context } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import type { Config } from '../lib/config.js';
@@ -20,6 +21,8 @@ export interface WebhookActivityDeps {
   sender: WebhookSender;
   notificationsUrl: string;
   notificationsKey: () => Promise<string>;
+  /** The worker → events key (the sweep publishes through the events service). */
+  eventsKey: () => Promise<string>;
 }
 
 /** The delivery's workflow run: the idempotency key of its alerts. */
@@ -43,6 +46,20 @@ export const createWebhookActivities = (deps: WebhookActivityDeps) => {
     /** The daily retention (schedule `webhook-retention`): old messages and attempts of ended deliveries; idempotent. */
     async applyWebhookRetention(): Promise<{ retentionDays: number; messages: number; attempts: number }> {
       return { retentionDays: config.WEBHOOK_RETENTION_DAYS, ...(await deleteExpiredWebhookHistory(pool, config.WEBHOOK_RETENTION_DAYS)) };
+    },
+
+    /** The ERP events catch-up (schedule `erp-events-sweep`): every tenant with a route; one tenant failing is reported, not thrown. */
+    async sweepErpEvents(): Promise<{ tenants: number; published: number; baselines: number; failed: { tenant: string; error: string }[] }> {
+      const results = await sweepAll(
+        { pool, erpUrl: config.ERP_URL, secretsKey: config.SECRETS_KEY, eventsUrl: config.EVENTS_URL, eventsKey: deps.eventsKey },
+        { heartbeat: () => Context.current().heartbeat() },
+      );
+      return {
+        tenants: results.length,
+        published: results.reduce((n, r) => n + r.published, 0),
+        baselines: results.filter((r) => r.baseline && !r.error).length,
+        failed: results.filter((r) => r.error).map((r) => ({ tenant: r.tenant, error: r.error! })),
+      };
     },
 
     async attemptWebhookDelivery(input: { endpointId: string; messageId: string; trigger: Trigger }): Promise<WebhookAttemptSummary> {

@@ -140,6 +140,8 @@ export const configSchema = z.object({
   WEBHOOK_DISABLE_AFTER: duration.prefault('5 days'),
   /** Webhook messages (with their deliveries) and attempts are kept this long once their deliveries have ended (daily `webhook-retention`). */
   WEBHOOK_RETENTION_DAYS: z.coerce.number().int().min(1).default(90),
+  /** The ERP events catch-up sweep (schedule `erp-events-sweep`): how often it reads what the tenant ERPs changed. */
+  ERP_EVENTS_SWEEP_INTERVAL: duration.prefault('5 minutes'),
   /** After a secret rotation the previous secret keeps signing (a second signature) this long. */
   WEBHOOK_SECRET_GRACE: duration.prefault('24 hours'),
   /** Dispatcher: entries per stream read, first attempts in flight per endpoint and in all, queue per endpoint. */

@@ -23,7 +23,7 @@ export const ODOO_TIER_MODULES: Record<Tier, string[]> = {
   enterprise: tierModuleNames('enterprise'),
 };
 
-const MARK = JSON.stringify({ plana: 'odoo-template', odoo: '18.0', layout: 2 });
+const MARK = JSON.stringify({ plana: 'odoo-template', odoo: '18.0', layout: 3 }); // 3: base_automation (event rules)
 
 /** Python run by `odoo-bin shell` on a new template (Odoo's ORM, committed at the end). */
 const ODOO_TEMPLATE_SHELL = (adminPassword: string) => `

@@ -12,6 +12,7 @@ import { serviceKeyFor } from '../domain/service-keys/secret-store.js';
 import { ensureBackupRetentionSchedule } from '../domain/tenants/backup-schedules.js';
 import { ensureExecutionLogRetentionSchedule } from '../domain/access/execution-log-schedule.js';
 import { ensureWebhookRetentionSchedule } from '../domain/webhooks/retention.js';
+import { ensureErpEventSweepSchedule } from '../domain/webhooks/erp-sweep.js';
 import { ensureRotationSchedules } from '../domain/service-keys/schedules.js';
 import { startMisuseAlerter } from '../domain/service-keys/misuse.js';
 import { createSecretStore } from '../domain/service-keys/secret-store-factory.js';
@@ -91,6 +92,8 @@ export async function ensureWorkerSchedules(client: Client, config: Config) {
   await ensureExecutionLogRetentionSchedule(client, { taskQueue, retentionDays: config.EXECUTION_LOG_RETENTION_DAYS });
   // the daily job that deletes webhook history past WEBHOOK_RETENTION_DAYS
   await ensureWebhookRetentionSchedule(client, { taskQueue, retentionDays: config.WEBHOOK_RETENTION_DAYS });
+  // the catch-up of ERP events the tenant ERPs posted but the platform missed
+  await ensureErpEventSweepSchedule(client, { taskQueue, everyMs: config.ERP_EVENTS_SWEEP_INTERVAL });
   // the annual rotation of every live service-key pair
   await ensureRotationSchedules(client, { taskQueue, everyDays: config.SERVICE_KEY_ROTATION_EVERY_DAYS });
 }

@@ -8,3 +8,4 @@ export { rotateServiceKey, annualServiceKeyRotation } from './rotate-service-key
 export { dunWorkspace } from './dun-workspace.js';
 export { webhookDelivery } from './webhook-delivery.js';
 export { pruneWebhookHistory } from './prune-webhook-history.js';
+export { sweepErpEvents } from './sweep-erp-events.js';

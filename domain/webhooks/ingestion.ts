@@ -11,6 +11,7 @@
  * tokens do not have).
  */
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import type pg from 'pg';
 import type { CloudEvent } from '../events/events.js';
 
 /** The ingestion key: HKDF-SHA256 of SECRETS_KEY for this one purpose. */
@@ -119,3 +120,14 @@ export function presentedToken(authorization: string | undefined): string {
   const colon = decoded.indexOf(':');
   return colon < 0 ? '' : decoded.slice(colon + 1);
 }
+
+/** Records ERP event ids as seen (migration 612, read by the catch-up sweep, erp-sweep.ts); answers the ones that were not. */
+export async function markSeen(pool: pg.Pool, tenant: string, ids: string[], via: 'odoo' | 'sweep' | 'baseline'): Promise<Set<string>> {
+  if (!ids.length) return new Set();
+  const { rows } = await pool.query<{ event_id: string }>(
+    `INSERT INTO erp_events_seen (tenant, event_id, via) SELECT $1, unnest($2::text[]), $3 ON CONFLICT DO NOTHING RETURNING event_id`,
+    [tenant, ids, via],
+  );
+  return new Set(rows.map((r) => r.event_id));
+}
+

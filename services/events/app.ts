@@ -32,7 +32,12 @@ export interface EventsDeps {
    * Event ingestion from the tenant ERPs (domain/webhooks/ingestion.ts): the current
    * `erp → event-ingestion` key (tokens are derived from it per tenant) and a tenant's workspace slug.
    */
-  ingestion?: { key(): Promise<string>; workspaceOf(tenant: string): Promise<string | null | undefined> };
+  ingestion?: {
+    key(): Promise<string>;
+    workspaceOf(tenant: string): Promise<string | null | undefined>;
+    /** Records the event as seen, so the catch-up sweep (domain/webhooks/erp-sweep.ts) does not publish it again. */
+    seen?(tenant: string, eventId: string): Promise<unknown>;
+  };
 }
 
 /** KEYS: stream, dedupe key. ARGV: maxlen, ttl, id, type, envelope. Returns [streamId, duplicate]. */
@@ -106,6 +111,8 @@ export async function buildEventsApp(deps: EventsDeps): Promise<FastifyInstance>
         const workspace = await ingestion.workspaceOf(tenant);
         if (workspace === undefined) throw new AppError('NOT_FOUND', `No tenant "${tenant}".`);
         const [streamId, duplicate] = await append(erpCloudEvent(tenant, workspace, change));
+        // (a failure here only means the sweep publishes it again: the stream de-duplicates it)
+        await ingestion.seen?.(tenant, change.id).catch((err: Error) => req.log.warn({ tenant, eventId: change.id, err: err.message }, 'ERP event not recorded as seen'));
         req.log.info({ tenant, type, eventId: change.id, streamId, duplicate: duplicate === 1 }, 'ERP event ingested');
         return reply.code(202).send({ streamId, duplicate: duplicate === 1 });
       },

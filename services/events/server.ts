@@ -4,7 +4,7 @@ import { createPool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { buildEventsApp } from './app.js';
-import { ingestionKey } from '../../domain/webhooks/ingestion.js';
+import { ingestionKey, markSeen } from '../../domain/webhooks/ingestion.js';
 
 export const EVENTS_TARGET = 'events';
 
@@ -27,6 +27,7 @@ export async function startEvents(cfg = config()) {
         const { rows } = await pool.query<{ slug: string | null }>('SELECT w.slug FROM tenants t LEFT JOIN workspaces w ON w.id = t.workspace_id WHERE t.name = $1', [tenant]);
         return rows[0] ? rows[0].slug : undefined;
       },
+      seen: (tenant, eventId) => markSeen(pool, tenant, [eventId], 'odoo'),
     },
   });
   await app.listen({ host: cfg.EVENTS_HOST, port: cfg.EVENTS_PORT });

@@ -194,6 +194,31 @@ describe('a tenant on real Odoo 18', () => {
     figures.push(`XML-RPC authenticate (median of 3): password ${byPassword.toFixed(0)} ms, API key in the password slot ${byKey.toFixed(0)} ms`);
   });
 
+  it("Odoo's own automation rules post an invoice posted and paid in the ERP to the event ingestion: CloudEvents on the stream", async () => {
+    const status = await waitForStatus(p, name, (s) => isReady(s));
+    // starter has no Inventory: Odoo has no stock.move model, so no stock.changed rule
+    expect(status.steps.find((s) => s.step === 'ensure-tier-modules')?.message).toContain('event rules: made invoice.posted, payment.received; no model for stock.changed');
+    const [customer] = await root.executeKw<number[]>('res.partner', 'search', [[['customer_rank', '>', 0]]], { limit: 1 });
+    const invoice = await root.executeKw<number>('account.move', 'create', [
+      { move_type: 'out_invoice', partner_id: customer ?? 1, invoice_line_ids: [[0, 0, { name: 'Event test', quantity: 2, price_unit: 61.5 }]] },
+    ]);
+    await root.executeKw('account.move', 'action_post', [[invoice]]);
+    // a payment through Odoo's register-payment wizard: payment_state is computed, and the rule still fires
+    const context = { active_model: 'account.move', active_ids: [invoice] };
+    const wizard = await root.executeKw<number>('account.payment.register', 'create', [{}], { context });
+    await root.executeKw('account.payment.register', 'action_create_payments', [[wizard]], { context });
+
+    const ours = async () => {
+      const entries = (await redis.xrange(p.cfg.EVENTS_STREAM, '-', '+')) as [string, string[]][];
+      return entries.map(([, f]) => JSON.parse(f[f.indexOf('event') + 1]!)).filter((e) => e.source === `/erp/${name}` && e.data?.id === invoice);
+    };
+    await expect.poll(async () => (await ours()).map((e) => e.type).sort(), { timeout: 15_000 }).toEqual(['invoice.posted', 'payment.received']);
+    const events = await ours();
+    const slug = (await p.pool.query<{ slug: string }>('SELECT w.slug FROM workspaces w JOIN tenants t ON t.workspace_id = w.id WHERE t.name = $1', [name])).rows[0]!.slug;
+    expect(events.find((e) => e.type === 'invoice.posted')).toMatchObject({ id: `account.move:${invoice}:posted`, tenant: name, workspace: slug, data: { amountTotal: 123, moveType: 'out_invoice' } });
+    expect(events.find((e) => e.type === 'payment.received')).toMatchObject({ id: expect.stringMatching(new RegExp(`^account\\.move:${invoice}:(paid|in_payment)$`)), data: { paymentState: expect.stringMatching(/^(paid|in_payment)$/) } });
+  });
+
   it('dashboards equal the figures computed from Odoo records, with an invoice in a foreign currency', async () => {
     // an overdue customer invoice in EUR, in a company whose currency is not EUR
     const [company] = await root.executeKw<{ currency_id: [number, string] }[]>('res.company', 'search_read', [[]], { fields: ['currency_id'], limit: 1 });

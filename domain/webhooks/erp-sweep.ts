@@ -1,0 +1,146 @@
+/**
+ * The catch-up sweep of ERP events (issue 9 "nothing lost"). Odoo posts a change once, from inside
+ * its transaction, with a 1 s timeout, and never again (domain/erp/event-rules.ts): a post the
+ * platform missed (events service down or slow, a network blip) is gone. Every
+ * ERP_EVENTS_SWEEP_INTERVAL the schedule `erp-events-sweep` reads, per tenant with a route, the
+ * customer invoices written since the last sweep (as the tenant's read-only API user) and
+ * publishes the invoice.posted / payment.received events their state implies that the platform
+ * has not seen, with the ids the rules' posts have (`account.move:<id>:posted`), so a change both
+ * posted and swept is one event.
+ *
+ * What the platform has seen is kept in `erp_events_seen` (migration 612): the event ingestion
+ * records each post, the sweep each publish. It is permanent, unlike the events service's 7-day
+ * de-duplication, so an invoice posted months ago and paid today is not posted again. A tenant's
+ * first sweep only records what its ERP already shows (the baseline) and publishes nothing: the
+ * past is not news. `stock.changed` is not swept: the API user cannot read stock moves (it has
+ * accounting groups only), and the rule's post is its only source.
+ */
+import type pg from 'pg';
+import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { publishEvent } from '../events/events.js';
+import { erpClientFor, loadErpApiCredentials } from '../erp/api-user.js';
+import { EVENT_RULES } from '../erp/event-rules.js';
+import { erpCloudEvent, markSeen, odooChange, type ErpChange } from './ingestion.js';
+
+export const ERP_EVENTS_SWEEP_SCHEDULE_ID = 'erp-events-sweep';
+/** Records written this long before the last sweep's start are read again (clocks, long transactions). */
+const OVERLAP_MS = 2 * 60_000;
+const SWEPT = EVENT_RULES.filter((r) => r.model === 'account.move');
+const FIELDS = [...new Set(SWEPT.flatMap((r) => r.fields))];
+
+export interface SweepDeps {
+  pool: pg.Pool;
+  erpUrl: string;
+  secretsKey: string;
+  eventsUrl: string;
+  eventsKey: () => Promise<string>;
+}
+
+export interface TenantSweep {
+  tenant: string;
+  /** Records read. */
+  read: number;
+  /** Events published by this sweep (the ERP's post had not arrived). */
+  published: number;
+  /** The first sweep: what the ERP shows was recorded as seen, nothing published. */
+  baseline: boolean;
+  error?: string;
+}
+
+/** Odoo's datetime format (UTC, no zone) for a domain on write_date. */
+const odooDatetime = (d: Date) => d.toISOString().slice(0, 19).replace('T', ' ');
+
+/** The changes a customer invoice's current state implies (the rules' events, same ids). */
+export function impliedChanges(record: Record<string, unknown>): ErpChange[] {
+  const payload = { ...record, _model: 'account.move', _id: record.id as number };
+  return SWEPT.map((rule) => odooChange(rule.type, payload)).filter((c): c is ErpChange => typeof c !== 'string');
+}
+
+export async function sweepTenant(deps: SweepDeps, t: { tenant: string; host: string; database: string; workspace: string | null; erpVersion: string }): Promise<TenantSweep> {
+  const started = new Date();
+  const last = await deps.pool.query<{ swept_from: Date }>('SELECT swept_from FROM erp_event_sweeps WHERE tenant = $1', [t.tenant]);
+  const baseline = last.rowCount === 0;
+  const credentials = await loadErpApiCredentials(deps.pool, deps.secretsKey, t.tenant);
+  if (!credentials) return { tenant: t.tenant, read: 0, published: 0, baseline, error: 'no API user yet' };
+  const erp = erpClientFor({ baseUrl: deps.erpUrl, host: t.host, db: t.database, version: t.erpVersion }, credentials);
+  const domain: unknown[] = [
+    ['move_type', 'in', ['out_invoice', 'out_refund']],
+    '|',
+    ['state', '=', 'posted'],
+    ['payment_state', 'in', ['paid', 'in_payment']],
+  ];
+  if (!baseline) domain.unshift(['write_date', '>=', odooDatetime(new Date(last.rows[0]!.swept_from.getTime() - OVERLAP_MS))]);
+  const records = await erp.executeKw<Record<string, unknown>[]>('account.move', 'search_read', [domain], { fields: FIELDS, order: 'id' });
+  const changes = records.flatMap(impliedChanges);
+  let published = 0;
+  if (baseline) {
+    await markSeen(deps.pool, t.tenant, changes.map((c) => c.id), 'baseline');
+  } else {
+    const seen = await deps.pool.query<{ event_id: string }>('SELECT event_id FROM erp_events_seen WHERE tenant = $1 AND event_id = ANY($2)', [t.tenant, changes.map((c) => c.id)]);
+    const known = new Set(seen.rows.map((r) => r.event_id));
+    const key = changes.some((c) => !known.has(c.id)) ? await deps.eventsKey() : '';
+    for (const change of changes.filter((c) => !known.has(c.id))) {
+      // published first, then recorded: a crash in between publishes again, and the events service's de-duplication holds
+      const e = erpCloudEvent(t.tenant, t.workspace, { ...change, time: started.toISOString() });
+      await publishEvent({ eventsUrl: deps.eventsUrl, apiKey: key }, e);
+      await markSeen(deps.pool, t.tenant, [change.id], 'sweep');
+      published += 1;
+    }
+  }
+  await deps.pool.query(
+    `INSERT INTO erp_event_sweeps (tenant, swept_from, swept_at, published) VALUES ($1, $2, now(), $3)
+     ON CONFLICT (tenant) DO UPDATE SET swept_from = EXCLUDED.swept_from, swept_at = now(), published = erp_event_sweeps.published + EXCLUDED.published, last_error = NULL`,
+    [t.tenant, started, published],
+  );
+  return { tenant: t.tenant, read: records.length, published, baseline };
+}
+
+/** Every tenant with a route (its ERP answers), a few at a time; one tenant's failure is recorded, not thrown. */
+export async function sweepAll(deps: SweepDeps, opts: { concurrency?: number; heartbeat?: () => void } = {}): Promise<TenantSweep[]> {
+  const { rows } = await deps.pool.query<{ tenant: string; host: string; database: string; workspace: string | null; erp_version: string }>(
+    `SELECT r.tenant, r.host, r.database, w.slug AS workspace, t.erp_version
+       FROM tenant_routes r JOIN tenants t ON t.name = r.tenant LEFT JOIN workspaces w ON w.id = t.workspace_id
+      ORDER BY r.tenant`,
+  );
+  const results: TenantSweep[] = [];
+  const queue = [...rows];
+  const work = async () => {
+    for (let t = queue.shift(); t; t = queue.shift()) {
+      try {
+        results.push(await sweepTenant(deps, { ...t, erpVersion: t.erp_version }));
+      } catch (err) {
+        const error = (err as Error).message.slice(0, 500);
+        await deps.pool.query('UPDATE erp_event_sweeps SET last_error = $2 WHERE tenant = $1', [t.tenant, error]).catch(() => {});
+        results.push({ tenant: t.tenant, read: 0, published: 0, baseline: false, error });
+      }
+      opts.heartbeat?.();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 4, rows.length) }, work));
+  return results.sort((a, b) => a.tenant.localeCompare(b.tenant));
+}
+
+/** The schedule; the worker ensures it at start-up. */
+export async function ensureErpEventSweepSchedule(client: Client, opts: { taskQueue: string; everyMs: number; scheduleId?: string }): Promise<'created' | 'exists'> {
+  const scheduleId = opts.scheduleId ?? ERP_EVENTS_SWEEP_SCHEDULE_ID;
+  try {
+    await client.schedule.create({
+      scheduleId,
+      spec: { intervals: [{ every: opts.everyMs }] },
+      action: {
+        type: 'startWorkflow',
+        workflowType: 'sweepErpEvents',
+        workflowId: scheduleId,
+        taskQueue: opts.taskQueue,
+        args: [],
+        staticSummary: 'Publish the invoice and payment events the tenant ERPs posted but the platform missed',
+      },
+      policies: { overlap: ScheduleOverlapPolicy.SKIP },
+      state: { note: `ERP events catch-up every ${Math.round(opts.everyMs / 1000)} s (ERP_EVENTS_SWEEP_INTERVAL)` },
+    });
+    return 'created';
+  } catch (err) {
+    if (err instanceof ScheduleAlreadyRunning) return 'exists';
+    throw err;
+  }
+}
