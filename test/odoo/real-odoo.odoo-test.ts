@@ -17,6 +17,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { config } from '../../lib/config.js';
 import { tierModuleNames } from '../../domain/billing/tiers.js';
 import { ensureErpApiKey, erpApiUserDeps, loadErpApiCredentials, loadErpCredentials, tenantAdminPassword } from '../../domain/erp/api-user.js';
+import { sweepTenant } from '../../domain/webhooks/erp-sweep.js';
+import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { ErpUnreachable, createErpClient, type ErpClient, type ErpFault } from '../../domain/erp/client.js';
 import { createJson2Client } from '../../domain/erp/json2.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
@@ -219,6 +221,34 @@ describe('a tenant on real Odoo 18', () => {
     expect(events.find((e) => e.type === 'payment.received')).toMatchObject({ id: expect.stringMatching(new RegExp(`^account\\.move:${invoice}:(paid|in_payment)$`)), data: { paymentState: expect.stringMatching(/^(paid|in_payment)$/) } });
   });
 
+  it('the catch-up sweep publishes an invoice whose post Odoo lost (rule URL unreachable), reading Odoo as the API user', async () => {
+    const deps = {
+      pool: p.pool,
+      erpUrl: p.erpUrl,
+      secretsKey: p.cfg.SECRETS_KEY,
+      eventsUrl: p.cfg.EVENTS_URL,
+      eventsKey: async () => (await new PgSecretStore(p.pool, p.cfg.SECRETS_KEY).current('worker', 'events')).key,
+    };
+    const target = { tenant: name, host, database: host, workspace: null, erpVersion: '18' };
+    expect(await sweepTenant(deps, target)).toMatchObject({ baseline: true, published: 0 });
+    // Odoo's post goes nowhere: the rule's URL points at a closed port (as when the events service is down)
+    const [rule] = await root.executeKw<number[]>('base.automation', 'search', [[['name', '=', 'Plana: invoice.posted']]]);
+    const [action] = await root.executeKw<number[]>('ir.actions.server', 'search', [[['base_automation_id', '=', rule]]]);
+    const url = (await root.executeKw<{ webhook_url: string }[]>('ir.actions.server', 'read', [[action], ['webhook_url']]))[0]!.webhook_url;
+    await root.executeKw('ir.actions.server', 'write', [[action], { webhook_url: 'http://127.0.0.1:9/lost' }]);
+    const [customer] = await root.executeKw<number[]>('res.partner', 'search', [[['customer_rank', '>', 0]]], { limit: 1 });
+    const invoice = await root.executeKw<number>('account.move', 'create', [{ move_type: 'out_invoice', partner_id: customer ?? 1, invoice_line_ids: [[0, 0, { name: 'Lost post', quantity: 1, price_unit: 77 }]] }]);
+    await root.executeKw('account.move', 'action_post', [[invoice]]);
+    await root.executeKw('ir.actions.server', 'write', [[action], { webhook_url: url }]);
+
+    expect(await sweepTenant(deps, target)).toMatchObject({ baseline: false, published: 1 });
+    const entries = (await redis.xrange(p.cfg.EVENTS_STREAM, '-', '+')) as [string, string[]][];
+    const swept = entries.map(([, f]) => JSON.parse(f[f.indexOf('event') + 1]!)).filter((e) => e.id === `account.move:${invoice}:posted`);
+    expect(swept).toHaveLength(1);
+    expect(swept[0]).toMatchObject({ type: 'invoice.posted', source: `/erp/${name}`, data: { amountTotal: 77 } });
+    expect(await sweepTenant(deps, target)).toMatchObject({ published: 0 });
+  });
+
   it('dashboards equal the figures computed from Odoo records, with an invoice in a foreign currency', async () => {
     // an overdue customer invoice in EUR, in a company whose currency is not EUR
     const [company] = await root.executeKw<{ currency_id: [number, string] }[]>('res.company', 'search_read', [[]], { fields: ['currency_id'], limit: 1 });
@@ -300,6 +330,8 @@ describe('a tenant on real Odoo 18', () => {
     expect(ready.steps.map((s) => s.step)).toContain('ensure-tier-modules');
     const modules = await root.executeKw<{ name: string; state: string }[]>('ir.module.module', 'search_read', [[['name', 'in', tierModuleNames('pro')]]], { fields: ['name', 'state'] });
     expect(Object.fromEntries(modules.map((m) => [m.name, m.state]))).toEqual(Object.fromEntries(tierModuleNames('pro').map((n) => [n, 'installed'])));
+    // with Inventory installed, Odoo has stock.move: the reconcile made its stock.changed rule
+    expect(ready.steps.filter((s) => s.step === 'ensure-tier-modules').at(-1)?.message).toContain('event rules: made stock.changed; 2 in place');
   }, 660_000);
 
   it('a deleted tenant database turns Ready=False naming it', async () => {
