@@ -51,7 +51,7 @@ export const createWebhookActivities = (deps: WebhookActivityDeps) => {
     /** The ERP events catch-up (schedule `erp-events-sweep`): every tenant with a route; one tenant failing is reported, not thrown. */
     async sweepErpEvents(): Promise<{ tenants: number; published: number; baselines: number; failed: { tenant: string; error: string }[] }> {
       const results = await sweepAll(
-        { pool, erpUrl: config.ERP_URL, secretsKey: config.SECRETS_KEY, eventsUrl: config.EVENTS_URL, eventsKey: deps.eventsKey },
+        { pool, settleMs: config.ERP_EVENTS_SWEEP_SETTLE, erpUrl: config.ERP_URL, secretsKey: config.SECRETS_KEY, eventsUrl: config.EVENTS_URL, eventsKey: deps.eventsKey },
         { heartbeat: () => Context.current().heartbeat() },
       );
       return {

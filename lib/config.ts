@@ -142,6 +142,8 @@ export const configSchema = z.object({
   WEBHOOK_RETENTION_DAYS: z.coerce.number().int().min(1).default(90),
   /** The ERP events catch-up sweep (schedule `erp-events-sweep`): how often it reads what the tenant ERPs changed. */
   ERP_EVENTS_SWEEP_INTERVAL: duration.prefault('5 minutes'),
+  /** The sweep leaves records written this recently to its next run (Odoo's own post may still be on its way). */
+  ERP_EVENTS_SWEEP_SETTLE: duration.prefault('30s'),
   /** After a secret rotation the previous secret keeps signing (a second signature) this long. */
   WEBHOOK_SECRET_GRACE: duration.prefault('24 hours'),
   /** Dispatcher: entries per stream read, first attempts in flight per endpoint and in all, queue per endpoint. */

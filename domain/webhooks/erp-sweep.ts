@@ -30,6 +30,11 @@ const FIELDS = [...new Set(SWEPT.flatMap((r) => r.fields))];
 
 export interface SweepDeps {
   pool: pg.Pool;
+  /**
+   * Records written less than this long ago are left to the next sweep: Odoo's own post of a fresh
+   * change may still be on its way to the ingestion (ERP_EVENTS_SWEEP_SETTLE, 30 s).
+   */
+  settleMs: number;
   erpUrl: string;
   secretsKey: string;
   eventsUrl: string;
@@ -69,7 +74,10 @@ export async function sweepTenant(deps: SweepDeps, t: { tenant: string; host: st
     ['state', '=', 'posted'],
     ['payment_state', 'in', ['paid', 'in_payment']],
   ];
-  if (!baseline) domain.unshift(['write_date', '>=', odooDatetime(new Date(last.rows[0]!.swept_from.getTime() - OVERLAP_MS))]);
+  const until = new Date(started.getTime() - deps.settleMs);
+  if (!baseline) {
+    domain.unshift(['write_date', '>=', odooDatetime(new Date(last.rows[0]!.swept_from.getTime() - OVERLAP_MS))], ['write_date', '<', odooDatetime(until)]);
+  }
   const records = await erp.executeKw<Record<string, unknown>[]>('account.move', 'search_read', [domain], { fields: FIELDS, order: 'id' });
   const changes = records.flatMap(impliedChanges);
   let published = 0;
@@ -90,7 +98,7 @@ export async function sweepTenant(deps: SweepDeps, t: { tenant: string; host: st
   await deps.pool.query(
     `INSERT INTO erp_event_sweeps (tenant, swept_from, swept_at, published) VALUES ($1, $2, now(), $3)
      ON CONFLICT (tenant) DO UPDATE SET swept_from = EXCLUDED.swept_from, swept_at = now(), published = erp_event_sweeps.published + EXCLUDED.published, last_error = NULL`,
-    [t.tenant, started, published],
+    [t.tenant, baseline ? started : until, published],
   );
   return { tenant: t.tenant, read: records.length, published, baseline };
 }

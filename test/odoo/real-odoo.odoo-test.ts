@@ -224,6 +224,7 @@ describe('a tenant on real Odoo 18', () => {
   it('the catch-up sweep publishes an invoice whose post Odoo lost (rule URL unreachable), reading Odoo as the API user', async () => {
     const deps = {
       pool: p.pool,
+      settleMs: 0,
       erpUrl: p.erpUrl,
       secretsKey: p.cfg.SECRETS_KEY,
       eventsUrl: p.cfg.EVENTS_URL,
@@ -240,6 +241,7 @@ describe('a tenant on real Odoo 18', () => {
     const invoice = await root.executeKw<number>('account.move', 'create', [{ move_type: 'out_invoice', partner_id: customer ?? 1, invoice_line_ids: [[0, 0, { name: 'Lost post', quantity: 1, price_unit: 77 }]] }]);
     await root.executeKw('account.move', 'action_post', [[invoice]]);
     await root.executeKw('ir.actions.server', 'write', [[action], { webhook_url: url }]);
+    await new Promise((r) => setTimeout(r, 1100)); // Odoo's write_date has whole seconds; the sweep reads up to now
 
     expect(await sweepTenant(deps, target)).toMatchObject({ baseline: false, published: 1 });
     const entries = (await redis.xrange(p.cfg.EVENTS_STREAM, '-', '+')) as [string, string[]][];
