@@ -135,16 +135,24 @@ export async function rotateServiceKey(input: RotationInput): Promise<RotationRe
   // `rules`: the rotation moves the consumers (the tenants' rules) itself
   const rewritesRules = proof === 'rules' && patched('service-key-rules-proof');
   let rulesFailure: string | undefined;
+  /** Tenants a forward rewrite moved, or may have moved in part before it failed (a roll-back must move them back). */
+  let moved: string[] = [];
   const rewriteRules = async (keyId: string, why: string) => {
     const r = await tenantRules.rewriteTenantEventRules.executeWithOptions({ summary: `${why}: every routed tenant's event rules to ${keyId}'s tokens` }, [
       { caller, target, keyId },
     ]);
     status.rules = { keyId, tenants: r.tenants, updated: r.updated.length, failed: r.failed.map((f) => f.tenant) };
-    return r.failed.length ? `${r.failed.length} of ${r.tenants} tenants could not be updated (${r.failed.map((f) => `${f.tenant}: ${f.error}`).join('; ')})` : undefined;
+    return r;
+  };
+  const failedTenants = (r: { failed: { tenant: string; error: string }[] }) => r.failed.map((f) => `${f.tenant}: ${f.error}`).join('; ');
+  const forward = async (why: string) => {
+    const r = await rewriteRules(newKeyId, why);
+    moved = [...new Set([...moved, ...r.updated, ...r.failed.map((f) => f.tenant)])];
+    return r.failed.length ? `${r.failed.length} of ${r.tenants} tenants could not be updated (${failedTenants(r)})` : undefined;
   };
   if (rewritesRules) {
     setStep('rewrite-rules');
-    rulesFailure = await rewriteRules(newKeyId, 'Roll the consumers');
+    rulesFailure = await forward('Roll the consumers');
   }
   let verified = false;
   while (!rulesFailure) {
@@ -180,7 +188,7 @@ export async function rotateServiceKey(input: RotationInput): Promise<RotationRe
   if (verified && rewritesRules) {
     // no tenant left on the old token: a reconcile may have written it back since the first pass
     setStep('check-rules');
-    rulesFailure = await rewriteRules(newKeyId, 'Last pass before the old key dies');
+    rulesFailure = await forward('Last pass before the old key dies');
     if (rulesFailure) verified = false;
   }
 
@@ -202,7 +210,10 @@ export async function rotateServiceKey(input: RotationInput): Promise<RotationRe
       // the tenants moved to the new key go back before it is revoked
       setStep('rewrite-rules-back');
       const back = await rewriteRules(oldKeyId, 'Roll back');
-      if (back) message += `; rolling back, ${back}: those tenants' posts get 401 until the next reconcile (the catch-up sweep publishes their invoices)`;
+      // a tenant moved to the new key and not moved back gets 401 once it is revoked, until the next
+      // reconcile writes its rules (the catch-up sweep publishes its invoices meanwhile)
+      const stranded = back.failed.filter((f) => moved.includes(f.tenant));
+      if (stranded.length) message += `; not moved back to ${oldKeyId} (any rule of theirs on ${newKeyId}'s token gets 401 until their next reconcile): ${failedTenants({ failed: stranded })}`;
     }
     if (settings.rollbackWaitMs > 0) await sleep(settings.rollbackWaitMs, { summary: `Let ${caller} reload ${oldKeyId} before ${newKeyId} is revoked` });
     await mustFinish.revokeRotationKey.executeWithOptions({ summary: `Roll back: revoke the pending ${newKeyId} at ${target}` }, [{ keyId: newKeyId }]);
