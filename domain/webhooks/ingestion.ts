@@ -57,7 +57,8 @@ export function ingestionTokenValid(serviceKey: string, tenant: string, presente
 /**
  * The events service's check of a tenant token: the token must be the tenant's HMAC under a key of
  * the pair that the registry accepts (pending, current, previous; not revoked). The keys (the
- * non-revoked versions in the secret store) are kept in memory and read again when the target's
+ * non-revoked versions in the secret store, and recently revoked ones: the verifier refuses those
+ * and raises the revoked-key alert, misuse.ts) are kept in memory and read again when the target's
  * ServiceKeyVerifier has reloaded (it does on NOTIFY service_keys: a new pending key is registered
  * in the transaction that stores its secret) and at least every `ttlMs`; a token no key matches
  * reads them again at most once a second. The matched key is then checked by the verifier as if it
@@ -74,7 +75,7 @@ export class IngestionKeyRing {
 
   constructor(
     private readonly opts: {
-      /** The non-revoked versions' keys of a pair (PgSecretStore.acceptedVersions). */
+      /** The keys of a pair's versions the verifier may know (PgSecretStore.acceptedVersions). */
       keys: (caller: string, target: string) => Promise<{ keyId: string; key: string }[]>;
       pair: IngestionPair;
       /** The pair target's verifier (its `loadedAt` tells when it reloaded). */

@@ -24,7 +24,9 @@ export async function startEvents(cfg = config(), opts: { ingestionPair?: Ingest
   const ingestionKeys = await ServiceKeyVerifier.forService(ingestionPair.target, pool, cfg, keyLog);
   const secrets = new PgSecretStore(pool, cfg.SECRETS_KEY);
   const ring = new IngestionKeyRing({
-    keys: (caller, target) => secrets.acceptedVersions(caller, target),
+    // and the keys revoked in the last 90 days: a tenant still posting with one (its rules missed a
+    // rotation) gets 401 and raises the revoked-key alert, not just a 401 like a wrong token
+    keys: (caller, target) => secrets.acceptedVersions(caller, target, { revokedWithinMs: 90 * 24 * 3600_000 }),
     pair: ingestionPair,
     verifier: ingestionKeys,
     ttlMs: cfg.SERVICE_KEY_SECRET_TTL_MS,

@@ -32,7 +32,9 @@ import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import { listKeys } from '../../domain/service-keys/registry.js';
 import { rotationRecord, startRotation } from '../../domain/service-keys/rotation.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
-import { ingestionToken } from '../../domain/webhooks/ingestion.js';
+import { ingestionKey, ingestionToken } from '../../domain/webhooks/ingestion.js';
+import { pairName } from '../../domain/service-keys/inventory.js';
+import { misuseRecord } from '../../domain/service-keys/misuse.js';
 import { createPool, type Pool } from '../../lib/db.js';
 import { startEvents } from '../../services/events/server.js';
 import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
@@ -55,6 +57,7 @@ const SETTINGS: RotationSettings = {
   retryIntervals: { initialMs: 200, maximumMs: 1000 },
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const LEGACY_KEY = ingestionKey(randomBytes(32).toString('base64'));
 
 let cfg: Config;
 let pool: Pool;
@@ -84,8 +87,10 @@ beforeAll(async () => {
   pool = createPool(cfg.DATABASE_URL, 4);
   admin = createPool(cfg.ERP_DATABASE_URL, 2);
   store = new PgSecretStore(pool, cfg.SECRETS_KEY, 0);
-  // the pair's first key, as the bootstrap makes every live pair's
-  await ensureServiceKeys(pool, store, [PAIR as { caller: string; target: 'event-ingestion' }]);
+  // the pair's first key, as `db:migrate` makes it: seeded with the key the tokens were derived from
+  // before the pair was live (HKDF of SECRETS_KEY; here of a secrets key of this file's own: key
+  // hashes are unique in the registry)
+  await ensureServiceKeys(pool, store, [PAIR as { caller: string; target: 'event-ingestion' }], { [pairName(PAIR)]: LEGACY_KEY });
   events = await startEvents(cfg, { ingestionPair: PAIR });
   erp = await startErpStandIn({ host: '127.0.0.1', port: 0, platformDatabaseUrl: cfg.DATABASE_URL, erpDatabaseUrl: cfg.ERP_DATABASE_URL, logger: createLogger({ level: 'silent' }) });
   cfg.ERP_URL = erp.url;
@@ -207,6 +212,14 @@ const ingest = (t: TestTenant, token: string, id: number) =>
 
 const rotate = () => startRotation({ pool, temporal: client, taskQueue: cfg.TEMPORAL_TASK_QUEUE, settings: SETTINGS, inventory: INVENTORY }, PAIR, 'manual');
 
+it('after an upgrade the pair starts from the key the existing tokens were derived from: the rules written before keep posting', async () => {
+  const first = await store.current(PAIR.caller, PAIR.target);
+  expect(first.key).toBe(LEGACY_KEY);
+  expect(await ruleToken(tenant)).toBe(ingestionToken(LEGACY_KEY, tenant.name));
+  const [spare] = await draftInvoices(tenant, 1);
+  expect((await ingest(tenant, ingestionToken(LEGACY_KEY, tenant.name), spare!)).status).toBe(202);
+});
+
 it("a tenant's invoices posted through XML-RPC reach the stream before, during and after the rotation with none refused; then the rules carry the new key's token, the old token gets 401, the new one 202", async () => {
   const old = await store.current(PAIR.caller, PAIR.target);
   expect(await ruleToken(tenant)).toBe(ingestionToken(old.key, tenant.name));
@@ -232,6 +245,8 @@ it("a tenant's invoices posted through XML-RPC reach the stream before, during a
   expect(await ruleToken(tenant)).toBe(ingestionToken(now.key, tenant.name));
   const spare = (await draftInvoices(tenant, 2))!;
   await expect.poll(async () => (await ingest(tenant, ingestionToken(old.key, tenant.name), spare[0]!)).status, { timeout: 5_000 }).toBe(401);
+  // a post with the revoked key's token is the revoked-key alert's case (misuse.ts), not just a wrong token
+  await expect.poll(() => misuseRecord(pool, old.keyId), { timeout: 5_000 }).toMatchObject({ caller: 'erp', target: PAIR.target });
   expect((await ingest(tenant, ingestionToken(now.key, tenant.name), spare[1]!)).status).toBe(202);
   const states = Object.fromEntries((await listKeys(pool, PAIR)).map((k) => [k.keyId, k.state]));
   expect(states).toEqual({ [old.keyId]: 'revoked', [now.keyId]: 'current' });
