@@ -122,7 +122,7 @@ export async function rotateServiceKey(input: RotationInput): Promise<RotationRe
     [{ caller, target, version: newVersion }],
   );
   const switchedAt = Date.parse(handedOver.at);
-  const deadline = Date.now() + settings.deadlineMs;
+  let deadline = Date.now() + settings.deadlineMs;
 
   // ---- step 4 ----
   setStep('verify-switch');
@@ -153,6 +153,8 @@ export async function rotateServiceKey(input: RotationInput): Promise<RotationRe
   if (rewritesRules) {
     setStep('rewrite-rules');
     rulesFailure = await forward('Roll the consumers');
+    // the deadline counts from the consumers' move (many tenants take a while)
+    deadline = Date.now() + settings.deadlineMs;
   }
   let verified = false;
   while (!rulesFailure) {
