@@ -155,6 +155,7 @@ export async function rotateServiceKey(input: RotationInput): Promise<RotationRe
     rulesFailure = await forward('Roll the consumers');
     // the deadline counts from the consumers' move (many tenants take a while)
     deadline = Date.now() + settings.deadlineMs;
+    if (!rulesFailure) setStep('verify-switch');
   }
   let verified = false;
   while (!rulesFailure) {

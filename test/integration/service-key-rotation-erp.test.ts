@@ -298,6 +298,27 @@ it("a tenant's invoices posted through XML-RPC reach the stream before, during a
   console.log(`erp → event-ingestion rotation: ${posted.length} invoices posted, 0 refused`);
 }, 60_000);
 
+it('a reconcile that read the old key before the switch writes its token back after the rules were moved: the last pass moves the tenant again before the old key dies', async () => {
+  const old = await store.current(PAIR.caller, PAIR.target);
+  const started = await rotate();
+  const handle = client.workflow.getHandle(started.workflowId);
+  // the rules are moved, the rotation waits for the quiet period
+  await expect.poll(async () => (await handle.query(rotationStatusQuery)).step, { timeout: 10_000, interval: 50 }).toBe('verify-switch');
+  expect(await ruleToken(tenant)).not.toBe(ingestionToken(old.key, tenant.name));
+  // now a reconcile with the old key (read before the switch) puts its token back
+  await queryTenantDb(
+    cfg,
+    tenant.database,
+    `UPDATE ir_act_server SET webhook_url = $1 WHERE base_automation_id = (SELECT id FROM base_automation WHERE name = 'Plana: invoice.posted')`,
+    [`${cfg.EVENTS_URL}/api/v1/ingest/odoo/${tenant.name}/invoice.posted`.replace('//', `//${tenant.name}:${encodeURIComponent(ingestionToken(old.key, tenant.name))}@`)],
+  );
+  const result = (await handle.result()) as RotationResult;
+  expect(result).toMatchObject({ outcome: 'completed', oldKeyId: old.keyId });
+  expect(await handle.query(rotationStatusQuery)).toMatchObject({ rules: { keyId: result.newKeyId, tenants: 1, updated: 1, failed: [] } });
+  const now = await store.current(PAIR.caller, PAIR.target);
+  expect(await ruleToken(tenant)).toBe(ingestionToken(now.key, tenant.name));
+}, 60_000);
+
 it("a tenant whose ERP cannot be updated: rolled back (old key current again, rules back on the old token, new key revoked, alert recorded); the old token still works and nothing was refused", async () => {
   // a second tenant whose admins changed the admin's password: the platform cannot open its ERP
   const locked = await provisionTestTenant(cfg, pool, admin, { tier: 'pro', version: '18', erpUrl: erp.url });
