@@ -12,6 +12,7 @@ import { createBillingActivities } from './billing.js';
 import { createWebhookActivities } from './webhooks.js';
 import { webhookSender } from '../domain/webhooks/sending.js';
 import { WORKER_CALLER } from './tenant-deps.js';
+import { erpApiUserDeps } from '../domain/erp/api-user.js';
 
 export type ActivityDeps = NotificationsDeps & { tenant: TenantActivityDeps };
 
@@ -26,6 +27,8 @@ export const createActivities = (deps: ActivityDeps) => ({
     secrets: deps.tenant.secrets,
     eventsUrl: deps.tenant.config.EVENTS_URL,
     starter: { temporal: deps.tenant.temporal, taskQueue: deps.tenant.config.TEMPORAL_TASK_QUEUE, settings: rotationSettings(deps.tenant.config) },
+    // erp → event-ingestion (proof `rules`): the tenants' rules, reached as ensure-tier-modules reaches them
+    eventRules: { pool: deps.tenant.platformPool, erp: erpApiUserDeps(deps.tenant.config, deps.tenant.platformPool), eventsUrl: deps.tenant.config.EVENTS_URL },
   }),
   ...createBillingActivities({
     pool: deps.tenant.platformPool,

@@ -13,6 +13,8 @@ import { keyUsage, promoteKey, revokeKey } from '../domain/service-keys/registry
 import { finishRotation, generateRotationKey, prepareRotation, recordRotationAlert, startRotation } from '../domain/service-keys/rotation.js';
 import type { SecretStore, TransactionalSecretStoreWriter } from '../domain/service-keys/secret-store.js';
 import { AppError } from '../lib/errors.js';
+import { PgSecretStore } from '../domain/service-keys/secret-store.js';
+import { rewriteEventRules, type RuleRewriteDeps, type RuleRewriteResult } from '../domain/webhooks/ingestion-rotation.js';
 import { SERVICE_KEY_ROTATION_FAILED, type RotationSettings } from '../workflows/definitions.js';
 
 export interface RotationActivityDeps {
@@ -24,6 +26,8 @@ export interface RotationActivityDeps {
   eventsUrl: string;
   /** For the scheduled rotations: starts `rotate:<caller>:<target>:<n>` with the worker's settings. */
   starter?: { temporal: Client; taskQueue: string; settings: RotationSettings };
+  /** The `rules` switch proof (erp → event-ingestion): how the tenant ERPs' rules are reached. */
+  eventRules?: Omit<RuleRewriteDeps, 'store'>;
 }
 
 export const RotationErrorType = { Refused: 'RotationRefused' } as const;
@@ -79,6 +83,20 @@ export const createRotationActivities = (deps: RotationActivityDeps) => ({
     const keys: Record<string, { state: string; lastUsedAt: string | null }> = {};
     for (const [id, u] of usage) keys[id] = { state: u.state, lastUsedAt: u.lastUsedAt ? u.lastUsedAt.toISOString() : null };
     return { checkedAt: new Date().toISOString(), keys };
+  },
+
+  /**
+   * The `rules` proof's "roll the consumer" (after step 3, before step 5, and on a roll-back): every
+   * routed tenant's event rules rewritten to the tokens of the pair's current key, which must be
+   * `keyId`; the tenants that could not be updated are in `failed` (the workflow rolls back).
+   */
+  async rewriteTenantEventRules(input: { caller: string; target: string; keyId: string }): Promise<RuleRewriteResult> {
+    if (!deps.eventRules) throw new Error('this worker cannot reach the tenant ERPs (no event-rules configuration)');
+    // the secret store's record, read fresh (the version the workflow has just made current)
+    const store = new PgSecretStore(deps.pool, deps.eventRules.erp.secretsKey, 0);
+    const result = await rewriteEventRules({ ...deps.eventRules, store }, input, { heartbeat: () => Context.current().heartbeat() });
+    log.info('tenant event rules rewritten', { ...input, tenants: result.tenants, updated: result.updated.length, failed: result.failed.map((f) => f.tenant) });
+    return result;
   },
 
   /** Step 5a: the new key becomes current at the target, the old one previous (still accepted). */

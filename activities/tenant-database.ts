@@ -3,7 +3,8 @@ import path from 'node:path';
 import { ensureErpApiUser as ensureApiUser, erpApiUserDeps } from '../domain/erp/api-user.js';
 import { ensureTierModules as ensureModules } from '../domain/erp/tier-modules.js';
 import { eventRulesSummary } from '../domain/erp/event-rules.js';
-import { ingestionKey } from '../domain/webhooks/ingestion.js';
+import { currentIngestionKey } from '../domain/webhooks/ingestion.js';
+import { PgSecretStore } from '../domain/service-keys/secret-store.js';
 import {
   cloneTenantDatabase as cloneDatabase,
   dropTenantDatabase as dropDatabase,
@@ -63,10 +64,14 @@ export const createTenantDatabaseActivities = ({ config, platformPool, erpAdminP
     if (!(await tenantDatabaseExists(erpAdminPool, input.database))) {
       return { installed: [], present: 0, kept: [], unavailable: [], outcome: 'database-missing' as const };
     }
+    // the rules' tokens: the erp → event-ingestion pair's current key, from the secret store's record
+    // (PostgreSQL, also under SECRET_STORE=kubernetes), read fresh on every reconcile, so after a
+    // rotation every reconcile writes the new key's tokens
+    const { key } = await currentIngestionKey(new PgSecretStore(platformPool, config.SECRETS_KEY, 0));
     const result = await ensureModules(erpApiUserDeps(config, platformPool), {
       database: input.database,
       tier: input.tier,
-      eventRules: { tenant: input.tenant, eventsUrl: config.EVENTS_URL, ingestionKey: ingestionKey(config.SECRETS_KEY) },
+      eventRules: { tenant: input.tenant, eventsUrl: config.EVENTS_URL, ingestionKey: key },
     });
     const { eventRules, ...modules } = result;
     return { ...modules, eventRules: eventRules && eventRulesSummary(eventRules), outcome: 'ok' as const };

@@ -12,6 +12,7 @@ import { createPool } from '../lib/db.js';
 import { migrate } from '../lib/migrate.js';
 import { ensureServiceKeys } from '../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../domain/service-keys/secret-store.js';
+import { legacyKeySeeds } from '../domain/webhooks/ingestion.js';
 import { createLogger } from '../lib/logger.js';
 import { startPostgres, startRedis, startServersInOwnProcessGroups, startTemporal, stopAll } from './local-servers.js';
 import { seedDemo, seedDemoErp, DEMO } from './seed.js';
@@ -91,7 +92,7 @@ try {
   const pool = createPool(cfg.DATABASE_URL, 2);
   await migrate(pool);
   // first start: every platform caller → target pair gets its service key (registry + local secret store)
-  const newKeys = await ensureServiceKeys(pool, new PgSecretStore(pool, cfg.SECRETS_KEY));
+  const newKeys = await ensureServiceKeys(pool, new PgSecretStore(pool, cfg.SECRETS_KEY), undefined, legacyKeySeeds(cfg.SECRETS_KEY));
   if (newKeys.length) step(`service keys created: ${newKeys.map((k) => `${k.caller}→${k.target} ${k.keyId}`).join(', ')}`);
   const passwordFile = path.join(dataDir, 'dev-admin-password');
   const adminPassword =

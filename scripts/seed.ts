@@ -12,7 +12,8 @@ import { ensureErpApiUser } from '../domain/erp/api-user.js';
 import { cloneTenantDatabase, databaseUrl, templateDatabaseName, tenantHostname } from '../domain/erp/tenant-database.js';
 import { odooSchemaUpgradeSql } from '../sandbox/erp/models.js';
 import { ensureTierModules } from '../domain/erp/tier-modules.js';
-import { ingestionKey } from '../domain/webhooks/ingestion.js';
+import { currentIngestionKey } from '../domain/webhooks/ingestion.js';
+import { PgSecretStore } from '../domain/service-keys/secret-store.js';
 import { ensureErpTemplates } from './erp-templates.js';
 
 export const DEMO = {
@@ -111,7 +112,8 @@ export async function seedDemoErp(
     await ensureTierModules(deps, {
       database: host,
       tier: odoo ? 'starter' : 'pro',
-      eventRules: { tenant: DEMO.tenant, eventsUrl: cfg.EVENTS_URL, ingestionKey: ingestionKey(cfg.SECRETS_KEY) },
+      // tokens of the erp → event-ingestion pair's current key (the bootstrap made it)
+      eventRules: { tenant: DEMO.tenant, eventsUrl: cfg.EVENTS_URL, ingestionKey: (await currentIngestionKey(new PgSecretStore(pool, cfg.SECRETS_KEY, 0))).key },
     });
   }
   return { host, database: host };

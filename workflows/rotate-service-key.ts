@@ -17,6 +17,14 @@
  *        row either way)
  *   5.   promote the new key (old → previous) and revoke the old one (401 from then on)
  *
+ * Proof `rules` (erp → event-ingestion, patched('service-key-rules-proof')): right after step 3 the
+ * rotation rewrites every routed tenant's event rules to the new key's tokens (activity
+ * rewriteTenantEventRules); a tenant that could not be updated → roll back. Then the `per-run`
+ * rule (the old key id silent for the quiet period), then one more pass over the rules (none may
+ * be left on the old token: a reconcile that read the old key before the switch may have written
+ * it) before step 5. A roll-back rewrites the rules back to the old key before the new one is
+ * revoked.
+ *
  * Inputs, results and activity payloads hold key ids and version numbers only. The per-pair lock
  * (a row of service_key_rotations) is taken by whoever starts the workflow and released by its
  * last activity. Activities: `mustFinish` (retried without limit; only a business refusal reaches
@@ -31,7 +39,9 @@ export interface RotationStatus {
   oldKeyId?: string;
   newKeyId?: string;
   /** How the consumer proves the switch (inventory.ts). */
-  proof?: 'calls' | 'holders' | 'per-run';
+  proof?: 'calls' | 'holders' | 'per-run' | 'rules';
+  /** `rules`: the last rewrite of the tenants' rules (how many, which could not be updated). */
+  rules?: { keyId: string; tenants: number; updated: number; failed: string[] };
   /**
    * The last usage check: whether the consumer has used the new key (and whether the proof needs
    * that), and how long the old one has been silent (of how long it must be).
@@ -55,7 +65,13 @@ function rotationActivities(settings: RotationSettings) {
     startToCloseTimeout: '30 seconds',
     retry: { ...intervals('1 second', '10 seconds'), backoffCoefficient: 2, maximumAttempts: 3 },
   };
-  return { mustFinish: proxyActivities<Activities>(mustFinish), nonFatal: proxyActivities<Activities>(nonFatal) };
+  // the tenants' rules, a few ERPs at a time: minutes for many tenants, a heartbeat per tenant
+  const tenantRules: ActivityOptions = {
+    startToCloseTimeout: '30 minutes',
+    heartbeatTimeout: '3 minutes',
+    retry: { ...intervals('1 second', '1 minute'), backoffCoefficient: 2 },
+  };
+  return { mustFinish: proxyActivities<Activities>(mustFinish), nonFatal: proxyActivities<Activities>(nonFatal), tenantRules: proxyActivities<Activities>(tenantRules) };
 }
 
 const failureMessage = (err: unknown) => {
@@ -66,7 +82,7 @@ const failureMessage = (err: unknown) => {
 export async function rotateServiceKey(input: RotationInput): Promise<RotationResult> {
   const { caller, target, settings } = input;
   const pair = `${caller} → ${target}`;
-  const { mustFinish, nonFatal } = rotationActivities(settings);
+  const { mustFinish, nonFatal, tenantRules } = rotationActivities(settings);
   const status: RotationStatus = { step: 'queued' };
   setHandler(rotationStatusQuery, () => status);
   const setStep = (step: string) => {
@@ -106,7 +122,7 @@ export async function rotateServiceKey(input: RotationInput): Promise<RotationRe
     [{ caller, target, version: newVersion }],
   );
   const switchedAt = Date.parse(handedOver.at);
-  const deadline = Date.now() + settings.deadlineMs;
+  let deadline = Date.now() + settings.deadlineMs;
 
   // ---- step 4 ----
   setStep('verify-switch');
@@ -116,8 +132,33 @@ export async function rotateServiceKey(input: RotationInput): Promise<RotationRe
   status.proof = proof;
   const holderWindowMs = settings.holderWindowMs ?? 0;
   const quietMs = proof === 'holders' ? Math.max(settings.quietPeriodMs, holderWindowMs) : settings.quietPeriodMs;
+  // `rules`: the rotation moves the consumers (the tenants' rules) itself
+  const rewritesRules = proof === 'rules' && patched('service-key-rules-proof');
+  let rulesFailure: string | undefined;
+  /** Tenants a forward rewrite moved, or may have moved in part before it failed (a roll-back must move them back). */
+  let moved: string[] = [];
+  const rewriteRules = async (keyId: string, why: string) => {
+    const r = await tenantRules.rewriteTenantEventRules.executeWithOptions({ summary: `${why}: every routed tenant's event rules to ${keyId}'s tokens` }, [
+      { caller, target, keyId },
+    ]);
+    status.rules = { keyId, tenants: r.tenants, updated: r.updated.length, failed: r.failed.map((f) => f.tenant) };
+    return r;
+  };
+  const failedTenants = (r: { failed: { tenant: string; error: string }[] }) => r.failed.map((f) => `${f.tenant}: ${f.error}`).join('; ');
+  const forward = async (why: string) => {
+    const r = await rewriteRules(newKeyId, why);
+    moved = [...new Set([...moved, ...r.updated, ...r.failed.map((f) => f.tenant)])];
+    return r.failed.length ? `${r.failed.length} of ${r.tenants} tenants could not be updated (${failedTenants(r)})` : undefined;
+  };
+  if (rewritesRules) {
+    setStep('rewrite-rules');
+    rulesFailure = await forward('Roll the consumers');
+    // the deadline counts from the consumers' move (many tenants take a while)
+    deadline = Date.now() + settings.deadlineMs;
+    if (!rulesFailure) setStep('verify-switch');
+  }
   let verified = false;
-  for (;;) {
+  while (!rulesFailure) {
     const usage = await mustFinish.rotationKeyUsage.executeWithOptions(
       { summary: `${target}'s usage records of ${oldKeyId} (old) and ${newKeyId} (new)` },
       [{ keyIds: [oldKeyId, newKeyId] }],
@@ -147,19 +188,36 @@ export async function rotateServiceKey(input: RotationInput): Promise<RotationRe
       summary: status.lastCheck.newKeyUsed || status.lastCheck.newKeyNeeded === false ? `${oldKeyId} silent for ${Math.round(status.lastCheck.oldSilentMs / 1000)} s` : `waiting for ${caller} to use ${newKeyId}`,
     });
   }
+  if (verified && rewritesRules) {
+    // no tenant left on the old token: a reconcile may have written it back since the first pass
+    setStep('check-rules');
+    rulesFailure = await forward('Last pass before the old key dies');
+    if (rulesFailure) verified = false;
+  }
 
   if (!verified) {
     // ---- roll back ----
-    const last = status.lastCheck!;
-    const message =
-      last.newKeyUsed || last.newKeyNeeded === false
-        ? `${caller} still used ${oldKeyId} within the quiet period at the deadline (silent ${Math.round(last.oldSilentMs / 1000)} s of ${Math.round((last.quietMs ?? settings.quietPeriodMs) / 1000)} s)`
-        : `${caller} never used ${newKeyId} within ${Math.round(settings.deadlineMs / 1000)} s`;
+    const last = status.lastCheck;
+    let message =
+      rulesFailure !== undefined
+        ? `${caller} → ${target}: ${rulesFailure}`
+        : last!.newKeyUsed || last!.newKeyNeeded === false
+          ? `${caller} still used ${oldKeyId} within the quiet period at the deadline (silent ${Math.round(last!.oldSilentMs / 1000)} s of ${Math.round((last!.quietMs ?? settings.quietPeriodMs) / 1000)} s)`
+          : `${caller} never used ${newKeyId} within ${Math.round(settings.deadlineMs / 1000)} s`;
     setStep('roll-back');
     await mustFinish.makeRotationSecretCurrent.executeWithOptions(
       { summary: `Roll back: secret store version ${oldVersion} (${oldKeyId}) current for ${caller} again` },
       [{ caller, target, version: oldVersion }],
     );
+    if (rewritesRules) {
+      // the tenants moved to the new key go back before it is revoked
+      setStep('rewrite-rules-back');
+      const back = await rewriteRules(oldKeyId, 'Roll back');
+      // a tenant moved to the new key and not moved back gets 401 once it is revoked, until the next
+      // reconcile writes its rules (the catch-up sweep publishes its invoices meanwhile)
+      const stranded = back.failed.filter((f) => moved.includes(f.tenant));
+      if (stranded.length) message += `; not moved back to ${oldKeyId} (any rule of theirs on ${newKeyId}'s token gets 401 until their next reconcile): ${failedTenants({ failed: stranded })}`;
+    }
     if (settings.rollbackWaitMs > 0) await sleep(settings.rollbackWaitMs, { summary: `Let ${caller} reload ${oldKeyId} before ${newKeyId} is revoked` });
     await mustFinish.revokeRotationKey.executeWithOptions({ summary: `Roll back: revoke the pending ${newKeyId} at ${target}` }, [{ keyId: newKeyId }]);
     setStep('alert');

@@ -16,7 +16,7 @@ interface PairView {
   target: string;
   live: boolean;
   what: string;
-  proof: 'calls' | 'holders' | 'per-run';
+  proof: 'calls' | 'holders' | 'per-run' | 'rules';
   keys: KeyView[];
   rotation: { running: string | null; last: { workflowId: string; outcome: string } | null; next: string | null };
 }

@@ -1,8 +1,8 @@
 /**
  * The service-key inventory (specification §5.4, plus the platform's own pairs): one key per
  * caller/target pair. `live` pairs have both ends in this repository today; their keys are created
- * on first start (bootstrap.ts). The others are the specification's pairs for services that do not
- * exist yet: they get keys when their target does (flip `live`).
+ * on first start (bootstrap.ts). A pair that is not `live` is one whose service does not exist yet:
+ * it gets its key when its target does (flip `live`).
  */
 export const SERVICE_TARGETS = ['account-api', 'notifications', 'events', 'auth', 'banking', 'agents', 'data', 'event-ingestion'] as const;
 export type ServiceTarget = (typeof SERVICE_TARGETS)[number];
@@ -26,9 +26,17 @@ export type ServiceTarget = (typeof SERVICE_TARGETS)[number];
  *   (the operator CLI). A run started after the switch reads the new key; so the old key id silent
  *   for the quiet period (longer than a run) proves the switch. A key copied by hand (OPS_API_KEY)
  *   is outside the proof: take it again after a rotation.
+ * - `rules`: the key is held in the tenant ERPs' automation rules (erp → event-ingestion: each
+ *   rule's URL carries a token made from the key, domain/webhooks/ingestion.ts), which post only
+ *   when records change, so their use cannot be waited for. The rotation itself moves them: after
+ *   the switch it rewrites the rules of every routed tenant to the new key's tokens (the
+ *   reconcile's own code) and must get "no tenant left on the old token" back; then the old key id
+ *   silent for the quiet period, and a last pass over the rules (a reconcile that read the old key
+ *   just before the switch may have written it back) before the old key is revoked. A tenant whose
+ *   ERP cannot be updated rolls the rotation back (rules rewritten back to the old key).
  */
-export type SwitchProof = 'calls' | 'holders' | 'per-run';
-export const SWITCH_PROOFS: readonly SwitchProof[] = ['calls', 'holders', 'per-run'];
+export type SwitchProof = 'calls' | 'holders' | 'per-run' | 'rules';
+export const SWITCH_PROOFS: readonly SwitchProof[] = ['calls', 'holders', 'per-run', 'rules'];
 
 export interface ServiceKeyPair {
   caller: string;
@@ -55,7 +63,7 @@ export const SERVICE_KEY_INVENTORY: readonly ServiceKeyPair[] = [
   { caller: 'account-api', target: 'banking', live: true, what: 'account API → banking service (§5.4)', proof: 'holders' },
   { caller: 'account-api', target: 'agents', live: true, what: 'account API → agents service (§5.4)', proof: 'holders' },
   { caller: 'agents', target: 'data', live: true, what: 'agents service → data service (§5.4)', proof: 'holders' },
-  { caller: 'erp', target: 'event-ingestion', live: false, what: 'tenant ERP → event ingestion', proof: 'calls' },
+  { caller: 'erp', target: 'event-ingestion', live: true, what: "tenant ERPs' automation rules → event ingestion (per-tenant HMAC tokens of the key in the rules' URLs)", proof: 'rules' },
 ];
 
 /** A pair's switch proof: as declared, `calls` for a pair the inventory does not list. */

@@ -117,6 +117,24 @@ export class PgSecretStore implements SecretStore, TransactionalSecretStoreWrite
     return { key: open(rows[0].sealed, this.secretsKey), keyId: rows[0].key_id, version };
   }
 
+  /**
+   * The keys of a pair's versions that the target's registry still accepts (pending, current,
+   * previous: not revoked), newest first, and those revoked within `revokedWithinMs` (so a target
+   * can tell a revoked key's use from a wrong one: the verifier refuses it and raises the
+   * revoked-key alert). For a target that must hold the key material itself rather than its hash
+   * (the event ingestion checks per-tenant HMAC tokens made from the key: domain/webhooks/ingestion.ts).
+   */
+  async acceptedVersions(caller: string, target: string, opts: { revokedWithinMs?: number } = {}): Promise<ServiceKeySecret[]> {
+    const { rows } = await this.pool.query<{ version: number; key_id: string; sealed: string }>(
+      `SELECT s.version, s.key_id, s.sealed FROM service_key_secrets s JOIN service_keys k ON k.key_id = s.key_id
+        WHERE s.caller = $1 AND s.target = $2
+          AND (k.state <> 'revoked' OR k.revoked_at > now() - make_interval(secs => $3::double precision / 1000))
+        ORDER BY s.version DESC`,
+      [caller, target, opts.revokedWithinMs ?? 0],
+    );
+    return rows.map((r) => ({ key: open(r.sealed, this.secretsKey), keyId: r.key_id, version: r.version }));
+  }
+
   async versions(caller: string, target: string) {
     const { rows } = await this.pool.query<{ version: number; key_id: string; is_current: boolean; created_at: Date }>(
       `SELECT version, key_id, is_current, created_at FROM service_key_secrets WHERE caller = $1 AND target = $2 ORDER BY version DESC`,

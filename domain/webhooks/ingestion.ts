@@ -2,21 +2,43 @@
  * Event ingestion from the tenant ERPs (issue 9 "Where events come from"): each tenant's ERP posts
  * its record changes, as Odoo's automation rules send them (domain/erp/event-rules.ts), to the
  * events service at `POST /api/v1/ingest/odoo/<tenant>/<event type>` with
- * `Authorization: Basic <tenant>:<token of that tenant>` (the userinfo of the rule's URL). The
- * token is derived, per tenant, from an ingestion key (itself derived from SECRETS_KEY with HKDF;
- * HMAC-SHA256 of the tenant name): a tenant's token proves that tenant only and nothing is stored
- * per tenant. Provisioning writes it into the tenant's rules. The inventory's planned pair
- * `erp → event-ingestion` is where this key belongs once per-tenant tokens get a rotation story
- * (the pair rotation verifies a consumer's switch from the target's usage records, which derived
- * tokens do not have).
+ * `Authorization: Basic <tenant>:<token of that tenant>` (the userinfo of the rule's URL).
+ *
+ * The token is HMAC-SHA256 of the tenant name under the key of the service-key pair
+ * `erp → event-ingestion` (issue 10; domain/service-keys/inventory.ts): a tenant's token proves
+ * that tenant only and nothing is stored per tenant. The pair's key lives in the registry and the
+ * secret store like every other pair's, so it rotates with the rotation workflow: the reconcile
+ * writes tokens of the pair's *current* key (secret store), the events service accepts a token of
+ * any key the registry accepts (IngestionKeyRing below), and the rotation rewrites every tenant's
+ * rules to the new key's tokens (switch proof `rules`, domain/webhooks/ingestion-rotation.ts).
  */
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 import type pg from 'pg';
 import type { CloudEvent } from '../events/events.js';
+import { pairName } from '../service-keys/inventory.js';
+import type { SecretStore } from '../service-keys/secret-store.js';
+import type { ServiceCallerIdentity, ServiceKeyCheck } from '../service-keys/service-keys.js';
 
-/** The ingestion key: HKDF-SHA256 of SECRETS_KEY for this one purpose. */
+/** The service-key pair whose key the tenant tokens are made from. */
+export const INGESTION_PAIR = { caller: 'erp', target: 'event-ingestion' } as const;
+export type IngestionPair = { caller: string; target: string };
+
+/**
+ * The key the tokens were derived from before the pair was live: HKDF-SHA256 of SECRETS_KEY. The
+ * bootstrap registers it as the pair's first key (legacyKeySeeds), so the tokens already in the
+ * tenants' rules stay valid until the pair's first rotation replaces it with a random key.
+ */
 export function ingestionKey(secretsKey: string): string {
   return Buffer.from(hkdfSync('sha256', Buffer.from(secretsKey, 'base64'), Buffer.alloc(0), 'plana erp event ingestion v1', 32)).toString('base64');
+}
+
+/** The bootstrap's seeds (domain/service-keys/bootstrap.ts): the pair's first key is the one the existing tokens come from. */
+export const legacyKeySeeds = (secretsKey: string): Record<string, string> => ({ [pairName(INGESTION_PAIR)]: ingestionKey(secretsKey) });
+
+/** The pair's current key, from the secret store: what the reconcile writes the tenants' tokens with. */
+export async function currentIngestionKey(store: SecretStore, pair: IngestionPair = INGESTION_PAIR): Promise<{ key: string; keyId: string }> {
+  const { key, keyId } = await store.current(pair.caller, pair.target);
+  return { key, keyId };
 }
 /** The event types the ERP emits (and the only ones ingestion accepts). */
 export const ERP_EVENT_TYPES = ['invoice.posted', 'payment.received', 'stock.changed'] as const;
@@ -30,6 +52,71 @@ export function ingestionTokenValid(serviceKey: string, tenant: string, presente
   const want = Buffer.from(ingestionToken(serviceKey, tenant));
   const got = Buffer.from(presented);
   return want.length === got.length && timingSafeEqual(want, got);
+}
+
+/**
+ * The events service's check of a tenant token: the token must be the tenant's HMAC under a key of
+ * the pair that the registry accepts (pending, current, previous; not revoked). The keys (the
+ * non-revoked versions in the secret store, and recently revoked ones: the verifier refuses those
+ * and raises the revoked-key alert, misuse.ts) are kept in memory and read again when the target's
+ * ServiceKeyVerifier has reloaded (it does on NOTIFY service_keys: a new pending key is registered
+ * in the transaction that stores its secret) and at least every `ttlMs`; a token no key matches
+ * reads them again at most once a second. The matched key is then checked by the verifier as if it
+ * were an X-API-Key: a key revoked since the last read gets 401 within the verifier's reload time,
+ * and the use lands in the registry's usage records under the key's id (the rotation's evidence).
+ * Every key's HMAC is computed and compared in constant time; the first match is not a shortcut.
+ */
+export class IngestionKeyRing {
+  private keys: { keyId: string; key: string }[] = [];
+  private loadedAt = 0;
+  private verifierLoadedAt: number | undefined;
+  private lastMissReload = 0;
+  private loading: Promise<void> | undefined;
+
+  constructor(
+    private readonly opts: {
+      /** The keys of a pair's versions the verifier may know (PgSecretStore.acceptedVersions). */
+      keys: (caller: string, target: string) => Promise<{ keyId: string; key: string }[]>;
+      pair: IngestionPair;
+      /** The pair target's verifier (its `loadedAt` tells when it reloaded). */
+      verifier: ServiceKeyCheck & { loadedAt?: number };
+      ttlMs: number;
+    },
+  ) {}
+
+  private reload(): Promise<void> {
+    this.loading ??= (async () => {
+      try {
+        const seen = this.opts.verifier.loadedAt;
+        this.keys = await this.opts.keys(this.opts.pair.caller, this.opts.pair.target);
+        this.loadedAt = Date.now();
+        this.verifierLoadedAt = seen;
+      } finally {
+        this.loading = undefined;
+      }
+    })();
+    return this.loading;
+  }
+
+  private match(tenant: string, token: string): { keyId: string; key: string } | undefined {
+    let found: { keyId: string; key: string } | undefined;
+    for (const k of this.keys) if (ingestionTokenValid(k.key, tenant, token) && !found) found = k;
+    return found;
+  }
+
+  /** The caller identity (`erp`, the key's id) when `token` is the tenant's under an accepted key. */
+  async authenticate(tenant: string, token: string): Promise<ServiceCallerIdentity | undefined> {
+    if (Date.now() - this.loadedAt >= this.opts.ttlMs || this.opts.verifier.loadedAt !== this.verifierLoadedAt) await this.reload();
+    let found = this.match(tenant, token);
+    if (!found && Date.now() - this.lastMissReload >= 1_000) {
+      this.lastMissReload = Date.now();
+      await this.reload();
+      found = this.match(tenant, token);
+    }
+    if (!found) return undefined;
+    const who = this.opts.verifier.identify(found.key);
+    return who && who.caller === this.opts.pair.caller ? who : undefined;
+  }
 }
 
 /** The body an ERP posts: what changed (Odoo's webhook automation sends the record's fields). */

@@ -483,16 +483,29 @@ const methods: Record<string, Method> = {
     const sets = Object.entries(columns).map(([name, value]) => `${name} = ${b.param(value)}`);
     sets.push("write_date = now() at time zone 'UTC'");
     const visible = b.where(model, scoped(ctx, model, []));
-    const res = await ctx.db.query(`UPDATE ${model.table} t SET ${sets.join(', ')} WHERE id = ANY(${b.param(ids)}) AND ${visible}`, b.params);
-    if (res.rowCount !== ids.length) throw missingError(`Record does not exist or has been deleted.\n(Record: ${model.name}(${ids.join(', ')},), User: ${ctx.uid})`);
-    await applyLinks(ctx, model, ids, links);
-    if (model.name === 'res.users') {
-      // res.users inherits res.partner: its name is written on the partner
-      const name = (a.vals as Record<string, unknown>).name;
-      if (typeof name === 'string' && name) {
-        await ctx.db.query('UPDATE res_partner SET name = $1, complete_name = $1 WHERE id IN (SELECT partner_id FROM res_users WHERE id = ANY($2))', [name, ids]);
+    // one transaction, as Odoo's request cursor: a reader never sees a many2many half replaced
+    // (e.g. an automation rule's webhook fields while a reconcile rewrites the rule)
+    const client = await (ctx.db as pg.Pool).connect();
+    const tx: OrmContext = { ...ctx, db: client };
+    try {
+      await client.query('BEGIN');
+      const res = await client.query(`UPDATE ${model.table} t SET ${sets.join(', ')} WHERE id = ANY(${b.param(ids)}) AND ${visible}`, b.params);
+      if (res.rowCount !== ids.length) throw missingError(`Record does not exist or has been deleted.\n(Record: ${model.name}(${ids.join(', ')},), User: ${ctx.uid})`);
+      await applyLinks(tx, model, ids, links);
+      if (model.name === 'res.users') {
+        // res.users inherits res.partner: its name is written on the partner
+        const name = (a.vals as Record<string, unknown>).name;
+        if (typeof name === 'string' && name) {
+          await client.query('UPDATE res_partner SET name = $1, complete_name = $1 WHERE id IN (SELECT partner_id FROM res_users WHERE id = ANY($2))', [name, ids]);
+        }
+        for (const id of ids) await checkUserCompanies(tx, id);
       }
-      for (const id of ids) await checkUserCompanies(ctx, id);
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
     }
     return true;
   },

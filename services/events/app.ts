@@ -13,10 +13,10 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Redis } from 'ioredis';
 import { jsonParser, problemDetails, registerProbes, serverOptions } from '../../lib/http.js';
-import { registerServiceKeyCheck, requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
+import { registerServiceKeyCheck, requireServiceKey, type ServiceCallerIdentity, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { AppError } from '../../lib/errors.js';
 import { cloudEventProblems, EVENT_FIELD, type CloudEvent } from '../../domain/events/events.js';
-import { ERP_EVENT_TYPES, erpCloudEvent, ingestionTokenValid, odooChange, presentedToken, type OdooWebhookPayload } from '../../domain/webhooks/ingestion.js';
+import { ERP_EVENT_TYPES, erpCloudEvent, odooChange, presentedToken, type OdooWebhookPayload } from '../../domain/webhooks/ingestion.js';
 
 export interface EventsDeps {
   redis: Redis;
@@ -29,11 +29,13 @@ export interface EventsDeps {
   dedupeTtlSeconds: number;
   logLevel?: string;
   /**
-   * Event ingestion from the tenant ERPs (domain/webhooks/ingestion.ts): the current
-   * `erp → event-ingestion` key (tokens are derived from it per tenant) and a tenant's workspace slug.
+   * Event ingestion from the tenant ERPs (domain/webhooks/ingestion.ts): the check of a tenant's
+   * token (made from a key of the `erp → event-ingestion` pair the registry accepts:
+   * IngestionKeyRing) and a tenant's workspace slug.
    */
   ingestion?: {
-    key(): Promise<string>;
+    /** The caller and key id when `token` is the tenant's under an accepted key; undefined otherwise. */
+    authenticate(tenant: string, token: string): Promise<ServiceCallerIdentity | undefined>;
     workspaceOf(tenant: string): Promise<string | null | undefined>;
     /** Records the event as seen, so the catch-up sweep (domain/webhooks/erp-sweep.ts) does not publish it again. */
     seen?(tenant: string, eventId: string): Promise<unknown>;
@@ -103,7 +105,8 @@ export async function buildEventsApp(deps: EventsDeps): Promise<FastifyInstance>
       async (req, reply) => {
         const { tenant, type } = req.params;
         const token = presentedToken(req.headers.authorization);
-        if (!token || !ingestionTokenValid(await ingestion.key(), tenant, token)) {
+        const who = token ? await ingestion.authenticate(tenant, token) : undefined;
+        if (!who) {
           throw new AppError('UNAUTHORIZED', "This endpoint needs the tenant's ingestion token (Basic auth: the userinfo of the rule's URL).");
         }
         const change = odooChange(type, req.body as OdooWebhookPayload);
@@ -113,7 +116,7 @@ export async function buildEventsApp(deps: EventsDeps): Promise<FastifyInstance>
         const [streamId, duplicate] = await append(erpCloudEvent(tenant, workspace, change));
         // (a failure here only means the sweep publishes it again: the stream de-duplicates it)
         await ingestion.seen?.(tenant, change.id).catch((err: Error) => req.log.warn({ tenant, eventId: change.id, err: err.message }, 'ERP event not recorded as seen'));
-        req.log.info({ tenant, type, eventId: change.id, streamId, duplicate: duplicate === 1 }, 'ERP event ingested');
+        req.log.info({ tenant, type, eventId: change.id, streamId, duplicate: duplicate === 1, serviceCaller: who.caller, keyId: who.keyId }, 'ERP event ingested');
         return reply.code(202).send({ streamId, duplicate: duplicate === 1 });
       },
     );

@@ -4,16 +4,33 @@ import { createPool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { buildEventsApp } from './app.js';
-import { ingestionKey, markSeen } from '../../domain/webhooks/ingestion.js';
+import { INGESTION_PAIR, IngestionKeyRing, markSeen, type IngestionPair } from '../../domain/webhooks/ingestion.js';
+import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 
 export const EVENTS_TARGET = 'events';
 
-/** Starts the events service; `close()` stops it. */
-export async function startEvents(cfg = config()) {
+/**
+ * Starts the events service; `close()` stops it. `ingestionPair`: the service-key pair whose keys
+ * the ERP tenant tokens are made from (erp → event-ingestion; tests rotate a pair of their own).
+ */
+export async function startEvents(cfg = config(), opts: { ingestionPair?: IngestionPair } = {}) {
   const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: 2 });
   // the registry of accepted service keys (and their usage) lives in the platform database
   const pool = createPool(cfg.DATABASE_URL, 3);
-  const serviceKeys = await ServiceKeyVerifier.forService(EVENTS_TARGET, pool, cfg, createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }));
+  const keyLog = createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL });
+  const serviceKeys = await ServiceKeyVerifier.forService(EVENTS_TARGET, pool, cfg, keyLog);
+  // the ERP ingestion is the target of its own pair: its keys are checked (and their use recorded) by a verifier of that target
+  const ingestionPair = opts.ingestionPair ?? INGESTION_PAIR;
+  const ingestionKeys = await ServiceKeyVerifier.forService(ingestionPair.target, pool, cfg, keyLog);
+  const secrets = new PgSecretStore(pool, cfg.SECRETS_KEY);
+  const ring = new IngestionKeyRing({
+    // and the keys revoked in the last 90 days: a tenant still posting with one (its rules missed a
+    // rotation) gets 401 and raises the revoked-key alert, not just a 401 like a wrong token
+    keys: (caller, target) => secrets.acceptedVersions(caller, target, { revokedWithinMs: 90 * 24 * 3600_000 }),
+    pair: ingestionPair,
+    verifier: ingestionKeys,
+    ttlMs: cfg.SERVICE_KEY_SECRET_TTL_MS,
+  });
   const app = await buildEventsApp({
     redis,
     serviceKeys,
@@ -22,7 +39,7 @@ export async function startEvents(cfg = config()) {
     dedupeTtlSeconds: cfg.EVENTS_DEDUPE_TTL_SECONDS,
     logLevel: cfg.LOG_LEVEL,
     ingestion: {
-      key: async () => ingestionKey(cfg.SECRETS_KEY),
+      authenticate: (tenant, token) => ring.authenticate(tenant, token),
       workspaceOf: async (tenant) => {
         const { rows } = await pool.query<{ slug: string | null }>('SELECT w.slug FROM tenants t LEFT JOIN workspaces w ON w.id = t.workspace_id WHERE t.name = $1', [tenant]);
         return rows[0] ? rows[0].slug : undefined;
@@ -34,9 +51,11 @@ export async function startEvents(cfg = config()) {
   return {
     app,
     serviceKeys,
+    ingestionKeys,
     async close() {
       await app.close();
       await serviceKeys.close();
+      await ingestionKeys.close();
       await pool.end();
       redis.disconnect();
     },

@@ -525,6 +525,6 @@ describe('idle consumers: the switch proofs of the inventory', () => {
 
     expect(await listed({ caller: 'provisioning', target: 'account-api' })).toMatchObject({ proof: 'holders' });
     expect(await listed({ caller: 'operator', target: 'account-api' })).toMatchObject({ proof: 'per-run' });
-    expect(await listed({ caller: 'erp', target: 'event-ingestion' })).toMatchObject({ proof: 'calls' });
+    expect(await listed({ caller: 'erp', target: 'event-ingestion' })).toMatchObject({ proof: 'rules' });
   });
 });

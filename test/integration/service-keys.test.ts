@@ -232,7 +232,10 @@ describe('operators', () => {
     const { pairs } = JSON.parse(text) as { pairs: { caller: string; target: string; live: boolean; keys: { keyId: string; state: string }[] }[] };
     const ops = pairs.find((p) => p.caller === 'operator' && p.target === 'account-api');
     expect(ops?.keys.some((k) => k.state === 'current')).toBe(true);
-    expect(pairs.find((p) => p.caller === 'erp' && p.target === 'event-ingestion')).toMatchObject({ live: false, keys: [] });
+    // the tenant ERPs' rules → event ingestion: live, its key made by the bootstrap like every other pair's
+    const ingestion = pairs.find((p) => p.caller === 'erp' && p.target === 'event-ingestion');
+    expect(ingestion).toMatchObject({ live: true, proof: 'rules' });
+    expect(ingestion?.keys.some((k) => k.state === 'current')).toBe(true);
     for (const s of [...secrets, testKeys.operator, testKeys.events, testKeys.notifications, testKeys.provisioning]) expect(text).not.toContain(s);
     expect(text).not.toMatch(/[0-9a-f]{64}/);
   });
@@ -247,7 +250,7 @@ describe('operators', () => {
     // each pair's switch proof (domain/service-keys/inventory.ts): how a rotation proves its consumer switched
     expect(stdout).toMatch(/operator\s+account-api\s+per-run\s+sk_[0-9a-f]{8}\s+current/);
     expect(stdout).toMatch(/provisioning\s+account-api\s+holders\s+sk_[0-9a-f]{8}\s+current/);
-    expect(stdout).toMatch(/erp\s+event-ingestion\s+calls\s+-\s+planned/);
+    expect(stdout).toMatch(/erp\s+event-ingestion\s+rules\s+sk_[0-9a-f]{8}\s+current/);
     for (const s of [...secrets, testKeys.operator]) expect(stdout).not.toContain(s);
   });
 });

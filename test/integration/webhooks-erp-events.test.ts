@@ -14,7 +14,8 @@ import { createLogger } from '../../lib/logger.js';
 import { createErpClient } from '../../domain/erp/client.js';
 import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
 import { databaseUrl } from '../../domain/erp/tenant-database.js';
-import { ingestionKey, ingestionToken } from '../../domain/webhooks/ingestion.js';
+import { currentIngestionKey, ingestionKey, ingestionToken } from '../../domain/webhooks/ingestion.js';
+import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { ensureTierModules, type TierModulesResult } from '../../domain/erp/tier-modules.js';
 import { erpApiUserDeps } from '../../domain/erp/api-user.js';
 import { ensureEventRules } from '../../domain/erp/event-rules.js';
@@ -30,11 +31,13 @@ let tenant: TestTenant;
 let receiver: Receiver;
 let secret: string;
 let rules: TierModulesResult;
+/** The erp → event-ingestion pair's current key (the bootstrap made it): the tenants' tokens are made from it. */
+let key: string;
 
 beforeAll(async () => {
   p = await startWebhookPlatform({ ERP_DATABASE_URL: databaseUrl(inject('databaseUrl'), 'postgres') }, { worker: false });
   admin = createPool(p.cfg.ERP_DATABASE_URL, 2);
-  const key = ingestionKey(p.cfg.SECRETS_KEY);
+  key = (await currentIngestionKey(new PgSecretStore(p.pool, p.cfg.SECRETS_KEY, 0))).key;
   erp = await startErpStandIn({
     host: '127.0.0.1',
     port: 0,
@@ -79,12 +82,12 @@ it("provisioning made one rule per event type in the tenant's ERP, as Odoo store
   const url = new URL(rows[0]!.url);
   expect(url.pathname).toBe(`/api/v1/ingest/odoo/${tenant.name}/invoice.posted`);
   expect(url.username).toBe(tenant.name);
-  expect(url.password).toBe(ingestionToken(ingestionKey(p.cfg.SECRETS_KEY), tenant.name));
+  expect(url.password).toBe(ingestionToken(key, tenant.name));
 
   const again = await ensureTierModules(erpApiUserDeps(p.cfg, p.pool, erp.url), {
     database: tenant.database,
     tier: 'pro',
-    eventRules: { tenant: tenant.name, eventsUrl: p.cfg.EVENTS_URL, ingestionKey: ingestionKey(p.cfg.SECRETS_KEY) },
+    eventRules: { tenant: tenant.name, eventsUrl: p.cfg.EVENTS_URL, ingestionKey: key },
   });
   expect(again.eventRules).toMatchObject({ created: [], updated: [], unchanged: ['invoice.posted', 'payment.received', 'stock.changed'] });
 });
@@ -133,12 +136,12 @@ it('a rule someone changed in the ERP is repaired by the next reconcile', async 
   await queryTenantDb(p.cfg, tenant.database, `UPDATE res_users SET password = $1 WHERE login = 'admin'`, [hashOdooPassword('accountant-pw')]);
   const { openErpSession } = await import('../../domain/erp/client.js');
   const session = await openErpSession({ baseUrl: erp.url, host: tenant.host, db: tenant.database, login: 'admin', password: 'accountant-pw' });
-  const repaired = await ensureEventRules(session, { tenant: tenant.name, eventsUrl: p.cfg.EVENTS_URL, ingestionKey: ingestionKey(p.cfg.SECRETS_KEY) });
+  const repaired = await ensureEventRules(session, { tenant: tenant.name, eventsUrl: p.cfg.EVENTS_URL, ingestionKey: key });
   expect(repaired.updated.sort()).toEqual(['invoice.posted', 'payment.received']);
   expect(repaired.unchanged).toEqual(['stock.changed']);
 });
 
-it("ingestion refuses a token of another tenant, a missing one (401), and a payload that is not the event's change (400)", async () => {
+it("ingestion refuses a token of another tenant, a missing one, one of a key the registry does not accept (401), and a payload that is not the event's change (400)", async () => {
   const post = (auth: string | undefined, body: unknown = { _model: 'account.move', _id: 1, _action: 'x', state: 'posted' }) =>
     fetch(new URL(`/api/v1/ingest/odoo/${tenant.name}/invoice.posted`, p.cfg.EVENTS_URL), {
       method: 'POST',
@@ -146,10 +149,12 @@ it("ingestion refuses a token of another tenant, a missing one (401), and a payl
       body: JSON.stringify(body),
     });
   const basic = (t: string) => `Basic ${Buffer.from(`${tenant.name}:${t}`).toString('base64')}`;
-  const other = ingestionToken(ingestionKey(p.cfg.SECRETS_KEY), 'some-other-tenant');
+  const other = ingestionToken(key, 'some-other-tenant');
   expect((await post(basic(other))).status).toBe(401);
   expect((await post(undefined)).status).toBe(401);
-  const own = ingestionToken(ingestionKey(p.cfg.SECRETS_KEY), tenant.name);
+  // the token of a key the registry does not know (the key the tokens were derived from before the pair was live, SECRETS_KEY's)
+  expect((await post(basic(ingestionToken(ingestionKey(p.cfg.SECRETS_KEY), tenant.name)))).status).toBe(401);
+  const own = ingestionToken(key, tenant.name);
   const wrongModel = await post(basic(own), { _model: 'res.partner', _id: 1 });
   expect(wrongModel.status).toBe(400);
   expect(await wrongModel.json()).toMatchObject({ detail: expect.stringContaining('account.move') });

@@ -14,7 +14,8 @@ import { createErpClient, openErpSession, type ErpClient } from '../../domain/er
 import { ensureEventRules } from '../../domain/erp/event-rules.js';
 import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
 import { databaseUrl } from '../../domain/erp/tenant-database.js';
-import { ingestionKey } from '../../domain/webhooks/ingestion.js';
+import { currentIngestionKey } from '../../domain/webhooks/ingestion.js';
+import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { ensureTierModules } from '../../domain/erp/tier-modules.js';
 import { erpApiUserDeps } from '../../domain/erp/api-user.js';
 import { ensureErpEventSweepSchedule } from '../../domain/webhooks/erp-sweep.js';
@@ -81,7 +82,7 @@ const repairRules = async () =>
   ensureEventRules(await openErpSession({ baseUrl: erp.url, host: tenant.host, db: tenant.database, login: 'admin', password: 'accountant-pw' }), {
     tenant: tenant.name,
     eventsUrl: p.cfg.EVENTS_URL,
-    ingestionKey: ingestionKey(p.cfg.SECRETS_KEY),
+    ingestionKey: (await currentIngestionKey(new PgSecretStore(p.pool, p.cfg.SECRETS_KEY, 0))).key,
   });
 
 beforeAll(async () => {
@@ -97,7 +98,7 @@ beforeAll(async () => {
   await ensureTierModules(erpApiUserDeps(p.cfg, p.pool, erp.url), {
     database: tenant.database,
     tier: 'pro',
-    eventRules: { tenant: tenant.name, eventsUrl: p.cfg.EVENTS_URL, ingestionKey: ingestionKey(p.cfg.SECRETS_KEY) },
+    eventRules: { tenant: tenant.name, eventsUrl: p.cfg.EVENTS_URL, ingestionKey: (await currentIngestionKey(new PgSecretStore(p.pool, p.cfg.SECRETS_KEY, 0))).key },
   });
   receiver = await startReceiver();
   const ws = (await p.pool.query<{ id: string }>('SELECT id FROM workspaces WHERE slug = $1', [tenant.workspace])).rows[0]!;

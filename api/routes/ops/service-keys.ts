@@ -26,9 +26,9 @@ const PairView = Type.Object({
   target: Type.String(),
   live: Type.Boolean(),
   what: Type.String(),
-  proof: Type.Union([Type.Literal('calls'), Type.Literal('holders'), Type.Literal('per-run')], {
+  proof: Type.Union([Type.Literal('calls'), Type.Literal('holders'), Type.Literal('per-run'), Type.Literal('rules')], {
     description:
-      "how a rotation proves the consumer switched: calls (its own calls use the new key, the old one silent), holders (its processes report the key they hold; the old key silent), per-run (a command that reads the store on every run; the old key silent)",
+      "how a rotation proves the consumer switched: calls (its own calls use the new key, the old one silent), holders (its processes report the key they hold; the old key silent), per-run (a command that reads the store on every run; the old key silent), rules (the rotation rewrites every tenant ERP's rules to the new key's tokens and none may be left on the old one; the old key silent)",
   }),
   keys: Type.Array(KeyView),
   rotation: Type.Object({

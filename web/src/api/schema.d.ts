@@ -5039,8 +5039,8 @@ export interface paths {
                                 target: string;
                                 live: boolean;
                                 what: string;
-                                /** @description how a rotation proves the consumer switched: calls (its own calls use the new key, the old one silent), holders (its processes report the key they hold; the old key silent), per-run (a command that reads the store on every run; the old key silent) */
-                                proof: "calls" | "holders" | "per-run";
+                                /** @description how a rotation proves the consumer switched: calls (its own calls use the new key, the old one silent), holders (its processes report the key they hold; the old key silent), per-run (a command that reads the store on every run; the old key silent), rules (the rotation rewrites every tenant ERP's rules to the new key's tokens and none may be left on the old one; the old key silent) */
+                                proof: "calls" | "holders" | "per-run" | "rules";
                                 keys: {
                                     keyId: string;
                                     state: "pending" | "current" | "previous" | "revoked";
