@@ -25,7 +25,6 @@ import { Redis } from 'ioredis';
 import { createRotationActivities } from '../../activities/service-key-rotation.js';
 import { erpApiUserDeps, tenantAdminPassword } from '../../domain/erp/api-user.js';
 import { createErpClient } from '../../domain/erp/client.js';
-import { ensureTierModules } from '../../domain/erp/tier-modules.js';
 import { databaseUrl } from '../../domain/erp/tenant-database.js';
 import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
@@ -45,7 +44,7 @@ import type { Config } from '../../lib/config.js';
 import type { RotationResult, RotationSettings } from '../../workflows/definitions.js';
 import { rotationStatusQuery } from '../../workflows/rotate-service-key.js';
 import { workflowBundle } from '../support/env.js';
-import { erpTestConfig, provisionTestTenant, queryTenantDb, type TestTenant } from '../support/erp-tenant.js';
+import { erpTestConfig, provisionTenantWithEventRules, queryTenantDb, type TestTenant } from '../support/erp-tenant.js';
 
 const PAIR = { caller: 'erp', target: `event-ingestion-${randomBytes(3).toString('hex')}` };
 const INVENTORY = [{ ...PAIR, target: PAIR.target as 'event-ingestion', live: true, what: 'this file', proof: 'rules' as const }];
@@ -104,14 +103,9 @@ beforeAll(async () => {
   });
   erp = await startErpStandIn({ host: '127.0.0.1', port: 0, platformDatabaseUrl: cfg.DATABASE_URL, erpDatabaseUrl: cfg.ERP_DATABASE_URL, logger: pino({ level: 'warn' }, lines) });
   cfg.ERP_URL = erp.url;
-  tenant = await provisionTestTenant(cfg, pool, admin, { tier: 'pro', version: '18', erpUrl: erp.url });
+  // provisioned, then the reconcile step ensure-tier-modules: the rules, with the pair's current key's tokens
+  ({ tenant } = await provisionTenantWithEventRules(cfg, pool, admin, { tier: 'pro', version: '18', erpUrl: erp.url, ingestionKey: (await store.current(PAIR.caller, PAIR.target)).key }));
   scope.push(tenant);
-  // the reconcile step ensure-tier-modules: the tier's modules and the rules, with the pair's current key's tokens
-  await ensureTierModules(erpApiUserDeps(cfg, pool, erp.url), {
-    database: tenant.database,
-    tier: 'pro',
-    eventRules: { tenant: tenant.name, eventsUrl: cfg.EVENTS_URL, ingestionKey: (await store.current(PAIR.caller, PAIR.target)).key },
-  });
   redis = new Redis(cfg.REDIS_URL);
 
   connection = await Connection.connect({ address: inject('temporalAddress') });
@@ -321,12 +315,7 @@ it('a reconcile that read the old key before the switch writes its token back af
 
 it("a tenant whose ERP cannot be updated: rolled back (old key current again, rules back on the old token, new key revoked, alert recorded); the old token still works and nothing was refused", async () => {
   // a second tenant whose admins changed the admin's password: the platform cannot open its ERP
-  const locked = await provisionTestTenant(cfg, pool, admin, { tier: 'pro', version: '18', erpUrl: erp.url });
-  await ensureTierModules(erpApiUserDeps(cfg, pool, erp.url), {
-    database: locked.database,
-    tier: 'pro',
-    eventRules: { tenant: locked.name, eventsUrl: cfg.EVENTS_URL, ingestionKey: (await store.current(PAIR.caller, PAIR.target)).key },
-  });
+  const { tenant: locked } = await provisionTenantWithEventRules(cfg, pool, admin, { tier: 'pro', version: '18', erpUrl: erp.url, ingestionKey: (await store.current(PAIR.caller, PAIR.target)).key });
   await queryTenantDb(cfg, locked.database, `UPDATE res_users SET password = $1 WHERE login = 'admin'`, [hashOdooPassword('changed-by-the-customer')]);
   scope.push(locked);
   try {

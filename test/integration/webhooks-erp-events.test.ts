@@ -20,9 +20,8 @@ import { ensureTierModules, type TierModulesResult } from '../../domain/erp/tier
 import { erpApiUserDeps } from '../../domain/erp/api-user.js';
 import { ensureEventRules } from '../../domain/erp/event-rules.js';
 import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
-import { provisionTestTenant, queryTenantDb, type TestTenant } from '../support/erp-tenant.js';
+import { provisionTenantWithEventRules, queryTenantDb, type TestTenant } from '../support/erp-tenant.js';
 import { startReceiver, startWebhookPlatform, type Receiver, type WebhookPlatform } from '../support/webhooks.js';
-import { addUser, call, login } from '../support/workspace-api.js';
 
 let p: WebhookPlatform;
 let admin: Pool;
@@ -45,20 +44,10 @@ beforeAll(async () => {
     erpDatabaseUrl: p.cfg.ERP_DATABASE_URL,
     logger: createLogger({ level: 'silent' }),
   });
-  tenant = await provisionTestTenant(p.cfg, p.pool, admin, { tier: 'pro', version: '18', erpUrl: erp.url });
-  // the reconcile step ensure-tier-modules makes the rules, with the tier's modules (base_automation among them)
-  rules = await ensureTierModules(erpApiUserDeps(p.cfg, p.pool, erp.url), {
-    database: tenant.database,
-    tier: 'pro',
-    eventRules: { tenant: tenant.name, eventsUrl: p.cfg.EVENTS_URL, ingestionKey: key },
-  });
+  // provisioned, then the reconcile step ensure-tier-modules: the tier's modules (base_automation among them) and the rules
+  ({ tenant, modules: rules } = await provisionTenantWithEventRules(p.cfg, p.pool, admin, { tier: 'pro', version: '18', erpUrl: erp.url, ingestionKey: key }));
   receiver = await startReceiver();
-  const ws = (await p.pool.query<{ id: string }>('SELECT id FROM workspaces WHERE slug = $1', [tenant.workspace])).rows[0]!;
-  const user = await addUser(p.pool, [{ workspaceId: ws.id, role: 'admin' }]);
-  const token = await login(p.base, user);
-  const res = await call(p.base, 'POST', '/api/portal/webhooks', { token, headers: { 'x-workspace': tenant.workspace }, body: { url: receiver.url, eventTypes: ['invoice.posted', 'payment.received', 'stock.changed'] } });
-  expect(res.status).toBe(201);
-  secret = res.body.secret;
+  ({ secret } = await p.endpointFor(tenant.workspace, receiver.url, ['invoice.posted', 'payment.received', 'stock.changed']));
 });
 afterAll(async () => {
   await receiver?.close();

@@ -16,13 +16,10 @@ import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
 import { databaseUrl } from '../../domain/erp/tenant-database.js';
 import { currentIngestionKey } from '../../domain/webhooks/ingestion.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
-import { ensureTierModules } from '../../domain/erp/tier-modules.js';
-import { erpApiUserDeps } from '../../domain/erp/api-user.js';
 import { ensureErpEventSweepSchedule } from '../../domain/webhooks/erp-sweep.js';
 import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
-import { provisionTestTenant, queryTenantDb, type TestTenant } from '../support/erp-tenant.js';
+import { provisionTenantWithEventRules, queryTenantDb, type TestTenant } from '../support/erp-tenant.js';
 import { startReceiver, startWebhookPlatform, type Receiver, type WebhookPlatform } from '../support/webhooks.js';
-import { addUser, call, login } from '../support/workspace-api.js';
 
 let p: WebhookPlatform;
 let admin: Pool;
@@ -93,20 +90,11 @@ beforeAll(async () => {
   p.cfg.ERP_URL = erp.url;
   await p.stopWorker();
   await p.startWorker();
-  tenant = await provisionTestTenant(p.cfg, p.pool, admin, { tier: 'pro', version: '18', erpUrl: erp.url });
-  // the reconcile step ensure-tier-modules: the tier's modules and the event rules
-  await ensureTierModules(erpApiUserDeps(p.cfg, p.pool, erp.url), {
-    database: tenant.database,
-    tier: 'pro',
-    eventRules: { tenant: tenant.name, eventsUrl: p.cfg.EVENTS_URL, ingestionKey: (await currentIngestionKey(new PgSecretStore(p.pool, p.cfg.SECRETS_KEY, 0))).key },
-  });
+  // provisioned, then the reconcile step ensure-tier-modules: the tier's modules and the event rules
+  const ingestionKey = (await currentIngestionKey(new PgSecretStore(p.pool, p.cfg.SECRETS_KEY, 0))).key;
+  ({ tenant } = await provisionTenantWithEventRules(p.cfg, p.pool, admin, { tier: 'pro', version: '18', erpUrl: erp.url, ingestionKey }));
   receiver = await startReceiver();
-  const ws = (await p.pool.query<{ id: string }>('SELECT id FROM workspaces WHERE slug = $1', [tenant.workspace])).rows[0]!;
-  const user = await addUser(p.pool, [{ workspaceId: ws.id, role: 'admin' }]);
-  const token = await login(p.base, user);
-  const res = await call(p.base, 'POST', '/api/portal/webhooks', { token, headers: { 'x-workspace': tenant.workspace }, body: { url: receiver.url, eventTypes: ['invoice.posted', 'payment.received'] } });
-  expect(res.status).toBe(201);
-  secret = res.body.secret;
+  ({ secret } = await p.endpointFor(tenant.workspace, receiver.url, ['invoice.posted', 'payment.received']));
   await queryTenantDb(p.cfg, tenant.database, `UPDATE res_users SET password = $1 WHERE login = 'admin'`, [hashOdooPassword('accountant-pw')]);
   accountant = createErpClient({ baseUrl: erp.url, host: tenant.host, db: tenant.database, login: 'admin', password: 'accountant-pw' });
   expect(await ensureErpEventSweepSchedule(p.temporal, { taskQueue: p.cfg.TEMPORAL_TASK_QUEUE, everyMs: 3_600_000, scheduleId })).toBe('created');

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import type { Config } from '../../lib/config.js';
 import { ensureErpApiUser, erpApiUserDeps } from '../../domain/erp/api-user.js';
+import { ensureTierModules, type TierModulesResult } from '../../domain/erp/tier-modules.js';
 import { cloneTenantDatabase, databaseUrl, templateDatabaseName, tenantHostname } from '../../domain/erp/tenant-database.js';
 import type { ErpVersion, Tier } from '../../domain/tenants/types.js';
 import { createLogger } from '../../lib/logger.js';
@@ -44,6 +45,26 @@ export async function provisionTestTenant(cfg: Config, pool: pg.Pool, admin: pg.
   await pool.query('INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, $3, $1)', [host, name, `plana-odoo-${opts.version}`]);
   await ensureErpApiUser(erpApiUserDeps(cfg, pool, opts.erpUrl), { tenant: name, database: host });
   return { name, workspace: name, host, database: host, version: opts.version };
+}
+
+/**
+ * provisionTestTenant plus what the reconcile step ensure-tier-modules does next: the tier's modules
+ * and the automation rules that post the tenant's changes to the event ingestion, with tokens of
+ * `ingestionKey` (the erp → event-ingestion pair's current key).
+ */
+export async function provisionTenantWithEventRules(
+  cfg: Config,
+  pool: pg.Pool,
+  admin: pg.Pool,
+  opts: { tier: Tier; version: ErpVersion; erpUrl: string; ingestionKey: string },
+): Promise<{ tenant: TestTenant; modules: TierModulesResult }> {
+  const tenant = await provisionTestTenant(cfg, pool, admin, opts);
+  const modules = await ensureTierModules(erpApiUserDeps(cfg, pool, opts.erpUrl), {
+    database: tenant.database,
+    tier: opts.tier,
+    eventRules: { tenant: tenant.name, eventsUrl: cfg.EVENTS_URL, ingestionKey: opts.ingestionKey },
+  });
+  return { tenant, modules };
 }
 
 export function startTestErp(cfg: Config) {

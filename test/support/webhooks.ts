@@ -22,7 +22,7 @@ import { cloudEvent, publishEvent } from '../../domain/events/events.js';
 import { tempDir, testConfig } from './env.js';
 import { configEnv } from './tenant-platform.js';
 import { testKeys } from './service-keys.js';
-import { addUser, adminOfNewWorkspace, call } from './workspace-api.js';
+import { addUser, adminOfNewWorkspace, call, login } from './workspace-api.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -127,6 +127,14 @@ export async function startWebhookPlatform(overrides: Record<string, string> = {
       const res = await call(cfg.API_PUBLIC_URL, 'POST', '/api/portal/webhooks', { token: accessToken, headers: { 'x-workspace': workspace.slug }, body: { url, ...body } });
       if (res.status !== 201) throw new Error(`endpoint create failed: ${res.status} ${JSON.stringify(res.body)}`);
       return { workspace, admin, accessToken, endpoint: res.body.endpoint as { id: string }, secret: res.body.secret as string };
+    },
+    /** An endpoint at `url` for an existing workspace (e.g. a test tenant's), registered by a new admin of it; answers its secret. */
+    async endpointFor(workspaceSlug: string, url: string, eventTypes: string[]) {
+      const ws = (await pool.query<{ id: string }>('SELECT id FROM workspaces WHERE slug = $1', [workspaceSlug])).rows[0]!;
+      const token = await login(cfg.API_PUBLIC_URL, await addUser(pool, [{ workspaceId: ws.id, role: 'admin' }]));
+      const res = await call(cfg.API_PUBLIC_URL, 'POST', '/api/portal/webhooks', { token, headers: { 'x-workspace': workspaceSlug }, body: { url, eventTypes } });
+      if (res.status !== 201) throw new Error(`endpoint create failed: ${res.status} ${JSON.stringify(res.body)}`);
+      return { endpoint: res.body.endpoint as { id: string }, secret: res.body.secret as string };
     },
     addUser,
     /** Publishes an event of `workspace` to the events service, as an ERP or the platform would. */
