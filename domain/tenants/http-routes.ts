@@ -46,3 +46,23 @@ export function createTableRouteDriver(pool: pg.Pool): RouteDriver {
     },
   };
 }
+
+/** A tenant with a route (its ERP answers), with what the ERP jobs need to reach it. */
+export interface RoutedTenant {
+  tenant: string;
+  host: string;
+  database: string;
+  /** The workspace's slug (events carry it). */
+  workspace: string | null;
+  erpVersion: string;
+}
+
+/** Every tenant with a route, by name: the tenants whose ERPs the platform's ERP jobs visit (sweep, rule rewrite). */
+export async function routedTenants(pool: pg.Pool): Promise<RoutedTenant[]> {
+  const { rows } = await pool.query<RoutedTenant>(
+    `SELECT r.tenant, r.host, r.database, w.slug AS workspace, t.erp_version AS "erpVersion"
+       FROM tenant_routes r JOIN tenants t ON t.name = r.tenant LEFT JOIN workspaces w ON w.id = t.workspace_id
+      ORDER BY r.tenant`,
+  );
+  return rows;
+}

@@ -20,6 +20,8 @@ import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@tem
 import { publishEvent } from '../events/events.js';
 import { erpClientFor, loadErpApiCredentials } from '../erp/api-user.js';
 import { EVENT_RULES } from '../erp/event-rules.js';
+import { routedTenants, type RoutedTenant } from '../tenants/http-routes.js';
+import pLimit from 'p-limit';
 import { erpCloudEvent, markSeen, odooChange, type ErpChange } from './ingestion.js';
 
 export const ERP_EVENTS_SWEEP_SCHEDULE_ID = 'erp-events-sweep';
@@ -61,7 +63,7 @@ export function impliedChanges(record: Record<string, unknown>): ErpChange[] {
   return SWEPT.map((rule) => odooChange(rule.type, payload)).filter((c): c is ErpChange => typeof c !== 'string');
 }
 
-export async function sweepTenant(deps: SweepDeps, t: { tenant: string; host: string; database: string; workspace: string | null; erpVersion: string }): Promise<TenantSweep> {
+export async function sweepTenant(deps: SweepDeps, t: RoutedTenant): Promise<TenantSweep> {
   const started = new Date();
   const last = await deps.pool.query<{ swept_from: Date }>('SELECT swept_from FROM erp_event_sweeps WHERE tenant = $1', [t.tenant]);
   const baseline = last.rowCount === 0;
@@ -105,27 +107,23 @@ export async function sweepTenant(deps: SweepDeps, t: { tenant: string; host: st
 
 /** Every tenant with a route (its ERP answers), a few at a time; one tenant's failure is recorded, not thrown. */
 export async function sweepAll(deps: SweepDeps, opts: { concurrency?: number; heartbeat?: () => void } = {}): Promise<TenantSweep[]> {
-  const { rows } = await deps.pool.query<{ tenant: string; host: string; database: string; workspace: string | null; erp_version: string }>(
-    `SELECT r.tenant, r.host, r.database, w.slug AS workspace, t.erp_version
-       FROM tenant_routes r JOIN tenants t ON t.name = r.tenant LEFT JOIN workspaces w ON w.id = t.workspace_id
-      ORDER BY r.tenant`,
+  const limit = pLimit(opts.concurrency ?? 4);
+  const results = await Promise.all(
+    (await routedTenants(deps.pool)).map((t) =>
+      limit(async (): Promise<TenantSweep> => {
+        try {
+          return await sweepTenant(deps, t);
+        } catch (err) {
+          const error = (err as Error).message.slice(0, 500);
+          await deps.pool.query('UPDATE erp_event_sweeps SET last_error = $2 WHERE tenant = $1', [t.tenant, error]).catch(() => {});
+          return { tenant: t.tenant, read: 0, published: 0, baseline: false, error };
+        } finally {
+          opts.heartbeat?.();
+        }
+      }),
+    ),
   );
-  const results: TenantSweep[] = [];
-  const queue = [...rows];
-  const work = async () => {
-    for (let t = queue.shift(); t; t = queue.shift()) {
-      try {
-        results.push(await sweepTenant(deps, { ...t, erpVersion: t.erp_version }));
-      } catch (err) {
-        const error = (err as Error).message.slice(0, 500);
-        await deps.pool.query('UPDATE erp_event_sweeps SET last_error = $2 WHERE tenant = $1', [t.tenant, error]).catch(() => {});
-        results.push({ tenant: t.tenant, read: 0, published: 0, baseline: false, error });
-      }
-      opts.heartbeat?.();
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 4, rows.length) }, work));
-  return results.sort((a, b) => a.tenant.localeCompare(b.tenant));
+  return results; // by tenant name, as routedTenants lists them
 }
 
 /** The schedule; the worker ensures it at start-up. */

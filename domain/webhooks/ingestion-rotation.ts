@@ -8,6 +8,8 @@
  * updated are answered. The URL (it holds the token) is never in a result or an error.
  */
 import type pg from 'pg';
+import pLimit from 'p-limit';
+import { routedTenants } from '../tenants/http-routes.js';
 import { adminSession, type ErpApiUserDeps } from '../erp/api-user.js';
 import { ErpFault } from '../erp/client.js';
 import { ensureEventRules } from '../erp/event-rules.js';
@@ -40,9 +42,6 @@ export interface RuleRewriteResult {
   failed: { tenant: string; error: string }[];
 }
 
-export const routedTenants = async (pool: pg.Pool) =>
-  (await pool.query<{ tenant: string; database: string }>('SELECT tenant, database FROM tenant_routes ORDER BY tenant')).rows;
-
 const databaseMissing = (err: unknown) => err instanceof ErpFault && /database "[^"]*" does not exist/.test(err.faultString);
 
 /**
@@ -60,22 +59,23 @@ export async function rewriteEventRules(
   if (current.keyId !== pair.keyId) throw new Error(`the current ${pair.caller} → ${pair.target} key is ${current.keyId}, not ${pair.keyId}`);
   const tenants = await (deps.tenants ?? (() => routedTenants(deps.pool)))();
   const result: RuleRewriteResult = { keyId: current.keyId, tenants: tenants.length, updated: [], unchanged: 0, skipped: [], failed: [] };
-  const queue = [...tenants];
-  const work = async () => {
-    for (let t = queue.shift(); t; t = queue.shift()) {
-      try {
-        const { session } = await adminSession(deps.erp, t.database, { timeoutMs: deps.timeoutMs ?? 60_000 });
-        const rules = await ensureEventRules(session, { tenant: t.tenant, eventsUrl: deps.eventsUrl, ingestionKey: current.key });
-        if (rules.created.length || rules.updated.length) result.updated.push(t.tenant);
-        else result.unchanged += 1;
-      } catch (err) {
-        if (databaseMissing(err)) result.skipped.push(t.tenant);
-        else result.failed.push({ tenant: t.tenant, error: (err instanceof ErpFault ? err.faultString : (err as Error).message).slice(0, 300) });
-      }
-      opts.heartbeat?.();
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 4, tenants.length) }, work));
+  const limit = pLimit(opts.concurrency ?? 4);
+  await Promise.all(
+    tenants.map((t) =>
+      limit(async () => {
+        try {
+          const { session } = await adminSession(deps.erp, t.database, { timeoutMs: deps.timeoutMs ?? 60_000 });
+          const rules = await ensureEventRules(session, { tenant: t.tenant, eventsUrl: deps.eventsUrl, ingestionKey: current.key });
+          if (rules.created.length || rules.updated.length) result.updated.push(t.tenant);
+          else result.unchanged += 1;
+        } catch (err) {
+          if (databaseMissing(err)) result.skipped.push(t.tenant);
+          else result.failed.push({ tenant: t.tenant, error: (err instanceof ErpFault ? err.faultString : (err as Error).message).slice(0, 300) });
+        }
+        opts.heartbeat?.();
+      }),
+    ),
+  );
   result.updated.sort();
   result.failed.sort((a, b) => a.tenant.localeCompare(b.tenant));
   return result;
