@@ -50,15 +50,26 @@ export function findPgBin(): string {
   }
 }
 
+/**
+ * A port that is free now, for a server started next. Taken below the kernel's ephemeral range
+ * (ip_local_port_range, 32768–60999 on Linux): a port the kernel handed out (port 0) can be given
+ * again to any outgoing connection before our server binds it, and under a loaded test run one was
+ * (EADDRINUSE). Ports here are only ever taken by a listen.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  for (let tries = 0; tries < 50; tries++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await canListen(port)) return port;
+  }
+  throw new Error('no free port found between 20000 and 32000');
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = createServer();
     srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
   });
 }
 
