@@ -9481,6 +9481,8 @@ export interface paths {
                             attempts: {
                                 id: string;
                                 messageId: string;
+                                /** @description the message's event type (webhook.test for a test send) */
+                                eventType: string | null;
                                 attemptedAt: string;
                                 trigger: string;
                                 statusCode: number | null;
@@ -9607,6 +9609,8 @@ export interface paths {
                         "application/json": {
                             id: string;
                             messageId: string;
+                            /** @description the message's event type (webhook.test for a test send) */
+                            eventType: string | null;
                             attemptedAt: string;
                             trigger: string;
                             statusCode: number | null;
