@@ -527,24 +527,40 @@ describe('settings and profile pages', () => {
     await passwordForm.getByText(/^Password changed/).waitFor();
     owner = { ...owner, password: 'a brand new password' };
 
-    const to = `moved-${randomUUID().slice(0, 8)}@example.test`;
     const emailForm = page.getByRole('form', { name: 'E-mail address' });
-    await emailForm.getByLabel('New e-mail address').fill(to);
-    await emailForm.getByLabel('Current password').fill(owner.password);
-    await emailForm.getByRole('button', { name: 'Change e-mail address' }).click();
-    await emailForm.getByText(`A confirmation link was mailed to ${to}`).waitFor();
+    const requestChange = async (address: string) => {
+      await emailForm.getByLabel('New e-mail address').fill(address);
+      await emailForm.getByLabel('Current password').fill(owner.password);
+      await emailForm.getByRole('button', { name: 'Change e-mail address' }).click();
+      await emailForm.getByText(`Change to ${address} pending: we sent a confirmation link to that address`).waitFor();
+    };
+    // an address another account uses: the page shows the same pending change; that account is told, and keeps its address
+    const other = await addUser(p.pool, [{ workspaceId: workspace.id, role: 'member' }]);
+    await requestChange(other.email);
+    expect(await emailForm.getByRole('alert').count()).toBe(0);
+    await expect.poll(() => p.mailsTo(other.email).length, { timeout: 10_000 }).toBe(1);
+    expect(p.mailsTo(other.email)[0]!.text).toContain('nothing was changed');
+
+    const to = `moved-${randomUUID().slice(0, 8)}@example.test`;
+    await requestChange(to);
     await page.screenshot({ path: join(shots, 'profile.png'), fullPage: true });
     await expect.poll(() => p.mailsTo(to).length, { timeout: 10_000 }).toBe(1);
     const { link } = linkIn(p.mailsTo(to)[0], `${base}/account/confirm-email`);
 
-    const other = await browser.newContext();
-    const tab = await other.newPage();
+    const otherBrowser = await browser.newContext();
+    const tab = await otherBrowser.newPage();
     await tab.goto(link);
     await tab.getByRole('heading', { name: 'Confirm your e-mail address' }).waitFor();
     await tab.getByRole('button', { name: 'Confirm' }).click();
     await tab.getByText(`Done: you sign in as ${to} from now on.`).waitFor();
     expect(new URL(tab.url()).hash).toBe('');
-    await other.close();
+    // the link works once: opened again, it says so
+    await tab.goto(link);
+    await tab.getByRole('button', { name: 'Confirm' }).click();
+    await expect.poll(() => tab.getByRole('alert').textContent()).toMatch(/^This e-mail address was confirmed already\./);
+    expect(await tab.getByRole('button', { name: 'Confirm' }).count()).toBe(0);
+    await tab.screenshot({ path: join(shots, 'confirm-email-used.png') });
+    await otherBrowser.close();
 
     await page.reload();
     await page.getByText(`You sign in as ${to}.`).waitFor();
@@ -594,5 +610,12 @@ describe('the workspace link of the e-mails, /w/<slug>', () => {
     expect(res!.headers()['content-type']).toMatch(/^application\/problem\+json/);
     expect((await res!.json()).detail).toBe(`There is no workspace "${unknown}".`);
     await context.close();
+  });
+
+  it('tells a known workspace (302) from an unknown one (404) without a session: slugs are public, as their ERP host names are (README)', async () => {
+    const known = await fetch(`${base}/w/${workspace.slug}`, { redirect: 'manual' });
+    expect([known.status, known.headers.get('location')]).toEqual([302, `/app/w/${workspace.slug}/`]);
+    const unknown = await fetch(`${base}/w/${uniqueSlug('none')}`, { redirect: 'manual' });
+    expect(unknown.status).toBe(404);
   });
 });
