@@ -33,6 +33,22 @@ export function emailChangeEmail(c: { to: string; name: string; link: string; ex
   };
 }
 
+/**
+ * To an address another account already uses, instead of a confirmation link: the requester is
+ * told the same as for a free address (no answer says which addresses have accounts), so the
+ * address's owner learns of the attempt here, and nothing changes.
+ */
+export function emailTakenNotice(c: { to: string }): OutgoingMail {
+  return {
+    to: c.to,
+    subject: 'Someone tried to use your e-mail address on Plana',
+    text:
+      `Hello,\n\nsomeone signed in to another Plana account asked to change that account's e-mail address to this one. ` +
+      `This address already belongs to a Plana account, so nothing was changed and nothing will be: there is no link to confirm.\n\n` +
+      `If this was you, use your existing account instead. If it was not, you need not do anything; your account is unchanged.\n`,
+  };
+}
+
 export function emailChangeNotice(c: { to: string; name: string; newEmail: string }): OutgoingMail {
   return {
     to: c.to,

@@ -1,7 +1,10 @@
 /**
  * A person's profile (specification §4.1 `GET/PUT /api/portal/profile`): the name changes at once;
  * a new e-mail address takes effect only when confirmed through a single-use, expiring link mailed
- * to that address (the old address is told of the request); a new password needs the current one
+ * to that address (the old address is told of the request). A request for an address another
+ * account uses looks the same to the requester (same answer, same pending state), so it tells no
+ * one which addresses have accounts; that address gets a notice of the attempt instead of a link,
+ * and the change never happens. A new password needs the current one
  * and ends every other session of the person (their refresh tokens, and with them their access
  * tokens). E-mail and password changes both need the current password: a stolen access token alone
  * cannot take the account over.
@@ -12,7 +15,7 @@ import { withTransaction } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import { endOtherSessions } from '../access/login-sessions.js';
 import type { NotificationsMailClient } from '../notifications/mail-client.js';
-import { emailChangeEmail, emailChangeNotice } from './emails.js';
+import { emailChangeEmail, emailChangeNotice, emailTakenNotice } from './emails.js';
 import { hashLinkToken, newLinkToken } from './link-tokens.js';
 import { checkNewPassword } from './passwords.js';
 
@@ -63,6 +66,7 @@ export interface ProfileChange {
 /** What a change did, besides the profile it returns. */
 export interface ProfileChanged {
   profile: Profile;
+  /** An e-mail change was requested: a mail went to the new address (a link, or a notice when that address is taken). */
   emailConfirmationSent: boolean;
   passwordChanged: boolean;
   otherSessionsEnded: number;
@@ -109,8 +113,8 @@ export async function changeProfile(deps: ProfileDeps, user: { id: string; sessi
       if (email.toLowerCase() === current.email.toLowerCase()) {
         throw new AppError('BAD_REQUEST', 'This is already your e-mail address.', { errors: [{ field: 'body.email', message: 'the current address' }] });
       }
-      const taken = await db.query('SELECT 1 FROM users WHERE lower(email) = lower($1)', [email]);
-      if (taken.rowCount) throw new AppError('CONFLICT', 'Another account uses this e-mail address.');
+      // the account that uses the address already, if any: its own (confirmed) spelling of it is where the notice goes
+      const owner = (await db.query<{ email: string }>('SELECT email FROM users WHERE lower(email) = lower($1)', [email])).rows[0];
       // a new request replaces an earlier one: its link dies
       await db.query('UPDATE email_changes SET cancelled_at = now() WHERE user_id = $1 AND confirmed_at IS NULL AND cancelled_at IS NULL', [user.id]);
       const token = newLinkToken();
@@ -121,7 +125,9 @@ export async function changeProfile(deps: ProfileDeps, user: { id: string; sessi
       );
       const { id, expires_at: expiresAt } = rows[0]!;
       const name = change.name?.trim() ?? current.name;
-      await deps.mail.send(emailChangeEmail({ to: email, name, link: emailConfirmLink(deps.publicUrl, token), expiresAt }), `email-change:${id}`);
+      // a taken address: the same pending change for the requester, but its token is never mailed (nor stored anywhere else)
+      const toNewAddress = owner ? emailTakenNotice({ to: owner.email }) : emailChangeEmail({ to: email, name, link: emailConfirmLink(deps.publicUrl, token), expiresAt });
+      await deps.mail.send(toNewAddress, `email-change:${id}`);
       await deps.mail.send(emailChangeNotice({ to: current.email, name, newEmail: email }), `email-change-notice:${id}`);
       emailConfirmationSent = true;
     }

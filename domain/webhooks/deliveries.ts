@@ -9,6 +9,9 @@ import type { AttemptResult } from './sender.js';
 export type DeliveryStatus = 'pending' | 'retrying' | 'delivered' | 'failed';
 export type Trigger = 'dispatcher' | 'retry' | 'replay' | 'test';
 
+/** The event type of a test send (its message is sent straight away and never recorded as a message). */
+export const TEST_EVENT_TYPE = 'webhook.test';
+
 export interface NewMessage {
   id: string;
   workspaceId: string;
@@ -133,6 +136,8 @@ export async function workspaceAdminEmails(db: Pool, workspaceId: string): Promi
 export interface AttemptView {
   id: string;
   messageId: string;
+  /** The message's event type (TEST_EVENT_TYPE for a test send; null once the message is gone). */
+  eventType: string | null;
   attemptedAt: string;
   trigger: Trigger;
   statusCode: number | null;
@@ -149,13 +154,14 @@ export async function listAttempts(
   opts: { limit: number; messageId?: string; before?: string },
 ): Promise<AttemptView[]> {
   const { rows } = await db.query<AttemptView & { attemptedAt: Date }>(
-    `SELECT id::text, message_id AS "messageId", attempted_at AS "attemptedAt", trigger, status_code AS "statusCode",
-            duration_ms AS "durationMs", outcome, error, response_headers AS "responseHeaders", response_excerpt AS "responseExcerpt"
-       FROM webhook_attempts
-      WHERE endpoint_id = $1 AND ($2::text IS NULL OR message_id = $2) AND ($3::bigint IS NULL OR (attempted_at, id) < (SELECT attempted_at, id FROM webhook_attempts WHERE id = $3 AND endpoint_id = $1))
-      -- webhook_attempts.id: the number, not the text id selected above (which sorts 9 after 10)
-      ORDER BY attempted_at DESC, webhook_attempts.id DESC LIMIT $4`,
-    [endpointId, opts.messageId ?? null, opts.before ?? null, opts.limit],
+    `SELECT a.id::text, a.message_id AS "messageId", CASE WHEN a.trigger = 'test' THEN $5::text ELSE m.event_type END AS "eventType", a.attempted_at AS "attemptedAt", a.trigger,
+            a.status_code AS "statusCode", a.duration_ms AS "durationMs", a.outcome, a.error, a.response_headers AS "responseHeaders",
+            a.response_excerpt AS "responseExcerpt"
+       FROM webhook_attempts a LEFT JOIN webhook_messages m ON m.id = a.message_id
+      WHERE a.endpoint_id = $1 AND ($2::text IS NULL OR a.message_id = $2)
+        AND ($3::bigint IS NULL OR (a.attempted_at, a.id) < (SELECT attempted_at, id FROM webhook_attempts WHERE id = $3 AND endpoint_id = $1))
+      ORDER BY a.attempted_at DESC, a.id DESC LIMIT $4`,
+    [endpointId, opts.messageId ?? null, opts.before ?? null, opts.limit, TEST_EVENT_TYPE],
   );
   return rows.map((r) => ({ ...r, attemptedAt: r.attemptedAt.toISOString() }));
 }

@@ -16,11 +16,11 @@ import { event, invoice, sandboxIds, sendEvent, subscription } from '../../sandb
 import { welcomeEmail } from '../../services/notifications/welcome-email.js';
 import { webhookWorkflowId } from '../../workflows/definitions.js';
 import { tempDir } from '../support/env.js';
-import { linkIn } from '../support/portal.js';
+import { cellsOffScreen, linkIn } from '../support/portal.js';
 import { startReceiver, startWebhookPlatform, type Receiver, type WebhookPlatform } from '../support/webhooks.js';
 import { addUser, addWorkspace, call, login, uniqueSlug } from '../support/workspace-api.js';
 
-const shots = process.env.PORTAL_SCREENSHOTS === '1' ? 'docs/screenshots' : tempDir('screenshots');
+const shots = process.env.PORTAL_SHOTS_DIR ?? (process.env.PORTAL_SCREENSHOTS === '1' ? 'docs/screenshots' : tempDir('screenshots'));
 mkdirSync(shots, { recursive: true });
 
 let p: WebhookPlatform;
@@ -104,6 +104,37 @@ describe('webhooks page', () => {
     const attempt = group.locator('tr.attempt');
     expect(await attempt.count()).toBe(1);
     expect(await attempt.textContent()).toMatch(/test.*204.*\d+ ms/);
+    // the message's row names its event type
+    expect(await group.locator('tr.message .event-type').textContent()).toBe('webhook.test');
+  });
+
+  it("gives the endpoint's page an address of its own: a reload keeps it, the menu's Webhooks goes back to the list", async () => {
+    const { rows } = await p.pool.query<{ id: string }>('SELECT id FROM webhook_endpoints WHERE workspace_id = $1 AND url = $2', [workspace.id, receiver.url]);
+    const endpointPath = `/app/w/${workspace.slug}/webhooks/${rows[0]!.id}`;
+    expect(new URL(page.url()).pathname).toBe(endpointPath);
+    await page.reload();
+    await page.getByRole('heading', { name: `Endpoint ${receiver.url}` }).waitFor();
+    expect(new URL(page.url()).pathname).toBe(endpointPath);
+
+    await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('heading', { name: 'Webhooks', exact: true }).waitFor();
+    expect(new URL(page.url()).pathname).toBe(`/app/w/${workspace.slug}/webhooks`);
+    // the list links to the endpoint's address, and the browser's back and forward move between them
+    const open = page.getByRole('link', { name: `Open ${receiver.url}` });
+    expect(await open.getAttribute('href')).toBe(endpointPath);
+    await page.goBack();
+    await page.getByRole('heading', { name: `Endpoint ${receiver.url}` }).waitFor();
+    await page.getByRole('link', { name: '← All endpoints' }).click();
+    await page.getByRole('heading', { name: 'Webhooks', exact: true }).waitFor();
+    await open.click();
+    await page.getByRole('heading', { name: `Endpoint ${receiver.url}` }).waitFor();
+    expect(new URL(page.url()).pathname).toBe(endpointPath);
+
+    // an endpoint that is not there (deleted, or another workspace's) says so
+    await page.goto(`${base}/app/w/${workspace.slug}/webhooks/00000000-0000-4000-8000-000000000000`);
+    await page.getByText('This workspace has no webhook endpoint “00000000-0000-4000-8000-000000000000” (it may have been deleted).').waitFor();
+    await page.goto(`${base}${endpointPath}`);
+    await page.getByRole('heading', { name: `Endpoint ${receiver.url}` }).waitFor();
   });
 
   it('shows the failed attempts of a message while the receiver fails, with the response excerpt', async () => {
@@ -117,6 +148,7 @@ describe('webhooks page', () => {
     // the page looks again by itself every few seconds
     await expect.poll(() => group.locator('tr.attempt').count(), { timeout: 15_000 }).toBe(3);
     const text = await group.textContent();
+    expect(await group.locator('tr.message .event-type').textContent()).toBe('invoice.posted');
     expect(text).toContain('500');
     expect(text).toContain('receiver down for maintenance');
     await page.screenshot({ path: join(shots, 'webhooks.png'), fullPage: true });
@@ -197,7 +229,7 @@ describe('webhooks page', () => {
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await page.getByRole('button', { name: 'Disable' }).click();
     await page.getByText('The endpoint is disabled: it receives nothing until enabled.').waitFor();
-    await page.getByRole('button', { name: '← All endpoints' }).click();
+    await page.getByRole('link', { name: '← All endpoints' }).click();
     const row = page.locator('tr', { hasText: receiver.url });
     await expect.poll(() => row.textContent()).toContain('Disabled');
   });
@@ -222,11 +254,11 @@ describe('webhooks page', () => {
       expect(await page.getByRole('button', { name: `Replay ${goneId}` }).isDisabled()).toBe(true);
       await page.getByText('The endpoint is disabled: enable it to replay messages.').waitFor();
       expect(gone.received).toHaveLength(1);
-      await page.getByRole('button', { name: '← All endpoints' }).click();
+      await page.getByRole('link', { name: '← All endpoints' }).click();
       const row = page.locator('tr', { hasText: gone.url });
       await expect.poll(() => row.textContent()).toContain('Disabled: the receiver answered 410 Gone');
       // and delete it, after a confirmation
-      await page.getByRole('button', { name: `Open ${gone.url}` }).click();
+      await page.getByRole('link', { name: `Open ${gone.url}` }).click();
       await page.getByRole('button', { name: 'Delete' }).click();
       await page.getByRole('dialog').getByRole('button', { name: 'Delete endpoint' }).click();
       await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
@@ -428,8 +460,12 @@ describe('subscription and invoices page', () => {
     expect(await page.locator('[data-integration]').count()).toBeGreaterThanOrEqual(4);
     await page.screenshot({ path: join(shots, 'integrations.png'), fullPage: true });
     await page.setViewportSize({ width: 390, height: 844 });
+    const { rows } = await p.pool.query<{ id: string }>('SELECT id FROM webhook_endpoints WHERE workspace_id = $1 AND url = $2', [workspace.id, receiver.url]);
     for (const [section, heading] of [
       ['webhooks', 'Webhooks'],
+      [`webhooks/${rows[0]!.id}`, `Endpoint ${receiver.url}`],
+      ['keys', 'API keys'],
+      ['log', 'Execution log'],
       ['team', 'Team'],
       ['billing', 'Subscription'],
       ['integrations', 'Integrations'],
@@ -445,7 +481,10 @@ describe('subscription and invoices page', () => {
         const out = [...document.querySelectorAll('body *')].filter((el) => el.getBoundingClientRect().right > width + 1 && !scrolls(el.parentElement));
         return out.map((el) => `${el.tagName.toLowerCase()}.${el.className}`).slice(0, 5);
       });
+      await page.screenshot({ path: join(shots, `${section.replace('/', '-')}-narrow.png`), fullPage: true });
       expect({ section, sticking }).toEqual({ section, sticking: [] });
+      // and every column of every table is on the screen (rows stack), none cut off at the edge
+      expect({ section, offScreen: await cellsOffScreen(page) }).toEqual({ section, offScreen: [] });
     }
   });
 });
@@ -488,24 +527,40 @@ describe('settings and profile pages', () => {
     await passwordForm.getByText(/^Password changed/).waitFor();
     owner = { ...owner, password: 'a brand new password' };
 
-    const to = `moved-${randomUUID().slice(0, 8)}@example.test`;
     const emailForm = page.getByRole('form', { name: 'E-mail address' });
-    await emailForm.getByLabel('New e-mail address').fill(to);
-    await emailForm.getByLabel('Current password').fill(owner.password);
-    await emailForm.getByRole('button', { name: 'Change e-mail address' }).click();
-    await emailForm.getByText(`A confirmation link was mailed to ${to}`).waitFor();
+    const requestChange = async (address: string) => {
+      await emailForm.getByLabel('New e-mail address').fill(address);
+      await emailForm.getByLabel('Current password').fill(owner.password);
+      await emailForm.getByRole('button', { name: 'Change e-mail address' }).click();
+      await emailForm.getByText(`Change to ${address} pending: we sent a confirmation link to that address`).waitFor();
+    };
+    // an address another account uses: the page shows the same pending change; that account is told, and keeps its address
+    const other = await addUser(p.pool, [{ workspaceId: workspace.id, role: 'member' }]);
+    await requestChange(other.email);
+    expect(await emailForm.getByRole('alert').count()).toBe(0);
+    await expect.poll(() => p.mailsTo(other.email).length, { timeout: 10_000 }).toBe(1);
+    expect(p.mailsTo(other.email)[0]!.text).toContain('nothing was changed');
+
+    const to = `moved-${randomUUID().slice(0, 8)}@example.test`;
+    await requestChange(to);
     await page.screenshot({ path: join(shots, 'profile.png'), fullPage: true });
     await expect.poll(() => p.mailsTo(to).length, { timeout: 10_000 }).toBe(1);
     const { link } = linkIn(p.mailsTo(to)[0], `${base}/account/confirm-email`);
 
-    const other = await browser.newContext();
-    const tab = await other.newPage();
+    const otherBrowser = await browser.newContext();
+    const tab = await otherBrowser.newPage();
     await tab.goto(link);
     await tab.getByRole('heading', { name: 'Confirm your e-mail address' }).waitFor();
     await tab.getByRole('button', { name: 'Confirm' }).click();
     await tab.getByText(`Done: you sign in as ${to} from now on.`).waitFor();
     expect(new URL(tab.url()).hash).toBe('');
-    await other.close();
+    // the link works once: opened again, it says so
+    await tab.goto(link);
+    await tab.getByRole('button', { name: 'Confirm' }).click();
+    await expect.poll(() => tab.getByRole('alert').textContent()).toMatch(/^This e-mail address was confirmed already\./);
+    expect(await tab.getByRole('button', { name: 'Confirm' }).count()).toBe(0);
+    await tab.screenshot({ path: join(shots, 'confirm-email-used.png') });
+    await otherBrowser.close();
 
     await page.reload();
     await page.getByText(`You sign in as ${to}.`).waitFor();
@@ -555,5 +610,12 @@ describe('the workspace link of the e-mails, /w/<slug>', () => {
     expect(res!.headers()['content-type']).toMatch(/^application\/problem\+json/);
     expect((await res!.json()).detail).toBe(`There is no workspace "${unknown}".`);
     await context.close();
+  });
+
+  it('tells a known workspace (302) from an unknown one (404) without a session: slugs are public, as their ERP host names are (README)', async () => {
+    const known = await fetch(`${base}/w/${workspace.slug}`, { redirect: 'manual' });
+    expect([known.status, known.headers.get('location')]).toEqual([302, `/app/w/${workspace.slug}/`]);
+    const unknown = await fetch(`${base}/w/${uniqueSlug('none')}`, { redirect: 'manual' });
+    expect(unknown.status).toBe(404);
   });
 });

@@ -15,9 +15,10 @@ import { createPool, type Pool } from '../../lib/db.js';
 import type { ErpStandIn } from '../../sandbox/erp/server.js';
 import { erpTestConfig, provisionTestTenant, startTestErp, type TestTenant } from '../support/erp-tenant.js';
 import { tempDir } from '../support/env.js';
+import { cellsOffScreen } from '../support/portal.js';
 import { addUser, call, login } from '../support/workspace-api.js';
 
-const shots = process.env.PORTAL_SCREENSHOTS === '1' ? 'docs/screenshots' : tempDir('screenshots');
+const shots = process.env.PORTAL_SHOTS_DIR ?? (process.env.PORTAL_SCREENSHOTS === '1' ? 'docs/screenshots' : tempDir('screenshots'));
 mkdirSync(shots, { recursive: true });
 
 let pool: Pool;
@@ -82,8 +83,8 @@ describe('the workspace portal in Chromium', () => {
     expect(stored).toEqual({ local: 0, session: 0, cookies: '' });
   });
 
-  it("draws the cash-flow chart from the tenant's figures, with the KPIs and alerts", async () => {
-    const expected = await call(base, 'GET', `/api/portal/workspaces/${tenant.workspace}/dashboard/cashflow?months=12`, {
+  it("draws the cash-flow chart from the tenant's figures (the months `GET …/cashflow` answers by default), with the KPIs and alerts", async () => {
+    const expected = await call(base, 'GET', `/api/portal/workspaces/${tenant.workspace}/dashboard/cashflow`, {
       token: await login(base, owner),
     });
     expect(expected.status).toBe(200);
@@ -92,7 +93,11 @@ describe('the workspace portal in Chromium', () => {
     const { inflow, outflow, net } = expected.body.totals as { inflow: number; outflow: number; net: number };
     expect(inflow + outflow).toBeGreaterThan(0);
     expect(await chart.getAttribute('aria-label')).toBe(`Cash flow per month in ${expected.body.currency}: in ${inflow}, out ${outflow}, net ${net} in total`);
-    expect(await chart.getAttribute('data-months')).toBe('12');
+    // the dashboard shows what a script calling the API without `months` gets: the last 6 months
+    expect(expected.body.months).toHaveLength(6);
+    expect(await chart.getAttribute('data-months')).toBe('6');
+    expect(await chart.getAttribute('data-net')).toBe(String(net));
+    await page.getByRole('heading', { name: 'Cash flow, last 6 months' }).waitFor();
     // Chart.js has painted the canvas: it differs from an empty canvas of the same size
     const painted = await chart.evaluate((c: HTMLCanvasElement) => {
       const blank = document.createElement('canvas');
@@ -234,12 +239,47 @@ describe('the workspace portal in Chromium', () => {
     for (const tab of tabs.slice(1)) await tab.close();
   });
 
+  it('shows the ERP integration under readable labels, and its conditions or a sentence saying there are none', async () => {
+    await page.goto(`${base}/app/w/${tenant.workspace}/integrations`);
+    const card = page.locator('[data-integration="erp"]');
+    await card.waitFor();
+    const labels = async () => card.locator('dt').allTextContents();
+    await expect.poll(labels).toEqual(['Tenant', 'Plan', 'ERP version', 'Address', 'Dashboard access']);
+    expect(await card.locator('dd').allTextContents()).toEqual([tenant.name, 'Pro', '18', tenant.host, 'Set up']);
+    // entered without a TenantClient: no empty "Conditions", a sentence instead
+    expect(await card.getByRole('heading', { name: 'Conditions' }).count()).toBe(0);
+    expect(await card.locator('[data-conditions="none"]').textContent()).toBe('No provisioning conditions: this tenant was set up without a TenantClient, so only its route is known.');
+
+    // as the tenant workflow mirrors a TenantClient's status
+    const conditions = [
+      { type: 'Synced', status: 'True', reason: 'ReconcileSuccess', message: '', lastTransitionTime: new Date().toISOString(), observedGeneration: 2 },
+      { type: 'Ready', status: 'False', reason: 'Unavailable', message: 'the route answers 502', lastTransitionTime: new Date().toISOString(), observedGeneration: 2 },
+    ];
+    await pool.query(
+      `INSERT INTO tenant_clients (name, spec, phase, conditions, generation, observed_generation) VALUES ($1, '{}', 'Unavailable', $2, 3, 2)`,
+      [tenant.name, JSON.stringify(conditions)],
+    );
+    try {
+      await page.reload();
+      await expect.poll(labels).toEqual(['Tenant', 'Plan', 'ERP version', 'Address', 'Dashboard access', 'Phase', 'Configuration']);
+      expect(await card.locator('dd').allTextContents()).toEqual([tenant.name, 'Pro', '18', tenant.host, 'Set up', 'Unavailable', 'Being applied (version 3; version 2 is live)']);
+      await card.getByRole('heading', { name: 'Conditions' }).waitFor();
+      expect(await card.locator('[data-condition="Synced"]').textContent()).toMatch(/^Synced: yes ReconcileSuccess \(since /);
+      expect(await card.locator('[data-condition="Ready"]').textContent()).toMatch(/^Ready: no Unavailable — the route answers 502 \(since /);
+      await page.screenshot({ path: join(shots, 'integrations-erp.png'), fullPage: true });
+    } finally {
+      await pool.query('DELETE FROM tenant_clients WHERE name = $1', [tenant.name]);
+    }
+  });
+
   it('works on a narrow screen and signs out', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
-    await page.getByRole('link', { name: 'Dashboard' }).click();
+    await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Dashboard' }).click();
     await page.getByRole('img', { name: /Cash flow per month/ }).waitFor();
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     expect(overflow).toBeLessThanOrEqual(0);
+    await page.locator('#company-figures tbody tr').first().waitFor();
+    expect(await cellsOffScreen(page)).toEqual([]);
     await page.screenshot({ path: join(shots, 'dashboard-narrow.png'), fullPage: true });
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in to Plana' }).waitFor();

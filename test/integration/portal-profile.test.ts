@@ -26,6 +26,9 @@ const loginFull = (user: { email: string; password: string }) => call(base, 'POS
 const refreshCookie = (cookies: string[]) => cookies.find((c) => c.startsWith('plana_refresh='))!.split(';')[0]!;
 const newAddress = () => `moved-${randomUUID().slice(0, 8)}@example.test`;
 
+/** The answer to an e-mail change request (taken address or not). */
+const SENT = 'We sent a confirmation link to the new address; the change takes effect once it is confirmed from there.';
+
 describe('GET/PUT /api/portal/profile', () => {
   it('shows the profile and changes the name at once', async () => {
     const { ws, user, token } = await person();
@@ -49,8 +52,8 @@ describe('GET/PUT /api/portal/profile', () => {
     const { user, token } = await person();
     const to = newAddress();
     const put = await call(base, 'PUT', '/api/portal/profile', { token, body: { email: to, currentPassword: user.password } });
-    expect(put.status).toBe(200);
-    expect(put.body).toMatchObject({ email: user.email, emailConfirmationSent: true, pendingEmail: { email: to } });
+    expect(put.status).toBe(202);
+    expect(put.body).toMatchObject({ email: user.email, emailConfirmationSent: true, pendingEmail: { email: to }, message: SENT });
     // the old address is told; the new one gets the link; the login still uses the old address
     expect(portal.mailsTo(user.email)[0]!.text).toContain(to);
     expect(portal.mailsTo(user.email)[0]!.text).not.toContain('#token=');
@@ -90,15 +93,43 @@ describe('GET/PUT /api/portal/profile', () => {
     expect((await call(base, 'GET', '/api/portal/profile', { token })).body).toMatchObject({ email: user.email, pendingEmail: null });
   });
 
-  it('refuses an e-mail change without or with a wrong current password, to a taken address, or to the same one', async () => {
+  it('refuses an e-mail change without or with a wrong current password, or to the same address', async () => {
     const { user, token } = await person();
-    const other = await person();
     const to = newAddress();
     expect((await call(base, 'PUT', '/api/portal/profile', { token, body: { email: to } })).status).toBe(400);
     expect((await call(base, 'PUT', '/api/portal/profile', { token, body: { email: to, currentPassword: 'wrong password' } })).status).toBe(403);
-    expect((await call(base, 'PUT', '/api/portal/profile', { token, body: { email: other.user.email.toUpperCase(), currentPassword: user.password } })).status).toBe(409);
     expect((await call(base, 'PUT', '/api/portal/profile', { token, body: { email: user.email, currentPassword: user.password } })).status).toBe(400);
     expect(portal.mailsTo(to)).toHaveLength(0);
+  });
+
+  it('answers a request for an address another account uses exactly as for a free one; that address is told of the attempt, gets no link, and never changes hands', async () => {
+    const { user, token } = await person();
+    const other = await person();
+    const free = newAddress();
+    const taken = other.user.email.toUpperCase();
+    /** the answer but for the address asked for */
+    const answer = (res: Awaited<ReturnType<typeof call>>) => ({ status: res.status, body: { ...res.body, pendingEmail: undefined } });
+    const toFree = await call(base, 'PUT', '/api/portal/profile', { token, body: { email: free, currentPassword: user.password } });
+    const toTaken = await call(base, 'PUT', '/api/portal/profile', { token, body: { email: taken, currentPassword: user.password } });
+    // the same answer, and the same pending state in the profile
+    expect(answer(toTaken)).toEqual(answer(toFree));
+    expect([toFree.body.pendingEmail.email, toTaken.body.pendingEmail.email]).toEqual([free, taken]);
+    expect(toTaken.status).toBe(202);
+    expect(toTaken.body.message).toBe(SENT);
+    expect((await call(base, 'GET', '/api/portal/profile', { token })).body.pendingEmail).toMatchObject({ email: taken });
+
+    // the owner of the taken address learns of the attempt, with nothing to confirm
+    await expect.poll(() => portal.mailsTo(other.user.email).length).toBe(1);
+    const notice = portal.mailsTo(other.user.email)[0]!;
+    expect(notice.subject).toBe('Someone tried to use your e-mail address on Plana');
+    expect(notice.text).not.toContain('#token=');
+    expect(notice.text).not.toContain(user.email);
+    // the requester's own address is told of the request as for any change
+    expect(portal.mailsTo(user.email).at(-1)!.text).toContain(taken);
+    // and nothing moves: both people still sign in with their own address
+    expect((await call(base, 'GET', '/api/portal/profile', { token })).body.email).toBe(user.email);
+    expect((await loginFull(user)).status).toBe(200);
+    expect((await loginFull(other.user)).status).toBe(200);
   });
 
   it('a password change needs the current password and ends every other session of the person, not this one', async () => {

@@ -2,6 +2,7 @@
  * The portal's tests: an account API, the notifications service and the SMTP sink on the run's
  * real servers, and the links read from the mails the sink caught.
  */
+import type { Page } from 'playwright-core';
 import { startNotifications } from '../../services/notifications/server.js';
 import { readMailbox, startSmtpSink, type StoredMail } from '../../sandbox/smtp/sink.js';
 import { startTestApi } from './api.js';
@@ -42,3 +43,17 @@ export function linkIn(mail: StoredMail | undefined, prefix: string): { link: st
   if (!token) throw new Error(`no token in ${link}`);
   return { link, token };
 }
+
+/**
+ * The table cells of the page a person cannot see without scrolling sideways (outside the
+ * viewport's width), as "column: text" (at most 5): none when every column of every table fits.
+ */
+export const cellsOffScreen = (page: Page) =>
+  page.evaluate(() => {
+    const width = document.documentElement.clientWidth;
+    const off = [...document.querySelectorAll('table td')].filter((td) => {
+      const box = td.getBoundingClientRect();
+      return box.width > 0 && (box.right > width + 1 || box.left < -1);
+    });
+    return off.slice(0, 5).map((td) => `${(td as HTMLElement).dataset.label ?? '?'}: ${(td.textContent ?? '').slice(0, 40)}`);
+  });

@@ -2,7 +2,7 @@
  * The portal's shell: restores the session from the refresh cookie, shows sign-in without one,
  * and otherwise the workspace's menu (nav.ts) and the page of the current path:
  *   /app/                      the workspaces of the user (straight to the only one)
- *   /app/w/<slug>/<section>    a section of a workspace
+ *   /app/w/<slug>/<section>    a section of a workspace (/<section>/<id>: a page of its own, e.g. an endpoint)
  *   /app/w/<slug>/join         accept an invitation (the e-mail's link; with or without a session)
  *   /app/account/confirm-email confirm a new e-mail address (the e-mail's link)
  */
@@ -95,7 +95,9 @@ function SignedIn({ user }: { user: User }) {
 
 function WorkspaceView({ workspace, section }: { workspace: WorkspaceRef; section: string }) {
   const visible = sections.filter((s) => !s.adminOnly || workspace.role === 'admin');
-  const current = visible.find((s) => s.path === section.replace(/\/$/, ''));
+  const [head = '', ...rest] = section.replace(/\/$/, '').split('/');
+  const subpath = rest.join('/');
+  const current = visible.find((s) => s.path === head && (subpath === '' || s.nested));
   return (
     <div className="workspace">
       <nav className="sidenav" aria-label="Workspace">
@@ -111,7 +113,7 @@ function WorkspaceView({ workspace, section }: { workspace: WorkspaceRef; sectio
       </nav>
       <main className="content">
         {current ? (
-          <current.page workspace={workspace} />
+          <current.page workspace={workspace} subpath={subpath} />
         ) : (
           <p className="empty">There is no page “{section}” here{workspace.role === 'member' ? ' for a member' : ''}.</p>
         )}

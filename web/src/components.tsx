@@ -1,5 +1,5 @@
 /** Small shared pieces: the problem message, loading and empty states, the data hook, the dialog. */
-import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState, type ReactNode } from 'react';
 import { ApiError } from './api/client';
 
 export function ErrorMessage({ error }: { error: unknown }) {
@@ -83,4 +83,35 @@ export function useAction() {
     }
   }
   return { busy, error, setError, run };
+}
+
+/**
+ * The box of a table. Wide, it scrolls sideways inside the box; narrow (styles.css), each row
+ * stacks as "label value" lines, the labels being the column headers: every cell of a body row
+ * gets its column's header as `data-label` (empty for a header only screen readers see).
+ */
+export function TableWrap({ children }: { children: ReactNode }) {
+  const ref = useRef<HTMLDivElement>(null);
+  useLayoutEffect(() => {
+    for (const table of ref.current?.querySelectorAll('table') ?? []) labelCells(table);
+  });
+  return (
+    <div className="table-wrap" ref={ref}>
+      {children}
+    </div>
+  );
+}
+
+function labelCells(table: HTMLTableElement) {
+  const headers = [...(table.tHead?.rows[0]?.cells ?? [])].flatMap((th) => Array<string>(th.colSpan).fill(th.querySelector('.sr-only') ? '' : (th.textContent ?? '').trim()));
+  for (const body of table.tBodies) {
+    for (const row of body.rows) {
+      if (row.querySelector('th[scope="rowgroup"]')) continue;
+      let column = 0;
+      for (const cell of row.cells) {
+        if (cell.tagName === 'TD' && cell.colSpan === 1) cell.dataset.label = headers[column] ?? '';
+        column += cell.colSpan;
+      }
+    }
+  }
 }

@@ -24,14 +24,17 @@ export interface Section {
   path: string;
   label: string;
   adminOnly: boolean;
-  page: ComponentType<{ workspace: WorkspaceRef }>;
+  /** true when the section has pages of its own under its path (e.g. webhooks/<endpoint id>) */
+  nested?: boolean;
+  /** `subpath`: what follows the section's path ('' on the section's own page) */
+  page: ComponentType<{ workspace: WorkspaceRef; subpath: string }>;
 }
 
 export const sections: Section[] = [
   { path: '', label: 'Dashboard', adminOnly: false, page: Dashboard },
   { path: 'keys', label: 'API keys', adminOnly: true, page: ApiKeys },
   { path: 'log', label: 'Execution log', adminOnly: true, page: ExecutionLog },
-  { path: 'webhooks', label: 'Webhooks', adminOnly: true, page: Webhooks },
+  { path: 'webhooks', label: 'Webhooks', adminOnly: true, nested: true, page: Webhooks },
   { path: 'team', label: 'Team', adminOnly: false, page: Team },
   { path: 'billing', label: 'Subscription', adminOnly: false, page: Billing },
   { path: 'integrations', label: 'Integrations', adminOnly: false, page: Integrations },

@@ -26,6 +26,18 @@ const ProfileSchema = Type.Object({
   workspaces: Type.Array(Type.Object({ id: Type.String(), slug: Type.String(), name: Type.String(), role: Role })),
 });
 
+const Changed = Type.Intersect([
+  ProfileSchema,
+  Type.Object({
+    emailConfirmationSent: Type.Boolean(),
+    passwordChanged: Type.Boolean(),
+    otherSessionsEnded: Type.Integer(),
+    message: Type.Optional(Type.String({ description: 'with 202: what happens next for the e-mail change' })),
+  }),
+]);
+/** The answer to every e-mail change request, whether or not the address is taken. */
+const EMAIL_CHANGE_SENT = 'We sent a confirmation link to the new address; the change takes effect once it is confirmed from there.';
+
 export default async function profileRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { config, pool } = app.deps;
@@ -50,6 +62,7 @@ export default async function profileRoutes(fastify: FastifyInstance) {
         summary: 'Change your name, e-mail address or password (fields left out stay as they are)',
         description:
           'A new `email` is mailed a single-use confirmation link (valid EMAIL_CHANGE_TTL, 24 h) and takes effect only once confirmed; the current address is told. ' +
+          'The answer is then 202 with `message`, the same whether or not another account uses that address (which then gets a notice of the attempt, no link, and never changes hands). ' +
           `A \`newPassword\` (at least ${PASSWORD_MIN_LENGTH} characters, at most ${PASSWORD_MAX_BYTES} bytes) ends every other session of yours at once. ` +
           'Both need `currentPassword` (403 when wrong; repeated failures get 429).',
         body: Type.Object(
@@ -62,10 +75,8 @@ export default async function profileRoutes(fastify: FastifyInstance) {
           { additionalProperties: false, minProperties: 1 },
         ),
         response: {
-          200: Type.Intersect([
-            ProfileSchema,
-            Type.Object({ emailConfirmationSent: Type.Boolean(), passwordChanged: Type.Boolean(), otherSessionsEnded: Type.Integer() }),
-          ]),
+          200: Changed,
+          202: Changed,
           400: Problem,
           401: Problem,
           403: Problem,
@@ -90,7 +101,10 @@ export default async function profileRoutes(fastify: FastifyInstance) {
         { userId: user.id, emailConfirmationSent: changed.emailConfirmationSent, passwordChanged: changed.passwordChanged, otherSessionsEnded: changed.otherSessionsEnded },
         'profile changed',
       );
-      return { ...changed.profile, emailConfirmationSent: changed.emailConfirmationSent, passwordChanged: changed.passwordChanged, otherSessionsEnded: changed.otherSessionsEnded };
+      const answer = { ...changed.profile, emailConfirmationSent: changed.emailConfirmationSent, passwordChanged: changed.passwordChanged, otherSessionsEnded: changed.otherSessionsEnded };
+      if (!changed.emailConfirmationSent) return answer;
+      reply.code(202);
+      return { ...answer, message: EMAIL_CHANGE_SENT };
     },
   );
 

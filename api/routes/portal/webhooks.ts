@@ -12,7 +12,7 @@ import { Text } from '../../schemas/common.js';
 import { AppError } from '../../../lib/errors.js';
 import { EndpointRepository, sendingEndpoints } from '../../../domain/webhooks/endpoints.js';
 import { urlProblems } from '../../../domain/webhooks/addresses.js';
-import { listAttempts, recordAttempts } from '../../../domain/webhooks/deliveries.js';
+import { listAttempts, recordAttempts, TEST_EVENT_TYPE } from '../../../domain/webhooks/deliveries.js';
 import { addressPolicy, replay, webhookSender } from '../../../domain/webhooks/sending.js';
 import { webhookHeaders } from '../../../domain/webhooks/signing.js';
 
@@ -40,6 +40,7 @@ const Secrets = Type.Object({
 const Attempt = Type.Object({
   id: Type.String(),
   messageId: Type.String(),
+  eventType: Type.Union([Type.String(), Type.Null()], { description: 'the message\'s event type (webhook.test for a test send)' }),
   attemptedAt: Type.String(),
   trigger: Type.String(),
   statusCode: Type.Union([Type.Integer(), Type.Null()]),
@@ -195,7 +196,7 @@ export default async function webhookRoutes(fastify: FastifyInstance) {
       const endpoint = await repo.get(workspaceId(req), req.params.id);
       const [sending] = await sendingEndpoints(pool, config.SECRETS_KEY, { id: endpoint.id });
       const messageId = `msg_test_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
-      const body = JSON.stringify({ type: 'webhook.test', timestamp: new Date().toISOString(), data: { endpointId: endpoint.id, message: 'This is a test event from Plana.' } });
+      const body = JSON.stringify({ type: TEST_EVENT_TYPE, timestamp: new Date().toISOString(), data: { endpointId: endpoint.id, message: 'This is a test event from Plana.' } });
       const attemptedAt = new Date();
       const result = await sender.send(endpoint.url, webhookHeaders({ secrets: sending!.secrets, msgId: messageId, body, userAgent: config.WEBHOOK_USER_AGENT }), body);
       await recordAttempts(pool, [{ endpointId: endpoint.id, messageId, trigger: 'test', attemptedAt, result, status: null }]);

@@ -5771,7 +5771,7 @@ export interface paths {
         };
         /**
          * Change your name, e-mail address or password (fields left out stay as they are)
-         * @description A new `email` is mailed a single-use confirmation link (valid EMAIL_CHANGE_TTL, 24 h) and takes effect only once confirmed; the current address is told. A `newPassword` (at least 10 characters, at most 72 bytes) ends every other session of yours at once. Both need `currentPassword` (403 when wrong; repeated failures get 429).
+         * @description A new `email` is mailed a single-use confirmation link (valid EMAIL_CHANGE_TTL, 24 h) and takes effect only once confirmed; the current address is told. The answer is then 202 with `message`, the same whether or not another account uses that address (which then gets a notice of the attempt, no link, and never changes hands). A `newPassword` (at least 10 characters, at most 72 bytes) ends every other session of yours at once. Both need `currentPassword` (403 when wrong; repeated failures get 429).
          */
         put: {
             parameters: {
@@ -5821,6 +5821,42 @@ export interface paths {
                             emailConfirmationSent: boolean;
                             passwordChanged: boolean;
                             otherSessionsEnded: number;
+                            /** @description with 202: what happens next for the e-mail change */
+                            message?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** Format: uuid */
+                            id: string;
+                            email: string;
+                            name: string;
+                            /** @description false for accounts that sign in through OIDC only */
+                            hasPassword: boolean;
+                            /** @description an e-mail change waiting for its confirmation */
+                            pendingEmail: {
+                                email: string;
+                                /** Format: date-time */
+                                expiresAt: string;
+                            } | null;
+                            workspaces: {
+                                id: string;
+                                slug: string;
+                                name: string;
+                                role: "admin" | "member";
+                            }[];
+                        } & {
+                            emailConfirmationSent: boolean;
+                            passwordChanged: boolean;
+                            otherSessionsEnded: number;
+                            /** @description with 202: what happens next for the e-mail change */
+                            message?: string;
                         };
                     };
                 };
@@ -9481,6 +9517,8 @@ export interface paths {
                             attempts: {
                                 id: string;
                                 messageId: string;
+                                /** @description the message's event type (webhook.test for a test send) */
+                                eventType: string | null;
                                 attemptedAt: string;
                                 trigger: string;
                                 statusCode: number | null;
@@ -9607,6 +9645,8 @@ export interface paths {
                         "application/json": {
                             id: string;
                             messageId: string;
+                            /** @description the message's event type (webhook.test for a test send) */
+                            eventType: string | null;
                             attemptedAt: string;
                             trigger: string;
                             statusCode: number | null;

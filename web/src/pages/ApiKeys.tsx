@@ -5,7 +5,7 @@
 import { useState, type FormEvent } from 'react';
 import { api, call } from '../api/client';
 import type { paths } from '../api/schema';
-import { Dialog, Empty, ErrorMessage, Loading, formatDate, useLoad } from '../components';
+import { Dialog, Empty, ErrorMessage, Loading, TableWrap, formatDate, useLoad } from '../components';
 import type { WorkspaceRef } from '../nav';
 
 type CreateBody = NonNullable<paths['/api/portal/apikeys']['post']['requestBody']>['content']['application/json'];
@@ -43,7 +43,7 @@ export function ApiKeys({ workspace }: { workspace: WorkspaceRef }) {
       ) : keys.data && keys.data.items.length === 0 ? (
         <Empty>No API keys yet. Create one to call the Workspace API.</Empty>
       ) : keys.data ? (
-        <div className="table-wrap">
+        <TableWrap>
           <table className="table">
             <thead>
               <tr>
@@ -76,7 +76,7 @@ export function ApiKeys({ workspace }: { workspace: WorkspaceRef }) {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       ) : null}
       {creating && <CreateKeyDialog workspace={workspace} onClose={() => (setCreating(false), keys.reload())} />}
       {revoking && <RevokeDialog workspace={workspace} apiKey={revoking} onClose={() => (setRevoking(undefined), keys.reload())} />}

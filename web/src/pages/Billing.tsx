@@ -4,7 +4,7 @@
  * for admins.
  */
 import { api, ApiError, call } from '../api/client';
-import { Empty, ErrorMessage, Loading, formatDate, formatMoney, useLoad } from '../components';
+import { Empty, ErrorMessage, Loading, TableWrap, formatDate, formatMoney, useLoad } from '../components';
 import type { WorkspaceRef } from '../nav';
 
 const STATUS_TEXT: Record<string, string> = {
@@ -93,7 +93,7 @@ export function Billing({ workspace }: { workspace: WorkspaceRef }) {
           ) : !invoices.data || invoices.data.items.length === 0 ? (
             <Empty>No invoices yet.</Empty>
           ) : (
-            <div className="table-wrap">
+            <TableWrap>
               <table className="table">
                 <thead>
                   <tr>
@@ -136,7 +136,7 @@ export function Billing({ workspace }: { workspace: WorkspaceRef }) {
                   ))}
                 </tbody>
               </table>
-            </div>
+            </TableWrap>
           )}
         </section>
       )}

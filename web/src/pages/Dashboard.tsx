@@ -3,7 +3,7 @@ import { useEffect, useRef } from 'react';
 import { BarController, BarElement, CategoryScale, Chart, Legend, LinearScale, LineController, LineElement, PointElement, Tooltip } from 'chart.js';
 import { api, call } from '../api/client';
 import type { paths } from '../api/schema';
-import { ErrorMessage, Loading, useLoad } from '../components';
+import { ErrorMessage, Loading, TableWrap, useLoad } from '../components';
 import type { WorkspaceRef } from '../nav';
 
 Chart.register(BarController, BarElement, LineController, LineElement, PointElement, CategoryScale, LinearScale, Legend, Tooltip);
@@ -13,10 +13,8 @@ type Cashflow = paths['/api/portal/workspaces/{slug}/dashboard/cashflow']['get']
 export function Dashboard({ workspace }: { workspace: WorkspaceRef }) {
   const path = { path: { slug: workspace.slug } };
   const kpis = useLoad(() => call(() => api.GET('/api/portal/workspaces/{slug}/dashboard/kpis', { params: path })), [workspace.slug]);
-  const cashflow = useLoad(
-    () => call(() => api.GET('/api/portal/workspaces/{slug}/dashboard/cashflow', { params: { ...path, query: { months: 12 } } })),
-    [workspace.slug],
-  );
+  // the API's default period (6 months, README "Dashboards"): the dashboard and a key's `GET …/cashflow` show the same months
+  const cashflow = useLoad(() => call(() => api.GET('/api/portal/workspaces/{slug}/dashboard/cashflow', { params: path })), [workspace.slug]);
   const alerts = useLoad(() => call(() => api.GET('/api/portal/workspaces/{slug}/dashboard/alerts', { params: path })), [workspace.slug]);
   const k = kpis.data;
   const money = (n: number, currency = k?.currency ?? cashflow.data?.currency ?? 'EUR') =>
@@ -50,7 +48,7 @@ export function Dashboard({ workspace }: { workspace: WorkspaceRef }) {
         <section aria-labelledby="companies" className="card">
           <h2 id="companies">Per company</h2>
           <p className="muted small">Each company in its own currency: amounts in different currencies are never added up.</p>
-          <div className="table-wrap">
+          <TableWrap>
             <table className="table" id="company-figures">
               <thead>
                 <tr>
@@ -78,11 +76,11 @@ export function Dashboard({ workspace }: { workspace: WorkspaceRef }) {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
         </section>
       )}
       <section aria-labelledby="cashflow" className="card">
-        <h2 id="cashflow">Cash flow, last 12 months</h2>
+        <h2 id="cashflow">Cash flow{cashflow.data ? `, last ${cashflow.data.months.length} months` : ''}</h2>
         {cashflow.loading && !cashflow.data ? (
           <Loading what="cash flow" />
         ) : cashflow.error ? (
@@ -109,7 +107,7 @@ export function Dashboard({ workspace }: { workspace: WorkspaceRef }) {
               ))}
             </ul>
             {alerts.data.overdueInvoices.oldest.length > 0 && (
-              <div className="table-wrap">
+              <TableWrap>
               <table id="overdue" className="table">
                 <caption>Oldest overdue invoices</caption>
                 <thead>
@@ -133,10 +131,10 @@ export function Dashboard({ workspace }: { workspace: WorkspaceRef }) {
                   ))}
                 </tbody>
               </table>
-              </div>
+              </TableWrap>
             )}
             {alerts.data.unreconciledBankLines.oldest.length > 0 && (
-              <div className="table-wrap">
+              <TableWrap>
               <table id="unreconciled" className="table">
                 <caption>Oldest unreconciled bank lines</caption>
                 <thead>
@@ -158,7 +156,7 @@ export function Dashboard({ workspace }: { workspace: WorkspaceRef }) {
                   ))}
                 </tbody>
               </table>
-              </div>
+              </TableWrap>
             )}
           </>
         ) : null}

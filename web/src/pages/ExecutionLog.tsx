@@ -2,7 +2,7 @@
 import { useState, type FormEvent } from 'react';
 import { api, call } from '../api/client';
 import type { paths } from '../api/schema';
-import { Empty, ErrorMessage, Loading, formatDate, useLoad } from '../components';
+import { Empty, ErrorMessage, Loading, TableWrap, formatDate, useLoad } from '../components';
 import type { WorkspaceRef } from '../nav';
 
 type Query = NonNullable<paths['/api/portal/execution-log']['get']['parameters']['query']>;
@@ -72,7 +72,7 @@ export function ExecutionLog({ workspace }: { workspace: WorkspaceRef }) {
       ) : rows.length === 0 ? (
         <Empty>No calls {Object.values(filter).some((v) => v !== undefined) ? 'match these filters' : 'have been made with this workspace’s keys yet'}.</Empty>
       ) : (
-        <div className="table-wrap">
+        <TableWrap>
           <table className="table">
             <thead>
               <tr>
@@ -101,7 +101,7 @@ export function ExecutionLog({ workspace }: { workspace: WorkspaceRef }) {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       )}
       <ErrorMessage error={more?.error} />
       {cursor && (

@@ -5,7 +5,7 @@
  * scanners open links); the form sends the token.
  */
 import { useState, type FormEvent } from 'react';
-import { acceptInvitation, api, call } from '../api/client';
+import { ApiError, acceptInvitation, api, call } from '../api/client';
 import { ErrorMessage, useAction } from '../components';
 import { Link, navigate } from '../router';
 
@@ -72,6 +72,14 @@ export function ConfirmEmail() {
         <p className="error" role="alert">
           This link is incomplete: open the whole link from the confirmation e-mail.
         </p>
+      ) : action.error instanceof ApiError && [404, 409, 410].includes(action.error.status) ? (
+        // the link is done for (used, expired, replaced): say so, with nothing left to press
+        <>
+          <ErrorMessage error={action.error} />
+          <p>
+            <Link to="">Open the portal</Link>
+          </p>
+        </>
       ) : (
         <div className="card">
           <p>Your Plana account’s e-mail address changes once you confirm.</p>

@@ -106,7 +106,8 @@ function EmailForm({
       </p>
       {pending && (
         <p className="notice" role="status">
-          A confirmation link was mailed to {pending.email} (valid until {formatDate(pending.expiresAt)}). The address changes once you open it.
+          Change to {pending.email} pending: we sent a confirmation link to that address (valid until {formatDate(pending.expiresAt)}). Until it is
+          confirmed from there, you keep signing in as {email}.
         </p>
       )}
       {hasPassword ? (

@@ -8,7 +8,7 @@
 import { useState, type FormEvent } from 'react';
 import { api, ApiError, call, currentUser, signOut } from '../api/client';
 import type { paths } from '../api/schema';
-import { Dialog, Empty, ErrorMessage, Loading, formatDate, useAction, useLoad } from '../components';
+import { Dialog, Empty, ErrorMessage, Loading, TableWrap, formatDate, useAction, useLoad } from '../components';
 import type { WorkspaceRef } from '../nav';
 
 type Member = paths['/api/portal/team']['get']['responses']['200']['content']['application/json']['members'][number];
@@ -64,7 +64,7 @@ export function Team({ workspace }: { workspace: WorkspaceRef }) {
         <ErrorMessage error={team.error} />
       ) : team.data ? (
         <>
-          <div className="table-wrap">
+          <TableWrap>
             <table className="table">
               <caption>Members</caption>
               <thead>
@@ -111,14 +111,14 @@ export function Team({ workspace }: { workspace: WorkspaceRef }) {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
           {isAdmin && team.data.invitations && (
             <>
               <h2>Open invitations</h2>
               {team.data.invitations.length === 0 ? (
                 <Empty>No open invitations.</Empty>
               ) : (
-                <div className="table-wrap">
+                <TableWrap>
                   <table className="table">
                     <thead>
                       <tr>
@@ -154,7 +154,7 @@ export function Team({ workspace }: { workspace: WorkspaceRef }) {
                       ))}
                     </tbody>
                   </table>
-                </div>
+                </TableWrap>
               )}
             </>
           )}

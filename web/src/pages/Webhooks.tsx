@@ -4,11 +4,12 @@
  * demand and rotated, a test event, the attempts of each message (time, status, duration, response
  * excerpt), replay of one message or of every failed one in a time range.
  */
-import { useEffect, useState, type FormEvent } from 'react';
+import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { api, call, inWorkspace } from '../api/client';
 import type { paths } from '../api/schema';
-import { Dialog, Empty, ErrorMessage, Loading, formatDate, useAction, useLoad } from '../components';
+import { Dialog, Empty, ErrorMessage, Loading, TableWrap, formatDate, useAction, useLoad } from '../components';
 import type { WorkspaceRef } from '../nav';
+import { Link, navigate } from '../router';
 
 type Endpoint = paths['/api/portal/webhooks']['get']['responses']['200']['content']['application/json']['endpoints'][number];
 type Attempt = paths['/api/portal/webhooks/{id}/attempts']['get']['responses']['200']['content']['application/json']['attempts'][number];
@@ -34,13 +35,38 @@ function EndpointState({ endpoint }: { endpoint: Endpoint }) {
   return <span className="badge ok">Enabled</span>;
 }
 
-export function Webhooks({ workspace }: { workspace: WorkspaceRef }) {
+/** The list's address, and an endpoint's page (its own address: a reload or a link opens it). */
+const listPath = (workspace: WorkspaceRef) => `w/${workspace.slug}/webhooks`;
+const endpointPath = (workspace: WorkspaceRef, id: string) => `${listPath(workspace)}/${encodeURIComponent(id)}`;
+
+/** `subpath`: '' for the list, an endpoint's id for its page. */
+export function Webhooks({ workspace, subpath }: { workspace: WorkspaceRef; subpath: string }) {
   const endpoints = useLoad(() => call(() => api.GET('/api/portal/webhooks', inWorkspace(workspace.slug))), [workspace.slug]);
   const [editing, setEditing] = useState<Endpoint | 'new'>();
-  const [openId, setOpenId] = useState<string>();
+  const openId = subpath ? decodeURIComponent(subpath) : undefined;
   const open = endpoints.data?.endpoints.find((e) => e.id === openId);
+  // back on the list from an endpoint (the menu, the back link, the browser's back button): show it as it is now
+  const shown = useRef(openId);
+  useEffect(() => {
+    if (shown.current && !openId) endpoints.reload();
+    shown.current = openId;
+  }, [openId]);
 
-  if (open) return <EndpointView workspace={workspace} endpoint={open} onBack={() => (setOpenId(undefined), endpoints.reload())} onChanged={endpoints.reload} />;
+  if (openId) {
+    if (open) return <EndpointView workspace={workspace} endpoint={open} onChanged={endpoints.reload} />;
+    return (
+      <>
+        <BackToList workspace={workspace} />
+        {endpoints.loading && !endpoints.data ? (
+          <Loading what="the webhook endpoint" />
+        ) : endpoints.error ? (
+          <ErrorMessage error={endpoints.error} />
+        ) : (
+          <p className="empty">This workspace has no webhook endpoint “{openId}” (it may have been deleted).</p>
+        )}
+      </>
+    );
+  }
   return (
     <>
       <div className="page-head">
@@ -60,7 +86,7 @@ export function Webhooks({ workspace }: { workspace: WorkspaceRef }) {
       ) : endpoints.data && endpoints.data.endpoints.length === 0 ? (
         <Empty>No webhook endpoints yet. Add one to receive the workspace’s events.</Empty>
       ) : endpoints.data ? (
-        <div className="table-wrap">
+        <TableWrap>
           <table className="table">
             <thead>
               <tr>
@@ -84,15 +110,15 @@ export function Webhooks({ workspace }: { workspace: WorkspaceRef }) {
                     <EndpointState endpoint={e} />
                   </td>
                   <td>
-                    <button type="button" className="secondary" onClick={() => setOpenId(e.id)} aria-label={`Open ${e.url}`}>
+                    <Link to={endpointPath(workspace, e.id)} className="button secondary" aria-label={`Open ${e.url}`}>
                       Open
-                    </button>
+                    </Link>
                   </td>
                 </tr>
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       ) : null}
       {editing && (
         <EndpointDialog
@@ -101,7 +127,7 @@ export function Webhooks({ workspace }: { workspace: WorkspaceRef }) {
           onClose={(created) => {
             setEditing(undefined);
             endpoints.reload();
-            if (created) setOpenId(created);
+            if (created) navigate(endpointPath(workspace, created));
           }}
         />
       )}
@@ -202,14 +228,20 @@ function mergeAttempts(a: Attempt[], b: Attempt[]): Attempt[] {
   return [...byId.values()].sort(newer);
 }
 
-/** Attempts grouped by message, newest message first. */
+/** Attempts grouped by message (with its event type), newest message first. */
 function byMessage(attempts: Attempt[]) {
   const groups = new Map<string, Attempt[]>();
   for (const a of attempts) groups.set(a.messageId, [...(groups.get(a.messageId) ?? []), a]);
-  return [...groups.entries()].map(([messageId, list]) => ({ messageId, attempts: list }));
+  return [...groups.entries()].map(([messageId, list]) => ({ messageId, eventType: list[0]!.eventType, attempts: list }));
 }
 
-function EndpointView({ workspace, endpoint, onBack, onChanged }: { workspace: WorkspaceRef; endpoint: Endpoint; onBack: () => void; onChanged: () => void }) {
+const BackToList = ({ workspace }: { workspace: WorkspaceRef }) => (
+  <p>
+    <Link to={listPath(workspace)}>← All endpoints</Link>
+  </p>
+);
+
+function EndpointView({ workspace, endpoint, onChanged }: { workspace: WorkspaceRef; endpoint: Endpoint; onChanged: () => void }) {
   const ws = inWorkspace(workspace.slug);
   const path = { path: { id: endpoint.id } };
   const attempts = useLoad(() => call(() => api.GET('/api/portal/webhooks/{id}/attempts', { params: { ...path, query: { limit: ATTEMPTS_PAGE } }, ...ws })), [endpoint.id]);
@@ -300,11 +332,7 @@ function EndpointView({ workspace, endpoint, onBack, onChanged }: { workspace: W
   const messages = byMessage(all);
   return (
     <>
-      <p>
-        <button type="button" className="link" onClick={onBack}>
-          ← All endpoints
-        </button>
-      </p>
+      <BackToList workspace={workspace} />
       <div className="page-head">
         <h1 className="wrap">
           Endpoint <code>{endpoint.url}</code>
@@ -369,7 +397,7 @@ function EndpointView({ workspace, endpoint, onBack, onChanged }: { workspace: W
         ) : messages.length === 0 ? (
           <Empty>Nothing was sent to this endpoint yet. Send a test event to try it.</Empty>
         ) : (
-          <div className="table-wrap">
+          <TableWrap>
             <table className="table attempts">
               <thead>
                 <tr>
@@ -384,7 +412,8 @@ function EndpointView({ workspace, endpoint, onBack, onChanged }: { workspace: W
                 <tbody key={m.messageId} data-message-id={m.messageId}>
                   <tr className="message">
                     <th colSpan={4} scope="rowgroup">
-                      Message <code>{m.messageId}</code>
+                      <span className="event-type">{m.eventType ?? 'event type unknown'}</span> <span className="muted small">message</span>{' '}
+                      <code>{m.messageId}</code>
                     </th>
                     <td>
                       {m.messageId.startsWith('msg_test_') ? (
@@ -417,7 +446,7 @@ function EndpointView({ workspace, endpoint, onBack, onChanged }: { workspace: W
                 </tbody>
               ))}
             </table>
-          </div>
+          </TableWrap>
         )}
         {messages.length > 0 && (
           <div className="toolbar">
@@ -452,7 +481,7 @@ function EndpointView({ workspace, endpoint, onBack, onChanged }: { workspace: W
       </section>
 
       {editing && <EndpointDialog workspace={workspace} endpoint={endpoint} onClose={() => (setEditing(false), onChanged())} />}
-      {deleting && <DeleteDialog workspace={workspace} endpoint={endpoint} onClose={(deleted) => (setDeleting(false), deleted ? onBack() : undefined)} />}
+      {deleting && <DeleteDialog workspace={workspace} endpoint={endpoint} onClose={(deleted) => (setDeleting(false), deleted ? navigate(listPath(workspace)) : undefined)} />}
     </>
   );
 }
