@@ -275,6 +275,11 @@ export const configSchema = z.object({
   RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(100),
   RATE_LIMIT_PER_SECOND: z.coerce.number().positive().default(30),
   RATE_LIMIT_AGENT_PER_MINUTE: z.coerce.number().int().min(1).default(10),
+  /** Default Workspace API limit per workspace, all its keys together (§8's figures; never below the per-key limit). */
+  RATE_LIMIT_WORKSPACE_BURST: z.coerce.number().int().min(1).default(100),
+  RATE_LIMIT_WORKSPACE_PER_SECOND: z.coerce.number().positive().default(30),
+  /** Default cap on a workspace's live API keys; operators change it per workspace. */
+  API_KEY_MAX_PER_WORKSPACE: z.coerce.number().int().min(1).default(50),
   /** OIDC login (§4.8); unset issuer = OIDC disabled. The redirect URI defaults to API_PUBLIC_URL + /api/auth/oidc/callback. */
   OIDC_ISSUER_URL: url.optional(),
   OIDC_CLIENT_ID: z.string().default('plana-account-api'),

@@ -18,7 +18,7 @@ import { startPostgres, startRedis, startServersInOwnProcessGroups, startTempora
 import { seedDemo, seedDemoErp, DEMO } from './seed.js';
 import { startTenantIngress } from '../services/tenant-ingress/server.js';
 import { startErpStandIn } from '../sandbox/erp/server.js';
-import { event as stripeEvent, sandboxIds, sendEvent, subscription as stripeSubscription } from '../sandbox/stripe/sender.js';
+import { event as stripeEvent, sandboxIds, sandboxIdsFile, sendEvent, subscription as stripeSubscription } from '../sandbox/stripe/sender.js';
 import { startSmtpSink } from '../sandbox/smtp/sink.js';
 import { startNotifications } from '../services/notifications/server.js';
 import { startBanking } from '../services/banking/server.js';
@@ -209,7 +209,7 @@ Next steps (in another terminal):
   npm run cli -- describe tenant acme                # its conditions, resources, steps, Temporal UI link
   npm run cli -- service-keys                        # caller → target pairs, key ids, states, last use
   npm run stripe -- fail ${DEMO.tenant}    # a failed payment: admins e-mailed, dunning:${DEMO.tenant}:<n> in the Temporal UI (then: npm run stripe -- pay ${DEMO.tenant})
-  curl -s -H 'Host: ${demoErp.host}' ${erp.url}/svc/saas/subscription/${demoSubscription}   # the tenant ERP's SaaS endpoint
+  curl -s -H 'Host: ${demoErp.host}' -H "x-api-key: $(npx tsx scripts/service-key.ts saas-jobs account-api)" ${erp.url}/svc/saas/subscription/${demoSubscription}   # the tenant ERP's SaaS endpoint (ERP users or the platform's key only)
   # ask the finance agent (a key with agents:invoke, created as the README shows):
   curl -sN -H "authorization: Bearer $KEY" -H 'content-type: application/json' -d '{"message":"What is our cash balance?"}' ${cfg.API_PUBLIC_URL}/api/agents/finance/chat/stream
   curl -s ${cfg.API_PUBLIC_URL}/readyz
@@ -225,7 +225,7 @@ Ctrl-C stops everything.
 
 /** Sends the demo workspace's `customer.subscription.created` (pro, 3 seats) through the real webhook; returns its id. */
 async function subscribeDemo(c: typeof cfg, workspace: string): Promise<string> {
-  const ids = sandboxIds(workspace);
+  const ids = sandboxIds(workspace, 1, sandboxIdsFile(c.DATA_DIR));
   // a fixed event id: on the next start the same event is a duplicate and changes nothing
   const created = stripeEvent('customer.subscription.created', stripeSubscription({ ...ids, id: ids.subscription, workspace, tier: 'pro', seats: 3 }), {
     id: `evt_devdemo${Buffer.from(workspace).toString('hex')}`,

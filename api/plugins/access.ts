@@ -11,7 +11,7 @@
  * | `access.admin`           | an admin of the workspace named by X-Workspace            | requireUser, then requireWorkspaceAdmin |
  * | `access.key(scope)`      | a `ws_live_` workspace key with that scope (null: any)     | plugins/workspace-auth.ts       |
  * | `access.adminOrKey(scope)` | an admin (session) of X-Workspace, or a key with the scope (§5.3 `webhooks:write`) | both of the above |
- * | `access.service(caller)` | an internal caller's service key in X-API-Key             | requireServiceKey (registry)    |
+ * | `access.service(...callers)` | an internal caller's service key in X-API-Key (any of those callers) | requireServiceKey (registry) |
  *
  * The credential checks run as the route's first onRequest hooks, before the body is parsed or
  * validated, so a caller without credentials learns nothing from a validation error; an admin's
@@ -48,7 +48,7 @@ export type Access =
   | { kind: 'user'; role: 'member' | 'admin'; workspace?: boolean }
   | { kind: 'workspaceKey'; scope: Scope | null }
   | { kind: 'adminOrKey'; scope: Scope }
-  | { kind: 'serviceKey'; caller: ServiceCaller };
+  | { kind: 'serviceKey'; callers: readonly ServiceCaller[] };
 
 export const access = {
   public: { kind: 'public' },
@@ -58,7 +58,7 @@ export const access = {
   key: (scope: Scope | null): Access => ({ kind: 'workspaceKey', scope }),
   /** DESIGN §5: the one exception where a key may manage something (its own workspace's webhooks). */
   adminOrKey: (scope: Scope): Access => ({ kind: 'adminOrKey', scope }),
-  service: (caller: ServiceCaller): Access => ({ kind: 'serviceKey', caller }),
+  service: (...callers: [ServiceCaller, ...ServiceCaller[]]): Access => ({ kind: 'serviceKey', callers }),
 } as const satisfies Record<string, Access | ((...args: never[]) => Access)>;
 
 declare module 'fastify' {
@@ -86,7 +86,7 @@ function security(declared: Access): Record<string, string[]>[] {
     case 'adminOrKey':
       return [{ userToken: [] }, { workspaceKey: [] }];
     case 'serviceKey':
-      return [{ [serviceCallers[declared.caller].scheme]: [] }];
+      return declared.callers.map((caller) => ({ [serviceCallers[caller].scheme]: [] }));
   }
 }
 
@@ -115,13 +115,15 @@ export const accessControl = fp(
         return verifier;
       },
     });
-    const serviceHooks = new Map<ServiceCaller, onRequestHookHandler>(
-      (Object.keys(serviceCallers) as ServiceCaller[]).map((caller) => [
-        caller,
-        requireServiceKey(() => app.serviceKeys, [caller]) as onRequestHookHandler,
-      ]),
-    );
-    const ours = new Set<unknown>([requireUser, requireWorkspaceAdmin, requireWorkspaceMember, userUnlessKey, adminUnlessKey, ...serviceHooks.values()]);
+    // one hook per set of callers (`ours` recognises them on the HEAD route Fastify derives from a GET)
+    const serviceHooks = new Map<string, onRequestHookHandler>();
+    const serviceHook = (callers: readonly ServiceCaller[]) => {
+      const id = [...callers].sort().join(',');
+      let hook = serviceHooks.get(id);
+      if (!hook) serviceHooks.set(id, (hook = requireServiceKey(() => app.serviceKeys, callers) as onRequestHookHandler));
+      return hook;
+    };
+    const ours = (h: unknown) => [requireUser, requireWorkspaceAdmin, requireWorkspaceMember, userUnlessKey, adminUnlessKey].includes(h as never) || [...serviceHooks.values()].includes(h as never);
 
     app.addHook('onRoute', (route: RouteOptions) => {
       const declared = route.config?.access;
@@ -134,7 +136,7 @@ export const accessControl = fp(
       }
       route.schema = { ...route.schema, security: security(declared) };
       // Fastify derives the HEAD route from the GET route's options, hooks included
-      if ([route.onRequest].flat().some((h) => ours.has(h))) return;
+      if ([route.onRequest].flat().some(ours)) return;
       const existing = [route.onRequest ?? []].flat();
       if (declared.kind === 'user') {
         route.onRequest = [requireUser as onRequestHookHandler, ...existing];
@@ -146,7 +148,7 @@ export const accessControl = fp(
         route.onRequest = [userUnlessKey as onRequestHookHandler, ...existing];
         route.preHandler = [adminUnlessKey as preHandlerHookHandler, ...[route.preHandler ?? []].flat()];
       } else if (declared.kind === 'serviceKey') {
-        route.onRequest = [serviceHooks.get(declared.caller)!, ...existing];
+        route.onRequest = [serviceHook(declared.callers), ...existing];
       }
       // workspaceKey: plugins/workspace-auth.ts attaches the key check, limits and execution log
     });

@@ -6,15 +6,17 @@
  *    malformed, unknown, wrong or revoked key gets the same 401. Revocations reach every replica
  *    through the revocation feed (domain/access/key-revocations.ts); while a replica cannot trust its feed,
  *    it checks the key's revocation marker in Redis on every request instead;
- * 2. the rate limits (domain/access/rate-limits.ts): the per-key token bucket on every route (tokens leased
- *    from Redis a few at a time when a key is busy), the per-minute agent limit on agent
+ * 2. the rate limits (domain/access/rate-limits.ts): the per-key token bucket and the per-workspace one
+ *    (all its keys together) on every route (tokens leased from Redis a few at a time when a key is
+ *    busy), the per-minute agent limit on agent
  *    invocations; 429 with Retry-After, and RateLimit-* headers on every answer;
  * 3. the workspace's standing (domain/billing/standing.ts): a suspended workspace (payment failed past
  *    its grace period) gets 403 with a problem of type `workspace-suspended` on every key route;
  * 4. the scope check: 403 naming the scope needed (`*` grants all);
- * 5. the workspace binding: a `:slug` in the path must be the key's own workspace, else 403
- *    (403 rather than 404: the caller learns nothing about the other workspace either way, and
- *    403 says plainly that this key cannot go there);
+ * 5. the workspace binding: a `:slug` in the path, and a workspace named by X-Workspace or
+ *    `?workspace=`, must be the key's own workspace, else 403 (403 rather than 404: the caller
+ *    learns nothing about the other workspace either way, and 403 says plainly that this key
+ *    cannot go there, so nobody believes they acted on the other workspace);
  * 6. the execution log record of the call (domain/access/execution-log.ts), whatever its outcome, written
  *    with its pino line, Fastify's "request completed" line, by `WorkspaceCallLog` below: one
  *    line per call with the key's workspace id, prefix, method and route, never the token.
@@ -49,6 +51,21 @@ declare module 'fastify' {
     workspaceAuth: { verifier: ApiKeyVerifier; rateLimits: RateLimits; executionLog: ExecutionLog; revocations: RevocationFeed; redis: Redis; standing: WorkspaceStanding };
   }
 }
+
+/**
+ * A workspace named by X-Workspace or `?workspace=` (slug or id) that is not the key's own: a key
+ * acts on its own workspace only, and a request that names another one is refused rather than
+ * quietly served for the key's workspace.
+ */
+function otherWorkspaceNamed(req: FastifyRequest, own: { id: string; slug: string }): string | undefined {
+  const header = req.headers['x-workspace'];
+  const query = (req.query as { workspace?: unknown } | undefined)?.workspace;
+  const named = [header, query].flat().filter((v): v is string => typeof v === 'string' && v !== '');
+  return named.find((n) => n !== own.slug && n !== own.id);
+}
+
+/** A key's buckets: its own and its workspace's. */
+const limitedKey = (key: VerifiedKey) => ({ id: key.id, workspaceId: key.workspace.id });
 
 function setRateLimitHeaders(reply: FastifyReply, r: { limit: number; remaining: number; reset: number }) {
   reply.header('ratelimit-limit', r.limit).header('ratelimit-remaining', r.remaining).header('ratelimit-reset', r.reset);
@@ -134,7 +151,16 @@ export const workspaceAuth = fp(
         setRateLimitHeaders(reply, bucket);
         if (!bucket.allowed) {
           reply.header('retry-after', bucket.retryAfter);
-          throw new AppError('RATE_LIMITED', `This key exceeded its limit of ${limits.burst} requests burst, ${limits.perSecond}/s sustained; retry after ${bucket.retryAfter} s.`);
+          if (bucket.by === 'workspace') {
+            throw new AppError(
+              'RATE_LIMITED',
+              `Workspace "${key.workspace.slug}" exceeded its limit of ${limits.workspaceBurst} requests burst, ${limits.workspacePerSecond}/s sustained, shared by all its keys; retry after ${bucket.retryAfter} s.`,
+              { rateLimit: 'workspace' },
+            );
+          }
+          throw new AppError('RATE_LIMITED', `This key exceeded its limit of ${limits.burst} requests burst, ${limits.perSecond}/s sustained; retry after ${bucket.retryAfter} s.`, {
+            rateLimit: 'key',
+          });
         }
         if (suspended) throw workspaceSuspended(key.workspace.slug);
         if (scope && !grants(key.scopes, scope)) {
@@ -143,6 +169,13 @@ export const workspaceAuth = fp(
         const slug = (req.params as { slug?: string } | undefined)?.slug;
         if (slug !== undefined && slug !== key.workspace.slug) {
           throw new AppError('FORBIDDEN', `This key belongs to workspace "${key.workspace.slug}" and cannot reach workspace "${slug}".`);
+        }
+        const named = otherWorkspaceNamed(req, key.workspace);
+        if (named !== undefined) {
+          throw new AppError(
+            'FORBIDDEN',
+            `This key belongs to workspace "${key.workspace.slug}"; it cannot act on workspace "${named}" named by X-Workspace or ?workspace= (leave them out, or name the key's own workspace).`,
+          );
         }
       }
 
@@ -157,8 +190,8 @@ export const workspaceAuth = fp(
         const limits = rateLimits.cachedLimitsFor(key.workspace.id) ?? (await rateLimits.limitsFor(key.workspace.id));
         const fresh = revocations.fresh();
         const bucket =
-          (fresh && rateLimits.admitFromLease(key.id, limits)) ||
-          (await rateLimits.admitRequest(key.id, limits, { checkRevoked: !fresh }).catch((err) => {
+          (fresh && rateLimits.admitFromLease(limitedKey(key), limits)) ||
+          (await rateLimits.admitRequest(limitedKey(key), limits, { checkRevoked: !fresh }).catch((err) => {
             // without Redis neither revocation nor the limits can be checked: refuse (fail closed)
             req.log.error({ err }, 'workspace key check: Redis unavailable');
             throw new AppError('UNAVAILABLE', 'Workspace API keys cannot be checked right now; retry shortly.');
@@ -183,7 +216,7 @@ export const workspaceAuth = fp(
           const key = verifier.cached(token, req.raw.socket);
           const limits = key && rateLimits.cachedLimitsFor(key.workspace.id);
           const suspended = key && standing.cached(key.workspace.id);
-          const bucket = key && limits && suspended !== undefined && !agents && revocations.fresh() ? rateLimits.admitFromLease(key.id, limits) : undefined;
+          const bucket = key && limits && suspended !== undefined && !agents && revocations.fresh() ? rateLimits.admitFromLease(limitedKey(key), limits) : undefined;
           if (!bucket) return void authenticateWithIo(req, reply, token, key).then(() => done(), done);
           authorize(req, reply, key!, limits!, bucket, suspended === true);
         } catch (err) {

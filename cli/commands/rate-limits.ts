@@ -9,12 +9,17 @@ interface Limits {
   burst: number;
   perSecond: number;
   agentPerMinute: number;
+  workspaceBurst: number;
+  workspacePerSecond: number;
+  maxApiKeys: number;
   overridden: boolean;
 }
 
 const path = (ws: string) => `/api/ops/workspaces/${encodeURIComponent(ws)}/rate-limits`;
 const show = (ws: string, l: Limits) =>
-  console.log(`${ws}: burst ${l.burst}, ${l.perSecond}/s sustained, ${l.agentPerMinute} agent calls/min per key${l.overridden ? ' (override)' : ' (defaults)'}`);
+  console.log(
+    `${ws}: per key burst ${l.burst}, ${l.perSecond}/s sustained, ${l.agentPerMinute} agent calls/min; per workspace (all keys) burst ${l.workspaceBurst}, ${l.workspacePerSecond}/s sustained; at most ${l.maxApiKeys} keys${l.overridden ? ' (override)' : ' (defaults)'}`,
+  );
 
 export function register(program: Command) {
   const cmd = program.command('rate-limits').description('per-workspace Workspace API limits');
@@ -28,8 +33,21 @@ export function register(program: Command) {
     .requiredOption('--burst <n>', 'bucket capacity (requests)', Number)
     .requiredOption('--per-second <n>', 'sustained requests per second', Number)
     .option('--agent-per-minute <n>', 'agent invocations per minute per key', Number, 10)
-    .action(async (ws: string, o: { burst: number; perSecond: number; agentPerMinute: number }) =>
-      show(ws, await opsRequest<Limits>('PUT', path(ws), { burst: o.burst, perSecond: o.perSecond, agentPerMinute: o.agentPerMinute })),
+    .option('--workspace-burst <n>', 'bucket capacity of the workspace, all its keys together (default: the configured one)', Number)
+    .option('--workspace-per-second <n>', 'sustained requests per second of the workspace (default: the configured one)', Number)
+    .option('--max-api-keys <n>', 'the most live API keys the workspace may hold (default: the configured one)', Number)
+    .action(async (ws: string, o: { burst: number; perSecond: number; agentPerMinute: number; workspaceBurst?: number; workspacePerSecond?: number; maxApiKeys?: number }) =>
+      show(
+        ws,
+        await opsRequest<Limits>('PUT', path(ws), {
+          burst: o.burst,
+          perSecond: o.perSecond,
+          agentPerMinute: o.agentPerMinute,
+          workspaceBurst: o.workspaceBurst ?? null,
+          workspacePerSecond: o.workspacePerSecond ?? null,
+          maxApiKeys: o.maxApiKeys ?? null,
+        }),
+      ),
     );
   cmd
     .command('reset')

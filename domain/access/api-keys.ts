@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { base32nopad } from '@scure/base';
 import bcrypt from 'bcrypt';
 import type pg from 'pg';
+import { withTransaction } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 
 export const TOKEN_PREFIX = 'ws_live_';
@@ -61,20 +62,40 @@ export function checkScopes(requested: string[] | undefined): Scope[] {
   return [...new Set(requested)] as Scope[];
 }
 
+/**
+ * A new key of the workspace, unless it already holds `maxKeys` live keys (409 naming the cap):
+ * the per-key rate limit is not to be multiplied by making keys. The count and the insert run
+ * under the workspace row's lock, so concurrent creates cannot pass the cap together.
+ */
 export async function createApiKey(
   pool: pg.Pool,
-  opts: { workspaceId: string; name: string; scopes: Scope[]; createdBy: string; bcryptCost: number },
+  opts: { workspaceId: string; name: string; scopes: Scope[]; createdBy: string; bcryptCost: number; maxKeys?: number },
 ): Promise<ApiKeyRow & { token: string }> {
   for (let attempt = 1; ; attempt++) {
     const token = generateToken();
     const hash = await bcrypt.hash(token, opts.bcryptCost);
     try {
-      const { rows } = await pool.query<ApiKeyRow>(
-        `INSERT INTO workspace_api_keys (workspace_id, name, prefix, token_hash, scopes, created_by)
-         VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${columns}`,
-        [opts.workspaceId, opts.name, lookupPrefix(token), hash, opts.scopes, opts.createdBy],
-      );
-      return { ...rows[0]!, token };
+      const row = await withTransaction(pool, async (db) => {
+        const ws = await db.query<{ slug: string; live: number }>(
+          `SELECT slug, (SELECT count(*)::int FROM workspace_api_keys WHERE workspace_id = w.id) AS live FROM workspaces w WHERE id = $1 FOR NO KEY UPDATE`,
+          [opts.workspaceId],
+        );
+        const live = ws.rows[0]?.live ?? 0;
+        if (opts.maxKeys !== undefined && live >= opts.maxKeys) {
+          throw new AppError(
+            'CONFLICT',
+            `Workspace "${ws.rows[0]!.slug}" already has ${live} API keys, its cap of ${opts.maxKeys}; revoke a key it no longer uses before creating another (higher caps by arrangement).`,
+            { maxKeys: opts.maxKeys, liveKeys: live },
+          );
+        }
+        const { rows } = await db.query<ApiKeyRow>(
+          `INSERT INTO workspace_api_keys (workspace_id, name, prefix, token_hash, scopes, created_by)
+           VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${columns}`,
+          [opts.workspaceId, opts.name, lookupPrefix(token), hash, opts.scopes, opts.createdBy],
+        );
+        return rows[0]!;
+      });
+      return { ...row, token };
     } catch (err) {
       // two tokens sharing their first 40 bits: draw again (the prefix must identify one key)
       const unique = (err as { code?: string; constraint?: string }).code === '23505';

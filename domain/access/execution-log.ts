@@ -13,6 +13,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { AppError } from '../../lib/errors.js';
+import { open, purposeKey, seal } from '../../lib/secret-box.js';
 
 export interface ExecutionRecord {
   occurredAt: Date;
@@ -126,7 +127,6 @@ export interface ExecutionLogPage {
   nextCursor: string | null;
 }
 
-/** Newest first, keyset pagination: the cursor is the (occurred_at, id) of the last item seen. */
 /** Optional filters of the log: key prefix (starts with), route (contains), exact status, time range [since, until). */
 export interface ExecutionLogFilter {
   keyPrefix?: string;
@@ -136,28 +136,48 @@ export interface ExecutionLogFilter {
   until?: string;
 }
 
+const CURSOR_PURPOSE = 'plana execution-log cursor v1';
+
+/**
+ * A page's cursor: the (occurred_at, internal id) of its last item, sealed (AES-256-GCM under a key
+ * derived from SECRETS_KEY), so it is opaque and cannot be forged: the internal id counts every
+ * workspace's calls and is never shown.
+ */
+export function executionLogCursor(secretsKey: string, at: Date, internalId: string): string {
+  return seal(`${at.toISOString()}|${internalId}`, purposeKey(secretsKey, CURSOR_PURPOSE));
+}
+
+function openCursor(secretsKey: string, cursor: string): [string, string] {
+  const invalid = () => new AppError('BAD_REQUEST', 'cursor is not one this API returned; use nextCursor of the previous page.');
+  let decoded: string[];
+  try {
+    decoded = open(cursor, purposeKey(secretsKey, CURSOR_PURPOSE)).split('|');
+  } catch {
+    throw invalid();
+  }
+  if (decoded.length !== 2 || Number.isNaN(Date.parse(decoded[0]!)) || !/^\d+$/.test(decoded[1]!)) throw invalid();
+  return [decoded[0]!, decoded[1]!];
+}
+
+/**
+ * Newest first, keyset pagination on (occurred_at, internal id) behind an opaque cursor. Items
+ * carry their random public id.
+ */
 export async function readExecutionLog(
   pool: pg.Pool,
   workspaceId: string,
-  opts: { limit: number; cursor?: string } & ExecutionLogFilter,
+  opts: { limit: number; cursor?: string; secretsKey: string } & ExecutionLogFilter,
 ): Promise<ExecutionLogPage> {
-  let before: [string, string] | undefined;
-  if (opts.cursor) {
-    const decoded = Buffer.from(opts.cursor, 'base64url').toString('utf8').split('|');
-    if (decoded.length !== 2 || Number.isNaN(Date.parse(decoded[0]!)) || !/^\d+$/.test(decoded[1]!)) {
-      throw new AppError('BAD_REQUEST', 'cursor is not one this API returned; use nextCursor of the previous page.');
-    }
-    before = [decoded[0]!, decoded[1]!];
-  }
-  const { rows } = await pool.query<Omit<ExecutionRecord, 'workspaceId'> & { id: string }>(
-    `SELECT id::text, occurred_at AS "occurredAt", key_prefix AS "keyPrefix", method, route, status,
+  const before = opts.cursor ? openCursor(opts.secretsKey, opts.cursor) : undefined;
+  const { rows } = await pool.query<Omit<ExecutionRecord, 'workspaceId'> & { id: string; internalId: string }>(
+    `SELECT public_id::text AS id, id::text AS "internalId", occurred_at AS "occurredAt", key_prefix AS "keyPrefix", method, route, status,
             latency_ms AS "latencyMs", request_id AS "requestId"
        FROM execution_log
       WHERE workspace_id = $1 AND ($2::timestamptz IS NULL OR (occurred_at, id) < ($2::timestamptz, $3::bigint))
         AND ($5::text IS NULL OR starts_with(key_prefix, $5)) AND ($6::text IS NULL OR strpos(route, $6) > 0)
         AND ($7::int IS NULL OR status = $7) AND ($8::timestamptz IS NULL OR occurred_at >= $8)
         AND ($9::timestamptz IS NULL OR occurred_at < $9)
-      -- execution_log.id: the number, not the text id selected above (which sorts 9 after 10)
+      -- execution_log.id: the internal number, not the public id selected above
       ORDER BY occurred_at DESC, execution_log.id DESC LIMIT $4`,
     [
       workspaceId,
@@ -174,8 +194,7 @@ export async function readExecutionLog(
   const page = rows.slice(0, opts.limit);
   const last = page[page.length - 1];
   return {
-    items: page.map((r) => ({ ...r, occurredAt: r.occurredAt.toISOString() })),
-    nextCursor:
-      rows.length > opts.limit && last ? Buffer.from(`${last.occurredAt.toISOString()}|${last.id}`).toString('base64url') : null,
+    items: page.map(({ internalId: _, ...r }) => ({ ...r, occurredAt: r.occurredAt.toISOString() })),
+    nextCursor: rows.length > opts.limit && last ? executionLogCursor(opts.secretsKey, last.occurredAt, last.internalId) : null,
   };
 }

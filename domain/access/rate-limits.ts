@@ -1,7 +1,10 @@
 /**
  * Workspace API limits (specification §8, DESIGN §5), shared by every API replica through Redis:
  *
- * - a token bucket per key (capacity 100, refilled at 30 tokens/s): a Lua script, because
+ * - a token bucket per key (capacity 100, refilled at 30 tokens/s), and one per workspace shared by
+ *   all its keys (the same figures by default: §8's limit is the workspace's, so making more keys
+ *   does not multiply it; never below the per-key limit): a Lua script that takes a token from
+ *   both at once, because
  *   rate-limiter-flexible only has fixed windows (its BurstyRateLimiter approximates a bucket with
  *   two windows but cannot express a continuous refill). The script runs atomically in Redis with
  *   Redis's own clock. A replica leases tokens ahead of need (see `leaseCap`): a busy key costs a
@@ -11,8 +14,9 @@
  * - 10 agent invocations per minute per key: rate-limiter-flexible's RateLimiterRedis (a fixed
  *   60-second window, atomic in Redis), which expresses exactly that.
  *
- * Operators raise either limit per workspace ("granted by arrangement") in workspace_rate_limits;
- * a process re-reads an override at most OVERRIDE_TTL_MS after it changed.
+ * Operators raise these limits, and the cap on a workspace's live keys (api-keys.ts), per workspace
+ * ("granted by arrangement") in workspace_rate_limits; a process re-reads an override at most
+ * OVERRIDE_TTL_MS after it changed.
  */
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
@@ -20,14 +24,51 @@ import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Config } from '../../lib/config.js';
 
 export interface Limits {
+  /** Per key. */
   burst: number;
   perSecond: number;
   agentPerMinute: number;
+  /** Per workspace, all its keys together (never below the per-key figures). */
+  workspaceBurst: number;
+  workspacePerSecond: number;
+  /** The most live keys the workspace may hold. */
+  maxApiKeys: number;
+}
+
+/** What an operator sets for a workspace; a null (or absent) workspace figure is the default. */
+export interface LimitOverride {
+  burst: number;
+  perSecond: number;
+  agentPerMinute: number;
+  workspaceBurst?: number | null;
+  workspacePerSecond?: number | null;
+  maxApiKeys?: number | null;
+}
+
+export type LimitDefaults = Pick<
+  Config,
+  'RATE_LIMIT_BURST' | 'RATE_LIMIT_PER_SECOND' | 'RATE_LIMIT_AGENT_PER_MINUTE' | 'RATE_LIMIT_WORKSPACE_BURST' | 'RATE_LIMIT_WORKSPACE_PER_SECOND' | 'API_KEY_MAX_PER_WORKSPACE'
+>;
+
+/** The limits that apply: the override's figures, else the defaults; a workspace's never below one key's. */
+export function effectiveLimits(c: LimitDefaults, o: LimitOverride | undefined): Limits {
+  const burst = o?.burst ?? c.RATE_LIMIT_BURST;
+  const perSecond = o?.perSecond ?? c.RATE_LIMIT_PER_SECOND;
+  return {
+    burst,
+    perSecond,
+    agentPerMinute: o?.agentPerMinute ?? c.RATE_LIMIT_AGENT_PER_MINUTE,
+    workspaceBurst: Math.max(burst, o?.workspaceBurst ?? c.RATE_LIMIT_WORKSPACE_BURST),
+    workspacePerSecond: Math.max(perSecond, o?.workspacePerSecond ?? c.RATE_LIMIT_WORKSPACE_PER_SECOND),
+    maxApiKeys: o?.maxApiKeys ?? c.API_KEY_MAX_PER_WORKSPACE,
+  };
 }
 
 export interface BucketResult {
   revoked: boolean;
   allowed: boolean;
+  /** The bucket that binds (the emptier one; when refused, the one that refused). */
+  by: 'key' | 'workspace';
   limit: number;
   remaining: number;
   /** Seconds until the next token (only when refused). */
@@ -38,41 +79,70 @@ export interface BucketResult {
 
 const OVERRIDE_TTL_MS = 10_000;
 
-// Refills the bucket, gives back the unspent tokens of an expired lease (ARGV[4]), then grants up to
-// ARGV[3] tokens. With ARGV[5] = '1' it first checks the key's revocation marker.
+// Refills the key's bucket (KEYS[2]) and its workspace's (KEYS[3]), gives back the unspent tokens
+// of an expired lease (ARGV[4]) to both, then grants up to ARGV[3] tokens from both at once. With
+// ARGV[5] = '1' it first checks the key's revocation marker. Answers {revoked, granted, remaining,
+// retry ms, reset ms, binding bucket: 1 key, 2 workspace}.
 const ADMIT_LUA = `
-if ARGV[5] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then return {1, 0, 0, 0, 0} end
-local capacity = tonumber(ARGV[1])
-local rate = tonumber(ARGV[2])
+if ARGV[5] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then return {1, 0, 0, 0, 0, 1} end
 local want = tonumber(ARGV[3])
+local back = tonumber(ARGV[4])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local state = redis.call('HMGET', KEYS[2], 'tokens', 'ts')
-local tokens = tonumber(state[1])
-local ts = tonumber(state[2])
-if tokens == nil or ts == nil then tokens = capacity; ts = now end
-tokens = math.min(capacity, tokens + math.max(0, now - ts) * rate / 1000 + tonumber(ARGV[4]))
-local granted = math.min(want, math.floor(tokens))
-tokens = tokens - granted
-redis.call('HSET', KEYS[2], 'tokens', tostring(tokens), 'ts', tostring(now))
-redis.call('PEXPIRE', KEYS[2], math.ceil(capacity * 1000 / rate) + 1000)
+local function refill(key, capacity, rate)
+  local state = redis.call('HMGET', key, 'tokens', 'ts')
+  local tokens = tonumber(state[1])
+  local ts = tonumber(state[2])
+  if tokens == nil or ts == nil then tokens = capacity; ts = now end
+  return math.min(capacity, tokens + math.max(0, now - ts) * rate / 1000 + back)
+end
+local function store(key, tokens, capacity, rate)
+  redis.call('HSET', key, 'tokens', tostring(tokens), 'ts', tostring(now))
+  redis.call('PEXPIRE', key, math.ceil(capacity * 1000 / rate) + 1000)
+end
+local kcap, krate = tonumber(ARGV[1]), tonumber(ARGV[2])
+local wcap, wrate = tonumber(ARGV[6]), tonumber(ARGV[7])
+local k = refill(KEYS[2], kcap, krate)
+local w = refill(KEYS[3], wcap, wrate)
+local granted = math.max(0, math.min(want, math.floor(k), math.floor(w)))
+k = k - granted
+w = w - granted
+store(KEYS[2], k, kcap, krate)
+store(KEYS[3], w, wcap, wrate)
+local kwait = math.ceil(math.max(0, 1 - k) * 1000 / krate)
+local wwait = math.ceil(math.max(0, 1 - w) * 1000 / wrate)
+local by = 1
+if (granted == 0 and wwait > kwait) or (granted > 0 and math.floor(w) < math.floor(k)) then by = 2 end
 local retry = 0
-if granted == 0 then retry = math.ceil((1 - tokens) * 1000 / rate) end
-return {0, granted, math.floor(tokens), retry, math.ceil((capacity - tokens) * 1000 / rate)}
+if granted == 0 then retry = math.max(kwait, wwait) end
+if by == 2 then
+  return {0, granted, math.floor(w), retry, math.ceil((wcap - w) * 1000 / wrate), 2}
+end
+return {0, granted, math.floor(k), retry, math.ceil((kcap - k) * 1000 / krate), 1}
 `;
 
 export const revokedMarker = (keyId: string) => `apikey:${keyId}:revoked`;
 const bucketKey = (keyId: string) => `ratelimit:${keyId}:bucket`;
+const workspaceBucketKey = (workspaceId: string) => `ratelimit:workspace:${workspaceId}:bucket`;
 
 type AdmitCommand = (
   revokedKey: string,
   bucket: string,
+  workspaceBucket: string,
   capacity: number,
   rate: number,
   want: number,
   giveBack: number,
   checkRevoked: '0' | '1',
+  workspaceCapacity: number,
+  workspaceRate: number,
 ) => Promise<number[]>;
+
+/** A key as the limits see it: its own bucket and its workspace's. */
+export interface LimitedKey {
+  id: string;
+  workspaceId: string;
+}
 
 /**
  * Tokens this replica took from a key's shared bucket ahead of need. A lease lives LEASE_TTL_MS
@@ -80,6 +150,7 @@ type AdmitCommand = (
  * next call to Redis for the key, or with the sweep.
  */
 interface Lease {
+  workspaceId: string;
   tokens: number;
   expiresAt: number;
   /** How many tokens the last call to Redis asked for. */
@@ -87,9 +158,10 @@ interface Lease {
   /** Tokens spent since `since` (performance.now()): the key's pace here, to size the next lease. */
   spent: number;
   since: number;
-  /** The bucket as of the last call to Redis, for the RateLimit-* headers. */
+  /** The binding bucket as of the last call to Redis, for the RateLimit-* headers. */
   bucketRemaining: number;
   reset: number;
+  by: 'key' | 'workspace';
   /** The limits it was leased under: the sweep returns its tokens to a bucket of that shape. */
   limits: Limits;
   /** A renewal on its way (started when half of the lease was spent). */
@@ -102,14 +174,17 @@ const LEASE_TTL_MS = 1_000;
 const SWEEP_MS = 1_000;
 
 /** Adds what Redis granted to a lease and notes the bucket's state for the RateLimit-* headers. */
-function fill(lease: Lease, r: { granted: number; size: number; limits: Limits; remaining?: number; resetMs?: number }) {
+function fill(lease: Lease, r: { granted: number; size: number; limits: Limits; remaining?: number; resetMs?: number; by?: number }) {
   lease.tokens += r.granted;
   lease.size = r.size;
   lease.limits = r.limits;
   lease.expiresAt = performance.now() + LEASE_TTL_MS;
   lease.bucketRemaining = r.remaining ?? 0;
   lease.reset = Math.ceil((r.resetMs ?? 0) / 1000);
+  lease.by = r.by === 2 ? 'workspace' : 'key';
 }
+
+const bucketLimit = (limits: Limits, by: 'key' | 'workspace') => (by === 'workspace' ? limits.workspaceBurst : limits.burst);
 
 /**
  * The most a replica leases at once: at most 5 % of the burst and a quarter second of refill, so the
@@ -126,17 +201,17 @@ function nextLeaseSize(lease: Lease | undefined, limits: Limits, now: number): n
 }
 
 export class RateLimits {
-  private readonly overrides = new Map<string, { limits: Limits | undefined; at: number }>();
+  private readonly overrides = new Map<string, { limits: Limits; at: number }>();
   private readonly agentLimiters = new Map<number, RateLimiterRedis>();
   private readonly admit: AdmitCommand;
   private readonly leases = new Map<string, Lease>();
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(
-    private readonly deps: { pool: pg.Pool; redis: Redis; config: Pick<Config, 'RATE_LIMIT_BURST' | 'RATE_LIMIT_PER_SECOND' | 'RATE_LIMIT_AGENT_PER_MINUTE'> },
+    private readonly deps: { pool: pg.Pool; redis: Redis; config: LimitDefaults },
   ) {
     const redis = deps.redis as Redis & { admitWorkspaceKey?: AdmitCommand };
-    if (!redis.admitWorkspaceKey) redis.defineCommand('admitWorkspaceKey', { numberOfKeys: 2, lua: ADMIT_LUA });
+    if (!redis.admitWorkspaceKey) redis.defineCommand('admitWorkspaceKey', { numberOfKeys: 3, lua: ADMIT_LUA });
     this.admit = (redis as Redis & { admitWorkspaceKey: AdmitCommand }).admitWorkspaceKey.bind(redis);
     // a failed sweep loses a few tokens of an idle key until its bucket refills: nothing to report
     this.sweeper = setInterval(() => void this.sweepLeases().catch(() => {}), SWEEP_MS);
@@ -147,28 +222,24 @@ export class RateLimits {
   cachedLimitsFor(workspaceId: string): Limits | undefined {
     const cached = this.overrides.get(workspaceId);
     if (!cached || Date.now() - cached.at > OVERRIDE_TTL_MS) return undefined;
-    return cached.limits ?? this.defaults();
+    return cached.limits;
   }
 
   /** The limits of a workspace: its operator override, else the configured defaults. */
   async limitsFor(workspaceId: string): Promise<Limits> {
     const hit = this.cachedLimitsFor(workspaceId);
     if (hit) return hit;
-    const override = await readOverride(this.deps.pool, workspaceId);
-    this.overrides.set(workspaceId, { limits: override, at: Date.now() });
-    return override ?? this.defaults();
-  }
-
-  private defaults(): Limits {
-    const { RATE_LIMIT_BURST, RATE_LIMIT_PER_SECOND, RATE_LIMIT_AGENT_PER_MINUTE } = this.deps.config;
-    return { burst: RATE_LIMIT_BURST, perSecond: RATE_LIMIT_PER_SECOND, agentPerMinute: RATE_LIMIT_AGENT_PER_MINUTE };
+    const limits = effectiveLimits(this.deps.config, await getLimitOverride(this.deps.pool, workspaceId));
+    this.overrides.set(workspaceId, { limits, at: Date.now() });
+    return limits;
   }
 
   /**
    * Spends a token this replica leased earlier (no I/O), or returns undefined when it holds none
    * for the key: then call `admitRequest`.
    */
-  admitFromLease(keyId: string, limits: Limits): BucketResult | undefined {
+  admitFromLease(key: LimitedKey, limits: Limits): BucketResult | undefined {
+    const keyId = key.id;
     const lease = this.leases.get(keyId);
     if (!lease || lease.tokens < 1 || lease.expiresAt <= performance.now()) return undefined;
     lease.tokens--;
@@ -184,10 +255,10 @@ export class RateLimits {
     const size = nextLeaseSize(lease, limits, now);
     lease.spent = 0;
     lease.since = now;
-    lease.renewal = this.admit(revokedMarker(keyId), bucketKey(keyId), limits.burst, limits.perSecond, size, 0, '0')
-      .then(([, granted, remaining, , resetMs]) => {
-        if (this.leases.get(keyId) !== lease) return this.giveBack(keyId, limits, granted!); // dropped or swept meanwhile: hand them back
-        if (granted! >= 1) fill(lease, { granted: granted!, size, limits, remaining, resetMs });
+    lease.renewal = this.admitCall(keyId, lease.workspaceId, limits, size, 0, '0')
+      .then(([, granted, remaining, , resetMs, by]) => {
+        if (this.leases.get(keyId) !== lease) return this.giveBack(keyId, lease.workspaceId, limits, granted!); // dropped or swept meanwhile: hand them back
+        if (granted! >= 1) fill(lease, { granted: granted!, size, limits, remaining, resetMs, by });
       })
       .catch(() => {}) // the next request without a leased token asks Redis itself, and reports
       .finally(() => {
@@ -195,21 +266,37 @@ export class RateLimits {
       });
   }
 
-  /** Returns leased tokens to the key's bucket (capped at its burst). */
-  private async giveBack(keyId: string, limits: Limits, tokens: number): Promise<void> {
-    if (tokens >= 1) await this.admit(revokedMarker(keyId), bucketKey(keyId), limits.burst, limits.perSecond, 0, tokens, '0');
+  /** Returns leased tokens to the key's bucket and its workspace's (each capped at its burst). */
+  private async giveBack(keyId: string, workspaceId: string, limits: Limits, tokens: number): Promise<void> {
+    if (tokens >= 1) await this.admitCall(keyId, workspaceId, limits, 0, tokens, '0');
+  }
+
+  private admitCall(keyId: string, workspaceId: string, limits: Limits, want: number, giveBack: number, checkRevoked: '0' | '1') {
+    return this.admit(
+      revokedMarker(keyId),
+      bucketKey(keyId),
+      workspaceBucketKey(workspaceId),
+      limits.burst,
+      limits.perSecond,
+      want,
+      giveBack,
+      checkRevoked,
+      limits.workspaceBurst,
+      limits.workspacePerSecond,
+    );
   }
 
   /**
    * One atomic Redis call that takes a token, and leases a few more when the key is busy. With
    * `checkRevoked` it instead checks the key's revocation marker and takes exactly one token.
    */
-  async admitRequest(keyId: string, limits: Limits, opts: { checkRevoked: boolean }): Promise<BucketResult> {
+  async admitRequest(key: LimitedKey, limits: Limits, opts: { checkRevoked: boolean }): Promise<BucketResult> {
+    const keyId = key.id;
     let lease = this.leases.get(keyId);
     if (lease?.renewal && !opts.checkRevoked) {
       // the lease ran dry while its renewal is on its way: wait for it rather than ask Redis again
       await lease.renewal;
-      const leased = this.admitFromLease(keyId, limits);
+      const leased = this.admitFromLease(key, limits);
       if (leased) return leased;
       lease = this.leases.get(keyId);
     }
@@ -222,30 +309,23 @@ export class RateLimits {
       lease.spent = 0;
       lease.since = now;
     }
-    const [revoked, granted, remaining, retryMs, resetMs] = await this.admit(
-      revokedMarker(keyId),
-      bucketKey(keyId),
-      limits.burst,
-      limits.perSecond,
-      size,
-      giveBack,
-      opts.checkRevoked ? '1' : '0',
-    );
+    // the expired lease's tokens came from the buckets of the workspace it was leased under
+    const [revoked, granted, remaining, retryMs, resetMs, by] = await this.admitCall(keyId, key.workspaceId, limits, size, giveBack, opts.checkRevoked ? '1' : '0');
     if (revoked === 1) {
       this.leases.delete(keyId);
-      return { revoked: true, allowed: false, limit: limits.burst, remaining: 0, retryAfter: 0, reset: 0 };
+      return { revoked: true, allowed: false, by: 'key', limit: limits.burst, remaining: 0, retryAfter: 0, reset: 0 };
     }
     lease = this.leases.get(keyId);
-    if (!lease) this.leases.set(keyId, (lease = { tokens: 0, expiresAt: 0, size, spent: 0, since: now, bucketRemaining: 0, reset: 0, limits }));
+    if (!lease) this.leases.set(keyId, (lease = { workspaceId: key.workspaceId, tokens: 0, expiresAt: 0, size, spent: 0, since: now, bucketRemaining: 0, reset: 0, by: 'key', limits }));
     // concurrent calls of this replica add up in one lease; a call Redis refused can still spend a
     // token another one leased meanwhile
-    fill(lease, { granted: granted!, size, limits, remaining, resetMs });
+    fill(lease, { granted: granted!, size, limits, remaining, resetMs, by });
     if (lease.tokens >= 1) {
       lease.tokens--;
       lease.spent++;
       return this.granted(lease, limits);
     }
-    return { revoked: false, allowed: false, limit: limits.burst, remaining: 0, retryAfter: Math.ceil((retryMs ?? 0) / 1000), reset: lease.reset };
+    return { revoked: false, allowed: false, by: lease.by, limit: bucketLimit(limits, lease.by), remaining: 0, retryAfter: Math.ceil((retryMs ?? 0) / 1000), reset: lease.reset };
   }
 
   /** A revoked key's lease is worthless. */
@@ -260,7 +340,7 @@ export class RateLimits {
     for (const [keyId, lease] of this.leases) {
       if (lease.expiresAt > now) continue;
       this.leases.delete(keyId);
-      returns.push(this.giveBack(keyId, lease.limits, lease.tokens));
+      returns.push(this.giveBack(keyId, lease.workspaceId, lease.limits, lease.tokens));
     }
     await Promise.all(returns);
   }
@@ -270,11 +350,11 @@ export class RateLimits {
   }
 
   private granted(lease: Lease, limits: Limits): BucketResult {
-    return { revoked: false, allowed: true, limit: limits.burst, remaining: lease.bucketRemaining + lease.tokens, retryAfter: 0, reset: lease.reset };
+    return { revoked: false, allowed: true, by: lease.by, limit: bucketLimit(limits, lease.by), remaining: lease.bucketRemaining + lease.tokens, retryAfter: 0, reset: lease.reset };
   }
 
   /** Spends one of the key's agent invocations of the current minute. */
-  async admitAgentInvocation(keyId: string, limits: Limits): Promise<{ allowed: boolean; limit: number; remaining: number; reset: number }> {
+  async admitAgentInvocation(keyId: string, limits: Pick<Limits, 'agentPerMinute'>): Promise<{ allowed: boolean; limit: number; remaining: number; reset: number }> {
     let limiter = this.agentLimiters.get(limits.agentPerMinute);
     if (!limiter) {
       limiter = new RateLimiterRedis({
@@ -295,31 +375,25 @@ export class RateLimits {
   }
 }
 
-async function readOverride(pool: pg.Pool, workspaceId: string): Promise<Limits | undefined> {
-  const { rows } = await pool.query<Limits>(
-    `SELECT burst, per_second AS "perSecond", agent_per_minute AS "agentPerMinute"
-       FROM workspace_rate_limits WHERE workspace_id = $1`,
-    [workspaceId],
-  );
-  return rows[0];
-}
-
 // ---- the per-workspace overrides (ops API), by workspace id ----
 
-export async function getLimitOverride(pool: pg.Pool, workspaceId: string): Promise<Limits | undefined> {
-  const { rows } = await pool.query<Limits>(
-    'SELECT burst, per_second AS "perSecond", agent_per_minute AS "agentPerMinute" FROM workspace_rate_limits WHERE workspace_id = $1',
-    [workspaceId],
-  );
+const OVERRIDE_COLUMNS = `burst, per_second AS "perSecond", agent_per_minute AS "agentPerMinute", workspace_burst AS "workspaceBurst",
+  workspace_per_second AS "workspacePerSecond", max_api_keys AS "maxApiKeys"`;
+
+export async function getLimitOverride(pool: pg.Pool, workspaceId: string): Promise<LimitOverride | undefined> {
+  const { rows } = await pool.query<LimitOverride>(`SELECT ${OVERRIDE_COLUMNS} FROM workspace_rate_limits WHERE workspace_id = $1`, [workspaceId]);
   return rows[0];
 }
 
-export async function setLimitOverride(pool: pg.Pool, workspaceId: string, limits: Limits): Promise<void> {
+export async function setLimitOverride(pool: pg.Pool, workspaceId: string, limits: LimitOverride): Promise<void> {
   await pool.query(
-    `INSERT INTO workspace_rate_limits (workspace_id, burst, per_second, agent_per_minute) VALUES ($1, $2, $3, $4)
+    `INSERT INTO workspace_rate_limits (workspace_id, burst, per_second, agent_per_minute, workspace_burst, workspace_per_second, max_api_keys)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (workspace_id) DO UPDATE
-       SET burst = EXCLUDED.burst, per_second = EXCLUDED.per_second, agent_per_minute = EXCLUDED.agent_per_minute, updated_at = now()`,
-    [workspaceId, limits.burst, limits.perSecond, limits.agentPerMinute],
+       SET burst = EXCLUDED.burst, per_second = EXCLUDED.per_second, agent_per_minute = EXCLUDED.agent_per_minute,
+           workspace_burst = EXCLUDED.workspace_burst, workspace_per_second = EXCLUDED.workspace_per_second,
+           max_api_keys = EXCLUDED.max_api_keys, updated_at = now()`,
+    [workspaceId, limits.burst, limits.perSecond, limits.agentPerMinute, limits.workspaceBurst ?? null, limits.workspacePerSecond ?? null, limits.maxApiKeys ?? null],
   );
 }
 

@@ -154,12 +154,13 @@ export async function listAttempts(
   opts: { limit: number; messageId?: string; before?: string },
 ): Promise<AttemptView[]> {
   const { rows } = await db.query<AttemptView & { attemptedAt: Date }>(
-    `SELECT a.id::text, a.message_id AS "messageId", CASE WHEN a.trigger = 'test' THEN $5::text ELSE m.event_type END AS "eventType", a.attempted_at AS "attemptedAt", a.trigger,
-            a.status_code AS "statusCode", a.duration_ms AS "durationMs", a.outcome, a.error, a.response_headers AS "responseHeaders",
-            a.response_excerpt AS "responseExcerpt"
+    `SELECT a.public_id::text AS id, a.message_id AS "messageId", CASE WHEN a.trigger = 'test' THEN $5::text ELSE m.event_type END AS "eventType",
+            a.attempted_at AS "attemptedAt", a.trigger, a.status_code AS "statusCode", a.duration_ms AS "durationMs", a.outcome, a.error,
+            a.response_headers AS "responseHeaders", a.response_excerpt AS "responseExcerpt"
        FROM webhook_attempts a LEFT JOIN webhook_messages m ON m.id = a.message_id
       WHERE a.endpoint_id = $1 AND ($2::text IS NULL OR a.message_id = $2)
-        AND ($3::bigint IS NULL OR (a.attempted_at, a.id) < (SELECT attempted_at, id FROM webhook_attempts WHERE id = $3 AND endpoint_id = $1))
+        AND ($3::uuid IS NULL OR (a.attempted_at, a.id) < (SELECT attempted_at, id FROM webhook_attempts WHERE public_id = $3 AND endpoint_id = $1))
+      -- webhook_attempts.id: the internal number (insertion order), never shown; customers see public_id
       ORDER BY a.attempted_at DESC, a.id DESC LIMIT $4`,
     [endpointId, opts.messageId ?? null, opts.before ?? null, opts.limit, TEST_EVENT_TYPE],
   );

@@ -25,7 +25,7 @@ import { parseMethodCall, serializeFault, serializeMethodResponse } from '../../
 import { executeKw, modelsFor, type OrmContext } from './orm.js';
 import { OdooError, accessDenied, accessError, attributeError } from './odoo-errors.js';
 import { apiKeyWizards, checkApiKey } from './apikeys.js';
-import { forwardSaas, type SaasForwarding } from '../../services/tenant-ingress/saas.js';
+import { erpSessionId, forwardSaas, type SaasForwarding } from '../../services/tenant-ingress/saas.js';
 import { PgSecretStore, serviceKeyFor } from '../../domain/service-keys/secret-store.js';
 import { loadNone, matching, postWebhook, pythonJson, webhookRules } from './automation.js';
 import { ACCESS } from './security.js';
@@ -51,6 +51,9 @@ class HttpError extends Error {
     super(message);
   }
 }
+
+/** The tenant host a request is for (its Host without the port). */
+const hostOf = (req: IncomingMessage) => (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
 
 export interface ErpStandIn {
   url: string;
@@ -83,6 +86,10 @@ export async function startErpStandIn(opts: {
   const saas: SaasForwarding | undefined = opts.saas && {
     accountApiUrl: opts.saas.accountApiUrl,
     key: opts.saas.key ?? serviceKeyFor(new PgSecretStore(platform, opts.saas.secretsKey ?? '', 5_000), 'erp', 'account-api'),
+    loggedIn: async (req) => {
+      const route = await routeFor(hostOf(req));
+      return route !== null && (await liveSession(route, req)) !== undefined;
+    },
   };
 
   async function routeFor(host: string): Promise<Route | null> {
@@ -274,15 +281,16 @@ export async function startErpStandIn(opts: {
         res.setHeader('set-cookie', `session_id=${sid}; Expires=${new Date(Date.now() + SESSION_TTL_MS).toUTCString()}; Max-Age=${SESSION_TTL_MS / 1000}; HttpOnly; Path=/`);
         return json(res, 200, { jsonrpc: '2.0', id, result: { uid, db: route.database, is_system: uid === 2, user_context: { lang: 'en_US', tz: 'Europe/Brussels', uid } } });
       }
-      const sid = /(?:^|;\s*)session_id=([^;]+)/.exec(req.headers.cookie ?? '')?.[1];
-      const session = sid ? sessions.get(sid) : undefined;
-      if (!session || session.database !== route.database || session.until < Date.now() || (await sessionToken(route, session.uid).catch(() => null)) !== session.token) {
-        if (sid) sessions.delete(sid);
+      const session = await liveSession(route, req);
+      if (!session) {
         return json(res, 200, {
           jsonrpc: '2.0',
           id: null,
           error: { code: 100, message: 'Odoo Session Expired', data: { name: 'odoo.http.SessionExpiredException', message: 'Session expired', arguments: ['Session expired'], context: {} } },
         });
+      }
+      if (path === '/web/session/get_session_info') {
+        return json(res, 200, { jsonrpc: '2.0', id, result: { uid: session.uid, db: route.database, is_system: session.uid === 2, user_context: { lang: 'en_US', tz: 'Europe/Brussels', uid: session.uid } } });
       }
       const { model, method, args = [], kwargs = {} } = params as { model?: unknown; method?: unknown; args?: unknown; kwargs?: unknown };
       if (typeof model !== 'string' || typeof method !== 'string') throw new OdooError(1, "call_kw() missing required arguments: 'model' and 'method'", 'TypeError');
@@ -307,6 +315,17 @@ export async function startErpStandIn(opts: {
         error: { code: 200, message: 'Odoo Server Error', data: { name: fault.pythonType, message: fault.message, arguments: [fault.message], context: {}, debug: fault.faultString } },
       });
     }
+  }
+
+  /** The request's web session of this tenant's database, while it lasts (else forgotten). */
+  async function liveSession(route: Route, req: IncomingMessage) {
+    const sid = erpSessionId(req);
+    const session = sid ? sessions.get(sid) : undefined;
+    if (!session || session.database !== route.database || session.until < Date.now() || (await sessionToken(route, session.uid).catch(() => null)) !== session.token) {
+      if (sid) sessions.delete(sid);
+      return undefined;
+    }
+    return session;
   }
 
   /** What a session is bound to: the user's password hash and active flag (Odoo's session token). */
@@ -381,7 +400,7 @@ export async function startErpStandIn(opts: {
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse) {
-    const host = (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
+    const host = hostOf(req);
     const path = (req.url ?? '/').split('?')[0]!;
     const route = host ? await routeFor(host) : null;
     if (!route) return text(res, 404, `404 Not Found: no tenant at ${host || '(no Host header)'}\n`);
@@ -394,7 +413,7 @@ export async function startErpStandIn(opts: {
     if (path === '/web/health' && method === 'GET') return health(route, res);
     if (path === '/xmlrpc/2/common' && method === 'POST') return xmlrpc(route, 'common', req, res);
     if (path === '/xmlrpc/2/object' && method === 'POST') return xmlrpc(route, 'object', req, res);
-    if ((path === '/web/session/authenticate' || path.startsWith('/web/dataset/call_kw')) && method === 'POST') return jsonrpc(route, path, req, res);
+    if ((path === '/web/session/authenticate' || path === '/web/session/get_session_info' || path.startsWith('/web/dataset/call_kw')) && method === 'POST') return jsonrpc(route, path, req, res);
     if (path === '/web/login' && method === 'GET') return html(res, 200, loginPage(route));
     if (path.startsWith('/svc/saas/')) {
       const body = method === 'POST' ? await readBody(req) : Buffer.alloc(0);

@@ -12,6 +12,8 @@
  *   npm run stripe -- cancel demo      # customer.subscription.deleted → tenant cancelled (soak)
  */
 import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { Command } from 'commander';
 import Stripe from 'stripe';
 import type { Tier } from '../../domain/tenants/types.js';
@@ -161,11 +163,36 @@ export async function sendEvent(
   return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
 
-/** Stable ids for a workspace in the stand-in (Stripe ids are letters and digits). */
-export const sandboxIds = (workspace: string, n = 1) => {
-  const key = Buffer.from(workspace).toString('hex').slice(0, 40);
-  return { customer: `cus_${key}`, subscription: `sub_${key}x${n}` };
-};
+const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+/** A Stripe-shaped object id: the prefix and `length` random letters and digits (as unguessable as Stripe's). */
+export function stripeId(prefix: string, length: number): string {
+  let out = '';
+  while (out.length < length) for (const b of randomBytes(length)) if (b < 248 && out.length < length) out += ALPHANUMERIC[b % 62];
+  return `${prefix}_${out}`;
+}
+
+type IssuedIds = Record<string, { customer: string; subscriptions: Record<string, string> }>;
+const issued: IssuedIds = {};
+
+/**
+ * The stand-in's ids for a workspace: its customer and its n-th subscription, random like
+ * Stripe's (`cus_` + 14, `sub_` + 24 letters and digits), issued on first use and the same on
+ * every later ask in this process. With `file` they are also kept there, so separate runs (the
+ * `npm run stripe` commands, `npm run dev`) keep talking about the same customer and subscription.
+ */
+export function sandboxIds(workspace: string, n = 1, file?: string): { customer: string; subscription: string } {
+  if (file && existsSync(file)) Object.assign(issued, JSON.parse(readFileSync(file, 'utf8')) as IssuedIds);
+  const entry = (issued[workspace] ??= { customer: stripeId('cus', 14), subscriptions: {} });
+  const subscription = (entry.subscriptions[String(n)] ??= stripeId('sub', 24));
+  if (file) {
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, JSON.stringify(issued, null, 2));
+  }
+  return { customer: entry.customer, subscription };
+}
+
+/** Where `npm run stripe` and `npm run dev` keep the stand-in's ids (under DATA_DIR). */
+export const sandboxIdsFile = (dataDir: string) => path.join(dataDir, 'stripe-stand-in-ids.json');
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { config } = await import('../../lib/config.js');
@@ -179,7 +206,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const program = new Command('stripe').description('Send signed Stripe events to the account API (the payment provider stand-in)');
   const common = (c: Command) => c.option('--tier <tier>', 'starter, pro or enterprise', 'pro').option('--seats <n>', 'seats', '1').option('--n <n>', 'the workspace\'s n-th subscription', '1');
   type Opts = { tier: Tier; seats: string; n: string };
-  const ids = (ws: string, o: Opts) => sandboxIds(ws, Number(o.n));
+  const ids = (ws: string, o: Opts) => sandboxIds(ws, Number(o.n), sandboxIdsFile(cfg.DATA_DIR));
   common(program.command('subscribe <workspace>').description('customer.subscription.created')).action(async (ws: string, o: Opts) => {
     await send(event('customer.subscription.created', subscription({ ...ids(ws, o), id: ids(ws, o).subscription, workspace: ws, tier: o.tier, seats: Number(o.seats) })));
   });

@@ -4,11 +4,12 @@ import { PgSecretStore, serviceKeyFor } from '../../domain/service-keys/secret-s
 import { holderOptions, reportingStore } from '../../domain/service-keys/holders.js';
 import { createLogger } from '../../lib/logger.js';
 import { buildTenantIngress } from './app.js';
+import { sessionAtErp } from './saas.js';
 
 /**
  * Starts the tenant ingress at ERP_HOST:ERP_PORT in front of the Odoo at ODOO_UPSTREAM_URL; the
- * /svc/saas/… reads go to the account API with the ERP entry's key (erp → account-api, from the
- * secret store, reloaded as it rotates). `close()` stops it.
+ * /svc/saas/… reads of a caller logged in to the tenant's Odoo go to the account API with the ERP
+ * entry's key (erp → account-api, from the secret store, reloaded as it rotates). `close()` stops it.
  */
 export async function startTenantIngress(cfg = config()) {
   const platform = createPool(cfg.DATABASE_URL, 4);
@@ -20,7 +21,7 @@ export async function startTenantIngress(cfg = config()) {
   const app = await buildTenantIngress({
     platform,
     upstream: cfg.ODOO_UPSTREAM_URL,
-    saas: { accountApiUrl: cfg.ACCOUNT_API_URL, key: serviceKeyFor(secrets, 'erp', 'account-api') },
+    saas: { accountApiUrl: cfg.ACCOUNT_API_URL, key: serviceKeyFor(secrets, 'erp', 'account-api'), loggedIn: sessionAtErp(cfg.ODOO_UPSTREAM_URL) },
     logLevel: cfg.LOG_LEVEL,
   });
   await app.listen({ host: cfg.ERP_HOST, port: cfg.ERP_PORT });

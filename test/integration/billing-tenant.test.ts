@@ -29,21 +29,35 @@ const sub = (n: number, tier: 'starter' | 'pro' | 'enterprise', extra: Partial<P
 };
 /** A request to the tenant's own host, as its users and the platform's jobs reach it (node:http: fetch cannot set Host). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read whatever JSON each endpoint answers
-function tenantCall(method: string, path: string, opts: { key?: string; body?: unknown } = {}): Promise<{ status: number; body: any }> {
+function tenantCall(method: string, path: string, opts: { key?: string; body?: unknown; cookie?: string } = {}): Promise<{ status: number; body: any; cookie?: string }> {
   const url = new URL(p.erpUrl);
   const headers: Record<string, string> = { host };
   if (opts.key) headers['x-api-key'] = opts.key;
+  if (opts.cookie) headers.cookie = opts.cookie;
   if (opts.body !== undefined) headers['content-type'] = 'application/json';
   return new Promise((resolve, reject) => {
     const req = request({ hostname: url.hostname, port: url.port, path, method, headers }, (res) => {
       let text = '';
       res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode!, body: /json/.test(res.headers['content-type'] ?? '') ? JSON.parse(text) : text }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode!, body: /json/.test(res.headers['content-type'] ?? '') ? JSON.parse(text) : text, cookie: res.headers['set-cookie']?.[0]?.split(';')[0] }),
+      );
     });
     req.on('error', reject);
     req.end(opts.body === undefined ? undefined : JSON.stringify(opts.body));
   });
 }
+
+/** A web session of the tenant's ERP admin (its `session_id` cookie), logged in on the tenant's host as in a browser. */
+async function erpSession(): Promise<string> {
+  const res = await tenantCall('POST', '/web/session/authenticate', {
+    body: { jsonrpc: '2.0', method: 'call', params: { db: host, login: 'admin', password: tenantAdminPassword(p.cfg.SECRETS_KEY, host) } },
+  });
+  if (!res.cookie || !res.body.result?.uid) throw new Error(`ERP login failed: ${JSON.stringify(res.body)}`);
+  return res.cookie;
+}
+/** A read of the tenant's SaaS endpoints as the tenant's ERP makes it: in its admin's web session. */
+const saasRead = async (path: string) => tenantCall('GET', path, { cookie: await erpSession() });
 
 /** The modules installed in the tenant's ERP database. */
 const installedModules = async () =>
@@ -127,31 +141,59 @@ describe('subscription → tenant', () => {
 });
 
 describe('tenant ERP /svc/saas endpoints', () => {
-  it('answer the tiers, a tier modules and the subscription from the platform data', async () => {
-    const tiers = await tenantCall('GET', '/svc/saas/tiers');
-    expect(tiers.status).toBe(200);
-    expect(tiers.body).toMatchObject({ tenant: name, current: 'pro' });
-    expect(tiers.body.tiers.map((t: { code: string }) => t.code)).toEqual(['starter', 'pro', 'enterprise']);
-    const modules = await tenantCall('GET', '/svc/saas/tier/enterprise/modules');
-    expect(modules.body.modules).toEqual(TIERS[2]!.modules);
-    expect(modules.body.modules.map((m: { name: string }) => m.name)).toContain('mrp');
-    expect((await tenantCall('GET', '/svc/saas/tier/platinum/modules')).status).toBe(404);
+  it("answer only the tenant's ERP users and the platform: anyone else on the tenant's public host gets 401", async () => {
     const current = sandboxIds(name, 2).subscription;
-    const subRes = await tenantCall('GET', `/svc/saas/subscription/${current}`);
-    expect(subRes).toMatchObject({ status: 200, body: { tenant: name, tier: 'pro', status: 'active', seats: 2 } });
-    // the old subscription, or anyone else's, is not this tenant's
-    expect((await tenantCall('GET', `/svc/saas/subscription/${sandboxIds(name, 1).subscription}`)).status).toBe(404);
-    expect((await tenantCall('GET', '/svc/saas/subscription/sub_someoneelse')).status).toBe(404);
-    // a dot segment cannot climb out of the tenant's /api/saas/<tenant>/ on the account API
-    for (const path of ['/svc/saas/subscription/..', '/svc/saas/subscription/%2e%2e', '/svc/saas/tier/../modules']) {
-      expect((await tenantCall('GET', path)).status, path).toBe(404);
+    const reads = ['/svc/saas/tiers', '/svc/saas/tier/pro/modules', `/svc/saas/subscription/${current}`];
+    for (const path of reads) {
+      const anonymous = await tenantCall('GET', path);
+      expect(anonymous.status, path).toBe(401);
+      expect(anonymous.body, path).toMatchObject({ status: 401, detail: expect.stringContaining('log in to the ERP') });
+      expect(JSON.stringify(anonymous.body)).not.toContain(current);
+      // a session cookie the ERP never issued, a wrong service key
+      expect((await tenantCall('GET', path, { cookie: 'session_id=forged' })).status, path).toBe(401);
+      expect((await tenantCall('GET', path, { key: 'not-a-key' })).status, path).toBe(401);
+      // the ERP's logged-in user, and the platform's own keys
+      expect((await saasRead(path)).status, path).toBe(200);
+      expect((await tenantCall('GET', path, { key: erpKey })).status, path).toBe(200);
+      expect((await tenantCall('GET', path, { key: saasJobsKey })).status, path).toBe(200);
     }
   });
 
-  it('the account API side takes only the ERP entry key for reads', async () => {
+  it("the payment stand-in's customer and subscription ids are random, not derived from the workspace", () => {
+    const ids = sandboxIds(name, 2);
+    expect(ids.customer).toMatch(/^cus_[A-Za-z0-9]{14}$/);
+    expect(ids.subscription).toMatch(/^sub_[A-Za-z0-9]{24}$/);
+    expect(ids.customer).not.toContain(Buffer.from(name).toString('hex').slice(0, 8));
+    expect(sandboxIds(name, 2)).toEqual(ids); // the same customer and subscription for the rest of the run
+    expect(sandboxIds(`${name}x`, 2).subscription).not.toBe(ids.subscription);
+  });
+
+  it('answer the tiers, a tier modules and the subscription from the platform data', async () => {
+    const tiers = await saasRead('/svc/saas/tiers');
+    expect(tiers.status).toBe(200);
+    expect(tiers.body).toMatchObject({ tenant: name, current: 'pro' });
+    expect(tiers.body.tiers.map((t: { code: string }) => t.code)).toEqual(['starter', 'pro', 'enterprise']);
+    const modules = await saasRead('/svc/saas/tier/enterprise/modules');
+    expect(modules.body.modules).toEqual(TIERS[2]!.modules);
+    expect(modules.body.modules.map((m: { name: string }) => m.name)).toContain('mrp');
+    expect((await saasRead('/svc/saas/tier/platinum/modules')).status).toBe(404);
+    const current = sandboxIds(name, 2).subscription;
+    const subRes = await saasRead(`/svc/saas/subscription/${current}`);
+    expect(subRes).toMatchObject({ status: 200, body: { tenant: name, tier: 'pro', status: 'active', seats: 2 } });
+    // the old subscription, or anyone else's, is not this tenant's
+    expect((await saasRead(`/svc/saas/subscription/${sandboxIds(name, 1).subscription}`)).status).toBe(404);
+    expect((await saasRead('/svc/saas/subscription/sub_someoneelse')).status).toBe(404);
+    // a dot segment cannot climb out of the tenant's /api/saas/<tenant>/ on the account API
+    for (const path of ['/svc/saas/subscription/..', '/svc/saas/subscription/%2e%2e', '/svc/saas/tier/../modules']) {
+      expect((await saasRead(path)).status, path).toBe(404);
+    }
+  });
+
+  it("the account API side takes only the platform's erp and saas-jobs keys for reads", async () => {
     const url = `${p.cfg.API_PUBLIC_URL}/api/saas/${name}/tiers`;
     expect((await fetch(url)).status).toBe(401);
-    expect((await fetch(url, { headers: { 'x-api-key': saasJobsKey } })).status).toBe(401);
+    expect((await fetch(url, { headers: { 'x-api-key': 'not-a-key' } })).status).toBe(401);
+    expect((await fetch(url, { headers: { 'x-api-key': saasJobsKey } })).status).toBe(200);
     expect((await fetch(url, { headers: { 'x-api-key': erpKey } })).status).toBe(200);
   });
 
@@ -195,6 +237,6 @@ describe('a downgrade', () => {
     expect(await installedModules()).toEqual(expect.arrayContaining(tierModuleNames('pro')));
     // what the lower tier changes: the backup schedule (the starter retention) and the tier the ERP's SaaS endpoints show
     expect(status.steps.filter((s) => s.step === 'create-backup-schedule').at(-1)!.message).toBe(`backup:${name} updated`);
-    expect((await tenantCall('GET', '/svc/saas/tiers')).body).toMatchObject({ current: 'starter' });
+    expect((await saasRead('/svc/saas/tiers')).body).toMatchObject({ current: 'starter' });
   });
 });

@@ -86,7 +86,34 @@ describe('GET /api/portal/execution-log', () => {
     }
     expect(pages).toBe(3);
     expect(new Set(seen).size).toBe(5);
-    expect(seen.map(Number)).toEqual([...seen.map(Number)].sort((a, b) => b - a));
+    const { rows } = await pool.query<{ id: string }>(
+      `SELECT public_id::text AS id FROM execution_log l JOIN workspace_api_keys k ON k.workspace_id = l.workspace_id AND k.prefix = l.key_prefix
+        WHERE k.id = $1 ORDER BY occurred_at DESC, l.id DESC`,
+      [key.id],
+    );
+    expect(seen).toEqual(rows.map((r) => r.id));
+  });
+
+  it("shows ids and cursors that reveal nothing of other workspaces' calls: random ids, sealed cursors", async () => {
+    const one = await adminOfNewWorkspace(base, pool);
+    const two = await adminOfNewWorkspace(base, pool);
+    const [keyOne, keyTwo] = [await createKey(base, one.accessToken), await createKey(base, two.accessToken)];
+    // the two workspaces' calls interleaved: one shared counter would put two's ids between one's
+    for (let i = 0; i < 3; i++) {
+      await call(base, 'GET', '/api/portal/apikeys/self', { token: keyOne.token });
+      await call(base, 'GET', '/api/portal/apikeys/self', { token: keyTwo.token });
+    }
+    const page = await readLog(one.accessToken, '?limit=2');
+    expect(page.body.items).toHaveLength(2);
+    for (const item of page.body.items) expect(item.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    const internal = (await pool.query<{ id: string }>('SELECT id::text FROM execution_log WHERE workspace_id = $1', [one.workspace.id])).rows.map((r) => r.id);
+    const cursor: string = page.body.nextCursor;
+    const readable = cursor.split('.').map((part) => Buffer.from(part, 'base64url').toString('latin1')).join(' ');
+    for (const id of internal) expect(readable).not.toContain(id);
+    // the cursor pages on; changed by one character it is refused
+    expect((await readLog(one.accessToken, `?limit=2&cursor=${cursor}`)).body.items).toHaveLength(1);
+    const tampered = cursor.slice(0, -2) + (cursor.at(-2) === 'A' ? 'B' : 'A') + cursor.at(-1);
+    expect((await readLog(one.accessToken, `?limit=2&cursor=${tampered}`)).status).toBe(400);
   });
 
   it('pages calls of the same instant in id order, also where the ids gain a digit', async () => {
@@ -109,7 +136,10 @@ describe('GET /api/portal/execution-log', () => {
       seen.push(...res.body.items.map((i: { id: string }) => i.id));
       cursor = res.body.nextCursor;
     }
-    expect(seen).toEqual([...ids].reverse());
+    const publicIds = new Map(
+      (await pool.query<{ id: string; public_id: string }>('SELECT id::text, public_id::text FROM execution_log WHERE workspace_id = $1', [workspace.id])).rows.map((r) => [r.id, r.public_id]),
+    );
+    expect(seen).toEqual([...ids].reverse().map((id) => publicIds.get(id)));
   });
 
   it("shows one workspace's admin nothing of another workspace", async () => {
@@ -123,6 +153,8 @@ describe('GET /api/portal/execution-log', () => {
 
   it.each([
     ['a cursor it did not issue', '?cursor=bm90LWEtY3Vyc29y'],
+    // (time, id) in the clear, as cursors once were: a forged position
+    ['a forged cursor', `?cursor=${Buffer.from(`${new Date().toISOString()}|1`).toString('base64url')}`],
     ['a limit above 500', '?limit=501'],
     ['a limit of 0', '?limit=0'],
   ])('answers 400 for %s', async (_label, query) => {

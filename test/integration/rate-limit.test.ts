@@ -135,13 +135,108 @@ describe('the token bucket per key', () => {
   });
 });
 
+describe('the workspace limit: all its keys together (§8 is the workspace\'s limit, not each key\'s)', () => {
+  it('fresh keys do not multiply it: 3 keys × 60 parallel requests get no more than the workspace burst (100) and its refill', async () => {
+    const { accessToken } = await adminOfNewWorkspace(baseA, pool);
+    const keys = await Promise.all([1, 2, 3].map((n) => createKey(baseA, accessToken, { name: `key ${n}` })));
+    const started = Date.now();
+    const results = await Promise.all(
+      keys.flatMap((key) => Array.from({ length: 60 }, (_, i) => call(i % 2 ? baseB : baseA, 'GET', '/api/portal/apikeys/self', { token: key.token }))),
+    );
+    const refilled = Math.ceil(((Date.now() - started) / 1000) * 30);
+    const admitted = results.filter((r) => r.status === 200).length;
+    expect(admitted).toBeLessThanOrEqual(100 + refilled);
+    const refused = results.filter((r) => r.status === 429);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused[0]!.body).toMatchObject({ status: 429, code: 'RATE_LIMITED', rateLimit: 'workspace' });
+    expect(refused[0]!.body.detail).toMatch(/exceeded its limit of 100 requests burst, 30\/s sustained, shared by all its keys; retry after \d+ s/);
+    expect(Number(refused[0]!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(refused[0]!.headers.get('ratelimit-limit')).toBe('100');
+    expect(refused[0]!.headers.get('ratelimit-remaining')).toBe('0');
+  });
+
+  it('is one bucket over both replicas, set per workspace: of 3 keys × 5 calls exactly the workspace burst of 8 pass', async () => {
+    const { workspace, accessToken } = await adminOfNewWorkspace(baseA, pool);
+    const put = await ops('PUT', `/api/ops/workspaces/${workspace.slug}/rate-limits`, {
+      burst: 5,
+      perSecond: 0.001,
+      agentPerMinute: 10,
+      workspaceBurst: 8,
+      workspacePerSecond: 0.001,
+    });
+    expect(put.status).toBe(200);
+    const keys = await Promise.all([1, 2, 3].map((n) => createKey(baseA, accessToken, { name: `key ${n}` })));
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      for (const [k, key] of keys.entries()) statuses.push((await call((i + k) % 2 ? baseB : baseA, 'GET', '/api/portal/apikeys/self', { token: key.token })).status);
+    }
+    expect(statuses.filter((s) => s === 200)).toHaveLength(8);
+    expect(statuses.slice(8).every((s) => s === 429)).toBe(true);
+    // another workspace is not slowed down by this one
+    const other = await adminOfNewWorkspace(baseA, pool);
+    expect((await call(baseB, 'GET', '/api/portal/apikeys/self', { token: (await createKey(baseA, other.accessToken)).token })).status).toBe(200);
+  });
+});
+
+describe('the cap on live API keys per workspace', () => {
+  it('refuses a key past the cap with 409 naming it, and takes one again once a key is revoked', async () => {
+    const { workspace, accessToken } = await adminOfNewWorkspace(baseA, pool);
+    expect((await ops('PUT', `/api/ops/workspaces/${workspace.slug}/rate-limits`, { burst: 100, perSecond: 30, agentPerMinute: 10, maxApiKeys: 3 })).status).toBe(200);
+    // concurrent creates cannot pass the cap together
+    const results = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => call(baseA, 'POST', '/api/portal/apikeys', { token: accessToken, body: { name: `key ${i}` } })),
+    );
+    expect(results.map((r) => r.status).sort()).toEqual([201, 201, 201, 409, 409]);
+    const refused = results.find((r) => r.status === 409)!;
+    expect(refused.headers.get('content-type')).toContain('application/problem+json');
+    expect(refused.body).toMatchObject({ status: 409, maxKeys: 3, liveKeys: 3 });
+    expect(refused.body.detail).toContain('its cap of 3');
+    expect((await call(baseA, 'GET', '/api/portal/apikeys', { token: accessToken })).body.items).toHaveLength(3);
+    const revoked = results.find((r) => r.status === 201)!.body.id as string;
+    expect((await call(baseA, 'DELETE', `/api/portal/apikeys/${revoked}`, { token: accessToken })).status).toBe(204);
+    expect((await call(baseA, 'POST', '/api/portal/apikeys', { token: accessToken, body: { name: 'again' } })).status).toBe(201);
+  });
+
+  it('caps at 50 live keys by default', async () => {
+    const { workspace, accessToken } = await adminOfNewWorkspace(baseA, pool);
+    // 50 keys straight into the table (50 creates through the API would cost 50 bcrypt hashes)
+    await pool.query(
+      `INSERT INTO workspace_api_keys (workspace_id, name, prefix, token_hash, scopes)
+       SELECT $1, 'bulk ' || n, 'ws_live_' || substr(md5(random()::text), 1, 8) || n, 'x', '{dashboard:read}' FROM generate_series(1, 50) n`,
+      [workspace.id],
+    );
+    const res = await call(baseA, 'POST', '/api/portal/apikeys', { token: accessToken, body: { name: 'one too many' } });
+    expect(res.status).toBe(409);
+    expect(res.body.detail).toContain('its cap of 50');
+  });
+});
+
 describe('per-workspace overrides (ops API)', () => {
   it('shows the defaults, sets an override, and removes it', async () => {
     const { workspace } = await adminOfNewWorkspace(baseA, pool);
     const path = `/api/ops/workspaces/${workspace.slug}/rate-limits`;
-    expect((await ops('GET', path)).body).toEqual({ burst: 100, perSecond: 30, agentPerMinute: 10, overridden: false });
+    expect((await ops('GET', path)).body).toEqual({
+      burst: 100,
+      perSecond: 30,
+      agentPerMinute: 10,
+      workspaceBurst: 100,
+      workspacePerSecond: 30,
+      maxApiKeys: 50,
+      overridden: false,
+    });
+    // a raised per-key limit raises the workspace's with it (never below one key's)
     expect((await ops('PUT', path, { burst: 1000, perSecond: 500, agentPerMinute: 60 })).status).toBe(200);
-    expect((await ops('GET', path)).body).toEqual({ burst: 1000, perSecond: 500, agentPerMinute: 60, overridden: true });
+    expect((await ops('GET', path)).body).toEqual({
+      burst: 1000,
+      perSecond: 500,
+      agentPerMinute: 60,
+      workspaceBurst: 1000,
+      workspacePerSecond: 500,
+      maxApiKeys: 50,
+      overridden: true,
+    });
+    expect((await ops('PUT', path, { burst: 100, perSecond: 30, agentPerMinute: 10, workspaceBurst: 400, workspacePerSecond: 90, maxApiKeys: 200 })).status).toBe(200);
+    expect((await ops('GET', path)).body).toMatchObject({ burst: 100, workspaceBurst: 400, workspacePerSecond: 90, maxApiKeys: 200, overridden: true });
     expect((await ops('DELETE', path)).status).toBe(204);
     expect((await ops('GET', path)).body.overridden).toBe(false);
   });

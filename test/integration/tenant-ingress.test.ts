@@ -13,6 +13,7 @@ import { createLogger } from '../../lib/logger.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { applyYaml, isReady, runErpDatabaseUrl, startTenantPlatform, tenantYaml, uniqueTenant, waitForStatus, type TenantPlatform } from '../support/tenant-platform.js';
 import { testConfig } from '../support/env.js';
+import { tenantAdminPassword } from '../../domain/erp/api-user.js';
 
 let odoo: ErpStandIn;
 let p: TenantPlatform;
@@ -36,16 +37,17 @@ afterAll(async () => {
   await odoo?.close();
 });
 
-function call(host: string, method: string, path: string, opts: { key?: string; body?: unknown } = {}): Promise<{ status: number; type: string; body: string }> {
+function call(host: string, method: string, path: string, opts: { key?: string; body?: unknown; cookie?: string } = {}): Promise<{ status: number; type: string; body: string; cookie?: string }> {
   const url = new URL(p.erpUrl);
   const headers: Record<string, string> = { host };
   if (opts.key) headers['x-api-key'] = opts.key;
+  if (opts.cookie) headers.cookie = opts.cookie;
   if (opts.body !== undefined) headers['content-type'] = 'application/json';
   return new Promise((resolve, reject) => {
     const req = request({ hostname: url.hostname, port: url.port, path, method, headers }, (res) => {
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), body }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), body, cookie: res.headers['set-cookie']?.[0]?.split(';')[0] }));
     });
     req.on('error', reject);
     req.end(opts.body === undefined ? undefined : JSON.stringify(opts.body));
@@ -76,7 +78,16 @@ describe('the tenant ingress in front of an ERP', () => {
         .end();
     });
     expect(direct).toBe(503);
-    const tiers = await call(host, 'GET', '/svc/saas/tiers');
+    // the tenant's host is public: not for anyone, but for the ERP's logged-in users (the ERP says who is)
+    const anonymous = await call(host, 'GET', '/svc/saas/tiers');
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.type).toMatch(/^application\/problem\+json/);
+    expect((await call(host, 'GET', '/svc/saas/tiers', { cookie: 'session_id=forged' })).status).toBe(401);
+    const login = await call(host, 'POST', '/web/session/authenticate', {
+      body: { jsonrpc: '2.0', method: 'call', params: { db: host, login: 'admin', password: tenantAdminPassword(p.cfg.SECRETS_KEY, host) } },
+    });
+    expect(login.cookie).toMatch(/^session_id=/);
+    const tiers = await call(host, 'GET', '/svc/saas/tiers', { cookie: login.cookie });
     expect(tiers.status).toBe(200);
     expect(JSON.parse(tiers.body)).toMatchObject({ tenant: name });
     expect(JSON.parse(tiers.body).tiers.map((t: { code: string }) => t.code)).toEqual(['starter', 'pro', 'enterprise']);

@@ -155,9 +155,11 @@ it('pages through the attempts with the before cursor: each attempt once, even t
       before = ids.at(-1);
     }
     // newest first: the two test events, then the five of the same instant; each once
-    const { rows } = await p.pool.query<{ id: string }>('SELECT id::text FROM webhook_attempts a WHERE endpoint_id = $1 ORDER BY attempted_at DESC, a.id DESC', [endpoint.id]);
+    const { rows } = await p.pool.query<{ id: string }>('SELECT public_id::text AS id FROM webhook_attempts a WHERE endpoint_id = $1 ORDER BY attempted_at DESC, a.id DESC', [endpoint.id]);
     expect(seen).toEqual(rows.map((r) => r.id));
     expect(new Set(seen).size).toBe(7);
+    // random ids, not a counter shared by every workspace's attempts
+    for (const id of seen) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   } finally {
     await receiver.close();
   }

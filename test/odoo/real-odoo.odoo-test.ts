@@ -127,19 +127,29 @@ describe('a tenant on real Odoo 18', () => {
   });
 
   it("the tenant's host serves Odoo and the platform's /svc/saas endpoints through the tenant ingress", async () => {
-    const viaIngress = (path: string) =>
-      new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const viaIngress = (path: string, opts: { cookie?: string; body?: unknown } = {}) =>
+      new Promise<{ status: number; body: string; cookie?: string }>((resolve, reject) => {
         const url = new URL(p.erpUrl);
-        http.get({ hostname: url.hostname, port: url.port, path, headers: { host } }, (res) => {
-          let body = '';
-          res.on('data', (c: Buffer) => (body += c.toString()));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-        }).on('error', reject);
+        const headers: Record<string, string> = { host, ...(opts.cookie ? { cookie: opts.cookie } : {}), ...(opts.body ? { 'content-type': 'application/json' } : {}) };
+        http
+          .request({ hostname: url.hostname, port: url.port, path, method: opts.body ? 'POST' : 'GET', headers }, (res) => {
+            let body = '';
+            res.on('data', (c: Buffer) => (body += c.toString()));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body, cookie: res.headers['set-cookie']?.find((c) => c.startsWith('session_id='))?.split(';')[0] }));
+          })
+          .on('error', reject)
+          .end(opts.body ? JSON.stringify(opts.body) : undefined);
       });
     const login = await viaIngress('/web/login');
     expect(login.status).toBe(200);
     expect(login.body).toContain('oe_login_form'); // Odoo's own login page, for this tenant's database
-    const tiers = await viaIngress('/svc/saas/tiers');
+    // the SaaS reads answer the tenant's logged-in Odoo users (Odoo itself says who is), nobody else
+    expect((await viaIngress('/svc/saas/tiers')).status).toBe(401);
+    const session = await viaIngress('/web/session/authenticate', {
+      body: { jsonrpc: '2.0', method: 'call', params: { db: host, login: 'admin', password: tenantAdminPassword(p.cfg.SECRETS_KEY, host) } },
+    });
+    expect(session.cookie).toMatch(/^session_id=/);
+    const tiers = await viaIngress('/svc/saas/tiers', { cookie: session.cookie });
     expect(tiers.status).toBe(200);
     expect(JSON.parse(tiers.body)).toMatchObject({ tenant: name, current: 'starter' });
   });

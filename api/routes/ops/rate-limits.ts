@@ -1,20 +1,37 @@
 /**
- * Ops API: per-workspace rate-limit overrides ("higher limits are granted by arrangement", §8).
+ * Ops API: per-workspace rate-limit overrides ("higher limits are granted by arrangement", §8): per
+ * key, per workspace (all its keys together) and the cap on live keys.
  * Every API replica picks a change up within 10 seconds (domain/access/rate-limits.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 import { TenantName } from '../../schemas/common.js';
 import { access } from '../../plugins/access.js';
 import { getWorkspace } from '../../../domain/access/workspaces.js';
-import { getLimitOverride, removeLimitOverride, setLimitOverride } from '../../../domain/access/rate-limits.js';
+import { effectiveLimits, getLimitOverride, removeLimitOverride, setLimitOverride } from '../../../domain/access/rate-limits.js';
 
 const LimitsSchema = Type.Object({
-  burst: Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'bucket capacity (requests)' }),
-  perSecond: Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, description: 'sustained requests per second' }),
+  burst: Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'bucket capacity per key (requests)' }),
+  perSecond: Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, description: 'sustained requests per second per key' }),
   agentPerMinute: Type.Integer({ minimum: 1, maximum: 100_000, description: 'agent invocations per minute per key' }),
+  workspaceBurst: Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'bucket capacity of the workspace, all its keys together (never below burst)' }),
+  workspacePerSecond: Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, description: 'sustained requests per second of the workspace, all its keys together (never below perSecond)' }),
+  maxApiKeys: Type.Integer({ minimum: 1, maximum: 100_000, description: 'the most live API keys the workspace may hold' }),
 });
+const nullable = <T extends TSchema>(t: T, what: string) =>
+  Type.Optional(Type.Union([t, Type.Null()], { description: `${what}; null or left out: the default` }));
+const OverrideBody = Type.Object(
+  {
+    burst: LimitsSchema.properties.burst,
+    perSecond: LimitsSchema.properties.perSecond,
+    agentPerMinute: LimitsSchema.properties.agentPerMinute,
+    workspaceBurst: nullable(LimitsSchema.properties.workspaceBurst, 'bucket capacity of the workspace, all its keys together'),
+    workspacePerSecond: nullable(LimitsSchema.properties.workspacePerSecond, 'sustained requests per second of the workspace'),
+    maxApiKeys: nullable(LimitsSchema.properties.maxApiKeys, 'the most live API keys the workspace may hold'),
+  },
+  { additionalProperties: false },
+);
 
 export default async function opsRateLimitRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -36,10 +53,7 @@ export default async function opsRateLimitRoutes(fastify: FastifyInstance) {
     async (req) => {
       const id = await workspaceId(req.params.slug);
       const override = await getLimitOverride(app.deps.pool, id);
-      const c = app.deps.config;
-      return override
-        ? { ...override, overridden: true }
-        : { burst: c.RATE_LIMIT_BURST, perSecond: c.RATE_LIMIT_PER_SECOND, agentPerMinute: c.RATE_LIMIT_AGENT_PER_MINUTE, overridden: false };
+      return { ...effectiveLimits(app.deps.config, override), overridden: override !== undefined };
     },
   );
 
@@ -51,16 +65,15 @@ export default async function opsRateLimitRoutes(fastify: FastifyInstance) {
         tags: ['ops'],
         summary: 'Set a per-workspace override of the Workspace API limits',
         params,
-        body: Type.Object(LimitsSchema.properties, { additionalProperties: false }),
+        body: OverrideBody,
         response: { 200: Type.Intersect([LimitsSchema, Type.Object({ overridden: Type.Boolean() })]), 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 404: Type.Ref('Problem') },
       },
     },
     async (req) => {
       const id = await workspaceId(req.params.slug);
-      const { burst, perSecond, agentPerMinute } = req.body;
-      await setLimitOverride(app.deps.pool, id, { burst, perSecond, agentPerMinute });
-      req.log.info({ workspace: req.params.slug, burst, perSecond, agentPerMinute }, 'rate-limit override set');
-      return { burst, perSecond, agentPerMinute, overridden: true };
+      await setLimitOverride(app.deps.pool, id, req.body);
+      req.log.info({ workspace: req.params.slug, ...req.body }, 'rate-limit override set');
+      return { ...effectiveLimits(app.deps.config, req.body), overridden: true };
     },
   );
 

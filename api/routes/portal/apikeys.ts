@@ -11,6 +11,7 @@ import { Type } from 'typebox';
 import { checkScopes, createApiKey, listApiKeys, SCOPES } from '../../../domain/access/api-keys.js';
 import { revokeApiKey } from '../../../domain/access/api-key-verifier.js';
 import { AppError } from '../../../lib/errors.js';
+import { effectiveLimits, getLimitOverride } from '../../../domain/access/rate-limits.js';
 import { TenantName, Text } from '../../schemas/common.js';
 import { access } from '../../plugins/access.js';
 
@@ -66,6 +67,7 @@ export default async function apiKeyRoutes(fastify: FastifyInstance) {
         ),
         response: {
           201: Type.Intersect([ApiKeySchema, Type.Object({ token: Type.String({ description: 'shown once; store it now' }) })]),
+          409: Type.Ref('Problem', { description: 'the workspace holds its cap of live keys (maxKeys in the problem)' }),
           ...errors,
         },
       },
@@ -78,6 +80,7 @@ export default async function apiKeyRoutes(fastify: FastifyInstance) {
         scopes,
         createdBy: req.user!.id,
         bcryptCost: app.deps.config.BCRYPT_COST,
+        maxKeys: effectiveLimits(app.deps.config, await getLimitOverride(app.deps.pool, req.adminWorkspace!.id)).maxApiKeys,
       });
       req.log.info({ workspaceId: req.adminWorkspace!.id, keyId: created.id, keyPrefix: created.prefix, scopes }, 'workspace api key created');
       return reply.code(201).header('cache-control', 'no-store').send(created);

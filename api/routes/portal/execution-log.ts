@@ -70,7 +70,7 @@ export default async function executionLogRoutes(fastify: FastifyInstance) {
       const { limit, cursor, keyPrefix, route, status } = req.query;
       const since = instant(req.query.since, 'since');
       const until = instant(req.query.until, 'until');
-      return readExecutionLog(app.deps.pool, req.adminWorkspace!.id, { limit: limit ?? 50, cursor, keyPrefix, route, status, since, until });
+      return readExecutionLog(app.deps.pool, req.adminWorkspace!.id, { limit: limit ?? 50, cursor, keyPrefix, route, status, since, until, secretsKey: app.deps.config.SECRETS_KEY });
     },
   );
 }

@@ -4,6 +4,7 @@
  * Workspace admins (session + X-Workspace) and keys with `webhooks:write` (DESIGN §5) may call
  * them, each for its own workspace only. Secrets appear on create, reveal and rotate, never in lists.
  */
+import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
@@ -168,7 +169,7 @@ export default async function webhookRoutes(fastify: FastifyInstance) {
           {
             limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
             messageId: Type.Optional(MessageId),
-            before: Type.Optional(Type.String({ pattern: '^\\d{1,18}$', description: 'attempt id: older than this (paging)' })),
+            before: Type.Optional(Type.String({ format: 'uuid', description: 'attempt id: older than this (paging)' })),
           },
           { additionalProperties: false },
         ),
@@ -195,7 +196,7 @@ export default async function webhookRoutes(fastify: FastifyInstance) {
     async (req) => {
       const endpoint = await repo.get(workspaceId(req), req.params.id);
       const [sending] = await sendingEndpoints(pool, config.SECRETS_KEY, { id: endpoint.id });
-      const messageId = `msg_test_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+      const messageId = `msg_test_${randomBytes(16).toString('base64url')}`;
       const body = JSON.stringify({ type: TEST_EVENT_TYPE, timestamp: new Date().toISOString(), data: { endpointId: endpoint.id, message: 'This is a test event from Plana.' } });
       const attemptedAt = new Date();
       const result = await sender.send(endpoint.url, webhookHeaders({ secrets: sending!.secrets, msgId: messageId, body, userAgent: config.WEBHOOK_USER_AGENT }), body);

@@ -6,11 +6,14 @@
  *
  * | tenant host                         | here                                          | who                                    |
  * |-------------------------------------|-----------------------------------------------|----------------------------------------|
- * | GET /svc/saas/tiers                 | GET /api/saas/:tenant/tiers                   | the ERP entry's key (erp → account-api) |
+ * | GET /svc/saas/tiers                 | GET /api/saas/:tenant/tiers                   | the ERP entry's key (erp → account-api) for a caller logged in to the tenant's ERP, or the caller's own erp / saas-jobs key |
  * | GET /svc/saas/tier/<code>/modules   | GET /api/saas/:tenant/tier/:code/modules      | same                                   |
  * | GET /svc/saas/subscription/<sub>    | GET /api/saas/:tenant/subscription/:sub       | same                                   |
  * | POST /svc/saas/job/<id>/update      | POST /api/saas/:tenant/job/:id/update         | the caller's key (saas-jobs → account-api), passed through |
  * | POST /svc/saas/backup/callback      | POST /api/saas/:tenant/backup/callback        | same                                   |
+ *
+ * The tenant's host is public: an anonymous caller there gets 401 from the forwarding
+ * (services/tenant-ingress/saas.ts) and never reaches these routes.
  *
  * The callbacks are idempotent (domain/billing/saas.ts): the same report twice is kept once.
  */
@@ -30,7 +33,7 @@ const JobState = Type.Union([Type.Literal('queued'), Type.Literal('running'), Ty
 
 export default async function saasRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const erp = { access: access.service('erp') };
+  const erp = { access: access.service('erp', 'saas-jobs') };
   const jobs = { access: access.service('saas-jobs') };
 
   app.get(

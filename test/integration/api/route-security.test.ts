@@ -154,8 +154,8 @@ describe('internal routes (service keys)', () => {
     const internal = routesOf('serviceKey');
     expect(internal.length).toBeGreaterThan(5);
     for (const route of internal) {
-      const caller = (route.access as { caller: string }).caller;
-      const otherCallersKey = caller === 'operator' ? testKeys.provisioning : testKeys.operator;
+      const callers = (route.access as { callers: readonly string[] }).callers;
+      const otherCallersKey = callers.includes('operator') ? testKeys.provisioning : testKeys.operator;
       expectProblem(await send(route, { headers: { 'x-api-key': 'not-the-key' } }), 401, route);
       expectProblem(await send(route, { headers: { 'x-api-key': otherCallersKey } }), 401, route);
       expectProblem(await send(route, { token: keyA }), 401, route);

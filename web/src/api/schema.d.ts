@@ -2140,6 +2140,15 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
                 413: {
                     headers: {
                         [name: string]: unknown;
@@ -4598,12 +4607,18 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description bucket capacity (requests) */
+                            /** @description bucket capacity per key (requests) */
                             burst: number;
-                            /** @description sustained requests per second */
+                            /** @description sustained requests per second per key */
                             perSecond: number;
                             /** @description agent invocations per minute per key */
                             agentPerMinute: number;
+                            /** @description bucket capacity of the workspace, all its keys together (never below burst) */
+                            workspaceBurst: number;
+                            /** @description sustained requests per second of the workspace, all its keys together (never below perSecond) */
+                            workspacePerSecond: number;
+                            /** @description the most live API keys the workspace may hold */
+                            maxApiKeys: number;
                         } & {
                             overridden: boolean;
                         };
@@ -4688,12 +4703,18 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description bucket capacity (requests) */
+                        /** @description bucket capacity per key (requests) */
                         burst: number;
-                        /** @description sustained requests per second */
+                        /** @description sustained requests per second per key */
                         perSecond: number;
                         /** @description agent invocations per minute per key */
                         agentPerMinute: number;
+                        /** @description bucket capacity of the workspace, all its keys together; null or left out: the default */
+                        workspaceBurst?: number | null;
+                        /** @description sustained requests per second of the workspace; null or left out: the default */
+                        workspacePerSecond?: number | null;
+                        /** @description the most live API keys the workspace may hold; null or left out: the default */
+                        maxApiKeys?: number | null;
                     };
                 };
             };
@@ -4705,12 +4726,18 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description bucket capacity (requests) */
+                            /** @description bucket capacity per key (requests) */
                             burst: number;
-                            /** @description sustained requests per second */
+                            /** @description sustained requests per second per key */
                             perSecond: number;
                             /** @description agent invocations per minute per key */
                             agentPerMinute: number;
+                            /** @description bucket capacity of the workspace, all its keys together (never below burst) */
+                            workspaceBurst: number;
+                            /** @description sustained requests per second of the workspace, all its keys together (never below perSecond) */
+                            workspacePerSecond: number;
+                            /** @description the most live API keys the workspace may hold */
+                            maxApiKeys: number;
                         } & {
                             overridden: boolean;
                         };

@@ -219,13 +219,11 @@ function SecretField({ secret, label }: { secret: string; label: string }) {
 /** The attempts of one page: the newest (looked at again every few seconds), then older ones on request. */
 const ATTEMPTS_PAGE = 50;
 
-/** Both lists in one, each attempt once, newest first (as the API orders them: time, then id). */
+/** Both lists in one, each attempt once, newest first; attempts of the same instant keep the API's order (ids are random). */
 function mergeAttempts(a: Attempt[], b: Attempt[]): Attempt[] {
   const byId = new Map<string, Attempt>();
   for (const x of [...a, ...b]) byId.set(x.id, x);
-  const newer = (x: Attempt, y: Attempt) =>
-    x.attemptedAt !== y.attemptedAt ? y.attemptedAt.localeCompare(x.attemptedAt) : y.id.length - x.id.length || y.id.localeCompare(x.id);
-  return [...byId.values()].sort(newer);
+  return [...byId.values()].sort((x, y) => y.attemptedAt.localeCompare(x.attemptedAt));
 }
 
 /** Attempts grouped by message (with its event type), newest message first. */
