@@ -4,6 +4,7 @@
  */
 import type { Command } from 'commander';
 import { opsRequest } from '../ops-client.js';
+import { positiveInteger, positiveNumber, tenantName } from '../arguments.js';
 
 interface Limits {
   burst: number;
@@ -13,6 +14,7 @@ interface Limits {
 }
 
 const path = (ws: string) => `/api/ops/workspaces/${encodeURIComponent(ws)}/rate-limits`;
+const terms = { 'params.slug': '<workspace>', 'body.burst': '--burst', 'body.perSecond': '--per-second', 'body.agentPerMinute': '--agent-per-minute' };
 const show = (ws: string, l: Limits) =>
   console.log(`${ws}: burst ${l.burst}, ${l.perSecond}/s sustained, ${l.agentPerMinute} agent calls/min per key${l.overridden ? ' (override)' : ' (defaults)'}`);
 
@@ -20,23 +22,23 @@ export function register(program: Command) {
   const cmd = program.command('rate-limits').description('per-workspace Workspace API limits');
   cmd
     .command('get')
-    .argument('<workspace>', 'workspace slug')
-    .action(async (ws: string) => show(ws, await opsRequest<Limits>('GET', path(ws))));
+    .argument('<workspace>', 'workspace slug', tenantName)
+    .action(async (ws: string) => show(ws, await opsRequest<Limits>('GET', path(ws), undefined, terms)));
   cmd
     .command('set')
-    .argument('<workspace>', 'workspace slug')
-    .requiredOption('--burst <n>', 'bucket capacity (requests)', Number)
-    .requiredOption('--per-second <n>', 'sustained requests per second', Number)
-    .option('--agent-per-minute <n>', 'agent invocations per minute per key', Number, 10)
+    .argument('<workspace>', 'workspace slug', tenantName)
+    .requiredOption('--burst <n>', 'bucket capacity (requests)', positiveInteger)
+    .requiredOption('--per-second <n>', 'sustained requests per second', positiveNumber)
+    .option('--agent-per-minute <n>', 'agent invocations per minute per key', positiveInteger, 10)
     .action(async (ws: string, o: { burst: number; perSecond: number; agentPerMinute: number }) =>
-      show(ws, await opsRequest<Limits>('PUT', path(ws), { burst: o.burst, perSecond: o.perSecond, agentPerMinute: o.agentPerMinute })),
+      show(ws, await opsRequest<Limits>('PUT', path(ws), { burst: o.burst, perSecond: o.perSecond, agentPerMinute: o.agentPerMinute }, terms)),
     );
   cmd
     .command('reset')
-    .argument('<workspace>', 'workspace slug')
+    .argument('<workspace>', 'workspace slug', tenantName)
     .description('remove the override: back to the defaults')
     .action(async (ws: string) => {
-      await opsRequest('DELETE', path(ws));
-      show(ws, await opsRequest<Limits>('GET', path(ws)));
+      await opsRequest('DELETE', path(ws), undefined, terms);
+      show(ws, await opsRequest<Limits>('GET', path(ws), undefined, terms));
     });
 }
