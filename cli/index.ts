@@ -16,6 +16,7 @@ import { register as serviceKeys } from './commands/service-keys.js';
 import { register as rotateKey } from './commands/rotate-key.js';
 import { register as webhooks } from './commands/webhooks.js';
 import { register as bankImport } from './commands/bank-import.js';
+import { register as erp } from './commands/erp.js';
 
 export function buildCli(): Command {
   const program = new Command('plana').description('Operate the workspace platform').exitOverride();
@@ -32,6 +33,7 @@ export function buildCli(): Command {
   serviceKeys(program);
   webhooks(program);
   bankImport(program);
+  erp(program);
   return program;
 }
 

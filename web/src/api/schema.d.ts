@@ -9760,6 +9760,8 @@ export interface paths {
                         "application/json": {
                             replayed: string[];
                             inProgress: string[];
+                            /** @description for a time range: only failed messages are replayed */
+                            note?: string;
                         };
                     };
                 };
@@ -9903,6 +9905,8 @@ export interface paths {
                             endpointId: string;
                             replayed: string[];
                             inProgress: string[];
+                            /** @description for a time range: only failed messages are replayed */
+                            note?: string;
                         };
                     };
                 };
