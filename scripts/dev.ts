@@ -16,6 +16,7 @@ import { legacyKeySeeds } from '../domain/webhooks/ingestion.js';
 import { createLogger } from '../lib/logger.js';
 import { startPostgres, startRedis, startServersInOwnProcessGroups, startTemporal, stopAll } from './local-servers.js';
 import { applyDemoTenant, prepareDemoErp, seedDemo, DEMO } from './seed.js';
+import { ensureDevOdoo } from './dev-odoo.js';
 import { tenantHostname } from '../domain/erp/tenant-database.js';
 import { startTenantIngress } from '../services/tenant-ingress/server.js';
 import { startErpStandIn } from '../sandbox/erp/server.js';
@@ -105,6 +106,10 @@ try {
   // provisioning, below, clones its template and makes its automation rules (invoice.posted,
   // payment.received, stock.changed → the event ingestion)
   if (cfg.ERP_BACKEND !== 'odoo') await prepareDemoErp(cfg);
+  else {
+    const odoo = await ensureDevOdoo(cfg, { odooSrc: process.env.ODOO_SRC, tier: 'starter', log: step });
+    if (odoo) closers.push({ name: 'Odoo', close: () => odoo.close() });
+  }
   const erp =
     cfg.ERP_BACKEND === 'odoo'
       ? await startTenantIngress(cfg) // in front of the Odoo at ODOO_UPSTREAM_URL: /svc/saas here, the rest to Odoo

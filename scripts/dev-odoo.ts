@@ -1,0 +1,59 @@
+/**
+ * `ERP_BACKEND=odoo npm run dev`: the real Odoo 18 behind the tenant ingress. With ODOO_SRC set,
+ * the dev command builds the template it clones tenants from and starts Odoo itself at
+ * ODOO_UPSTREAM_URL, with the real-Odoo suite's code (scripts/odoo-templates.ts,
+ * scripts/odoo-server.ts). Without it, an Odoo must answer at ODOO_UPSTREAM_URL with the template
+ * built; otherwise it stops with what is missing and what to run.
+ */
+import pg from 'pg';
+import type { Config } from '../lib/config.js';
+import { templateDatabaseName } from '../domain/erp/tenant-database.js';
+import type { Tier } from '../domain/tenants/types.js';
+import { ensureOdooTemplate, odooPython } from './odoo-templates.js';
+import { odooAnswers, startOdoo, type OdooServer } from './odoo-server.js';
+
+export class OdooNotAvailable extends Error {
+  override name = 'OdooNotAvailable';
+}
+
+type OdooConfig = Pick<Config, 'ODOO_UPSTREAM_URL' | 'ERP_DATABASE_URL' | 'ODOO_DATA_DIR' | 'ERP_ADMIN_PASSWORD'>;
+
+async function templateExists(erpDatabaseUrl: string, template: string): Promise<boolean> {
+  const admin = new pg.Client({ connectionString: erpDatabaseUrl });
+  await admin.connect();
+  try {
+    return Boolean((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate', [template])).rowCount);
+  } finally {
+    await admin.end();
+  }
+}
+
+/**
+ * Makes sure a real Odoo answers at ODOO_UPSTREAM_URL with the `tier` template: started here from
+ * `odooSrc` (answered, to be closed with the platform), or one already running (undefined).
+ */
+export async function ensureDevOdoo(cfg: OdooConfig, opts: { odooSrc?: string; tier: Tier; log?: (msg: string) => void }): Promise<OdooServer | undefined> {
+  const template = templateDatabaseName(opts.tier, '18');
+  if (opts.odooSrc) {
+    const runtime = { src: opts.odooSrc, python: odooPython(opts.odooSrc), dataDir: cfg.ODOO_DATA_DIR };
+    opts.log?.(`building the Odoo template ${template} if missing (ODOO_SRC=${opts.odooSrc}; the first build takes minutes)`);
+    await ensureOdooTemplate(runtime, { erpDatabaseUrl: cfg.ERP_DATABASE_URL, tier: opts.tier, adminPassword: cfg.ERP_ADMIN_PASSWORD });
+    if (await odooAnswers(cfg.ODOO_UPSTREAM_URL)) throw new OdooNotAvailable(`ODOO_SRC is set, but something already answers at ODOO_UPSTREAM_URL=${cfg.ODOO_UPSTREAM_URL}: stop it, or unset ODOO_SRC to use it.`);
+    opts.log?.(`starting Odoo 18 at ${cfg.ODOO_UPSTREAM_URL}`);
+    return startOdoo({ runtime, erpDatabaseUrl: cfg.ERP_DATABASE_URL, port: Number(new URL(cfg.ODOO_UPSTREAM_URL).port) });
+  }
+  if (!(await odooAnswers(cfg.ODOO_UPSTREAM_URL))) {
+    throw new OdooNotAvailable(
+      `ERP_BACKEND=odoo needs Odoo 18, and none answers at ODOO_UPSTREAM_URL=${cfg.ODOO_UPSTREAM_URL} (GET /web/health), and ODOO_SRC is not set. ` +
+        'Either set ODOO_SRC to a folder holding odoo-bin (Odoo 18.0 Community): `ERP_BACKEND=odoo ODOO_SRC=/path/to/odoo npm run dev` builds the template and starts Odoo itself; ' +
+        `or start Odoo 18 there yourself (odoo-bin --db-filter=^%h$ on ERP_DATABASE_URL's server) after \`ODOO_SRC=/path/to/odoo npm run odoo:templates\`; ` +
+        'or drop ERP_BACKEND=odoo to use the ERP stand-in.',
+    );
+  }
+  if (!(await templateExists(cfg.ERP_DATABASE_URL, template))) {
+    throw new OdooNotAvailable(
+      `Odoo answers at ${cfg.ODOO_UPSTREAM_URL}, but the template ${template} the demo tenant is cloned from does not exist on ERP_DATABASE_URL's server: build it with \`ODOO_SRC=/path/to/odoo npm run odoo:templates\` (or set ODOO_SRC for npm run dev to do it).`,
+    );
+  }
+  return undefined;
+}
