@@ -102,11 +102,14 @@ export async function prepareDemoErp(cfg: Pick<Config, 'ERP_DATABASE_URL' | 'TEN
  * it is Ready or `timeoutMs` passes; answers how the apply went and the phase it reached.
  */
 export async function applyDemoTenant(tier: Tier, timeoutMs = 120_000): Promise<{ result: string; phase: string; ready: string }> {
-  const applied = await opsRequest<{ result: string }>('POST', '/api/ops/tenant-clients', demoTenantClient(tier));
+  const applied = await opsRequest<{ result: string; generation: number }>('POST', '/api/ops/tenant-clients', demoTenantClient(tier));
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const summary = await opsRequest<TenantClientSummary>('GET', `/api/ops/tenant-clients/${DEMO.tenant}?view=summary`);
-    if (summary.ready === 'True' || Date.now() > deadline) return { result: applied.result, phase: summary.phase, ready: summary.ready };
+    // a changed spec (another tier) is Ready once the workflow has reconciled it: until then the
+    // status still shows the previous generation's Ready
+    const ready = summary.observedGeneration >= applied.generation ? summary.ready : 'Unknown';
+    if (ready === 'True' || Date.now() > deadline) return { result: applied.result, phase: summary.phase, ready };
     await sleep(500);
   }
 }

@@ -12,6 +12,8 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { startDispatcher, type Dispatcher } from '../../services/webhooks/dispatcher.js';
+import { opsRequest } from '../../cli/ops-client.js';
+import type { TenantClientResource } from '../../domain/tenants/operations.js';
 import { applyDemoTenant, DEMO, prepareDemoErp, seedDemo } from '../../scripts/seed.js';
 import { configEnv, startTenantPlatform, type TenantPlatform } from '../support/tenant-platform.js';
 import { testKeys } from '../support/service-keys.js';
@@ -108,5 +110,12 @@ describe('the demo tenant', () => {
     const replay = await cli(['replay-webhooks', created.body.endpoint.id, '--since', '2020-01-01T00:00:00Z']);
     expect(replay.stdout).toContain('Replaying 0 message(s)');
     expect(replay.stdout).toContain('Note: A time range replays only messages whose delivery failed');
+  });
+
+  it('with another tier (ERP_BACKEND=odoo runs it as starter) is Ready once its workflow reconciled the new spec, not on the old spec\'s Ready', { timeout: 120_000 }, async () => {
+    expect(await applyDemoTenant('starter', 60_000)).toEqual({ result: 'configured', phase: 'Ready', ready: 'True' });
+    const resource = await opsRequest<TenantClientResource>('GET', `/api/ops/tenant-clients/${DEMO.tenant}`);
+    expect(resource.status.conditions.find((c) => c.type === 'Ready')).toMatchObject({ status: 'True', observedGeneration: resource.metadata.generation });
+    expect(resource.metadata.generation).toBe(2);
   });
 });
