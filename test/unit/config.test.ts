@@ -35,6 +35,12 @@ describe('configuration', () => {
     });
     expect(parseConfig({ DATA_DIR: '/srv/plana', FILESTORE_ROOT: '/mnt/files' }).FILESTORE_ROOT).toBe('/mnt/files');
   });
+
+  it('keeps npm run dev on real Odoo apart from the stand-in: its own DATA_DIR (a stand-in tenant database is no Odoo database)', () => {
+    expect(parseConfig({})).toMatchObject({ DATA_DIR: '.data', FILESTORE_ROOT: '.data/filestore' });
+    expect(parseConfig({ ERP_BACKEND: 'odoo' })).toMatchObject({ DATA_DIR: '.data/odoo', FILESTORE_ROOT: '.data/odoo/filestore', BACKUP_ROOT: '.data/odoo/backups' });
+    expect(parseConfig({ ERP_BACKEND: 'odoo', DATA_DIR: '/srv/plana' }).DATA_DIR).toBe('/srv/plana');
+  });
 });
 
 describe('webhook receivers on this machine', () => {
