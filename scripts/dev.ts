@@ -16,7 +16,7 @@ import { legacyKeySeeds } from '../domain/webhooks/ingestion.js';
 import { createLogger } from '../lib/logger.js';
 import { startPostgres, startRedis, startServersInOwnProcessGroups, startTemporal, stopAll } from './local-servers.js';
 import { applyDemoTenant, prepareDemoErp, seedDemo, DEMO } from './seed.js';
-import { ensureDevOdoo } from './dev-odoo.js';
+import { buildDevOdooTemplates, ensureDevOdoo } from './dev-odoo.js';
 import { tenantHostname } from '../domain/erp/tenant-database.js';
 import { startTenantIngress } from '../services/tenant-ingress/server.js';
 import { startErpStandIn } from '../sandbox/erp/server.js';
@@ -234,6 +234,12 @@ Next steps (in another terminal):
 
 Ctrl-C stops everything.
 `);
+  // real Odoo: the other tiers' templates, built while the platform runs (stopped with it)
+  if (cfg.ERP_BACKEND === 'odoo') {
+    const stopBuilds = new AbortController();
+    const builds = buildDevOdooTemplates(cfg, { odooSrc: process.env.ODOO_SRC, log: step, signal: stopBuilds.signal });
+    closers.push({ name: 'Odoo template builds', close: () => (stopBuilds.abort(), builds) });
+  }
 } catch (err) {
   console.error(`\x1b[31m✘ npm run dev failed:\x1b[0m ${(err as Error).message}`);
   await shutdown(1);
