@@ -2,7 +2,7 @@
  * The operator CLI: `npm run cli -- <command>`. Each command lives in cli/commands/<name>.ts and
  * exports `register(program)`.
  */
-import { Command } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { OpsApiError } from './ops-client.js';
 import { register as resendWelcome } from './commands/resend-welcome.js';
 import { register as apply } from './commands/apply.js';
@@ -16,6 +16,7 @@ import { register as serviceKeys } from './commands/service-keys.js';
 import { register as rotateKey } from './commands/rotate-key.js';
 import { register as webhooks } from './commands/webhooks.js';
 import { register as bankImport } from './commands/bank-import.js';
+import { register as erp } from './commands/erp.js';
 
 export function buildCli(): Command {
   const program = new Command('plana').description('Operate the workspace platform').exitOverride();
@@ -32,20 +33,24 @@ export function buildCli(): Command {
   serviceKeys(program);
   webhooks(program);
   bankImport(program);
+  erp(program);
   return program;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+/**
+ * Runs one command line and returns its exit code: 0; 4 when the API says the thing does not
+ * exist; 1 for anything else (a usage mistake as commander says it, else `error: …`).
+ */
+export async function runCli(argv: string[]): Promise<number> {
   try {
-    await buildCli().parseAsync(process.argv);
+    await buildCli().parseAsync(argv, { from: 'user' });
+    return 0;
   } catch (err) {
-    if (err instanceof OpsApiError) {
-      console.error(`error: ${err.message}`);
-      process.exit(err.status === 404 ? 4 : 1);
-    }
-    const code = (err as { exitCode?: number }).exitCode;
-    if (typeof code === 'number') process.exit(code);
+    if (err instanceof CommanderError) return err.exitCode; // commander has said what was wrong (or shown the help)
     console.error(`error: ${(err as Error).message}`);
-    process.exit(1);
+    if (err instanceof OpsApiError) return err.status === 404 ? 4 : 1;
+    return 1;
   }
 }
+
+if (import.meta.url === `file://${process.argv[1]}`) process.exit(await runCli(process.argv.slice(2)));

@@ -36,7 +36,22 @@ export class OpsApiError extends Error {
   }
 }
 
-export async function opsRequest<T>(method: string, path: string, body?: unknown): Promise<T> {
+/** Which flag or argument of the command an API field came from, e.g. { 'body.reason': '--reason', 'params.name': '<name>' }. */
+export type CliTerms = Record<string, string>;
+
+/**
+ * A problem answer in the words of the command that sent the request: each `errors[].field` (or a
+ * field named in the detail) the command sent becomes the flag or argument it came from, and the
+ * same sentence is said once.
+ */
+export function problemInCliTerms(problem: { detail?: string; errors?: { field: string; message: string }[] } | undefined, terms: CliTerms, fallback: string): string {
+  const rename = (text: string) =>
+    Object.entries(terms).reduce((t, [field, term]) => t.replace(new RegExp(`(?<![\\w.])${field.replace(/\./g, '\\.')}(?![\\w])`, 'g'), term), text);
+  if (problem?.errors?.length) return [...new Set(problem.errors.map((e) => rename(`${e.field} ${e.message}`)))].join('; ');
+  return problem?.detail ? rename(problem.detail) : fallback;
+}
+
+export async function opsRequest<T>(method: string, path: string, body?: unknown, terms: CliTerms = {}): Promise<T> {
   const cfg = config();
   const base = process.env.PLANA_API_URL ?? cfg.API_PUBLIC_URL;
   operatorKey ??= readOperatorKey();
@@ -56,6 +71,6 @@ export async function opsRequest<T>(method: string, path: string, body?: unknown
   }
   const text = await res.text();
   const json = text ? JSON.parse(text) : undefined;
-  if (!res.ok) throw new OpsApiError(res.status, json?.detail ?? `${res.status} ${res.statusText}`);
+  if (!res.ok) throw new OpsApiError(res.status, problemInCliTerms(json, terms, `${res.status} ${res.statusText}`));
   return json as T;
 }

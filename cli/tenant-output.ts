@@ -1,15 +1,18 @@
 /** How the CLI shows TenantClients: kubectl-like tables and a `describe` page. */
 import Table from 'cli-table3';
+import { InvalidArgumentError } from 'commander';
 import type { TenantClientResource, TenantClientSummary } from '../domain/tenants/operations.js';
 import { resourceKinds } from '../domain/tenants/types.js';
 
 /** The resource names `get`, `describe` and the actions accept for TenantClients. */
 export const TENANT_RESOURCE_NAMES = ['tenant', 'tenants', 'tenantclient', 'tenantclients', 'tc'];
 
-export function assertTenantResource(resource: string) {
+/** The `<resource>` argument's parser: a TenantClient resource name, or the names it may be. */
+export function tenantResource(resource: string): string {
   if (!TENANT_RESOURCE_NAMES.includes(resource.toLowerCase())) {
-    throw new Error(`unknown resource type "${resource}" (known: ${TENANT_RESOURCE_NAMES.join(', ')})`);
+    throw new InvalidArgumentError(`Unknown resource type (known: ${TENANT_RESOURCE_NAMES.join(', ')}).`);
   }
+  return resource;
 }
 
 /** kubectl's AGE column: 42s, 7m, 3h, 12d. */

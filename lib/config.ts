@@ -120,11 +120,12 @@ export const configSchema = z.object({
    * Tenant webhooks (issue 9; domain/webhooks, services/webhooks). URLs must be https unless
    * WEBHOOK_ALLOW_HTTP (default: on outside production). Private, loopback, link-local, CGNAT and
    * metadata addresses are refused when the socket connects, except the CIDRs of
-   * WEBHOOK_ALLOWED_ADDRESSES (dev and tests: `127.0.0.1/32`). WEBHOOK_DNS_SERVERS (`host:port,…`):
+   * WEBHOOK_ALLOWED_ADDRESSES (default: loopback in development, so a receiver on this machine works
+   * under `npm run dev`; none in test and production). WEBHOOK_DNS_SERVERS (`host:port,…`):
    * resolve webhook hosts with these servers instead of the system resolver.
    */
   WEBHOOK_ALLOW_HTTP: z.enum(['true', 'false']).optional(),
-  WEBHOOK_ALLOWED_ADDRESSES: z.string().default(''),
+  WEBHOOK_ALLOWED_ADDRESSES: z.string().optional(),
   WEBHOOK_DNS_SERVERS: z.string().default(''),
   /** One attempt's deadline (connect + answer), the largest body sent, the response excerpt kept. */
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
@@ -321,19 +322,30 @@ export const configSchema = z.object({
   /** Directory of the PostgreSQL client binaries (pg_dump) backups use; unset = pg_dump from PATH. */
   PG_BIN: z.string().optional(),
 
-  /** Local only: where `npm run dev` keeps its servers' data, and the demo admin's password. */
-  DATA_DIR: z.string().default('.data'),
+  /**
+   * Local only: where `npm run dev` keeps its servers' data, and the demo admin's password. Default
+   * `.data`, and `.data/odoo` with ERP_BACKEND=odoo: the tenant databases of the stand-in and of
+   * real Odoo are not interchangeable, so each backend has its own platform data (tenants, routes,
+   * ERP databases and templates) and switching between them breaks neither.
+   */
+  DATA_DIR: z.string().optional(),
   DEV_ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
 });
 
 type ParsedConfig = z.infer<typeof configSchema>;
-export type Config = Omit<ParsedConfig, 'FILESTORE_ROOT' | 'BACKUP_ROOT' | 'WEBHOOK_ALLOW_HTTP' | 'WEBHOOK_RETRY_SCHEDULE'> & {
+export type Config = Omit<ParsedConfig, 'DATA_DIR' | 'FILESTORE_ROOT' | 'BACKUP_ROOT' | 'WEBHOOK_ALLOW_HTTP' | 'WEBHOOK_ALLOWED_ADDRESSES' | 'WEBHOOK_RETRY_SCHEDULE'> & {
+  DATA_DIR: string;
   FILESTORE_ROOT: string;
   BACKUP_ROOT: string;
   WEBHOOK_ALLOW_HTTP: boolean;
+  /** CIDRs webhook receivers may be at although private or loopback (comma-separated). */
+  WEBHOOK_ALLOWED_ADDRESSES: string;
   /** Milliseconds between attempts, after the first. */
   WEBHOOK_RETRY_SCHEDULE: number[];
 };
+
+/** Where a webhook receiver on this machine listens: allowed by default in development only. */
+export const LOOPBACK_CIDRS = '127.0.0.0/8,::1/128';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -352,11 +364,14 @@ export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const c = result.data;
+  const dataDir = c.DATA_DIR ?? (c.ERP_BACKEND === 'odoo' ? '.data/odoo' : '.data');
   return {
     ...c,
-    FILESTORE_ROOT: c.FILESTORE_ROOT ?? `${c.DATA_DIR}/filestore`,
-    BACKUP_ROOT: c.BACKUP_ROOT ?? `${c.DATA_DIR}/backups`,
+    DATA_DIR: dataDir,
+    FILESTORE_ROOT: c.FILESTORE_ROOT ?? `${dataDir}/filestore`,
+    BACKUP_ROOT: c.BACKUP_ROOT ?? `${dataDir}/backups`,
     WEBHOOK_ALLOW_HTTP: c.WEBHOOK_ALLOW_HTTP ? c.WEBHOOK_ALLOW_HTTP === 'true' : c.NODE_ENV !== 'production',
+    WEBHOOK_ALLOWED_ADDRESSES: c.WEBHOOK_ALLOWED_ADDRESSES ?? (c.NODE_ENV === 'development' ? LOOPBACK_CIDRS : ''),
     WEBHOOK_RETRY_SCHEDULE: c.WEBHOOK_RETRY_SCHEDULE.split(',').map((s) => s.trim()).filter(Boolean).map(parseDuration),
   };
 }

@@ -15,7 +15,9 @@ import { PgSecretStore } from '../domain/service-keys/secret-store.js';
 import { legacyKeySeeds } from '../domain/webhooks/ingestion.js';
 import { createLogger } from '../lib/logger.js';
 import { startPostgres, startRedis, startServersInOwnProcessGroups, startTemporal, stopAll } from './local-servers.js';
-import { seedDemo, seedDemoErp, DEMO } from './seed.js';
+import { applyDemoTenant, prepareDemoErp, seedDemo, DEMO } from './seed.js';
+import { buildDevOdooTemplates, ensureDevOdoo } from './dev-odoo.js';
+import { tenantHostname } from '../domain/erp/tenant-database.js';
 import { startTenantIngress } from '../services/tenant-ingress/server.js';
 import { startErpStandIn } from '../sandbox/erp/server.js';
 import { event as stripeEvent, sandboxIds, sandboxIdsFile, sendEvent, subscription as stripeSubscription } from '../sandbox/stripe/sender.js';
@@ -99,10 +101,15 @@ try {
     cfg.DEV_ADMIN_PASSWORD ?? (existsSync(passwordFile) ? readFileSync(passwordFile, 'utf8').trim() : randomBytes(12).toString('base64url'));
   if (!cfg.DEV_ADMIN_PASSWORD) writeFileSync(passwordFile, adminPassword, { mode: 0o600 });
   await seedDemo(pool, { adminPassword });
-  // the ERP first (the demo tenant's API user is made through it): the stand-in, or with
-  // ERP_BACKEND=odoo the tenant ingress in front of a real Odoo 18 already running at ODOO_UPSTREAM_URL
-  // (odoo-bin --db-filter=^%h$ on ERP_DATABASE_URL's server)
-  // (its automation rules, made by provisioning, post invoice.posted / payment.received / stock.changed to the event ingestion)
+  // the ERP: the stand-in, or with ERP_BACKEND=odoo the tenant ingress in front of a real Odoo 18 at
+  // ODOO_UPSTREAM_URL (odoo-bin --db-filter=^%h$ on ERP_DATABASE_URL's server); the demo tenant's
+  // provisioning, below, clones its template and makes its automation rules (invoice.posted,
+  // payment.received, stock.changed → the event ingestion)
+  if (cfg.ERP_BACKEND !== 'odoo') await prepareDemoErp(cfg);
+  else {
+    const odoo = await ensureDevOdoo(cfg, { odooSrc: process.env.ODOO_SRC, tier: 'starter', log: step });
+    if (odoo) closers.push({ name: 'Odoo', close: () => odoo.close() });
+  }
   const erp =
     cfg.ERP_BACKEND === 'odoo'
       ? await startTenantIngress(cfg) // in front of the Odoo at ODOO_UPSTREAM_URL: /svc/saas here, the rest to Odoo
@@ -115,7 +122,6 @@ try {
           saas: { accountApiUrl: cfg.ACCOUNT_API_URL, secretsKey: cfg.SECRETS_KEY },
         });
   closers.push({ name: cfg.ERP_BACKEND === 'odoo' ? 'tenant ingress' : 'ERP stand-in', close: () => erp.close() });
-  const demoErp = await seedDemoErp(pool, cfg); // templates, the demo tenant's database, route and API user
   await pool.end();
 
   step('building the workspace portal (web/ → web/dist, served by the account API at /app/)');
@@ -179,8 +185,14 @@ try {
   const scheduler = await connectTemporal(cfg);
   await ensureWorkerSchedules(scheduler, cfg);
   await scheduler.connection.close();
+  // the demo tenant: a TenantClient applied through the ops API like any other (unchanged on a restart)
+  step(`provisioning the demo tenant "${DEMO.tenant}" (apply, workflow tenant:${DEMO.tenant})`);
+  const demoTier = cfg.ERP_BACKEND === 'odoo' ? 'starter' : 'pro';
+  const demo = await applyDemoTenant(demoTier);
+  const demoHost = tenantHostname(DEMO.tenant, cfg.TENANT_DOMAIN);
+  step(`demo tenant ${demo.result}: ${demo.ready === 'True' ? 'Ready' : `${demo.phase}, not Ready yet (npm run cli -- describe tenant ${DEMO.tenant} says why)`}`);
   // the demo workspace's subscription, as the payment provider stand-in reports it (once: a repeat is a no-op by event id)
-  const demoSubscription = await subscribeDemo(cfg, DEMO.tenant);
+  const demoSubscription = await subscribeDemo(cfg, DEMO.tenant, demoTier);
 
   const secs = ((Date.now() - started) / 1000).toFixed(1);
   console.log(`
@@ -192,7 +204,7 @@ try {
   Temporal UI     ${cfg.TEMPORAL_UI_URL}
   Notifications   ${cfg.NOTIFICATIONS_URL}
   Auth service    ${cfg.AUTH_URL}            (login/refresh for internal services, X-API-Key; docs at /swagger)
-  Tenant ERP      ${erp.url}            (${cfg.ERP_BACKEND === 'odoo' ? `tenant ingress in front of real Odoo 18 at ${cfg.ODOO_UPSTREAM_URL}` : 'Odoo XML-RPC stand-in'}; demo tenant ${demoErp.host}, database ${demoErp.database})
+  Tenant ERP      ${erp.url}            (${cfg.ERP_BACKEND === 'odoo' ? `tenant ingress in front of real Odoo 18 at ${cfg.ODOO_UPSTREAM_URL}` : 'Odoo XML-RPC stand-in'}; demo tenant ${demoHost})
   Events          ${cfg.EVENTS_URL}            (stream "${cfg.EVENTS_STREAM}"; GET /api/v1/events/info with X-API-Key)
   Banking         ${cfg.BANKING_URL}            (banks: ${cfg.BANKING_BANKS}; GET /api/banking/adapters with a banking:read key)
   Bank stand-in   ${bank.url}            (NextGenPSD2 XS2A; SCA pages at /sca/<authorisation>)
@@ -204,30 +216,40 @@ try {
   Demo login      ${DEMO.adminEmail} / ${adminPassword}${cfg.DEV_ADMIN_PASSWORD ? ' (from DEV_ADMIN_PASSWORD)' : ''}
 
 Next steps (in another terminal):
+  npm run cli -- get tenants                         # the demo tenant "${DEMO.tenant}" (a TenantClient like any other)
+  npm run cli -- describe tenant ${DEMO.tenant}                # its conditions, resources, steps, Temporal UI link
   npm run cli -- resend-welcome ${DEMO.tenant}      # support: send the demo welcome e-mail again
-  npm run cli -- apply -f examples/tenant-acme.yaml && npm run cli -- get tenants   # provision a tenant
-  npm run cli -- describe tenant acme                # its conditions, resources, steps, Temporal UI link
+  npm run cli -- apply -f examples/tenant-acme.yaml  # provision a tenant of your own (a name is used once: after
+                                                     #   \`delete tenant acme\`, apply a copy under a new name)
+  npm run cli -- erp post-invoice ${DEMO.tenant} --amount 120   # an invoice.posted from the demo ERP to the workspace's webhooks
+                                                     #   (receivers on 127.0.0.1 may be registered here: WEBHOOK_ALLOWED_ADDRESSES=${cfg.WEBHOOK_ALLOWED_ADDRESSES || '(none)'})
   npm run cli -- service-keys                        # caller → target pairs, key ids, states, last use
   npm run stripe -- fail ${DEMO.tenant}    # a failed payment: admins e-mailed, dunning:${DEMO.tenant}:<n> in the Temporal UI (then: npm run stripe -- pay ${DEMO.tenant})
-  curl -s -H 'Host: ${demoErp.host}' -H "x-api-key: $(npx tsx scripts/service-key.ts saas-jobs account-api)" ${erp.url}/svc/saas/subscription/${demoSubscription}   # the tenant ERP's SaaS endpoint (ERP users or the platform's key only)
+  curl -s -H 'Host: ${demoHost}' -H "x-api-key: $(npx tsx scripts/service-key.ts saas-jobs account-api)" ${erp.url}/svc/saas/subscription/${demoSubscription}   # the tenant ERP's SaaS endpoint (ERP users or the platform's key only)
   # ask the finance agent (a key with agents:invoke, created as the README shows):
   curl -sN -H "authorization: Bearer $KEY" -H 'content-type: application/json' -d '{"message":"What is our cash balance?"}' ${cfg.API_PUBLIC_URL}/api/agents/finance/chat/stream
   curl -s ${cfg.API_PUBLIC_URL}/readyz
-  curl -s -H 'Host: ${demoErp.host}' ${erp.url}/web/health      # the demo tenant's ERP health probe
+  curl -s -H 'Host: ${demoHost}' ${erp.url}/web/health      # the demo tenant's ERP health probe
   ls ${mailDir.startsWith(process.cwd()) ? path.relative(process.cwd(), mailDir) : mailDir}    # the e-mails that went out
 
 Ctrl-C stops everything.
 `);
+  // real Odoo: the other tiers' templates, built while the platform runs (stopped with it)
+  if (cfg.ERP_BACKEND === 'odoo') {
+    const stopBuilds = new AbortController();
+    const builds = buildDevOdooTemplates(cfg, { odooSrc: process.env.ODOO_SRC, log: step, signal: stopBuilds.signal });
+    closers.push({ name: 'Odoo template builds', close: () => (stopBuilds.abort(), builds) });
+  }
 } catch (err) {
   console.error(`\x1b[31m✘ npm run dev failed:\x1b[0m ${(err as Error).message}`);
   await shutdown(1);
 }
 
-/** Sends the demo workspace's `customer.subscription.created` (pro, 3 seats) through the real webhook; returns its id. */
-async function subscribeDemo(c: typeof cfg, workspace: string): Promise<string> {
+/** Sends the demo workspace's `customer.subscription.created` (the demo tenant's tier, 3 seats) through the real webhook; returns its id. */
+async function subscribeDemo(c: typeof cfg, workspace: string, tier: 'starter' | 'pro'): Promise<string> {
   const ids = sandboxIds(workspace, 1, sandboxIdsFile(c.DATA_DIR));
   // a fixed event id: on the next start the same event is a duplicate and changes nothing
-  const created = stripeEvent('customer.subscription.created', stripeSubscription({ ...ids, id: ids.subscription, workspace, tier: 'pro', seats: 3 }), {
+  const created = stripeEvent('customer.subscription.created', stripeSubscription({ ...ids, id: ids.subscription, workspace, tier, seats: 3 }), {
     id: `evt_devdemo${Buffer.from(workspace).toString('hex')}`,
   });
   const res = await sendEvent(new URL('/api/webhooks/stripe', c.ACCOUNT_API_URL).toString(), c.STRIPE_WEBHOOK_SECRET, created);

@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { templateDatabaseName } from '../domain/erp/tenant-database.js';
-import type { Tier } from '../domain/tenants/types.js';
+import { tiers, type Tier } from '../domain/tenants/types.js';
 import { tierModuleNames } from '../domain/billing/tiers.js';
 
 /** The modules of each tier: the platform's catalogue (domain/billing/tiers.ts), as the stand-in's templates. */
@@ -23,7 +23,8 @@ export const ODOO_TIER_MODULES: Record<Tier, string[]> = {
   enterprise: tierModuleNames('enterprise'),
 };
 
-const MARK = JSON.stringify({ plana: 'odoo-template', odoo: '18.0', layout: 3 }); // 3: base_automation (event rules)
+/** The comment of a template built by Odoo (a stand-in template of the same name has another). */
+export const ODOO_TEMPLATE_MARK = JSON.stringify({ plana: 'odoo-template', odoo: '18.0', layout: 3 }); // 3: base_automation (event rules)
 
 /** Python run by `odoo-bin shell` on a new template (Odoo's ORM, committed at the end). */
 const ODOO_TEMPLATE_SHELL = (adminPassword: string) => `
@@ -65,9 +66,9 @@ export function odooDbArgs(databaseUrl: string): string[] {
   ];
 }
 
-function run(rt: OdooRuntime, args: string[], input?: string): Promise<void> {
+function run(rt: OdooRuntime, args: string[], input?: string, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(rt.python, [path.join(rt.src, 'odoo-bin'), ...args], { cwd: rt.src, stdio: ['pipe', 'ignore', 'pipe'] });
+    const child = spawn(rt.python, [path.join(rt.src, 'odoo-bin'), ...args], { cwd: rt.src, stdio: ['pipe', 'ignore', 'pipe'], signal });
     let err = '';
     child.stderr.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-4_000)));
     child.stdin.end(input ?? '');
@@ -76,21 +77,40 @@ function run(rt: OdooRuntime, args: string[], input?: string): Promise<void> {
   });
 }
 
+/** Whether `erp_tpl_<tier>_18` was built by Odoo (its comment says so; a stand-in template of the same name was not). */
+async function odooTemplateIn(admin: pg.Client, template: string): Promise<boolean> {
+  const found = await admin.query(`SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate AND shobj_description(oid, 'pg_database') = $2`, [template, ODOO_TEMPLATE_MARK]);
+  return Boolean(found.rowCount);
+}
+
+/** The tiers whose template built by Odoo is on the PostgreSQL server of `erpDatabaseUrl`. */
+export async function odooTemplateTiers(erpDatabaseUrl: string): Promise<Tier[]> {
+  const admin = new pg.Client({ connectionString: erpDatabaseUrl });
+  await admin.connect();
+  try {
+    const built: Tier[] = [];
+    for (const tier of tiers) if (await odooTemplateIn(admin, templateDatabaseName(tier, '18'))) built.push(tier);
+    return built;
+  } finally {
+    await admin.end();
+  }
+}
+
 /**
  * Builds `erp_tpl_<tier>_18` on the PostgreSQL server of `erpDatabaseUrl` (its admin database) unless
- * it exists. Returns the template's name and how long the build took (0 when it existed).
+ * it exists (a stand-in template of the same name is replaced). Returns the template's name and how
+ * long the build took (0 when it existed). `signal` stops a build (odoo-bin is ended; the next build
+ * starts over).
  */
 export async function ensureOdooTemplate(
   rt: OdooRuntime,
-  opts: { erpDatabaseUrl: string; tier: Tier; adminPassword: string },
+  opts: { erpDatabaseUrl: string; tier: Tier; adminPassword: string; signal?: AbortSignal },
 ): Promise<{ template: string; ms: number }> {
   const template = templateDatabaseName(opts.tier, '18');
   const admin = new pg.Client({ connectionString: opts.erpDatabaseUrl });
   await admin.connect();
   try {
-    // an Odoo-built template says so in its comment (a stand-in template of the same name is replaced)
-    const exists = await admin.query(`SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate AND shobj_description(oid, 'pg_database') = $2`, [template, MARK]);
-    if (exists.rowCount) return { template, ms: 0 };
+    if (await odooTemplateIn(admin, template)) return { template, ms: 0 };
     const started = Date.now();
     const building = `${template}__building`;
     const id = pg.escapeIdentifier;
@@ -99,14 +119,14 @@ export async function ensureOdooTemplate(
     rmSync(filestore(building), { recursive: true, force: true });
     mkdirSync(rt.dataDir, { recursive: true });
     const common = ['--addons-path=addons,odoo/addons', `--data-dir=${rt.dataDir}`, ...odooDbArgs(opts.erpDatabaseUrl), '-d', building, '--log-level=warn'];
-    await run(rt, [...common, '-i', ODOO_TIER_MODULES[opts.tier].join(','), '--stop-after-init']);
+    await run(rt, [...common, '-i', ODOO_TIER_MODULES[opts.tier].join(','), '--stop-after-init'], undefined, opts.signal);
     // through Odoo's own models: the admin's password (hashed by Odoo) and a second company in EUR
     // with the generic chart of accounts (the admin is linked to it, so the API user will be too)
-    await run(rt, ['shell', ...common, '--no-http'], ODOO_TEMPLATE_SHELL(opts.adminPassword));
+    await run(rt, ['shell', ...common, '--no-http'], ODOO_TEMPLATE_SHELL(opts.adminPassword), opts.signal);
     await admin.query(`ALTER DATABASE ${id(template)} IS_TEMPLATE false`).catch(() => {});
     await admin.query(`DROP DATABASE IF EXISTS ${id(template)} WITH (FORCE)`);
     await admin.query(`ALTER DATABASE ${id(building)} RENAME TO ${id(template)}`);
-    await admin.query(`COMMENT ON DATABASE ${id(template)} IS ${pg.escapeLiteral(MARK)}`);
+    await admin.query(`COMMENT ON DATABASE ${id(template)} IS ${pg.escapeLiteral(ODOO_TEMPLATE_MARK)}`);
     await admin.query(`ALTER DATABASE ${id(template)} WITH IS_TEMPLATE true`);
     rmSync(filestore(template), { recursive: true, force: true });
     if (existsSync(filestore(building))) renameSync(filestore(building), filestore(template));

@@ -1,19 +1,20 @@
 /**
- * Demo data for `npm run dev`: workspace `demo`, its tenant `demo`, and the admin
- * admin@demo.test. Idempotent: running it again changes nothing but what it was told to.
+ * Demo data for `npm run dev`: workspace `demo` and its admin admin@demo.test (seedDemo), then its
+ * tenant `demo`, a TenantClient provisioned through the ops API as any other (applyDemoTenant).
+ * Idempotent: running it again changes nothing but what it was told to.
  */
-import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import bcrypt from 'bcrypt';
 import type pg from 'pg';
 import { createPool, withTransaction } from '../lib/db.js';
 import type { Config } from '../lib/config.js';
-import { ensureErpApiUser } from '../domain/erp/api-user.js';
-import { cloneTenantDatabase, databaseUrl, templateDatabaseName, tenantHostname } from '../domain/erp/tenant-database.js';
+import { databaseUrl, tenantHostname } from '../domain/erp/tenant-database.js';
 import { odooSchemaUpgradeSql } from '../sandbox/erp/models.js';
-import { ensureTierModules } from '../domain/erp/tier-modules.js';
-import { currentIngestionKey } from '../domain/webhooks/ingestion.js';
-import { PgSecretStore } from '../domain/service-keys/secret-store.js';
+import type { TenantClient } from '../domain/tenants/tenant-client.js';
+import type { TenantClientSummary } from '../domain/tenants/operations.js';
+import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type Tier } from '../domain/tenants/types.js';
+import { opsRequest } from '../cli/ops-client.js';
 import { ensureErpTemplates } from './erp-templates.js';
 
 export const DEMO = {
@@ -37,11 +38,6 @@ export async function seedDemo(pool: pg.Pool, opts: { adminPassword?: string } =
       [DEMO.workspace],
     );
     const workspaceId = ws.rows[0]!.id;
-    await db.query(
-      `INSERT INTO tenants (name, workspace_id, project_id, tier, erp_version, owner_email, owner_name)
-       VALUES ($1, $2, $3, 'pro', '18', $4, $5) ON CONFLICT (name) DO NOTHING`,
-      [DEMO.tenant, workspaceId, DEMO.projectId, DEMO.adminEmail, DEMO.adminName],
-    );
     const existing = await db.query<{ id: string; password_hash: string | null }>(
       'SELECT id, password_hash FROM users WHERE email = $1',
       [DEMO.adminEmail],
@@ -67,54 +63,53 @@ export async function seedDemo(pool: pg.Pool, opts: { adminPassword?: string } =
   });
 }
 
+/** The demo tenant, a TenantClient like any other (`describe tenant demo` shows it). */
+export function demoTenantClient(tier: Tier): TenantClient {
+  return {
+    apiVersion: TENANT_CLIENT_API_VERSION,
+    kind: TENANT_CLIENT_KIND,
+    metadata: { name: DEMO.tenant },
+    spec: { subdomain: DEMO.tenant, projectId: DEMO.projectId, tier, erpVersion: '18', ownerEmail: DEMO.adminEmail, ownerName: DEMO.adminName },
+  };
+}
+
 /**
- * Gives the demo tenant a real ERP: the template databases, its own database cloned from
- * `erp_tpl_pro_18`, its route (namespace plana-odoo-18) and its API user. Idempotent.
+ * What the demo tenant's provisioning clones from: the stand-in's template databases (real Odoo's
+ * are built by Odoo, scripts/odoo-templates.ts). A demo database cloned by an earlier version of
+ * this repository is brought up to date.
  */
-export async function seedDemoErp(
-  pool: pg.Pool,
-  cfg: Pick<Config, 'ERP_DATABASE_URL' | 'TENANT_DOMAIN' | 'SECRETS_KEY' | 'ERP_URL' | 'ERP_ADMIN_PASSWORD'> & Partial<Pick<Config, 'ERP_BACKEND' | 'ODOO_DATA_DIR' | 'EVENTS_URL'>>,
-): Promise<{ host: string; database: string }> {
-  // real Odoo: the template Odoo built (npm run odoo:templates, starter by default); else the stand-in's
-  const odoo = cfg.ERP_BACKEND === 'odoo';
-  if (!odoo) await ensureErpTemplates(cfg.ERP_DATABASE_URL);
-  const template = templateDatabaseName(odoo ? 'starter' : 'pro', '18');
+export async function prepareDemoErp(cfg: Pick<Config, 'ERP_DATABASE_URL' | 'TENANT_DOMAIN'>): Promise<void> {
+  await ensureErpTemplates(cfg.ERP_DATABASE_URL);
   const host = tenantHostname(DEMO.tenant, cfg.TENANT_DOMAIN);
   const admin = createPool(cfg.ERP_DATABASE_URL, 1);
   try {
-    const filestoreRoot = odoo && cfg.ODOO_DATA_DIR ? path.join(cfg.ODOO_DATA_DIR, 'filestore') : undefined;
-    await cloneTenantDatabase(admin, { database: host, template, filestoreRoot }).catch((err: Error) => {
-      throw odoo ? new Error(`${err.message}: build it with ODOO_SRC=<odoo 18 folder> npm run odoo:templates`) : err;
-    });
+    if (!(await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [host])).rowCount) return;
   } finally {
     await admin.end();
   }
-  // a demo database cloned by an earlier version of this repository: bring it up to date (the stand-in's;
-  // a real Odoo has the column from its account module)
-  if (!odoo) {
-    const demoDb = createPool(databaseUrl(cfg.ERP_DATABASE_URL, host), 1);
-    try {
-      await demoDb.query(odooSchemaUpgradeSql('18'));
-    } finally {
-      await demoDb.end();
-    }
+  const demoDb = createPool(databaseUrl(cfg.ERP_DATABASE_URL, host), 1);
+  try {
+    await demoDb.query(odooSchemaUpgradeSql('18'));
+  } finally {
+    await demoDb.end();
   }
-  await pool.query(
-    `INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-18', $1) ON CONFLICT DO NOTHING`,
-    [host, DEMO.tenant],
-  );
-  // through the ERP (it must be running at ERP_URL), as the tenant's admin
-  const deps = { platform: pool, erpUrl: cfg.ERP_URL, secretsKey: cfg.SECRETS_KEY, erpAdminPassword: cfg.ERP_ADMIN_PASSWORD };
-  await ensureErpApiUser(deps, { tenant: DEMO.tenant, database: host });
-  // the tier's modules and the automation rules that post invoice, payment and stock changes to the
-  // event ingestion, as the reconcile step ensure-tier-modules makes them
-  if (cfg.EVENTS_URL) {
-    await ensureTierModules(deps, {
-      database: host,
-      tier: odoo ? 'starter' : 'pro',
-      // tokens of the erp → event-ingestion pair's current key (the bootstrap made it)
-      eventRules: { tenant: DEMO.tenant, eventsUrl: cfg.EVENTS_URL, ingestionKey: (await currentIngestionKey(new PgSecretStore(pool, cfg.SECRETS_KEY, 0))).key },
-    });
+}
+
+/**
+ * Provisions the demo tenant the way an operator's `apply` does (the ops API, its workflow
+ * tenant:demo: database, route, API user, tier modules and event rules, filestore, backups, chat
+ * room, client.provisioned), idempotently: on a restart the same spec is `unchanged`. Waits until
+ * it is Ready or `timeoutMs` passes; answers how the apply went and the phase it reached.
+ */
+export async function applyDemoTenant(tier: Tier, timeoutMs = 120_000): Promise<{ result: string; phase: string; ready: string }> {
+  const applied = await opsRequest<{ result: string; generation: number }>('POST', '/api/ops/tenant-clients', demoTenantClient(tier));
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const summary = await opsRequest<TenantClientSummary>('GET', `/api/ops/tenant-clients/${DEMO.tenant}?view=summary`);
+    // a changed spec (another tier) is Ready once the workflow has reconciled it: until then the
+    // status still shows the previous generation's Ready
+    const ready = summary.observedGeneration >= applied.generation ? summary.ready : 'Unknown';
+    if (ready === 'True' || Date.now() > deadline) return { result: applied.result, phase: summary.phase, ready };
+    await sleep(500);
   }
-  return { host, database: host };
 }

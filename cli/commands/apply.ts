@@ -2,13 +2,14 @@ import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { parseTenantClient } from '../../domain/tenants/tenant-client.js';
 import { opsRequest } from '../ops-client.js';
+import { outputOption } from '../arguments.js';
 
 export function register(program: Command) {
   program
     .command('apply')
     .description('create or update a TenantClient from a YAML or JSON file (idempotent, like kubectl apply)')
     .requiredOption('-f, --filename <file>', 'the TenantClient resource (YAML or JSON; - for stdin)')
-    .option('-o, --output <format>', 'text or json', 'text')
+    .addOption(outputOption(['text', 'json']))
     .action(async (opts: { filename: string; output: string }) => {
       const text = opts.filename === '-' ? await readStdin() : await readFile(opts.filename, 'utf8');
       const parsed = parseTenantClient(text);

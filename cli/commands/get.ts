@@ -1,17 +1,17 @@
 import type { Command } from 'commander';
 import type { TenantClientResource, TenantClientSummary } from '../../domain/tenants/operations.js';
 import { opsRequest } from '../ops-client.js';
-import { assertTenantResource, tenantTable } from '../tenant-output.js';
+import { tenantResource, tenantTable } from '../tenant-output.js';
+import { outputOption, tenantName } from '../arguments.js';
 
 export function register(program: Command) {
   program
     .command('get')
     .description('list TenantClients (NAME, SYNCED, READY, PHASE, AGE), or one of them')
-    .argument('<resource>', 'tenants')
-    .argument('[name]', 'a tenant name')
-    .option('-o, --output <format>', 'table or json', 'table')
-    .action(async (resource: string, name: string | undefined, opts: { output: string }) => {
-      assertTenantResource(resource);
+    .argument('<resource>', 'tenants', tenantResource)
+    .argument('[name]', 'a tenant name', tenantName)
+    .addOption(outputOption(['table', 'json']))
+    .action(async (_resource: string, name: string | undefined, opts: { output: string }) => {
       if (name) {
         const path = `/api/ops/tenant-clients/${encodeURIComponent(name)}`;
         if (opts.output === 'json') return console.log(JSON.stringify(await opsRequest<TenantClientResource>('GET', path), null, 2));

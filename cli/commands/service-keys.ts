@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import Table from 'cli-table3';
 import { opsRequest } from '../ops-client.js';
 import { age } from '../tenant-output.js';
+import { outputOption } from '../arguments.js';
 
 interface KeyView {
   keyId: string;
@@ -42,7 +43,7 @@ export function register(program: Command) {
     .command('service-keys')
     .description('service keys: caller → target pairs, how a rotation proves the switch (calls, holders, per-run), key ids, states, last use (never the keys)')
     .option('-a, --all', 'also show revoked keys')
-    .option('-o, --output <format>', 'table or json', 'table')
+    .addOption(outputOption(['table', 'json']))
     .action(async (opts: { all?: boolean; output: string }) => {
       const { pairs } = await opsRequest<{ pairs: PairView[] }>('GET', '/api/ops/service-keys');
       if (opts.output === 'json') return console.log(JSON.stringify({ pairs }, null, 2));

@@ -1,8 +1,9 @@
 /** `cancel|reactivate|delete tenant <name>` and `retry chat-room <name>`: lifecycle actions on the ops API. */
-import type { Command } from 'commander';
+import { Argument, type Command } from 'commander';
 import type { TenantStatus } from '../../domain/tenants/types.js';
 import { opsRequest } from '../ops-client.js';
-import { assertTenantResource } from '../tenant-output.js';
+import { tenantResource } from '../tenant-output.js';
+import { tenantName } from '../arguments.js';
 
 type Answer = { name: string; action: string; status: TenantStatus };
 
@@ -23,10 +24,9 @@ export function register(program: Command) {
             ? 'stop the soak period of a cancelled tenant'
             : 'deprovision a cancelled tenant now',
       )
-      .argument('<resource>', 'tenant')
-      .argument('<name>', 'the tenant name')
-      .action(async (resource: string, name: string) => {
-        assertTenantResource(resource);
+      .argument('<resource>', 'tenant', tenantResource)
+      .argument('<name>', 'the tenant name', tenantName)
+      .action(async (_resource: string, name: string) => {
         const path = `/api/ops/tenant-clients/${encodeURIComponent(name)}`;
         const answer = await opsRequest<Answer>(verb === 'delete' ? 'DELETE' : 'POST', verb === 'delete' ? path : `${path}/${verb}`);
         console.log(said[verb](answer));
@@ -36,10 +36,9 @@ export function register(program: Command) {
   program
     .command('retry')
     .description('retry a failed non-fatal step: `retry chat-room <tenant>` creates the chat room on the next reconcile')
-    .argument('<step>', 'chat-room')
-    .argument('<name>', 'the tenant name')
-    .action(async (step: string, name: string) => {
-      if (step !== 'chat-room') throw new Error(`unknown step "${step}" (known: chat-room)`);
+    .addArgument(new Argument('<step>', 'the step to retry').choices(['chat-room']))
+    .argument('<name>', 'the tenant name', tenantName)
+    .action(async (_step: string, name: string) => {
       await opsRequest<Answer>('POST', `/api/ops/tenant-clients/${encodeURIComponent(name)}/retry-chat-room`);
       console.log(`chat room of tenant ${name}: retry requested; \`describe tenant ${name}\` shows the outcome`);
     });

@@ -5,7 +5,8 @@
  */
 import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
+import { outputOption, pattern, tenantName } from '../arguments.js';
 import { opsRequest } from '../ops-client.js';
 
 async function promptHidden(question: string): Promise<string> {
@@ -32,13 +33,13 @@ export function register(program: Command) {
   users
     .command('add')
     .description('add a user to a workspace with a role (creates the user when the e-mail is new)')
-    .requiredOption('--workspace <slug>', 'workspace slug')
-    .requiredOption('--email <email>', 'e-mail address (the login)')
-    .option('--role <role>', 'admin or member', 'member')
+    .requiredOption('--workspace <slug>', 'workspace slug', tenantName)
+    .requiredOption('--email <email>', 'e-mail address (the login)', pattern(/^[^@\s]+@[^@\s]+\.[^@\s]+$/, 'It must be an e-mail address such as ada@example.com.'))
+    .addOption(new Option('--role <role>', 'admin or member').choices(['admin', 'member']).default('member'))
     .option('--name <name>', 'display name')
     .option('--no-password', 'do not set a password (e.g. the user logs in with OIDC, or already has an account)')
     .option('--reset-password', "replace an existing user's password")
-    .option('-o, --output <format>', 'text or json', 'text')
+    .addOption(outputOption(['text', 'json']))
     .action(async (opts: { workspace: string; email: string; role: string; name?: string; password: boolean; resetPassword?: boolean; output: string }) => {
       let password: string | undefined;
       if (opts.password) {
@@ -50,6 +51,14 @@ export function register(program: Command) {
         'POST',
         '/api/ops/users',
         { workspace: opts.workspace, email: opts.email, role: opts.role, name: opts.name, password, resetPassword: opts.resetPassword },
+        {
+          'body.workspace': '--workspace',
+          'body.email': '--email',
+          'body.role': '--role',
+          'body.name': '--name',
+          'body.password': 'the password (PLANA_USER_PASSWORD or the prompt)',
+          'body.resetPassword': '--reset-password',
+        },
       );
       if (opts.output === 'json') return console.log(JSON.stringify(added, null, 2));
       console.log(`${added.userCreated ? 'Created' : 'Updated'} user ${added.user.email} (${added.user.id}).`);

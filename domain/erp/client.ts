@@ -16,9 +16,30 @@ export class ErpFault extends Error {
     readonly code: number,
     readonly faultString: string,
   ) {
-    // code 1 carries a Python traceback: its last line is the useful part
-    super(code === 1 ? (faultString.trim().split('\n').pop() ?? faultString) : faultString);
+    super(code === 1 ? pythonExceptionMessage(faultString) : faultString);
   }
+}
+
+/**
+ * What a Python traceback (an application fault's faultString) says went wrong: the exception line
+ * after the last traceback's frames (`psycopg2.errors.UndefinedColumn: column "demo" does not
+ * exist`), with the lines of a multi-line message, but without PostgreSQL's position markers
+ * (a line of `^`). A faultString without frames is the exception itself.
+ */
+export function pythonExceptionMessage(faultString: string): string {
+  const lines = faultString.trim().split('\n');
+  let from = 0;
+  lines.forEach((line, i) => {
+    if (line.startsWith('Traceback (most recent call last):')) from = i + 1;
+  });
+  const frames = lines.slice(from);
+  const start = frames.findIndex((line) => !/^\s/.test(line));
+  const message = (start === -1 ? frames : frames.slice(start))
+    .filter((line) => !/^\s*\^+\s*$/.test(line))
+    .map((line) => line.trim())
+    .filter(Boolean)
+    .join(' ');
+  return message || faultString;
 }
 
 /** Why the ERP could not be asked: no route for the tenant's host, down, too slow, or a broken answer. */

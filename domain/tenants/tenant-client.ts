@@ -38,7 +38,8 @@ const required = (what: string) => ({
   error: (issue: { input: unknown }) => (issue.input === undefined ? `is required (${what})` : `must be ${what}`),
 });
 
-const subdomain = z
+/** A tenant name (= subdomain, = workspace slug), with the messages the CLI and the API show. */
+export const tenantNameSchema = z
   .string(required('a string'))
   .min(1, 'must not be empty')
   .max(30, 'must be at most 30 characters')
@@ -47,7 +48,7 @@ const subdomain = z
 
 const specSchema = z.strictObject(
   {
-    subdomain,
+    subdomain: tenantNameSchema,
     projectId: z.number(required('an integer')).int('must be an integer').min(0, 'must not be negative').max(2_147_483_647, 'must be at most 2147483647'),
     tier: z.enum(tiers, required('one of starter, pro, enterprise')),
     // YAML reads an unquoted 18 as a number: accept both and keep the string.
@@ -82,7 +83,7 @@ const resourceSchema = z
     {
       apiVersion: z.literal(TENANT_CLIENT_API_VERSION, { error: `must be "${TENANT_CLIENT_API_VERSION}"` }),
       kind: z.literal(TENANT_CLIENT_KIND, { error: `must be "${TENANT_CLIENT_KIND}"` }),
-      metadata: z.object({ name: subdomain }, { error: 'is required (a mapping with name)' }),
+      metadata: z.object({ name: tenantNameSchema }, { error: 'is required (a mapping with name)' }),
       spec: specSchema,
     },
     { error: 'must be a TenantClient mapping with apiVersion, kind, metadata and spec' },

@@ -78,16 +78,21 @@ export async function startRetry(
   }
 }
 
+/** What a time-range replay answers, so an empty `replayed` is not read as "nothing was sent". */
+export const RANGE_REPLAY_NOTE =
+  'A time range replays only messages whose delivery failed (retries used up); delivered and still-retrying ones are left alone. Replay one message by its id to send it again.';
+
 /**
  * Replays one message, or every failed message of an endpoint created in [since, until): each gets
- * a new run of its delivery workflow that attempts at once. Answers the message ids replayed.
+ * a new run of its delivery workflow that attempts at once. Answers the message ids replayed (and,
+ * for a range, the note that only failed messages are).
  */
 export async function replay(
   pool: Pool,
   s: RetryStarter,
   endpointId: string,
   what: { messageId: string } | { since: Date; until: Date },
-): Promise<{ replayed: string[]; inProgress: string[] }> {
+): Promise<{ replayed: string[]; inProgress: string[]; note?: string }> {
   const { rows } = await pool.query<{ message_id: string; workspace_id: string; event_type: string }>(
     `SELECT d.message_id, d.workspace_id, m.event_type FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
       WHERE d.endpoint_id = $1 AND ${'messageId' in what ? 'd.message_id = $2' : `d.status = 'failed' AND d.created_at >= $2 AND d.created_at < $3`}
@@ -107,5 +112,5 @@ export async function replay(
       replayed.push(r.message_id);
     } else inProgress.push(r.message_id);
   }
-  return { replayed, inProgress };
+  return 'messageId' in what ? { replayed, inProgress } : { replayed, inProgress, note: RANGE_REPLAY_NOTE };
 }

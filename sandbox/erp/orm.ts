@@ -43,6 +43,8 @@ const signatures: Record<string, { params: string[]; versions?: ErpVersion[]; wr
   // ir.module.module's buttons, as the Apps screen (and a platform tier change) calls them
   button_immediate_install: { params: ['ids'], write: 'write', models: ['ir.module.module'] },
   update_list: { params: [], write: 'write', models: ['ir.module.module'] },
+  // the Confirm button of an invoice
+  action_post: { params: ['ids'], write: 'write', models: ['account.move'] },
 };
 
 /** Odoo's `_sql_constraints` messages, by constraint name: a violation is their ValidationError. */
@@ -64,6 +66,33 @@ async function createDefaults(ctx: OrmContext, model: ModelDef, columns: Record<
     internal_index: `${String(columns.date).replace(/-/g, '')}${Date.now()}`,
   };
 }
+/**
+ * An invoice created with lines (`invoice_line_ids: [[0, 0, {quantity, price_unit}]]`, no taxes):
+ * the stand-in keeps the totals Odoo computes from them, a draft with number "/".
+ */
+function invoiceDefaults(raw: unknown): unknown {
+  const { invoice_line_ids: lines, ...vals } = (raw ?? {}) as Record<string, unknown>;
+  if (!Array.isArray(lines)) return raw;
+  const total = lines.reduce((sum: number, cmd) => {
+    const line = Array.isArray(cmd) && cmd[0] === 0 ? (cmd[2] as { quantity?: number; price_unit?: number }) : undefined;
+    return sum + (line ? (line.quantity ?? 1) * (line.price_unit ?? 0) : 0);
+  }, 0);
+  const sign = vals.move_type === 'out_refund' ? -1 : 1;
+  return {
+    name: '/',
+    state: 'draft',
+    payment_state: 'not_paid',
+    amount_untaxed: total,
+    amount_tax: 0,
+    amount_total: total,
+    amount_residual: total,
+    amount_untaxed_signed: sign * total,
+    amount_total_signed: sign * total,
+    amount_residual_signed: sign * total,
+    ...vals,
+  };
+}
+
 const modelsByVersion = new Map<ErpVersion, Record<string, ModelDef>>();
 export const modelsFor = (version: ErpVersion) => {
   let models = modelsByVersion.get(version);
@@ -443,7 +472,7 @@ const methods: Record<string, Method> = {
     try {
       await client.query('BEGIN');
       for (const raw of list) {
-        const vals = model.name === 'res.users' ? await userDefaults(tx, raw) : raw;
+        const vals = model.name === 'res.users' ? await userDefaults(tx, raw) : model.name === 'account.move' ? invoiceDefaults(raw) : raw;
         const { columns, links } = writableValues(model, vals);
         if (model.name === 'res.users') columns.partner_id ??= await createUserPartner(tx, vals as Record<string, unknown>);
         for (const [name, field] of Object.entries(model.fields)) {
@@ -507,6 +536,26 @@ const methods: Record<string, Method> = {
     } finally {
       client.release();
     }
+    return true;
+  },
+
+  /**
+   * Odoo's `action_post` (the Confirm button): a draft invoice gets its number (INV/<year>/<n>) and
+   * is posted; anything but a draft is Odoo's UserError.
+   */
+  async action_post(ctx, model, a) {
+    const ids = idsOf(a.ids);
+    const { rows } = await ctx.db.query<{ id: number; state: string }>('SELECT id, state FROM account_move WHERE id = ANY($1)', [ids]);
+    const notDraft = rows.find((r) => r.state !== 'draft');
+    if (notDraft) throw userError(`The entry (id ${notDraft.id}) is already posted.`);
+    if (rows.length !== ids.length) throw missingError(`Record does not exist or has been deleted.\n(Record: ${model.name}(${ids.join(', ')},), User: ${ctx.uid})`);
+    await ctx.db.query(
+      `UPDATE account_move m SET state = 'posted', write_date = now() at time zone 'UTC',
+              name = CASE WHEN m.name IS NULL OR m.name = '/' THEN 'INV/' || extract(year FROM coalesce(m.invoice_date, current_date)) || '/' ||
+                lpad((SELECT count(*) + 1 FROM account_move p WHERE p.state = 'posted' AND p.move_type = m.move_type)::text, 5, '0') ELSE m.name END
+        WHERE id = ANY($1)`,
+      [ids],
+    );
     return true;
   },
 

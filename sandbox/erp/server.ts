@@ -230,10 +230,11 @@ export async function startErpStandIn(opts: {
       const models = modelsFor(route.version);
       const def = models[model];
       const warn = (msg: string) => log.warn({ tenant: route.tenant, model }, msg);
-      const rules = def && (method === 'create' || method === 'write') ? await webhookRules(pool, model, warn) : [];
+      const writes = method === 'write' || method === 'action_post';
+      const rules = def && (method === 'create' || writes) ? await webhookRules(pool, model, warn) : [];
       if (!def || rules.length === 0) return executeKw(ctx, model, method, args, kwargs);
 
-      const written = method === 'write' ? [args[0] ?? kwargs.ids].flat().filter((id): id is number => typeof id === 'number') : [];
+      const written = writes ? [args[0] ?? kwargs.ids].flat().filter((id): id is number => typeof id === 'number') : [];
       const before = new Map<number, number[]>();
       for (const rule of rules) before.set(rule.actionId, await matching(pool, models, def, written, rule.preDomain));
       const result = await executeKw(ctx, model, method, args, kwargs);

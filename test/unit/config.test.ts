@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../lib/config.js';
+import { urlProblems } from '../../domain/webhooks/addresses.js';
+import { addressPolicy } from '../../domain/webhooks/sending.js';
 
 describe('configuration', () => {
   it('gives every variable a local default', () => {
@@ -32,5 +34,34 @@ describe('configuration', () => {
       BACKUP_ROOT: '/srv/plana/backups',
     });
     expect(parseConfig({ DATA_DIR: '/srv/plana', FILESTORE_ROOT: '/mnt/files' }).FILESTORE_ROOT).toBe('/mnt/files');
+  });
+
+  it('keeps npm run dev on real Odoo apart from the stand-in: its own DATA_DIR (a stand-in tenant database is no Odoo database)', () => {
+    expect(parseConfig({})).toMatchObject({ DATA_DIR: '.data', FILESTORE_ROOT: '.data/filestore' });
+    expect(parseConfig({ ERP_BACKEND: 'odoo' })).toMatchObject({ DATA_DIR: '.data/odoo', FILESTORE_ROOT: '.data/odoo/filestore', BACKUP_ROOT: '.data/odoo/backups' });
+    expect(parseConfig({ ERP_BACKEND: 'odoo', DATA_DIR: '/srv/plana' }).DATA_DIR).toBe('/srv/plana');
+  });
+});
+
+describe('webhook receivers on this machine', () => {
+  const problems = (env: Record<string, string>, url: string) => {
+    const cfg = parseConfig(env);
+    return urlProblems(url, { allowHttp: cfg.WEBHOOK_ALLOW_HTTP, policy: addressPolicy(cfg) });
+  };
+
+  it('are allowed in development (npm run dev), on IPv4 and IPv6 loopback and localhost', () => {
+    for (const url of ['http://127.0.0.1:4000/hook', 'http://[::1]:4000/hook', 'http://localhost:4000/hook']) {
+      expect(problems({ NODE_ENV: 'development' }, url)).toEqual([]);
+    }
+    // other private addresses stay refused
+    expect(problems({ NODE_ENV: 'development' }, 'http://10.0.0.5/hook')[0]).toMatch(/must not point at a private/);
+  });
+
+  it('are refused in production, and wherever the allow-list is set empty', () => {
+    expect(problems({ NODE_ENV: 'production', WEBHOOK_ALLOW_HTTP: 'true' }, 'http://127.0.0.1:4000/hook')).toEqual([
+      expect.stringMatching(/must not point at a private, loopback/),
+    ]);
+    expect(problems({ NODE_ENV: 'production' }, 'https://localhost/hook')).toEqual(['url must not point at localhost']);
+    expect(problems({ NODE_ENV: 'development', WEBHOOK_ALLOWED_ADDRESSES: '' }, 'http://127.0.0.1:4000/hook')[0]).toMatch(/loopback/);
   });
 });

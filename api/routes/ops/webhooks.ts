@@ -26,7 +26,12 @@ export default async function opsWebhookRoutes(fastify: FastifyInstance) {
           Type.Object({ since: Type.String({ format: 'date-time' }), until: Type.Optional(Type.String({ format: 'date-time' })) }, { additionalProperties: false }),
         ]),
         response: {
-          202: Type.Object({ endpointId: Type.String(), replayed: Type.Array(Type.String()), inProgress: Type.Array(Type.String()) }),
+          202: Type.Object({
+            endpointId: Type.String(),
+            replayed: Type.Array(Type.String()),
+            inProgress: Type.Array(Type.String()),
+            note: Type.Optional(Type.String({ description: 'for a time range: only failed messages are replayed' })),
+          }),
           400: Type.Ref('Problem'),
           401: Type.Ref('Problem'),
           404: Type.Ref('Problem'),

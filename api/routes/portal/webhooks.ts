@@ -218,7 +218,14 @@ export default async function webhookRoutes(fastify: FastifyInstance) {
           Type.Object({ messageId: MessageId }, { additionalProperties: false }),
           Type.Object({ since: Type.String({ format: 'date-time' }), until: Type.Optional(Type.String({ format: 'date-time' })) }, { additionalProperties: false }),
         ]),
-        response: { 202: Type.Object({ replayed: Type.Array(Type.String()), inProgress: Type.Array(Type.String()) }), ...errors },
+        response: {
+          202: Type.Object({
+            replayed: Type.Array(Type.String()),
+            inProgress: Type.Array(Type.String()),
+            note: Type.Optional(Type.String({ description: 'for a time range: only failed messages are replayed' })),
+          }),
+          ...errors,
+        },
       },
     },
     async (req, reply) => {

@@ -9827,6 +9827,8 @@ export interface paths {
                         "application/json": {
                             replayed: string[];
                             inProgress: string[];
+                            /** @description for a time range: only failed messages are replayed */
+                            note?: string;
                         };
                     };
                 };
@@ -9970,6 +9972,8 @@ export interface paths {
                             endpointId: string;
                             replayed: string[];
                             inProgress: string[];
+                            /** @description for a time range: only failed messages are replayed */
+                            note?: string;
                         };
                     };
                 };
