@@ -13,6 +13,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import type pg from 'pg';
 import { problemDetails, serverOptions } from '../../lib/http.js';
+import type { DestinationStream } from 'pino';
 import { AccountIdParam, AdaptersSchema, BankIdParam, ConsentBody, ConsentQuery, ConsentSchema, TransactionsQuery } from '../../domain/banking/schemas.js';
 import { registerServiceKeyCheck, requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { AppError } from '../../lib/errors.js';
@@ -28,6 +29,8 @@ export interface BankingDeps {
   /** Who may call (default: the account API only). */
   callers?: readonly string[];
   logLevel?: string;
+  /** Where the log lines go (default standard output). */
+  logStream?: DestinationStream;
 }
 
 export const BANKING_CALLERS = ['account-api'] as const;
@@ -54,7 +57,7 @@ export function publicConsent(c: Consent) {
 }
 
 export async function buildBankingApp(deps: BankingDeps): Promise<FastifyInstance> {
-  const app = Fastify(serverOptions(deps.logLevel ?? 'info')).withTypeProvider<TypeBoxTypeProvider>();
+  const app = Fastify(serverOptions(deps.logLevel ?? 'info', { stream: deps.logStream })).withTypeProvider<TypeBoxTypeProvider>();
   await app.register(problemDetails);
   const consents = new ConsentStore(deps.pool, deps.secretsKey);
 
