@@ -37,7 +37,15 @@ import { AjvCompiler } from '@fastify/ajv-compiler';
 import { AppError, codeForStatus, problem, unavailableDependency, type ErrorCode } from './errors.js';
 import { redactPaths, serializers } from './logger.js';
 import { redactUrl } from './redact.js';
+import { describeValidation, type FieldProblem, type ValidationIssue } from './validation-messages.js';
 import type { DestinationStream } from 'pino';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The body types a route takes when more than application/json (its 415 names them). */
+    contentTypes?: string[];
+  }
+}
 
 /** The largest request body any platform server reads (a route may set less). */
 export const BODY_LIMIT = 256 * 1024;
@@ -184,19 +192,11 @@ export function registerProbes(app: FastifyInstance, dependency: { name: string;
   });
 }
 
-function validationDetail(err: FastifyError): { detail: string; errors: { field: string; message: string }[] } {
-  const errors = (err.validation ?? []).map((v) => {
-    const missing = (v.params as { missingProperty?: string } | undefined)?.missingProperty;
-    const additional = (v.params as { additionalProperty?: string } | undefined)?.additionalProperty;
-    const where = `${err.validationContext ?? 'body'}${v.instancePath.replace(/\//g, '.')}${missing ? `.${missing}` : ''}`;
-    const allowed = (v.params as { allowedValues?: unknown[] } | undefined)?.allowedValues;
-    const data = (v as { data?: unknown }).data;
-    const message = allowed
-      ? `must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}${typeof data === 'string' ? ` (not ${JSON.stringify(data.slice(0, 50))})` : ''}`
-      : (v.message ?? 'is invalid');
-    return { field: where, message: additional ? `${message} (${additional})` : message };
-  });
-  return { detail: errors.map((e) => `${e.field} ${e.message}`).join('; ') || err.message, errors };
+function validationDetail(err: FastifyError): { detail: string; errors: FieldProblem[] } {
+  // the caller's word for the part: Fastify's "querystring" is the URL's query
+  const part = err.validationContext === 'querystring' ? 'query' : (err.validationContext ?? 'body');
+  const errors = describeValidation((err.validation ?? []) as unknown as ValidationIssue[], part);
+  return { detail: errors.map((e) => `${e.field} ${e.message}.`).join(' ') || err.message, errors };
 }
 
 /** Fastify's own 4xx errors, in words that do not echo the request (V8's JSON errors quote the body). */
@@ -204,8 +204,11 @@ function frameworkDetail(err: FastifyError, req: FastifyRequest): string {
   switch (err.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return `The request body is larger than this endpoint accepts (${Math.floor((req.routeOptions.bodyLimit ?? BODY_LIMIT) / 1024)} KiB).`;
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return `This endpoint does not accept the content type "${String(req.headers['content-type'] ?? '').slice(0, 100)}"; send application/json.`;
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': {
+      // a route that takes more than JSON lists its types in `config.contentTypes`
+      const accepted = req.routeOptions.config?.contentTypes ?? ['application/json'];
+      return `This endpoint does not accept the content type "${String(req.headers['content-type'] ?? '').slice(0, 100)}"; it accepts ${accepted.join(', ')}.`;
+    }
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return 'The Content-Length header does not match the body.';
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':

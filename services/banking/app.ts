@@ -63,7 +63,12 @@ export async function buildBankingApp(deps: BankingDeps): Promise<FastifyInstanc
 
   const adapter = (bankId: string) => {
     const found = deps.adapters.get(bankId);
-    if (!found) throw new AppError('NOT_FOUND', `No bank adapter "${bankId}"; GET /banking/adapters lists them.`, { bankId });
+    if (!found) {
+      // the banks by id, not a path of this service (its caller's path differs: /api/banking/adapters)
+      const known = [...deps.adapters.keys()];
+      const banks = known.length <= 12 ? known.map((id) => `"${id}"`).join(', ') : `${known.slice(0, 3).map((id) => `"${id}"`).join(', ')} and ${known.length - 3} more (the adapters list has them all)`;
+      throw new AppError('NOT_FOUND', `There is no bank "${bankId}" here; the banks are ${banks}.`, { bankId });
+    }
     return found;
   };
 
