@@ -108,14 +108,14 @@ const TenantClientResource = Type.Object({
 });
 
 /** The content types of a YAML TenantClient (application/json is every route's). */
-const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml', 'text/plain'];
+const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml'];
 
 const problems = { 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 404: Type.Ref('Problem'), 409: Type.Ref('Problem') };
 
 export default async function opsTenantClientRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  // `kubectl apply`-style: the resource may come as YAML as well as JSON, and YAML sent as plain
-  // text (`curl --data-binary @tenant.yaml -H 'content-type: text/plain'`) is YAML all the same
+  // `kubectl apply`-style: the resource may come as YAML as well as JSON (any other type: a 415
+  // that lists these)
   app.addContentTypeParser(YAML_TYPES, { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
   app.post(

@@ -350,7 +350,7 @@ export interface paths {
         put?: never;
         /**
          * Apply a TenantClient (create, or update its spec; the same spec again changes nothing)
-         * @description Body: the TenantClient resource as JSON, or as YAML (Content-Type application/yaml, application/x-yaml, text/yaml, text/plain). A name is a DNS label; a deleted (deprovisioned) tenant's name cannot be applied again (409).
+         * @description Body: the TenantClient resource as JSON, or as YAML (Content-Type application/yaml, application/x-yaml, text/yaml). A name is a DNS label; a deleted (deprovisioned) tenant's name cannot be applied again (409).
          */
         post: {
             parameters: {
