@@ -1,15 +1,17 @@
 /** Builds the account API's dependencies, listens, and closes with grace on SIGINT/SIGTERM. */
 import { Redis } from 'ioredis';
+import type { DestinationStream } from 'pino';
 import { config as loadConfig, type Config } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
 import { connectTemporal } from '../lib/temporal.js';
 import { buildApp } from './app.js';
 
-export async function startApi(config: Config = loadConfig()) {
+/** `logStream`: where the log lines go (default standard output). */
+export async function startApi(config: Config = loadConfig(), { logStream }: { logStream?: DestinationStream } = {}) {
   const pool = createPool(config.DATABASE_URL);
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 });
   const temporal = await connectTemporal(config);
-  const app = await buildApp({ config, pool, redis, temporal });
+  const app = await buildApp({ config, pool, redis, temporal, logStream });
   // ioredis reconnects by itself; /readyz reports Redis as down meanwhile.
   redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis connection error'));
   await app.listen({ host: config.API_HOST, port: config.API_PORT });
