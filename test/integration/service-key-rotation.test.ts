@@ -239,6 +239,44 @@ describe('service-key rotation', () => {
     await expectNoKeyIn(historyText(await handle.fetchHistory()));
   }, 30_000);
 
+  it('a restart during a rotation (the bootstrap runs again after the switch): no key is made or revoked, the list shows the key the consumer sends with its uses, and the rotation completes on that key', async () => {
+    const pair = await newPair();
+    const old = await store.current(pair.caller, pair.target);
+    const consumerStore = new PgSecretStore(api.pool, api.cfg.SECRETS_KEY, 200);
+    let sent = old.keyId;
+    const traffic = consumer(async () => {
+      const s = await consumerStore.current(pair.caller, pair.target);
+      sent = s.keyId;
+      return s.key;
+    });
+    try {
+    const res = await rotate(pair);
+    expect(res.status).toBe(202);
+    const handle = client.workflow.getHandle(((await res.json()) as { workflowId: string }).workflowId);
+    // step 3: the secret store's current version is the new (still pending) key
+    await expect.poll(async () => (await store.current(pair.caller, pair.target)).keyId, { timeout: 5_000, interval: 20 }).not.toBe(old.keyId);
+
+    // `npm run dev` / `npm run db:migrate` started again now
+    expect(await ensureServiceKeys(api.pool, store, [pair as unknown as Pick<ServiceKeyPair, 'caller' | 'target'>])).toEqual([]);
+    const during = await listKeys(api.pool, pair);
+    expect(during.map((k) => k.state).sort()).toEqual(['current', 'pending']);
+
+    const result = (await handle.result()) as RotationResult;
+    expect(result).toMatchObject({ outcome: 'completed', oldKeyId: old.keyId });
+    expect(traffic.counts.failed).toBe(0);
+    // what `npm run cli -- service-keys` shows for the pair: the key the consumer sends, current and used
+    const { pairs } = (await (await fetch(`${api.base}/api/ops/service-keys`, { headers: { 'x-api-key': testKeys.operator } })).json()) as {
+      pairs: { caller: string; target: string; keys: { keyId: string; state: string; lastUsedAt: string | null; useCount: number }[] }[];
+    };
+    const shown = pairs.find((p) => p.caller === pair.caller && p.target === pair.target)!.keys;
+    expect(shown.filter((k) => k.state !== 'revoked')).toEqual([expect.objectContaining({ keyId: result.newKeyId, state: 'current', lastUsedAt: expect.any(String) })]);
+    expect(sent).toBe(result.newKeyId);
+    expect(shown.find((k) => k.keyId === result.newKeyId)!.useCount).toBeGreaterThan(0);
+    } finally {
+      await traffic.stop();
+    }
+  }, 30_000);
+
   it('a second rotation of the same pair is refused (409) while one runs; another pair rotates meanwhile; the pair can rotate again afterwards', async () => {
     const [a, b] = [await newPair(), await newPair()];
     const [first, second] = await Promise.all([rotate(a), rotate(a)]);
