@@ -205,8 +205,18 @@ export async function rotateServiceKey(input: RotationInput): Promise<RotationRe
       }
     }
     if (Date.now() >= deadline) break;
+    const c = status.lastCheck!;
+    const waitingForNewKey = !c.newKeyUsed && c.newKeyNeeded !== false;
+    // an exposure waits for the notice window (and the new key's use), never for the old key's silence
+    const noticeLeftMs = exposure ? Math.max(0, settings.exposureNoticeMs! - (checkedAt - switchedAt)) : 0;
     await sleep(Math.min(pollMs, Math.max(deadline - Date.now(), 1)), {
-      summary: status.lastCheck.newKeyUsed || status.lastCheck.newKeyNeeded === false ? `${oldKeyId} silent for ${Math.round(status.lastCheck.oldSilentMs / 1000)} s` : `waiting for ${caller} to use ${newKeyId}`,
+      summary: exposure
+        ? noticeLeftMs > 0
+          ? `exposure: notice window for ${caller} to take ${newKeyId}, ${Math.ceil(noticeLeftMs / 1000)} s left, then ${oldKeyId} is revoked`
+          : `exposure: waiting for ${caller} to use ${newKeyId} before ${oldKeyId} is revoked`
+        : waitingForNewKey
+          ? `waiting for ${caller} to use ${newKeyId}`
+          : `${oldKeyId} silent for ${Math.round(c.oldSilentMs / 1000)} s`,
     });
   }
   if (verified && rewritesRules) {

@@ -165,6 +165,13 @@ function historyText(history: unknown): string {
   return `${json}\n${decoded.join('\n')}`;
 }
 
+/** The summaries of a history's timers (the workflow's sleeps, as the Temporal UI shows them). */
+function timerSummaries(history: { events?: { timerStartedEventAttributes?: unknown; userMetadata?: { summary?: { data?: Uint8Array | null } | null } | null }[] | null }): string[] {
+  return (history.events ?? [])
+    .filter((e) => e.timerStartedEventAttributes && e.userMetadata?.summary?.data)
+    .map((e) => JSON.parse(Buffer.from(e.userMetadata!.summary!.data!).toString('utf8')) as string);
+}
+
 async function expectNoKeyIn(text: string) {
   for (const k of secrets) expect(text).not.toContain(k);
 }
@@ -626,9 +633,14 @@ describe('idle consumers: the switch proofs of the inventory', () => {
       const pair = await newPair();
       const old = await store.current(pair.caller, pair.target);
       const startedAt = Date.now();
-      const result = (await (await rotateExposed(pair, 'per-run')).result()) as RotationResult;
+      const handle = await rotateExposed(pair, 'per-run');
+      const result = (await handle.result()) as RotationResult;
       expect(result).toMatchObject({ outcome: 'completed', oldKeyId: old.keyId });
       expect(Date.now() - startedAt).toBeLessThan(exposureSettings().quietPeriodMs / 2);
+      // what the Temporal UI shows for its waits: the notice window, not the annual silence
+      const waits = timerSummaries(await handle.fetchHistory()).filter((w) => w.includes(old.keyId));
+      expect(waits.length).toBeGreaterThan(0);
+      for (const w of waits) expect(w).toMatch(new RegExp(`^exposure: notice window for ${pair.caller} to take ${result.newKeyId}, \\d+ s left, then ${old.keyId} is revoked$`));
       await verifier.reload();
       expect((await ping(old.key)).status).toBe(401);
       const next = await new PgSecretStore(api.pool, api.cfg.SECRETS_KEY).current(pair.caller, pair.target);
