@@ -5,6 +5,7 @@ import { config as loadConfig, type Config } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
 import { connectTemporal } from '../lib/temporal.js';
 import { buildApp } from './app.js';
+import { closeOnSignals } from '../lib/shutdown.js';
 
 /** `logStream`: where the log lines go (default standard output). */
 export async function startApi(config: Config = loadConfig(), { logStream }: { logStream?: DestinationStream } = {}) {
@@ -31,19 +32,5 @@ const SHUTDOWN_DEADLINE_MS = 15_000;
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const api = await startApi();
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(sig, () => {
-      setTimeout(() => {
-        api.app.log.error({ signal: sig }, `shutdown took longer than ${SHUTDOWN_DEADLINE_MS / 1000} s; exiting`);
-        process.exit(1);
-      }, SHUTDOWN_DEADLINE_MS).unref();
-      api.close().then(
-        () => process.exit(0),
-        (err: unknown) => {
-          api.app.log.error({ err }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
-    });
-  }
+  closeOnSignals(() => api.close(), { deadlineMs: SHUTDOWN_DEADLINE_MS, log: (msg) => api.app.log.error(msg) });
 }

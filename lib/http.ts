@@ -12,7 +12,7 @@
  * - no route: 404, or 405 with `Allow` when the path exists for other methods: `setNotFoundHandler`;
  * - Node's HTTP parser, before Fastify sees a request (malformed request line or header 400,
  *   headers too large 431, timeout 408): `clientErrorHandler`, written raw to the socket;
- * - a request arriving while the server closes: 503.
+ * - a request arriving while the server closes: 503; one in flight then closes its connection after its answer.
  *
  * 5xx details are masked in the answer. The log (DESIGN §5): an unexpected error (5xx) is one
  * "request failed" line with the error's name, message, stack and causes (credentials and e-mail
@@ -378,6 +378,9 @@ export const problemDetails = fp(
     });
     app.addHook('onSend', async (req, reply) => {
       reply.header('x-request-id', req.id);
+      // a request in flight when the close began ends its connection too: a keep-alive connection
+      // left open would hold the close for the keep-alive timeout (72 s), and the usage flush after it
+      if (closing) reply.header('connection', 'close');
     });
     app.addHook('preValidation', checkText);
 

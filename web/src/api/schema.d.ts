@@ -146,7 +146,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send the welcome e-mail of a tenant (again) */
+        /** Send the welcome e-mail of a tenant (again); 409 unless the tenant is Ready */
         post: {
             parameters: {
                 query?: never;
@@ -204,6 +204,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
                     headers: {
                         [name: string]: unknown;
                     };
