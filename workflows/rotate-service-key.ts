@@ -37,9 +37,11 @@
  * last activity. Activities: `mustFinish` (retried without limit; only a business refusal reaches
  * the workflow) and `nonFatal` (the alert's event: a few attempts, then recorded without it).
  */
-import { ActivityFailure, defineQuery, log, patched, proxyActivities, setHandler, sleep, upsertSearchAttributes, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
+import { defineQuery, log, patched, proxyActivities, setHandler, sleep, upsertSearchAttributes, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import { searchAttributes, type RotationInput, type RotationResult, type RotationSettings } from './definitions.js';
+import { failureMessage } from './shared/activity-failures.js';
+import { retryIntervals } from './shared/retry-intervals.js';
 
 export interface RotationStatus {
   step: string;
@@ -62,10 +64,7 @@ export interface RotationStatus {
 export const rotationStatusQuery = defineQuery<RotationStatus>('rotationStatus');
 
 function rotationActivities(settings: RotationSettings) {
-  const intervals = (initial: string, maximum: string) =>
-    settings.retryIntervals
-      ? { initialInterval: settings.retryIntervals.initialMs, maximumInterval: settings.retryIntervals.maximumMs }
-      : { initialInterval: initial, maximumInterval: maximum };
+  const intervals = (initial: string, maximum: string) => retryIntervals(settings.retryIntervals, initial, maximum);
   const mustFinish: ActivityOptions = {
     startToCloseTimeout: '30 seconds',
     retry: { ...intervals('1 second', '1 minute'), backoffCoefficient: 2 },
@@ -82,11 +81,6 @@ function rotationActivities(settings: RotationSettings) {
   };
   return { mustFinish: proxyActivities<Activities>(mustFinish), nonFatal: proxyActivities<Activities>(nonFatal), tenantRules: proxyActivities<Activities>(tenantRules) };
 }
-
-const failureMessage = (err: unknown) => {
-  const cause = err instanceof ActivityFailure ? err.cause : err;
-  return cause instanceof Error ? cause.message : String(cause);
-};
 
 export async function rotateServiceKey(input: RotationInput): Promise<RotationResult> {
   const { caller, target, settings } = input;

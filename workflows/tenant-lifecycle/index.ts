@@ -16,7 +16,8 @@ import { searchAttributes, applySignal, cancelUpdate, deleteUpdate, reactivateUp
 import { type TenantStatus } from '../../domain/tenants/types.js';
 import { lifecycleActivities, type LifecycleActivities } from './activities.js';
 import { deprovision } from './deprovision.js';
-import { failureMessage, reconcile, type ReconcileOutcome } from './reconcile.js';
+import { failureMessage } from '../shared/activity-failures.js';
+import { reconcile, type ReconcileOutcome } from './reconcile.js';
 import { nowIso, TenantState } from './state.js';
 
 /** Continue as new past this many history events, unless the settings say otherwise. */
