@@ -42,8 +42,9 @@
  */
 import { defineQuery, log, proxyActivities, setHandler, sleep, upsertSearchAttributes, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
+import type { SwitchProof } from '../domain/service-keys/inventory.js';
 import { searchAttributes, type RotationInput, type RotationResult, type RotationSettings } from './definitions.js';
-import { isExposureRotation, judgeUsage, switchRule, unprovenReason, waitSummary, type KeyPair, type ProofKind, type SwitchRule, type UsageCheck } from './rotation-switch-proof.js';
+import { isExposureRotation, judgeUsage, switchRule, unprovenReason, waitSummary, type KeyPair, type SwitchRule, type UsageCheck } from './rotation-switch-proof.js';
 import { ConsumerRules } from './rotation-consumer-rules.js';
 import { failureMessage } from './shared/activity-failures.js';
 import { retryIntervals } from './shared/retry-intervals.js';
@@ -53,7 +54,7 @@ export interface RotationStatus {
   oldKeyId?: string;
   newKeyId?: string;
   /** How the consumer proves the switch (inventory.ts). */
-  proof?: ProofKind;
+  proof?: SwitchProof;
   /** `rules`: the last rewrite of the tenants' rules (how many, which could not be updated). */
   rules?: { keyId: string; tenants: number; updated: number; failed: string[] };
   /** The last usage check (rotation-switch-proof.ts). */

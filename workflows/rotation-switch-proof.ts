@@ -4,9 +4,8 @@
  * (domain/service-keys/inventory.ts), and what it says while it waits. Pure: no activity, no timer.
  */
 import { patched } from '@temporalio/workflow';
+import type { SwitchProof } from '../domain/service-keys/inventory.js';
 import type { RotationInput } from './definitions.js';
-
-export type ProofKind = 'calls' | 'holders' | 'per-run' | 'rules';
 
 /** The last usage check, as the rotation's status shows it. */
 export interface UsageCheck {
@@ -21,7 +20,7 @@ export interface UsageCheck {
 
 /** The rule a rotation proves its switch by. */
 export interface SwitchRule {
-  proof: ProofKind;
+  proof: SwitchProof;
   /** The old key's silence the proof asks for (`holders`: at least the holder window). */
   quietMs: number;
   holderWindowMs: number;
