@@ -205,85 +205,106 @@ export async function ensureGroup(redis: Redis, stream: string, group: string, s
  * succeed). A consumer restarted under the same name first handles what it read before.
  */
 export async function runConsumer(opts: ConsumerOptions): Promise<void> {
-  const { redis, stream, group, consumer, signal } = opts;
-  const count = opts.count ?? 10;
-  const blockMs = opts.blockMs ?? 2_000;
-  const log = opts.log;
+  const { signal } = opts;
   // Blocking reads get their own connection: they would hold up every other command on a shared one.
-  const reader = redis.duplicate();
+  const reader = opts.redis.duplicate();
   const stopReader = () => reader.disconnect();
   signal.addEventListener('abort', stopReader, { once: true });
-
-  async function handleEntries(entries: RawEntry[]) {
-    for (const [streamId, fields] of entries) {
-      if (signal.aborted) return;
-      if (!fields) continue; // trimmed away while pending; XAUTOCLAIM already dropped it
-      let event: unknown;
-      try {
-        event = JSON.parse(fieldValue(fields, EVENT_FIELD) ?? 'null');
-      } catch {
-        event = undefined;
-      }
-      if (!isCloudEvent(event)) {
-        log?.warn({ stream, group, streamId }, 'stream entry is not a CloudEvent; acknowledged without handling');
-        await redis.xack(stream, group, streamId);
-        continue;
-      }
-      try {
-        await opts.handle(event, { streamId });
-        await redis.xack(stream, group, streamId);
-      } catch (err) {
-        log?.warn(
-          { stream, group, streamId, eventId: event.id, type: event.type, err: (err as Error).message },
-          `event not handled; it stays pending and is retried after ${opts.claimIdleMs} ms`,
-        );
-      }
-    }
-  }
-
-  let claimCursor = '0-0';
-  // entries this consumer name read before a restart and did not acknowledge: read them first, page by page
-  let backlogCursor: string | undefined = '0';
+  const rounds = new ConsumerRounds(opts, reader);
   try {
     while (!signal.aborted) {
       try {
-        if (backlogCursor !== undefined) {
-          const res = (await reader.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'STREAMS', stream, backlogCursor)) as
-            | [string, RawEntry[]][]
-            | null;
-          const entries = res?.[0]?.[1] ?? [];
-          await handleEntries(entries);
-          backlogCursor = entries.length > 0 ? entries[entries.length - 1]![0] : undefined;
-          continue;
-        }
-        const claimed = (await redis.xautoclaim(stream, group, consumer, opts.claimIdleMs, claimCursor, 'COUNT', count)) as [
-          string,
-          RawEntry[],
-          string[]?,
-        ];
-        claimCursor = claimed[0];
-        if (claimed[1].length > 0) {
-          log?.info({ stream, group, consumer, entries: claimed[1].length }, 'reclaimed idle entries');
-          await handleEntries(claimed[1]);
-        }
-        if (signal.aborted) break;
-        const res = (await reader.xreadgroup(
-          'GROUP', group, consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', stream, '>',
-        )) as [string, RawEntry[]][] | null;
-        await handleEntries(res?.[0]?.[1] ?? []);
+        await rounds.next();
       } catch (err) {
         if (signal.aborted) break;
-        const message = (err as Error).message;
-        if (message.startsWith('NOGROUP')) {
-          await ensureGroup(redis, stream, group);
-          continue;
-        }
-        log?.error({ stream, group, err: message }, 'reading the event stream failed; trying again');
-        await sleep(1_000, undefined, { signal }).catch(() => {});
+        await rounds.recover(err as Error);
       }
     }
   } finally {
     signal.removeEventListener('abort', stopReader);
     reader.disconnect();
+  }
+}
+
+/** The rounds of a consumer: its own backlog first, then per round the idle entries claimed and the new ones read. */
+class ConsumerRounds {
+  private readonly count: number;
+  private readonly blockMs: number;
+  private claimCursor = '0-0';
+  /** Entries this consumer name read before a restart and did not acknowledge: read first, page by page. */
+  private backlogCursor: string | undefined = '0';
+
+  constructor(
+    private readonly opts: ConsumerOptions,
+    private readonly reader: Redis,
+  ) {
+    this.count = opts.count ?? 10;
+    this.blockMs = opts.blockMs ?? 2_000;
+  }
+
+  async next(): Promise<void> {
+    const { redis, stream, group, consumer, signal, log } = this.opts;
+    if (this.backlogCursor !== undefined) {
+      const res = (await this.reader.xreadgroup('GROUP', group, consumer, 'COUNT', this.count, 'STREAMS', stream, this.backlogCursor)) as [string, RawEntry[]][] | null;
+      const entries = res?.[0]?.[1] ?? [];
+      await this.handleEntries(entries);
+      this.backlogCursor = entries.length > 0 ? entries[entries.length - 1]![0] : undefined;
+      return;
+    }
+    const claimed = (await redis.xautoclaim(stream, group, consumer, this.opts.claimIdleMs, this.claimCursor, 'COUNT', this.count)) as [string, RawEntry[], string[]?];
+    this.claimCursor = claimed[0];
+    if (claimed[1].length > 0) {
+      log?.info({ stream, group, consumer, entries: claimed[1].length }, 'reclaimed idle entries');
+      await this.handleEntries(claimed[1]);
+    }
+    if (signal.aborted) return;
+    const res = (await this.reader.xreadgroup(
+      'GROUP', group, consumer, 'COUNT', this.count, 'BLOCK', this.blockMs, 'STREAMS', stream, '>',
+    )) as [string, RawEntry[]][] | null;
+    await this.handleEntries(res?.[0]?.[1] ?? []);
+  }
+
+  /** After a failed round: a lost group is created again at once; anything else is logged and retried after a second. */
+  async recover(err: Error): Promise<void> {
+    const { redis, stream, group, signal, log } = this.opts;
+    if (err.message.startsWith('NOGROUP')) {
+      await ensureGroup(redis, stream, group);
+      return;
+    }
+    log?.error({ stream, group, err: err.message }, 'reading the event stream failed; trying again');
+    await sleep(1_000, undefined, { signal }).catch(() => {});
+  }
+
+  private async handleEntries(entries: RawEntry[]) {
+    for (const [streamId, fields] of entries) {
+      if (this.opts.signal.aborted) return;
+      if (!fields) continue; // trimmed away while pending; XAUTOCLAIM already dropped it
+      await this.handleEntry(streamId, fields);
+    }
+  }
+
+  /** Handles and acknowledges one entry; an entry that is not a CloudEvent is acknowledged unhandled (it can never succeed). */
+  private async handleEntry(streamId: string, fields: string[]) {
+    const { redis, stream, group, log } = this.opts;
+    let event: unknown;
+    try {
+      event = JSON.parse(fieldValue(fields, EVENT_FIELD) ?? 'null');
+    } catch {
+      event = undefined;
+    }
+    if (!isCloudEvent(event)) {
+      log?.warn({ stream, group, streamId }, 'stream entry is not a CloudEvent; acknowledged without handling');
+      await redis.xack(stream, group, streamId);
+      return;
+    }
+    try {
+      await this.opts.handle(event, { streamId });
+      await redis.xack(stream, group, streamId);
+    } catch (err) {
+      log?.warn(
+        { stream, group, streamId, eventId: event.id, type: event.type, err: (err as Error).message },
+        `event not handled; it stays pending and is retried after ${this.opts.claimIdleMs} ms`,
+      );
+    }
   }
 }
