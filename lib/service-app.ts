@@ -3,7 +3,7 @@
  * options (one log line per request, request ids, body limit) and RFC 9457 problem answers, and the
  * way a service's module runs as a process (started when run directly, stopped on SIGINT/SIGTERM).
  */
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { jsonParser, problemDetails, serverOptions } from './http.js';
 
@@ -36,4 +36,16 @@ export async function runAsMain(moduleUrl: string, start: () => Promise<{ close(
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     process.once(sig, () => void running.close().then(() => opts.exitAfterClose && process.exit(0)));
   }
+}
+
+/** A service's `close()`: stops its parts one after the other, in the order given. */
+export function stopInOrder(...steps: (() => unknown)[]): () => Promise<void> {
+  return async () => {
+    for (const step of steps) await step();
+  };
+}
+
+/** Redis connection errors as warnings in the service's log (ioredis reconnects by itself). */
+export function logRedisErrors(redis: { on(event: 'error', listener: (err: Error) => void): unknown }, log: FastifyBaseLogger): void {
+  redis.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
 }
