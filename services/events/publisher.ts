@@ -5,7 +5,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { EVENT_FIELD, type CloudEvent } from '../../domain/events/events.js';
+import type { CloudEvent } from '../../domain/events/events.js';
+import { EVENT_FIELD } from '../../domain/events/consumer.js';
 
 /** KEYS: stream, dedupe key. ARGV: maxlen, ttl, id, type, envelope. Returns [streamId, duplicate]. */
 const PUBLISH_SCRIPT = `

@@ -25,7 +25,7 @@ import { createPool } from '../../lib/db.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
 import { connectTemporal } from '../../lib/temporal.js';
 import { runAsMain } from '../../lib/service-app.js';
-import { ensureGroup } from '../../domain/events/events.js';
+import { ensureGroup } from '../../domain/events/consumer.js';
 import { webhookSender, type RetryStarter } from '../../domain/webhooks/sending.js';
 import { AttemptRecorder } from './attempt-recorder.js';
 import { EndpointDirectory } from './endpoint-directory.js';
