@@ -29,6 +29,7 @@ import { ExecutionCancelled, type AgentEvent, type ModelConfig } from '../../dom
 import { WORKSPACE_GRANT_HEADER, type WorkspaceGrants } from '../../domain/agents/workspace-grant.js';
 import { registerKeyedRoutes } from '../service-routes.js';
 import { answerOf, callContext, callerGone, execute } from './executions.js';
+import type { DestinationStream } from 'pino';
 
 export const AGENTS_TARGET = 'agents';
 export const AGENTS_CALLERS = ['account-api'] as const;
@@ -41,6 +42,8 @@ export interface AgentsDeps {
   data: DataClient;
   maxToolRounds: number;
   logLevel?: string;
+  /** Where the log lines go (default standard output). */
+  logStream?: DestinationStream;
 }
 
 const errors = serviceProblemResponses;
@@ -59,7 +62,7 @@ const Headers = Type.Object({
 const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
 export async function buildAgentsApp(deps: AgentsDeps): Promise<FastifyInstance> {
-  const app = await buildServiceApp(deps.logLevel);
+  const app = await buildServiceApp(deps.logLevel, { logStream: deps.logStream });
   registerProbes(app as unknown as FastifyInstance, { name: 'postgres', ping: () => deps.pool.query('SELECT 1') });
   await registerKeyedRoutes(app, deps.serviceKeys, { callers: AGENTS_CALLERS }, (agents) => {
     agents.post('/agents/:agentId/chat', { schema: { headers: Headers, params: AgentParams, body: ChatBody, response: { 200: ChatAnswer, ...errors } } }, async (req, reply) => {

@@ -24,6 +24,7 @@ import { PasswordThrottle } from '../../domain/access/login-throttle.js';
 import type { ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { ProblemSchema, Text } from '../../api/schemas/common.js';
 import { registerKeyedRoutes, type KeyedRoutes } from '../service-routes.js';
+import type { DestinationStream } from 'pino';
 
 export const AUTH_TARGET = 'auth';
 
@@ -36,6 +37,8 @@ export interface AuthDeps {
   >;
   /** The service-key check of target `auth` (domain/service-keys/verifier.ts): every registered caller may call. */
   serviceKeys: ServiceKeyCheck;
+  /** Where the log lines go (default standard output). */
+  logStream?: DestinationStream;
 }
 
 const Problem = Type.Ref('Problem');
@@ -59,7 +62,7 @@ const sessionBody = (s: IssuedSession) => ({
 });
 
 export async function buildAuthApp(deps: AuthDeps): Promise<FastifyInstance> {
-  const app = await buildServiceApp(deps.config.LOG_LEVEL);
+  const app = await buildServiceApp(deps.config.LOG_LEVEL, { logStream: deps.logStream });
   app.addSchema(ProblemSchema);
   await registerOpenApi(app);
   registerReadiness(app, deps);

@@ -19,6 +19,7 @@ import { ConsentStore, type Consent } from '../../domain/banking/consents.js';
 import type { BankAdapter } from '../../domain/banking/nextgenpsd2.js';
 import { registerKeyedRoutes, type KeyedRoutes } from '../service-routes.js';
 import { ConsentReads } from './consent-reads.js';
+import type { DestinationStream } from 'pino';
 
 export interface BankingDeps {
   pool: pg.Pool;
@@ -29,6 +30,8 @@ export interface BankingDeps {
   /** Who may call (default: the account API only). */
   callers?: readonly string[];
   logLevel?: string;
+  /** Where the log lines go (default standard output). */
+  logStream?: DestinationStream;
 }
 
 export const BANKING_CALLERS = ['account-api'] as const;
@@ -55,7 +58,7 @@ export function publicConsent(c: Consent) {
 }
 
 export async function buildBankingApp(deps: BankingDeps): Promise<FastifyInstance> {
-  const app = await buildServiceApp(deps.logLevel);
+  const app = await buildServiceApp(deps.logLevel, { logStream: deps.logStream });
   const reads = new ConsentReads(new ConsentStore(deps.pool, deps.secretsKey), deps.adapters);
   app.get('/healthz', async () => ({ status: 'ok' as const }));
   app.get('/readyz', async (_req, reply) => {

@@ -13,10 +13,15 @@ export class ConsentReads {
     private readonly adapters: Map<string, BankAdapter>,
   ) {}
 
-  /** The bank's adapter (404 naming it when there is none). */
+  /** The bank's adapter (404 naming the banks there are when there is none). */
   adapter(bankId: string): BankAdapter {
     const found = this.adapters.get(bankId);
-    if (!found) throw new AppError('NOT_FOUND', `No bank adapter "${bankId}"; GET /banking/adapters lists them.`, { bankId });
+    if (!found) {
+      // the banks by id, not a path of this service (its caller's path differs: /api/banking/adapters)
+      const known = [...this.adapters.keys()];
+      const banks = known.length <= 12 ? known.map((id) => `"${id}"`).join(', ') : `${known.slice(0, 3).map((id) => `"${id}"`).join(', ')} and ${known.length - 3} more (the adapters list has them all)`;
+      throw new AppError('NOT_FOUND', `There is no bank "${bankId}" here; the banks are ${banks}.`, { bankId });
+    }
     return found;
   }
 

@@ -36,4 +36,4 @@ export async function startBanking(cfg = config()) {
   };
 }
 
-await runAsMain(import.meta.url, () => startBanking(), { exitAfterClose: true });
+await runAsMain(import.meta.url, () => startBanking());

@@ -23,6 +23,7 @@ import { registerKeyedRoutes } from '../service-routes.js';
 import { AlertsSchema, CashflowSchema, KpisSchema, type DashboardService } from '../../domain/erp/dashboards.js';
 import { WORKSPACE_GRANT_HEADER, type WorkspaceGrants } from '../../domain/agents/workspace-grant.js';
 import { serviceProblemResponses } from '../../domain/agents/schemas.js';
+import type { DestinationStream } from 'pino';
 
 export const DATA_TARGET = 'data';
 /** The only caller of the data service (inventory: agents → data). */
@@ -34,12 +35,14 @@ export interface DataDeps {
   grants: WorkspaceGrants;
   dashboards: DashboardService;
   logLevel?: string;
+  /** Where the log lines go (default standard output). */
+  logStream?: DestinationStream;
 }
 
 const errors = serviceProblemResponses;
 
 export async function buildDataApp(deps: DataDeps): Promise<FastifyInstance> {
-  const app = await buildServiceApp(deps.logLevel);
+  const app = await buildServiceApp(deps.logLevel, { logStream: deps.logStream });
 
   registerProbes(app as unknown as FastifyInstance, { name: 'postgres', ping: () => deps.pool.query('SELECT 1') });
 

@@ -14,6 +14,7 @@ import { registerKeyedRoutes } from '../service-routes.js';
 import { registerOdooIngestion, type ErpIngestion } from './odoo-ingestion.js';
 import { EventPublisher } from './publisher.js';
 import { registerStreamRoutes } from './stream-routes.js';
+import type { DestinationStream } from 'pino';
 
 export interface EventsDeps {
   redis: Redis;
@@ -27,13 +28,15 @@ export interface EventsDeps {
   logLevel?: string;
   /** Event ingestion from the tenant ERPs (domain/webhooks/ingestion.ts). */
   ingestion?: ErpIngestion;
+  /** Where the log lines go (default standard output). */
+  logStream?: DestinationStream;
 }
 
 /** Accepted content types: CloudEvents structured mode, and plain JSON. */
 const JSON_TYPES = ['application/cloudevents+json', 'application/json'];
 
 export async function buildEventsApp(deps: EventsDeps): Promise<FastifyInstance> {
-  const app = await buildServiceApp(deps.logLevel, { jsonOnly: JSON_TYPES });
+  const app = await buildServiceApp(deps.logLevel, { jsonOnly: JSON_TYPES, logStream: deps.logStream });
   const startedAt = Date.now();
   const publisher = new EventPublisher(deps);
   registerProbes(app as unknown as FastifyInstance, { name: 'redis', ping: () => deps.redis.ping() });

@@ -14,6 +14,7 @@ import { registerKeyedRoutes, type KeyedRoutes } from '../service-routes.js';
 import type { Mailer } from './mailer.js';
 import { IdempotentMailer } from './send-once.js';
 import { welcomeEmail } from './welcome-email.js';
+import type { DestinationStream } from 'pino';
 
 export interface NotificationsDeps {
   mailer: Mailer;
@@ -22,6 +23,8 @@ export interface NotificationsDeps {
   serviceKeys: ServiceKeyCheck;
   appUrl: string;
   logLevel?: string;
+  /** Where the log lines go (default standard output). */
+  logStream?: DestinationStream;
 }
 
 const Email = Type.String({ format: 'email', maxLength: 254 });
@@ -34,7 +37,7 @@ const IdempotencyHeaders = Type.Object({
 });
 
 export async function buildNotificationsApp(deps: NotificationsDeps): Promise<FastifyInstance> {
-  const app = await buildServiceApp(deps.logLevel);
+  const app = await buildServiceApp(deps.logLevel, { logStream: deps.logStream });
   const mail = new IdempotentMailer(deps.mailer, deps.redis);
   app.get('/healthz', { schema: { response: { 200: Type.Object({ status: Type.Literal('ok') }) } } }, async () => ({
     status: 'ok' as const,
