@@ -183,6 +183,7 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
             endpointId: job.endpoint.id,
             messageId: job.messageId,
             workspaceId: job.endpoint.workspaceId,
+            workspace: job.endpoint.workspace,
             eventType: job.eventType,
             trigger: 'retry',
             firstAttempt: { outcome: result.outcome, statusCode: result.statusCode, retryAfterMs: result.retryAfterMs, error: result.error },
@@ -331,15 +332,16 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
-      const { rows } = await client.query<{ endpoint_id: string; message_id: string; workspace_id: string; event_type: string }>(
-        `SELECT d.endpoint_id, d.message_id, d.workspace_id, m.event_type FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
+      const { rows } = await client.query<{ endpoint_id: string; message_id: string; workspace_id: string; workspace: string | null; event_type: string }>(
+        `SELECT d.endpoint_id, d.message_id, d.workspace_id, (SELECT slug FROM workspaces w WHERE w.id = d.workspace_id) AS workspace, m.event_type
+           FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
           WHERE d.status = 'pending' AND d.created_at < now() - ($1::bigint * interval '1 millisecond')
           ORDER BY d.created_at LIMIT 500 FOR UPDATE OF d SKIP LOCKED`,
         [cfg.WEBHOOK_SWEEP_AFTER],
       );
       const swept = rows.filter((r) => !queued.has(`${r.endpoint_id}:${r.message_id}`));
       for (const r of swept) {
-        await startRetry(starter, { endpointId: r.endpoint_id, messageId: r.message_id, workspaceId: r.workspace_id, eventType: r.event_type, trigger: 'retry' });
+        await startRetry(starter, { endpointId: r.endpoint_id, messageId: r.message_id, workspaceId: r.workspace_id, workspace: r.workspace, eventType: r.event_type, trigger: 'retry' });
       }
       if (swept.length > 0) {
         await client.query(

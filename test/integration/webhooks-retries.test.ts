@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { webhookWorkflowId } from '../../workflows/definitions.js';
+import { webhookWorkflowId } from '../../domain/webhooks/workflow-contract.js';
 import { startReceiver, startWebhookPlatform, type WebhookPlatform } from '../support/webhooks.js';
 import { call } from '../support/workspace-api.js';
 import { testKeys } from '../support/service-keys.js';
