@@ -39,7 +39,8 @@
  */
 import { ActivityFailure, defineQuery, log, patched, proxyActivities, setHandler, sleep, upsertSearchAttributes, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import { searchAttributes, type RotationInput, type RotationResult, type RotationSettings } from './definitions.js';
+import type { RotationInput, RotationResult, RotationSettings } from '../domain/service-keys/workflow-contract.js';
+import { searchAttributes } from '../domain/workflow-search-attributes.js';
 
 export interface RotationStatus {
   step: string;

@@ -185,6 +185,8 @@ export interface StalePendingDelivery {
   endpointId: string;
   messageId: string;
   workspaceId: string;
+  /** The workspace's slug (null: the workspace is gone). */
+  workspace: string | null;
   eventType: string;
 }
 
@@ -202,13 +204,14 @@ export async function handOverStalePendingDeliveries(
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    const { rows } = await client.query<{ endpoint_id: string; message_id: string; workspace_id: string; event_type: string }>(
-      `SELECT d.endpoint_id, d.message_id, d.workspace_id, m.event_type FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
+    const { rows } = await client.query<{ endpoint_id: string; message_id: string; workspace_id: string; workspace: string | null; event_type: string }>(
+      `SELECT d.endpoint_id, d.message_id, d.workspace_id, (SELECT slug FROM workspaces w WHERE w.id = d.workspace_id) AS workspace, m.event_type
+         FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
         WHERE d.status = 'pending' AND d.created_at < now() - ($1::bigint * interval '1 millisecond')
         ORDER BY d.created_at LIMIT 500 FOR UPDATE OF d SKIP LOCKED`,
       [olderThanMs],
     );
-    const handed = await handOver(rows.map((r) => ({ endpointId: r.endpoint_id, messageId: r.message_id, workspaceId: r.workspace_id, eventType: r.event_type })));
+    const handed = await handOver(rows.map((r) => ({ endpointId: r.endpoint_id, messageId: r.message_id, workspaceId: r.workspace_id, workspace: r.workspace, eventType: r.event_type })));
     if (handed.length > 0) {
       await client.query(
         `UPDATE webhook_deliveries d SET status = 'retrying', updated_at = now() FROM unnest($1::uuid[], $2::text[]) AS u(e, m)

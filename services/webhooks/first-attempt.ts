@@ -39,6 +39,7 @@ export async function makeFirstAttempt(deps: FirstAttemptDeps, job: FirstAttempt
           endpointId: job.endpoint.id,
           messageId: job.messageId,
           workspaceId: job.endpoint.workspaceId,
+          workspace: job.endpoint.workspace,
           eventType: job.eventType,
           trigger: 'retry',
           firstAttempt: { outcome: result.outcome, statusCode: result.statusCode, retryAfterMs: result.retryAfterMs, error: result.error },

@@ -14,7 +14,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { event, invoice, sandboxIds, sendEvent, subscription } from '../../sandbox/stripe/sender.js';
 import { welcomeEmail } from '../../services/notifications/welcome-email.js';
-import { webhookWorkflowId } from '../../workflows/definitions.js';
+import { webhookWorkflowId } from '../../domain/webhooks/workflow-contract.js';
 import { tempDir } from '../support/env.js';
 import { cellsOffScreen, linkIn } from '../support/portal.js';
 import { startReceiver, startWebhookPlatform, type Receiver, type WebhookPlatform } from '../support/webhooks.js';

@@ -9,7 +9,7 @@
  * resource, the other steps still run, and the tenant ends Deprovisioned with Synced=False naming
  * what was left behind, so a half-made tenant is deprovisioned to nothing it did create.
  */
-import { chatRoomName } from '../definitions.js';
+import { chatRoomName } from '../../domain/tenants/chat-room.js';
 import { backupScheduleId, type ResourceKind } from '../../domain/tenants/types.js';
 import type { LifecycleActivities } from './activities.js';
 import { failureMessage } from './reconcile.js';

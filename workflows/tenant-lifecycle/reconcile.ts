@@ -6,7 +6,9 @@
  * recorded on its resource and in the conditions, never thrown out of the workflow.
  */
 import { ActivityFailure, ApplicationFailure, patched, upsertSearchAttributes } from '@temporalio/workflow';
-import { chatRoomName, searchAttributes, type LifecycleSettings } from '../definitions.js';
+import { chatRoomName } from '../../domain/tenants/chat-room.js';
+import type { LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
+import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { backupScheduleId, routeNamespace, TenantErrorType, unreadyMessage, unreadyResources, type ResourceKind } from '../../domain/tenants/types.js';
 import type { LifecycleActivities } from './activities.js';
 import { nowIso, type TenantState } from './state.js';

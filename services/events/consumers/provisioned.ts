@@ -19,7 +19,7 @@ import { runConsumer } from '../../../domain/events/consumer.js';
 import { startFirstWelcomeEmail } from '../../../domain/notifications/welcome.js';
 import type { SecretStore } from '../../../domain/service-keys/secret-store.js';
 import { createSecretStore } from '../../../domain/service-keys/secret-store-factory.js';
-import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../../../workflows/definitions.js';
+import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../../../domain/tenants/provisioned-event.js';
 import { closeOnSignals } from '../../../lib/shutdown.js';
 
 export const PROVISIONING_GROUP = 'provisioning';
