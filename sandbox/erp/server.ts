@@ -11,6 +11,11 @@
  * also serves JSON-2 (`POST /json/2/<model>/<method>`, `Authorization: bearer <key>`, named
  * parameters; errors as HTTP 401/403/404/422/500 with {name, message, arguments, context, debug});
  * on 17 and 18 that path is 404, as on real Odoo 18.
+ *
+ * This file routes requests; each protocol area has its module: xmlrpc.ts, web-client.ts (login
+ * page, web session, call_kw), json2.ts; tenant-databases.ts (Host → tenant database),
+ * credentials.ts (logins, checks, sessions), automated-call.ts (an ORM call with its automation
+ * rules), orm.ts (method dispatch) and its orm-*.ts concerns.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
