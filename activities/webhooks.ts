@@ -8,8 +8,9 @@ import { sweepAll } from '../domain/webhooks/erp-sweep.js';
 import { Context } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import type { Config } from '../lib/config.js';
+import { describeDuration } from '../lib/durations.js';
 import { sendingEndpoints } from '../domain/webhooks/endpoints.js';
-import { disableEndpoint, messagePayload, recordAttempts, setDeliveryStatus, type Trigger } from '../domain/webhooks/deliveries.js';
+import { disableEndpoint, disableEndpointFailingFor, messagePayload, recordAttempts, setDeliveryStatus, type Trigger } from '../domain/webhooks/deliveries.js';
 import { webhookHeaders } from '../domain/webhooks/signing.js';
 import type { WebhookSender } from '../domain/webhooks/sender.js';
 import { alertWorkspaceAdmins } from '../domain/webhooks/alerts.js';
@@ -83,11 +84,16 @@ export const createWebhookActivities = (deps: WebhookActivityDeps) => {
         }
         return { ...summary, endpointDisabled: true };
       }
-      if (await disableEndpoint(pool, endpoint.id, `failing for more than ${Math.round(config.WEBHOOK_DISABLE_AFTER / 3_600_000)} h`, config.WEBHOOK_DISABLE_AFTER)) {
+      const period = describeDuration(config.WEBHOOK_DISABLE_AFTER);
+      const disabled = await disableEndpointFailingFor(pool, endpoint.id, config.WEBHOOK_DISABLE_AFTER, `failing for more than ${period}`);
+      if (disabled) {
         await alert(endpoint.workspaceId, {
           severity: 'warning',
           title: 'Webhook endpoint disabled: failing for too long',
-          message: `Your webhook endpoint ${endpoint.url} (${endpoint.id}) has failed every delivery for longer than the allowed period, so it was disabled. Last error: ${result.error}. Re-enable it in the portal once it works, then replay the failed messages.`,
+          message:
+            `Your webhook endpoint ${endpoint.url} (${endpoint.id}) has failed every delivery since ${disabled.failingSince.toISOString()}, ` +
+            `for more than ${period}, so it was disabled and gets no more deliveries. Last error: ${result.error}. ` +
+            `Re-enable it in the portal (PATCH enabled: true) once it works, then replay the failed messages (POST /api/portal/webhooks/${endpoint.id}/replay).`,
           idempotencyKey: `webhook-disabled:${idem}`,
         });
         return { ...summary, endpointDisabled: true };

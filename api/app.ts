@@ -9,6 +9,7 @@ import { openapi } from './plugins/openapi.js';
 import { problemResponses } from './plugins/problem-responses.js';
 import type { ApiDeps } from './plugins/deps.js';
 import { serviceKeySecrets } from './plugins/service-key-secrets.js';
+import { queryCredentials } from './plugins/query-credentials.js';
 import healthRoutes from './routes/health/index.js';
 import opsTenantRoutes from './routes/ops/tenants.js';
 import opsTenantClientRoutes from './routes/ops/tenant-clients.js';
@@ -43,10 +44,12 @@ import webRoutes from './routes/web/index.js';
 
 export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   // the request log writes each Workspace API call's execution-log record with its log line
-  const app = Fastify(serverOptions(deps.config.LOG_LEVEL, new WorkspaceCallLog()));
+  const app = Fastify(serverOptions(deps.config.LOG_LEVEL, { logController: new WorkspaceCallLog(), stream: deps.logStream }));
   app.decorate('deps', deps);
   app.addSchema(ProblemSchema);
   await app.register(problemDetails);
+  // before any authentication: a credential in a query string is a 400, whatever the route
+  await app.register(queryCredentials);
   await app.register(openapi);
   // before any route: each route's declared access (config.access) becomes its first hooks, and an
   // /api route that declares none stops the start

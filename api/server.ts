@@ -1,15 +1,18 @@
 /** Builds the account API's dependencies, listens, and closes with grace on SIGINT/SIGTERM. */
 import { Redis } from 'ioredis';
+import type { DestinationStream } from 'pino';
 import { config as loadConfig, type Config } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
 import { connectTemporal } from '../lib/temporal.js';
 import { buildApp } from './app.js';
+import { closeOnSignals } from '../lib/shutdown.js';
 
-export async function startApi(config: Config = loadConfig()) {
+/** `logStream`: where the log lines go (default standard output). */
+export async function startApi(config: Config = loadConfig(), { logStream }: { logStream?: DestinationStream } = {}) {
   const pool = createPool(config.DATABASE_URL);
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 });
   const temporal = await connectTemporal(config);
-  const app = await buildApp({ config, pool, redis, temporal });
+  const app = await buildApp({ config, pool, redis, temporal, logStream });
   // ioredis reconnects by itself; /readyz reports Redis as down meanwhile.
   redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis connection error'));
   await app.listen({ host: config.API_HOST, port: config.API_PORT });
@@ -29,19 +32,5 @@ const SHUTDOWN_DEADLINE_MS = 15_000;
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const api = await startApi();
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(sig, () => {
-      setTimeout(() => {
-        api.app.log.error({ signal: sig }, `shutdown took longer than ${SHUTDOWN_DEADLINE_MS / 1000} s; exiting`);
-        process.exit(1);
-      }, SHUTDOWN_DEADLINE_MS).unref();
-      api.close().then(
-        () => process.exit(0),
-        (err: unknown) => {
-          api.app.log.error({ err }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
-    });
-  }
+  closeOnSignals(() => api.close(), { deadlineMs: SHUTDOWN_DEADLINE_MS, log: (msg) => api.app.log.error(msg) });
 }

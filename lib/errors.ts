@@ -36,8 +36,10 @@ export class AppError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly extra: Record<string, unknown> = {},
+    /** `cause`: the failure behind it (logged with a 5xx, never answered). */
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
   }
   get status(): number {
     return errorCodes[this.code].status;

@@ -12,10 +12,13 @@
  * - no route: 404, or 405 with `Allow` when the path exists for other methods: `setNotFoundHandler`;
  * - Node's HTTP parser, before Fastify sees a request (malformed request line or header 400,
  *   headers too large 431, timeout 408): `clientErrorHandler`, written raw to the socket;
- * - a request arriving while the server closes: 503.
+ * - a request arriving while the server closes: 503; one in flight then closes its connection after its answer.
  *
- * 5xx details are masked. Log lines carry the error's class and code, never its stack, a body or
- * the request's personal data (lib/logger.ts `errorSerializer`).
+ * 5xx details are masked in the answer. The log (DESIGN §5): an unexpected error (5xx) is one
+ * "request failed" line with the error's name, message, stack and causes (credentials and e-mail
+ * addresses redacted, lib/logger.ts `errorSerializer`) and the request's method, route pattern and
+ * request id; an expected refusal (4xx) is the request's one "request completed" line, without a
+ * stack. Logged URLs have their credentials redacted (lib/redact.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
@@ -33,6 +36,16 @@ import fp from 'fastify-plugin';
 import { AjvCompiler } from '@fastify/ajv-compiler';
 import { AppError, codeForStatus, problem, unavailableDependency, type ErrorCode } from './errors.js';
 import { redactPaths, serializers } from './logger.js';
+import { redactUrl } from './redact.js';
+import { describeValidation, type FieldProblem, type ValidationIssue } from './validation-messages.js';
+import type { DestinationStream } from 'pino';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The body types a route takes when more than application/json (its 415 names them). */
+    contentTypes?: string[];
+  }
+}
 
 /** The largest request body any platform server reads (a route may set less). */
 export const BODY_LIMIT = 256 * 1024;
@@ -49,14 +62,15 @@ export const MAX_DEPTH = 32;
  */
 export class OneLinePerRequest extends LogController {
   override incomingRequest(request: FastifyRequest) {
-    request.log.debug({ req: request }, 'incoming request');
+    request.log.debug({ req: { method: request.method, url: request.url } }, 'incoming request');
   }
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply) {
     const line = this.completedLine(request, reply);
-    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    if (error) reply.log.error({ ...line, ...failureContext(request), err: error }, 'request errored');
     else reply.log.info(line, 'request completed');
   }
   protected completedLine(request: FastifyRequest, reply: FastifyReply): Record<string, unknown> {
+    // the `req` serializer (lib/logger.ts) redacts the URL's credentials
     const line: Record<string, unknown> = { req: { method: request.method, url: request.url }, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime };
     // an internal call: who called with which key id (set by the service-key check; never the key)
     const caller = (request as { serviceCaller?: { caller: string; keyId: string } }).serviceCaller;
@@ -66,6 +80,11 @@ export class OneLinePerRequest extends LogController {
     }
     return line;
   }
+}
+
+/** What a failure's log line names of its request: method, route pattern (else the redacted path) and request id. */
+export function failureContext(req: FastifyRequest): { method: string; route: string; requestId: string } {
+  return { method: req.method, route: req.routeOptions?.url ?? redactUrl(req.url.split('?')[0]!), requestId: req.id };
 }
 
 function requestIdOf(headers: Record<string, string | string[] | undefined>): string {
@@ -85,11 +104,19 @@ function buildValidator(externalSchemas: unknown, options: { customOptions?: Rec
   return (route: { httpPart?: string }) => (route.httpPart === 'body' ? exact : coercing)(route as never);
 }
 
-export function serverOptions(logLevel: string, logController: LogController = new OneLinePerRequest()): FastifyServerOptions {
+export interface LogOptions {
+  /** The request log (default OneLinePerRequest). */
+  logController?: LogController;
+  /** Where the log lines go (default standard output); tests read them here. */
+  stream?: DestinationStream;
+}
+
+export function serverOptions(logLevel: string, { logController = new OneLinePerRequest(), stream }: LogOptions = {}): FastifyServerOptions {
   return {
     logController,
     logger: {
       level: logLevel,
+      ...(stream ? { stream } : {}),
       redact: { paths: redactPaths, censor: '[redacted]' },
       // Fastify's type wants message and stack on an error line: the platform's lines leave them out
       serializers: serializers as unknown as NonNullable<Exclude<FastifyServerOptions['logger'], boolean | undefined>>['serializers'],
@@ -109,7 +136,7 @@ export function serverOptions(logLevel: string, logController: LogController = n
         FST_ERR_MAX_PARAM_LENGTH: ['URI_TOO_LONG', `A path segment is longer than ${MAX_PARAM_LENGTH} characters.`],
       };
       const [code, detail] = known[err.code] ?? ['INTERNAL', 'An unexpected error occurred. Quote the requestId when reporting it.'];
-      if (code === 'INTERNAL') req.log.error({ err }, 'router error');
+      if (code === 'INTERNAL') req.log.error({ ...failureContext(req), err }, 'router error');
       return sendProblem(reply, code, detail);
     },
     clientErrorHandler: refuseMalformedRequest,
@@ -129,7 +156,8 @@ function refuseMalformedRequest(this: FastifyInstance, err: NodeJS.ErrnoExceptio
         ? ['REQUEST_TIMEOUT', 'The request was not received in time.']
         : ['BAD_REQUEST', 'The request is not valid HTTP/1.1 (malformed request line, header or framing).'];
   const requestId = randomUUID();
-  this.log.info({ err, requestId }, 'malformed request refused');
+  // an expected refusal: its code, no stack
+  this.log.info({ code: err.code, requestId }, 'malformed request refused');
   if (socket.writable) {
     const body = JSON.stringify(problem(code, detail, { requestId }));
     const status = problem(code, detail).status;
@@ -164,19 +192,11 @@ export function registerProbes(app: FastifyInstance, dependency: { name: string;
   });
 }
 
-function validationDetail(err: FastifyError): { detail: string; errors: { field: string; message: string }[] } {
-  const errors = (err.validation ?? []).map((v) => {
-    const missing = (v.params as { missingProperty?: string } | undefined)?.missingProperty;
-    const additional = (v.params as { additionalProperty?: string } | undefined)?.additionalProperty;
-    const where = `${err.validationContext ?? 'body'}${v.instancePath.replace(/\//g, '.')}${missing ? `.${missing}` : ''}`;
-    const allowed = (v.params as { allowedValues?: unknown[] } | undefined)?.allowedValues;
-    const data = (v as { data?: unknown }).data;
-    const message = allowed
-      ? `must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}${typeof data === 'string' ? ` (not ${JSON.stringify(data.slice(0, 50))})` : ''}`
-      : (v.message ?? 'is invalid');
-    return { field: where, message: additional ? `${message} (${additional})` : message };
-  });
-  return { detail: errors.map((e) => `${e.field} ${e.message}`).join('; ') || err.message, errors };
+function validationDetail(err: FastifyError): { detail: string; errors: FieldProblem[] } {
+  // the caller's word for the part: Fastify's "querystring" is the URL's query
+  const part = err.validationContext === 'querystring' ? 'query' : (err.validationContext ?? 'body');
+  const errors = describeValidation((err.validation ?? []) as unknown as ValidationIssue[], part);
+  return { detail: errors.map((e) => `${e.field} ${e.message}.`).join(' ') || err.message, errors };
 }
 
 /** Fastify's own 4xx errors, in words that do not echo the request (V8's JSON errors quote the body). */
@@ -184,8 +204,11 @@ function frameworkDetail(err: FastifyError, req: FastifyRequest): string {
   switch (err.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return `The request body is larger than this endpoint accepts (${Math.floor((req.routeOptions.bodyLimit ?? BODY_LIMIT) / 1024)} KiB).`;
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return `This endpoint does not accept the content type "${String(req.headers['content-type'] ?? '').slice(0, 100)}"; send application/json.`;
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': {
+      // a route that takes more than JSON lists its types in `config.contentTypes`
+      const accepted = req.routeOptions.config?.contentTypes ?? ['application/json'];
+      return `This endpoint does not accept the content type "${String(req.headers['content-type'] ?? '').slice(0, 100)}"; it accepts ${accepted.join(', ')}.`;
+    }
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return 'The Content-Length header does not match the body.';
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
@@ -200,7 +223,7 @@ function frameworkDetail(err: FastifyError, req: FastifyRequest): string {
 /** The one error handler of every platform server. */
 export function handleError(err: FastifyError, req: FastifyRequest, reply: FastifyReply) {
   if (err instanceof AppError) {
-    if (err.status >= 500) req.log.error({ err }, 'request failed');
+    if (err.status >= 500) req.log.error({ ...failureContext(req), statusCode: err.status, err }, 'request failed');
     return sendProblem(reply, err.code, err.message, err.extra);
   }
   if (err.validation) {
@@ -209,13 +232,13 @@ export function handleError(err: FastifyError, req: FastifyRequest, reply: Fasti
   }
   const part = unavailableDependency(err);
   if (part) {
-    req.log.warn({ err, dependency: part }, 'dependency unavailable');
+    req.log.warn({ ...failureContext(req), statusCode: 503, err, dependency: part }, 'dependency unavailable');
     reply.header('retry-after', '5');
     return sendProblem(reply, 'UNAVAILABLE', `${part} is unavailable; retry shortly.`, { dependency: part });
   }
   const status = err.statusCode ?? 500;
   if (status < 400 || status >= 500) {
-    req.log.error({ err }, 'request failed');
+    req.log.error({ ...failureContext(req), statusCode: status >= 500 ? status : 500, err }, 'request failed');
     return sendProblem(reply, status >= 500 ? codeForStatus(status) : 'INTERNAL', 'An unexpected error occurred. Quote the requestId when reporting it.');
   }
   return sendProblem(reply, codeForStatus(status), frameworkDetail(err, req));
@@ -355,6 +378,9 @@ export const problemDetails = fp(
     });
     app.addHook('onSend', async (req, reply) => {
       reply.header('x-request-id', req.id);
+      // a request in flight when the close began ends its connection too: a keep-alive connection
+      // left open would hold the close for the keep-alive timeout (72 s), and the usage flush after it
+      if (closing) reply.header('connection', 'close');
     });
     app.addHook('preValidation', checkText);
 

@@ -1,4 +1,5 @@
 import pino, { type Logger, type LoggerOptions } from 'pino';
+import { redactText, redactUrl } from './redact.js';
 
 /**
  * Paths that may carry secrets; pino replaces their values before a line is written. Explicit
@@ -22,26 +23,39 @@ export const redactPaths = [
   'body.token',
 ];
 
+/** How deep a chain of `cause`s is followed on a log line. */
+const MAX_CAUSES = 3;
+
 /**
- * How an error appears on a log line: its class and code (and, for system and PostgreSQL errors,
- * the fields that name what failed), never its stack or, except for the platform's own AppError
- * texts, its message. Messages of other errors can carry request data: PostgreSQL's echo the
- * value that failed (`invalid input syntax for type uuid: "…"`, a key's `detail`), V8's JSON
- * errors echo the body. The request id is on every request's line already (`reqId`).
+ * How an error appears on a log line (DESIGN §5): its name, message and stack, so that an
+ * unexpected error can be found and fixed, with credentials and e-mail addresses replaced
+ * (lib/redact.ts: PostgreSQL's messages can quote a value, a driver's a connection string); the
+ * fields that name what failed (code, syscall, SQLSTATE severity, constraint, table, column); and
+ * its `cause` chain the same way. Never a PostgreSQL `detail` (it quotes the row) or any other
+ * field of the error. Expected refusals (4xx) are logged without their error (lib/http.ts).
  */
-export function errorSerializer(err: unknown): Record<string, unknown> {
-  if (!err || typeof err !== 'object') return { type: typeof err };
+export function errorSerializer(err: unknown, depth = 0): Record<string, unknown> {
+  if (!err || typeof err !== 'object') return { type: typeof err, message: redactText(String(err)) };
   const e = err as Record<string, unknown> & { constructor?: { name?: string } };
-  const out: Record<string, unknown> = { type: (typeof e.name === 'string' && e.name !== 'Error' ? e.name : e.constructor?.name) ?? 'Error' };
-  for (const k of ['code', 'statusCode', 'syscall', 'errno', 'severity', 'routine'] as const) {
+  const name = typeof e.name === 'string' && e.name !== 'Error' ? e.name : (e.constructor?.name ?? 'Error');
+  const out: Record<string, unknown> = { type: name, name };
+  if (typeof e.message === 'string') out.message = redactText(e.message);
+  if (typeof e.stack === 'string') out.stack = redactText(e.stack);
+  for (const k of ['code', 'statusCode', 'syscall', 'errno', 'severity', 'routine', 'constraint', 'table', 'column'] as const) {
     const v = e[k];
     if (typeof v === 'string' || typeof v === 'number') out[k] = v;
   }
-  if (out.type === 'AppError' && typeof e.message === 'string') out.message = e.message;
+  if (e.cause !== undefined && depth < MAX_CAUSES) out.cause = errorSerializer(e.cause, depth + 1);
   return out;
 }
 
-export const serializers = { err: errorSerializer };
+/** A request on a log line: method and URL, with credentials in the URL redacted (lib/redact.ts). */
+export function requestSerializer(req: unknown): Record<string, unknown> {
+  const r = (req ?? {}) as { method?: unknown; url?: unknown };
+  return { method: r.method, url: typeof r.url === 'string' ? redactUrl(r.url) : r.url };
+}
+
+export const serializers = { err: (err: unknown) => errorSerializer(err), req: requestSerializer };
 
 export function createLogger(options: LoggerOptions = {}): Logger {
   return pino({

@@ -170,6 +170,16 @@ export interface RotationSettings {
    * this close before the switch had a holder, which must then show up on the new key.
    */
   holderWindowMs?: number;
+  /**
+   * `exposure` rotations (README "Switch proof"): how long after the switch every running holder
+   * has announced the new version (a secret-cache tick) and its target has written that down (a
+   * usage flush). Once the consumer has proved the switch and this has passed, the old key dies,
+   * whatever it is still used for (after an exposure, that use may be the attacker's). Absent
+   * (rotations started before it): the annual rule.
+   */
+  exposureNoticeMs?: number;
+  /** `exposure` rotations: how often the usage records are read (a usage flush). */
+  exposurePollMs?: number;
 }
 
 /** Key ids and versions only: a rotation's input, result and history never hold a key. */

@@ -17,6 +17,13 @@
  *        row either way)
  *   5.   promote the new key (old → previous) and revoke the old one (401 from then on)
  *
+ * Reason `exposure` (patched('service-key-exposure-switch'), settings with `exposureNoticeMs`): the
+ * old key's use proves nothing then (it may be the attacker's) and must end within a minute, so no
+ * quiet period: step 4 holds once `exposureNoticeMs` (a secret-cache tick plus a usage flush: every
+ * running holder has announced the new version by then) has passed since the switch and the new key
+ * id was used where the proof needs it (`calls`: always; `holders`: when the old key was held in
+ * the holder window before the switch; `per-run` and `rules`: never), polled every `exposurePollMs`.
+ *
  * Proof `rules` (erp → event-ingestion, patched('service-key-rules-proof')): right after step 3 the
  * rotation rewrites every routed tenant's event rules to the new key's tokens (activity
  * rewriteTenantEventRules); a tenant that could not be updated → roll back. Then the `per-run`
@@ -47,6 +54,8 @@ export interface RotationStatus {
    * that), and how long the old one has been silent (of how long it must be).
    */
   lastCheck?: { checkedAt: string; newKeyUsed: boolean; newKeyNeeded?: boolean; oldSilentMs: number; quietMs?: number };
+  /** A suspected exposure: the old key dies as soon as the switch is proven, without a quiet period. */
+  exposure?: boolean;
   outcome?: RotationResult['outcome'] | 'abandoned';
 }
 
@@ -157,6 +166,10 @@ export async function rotateServiceKey(input: RotationInput): Promise<RotationRe
     deadline = Date.now() + settings.deadlineMs;
     if (!rulesFailure) setStep('verify-switch');
   }
+  // after an exposure: no quiet period (above); rotations started before this rule keep the annual one
+  const exposure = input.reason === 'exposure' && settings.exposureNoticeMs !== undefined && patched('service-key-exposure-switch');
+  if (exposure) status.exposure = true;
+  const pollMs = exposure ? (settings.exposurePollMs ?? settings.pollIntervalMs) : settings.pollIntervalMs;
   let verified = false;
   while (!rulesFailure) {
     const usage = await mustFinish.rotationKeyUsage.executeWithOptions(
@@ -167,7 +180,15 @@ export async function rotateServiceKey(input: RotationInput): Promise<RotationRe
     const newLast = usage.keys[newKeyId]?.lastUsedAt ?? null;
     const oldLast = usage.keys[oldKeyId]?.lastUsedAt ?? null;
     const quietFrom = Math.max(switchedAt, oldLast ? Date.parse(oldLast) : 0);
-    if (proof === 'calls') {
+    if (exposure) {
+      const newKeyNeeded = proof === 'calls' || (proof === 'holders' && oldLast !== null && Date.parse(oldLast) >= switchedAt - holderWindowMs);
+      const noticeMs = settings.exposureNoticeMs!;
+      status.lastCheck = { checkedAt: usage.checkedAt, newKeyUsed: newLast !== null, newKeyNeeded, oldSilentMs: Math.max(0, checkedAt - quietFrom), quietMs: noticeMs };
+      if ((newLast !== null || !newKeyNeeded) && checkedAt - switchedAt >= noticeMs) {
+        verified = true;
+        break;
+      }
+    } else if (proof === 'calls') {
       status.lastCheck = { checkedAt: usage.checkedAt, newKeyUsed: newLast !== null, oldSilentMs: Math.max(0, checkedAt - quietFrom) };
       if (newLast !== null && checkedAt - quietFrom >= settings.quietPeriodMs) {
         verified = true;
@@ -184,8 +205,18 @@ export async function rotateServiceKey(input: RotationInput): Promise<RotationRe
       }
     }
     if (Date.now() >= deadline) break;
-    await sleep(Math.min(settings.pollIntervalMs, Math.max(deadline - Date.now(), 1)), {
-      summary: status.lastCheck.newKeyUsed || status.lastCheck.newKeyNeeded === false ? `${oldKeyId} silent for ${Math.round(status.lastCheck.oldSilentMs / 1000)} s` : `waiting for ${caller} to use ${newKeyId}`,
+    const c = status.lastCheck!;
+    const waitingForNewKey = !c.newKeyUsed && c.newKeyNeeded !== false;
+    // an exposure waits for the notice window (and the new key's use), never for the old key's silence
+    const noticeLeftMs = exposure ? Math.max(0, settings.exposureNoticeMs! - (checkedAt - switchedAt)) : 0;
+    await sleep(Math.min(pollMs, Math.max(deadline - Date.now(), 1)), {
+      summary: exposure
+        ? noticeLeftMs > 0
+          ? `exposure: notice window for ${caller} to take ${newKeyId}, ${Math.ceil(noticeLeftMs / 1000)} s left, then ${oldKeyId} is revoked`
+          : `exposure: waiting for ${caller} to use ${newKeyId} before ${oldKeyId} is revoked`
+        : waitingForNewKey
+          ? `waiting for ${caller} to use ${newKeyId}`
+          : `${oldKeyId} silent for ${Math.round(c.oldSilentMs / 1000)} s`,
     });
   }
   if (verified && rewritesRules) {

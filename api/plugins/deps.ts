@@ -1,4 +1,5 @@
 /** The account API's dependencies, built once by server.ts (or a test) and decorated on the app. */
+import type { DestinationStream } from 'pino';
 import type { Client } from '@temporalio/client';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
@@ -15,6 +16,8 @@ export interface ApiDeps {
   dashboardService?: DashboardService;
   /** The banking service's client (domain/banking/client.ts); the banking routes create it when not given. */
   bankingClient?: BankingClient;
+  /** Where the log lines go (default standard output); tests read them here. */
+  logStream?: DestinationStream;
 }
 
 declare module 'fastify' {

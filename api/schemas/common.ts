@@ -29,6 +29,8 @@ export const DNS_LABEL_PATTERN = '^[a-z0-9]([a-z0-9-]{0,28}[a-z0-9])?$';
 export const TenantName = Type.String({
   pattern: DNS_LABEL_PATTERN,
   maxLength: 30,
+  // what a validation message says the value must be (lib/validation-messages.ts), whatever the field's description
+  title: 'a DNS label: lowercase letters a-z, digits and hyphens, starting and ending with a letter or digit, at most 30 characters (e.g. acme or acme-2)',
   description: 'TenantClient name (= subdomain, = workspace slug): a DNS label of at most 30 characters',
 });
 

@@ -76,11 +76,11 @@ export async function createApiKey(
     const hash = await bcrypt.hash(token, opts.bcryptCost);
     try {
       const row = await withTransaction(pool, async (db) => {
-        const ws = await db.query<{ slug: string; live: number }>(
-          `SELECT slug, (SELECT count(*)::int FROM workspace_api_keys WHERE workspace_id = w.id) AS live FROM workspaces w WHERE id = $1 FOR NO KEY UPDATE`,
-          [opts.workspaceId],
-        );
-        const live = ws.rows[0]?.live ?? 0;
+        // the lock first, the count in a statement of its own: a count in the locking statement reads
+        // the snapshot taken before waiting for the lock, missing the key a concurrent create just added
+        const ws = await db.query<{ slug: string }>(`SELECT slug FROM workspaces WHERE id = $1 FOR NO KEY UPDATE`, [opts.workspaceId]);
+        const counted = await db.query<{ live: number }>(`SELECT count(*)::int AS live FROM workspace_api_keys WHERE workspace_id = $1`, [opts.workspaceId]);
+        const live = counted.rows[0]?.live ?? 0;
         if (opts.maxKeys !== undefined && live >= opts.maxKeys) {
           throw new AppError(
             'CONFLICT',

@@ -213,6 +213,12 @@ export class RateLimits {
     const redis = deps.redis as Redis & { admitWorkspaceKey?: AdmitCommand };
     if (!redis.admitWorkspaceKey) redis.defineCommand('admitWorkspaceKey', { numberOfKeys: 3, lua: ADMIT_LUA });
     this.admit = (redis as Redis & { admitWorkspaceKey: AdmitCommand }).admitWorkspaceKey.bind(redis);
+    // Every Lua command this connection runs is defined now, before its first command: with
+    // auto-pipelining, ioredis copies the client's commands into a pipeline when it opens one, so a
+    // command defined later (RateLimiterRedis defines its own in its constructor) is missing from a
+    // pipeline already open (a lease renewal on its way), and calling it there throws a TypeError
+    // and leaves that pipeline one reply short (an uncaught exception when its replies arrive).
+    this.agentLimiter(deps.config.RATE_LIMIT_AGENT_PER_MINUTE);
     // a failed sweep loses a few tokens of an idle key until its bucket refills: nothing to report
     this.sweeper = setInterval(() => void this.sweepLeases().catch(() => {}), SWEEP_MS);
     this.sweeper.unref();
@@ -353,20 +359,24 @@ export class RateLimits {
     return { revoked: false, allowed: true, by: lease.by, limit: bucketLimit(limits, lease.by), remaining: lease.bucketRemaining + lease.tokens, retryAfter: 0, reset: lease.reset };
   }
 
+  /**
+   * The limiter of `perMinute` agent invocations a minute. Its Lua command (one name and script for
+   * every limiter) is defined with the first one, in the constructor; a limiter made later for an
+   * operator's override redefines the same command, which pipelines already open hold.
+   */
+  private agentLimiter(perMinute: number): RateLimiterRedis {
+    let limiter = this.agentLimiters.get(perMinute);
+    if (!limiter) {
+      limiter = new RateLimiterRedis({ storeClient: this.deps.redis, keyPrefix: `ratelimit-agents-${perMinute}`, points: perMinute, duration: 60 });
+      this.agentLimiters.set(perMinute, limiter);
+    }
+    return limiter;
+  }
+
   /** Spends one of the key's agent invocations of the current minute. */
   async admitAgentInvocation(keyId: string, limits: Pick<Limits, 'agentPerMinute'>): Promise<{ allowed: boolean; limit: number; remaining: number; reset: number }> {
-    let limiter = this.agentLimiters.get(limits.agentPerMinute);
-    if (!limiter) {
-      limiter = new RateLimiterRedis({
-        storeClient: this.deps.redis,
-        keyPrefix: `ratelimit-agents-${limits.agentPerMinute}`,
-        points: limits.agentPerMinute,
-        duration: 60,
-      });
-      this.agentLimiters.set(limits.agentPerMinute, limiter);
-    }
     try {
-      const res = await limiter.consume(keyId);
+      const res = await this.agentLimiter(limits.agentPerMinute).consume(keyId);
       return { allowed: true, limit: limits.agentPerMinute, remaining: res.remainingPoints, reset: Math.ceil(res.msBeforeNext / 1000) };
     } catch (err) {
       if (!(err instanceof RateLimiterRes)) throw err;

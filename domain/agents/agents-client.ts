@@ -34,7 +34,7 @@ export function createAgentsClient(opts: { baseUrl: string; key: () => Promise<s
         return await fetch(url, { method, headers, body: call.body === undefined ? undefined : JSON.stringify(call.body), signal: call.signal });
       } catch (err) {
         if (call.signal?.aborted) throw err;
-        throw new AppError('UNAVAILABLE', 'The agents service cannot be reached right now; retry shortly.');
+        throw new AppError('UNAVAILABLE', 'The agents service cannot be reached right now; retry shortly.', {}, { cause: err });
       }
     },
   };

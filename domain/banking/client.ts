@@ -40,7 +40,7 @@ export class BankingClient {
       res = await fetch(url, { method: c.method, headers, body: c.body === undefined ? undefined : JSON.stringify(c.body), signal: AbortSignal.timeout(this.timeoutMs) });
     } catch (err) {
       const timedOut = (err as Error).name === 'TimeoutError';
-      throw new AppError('UNAVAILABLE', `The banking service ${timedOut ? 'did not answer in time' : 'cannot be reached'}; retry shortly.`, { dependency: 'banking' });
+      throw new AppError('UNAVAILABLE', `The banking service ${timedOut ? 'did not answer in time' : 'cannot be reached'}; retry shortly.`, { dependency: 'banking' }, { cause: err });
     }
     const text = await res.text();
     let body: unknown;

@@ -5,7 +5,7 @@
  */
 import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowStartOptions } from '@temporalio/client';
 import type pg from 'pg';
-import { withTransaction } from '../../lib/db.js';
+import { withTransaction, type Queryable } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import { searchAttributes, welcomeWorkflowId } from '../../workflows/definitions.js';
 import type { sendWelcomeEmail } from '../../workflows/index.js';
@@ -39,11 +39,28 @@ function startWelcomeWorkflow(
   });
 }
 
+/**
+ * The welcome e-mail says "your workspace is ready": 409 naming the phase for a tenant whose
+ * TenantClient is not Ready (deleted, cancelled, still provisioning, unavailable). The row is
+ * locked (shared) until the start commits, so the phase cannot move meanwhile. A tenant without a
+ * TenantClient (seeded, outside the lifecycle: the demo) is not refused.
+ */
+async function refuseUnlessReady(db: Queryable, tenant: string): Promise<void> {
+  const { rows } = await db.query<{ phase: string }>('SELECT phase FROM tenant_clients WHERE name = $1 FOR SHARE', [tenant]);
+  const phase = rows[0]?.phase;
+  if (phase === undefined || phase === 'Ready') return;
+  throw new AppError('CONFLICT', `Tenant "${tenant}" is ${phase}, not Ready: its welcome e-mail ("your workspace is ready") is sent only for a Ready tenant.`, {
+    tenant,
+    phase,
+  });
+}
+
 export async function startWelcomeEmail(
   deps: { pool: pg.Pool; temporal: Client; taskQueue: string },
   tenant: string,
 ): Promise<WelcomeStarted> {
   return withTransaction(deps.pool, async (db) => {
+    await refuseUnlessReady(db, tenant);
     const { rows } = await db.query<{ owner_email: string; workspace: string | null; welcome_count: number }>(
       `UPDATE tenants SET welcome_count = welcome_count + 1
         WHERE name = $1

@@ -1,5 +1,6 @@
 /**
- * First start: every live pair of the inventory without a current key gets one, generated here,
+ * First start: every live pair of the inventory whose consumer holds no accepted key (none in the
+ * secret store, or a revoked one) gets a new current key, generated here,
  * registered `current` at the target (hash only) and stored as the current version in the secret
  * store, in one transaction. Idempotent and safe to run from several processes at once (an advisory
  * lock); run by `npm run db:migrate` (also the migrate container), `npm run dev` and the test setup.
@@ -28,9 +29,12 @@ export async function ensureServiceKeys(
     await c.query('SELECT pg_advisory_xact_lock($1)', [LOCK_ID]);
     const created: { caller: string; target: string; keyId: string }[] = [];
     for (const pair of pairs) {
+      // the consumer's current secret is a key the target accepts: nothing to do. Between a
+      // rotation's switch and its end that key is the pending one (the registry's current key is
+      // the old one, its secret no longer current): a restart then must leave both alone
       const { rows } = await c.query(
-        `SELECT 1 FROM service_keys k JOIN service_key_secrets s ON s.key_id = k.key_id AND s.is_current
-          WHERE k.caller = $1 AND k.target = $2 AND k.state = 'current'`,
+        `SELECT 1 FROM service_key_secrets s JOIN service_keys k ON k.key_id = s.key_id AND k.state <> 'revoked'
+          WHERE s.caller = $1 AND s.target = $2 AND s.is_current`,
         [pair.caller, pair.target],
       );
       if (rows.length) continue;

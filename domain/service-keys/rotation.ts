@@ -32,6 +32,10 @@ export const rotationSettings = (cfg: Config): RotationSettings => ({
   // a holding process reports at most a heartbeat plus a tick (≤ a heartbeat) apart; the target
   // writes it within a usage flush (domain/service-keys/holders.ts)
   holderWindowMs: 2 * cfg.SERVICE_KEY_HOLDER_HEARTBEAT_MS + cfg.SERVICE_KEY_USAGE_FLUSH_MS,
+  // a holding process reads the store once a tick (holderOptions: the cache TTL, at least 1 s) and
+  // reports a new version at once; the target writes it within a usage flush
+  exposureNoticeMs: Math.max(cfg.SERVICE_KEY_SECRET_TTL_MS, 1_000) + cfg.SERVICE_KEY_USAGE_FLUSH_MS,
+  exposurePollMs: Math.min(cfg.SERVICE_KEY_ROTATION_POLL_MS, Math.max(cfg.SERVICE_KEY_USAGE_FLUSH_MS, 250)),
 });
 
 export interface RotationStarted {
@@ -112,7 +116,7 @@ export async function startRotation(
       staticSummary: `Rotate the ${pair.caller} → ${pair.target} service key (#${n}, ${reason})`,
       staticDetails:
         `Steps: new key registered pending at ${pair.target} → stored as a new secret version → made current for ${pair.caller} → ` +
-        `verified from ${pair.target}'s usage records (switch proof: ${proof}) → promoted, old key revoked. Rolls back if ${pair.caller} has not switched ` +
+        `verified from ${pair.target}'s usage records (switch proof: ${proof}${reason === 'exposure' ? '; exposure: no quiet period' : ''}) → promoted, old key revoked. Rolls back if ${pair.caller} has not switched ` +
         `within ${Math.round(deps.settings.deadlineMs / 1000)} s.`,
       typedSearchAttributes: [{ key: searchAttributes.currentStep, value: 'queued' }],
     });

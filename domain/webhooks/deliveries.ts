@@ -115,14 +115,27 @@ export async function messagePayload(db: Pool, messageId: string): Promise<{ pay
   return rows[0] && { payload: rows[0].payload, eventType: rows[0].event_type, workspaceId: rows[0].workspace_id };
 }
 
-/** Disables an endpoint (410, or failing too long); true when this call disabled it. */
-export async function disableEndpoint(db: Pool, endpointId: string, reason: string, onlyIfFailingForMs?: number): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now()
-      WHERE id = $1 AND enabled ${onlyIfFailingForMs !== undefined ? `AND failing_since < now() - ($3::bigint * interval '1 millisecond')` : ''}`,
-    onlyIfFailingForMs !== undefined ? [endpointId, reason, onlyIfFailingForMs] : [endpointId, reason],
-  );
+/** Disables an endpoint (it answered 410 Gone); true when this call disabled it. */
+export async function disableEndpoint(db: Pool, endpointId: string, reason: string): Promise<boolean> {
+  const { rowCount } = await db.query(`UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now() WHERE id = $1 AND enabled`, [
+    endpointId,
+    reason,
+  ]);
   return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Disables an endpoint whose failure clock (`failing_since`) is older than `failingForMs`; answers
+ * since when it had been failing when this call disabled it, undefined otherwise.
+ */
+export async function disableEndpointFailingFor(db: Pool, endpointId: string, failingForMs: number, reason: string): Promise<{ failingSince: Date } | undefined> {
+  const { rows } = await db.query<{ failing_since: Date }>(
+    `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now()
+      WHERE id = $1 AND enabled AND failing_since < now() - ($3::bigint * interval '1 millisecond')
+      RETURNING failing_since`,
+    [endpointId, reason, failingForMs],
+  );
+  return rows[0] && { failingSince: rows[0].failing_since };
 }
 
 export async function workspaceAdminEmails(db: Pool, workspaceId: string): Promise<string[]> {

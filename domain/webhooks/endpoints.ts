@@ -6,6 +6,25 @@ import type { Pool } from 'pg';
 import { AppError } from '../../lib/errors.js';
 import { open, seal } from '../../lib/secret-box.js';
 import { newSecret } from './signing.js';
+import { ERP_EVENT_TYPES } from './ingestion.js';
+
+/**
+ * The event types an endpoint can subscribe to: the ones that reach a workspace's endpoints (the
+ * ERP's events; `webhook.test` goes to one endpoint on request, whatever it subscribes to).
+ */
+export const WEBHOOK_EVENT_TYPES: readonly string[] = ERP_EVENT_TYPES;
+
+/** 400 for subscribed types outside the catalogue (an endpoint would never receive them), naming the known ones. */
+export function checkEventTypes(eventTypes: readonly string[] | null | undefined): void {
+  const unknown = (eventTypes ?? []).filter((t) => !WEBHOOK_EVENT_TYPES.includes(t));
+  if (unknown.length === 0) return;
+  throw new AppError(
+    'BAD_REQUEST',
+    `eventTypes: ${unknown.map((t) => JSON.stringify(t)).join(', ')} ${unknown.length === 1 ? 'is not an event type' : 'are not event types'}; ` +
+      `the known ones are ${WEBHOOK_EVENT_TYPES.join(', ')} (or null for every type).`,
+    { unknownEventTypes: unknown, knownEventTypes: WEBHOOK_EVENT_TYPES },
+  );
+}
 
 export interface Endpoint {
   id: string;

@@ -21,6 +21,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type pg from 'pg';
 import { problemDetails, registerProbes, serverOptions } from '../../lib/http.js';
+import type { DestinationStream } from 'pino';
 import { AppError, problem } from '../../lib/errors.js';
 import { registerServiceKeyCheck, requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { findAgent, type Agent } from '../../domain/agents/catalog.js';
@@ -41,6 +42,8 @@ export interface AgentsDeps {
   data: DataClient;
   maxToolRounds: number;
   logLevel?: string;
+  /** Where the log lines go (default standard output). */
+  logStream?: DestinationStream;
 }
 
 const errors = serviceProblemResponses;
@@ -59,7 +62,7 @@ const Headers = Type.Object({
 const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
 export async function buildAgentsApp(deps: AgentsDeps): Promise<FastifyInstance> {
-  const app = Fastify(serverOptions(deps.logLevel ?? 'info')).withTypeProvider<TypeBoxTypeProvider>();
+  const app = Fastify(serverOptions(deps.logLevel ?? 'info', { stream: deps.logStream })).withTypeProvider<TypeBoxTypeProvider>();
   await app.register(problemDetails);
 
   registerProbes(app as unknown as FastifyInstance, { name: 'postgres', ping: () => deps.pool.query('SELECT 1') });

@@ -8,6 +8,7 @@ import { createDataClient } from '../../domain/agents/data-client.js';
 import { createModel } from '../../domain/agents/runner.js';
 import { WorkspaceGrants } from '../../domain/agents/workspace-grant.js';
 import { AGENTS_TARGET, buildAgentsApp } from './app.js';
+import { closeOnSignals } from '../../lib/shutdown.js';
 
 /** Starts the agents service; returns a function that stops it. */
 export async function startAgents(cfg = config()) {
@@ -43,5 +44,5 @@ export async function startAgents(cfg = config()) {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const svc = await startAgents();
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void svc.close());
+  closeOnSignals(() => svc.close());
 }

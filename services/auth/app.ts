@@ -19,6 +19,7 @@ import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import type { Config } from '../../lib/config.js';
 import { problemDetails, sendProblem, serverOptions } from '../../lib/http.js';
+import type { DestinationStream } from 'pino';
 import { loginWithPassword, refreshSession, type IssuedSession } from '../../domain/access/login-sessions.js';
 import { PasswordThrottle } from '../../domain/access/login-throttle.js';
 import { registerServiceKeyCheck, requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
@@ -35,6 +36,8 @@ export interface AuthDeps {
   >;
   /** The service-key check of target `auth` (domain/service-keys/verifier.ts): every registered caller may call. */
   serviceKeys: ServiceKeyCheck;
+  /** Where the log lines go (default standard output). */
+  logStream?: DestinationStream;
 }
 
 const Problem = Type.Ref('Problem');
@@ -58,7 +61,7 @@ const sessionBody = (s: IssuedSession) => ({
 });
 
 export async function buildAuthApp(deps: AuthDeps): Promise<FastifyInstance> {
-  const app = Fastify(serverOptions(deps.config.LOG_LEVEL)).withTypeProvider<TypeBoxTypeProvider>();
+  const app = Fastify(serverOptions(deps.config.LOG_LEVEL, { stream: deps.logStream })).withTypeProvider<TypeBoxTypeProvider>();
   await app.register(problemDetails);
   app.addSchema(ProblemSchema);
   await app.register(swagger, {

@@ -4,6 +4,7 @@ import { createPool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { AUTH_TARGET, buildAuthApp } from './app.js';
+import { closeOnSignals } from '../../lib/shutdown.js';
 
 /** Starts the auth service (port AUTH_PORT: 8001 locally, 8000 in its own container); `close()` stops it. */
 export async function startAuth(cfg = config()) {
@@ -27,5 +28,5 @@ export async function startAuth(cfg = config()) {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const svc = await startAuth();
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void svc.close());
+  closeOnSignals(() => svc.close());
 }

@@ -13,6 +13,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import type pg from 'pg';
 import { problemDetails, serverOptions } from '../../lib/http.js';
+import type { DestinationStream } from 'pino';
 import { AccountIdParam, AdaptersSchema, BankIdParam, ConsentBody, ConsentQuery, ConsentSchema, TransactionsQuery } from '../../domain/banking/schemas.js';
 import { registerServiceKeyCheck, requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { AppError } from '../../lib/errors.js';
@@ -28,6 +29,8 @@ export interface BankingDeps {
   /** Who may call (default: the account API only). */
   callers?: readonly string[];
   logLevel?: string;
+  /** Where the log lines go (default standard output). */
+  logStream?: DestinationStream;
 }
 
 export const BANKING_CALLERS = ['account-api'] as const;
@@ -54,13 +57,18 @@ export function publicConsent(c: Consent) {
 }
 
 export async function buildBankingApp(deps: BankingDeps): Promise<FastifyInstance> {
-  const app = Fastify(serverOptions(deps.logLevel ?? 'info')).withTypeProvider<TypeBoxTypeProvider>();
+  const app = Fastify(serverOptions(deps.logLevel ?? 'info', { stream: deps.logStream })).withTypeProvider<TypeBoxTypeProvider>();
   await app.register(problemDetails);
   const consents = new ConsentStore(deps.pool, deps.secretsKey);
 
   const adapter = (bankId: string) => {
     const found = deps.adapters.get(bankId);
-    if (!found) throw new AppError('NOT_FOUND', `No bank adapter "${bankId}"; GET /banking/adapters lists them.`, { bankId });
+    if (!found) {
+      // the banks by id, not a path of this service (its caller's path differs: /api/banking/adapters)
+      const known = [...deps.adapters.keys()];
+      const banks = known.length <= 12 ? known.map((id) => `"${id}"`).join(', ') : `${known.slice(0, 3).map((id) => `"${id}"`).join(', ')} and ${known.length - 3} more (the adapters list has them all)`;
+      throw new AppError('NOT_FOUND', `There is no bank "${bankId}" here; the banks are ${banks}.`, { bankId });
+    }
     return found;
   };
 

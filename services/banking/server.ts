@@ -5,6 +5,7 @@ import { createLogger } from '../../lib/logger.js';
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { adaptersFromConfig } from '../../domain/banking/nextgenpsd2.js';
 import { buildBankingApp } from './app.js';
+import { closeOnSignals } from '../../lib/shutdown.js';
 
 export const BANKING_TARGET = 'banking';
 
@@ -37,5 +38,5 @@ export async function startBanking(cfg = config()) {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const svc = await startBanking();
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void svc.close().then(() => process.exit(0)));
+  closeOnSignals(() => svc.close());
 }

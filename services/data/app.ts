@@ -17,6 +17,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type pg from 'pg';
 import { problemDetails, registerProbes, serverOptions } from '../../lib/http.js';
+import type { DestinationStream } from 'pino';
 import { AppError } from '../../lib/errors.js';
 import { registerServiceKeyCheck, requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { AlertsSchema, CashflowSchema, KpisSchema, type DashboardService } from '../../domain/erp/dashboards.js';
@@ -33,12 +34,14 @@ export interface DataDeps {
   grants: WorkspaceGrants;
   dashboards: DashboardService;
   logLevel?: string;
+  /** Where the log lines go (default standard output). */
+  logStream?: DestinationStream;
 }
 
 const errors = serviceProblemResponses;
 
 export async function buildDataApp(deps: DataDeps): Promise<FastifyInstance> {
-  const app = Fastify(serverOptions(deps.logLevel ?? 'info')).withTypeProvider<TypeBoxTypeProvider>();
+  const app = Fastify(serverOptions(deps.logLevel ?? 'info', { stream: deps.logStream })).withTypeProvider<TypeBoxTypeProvider>();
   await app.register(problemDetails);
 
   registerProbes(app as unknown as FastifyInstance, { name: 'postgres', ping: () => deps.pool.query('SELECT 1') });

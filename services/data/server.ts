@@ -6,6 +6,7 @@ import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { WorkspaceGrants } from '../../domain/agents/workspace-grant.js';
 import { buildDataApp, DATA_TARGET } from './app.js';
+import { closeOnSignals } from '../../lib/shutdown.js';
 
 /** Starts the data service; returns a function that stops it. */
 export async function startData(cfg = config()) {
@@ -35,5 +36,5 @@ export async function startData(cfg = config()) {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const svc = await startData();
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void svc.close());
+  closeOnSignals(() => svc.close());
 }

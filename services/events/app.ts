@@ -13,6 +13,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Redis } from 'ioredis';
 import { jsonParser, problemDetails, registerProbes, serverOptions } from '../../lib/http.js';
+import type { DestinationStream } from 'pino';
 import { registerServiceKeyCheck, requireServiceKey, type ServiceCallerIdentity, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { AppError } from '../../lib/errors.js';
 import { cloudEventProblems, EVENT_FIELD, type CloudEvent } from '../../domain/events/events.js';
@@ -28,6 +29,8 @@ export interface EventsDeps {
   /** How long a published event's identity is remembered for de-duplication (seconds). */
   dedupeTtlSeconds: number;
   logLevel?: string;
+  /** Where the log lines go (default standard output). */
+  logStream?: DestinationStream;
   /**
    * Event ingestion from the tenant ERPs (domain/webhooks/ingestion.ts): the check of a tenant's
    * token (made from a key of the `erp → event-ingestion` pair the registry accepts:
@@ -65,7 +68,7 @@ const asRecord = (flat: XInfo): Record<string, unknown> => {
 };
 
 export async function buildEventsApp(deps: EventsDeps): Promise<FastifyInstance> {
-  const app = Fastify(serverOptions(deps.logLevel ?? 'info')).withTypeProvider<TypeBoxTypeProvider>();
+  const app = Fastify(serverOptions(deps.logLevel ?? 'info', { stream: deps.logStream })).withTypeProvider<TypeBoxTypeProvider>();
   await app.register(problemDetails);
   // Only JSON bodies: without the default text/plain parser, any other type is answered 415.
   app.removeAllContentTypeParsers();

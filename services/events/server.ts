@@ -6,6 +6,7 @@ import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { buildEventsApp } from './app.js';
 import { INGESTION_PAIR, IngestionKeyRing, markSeen, type IngestionPair } from '../../domain/webhooks/ingestion.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
+import { closeOnSignals } from '../../lib/shutdown.js';
 
 export const EVENTS_TARGET = 'events';
 
@@ -64,5 +65,5 @@ export async function startEvents(cfg = config(), opts: { ingestionPair?: Ingest
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const svc = await startEvents();
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void svc.close());
+  closeOnSignals(() => svc.close());
 }

@@ -11,6 +11,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Redis } from 'ioredis';
 import { problemDetails, serverOptions } from '../../lib/http.js';
+import type { DestinationStream } from 'pino';
 import { registerServiceKeyCheck, requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { AppError } from '../../lib/errors.js';
 import type { Mail, Mailer } from './mailer.js';
@@ -23,6 +24,8 @@ export interface NotificationsDeps {
   serviceKeys: ServiceKeyCheck;
   appUrl: string;
   logLevel?: string;
+  /** Where the log lines go (default standard output). */
+  logStream?: DestinationStream;
 }
 
 const Email = Type.String({ format: 'email', maxLength: 254 });
@@ -37,7 +40,7 @@ const IdempotencyHeaders = Type.Object({
 const IDEMPOTENCY_TTL_S = 7 * 24 * 3600;
 
 export async function buildNotificationsApp(deps: NotificationsDeps): Promise<FastifyInstance> {
-  const app = Fastify(serverOptions(deps.logLevel ?? 'info')).withTypeProvider<TypeBoxTypeProvider>();
+  const app = Fastify(serverOptions(deps.logLevel ?? 'info', { stream: deps.logStream })).withTypeProvider<TypeBoxTypeProvider>();
   await app.register(problemDetails);
 
   /** Sends `mail` at most once per idempotency key. */

@@ -5,6 +5,7 @@ import { createLogger } from '../../lib/logger.js';
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { buildNotificationsApp } from './app.js';
 import { createSmtpMailer } from './mailer.js';
+import { closeOnSignals } from '../../lib/shutdown.js';
 
 export const NOTIFICATIONS_TARGET = 'notifications';
 
@@ -39,5 +40,5 @@ export async function startNotifications(cfg = config()) {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const svc = await startNotifications();
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void svc.close());
+  closeOnSignals(() => svc.close());
 }

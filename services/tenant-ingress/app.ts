@@ -12,7 +12,8 @@ import fastifyHttpProxy from '@fastify/http-proxy';
 import Fastify from 'fastify';
 import type pg from 'pg';
 import { forwardSaas, type SaasForwarding } from './saas.js';
-import { serverOptions } from '../../lib/http.js';
+import { handleError, serverOptions } from '../../lib/http.js';
+import type { DestinationStream } from 'pino';
 
 /** How long a host's route is trusted before `tenant_routes` is read again. */
 const ROUTE_TTL_MS = 1_000;
@@ -23,6 +24,8 @@ export interface TenantIngressOptions {
   upstream: string;
   saas: SaasForwarding;
   logLevel: string;
+  /** Where the log lines go (default standard output). */
+  logStream?: DestinationStream;
 }
 
 export async function buildTenantIngress(opts: TenantIngressOptions) {
@@ -38,7 +41,10 @@ export async function buildTenantIngress(opts: TenantIngressOptions) {
     return tenant;
   }
 
-  const app = Fastify({ ...serverOptions(opts.logLevel), bodyLimit: 64 * 1024 * 1024 });
+  const app = Fastify({ ...serverOptions(opts.logLevel, { stream: opts.logStream }), bodyLimit: 64 * 1024 * 1024 });
+  // the platform's one error mapper: a failure of the ingress itself (its route look-up) is a
+  // problem answer and a "request failed" line with the error's stack (lib/http.ts)
+  app.setErrorHandler(handleError);
   // bodies go to Odoo as they came (XML-RPC, JSON-RPC, uploads): no parsing here
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_req, payload, done) => done(null, payload));

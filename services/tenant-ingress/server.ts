@@ -5,6 +5,7 @@ import { holderOptions, reportingStore } from '../../domain/service-keys/holders
 import { createLogger } from '../../lib/logger.js';
 import { buildTenantIngress } from './app.js';
 import { sessionAtErp } from './saas.js';
+import { closeOnSignals } from '../../lib/shutdown.js';
 
 /**
  * Starts the tenant ingress at ERP_HOST:ERP_PORT in front of the Odoo at ODOO_UPSTREAM_URL; the
@@ -37,5 +38,5 @@ export async function startTenantIngress(cfg = config()) {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const ingress = await startTenantIngress();
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void ingress.close());
+  closeOnSignals(() => ingress.close());
 }

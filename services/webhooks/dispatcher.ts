@@ -29,6 +29,7 @@ import { sendingEndpoints, type SendingEndpoint } from '../../domain/webhooks/en
 import { recordAttempts, recordMessages, type NewMessage, type RecordedAttempt } from '../../domain/webhooks/deliveries.js';
 import { messageBody, messageIdOf, webhookHeaders } from '../../domain/webhooks/signing.js';
 import { startRetry, webhookSender, type RetryStarter } from '../../domain/webhooks/sending.js';
+import { closeOnSignals } from '../../lib/shutdown.js';
 
 export const WEBHOOKS_GROUP = 'webhooks';
 const CACHE_MS = 1_000;
@@ -386,5 +387,5 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const d = await startDispatcher();
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void d.close());
+  closeOnSignals(() => d.close());
 }

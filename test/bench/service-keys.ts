@@ -18,6 +18,10 @@
  * Then an idle pair (switch proof `holders`): one consumer process holding the key through a
  * reporting store (heartbeat 500 ms) and making no call at all; the same shortened rotation. Prints
  * its outcome and duration, and what the reports cost the target (requests, failed ones).
+ *
+ * Then how long the old key stays valid, for an annual and an exposure rotation of such a pair
+ * (holders; measured from the rotation's start to the first 401 for the old key, with the shortened
+ * durations), and what the default configuration makes of both.
  */
 import { performance } from 'node:perf_hooks';
 import { rmSync } from 'node:fs';
@@ -26,9 +30,10 @@ import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createRotationActivities } from '../../activities/service-key-rotation.js';
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
-import { startRotation } from '../../domain/service-keys/rotation.js';
+import { rotationSettings, startRotation } from '../../domain/service-keys/rotation.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { reportingStore } from '../../domain/service-keys/holders.js';
+import { listKeys } from '../../domain/service-keys/registry.js';
 import { parseConfig } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
 import { migrate } from '../../lib/migrate.js';
@@ -101,7 +106,8 @@ async function rotationThroughput() {
     const connection = await Connection.connect({ address: temporal.address });
     const client = new Client({ connection });
     // holders report every 500 ms, the target flushes usage every 100 ms: a holder window of 1.1 s
-    const settings = { acceptWaitMs: 500, quietPeriodMs: 3000, pollIntervalMs: 250, deadlineMs: 60_000, rollbackWaitMs: 500, holderWindowMs: 1100 };
+    // (exposure: a holder tick of 200 ms plus the flush; polled every flush)
+    const settings = { acceptWaitMs: 500, quietPeriodMs: 3000, pollIntervalMs: 250, deadlineMs: 60_000, rollbackWaitMs: 500, holderWindowMs: 1100, exposureNoticeMs: 300, exposurePollMs: 100 };
     const workerConnection = await NativeConnection.connect({ address: temporal.address });
     const worker = await Worker.create({
       connection: workerConnection,
@@ -179,6 +185,41 @@ async function rotationThroughput() {
     console.log(`  ${idleResult.outcome} in ${((i1 - i0) / 1000).toFixed(1)} s (quiet period 3 s); ${reports} reports reached the target, ${refused} failed`);
     if (idleResult.outcome !== 'completed' || refused > 0) process.exitCode = 1;
     holding.close();
+
+    // how long the old key stays valid: annual vs exposure, each on a fresh idle holders pair
+    const oldKeyValidity = async (reason: 'annual' | 'exposure') => {
+      const p = { caller: `bench-${reason}-consumer`, target: pair.target };
+      await ensureServiceKeys(pool, store, [p as never]);
+      await target.verifier.reload();
+      const holder = reportingStore(new PgSecretStore(pool, cfg.SECRETS_KEY, 200), { targetUrl: (t) => (t === p.target ? target.url : undefined), heartbeatMs: 500, tickMs: 200 });
+      const oldKey = await holder.current(p.caller, p.target);
+      await call(oldKey.key);
+      // the old key is not used meanwhile (that would hold an annual rotation): its revocation time is read from the registry
+      const s0 = Date.now();
+      const started = await startRotation({ pool, temporal: client, taskQueue: 'bench-rotation', settings, inventory: [{ ...p, target: p.target as never, live: true, what: 'bench', proof: 'holders' }] }, p, reason);
+      let reportedAt: number | undefined;
+      const watch = setInterval(() => {
+        if (reportedAt === undefined && holder.holder.pairs[0]?.keyId !== oldKey.keyId) reportedAt = Date.now();
+      }, 5);
+      const outcome = ((await client.workflow.getHandle(started.workflowId).result()) as { outcome: string }).outcome;
+      clearInterval(watch);
+      holder.close();
+      const revokedAt = (await listKeys(pool, p)).find((k) => k.keyId === oldKey.keyId)?.revokedAt?.getTime();
+      const refusedAt = revokedAt !== undefined && (await call(oldKey.key)) === 401 ? revokedAt : undefined;
+      if (outcome !== 'completed' || refusedAt === undefined) process.exitCode = 1;
+      const secs = (ms: number | undefined) => (ms === undefined ? '?' : `${(ms / 1000).toFixed(1)} s`);
+      console.log(
+        `  ${reason.padEnd(8)} ${outcome}: old key valid ${secs(refusedAt && refusedAt - s0)} after the rotation started, ${secs(refusedAt && reportedAt && refusedAt - reportedAt)} after the holder reported the new key`,
+      );
+    };
+    console.log(`\nHow long the old key stays valid (holders pair, idle; accept wait 0.5 s, quiet period 3 s, exposure notice 0.3 s):`);
+    await oldKeyValidity('annual');
+    await oldKeyValidity('exposure');
+    const d = rotationSettings(parseConfig({}));
+    console.log(
+      `  with the default configuration: annual at least ${Math.round((d.acceptWaitMs + Math.max(d.quietPeriodMs, d.holderWindowMs ?? 0)) / 1000)} s ` +
+        `(accept wait + quiet period), exposure about ${Math.round((d.acceptWaitMs + d.exposureNoticeMs! + d.exposurePollMs!) / 1000)} s (accept wait + notice window + a poll)`,
+    );
 
     worker.shutdown();
     await workerRun;

@@ -77,7 +77,7 @@ describe('CLI errors in the CLI’s terms', () => {
   it('names the flag when the API refuses a value the CLI let through', async () => {
     const out = await cli(['users', 'add', '--workspace', 'demo', '--email', 'short-pw@example.test'], { PLANA_USER_PASSWORD: 'short' });
     expect(out.code).toBe(1);
-    expect(out.stderr).toContain('error: the password (PLANA_USER_PASSWORD or the prompt) must NOT have fewer than 12 characters');
+    expect(out.stderr).toContain('error: the password (PLANA_USER_PASSWORD or the prompt) must be at least 12 characters long');
     expect(out.stderr).not.toContain('body.');
 
     const reset = await cli(['users', 'add', '--workspace', 'demo', '--email', 'reset@example.test', '--no-password', '--reset-password']);

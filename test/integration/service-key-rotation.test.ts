@@ -70,6 +70,9 @@ beforeAll(async () => {
     // holding processes report every 300 ms; targets write usage every 100 ms: a holder window of 0.7 s
     SERVICE_KEY_HOLDER_HEARTBEAT_MS: '300',
     SERVICE_KEY_USAGE_FLUSH_MS: '100',
+    // processes read their key through a 200 ms cache: an exposure rotation's notice window is a
+    // holder tick (at least 1 s) plus a flush, 1.1 s
+    SERVICE_KEY_SECRET_TTL_MS: '200',
   });
   const cfg = { ...api.cfg, EVENTS_URL: `http://127.0.0.1:${api.cfg.EVENTS_PORT}` };
   events = await startEvents(cfg);
@@ -162,6 +165,13 @@ function historyText(history: unknown): string {
   return `${json}\n${decoded.join('\n')}`;
 }
 
+/** The summaries of a history's timers (the workflow's sleeps, as the Temporal UI shows them). */
+function timerSummaries(history: { events?: { timerStartedEventAttributes?: unknown; userMetadata?: { summary?: { data?: Uint8Array | null } | null } | null }[] | null }): string[] {
+  return (history.events ?? [])
+    .filter((e) => e.timerStartedEventAttributes && e.userMetadata?.summary?.data)
+    .map((e) => JSON.parse(Buffer.from(e.userMetadata!.summary!.data!).toString('utf8')) as string);
+}
+
 async function expectNoKeyIn(text: string) {
   for (const k of secrets) expect(text).not.toContain(k);
 }
@@ -234,6 +244,44 @@ describe('service-key rotation', () => {
     const record = await rotationRecord(api.pool, workflowId);
     expect(record).toMatchObject({ outcome: 'rolled-back', alert: `event service-key.rotation-failed:${workflowId}` });
     await expectNoKeyIn(historyText(await handle.fetchHistory()));
+  }, 30_000);
+
+  it('a restart during a rotation (the bootstrap runs again after the switch): no key is made or revoked, the list shows the key the consumer sends with its uses, and the rotation completes on that key', async () => {
+    const pair = await newPair();
+    const old = await store.current(pair.caller, pair.target);
+    const consumerStore = new PgSecretStore(api.pool, api.cfg.SECRETS_KEY, 200);
+    let sent = old.keyId;
+    const traffic = consumer(async () => {
+      const s = await consumerStore.current(pair.caller, pair.target);
+      sent = s.keyId;
+      return s.key;
+    });
+    try {
+    const res = await rotate(pair);
+    expect(res.status).toBe(202);
+    const handle = client.workflow.getHandle(((await res.json()) as { workflowId: string }).workflowId);
+    // step 3: the secret store's current version is the new (still pending) key
+    await expect.poll(async () => (await store.current(pair.caller, pair.target)).keyId, { timeout: 5_000, interval: 20 }).not.toBe(old.keyId);
+
+    // `npm run dev` / `npm run db:migrate` started again now
+    expect(await ensureServiceKeys(api.pool, store, [pair as unknown as Pick<ServiceKeyPair, 'caller' | 'target'>])).toEqual([]);
+    const during = await listKeys(api.pool, pair);
+    expect(during.map((k) => k.state).sort()).toEqual(['current', 'pending']);
+
+    const result = (await handle.result()) as RotationResult;
+    expect(result).toMatchObject({ outcome: 'completed', oldKeyId: old.keyId });
+    expect(traffic.counts.failed).toBe(0);
+    // what `npm run cli -- service-keys` shows for the pair: the key the consumer sends, current and used
+    const { pairs } = (await (await fetch(`${api.base}/api/ops/service-keys`, { headers: { 'x-api-key': testKeys.operator } })).json()) as {
+      pairs: { caller: string; target: string; keys: { keyId: string; state: string; lastUsedAt: string | null; useCount: number }[] }[];
+    };
+    const shown = pairs.find((p) => p.caller === pair.caller && p.target === pair.target)!.keys;
+    expect(shown.filter((k) => k.state !== 'revoked')).toEqual([expect.objectContaining({ keyId: result.newKeyId, state: 'current', lastUsedAt: expect.any(String) })]);
+    expect(sent).toBe(result.newKeyId);
+    expect(shown.find((k) => k.keyId === result.newKeyId)!.useCount).toBeGreaterThan(0);
+    } finally {
+      await traffic.stop();
+    }
   }, 30_000);
 
   it('a second rotation of the same pair is refused (409) while one runs; another pair rotates meanwhile; the pair can rotate again afterwards', async () => {
@@ -510,6 +558,96 @@ describe('idle consumers: the switch proofs of the inventory', () => {
     expect(next.keyId).toBe(result.newKeyId);
     expect((await ping(next.key)).status).toBe(200);
   }, 30_000);
+
+  describe('after a suspected exposure (reason exposure)', () => {
+    // an annual quiet period far longer than the whole test: only the exposure rule can finish in time
+    const exposureSettings = () => ({ ...rotationSettings(api.cfg), quietPeriodMs: 20_000, deadlineMs: 15_000 });
+    async function rotateExposed(pair: { caller: string; target: string }, proof: SwitchProof) {
+      const inventory = [{ ...pair, target: pair.target as never, live: true, what: 'a test pair', proof }];
+      const started = await startRotation({ pool: api.pool, temporal: client, taskQueue: api.cfg.TEMPORAL_TASK_QUEUE, settings: exposureSettings(), inventory }, pair, 'exposure');
+      return client.workflow.getHandle(started.workflowId);
+    }
+
+    it('holders: the old key is refused right after the holding process reports the new one, without the annual quiet period, although someone keeps using the old key', async () => {
+      const pair = await newPair();
+      const old = await store.current(pair.caller, pair.target);
+      const proc = consumerProcess(pair, 200);
+      expect(await proc.call()).toBe(200); // it holds the key from now on
+      await sleep(500);
+
+      // whoever got hold of the exposed key calls with it throughout
+      let stop = false;
+      let refusedAt: number | undefined;
+      const intruder = (async () => {
+        while (!stop && refusedAt === undefined) {
+          if ((await ping(old.key)).status === 401) refusedAt = Date.now();
+          await sleep(20);
+        }
+      })();
+      // when the holding process has reported the new key to the target
+      let reportedAt: number | undefined;
+      const watch = setInterval(() => {
+        if (reportedAt === undefined && proc.store.holder.pairs[0]?.keyId !== old.keyId) reportedAt = Date.now();
+      }, 10);
+      try {
+        const startedAt = Date.now();
+        const handle = await rotateExposed(pair, 'holders');
+        const result = (await handle.result()) as RotationResult;
+        expect(result).toMatchObject({ outcome: 'completed', oldKeyId: old.keyId });
+        await expect.poll(() => refusedAt, { timeout: 2_000, interval: 20 }).toBeDefined();
+        // the order: the holder reports, then the old key is refused, within a notice window
+        // (cache tick + usage flush, 1.1 s here) and a poll, not after the 20 s quiet period
+        expect(reportedAt).toBeDefined();
+        expect(refusedAt!).toBeGreaterThan(reportedAt!);
+        expect(refusedAt! - reportedAt!).toBeLessThan(3_000);
+        expect(refusedAt! - startedAt).toBeLessThan(exposureSettings().quietPeriodMs / 2);
+        expect(await handle.query(rotationStatusQuery)).toMatchObject({ proof: 'holders', exposure: true, lastCheck: { newKeyUsed: true, newKeyNeeded: true } });
+        const states = Object.fromEntries((await listKeys(api.pool, pair)).map((k) => [k.keyId, k.state]));
+        expect(states).toEqual({ [old.keyId]: 'revoked', [result.newKeyId]: 'current' });
+        // the consumer works on with the new key
+        expect(await proc.call()).toBe(200);
+        const history = await handle.fetchHistory();
+        await expectNoKeyIn(historyText(history));
+        if (process.env.RECORD_HISTORIES) {
+          writeFileSync(path.resolve(import.meta.dirname, '../fixtures/histories/rotate-service-key-exposure.json'), JSON.stringify(history, null, 2) + '\n');
+        }
+      } finally {
+        stop = true;
+        clearInterval(watch);
+        await intruder;
+      }
+    }, 30_000);
+
+    it('holders: a process that keeps the old key never reports the new one: rolled back at the deadline, the old key still works', async () => {
+      const pair = await newPair();
+      const old = await store.current(pair.caller, pair.target);
+      const stuck = consumerProcess(pair, 3600_000);
+      expect(await stuck.call()).toBe(200);
+      const result = (await (await rotateExposed(pair, 'holders')).result()) as RotationResult;
+      expect(result).toMatchObject({ outcome: 'rolled-back', oldKeyId: old.keyId });
+      expect(result.message).toContain('never used');
+      expect(await stuck.call()).toBe(200);
+    }, 30_000);
+
+    it('per-run: the old key dies a notice window after the switch, not after the quiet period; the next run sends the new key', async () => {
+      const pair = await newPair();
+      const old = await store.current(pair.caller, pair.target);
+      const startedAt = Date.now();
+      const handle = await rotateExposed(pair, 'per-run');
+      const result = (await handle.result()) as RotationResult;
+      expect(result).toMatchObject({ outcome: 'completed', oldKeyId: old.keyId });
+      expect(Date.now() - startedAt).toBeLessThan(exposureSettings().quietPeriodMs / 2);
+      // what the Temporal UI shows for its waits: the notice window, not the annual silence
+      const waits = timerSummaries(await handle.fetchHistory()).filter((w) => w.includes(old.keyId));
+      expect(waits.length).toBeGreaterThan(0);
+      for (const w of waits) expect(w).toMatch(new RegExp(`^exposure: notice window for ${pair.caller} to take ${result.newKeyId}, \\d+ s left, then ${old.keyId} is revoked$`));
+      await verifier.reload();
+      expect((await ping(old.key)).status).toBe(401);
+      const next = await new PgSecretStore(api.pool, api.cfg.SECRETS_KEY).current(pair.caller, pair.target);
+      secrets.add(next.key);
+      expect((await ping(next.key)).status).toBe(200);
+    }, 30_000);
+  });
 
   it('the platform services serve the check route: the key\'s caller and id for a registered key, 401 otherwise; the list shows each pair\'s proof', async () => {
     const ok = await fetch(`${api.base}/.well-known/service-key`, { headers: { 'x-api-key': testKeys.operator } });

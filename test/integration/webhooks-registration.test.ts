@@ -95,3 +95,34 @@ it('refuses bad URLs with a 400 naming the rule, and writes nothing', async () =
   const list = await call(t.base, 'GET', '/api/portal/webhooks', asAdmin(accessToken, workspace.slug));
   expect(list.body.endpoints).toEqual([]);
 });
+
+it('refuses event types outside the catalogue with a 400 listing the known ones, on create and on change, for admins and keys; nothing written', async () => {
+  const { workspace, accessToken } = await adminOfNewWorkspace(t.base, t.pool);
+  const key = await createKey(t.base, accessToken, { name: 'hooks', scopes: ['webhooks:write'] });
+  const known = ['invoice.posted', 'payment.received', 'stock.changed'];
+  const expectUnknown = (res: Awaited<ReturnType<typeof call>>, unknown: string) => {
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toContain('application/problem+json');
+    expect(res.body.detail).toContain(`"${unknown}"`);
+    expect(res.body.detail).toContain('eventTypes');
+    for (const k of known) expect(res.body.detail).toContain(k);
+    expect(res.body.knownEventTypes).toEqual(known);
+  };
+  for (const caller of [asAdmin(accessToken, workspace.slug), { token: key.token }]) {
+    expectUnknown(await call(t.base, 'POST', '/api/portal/webhooks', { ...caller, body: { url: 'https://hooks.example.com/h', eventTypes: ['invoice.paid'] } }), 'invoice.paid');
+    expectUnknown(
+      await call(t.base, 'POST', '/api/portal/webhooks', { ...caller, body: { url: 'https://hooks.example.com/h', eventTypes: ['invoice.posted', 'invoice.paid'] } }),
+      'invoice.paid',
+    );
+  }
+  expect((await call(t.base, 'GET', '/api/portal/webhooks', asAdmin(accessToken, workspace.slug))).body.endpoints).toEqual([]);
+
+  const created = await call(t.base, 'POST', '/api/portal/webhooks', { token: key.token, body: { url: 'https://hooks.example.com/h', eventTypes: ['payment.received'] } });
+  expect(created.status).toBe(201);
+  const id = created.body.endpoint.id;
+  expectUnknown(await call(t.base, 'PATCH', `/api/portal/webhooks/${id}`, { token: key.token, body: { eventTypes: ['stock.changed', 'payment.recieved'] } }), 'payment.recieved');
+  expectUnknown(await call(t.base, 'PATCH', `/api/portal/webhooks/${id}`, { ...asAdmin(accessToken, workspace.slug), body: { eventTypes: ['invoice.paid'], enabled: false } }), 'invoice.paid');
+  // unchanged by the refused changes
+  expect((await call(t.base, 'GET', `/api/portal/webhooks/${id}`, { token: key.token })).body).toMatchObject({ eventTypes: ['payment.received'], enabled: true });
+  expect((await call(t.base, 'PATCH', `/api/portal/webhooks/${id}`, { token: key.token, body: { eventTypes: known } })).body).toMatchObject({ eventTypes: known });
+});

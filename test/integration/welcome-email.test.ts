@@ -116,6 +116,34 @@ describe('POST /api/ops/tenants/:name/welcome', () => {
     expect(res.json()).toMatchObject({ status: 404, code: 'NOT_FOUND', detail: 'Tenant "no-such-tenant" is not known to the platform.' });
   });
 
+  it.each(['Deprovisioned', 'Deprovisioning', 'Cancelled', 'Provisioning', 'Unavailable'])(
+    'refuses a tenant whose TenantClient is %s with 409 naming its phase, and starts and sends nothing',
+    async (phase) => {
+      const name = uniqueName();
+      await addTenant(name, `owner@${name}.test`);
+      await pool.query(`INSERT INTO tenant_clients (name, spec, phase) VALUES ($1, '{}', $2)`, [name, phase]);
+      const res = await requestWelcome(name);
+      expect(res.statusCode).toBe(409);
+      expect(res.headers['content-type']).toContain('application/problem+json');
+      expect(res.json()).toMatchObject({ status: 409, code: 'CONFLICT', phase });
+      expect(res.json().detail).toContain(`Tenant "${name}" is ${phase}, not Ready`);
+      const { rows } = await pool.query('SELECT welcome_count FROM tenants WHERE name = $1', [name]);
+      expect(rows[0].welcome_count).toBe(0);
+      await expect(temporal.workflow.getHandle(`welcome:${name}:1`).describe()).rejects.toThrow();
+      expect(readMailbox(sink.dir).filter((m) => m.to.includes(`owner@${name}.test`))).toEqual([]);
+    },
+  );
+
+  it('sends it for a tenant whose TenantClient is Ready', async () => {
+    const name = uniqueName();
+    await addTenant(name, `owner@${name}.test`);
+    await pool.query(`INSERT INTO tenant_clients (name, spec, phase) VALUES ($1, '{}', 'Ready')`, [name]);
+    const res = await requestWelcome(name);
+    expect(res.statusCode).toBe(202);
+    await temporal.workflow.getHandle(res.json().workflowId).result();
+    expect(readMailbox(sink.dir).filter((m) => m.to.includes(`owner@${name}.test`))).toHaveLength(1);
+  });
+
   it.each([
     ['no key', {}],
     ['a wrong key', { 'x-api-key': 'not-the-ops-key-0000000000000000' }],

@@ -8,7 +8,8 @@
  */
 import { useEffect, useState } from 'react';
 import { call, api, onSessionChange, refresh, signOut, type User } from './api/client';
-import { ErrorMessage, Loading, useLoad } from './components';
+import { ErrorMessage, Loading } from './components';
+import { useLoad } from './hooks';
 import { sections, type WorkspaceRef } from './nav';
 import { Link, navigate, useRoute } from './router';
 import { SignIn } from './pages/SignIn';

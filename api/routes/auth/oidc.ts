@@ -127,7 +127,8 @@ function callbackRoute(fastify: FastifyInstance, flow: ReturnType<typeof oidcFlo
   app.get(
     CALLBACK_PATH,
     {
-      config: { access: access.public },
+      // the identity provider's redirect: `code` and `state` in the query, by OAuth 2.0
+      config: { access: access.public, queryCredentials: 'oauth-redirect' },
       schema: {
         tags: ['auth'],
         summary: 'OIDC callback: logs in the user whose verified e-mail the provider vouches for',

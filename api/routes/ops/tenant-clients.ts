@@ -107,24 +107,26 @@ const TenantClientResource = Type.Object({
   temporalUiUrl: Type.String(),
 });
 
+/** The content types of a YAML TenantClient (application/json is every route's). */
+const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml'];
+
 const problems = { 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 404: Type.Ref('Problem'), 409: Type.Ref('Problem') };
 
 export default async function opsTenantClientRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  // `kubectl apply`-style: the resource may come as YAML as well as JSON
-  app.addContentTypeParser(['application/yaml', 'application/x-yaml', 'text/yaml'], { parseAs: 'string' }, (_req, body, done) =>
-    done(null, body),
-  );
+  // `kubectl apply`-style: the resource may come as YAML as well as JSON (any other type: a 415
+  // that lists these)
+  app.addContentTypeParser(YAML_TYPES, { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
   app.post(
     '/api/ops/tenant-clients',
     {
-      config: { access: access.service('operator') },
+      config: { access: access.service('operator'), contentTypes: ['application/json', ...YAML_TYPES] },
       validatorCompiler: handlerValidates,
       schema: {
         tags: ['ops'],
         summary: 'Apply a TenantClient (create, or update its spec; the same spec again changes nothing)',
-        description: 'Body: the TenantClient resource as JSON, or as YAML with Content-Type application/yaml. A name is a DNS label; a deleted (deprovisioned) tenant\'s name cannot be applied again (409).',
+        description: `Body: the TenantClient resource as JSON, or as YAML (Content-Type ${YAML_TYPES.join(', ')}). A name is a DNS label; a deleted (deprovisioned) tenant's name cannot be applied again (409).`,
         body: TenantClientSchema,
         response: {
           200: Type.Object({ result: Type.String(), name: Type.String(), generation: Type.Integer(), workflowId: Type.String(), temporalUiUrl: Type.String() }),

@@ -19,7 +19,7 @@ export default async function opsTenantRoutes(fastify: FastifyInstance) {
       config: { access: access.service('operator') },
       schema: {
         tags: ['ops'],
-        summary: 'Send the welcome e-mail of a tenant (again)',
+        summary: 'Send the welcome e-mail of a tenant (again); 409 unless the tenant is Ready',
         params: Type.Object({ name: TenantName }),
         response: {
           202: Type.Object({
@@ -32,6 +32,7 @@ export default async function opsTenantRoutes(fastify: FastifyInstance) {
           }),
           401: Type.Ref('Problem'),
           404: Type.Ref('Problem'),
+          409: Type.Ref('Problem'),
         },
       },
     },

@@ -60,7 +60,9 @@ export default async function settingsRoutes(fastify: FastifyInstance) {
             locale: Type.Optional(
               Type.String({ pattern: LOCALE_PATTERN, maxLength: 35, description: 'BCP 47: language[-Script][-REGION], e.g. en, de-CH, zh-Hant-TW, es-419' }),
             ),
-            timeZone: Type.Optional(Type.String({ enum: [...TIME_ZONES].sort(), description: 'IANA time zone, e.g. Europe/Zurich, UTC' })),
+            timeZone: Type.Optional(
+              Type.String({ enum: [...TIME_ZONES].sort(), title: 'an IANA time zone name such as Europe/Zurich, America/New_York or UTC', description: 'IANA time zone, e.g. Europe/Zurich, UTC' }),
+            ),
             notifications: Type.Optional(
               Type.Object(Object.fromEntries(preferenceKeys.map((k) => [k, Type.Optional(Type.Boolean())])), { additionalProperties: false }),
             ),

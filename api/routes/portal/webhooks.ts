@@ -11,13 +11,13 @@ import { Type } from 'typebox';
 import { access } from '../../plugins/access.js';
 import { Text } from '../../schemas/common.js';
 import { AppError } from '../../../lib/errors.js';
-import { EndpointRepository, sendingEndpoints } from '../../../domain/webhooks/endpoints.js';
+import { checkEventTypes, EndpointRepository, sendingEndpoints, WEBHOOK_EVENT_TYPES } from '../../../domain/webhooks/endpoints.js';
 import { urlProblems } from '../../../domain/webhooks/addresses.js';
 import { listAttempts, recordAttempts, TEST_EVENT_TYPE } from '../../../domain/webhooks/deliveries.js';
 import { addressPolicy, replay, webhookSender } from '../../../domain/webhooks/sending.js';
 import { webhookHeaders } from '../../../domain/webhooks/signing.js';
 
-const EventType = Type.String({ pattern: '^[A-Za-z0-9._-]{1,100}$', description: 'an event type such as invoice.posted' });
+const EventType = Type.String({ pattern: '^[A-Za-z0-9._-]{1,100}$', description: `an event type: ${WEBHOOK_EVENT_TYPES.join(', ')}` });
 const EventTypes = Type.Union([Type.Array(EventType, { minItems: 1, maxItems: 50, uniqueItems: true }), Type.Null()], {
   description: 'the event types this endpoint receives; null (default) for every type',
 });
@@ -102,6 +102,7 @@ function endpointRoutes(fastify: FastifyInstance) {
     },
     async (req, reply) => {
       checkUrl(req.body.url);
+      checkEventTypes(req.body.eventTypes);
       const created = await repo.create(workspaceId(req), req.body);
       req.log.info({ endpointId: created.endpoint.id }, 'webhook endpoint created');
       return reply.code(201).send(created);
@@ -129,6 +130,7 @@ function endpointRoutes(fastify: FastifyInstance) {
     },
     async (req) => {
       if (req.body.url !== undefined) checkUrl(req.body.url);
+      checkEventTypes(req.body.eventTypes);
       return repo.update(workspaceId(req), req.params.id, req.body);
     },
   );

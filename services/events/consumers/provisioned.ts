@@ -19,6 +19,7 @@ import { startFirstWelcomeEmail } from '../../../domain/notifications/welcome.js
 import type { SecretStore } from '../../../domain/service-keys/secret-store.js';
 import { createSecretStore } from '../../../domain/service-keys/secret-store-factory.js';
 import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../../../workflows/definitions.js';
+import { closeOnSignals } from '../../../lib/shutdown.js';
 
 export const PROVISIONING_GROUP = 'provisioning';
 /** This consumer's name in the service-key inventory (domain/service-keys/inventory.ts). */
@@ -118,5 +119,5 @@ export async function startProvisionedConsumer(cfg: Config = loadConfig(), opts:
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const svc = await startProvisionedConsumer();
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void svc.close());
+  closeOnSignals(() => svc.close());
 }

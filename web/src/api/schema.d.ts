@@ -146,7 +146,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send the welcome e-mail of a tenant (again) */
+        /** Send the welcome e-mail of a tenant (again); 409 unless the tenant is Ready */
         post: {
             parameters: {
                 query?: never;
@@ -204,6 +204,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -350,7 +359,7 @@ export interface paths {
         put?: never;
         /**
          * Apply a TenantClient (create, or update its spec; the same spec again changes nothing)
-         * @description Body: the TenantClient resource as JSON, or as YAML with Content-Type application/yaml. A name is a DNS label; a deleted (deprovisioned) tenant's name cannot be applied again (409).
+         * @description Body: the TenantClient resource as JSON, or as YAML (Content-Type application/yaml, application/x-yaml, text/yaml). A name is a DNS label; a deleted (deprovisioned) tenant's name cannot be applied again (409).
          */
         post: {
             parameters: {
@@ -367,11 +376,17 @@ export interface paths {
                         /** @enum {string} */
                         kind: "TenantClient";
                         metadata: {
-                            /** @description TenantClient name (= subdomain, = workspace slug): a DNS label of at most 30 characters */
+                            /**
+                             * a DNS label: lowercase letters a-z, digits and hyphens, starting and ending with a letter or digit, at most 30 characters (e.g. acme or acme-2)
+                             * @description TenantClient name (= subdomain, = workspace slug): a DNS label of at most 30 characters
+                             */
                             name: string;
                         };
                         spec: {
-                            /** @description equal to metadata.name */
+                            /**
+                             * a DNS label: lowercase letters a-z, digits and hyphens, starting and ending with a letter or digit, at most 30 characters (e.g. acme or acme-2)
+                             * @description equal to metadata.name
+                             */
                             subdomain: string;
                             /** @description chat room support-<subdomain>-<projectId padded to 6 digits> */
                             projectId: number;
@@ -4441,7 +4456,10 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description TenantClient name (= subdomain, = workspace slug): a DNS label of at most 30 characters */
+                        /**
+                         * a DNS label: lowercase letters a-z, digits and hyphens, starting and ending with a letter or digit, at most 30 characters (e.g. acme or acme-2)
+                         * @description TenantClient name (= subdomain, = workspace slug): a DNS label of at most 30 characters
+                         */
                         workspace: string;
                         email: string;
                         role: "admin" | "member";
@@ -5312,7 +5330,10 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description TenantClient name (= subdomain, = workspace slug): a DNS label of at most 30 characters */
+                        /**
+                         * a DNS label: lowercase letters a-z, digits and hyphens, starting and ending with a letter or digit, at most 30 characters (e.g. acme or acme-2)
+                         * @description TenantClient name (= subdomain, = workspace slug): a DNS label of at most 30 characters
+                         */
                         tenant: string;
                         bankId: string;
                         accountId: string;
@@ -5474,7 +5495,10 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description TenantClient name (= subdomain, = workspace slug): a DNS label of at most 30 characters */
+                        /**
+                         * a DNS label: lowercase letters a-z, digits and hyphens, starting and ending with a letter or digit, at most 30 characters (e.g. acme or acme-2)
+                         * @description TenantClient name (= subdomain, = workspace slug): a DNS label of at most 30 characters
+                         */
                         tenant: string;
                         /** @description display name; defaults to the tenant name */
                         workspace?: string;
@@ -6214,6 +6238,7 @@ export interface paths {
                         /** @description BCP 47: language[-Script][-REGION], e.g. en, de-CH, zh-Hant-TW, es-419 */
                         locale?: string;
                         /**
+                         * an IANA time zone name such as Europe/Zurich, America/New_York or UTC
                          * @description IANA time zone, e.g. Europe/Zurich, UTC
                          * @enum {string}
                          */

@@ -5,7 +5,9 @@
 import { useState, type FormEvent } from 'react';
 import { api, call } from '../api/client';
 import type { paths } from '../api/schema';
-import { Dialog, Empty, ErrorMessage, Loading, TableWrap, formatDate, useLoad } from '../components';
+import { ACTIONS, ConfirmDialog, Dialog, FormActions, Loaded, SecretOnceDialog, Table } from '../components';
+import { formatDate } from '../format';
+import { useAction, useLoad } from '../hooks';
 import type { WorkspaceRef } from '../nav';
 
 type CreateBody = NonNullable<paths['/api/portal/apikeys']['post']['requestBody']>['content']['application/json'];
@@ -36,103 +38,62 @@ export function ApiKeys({ workspace }: { workspace: WorkspaceRef }) {
         </button>
       </div>
       <p className="muted">Keys call the Workspace API as this workspace: send one as <code>Authorization: Bearer ws_live_…</code>.</p>
-      {keys.loading && !keys.data ? (
-        <Loading what="API keys" />
-      ) : keys.error ? (
-        <ErrorMessage error={keys.error} />
-      ) : keys.data && keys.data.items.length === 0 ? (
-        <Empty>No API keys yet. Create one to call the Workspace API.</Empty>
-      ) : keys.data ? (
-        <TableWrap>
-          <table className="table">
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Prefix</th>
-                <th>Scopes</th>
-                <th>Created</th>
-                <th>Last used</th>
-                <th>
-                  <span className="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {keys.data.items.map((k) => (
-                <tr key={k.id} data-key-prefix={k.prefix}>
-                  <td>{k.name}</td>
-                  <td>
-                    <code>{k.prefix}</code>
-                  </td>
-                  <td>{k.scopes.join(', ')}</td>
-                  <td>{formatDate(k.createdAt)}</td>
-                  <td>{k.lastUsedAt ? formatDate(k.lastUsedAt) : 'never'}</td>
-                  <td>
-                    <button type="button" className="danger" onClick={() => setRevoking(k)} aria-label={`Revoke ${k.name}`}>
-                      Revoke
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableWrap>
-      ) : null}
+      <Loaded state={keys} what="API keys" empty="No API keys yet. Create one to call the Workspace API." isEmpty={(d) => d.items.length === 0}>
+        {(d) => <KeyTable keys={d.items} onRevoke={setRevoking} />}
+      </Loaded>
       {creating && <CreateKeyDialog workspace={workspace} onClose={() => (setCreating(false), keys.reload())} />}
-      {revoking && <RevokeDialog workspace={workspace} apiKey={revoking} onClose={() => (setRevoking(undefined), keys.reload())} />}
+      {revoking && <RevokeKeyDialog workspace={workspace} apiKey={revoking} onClose={() => (setRevoking(undefined), keys.reload())} />}
     </>
   );
 }
 
+function KeyTable({ keys, onRevoke }: { keys: Key[]; onRevoke: (key: Key) => void }) {
+  return (
+    <Table columns={['Name', 'Prefix', 'Scopes', 'Created', 'Last used', ACTIONS]}>
+      {keys.map((k) => (
+        <tr key={k.id} data-key-prefix={k.prefix}>
+          <td>{k.name}</td>
+          <td>
+            <code>{k.prefix}</code>
+          </td>
+          <td>{k.scopes.join(', ')}</td>
+          <td>{formatDate(k.createdAt)}</td>
+          <td>{k.lastUsedAt ? formatDate(k.lastUsedAt) : 'never'}</td>
+          <td>
+            <button type="button" className="danger" onClick={() => onRevoke(k)} aria-label={`Revoke ${k.name}`}>
+              Revoke
+            </button>
+          </td>
+        </tr>
+      ))}
+    </Table>
+  );
+}
+
 function CreateKeyDialog({ workspace, onClose }: { workspace: WorkspaceRef; onClose: () => void }) {
-  const [error, setError] = useState<unknown>();
-  const [busy, setBusy] = useState(false);
+  const action = useAction();
   // the token lives in this dialog's state only: closing the dialog or reloading the page drops it
   const [created, setCreated] = useState<{ name: string; token: string }>();
-  const [copied, setCopied] = useState(false);
 
   async function submit(e: FormEvent<HTMLFormElement>) {
     e.preventDefault();
     const form = new FormData(e.currentTarget);
     const scopes = form.getAll('scope').map(String) as Scope[];
-    setError(undefined);
-    if (scopes.length === 0) return setError(new Error('Pick at least one scope.'));
-    setBusy(true);
-    try {
-      const key = await call(() =>
-        api.POST('/api/portal/apikeys', { params: { query: { workspace: workspace.slug } }, body: { name: String(form.get('name')), scopes } }),
-      );
-      setCreated({ name: key.name, token: key.token });
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    if (scopes.length === 0) return action.setError(new Error('Pick at least one scope.'));
+    const key = await action.run(() =>
+      call(() => api.POST('/api/portal/apikeys', { params: { query: { workspace: workspace.slug } }, body: { name: String(form.get('name')), scopes } })),
+    );
+    if (key) setCreated({ name: key.name, token: key.token });
   }
 
-  if (created) {
+  if (created)
     return (
-      <Dialog title={`Key “${created.name}” created`} onClose={onClose}>
+      <SecretOnceDialog title={`Key “${created.name}” created`} secret={created.token} label="API key token" onClose={onClose}>
         <p>
           Copy the token now. <strong>It is shown only this once</strong>: it is not stored anywhere you can read it again.
         </p>
-        <div className="token-row">
-          <input className="token" readOnly value={created.token} aria-label="API key token" onFocus={(e) => e.currentTarget.select()} />
-          <button
-            type="button"
-            onClick={() => void navigator.clipboard?.writeText(created.token).then(() => setCopied(true), () => setCopied(false))}
-          >
-            {copied ? 'Copied' : 'Copy'}
-          </button>
-        </div>
-        <div className="actions">
-          <button type="button" onClick={onClose}>
-            Done
-          </button>
-        </div>
-      </Dialog>
+      </SecretOnceDialog>
     );
-  }
   return (
     <Dialog title="Create an API key" onClose={onClose}>
       <form onSubmit={submit}>
@@ -149,48 +110,23 @@ function CreateKeyDialog({ workspace, onClose }: { workspace: WorkspaceRef; onCl
             </label>
           ))}
         </fieldset>
-        <ErrorMessage error={error} />
-        <div className="actions">
-          <button type="button" className="secondary" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" disabled={busy}>
-            {busy ? 'Creating…' : 'Create key'}
-          </button>
-        </div>
+        <FormActions error={action.error} busy={action.busy} onCancel={onClose} submit="Create key" busyText="Creating…" />
       </form>
     </Dialog>
   );
 }
 
-function RevokeDialog({ workspace, apiKey, onClose }: { workspace: WorkspaceRef; apiKey: Key; onClose: () => void }) {
-  const [error, setError] = useState<unknown>();
-  const [busy, setBusy] = useState(false);
-  async function revoke() {
-    setBusy(true);
-    try {
-      await call(() => api.DELETE('/api/portal/apikeys/{id}', { params: { path: { id: apiKey.id }, query: { workspace: workspace.slug } } }));
-      onClose();
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
-  }
+function RevokeKeyDialog({ workspace, apiKey, onClose }: { workspace: WorkspaceRef; apiKey: Key; onClose: () => void }) {
+  const revoke = async () => {
+    await call(() => api.DELETE('/api/portal/apikeys/{id}', { params: { path: { id: apiKey.id }, query: { workspace: workspace.slug } } }));
+    onClose();
+  };
   return (
-    <Dialog title={`Revoke “${apiKey.name}”?`} onClose={onClose}>
+    <ConfirmDialog title={`Revoke “${apiKey.name}”?`} confirm="Revoke key" busyText="Revoking…" onConfirm={revoke} onCancel={onClose}>
       <p>
         The key <code>{apiKey.prefix}…</code> <strong>stops working at once</strong>: every call made with it is refused from now on. This cannot be
         undone.
       </p>
-      <ErrorMessage error={error} />
-      <div className="actions">
-        <button type="button" className="secondary" onClick={onClose} autoFocus>
-          Cancel
-        </button>
-        <button type="button" className="danger" disabled={busy} onClick={() => void revoke()}>
-          {busy ? 'Revoking…' : 'Revoke key'}
-        </button>
-      </div>
-    </Dialog>
+    </ConfirmDialog>
   );
 }

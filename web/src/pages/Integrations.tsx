@@ -1,6 +1,9 @@
 /** The state of each integration of the workspace: ERP, bank consents, webhooks, agents. */
 import { api, call } from '../api/client';
-import { Empty, ErrorMessage, Loading, formatDate, useLoad } from '../components';
+import type { paths } from '../api/schema';
+import { Loaded } from '../components';
+import { formatDate } from '../format';
+import { useLoad } from '../hooks';
 import type { WorkspaceRef } from '../nav';
 import { Link } from '../router';
 
@@ -116,50 +119,54 @@ const PAGES: Record<string, { path: string; text: string; adminOnly: boolean }> 
   agents: { path: 'keys', text: 'Create a key with agents:invoke', adminOnly: true },
 };
 
+type Integration = paths['/api/portal/integrations']['get']['responses']['200']['content']['application/json']['items'][number];
+
 export function Integrations({ workspace }: { workspace: WorkspaceRef }) {
   const list = useLoad(() => call(() => api.GET('/api/portal/integrations', { params: { query: { workspace: workspace.slug } } })), [workspace.slug]);
   return (
     <>
       <h1>Integrations</h1>
-      {list.loading && !list.data ? (
-        <Loading what="integrations" />
-      ) : list.error ? (
-        <ErrorMessage error={list.error} />
-      ) : !list.data || list.data.items.length === 0 ? (
-        <Empty>No integrations are available.</Empty>
-      ) : (
-        <div className="cards">
-          {list.data.items.map((i) => {
-            const state = STATE[i.state] ?? { text: i.state, tone: '' };
-            const details = facts(i.details);
-            return (
-              <section key={i.id} className="card" aria-labelledby={`integration-${i.id}`} data-integration={i.id}>
-                <div className="page-head">
-                  <h2 id={`integration-${i.id}`}>{i.name}</h2>
-                  <span className={`badge ${state.tone}`}>{state.text}</span>
-                </div>
-                <p>{i.summary}</p>
-                {PAGES[i.id] && (!PAGES[i.id]!.adminOnly || workspace.role === 'admin') && (
-                  <p>
-                    <Link to={`w/${workspace.slug}/${PAGES[i.id]!.path}`}>{PAGES[i.id]!.text}</Link>
-                  </p>
-                )}
-                {details.length > 0 && (
-                  <dl className="facts small">
-                    {details.map(([k, v]) => (
-                      <div key={k}>
-                        <dt>{k}</dt>
-                        <dd>{v}</dd>
-                      </div>
-                    ))}
-                  </dl>
-                )}
-                {i.id === 'erp' && i.state !== 'not-configured' && <Conditions details={i.details} />}
-              </section>
-            );
-          })}
-        </div>
-      )}
+      <Loaded state={list} what="integrations" empty="No integrations are available." isEmpty={(d) => d.items.length === 0}>
+        {(d) => (
+          <div className="cards">
+            {d.items.map((i) => (
+              <IntegrationCard key={i.id} workspace={workspace} integration={i} />
+            ))}
+          </div>
+        )}
+      </Loaded>
     </>
+  );
+}
+
+/** One integration: its state, what it says, where the portal manages it, its facts (and the ERP's conditions). */
+function IntegrationCard({ workspace, integration: i }: { workspace: WorkspaceRef; integration: Integration }) {
+  const state = STATE[i.state] ?? { text: i.state, tone: '' };
+  const details = facts(i.details);
+  const page = PAGES[i.id];
+  return (
+    <section className="card" aria-labelledby={`integration-${i.id}`} data-integration={i.id}>
+      <div className="page-head">
+        <h2 id={`integration-${i.id}`}>{i.name}</h2>
+        <span className={`badge ${state.tone}`}>{state.text}</span>
+      </div>
+      <p>{i.summary}</p>
+      {page && (!page.adminOnly || workspace.role === 'admin') && (
+        <p>
+          <Link to={`w/${workspace.slug}/${page.path}`}>{page.text}</Link>
+        </p>
+      )}
+      {details.length > 0 && (
+        <dl className="facts small">
+          {details.map(([k, v]) => (
+            <div key={k}>
+              <dt>{k}</dt>
+              <dd>{v}</dd>
+            </div>
+          ))}
+        </dl>
+      )}
+      {i.id === 'erp' && i.state !== 'not-configured' && <Conditions details={i.details} />}
+    </section>
   );
 }

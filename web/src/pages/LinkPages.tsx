@@ -6,7 +6,8 @@
  */
 import { useState, type FormEvent } from 'react';
 import { ApiError, acceptInvitation, api, call } from '../api/client';
-import { ErrorMessage, useAction } from '../components';
+import { ErrorMessage } from '../components';
+import { useAction } from '../hooks';
 import { Link, navigate } from '../router';
 
 const tokenOfLink = () => new URLSearchParams(location.hash.slice(1)).get('token') ?? '';

@@ -4,42 +4,41 @@
  */
 import { useState, type FormEvent } from 'react';
 import { api, call } from '../api/client';
-import { ErrorMessage, Loading, formatDate, useAction, useLoad } from '../components';
+import { ErrorMessage, Loaded, Notice } from '../components';
+import { formatDate } from '../format';
+import { useAction, useLoad } from '../hooks';
 
 export function Profile() {
   const profile = useLoad(() => call(() => api.GET('/api/portal/profile')), []);
-  const p = profile.data;
   return (
     <>
       <h1>Your profile</h1>
-      {profile.loading && !p ? (
-        <Loading what="your profile" />
-      ) : profile.error ? (
-        <ErrorMessage error={profile.error} />
-      ) : p ? (
-        <>
-          <NameForm name={p.name} onSaved={profile.reload} />
-          <EmailForm email={p.email} pending={p.pendingEmail} hasPassword={p.hasPassword} onSaved={profile.reload} />
-          {p.hasPassword ? (
-            <PasswordForm />
-          ) : (
+      <Loaded state={profile} what="your profile">
+        {(p) => (
+          <>
+            <NameForm name={p.name} onSaved={profile.reload} />
+            <EmailForm email={p.email} pending={p.pendingEmail} hasPassword={p.hasPassword} onSaved={profile.reload} />
+            {p.hasPassword ? (
+              <PasswordForm />
+            ) : (
+              <section className="card narrow">
+                <h2>Password</h2>
+                <p className="muted">You sign in through your organisation’s account; this account has no password.</p>
+              </section>
+            )}
             <section className="card narrow">
-              <h2>Password</h2>
-              <p className="muted">You sign in through your organisation’s account; this account has no password.</p>
+              <h2>Your workspaces</h2>
+              <ul className="list">
+                {p.workspaces.map((w) => (
+                  <li key={w.id}>
+                    {w.name} <span className="muted">({w.role})</span>
+                  </li>
+                ))}
+              </ul>
             </section>
-          )}
-          <section className="card narrow">
-            <h2>Your workspaces</h2>
-            <ul className="list">
-              {p.workspaces.map((w) => (
-                <li key={w.id}>
-                  {w.name} <span className="muted">({w.role})</span>
-                </li>
-              ))}
-            </ul>
-          </section>
-        </>
-      ) : null}
+          </>
+        )}
+      </Loaded>
     </>
   );
 }
@@ -64,11 +63,7 @@ function NameForm({ name, onSaved }: { name: string; onSaved: () => void }) {
         <input name="name" required maxLength={200} defaultValue={name} autoComplete="name" />
       </label>
       <ErrorMessage error={action.error} />
-      {done && (
-        <p className="notice" role="status">
-          Name saved.
-        </p>
-      )}
+      <Notice>{done && 'Name saved.'}</Notice>
       <button type="submit" disabled={action.busy}>
         Save name
       </button>
@@ -164,11 +159,7 @@ function PasswordForm() {
         <input name="repeat" type="password" required minLength={10} autoComplete="new-password" />
       </label>
       <ErrorMessage error={action.error} />
-      {done && (
-        <p className="notice" role="status">
-          {done}
-        </p>
-      )}
+      <Notice>{done}</Notice>
       <button type="submit" disabled={action.busy}>
         Change password
       </button>

@@ -2,7 +2,9 @@
 import { useState, type FormEvent } from 'react';
 import { api, call } from '../api/client';
 import type { paths } from '../api/schema';
-import { ErrorMessage, Loading, formatDate, useAction, useLoad } from '../components';
+import { ErrorMessage, Loaded, Notice } from '../components';
+import { formatDate } from '../format';
+import { useAction, useLoad } from '../hooks';
 import type { WorkspaceRef } from '../nav';
 
 type Put = NonNullable<paths['/api/portal/settings']['put']['requestBody']>['content']['application/json'];
@@ -21,7 +23,6 @@ export function Settings({ workspace }: { workspace: WorkspaceRef }) {
   const action = useAction();
   const [saved, setSaved] = useState(false);
   const isAdmin = workspace.role === 'admin';
-  const s = settings.data;
 
   async function submit(e: FormEvent<HTMLFormElement>) {
     e.preventDefault();
@@ -44,52 +45,46 @@ export function Settings({ workspace }: { workspace: WorkspaceRef }) {
     <>
       <h1>Settings</h1>
       {!isAdmin && <p className="muted">Only the workspace’s admins can change these.</p>}
-      {settings.loading && !s ? (
-        <Loading what="the settings" />
-      ) : settings.error ? (
-        <ErrorMessage error={settings.error} />
-      ) : s ? (
-        <form onSubmit={submit} className="card narrow" key={s.updatedAt ?? 'new'}>
-          <fieldset disabled={!isAdmin} className="plain">
-            <label>
-              Display name
-              <input name="displayName" required maxLength={100} defaultValue={s.displayName} />
-            </label>
-            <label>
-              Language and region <span className="muted small">(BCP 47, e.g. en, de-CH)</span>
-              <input name="locale" required maxLength={35} pattern="[A-Za-z]{2,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?" defaultValue={s.locale} />
-            </label>
-            <label>
-              Time zone
-              <select name="timeZone" defaultValue={s.timeZone}>
-                {zones(s.timeZone).map((z) => (
-                  <option key={z}>{z}</option>
+      <Loaded state={settings} what="the settings">
+        {(s) => (
+          <form onSubmit={submit} className="card narrow" key={s.updatedAt ?? 'new'}>
+            <fieldset disabled={!isAdmin} className="plain">
+              <label>
+                Display name
+                <input name="displayName" required maxLength={100} defaultValue={s.displayName} />
+              </label>
+              <label>
+                Language and region <span className="muted small">(BCP 47, e.g. en, de-CH)</span>
+                <input name="locale" required maxLength={35} pattern="[A-Za-z]{2,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?" defaultValue={s.locale} />
+              </label>
+              <label>
+                Time zone
+                <select name="timeZone" defaultValue={s.timeZone}>
+                  {zones(s.timeZone).map((z) => (
+                    <option key={z}>{z}</option>
+                  ))}
+                </select>
+              </label>
+              <fieldset>
+                <legend>E-mail notifications</legend>
+                {(Object.keys(NOTIFICATIONS) as (keyof Notifications)[]).map((k) => (
+                  <label key={k} className="check">
+                    <input type="checkbox" name={k} defaultChecked={s.notifications[k]} /> {NOTIFICATIONS[k]}
+                  </label>
                 ))}
-              </select>
-            </label>
-            <fieldset>
-              <legend>E-mail notifications</legend>
-              {(Object.keys(NOTIFICATIONS) as (keyof Notifications)[]).map((k) => (
-                <label key={k} className="check">
-                  <input type="checkbox" name={k} defaultChecked={s.notifications[k]} /> {NOTIFICATIONS[k]}
-                </label>
-              ))}
+              </fieldset>
             </fieldset>
-          </fieldset>
-          <ErrorMessage error={action.error} />
-          {saved && (
-            <p className="notice" role="status">
-              Settings saved.
-            </p>
-          )}
-          <p className="muted small">Last changed: {formatDate(s.updatedAt)}</p>
-          {isAdmin && (
-            <button type="submit" disabled={action.busy}>
-              {action.busy ? 'Saving…' : 'Save settings'}
-            </button>
-          )}
-        </form>
-      ) : null}
+            <ErrorMessage error={action.error} />
+            <Notice>{saved && 'Settings saved.'}</Notice>
+            <p className="muted small">Last changed: {formatDate(s.updatedAt)}</p>
+            {isAdmin && (
+              <button type="submit" disabled={action.busy}>
+                {action.busy ? 'Saving…' : 'Save settings'}
+              </button>
+            )}
+          </form>
+        )}
+      </Loaded>
     </>
   );
 }

@@ -5,42 +5,24 @@
  * (and the API refuses it: 403). The last admin can be neither demoted nor removed: the API's 409
  * is shown as its message.
  */
-import { useState, type FormEvent } from 'react';
-import { api, ApiError, call, currentUser, signOut } from '../api/client';
-import type { paths } from '../api/schema';
-import { Dialog, Empty, ErrorMessage, Loading, TableWrap, formatDate, useAction, useLoad } from '../components';
+import { useState } from 'react';
+import { api, call, currentUser } from '../api/client';
+import { ACTIONS, Empty, ErrorMessage, Loaded, Notice, Table } from '../components';
+import { formatDate } from '../format';
+import { useLoad } from '../hooks';
 import type { WorkspaceRef } from '../nav';
-
-type Member = paths['/api/portal/team']['get']['responses']['200']['content']['application/json']['members'][number];
-type Invitation = NonNullable<paths['/api/portal/team']['get']['responses']['200']['content']['application/json']['invitations']>[number];
+import { type Invitation, type Member, type Role, useTeamActions } from './useTeamActions';
+import { InviteDialog, RemoveMemberDialog, RevokeInvitationDialog } from './TeamDialogs';
 
 export function Team({ workspace }: { workspace: WorkspaceRef }) {
-  const query = { workspace: workspace.slug };
-  const team = useLoad(() => call(() => api.GET('/api/portal/team', { params: { query } })), [workspace.slug]);
+  const team = useLoad(() => call(() => api.GET('/api/portal/team', { params: { query: { workspace: workspace.slug } } })), [workspace.slug]);
   const isAdmin = workspace.role === 'admin';
+  const me = currentUser()?.id;
+  const { action, notice, setNotice, changeRole, resend } = useTeamActions(workspace, me, team.reload);
   const [inviting, setInviting] = useState(false);
   const [revoking, setRevoking] = useState<Invitation>();
   const [removing, setRemoving] = useState<Member>();
-  const action = useAction();
-  const [notice, setNotice] = useState<string>();
-  const me = currentUser()?.id;
-
-  const changeRole = (m: Member, role: 'admin' | 'member') =>
-    action.run(async () => {
-      setNotice(undefined);
-      await call(() => api.PATCH('/api/portal/team/{userId}', { params: { path: { userId: m.id }, query }, body: { role } }));
-      // one's own role shapes the whole portal (menu, admin pages): start it afresh
-      if (m.id === me) return window.location.reload();
-      setNotice(role === 'admin' ? `${m.name || m.email} is an admin now.` : `${m.name || m.email} is a member now (no admin actions).`);
-      team.reload();
-    });
-
-  const resend = (inv: Invitation) =>
-    action.run(async () => {
-      await call(() => api.POST('/api/portal/team/invitations/{id}/resend', { params: { path: { id: inv.id }, query } }));
-      setNotice(`A new invitation link was mailed to ${inv.email}; the previous link no longer works.`);
-      team.reload();
-    });
+  const remove = (m: Member) => (setNotice(undefined), action.setError(undefined), setRemoving(m));
 
   return (
     <>
@@ -52,114 +34,16 @@ export function Team({ workspace }: { workspace: WorkspaceRef }) {
           </button>
         )}
       </div>
-      {notice && (
-        <p className="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Notice>{notice}</Notice>
       <ErrorMessage error={action.error} />
-      {team.loading && !team.data ? (
-        <Loading what="the team" />
-      ) : team.error ? (
-        <ErrorMessage error={team.error} />
-      ) : team.data ? (
-        <>
-          <TableWrap>
-            <table className="table">
-              <caption>Members</caption>
-              <thead>
-                <tr>
-                  <th>Name</th>
-                  <th>E-mail</th>
-                  <th>Role</th>
-                  <th>Joined</th>
-                  {isAdmin && (
-                    <th>
-                      <span className="sr-only">Actions</span>
-                    </th>
-                  )}
-                </tr>
-              </thead>
-              <tbody>
-                {team.data.members.map((m) => (
-                  <tr key={m.id} data-member={m.email}>
-                    <td>
-                      {m.name} {m.id === me && <span className="muted small">(you)</span>}
-                    </td>
-                    <td>{m.email}</td>
-                    <td>{m.role}</td>
-                    <td>{formatDate(m.joinedAt)}</td>
-                    {isAdmin && (
-                      <td>
-                        <div className="row-actions">
-                          <button
-                            type="button"
-                            className="secondary"
-                            disabled={action.busy}
-                            onClick={() => void changeRole(m, m.role === 'admin' ? 'member' : 'admin')}
-                            aria-label={m.role === 'admin' ? `Make ${m.email} a member` : `Make ${m.email} an admin`}
-                          >
-                            {m.role === 'admin' ? 'Make member' : 'Make admin'}
-                          </button>
-                          <button type="button" className="danger" onClick={() => (setNotice(undefined), action.setError(undefined), setRemoving(m))} aria-label={`Remove ${m.email}`}>
-                            Remove
-                          </button>
-                        </div>
-                      </td>
-                    )}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
-          {isAdmin && team.data.invitations && (
-            <>
-              <h2>Open invitations</h2>
-              {team.data.invitations.length === 0 ? (
-                <Empty>No open invitations.</Empty>
-              ) : (
-                <TableWrap>
-                  <table className="table">
-                    <thead>
-                      <tr>
-                        <th>E-mail</th>
-                        <th>Role</th>
-                        <th>State</th>
-                        <th>Last sent</th>
-                        <th>
-                          <span className="sr-only">Actions</span>
-                        </th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {team.data.invitations.map((inv) => (
-                        <tr key={inv.id} data-invitation={inv.email}>
-                          <td>{inv.email}</td>
-                          <td>{inv.role}</td>
-                          <td>{inv.status === 'expired' ? <span className="badge warn">expired</span> : `valid until ${formatDate(inv.expiresAt)}`}</td>
-                          <td>
-                            {formatDate(inv.lastSentAt)} {inv.sentCount > 1 && <span className="muted small">({inv.sentCount}×)</span>}
-                          </td>
-                          <td>
-                            <div className="row-actions">
-                            <button type="button" className="secondary" disabled={action.busy} onClick={() => void resend(inv)} aria-label={`Re-invite ${inv.email}`}>
-                              Re-invite
-                            </button>
-                            <button type="button" className="danger" onClick={() => setRevoking(inv)} aria-label={`Revoke the invitation of ${inv.email}`}>
-                              Revoke
-                            </button>
-                          </div>
-                        </td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                </TableWrap>
-              )}
-            </>
-          )}
-        </>
-      ) : null}
+      <Loaded state={team} what="the team">
+        {(d) => (
+          <>
+            <MemberTable members={d.members} me={me} admin={isAdmin ? { busy: action.busy, changeRole, remove } : undefined} />
+            {isAdmin && d.invitations && <OpenInvitations invitations={d.invitations} busy={action.busy} onResend={resend} onRevoke={setRevoking} />}
+          </>
+        )}
+      </Loaded>
       {inviting && (
         <InviteDialog
           workspace={workspace}
@@ -187,105 +71,96 @@ export function Team({ workspace }: { workspace: WorkspaceRef }) {
   );
 }
 
-function InviteDialog({ workspace, onClose }: { workspace: WorkspaceRef; onClose: (email?: string) => void }) {
-  const action = useAction();
-  async function submit(e: FormEvent<HTMLFormElement>) {
-    e.preventDefault();
-    const f = new FormData(e.currentTarget);
-    const email = String(f.get('email')).trim();
-    const role = f.get('role') === 'admin' ? 'admin' : 'member';
-    const sent = await action.run(async () => {
-      try {
-        return await call(() => api.POST('/api/portal/team/invite', { params: { query: { workspace: workspace.slug } }, body: { email, role } }));
-      } catch (err) {
-        // the API's message names its routes; here the list below has the buttons
-        if (err instanceof ApiError && err.status === 409 && 'invitationId' in err.problem)
-          throw new Error(`${email} already has an open invitation: use Re-invite or Revoke in the list of open invitations.`);
-        throw err;
-      }
-    });
-    if (sent) onClose(sent.email);
-  }
+/** What an admin does in a member's row. */
+interface MemberActions {
+  busy: boolean;
+  changeRole: (m: Member, role: Role) => unknown;
+  remove: (m: Member) => void;
+}
+
+/** The members; with `admin`, each row has its role switch and Remove. */
+function MemberTable({ members, me, admin }: { members: Member[]; me: string | undefined; admin?: MemberActions }) {
   return (
-    <Dialog title={`Invite someone to ${workspace.name}`} onClose={() => onClose()}>
-      <form onSubmit={submit}>
-        <label>
-          E-mail
-          <input name="email" type="email" required autoFocus maxLength={254} />
-        </label>
-        <fieldset>
-          <legend>Role</legend>
-          <label className="check">
-            <input type="radio" name="role" value="member" defaultChecked /> Member <span className="muted">sees the dashboards, team and plan</span>
-          </label>
-          <label className="check">
-            <input type="radio" name="role" value="admin" /> Admin <span className="muted">also manages keys, webhooks, team, billing and settings</span>
-          </label>
-        </fieldset>
-        <p className="muted small">The link in the e-mail works once, for 7 days.</p>
-        <ErrorMessage error={action.error} />
-        <div className="actions">
-          <button type="button" className="secondary" onClick={() => onClose()}>
-            Cancel
-          </button>
-          <button type="submit" disabled={action.busy}>
-            {action.busy ? 'Sending…' : 'Send invitation'}
-          </button>
-        </div>
-      </form>
-    </Dialog>
+    <Table columns={['Name', 'E-mail', 'Role', 'Joined', ...(admin ? [ACTIONS] : [])]} caption="Members">
+      {members.map((m) => (
+        <tr key={m.id} data-member={m.email}>
+          <td>
+            {m.name} {m.id === me && <span className="muted small">(you)</span>}
+          </td>
+          <td>{m.email}</td>
+          <td>{m.role}</td>
+          <td>{formatDate(m.joinedAt)}</td>
+          {admin && (
+            <td>
+              <MemberButtons member={m} actions={admin} />
+            </td>
+          )}
+        </tr>
+      ))}
+    </Table>
   );
 }
 
-function RevokeInvitationDialog({ workspace, invitation, onClose }: { workspace: WorkspaceRef; invitation: Invitation; onClose: () => void }) {
-  const action = useAction();
-  const revoke = () =>
-    action.run(async () => {
-      await call(() => api.DELETE('/api/portal/team/invitations/{id}', { params: { path: { id: invitation.id }, query: { workspace: workspace.slug } } }));
-      onClose();
-    });
+function MemberButtons({ member: m, actions }: { member: Member; actions: MemberActions }) {
+  const isAdmin = m.role === 'admin';
   return (
-    <Dialog title={`Revoke the invitation of ${invitation.email}?`} onClose={onClose}>
-      <p>The link mailed to {invitation.email} stops working at once. You can invite the address again later.</p>
-      <ErrorMessage error={action.error} />
-      <div className="actions">
-        <button type="button" className="secondary" onClick={onClose} autoFocus>
-          Cancel
-        </button>
-        <button type="button" className="danger" disabled={action.busy} onClick={() => void revoke()}>
-          {action.busy ? 'Revoking…' : 'Revoke invitation'}
-        </button>
-      </div>
-    </Dialog>
+    <div className="row-actions">
+      <button
+        type="button"
+        className="secondary"
+        disabled={actions.busy}
+        onClick={() => void actions.changeRole(m, isAdmin ? 'member' : 'admin')}
+        aria-label={isAdmin ? `Make ${m.email} a member` : `Make ${m.email} an admin`}
+      >
+        {isAdmin ? 'Make member' : 'Make admin'}
+      </button>
+      <button type="button" className="danger" onClick={() => actions.remove(m)} aria-label={`Remove ${m.email}`}>
+        Remove
+      </button>
+    </div>
   );
 }
 
-function RemoveMemberDialog({ workspace, member, self, onClose }: { workspace: WorkspaceRef; member: Member; self: boolean; onClose: (removed?: Member) => void }) {
-  const action = useAction();
-  const remove = () =>
-    action.run(async () => {
-      await call(() => api.DELETE('/api/portal/team/{userId}', { params: { path: { userId: member.id }, query: { workspace: workspace.slug } } }));
-      // removing oneself ends one's own sessions too: back to the sign-in page
-      if (self) return void (await signOut(), window.location.assign('/app/'));
-      onClose(member);
-    });
-  const who = member.name || member.email;
+function OpenInvitations({
+  invitations,
+  busy,
+  onResend,
+  onRevoke,
+}: {
+  invitations: Invitation[];
+  busy: boolean;
+  onResend: (inv: Invitation) => unknown;
+  onRevoke: (inv: Invitation) => void;
+}) {
   return (
-    <Dialog title={self ? `Leave ${workspace.name}?` : `Remove ${who} from ${workspace.name}?`} onClose={() => onClose()}>
-      <p>
-        {self ? 'You lose' : `${who} (${member.email}) loses`} access to this workspace at once: every session of {self ? 'yours' : 'theirs'} ends, and the
-        portal and the Workspace API refuse {self ? 'you' : 'them'} from the next request on. The workspace’s API keys keep working. You can invite the
-        address again later.
-      </p>
-      <ErrorMessage error={action.error} />
-      <div className="actions">
-        <button type="button" className="secondary" onClick={() => onClose()} autoFocus>
-          Cancel
-        </button>
-        <button type="button" className="danger" disabled={action.busy} onClick={() => void remove()}>
-          {action.busy ? 'Removing…' : self ? 'Leave the workspace' : 'Remove member'}
-        </button>
-      </div>
-    </Dialog>
+    <>
+      <h2>Open invitations</h2>
+      {invitations.length === 0 ? (
+        <Empty>No open invitations.</Empty>
+      ) : (
+        <Table columns={['E-mail', 'Role', 'State', 'Last sent', ACTIONS]}>
+          {invitations.map((inv) => (
+            <tr key={inv.id} data-invitation={inv.email}>
+              <td>{inv.email}</td>
+              <td>{inv.role}</td>
+              <td>{inv.status === 'expired' ? <span className="badge warn">expired</span> : `valid until ${formatDate(inv.expiresAt)}`}</td>
+              <td>
+                {formatDate(inv.lastSentAt)} {inv.sentCount > 1 && <span className="muted small">({inv.sentCount}×)</span>}
+              </td>
+              <td>
+                <div className="row-actions">
+                  <button type="button" className="secondary" disabled={busy} onClick={() => void onResend(inv)} aria-label={`Re-invite ${inv.email}`}>
+                    Re-invite
+                  </button>
+                  <button type="button" className="danger" onClick={() => onRevoke(inv)} aria-label={`Revoke the invitation of ${inv.email}`}>
+                    Revoke
+                  </button>
+                </div>
+              </td>
+            </tr>
+          ))}
+        </Table>
+      )}
+    </>
   );
 }
