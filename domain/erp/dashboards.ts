@@ -22,8 +22,16 @@ export interface DashboardService {
   kpis(workspaceSlug: string): Promise<Kpis>;
   cashflow(workspaceSlug: string, opts?: { months?: number }): Promise<Cashflow>;
   alerts(workspaceSlug: string): Promise<Alerts>;
-  /** A figure as JSON text, the way the API sends it (see `DashboardCache.recentOrShared`). */
+}
+
+/** The service with its figures also as JSON text, the way the API sends them. */
+export interface DashboardAnswers extends DashboardService {
   json(workspaceSlug: string, figure: FigureName, opts?: { months?: number }): Promise<string>;
+}
+
+/** Answers from a service made elsewhere (the tests' stand-ins): its figures as they come, uncached. */
+export function answersOf(service: DashboardService): DashboardAnswers {
+  return { ...service, json: async (slug, figure, opts) => JSON.stringify(await (figure === 'cashflow' ? service.cashflow(slug, opts) : service[figure](slug))) };
 }
 
 export const DASHBOARD_CACHE_SECONDS = 30;
@@ -63,7 +71,7 @@ export class DashboardCache {
   }
 }
 
-export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; config: Config }): DashboardService {
+export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; config: Config }): DashboardAnswers {
   const cache = new DashboardCache(deps.redis);
 
   /** Reads the workspace's ERP and computes the figure; an ERP failure becomes the caller's problem. */
@@ -96,6 +104,7 @@ export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; conf
     kpis: (slug) => parsed<Kpis>(slug, 'kpis'),
     cashflow: (slug, opts) => parsed<Cashflow>(slug, 'cashflow', opts),
     alerts: (slug) => parsed<Alerts>(slug, 'alerts'),
+    /** Answered from this process when asked less than a second ago (`DashboardCache.recentOrShared`). */
     json(slug, figure, opts) {
       const { key, compute } = figureOf(slug, figure, opts);
       return cache.recentOrShared(key, compute);

@@ -10,7 +10,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { AlertsSchema, CashflowSchema, KpisSchema, createDashboardService, type FigureName } from '../../../domain/erp/dashboards.js';
+import { AlertsSchema, CashflowSchema, KpisSchema, answersOf, createDashboardService, type FigureName } from '../../../domain/erp/dashboards.js';
 import { TenantName } from '../../schemas/common.js';
 import { AppError } from '../../../lib/errors.js';
 import { membershipsOf } from '../../../domain/access/workspaces.js';
@@ -41,8 +41,9 @@ type FigureRequest = FastifyRequest<{ Params: { slug: string }; Querystring: { m
 
 export default async function dashboardRoutes(app: FastifyInstance) {
   // its Redis cache on the hot path's auto-pipelined connection (see api/plugins/workspace-auth.ts)
-  const service =
-    app.deps.dashboardService ?? createDashboardService({ pool: app.deps.pool, config: app.deps.config, redis: app.workspaceAuth.redis });
+  const service = app.deps.dashboardService
+    ? answersOf(app.deps.dashboardService)
+    : createDashboardService({ pool: app.deps.pool, config: app.deps.config, redis: app.workspaceAuth.redis });
   /** The figure as JSON text, from the dashboard cache (domain/erp/dashboards.ts). */
   const send = async (req: FigureRequest, reply: FastifyReply, figure: FigureName) =>
     reply.type('application/json; charset=utf-8').send(await service.json(req.params.slug, figure, { months: req.query?.months }));
