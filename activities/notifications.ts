@@ -1,7 +1,7 @@
 /** Activities that talk to the notifications service over HTTP (specification §4.6). */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { ErrorType, type WelcomeEmailInput, type WelcomeEmailResult } from '../workflows/definitions.js';
+import { NotificationErrorType, type WelcomeEmailInput, type WelcomeEmailResult } from '../domain/notifications/workflow-contract.js';
 
 export interface NotificationsDeps {
   notificationsUrl: string;
@@ -36,7 +36,7 @@ export const createNotificationsActivities = (deps: NotificationsDeps) => ({
     const body = (await res.json().catch(() => ({}))) as { messageId?: string; status?: string; detail?: string };
     if (res.status === 400) {
       throw ApplicationFailure.create({
-        type: ErrorType.NotificationRejected,
+        type: NotificationErrorType.NotificationRejected,
         message: `notifications service rejected the welcome e-mail: ${body.detail ?? 'bad request'}`,
         nonRetryable: true,
       });

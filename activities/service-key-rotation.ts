@@ -15,7 +15,7 @@ import type { SecretStore, TransactionalSecretStoreWriter } from '../domain/serv
 import { AppError } from '../lib/errors.js';
 import { PgSecretStore } from '../domain/service-keys/secret-store.js';
 import { rewriteEventRules, type RuleRewriteDeps, type RuleRewriteResult } from '../domain/webhooks/ingestion-rotation.js';
-import { SERVICE_KEY_ROTATION_FAILED, type RotationSettings } from '../workflows/definitions.js';
+import { SERVICE_KEY_ROTATION_FAILED, type RotationSettings } from '../domain/service-keys/workflow-contract.js';
 
 export interface RotationActivityDeps {
   pool: pg.Pool;

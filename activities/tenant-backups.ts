@@ -3,7 +3,7 @@ import { Context } from '@temporalio/activity';
 import { backupTenant, deleteExpiredBackups } from '../domain/tenants/backups.js';
 import { createBackupSchedule, deleteBackupSchedule } from '../domain/tenants/backup-schedules.js';
 import { filestorePath } from '../domain/tenants/filestore.js';
-import type { BackupTenantInput } from '../workflows/definitions.js';
+import type { BackupTenantInput } from '../domain/tenants/workflow-contract.js';
 import type { TenantActivityDeps } from './tenant-deps.js';
 
 export const createTenantBackupActivities = ({ config, temporal, platformPool }: TenantActivityDeps) => ({

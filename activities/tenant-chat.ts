@@ -1,5 +1,5 @@
 /** The tenant's support chat room `support-<subdomain>-<projectId padded>` (Mattermost channels API). */
-import { chatRoomName } from '../workflows/definitions.js';
+import { chatRoomName } from '../domain/tenants/chat-room.js';
 import type { TenantClientSpec } from '../domain/tenants/types.js';
 import type { TenantActivityDeps } from './tenant-deps.js';
 

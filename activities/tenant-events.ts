@@ -1,6 +1,6 @@
 /** `client.provisioned` through the events service (§6), with a deterministic id so a retry is stored once. */
 import { cloudEvent, publishEvent } from '../domain/events/events.js';
-import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../workflows/definitions.js';
+import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../domain/tenants/provisioned-event.js';
 import type { TenantClientSpec } from '../domain/tenants/types.js';
 import { WORKER_CALLER, type TenantActivityDeps } from './tenant-deps.js';
 

@@ -14,7 +14,7 @@ import { disableEndpoint, disableEndpointFailingFor, messagePayload, recordAttem
 import { webhookHeaders } from '../domain/webhooks/signing.js';
 import type { WebhookSender } from '../domain/webhooks/sender.js';
 import { alertWorkspaceAdmins } from '../domain/webhooks/alerts.js';
-import type { WebhookAttemptSummary } from '../workflows/definitions.js';
+import type { WebhookAttemptSummary } from '../domain/webhooks/retry-schedule.js';
 
 export interface WebhookActivityDeps {
   pool: Pool;

@@ -11,7 +11,7 @@ import { createServer, connect } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { searchAttributeRegistrations } from '../workflows/definitions.js';
+import { searchAttributeRegistrations } from '../domain/workflow-search-attributes.js';
 
 export const TEMPORAL_CLI_VERSION = '1.5.1';
 export const temporalCacheDir = path.join(

@@ -5,7 +5,7 @@
 import type { Client } from '@temporalio/client';
 // a CommonJS package: its named exports are not visible to Node's ESM loader, so take the default
 import proto from '@temporalio/proto';
-import { searchAttributes } from '../workflows/definitions.js';
+import { searchAttributes } from '../domain/workflow-search-attributes.js';
 
 /**
  * Registers the platform's custom search attributes on the namespace if they are missing (a

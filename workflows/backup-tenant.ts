@@ -1,6 +1,7 @@
 import { proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import { searchAttributes, type BackupTenantInput } from './definitions.js';
+import type { BackupTenantInput } from '../domain/tenants/workflow-contract.js';
+import { searchAttributes } from '../domain/workflow-search-attributes.js';
 
 const { createTenantBackup } = proxyActivities<Activities>({
   startToCloseTimeout: '30 minutes',

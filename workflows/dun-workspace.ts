@@ -11,7 +11,8 @@
  */
 import { condition, log, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import { dunningSettledSignal, dunningStatusQuery, searchAttributes, type DunningInput, type DunningOutcome, type DunningStatus } from './definitions.js';
+import { dunningSettledSignal, dunningStatusQuery, type DunningInput, type DunningOutcome, type DunningStatus } from '../domain/billing/workflow-contract.js';
+import { searchAttributes } from '../domain/workflow-search-attributes.js';
 
 const { notifyWorkspaceAdmins, suspendWorkspace } = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',

@@ -1,12 +1,36 @@
 /** Every workflow the worker registers (its single `workflowsPath`). */
-export { sendWelcomeEmail } from './send-welcome-email.js';
-export { tenantLifecycle } from './tenant-lifecycle/index.js';
-export { backupTenant } from './backup-tenant.js';
+import type { DunWorkspaceWorkflow } from '../domain/billing/workflow-contract.js';
+import type { SendWelcomeEmailWorkflow } from '../domain/notifications/workflow-contract.js';
+import type { RotateServiceKeyWorkflow } from '../domain/service-keys/workflow-contract.js';
+import type { BackupTenantWorkflow, TenantLifecycleWorkflow } from '../domain/tenants/workflow-contract.js';
+import type { WebhookDeliveryWorkflow } from '../domain/webhooks/workflow-contract.js';
+import { sendWelcomeEmail } from './send-welcome-email.js';
+import { tenantLifecycle } from './tenant-lifecycle/index.js';
+import { backupTenant } from './backup-tenant.js';
+import { rotateServiceKey } from './rotate-service-key.js';
+import { dunWorkspace } from './dun-workspace.js';
+import { webhookDelivery } from './webhook-delivery.js';
+
+export { sendWelcomeEmail, tenantLifecycle, backupTenant, rotateServiceKey, dunWorkspace, webhookDelivery };
 export { pruneExpiredBackups } from './prune-expired-backups.js';
 export { pruneExecutionLog } from './prune-execution-log.js';
-export { rotateServiceKey } from './rotate-service-key.js';
 export { annualServiceKeyRotation } from './annual-service-key-rotation.js';
-export { dunWorkspace } from './dun-workspace.js';
-export { webhookDelivery } from './webhook-delivery.js';
 export { pruneWebhookHistory } from './prune-webhook-history.js';
 export { sweepErpEvents } from './sweep-erp-events.js';
+
+/** Compiles only when `Implementation` can be called as its `Contract` says. */
+type Meets<Contract, Implementation extends Contract> = Implementation;
+
+/**
+ * domain/ starts these workflows by type name with the signatures of their contracts
+ * (domain/<area>/workflow-contract.ts); this keeps each implementation true to its contract at
+ * compile time (a changed input or result fails the typecheck here). Types only: nothing at run time.
+ */
+export type WorkflowsMeetTheirContracts = [
+  Meets<SendWelcomeEmailWorkflow, typeof sendWelcomeEmail>,
+  Meets<TenantLifecycleWorkflow, typeof tenantLifecycle>,
+  Meets<BackupTenantWorkflow, typeof backupTenant>,
+  Meets<RotateServiceKeyWorkflow, typeof rotateServiceKey>,
+  Meets<DunWorkspaceWorkflow, typeof dunWorkspace>,
+  Meets<WebhookDeliveryWorkflow, typeof webhookDelivery>,
+];

@@ -43,7 +43,8 @@
 import { defineQuery, log, proxyActivities, setHandler, sleep, upsertSearchAttributes, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import type { SwitchProof } from '../domain/service-keys/inventory.js';
-import { searchAttributes, type RotationInput, type RotationResult, type RotationSettings } from './definitions.js';
+import type { RotationInput, RotationResult, RotationSettings } from '../domain/service-keys/workflow-contract.js';
+import { searchAttributes } from '../domain/workflow-search-attributes.js';
 import { isExposureRotation, judgeUsage, switchRule, unprovenReason, waitSummary, type KeyPair, type SwitchRule, type UsageCheck } from './rotation-switch-proof.js';
 import { ConsumerRules } from './rotation-consumer-rules.js';
 import { failureMessage } from './shared/activity-failures.js';

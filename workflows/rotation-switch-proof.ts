@@ -5,7 +5,7 @@
  */
 import { patched } from '@temporalio/workflow';
 import type { SwitchProof } from '../domain/service-keys/inventory.js';
-import type { RotationInput } from './definitions.js';
+import type { RotationInput } from '../domain/service-keys/workflow-contract.js';
 
 /** The last usage check, as the rotation's status shows it. */
 export interface UsageCheck {

@@ -1,6 +1,7 @@
 import { type ActivityOptions, log, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import { searchAttributes, type WelcomeEmailInput, type WelcomeEmailResult } from './definitions.js';
+import type { WelcomeEmailInput, WelcomeEmailResult } from '../domain/notifications/workflow-contract.js';
+import { searchAttributes } from '../domain/workflow-search-attributes.js';
 
 const welcomeActivityOptions: ActivityOptions = {
   startToCloseTimeout: '30 seconds',

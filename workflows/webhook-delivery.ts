@@ -12,13 +12,9 @@
  */
 import { patched, proxyActivities, proxyLocalActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import {
-  retryDelay,
-  searchAttributes,
-  type WebhookAttemptSummary,
-  type WebhookDeliveryInput,
-  type WebhookDeliveryResult,
-} from './definitions.js';
+import { retryDelay, type WebhookAttemptSummary } from '../domain/webhooks/retry-schedule.js';
+import type { WebhookDeliveryInput, WebhookDeliveryResult } from '../domain/webhooks/workflow-contract.js';
+import { searchAttributes } from '../domain/workflow-search-attributes.js';
 
 export { retryDelay };
 

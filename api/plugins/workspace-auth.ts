@@ -22,22 +22,22 @@
  *    line per call with the key's workspace id, prefix, method and route, never the token.
  *
  * The request is decorated with `workspace` ({ id, slug }) and `apiKey` ({ id, prefix, scopes }).
- * Register this plugin before the routes it guards.
+ * The check itself, in named pieces, is in plugins/workspace-key-check.ts; this file starts what it
+ * needs (`startKeyServices`), attaches it to the routes that declare a key (`attachKeyChecks`) and
+ * writes the call log (`WorkspaceCallLog`). Register this plugin before the routes it guards.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
-import { grants, TOKEN_PREFIX, type Scope } from '../../domain/access/api-keys.js';
-import { ApiKeyVerifier, invalidKey, type VerifiedKey } from '../../domain/access/api-key-verifier.js';
+import { ApiKeyVerifier } from '../../domain/access/api-key-verifier.js';
 import { RevocationFeed } from '../../domain/access/key-revocations.js';
-import { AppError } from '../../lib/errors.js';
 import { ExecutionLog, ensurePartitions } from '../../domain/access/execution-log.js';
-import { RateLimits, type BucketResult, type Limits } from '../../domain/access/rate-limits.js';
+import { RateLimits } from '../../domain/access/rate-limits.js';
 import { OneLinePerRequest } from '../../lib/http.js';
-import { WorkspaceStanding, workspaceSuspended } from '../../domain/billing/standing.js';
+import { WorkspaceStanding } from '../../domain/billing/standing.js';
+import { KEY_CHECK_HOOK, keyCheck, presentsWorkspaceKey, type KeyCheckDeps } from './workspace-key-check.js';
 
-/** Routes that count against the per-minute agent limit as well as the bucket. */
-const agentInvocation = (method: string, scope: Scope | null) => scope === 'agents:invoke' && method === 'POST';
+type WorkspaceAuth = KeyCheckDeps & { executionLog: ExecutionLog; redis: Redis };
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -48,202 +48,91 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     /** `redis`: the auto-pipelined connection of the Workspace API's hot path (also for its caches). */
-    workspaceAuth: { verifier: ApiKeyVerifier; rateLimits: RateLimits; executionLog: ExecutionLog; revocations: RevocationFeed; redis: Redis; standing: WorkspaceStanding };
+    workspaceAuth: WorkspaceAuth;
   }
 }
 
 /**
- * A workspace named by X-Workspace or `?workspace=` (slug or id) that is not the key's own: a key
- * acts on its own workspace only, and a request that names another one is refused rather than
- * quietly served for the key's workspace.
+ * What the key check needs: its own Redis connection with auto-pipelining (the revocation +
+ * bucket calls of concurrent requests issued in the same tick go out in one write), the key
+ * verifier, the limits, the workspaces' standing, the execution log and the revocation feed.
  */
-function otherWorkspaceNamed(req: FastifyRequest, own: { id: string; slug: string }): string | undefined {
-  const header = req.headers['x-workspace'];
-  const query = (req.query as { workspace?: unknown } | undefined)?.workspace;
-  const named = [header, query].flat().filter((v): v is string => typeof v === 'string' && v !== '');
-  return named.find((n) => n !== own.slug && n !== own.id);
+async function startKeyServices(app: FastifyInstance): Promise<WorkspaceAuth & { close(): Promise<void> }> {
+  const { config, pool } = app.deps;
+  const redis = new Redis(config.REDIS_URL, { enableAutoPipelining: true, maxRetriesPerRequest: 2 });
+  redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis (workspace auth) connection error'));
+  const verifier = new ApiKeyVerifier({
+    pool,
+    redis,
+    cacheTtlMs: config.API_KEY_CACHE_TTL_SECONDS * 1000,
+    cacheSize: config.API_KEY_CACHE_SIZE,
+    usageFlushMs: config.API_KEY_USAGE_FLUSH_MS,
+    onError: (err) => app.log.error({ err }, 'writing last_used_at of workspace keys failed'),
+  });
+  const rateLimits = new RateLimits({ pool, redis, config });
+  const standing = new WorkspaceStanding(pool, config.WORKSPACE_STANDING_CACHE_MS);
+  const executionLog = new ExecutionLog({ pool, log: app.log, flushMs: config.EXECUTION_LOG_FLUSH_MS, partitionsAhead: config.EXECUTION_LOG_PARTITIONS_AHEAD });
+  const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 });
+  subscriber.on('error', (err) => app.log.warn({ err: err.message }, 'redis (revocation feed) connection error'));
+  const revocations = new RevocationFeed({
+    redis,
+    subscriber,
+    onRevoked: (keyId) => {
+      verifier.forget(keyId);
+      rateLimits.dropLease(keyId);
+    },
+    onResubscribed: () => {
+      app.log.warn('revocation feed resubscribed: forgetting every verified workspace key');
+      verifier.clear();
+    },
+    onError: (err) => app.log.warn({ err }, 'revocation feed'),
+  });
+  await ensurePartitions(pool, config.EXECUTION_LOG_PARTITIONS_AHEAD);
+  await revocations.start();
+  const close = async () => {
+    await revocations.close();
+    rateLimits.close();
+    await verifier.close();
+    await executionLog.close();
+    redis.disconnect();
+  };
+  return { verifier, rateLimits, executionLog, revocations, redis, standing, close };
 }
 
-/** A key's buckets: its own and its workspace's. */
-const limitedKey = (key: VerifiedKey) => ({ id: key.id, workspaceId: key.workspace.id });
-
-function setRateLimitHeaders(reply: FastifyReply, r: { limit: number; remaining: number; reset: number }) {
-  reply.header('ratelimit-limit', r.limit).header('ratelimit-remaining', r.remaining).header('ratelimit-reset', r.reset);
+/**
+ * The onRoute hook that puts the key check first on every route declaring `access.key(scope)`
+ * or `access.adminOrKey(scope)`; on the latter only a request presenting a workspace key is
+ * checked here (an admin's session is checked by plugins/access.ts).
+ */
+function attachKeyChecks(deps: KeyCheckDeps) {
+  return function attachKeyCheck(route: RouteOptions) {
+    const declared = route.config?.access;
+    if (declared?.kind !== 'workspaceKey' && declared?.kind !== 'adminOrKey') return;
+    // Fastify derives the HEAD route from the GET route's options, hooks included
+    if ([route.onRequest].flat().some((h) => h?.name === KEY_CHECK_HOOK)) return;
+    const method = [route.method].flat().find((m) => m !== 'HEAD') ?? 'GET';
+    const check = keyCheck(deps, method, route.url, declared.scope);
+    const hook: onRequestHookHandler =
+      declared.kind === 'workspaceKey'
+        ? check
+        : function workspaceKeyAuth(req, reply, done) {
+            if (presentsWorkspaceKey(req)) return check.call(this, req, reply, done);
+            done();
+          };
+    route.onRequest = [hook, ...[route.onRequest ?? []].flat()];
+  };
 }
 
 export const workspaceAuth = fp(
   async (app: FastifyInstance) => {
-    const { config, pool } = app.deps;
-    // The hot path's own Redis connection, with auto-pipelining: the revocation + bucket calls of
-    // concurrent requests issued in the same tick go out in one write.
-    const redis = new Redis(config.REDIS_URL, { enableAutoPipelining: true, maxRetriesPerRequest: 2 });
-    redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis (workspace auth) connection error'));
-    const verifier = new ApiKeyVerifier({
-      pool,
-      redis,
-      cacheTtlMs: config.API_KEY_CACHE_TTL_SECONDS * 1000,
-      cacheSize: config.API_KEY_CACHE_SIZE,
-      usageFlushMs: config.API_KEY_USAGE_FLUSH_MS,
-      onError: (err) => app.log.error({ err }, 'writing last_used_at of workspace keys failed'),
-    });
-    const rateLimits = new RateLimits({ pool, redis, config });
-    const standing = new WorkspaceStanding(pool, config.WORKSPACE_STANDING_CACHE_MS);
-    const executionLog = new ExecutionLog({
-      pool,
-      log: app.log,
-      flushMs: config.EXECUTION_LOG_FLUSH_MS,
-      partitionsAhead: config.EXECUTION_LOG_PARTITIONS_AHEAD,
-    });
-    const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 });
-    subscriber.on('error', (err) => app.log.warn({ err: err.message }, 'redis (revocation feed) connection error'));
-    const revocations = new RevocationFeed({
-      redis,
-      subscriber,
-      onRevoked: (keyId) => {
-        verifier.forget(keyId);
-        rateLimits.dropLease(keyId);
-      },
-      onResubscribed: () => {
-        app.log.warn('revocation feed resubscribed: forgetting every verified workspace key');
-        verifier.clear();
-      },
-      onError: (err) => app.log.warn({ err }, 'revocation feed'),
-    });
-    await ensurePartitions(pool, config.EXECUTION_LOG_PARTITIONS_AHEAD);
-    await revocations.start();
-    app.decorate('workspaceAuth', { verifier, rateLimits, executionLog, revocations, redis, standing });
+    const { close, ...services } = await startKeyServices(app);
+    app.decorate('workspaceAuth', services);
     // declared up front, so every request object has the same shape (Fastify's advice for speed)
     app.decorateRequest('workspace', null);
     app.decorateRequest('apiKey', null);
     app.decorateRequest('apiRoute', null);
-    app.addHook('onClose', async () => {
-      await revocations.close();
-      rateLimits.close();
-      await verifier.close();
-      await executionLog.close();
-      redis.disconnect();
-    });
-
-    function bearerToken(req: FastifyRequest, reply: FastifyReply): string {
-      const header = req.headers.authorization;
-      const token = header && header.length > 7 && header.slice(0, 7).toLowerCase() === 'bearer ' ? header.slice(7).trim() : undefined;
-      if (token && token.startsWith(TOKEN_PREFIX)) return token;
-      reply.header('www-authenticate', 'Bearer');
-      throw invalidKey();
-    }
-
-    function authenticate(method: string, route: string, scope: Scope | null): onRequestHookHandler {
-      const agents = agentInvocation(method, scope);
-
-      /** The checks that need no I/O once the key, its limits and a token of its bucket are known. */
-      function authorize(req: FastifyRequest, reply: FastifyReply, key: VerifiedKey, limits: Limits, bucket: BucketResult, suspended: boolean) {
-        if (bucket.revoked) {
-          verifier.forget(key.id);
-          reply.header('www-authenticate', 'Bearer');
-          throw invalidKey();
-        }
-        // what the routes, the execution log and the "request completed" line (lib/http.ts) know
-        // of this call: workspace, key (id, prefix, scopes; never the token) and route
-        req.workspace = key.workspace;
-        req.apiKey = key;
-        req.apiRoute = route;
-        verifier.touch(key.id);
-        setRateLimitHeaders(reply, bucket);
-        if (!bucket.allowed) {
-          reply.header('retry-after', bucket.retryAfter);
-          if (bucket.by === 'workspace') {
-            throw new AppError(
-              'RATE_LIMITED',
-              `Workspace "${key.workspace.slug}" exceeded its limit of ${limits.workspaceBurst} requests burst, ${limits.workspacePerSecond}/s sustained, shared by all its keys; retry after ${bucket.retryAfter} s.`,
-              { rateLimit: 'workspace' },
-            );
-          }
-          throw new AppError('RATE_LIMITED', `This key exceeded its limit of ${limits.burst} requests burst, ${limits.perSecond}/s sustained; retry after ${bucket.retryAfter} s.`, {
-            rateLimit: 'key',
-          });
-        }
-        if (suspended) throw workspaceSuspended(key.workspace.slug);
-        if (scope && !grants(key.scopes, scope)) {
-          throw new AppError('FORBIDDEN', `This key lacks the scope "${scope}" this endpoint needs.`, { requiredScope: scope });
-        }
-        const slug = (req.params as { slug?: string } | undefined)?.slug;
-        if (slug !== undefined && slug !== key.workspace.slug) {
-          throw new AppError('FORBIDDEN', `This key belongs to workspace "${key.workspace.slug}" and cannot reach workspace "${slug}".`);
-        }
-        const named = otherWorkspaceNamed(req, key.workspace);
-        if (named !== undefined) {
-          throw new AppError(
-            'FORBIDDEN',
-            `This key belongs to workspace "${key.workspace.slug}"; it cannot act on workspace "${named}" named by X-Workspace or ?workspace= (leave them out, or name the key's own workspace).`,
-          );
-        }
-      }
-
-      /** Whatever needs I/O: bcrypt on first sight, the limits, Redis, the agent limit. */
-      async function authenticateWithIo(req: FastifyRequest, reply: FastifyReply, token: string, cachedKey: VerifiedKey | undefined) {
-        const key =
-          cachedKey ??
-          (await verifier.verify(token).catch((err) => {
-            reply.header('www-authenticate', 'Bearer');
-            throw err;
-          }));
-        const limits = rateLimits.cachedLimitsFor(key.workspace.id) ?? (await rateLimits.limitsFor(key.workspace.id));
-        const fresh = revocations.fresh();
-        const bucket =
-          (fresh && rateLimits.admitFromLease(limitedKey(key), limits)) ||
-          (await rateLimits.admitRequest(limitedKey(key), limits, { checkRevoked: !fresh }).catch((err) => {
-            // without Redis neither revocation nor the limits can be checked: refuse (fail closed)
-            req.log.error({ err }, 'workspace key check: Redis unavailable');
-            throw new AppError('UNAVAILABLE', 'Workspace API keys cannot be checked right now; retry shortly.');
-          }));
-        const suspended = await standing.suspended(key.workspace.id);
-        authorize(req, reply, key, limits, bucket, suspended);
-        if (agents) {
-          const agent = await rateLimits.admitAgentInvocation(key.id, limits);
-          setRateLimitHeaders(reply, agent);
-          if (!agent.allowed) {
-            reply.header('retry-after', agent.reset);
-            throw new AppError('RATE_LIMITED', `This key exceeded its ${agent.limit} agent invocations per minute; retry after ${agent.reset} s.`);
-          }
-        }
-      }
-
-      // a callback-style hook: the hot path (token verified before, limits read recently, the
-      // revocation feed fresh, a leased token left) runs synchronously, without I/O or a promise
-      return function workspaceKeyAuth(req, reply, done) {
-        try {
-          const token = bearerToken(req, reply);
-          const key = verifier.cached(token, req.raw.socket);
-          const limits = key && rateLimits.cachedLimitsFor(key.workspace.id);
-          const suspended = key && standing.cached(key.workspace.id);
-          const bucket = key && limits && suspended !== undefined && !agents && revocations.fresh() ? rateLimits.admitFromLease(limitedKey(key), limits) : undefined;
-          if (!bucket) return void authenticateWithIo(req, reply, token, key).then(() => done(), done);
-          authorize(req, reply, key!, limits!, bucket, suspended === true);
-        } catch (err) {
-          return done(err as Error);
-        }
-        done();
-      };
-    }
-
-    app.addHook('onRoute', (route: RouteOptions) => {
-      const declared = route.config?.access;
-      if (declared?.kind !== 'workspaceKey' && declared?.kind !== 'adminOrKey') return;
-      // Fastify derives the HEAD route from the GET route's options, hooks included
-      if ([route.onRequest].flat().some((h) => h?.name === 'workspaceKeyAuth')) return;
-      const method = [route.method].flat().find((m) => m !== 'HEAD') ?? 'GET';
-      const check = authenticate(method, route.url, declared.scope);
-      // adminOrKey: only a request that presents a workspace key is checked here (an admin's login by access.ts)
-      const hook: onRequestHookHandler =
-        declared.kind === 'workspaceKey'
-          ? check
-          : function workspaceKeyAuth(req, reply, done) {
-              const h = req.headers.authorization;
-              if (typeof h === 'string' && /^bearer\s+/i.test(h) && h.replace(/^bearer\s+/i, '').trim().startsWith(TOKEN_PREFIX)) return check.call(this, req, reply, done);
-              done();
-            };
-      route.onRequest = [hook, ...[route.onRequest ?? []].flat()];
-    });
+    app.addHook('onClose', close);
+    app.addHook('onRoute', attachKeyChecks(services));
   },
   { name: 'workspace-auth', dependencies: [] },
 );

@@ -26,8 +26,8 @@ import { AppError } from '../../lib/errors.js';
 import { cloudEvent, type CloudEvent } from '../events/events.js';
 import { applyTenantClient, runTenantAction } from '../tenants/operations.js';
 import type { TenantClientSpec, Tier } from '../tenants/types.js';
-import { dunningSettledSignal, dunningWorkflowId, searchAttributes, type DunningInput } from '../../workflows/definitions.js';
-import type { dunWorkspace } from '../../workflows/dun-workspace.js';
+import { searchAttributes } from '../workflow-search-attributes.js';
+import { DUNNING_WORKFLOW, dunningSettledSignal, dunningWorkflowId, type DunningInput, type DunWorkspaceWorkflow } from './workflow-contract.js';
 import { isTier } from './tiers.js';
 import { findSubscription, SUBSCRIPTION_STATUSES, tenantOfWorkspace, type SubscriptionRow, type SubscriptionStatus } from './subscriptions.js';
 
@@ -336,7 +336,7 @@ function publishInvoiceEvent(deps: BillingDeps, event: Stripe.Event, workspace: 
 async function startDunning(deps: BillingDeps, workspace: Workspace, opts: { run: number; input: DunningInput }): Promise<string> {
   const workflowId = dunningWorkflowId(workspace.slug, opts.run);
   try {
-    await deps.temporal.workflow.start<typeof dunWorkspace>('dunWorkspace', {
+    await deps.temporal.workflow.start<DunWorkspaceWorkflow>(DUNNING_WORKFLOW, {
       workflowId,
       taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
       args: [opts.input],

@@ -3,7 +3,7 @@
  * as the tenant workflow mirrors them to PostgreSQL) and whether the dashboards have their ERP API user.
  */
 import type { Condition, TenantPhase } from '../tenants/types.js';
-import type { IntegrationProvider, IntegrationState } from './providers.js';
+import type { IntegrationProvider, IntegrationState } from './provider.js';
 
 const stateOfPhase: Record<TenantPhase, IntegrationState> = {
   Provisioning: 'pending',

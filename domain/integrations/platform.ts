@@ -3,7 +3,7 @@
  * webhook endpoints (webhook_endpoints, webhook_deliveries) and agents (agent_executions). Counts
  * and states only: never a consent id, a URL's secret or a question.
  */
-import type { IntegrationProvider } from './providers.js';
+import type { IntegrationProvider } from './provider.js';
 
 export const bankConsentsIntegration: IntegrationProvider = {
   id: 'bank-consents',

@@ -2,42 +2,14 @@
  * The integrations a workspace has (specification §4.1 `GET /api/portal/integrations`), as a
  * registry of providers: each one answers the status of its integration for one workspace. The
  * ERP reads the tenant's TenantClient phase and conditions; bank consents, webhooks and agents read
- * their services' tables (platform.ts). `notConfigured` is for an integration a deployment lacks.
+ * their services' tables (platform.ts). What a provider is, and `notConfigured` for an integration a
+ * deployment lacks: provider.ts.
  */
-import type pg from 'pg';
 import { erpIntegration } from './erp.js';
 import { agentsIntegration, bankConsentsIntegration, webhooksIntegration } from './platform.js';
+import type { IntegrationContext, IntegrationProvider, IntegrationStatus } from './provider.js';
 
-/** connected: works; pending: being set up; degraded: set up but failing; disconnected: ended; not-configured: nothing set up. */
-export type IntegrationState = 'connected' | 'pending' | 'degraded' | 'disconnected' | 'not-configured';
-
-export interface IntegrationStatus {
-  id: string;
-  name: string;
-  state: IntegrationState;
-  /** One sentence for a person. */
-  summary: string;
-  /** What the provider knows in detail (e.g. the ERP's phase and conditions). */
-  details: Record<string, unknown>;
-}
-
-export interface IntegrationContext {
-  pool: pg.Pool;
-  workspace: { id: string; slug: string };
-}
-
-export interface IntegrationProvider {
-  id: string;
-  name: string;
-  status(ctx: IntegrationContext): Promise<Omit<IntegrationStatus, 'id' | 'name'>>;
-}
-
-/** A provider whose service is not part of this deployment yet: it says so. */
-export const notConfigured = (id: string, name: string, what: string): IntegrationProvider => ({
-  id,
-  name,
-  status: async () => ({ state: 'not-configured', summary: `${what} This deployment does not offer it yet.`, details: {} }),
-});
+export type { IntegrationContext, IntegrationProvider, IntegrationState, IntegrationStatus } from './provider.js';
 
 export const integrationProviders: readonly IntegrationProvider[] = [
   erpIntegration,

@@ -7,8 +7,8 @@ import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowStartOp
 import type pg from 'pg';
 import { withTransaction, type Queryable } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
-import { searchAttributes, welcomeWorkflowId } from '../../workflows/definitions.js';
-import type { sendWelcomeEmail } from '../../workflows/index.js';
+import { searchAttributes } from '../workflow-search-attributes.js';
+import { WELCOME_EMAIL_WORKFLOW, welcomeWorkflowId, type SendWelcomeEmailWorkflow } from './workflow-contract.js';
 
 export interface WelcomeStarted {
   tenant: string;
@@ -24,7 +24,7 @@ function startWelcomeWorkflow(
   w: { tenant: string; n: number; email: string; workspace: string; reason?: string },
   policies: Pick<WorkflowStartOptions, 'workflowIdReusePolicy' | 'workflowIdConflictPolicy'> = {},
 ) {
-  return deps.temporal.workflow.start<typeof sendWelcomeEmail>('sendWelcomeEmail', {
+  return deps.temporal.workflow.start<SendWelcomeEmailWorkflow>(WELCOME_EMAIL_WORKFLOW, {
     workflowId: welcomeWorkflowId(w.tenant, w.n),
     taskQueue: deps.taskQueue,
     args: [{ tenant: w.tenant, email: w.email, workspace: w.workspace }],

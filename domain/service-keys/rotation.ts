@@ -15,8 +15,8 @@ import type pg from 'pg';
 import type { Config } from '../../lib/config.js';
 import { withTransaction, type Queryable } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
-import { rotationWorkflowId, searchAttributes, type RotationReason, type RotationSettings } from '../../workflows/definitions.js';
-import type { rotateServiceKey } from '../../workflows/index.js';
+import { searchAttributes } from '../workflow-search-attributes.js';
+import { ROTATE_SERVICE_KEY_WORKFLOW, rotationWorkflowId, type RotateServiceKeyWorkflow, type RotationReason, type RotationSettings } from './workflow-contract.js';
 import { switchProofOf, type ServiceKeyPair } from './inventory.js';
 import { createKey, revokeKey } from './registry.js';
 import type { TransactionalSecretStoreWriter } from './secret-store.js';
@@ -107,7 +107,7 @@ export async function startRotation(
   // 2. start the workflow; if that fails, release the lock so the pair can be rotated again
   const workflowId = rotationWorkflowId(pair.caller, pair.target, n);
   try {
-    const handle = await deps.temporal.workflow.start<typeof rotateServiceKey>('rotateServiceKey', {
+    const handle = await deps.temporal.workflow.start<RotateServiceKeyWorkflow>(ROTATE_SERVICE_KEY_WORKFLOW, {
       workflowId,
       taskQueue: deps.taskQueue,
       args: [{ ...pair, n, reason, settings: deps.settings, proof }],

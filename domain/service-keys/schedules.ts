@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
-import { rotationScheduleId } from '../../workflows/definitions.js';
+import { ANNUAL_ROTATION_WORKFLOW, rotationScheduleId } from './workflow-contract.js';
 import { SERVICE_KEY_INVENTORY } from './inventory.js';
 
 type Pair = { caller: string; target: string };
@@ -36,7 +36,7 @@ export async function ensureRotationSchedule(
       spec,
       action: {
         type: 'startWorkflow',
-        workflowType: 'annualServiceKeyRotation',
+        workflowType: ANNUAL_ROTATION_WORKFLOW,
         workflowId: scheduleId,
         taskQueue: opts.taskQueue,
         args: [pair],

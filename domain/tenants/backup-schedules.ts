@@ -4,7 +4,8 @@
  * running `pruneExpiredBackups`). Creating and deleting are idempotent.
  */
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
-import { searchAttributes, BACKUP_RETENTION_SCHEDULE_ID, type BackupTenantInput } from '../../workflows/definitions.js';
+import { searchAttributes } from '../workflow-search-attributes.js';
+import { BACKUP_RETENTION_SCHEDULE_ID, BACKUP_TENANT_WORKFLOW, PRUNE_EXPIRED_BACKUPS_WORKFLOW, type BackupTenantInput } from './workflow-contract.js';
 import { backupScheduleId } from './types.js';
 
 export async function createBackupSchedule(
@@ -14,7 +15,7 @@ export async function createBackupSchedule(
   const scheduleId = backupScheduleId(opts.input.tenant);
   const action = {
     type: 'startWorkflow' as const,
-    workflowType: 'backupTenant',
+    workflowType: BACKUP_TENANT_WORKFLOW,
     workflowId: scheduleId,
     taskQueue: opts.taskQueue,
     args: [opts.input],
@@ -75,7 +76,7 @@ export async function ensureBackupRetentionSchedule(
       spec: { intervals: [{ every: '1 day' }] },
       action: {
         type: 'startWorkflow',
-        workflowType: 'pruneExpiredBackups',
+        workflowType: PRUNE_EXPIRED_BACKUPS_WORKFLOW,
         workflowId: opts.scheduleId ?? BACKUP_RETENTION_SCHEDULE_ID,
         taskQueue: opts.taskQueue,
         args: [],

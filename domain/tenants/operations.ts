@@ -11,9 +11,21 @@ import { withTransaction } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import { temporalUiLink } from '../../lib/temporal.js';
 import { immutableChanges, problemsDetail, sameSpec, type TenantClient } from './tenant-client.js';
-import { searchAttributes, applySignal, cancelUpdate, deleteUpdate, reactivateUpdate, retryChatRoomUpdate, statusQuery, tenantWorkflowId, type TenantLifecycleInput } from '../../workflows/definitions.js';
+import { searchAttributes } from '../workflow-search-attributes.js';
+import {
+  applySignal,
+  cancelUpdate,
+  deleteUpdate,
+  reactivateUpdate,
+  retryChatRoomUpdate,
+  statusQuery,
+  TENANT_LIFECYCLE_WORKFLOW,
+  tenantWorkflowId,
+  type ApplyRequest,
+  type TenantLifecycleInput,
+  type TenantLifecycleWorkflow,
+} from './workflow-contract.js';
 import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type Condition, type TenantClientSpec, type TenantPhase, type TenantStatus } from './types.js';
-import type { tenantLifecycle } from '../../workflows/tenant-lifecycle/index.js';
 
 export interface OperationDeps {
   pool: pg.Pool;
@@ -136,8 +148,8 @@ export async function applyTenantClient(
         historyLimit: deps.config.TENANT_HISTORY_LIMIT,
       },
     };
-    await deps.temporal.workflow.signalWithStart<typeof tenantLifecycle, [{ generation: number; spec: TenantClientSpec }]>(
-      'tenantLifecycle',
+    await deps.temporal.workflow.signalWithStart<TenantLifecycleWorkflow, [ApplyRequest]>(
+      TENANT_LIFECYCLE_WORKFLOW,
       {
         workflowId,
         taskQueue: deps.config.TEMPORAL_TASK_QUEUE,

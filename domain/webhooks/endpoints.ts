@@ -143,6 +143,8 @@ export class EndpointRepository {
 export interface SendingEndpoint {
   id: string;
   workspaceId: string;
+  /** The workspace's slug (the retry workflow's `Workspace` search attribute). */
+  workspace: string;
   url: string;
   enabled: boolean;
   eventTypes: string[] | null;
@@ -151,14 +153,15 @@ export interface SendingEndpoint {
 
 export async function sendingEndpoints(pool: Pool, secretsKey: string, where: { workspaceId: string } | { id: string }): Promise<SendingEndpoint[]> {
   const byId = 'id' in where;
-  const { rows } = await pool.query<{ id: string; workspace_id: string; url: string; enabled: boolean; event_types: string[] | null; s: string; p: string | null; e: Date | null }>(
-    `SELECT id, workspace_id, url, enabled, event_types, secret_sealed AS s, previous_secret_sealed AS p, previous_secret_expires_at AS e
+  const { rows } = await pool.query<{ id: string; workspace_id: string; workspace: string; url: string; enabled: boolean; event_types: string[] | null; s: string; p: string | null; e: Date | null }>(
+    `SELECT id, workspace_id, (SELECT slug FROM workspaces w WHERE w.id = workspace_id) AS workspace, url, enabled, event_types, secret_sealed AS s, previous_secret_sealed AS p, previous_secret_expires_at AS e
        FROM webhook_endpoints WHERE ${byId ? 'id' : 'workspace_id'} = $1`,
     [byId ? where.id : where.workspaceId],
   );
   return rows.map((r) => ({
     id: r.id,
     workspaceId: r.workspace_id,
+    workspace: r.workspace,
     url: r.url,
     enabled: r.enabled,
     eventTypes: r.event_types,

@@ -8,7 +8,9 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Pool } from 'pg';
 import type { Config } from '../../lib/config.js';
 import { AppError } from '../../lib/errors.js';
-import { retryDelay, searchAttributes, webhookWorkflowId, type WebhookAttemptSummary, type WebhookDeliveryInput, type WebhookRetrySettings } from '../../workflows/definitions.js';
+import { searchAttributes } from '../workflow-search-attributes.js';
+import { retryDelay, type WebhookAttemptSummary, type WebhookRetrySettings } from './retry-schedule.js';
+import { WEBHOOK_DELIVERY_WORKFLOW, webhookWorkflowId, type WebhookDeliveryInput, type WebhookDeliveryWorkflow } from './workflow-contract.js';
 import { AddressPolicy } from './addresses.js';
 import { WebhookSender } from './sender.js';
 
@@ -43,6 +45,8 @@ export async function startRetry(
     endpointId: string;
     messageId: string;
     workspaceId: string;
+    /** The workspace's slug (the `Workspace` search attribute; null: the workspace is gone); the input keeps only the id. */
+    workspace: string | null;
     eventType: string;
     firstAttempt?: WebhookAttemptSummary;
     /** When the first attempt failed (epoch ms): the first retry's wait counts from then. */
@@ -53,19 +57,20 @@ export async function startRetry(
   const settings = retrySettings(s.config);
   // after a failed first attempt the run starts after the first retry's wait (± jitter) from the
   // failure: the server holds it durably, no workflow task runs before then (a 410 ends it at once)
-  const { failedAt, ...rest } = d;
+  const { failedAt, workspace, ...rest } = d;
   const firstDelayMs = d.firstAttempt && d.firstAttempt.outcome !== 'gone' ? retryDelay(settings, 0, d.firstAttempt, Math.random) : undefined;
   const startDelay = firstDelayMs !== undefined ? Math.max(0, firstDelayMs - (failedAt !== undefined ? Date.now() - failedAt : 0)) : 0;
   const input: WebhookDeliveryInput = { ...rest, settings, ...(firstDelayMs !== undefined ? { firstDelayMs } : {}) };
   try {
-    await s.temporal.workflow.start('webhookDelivery', {
+    await s.temporal.workflow.start<WebhookDeliveryWorkflow>(WEBHOOK_DELIVERY_WORKFLOW, {
       workflowId: webhookWorkflowId(d.endpointId, d.messageId),
       taskQueue: s.taskQueue,
       args: [input],
       ...(startDelay > 0 ? { startDelay } : {}),
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',
       typedSearchAttributes: [
-        { key: searchAttributes.workspace, value: d.workspaceId },
+        ...(workspace !== null ? [{ key: searchAttributes.workspace, value: workspace }] : []),
+        { key: searchAttributes.workspaceId, value: d.workspaceId },
         { key: searchAttributes.webhookEndpoint, value: d.endpointId },
         { key: searchAttributes.eventType, value: d.eventType },
       ],
@@ -93,8 +98,9 @@ export async function replay(
   endpointId: string,
   what: { messageId: string } | { since: Date; until: Date },
 ): Promise<{ replayed: string[]; inProgress: string[]; note?: string }> {
-  const { rows } = await pool.query<{ message_id: string; workspace_id: string; event_type: string }>(
-    `SELECT d.message_id, d.workspace_id, m.event_type FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
+  const { rows } = await pool.query<{ message_id: string; workspace_id: string; workspace: string | null; event_type: string }>(
+    `SELECT d.message_id, d.workspace_id, w.slug AS workspace, m.event_type
+       FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id LEFT JOIN workspaces w ON w.id = d.workspace_id
       WHERE d.endpoint_id = $1 AND ${'messageId' in what ? 'd.message_id = $2' : `d.status = 'failed' AND d.created_at >= $2 AND d.created_at < $3`}
       ORDER BY d.created_at LIMIT 10000`,
     'messageId' in what ? [endpointId, what.messageId] : [endpointId, what.since, what.until],
@@ -103,7 +109,7 @@ export async function replay(
   const replayed: string[] = [];
   const inProgress: string[] = [];
   for (const r of rows) {
-    const started = await startRetry(s, { endpointId, messageId: r.message_id, workspaceId: r.workspace_id, eventType: r.event_type, trigger: 'replay' });
+    const started = await startRetry(s, { endpointId, messageId: r.message_id, workspaceId: r.workspace_id, workspace: r.workspace, eventType: r.event_type, trigger: 'replay' });
     if (started) {
       await pool.query(
         `UPDATE webhook_deliveries SET status = 'retrying', replays = replays + 1, updated_at = now() WHERE endpoint_id = $1 AND message_id = $2`,

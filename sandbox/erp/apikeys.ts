@@ -54,94 +54,115 @@ const action = (resModel: string, name: string, extra: Record<string, unknown> =
   ...extra,
 });
 
+type Description = { owner: KeyUser; name: string; expiration: Date | null };
+type IdentityCheck = { owner: KeyUser; description: number; password?: string };
+
+const DESCRIPTION = 'res.users.apikeys.description';
+const IDENTITY_CHECK = 'res.users.identitycheck';
+
 /** The wizards of one stand-in: API key descriptions and identity checks, by id. */
 export function apiKeyWizards() {
-  let nextId = 0;
-  const descriptions = new Map<number, { owner: KeyUser; name: string; expiration: Date | null }>();
-  const checks = new Map<number, { owner: KeyUser; description: number; password?: string }>();
+  return new ApiKeyWizards();
+}
 
-  const mine = <T extends { owner: KeyUser }>(map: Map<number, T>, model: string, user: KeyUser, ids: unknown): [number, T] => {
-    const id = Array.isArray(ids) ? ids[0] : ids;
-    const record = typeof id === 'number' ? map.get(id) : undefined;
-    if (!record || record.owner.database !== user.database || record.owner.uid !== user.uid) {
-      throw new OdooError(2, `Record does not exist or has been deleted.\n(Record: ${model}(${String(id)},), User: ${user.uid})`, 'odoo.exceptions.MissingError');
-    }
-    return [id as number, record];
-  };
+class ApiKeyWizards {
+  private nextId = 0;
+  private readonly descriptions = new Map<number, Description>();
+  private readonly checks = new Map<number, IdentityCheck>();
 
-  async function maxDuration(db: pg.Pool, user: KeyUser): Promise<number> {
-    if (user.groups.has('base.group_system')) return Infinity;
-    const res = await db.query<{ max: number | null }>(
-      'SELECT max(g.api_key_duration) AS max FROM res_groups g JOIN res_groups_users_rel r ON r.gid = g.id WHERE r.uid = $1',
-      [user.uid],
-    );
-    return res.rows[0]?.max || 1;
+  handles(model: string): boolean {
+    return model === DESCRIPTION || model === IDENTITY_CHECK;
   }
 
   /** One call on the API key models, or undefined when `model` is not one of them. */
-  async function call(db: pg.Pool, user: KeyUser, model: string, method: string, args: unknown[], kwargs: Record<string, unknown>): Promise<unknown> {
-    if (model === 'res.users.apikeys.description') {
+  async call(db: pg.Pool, user: KeyUser, model: string, method: string, args: unknown[], kwargs: Record<string, unknown>): Promise<unknown> {
+    if (model === DESCRIPTION) {
       if (!user.groups.has('base.group_user')) throw accessError("You are not allowed to create 'API Key Description' (res.users.apikeys.description) records.");
-      if (method === 'create' || method === 'web_save') {
-        // create(ids, vals_list) (not a model method over RPC); web_save(ids, vals, specification) → [{id}]
-        if (method === 'web_save' && Array.isArray(args[0]) && args[0].length) throw userError('The API key description cannot be edited');
-        const given = method === 'web_save' ? (args[1] ?? kwargs.vals) : (args[1] ?? kwargs.vals_list);
-        if (given === undefined) throw new OdooError(1, `APIKeyDescription.create() missing 1 required positional argument: 'vals_list'`, 'TypeError');
-        const list = (Array.isArray(given) ? given : [given]) as Record<string, unknown>[];
-        const ids: number[] = [];
-        const max = await maxDuration(db, user);
-        for (const vals of list) {
-          if (!vals || typeof vals !== 'object' || typeof vals.name !== 'string' || !vals.name) throw userError('The operation cannot be completed: Description is required');
-          const duration = String(vals.duration ?? '1');
-          const offered = DURATIONS.filter((d) => d <= max).map(String);
-          if (max === Infinity) offered.push('0');
-          if (!offered.includes(duration)) throw valueError(`Wrong value for res.users.apikeys.description.duration: '${duration}'`);
-          const days = Number(duration);
-          const today = new Date(new Date().toISOString().slice(0, 10) + 'T00:00:00Z');
-          const expiration = days ? new Date(today.getTime() + days * 86_400_000) : null;
-          descriptions.set(++nextId, { owner: user, name: vals.name, expiration });
-          ids.push(nextId);
-        }
-        if (method === 'web_save') return ids.map((id) => ({ id }));
-        return Array.isArray(given) ? ids : ids[0];
-      }
+      if (method === 'create' || method === 'web_save') return this.describe(db, user, method, args, kwargs);
       if (method === 'make_key') {
         // @check_identity: a fresh web session has not confirmed its password in the last 10 minutes
-        const [id] = mine(descriptions, model, user, args[0] ?? kwargs.ids);
-        checks.set(++nextId, { owner: user, description: id });
-        return action('res.users.identitycheck', 'Security Control', { res_id: nextId });
+        const [id] = mine(this.descriptions, model, user, args[0] ?? kwargs.ids);
+        this.checks.set(++this.nextId, { owner: user, description: id });
+        return action(IDENTITY_CHECK, 'Security Control', { res_id: this.nextId });
       }
     }
-    if (model === 'res.users.identitycheck') {
+    if (model === IDENTITY_CHECK) {
       if (method === 'write') {
-        const [, check] = mine(checks, model, user, args[0]);
+        const [, check] = mine(this.checks, model, user, args[0]);
         const vals = (args[1] ?? kwargs.vals) as { password?: unknown } | undefined;
         if (typeof vals?.password === 'string') check.password = vals.password;
         return true;
       }
-      if (method === 'run_check') {
-        const [id, check] = mine(checks, model, user, args[0] ?? kwargs.ids);
-        const stored = await db.query<{ password: string | null }>('SELECT password FROM res_users WHERE id = $1', [user.uid]);
-        if (!check.password || !(await verifyOdooPassword(check.password, stored.rows[0]?.password))) {
-          throw userError('Incorrect Password, try again or click on Forgot Password to reset your password.');
-        }
-        checks.delete(id);
-        const description = descriptions.get(check.description);
-        if (!description) throw userError('Record does not exist or has been deleted.');
-        descriptions.delete(check.description);
-        const key = randomBytes(20).toString('hex');
-        await db.query(
-          `INSERT INTO res_users_apikeys (name, user_id, scope, expiration_date, key, index) VALUES ($1, $2, NULL, $3, $4, $5)`,
-          [description.name, user.uid, description.expiration?.toISOString().replace('T', ' ').replace('Z', '') ?? null, hashOdooPassword(key, KEY_ROUNDS), key.slice(0, API_KEY_INDEX_SIZE)],
-        );
-        return action('res.users.apikeys.show', 'API Key Ready', { context: { default_key: key } });
-      }
+      if (method === 'run_check') return this.runCheck(db, user, args[0] ?? kwargs.ids);
     }
     return undefined;
   }
 
-  return {
-    handles: (model: string) => model === 'res.users.apikeys.description' || model === 'res.users.identitycheck',
-    call,
-  };
+  /** create(ids, vals_list) (not a model method over RPC); web_save(ids, vals, specification) → [{id}] */
+  private async describe(db: pg.Pool, user: KeyUser, method: 'create' | 'web_save', args: unknown[], kwargs: Record<string, unknown>) {
+    if (method === 'web_save' && Array.isArray(args[0]) && args[0].length) throw userError('The API key description cannot be edited');
+    const given = method === 'web_save' ? (args[1] ?? kwargs.vals) : (args[1] ?? kwargs.vals_list);
+    if (given === undefined) throw new OdooError(1, `APIKeyDescription.create() missing 1 required positional argument: 'vals_list'`, 'TypeError');
+    const list = (Array.isArray(given) ? given : [given]) as Record<string, unknown>[];
+    const ids: number[] = [];
+    const max = await maxDuration(db, user);
+    for (const vals of list) {
+      if (!vals || typeof vals !== 'object' || typeof vals.name !== 'string' || !vals.name) throw userError('The operation cannot be completed: Description is required');
+      const expiration = expirationOf(vals.duration, max);
+      this.descriptions.set(++this.nextId, { owner: user, name: vals.name, expiration });
+      ids.push(this.nextId);
+    }
+    if (method === 'web_save') return ids.map((id) => ({ id }));
+    return Array.isArray(given) ? ids : ids[0];
+  }
+
+  /** The identity check's password confirmed: the key is made, shown once. */
+  private async runCheck(db: pg.Pool, user: KeyUser, ids: unknown) {
+    const [id, check] = mine(this.checks, IDENTITY_CHECK, user, ids);
+    const stored = await db.query<{ password: string | null }>('SELECT password FROM res_users WHERE id = $1', [user.uid]);
+    if (!check.password || !(await verifyOdooPassword(check.password, stored.rows[0]?.password))) {
+      throw userError('Incorrect Password, try again or click on Forgot Password to reset your password.');
+    }
+    this.checks.delete(id);
+    const description = this.descriptions.get(check.description);
+    if (!description) throw userError('Record does not exist or has been deleted.');
+    this.descriptions.delete(check.description);
+    const key = randomBytes(20).toString('hex');
+    await db.query(
+      `INSERT INTO res_users_apikeys (name, user_id, scope, expiration_date, key, index) VALUES ($1, $2, NULL, $3, $4, $5)`,
+      [description.name, user.uid, description.expiration?.toISOString().replace('T', ' ').replace('Z', '') ?? null, hashOdooPassword(key, KEY_ROUNDS), key.slice(0, API_KEY_INDEX_SIZE)],
+    );
+    return action('res.users.apikeys.show', 'API Key Ready', { context: { default_key: key } });
+  }
+}
+
+/** The wizard record `ids` names, if it is the user's own (else Odoo's MissingError). */
+function mine<T extends { owner: KeyUser }>(map: Map<number, T>, model: string, user: KeyUser, ids: unknown): [number, T] {
+  const id = Array.isArray(ids) ? ids[0] : ids;
+  const record = typeof id === 'number' ? map.get(id) : undefined;
+  if (!record || record.owner.database !== user.database || record.owner.uid !== user.uid) {
+    throw new OdooError(2, `Record does not exist or has been deleted.\n(Record: ${model}(${String(id)},), User: ${user.uid})`, 'odoo.exceptions.MissingError');
+  }
+  return [id as number, record];
+}
+
+/** The longest key life the user's groups allow (days; Infinity for the admin, 1 when none sets one). */
+async function maxDuration(db: pg.Pool, user: KeyUser): Promise<number> {
+  if (user.groups.has('base.group_system')) return Infinity;
+  const res = await db.query<{ max: number | null }>(
+    'SELECT max(g.api_key_duration) AS max FROM res_groups g JOIN res_groups_users_rel r ON r.gid = g.id WHERE r.uid = $1',
+    [user.uid],
+  );
+  return res.rows[0]?.max || 1;
+}
+
+/** The `duration` selection checked against what the user may choose, as the key's expiry (null: never). */
+function expirationOf(value: unknown, max: number): Date | null {
+  const duration = String(value ?? '1');
+  const offered = DURATIONS.filter((d) => d <= max).map(String);
+  if (max === Infinity) offered.push('0');
+  if (!offered.includes(duration)) throw valueError(`Wrong value for res.users.apikeys.description.duration: '${duration}'`);
+  const days = Number(duration);
+  const today = new Date(new Date().toISOString().slice(0, 10) + 'T00:00:00Z');
+  return days ? new Date(today.getTime() + days * 86_400_000) : null;
 }

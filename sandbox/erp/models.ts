@@ -7,7 +7,7 @@
  * Version differences modelled (checked against Odoo's sources):
  * - 19: `res.users.groups_id` was renamed `group_ids`;
  * - 19: `read_group` is deprecated in favour of `formatted_read_group` (both are served on 19,
- *   only `read_group` on 17 and 18; see sandbox/erp/orm.ts).
+ *   only `read_group` on 17 and 18; see sandbox/erp/orm-group.ts).
  * Everything else the dashboards read (`account.move` amounts, `payment_state`, `invoice_date_due`,
  * `account.bank.statement.line.is_reconciled`, `account.account.account_type`) has the same name
  * and meaning in 17, 18 and 19.

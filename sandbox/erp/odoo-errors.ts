@@ -34,3 +34,19 @@ export const accessError = (message: string) => new OdooError(4, message, 'odoo.
 export const valueError = (message: string) => new OdooError(1, message, 'ValueError');
 export const typeError = (message: string) => new OdooError(1, message, 'TypeError');
 export const attributeError = (message: string) => new OdooError(1, message, 'AttributeError');
+
+/** Anything thrown while answering a call, as the fault Odoo would send (code 1 for non-Odoo errors). */
+export function toFault(err: unknown): OdooError {
+  if (err instanceof OdooError) return err;
+  const code = (err as { code?: unknown }).code;
+  // PostgreSQL rejected a value (e.g. a malformed date in a domain): psycopg2 raises, Odoo answers fault 1
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return new OdooError(1, (err as Error).message, 'psycopg2.errors.DatabaseError');
+  if (err instanceof Error && err.name !== 'TypeError' && /XML|Unexpected|Invalid|Not a method call|method name/i.test(err.message)) {
+    return new OdooError(1, err.message, 'xml.parsers.expat.ExpatError');
+  }
+  return new OdooError(1, 'Internal error', 'Exception');
+}
+
+/** Odoo's `_missing_error` message for records that are gone (or hidden by a record rule). */
+export const missingRecords = (model: string, ids: readonly unknown[], uid: number) =>
+  missingError(`Record does not exist or has been deleted.\n(Record: ${model}(${ids.join(', ')},), User: ${uid})`);

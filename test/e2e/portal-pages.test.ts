@@ -14,7 +14,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { event, invoice, sandboxIds, sendEvent, subscription } from '../../sandbox/stripe/sender.js';
 import { welcomeEmail } from '../../services/notifications/welcome-email.js';
-import { webhookWorkflowId } from '../../workflows/definitions.js';
+import { webhookWorkflowId } from '../../domain/webhooks/workflow-contract.js';
 import { tempDir } from '../support/env.js';
 import { cellsOffScreen, linkIn } from '../support/portal.js';
 import { startReceiver, startWebhookPlatform, type Receiver, type WebhookPlatform } from '../support/webhooks.js';
@@ -612,7 +612,7 @@ describe('the workspace link of the e-mails, /w/<slug>', () => {
     await context.close();
   });
 
-  it('tells a known workspace (302) from an unknown one (404) without a session: slugs are public, as their ERP host names are (README)', async () => {
+  it('tells a known workspace (302) from an unknown one (404) without a session: slugs are public, as their ERP host names are (docs/workspace-admins.md)', async () => {
     const known = await fetch(`${base}/w/${workspace.slug}`, { redirect: 'manual' });
     expect([known.status, known.headers.get('location')]).toEqual([302, `/app/w/${workspace.slug}/`]);
     const unknown = await fetch(`${base}/w/${uniqueSlug('none')}`, { redirect: 'manual' });

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Worker } from '@temporalio/worker';
 import { Redis } from 'ioredis';
-import { dunningWorkflowId } from '../../workflows/definitions.js';
+import { dunningWorkflowId } from '../../domain/billing/workflow-contract.js';
 import { event, invoice, PRICES, sandboxIds, sendEvent, signature, subscription } from '../../sandbox/stripe/sender.js';
 import { mailsTo, startTenantPlatform, type TenantPlatform } from '../support/tenant-platform.js';
 import { workflowBundle } from '../support/env.js';

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startChatStandIn, type ChatStandIn } from '../../sandbox/chat/server.js';
 import { createChatClient, ChatError } from '../../domain/tenants/chat.js';
-import { chatRoomName } from '../../workflows/definitions.js';
+import { chatRoomName } from '../../domain/tenants/chat-room.js';
 import { freePort } from '../../scripts/local-servers.js';
 import { tempDir } from '../support/env.js';
 

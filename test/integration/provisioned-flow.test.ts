@@ -17,7 +17,7 @@ import { cloudEvent, publishEvent } from '../../domain/events/events.js';
 import { createPool, type Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
 import { freePort } from '../../scripts/local-servers.js';
-import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../../workflows/definitions.js';
+import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../../domain/tenants/provisioned-event.js';
 import { tempDir, testConfig, workflowBundle } from '../support/env.js';
 import { testKeys } from '../support/service-keys.js';
 

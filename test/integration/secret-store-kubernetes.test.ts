@@ -19,7 +19,7 @@ import { createRotationActivities } from '../../activities/service-key-rotation.
 import { startRotation, type Pair } from '../../domain/service-keys/rotation.js';
 import type { ServiceKeyPair } from '../../domain/service-keys/inventory.js';
 import { listKeys } from '../../domain/service-keys/registry.js';
-import type { RotationResult, RotationSettings } from '../../workflows/definitions.js';
+import type { RotationResult, RotationSettings } from '../../domain/service-keys/workflow-contract.js';
 import { keyConsumer, startKeyCheckedTarget } from '../support/service-keys.js';
 import type pg from 'pg';
 import type { Config } from '../../lib/config.js';

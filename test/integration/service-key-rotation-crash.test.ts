@@ -19,7 +19,7 @@ import { rotationSettings } from '../../domain/service-keys/rotation.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { startEvents } from '../../services/events/server.js';
 import { freePort } from '../../scripts/local-servers.js';
-import type { RotationResult } from '../../workflows/definitions.js';
+import type { RotationResult } from '../../domain/service-keys/workflow-contract.js';
 import { rotationStatusQuery, type RotationStatus } from '../../workflows/rotate-service-key.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { workflowBundle } from '../support/env.js';

@@ -41,7 +41,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { freePort } from '../../scripts/local-servers.js';
 import type { Config } from '../../lib/config.js';
-import type { RotationResult, RotationSettings } from '../../workflows/definitions.js';
+import type { RotationResult, RotationSettings } from '../../domain/service-keys/workflow-contract.js';
 import { rotationStatusQuery } from '../../workflows/rotate-service-key.js';
 import { workflowBundle } from '../support/env.js';
 import { erpTestConfig, provisionTenantWithEventRules, queryTenantDb, type TestTenant } from '../support/erp-tenant.js';

@@ -32,7 +32,7 @@ import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import type { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { startEvents } from '../../services/events/server.js';
 import { freePort } from '../../scripts/local-servers.js';
-import { rotationScheduleId, type RotationResult } from '../../workflows/definitions.js';
+import { rotationScheduleId, type RotationResult } from '../../domain/service-keys/workflow-contract.js';
 import { rotationStatusQuery } from '../../workflows/rotate-service-key.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { tempDir, workflowBundle } from '../support/env.js';

@@ -18,7 +18,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vi
 import { Client, Connection, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { TenantErrorType, type TenantStatus } from '../../domain/tenants/types.js';
-import { applySignal, cancelUpdate, deleteUpdate, reactivateUpdate, retryChatRoomUpdate, statusQuery, tenantWorkflowId, type LifecycleSettings } from '../../workflows/definitions.js';
+import { applySignal, cancelUpdate, deleteUpdate, reactivateUpdate, retryChatRoomUpdate, statusQuery, tenantWorkflowId, type LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
 import type { tenantLifecycle } from '../../workflows/index.js';
 import { FakeTenantPeers } from '../support/fake-tenant-peers.js';
 import { workflowBundle } from '../support/env.js';

@@ -13,7 +13,9 @@ import { Redis } from 'ioredis';
 import { Worker } from '@temporalio/worker';
 import { ScheduleNotFoundError } from '@temporalio/client';
 import { buildCli } from '../../cli/index.js';
-import { chatRoomName, searchAttributes, tenantWorkflowId } from '../../workflows/definitions.js';
+import { chatRoomName } from '../../domain/tenants/chat-room.js';
+import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
+import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { tempDir } from '../support/env.js';
 import {
   applyYaml,

@@ -7,7 +7,7 @@
  *   none is recorded twice.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { webhookWorkflowId } from '../../workflows/definitions.js';
+import { webhookWorkflowId } from '../../domain/webhooks/workflow-contract.js';
 import { startReceiver, startWebhookPlatform, type WebhookPlatform } from '../support/webhooks.js';
 
 let p: WebhookPlatform;

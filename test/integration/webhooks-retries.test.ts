@@ -12,7 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { webhookWorkflowId } from '../../workflows/definitions.js';
+import { webhookWorkflowId } from '../../domain/webhooks/workflow-contract.js';
+import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { startReceiver, startWebhookPlatform, type WebhookPlatform } from '../support/webhooks.js';
 import { call } from '../support/workspace-api.js';
 import { testKeys } from '../support/service-keys.js';
@@ -55,7 +56,12 @@ it('fails three times then succeeds: four attempts, spacing growing exponentiall
     // the waits are durable in the delivery's workflow history: the first is the run's start delay
     // (the server holds the run), the later ones are timers
     const messageId = String(receiver.received[0]!.headers['webhook-id']);
-    const history = await p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, messageId)).fetchHistory();
+    const handle = p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, messageId));
+    // operators find the run by the workspace's slug (Workspace) or its id (WorkspaceId), as every other workflow
+    const attributes = (await handle.describe()).typedSearchAttributes;
+    expect(attributes.get(searchAttributes.workspace)).toBe(e.workspace.slug);
+    expect(attributes.get(searchAttributes.workspaceId)).toBe(e.workspace.id);
+    const history = await handle.fetchHistory();
     const ms = (d: { seconds?: unknown; nanos?: number | null } | null | undefined) => Number(d?.seconds ?? 0) * 1000 + Math.round((d?.nanos ?? 0) / 1e6);
     const startDelay = ms(history.events![0]!.workflowExecutionStartedEventAttributes!.firstWorkflowTaskBackoff);
     const timers = [startDelay, ...history.events!.filter((ev) => ev.timerStartedEventAttributes).map((ev) => ms(ev.timerStartedEventAttributes!.startToFireTimeout))];
@@ -158,6 +164,8 @@ it('a receiver down for the whole schedule: failed, admins alerted with the last
     });
     await expect.poll(() => deliveryStatus(e.endpoint.id), { timeout: 10_000 }).toEqual([{ status: 'delivered', attempts: 6 }]);
     expect((await attemptsOf(e))[0]).toMatchObject({ trigger: 'replay', statusCode: 204 });
+    const replayRun = (await p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, failedId)).describe()).typedSearchAttributes;
+    expect([replayRun.get(searchAttributes.workspace), replayRun.get(searchAttributes.workspaceId)]).toEqual([e.workspace.slug, e.workspace.id]);
     // one message replayed by id answers 404 for an unknown one
     const unknown = await call(p.base, 'POST', `/api/portal/webhooks/${e.endpoint.id}/replay`, { ...asAdmin(e.accessToken, e.workspace.slug), body: { messageId: 'msg_nope' } });
     expect(unknown.status).toBe(404);

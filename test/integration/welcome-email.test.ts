@@ -14,7 +14,7 @@ import { createWorker } from '../../worker/index.js';
 import { startSmtpSink, readMailbox, type SmtpSink } from '../../sandbox/smtp/sink.js';
 import { createPool, type Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
-import { searchAttributes } from '../../workflows/definitions.js';
+import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { tempDir, testConfig, workflowBundle } from '../support/env.js';
 import { testKeys } from '../support/service-keys.js';
 

@@ -40,11 +40,38 @@ describe('workflow code imports nothing the deterministic sandbox cannot run', (
   });
 });
 
-describe('lib/ is infrastructure', () => {
-  it('refuses an import from the platform above it', async () => {
-    expect(await importErrors('lib/example.ts', `import { searchAttributes as x } from '../workflows/definitions.js';`)).toHaveLength(1);
-    expect(await importErrors('lib/example.ts', `import { reserveSubdomain as x } from '../domain/tenants/registry.js';`)).toHaveLength(1);
+describe('imports flow one way: entry points → workflows/activities → domain → lib', () => {
+  it.each([
+    ['domain/tenants/example.ts', `import { tenantLifecycle as x } from '../../workflows/index.js';`],
+    ['domain/tenants/example.ts', `import type { tenantLifecycle as x } from '../../workflows/tenant-lifecycle/index.js';`],
+    ['domain/webhooks/example.ts', `import { createActivities as x } from '../../activities/index.js';`],
+    ['domain/billing/example.ts', `import { buildApp as x } from '../../api/app.js';`],
+    ['domain/example.ts', `import { startDispatcher as x } from '../services/webhooks/dispatcher.js';`],
+    ['domain/access/example.ts', `import { run as x } from '../../cli/index.js';`],
+    ['domain/access/example.ts', `import { ensureSearchAttributes as x } from '../../worker/search-attributes.js';`],
+    ['activities/example.ts', `import { startDispatcher as x } from '../services/webhooks/dispatcher.js';`],
+    ['workflows/tenant-lifecycle/example.ts', `import { buildApp as x } from '../../api/app.js';`],
+    ['lib/example.ts', `import { searchAttributes as x } from '../workflows/definitions.js';`],
+    ['lib/example.ts', `import { reserveSubdomain as x } from '../domain/tenants/registry.js';`],
+  ])('%s refuses %s', async (file, code) => {
+    const errors = await importErrors(file, code);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatch(/imports only domain|Imports flow one way|lib\/ is infrastructure/);
   });
+
+  it.each([
+    ['domain/tenants/example.ts', `import { tenantWorkflowId as x } from './workflow-contract.js';`],
+    ['domain/tenants/example.ts', `import { searchAttributes as x } from '../workflow-search-attributes.js';`],
+    ['domain/tenants/example.ts', `import { AppError as x } from '../../lib/errors.js';`],
+    ['domain/access/example.ts', `import { createKey as x } from '../service-keys/registry.js';`],
+    ['activities/example.ts', `import { startRetry as x } from '../domain/webhooks/sending.js';`],
+    ['workflows/example.ts', `import { dunningWorkflowId as x } from '../domain/billing/workflow-contract.js';`],
+  ])('%s allows %s', async (file, code) => {
+    expect(await importErrors(file, code)).toEqual([]);
+  });
+});
+
+describe('lib/ is infrastructure', () => {
 
   it('allows its own modules and packages', async () => {
     expect(await importErrors('lib/example.ts', `import { AppError as x } from './errors.js';`)).toEqual([]);
@@ -53,7 +80,7 @@ describe('lib/ is infrastructure', () => {
 });
 
 it('the whole tree is lint-clean on these rules', async () => {
-  const results = await eslint.lintFiles(['workflows', 'lib']);
+  const results = await eslint.lintFiles(['workflows', 'activities', 'domain', 'lib']);
   const problems = results.flatMap((r) => r.messages.map((m) => `${path.relative(root, r.filePath)}:${m.line} ${m.message}`));
   expect(problems).toEqual([]);
 });

@@ -12,7 +12,7 @@
  */
 import { proxyActivities, proxyLocalActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../../activities/index.js';
-import type { LifecycleSettings } from '../definitions.js';
+import type { LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
 import { retryIntervals } from '../shared/retry-intervals.js';
 
 export function lifecycleActivities(settings: LifecycleSettings) {

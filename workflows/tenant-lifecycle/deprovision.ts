@@ -9,7 +9,7 @@
  * resource, the other steps still run, and the tenant ends Deprovisioned with Synced=False naming
  * what was left behind, so a half-made tenant is deprovisioned to nothing it did create.
  */
-import { chatRoomName } from '../definitions.js';
+import { chatRoomName } from '../../domain/tenants/chat-room.js';
 import { backupScheduleId, type TenantClientSpec } from '../../domain/tenants/types.js';
 import { failureMessage } from '../shared/activity-failures.js';
 import type { LifecycleActivities } from './activities.js';

@@ -12,7 +12,8 @@
  * the SDK's deterministic clock (`Date` inside the workflow sandbox).
  */
 import { allHandlersFinished, condition, continueAsNew, log, patched, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { searchAttributes, applySignal, cancelUpdate, deleteUpdate, reactivateUpdate, retryChatRoomUpdate, statusQuery, type TenantLifecycleInput } from '../definitions.js';
+import { applySignal, cancelUpdate, deleteUpdate, reactivateUpdate, retryChatRoomUpdate, statusQuery, type TenantLifecycleInput } from '../../domain/tenants/workflow-contract.js';
+import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { type TenantStatus } from '../../domain/tenants/types.js';
 import { lifecycleActivities, type LifecycleActivities } from './activities.js';
 import { deprovision } from './deprovision.js';

@@ -5,7 +5,7 @@
  * in which order; the runner is `reconcile`.
  */
 import { patched } from '@temporalio/workflow';
-import { chatRoomName } from '../definitions.js';
+import { chatRoomName } from '../../domain/tenants/chat-room.js';
 import { backupScheduleId, type TenantClientSpec } from '../../domain/tenants/types.js';
 import type { LifecycleActivities } from './activities.js';
 import { resourceStep, type ResourceStep } from './resource-step.js';

@@ -7,7 +7,8 @@
  * conditions, never thrown out of the workflow.
  */
 import { patched, upsertSearchAttributes } from '@temporalio/workflow';
-import { searchAttributes, type LifecycleSettings } from '../definitions.js';
+import type { LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
+import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { routeNamespace, TenantErrorType, unreadyMessage, unreadyResources, type TenantClientSpec } from '../../domain/tenants/types.js';
 import { failureMessage, failureType } from '../shared/activity-failures.js';
 import type { LifecycleActivities } from './activities.js';

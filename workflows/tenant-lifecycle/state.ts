@@ -5,7 +5,8 @@
  * attribute and the status mirror, which runs the `recordTenantStatus` local activity.
  */
 import { upsertSearchAttributes } from '@temporalio/workflow';
-import { searchAttributes, type LifecycleState, type TenantLifecycleInput } from '../definitions.js';
+import type { LifecycleState, TenantLifecycleInput } from '../../domain/tenants/workflow-contract.js';
+import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { newResources, resourceErrors, setCondition, type Condition, type ReadyReason, type ResourceKind, type ResourceState, type StepRecord, type TenantStatus } from '../../domain/tenants/types.js';
 
 /** How many recent steps the status keeps. */

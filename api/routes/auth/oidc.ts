@@ -36,9 +36,8 @@ interface PendingLogin {
 }
 const PORTAL_HOME = '/app/';
 
-export default async function oidcRoutes(fastify: FastifyInstance) {
-  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const cfg: Config = app.deps.config;
+/** The login flow's settings: the signing key of its state cookie, the redirect URI, and the provider (discovered on first use, again after a failure). */
+function oidcFlow(cfg: Config) {
   const stateKey = createHash('sha256').update(`oidc-state:${cfg.AUTH_JWT_SECRET}`).digest();
   const redirectUri = cfg.OIDC_REDIRECT_URI ?? new URL(CALLBACK_PATH, cfg.API_PUBLIC_URL).toString();
 
@@ -62,7 +61,20 @@ export default async function oidcRoutes(fastify: FastifyInstance) {
   }
 
   const clearStateCookie = (reply: FastifyReply) => reply.clearCookie(STATE_COOKIE, { path: CALLBACK_PATH });
+  return { stateKey, redirectUri, provider, clearStateCookie };
+}
 
+export default async function oidcRoutes(fastify: FastifyInstance) {
+  const flow = oidcFlow(fastify.deps.config);
+  startRoute(fastify, flow);
+  callbackRoute(fastify, flow);
+}
+
+/** GET /api/auth/oidc/start: to the identity provider, with a signed state cookie. */
+function startRoute(fastify: FastifyInstance, flow: ReturnType<typeof oidcFlow>) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const cfg: Config = app.deps.config;
+  const { stateKey, redirectUri, provider } = flow;
   app.get(
     '/api/auth/oidc/start',
     {
@@ -105,6 +117,13 @@ export default async function oidcRoutes(fastify: FastifyInstance) {
     },
   );
 
+}
+
+/** GET /api/auth/oidc/callback: back from the identity provider, a session started. */
+function callbackRoute(fastify: FastifyInstance, flow: ReturnType<typeof oidcFlow>) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const cfg: Config = app.deps.config;
+  const { stateKey, redirectUri, provider, clearStateCookie } = flow;
   app.get(
     CALLBACK_PATH,
     {
@@ -162,3 +181,4 @@ export default async function oidcRoutes(fastify: FastifyInstance) {
     },
   );
 }
+

@@ -71,6 +71,12 @@ export async function requireSameOrigin(req: FastifyRequest): Promise<void> {
 }
 
 export default async function sessionRoutes(fastify: FastifyInstance) {
+  sessionStartRoutes(fastify);
+  sessionEndRoutes(fastify);
+}
+
+/** Starting a session: login (throttled per account and address), refresh (rotating the refresh cookie). */
+function sessionStartRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const clearRefreshCookie = (reply: FastifyReply) => reply.clearCookie(REFRESH_COOKIE, { path: COOKIE_PATH });
   const throttle = new PasswordThrottle(app.deps.redis, app.deps.config);
@@ -126,6 +132,13 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
       }
     },
   );
+
+}
+
+/** The session's user (GET /api/auth/me) and its end (logout). */
+function sessionEndRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const clearRefreshCookie = (reply: FastifyReply) => reply.clearCookie(REFRESH_COOKIE, { path: COOKIE_PATH });
 
   app.post(
     '/api/auth/logout',

@@ -8,17 +8,15 @@
  * `GET /api/portal/workspaces/:slug/dashboard/{kpis,cashflow,alerts}` (access.user, membership
  * checked here), served from the same cache.
  */
-import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { AlertsSchema, CashflowSchema, KpisSchema, createDashboardService } from '../../../domain/erp/dashboards.js';
+import { AlertsSchema, CashflowSchema, KpisSchema, answersOf, createDashboardService, type FigureName } from '../../../domain/erp/dashboards.js';
 import { TenantName } from '../../schemas/common.js';
 import { AppError } from '../../../lib/errors.js';
 import { membershipsOf } from '../../../domain/access/workspaces.js';
 import { access } from '../../plugins/access.js';
 
-const MEMO_MS = 1_000;
-const errors = {
+const keyErrors = {
   400: Type.Ref('Problem'),
   401: Type.Ref('Problem'),
   403: Type.Ref('Problem'),
@@ -28,122 +26,52 @@ const errors = {
   503: Type.Ref('Problem'),
   504: Type.Ref('Problem'),
 };
+const sessionErrors = { 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 403: Type.Ref('Problem'), 404: Type.Ref('Problem'), 502: Type.Ref('Problem'), 503: Type.Ref('Problem'), 504: Type.Ref('Problem') };
+const params = Type.Object({ slug: TenantName });
+const months = Type.Object({ months: Type.Optional(Type.Integer({ minimum: 1, maximum: 24 })) });
 
-export default async function dashboardRoutes(fastify: FastifyInstance) {
-  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const params = Type.Object({ slug: TenantName });
+/** The three figures: path, summary, answer schema and query (cash flow's `months`). */
+const figures = [
+  { figure: 'kpis', summary: 'KPIs: revenue this month, receivables (overdue), payables, cash balance', response: KpisSchema },
+  { figure: 'cashflow', summary: 'Cash in and out per month', response: CashflowSchema, querystring: months },
+  { figure: 'alerts', summary: 'Alerts: overdue invoices, unreconciled bank lines', response: AlertsSchema },
+] as const satisfies { figure: FigureName; summary: string; response: unknown; querystring?: unknown }[];
+
+type FigureRequest = FastifyRequest<{ Params: { slug: string }; Querystring: { months?: number } }>;
+
+export default async function dashboardRoutes(app: FastifyInstance) {
   // its Redis cache on the hot path's auto-pipelined connection (see api/plugins/workspace-auth.ts)
-  const service =
-    app.deps.dashboardService ?? createDashboardService({ pool: app.deps.pool, config: app.deps.config, redis: app.workspaceAuth.redis });
-
-  // A first-level cache in the process for one second in front of the service's 30-second Redis
-  // cache, holding each answer already serialized (by the route's own response schema): a busy
-  // workspace's figures are fetched, parsed and serialized once a second per replica, and
-  // concurrent first requests share one computation. Failures are not kept.
-  const recent = new Map<string, { at: number; json: Promise<string> }>();
-  function memo(key: string, reply: FastifyReply, compute: () => Promise<unknown>): Promise<string> {
-    const hit = recent.get(key);
-    if (hit && Date.now() - hit.at < MEMO_MS) return hit.json;
-    const json = compute().then((value) => reply.serializeInput(value as Record<string, unknown>, '200') as string);
-    recent.set(key, { at: Date.now(), json });
-    json.catch(() => recent.delete(key));
-    if (recent.size > 10_000) recent.delete(recent.keys().next().value!);
-    return json;
-  }
-  const send = async (reply: FastifyReply, json: Promise<string>) => reply.type('application/json; charset=utf-8').send(await json);
+  const service = app.deps.dashboardService
+    ? answersOf(app.deps.dashboardService)
+    : createDashboardService({ pool: app.deps.pool, config: app.deps.config, redis: app.workspaceAuth.redis });
+  /** The figure as JSON text, from the dashboard cache (domain/erp/dashboards.ts). */
+  const send = async (req: FigureRequest, reply: FastifyReply, figure: FigureName) =>
+    reply.type('application/json; charset=utf-8').send(await service.json(req.params.slug, figure, { months: req.query?.months }));
   const memberOf = async (userId: string, slug: string) => {
     const [row] = await membershipsOf(app.deps.pool, userId, slug);
     if (!row) throw new AppError('FORBIDDEN', `You are not a member of workspace "${slug}".`);
   };
 
-  app.get(
-    '/api/portal/odoo/:slug/kpis',
-    {
-      config: { access: access.key('dashboard:read') },
-      schema: {
-        tags: ['dashboards'],
-        summary: 'KPIs: revenue this month, receivables (overdue), payables, cash balance',
-        params,
-        response: { 200: KpisSchema, ...errors },
+  for (const { figure, summary, response, ...query } of figures) {
+    // a workspace key with `dashboard:read`: access.key attaches the key check (plugins/workspace-auth.ts, attachKeyChecks)
+    app.get(
+      `/api/portal/odoo/:slug/${figure}`,
+      { config: { access: access.key('dashboard:read') }, schema: { tags: ['dashboards'], summary, params, ...query, response: { 200: response, ...keyErrors } } },
+      (req: FigureRequest, reply) => send(req, reply, figure),
+    );
+  }
+  for (const { figure, summary, response, ...query } of figures) {
+    // the same figure for a logged-in member of the workspace (the browser portal)
+    app.get(
+      `/api/portal/workspaces/:slug/dashboard/${figure}`,
+      {
+        config: { access: access.user },
+        schema: { tags: ['dashboards'], summary: `${summary.split(':')[0]}, for a logged-in member of the workspace`, params, ...query, response: { 200: response, ...sessionErrors } },
       },
-    },
-    (req, reply) => send(reply, memo(`${req.params.slug}:kpis`, reply, () => service.kpis(req.params.slug))),
-  );
-
-  app.get(
-    '/api/portal/odoo/:slug/cashflow',
-    {
-      config: { access: access.key('dashboard:read') },
-      schema: {
-        tags: ['dashboards'],
-        summary: 'Cash in and out per month',
-        params,
-        querystring: Type.Object({ months: Type.Optional(Type.Integer({ minimum: 1, maximum: 24 })) }),
-        response: { 200: CashflowSchema, ...errors },
+      async (req: FigureRequest, reply) => {
+        await memberOf(req.user!.id, req.params.slug);
+        return send(req, reply, figure);
       },
-    },
-    (req, reply) => {
-      const { slug } = req.params;
-      const months = req.query.months;
-      return send(reply, memo(`${slug}:cashflow:${months ?? ''}`, reply, () => service.cashflow(slug, { months })));
-    },
-  );
-
-  app.get(
-    '/api/portal/odoo/:slug/alerts',
-    {
-      config: { access: access.key('dashboard:read') },
-      schema: {
-        tags: ['dashboards'],
-        summary: 'Alerts: overdue invoices, unreconciled bank lines',
-        params,
-        response: { 200: AlertsSchema, ...errors },
-      },
-    },
-    (req, reply) => send(reply, memo(`${req.params.slug}:alerts`, reply, () => service.alerts(req.params.slug))),
-  );
-
-  // the same figures for a logged-in member of the workspace (the browser portal)
-  const sessionErrors = { 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 403: Type.Ref('Problem'), 404: Type.Ref('Problem'), 502: Type.Ref('Problem'), 503: Type.Ref('Problem'), 504: Type.Ref('Problem') };
-  app.get(
-    '/api/portal/workspaces/:slug/dashboard/kpis',
-    {
-      config: { access: access.user },
-      schema: { tags: ['dashboards'], summary: 'KPIs, for a logged-in member of the workspace', params, response: { 200: KpisSchema, ...sessionErrors } },
-    },
-    async (req, reply) => {
-      await memberOf(req.user!.id, req.params.slug);
-      return send(reply, memo(`${req.params.slug}:kpis`, reply, () => service.kpis(req.params.slug)));
-    },
-  );
-  app.get(
-    '/api/portal/workspaces/:slug/dashboard/cashflow',
-    {
-      config: { access: access.user },
-      schema: {
-        tags: ['dashboards'],
-        summary: 'Cash in and out per month, for a logged-in member of the workspace',
-        params,
-        querystring: Type.Object({ months: Type.Optional(Type.Integer({ minimum: 1, maximum: 24 })) }),
-        response: { 200: CashflowSchema, ...sessionErrors },
-      },
-    },
-    async (req, reply) => {
-      const { slug } = req.params;
-      await memberOf(req.user!.id, slug);
-      const months = req.query.months;
-      return send(reply, memo(`${slug}:cashflow:${months ?? ''}`, reply, () => service.cashflow(slug, { months })));
-    },
-  );
-  app.get(
-    '/api/portal/workspaces/:slug/dashboard/alerts',
-    {
-      config: { access: access.user },
-      schema: { tags: ['dashboards'], summary: 'Alerts, for a logged-in member of the workspace', params, response: { 200: AlertsSchema, ...sessionErrors } },
-    },
-    async (req, reply) => {
-      await memberOf(req.user!.id, req.params.slug);
-      return send(reply, memo(`${req.params.slug}:alerts`, reply, () => service.alerts(req.params.slug)));
-    },
-  );
+    );
+  }
 }

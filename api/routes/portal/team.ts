@@ -57,22 +57,15 @@ const MemberSchema = Type.Object({
 
 export default async function teamRoutes(fastify: FastifyInstance) {
   await fastify.register(cookie);
+  memberRoutes(fastify);
+  invitationRoutes(fastify);
+  acceptInvitationRoute(fastify);
+}
+
+/** The members: list (with the open invitations for admins), change a role, remove. */
+function memberRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const { config, pool } = app.deps;
-  const invitationDeps = (): InvitationDeps => ({ pool, mail: app.portalMail, publicUrl: config.API_PUBLIC_URL, ttlMs: config.INVITATION_TTL });
-  const throttle = new PasswordThrottle(app.deps.redis, config);
-  const invitationMails = new RateLimiterRedis({ storeClient: app.deps.redis, keyPrefix: 'invitation-mails', points: config.INVITATIONS_PER_HOUR, duration: 3600 });
-  /** One invitation e-mail of the workspace's hourly allowance; 429 with Retry-After beyond it. */
-  async function spendInvitationMail(workspaceId: string, reply: FastifyReply) {
-    try {
-      await invitationMails.consume(workspaceId);
-    } catch (err) {
-      if (!(err instanceof RateLimiterRes)) throw err;
-      const retryAfter = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
-      reply.header('retry-after', retryAfter);
-      throw new AppError('RATE_LIMITED', `This workspace has sent ${config.INVITATIONS_PER_HOUR} invitation e-mails in the last hour; retry after ${retryAfter} s.`);
-    }
-  }
+  const { pool } = app.deps;
 
   app.get(
     '/api/portal/team',
@@ -145,6 +138,29 @@ export default async function teamRoutes(fastify: FastifyInstance) {
       return reply.code(204).send(null);
     },
   );
+}
+
+/** One invitation e-mail of the workspace's hourly allowance; 429 with Retry-After beyond it. */
+function invitationMailAllowance(redis: FastifyInstance['deps']['redis'], perHour: number) {
+  const invitationMails = new RateLimiterRedis({ storeClient: redis, keyPrefix: 'invitation-mails', points: perHour, duration: 3600 });
+  return async function spendInvitationMail(workspaceId: string, reply: FastifyReply) {
+    try {
+      await invitationMails.consume(workspaceId);
+    } catch (err) {
+      if (!(err instanceof RateLimiterRes)) throw err;
+      const retryAfter = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
+      reply.header('retry-after', retryAfter);
+      throw new AppError('RATE_LIMITED', `This workspace has sent ${perHour} invitation e-mails in the last hour; retry after ${retryAfter} s.`);
+    }
+  };
+}
+
+/** An admin's invitations: invite, resend, revoke (e-mails within the workspace's hourly allowance). */
+function invitationRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const { config, pool } = app.deps;
+  const invitationDeps = (): InvitationDeps => ({ pool, mail: app.portalMail, publicUrl: config.API_PUBLIC_URL, ttlMs: config.INVITATION_TTL });
+  const spendInvitationMail = invitationMailAllowance(app.deps.redis, config.INVITATIONS_PER_HOUR);
 
   app.post(
     '/api/portal/team/invite',
@@ -211,6 +227,13 @@ export default async function teamRoutes(fastify: FastifyInstance) {
       return reply.code(204).send(null);
     },
   );
+}
+
+/** Accepting an invitation (public: the link's token is the credential), throttled like a login. */
+function acceptInvitationRoute(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const { config, pool } = app.deps;
+  const throttle = new PasswordThrottle(app.deps.redis, config);
 
   app.post(
     '/api/portal/team/invitations/accept',

@@ -64,13 +64,18 @@ function workspaceId(req: FastifyRequest): string {
 }
 
 export default async function webhookRoutes(fastify: FastifyInstance) {
+  endpointRoutes(fastify);
+  secretRoutes(fastify);
+  attemptRoutes(fastify);
+  deliveryRoutes(fastify);
+}
+
+/** The workspace's webhook endpoints: list, create, read, change, delete (never their secrets). */
+function endpointRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { pool, config } = app.deps;
   const repo = new EndpointRepository(pool, config.SECRETS_KEY);
   const policy = addressPolicy(config);
-  const sender = webhookSender(config);
-  app.addHook('onClose', async () => sender.close());
-  const starter = { temporal: app.deps.temporal, taskQueue: config.TEMPORAL_TASK_QUEUE, config };
 
   const checkUrl = (url: string) => {
     const problems = urlProblems(url, { allowHttp: config.WEBHOOK_ALLOW_HTTP, policy });
@@ -135,6 +140,14 @@ export default async function webhookRoutes(fastify: FastifyInstance) {
     return reply.code(204).send(null);
   });
 
+}
+
+/** An endpoint's signing secret: reveal it, rotate it. */
+function secretRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const { pool, config } = app.deps;
+  const repo = new EndpointRepository(pool, config.SECRETS_KEY);
+
   app.get(
     '/api/portal/webhooks/:id/secret',
     { config: { access: access.admin }, schema: { tags: ['webhooks'], summary: "Reveal the endpoint's signing secret (admins)", params: Params, response: { 200: Secrets, ...errors } } },
@@ -158,6 +171,14 @@ export default async function webhookRoutes(fastify: FastifyInstance) {
       return secrets;
     },
   );
+
+}
+
+/** An endpoint's delivery attempts, newest first. */
+function attemptRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const { pool, config } = app.deps;
+  const repo = new EndpointRepository(pool, config.SECRETS_KEY);
 
   app.get(
     '/api/portal/webhooks/:id/attempts',
@@ -183,6 +204,17 @@ export default async function webhookRoutes(fastify: FastifyInstance) {
       return { attempts: await listAttempts(pool, endpoint.id, { limit: req.query.limit ?? 100, messageId: req.query.messageId, before: req.query.before }) };
     },
   );
+
+}
+
+/** Deliveries on demand: a test event, a replay of past events. */
+function deliveryRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const { pool, config } = app.deps;
+  const repo = new EndpointRepository(pool, config.SECRETS_KEY);
+  const sender = webhookSender(config);
+  app.addHook('onClose', async () => sender.close());
+  const starter = { temporal: app.deps.temporal, taskQueue: config.TEMPORAL_TASK_QUEUE, config };
 
   app.post(
     '/api/portal/webhooks/:id/test',

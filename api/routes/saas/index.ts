@@ -32,9 +32,14 @@ const Module = Type.Object({ name: Type.String(), title: Type.String(), applicat
 const JobState = Type.Union([Type.Literal('queued'), Type.Literal('running'), Type.Literal('done'), Type.Literal('failed')]);
 
 export default async function saasRoutes(fastify: FastifyInstance) {
+  tierReadRoutes(fastify);
+  jobCallbackRoutes(fastify);
+}
+
+/** What a tenant ERP reads of its SaaS standing: the tiers, a tier's modules, its subscription. */
+function tierReadRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const erp = { access: access.service('erp', 'saas-jobs') };
-  const jobs = { access: access.service('saas-jobs') };
 
   app.get(
     '/api/saas/:tenant/tiers',
@@ -95,6 +100,13 @@ export default async function saasRoutes(fastify: FastifyInstance) {
     },
     async (req) => tenantSubscription(app.deps.pool, req.params.tenant, req.params.sub),
   );
+
+}
+
+/** The legacy callbacks of platform jobs: a job's progress, a backup's outcome. */
+function jobCallbackRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const jobs = { access: access.service('saas-jobs') };
 
   app.post(
     '/api/saas/:tenant/job/:id/update',

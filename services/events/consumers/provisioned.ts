@@ -14,11 +14,12 @@ import { config as loadConfig, type Config } from '../../../lib/config.js';
 import { createPool } from '../../../lib/db.js';
 import { createLogger, type Logger } from '../../../lib/logger.js';
 import { connectTemporal } from '../../../lib/temporal.js';
-import { runConsumer, type CloudEvent } from '../../../domain/events/events.js';
+import type { CloudEvent } from '../../../domain/events/events.js';
+import { runConsumer } from '../../../domain/events/consumer.js';
 import { startFirstWelcomeEmail } from '../../../domain/notifications/welcome.js';
 import type { SecretStore } from '../../../domain/service-keys/secret-store.js';
 import { createSecretStore } from '../../../domain/service-keys/secret-store-factory.js';
-import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../../../workflows/definitions.js';
+import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../../../domain/tenants/provisioned-event.js';
 import { closeOnSignals } from '../../../lib/shutdown.js';
 
 export const PROVISIONING_GROUP = 'provisioning';

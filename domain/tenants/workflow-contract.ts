@@ -1,0 +1,93 @@
+/**
+ * The tenant workflows as their starters see them: the lifecycle workflow (`tenant:<name>`: type
+ * name, input, the state it carries across continue-as-new, its signal, query and updates) and the
+ * backup workflow the per-tenant schedules run. The implementations live in workflows/; this
+ * module is what domain/ may import. @temporalio/workflow's define* only name the messages, so
+ * they are safe in client code; no Node built-ins: bundled into the workflow sandbox too.
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { TenantClientSpec, TenantStatus, Tier } from './types.js';
+
+// ---- the tenant lifecycle (workflows/tenant-lifecycle) ----
+
+/** The workflow type the lifecycle is registered under. */
+export const TENANT_LIFECYCLE_WORKFLOW = 'tenantLifecycle';
+
+export const tenantWorkflowId = (name: string) => `tenant:${name}`;
+
+export interface ApplyRequest {
+  generation: number;
+  spec: TenantClientSpec;
+}
+
+/** The settings the workflow runs with (from the platform configuration at apply time), in ms. */
+export interface LifecycleSettings {
+  readyDeadlineMs: number;
+  soakPeriodMs: number;
+  probeIntervalMs: number;
+  reconcileBackoffMaxMs: number;
+  /**
+   * A Ready tenant is probed this often (the database answers as the API user); a failure turns
+   * Ready=False naming the database, a later success Ready again. Defaults to one minute.
+   */
+  readyProbeIntervalMs?: number;
+  /** Continue as new past this many history events (defaults to 5,000). */
+  historyLimit?: number;
+  /** Shorter activity retry intervals for every policy (tests); production uses the policies' own. */
+  retryIntervals?: { initialMs: number; maximumMs: number };
+}
+
+export interface TenantLifecycleInput {
+  name: string;
+  /** Unique id of this TenantClient (it owns the subdomain reservation). */
+  uid: string;
+  generation: number;
+  spec: TenantClientSpec;
+  settings: LifecycleSettings;
+  /** The state carried across continue-as-new. */
+  carried?: LifecycleState;
+}
+
+/** Everything the workflow keeps: the status it reports plus what it needs to go on. */
+export interface LifecycleState extends TenantStatus {
+  spec: TenantClientSpec;
+  /** The tenant hostname (= database name), known once the subdomain is reserved. */
+  hostname: string;
+  /** When the current generation must be Ready (epoch ms). */
+  deadlineAt: number;
+  chatRetry: boolean;
+  deleteRequested: boolean;
+}
+
+/** The signature the workflow implements (checked in workflows/index.ts); typed starts use it. */
+export type TenantLifecycleWorkflow = (input: TenantLifecycleInput) => Promise<TenantStatus>;
+
+/** A new spec (apply); ignored when its generation is not newer than the one the workflow has. */
+export const applySignal = defineSignal<[ApplyRequest]>('apply');
+export const statusQuery = defineQuery<TenantStatus>('status');
+/** Customer cancelled: start the soak timer. */
+export const cancelUpdate = defineUpdate<TenantStatus>('cancel');
+/** Stop the soak timer; everything stays. */
+export const reactivateUpdate = defineUpdate<TenantStatus>('reactivate');
+/** Deprovision now (only after a cancel). */
+export const deleteUpdate = defineUpdate<TenantStatus>('delete');
+/** Create the chat room again on the next reconcile. */
+export const retryChatRoomUpdate = defineUpdate<TenantStatus>('retryChatRoom');
+
+// ---- backups (workflows/backup-tenant.ts, workflows/prune-expired-backups.ts) ----
+
+/** The workflow type the per-tenant backup schedules run. */
+export const BACKUP_TENANT_WORKFLOW = 'backupTenant';
+/** The workflow type the platform's backup retention schedule runs. */
+export const PRUNE_EXPIRED_BACKUPS_WORKFLOW = 'pruneExpiredBackups';
+
+export interface BackupTenantInput {
+  tenant: string;
+  tier: Tier;
+  /** The tenant database (= tenant hostname). */
+  database: string;
+}
+
+export type BackupTenantWorkflow = (input: BackupTenantInput) => Promise<unknown>;
+
+export const BACKUP_RETENTION_SCHEDULE_ID = 'backup-retention';

@@ -1,0 +1,132 @@
+/**
+ * Who is calling a tenant's ERP: Odoo's login (`authenticate`), its per-call `check(db, uid,
+ * password)` with a short cache of successful checks, the user's rights (groups and companies), and
+ * the web sessions opened by `/web/session/authenticate`.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type pg from 'pg';
+import { verifyOdooPassword } from '../../domain/erp/odoo-password.js';
+import { erpSessionId } from '../../services/tenant-ingress/saas.js';
+import { checkApiKey } from './apikeys.js';
+import { accessDenied } from './odoo-errors.js';
+import type { Route, TenantDatabases } from './tenant-databases.js';
+
+/** A user as the ORM sees it: groups by external id (implied ones included), allowed companies. */
+export interface UserRights {
+  uid: number;
+  groups: Set<string>;
+  companyIds: number[];
+}
+
+const AUTH_TTL_MS = 10_000;
+/** Odoo's web sessions last a week without use. */
+export const SESSION_TTL_MS = 7 * 24 * 3600 * 1000;
+
+export class Credentials {
+  private readonly verified = new Map<string, { ok: Promise<boolean>; until: number }>();
+
+  constructor(private readonly tenants: TenantDatabases) {}
+
+  async authenticate(route: Route, login: unknown, password: unknown): Promise<number | false> {
+    // as Odoo: the database is opened first (a missing one is a fault whatever the credentials)
+    const res = await this.tenants.onTenantDb(route, (db) =>
+      db.query<{ id: number; password: string | null }>('SELECT id, password FROM res_users WHERE login = $1 AND active AND NOT share', [String(login)]),
+    );
+    if (typeof login !== 'string' || typeof password !== 'string' || !password) return false;
+    const user = res.rows[0];
+    if (!user) return false;
+    if (await verifyOdooPassword(password, user.password)) return user.id;
+    // non-interactive (RPC) logins also take one of the user's API keys in the password slot
+    return (await this.tenants.onTenantDb(route, (db) => checkApiKey(db, password))) === user.id ? user.id : false;
+  }
+
+  /** Odoo's `check(db, uid, password)`, with a short cache of successful checks as Odoo keeps. */
+  async checkUser(route: Route, uid: unknown, password: unknown): Promise<UserRights> {
+    if (typeof uid !== 'number' || typeof password !== 'string' || !password) throw accessDenied();
+    const key = createHash('sha256').update(`${route.database}\0${uid}\0${password}`).digest('base64');
+    return this.tenants.onTenantDb(route, async (db) => {
+      let check = this.verified.get(key);
+      if (!check || check.until < Date.now()) {
+        // concurrent calls of one user share one password check
+        const ok = db
+          .query<{ password: string | null }>('SELECT password FROM res_users WHERE id = $1 AND active AND NOT share', [uid])
+          .then(async (res) => Boolean(res.rows[0]) && ((await verifyOdooPassword(password, res.rows[0]!.password)) || (await checkApiKey(db, password)) === uid));
+        check = { ok, until: Date.now() + AUTH_TTL_MS };
+        this.verified.set(key, check);
+        ok.then(
+          (good) => good || this.verified.delete(key),
+          () => this.verified.delete(key),
+        );
+      }
+      if (!(await check.ok)) throw accessDenied();
+      return rightsOf(db, uid);
+    });
+  }
+
+  /** The rights of `uid` on the route's database (for a session or an API key already checked). */
+  rights(route: Route, uid: number): Promise<UserRights> {
+    return this.tenants.onTenantDb(route, (db) => rightsOf(db, uid));
+  }
+}
+
+/** The user's groups with every group they imply, by external id; its allowed companies. */
+async function rightsOf(db: pg.Pool, uid: number): Promise<UserRights> {
+  const rights = await db.query<{ active: boolean; groups: string[]; companies: number[] }>(
+    `WITH RECURSIVE g(id) AS (
+       SELECT gid FROM res_groups_users_rel WHERE uid = $1
+       UNION SELECT i.hid FROM res_groups_implied_rel i JOIN g ON i.gid = g.id)
+     SELECT u.active,
+            ARRAY(SELECT d.module || '.' || d.name FROM ir_model_data d JOIN g ON d.res_id = g.id WHERE d.model = 'res.groups') AS groups,
+            ARRAY(SELECT cid FROM res_company_users_rel WHERE user_id = u.id ORDER BY cid = u.company_id DESC, cid) AS companies
+       FROM res_users u WHERE u.id = $1`,
+    [uid],
+  );
+  const row = rights.rows[0];
+  if (!row?.active) throw accessDenied(); // deactivated since the check
+  return { uid, groups: new Set(row.groups), companyIds: row.companies };
+}
+
+interface WebSession {
+  database: string;
+  uid: number;
+  token: string;
+  until: number;
+}
+
+/**
+ * Odoo's web sessions (the `session_id` cookie). As in Odoo, a session is bound to the password
+ * hash it was opened with (its session token): a password change, or a deactivated user, ends it.
+ */
+export class WebSessions {
+  private readonly sessions = new Map<string, WebSession>();
+
+  constructor(private readonly tenants: TenantDatabases) {}
+
+  /** A new session of `uid`; answers its id (the cookie's value). */
+  async open(route: Route, uid: number): Promise<string> {
+    const token = await this.sessionToken(route, uid);
+    const sid = randomBytes(30).toString('base64url');
+    this.sessions.set(sid, { database: route.database, uid, token, until: Date.now() + SESSION_TTL_MS });
+    return sid;
+  }
+
+  /** The request's web session of this tenant's database, while it lasts (else forgotten). */
+  async live(route: Route, req: IncomingMessage): Promise<WebSession | undefined> {
+    const sid = erpSessionId(req);
+    const session = sid ? this.sessions.get(sid) : undefined;
+    if (!session || session.database !== route.database || session.until < Date.now() || (await this.sessionToken(route, session.uid).catch(() => null)) !== session.token) {
+      if (sid) this.sessions.delete(sid);
+      return undefined;
+    }
+    return session;
+  }
+
+  /** What a session is bound to: the user's password hash and active flag (Odoo's session token). */
+  private async sessionToken(route: Route, uid: number): Promise<string> {
+    const res = await this.tenants.onTenantDb(route, (db) => db.query<{ password: string | null; active: boolean }>('SELECT password, active FROM res_users WHERE id = $1', [uid]));
+    const row = res.rows[0];
+    if (!row?.active) throw accessDenied();
+    return createHash('sha256').update(`${uid}\0${row.password ?? ''}`).digest('base64');
+  }
+}

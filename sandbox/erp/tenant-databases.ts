@@ -1,0 +1,71 @@
+/**
+ * Which tenant a Host is (the platform's `tenant_routes`: host → database, namespace
+ * `plana-odoo-<version>`, cached for a second) and a connection pool per tenant database.
+ */
+import pg from 'pg';
+import { databaseUrl } from '../../domain/erp/tenant-database.js';
+import type { ErpVersion } from '../../domain/tenants/types.js';
+import { OdooError } from './odoo-errors.js';
+
+export interface Route {
+  host: string;
+  tenant: string;
+  database: string;
+  version: ErpVersion;
+}
+
+const ROUTE_TTL_MS = 1_000;
+
+export class TenantDatabases {
+  private readonly routes = new Map<string, { route: Route | null; at: number }>();
+  private readonly pools = new Map<string, pg.Pool>();
+
+  constructor(
+    private readonly platform: pg.Pool,
+    private readonly erpDatabaseUrl: string,
+  ) {}
+
+  async routeFor(host: string): Promise<Route | null> {
+    const cached = this.routes.get(host);
+    if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.route;
+    const res = await this.platform.query<{ tenant: string; database: string; namespace: string }>('SELECT tenant, database, namespace FROM tenant_routes WHERE host = $1', [host]);
+    const row = res.rows[0];
+    const route = row ? { host, tenant: row.tenant, database: row.database, version: row.namespace.replace('plana-odoo-', '') as ErpVersion } : null;
+    this.routes.set(host, { route, at: Date.now() });
+    return route;
+  }
+
+  /** Runs `fn` on the tenant database; a missing database becomes Odoo's OperationalError. */
+  async onTenantDb<T>(route: Route, fn: (db: pg.Pool) => Promise<T>): Promise<T> {
+    try {
+      return await fn(this.poolFor(route.database));
+    } catch (err) {
+      if ((err as { code?: string }).code === '3D000') {
+        await this.forgetPool(route.database);
+        throw new OdooError(1, `connection to server failed: FATAL:  database "${route.database}" does not exist`, 'psycopg2.OperationalError');
+      }
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.pools.keys()].map((database) => this.forgetPool(database)));
+  }
+
+  private poolFor(database: string): pg.Pool {
+    let pool = this.pools.get(database);
+    if (!pool) {
+      // short idle timeout: idle connections to a tenant database must not linger (drops, dumps)
+      pool = new pg.Pool({ connectionString: databaseUrl(this.erpDatabaseUrl, database), max: 4, idleTimeoutMillis: 2_000 });
+      pool.on('error', () => {});
+      this.pools.set(database, pool);
+    }
+    return pool;
+  }
+
+  private async forgetPool(database: string) {
+    const pool = this.pools.get(database);
+    this.pools.delete(database);
+    await pool?.end().catch(() => {});
+  }
+}

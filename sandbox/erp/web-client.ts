@@ -1,0 +1,97 @@
+/**
+ * Odoo's web client endpoints: the login page, and the web session over JSON-RPC
+ * (`/web/session/authenticate`, `/web/session/get_session_info`, then `/web/dataset/call_kw` with
+ * the `session_id` cookie). The password is checked at login only; a session ends with Odoo's
+ * session-expired error when its user's password changes or the user is deactivated
+ * (credentials.ts). Every answer is HTTP 200; errors are JSON-RPC errors whose `data.name` is the
+ * Python exception.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HttpError, json, readBody } from './http.js';
+import { SESSION_TTL_MS } from './credentials.js';
+import { OdooError, accessDenied, accessError, attributeError, toFault } from './odoo-errors.js';
+import { checkArgs, type ErpServices } from './services.js';
+import type { Route } from './tenant-databases.js';
+
+type JsonRpcParams = Record<string, unknown>;
+
+const SESSION_EXPIRED = {
+  jsonrpc: '2.0',
+  id: null,
+  error: { code: 100, message: 'Odoo Session Expired', data: { name: 'odoo.http.SessionExpiredException', message: 'Session expired', arguments: ['Session expired'], context: {} } },
+};
+
+const sessionInfo = (route: Route, uid: number) => ({ uid, db: route.database, is_system: uid === 2, user_context: { lang: 'en_US', tz: 'Europe/Brussels', uid } });
+
+export async function webJsonRpc(erp: ErpServices, route: Route, path: string, req: IncomingMessage, res: ServerResponse) {
+  let id: unknown = null;
+  try {
+    const body = await jsonRpcBody(req);
+    id = body.id ?? null;
+    const params = body.params ?? {};
+    if (path === '/web/session/authenticate') return await authenticate(erp, route, id, params, res);
+    const session = await erp.sessions.live(route, req);
+    if (!session) return json(res, 200, SESSION_EXPIRED);
+    if (path === '/web/session/get_session_info') return json(res, 200, { jsonrpc: '2.0', id, result: sessionInfo(route, session.uid) });
+    const result = await callKw(erp, route, session.uid, params);
+    return json(res, 200, { jsonrpc: '2.0', id, result: result ?? null });
+  } catch (err) {
+    if (err instanceof HttpError) throw err;
+    const fault = toFault(err);
+    if (fault.pythonType === 'Exception') erp.log.error({ err }, 'json-rpc call failed');
+    return json(res, 200, {
+      jsonrpc: '2.0',
+      id,
+      error: { code: 200, message: 'Odoo Server Error', data: { name: fault.pythonType, message: fault.message, arguments: [fault.message], context: {}, debug: fault.faultString } },
+    });
+  }
+}
+
+async function jsonRpcBody(req: IncomingMessage): Promise<{ id?: unknown; params?: JsonRpcParams }> {
+  try {
+    return JSON.parse((await readBody(req)).toString('utf8')) as { id?: unknown; params?: JsonRpcParams };
+  } catch (err) {
+    if (err instanceof HttpError) throw err;
+    throw new OdooError(1, 'Invalid JSON data', 'werkzeug.exceptions.BadRequest');
+  }
+}
+
+/** `/web/session/authenticate`: a new session, its id in the `session_id` cookie. */
+async function authenticate(erp: ErpServices, route: Route, id: unknown, params: JsonRpcParams, res: ServerResponse) {
+  if (params.db !== route.database) throw accessError('Database not found.');
+  const uid = await erp.credentials.authenticate(route, params.login, params.password);
+  if (uid === false) throw accessDenied();
+  const sid = await erp.sessions.open(route, uid);
+  res.setHeader('set-cookie', `session_id=${sid}; Expires=${new Date(Date.now() + SESSION_TTL_MS).toUTCString()}; Max-Age=${SESSION_TTL_MS / 1000}; HttpOnly; Path=/`);
+  return json(res, 200, { jsonrpc: '2.0', id, result: sessionInfo(route, uid) });
+}
+
+/** `/web/dataset/call_kw`: an ORM call (or an API key wizard's) as the session's user. */
+async function callKw(erp: ErpServices, route: Route, uid: number, params: JsonRpcParams): Promise<unknown> {
+  const { model, method, args = [], kwargs = {} } = params;
+  if (typeof model !== 'string' || typeof method !== 'string') throw new OdooError(1, "call_kw() missing required arguments: 'model' and 'method'", 'TypeError');
+  checkArgs(args, kwargs);
+  const user = await erp.credentials.rights(route, uid);
+  if (!erp.wizards.handles(model)) return erp.call(route, user, model, method, args as unknown[], kwargs);
+  return erp.tenants.onTenantDb(route, async (db) => {
+    const answer = await erp.wizards.call(db, { database: route.database, ...user }, model, method, args as unknown[], kwargs);
+    if (answer === undefined) throw attributeError(`The method '${method}' does not exist on the model '${model}'`);
+    return answer;
+  });
+}
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** `GET /web/login`: Odoo's login form for the tenant's database. */
+export const loginPage = (route: Route) => `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Login | Odoo</title></head>
+<body>
+<form class="oe_login_form" role="form" method="post" action="/web/login">
+  <input type="hidden" name="db" value="${escapeHtml(route.database)}">
+  <label for="login">Email</label> <input type="text" name="login" id="login" required autofocus autocapitalize="off">
+  <label for="password">Password</label> <input type="password" name="password" id="password" required autocomplete="current-password">
+  <button type="submit">Log in</button>
+</form>
+<p>Odoo ${escapeHtml(route.version)}.0 · ${escapeHtml(route.host)}</p>
+</body></html>
+`;
