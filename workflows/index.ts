@@ -14,7 +14,7 @@ import { webhookDelivery } from './webhook-delivery.js';
 export { sendWelcomeEmail, tenantLifecycle, backupTenant, rotateServiceKey, dunWorkspace, webhookDelivery };
 export { pruneExpiredBackups } from './prune-expired-backups.js';
 export { pruneExecutionLog } from './prune-execution-log.js';
-export { annualServiceKeyRotation } from './rotate-service-key.js';
+export { annualServiceKeyRotation } from './annual-service-key-rotation.js';
 export { pruneWebhookHistory } from './prune-webhook-history.js';
 export { sweepErpEvents } from './sweep-erp-events.js';
 

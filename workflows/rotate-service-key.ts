@@ -1,5 +1,5 @@
 /**
- * Service-key rotation (issue 10, §5.4), workflow id `rotate:<caller>:<target>:<n>`, modelled on
+ * Service-key rotation (§5.4), workflow id `rotate:<caller>:<target>:<n>`, modelled on
  * AWS Secrets Manager's pending/current/previous staging:
  *
  *   1+2. generate a new key, register it `pending` at the target (hash only) and store it as a new
@@ -36,25 +36,30 @@
  * (a row of service_key_rotations) is taken by whoever starts the workflow and released by its
  * last activity. Activities: `mustFinish` (retried without limit; only a business refusal reaches
  * the workflow) and `nonFatal` (the alert's event: a few attempts, then recorded without it).
+ *
+ * Each step is a function below, run in order by `rotateServiceKey`; step 4's rules per proof kind
+ * are in rotation-switch-proof.ts, the `rules` proof's tenants in rotation-consumer-rules.ts.
  */
-import { ActivityFailure, defineQuery, log, patched, proxyActivities, setHandler, sleep, upsertSearchAttributes, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
+import { defineQuery, log, proxyActivities, setHandler, sleep, upsertSearchAttributes, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
+import type { SwitchProof } from '../domain/service-keys/inventory.js';
 import type { RotationInput, RotationResult, RotationSettings } from '../domain/service-keys/workflow-contract.js';
 import { searchAttributes } from '../domain/workflow-search-attributes.js';
+import { isExposureRotation, judgeUsage, switchRule, unprovenReason, waitSummary, type KeyPair, type SwitchRule, type UsageCheck } from './rotation-switch-proof.js';
+import { ConsumerRules } from './rotation-consumer-rules.js';
+import { failureMessage } from './shared/activity-failures.js';
+import { retryIntervals } from './shared/retry-intervals.js';
 
 export interface RotationStatus {
   step: string;
   oldKeyId?: string;
   newKeyId?: string;
   /** How the consumer proves the switch (inventory.ts). */
-  proof?: 'calls' | 'holders' | 'per-run' | 'rules';
+  proof?: SwitchProof;
   /** `rules`: the last rewrite of the tenants' rules (how many, which could not be updated). */
   rules?: { keyId: string; tenants: number; updated: number; failed: string[] };
-  /**
-   * The last usage check: whether the consumer has used the new key (and whether the proof needs
-   * that), and how long the old one has been silent (of how long it must be).
-   */
-  lastCheck?: { checkedAt: string; newKeyUsed: boolean; newKeyNeeded?: boolean; oldSilentMs: number; quietMs?: number };
+  /** The last usage check (rotation-switch-proof.ts). */
+  lastCheck?: UsageCheck;
   /** A suspected exposure: the old key dies as soon as the switch is proven, without a quiet period. */
   exposure?: boolean;
   outcome?: RotationResult['outcome'] | 'abandoned';
@@ -63,10 +68,7 @@ export interface RotationStatus {
 export const rotationStatusQuery = defineQuery<RotationStatus>('rotationStatus');
 
 function rotationActivities(settings: RotationSettings) {
-  const intervals = (initial: string, maximum: string) =>
-    settings.retryIntervals
-      ? { initialInterval: settings.retryIntervals.initialMs, maximumInterval: settings.retryIntervals.maximumMs }
-      : { initialInterval: initial, maximumInterval: maximum };
+  const intervals = (initial: string, maximum: string) => retryIntervals(settings.retryIntervals, initial, maximum);
   const mustFinish: ActivityOptions = {
     startToCloseTimeout: '30 seconds',
     retry: { ...intervals('1 second', '1 minute'), backoffCoefficient: 2 },
@@ -84,34 +86,64 @@ function rotationActivities(settings: RotationSettings) {
   return { mustFinish: proxyActivities<Activities>(mustFinish), nonFatal: proxyActivities<Activities>(nonFatal), tenantRules: proxyActivities<Activities>(tenantRules) };
 }
 
-const failureMessage = (err: unknown) => {
-  const cause = err instanceof ActivityFailure ? err.cause : err;
-  return cause instanceof Error ? cause.message : String(cause);
-};
+/** One rotation as it runs: its input, its activities and its status (the query's answer). */
+export interface Rotation {
+  caller: string;
+  target: string;
+  /** `caller → target`, for the summaries. */
+  pair: string;
+  input: RotationInput;
+  settings: RotationSettings;
+  activities: ReturnType<typeof rotationActivities>;
+  status: RotationStatus;
+  /** The step shown in the status and in the `CurrentStep` search attribute. */
+  setStep(step: string): void;
+}
+
+/** The pair's old and new key ids and secret versions. */
+export interface RotationKeys extends KeyPair {
+  oldVersion: number;
+  newVersion: number;
+}
 
 export async function rotateServiceKey(input: RotationInput): Promise<RotationResult> {
+  const rotation = startRotation(input);
+  const keys = await stageNewKey(rotation);
+  await letTargetAccept(rotation, keys);
+  const switched = await switchConsumer(rotation, keys);
+  const proven = await proveSwitch(rotation, keys, switched);
+  if (!proven.verified) return rollBack(rotation, keys, proven);
+  return completeRotation(rotation, keys);
+}
+
+function startRotation(input: RotationInput): Rotation {
   const { caller, target, settings } = input;
-  const pair = `${caller} → ${target}`;
-  const { mustFinish, nonFatal, tenantRules } = rotationActivities(settings);
+  const activities = rotationActivities(settings);
   const status: RotationStatus = { step: 'queued' };
   setHandler(rotationStatusQuery, () => status);
   const setStep = (step: string) => {
     status.step = step;
     upsertSearchAttributes([{ key: searchAttributes.currentStep, value: step }]);
   };
+  return { caller, target, pair: `${caller} → ${target}`, input, settings, activities, status, setStep };
+}
 
-  // ---- steps 1 and 2 ----
-  let oldKeyId: string, oldVersion: number, newKeyId: string, newVersion: number;
+/**
+ * Steps 1 and 2: the current key read, a new one generated, registered pending at the target and
+ * stored as a new secret version. A refusal abandons the rotation (the lock released, the failure thrown).
+ */
+async function stageNewKey({ pair, target, activities: { mustFinish }, status, setStep }: Rotation): Promise<RotationKeys> {
   try {
     setStep('prepare');
-    ({ oldKeyId, oldVersion } = await mustFinish.prepareRotation.executeWithOptions({ summary: `Read the current ${pair} key id and secret version` }, []));
+    const { oldKeyId, oldVersion } = await mustFinish.prepareRotation.executeWithOptions({ summary: `Read the current ${pair} key id and secret version` }, []);
     status.oldKeyId = oldKeyId;
     setStep('generate-key');
-    ({ newKeyId, newVersion } = await mustFinish.generateRotationKey.executeWithOptions(
+    const { newKeyId, newVersion } = await mustFinish.generateRotationKey.executeWithOptions(
       { summary: `New key for ${pair}: registered pending at ${target}, stored as a new secret version` },
       [],
-    ));
+    );
     status.newKeyId = newKeyId;
+    return { oldKeyId, oldVersion, newKeyId, newVersion };
   } catch (err) {
     const message = failureMessage(err);
     status.outcome = 'abandoned';
@@ -119,157 +151,132 @@ export async function rotateServiceKey(input: RotationInput): Promise<RotationRe
     await mustFinish.finishRotation.executeWithOptions({ summary: `Release the ${pair} rotation lock (abandoned)` }, [{ outcome: 'abandoned', message }]);
     throw err;
   }
+}
 
-  if (settings.acceptWaitMs > 0) {
-    setStep('wait-target-reload');
-    await sleep(settings.acceptWaitMs, { summary: `Let every ${target} replica load ${newKeyId} before ${caller} gets it` });
-  }
+/** The accept wait: targets reload on NOTIFY at once; this covers a replica that missed it. */
+async function letTargetAccept({ caller, target, settings, setStep }: Rotation, { newKeyId }: RotationKeys): Promise<void> {
+  if (settings.acceptWaitMs <= 0) return;
+  setStep('wait-target-reload');
+  await sleep(settings.acceptWaitMs, { summary: `Let every ${target} replica load ${newKeyId} before ${caller} gets it` });
+}
 
-  // ---- step 3 ----
+/** Step 3: the new version current in the secret store (consumers pick it up within their TTL). */
+async function switchConsumer({ caller, target, settings, activities, setStep }: Rotation, { newKeyId, newVersion }: RotationKeys): Promise<{ switchedAt: number; deadline: number }> {
   setStep('make-current');
-  const handedOver = await mustFinish.makeRotationSecretCurrent.executeWithOptions(
+  const handedOver = await activities.mustFinish.makeRotationSecretCurrent.executeWithOptions(
     { summary: `Secret store: version ${newVersion} (${newKeyId}) current for ${caller}` },
     [{ caller, target, version: newVersion }],
   );
-  const switchedAt = Date.parse(handedOver.at);
-  let deadline = Date.now() + settings.deadlineMs;
+  return { switchedAt: Date.parse(handedOver.at), deadline: Date.now() + settings.deadlineMs };
+}
 
-  // ---- step 4 ----
+/** How step 4 ended: proven, or why not; the consumers' rules when the rotation moves them. */
+interface SwitchOutcome {
+  verified: boolean;
+  rulesFailure?: string;
+  rules?: ConsumerRules;
+}
+
+/**
+ * Step 4: the switch proven by the pair's rule (rotation-switch-proof.ts) before the deadline.
+ * `rules`: the tenants' rules rewritten first (the deadline counts from then), and once more before the old key dies.
+ */
+async function proveSwitch(rotation: Rotation, keys: RotationKeys, switched: { switchedAt: number; deadline: number }): Promise<SwitchOutcome> {
+  const { settings, status, setStep } = rotation;
+  let { deadline } = switched;
   setStep('verify-switch');
-  // the switch proofs came later: a rotation started before them keeps the rule it started with
-  // (an input without `proof` is one of those; `calls` is that rule)
-  const proof = input.proof && input.proof !== 'calls' && patched('service-key-switch-proofs') ? input.proof : 'calls';
-  status.proof = proof;
-  const holderWindowMs = settings.holderWindowMs ?? 0;
-  const quietMs = proof === 'holders' ? Math.max(settings.quietPeriodMs, holderWindowMs) : settings.quietPeriodMs;
-  // `rules`: the rotation moves the consumers (the tenants' rules) itself
-  const rewritesRules = proof === 'rules' && patched('service-key-rules-proof');
+  const rule = switchRule(rotation.input);
+  status.proof = rule.proof;
+  const rules = rule.rewritesRules ? new ConsumerRules(rotation, keys) : undefined;
   let rulesFailure: string | undefined;
-  /** Tenants a forward rewrite moved, or may have moved in part before it failed (a roll-back must move them back). */
-  let moved: string[] = [];
-  const rewriteRules = async (keyId: string, why: string) => {
-    const r = await tenantRules.rewriteTenantEventRules.executeWithOptions({ summary: `${why}: every routed tenant's event rules to ${keyId}'s tokens` }, [
-      { caller, target, keyId },
-    ]);
-    status.rules = { keyId, tenants: r.tenants, updated: r.updated.length, failed: r.failed.map((f) => f.tenant) };
-    return r;
-  };
-  const failedTenants = (r: { failed: { tenant: string; error: string }[] }) => r.failed.map((f) => `${f.tenant}: ${f.error}`).join('; ');
-  const forward = async (why: string) => {
-    const r = await rewriteRules(newKeyId, why);
-    moved = [...new Set([...moved, ...r.updated, ...r.failed.map((f) => f.tenant)])];
-    return r.failed.length ? `${r.failed.length} of ${r.tenants} tenants could not be updated (${failedTenants(r)})` : undefined;
-  };
-  if (rewritesRules) {
+  if (rules) {
     setStep('rewrite-rules');
-    rulesFailure = await forward('Roll the consumers');
+    rulesFailure = await rules.forward('Roll the consumers');
     // the deadline counts from the consumers' move (many tenants take a while)
     deadline = Date.now() + settings.deadlineMs;
     if (!rulesFailure) setStep('verify-switch');
   }
-  // after an exposure: no quiet period (above); rotations started before this rule keep the annual one
-  const exposure = input.reason === 'exposure' && settings.exposureNoticeMs !== undefined && patched('service-key-exposure-switch');
+  const exposure = isExposureRotation(rotation.input);
   if (exposure) status.exposure = true;
-  const pollMs = exposure ? (settings.exposurePollMs ?? settings.pollIntervalMs) : settings.pollIntervalMs;
-  let verified = false;
-  while (!rulesFailure) {
-    const usage = await mustFinish.rotationKeyUsage.executeWithOptions(
+  let verified = !rulesFailure && (await pollUntilProven(rotation, keys, rule, exposure ? settings.exposureNoticeMs! : undefined, switched.switchedAt, deadline));
+  if (verified && rules) {
+    // no tenant left on the old token: a reconcile may have written it back since the first pass
+    setStep('check-rules');
+    rulesFailure = await rules.forward('Last pass before the old key dies');
+    if (rulesFailure) verified = false;
+  }
+  return { verified, rulesFailure, rules };
+}
+
+/** Reads the target's usage records (durable timers between) until they prove the switch or the deadline passes. */
+async function pollUntilProven(
+  { caller, target, settings, activities, status }: Rotation,
+  keys: RotationKeys,
+  rule: SwitchRule,
+  noticeMs: number | undefined,
+  switchedAt: number,
+  deadline: number,
+): Promise<boolean> {
+  const { oldKeyId, newKeyId } = keys;
+  const pollMs = noticeMs !== undefined ? (settings.exposurePollMs ?? settings.pollIntervalMs) : settings.pollIntervalMs;
+  for (;;) {
+    const usage = await activities.mustFinish.rotationKeyUsage.executeWithOptions(
       { summary: `${target}'s usage records of ${oldKeyId} (old) and ${newKeyId} (new)` },
       [{ keyIds: [oldKeyId, newKeyId] }],
     );
-    const checkedAt = Date.parse(usage.checkedAt);
-    const newLast = usage.keys[newKeyId]?.lastUsedAt ?? null;
-    const oldLast = usage.keys[oldKeyId]?.lastUsedAt ?? null;
-    const quietFrom = Math.max(switchedAt, oldLast ? Date.parse(oldLast) : 0);
-    if (exposure) {
-      const newKeyNeeded = proof === 'calls' || (proof === 'holders' && oldLast !== null && Date.parse(oldLast) >= switchedAt - holderWindowMs);
-      const noticeMs = settings.exposureNoticeMs!;
-      status.lastCheck = { checkedAt: usage.checkedAt, newKeyUsed: newLast !== null, newKeyNeeded, oldSilentMs: Math.max(0, checkedAt - quietFrom), quietMs: noticeMs };
-      if ((newLast !== null || !newKeyNeeded) && checkedAt - switchedAt >= noticeMs) {
-        verified = true;
-        break;
-      }
-    } else if (proof === 'calls') {
-      status.lastCheck = { checkedAt: usage.checkedAt, newKeyUsed: newLast !== null, oldSilentMs: Math.max(0, checkedAt - quietFrom) };
-      if (newLast !== null && checkedAt - quietFrom >= settings.quietPeriodMs) {
-        verified = true;
-        break;
-      }
-    } else {
-      // per-run: nothing outlives a run; holders: a process that held the old key at the switch
-      // (or took it after) must show up on the new one
-      const newKeyNeeded = proof === 'holders' && oldLast !== null && Date.parse(oldLast) >= switchedAt - holderWindowMs;
-      status.lastCheck = { checkedAt: usage.checkedAt, newKeyUsed: newLast !== null, newKeyNeeded, oldSilentMs: Math.max(0, checkedAt - quietFrom), quietMs };
-      if ((newLast !== null || !newKeyNeeded) && checkedAt - quietFrom >= quietMs) {
-        verified = true;
-        break;
-      }
-    }
-    if (Date.now() >= deadline) break;
-    const c = status.lastCheck!;
-    const waitingForNewKey = !c.newKeyUsed && c.newKeyNeeded !== false;
-    // an exposure waits for the notice window (and the new key's use), never for the old key's silence
-    const noticeLeftMs = exposure ? Math.max(0, settings.exposureNoticeMs! - (checkedAt - switchedAt)) : 0;
-    await sleep(Math.min(pollMs, Math.max(deadline - Date.now(), 1)), {
-      summary: exposure
-        ? noticeLeftMs > 0
-          ? `exposure: notice window for ${caller} to take ${newKeyId}, ${Math.ceil(noticeLeftMs / 1000)} s left, then ${oldKeyId} is revoked`
-          : `exposure: waiting for ${caller} to use ${newKeyId} before ${oldKeyId} is revoked`
-        : waitingForNewKey
-          ? `waiting for ${caller} to use ${newKeyId}`
-          : `${oldKeyId} silent for ${Math.round(c.oldSilentMs / 1000)} s`,
-    });
+    const { check, proven } = judgeUsage(rule, noticeMs, keys, switchedAt, usage);
+    status.lastCheck = check;
+    if (proven) return true;
+    if (Date.now() >= deadline) return false;
+    const noticeLeftMs = noticeMs !== undefined ? Math.max(0, noticeMs - (Date.parse(usage.checkedAt) - switchedAt)) : undefined;
+    await sleep(Math.min(pollMs, Math.max(deadline - Date.now(), 1)), { summary: waitSummary(caller, keys, check, noticeLeftMs) });
   }
-  if (verified && rewritesRules) {
-    // no tenant left on the old token: a reconcile may have written it back since the first pass
-    setStep('check-rules');
-    rulesFailure = await forward('Last pass before the old key dies');
-    if (rulesFailure) verified = false;
-  }
+}
 
-  if (!verified) {
-    // ---- roll back ----
-    const last = status.lastCheck;
-    let message =
-      rulesFailure !== undefined
-        ? `${caller} → ${target}: ${rulesFailure}`
-        : last!.newKeyUsed || last!.newKeyNeeded === false
-          ? `${caller} still used ${oldKeyId} within the quiet period at the deadline (silent ${Math.round(last!.oldSilentMs / 1000)} s of ${Math.round((last!.quietMs ?? settings.quietPeriodMs) / 1000)} s)`
-          : `${caller} never used ${newKeyId} within ${Math.round(settings.deadlineMs / 1000)} s`;
-    setStep('roll-back');
-    await mustFinish.makeRotationSecretCurrent.executeWithOptions(
-      { summary: `Roll back: secret store version ${oldVersion} (${oldKeyId}) current for ${caller} again` },
-      [{ caller, target, version: oldVersion }],
-    );
-    if (rewritesRules) {
-      // the tenants moved to the new key go back before it is revoked
-      setStep('rewrite-rules-back');
-      const back = await rewriteRules(oldKeyId, 'Roll back');
-      // a tenant moved to the new key and not moved back gets 401 once it is revoked, until the next
-      // reconcile writes its rules (the catch-up sweep publishes its invoices meanwhile)
-      const stranded = back.failed.filter((f) => moved.includes(f.tenant));
-      if (stranded.length) message += `; not moved back to ${oldKeyId} (any rule of theirs on ${newKeyId}'s token gets 401 until their next reconcile): ${failedTenants({ failed: stranded })}`;
-    }
-    if (settings.rollbackWaitMs > 0) await sleep(settings.rollbackWaitMs, { summary: `Let ${caller} reload ${oldKeyId} before ${newKeyId} is revoked` });
-    await mustFinish.revokeRotationKey.executeWithOptions({ summary: `Roll back: revoke the pending ${newKeyId} at ${target}` }, [{ keyId: newKeyId }]);
-    setStep('alert');
-    try {
-      await nonFatal.raiseRotationAlert.executeWithOptions({ summary: `Alert: service-key.rotation-failed for ${pair}` }, [
-        { caller, target, oldKeyId, newKeyId, message },
-      ]);
-    } catch (err) {
-      await mustFinish.recordRotationAlert.executeWithOptions({ summary: `Alert recorded without an event` }, [
-        { alert: `no event (${failureMessage(err)}): ${message}` },
-      ]);
-    }
-    await mustFinish.finishRotation.executeWithOptions({ summary: `Release the ${pair} rotation lock (rolled back)` }, [{ outcome: 'rolled-back', message }]);
-    status.outcome = 'rolled-back';
-    setStep('rolled-back');
-    log.warn('service-key rotation rolled back', { workflowId: workflowInfo().workflowId, message });
-    return { outcome: 'rolled-back', oldKeyId, newKeyId, message };
+/**
+ * Roll back: the old version current again, the tenants' rules moved back (`rules`), (after
+ * `rollbackWaitMs`) the pending key revoked, an alert raised, the lock released.
+ */
+async function rollBack(rotation: Rotation, keys: RotationKeys, { rulesFailure, rules }: SwitchOutcome): Promise<RotationResult> {
+  const { caller, target, pair, settings, activities: { mustFinish }, status, setStep } = rotation;
+  const { oldKeyId, oldVersion, newKeyId } = keys;
+  let message = rulesFailure !== undefined ? `${caller} → ${target}: ${rulesFailure}` : unprovenReason(caller, keys, status.lastCheck!, settings);
+  setStep('roll-back');
+  await mustFinish.makeRotationSecretCurrent.executeWithOptions(
+    { summary: `Roll back: secret store version ${oldVersion} (${oldKeyId}) current for ${caller} again` },
+    [{ caller, target, version: oldVersion }],
+  );
+  if (rules) {
+    // the tenants moved to the new key go back before it is revoked
+    setStep('rewrite-rules-back');
+    message += await rules.back();
   }
+  if (settings.rollbackWaitMs > 0) await sleep(settings.rollbackWaitMs, { summary: `Let ${caller} reload ${oldKeyId} before ${newKeyId} is revoked` });
+  await mustFinish.revokeRotationKey.executeWithOptions({ summary: `Roll back: revoke the pending ${newKeyId} at ${target}` }, [{ keyId: newKeyId }]);
+  await raiseAlert(rotation, keys, message);
+  await mustFinish.finishRotation.executeWithOptions({ summary: `Release the ${pair} rotation lock (rolled back)` }, [{ outcome: 'rolled-back', message }]);
+  status.outcome = 'rolled-back';
+  setStep('rolled-back');
+  log.warn('service-key rotation rolled back', { workflowId: workflowInfo().workflowId, message });
+  return { outcome: 'rolled-back', oldKeyId, newKeyId, message };
+}
 
-  // ---- step 5 ----
+/** The roll-back's alert: a `service-key.rotation-failed` event, or (when it cannot go out) a record without it. */
+async function raiseAlert({ caller, target, pair, activities, setStep }: Rotation, { oldKeyId, newKeyId }: RotationKeys, message: string): Promise<void> {
+  setStep('alert');
+  try {
+    await activities.nonFatal.raiseRotationAlert.executeWithOptions({ summary: `Alert: service-key.rotation-failed for ${pair}` }, [
+      { caller, target, oldKeyId, newKeyId, message },
+    ]);
+  } catch (err) {
+    await activities.mustFinish.recordRotationAlert.executeWithOptions({ summary: `Alert recorded without an event` }, [
+      { alert: `no event (${failureMessage(err)}): ${message}` },
+    ]);
+  }
+}
+
+/** Step 5: the new key promoted (old → previous), the old one revoked (401 from then on), the lock released. */
+async function completeRotation({ target, pair, activities: { mustFinish }, status, setStep }: Rotation, { oldKeyId, newKeyId }: RotationKeys): Promise<RotationResult> {
   setStep('promote');
   await mustFinish.promoteRotationKey.executeWithOptions({ summary: `${newKeyId} current at ${target} (${oldKeyId} previous)` }, [{ keyId: newKeyId }]);
   setStep('revoke-old');
@@ -278,18 +285,4 @@ export async function rotateServiceKey(input: RotationInput): Promise<RotationRe
   status.outcome = 'completed';
   setStep('done');
   return { outcome: 'completed', oldKeyId, newKeyId };
-}
-
-/**
- * The action of a pair's rotation schedule (`rotate-annual:<caller>:<target>`, domain/service-keys/
- * schedules.ts): starts the pair's next numbered rotation, or records why it skipped this time.
- */
-export async function annualServiceKeyRotation(pair: { caller: string; target: string }): Promise<{ workflowId?: string; skipped?: string }> {
-  const { beginScheduledRotation } = proxyActivities<Activities>({
-    startToCloseTimeout: '30 seconds',
-    retry: { initialInterval: '1 second', maximumInterval: '1 minute', backoffCoefficient: 2 },
-  });
-  const result = await beginScheduledRotation.executeWithOptions({ summary: `Start the next rotation of ${pair.caller} → ${pair.target}` }, [pair]);
-  if (result.skipped) log.info('scheduled rotation skipped', { ...pair, reason: result.skipped });
-  return result;
 }

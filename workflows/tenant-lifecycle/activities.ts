@@ -13,13 +13,10 @@
 import { proxyActivities, proxyLocalActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../../activities/index.js';
 import type { LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
+import { retryIntervals } from '../shared/retry-intervals.js';
 
 export function lifecycleActivities(settings: LifecycleSettings) {
-  // tests shorten every interval (settings.retryIntervals); production keeps the defaults
-  const intervals = (initial: string, maximum: string) =>
-    settings.retryIntervals
-      ? { initialInterval: settings.retryIntervals.initialMs, maximumInterval: settings.retryIntervals.maximumMs }
-      : { initialInterval: initial, maximumInterval: maximum };
+  const intervals = (initial: string, maximum: string) => retryIntervals(settings.retryIntervals, initial, maximum);
 
   const reconcileStep: ActivityOptions = {
     // short: a worker that dies mid-step has the step retried on another worker after this long

@@ -10,102 +10,129 @@
  * what was left behind, so a half-made tenant is deprovisioned to nothing it did create.
  */
 import { chatRoomName } from '../../domain/tenants/chat-room.js';
-import { backupScheduleId, type ResourceKind } from '../../domain/tenants/types.js';
+import { backupScheduleId, type TenantClientSpec } from '../../domain/tenants/types.js';
+import { failureMessage } from '../shared/activity-failures.js';
 import type { LifecycleActivities } from './activities.js';
-import { failureMessage } from './reconcile.js';
+import { resourceStep, runResourceStep, type ResourceStep } from './resource-step.js';
 import { nowIso, type TenantState } from './state.js';
 
-export async function deprovision(tenant: TenantState, { reconcileStep, mustFinish, nonFatal }: LifecycleActivities): Promise<void> {
-  const state = tenant.state;
-  const { spec, name } = state;
-  const database = state.hostname || state.resources.database.externalName;
-  state.phase = 'Deprovisioning';
-  tenant.setReady('False', 'Deleting', 'Deprovisioning: route, database, filestore, backup schedule; the chat room is archived');
-  await tenant.mirror();
+/** What the teardown steps work on. */
+interface TeardownContext {
+  tenant: TenantState;
+  activities: LifecycleActivities;
+  name: string;
+  spec: TenantClientSpec;
+  database: string;
+}
 
-  /** Runs one must-finish step; a business failure is kept on the resource and the next step runs. */
-  const teardown = async <T>(step: string, kind: ResourceKind, run: () => Promise<T>, onDone: (result: T) => void) => {
-    tenant.setCurrentStep(step);
-    try {
-      onDone(await run());
-    } catch (err) {
-      const message = failureMessage(err);
-      tenant.setResourceFailed(kind, `left behind: ${message}`);
-      tenant.recordStep(step, 'failed', message);
-    }
-    await tenant.mirror();
-  };
+/** A row of the table, its result's type taken from its activity call. */
+const teardownStep = <Result>(step: ResourceStep<TeardownContext, Result>) => resourceStep(step);
 
-  // a last backup, kept with the others for the tier's retention
-  if (state.resources.database.state === 'Created') {
-    tenant.setCurrentStep('final-backup');
-    try {
-      const backup = await reconcileStep.createTenantBackup.executeWithOptions(
-        { startToCloseTimeout: '10 minutes', summary: `Final backup of ${name} before deprovisioning` },
-        [{ tenant: name, tier: spec.tier, database, stamp: `${nowIso()}-final` }],
-      );
-      tenant.recordStep('final-backup', 'ok', backup.files.map((f) => f.path).join(', '));
-    } catch (err) {
-      // the scheduled backups are still there; a failed last one does not keep the tenant alive
-      tenant.recordStep('final-backup', 'failed', failureMessage(err));
-    }
-    await tenant.mirror();
-  }
-  await teardown(
-    'remove-route',
-    'route',
-    () => mustFinish.removeRoute.executeWithOptions({ summary: `Remove the route of ${name}` }, [{ tenant: name }]),
-    (removed) => {
+/** The must-finish teardown steps, in order: each removes one resource. */
+const teardownSteps = [
+  teardownStep({
+    name: 'remove-route',
+    resource: 'route',
+    ensures: 'no route to the tenant',
+    call: ({ activities, name }) => activities.mustFinish.removeRoute.executeWithOptions({ summary: `Remove the route of ${name}` }, [{ tenant: name }]),
+    record: ({ tenant }, removed) => {
       tenant.setResourceDeleted('route', `route ${removed.outcome}`);
       tenant.recordStep('remove-route', 'ok', removed.outcome);
     },
-  );
-  await teardown(
-    'drop-database',
-    'database',
-    () => mustFinish.dropTenantDatabase.executeWithOptions({ summary: `DROP DATABASE "${database}"` }, [{ database }]),
-    (dropped) => {
+  }),
+  teardownStep({
+    name: 'drop-database',
+    resource: 'database',
+    ensures: 'no tenant database (and so no ERP API user)',
+    call: ({ activities, database }) => activities.mustFinish.dropTenantDatabase.executeWithOptions({ summary: `DROP DATABASE "${database}"` }, [{ database }]),
+    record: ({ tenant, database }, dropped) => {
       tenant.setResourceDeleted('database', `database ${dropped.outcome}`);
       tenant.setResourceDeleted('apiUser', 'removed with the database');
       tenant.recordStep('drop-database', 'ok', `${database} ${dropped.outcome}`);
     },
-  );
-  await teardown(
-    'wipe-filestore',
-    'filestore',
-    () => mustFinish.wipeFilestore.executeWithOptions({ summary: `Wipe the filestore folder of ${name}` }, [{ tenant: name }]),
-    (wiped) => {
+  }),
+  teardownStep({
+    name: 'wipe-filestore',
+    resource: 'filestore',
+    ensures: 'no filestore folder',
+    call: ({ activities, name }) => activities.mustFinish.wipeFilestore.executeWithOptions({ summary: `Wipe the filestore folder of ${name}` }, [{ tenant: name }]),
+    record: ({ tenant }, wiped) => {
       tenant.setResourceDeleted('filestore', wiped.wiped ? 'wiped' : 'was already gone');
       tenant.recordStep('wipe-filestore', 'ok', wiped.path);
     },
-  );
-  await teardown(
-    'delete-backup-schedule',
-    'backupSchedule',
-    () =>
-      mustFinish.deleteBackupSchedule.executeWithOptions({ summary: `Delete schedule ${backupScheduleId(name)} (stored backups stay)` }, [
+  }),
+  teardownStep({
+    name: 'delete-backup-schedule',
+    resource: 'backupSchedule',
+    ensures: 'no backup schedule (the stored backups stay for the tier retention)',
+    call: ({ activities, name }) =>
+      activities.mustFinish.deleteBackupSchedule.executeWithOptions({ summary: `Delete schedule ${backupScheduleId(name)} (stored backups stay)` }, [
         { tenant: name },
       ]),
-    (deleted) => {
+    record: ({ tenant, spec }, deleted) => {
       tenant.setResourceDeleted('backupSchedule', `schedule ${deleted.outcome}; stored backups kept for the ${spec.tier} retention`);
       tenant.recordStep('delete-backup-schedule', 'ok', deleted.outcome);
     },
-  );
+  }),
+];
+
+export async function deprovision(tenant: TenantState, activities: LifecycleActivities): Promise<void> {
+  const state = tenant.state;
+  const { spec, name } = state;
+  const context: TeardownContext = { tenant, activities, name, spec, database: state.hostname || state.resources.database.externalName };
+  state.phase = 'Deprovisioning';
+  tenant.setReady('False', 'Deleting', 'Deprovisioning: route, database, filestore, backup schedule; the chat room is archived');
+  await tenant.mirror();
+
+  if (state.resources.database.state === 'Created') await finalBackup(context);
+  for (const step of teardownSteps) {
+    // a business failure is kept on the resource and the next step runs
+    await runResourceStep(tenant, context, step, (err) => {
+      const message = failureMessage(err);
+      tenant.setResourceFailed(step.resource, `left behind: ${message}`);
+      tenant.recordStep(step.name, 'failed', message);
+    });
+  }
+  await archiveChatRoom(context);
+  await finishDeprovisioning(context);
+}
+
+/** A last backup, kept with the others for the tier's retention. */
+async function finalBackup({ tenant, activities, name, spec, database }: TeardownContext): Promise<void> {
+  tenant.setCurrentStep('final-backup');
+  try {
+    const backup = await activities.reconcileStep.createTenantBackup.executeWithOptions(
+      { startToCloseTimeout: '10 minutes', summary: `Final backup of ${name} before deprovisioning` },
+      [{ tenant: name, tier: spec.tier, database, stamp: `${nowIso()}-final` }],
+    );
+    tenant.recordStep('final-backup', 'ok', backup.files.map((f) => f.path).join(', '));
+  } catch (err) {
+    // the scheduled backups are still there; a failed last one does not keep the tenant alive
+    tenant.recordStep('final-backup', 'failed', failureMessage(err));
+  }
+  await tenant.mirror();
+}
+
+/** The chat room archived (inactive), non-fatal like its creation: a failure is recorded, the tenant is deprovisioned regardless. */
+async function archiveChatRoom({ tenant, activities, spec }: TeardownContext): Promise<void> {
   tenant.setCurrentStep('archive-chat-room');
   try {
-    const archived = await nonFatal.archiveChatRoom.executeWithOptions(
+    const archived = await activities.nonFatal.archiveChatRoom.executeWithOptions(
       { summary: `Archive chat room ${chatRoomName(spec.subdomain, spec.projectId)} (inactive)` },
       [{ spec }],
     );
     tenant.setResource('chatRoom', { externalName: archived.room, synced: 'True', state: 'Archived', message: `room ${archived.outcome} (inactive)` });
     tenant.recordStep('archive-chat-room', 'ok', archived.outcome);
   } catch (err) {
-    // non-fatal like its creation: recorded, the tenant is deprovisioned regardless
     const message = failureMessage(err);
     tenant.setResourceFailed('chatRoom', message);
     tenant.recordStep('archive-chat-room', 'failed', message);
   }
+}
 
+/** Deprovisioned: Synced=False names what was left behind; the status is mirrored. */
+async function finishDeprovisioning({ tenant, spec }: TeardownContext): Promise<void> {
+  const state = tenant.state;
   state.phase = 'Deprovisioned';
   state.deprovisionedAt = nowIso();
   const leftBehind = tenant.blockingErrors();

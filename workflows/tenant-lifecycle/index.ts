@@ -17,7 +17,8 @@ import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { type TenantStatus } from '../../domain/tenants/types.js';
 import { lifecycleActivities, type LifecycleActivities } from './activities.js';
 import { deprovision } from './deprovision.js';
-import { failureMessage, reconcile, type ReconcileOutcome } from './reconcile.js';
+import { failureMessage } from '../shared/activity-failures.js';
+import { reconcile, type ReconcileOutcome } from './reconcile.js';
 import { nowIso, TenantState } from './state.js';
 
 /** Continue as new past this many history events, unless the settings say otherwise. */
@@ -129,7 +130,7 @@ export async function tenantLifecycle(input: TenantLifecycleInput): Promise<Tena
   }
 }
 
-/** Apply, cancel, reactivate, delete and retry-chat-room, each refused where it makes no sense; the status query. */
+/** The status query; apply; cancel, reactivate and delete (setSoakHandlers); retry-chat-room; each update refused where it makes no sense. */
 function setMessageHandlers(tenant: TenantState, { settings }: TenantLifecycleInput): void {
   const state = tenant.state;
   const phase = () => state.phase.toLowerCase();
@@ -144,6 +145,28 @@ function setMessageHandlers(tenant: TenantState, { settings }: TenantLifecycleIn
     tenant.touch();
   });
 
+  setSoakHandlers(tenant, settings);
+
+  setHandler(
+    retryChatRoomUpdate,
+    () => {
+      state.chatRetry = true;
+      tenant.needsReconcile = true;
+      tenant.recordStep('retry-chat-room', 'ok', 'the chat room is created again on this reconcile');
+      return tenant.status();
+    },
+    {
+      validator: () => {
+        if (tenant.isTearingDown || tenant.isCancelled) throw new Error(`tenant ${state.name} is ${phase()}; its chat room is not reconciled`);
+      },
+    },
+  );
+}
+
+/** Cancel (starts the soak period), reactivate (stops it) and delete (ends it now). */
+function setSoakHandlers(tenant: TenantState, settings: TenantLifecycleInput['settings']): void {
+  const state = tenant.state;
+  const phase = () => state.phase.toLowerCase();
   setHandler(
     cancelUpdate,
     () => {
@@ -194,21 +217,6 @@ function setMessageHandlers(tenant: TenantState, { settings }: TenantLifecycleIn
         if (tenant.isTearingDown) throw new Error(`tenant ${state.name} is already ${phase()}`);
         if (!tenant.isCancelled)
           throw new Error(`tenant ${state.name} is active: cancel it first (deprovisioning follows the soak period, or a delete after the cancel)`);
-      },
-    },
-  );
-
-  setHandler(
-    retryChatRoomUpdate,
-    () => {
-      state.chatRetry = true;
-      tenant.needsReconcile = true;
-      tenant.recordStep('retry-chat-room', 'ok', 'the chat room is created again on this reconcile');
-      return tenant.status();
-    },
-    {
-      validator: () => {
-        if (tenant.isTearingDown || tenant.isCancelled) throw new Error(`tenant ${state.name} is ${phase()}; its chat room is not reconciled`);
       },
     },
   );

@@ -1,0 +1,168 @@
+/**
+ * The reconcile steps after the subdomain's reservation, as a table: each names its step, the
+ * resource it ensures, its activity call (options included) and how its result sets the
+ * resource's state (hence the Synced condition, reconcile.ts). `reconcileSteps` says which run and
+ * in which order; the runner is `reconcile`.
+ */
+import { patched } from '@temporalio/workflow';
+import { chatRoomName } from '../../domain/tenants/chat-room.js';
+import { backupScheduleId, type TenantClientSpec } from '../../domain/tenants/types.js';
+import type { LifecycleActivities } from './activities.js';
+import { resourceStep, type ResourceStep } from './resource-step.js';
+import type { TenantState } from './state.js';
+
+/** What the steps of one reconcile work on: the spec as it was when the reconcile began. */
+export interface ReconcileStepContext {
+  tenant: TenantState;
+  activities: LifecycleActivities;
+  name: string;
+  spec: TenantClientSpec;
+  /** The reserved hostname. */
+  host: string;
+  /** The tenant database (named like the host). */
+  database: string;
+  /** The route's namespace, plana-odoo-<erpVersion>. */
+  namespace: string;
+}
+
+type ReconcileStep = ResourceStep<ReconcileStepContext, unknown>;
+
+/** A row of the table, its result's type taken from its activity call. */
+const reconcileStep = <Result>(step: ResourceStep<ReconcileStepContext, Result>): ReconcileStep => resourceStep(step);
+
+const cloneDatabase = reconcileStep({
+  name: 'clone-database',
+  resource: 'database',
+  ensures: 'the tenant database, cloned from the template of tier × version',
+  call: ({ activities, database, spec }) =>
+    activities.reconcileStep.cloneTenantDatabase.executeWithOptions(
+      { startToCloseTimeout: '5 minutes', summary: `CREATE DATABASE "${database}" from the ${spec.tier}/${spec.erpVersion} template` },
+      [{ database, spec }],
+    ),
+  record: ({ tenant, database }, db) => {
+    if (db.outcome === 'template-missing') {
+      const message = `template database "${db.template}" does not exist`;
+      tenant.setResource('database', { externalName: database, synced: 'False', state: 'Failed', message });
+      tenant.recordStep('clone-database', 'failed', message);
+      return;
+    }
+    // an existing database keeps saying where it came from (after a tier change it is not this tier's template)
+    const previous = tenant.state.resources.database;
+    const message = db.outcome === 'created' || previous.state !== 'Created' || !previous.message.startsWith('cloned from') ? `cloned from ${db.template}` : previous.message;
+    tenant.setResource('database', { externalName: database, synced: 'True', state: 'Created', message });
+    tenant.recordStep('clone-database', 'ok', db.outcome === 'created' ? `created from ${db.template}` : 'exists');
+  },
+});
+
+const ensureApiUser = reconcileStep({
+  name: 'ensure-api-user',
+  resource: 'apiUser',
+  ensures: "the tenant's dedicated ERP API user (made through the ERP, so through the route; needs the database)",
+  call: ({ activities, name, database }) =>
+    activities.reconcileStep.ensureErpApiUser.executeWithOptions({ summary: `Ensure the ERP API user of ${database}` }, [{ tenant: name, database }]),
+  record: ({ tenant }, apiUser) => {
+    if (apiUser.outcome === 'database-missing') {
+      tenant.setResource('apiUser', { externalName: '', synced: 'False', state: 'Pending', message: 'waiting for the database' });
+      tenant.recordStep('ensure-api-user', 'skipped', 'waiting for the database');
+    } else {
+      tenant.setResource('apiUser', { externalName: apiUser.login, synced: 'True', state: 'Created', message: '' });
+      tenant.recordStep('ensure-api-user', 'ok', `${apiUser.login} ${apiUser.outcome}`);
+    }
+  },
+});
+
+const createRoute = reconcileStep({
+  name: 'create-route',
+  resource: 'route',
+  ensures: 'the route host → database, in namespace plana-odoo-<erpVersion>',
+  call: ({ activities, host, name, namespace, database }) =>
+    activities.reconcileStep.createRoute.executeWithOptions({ summary: `Route ${host} in ${namespace}` }, [{ host, tenant: name, namespace, database }]),
+  record: ({ tenant, host, namespace, database }, route) => {
+    tenant.setResource('route', { externalName: `${namespace}/${host}`, synced: 'True', state: 'Created', message: '' });
+    tenant.recordStep('create-route', 'ok', `${host} → ${database} (${route.outcome})`);
+  },
+});
+
+/**
+ * DESIGN §5: a tier change installs the new tier's modules; a downgrade keeps what is installed.
+ * Kept on the database resource: until the modules are in, the database is not what the spec asks for.
+ */
+const ensureTierModules = reconcileStep({
+  name: 'ensure-tier-modules',
+  resource: 'database',
+  ensures: "the tier's ERP modules installed in the tenant database",
+  call: ({ activities, name, database, spec }) =>
+    activities.reconcileStep.ensureTierModules.executeWithOptions(
+      { startToCloseTimeout: '10 minutes', summary: `Install the ${spec.tier} tier's ERP modules in ${database}` },
+      [{ tenant: name, database, tier: spec.tier }],
+    ),
+  record: ({ tenant, spec }, modules) => {
+    if (modules.outcome === 'database-missing') {
+      tenant.recordStep('ensure-tier-modules', 'skipped', 'waiting for the database');
+      return;
+    }
+    const parts = [modules.installed.length ? `${spec.tier} modules installed: ${modules.installed.join(', ')}` : `${spec.tier} modules present (${modules.present})`];
+    if (modules.kept.length) parts.push(`kept from a higher tier (a downgrade uninstalls nothing): ${modules.kept.join(', ')}`);
+    if (modules.unavailable.length) parts.push(`not available on this ERP: ${modules.unavailable.join(', ')}`);
+    if (modules.eventRules) parts.push(modules.eventRules);
+    tenant.recordStep('ensure-tier-modules', 'ok', parts.join('; '));
+  },
+});
+
+const createFilestore = reconcileStep({
+  name: 'create-filestore',
+  resource: 'filestore',
+  ensures: "the tenant's filestore folder",
+  call: ({ activities, name }) => activities.reconcileStep.createFilestore.executeWithOptions({ summary: `Create the filestore folder of ${name}` }, [{ tenant: name }]),
+  record: ({ tenant }, filestore) => {
+    tenant.setResource('filestore', { externalName: filestore.path, synced: 'True', state: 'Created', message: '' });
+    tenant.recordStep('create-filestore', 'ok', `${filestore.path} ${filestore.created ? 'created' : 'exists'}`);
+  },
+});
+
+const createBackupSchedule = reconcileStep({
+  name: 'create-backup-schedule',
+  resource: 'backupSchedule',
+  ensures: "the tenant's backup schedule, at its tier's frequency",
+  call: ({ activities, name, spec, database }) =>
+    activities.reconcileStep.createBackupSchedule.executeWithOptions({ summary: `Schedule ${backupScheduleId(name)}` }, [{ tenant: name, tier: spec.tier, database }]),
+  record: ({ tenant }, schedule) => {
+    tenant.setResource('backupSchedule', { externalName: schedule.scheduleId, synced: 'True', state: 'Created', message: '' });
+    tenant.recordStep('create-backup-schedule', 'ok', `${schedule.scheduleId} ${schedule.outcome}`);
+  },
+});
+
+/** Non-fatal: a failure stays on the room (Synced stays True); retry-chat-room tries again. */
+const ensureChatRoom = reconcileStep({
+  name: 'ensure-chat-room',
+  resource: 'chatRoom',
+  ensures: "the tenant's support chat room",
+  call: ({ tenant, activities, spec }) => {
+    tenant.state.chatRetry = false;
+    const roomName = chatRoomName(spec.subdomain, spec.projectId);
+    tenant.state.resources.chatRoom.externalName = roomName;
+    return activities.nonFatal.ensureChatRoom.executeWithOptions({ summary: `Create chat room ${roomName} (non-fatal)` }, [{ spec }]);
+  },
+  record: ({ tenant }, room) => {
+    tenant.setResource('chatRoom', { externalName: room.room, synced: 'True', state: 'Created', message: '' });
+    tenant.recordStep('ensure-chat-room', 'ok', `${room.room} ${room.created ? 'created' : room.restored ? 'restored' : 'exists'}`);
+  },
+});
+
+/**
+ * The steps of one reconcile, in order. Lazy: each decision (a patch, the chat room's state) is
+ * taken when the step before it has run, as the history of running executions has it.
+ */
+export function* reconcileSteps(tenant: TenantState): Generator<ReconcileStep> {
+  yield cloneDatabase;
+  // the API user is made over XML-RPC as the tenant's admin, through the tenant's route: the route
+  // comes first (patched: earlier runs made the user by SQL before the route)
+  if (patched('api-user-through-the-route')) yield* [createRoute, ensureApiUser];
+  else yield* [ensureApiUser, createRoute];
+  // patched: earlier runs only cloned by tier
+  if (patched('tier-modules')) yield ensureTierModules;
+  yield createFilestore;
+  yield createBackupSchedule;
+  const chatRoom = tenant.state.resources.chatRoom;
+  if (chatRoom.state !== 'Created' || tenant.state.chatRetry) yield ensureChatRoom;
+}
