@@ -117,7 +117,7 @@ export const configSchema = z.object({
   EVENTS_CLAIM_IDLE_MS: z.coerce.number().int().min(100).default(60_000),
 
   /**
-   * Tenant webhooks (issue 9; domain/webhooks, services/webhooks). URLs must be https unless
+   * Tenant webhooks (domain/webhooks, services/webhooks). URLs must be https unless
    * WEBHOOK_ALLOW_HTTP (default: on outside production). Private, loopback, link-local, CGNAT and
    * metadata addresses are refused when the socket connects, except the CIDRs of
    * WEBHOOK_ALLOWED_ADDRESSES (default: loopback in development, so a receiver on this machine works

@@ -1,6 +1,6 @@
 /**
- * The tenant ERP's automation rules that post record changes to the platform (issue 9 "Where
- * events come from"): Odoo's own `base_automation` rules with the server action "Send Webhook
+ * The tenant ERP's automation rules that post record changes to the platform ("Where
+ * events come from" in the docs): Odoo's own `base_automation` rules with the server action "Send Webhook
  * Notification" (`ir.actions.server`, state `webhook`), made through Odoo's models in the admin's
  * web session like the tier modules (tier-modules.ts), one rule per event type:
  *

@@ -1,5 +1,5 @@
 /**
- * Revoked keys still in use (issue 10, §5.4 step 5): a consumer missed a rotation, or someone holds
+ * Revoked keys still in use (§5.4 step 5): a consumer missed a rotation, or someone holds
  * an old key. The target that sees one answers 401 as for any bad key, logs a warning and records
  * the use here (at most once per key id per alert interval and process: the check itself never
  * writes). The worker's alerter (`startMisuseAlerter`) turns each recorded use into one alert mail

@@ -1,5 +1,5 @@
 /**
- * Service-key rotation (issue 10, §5.4): starting one (numbered, one at a time per pair) and the
+ * Service-key rotation (§5.4): starting one (numbered, one at a time per pair) and the
  * idempotent steps the rotation workflow's activities run (workflows/rotate-service-key.ts).
  *
  * The per-pair lock is a row of service_key_rotations (migration 510): at most one unfinished row

@@ -1,5 +1,5 @@
 /**
- * The annual rotation of every live pair (issue 10): one Temporal Schedule per pair,
+ * The annual rotation of every live pair: one Temporal Schedule per pair,
  * `rotate-annual:<caller>:<target>`, ensured by the worker (and `npm run dev`) at start-up. Each
  * action runs `annualServiceKeyRotation`, which starts the numbered `rotate:<caller>:<target>:<n>`
  * like the CLI and the ops API do, so the per-pair lock applies to scheduled rotations too (a pair

@@ -1,5 +1,5 @@
 /**
- * Where webhooks may go (issue 9 "URL rules"). Checked twice:
+ * Where webhooks may go ("URL rules" in the docs). Checked twice:
  * - when an endpoint is saved (`urlProblems`): scheme, credentials, length, a literal address;
  * - when a socket connects (`guardedLookup`, the `lookup` of the sending agents): the address the
  *   name resolved to, the one the socket then connects to. A name that resolves to a public

@@ -1,5 +1,5 @@
 /**
- * Webhook endpoints of a workspace (issue 9 "Registration"): plain SQL. Secrets are sealed with
+ * Webhook endpoints of a workspace ("Registration" in the docs): plain SQL. Secrets are sealed with
  * SECRETS_KEY at rest; lists and reads never carry them (only create, reveal and rotate do).
  */
 import type { Pool } from 'pg';

@@ -1,5 +1,5 @@
 /**
- * The catch-up sweep of ERP events (issue 9 "nothing lost"). Odoo posts a change once, from inside
+ * The catch-up sweep of ERP events ("nothing lost" in the docs). Odoo posts a change once, from inside
  * its transaction, with a 1 s timeout, and never again (domain/erp/event-rules.ts): a post the
  * platform missed (events service down or slow, a network blip) is gone. Every
  * ERP_EVENTS_SWEEP_INTERVAL the schedule `erp-events-sweep` reads, per tenant with a route, the

@@ -1,11 +1,11 @@
 /**
- * Event ingestion from the tenant ERPs (issue 9 "Where events come from"): each tenant's ERP posts
+ * Event ingestion from the tenant ERPs ("Where events come from" in the docs): each tenant's ERP posts
  * its record changes, as Odoo's automation rules send them (domain/erp/event-rules.ts), to the
  * events service at `POST /api/v1/ingest/odoo/<tenant>/<event type>` with
  * `Authorization: Basic <tenant>:<token of that tenant>` (the userinfo of the rule's URL).
  *
  * The token is HMAC-SHA256 of the tenant name under the key of the service-key pair
- * `erp → event-ingestion` (issue 10; domain/service-keys/inventory.ts): a tenant's token proves
+ * `erp → event-ingestion` (domain/service-keys/inventory.ts): a tenant's token proves
  * that tenant only and nothing is stored per tenant. The pair's key lives in the registry and the
  * secret store like every other pair's, so it rotates with the rotation workflow: the reconcile
  * writes tokens of the pair's *current* key (secret store), the events service accepts a token of

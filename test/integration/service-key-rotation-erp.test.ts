@@ -1,5 +1,5 @@
 /**
- * Rotating `erp → event-ingestion` (issue 10, switch proof `rules`) on the run's real Temporal,
+ * Rotating `erp → event-ingestion` (switch proof `rules`) on the run's real Temporal,
  * PostgreSQL and Redis, the events service and the ERP stand-in: the tenant ERPs' automation rules
  * carry per-tenant tokens made from the pair's key; the rotation rewrites every tenant's rules to
  * the new key's tokens after the switch and before the old key dies, and rolls back when a

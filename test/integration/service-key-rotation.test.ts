@@ -1,5 +1,5 @@
 /**
- * Service-key rotation (issue 10) on the run's real Temporal, PostgreSQL and Redis, over HTTP: the
+ * Service-key rotation on the run's real Temporal, PostgreSQL and Redis, over HTTP: the
  * ops API starts `rotate:<caller>:<target>:<n>`, a worker on this file's task queue runs it, and a
  * tiny target checks keys with the shared ServiceKeyVerifier (usage flushed every 100 ms). Each test
  * uses pairs of its own. Durations are shortened through the API's configuration (the workflow gets

@@ -1,5 +1,5 @@
 /**
- * Service keys (issue 10), target side and consumer side, against the run's real PostgreSQL and
+ * Service keys, target side and consumer side, against the run's real PostgreSQL and
  * Redis and over real HTTP: every service answers 401 problems for unknown and revoked keys,
  * accepts a pending and a current key of one pair at once, stops accepting a revoked key on a
  * running service through NOTIFY (the periodic reload is set to a minute here, so only NOTIFY can

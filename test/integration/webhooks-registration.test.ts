@@ -1,5 +1,5 @@
 /**
- * Webhook endpoints through the real API (issue 9 "Registration"): admins and `webhooks:write`
+ * Webhook endpoints through the real API ("Registration" in the docs): admins and `webhooks:write`
  * keys manage their own workspace's endpoints only; the `whsec_` secret shows on create, reveal
  * and rotate, never in lists; URL rules refuse bad URLs with a problem and nothing written.
  */

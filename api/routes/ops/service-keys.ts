@@ -1,5 +1,5 @@
 /**
- * Ops API: the service keys (issue 10): every caller → target pair of the inventory, its keys'
+ * Ops API: the service keys: every caller → target pair of the inventory, its keys'
  * ids, states, creation, promotion and revocation times, and last use as the targets recorded it.
  * Never a key or a hash.
  */

@@ -1,5 +1,5 @@
 /**
- * The ops API for TenantClients (issue 4), guarded by the ops service key: apply (JSON or YAML),
+ * The ops API for TenantClients, guarded by the ops service key: apply (JSON or YAML),
  * list, get (with the live status), and the lifecycle actions. The CLI calls exactly these.
  */
 import type { FastifyInstance } from 'fastify';

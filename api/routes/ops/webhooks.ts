@@ -1,5 +1,5 @@
 /**
- * Operators' webhook replay (issue 9: "one CLI command replays"): POST /api/ops/webhooks/:id/replay
+ * Operators' webhook replay ("one CLI command replays"): POST /api/ops/webhooks/:id/replay
  * with the operator's service key, for any workspace's endpoint (`npm run cli -- replay-webhooks`).
  */
 import type { FastifyInstance } from 'fastify';

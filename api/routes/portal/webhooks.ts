@@ -1,5 +1,5 @@
 /**
- * Tenant webhooks of the Workspace API (issue 9; specification §2.4, §5.3): endpoints (URL, event
+ * Tenant webhooks of the Workspace API (specification §2.4, §5.3): endpoints (URL, event
  * types or all, description, enabled), their secrets, their attempts, a test send and replay.
  * Workspace admins (session + X-Workspace) and keys with `webhooks:write` (DESIGN §5) may call
  * them, each for its own workspace only. Secrets appear on create, reveal and rotate, never in lists.
