@@ -14,7 +14,8 @@ import type { Config } from '../../lib/config.js';
 import { AppError, type ErrorCode } from '../../lib/errors.js';
 import { erpClientFor, loadErpApiCredentials } from './api-user.js';
 import { ErpFault, ErpUnreachable, orNull, type ErpClient, type ErpUnreachableReason } from './client.js';
-import type { ErpVersion } from '../tenants/types.js';
+import { erpVersionOfNamespace, type ErpVersion } from '../tenants/types.js';
+import { workspaceTenantWithRoute } from '../tenants/http-routes.js';
 
 const unreachableCodes: Record<ErpUnreachableReason, ErrorCode> = {
   'no-route': 'NOT_FOUND',
@@ -192,22 +193,13 @@ export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; conf
   const clients = new Map<string, ErpClient>();
 
   async function resolve(slug: string): Promise<{ tenant: Tenant; client: ErpClient }> {
-    const res = await deps.pool.query<{ tenant: string; host: string | null; database: string | null; namespace: string | null; erp_version: ErpVersion }>(
-      `SELECT t.name AS tenant, t.erp_version, r.host, r.database, r.namespace
-         FROM workspaces w
-         JOIN tenants t ON t.workspace_id = w.id
-         LEFT JOIN tenant_routes r ON r.tenant = t.name
-        WHERE w.slug = $1
-        ORDER BY t.created_at
-        LIMIT 1`,
-      [slug],
-    );
-    const row = res.rows[0];
-    if (!row) throw new AppError('NOT_FOUND', `Workspace ${slug} has no tenant ERP`);
-    if (!row.host || !row.database) throw new AppError('NOT_FOUND', `The tenant ERP of workspace ${slug} is not provisioned yet (no route)`);
+    const found = await workspaceTenantWithRoute(deps.pool, slug);
+    if (!found) throw new AppError('NOT_FOUND', `Workspace ${slug} has no tenant ERP`);
+    const row = found.route;
+    if (!row) throw new AppError('NOT_FOUND', `The tenant ERP of workspace ${slug} is not provisioned yet (no route)`);
     const credentials = await loadErpApiCredentials(deps.pool, deps.config.SECRETS_KEY, row.tenant);
     if (!credentials) throw new AppError('NOT_FOUND', `The tenant ERP of workspace ${slug} has no API user yet`);
-    const version = (row.namespace?.replace('plana-odoo-', '') ?? row.erp_version) as ErpVersion;
+    const version = erpVersionOfNamespace(row.namespace);
     const tenant = { tenant: row.tenant, host: row.host, database: row.database, version };
     const key = createHash('sha256').update([row.host, row.database, version, credentials.login, credentials.password, credentials.apiKey ?? ''].join('\0')).digest('base64');
     let client = clients.get(key);

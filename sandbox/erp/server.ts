@@ -20,7 +20,8 @@ import { createPool } from '../../lib/db.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
 import { verifyOdooPassword } from '../../domain/erp/odoo-password.js';
 import { databaseUrl } from '../../domain/erp/tenant-database.js';
-import type { ErpVersion } from '../../domain/tenants/types.js';
+import { erpVersionOfNamespace, type ErpVersion } from '../../domain/tenants/types.js';
+import { routeOfHost } from '../../domain/tenants/http-routes.js';
 import { parseMethodCall, serializeFault, serializeMethodResponse } from '../../domain/erp/xmlrpc-wire.js';
 import { executeKw, modelsFor, type OrmContext } from './orm.js';
 import { OdooError, accessDenied, accessError, attributeError } from './odoo-errors.js';
@@ -95,9 +96,8 @@ export async function startErpStandIn(opts: {
   async function routeFor(host: string): Promise<Route | null> {
     const cached = routes.get(host);
     if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.route;
-    const res = await platform.query<{ tenant: string; database: string; namespace: string }>('SELECT tenant, database, namespace FROM tenant_routes WHERE host = $1', [host]);
-    const row = res.rows[0];
-    const route = row ? { host, tenant: row.tenant, database: row.database, version: row.namespace.replace('plana-odoo-', '') as ErpVersion } : null;
+    const row = await routeOfHost(platform, host);
+    const route = row ? { host, tenant: row.tenant, database: row.database, version: erpVersionOfNamespace(row.namespace) } : null;
     routes.set(host, { route, at: Date.now() });
     return route;
   }
