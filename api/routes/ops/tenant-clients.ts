@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError } from '../../../lib/errors.js';
-import { parseTenantClient, problemsDetail, validateTenantClient } from '../../../domain/tenants/tenant-client.js';
+import { parseTenantClient, problemsDetail, tenantClientJsonSchema, validateTenantClient } from '../../../domain/tenants/tenant-client.js';
 import {
   applyTenantClient,
   getTenantClient,
@@ -16,35 +16,12 @@ import {
   type TenantAction,
 } from '../../../domain/tenants/operations.js';
 import { TenantName } from '../../schemas/common.js';
-import { erpVersions, tiers } from '../../../domain/tenants/types.js';
 import { access } from '../../plugins/access.js';
 
 /**
- * The TenantClient resource as the OpenAPI document shows it. The handler validates with the
- * domain's own rules (domain/tenants/tenant-client.ts: one clear message per problem, and YAML
- * bodies too), so this schema documents and must say exactly the same.
+ * The body is validated by the handler (JSON or YAML text) with the domain's rules, which the
+ * route's schema shows in their JSON Schema form (domain/tenants/tenant-client.ts).
  */
-const TenantClientSchema = Type.Object({
-  apiVersion: Type.Literal('plana.dev/v1alpha1'),
-  kind: Type.Literal('TenantClient'),
-  metadata: Type.Object({ name: TenantName }),
-  spec: Type.Object(
-    {
-      subdomain: { ...TenantName, description: 'equal to metadata.name' },
-      projectId: Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: 'chat room support-<subdomain>-<projectId padded to 6 digits>' }),
-      tier: Type.Union(tiers.map((t) => Type.Literal(t))),
-      erpVersion: Type.Optional(
-        // YAML users write 18 as often as "18"
-        Type.Union([...erpVersions.map((v) => Type.Literal(v)), ...erpVersions.map((v) => Type.Literal(Number(v)))], { default: '18' }),
-      ),
-      ownerEmail: Type.String({ maxLength: 320, pattern: '^[^\\s@\\u0000]+@[^\\s@\\u0000]+\\.[^\\s@\\u0000]+$' }),
-      ownerName: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$' }),
-    },
-    { additionalProperties: false },
-  ),
-});
-
-/** The body is validated by the handler (JSON or YAML text), not by the route's schema. */
 const handlerValidates = () => () => true;
 
 const Summary = Type.Object({
@@ -127,7 +104,7 @@ export default async function opsTenantClientRoutes(fastify: FastifyInstance) {
         tags: ['ops'],
         summary: 'Apply a TenantClient (create, or update its spec; the same spec again changes nothing)',
         description: `Body: the TenantClient resource as JSON, or as YAML (Content-Type ${YAML_TYPES.join(', ')}). A name is a DNS label; a deleted (deprovisioned) tenant's name cannot be applied again (409).`,
-        body: TenantClientSchema,
+        body: tenantClientJsonSchema,
         response: {
           200: Type.Object({ result: Type.String(), name: Type.String(), generation: Type.Integer(), workflowId: Type.String(), temporalUiUrl: Type.String() }),
           201: Type.Object({ result: Type.String(), name: Type.String(), generation: Type.Integer(), workflowId: Type.String(), temporalUiUrl: Type.String() }),
