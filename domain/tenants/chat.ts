@@ -41,45 +41,52 @@ export interface ChatClient {
   getChannel(name: string): Promise<ChatChannel | null>;
 }
 
-export function createChatClient(opts: {
+export interface ChatClientOptions {
   baseUrl: string;
   token: string;
   teamId: string;
   /** Channel type of new rooms: private (default) or open. */
   channelType?: 'O' | 'P';
   timeoutMs?: number;
-}): ChatClient {
-  async function call<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-    const send = () =>
-      fetch(new URL(`/api/v4${path}`, opts.baseUrl), {
-        method,
-        headers: {
-          authorization: `Bearer ${opts.token}`,
-          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-        },
-        body: body !== undefined ? JSON.stringify(body) : undefined,
-        signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
-      });
-    let res: Response;
-    try {
-      res = await send().catch(async () => {
-        // once more on a fresh connection: a kept-alive one may have been closed by a restarted server
-        await sleep(100);
-        return send();
-      });
-    } catch (err) {
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      const why = cause ? ` (${cause.code ?? cause.message})` : '';
-      throw new Error(`chat server unreachable at ${opts.baseUrl}: ${(err as Error).message}${why}`);
-    }
-    const parsed = (await res.json().catch(() => ({}))) as T;
-    return { status: res.status, body: parsed };
-  }
+}
 
-  const fail = (what: string, status: number, body: unknown) => {
-    const { id, message } = (body ?? {}) as { id?: string; message?: string };
-    return new ChatError(`chat server answered ${status} to ${what}: ${message ?? 'no message'}${id ? ` (${id})` : ''}`, status, id);
-  };
+/** One call of the chat server's API: its status and JSON body; a plain Error when it cannot be reached. */
+async function chatCall<T>(opts: ChatClientOptions, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+  const send = () =>
+    fetch(new URL(`/api/v4${path}`, opts.baseUrl), {
+      method,
+      headers: {
+        authorization: `Bearer ${opts.token}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+      signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
+    });
+  let res: Response;
+  try {
+    res = await send().catch(async () => {
+      // once more on a fresh connection: a kept-alive one may have been closed by a restarted server
+      await sleep(100);
+      return send();
+    });
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    const why = cause ? ` (${cause.code ?? cause.message})` : '';
+    throw new Error(`chat server unreachable at ${opts.baseUrl}: ${(err as Error).message}${why}`);
+  }
+  const parsed = (await res.json().catch(() => ({}))) as T;
+  return { status: res.status, body: parsed };
+}
+
+/** The ChatError for an answer other than the expected one to `what`. */
+function unexpectedAnswer(what: string, status: number, body: unknown): ChatError {
+  const { id, message } = (body ?? {}) as { id?: string; message?: string };
+  return new ChatError(`chat server answered ${status} to ${what}: ${message ?? 'no message'}${id ? ` (${id})` : ''}`, status, id);
+}
+
+export function createChatClient(opts: ChatClientOptions): ChatClient {
+  const call = <T>(method: string, path: string, body?: unknown) => chatCall<T>(opts, method, path, body);
+  const fail = unexpectedAnswer;
 
   async function getChannel(name: string): Promise<ChatChannel | null> {
     const path = `/teams/${encodeURIComponent(opts.teamId)}/channels/name/${encodeURIComponent(name)}?include_deleted=true`;
