@@ -226,7 +226,7 @@ Next steps (in another terminal):
   npm run cli -- service-keys                        # caller → target pairs, key ids, states, last use
   npm run stripe -- fail ${DEMO.tenant}    # a failed payment: admins e-mailed, dunning:${DEMO.tenant}:<n> in the Temporal UI (then: npm run stripe -- pay ${DEMO.tenant})
   curl -s -H 'Host: ${demoHost}' -H "x-api-key: $(npx tsx scripts/service-key.ts saas-jobs account-api)" ${erp.url}/svc/saas/subscription/${demoSubscription}   # the tenant ERP's SaaS endpoint (ERP users or the platform's key only)
-  # ask the finance agent (a key with agents:invoke, created as the README shows):
+  # ask the finance agent (a key with agents:invoke, created as docs/api.md shows):
   curl -sN -H "authorization: Bearer $KEY" -H 'content-type: application/json' -d '{"message":"What is our cash balance?"}' ${cfg.API_PUBLIC_URL}/api/agents/finance/chat/stream
   curl -s ${cfg.API_PUBLIC_URL}/readyz
   curl -s -H 'Host: ${demoHost}' ${erp.url}/web/health      # the demo tenant's ERP health probe

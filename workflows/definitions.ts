@@ -171,7 +171,7 @@ export interface RotationSettings {
    */
   holderWindowMs?: number;
   /**
-   * `exposure` rotations (README "Switch proof"): how long after the switch every running holder
+   * `exposure` rotations (docs/operators.md "Service keys", "Switch proof"): how long after the switch every running holder
    * has announced the new version (a secret-cache tick) and its target has written that down (a
    * usage flush). Once the consumer has proved the switch and this has passed, the old key dies,
    * whatever it is still used for (after an exposure, that use may be the attacker's). Absent

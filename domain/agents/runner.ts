@@ -7,7 +7,7 @@
  * cancels the model's request at once.
  */
 import OpenAI from 'openai';
-import type { ChatCompletionMessageParam, ChatCompletionMessageToolCall } from 'openai/resources/chat/completions';
+import type { ChatCompletionMessageParam, ChatCompletionMessageToolCall, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { AppError } from '../../lib/errors.js';
 import { TOOLS, type Agent, type ToolName } from './catalog.js';
 import type { DataClient, ToolContext } from './data-client.js';
@@ -60,7 +60,7 @@ function parseArguments(raw: string): Record<string, unknown> {
   }
 }
 
-export async function runAgent(opts: {
+export interface AgentRunOptions {
   agent: Agent;
   question: string;
   model: ModelConfig;
@@ -71,63 +71,26 @@ export async function runAgent(opts: {
   onEvent?: (e: AgentEvent) => void;
   /** Filled as the run goes (tools called, tokens), so a failed or cancelled run is recorded with what it did. */
   progress?: AgentRun;
-}): Promise<AgentRun> {
-  const { agent, model, signal } = opts;
+}
+
+/** What the model asked for in one round: its text so far and the tool calls, by index. */
+interface ModelTurn {
+  content: string;
+  calls: Map<number, { id: string; name: string; arguments: string }>;
+}
+
+export async function runAgent(opts: AgentRunOptions): Promise<AgentRun> {
   const messages: ChatCompletionMessageParam[] = [
-    { role: 'system', content: agent.instructions },
+    { role: 'system', content: opts.agent.instructions },
     { role: 'user', content: opts.question },
   ];
-  const tools = agent.tools.map((t) => TOOLS[t]);
+  const tools = opts.agent.tools.map((t) => TOOLS[t]);
   const run: AgentRun = opts.progress ?? newRun();
-  const addUsage = (u: { prompt_tokens: number; completion_tokens: number } | null | undefined) => {
-    if (!u) return;
-    run.usage.promptTokens = (run.usage.promptTokens ?? 0) + u.prompt_tokens;
-    run.usage.completionTokens = (run.usage.completionTokens ?? 0) + u.completion_tokens;
-  };
 
   for (let round = 0; ; round++) {
     // the last round offers no tools: the model must answer with what it has
     const offer = round < opts.maxToolRounds ? tools : [];
-    const calls = new Map<number, { id: string; name: string; arguments: string }>();
-    let content = '';
-    try {
-      const stream = await model.client.chat.completions.create(
-        {
-          model: model.model,
-          messages,
-          stream: true,
-          stream_options: { include_usage: true },
-          ...(offer.length ? { tools: offer, tool_choice: 'auto' as const } : {}),
-        },
-        { signal },
-      );
-      for await (const chunk of stream) {
-        addUsage(chunk.usage);
-        const delta = chunk.choices[0]?.delta;
-        if (!delta) continue;
-        if (delta.content) {
-          content += delta.content;
-          opts.onEvent?.({ type: 'delta', content: delta.content });
-        }
-        for (const tc of delta.tool_calls ?? []) {
-          const call = calls.get(tc.index) ?? { id: '', name: '', arguments: '' };
-          if (tc.id) call.id = tc.id;
-          if (tc.function?.name) call.name += tc.function.name;
-          if (tc.function?.arguments) call.arguments += tc.function.arguments;
-          calls.set(tc.index, call);
-        }
-      }
-      // the openai client ends an aborted stream quietly, as if the answer were complete
-      if (signal.aborted) throw new ExecutionCancelled('the caller went away');
-    } catch (err) {
-      if (err instanceof ExecutionCancelled) throw err;
-      if (signal.aborted || err instanceof OpenAI.APIUserAbortError) throw new ExecutionCancelled('the caller went away');
-      if (err instanceof OpenAI.APIConnectionTimeoutError) throw new AgentFailure('model-unavailable', 'GATEWAY_TIMEOUT', 'The model did not answer in time.');
-      if (err instanceof OpenAI.APIConnectionError) throw new AgentFailure('model-unavailable', 'UNAVAILABLE', 'The model cannot be reached right now; retry shortly.');
-      if (err instanceof OpenAI.APIError) throw new AgentFailure('model-error', 'BAD_GATEWAY', `The model refused the request (HTTP ${err.status ?? 'error'}).`);
-      throw err;
-    }
-
+    const { content, calls } = await modelTurn(opts, messages, offer, run);
     if (calls.size === 0) {
       run.answer = content;
       return run;
@@ -141,26 +104,83 @@ export async function runAgent(opts: {
     }));
     messages.push({ role: 'assistant', content: content || null, tool_calls: toolCalls });
     // the tools of one round run side by side
-    const results = await Promise.all(
-      toolCalls.map(async (tc) => {
-        if (tc.type !== 'function') return { ok: false as const, error: 'Unknown tool call.', status: 400 };
-        const name = tc.function.name;
-        const args = parseArguments(tc.function.arguments);
-        opts.onEvent?.({ type: 'tool_call', name, arguments: args });
-        const started = performance.now();
-        const allowed = (agent.tools as string[]).includes(name);
-        const result = allowed
-          ? await opts.data.call(name as ToolName, args, { ...opts.tool, signal })
-          : { ok: false as const, status: 400, error: `This agent has no tool named ${name}.` };
-        if (signal.aborted) throw new ExecutionCancelled('the caller went away');
-        opts.onEvent?.({ type: 'tool_result', name, ok: result.ok });
-        return { ...result, record: { name, arguments: args, ok: result.ok, ms: Math.round(performance.now() - started) } };
-      }),
-    );
+    const results = await Promise.all(toolCalls.map((tc) => callTool(opts, tc)));
     toolCalls.forEach((tc, i) => {
       const r = results[i]!;
       if ('record' in r) run.toolCalls.push(r.record);
       messages.push({ role: 'tool', tool_call_id: tc.id, content: JSON.stringify(r.ok ? r.data : { error: r.error }) });
     });
   }
+}
+
+/** One streamed model call: deltas go out as they come, tool calls are put together, usage is added to the run. */
+async function modelTurn(opts: AgentRunOptions, messages: ChatCompletionMessageParam[], offer: ChatCompletionTool[], run: AgentRun): Promise<ModelTurn> {
+  const { model, signal } = opts;
+  const turn: ModelTurn = { content: '', calls: new Map() };
+  try {
+    const stream = await model.client.chat.completions.create(
+      {
+        model: model.model,
+        messages,
+        stream: true,
+        stream_options: { include_usage: true },
+        ...(offer.length ? { tools: offer, tool_choice: 'auto' as const } : {}),
+      },
+      { signal },
+    );
+    for await (const chunk of stream) {
+      addUsage(run, chunk.usage);
+      const delta = chunk.choices[0]?.delta;
+      if (!delta) continue;
+      if (delta.content) {
+        turn.content += delta.content;
+        opts.onEvent?.({ type: 'delta', content: delta.content });
+      }
+      for (const tc of delta.tool_calls ?? []) {
+        const call = turn.calls.get(tc.index) ?? { id: '', name: '', arguments: '' };
+        if (tc.id) call.id = tc.id;
+        if (tc.function?.name) call.name += tc.function.name;
+        if (tc.function?.arguments) call.arguments += tc.function.arguments;
+        turn.calls.set(tc.index, call);
+      }
+    }
+    // the openai client ends an aborted stream quietly, as if the answer were complete
+    if (signal.aborted) throw new ExecutionCancelled('the caller went away');
+  } catch (err) {
+    throw modelFailure(err, signal);
+  }
+  return turn;
+}
+
+/** What a failed model call means for the run (cancelled, or a failure the caller is told about). */
+function modelFailure(err: unknown, signal: AbortSignal): unknown {
+  if (err instanceof ExecutionCancelled) return err;
+  if (signal.aborted || err instanceof OpenAI.APIUserAbortError) return new ExecutionCancelled('the caller went away');
+  if (err instanceof OpenAI.APIConnectionTimeoutError) return new AgentFailure('model-unavailable', 'GATEWAY_TIMEOUT', 'The model did not answer in time.');
+  if (err instanceof OpenAI.APIConnectionError) return new AgentFailure('model-unavailable', 'UNAVAILABLE', 'The model cannot be reached right now; retry shortly.');
+  if (err instanceof OpenAI.APIError) return new AgentFailure('model-error', 'BAD_GATEWAY', `The model refused the request (HTTP ${err.status ?? 'error'}).`);
+  return err;
+}
+
+function addUsage(run: AgentRun, u: { prompt_tokens: number; completion_tokens: number } | null | undefined) {
+  if (!u) return;
+  run.usage.promptTokens = (run.usage.promptTokens ?? 0) + u.prompt_tokens;
+  run.usage.completionTokens = (run.usage.completionTokens ?? 0) + u.completion_tokens;
+}
+
+/** Calls one tool the model asked for (through the data service; only the agent's own tools). */
+async function callTool(opts: AgentRunOptions, tc: ChatCompletionMessageToolCall) {
+  const { agent, signal } = opts;
+  if (tc.type !== 'function') return { ok: false as const, error: 'Unknown tool call.', status: 400 };
+  const name = tc.function.name;
+  const args = parseArguments(tc.function.arguments);
+  opts.onEvent?.({ type: 'tool_call', name, arguments: args });
+  const started = performance.now();
+  const allowed = (agent.tools as string[]).includes(name);
+  const result = allowed
+    ? await opts.data.call(name as ToolName, args, { ...opts.tool, signal })
+    : { ok: false as const, status: 400, error: `This agent has no tool named ${name}.` };
+  if (signal.aborted) throw new ExecutionCancelled('the caller went away');
+  opts.onEvent?.({ type: 'tool_result', name, ok: result.ok });
+  return { ...result, record: { name, arguments: args, ok: result.ok, ms: Math.round(performance.now() - started) } };
 }

@@ -1,15 +1,12 @@
 /**
  * Events for the rest of the platform (specification §6, DESIGN §5): CloudEvents 1.0 envelopes
  * (structured JSON mode), published through the events service over HTTP and read from its Redis
- * stream with a consumer group.
+ * stream with a consumer group (./consumer.ts).
  *
  * Delivery is at least once: a consumer acknowledges an entry only after its handler succeeded;
  * an entry whose consumer died (or whose handler failed) stays pending and is reclaimed with
  * XAUTOCLAIM once it has been idle for `claimIdleMs`. Handlers must therefore be idempotent.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
-import type { Logger } from '../../lib/logger.js';
 
 /** A CloudEvents 1.0 envelope in structured JSON mode. */
 export interface CloudEvent<T = unknown> {
@@ -147,143 +144,4 @@ export async function publishEvent(
     );
   }
   return { streamId: body.streamId, duplicate: body.duplicate === true };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Consuming (from the Redis stream, in a consumer group)
-
-/** Field of a stream entry that holds the JSON envelope (the service also stores `id` and `type`). */
-export const EVENT_FIELD = 'event';
-
-export interface StreamEntry {
-  streamId: string;
-  event: CloudEvent;
-}
-
-export interface ConsumerOptions {
-  redis: Redis;
-  stream: string;
-  group: string;
-  /** This consumer's name within the group; stable across restarts of the same process slot. */
-  consumer: string;
-  /** Handles one event; throwing leaves it pending, to be retried after `claimIdleMs`. */
-  handle(event: CloudEvent, entry: { streamId: string }): Promise<void>;
-  /** Entries read by some consumer but not acknowledged for this long are reclaimed (XAUTOCLAIM). */
-  claimIdleMs: number;
-  /** Aborting stops the loop after the event in hand; runConsumer then resolves. */
-  signal: AbortSignal;
-  /** How long one XREADGROUP waits for new entries (default 2 s). */
-  blockMs?: number;
-  /** Entries per read or claim (default 10). */
-  count?: number;
-  log?: Pick<Logger, 'info' | 'warn' | 'error'>;
-}
-
-type RawEntry = [id: string, fields: string[] | null];
-
-function fieldValue(fields: string[], name: string): string | undefined {
-  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
-  return undefined;
-}
-
-/** Creates the group if it does not exist (with the stream); a new group starts at the oldest entry kept. */
-export async function ensureGroup(redis: Redis, stream: string, group: string, startId = '0'): Promise<boolean> {
-  try {
-    await redis.xgroup('CREATE', stream, group, startId, 'MKSTREAM');
-    return true;
-  } catch (err) {
-    if ((err as Error).message.startsWith('BUSYGROUP')) return false;
-    throw err;
-  }
-}
-
-/**
- * Reads the stream as `consumer` of `group` until `signal` aborts. Order of work in each round:
- * entries idle longer than `claimIdleMs` (a dead consumer's, or ours that failed) are claimed and
- * handled, then new entries are read with a bounded block. Every entry is acknowledged only after
- * `handle` resolved; an entry that is not a CloudEvent is logged and acknowledged (it can never
- * succeed). A consumer restarted under the same name first handles what it read before.
- */
-export async function runConsumer(opts: ConsumerOptions): Promise<void> {
-  const { redis, stream, group, consumer, signal } = opts;
-  const count = opts.count ?? 10;
-  const blockMs = opts.blockMs ?? 2_000;
-  const log = opts.log;
-  // Blocking reads get their own connection: they would hold up every other command on a shared one.
-  const reader = redis.duplicate();
-  const stopReader = () => reader.disconnect();
-  signal.addEventListener('abort', stopReader, { once: true });
-
-  async function handleEntries(entries: RawEntry[]) {
-    for (const [streamId, fields] of entries) {
-      if (signal.aborted) return;
-      if (!fields) continue; // trimmed away while pending; XAUTOCLAIM already dropped it
-      let event: unknown;
-      try {
-        event = JSON.parse(fieldValue(fields, EVENT_FIELD) ?? 'null');
-      } catch {
-        event = undefined;
-      }
-      if (!isCloudEvent(event)) {
-        log?.warn({ stream, group, streamId }, 'stream entry is not a CloudEvent; acknowledged without handling');
-        await redis.xack(stream, group, streamId);
-        continue;
-      }
-      try {
-        await opts.handle(event, { streamId });
-        await redis.xack(stream, group, streamId);
-      } catch (err) {
-        log?.warn(
-          { stream, group, streamId, eventId: event.id, type: event.type, err: (err as Error).message },
-          `event not handled; it stays pending and is retried after ${opts.claimIdleMs} ms`,
-        );
-      }
-    }
-  }
-
-  let claimCursor = '0-0';
-  // entries this consumer name read before a restart and did not acknowledge: read them first, page by page
-  let backlogCursor: string | undefined = '0';
-  try {
-    while (!signal.aborted) {
-      try {
-        if (backlogCursor !== undefined) {
-          const res = (await reader.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'STREAMS', stream, backlogCursor)) as
-            | [string, RawEntry[]][]
-            | null;
-          const entries = res?.[0]?.[1] ?? [];
-          await handleEntries(entries);
-          backlogCursor = entries.length > 0 ? entries[entries.length - 1]![0] : undefined;
-          continue;
-        }
-        const claimed = (await redis.xautoclaim(stream, group, consumer, opts.claimIdleMs, claimCursor, 'COUNT', count)) as [
-          string,
-          RawEntry[],
-          string[]?,
-        ];
-        claimCursor = claimed[0];
-        if (claimed[1].length > 0) {
-          log?.info({ stream, group, consumer, entries: claimed[1].length }, 'reclaimed idle entries');
-          await handleEntries(claimed[1]);
-        }
-        if (signal.aborted) break;
-        const res = (await reader.xreadgroup(
-          'GROUP', group, consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', stream, '>',
-        )) as [string, RawEntry[]][] | null;
-        await handleEntries(res?.[0]?.[1] ?? []);
-      } catch (err) {
-        if (signal.aborted) break;
-        const message = (err as Error).message;
-        if (message.startsWith('NOGROUP')) {
-          await ensureGroup(redis, stream, group);
-          continue;
-        }
-        log?.error({ stream, group, err: message }, 'reading the event stream failed; trying again');
-        await sleep(1_000, undefined, { signal }).catch(() => {});
-      }
-    }
-  } finally {
-    signal.removeEventListener('abort', stopReader);
-    reader.disconnect();
-  }
 }

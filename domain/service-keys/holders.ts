@@ -1,5 +1,5 @@
 /**
- * The consumer side of the `holders` switch proof (inventory.ts, README "Service keys"): a
+ * The consumer side of the `holders` switch proof (inventory.ts, docs/operators.md "Service keys"): a
  * long-lived process reports the key it holds for a pair to the pair's target, so that an idle
  * consumer can prove a rotation's switch from the target's own usage records.
  *

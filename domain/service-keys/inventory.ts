@@ -8,7 +8,7 @@ export const SERVICE_TARGETS = ['account-api', 'notifications', 'events', 'auth'
 export type ServiceTarget = (typeof SERVICE_TARGETS)[number];
 
 /**
- * How a rotation proves that a pair's consumer switched before the old key dies (step 4; README
+ * How a rotation proves that a pair's consumer switched before the old key dies (step 4; docs/operators.md
  * "Service keys", "Switch proof"). The target's usage records are the evidence in every case:
  *
  * - `calls`: the consumer's own calls. It must call with the new key id, and the old key id must be

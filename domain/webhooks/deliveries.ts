@@ -179,3 +179,49 @@ export async function listAttempts(
   );
   return rows.map((r) => ({ ...r, attemptedAt: r.attemptedAt.toISOString() }));
 }
+
+/** A delivery still `pending` long after it was recorded (its dispatcher died, or its endpoint's queue was full). */
+export interface StalePendingDelivery {
+  endpointId: string;
+  messageId: string;
+  workspaceId: string;
+  eventType: string;
+}
+
+/**
+ * In one transaction: the deliveries pending for longer than `olderThanMs` (oldest first, at most
+ * 500, locked; those another sweeper holds are skipped), of which `handOver` answers the ones it
+ * handed to their retry workflows; those turn `retrying`. Answers how many turned. On an error
+ * nothing changes (rolled back) and the error is thrown.
+ */
+export async function handOverStalePendingDeliveries(
+  pool: Pool,
+  olderThanMs: number,
+  handOver: (stale: StalePendingDelivery[]) => Promise<StalePendingDelivery[]>,
+): Promise<number> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const { rows } = await client.query<{ endpoint_id: string; message_id: string; workspace_id: string; event_type: string }>(
+      `SELECT d.endpoint_id, d.message_id, d.workspace_id, m.event_type FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
+        WHERE d.status = 'pending' AND d.created_at < now() - ($1::bigint * interval '1 millisecond')
+        ORDER BY d.created_at LIMIT 500 FOR UPDATE OF d SKIP LOCKED`,
+      [olderThanMs],
+    );
+    const handed = await handOver(rows.map((r) => ({ endpointId: r.endpoint_id, messageId: r.message_id, workspaceId: r.workspace_id, eventType: r.event_type })));
+    if (handed.length > 0) {
+      await client.query(
+        `UPDATE webhook_deliveries d SET status = 'retrying', updated_at = now() FROM unnest($1::uuid[], $2::text[]) AS u(e, m)
+          WHERE d.endpoint_id = u.e AND d.message_id = u.m AND d.status = 'pending'`,
+        [handed.map((r) => r.endpointId), handed.map((r) => r.messageId)],
+      );
+    }
+    await client.query('COMMIT');
+    return handed.length;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}

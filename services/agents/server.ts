@@ -8,7 +8,7 @@ import { createDataClient } from '../../domain/agents/data-client.js';
 import { createModel } from '../../domain/agents/runner.js';
 import { WorkspaceGrants } from '../../domain/agents/workspace-grant.js';
 import { AGENTS_TARGET, buildAgentsApp } from './app.js';
-import { closeOnSignals } from '../../lib/shutdown.js';
+import { runAsMain, stopInOrder } from '../../lib/service-app.js';
 
 /** Starts the agents service; returns a function that stops it. */
 export async function startAgents(cfg = config()) {
@@ -33,16 +33,8 @@ export async function startAgents(cfg = config()) {
   return {
     app,
     url,
-    async close() {
-      secrets.close();
-      await app.close();
-      await serviceKeys.close();
-      await pool.end();
-    },
+    close: stopInOrder(() => secrets.close(), () => app.close(), () => serviceKeys.close(), () => pool.end()),
   };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const svc = await startAgents();
-  closeOnSignals(() => svc.close());
-}
+await runAsMain(import.meta.url, () => startAgents());

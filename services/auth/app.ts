@@ -12,18 +12,19 @@
  */
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance } from 'fastify';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import type { Config } from '../../lib/config.js';
-import { problemDetails, sendProblem, serverOptions } from '../../lib/http.js';
-import type { DestinationStream } from 'pino';
+import { sendProblem } from '../../lib/http.js';
+import { buildServiceApp, type ServiceApp } from '../../lib/service-app.js';
 import { loginWithPassword, refreshSession, type IssuedSession } from '../../domain/access/login-sessions.js';
 import { PasswordThrottle } from '../../domain/access/login-throttle.js';
-import { registerServiceKeyCheck, requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
+import type { ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
 import { ProblemSchema, Text } from '../../api/schemas/common.js';
+import { registerKeyedRoutes, type KeyedRoutes } from '../service-routes.js';
+import type { DestinationStream } from 'pino';
 
 export const AUTH_TARGET = 'auth';
 
@@ -61,9 +62,21 @@ const sessionBody = (s: IssuedSession) => ({
 });
 
 export async function buildAuthApp(deps: AuthDeps): Promise<FastifyInstance> {
-  const app = Fastify(serverOptions(deps.config.LOG_LEVEL, { stream: deps.logStream })).withTypeProvider<TypeBoxTypeProvider>();
-  await app.register(problemDetails);
+  const app = await buildServiceApp(deps.config.LOG_LEVEL, { logStream: deps.logStream });
   app.addSchema(ProblemSchema);
+  await registerOpenApi(app);
+  registerReadiness(app, deps);
+  const startedAt = Date.now();
+  const throttle = new PasswordThrottle(deps.redis, deps.config);
+  await registerKeyedRoutes(app, deps.serviceKeys, { hideKeyCheck: true }, (v1) => {
+    registerLogin(v1, deps, throttle);
+    registerRefresh(v1, deps);
+    registerStatus(v1, deps, startedAt);
+  });
+  return app;
+}
+
+async function registerOpenApi(app: ServiceApp) {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -79,10 +92,10 @@ export async function buildAuthApp(deps: AuthDeps): Promise<FastifyInstance> {
     },
   });
   await app.register(swaggerUi, { routePrefix: '/swagger' });
+}
 
-  const startedAt = Date.now();
-  const throttle = new PasswordThrottle(deps.redis, deps.config);
-
+/** /healthz, and /readyz: PostgreSQL and Redis answer. */
+function registerReadiness(app: ServiceApp, deps: AuthDeps) {
   app.get('/healthz', { schema: { hide: true, response: { 200: Probe } } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true, response: { 200: Probe } } }, async (req, reply) => {
     const failing: string[] = [];
@@ -91,79 +104,76 @@ export async function buildAuthApp(deps: AuthDeps): Promise<FastifyInstance> {
     if (failing.length) return sendProblem(reply, 'UNAVAILABLE', `Not ready: ${failing.join(', ')} not reachable.`, { failing });
     return { status: 'ready' };
   });
+}
 
-  // consumers report the key they hold here (a rotation's switch proof, domain/service-keys/holders.ts)
-  registerServiceKeyCheck(app as unknown as FastifyInstance, deps.serviceKeys, { hide: true });
-  await app.register(async (instance) => {
-    const v1 = instance.withTypeProvider<TypeBoxTypeProvider>();
-    v1.addHook('onRequest', requireServiceKey(deps.serviceKeys));
+function registerLogin(v1: KeyedRoutes, deps: AuthDeps, throttle: PasswordThrottle) {
+  v1.post(
+    '/api/v1/auth/login',
+    {
+      schema: {
+        summary: 'Log a user in with e-mail and password: an access token and a refresh token',
+        body: Type.Object({ email: Text({ minLength: 3, maxLength: 320 }), password: Text({ minLength: 1, maxLength: 1024 }) }, { additionalProperties: false }),
+        response: { 200: AuthSession, 400: Problem, 401: Problem, 429: Problem },
+      },
+    },
+    async (req, reply) => {
+      // failures count per e-mail and calling service (address and caller): its users share its address
+      const session = await throttle.attempt(
+        PasswordThrottle.loginKey(req.body.email, `${req.serviceCaller?.caller}|${req.ip}`),
+        () => loginWithPassword(deps.pool, deps.config, req.body.email, req.body.password),
+        (seconds) => reply.header('retry-after', seconds),
+      );
+      req.log.info({ userId: session.user.id, serviceCaller: req.serviceCaller?.caller }, 'user logged in');
+      return reply.header('cache-control', 'no-store').send(sessionBody(session));
+    },
+  );
+}
 
-    v1.post(
-      '/api/v1/auth/login',
-      {
-        schema: {
-          summary: 'Log a user in with e-mail and password: an access token and a refresh token',
-          body: Type.Object({ email: Text({ minLength: 3, maxLength: 320 }), password: Text({ minLength: 1, maxLength: 1024 }) }, { additionalProperties: false }),
-          response: { 200: AuthSession, 400: Problem, 401: Problem, 429: Problem },
+function registerRefresh(v1: KeyedRoutes, deps: AuthDeps) {
+  v1.post(
+    '/api/v1/auth/refresh',
+    {
+      schema: {
+        summary: 'Exchange a refresh token for a new access token and a new refresh token (rotation)',
+        body: Type.Object({ refreshToken: Text({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
+        response: { 200: AuthSession, 400: Problem, 401: Problem },
+      },
+    },
+    async (req, reply) => reply.header('cache-control', 'no-store').send(sessionBody(await refreshSession(deps.pool, deps.config, req.body.refreshToken))),
+  );
+}
+
+function registerStatus(v1: KeyedRoutes, deps: AuthDeps, startedAt: number) {
+  v1.get(
+    '/api/v1/status',
+    {
+      schema: {
+        summary: "The service's state and the token lifetimes it issues",
+        response: {
+          200: Type.Object({
+            service: Type.Literal('auth'),
+            status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
+            postgresql: Type.Union([Type.Literal('ok'), Type.Literal('unreachable')]),
+            redis: Type.Union([Type.Literal('ok'), Type.Literal('unreachable')]),
+            accessTokenTtlSeconds: Type.Integer(),
+            refreshTokenTtlSeconds: Type.Integer(),
+            uptimeSeconds: Type.Integer(),
+          }),
         },
       },
-      async (req, reply) => {
-        // failures count per e-mail and calling service (address and caller): its users share its address
-        const session = await throttle.attempt(
-          PasswordThrottle.loginKey(req.body.email, `${req.serviceCaller?.caller}|${req.ip}`),
-          () => loginWithPassword(deps.pool, deps.config, req.body.email, req.body.password),
-          (seconds) => reply.header('retry-after', seconds),
-        );
-        req.log.info({ userId: session.user.id, serviceCaller: req.serviceCaller?.caller }, 'user logged in');
-        return reply.header('cache-control', 'no-store').send(sessionBody(session));
-      },
-    );
-
-    v1.post(
-      '/api/v1/auth/refresh',
-      {
-        schema: {
-          summary: 'Exchange a refresh token for a new access token and a new refresh token (rotation)',
-          body: Type.Object({ refreshToken: Text({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
-          response: { 200: AuthSession, 400: Problem, 401: Problem },
-        },
-      },
-      async (req, reply) => reply.header('cache-control', 'no-store').send(sessionBody(await refreshSession(deps.pool, deps.config, req.body.refreshToken))),
-    );
-
-    v1.get(
-      '/api/v1/status',
-      {
-        schema: {
-          summary: "The service's state and the token lifetimes it issues",
-          response: {
-            200: Type.Object({
-              service: Type.Literal('auth'),
-              status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
-              postgresql: Type.Union([Type.Literal('ok'), Type.Literal('unreachable')]),
-              redis: Type.Union([Type.Literal('ok'), Type.Literal('unreachable')]),
-              accessTokenTtlSeconds: Type.Integer(),
-              refreshTokenTtlSeconds: Type.Integer(),
-              uptimeSeconds: Type.Integer(),
-            }),
-          },
-        },
-      },
-      async () => {
-        const postgresql = await deps.pool.query('SELECT 1').then(() => 'ok' as const, () => 'unreachable' as const);
-        const redis = await deps.redis.ping().then(() => 'ok' as const, () => 'unreachable' as const);
-        return {
-          service: 'auth' as const,
-          status: postgresql === 'ok' && redis === 'ok' ? ('ok' as const) : ('degraded' as const),
-          postgresql,
-          redis,
-          accessTokenTtlSeconds: deps.config.ACCESS_TOKEN_TTL_SECONDS,
-          refreshTokenTtlSeconds: deps.config.REFRESH_TOKEN_TTL_SECONDS,
-          uptimeSeconds: Math.floor((Date.now() - startedAt) / 1000),
-        };
-      },
-    );
-  });
-
-  return app;
+    },
+    async () => {
+      const postgresql = await deps.pool.query('SELECT 1').then(() => 'ok' as const, () => 'unreachable' as const);
+      const redis = await deps.redis.ping().then(() => 'ok' as const, () => 'unreachable' as const);
+      return {
+        service: 'auth' as const,
+        status: postgresql === 'ok' && redis === 'ok' ? ('ok' as const) : ('degraded' as const),
+        postgresql,
+        redis,
+        accessTokenTtlSeconds: deps.config.ACCESS_TOKEN_TTL_SECONDS,
+        refreshTokenTtlSeconds: deps.config.REFRESH_TOKEN_TTL_SECONDS,
+        uptimeSeconds: Math.floor((Date.now() - startedAt) / 1000),
+      };
+    },
+  );
 }

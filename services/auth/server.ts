@@ -4,7 +4,7 @@ import { createPool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { AUTH_TARGET, buildAuthApp } from './app.js';
-import { closeOnSignals } from '../../lib/shutdown.js';
+import { logRedisErrors, runAsMain, stopInOrder } from '../../lib/service-app.js';
 
 /** Starts the auth service (port AUTH_PORT: 8001 locally, 8000 in its own container); `close()` stops it. */
 export async function startAuth(cfg = config()) {
@@ -12,21 +12,13 @@ export async function startAuth(cfg = config()) {
   const pool = createPool(cfg.DATABASE_URL, 5);
   const serviceKeys = await ServiceKeyVerifier.forService(AUTH_TARGET, pool, cfg, createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }));
   const app = await buildAuthApp({ pool, redis, config: cfg, serviceKeys });
-  redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis connection error'));
+  logRedisErrors(redis, app.log);
   await app.listen({ host: cfg.AUTH_HOST, port: cfg.AUTH_PORT });
   return {
     app,
     serviceKeys,
-    async close() {
-      await app.close();
-      await serviceKeys.close();
-      await pool.end();
-      redis.disconnect();
-    },
+    close: stopInOrder(() => app.close(), () => serviceKeys.close(), () => pool.end(), () => redis.disconnect()),
   };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const svc = await startAuth();
-  closeOnSignals(() => svc.close());
-}
+await runAsMain(import.meta.url, () => startAuth());

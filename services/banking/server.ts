@@ -5,7 +5,7 @@ import { createLogger } from '../../lib/logger.js';
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { adaptersFromConfig } from '../../domain/banking/nextgenpsd2.js';
 import { buildBankingApp } from './app.js';
-import { closeOnSignals } from '../../lib/shutdown.js';
+import { runAsMain } from '../../lib/service-app.js';
 
 export const BANKING_TARGET = 'banking';
 
@@ -36,7 +36,4 @@ export async function startBanking(cfg = config()) {
   };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const svc = await startBanking();
-  closeOnSignals(() => svc.close());
-}
+await runAsMain(import.meta.url, () => startBanking());

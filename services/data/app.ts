@@ -12,17 +12,18 @@
  * check), and `X-Workspace-Grant` must be a grant the account API signed for this very workspace
  * (domain/agents/workspace-grant.ts), so no caller (nor a confused agent) reads another workspace.
  */
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type pg from 'pg';
-import { problemDetails, registerProbes, serverOptions } from '../../lib/http.js';
-import type { DestinationStream } from 'pino';
+import { registerProbes } from '../../lib/http.js';
+import { buildServiceApp } from '../../lib/service-app.js';
 import { AppError } from '../../lib/errors.js';
-import { registerServiceKeyCheck, requireServiceKey, type ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
+import type { ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
+import { registerKeyedRoutes } from '../service-routes.js';
 import { AlertsSchema, CashflowSchema, KpisSchema, type DashboardService } from '../../domain/erp/dashboards.js';
 import { WORKSPACE_GRANT_HEADER, type WorkspaceGrants } from '../../domain/agents/workspace-grant.js';
 import { serviceProblemResponses } from '../../domain/agents/schemas.js';
+import type { DestinationStream } from 'pino';
 
 export const DATA_TARGET = 'data';
 /** The only caller of the data service (inventory: agents → data). */
@@ -41,8 +42,7 @@ export interface DataDeps {
 const errors = serviceProblemResponses;
 
 export async function buildDataApp(deps: DataDeps): Promise<FastifyInstance> {
-  const app = Fastify(serverOptions(deps.logLevel ?? 'info', { stream: deps.logStream })).withTypeProvider<TypeBoxTypeProvider>();
-  await app.register(problemDetails);
+  const app = await buildServiceApp(deps.logLevel, { logStream: deps.logStream });
 
   registerProbes(app as unknown as FastifyInstance, { name: 'postgres', ping: () => deps.pool.query('SELECT 1') });
 
@@ -58,11 +58,7 @@ export async function buildDataApp(deps: DataDeps): Promise<FastifyInstance> {
     return rows[0].slug;
   }
 
-  // consumers report the key they hold here (a rotation's switch proof, domain/service-keys/holders.ts)
-  registerServiceKeyCheck(app as unknown as FastifyInstance, deps.serviceKeys);
-  await app.register(async (instance) => {
-    const data = instance.withTypeProvider<TypeBoxTypeProvider>();
-    data.addHook('onRequest', requireServiceKey(deps.serviceKeys, DATA_CALLERS));
+  await registerKeyedRoutes(app, deps.serviceKeys, { callers: DATA_CALLERS }, (data) => {
     const params = Type.Object({ workspaceId: Type.String({ format: 'uuid' }) });
 
     data.get('/data/workspaces/:workspaceId/kpis', { schema: { params, response: { 200: KpisSchema, ...errors } } }, async (req) =>

@@ -6,7 +6,7 @@ import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { WorkspaceGrants } from '../../domain/agents/workspace-grant.js';
 import { buildDataApp, DATA_TARGET } from './app.js';
-import { closeOnSignals } from '../../lib/shutdown.js';
+import { logRedisErrors, runAsMain, stopInOrder } from '../../lib/service-app.js';
 
 /** Starts the data service; returns a function that stops it. */
 export async function startData(cfg = config()) {
@@ -20,21 +20,13 @@ export async function startData(cfg = config()) {
     dashboards: createDashboardService({ pool, redis, config: cfg }),
     logLevel: cfg.LOG_LEVEL,
   });
-  redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis connection error'));
+  logRedisErrors(redis, app.log);
   const url = await app.listen({ host: cfg.DATA_HOST, port: cfg.DATA_PORT });
   return {
     app,
     url,
-    async close() {
-      await app.close();
-      await serviceKeys.close();
-      redis.disconnect();
-      await pool.end();
-    },
+    close: stopInOrder(() => app.close(), () => serviceKeys.close(), () => redis.disconnect(), () => pool.end()),
   };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const svc = await startData();
-  closeOnSignals(() => svc.close());
-}
+await runAsMain(import.meta.url, () => startData());

@@ -6,7 +6,7 @@ import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { buildEventsApp } from './app.js';
 import { INGESTION_PAIR, IngestionKeyRing, markSeen, type IngestionPair } from '../../domain/webhooks/ingestion.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
-import { closeOnSignals } from '../../lib/shutdown.js';
+import { runAsMain, stopInOrder } from '../../lib/service-app.js';
 
 export const EVENTS_TARGET = 'events';
 
@@ -53,17 +53,8 @@ export async function startEvents(cfg = config(), opts: { ingestionPair?: Ingest
     app,
     serviceKeys,
     ingestionKeys,
-    async close() {
-      await app.close();
-      await serviceKeys.close();
-      await ingestionKeys.close();
-      await pool.end();
-      redis.disconnect();
-    },
+    close: stopInOrder(() => app.close(), () => serviceKeys.close(), () => ingestionKeys.close(), () => pool.end(), () => redis.disconnect()),
   };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const svc = await startEvents();
-  closeOnSignals(() => svc.close());
-}
+await runAsMain(import.meta.url, () => startEvents());

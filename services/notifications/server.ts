@@ -5,7 +5,7 @@ import { createLogger } from '../../lib/logger.js';
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { buildNotificationsApp } from './app.js';
 import { createSmtpMailer } from './mailer.js';
-import { closeOnSignals } from '../../lib/shutdown.js';
+import { logRedisErrors, runAsMain, stopInOrder } from '../../lib/service-app.js';
 
 export const NOTIFICATIONS_TARGET = 'notifications';
 
@@ -23,22 +23,13 @@ export async function startNotifications(cfg = config()) {
     appUrl: cfg.API_PUBLIC_URL,
     logLevel: cfg.LOG_LEVEL,
   });
-  redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis connection error'));
+  logRedisErrors(redis, app.log);
   await app.listen({ host: cfg.NOTIFICATIONS_HOST, port: cfg.NOTIFICATIONS_PORT });
   return {
     app,
     serviceKeys,
-    async close() {
-      await app.close();
-      await serviceKeys.close();
-      await pool.end();
-      mailer.close();
-      redis.disconnect();
-    },
+    close: stopInOrder(() => app.close(), () => serviceKeys.close(), () => pool.end(), () => mailer.close(), () => redis.disconnect()),
   };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const svc = await startNotifications();
-  closeOnSignals(() => svc.close());
-}
+await runAsMain(import.meta.url, () => startNotifications());

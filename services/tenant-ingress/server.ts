@@ -5,7 +5,7 @@ import { holderOptions, reportingStore } from '../../domain/service-keys/holders
 import { createLogger } from '../../lib/logger.js';
 import { buildTenantIngress } from './app.js';
 import { sessionAtErp } from './saas.js';
-import { closeOnSignals } from '../../lib/shutdown.js';
+import { runAsMain } from '../../lib/service-app.js';
 
 /**
  * Starts the tenant ingress at ERP_HOST:ERP_PORT in front of the Odoo at ODOO_UPSTREAM_URL; the
@@ -36,7 +36,4 @@ export async function startTenantIngress(cfg = config()) {
   };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const ingress = await startTenantIngress();
-  closeOnSignals(() => ingress.close());
-}
+await runAsMain(import.meta.url, () => startTenantIngress());

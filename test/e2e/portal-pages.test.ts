@@ -612,7 +612,7 @@ describe('the workspace link of the e-mails, /w/<slug>', () => {
     await context.close();
   });
 
-  it('tells a known workspace (302) from an unknown one (404) without a session: slugs are public, as their ERP host names are (README)', async () => {
+  it('tells a known workspace (302) from an unknown one (404) without a session: slugs are public, as their ERP host names are (docs/workspace-admins.md)', async () => {
     const known = await fetch(`${base}/w/${workspace.slug}`, { redirect: 'manual' });
     expect([known.status, known.headers.get('location')]).toEqual([302, `/app/w/${workspace.slug}/`]);
     const unknown = await fetch(`${base}/w/${uniqueSlug('none')}`, { redirect: 'manual' });

@@ -4,7 +4,7 @@
  * tenant (the stand-in over XML-RPC on a database cloned from a template) behind the dashboard.
  *
  * Screenshots of the main pages go to a temporary folder, or to docs/screenshots/ with
- * PORTAL_SCREENSHOTS=1 (how the README's are made).
+ * PORTAL_SCREENSHOTS=1 (how docs/screenshots/ is made).
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,7 +1,7 @@
 /**
- * The first agent call of an account API process, as the README's order makes it: a key with
+ * The first agent call of an account API process, as docs/api.md's order makes it: a key with
  * banking:read and agents:invoke makes a bank consent (banking service → bank stand-in), then asks
- * the finance agent with the README's own body. The agent limit (rate-limiter-flexible on the
+ * the finance agent with docs/api.md's own body. The agent limit (rate-limiter-flexible on the
  * workspace-auth Redis connection, which pipelines automatically) is first used then, while the
  * key's token lease is being renewed on that connection: the call must reach the agents service.
  */
@@ -45,7 +45,7 @@ afterAll(async () => {
 });
 
 describe('the first agent call of a process', () => {
-  it('right after a bank consent with the same key (README order) reaches the agents service and answers 200', async () => {
+  it('right after a bank consent with the same key (docs/api.md order) reaches the agents service and answers 200', async () => {
     const admin = await adminOfNewWorkspace(api.base, api.pool);
     const key = (await createKey(api.base, admin.accessToken, { name: 'bank+agents', scopes: ['banking:read', 'agents:invoke'] })).token;
     expect((await call(api.base, 'GET', '/api/banking/adapters', { token: key })).status).toBe(200);

@@ -1,5 +1,5 @@
 /**
- * The consumer helper (domain/events/events.ts runConsumer) on the run's real Redis, fed through the real
+ * The consumer helper (domain/events/consumer.ts runConsumer) on the run's real Redis, fed through the real
  * events service: acknowledge after handling, retry after a failure, reclaim what a dead
  * consumer left pending, stop cleanly.
  */
@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { startEvents } from '../../services/events/server.js';
 import { freePort } from '../../scripts/local-servers.js';
-import { cloudEvent, ensureGroup, publishEvent, runConsumer, type CloudEvent } from '../../domain/events/events.js';
+import { cloudEvent, publishEvent, type CloudEvent } from '../../domain/events/events.js';
+import { ensureGroup, runConsumer } from '../../domain/events/consumer.js';
 import type { Config } from '../../lib/config.js';
 import { testConfig } from '../support/env.js';
 import { testKeys } from '../support/service-keys.js';

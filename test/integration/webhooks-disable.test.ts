@@ -54,8 +54,9 @@ it('an endpoint failing for longer than WEBHOOK_DISABLE_AFTER is disabled, its a
       expect(mail!.text).toContain('enable');
     }
     expect(p.mailsTo(member.email)).toEqual([]);
-    const { rows } = await p.pool.query<{ status: string }>('SELECT status FROM webhook_deliveries WHERE endpoint_id = $1', [e.endpoint.id]);
-    expect(rows).toEqual([{ status: 'failed' }]);
+    // the delivery's workflow marks the message failed in its next activity, after the disabling attempt
+    const deliveries = async () => (await p.pool.query<{ status: string }>('SELECT status FROM webhook_deliveries WHERE endpoint_id = $1', [e.endpoint.id])).rows;
+    await expect.poll(deliveries, { timeout: 20_000 }).toEqual([{ status: 'failed' }]);
 
     // nothing more goes to it (the dispatcher reads endpoints again after at most a second)
     await sleep(1_200);

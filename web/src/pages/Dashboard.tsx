@@ -14,7 +14,7 @@ type Kpis = paths['/api/portal/workspaces/{slug}/dashboard/kpis']['get']['respon
 function useDashboard(workspace: WorkspaceRef) {
   const path = { path: { slug: workspace.slug } };
   const kpis = useLoad(() => call(() => api.GET('/api/portal/workspaces/{slug}/dashboard/kpis', { params: path })), [workspace.slug]);
-  // the API's default period (6 months, README "Dashboards"): the dashboard and a key's `GET …/cashflow` show the same months
+  // the API's default period (6 months, docs/workspace-admins.md "Dashboard"): the dashboard and a key's `GET …/cashflow` show the same months
   const cashflow = useLoad(() => call(() => api.GET('/api/portal/workspaces/{slug}/dashboard/cashflow', { params: path })), [workspace.slug]);
   const alerts = useLoad(() => call(() => api.GET('/api/portal/workspaces/{slug}/dashboard/alerts', { params: path })), [workspace.slug]);
   return { kpis, cashflow, alerts };

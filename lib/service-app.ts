@@ -1,0 +1,51 @@
+/**
+ * The shared frame of the platform's internal services: a Fastify app with the platform's server
+ * options (one log line per request, request ids, body limit) and RFC 9457 problem answers, and the
+ * way a service's module runs as a process (started when run directly, stopped on SIGINT/SIGTERM:
+ * ./shutdown.ts).
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { DestinationStream } from 'pino';
+import { jsonParser, problemDetails, serverOptions } from './http.js';
+import { closeOnSignals } from './shutdown.js';
+
+export interface ServiceAppOptions {
+  /** Where the log lines go (default standard output). */
+  logStream?: DestinationStream;
+  /** Accept only these JSON content types (any other body type is answered 415). */
+  jsonOnly?: string[];
+}
+
+/** A service's Fastify app: the platform's server options and problem details, TypeBox schemas. */
+export async function buildServiceApp(logLevel: string | undefined, opts: ServiceAppOptions = {}) {
+  const app = Fastify(serverOptions(logLevel ?? 'info', { stream: opts.logStream })).withTypeProvider<TypeBoxTypeProvider>();
+  await app.register(problemDetails);
+  if (opts.jsonOnly) {
+    // without the default text/plain parser, any other type is answered 415
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser(opts.jsonOnly, { parseAs: 'string' }, jsonParser(app as unknown as FastifyInstance));
+  }
+  return app;
+}
+
+export type ServiceApp = Awaited<ReturnType<typeof buildServiceApp>>;
+
+/** When the module at `moduleUrl` is the process's entry point: starts it, and stops it on SIGINT or SIGTERM (closeOnSignals). */
+export async function runAsMain(moduleUrl: string, start: () => Promise<{ close(): Promise<unknown> }>): Promise<void> {
+  if (moduleUrl !== `file://${process.argv[1]}`) return;
+  const running = await start();
+  closeOnSignals(() => running.close());
+}
+
+/** A service's `close()`: stops its parts one after the other, in the order given. */
+export function stopInOrder(...steps: (() => unknown)[]): () => Promise<void> {
+  return async () => {
+    for (const step of steps) await step();
+  };
+}
+
+/** Redis connection errors as warnings in the service's log (ioredis reconnects by itself). */
+export function logRedisErrors(redis: { on(event: 'error', listener: (err: Error) => void): unknown }, log: FastifyBaseLogger): void {
+  redis.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
+}
