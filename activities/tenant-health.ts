@@ -15,6 +15,8 @@ import type pg from 'pg';
 import { API_KEY_MIN_VERSION, API_KEY_RENEW_DAYS, ensureErpApiKey, erpApiLogin, erpApiUserDeps, loadErpApiCredentials } from '../domain/erp/api-user.js';
 import { createJson2Client } from '../domain/erp/json2.js';
 import { ErpFault, xmlRpcCall } from '../domain/erp/client.js';
+import { routeOfTenant } from '../domain/tenants/http-routes.js';
+import { erpVersionOfNamespace } from '../domain/tenants/types.js';
 import type { TenantActivityDeps } from './tenant-deps.js';
 
 export interface HealthObservation {
@@ -66,8 +68,8 @@ export async function probeTenant(
   // answers False, one that does not answers a fault
   const credentials = await loadErpApiCredentials(deps.platformPool, deps.secretsKey, target.tenant);
   const login = credentials?.login ?? erpApiLogin(target.database);
-  const route = await deps.platformPool.query<{ namespace: string }>('SELECT namespace FROM tenant_routes WHERE tenant = $1', [target.tenant]);
-  const version = Number(route.rows[0]?.namespace.replace('plana-odoo-', '') ?? 0);
+  const route = await routeOfTenant(deps.platformPool, target.tenant);
+  const version = route ? Number(erpVersionOfNamespace(route.namespace)) : 0;
   if (version >= API_KEY_MIN_VERSION && credentials) {
     // JSON-2 takes API keys only: the database must answer with the user's key
     if (!credentials.apiKey) return { ...web, healthy: false, detail: `${web.detail}; database ${target.database}: the API user ${login} has no API key yet` };
@@ -101,14 +103,15 @@ export const createTenantHealthActivities = ({ config, platformPool }: TenantAct
    * The API key of a 19+ tenant is renewed here when fewer than API_KEY_RENEW_DAYS remain: a Ready
    * tenant is probed every TENANT_READY_PROBE_INTERVAL, so its key never runs out while it is served
    * (each reconcile's ensure step renews it too). A 19+ tenant without a key (Ready before keys
-   * existed) gets one here. Not due: one SELECT, no ERP call.
+   * existed) gets one here. Not due: two SELECTs (the route's version, the key's expiry), no ERP call.
    */
   async function renewApiKeyIfDue(target: { tenant: string; database: string }) {
+    const route = await routeOfTenant(platformPool, target.tenant);
+    if (!route || Number(erpVersionOfNamespace(route.namespace)) < API_KEY_MIN_VERSION) return;
     const due = await platformPool.query(
-      `SELECT 1 FROM tenant_erp_credentials c JOIN tenant_routes r ON r.tenant = c.tenant
-        WHERE c.tenant = $1 AND replace(r.namespace, 'plana-odoo-', '')::int >= $2
-          AND (c.api_key_expires_at IS NULL OR c.api_key_expires_at < now() + make_interval(days => $3))`,
-      [target.tenant, API_KEY_MIN_VERSION, API_KEY_RENEW_DAYS],
+      `SELECT 1 FROM tenant_erp_credentials
+        WHERE tenant = $1 AND (api_key_expires_at IS NULL OR api_key_expires_at < now() + make_interval(days => $2))`,
+      [target.tenant, API_KEY_RENEW_DAYS],
     );
     if (due.rowCount) await ensureErpApiKey(erpApiUserDeps(config, platformPool), target);
   }

@@ -15,6 +15,7 @@ import type { Config } from '../../lib/config.js';
 import { createErpClient, ErpFault, ErpUnreachable } from '../erp/client.js';
 import { ensureErpBankImportUser, erpApiUserDeps, loadErpCredentials } from '../erp/api-user.js';
 import type { BankingClient } from './client.js';
+import { tenantWithRoute } from '../tenants/http-routes.js';
 
 export interface ImportRequest {
   tenant: string;
@@ -51,26 +52,23 @@ interface Booked {
 export const importId = (bankId: string, accountId: string, transactionId: string) => `psd2:${bankId}:${accountId}:${transactionId}`;
 
 export async function importBookedTransactions(deps: { pool: pg.Pool; config: Config; banking: BankingClient }, req: ImportRequest): Promise<ImportResult> {
-  const { rows } = await deps.pool.query<{ workspace_id: string | null; host: string | null; database: string | null }>(
-    `SELECT t.workspace_id, r.host, r.database FROM tenants t LEFT JOIN tenant_routes r ON r.tenant = t.name WHERE t.name = $1`,
-    [req.tenant],
-  );
-  const tenant = rows[0];
+  const tenant = await tenantWithRoute(deps.pool, req.tenant);
   if (!tenant) throw new AppError('NOT_FOUND', `No tenant "${req.tenant}".`);
-  if (!tenant.workspace_id) throw new AppError('CONFLICT', `Tenant "${req.tenant}" belongs to no workspace, so it holds no bank consent.`);
-  if (!tenant.host || !tenant.database) throw new AppError('CONFLICT', `The ERP of tenant "${req.tenant}" is not provisioned yet (no route).`);
+  const { workspaceId, route } = tenant;
+  if (!workspaceId) throw new AppError('CONFLICT', `Tenant "${req.tenant}" belongs to no workspace, so it holds no bank consent.`);
+  if (!route) throw new AppError('CONFLICT', `The ERP of tenant "${req.tenant}" is not provisioned yet (no route).`);
 
   const { body } = await deps.banking.call<{ transactions?: { booked?: Booked[] } }>({
     method: 'GET',
     path: `/banking/${req.bankId}/accounts/${encodeURIComponent(req.accountId)}/transactions`,
-    workspaceId: tenant.workspace_id,
+    workspaceId,
     query: { bookingStatus: 'booked', dateFrom: req.dateFrom, dateTo: req.dateTo, consentId: req.consentId },
   });
   const booked = (body.transactions?.booked ?? []).filter((t) => (t.transactionId ?? t.entryReference) && t.transactionAmount?.amount && (t.bookingDate ?? t.valueDate));
 
-  await ensureErpBankImportUser(erpApiUserDeps(deps.config, deps.pool), { tenant: req.tenant, database: tenant.database });
+  await ensureErpBankImportUser(erpApiUserDeps(deps.config, deps.pool), { tenant: req.tenant, database: route.database });
   const credentials = (await loadErpCredentials(deps.pool, deps.config.SECRETS_KEY, req.tenant, 'bank-import'))!;
-  const erp = createErpClient({ baseUrl: deps.config.ERP_URL, host: tenant.host, db: tenant.database, login: credentials.login, password: credentials.password });
+  const erp = createErpClient({ baseUrl: deps.config.ERP_URL, host: route.host, db: route.database, login: credentials.login, password: credentials.password });
 
   try {
     const journalId = req.journalId ?? (await erp.executeKw<number[]>('account.journal', 'search', [[['type', '=', 'bank']]], { limit: 1 }))[0];

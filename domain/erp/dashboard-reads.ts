@@ -2,7 +2,7 @@
  * What the dashboards read from a workspace's tenant ERP, and what an ERP failure means to their
  * caller. The way there:
  *
- * workspace slug → tenant (tenants.workspace_id) → route host + database (tenant_routes)
+ * workspace slug → tenant (tenants.workspace_id) → route host + database (http-routes.ts)
  * → API user (tenant_erp_credentials) → XML-RPC (JSON-2 with the API key on 19+).
  *
  * The reads only fetch; the figures are computed from them by dashboard-figures.ts.
@@ -12,7 +12,8 @@ import type { Config } from '../../lib/config.js';
 import { AppError, type ErrorCode } from '../../lib/errors.js';
 import { erpClientFor, loadErpApiCredentials } from './api-user.js';
 import { ErpFault, ErpUnreachable, orNull, type ErpClient, type ErpUnreachableReason } from './client.js';
-import type { ErpVersion } from '../tenants/types.js';
+import { erpVersionOfNamespace, type ErpVersion } from '../tenants/types.js';
+import { workspaceTenantWithRoute } from '../tenants/http-routes.js';
 
 type Domain = unknown[];
 export interface Group {
@@ -91,22 +92,13 @@ export class TenantErpReads {
 
   /** The tenant ERP of a workspace (NOT_FOUND when it has none, no route or no API user yet). */
   static async of(deps: { pool: pg.Pool; config: Config }, slug: string): Promise<TenantErpReads> {
-    const res = await deps.pool.query<{ tenant: string; host: string | null; database: string | null; namespace: string | null; erp_version: ErpVersion }>(
-      `SELECT t.name AS tenant, t.erp_version, r.host, r.database, r.namespace
-         FROM workspaces w
-         JOIN tenants t ON t.workspace_id = w.id
-         LEFT JOIN tenant_routes r ON r.tenant = t.name
-        WHERE w.slug = $1
-        ORDER BY t.created_at
-        LIMIT 1`,
-      [slug],
-    );
-    const row = res.rows[0];
-    if (!row) throw new AppError('NOT_FOUND', `Workspace ${slug} has no tenant ERP`);
-    if (!row.host || !row.database) throw new AppError('NOT_FOUND', `The tenant ERP of workspace ${slug} is not provisioned yet (no route)`);
+    const found = await workspaceTenantWithRoute(deps.pool, slug);
+    if (!found) throw new AppError('NOT_FOUND', `Workspace ${slug} has no tenant ERP`);
+    const row = found.route;
+    if (!row) throw new AppError('NOT_FOUND', `The tenant ERP of workspace ${slug} is not provisioned yet (no route)`);
     const credentials = await loadErpApiCredentials(deps.pool, deps.config.SECRETS_KEY, row.tenant);
     if (!credentials) throw new AppError('NOT_FOUND', `The tenant ERP of workspace ${slug} has no API user yet`);
-    const version = (row.namespace?.replace('plana-odoo-', '') ?? row.erp_version) as ErpVersion;
+    const version = erpVersionOfNamespace(row.namespace);
     return new TenantErpReads(erpClientFor({ baseUrl: deps.config.ERP_URL, host: row.host, db: row.database, version }, credentials), version);
   }
 

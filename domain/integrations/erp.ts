@@ -3,6 +3,7 @@
  * as the tenant workflow mirrors them to PostgreSQL) and whether the dashboards have their ERP API user.
  */
 import type { Condition, TenantPhase } from '../tenants/types.js';
+import { routeOfTenant } from '../tenants/http-routes.js';
 import type { IntegrationProvider, IntegrationState } from './provider.js';
 
 const stateOfPhase: Record<TenantPhase, IntegrationState> = {
@@ -26,11 +27,9 @@ export const erpIntegration: IntegrationProvider = {
       conditions: Condition[] | null;
       generation: number | null;
       observed_generation: number | null;
-      host: string | null;
       api_user: boolean;
     }>(
       `SELECT t.name AS tenant, t.tier, t.erp_version, c.phase, c.conditions, c.generation, c.observed_generation,
-              (SELECT r.host FROM tenant_routes r WHERE r.tenant = t.name LIMIT 1) AS host,
               EXISTS (SELECT 1 FROM tenant_erp_credentials e WHERE e.tenant = t.name) AS api_user
          FROM tenants t LEFT JOIN tenant_clients c ON c.name = t.name
         WHERE t.workspace_id = $1 ORDER BY t.created_at LIMIT 1`,
@@ -38,11 +37,12 @@ export const erpIntegration: IntegrationProvider = {
     );
     const t = rows[0];
     if (!t) return { state: 'not-configured', summary: 'This workspace has no ERP tenant.', details: {} };
+    const host = (await routeOfTenant(pool, t.tenant))?.host ?? null;
     const details = {
       tenant: t.tenant,
       tier: t.tier,
       erpVersion: t.erp_version,
-      host: t.host,
+      host,
       dashboardUser: t.api_user,
       phase: t.phase,
       generation: t.generation,
@@ -51,8 +51,8 @@ export const erpIntegration: IntegrationProvider = {
     };
     if (!t.phase) {
       // a tenant entered without a TenantClient (the local demo data): its route is what we know
-      return t.host
-        ? { state: 'connected', summary: `ERP ${t.erp_version} (${t.tier}) at ${t.host}.`, details }
+      return host
+        ? { state: 'connected', summary: `ERP ${t.erp_version} (${t.tier}) at ${host}.`, details }
         : { state: 'pending', summary: 'The ERP tenant has no route yet.', details };
     }
     const ready = t.conditions?.find((c) => c.type === 'Ready');

@@ -41,7 +41,7 @@ export interface ChatClient {
   getChannel(name: string): Promise<ChatChannel | null>;
 }
 
-interface ChatClientOptions {
+export interface ChatClientOptions {
   baseUrl: string;
   token: string;
   teamId: string;

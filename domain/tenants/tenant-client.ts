@@ -1,6 +1,8 @@
 /**
  * The TenantClient resource (§2.3, API version v1alpha1): parsing from YAML or JSON and validation
- * with one clear message per problem. Pure: used by the CLI, the ops API and the tests alike.
+ * with one clear message per problem. Pure: used by the CLI, the ops API and the tests alike. The
+ * rules are written once, as the zod schema below; the ops API's OpenAPI document shows its JSON
+ * Schema form (`tenantClientJsonSchema`), so what is documented is what is validated.
  *
  *   apiVersion: plana.dev/v1alpha1
  *   kind: TenantClient
@@ -44,20 +46,27 @@ export const tenantNameSchema = z
   .min(1, 'must not be empty')
   .max(30, 'must be at most 30 characters')
   .regex(/^[a-z0-9-]+$/, 'must match [a-z0-9-]+ (lowercase letters, digits and hyphens only)')
-  .regex(/^(?!-)[\s\S]*[^-]$/, 'must be a DNS label: it cannot start or end with a hyphen');
+  .regex(/^(?!-)[\s\S]*[^-]$/, 'must be a DNS label: it cannot start or end with a hyphen')
+  .describe('TenantClient name (= subdomain, = workspace slug): a DNS label of at most 30 characters');
+
+const ERP_VERSION = { error: 'must be one of "17", "18" (default), "19"' };
 
 const specSchema = z.strictObject(
   {
-    subdomain: tenantNameSchema,
-    projectId: z.number(required('an integer')).int('must be an integer').min(0, 'must not be negative').max(2_147_483_647, 'must be at most 2147483647'),
+    subdomain: tenantNameSchema.describe('equal to metadata.name'),
+    projectId: z
+      .number(required('an integer'))
+      .int('must be an integer')
+      .min(0, 'must not be negative')
+      .max(2_147_483_647, 'must be at most 2147483647')
+      .describe('chat room support-<subdomain>-<projectId padded to 6 digits>'),
     tier: z.enum(tiers, required('one of starter, pro, enterprise')),
     // YAML reads an unquoted 18 as a number: accept both and keep the string.
     erpVersion: z
-      .union([z.string(), z.number()], { error: 'must be one of "17", "18" (default), "19"' })
+      .union([z.enum(erpVersions, ERP_VERSION), z.literal(erpVersions.map(Number), ERP_VERSION)], ERP_VERSION)
       .transform((v) => String(v))
-      .pipe(z.enum(erpVersions, { error: 'must be one of "17", "18" (default), "19"' }))
-      .default('18'),
-    // no trimming: what is valid is exactly what the OpenAPI document says (api/routes/ops/tenant-clients.ts)
+      .prefault('18'),
+    // no trimming: what is valid is exactly what the OpenAPI document says (tenantClientJsonSchema)
     ownerEmail: z
       .string(required('an e-mail address'))
       .max(320, 'must be at most 320 characters')
@@ -99,6 +108,16 @@ const resourceSchema = z
       });
     }
   });
+
+/**
+ * The JSON Schema form of the rules, for the ops API's OpenAPI document: what a request may be
+ * (`io: 'input'`: erpVersion optional, as a string or a number). What JSON Schema cannot say
+ * (spec.subdomain equal to metadata.name) is left to the description.
+ */
+export const tenantClientJsonSchema: Record<string, unknown> = (() => {
+  const { $schema: _dialect, ...schema } = z.toJSONSchema(resourceSchema, { io: 'input' });
+  return schema;
+})();
 
 /** Validates an already parsed document (e.g. a JSON body). */
 export function validateTenantClient(input: unknown): ValidationResult {

@@ -22,8 +22,11 @@ export interface TenantClientSpec {
 }
 
 export const backupScheduleId = (name: string) => `backup:${name}`;
+const ROUTE_NAMESPACE_PREFIX = 'plana-odoo-';
 /** The namespace the tenant's route lives in (§2.3). */
-export const routeNamespace = (erpVersion: ErpVersion) => `plana-odoo-${erpVersion}`;
+export const routeNamespace = (erpVersion: ErpVersion) => `${ROUTE_NAMESPACE_PREFIX}${erpVersion}`;
+/** The ERP version a route namespace serves: the inverse of `routeNamespace` (`plana-odoo-18` → `18`). */
+export const erpVersionOfNamespace = (namespace: string) => namespace.replace(ROUTE_NAMESPACE_PREFIX, '') as ErpVersion;
 
 // ---- status, as Crossplane reports it ----
 

@@ -1,10 +1,11 @@
 /**
- * Which tenant a Host is (the platform's `tenant_routes`: host → database, namespace
+ * Which tenant a Host is (the platform's routes, domain/tenants/http-routes.ts: host → database, namespace
  * `plana-odoo-<version>`, cached for a second) and a connection pool per tenant database.
  */
 import pg from 'pg';
 import { databaseUrl } from '../../domain/erp/tenant-database.js';
-import type { ErpVersion } from '../../domain/tenants/types.js';
+import { erpVersionOfNamespace, type ErpVersion } from '../../domain/tenants/types.js';
+import { routeOfHost } from '../../domain/tenants/http-routes.js';
 import { OdooError } from './odoo-errors.js';
 
 export interface Route {
@@ -28,9 +29,8 @@ export class TenantDatabases {
   async routeFor(host: string): Promise<Route | null> {
     const cached = this.routes.get(host);
     if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.route;
-    const res = await this.platform.query<{ tenant: string; database: string; namespace: string }>('SELECT tenant, database, namespace FROM tenant_routes WHERE host = $1', [host]);
-    const row = res.rows[0];
-    const route = row ? { host, tenant: row.tenant, database: row.database, version: row.namespace.replace('plana-odoo-', '') as ErpVersion } : null;
+    const row = await routeOfHost(this.platform, host);
+    const route = row ? { host, tenant: row.tenant, database: row.database, version: erpVersionOfNamespace(row.namespace) } : null;
     this.routes.set(host, { route, at: Date.now() });
     return route;
   }

@@ -12,6 +12,7 @@ import fastifyHttpProxy from '@fastify/http-proxy';
 import Fastify from 'fastify';
 import type pg from 'pg';
 import { forwardSaas, type SaasForwarding } from './saas.js';
+import { routeOfHost } from '../../domain/tenants/http-routes.js';
 import { handleError, serverOptions } from '../../lib/http.js';
 import type { DestinationStream } from 'pino';
 
@@ -35,8 +36,7 @@ export async function buildTenantIngress(opts: TenantIngressOptions) {
     if (!host) return null;
     const cached = routes.get(host);
     if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.tenant;
-    const { rows } = await opts.platform.query<{ tenant: string }>('SELECT tenant FROM tenant_routes WHERE host = $1', [host]);
-    const tenant = rows[0]?.tenant ?? null;
+    const tenant = (await routeOfHost(opts.platform, host))?.tenant ?? null;
     routes.set(host, { tenant, at: Date.now() });
     return tenant;
   }

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError } from '../../../lib/errors.js';
-import { parseTenantClient, problemsDetail, validateTenantClient } from '../../../domain/tenants/tenant-client.js';
+import { parseTenantClient, problemsDetail, tenantClientJsonSchema, validateTenantClient } from '../../../domain/tenants/tenant-client.js';
 import {
   applyTenantClient,
   getTenantClient,
@@ -16,35 +16,12 @@ import {
   type TenantAction,
 } from '../../../domain/tenants/operations.js';
 import { TenantName } from '../../schemas/common.js';
-import { erpVersions, tiers } from '../../../domain/tenants/types.js';
 import { access } from '../../plugins/access.js';
 
 /**
- * The TenantClient resource as the OpenAPI document shows it. The handler validates with the
- * domain's own rules (domain/tenants/tenant-client.ts: one clear message per problem, and YAML
- * bodies too), so this schema documents and must say exactly the same.
+ * The body is validated by the handler (JSON or YAML text) with the domain's rules, which the
+ * route's schema shows in their JSON Schema form (domain/tenants/tenant-client.ts).
  */
-const TenantClientSchema = Type.Object({
-  apiVersion: Type.Literal('plana.dev/v1alpha1'),
-  kind: Type.Literal('TenantClient'),
-  metadata: Type.Object({ name: TenantName }),
-  spec: Type.Object(
-    {
-      subdomain: { ...TenantName, description: 'equal to metadata.name' },
-      projectId: Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: 'chat room support-<subdomain>-<projectId padded to 6 digits>' }),
-      tier: Type.Union(tiers.map((t) => Type.Literal(t))),
-      erpVersion: Type.Optional(
-        // YAML users write 18 as often as "18"
-        Type.Union([...erpVersions.map((v) => Type.Literal(v)), ...erpVersions.map((v) => Type.Literal(Number(v)))], { default: '18' }),
-      ),
-      ownerEmail: Type.String({ maxLength: 320, pattern: '^[^\\s@\\u0000]+@[^\\s@\\u0000]+\\.[^\\s@\\u0000]+$' }),
-      ownerName: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$' }),
-    },
-    { additionalProperties: false },
-  ),
-});
-
-/** The body is validated by the handler (JSON or YAML text), not by the route's schema. */
 const handlerValidates = () => () => true;
 
 const Summary = Type.Object({
@@ -112,6 +89,39 @@ const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml'];
 
 const problems = { 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 404: Type.Ref('Problem'), 409: Type.Ref('Problem') };
 
+const Applied = Type.Object({ result: Type.String(), name: Type.String(), generation: Type.Integer(), workflowId: Type.String(), temporalUiUrl: Type.String() });
+
+/** The lifecycle actions: one route each, answering 202 with the status the action leaves. */
+const tenantActions: { method: 'post' | 'delete'; url: string; action: TenantAction; summary: string }[] = [
+  { method: 'post', url: '/api/ops/tenant-clients/:name/cancel', action: 'cancel', summary: 'The customer cancelled: start the soak timer (deprovisioning follows)' },
+  { method: 'post', url: '/api/ops/tenant-clients/:name/reactivate', action: 'reactivate', summary: 'Stop the soak timer of a cancelled tenant; everything stays' },
+  { method: 'post', url: '/api/ops/tenant-clients/:name/retry-chat-room', action: 'retry-chat-room', summary: 'Create the support chat room again on the next reconcile' },
+  { method: 'delete', url: '/api/ops/tenant-clients/:name', action: 'delete', summary: 'Deprovision a cancelled tenant now instead of at the end of the soak period' },
+];
+
+function registerTenantActions(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  for (const { method, url, action, summary } of tenantActions) {
+    app[method](
+      url,
+      {
+        config: { access: access.service('operator') },
+        schema: {
+          tags: ['ops'],
+          summary,
+          params: Type.Object({ name: TenantName }),
+          response: { 202: Type.Object({ name: Type.String(), action: Type.String(), status: TenantStatus }), ...problems },
+        },
+      },
+      async (req, reply) => {
+        const status = await runTenantAction(app.deps, req.params.name, action);
+        req.log.info({ tenant: req.params.name, action }, 'TenantClient action accepted');
+        return reply.code(202).send({ name: req.params.name, action, status });
+      },
+    );
+  }
+}
+
 export default async function opsTenantClientRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   // `kubectl apply`-style: the resource may come as YAML as well as JSON (any other type: a 415
@@ -127,10 +137,10 @@ export default async function opsTenantClientRoutes(fastify: FastifyInstance) {
         tags: ['ops'],
         summary: 'Apply a TenantClient (create, or update its spec; the same spec again changes nothing)',
         description: `Body: the TenantClient resource as JSON, or as YAML (Content-Type ${YAML_TYPES.join(', ')}). A name is a DNS label; a deleted (deprovisioned) tenant's name cannot be applied again (409).`,
-        body: TenantClientSchema,
+        body: tenantClientJsonSchema,
         response: {
-          200: Type.Object({ result: Type.String(), name: Type.String(), generation: Type.Integer(), workflowId: Type.String(), temporalUiUrl: Type.String() }),
-          201: Type.Object({ result: Type.String(), name: Type.String(), generation: Type.Integer(), workflowId: Type.String(), temporalUiUrl: Type.String() }),
+          200: Applied,
+          201: Applied,
           ...problems,
         },
       },
@@ -178,27 +188,5 @@ export default async function opsTenantClientRoutes(fastify: FastifyInstance) {
         : getTenantClient(app.deps, req.params.name),
   );
 
-  const action = (method: 'post' | 'delete', url: string, name: TenantAction, summary: string) =>
-    app[method](
-      url,
-      {
-        config: { access: access.service('operator') },
-        schema: {
-          tags: ['ops'],
-          summary,
-          params: Type.Object({ name: TenantName }),
-          response: { 202: Type.Object({ name: Type.String(), action: Type.String(), status: TenantStatus }), ...problems },
-        },
-      },
-      async (req, reply) => {
-        const status = await runTenantAction(app.deps, req.params.name, name);
-        req.log.info({ tenant: req.params.name, action: name }, 'TenantClient action accepted');
-        return reply.code(202).send({ name: req.params.name, action: name, status });
-      },
-    );
-
-  action('post', '/api/ops/tenant-clients/:name/cancel', 'cancel', 'The customer cancelled: start the soak timer (deprovisioning follows)');
-  action('post', '/api/ops/tenant-clients/:name/reactivate', 'reactivate', 'Stop the soak timer of a cancelled tenant; everything stays');
-  action('post', '/api/ops/tenant-clients/:name/retry-chat-room', 'retry-chat-room', 'Create the support chat room again on the next reconcile');
-  action('delete', '/api/ops/tenant-clients/:name', 'delete', 'Deprovision a cancelled tenant now instead of at the end of the soak period');
+  registerTenantActions(fastify);
 }

@@ -376,23 +376,18 @@ export interface paths {
                         /** @enum {string} */
                         kind: "TenantClient";
                         metadata: {
-                            /**
-                             * a DNS label: lowercase letters a-z, digits and hyphens, starting and ending with a letter or digit, at most 30 characters (e.g. acme or acme-2)
-                             * @description TenantClient name (= subdomain, = workspace slug): a DNS label of at most 30 characters
-                             */
-                            name: string;
+                            /** @description TenantClient name (= subdomain, = workspace slug): a DNS label of at most 30 characters */
+                            name: string & (unknown & unknown);
                         };
                         spec: {
-                            /**
-                             * a DNS label: lowercase letters a-z, digits and hyphens, starting and ending with a letter or digit, at most 30 characters (e.g. acme or acme-2)
-                             * @description equal to metadata.name
-                             */
-                            subdomain: string;
+                            /** @description equal to metadata.name */
+                            subdomain: string & (unknown & unknown);
                             /** @description chat room support-<subdomain>-<projectId padded to 6 digits> */
                             projectId: number;
+                            /** @enum {string} */
                             tier: "starter" | "pro" | "enterprise";
                             /** @default 18 */
-                            erpVersion?: "17" | "18" | "19" | 17 | 18 | 19;
+                            erpVersion?: ("17" | "18" | "19") | (17 | 18 | 19);
                             ownerEmail: string;
                             ownerName: string;
                         };
