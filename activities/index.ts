@@ -3,18 +3,18 @@
  * registers `createActivities(deps)`; workflows import only the type.
  */
 import { createNotificationsActivities, type NotificationsDeps } from './notifications.js';
-import { createTenantLifecycleActivities, type TenantActivityDeps } from './tenant-lifecycle.js';
+import { createTenantLifecycleActivities, type PlatformDeps } from './tenant-lifecycle.js';
 import { createExecutionLogActivities } from './execution-log.js';
 import { createRotationActivities } from './service-key-rotation.js';
 import { createSecretStoreWriter } from '../domain/service-keys/secret-store-factory.js';
 import { rotationSettings } from '../domain/service-keys/rotation.js';
 import { createBillingActivities } from './billing.js';
 import { createWebhookActivities } from './webhooks.js';
-import { webhookSender } from '../domain/webhooks/sending.js';
-import { WORKER_CALLER } from './tenant-deps.js';
+import { webhookSender } from '../domain/webhooks/delivery-retries.js';
+import { WORKER_CALLER } from './deps.js';
 import { erpApiUserDeps } from '../domain/erp/api-user.js';
 
-export type ActivityDeps = NotificationsDeps & { tenant: TenantActivityDeps };
+export type ActivityDeps = NotificationsDeps & { tenant: PlatformDeps };
 
 export const createActivities = (deps: ActivityDeps) => ({
   ...createNotificationsActivities(deps),

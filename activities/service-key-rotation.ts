@@ -9,12 +9,12 @@ import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type pg from 'pg';
 import { cloudEvent, publishEvent } from '../domain/events/events.js';
-import { keyUsage, promoteKey, revokeKey } from '../domain/service-keys/registry.js';
+import { keyUsage, promoteKey, revokeKey } from '../domain/service-keys/key-registry.js';
 import * as rotations from '../domain/service-keys/rotation.js';
 import type { SecretStore, TransactionalSecretStoreWriter } from '../domain/service-keys/secret-store.js';
 import { AppError } from '../lib/errors.js';
 import { PgSecretStore } from '../domain/service-keys/secret-store.js';
-import { rewriteEventRules, type RuleRewriteDeps, type RuleRewriteResult } from '../domain/webhooks/ingestion-rotation.js';
+import { rewriteEventRules, type RuleRewriteDeps, type RuleRewriteResult } from '../domain/erp-events/ingestion-key-rotation.js';
 import { SERVICE_KEY_ROTATION_FAILED, type RotationSettings } from '../domain/service-keys/workflow-contract.js';
 
 export interface RotationActivityDeps {

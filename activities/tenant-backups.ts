@@ -4,9 +4,9 @@ import { backupTenant, deleteExpiredBackups } from '../domain/tenants/backups.js
 import { createBackupSchedule, deleteBackupSchedule } from '../domain/tenants/backup-schedules.js';
 import { filestorePath } from '../domain/tenants/filestore.js';
 import type { BackupTenantInput } from '../domain/tenants/workflow-contract.js';
-import type { TenantActivityDeps } from './tenant-deps.js';
+import type { PlatformDeps } from './deps.js';
 
-export const createTenantBackupActivities = ({ config, temporal, platformPool }: TenantActivityDeps) => ({
+export const createTenantBackupActivities = ({ config, temporal, platformPool }: PlatformDeps) => ({
   async createBackupSchedule(input: BackupTenantInput) {
     const outcome = await createBackupSchedule(temporal, {
       input,

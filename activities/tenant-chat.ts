@@ -1,9 +1,9 @@
 /** The tenant's support chat room `support-<subdomain>-<projectId padded>` (Mattermost channels API). */
 import { chatRoomName } from '../domain/tenants/chat-room.js';
 import type { TenantClientSpec } from '../domain/tenants/types.js';
-import type { TenantActivityDeps } from './tenant-deps.js';
+import type { PlatformDeps } from './deps.js';
 
-export const createTenantChatActivities = ({ chat }: TenantActivityDeps) => ({
+export const createTenantChatActivities = ({ chat }: PlatformDeps) => ({
   async ensureChatRoom(input: { spec: TenantClientSpec }) {
     const room = chatRoomName(input.spec.subdomain, input.spec.projectId);
     const result = await chat.ensureChannel({

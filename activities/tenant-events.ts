@@ -2,11 +2,11 @@
 import { cloudEvent, publishEvent } from '../domain/events/events.js';
 import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../domain/tenants/provisioned-event.js';
 import type { TenantClientSpec } from '../domain/tenants/types.js';
-import { WORKER_CALLER, type TenantActivityDeps } from './tenant-deps.js';
+import { WORKER_CALLER, type PlatformDeps } from './deps.js';
 
 export const provisionedEventId = (tenant: string, generation: number) => `${CLIENT_PROVISIONED}:${tenant}:${generation}`;
 
-export const createTenantEventActivities = ({ config, secrets }: TenantActivityDeps) => ({
+export const createTenantEventActivities = ({ config, secrets }: PlatformDeps) => ({
   async publishProvisionedEvent(input: { tenant: string; generation: number; spec: TenantClientSpec }) {
     const id = provisionedEventId(input.tenant, input.generation);
     const data: ClientProvisionedData = {

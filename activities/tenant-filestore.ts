@@ -2,7 +2,7 @@
 import { createFilestore, FilestorePathError, wipeFilestore } from '../domain/tenants/filestore.js';
 import { ApplicationFailure } from '@temporalio/common';
 import { TenantErrorType } from '../domain/tenants/types.js';
-import type { TenantActivityDeps } from './tenant-deps.js';
+import type { PlatformDeps } from './deps.js';
 
 const refuseOutsideRoot = (err: unknown): never => {
   if (err instanceof FilestorePathError) {
@@ -11,7 +11,7 @@ const refuseOutsideRoot = (err: unknown): never => {
   throw err;
 };
 
-export const createTenantFilestoreActivities = ({ config }: TenantActivityDeps) => ({
+export const createTenantFilestoreActivities = ({ config }: PlatformDeps) => ({
   async createFilestore(input: { tenant: string }) {
     return createFilestore(config.FILESTORE_ROOT, input.tenant).catch(refuseOutsideRoot);
   },

@@ -17,7 +17,7 @@ import { createJson2Client } from '../domain/erp/json2.js';
 import { ErpFault, xmlRpcCall } from '../domain/erp/client.js';
 import { routeOfTenant } from '../domain/tenants/http-routes.js';
 import { erpVersionOfNamespace } from '../domain/tenants/types.js';
-import type { TenantActivityDeps } from './tenant-deps.js';
+import type { PlatformDeps } from './deps.js';
 
 export interface HealthObservation {
   healthy: boolean;
@@ -98,7 +98,7 @@ export async function probeTenant(
   return { ...web, healthy: false, detail: `${web.detail}; database ${target.database} ${why}` };
 }
 
-export const createTenantHealthActivities = ({ config, platformPool }: TenantActivityDeps) => {
+export const createTenantHealthActivities = ({ config, platformPool }: PlatformDeps) => {
   /**
    * The API key of a 19+ tenant is renewed here when fewer than API_KEY_RENEW_DAYS remain: a Ready
    * tenant is probed every TENANT_READY_PROBE_INTERVAL, so its key never runs out while it is served

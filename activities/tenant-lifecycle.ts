@@ -1,19 +1,19 @@
 /** Every activity of the tenant lifecycle, one factory per resource (see tenant-*.ts). */
 import { createTenantBackupActivities } from './tenant-backups.js';
 import { createTenantChatActivities } from './tenant-chat.js';
-import { createTenantDatabaseActivities } from './tenant-database.js';
-import type { TenantActivityDeps } from './tenant-deps.js';
+import { createTenantErpActivities } from './tenant-erp.js';
+import type { PlatformDeps } from './deps.js';
 import { createTenantEventActivities } from './tenant-events.js';
 import { createTenantFilestoreActivities } from './tenant-filestore.js';
 import { createTenantHealthActivities } from './tenant-health.js';
 import { createTenantRegistryActivities } from './tenant-registry.js';
 import { createTenantRouteActivities } from './tenant-route.js';
 
-export type { TenantActivityDeps };
+export type { PlatformDeps };
 
-export const createTenantLifecycleActivities = (deps: TenantActivityDeps) => ({
+export const createTenantLifecycleActivities = (deps: PlatformDeps) => ({
   ...createTenantRegistryActivities(deps),
-  ...createTenantDatabaseActivities(deps),
+  ...createTenantErpActivities(deps),
   ...createTenantRouteActivities(deps),
   ...createTenantFilestoreActivities(deps),
   ...createTenantBackupActivities(deps),

@@ -1,10 +1,10 @@
 /** The platform's own records of a tenant: the subdomain reservation, the tenants row, the status mirror. */
 import { ApplicationFailure } from '@temporalio/common';
-import { recordTenantStatus, reserveSubdomain, SubdomainTakenError } from '../domain/tenants/registry.js';
+import { recordTenantStatus, reserveSubdomain, SubdomainTakenError } from '../domain/tenants/tenant-records.js';
 import { TenantErrorType, type TenantClientSpec, type TenantStatus } from '../domain/tenants/types.js';
-import type { TenantActivityDeps } from './tenant-deps.js';
+import type { PlatformDeps } from './deps.js';
 
-export const createTenantRegistryActivities = ({ config, platformPool }: TenantActivityDeps) => ({
+export const createTenantRegistryActivities = ({ config, platformPool }: PlatformDeps) => ({
   /** Taken by another TenantClient: a non-retryable SubdomainTaken failure. */
   async reserveSubdomain(input: { name: string; uid: string; spec: TenantClientSpec }) {
     try {

@@ -4,7 +4,7 @@
  * failed, alert the workspace admins).
  */
 import { deleteExpiredWebhookHistory } from '../domain/webhooks/retention.js';
-import { sweepAll } from '../domain/webhooks/erp-sweep.js';
+import { sweepAll } from '../domain/erp-events/sweep.js';
 import { Context } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import type { Config } from '../lib/config.js';
@@ -12,7 +12,7 @@ import { describeDuration } from '../lib/durations.js';
 import { sendingEndpoints } from '../domain/webhooks/endpoints.js';
 import { disableEndpoint, disableEndpointFailingFor, messagePayload, recordAttempts, setDeliveryStatus, type Trigger } from '../domain/webhooks/deliveries.js';
 import { webhookHeaders } from '../domain/webhooks/signing.js';
-import type { WebhookSender } from '../domain/webhooks/sender.js';
+import type { WebhookSender } from '../domain/webhooks/http-sender.js';
 import { alertWorkspaceAdmins } from '../domain/webhooks/alerts.js';
 import type { WebhookAttemptSummary } from '../domain/webhooks/retry-schedule.js';
 

@@ -1,7 +1,7 @@
 /** How the CLI shows TenantClients: kubectl-like tables and a `describe` page. */
 import Table from 'cli-table3';
 import { InvalidArgumentError } from 'commander';
-import type { TenantClientResource, TenantClientSummary } from '../domain/tenants/operations.js';
+import type { TenantClientResource, TenantClientSummary } from '../domain/tenants/operator-actions.js';
 import { resourceKinds } from '../domain/tenants/types.js';
 
 /** The resource names `get`, `describe` and the actions accept for TenantClients. */

@@ -12,7 +12,7 @@ import { createPool } from '../lib/db.js';
 import { migrate } from '../lib/migrate.js';
 import { ensureServiceKeys } from '../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../domain/service-keys/secret-store.js';
-import { legacyKeySeeds } from '../domain/webhooks/ingestion.js';
+import { legacyKeySeeds } from '../domain/erp-events/ingestion.js';
 import { createLogger } from '../lib/logger.js';
 import { startPostgres, startRedis, startServersInOwnProcessGroups, startTemporal, stopAll } from './local-servers.js';
 import { applyDemoTenant, prepareDemoErp, seedDemo, DEMO } from './seed.js';

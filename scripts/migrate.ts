@@ -9,7 +9,7 @@ import { createPool } from '../lib/db.js';
 import { migrate } from '../lib/migrate.js';
 import { ensureServiceKeys } from '../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../domain/service-keys/secret-store.js';
-import { legacyKeySeeds } from '../domain/webhooks/ingestion.js';
+import { legacyKeySeeds } from '../domain/erp-events/ingestion.js';
 import { publishCurrentKeys } from '../domain/service-keys/secret-store-factory.js';
 
 const pool = createPool(config().DATABASE_URL, 1);

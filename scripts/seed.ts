@@ -12,7 +12,7 @@ import type { Config } from '../lib/config.js';
 import { databaseUrl, tenantHostname } from '../domain/erp/tenant-database.js';
 import { odooSchemaUpgradeSql } from '../sandbox/erp/models.js';
 import type { TenantClient } from '../domain/tenants/tenant-client.js';
-import type { TenantClientSummary } from '../domain/tenants/operations.js';
+import type { TenantClientSummary } from '../domain/tenants/operator-actions.js';
 import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type Tier } from '../domain/tenants/types.js';
 import { opsRequest } from '../cli/ops-client.js';
 import { ensureErpTemplates } from './erp-templates.js';

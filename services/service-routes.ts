@@ -5,7 +5,7 @@
  */
 import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { registerServiceKeyCheck, requireServiceKey, type ServiceKeyCheck } from '../domain/service-keys/service-keys.js';
+import { registerServiceKeyCheck, requireServiceKey, type ServiceKeyCheck } from '../domain/service-keys/service-key-auth.js';
 import type { ServiceApp } from '../lib/service-app.js';
 
 /** The scope the keyed routes are registered in. */

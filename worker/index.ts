@@ -7,12 +7,12 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type W
 import { config as loadConfig, type Config } from '../lib/config.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { createActivities } from '../activities/index.js';
-import { connectTenantActivityDeps, WORKER_CALLER } from '../activities/tenant-deps.js';
+import { connectPlatformDeps, WORKER_CALLER } from '../activities/deps.js';
 import { serviceKeyFor } from '../domain/service-keys/secret-store.js';
 import { ensureBackupRetentionSchedule } from '../domain/tenants/backup-schedules.js';
 import { ensureExecutionLogRetentionSchedule } from '../domain/access/execution-log-schedule.js';
 import { ensureWebhookRetentionSchedule } from '../domain/webhooks/retention.js';
-import { ensureErpEventSweepSchedule } from '../domain/webhooks/erp-sweep.js';
+import { ensureErpEventSweepSchedule } from '../domain/erp-events/sweep.js';
 import { ensureRotationSchedules } from '../domain/service-keys/schedules.js';
 import { startMisuseAlerter } from '../domain/service-keys/misuse.js';
 import { createSecretStore } from '../domain/service-keys/secret-store-factory.js';
@@ -40,7 +40,7 @@ export async function createWorker(
 ): Promise<{ worker: Worker; connection: NativeConnection; closeDeps: () => Promise<void> }> {
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   // pools on the platform and ERP databases, a Temporal client (schedules), the chat client, the route driver
-  const tenant = await connectTenantActivityDeps(config);
+  const tenant = await connectPlatformDeps(config);
   const activities = createActivities({
     notificationsUrl: config.NOTIFICATIONS_URL,
     notificationsKey: serviceKeyFor(tenant.secrets, WORKER_CALLER, 'notifications'),

@@ -1,5 +1,5 @@
 /**
- * The custom search attributes the workflows set (workflows/definitions.ts), registered by the
+ * The custom search attributes the workflows set (domain/workflow-search-attributes.ts), registered by the
  * worker at start-up where they are missing.
  */
 import type { Client } from '@temporalio/client';

@@ -9,7 +9,7 @@ const { sweepErpEvents: sweep } = proxyActivities<Activities>({
 
 /**
  * Every ERP_EVENTS_SWEEP_INTERVAL (schedule `erp-events-sweep`): publishes the invoice and payment
- * events the tenant ERPs posted but the platform missed (domain/webhooks/erp-sweep.ts). A tenant
+ * events the tenant ERPs posted but the platform missed (domain/erp-events/sweep.ts). A tenant
  * whose ERP is away is in the result's `failed` and is read again next time; the run itself only
  * fails when the platform's own database is away for all three attempts.
  */

@@ -37,7 +37,7 @@ const human = (ms: number) => (ms < 10_000 ? `${ms} ms` : ms < 3_600_000 ? `${Ma
 
 export async function webhookDelivery(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
   const { endpointId, messageId, settings } = input;
-  // since `webhook-local-attempts`: the search attributes come with the start (domain/webhooks/sending.ts)
+  // since `webhook-local-attempts`: the search attributes come with the start (domain/webhooks/delivery-retries.ts)
   const local = patched('webhook-local-attempts');
   if (!local) {
     upsertSearchAttributes([

@@ -22,7 +22,7 @@
 import type { FastifyInstance, FastifyRequest, RouteOptions, onRequestHookHandler, preHandlerHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { TOKEN_PREFIX, type Scope } from '../../domain/access/api-keys.js';
-import { requireServiceKey } from '../../domain/service-keys/service-keys.js';
+import { requireServiceKey } from '../../domain/service-keys/service-key-auth.js';
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { bearer, requireUser, requireWorkspaceAdmin, requireWorkspaceMember } from './user-auth.js';
 

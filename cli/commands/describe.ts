@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { TenantClientResource } from '../../domain/tenants/operations.js';
+import type { TenantClientResource } from '../../domain/tenants/operator-actions.js';
 import { opsRequest } from '../ops-client.js';
 import { describeTenant, tenantResource } from '../tenant-output.js';
 import { outputOption, tenantName } from '../arguments.js';

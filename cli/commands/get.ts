@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { TenantClientResource, TenantClientSummary } from '../../domain/tenants/operations.js';
+import type { TenantClientResource, TenantClientSummary } from '../../domain/tenants/operator-actions.js';
 import { opsRequest } from '../ops-client.js';
 import { tenantResource, tenantTable } from '../tenant-output.js';
 import { outputOption, tenantName } from '../arguments.js';

@@ -24,7 +24,7 @@ import type { Config } from '../../lib/config.js';
 import { withTransaction } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import { cloudEvent, type CloudEvent } from '../events/events.js';
-import { applyTenantClient, runTenantAction } from '../tenants/operations.js';
+import { applyTenantClient, runTenantAction } from '../tenants/operator-actions.js';
 import type { TenantClientSpec, Tier } from '../tenants/types.js';
 import { searchAttributes } from '../workflow-search-attributes.js';
 import { DUNNING_WORKFLOW, dunningSettledSignal, dunningWorkflowId, type DunningInput, type DunWorkspaceWorkflow } from './workflow-contract.js';

@@ -25,7 +25,7 @@ const starter = [
   m('contacts', 'Contacts', true),
   m('account', 'Invoicing', true),
   // Odoo's automation rules: provisioning makes the rules that post invoice, payment and stock
-  // changes to the platform's event ingestion (domain/erp/event-rules.ts)
+  // changes to the platform's event ingestion (domain/erp-events/automation-rules.ts)
   m('base_automation', 'Automation Rules', false),
 ];
 const pro = [...starter, m('sale_management', 'Sales', true), m('purchase', 'Purchase', true), m('crm', 'CRM', true), m('stock', 'Inventory', true)];

@@ -17,7 +17,7 @@ import type { Tier } from '../tenants/types.js';
 import { CATALOGUE_MODULES, tierModuleNames } from '../billing/tiers.js';
 import { adminSession, tenantAdminPassword, type ErpApiUserDeps } from './api-user.js';
 import type { ErpSession } from './client.js';
-import { ensureEventRules, type EventRulesResult } from './event-rules.js';
+import { ensureEventRules, type EventRulesResult } from '../erp-events/automation-rules.js';
 
 /** Installing modules on real Odoo loads their data: minutes, not seconds. */
 export const MODULE_INSTALL_TIMEOUT_MS = 9 * 60_000;

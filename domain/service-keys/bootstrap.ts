@@ -8,7 +8,7 @@
 import type pg from 'pg';
 import { withTransaction } from '../../lib/db.js';
 import { pairName, SERVICE_KEY_INVENTORY, type ServiceKeyPair } from './inventory.js';
-import { createKey, registerKey } from './registry.js';
+import { createKey, registerKey } from './key-registry.js';
 import type { TransactionalSecretStoreWriter } from './secret-store.js';
 
 const LOCK_ID = 7_233_010;
@@ -17,7 +17,7 @@ const LOCK_ID = 7_233_010;
  * Returns the pairs that got a new key. `seeds` (by pairName) gives a pair its first key instead of
  * a random one: a pair whose key existed before it was in the registry (erp → event-ingestion: the
  * tokens in the tenants' rules were made from a key derived from SECRETS_KEY, legacyKeySeeds in
- * domain/webhooks/ingestion.ts), so what holds it keeps working until the first rotation.
+ * domain/erp-events/ingestion.ts), so what holds it keeps working until the first rotation.
  */
 export async function ensureServiceKeys(
   pool: pg.Pool,

@@ -27,7 +27,7 @@ export type ServiceTarget = (typeof SERVICE_TARGETS)[number];
  *   for the quiet period (longer than a run) proves the switch. A key copied by hand (OPS_API_KEY)
  *   is outside the proof: take it again after a rotation.
  * - `rules`: the key is held in the tenant ERPs' automation rules (erp → event-ingestion: each
- *   rule's URL carries a token made from the key, domain/webhooks/ingestion.ts), which post only
+ *   rule's URL carries a token made from the key, domain/erp-events/ingestion.ts), which post only
  *   when records change, so their use cannot be waited for. The rotation itself moves them: after
  *   the switch it rewrites the rules of every routed tenant to the new key's tokens (the
  *   reconcile's own code) and must get "no tenant left on the old token" back; then the old key id

@@ -18,7 +18,7 @@ import { AppError } from '../../lib/errors.js';
 import { searchAttributes } from '../workflow-search-attributes.js';
 import { ROTATE_SERVICE_KEY_WORKFLOW, rotationWorkflowId, type RotateServiceKeyWorkflow, type RotationReason, type RotationSettings } from './workflow-contract.js';
 import { switchProofOf, type ServiceKeyPair } from './inventory.js';
-import { createKey, revokeKey } from './registry.js';
+import { createKey, revokeKey } from './key-registry.js';
 import type { TransactionalSecretStoreWriter } from './secret-store.js';
 
 export type Pair = { caller: string; target: string };

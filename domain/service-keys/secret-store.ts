@@ -122,7 +122,7 @@ export class PgSecretStore implements SecretStore, TransactionalSecretStoreWrite
    * previous: not revoked), newest first, and those revoked within `revokedWithinMs` (so a target
    * can tell a revoked key's use from a wrong one: the verifier refuses it and raises the
    * revoked-key alert). For a target that must hold the key material itself rather than its hash
-   * (the event ingestion checks per-tenant HMAC tokens made from the key: domain/webhooks/ingestion.ts).
+   * (the event ingestion checks per-tenant HMAC tokens made from the key: domain/erp-events/ingestion.ts).
    */
   async acceptedVersions(caller: string, target: string, opts: { revokedWithinMs?: number } = {}): Promise<ServiceKeySecret[]> {
     const { rows } = await this.pool.query<{ version: number; key_id: string; sealed: string }>(

@@ -19,9 +19,9 @@ import { timingSafeEqual } from 'node:crypto';
 import pg from 'pg';
 import type { Config } from '../../lib/config.js';
 import type { Logger } from '../../lib/logger.js';
-import { acceptedKeys, recordKeyUsage, revokedKeys, type AcceptedKey } from './registry.js';
+import { acceptedKeys, recordKeyUsage, revokedKeys, type AcceptedKey } from './key-registry.js';
 import { recordRevokedKeyUse, type RevokedKeyUse } from './misuse.js';
-import { hashServiceKey, type ServiceCallerIdentity, type ServiceKeyCheck } from './service-keys.js';
+import { hashServiceKey, type ServiceCallerIdentity, type ServiceKeyCheck } from './service-key-auth.js';
 
 export interface VerifierOptions {
   target: string;

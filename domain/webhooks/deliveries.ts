@@ -4,7 +4,7 @@
  * in another, so a delivery costs a fraction of a round trip.
  */
 import type { Pool, PoolClient } from 'pg';
-import type { AttemptResult } from './sender.js';
+import type { AttemptResult } from './http-sender.js';
 
 export type DeliveryStatus = 'pending' | 'retrying' | 'delivered' | 'failed';
 export type Trigger = 'dispatcher' | 'retry' | 'replay' | 'test';

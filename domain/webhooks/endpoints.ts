@@ -6,7 +6,7 @@ import type { Pool } from 'pg';
 import { AppError } from '../../lib/errors.js';
 import { open, seal } from '../../lib/secret-box.js';
 import { newSecret } from './signing.js';
-import { ERP_EVENT_TYPES } from './ingestion.js';
+import { ERP_EVENT_TYPES } from '../erp-events/ingestion.js';
 
 /**
  * The event types an endpoint can subscribe to: the ones that reach a workspace's endpoints (the

@@ -1,7 +1,7 @@
 /**
  * The stand-in's Odoo automation rules (`base_automation`, trigger "On save", with the server action
  * "Send Webhook Notification"), read from the tenant database where provisioning made them
- * (domain/erp/event-rules.ts), and run as Odoo 18 runs them (addons/base_automation/models/
+ * (domain/erp-events/automation-rules.ts), and run as Odoo 18 runs them (addons/base_automation/models/
  * base_automation.py `_register_hook`, odoo/addons/base/models/ir_actions.py `_run_action_webhook`):
  * - a write: the records matching the rule's pre-domain before the write, then its domain after;
  *   a create: the new records matching its domain (no pre-domain);

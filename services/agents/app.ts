@@ -21,7 +21,7 @@ import type pg from 'pg';
 import { registerProbes } from '../../lib/http.js';
 import { buildServiceApp } from '../../lib/service-app.js';
 import { AppError, problem } from '../../lib/errors.js';
-import type { ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
+import type { ServiceKeyCheck } from '../../domain/service-keys/service-key-auth.js';
 import { AgentParams, ChatAnswer, ChatBody, serviceProblemResponses } from '../../domain/agents/schemas.js';
 import type { DataClient } from '../../domain/agents/data-client.js';
 import { ExecutionPageSchema, listExecutions } from '../../domain/agents/executions.js';

@@ -21,7 +21,7 @@ import { sendProblem } from '../../lib/http.js';
 import { buildServiceApp, type ServiceApp } from '../../lib/service-app.js';
 import { loginWithPassword, refreshSession, type IssuedSession } from '../../domain/access/login-sessions.js';
 import { PasswordThrottle } from '../../domain/access/login-throttle.js';
-import type { ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
+import type { ServiceKeyCheck } from '../../domain/service-keys/service-key-auth.js';
 import { ProblemSchema, Text } from '../../api/schemas/common.js';
 import { registerKeyedRoutes, type KeyedRoutes } from '../service-routes.js';
 import type { DestinationStream } from 'pino';

@@ -13,7 +13,7 @@ import { Type, type Static } from 'typebox';
 import type pg from 'pg';
 import { buildServiceApp } from '../../lib/service-app.js';
 import { AccountIdParam, AdaptersSchema, BankIdParam, ConsentBody, ConsentQuery, ConsentSchema, TransactionsQuery } from '../../domain/banking/schemas.js';
-import type { ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
+import type { ServiceKeyCheck } from '../../domain/service-keys/service-key-auth.js';
 import { AppError } from '../../lib/errors.js';
 import { ConsentStore, type Consent } from '../../domain/banking/consents.js';
 import type { BankAdapter } from '../../domain/banking/nextgenpsd2.js';

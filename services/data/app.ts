@@ -18,7 +18,7 @@ import type pg from 'pg';
 import { registerProbes } from '../../lib/http.js';
 import { buildServiceApp } from '../../lib/service-app.js';
 import { AppError } from '../../lib/errors.js';
-import type { ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
+import type { ServiceKeyCheck } from '../../domain/service-keys/service-key-auth.js';
 import { registerKeyedRoutes } from '../service-routes.js';
 import { AlertsSchema, CashflowSchema, KpisSchema, type DashboardService } from '../../domain/erp/dashboards.js';
 import { WORKSPACE_GRANT_HEADER, type WorkspaceGrants } from '../../domain/agents/workspace-grant.js';

@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { registerProbes } from '../../lib/http.js';
 import { buildServiceApp } from '../../lib/service-app.js';
-import type { ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
+import type { ServiceKeyCheck } from '../../domain/service-keys/service-key-auth.js';
 import { registerKeyedRoutes } from '../service-routes.js';
 import { registerOdooIngestion, type ErpIngestion } from './odoo-ingestion.js';
 import { EventPublisher } from './publisher.js';
@@ -26,7 +26,7 @@ export interface EventsDeps {
   /** How long a published event's identity is remembered for de-duplication (seconds). */
   dedupeTtlSeconds: number;
   logLevel?: string;
-  /** Event ingestion from the tenant ERPs (domain/webhooks/ingestion.ts). */
+  /** Event ingestion from the tenant ERPs (domain/erp-events/ingestion.ts). */
   ingestion?: ErpIngestion;
   /** Where the log lines go (default standard output). */
   logStream?: DestinationStream;

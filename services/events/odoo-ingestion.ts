@@ -1,5 +1,5 @@
 /**
- * Event ingestion from the tenant ERPs: what Odoo's automation rules post (domain/erp/event-rules.ts):
+ * Event ingestion from the tenant ERPs: what Odoo's automation rules post (domain/erp-events/automation-rules.ts):
  * the tenant's token as Basic auth, the event type in the path, `_model`, `_id` and the rule's fields
  * in the body. Odoo waits 1 s for the answer and never retries: this only checks, appends and answers.
  */
@@ -7,19 +7,19 @@ import type { FastifyBaseLogger } from 'fastify';
 import { Type } from 'typebox';
 import { AppError } from '../../lib/errors.js';
 import type { ServiceApp } from '../../lib/service-app.js';
-import type { ServiceCallerIdentity } from '../../domain/service-keys/service-keys.js';
-import { ERP_EVENT_TYPES, erpCloudEvent, odooChange, presentedToken, type ErpEventType, type OdooWebhookPayload } from '../../domain/webhooks/ingestion.js';
+import type { ServiceCallerIdentity } from '../../domain/service-keys/service-key-auth.js';
+import { ERP_EVENT_TYPES, erpCloudEvent, odooChange, presentedToken, type ErpEventType, type OdooWebhookPayload } from '../../domain/erp-events/ingestion.js';
 import type { EventPublisher, Published } from './publisher.js';
 
 /**
  * The check of a tenant's token (made from a key of the `erp → event-ingestion` pair the registry
- * accepts: IngestionKeyRing) and a tenant's workspace slug (domain/webhooks/ingestion.ts).
+ * accepts: IngestionKeyRing) and a tenant's workspace slug (domain/erp-events/ingestion.ts).
  */
 export interface ErpIngestion {
   /** The caller and key id when `token` is the tenant's under an accepted key; undefined otherwise. */
   authenticate(tenant: string, token: string): Promise<ServiceCallerIdentity | undefined>;
   workspaceOf(tenant: string): Promise<string | null | undefined>;
-  /** Records the event as seen, so the catch-up sweep (domain/webhooks/erp-sweep.ts) does not publish it again. */
+  /** Records the event as seen, so the catch-up sweep (domain/erp-events/sweep.ts) does not publish it again. */
   seen?(tenant: string, eventId: string): Promise<unknown>;
 }
 

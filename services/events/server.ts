@@ -4,7 +4,7 @@ import { createPool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { buildEventsApp } from './app.js';
-import { INGESTION_PAIR, IngestionKeyRing, markSeen, type IngestionPair } from '../../domain/webhooks/ingestion.js';
+import { INGESTION_PAIR, IngestionKeyRing, markSeen, type IngestionPair } from '../../domain/erp-events/ingestion.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { runAsMain, stopInOrder } from '../../lib/service-app.js';
 

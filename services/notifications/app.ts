@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { Redis } from 'ioredis';
 import { buildServiceApp } from '../../lib/service-app.js';
-import type { ServiceKeyCheck } from '../../domain/service-keys/service-keys.js';
+import type { ServiceKeyCheck } from '../../domain/service-keys/service-key-auth.js';
 import { registerKeyedRoutes, type KeyedRoutes } from '../service-routes.js';
 import type { Mailer } from './mailer.js';
 import { IdempotentMailer } from './send-once.js';

@@ -26,7 +26,7 @@ import { createLogger, type Logger } from '../../lib/logger.js';
 import { connectTemporal } from '../../lib/temporal.js';
 import { runAsMain } from '../../lib/service-app.js';
 import { ensureGroup } from '../../domain/events/consumer.js';
-import { webhookSender, type RetryStarter } from '../../domain/webhooks/sending.js';
+import { webhookSender, type RetryStarter } from '../../domain/webhooks/delivery-retries.js';
 import { AttemptRecorder } from './attempt-recorder.js';
 import { EndpointDirectory } from './endpoint-directory.js';
 import { EndpointLanes } from './endpoint-lanes.js';

@@ -5,9 +5,9 @@
  */
 import type { Logger } from '../../lib/logger.js';
 import type { RecordedAttempt } from '../../domain/webhooks/deliveries.js';
-import type { WebhookSender } from '../../domain/webhooks/sender.js';
+import type { WebhookSender } from '../../domain/webhooks/http-sender.js';
 import { webhookHeaders } from '../../domain/webhooks/signing.js';
-import { startRetry, type RetryStarter } from '../../domain/webhooks/sending.js';
+import { startRetry, type RetryStarter } from '../../domain/webhooks/delivery-retries.js';
 import type { FirstAttemptJob } from './endpoint-lanes.js';
 import type { HandOffThrottle } from './handoff-throttle.js';
 

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool } from '../../lib/db.js';
 import type { Logger } from '../../lib/logger.js';
 import { handOverStalePendingDeliveries } from '../../domain/webhooks/deliveries.js';
-import { startRetry, type RetryStarter } from '../../domain/webhooks/sending.js';
+import { startRetry, type RetryStarter } from '../../domain/webhooks/delivery-retries.js';
 import { deliveryKey } from './endpoint-lanes.js';
 
 export interface SweeperDeps {

@@ -33,14 +33,14 @@ import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import { rotationSettings, startRotation } from '../../domain/service-keys/rotation.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { reportingStore } from '../../domain/service-keys/holders.js';
-import { listKeys } from '../../domain/service-keys/registry.js';
+import { listKeys } from '../../domain/service-keys/key-registry.js';
 import { parseConfig } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
 import { migrate } from '../../lib/migrate.js';
 import { startThrowAwayServers, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
 import { workflowsPath } from '../../worker/index.js';
 import { startKeyCheckedTarget } from '../support/service-keys.js';
-import { generateServiceKey, hashServiceKey, keyMatches } from '../../domain/service-keys/service-keys.js';
+import { generateServiceKey, hashServiceKey, keyMatches } from '../../domain/service-keys/service-key-auth.js';
 import { AcceptedKeyTable } from '../../domain/service-keys/verifier.js';
 
 const N = Number(process.env.BENCH_CHECKS ?? 200_000);

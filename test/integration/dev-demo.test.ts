@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { startDispatcher, type Dispatcher } from '../../services/webhooks/dispatcher.js';
 import { opsRequest } from '../../cli/ops-client.js';
-import type { TenantClientResource } from '../../domain/tenants/operations.js';
+import type { TenantClientResource } from '../../domain/tenants/operator-actions.js';
 import { applyDemoTenant, DEMO, prepareDemoErp, seedDemo } from '../../scripts/seed.js';
 import { configEnv, startTenantPlatform, type TenantPlatform } from '../support/tenant-platform.js';
 import { testKeys } from '../support/service-keys.js';

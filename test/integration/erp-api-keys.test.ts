@@ -15,7 +15,7 @@ import { createJson2Client, json2Body } from '../../domain/erp/json2.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createTenantHealthActivities, probeTenant, type HealthObservation } from '../../activities/tenant-health.js';
-import type { TenantActivityDeps } from '../../activities/tenant-deps.js';
+import type { PlatformDeps } from '../../activities/deps.js';
 import type { ErpStandIn } from '../../sandbox/erp/server.js';
 import { erpTestConfig, provisionTestTenant, queryTenantDb, startTestErp, type TestTenant } from '../support/erp-tenant.js';
 
@@ -152,7 +152,7 @@ describe('the API key of a 19 tenant', () => {
   });
 
   it("the Ready probe activity renews a key that has fewer than 30 days left, and leaves a younger one alone", async () => {
-    const activities = createTenantHealthActivities({ config: cfg, platformPool: pool } as unknown as TenantActivityDeps);
+    const activities = createTenantHealthActivities({ config: cfg, platformPool: pool } as unknown as PlatformDeps);
     const run = () => new MockActivityEnvironment().run(activities.probeTenantHealth, { host: t19.host, tenant: t19.name, database: t19.database, windowMs: 0, intervalMs: 1_000 }) as Promise<HealthObservation>;
     const first = (await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!;
     expect((await run()).healthy).toBe(true);

@@ -7,7 +7,7 @@ import { tempDir, testConfig } from '../support/env.js';
 import { testKeys } from '../support/service-keys.js';
 import { randomBytes } from 'node:crypto';
 import { createPool } from '../../lib/db.js';
-import { createKey } from '../../domain/service-keys/registry.js';
+import { createKey } from '../../domain/service-keys/key-registry.js';
 
 let cfg: Config;
 let sink: SmtpSink;

@@ -14,7 +14,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createRotationActivities } from '../../activities/service-key-rotation.js';
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import type { ServiceKeyPair } from '../../domain/service-keys/inventory.js';
-import { listKeys } from '../../domain/service-keys/registry.js';
+import { listKeys } from '../../domain/service-keys/key-registry.js';
 import { rotationSettings } from '../../domain/service-keys/rotation.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { startEvents } from '../../services/events/server.js';

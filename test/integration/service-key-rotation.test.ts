@@ -17,7 +17,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createRotationActivities } from '../../activities/service-key-rotation.js';
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import type { ServiceKeyPair } from '../../domain/service-keys/inventory.js';
-import { listKeys } from '../../domain/service-keys/registry.js';
+import { listKeys } from '../../domain/service-keys/key-registry.js';
 import { rotationRecord, rotationSettings, startRotation } from '../../domain/service-keys/rotation.js';
 import { reportingStore, type ReportingStore } from '../../domain/service-keys/holders.js';
 import type { SwitchProof } from '../../domain/service-keys/inventory.js';

@@ -11,7 +11,7 @@ import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort } from '../../scripts/local-servers.js';
-import { listKeys } from '../../domain/service-keys/registry.js';
+import { listKeys } from '../../domain/service-keys/key-registry.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { configEnv } from '../support/tenant-platform.js';
 import { adminOfNewWorkspace, call, createKey } from '../support/workspace-api.js';

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../lib/config.js';
 import { freePort } from '../../scripts/local-servers.js';
-import { createKey, listKeys, promoteKey, revokeKey } from '../../domain/service-keys/registry.js';
+import { createKey, listKeys, promoteKey, revokeKey } from '../../domain/service-keys/key-registry.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';

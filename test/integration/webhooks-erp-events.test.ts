@@ -1,6 +1,6 @@
 /**
  * Where webhook events come from: provisioning makes the tenant ERP's automation rules (Odoo's
- * base_automation "Send Webhook Notification", domain/erp/event-rules.ts); the ERP stand-in runs
+ * base_automation "Send Webhook Notification", domain/erp-events/automation-rules.ts); the ERP stand-in runs
  * them as Odoo does when records change through XML-RPC and posts Odoo's payload to the platform's
  * event ingestion (per-tenant token in the URL's userinfo), which lands it as a CloudEvent with
  * tenant and workspace on the events stream; the dispatcher delivers it to the workspace's endpoint.
@@ -14,11 +14,11 @@ import { createLogger } from '../../lib/logger.js';
 import { createErpClient } from '../../domain/erp/client.js';
 import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
 import { databaseUrl } from '../../domain/erp/tenant-database.js';
-import { currentIngestionKey, ingestionKey, ingestionToken } from '../../domain/webhooks/ingestion.js';
+import { currentIngestionKey, ingestionKey, ingestionToken } from '../../domain/erp-events/ingestion.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { ensureTierModules, type TierModulesResult } from '../../domain/erp/tier-modules.js';
 import { erpApiUserDeps } from '../../domain/erp/api-user.js';
-import { ensureEventRules } from '../../domain/erp/event-rules.js';
+import { ensureEventRules } from '../../domain/erp-events/automation-rules.js';
 import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
 import { provisionTenantWithEventRules, queryTenantDb, type TestTenant } from '../support/erp-tenant.js';
 import { startReceiver, startWebhookPlatform, type Receiver, type WebhookPlatform } from '../support/webhooks.js';

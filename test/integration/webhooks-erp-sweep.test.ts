@@ -1,6 +1,6 @@
 /**
  * Nothing lost when the ERP's post is: Odoo posts a change once, 1 s timeout, never again. The
- * catch-up sweep (schedule erp-events-sweep, domain/webhooks/erp-sweep.ts) reads what the tenant
+ * catch-up sweep (schedule erp-events-sweep, domain/erp-events/sweep.ts) reads what the tenant
  * ERPs changed and publishes the events the platform has not seen, with the same ids, so a change
  * posted and swept is delivered once. On the real Temporal schedule and worker, PostgreSQL, Redis,
  * the ERP stand-in running the tenant's automation rules, and a real HTTP receiver.
@@ -11,12 +11,12 @@ import { Webhook } from 'standardwebhooks';
 import { createPool, type Pool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
 import { createErpClient, openErpSession, type ErpClient } from '../../domain/erp/client.js';
-import { ensureEventRules } from '../../domain/erp/event-rules.js';
+import { ensureEventRules } from '../../domain/erp-events/automation-rules.js';
 import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
 import { databaseUrl } from '../../domain/erp/tenant-database.js';
-import { currentIngestionKey } from '../../domain/webhooks/ingestion.js';
+import { currentIngestionKey } from '../../domain/erp-events/ingestion.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
-import { ensureErpEventSweepSchedule } from '../../domain/webhooks/erp-sweep.js';
+import { ensureErpEventSweepSchedule } from '../../domain/erp-events/sweep.js';
 import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
 import { provisionTenantWithEventRules, queryTenantDb, type TestTenant } from '../support/erp-tenant.js';
 import { startReceiver, startWebhookPlatform, type Receiver, type WebhookPlatform } from '../support/webhooks.js';

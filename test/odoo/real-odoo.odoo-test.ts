@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { config } from '../../lib/config.js';
 import { tierModuleNames } from '../../domain/billing/tiers.js';
 import { ensureErpApiKey, erpApiUserDeps, loadErpApiCredentials, loadErpCredentials, tenantAdminPassword } from '../../domain/erp/api-user.js';
-import { sweepTenant } from '../../domain/webhooks/erp-sweep.js';
+import { sweepTenant } from '../../domain/erp-events/sweep.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { ErpUnreachable, createErpClient, type ErpClient, type ErpFault } from '../../domain/erp/client.js';
 import { createJson2Client } from '../../domain/erp/json2.js';

@@ -7,7 +7,7 @@
 import Fastify from 'fastify';
 import type pg from 'pg';
 import { inject } from 'vitest';
-import { registerServiceKeyCheck, requireServiceKey } from '../../domain/service-keys/service-keys.js';
+import { registerServiceKeyCheck, requireServiceKey } from '../../domain/service-keys/service-key-auth.js';
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 
 export const testKeys = {

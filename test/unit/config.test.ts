@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../lib/config.js';
 import { urlProblems } from '../../domain/webhooks/addresses.js';
-import { addressPolicy } from '../../domain/webhooks/sending.js';
+import { addressPolicy } from '../../domain/webhooks/delivery-retries.js';
 
 describe('configuration', () => {
   it('gives every variable a local default', () => {

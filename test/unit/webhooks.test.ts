@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../lib/config.js';
 import { retryDelay } from '../../workflows/webhook-delivery.js';
 import { AddressPolicy } from '../../domain/webhooks/addresses.js';
-import { parseRetryAfter } from '../../domain/webhooks/sender.js';
+import { parseRetryAfter } from '../../domain/webhooks/http-sender.js';
 
 const settings = { scheduleMs: [5_000, 300_000], jitter: 0.2, retryAfterMinMs: 1_000, retryAfterMaxMs: 3_600_000, slowDownMinMs: 60_000 };
 const fail = { outcome: 'http-status' as const, statusCode: 500, retryAfterMs: null, error: 'answered 500' };

@@ -4,7 +4,7 @@
  * hold (domain/service-keys/holders.ts; internal, not in the API document).
  */
 import type { FastifyInstance } from 'fastify';
-import { registerServiceKeyCheck } from '../../../domain/service-keys/service-keys.js';
+import { registerServiceKeyCheck } from '../../../domain/service-keys/service-key-auth.js';
 import { Type } from 'typebox';
 import { sendProblem } from '../../../lib/http.js';
 import { access } from '../../plugins/access.js';

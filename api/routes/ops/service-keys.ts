@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { access } from '../../plugins/access.js';
-import { serviceKeyPairs } from '../../../domain/service-keys/operations.js';
+import { serviceKeyPairs } from '../../../domain/service-keys/overview.js';
 import { rotationSettings, startRotation } from '../../../domain/service-keys/rotation.js';
 import { temporalUiLink } from '../../../lib/temporal.js';
 

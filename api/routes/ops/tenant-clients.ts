@@ -14,7 +14,7 @@ import {
   listTenantClients,
   runTenantAction,
   type TenantAction,
-} from '../../../domain/tenants/operations.js';
+} from '../../../domain/tenants/operator-actions.js';
 import { TenantName } from '../../schemas/common.js';
 import { access } from '../../plugins/access.js';
 

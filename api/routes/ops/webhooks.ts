@@ -7,7 +7,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { access } from '../../plugins/access.js';
 import { AppError } from '../../../lib/errors.js';
-import { replay } from '../../../domain/webhooks/sending.js';
+import { replay } from '../../../domain/webhooks/delivery-retries.js';
 
 export default async function opsWebhookRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();

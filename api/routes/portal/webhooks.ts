@@ -14,7 +14,7 @@ import { AppError } from '../../../lib/errors.js';
 import { checkEventTypes, EndpointRepository, sendingEndpoints, WEBHOOK_EVENT_TYPES } from '../../../domain/webhooks/endpoints.js';
 import { urlProblems } from '../../../domain/webhooks/addresses.js';
 import { listAttempts, recordAttempts, TEST_EVENT_TYPE } from '../../../domain/webhooks/deliveries.js';
-import { addressPolicy, replay, webhookSender } from '../../../domain/webhooks/sending.js';
+import { addressPolicy, replay, webhookSender } from '../../../domain/webhooks/delivery-retries.js';
 import { webhookHeaders } from '../../../domain/webhooks/signing.js';
 
 const EventType = Type.String({ pattern: '^[A-Za-z0-9._-]{1,100}$', description: `an event type: ${WEBHOOK_EVENT_TYPES.join(', ')}` });

@@ -18,7 +18,7 @@ import { createPool, type Pool } from '../../../lib/db.js';
 import { buildAgentsApp } from '../../../services/agents/app.js';
 import { WorkspaceGrants } from '../../../domain/agents/workspace-grant.js';
 import { AcceptedKeyTable } from '../../../domain/service-keys/verifier.js';
-import { hashServiceKey } from '../../../domain/service-keys/service-keys.js';
+import { hashServiceKey } from '../../../domain/service-keys/service-key-auth.js';
 
 const KEY = 'hostile-test-key-000000000000000000000000';
 // what a target's verifier holds, without the registry: these tests are about the problems, not the key check

@@ -1,6 +1,6 @@
 /**
  * The catch-up sweep of ERP events ("nothing lost" in the docs). Odoo posts a change once, from inside
- * its transaction, with a 1 s timeout, and never again (domain/erp/event-rules.ts): a post the
+ * its transaction, with a 1 s timeout, and never again (domain/erp-events/automation-rules.ts): a post the
  * platform missed (events service down or slow, a network blip) is gone. Every
  * ERP_EVENTS_SWEEP_INTERVAL the schedule `erp-events-sweep` reads, per tenant with a route, the
  * customer invoices written since the last sweep (as the tenant's read-only API user) and
@@ -19,7 +19,7 @@ import type pg from 'pg';
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import { publishEvent } from '../events/events.js';
 import { erpClientFor, loadErpApiCredentials } from '../erp/api-user.js';
-import { EVENT_RULES } from '../erp/event-rules.js';
+import { EVENT_RULES } from './automation-rules.js';
 import { routedTenants, type RoutedTenant } from '../tenants/http-routes.js';
 import pLimit from 'p-limit';
 import { erpCloudEvent, markSeen, odooChange, type ErpChange } from './ingestion.js';

@@ -12,7 +12,7 @@ import { searchAttributes } from '../workflow-search-attributes.js';
 import { retryDelay, type WebhookAttemptSummary, type WebhookRetrySettings } from './retry-schedule.js';
 import { WEBHOOK_DELIVERY_WORKFLOW, webhookWorkflowId, type WebhookDeliveryInput, type WebhookDeliveryWorkflow } from './workflow-contract.js';
 import { AddressPolicy } from './addresses.js';
-import { WebhookSender } from './sender.js';
+import { WebhookSender } from './http-sender.js';
 
 export const addressPolicy = (config: Config) => new AddressPolicy(config.WEBHOOK_ALLOWED_ADDRESSES);
 

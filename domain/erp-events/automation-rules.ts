@@ -21,8 +21,8 @@
  * The rules are found again by name and brought to what they must be (URL, domains, fields) on
  * every reconcile, so a moved events service or a new token reaches existing tenants.
  */
-import type { ErpSession } from './client.js';
-import { ingestionToken, type ErpEventType } from '../webhooks/ingestion.js';
+import type { ErpSession } from '../erp/client.js';
+import { ingestionToken, type ErpEventType } from './ingestion.js';
 
 export const RULE_PREFIX = 'Plana: ';
 

@@ -1,4 +1,4 @@
-/** What the tenant lifecycle activities need; the worker builds it once (see worker/index.ts). */
+/** The platform connections every activity group is built from (config, pools, Temporal, chat, routes, secrets); the worker builds them once (see worker/index.ts). */
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { createChatClient, type ChatClient } from '../domain/tenants/chat.js';
@@ -9,7 +9,7 @@ import { createTableRouteDriver, type RouteDriver } from '../domain/tenants/http
 import type { SecretStore } from '../domain/service-keys/secret-store.js';
 import { createSecretStore } from '../domain/service-keys/secret-store-factory.js';
 
-export interface TenantActivityDeps {
+export interface PlatformDeps {
   config: Config;
   /** The platform database (DATABASE_URL). */
   platformPool: pg.Pool;
@@ -27,7 +27,7 @@ export interface TenantActivityDeps {
 export const WORKER_CALLER = 'worker';
 
 /** Builds the dependencies from the configuration; `close` releases the pools and the connection. */
-export async function connectTenantActivityDeps(config: Config): Promise<TenantActivityDeps & { close(): Promise<void> }> {
+export async function connectPlatformDeps(config: Config): Promise<PlatformDeps & { close(): Promise<void> }> {
   const platformPool = createPool(config.DATABASE_URL, 10);
   const erpAdminPool = createPool(config.ERP_DATABASE_URL, 5);
   const temporal = await connectTemporal(config);

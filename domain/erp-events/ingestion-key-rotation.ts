@@ -1,7 +1,7 @@
 /**
  * "Roll the consumer" for the `erp → event-ingestion` pair (switch proof `rules`, inventory.ts):
  * its consumers are the tenant ERPs' automation rules, whose URLs carry tokens made from the pair's
- * key (ingestion.ts, domain/erp/event-rules.ts). They post only when records change, so their use
+ * key (ingestion.ts, domain/erp-events/automation-rules.ts). They post only when records change, so their use
  * cannot prove a switch; the rotation moves them itself: every routed tenant's rules are rewritten
  * to the tokens of the pair's current key with the reconcile's own code (`ensureEventRules`, in
  * the tenant admin's web session, as ensure-tier-modules does), and the tenants that could not be
@@ -12,7 +12,7 @@ import pLimit from 'p-limit';
 import { routedTenants } from '../tenants/http-routes.js';
 import { adminSession, type ErpApiUserDeps } from '../erp/api-user.js';
 import { ErpFault } from '../erp/client.js';
-import { ensureEventRules } from '../erp/event-rules.js';
+import { ensureEventRules } from './automation-rules.js';
 import type { SecretStore } from '../service-keys/secret-store.js';
 
 export interface RuleRewriteDeps {

@@ -12,7 +12,7 @@
 import type pg from 'pg';
 import { withTransaction, type Queryable } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
-import { generateServiceKey, hashServiceKey, newKeyId } from './service-keys.js';
+import { generateServiceKey, hashServiceKey, newKeyId } from './service-key-auth.js';
 
 export const KEY_STATES = ['pending', 'current', 'previous', 'revoked'] as const;
 export type KeyState = (typeof KEY_STATES)[number];

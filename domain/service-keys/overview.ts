@@ -2,7 +2,7 @@
 import { isGrpcDeadlineError, type Client } from '@temporalio/client';
 import type { Queryable } from '../../lib/db.js';
 import { SERVICE_KEY_INVENTORY, pairName, switchProofOf, type SwitchProof } from './inventory.js';
-import { listKeys, type ServiceKeyRecord } from './registry.js';
+import { listKeys, type ServiceKeyRecord } from './key-registry.js';
 import { nextRotation } from './schedules.js';
 
 export interface ServiceKeyPairView {

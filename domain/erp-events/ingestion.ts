@@ -1,6 +1,6 @@
 /**
  * Event ingestion from the tenant ERPs ("Where events come from" in the docs): each tenant's ERP posts
- * its record changes, as Odoo's automation rules send them (domain/erp/event-rules.ts), to the
+ * its record changes, as Odoo's automation rules send them (domain/erp-events/automation-rules.ts), to the
  * events service at `POST /api/v1/ingest/odoo/<tenant>/<event type>` with
  * `Authorization: Basic <tenant>:<token of that tenant>` (the userinfo of the rule's URL).
  *
@@ -10,14 +10,14 @@
  * secret store like every other pair's, so it rotates with the rotation workflow: the reconcile
  * writes tokens of the pair's *current* key (secret store), the events service accepts a token of
  * any key the registry accepts (IngestionKeyRing below), and the rotation rewrites every tenant's
- * rules to the new key's tokens (switch proof `rules`, domain/webhooks/ingestion-rotation.ts).
+ * rules to the new key's tokens (switch proof `rules`, domain/erp-events/ingestion-key-rotation.ts).
  */
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 import type pg from 'pg';
 import type { CloudEvent } from '../events/events.js';
 import { pairName } from '../service-keys/inventory.js';
 import type { SecretStore } from '../service-keys/secret-store.js';
-import type { ServiceCallerIdentity, ServiceKeyCheck } from '../service-keys/service-keys.js';
+import type { ServiceCallerIdentity, ServiceKeyCheck } from '../service-keys/service-key-auth.js';
 
 /** The service-key pair whose key the tenant tokens are made from. */
 export const INGESTION_PAIR = { caller: 'erp', target: 'event-ingestion' } as const;
@@ -145,7 +145,7 @@ export function erpCloudEvent(tenant: string, workspace: string | null, change: 
 /** What Odoo's "Send Webhook Notification" posts: `_model`, `_id`, `_action` and the rule's fields. */
 export type OdooWebhookPayload = { _model: string; _id: number; _action?: string } & Record<string, unknown>;
 
-/** The model each event type's rule watches (domain/erp/event-rules.ts). */
+/** The model each event type's rule watches (domain/erp-events/automation-rules.ts). */
 export const EVENT_MODEL: Record<ErpEventType, string> = {
   'invoice.posted': 'account.move',
   'payment.received': 'account.move',

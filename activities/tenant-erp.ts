@@ -1,9 +1,9 @@
-/** The tenant database on the ERP's PostgreSQL server and the tenant's dedicated ERP API user. */
+/** The tenant's ERP: its database on the ERP's PostgreSQL server, its dedicated API user, its tier's modules and event rules. */
 import path from 'node:path';
 import { ensureErpApiUser as ensureApiUser, erpApiUserDeps } from '../domain/erp/api-user.js';
 import { ensureTierModules as ensureModules } from '../domain/erp/tier-modules.js';
-import { eventRulesSummary } from '../domain/erp/event-rules.js';
-import { currentIngestionKey } from '../domain/webhooks/ingestion.js';
+import { eventRulesSummary } from '../domain/erp-events/automation-rules.js';
+import { currentIngestionKey } from '../domain/erp-events/ingestion.js';
 import { PgSecretStore } from '../domain/service-keys/secret-store.js';
 import {
   cloneTenantDatabase as cloneDatabase,
@@ -16,9 +16,9 @@ import {
 } from '../domain/erp/tenant-database.js';
 import { ApplicationFailure } from '@temporalio/common';
 import { TenantErrorType, type TenantClientSpec, type Tier } from '../domain/tenants/types.js';
-import type { TenantActivityDeps } from './tenant-deps.js';
+import type { PlatformDeps } from './deps.js';
 
-export const createTenantDatabaseActivities = ({ config, platformPool, erpAdminPool }: TenantActivityDeps) => ({
+export const createTenantErpActivities = ({ config, platformPool, erpAdminPool }: PlatformDeps) => ({
   /**
    * CREATE DATABASE "<hostname>" TEMPLATE "erp_tpl_<tier>_<version>". A missing template is not
    * a crash: the result says so (the tenant's ERP then answers 503 and the readiness deadline
