@@ -15,17 +15,50 @@ const nodeBuiltins = builtinModules.filter((m) => !m.startsWith('_'));
 /** A `no-restricted-imports` pattern refusing relative imports of these top-level folders. */
 const layersAbove = (folders, message) => ({ regex: `^(\\./)?(\\.\\./)+(${folders.join('|')})(/|$)`, message });
 const entryPoints = ['api', 'services', 'cli', 'worker', 'scripts'];
-const entryPointsRule = layersAbove(entryPoints, 'Imports flow one way (entry points → workflows/activities → domain → lib): nothing imports an entry point (api, services, cli, worker, scripts).');
+const entryPointsRule = layersAbove(
+  entryPoints,
+  'Imports flow one way (entry points → workflows/activities → domain → lib): nothing imports an entry point (api, services, cli, worker, scripts).',
+);
 
 export default tseslint.config(
   { ignores: ['node_modules/**', '.data/**', 'coverage/**', 'web/dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', setImmediate: 'readonly', fetch: 'readonly', AbortController: 'readonly', AbortSignal: 'readonly', structuredClone: 'readonly', TextEncoder: 'readonly', TextDecoder: 'readonly', Response: 'readonly', Request: 'readonly', Headers: 'readonly', queueMicrotask: 'readonly' } },
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        URL: 'readonly',
+        Buffer: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        setImmediate: 'readonly',
+        fetch: 'readonly',
+        AbortController: 'readonly',
+        AbortSignal: 'readonly',
+        structuredClone: 'readonly',
+        TextEncoder: 'readonly',
+        TextDecoder: 'readonly',
+        Response: 'readonly',
+        Request: 'readonly',
+        Headers: 'readonly',
+        queueMicrotask: 'readonly',
+      },
+    },
     rules: {
       // `_`-prefixed names are deliberately unused (destructured away, placeholders)
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', caughtErrors: 'none' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        {
+          argsIgnorePattern: '^_',
+          varsIgnorePattern: '^_',
+          destructuredArrayIgnorePattern: '^_',
+          caughtErrors: 'none',
+        },
+      ],
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
     },
   },
@@ -35,11 +68,26 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          paths: nodeBuiltins.map((name) => ({ name, message: 'Workflow code runs in the deterministic sandbox: no Node built-ins (use an activity).' })),
+          paths: nodeBuiltins.map((name) => ({
+            name,
+            message: 'Workflow code runs in the deterministic sandbox: no Node built-ins (use an activity).',
+          })),
           patterns: [
-            { regex: '^node:', message: 'Workflow code runs in the deterministic sandbox: no Node built-ins (use an activity).' },
-            { regex: '(^|/)activities(/|$)', allowTypeImports: true, message: 'Workflows import only the types of activities (`import type`); the worker registers the implementations.' },
-            { regex: '^@temporalio/(?!workflow$|common$)', allowTypeImports: true, message: 'Only @temporalio/workflow and @temporalio/common run in the workflow sandbox.' },
+            {
+              regex: '^node:',
+              message: 'Workflow code runs in the deterministic sandbox: no Node built-ins (use an activity).',
+            },
+            {
+              regex: '(^|/)activities(/|$)',
+              allowTypeImports: true,
+              message:
+                'Workflows import only the types of activities (`import type`); the worker registers the implementations.',
+            },
+            {
+              regex: '^@temporalio/(?!workflow$|common$)',
+              allowTypeImports: true,
+              message: 'Only @temporalio/workflow and @temporalio/common run in the workflow sandbox.',
+            },
             { regex: '^(pg|ioredis|fastify|pino|bcrypt)$', message: 'No I/O libraries in workflow code.' },
             entryPointsRule,
           ],
@@ -58,7 +106,10 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            layersAbove(['workflows', 'activities', ...entryPoints, 'sandbox'], 'domain/ imports only domain/ and lib/ (imports flow one way: entry points → workflows/activities → domain → lib); to start or signal a workflow use its contract, domain/<area>/workflow-contract.ts.'),
+            layersAbove(
+              ['workflows', 'activities', ...entryPoints, 'sandbox'],
+              'domain/ imports only domain/ and lib/ (imports flow one way: entry points → workflows/activities → domain → lib); to start or signal a workflow use its contract, domain/<area>/workflow-contract.ts.',
+            ),
           ],
         },
       ],
@@ -69,7 +120,14 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [layersAbove(['domain', 'workflows', 'activities', ...entryPoints, 'sandbox'], 'lib/ is infrastructure: it imports nothing from the platform above it.')] },
+        {
+          patterns: [
+            layersAbove(
+              ['domain', 'workflows', 'activities', ...entryPoints, 'sandbox'],
+              'lib/ is infrastructure: it imports nothing from the platform above it.',
+            ),
+          ],
+        },
       ],
     },
   },

@@ -24,7 +24,10 @@ export interface DunningNotice {
  * The preference each notice honours: a payment reminder is `billing` (a workspace may turn it
  * off); a suspension is a service notice, always sent (its keys stop working).
  */
-export const DUNNING_NOTICE_CATEGORY: Record<DunningNotice['kind'], NotificationCategory> = { 'payment-failed': 'billing', suspended: 'always' };
+export const DUNNING_NOTICE_CATEGORY: Record<DunningNotice['kind'], NotificationCategory> = {
+  'payment-failed': 'billing',
+  suspended: 'always',
+};
 
 function notice(n: DunningNotice, portal: string): { subject: string; text: string } {
   if (n.kind === 'payment-failed') {
@@ -47,7 +50,8 @@ export const createBillingActivities = (deps: BillingActivityDeps) => ({
    */
   async notifyWorkspaceAdmins(n: DunningNotice): Promise<{ sent: number; skipped?: string }> {
     const category = DUNNING_NOTICE_CATEGORY[n.kind];
-    if (!(await wantsNotification(deps.pool, n.workspaceId, category))) return { sent: 0, skipped: `the workspace turned ${category} notifications off` };
+    if (!(await wantsNotification(deps.pool, n.workspaceId, category)))
+      return { sent: 0, skipped: `the workspace turned ${category} notifications off` };
     const workflowId = Context.current().info.workflowExecution?.workflowId ?? `dunning:${n.workspace}`;
     const admins = await workspaceAdmins(deps.pool, n.workspaceId);
     const { subject, text } = notice(n, `${deps.apiPublicUrl.replace(/\/$/, '')}/w/${n.workspace}`);
@@ -57,7 +61,11 @@ export const createBillingActivities = (deps: BillingActivityDeps) => ({
       try {
         res = await fetch(new URL('/v1/email', deps.notificationsUrl), {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-api-key': key, 'idempotency-key': `${workflowId}:${n.kind}:${admin.id}` },
+          headers: {
+            'content-type': 'application/json',
+            'x-api-key': key,
+            'idempotency-key': `${workflowId}:${n.kind}:${admin.id}`,
+          },
           body: JSON.stringify({ to: admin.email, subject, text }),
           signal: AbortSignal.timeout(15_000),
         });

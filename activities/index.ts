@@ -26,9 +26,17 @@ export const createActivities = (deps: ActivityDeps) => ({
     store: createSecretStoreWriter(deps.tenant.config, deps.tenant.platformPool),
     secrets: deps.tenant.secrets,
     eventsUrl: deps.tenant.config.EVENTS_URL,
-    starter: { temporal: deps.tenant.temporal, taskQueue: deps.tenant.config.TEMPORAL_TASK_QUEUE, settings: rotationSettings(deps.tenant.config) },
+    starter: {
+      temporal: deps.tenant.temporal,
+      taskQueue: deps.tenant.config.TEMPORAL_TASK_QUEUE,
+      settings: rotationSettings(deps.tenant.config),
+    },
     // erp → event-ingestion (proof `rules`): the tenants' rules, reached as ensure-tier-modules reaches them
-    eventRules: { pool: deps.tenant.platformPool, erp: erpApiUserDeps(deps.tenant.config, deps.tenant.platformPool), eventsUrl: deps.tenant.config.EVENTS_URL },
+    eventRules: {
+      pool: deps.tenant.platformPool,
+      erp: erpApiUserDeps(deps.tenant.config, deps.tenant.platformPool),
+      eventsUrl: deps.tenant.config.EVENTS_URL,
+    },
   }),
   ...createBillingActivities({
     pool: deps.tenant.platformPool,

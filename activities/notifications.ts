@@ -1,7 +1,11 @@
 /** Activities that talk to the notifications service over HTTP (specification §4.6). */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { NotificationErrorType, type WelcomeEmailInput, type WelcomeEmailResult } from '../domain/notifications/workflow-contract.js';
+import {
+  NotificationErrorType,
+  type WelcomeEmailInput,
+  type WelcomeEmailResult,
+} from '../domain/notifications/workflow-contract.js';
 
 export interface NotificationsDeps {
   notificationsUrl: string;

@@ -14,7 +14,11 @@ import * as rotations from '../domain/service-keys/rotation.js';
 import type { SecretStore, TransactionalSecretStoreWriter } from '../domain/service-keys/secret-store.js';
 import { AppError } from '../lib/errors.js';
 import { PgSecretStore } from '../domain/service-keys/secret-store.js';
-import { rewriteEventRules, type RuleRewriteDeps, type RuleRewriteResult } from '../domain/erp-events/ingestion-key-rotation.js';
+import {
+  rewriteEventRules,
+  type RuleRewriteDeps,
+  type RuleRewriteResult,
+} from '../domain/erp-events/ingestion-key-rotation.js';
 import { SERVICE_KEY_ROTATION_FAILED, type RotationSettings } from '../domain/service-keys/workflow-contract.js';
 
 export interface RotationActivityDeps {
@@ -54,13 +58,17 @@ type RotationOutcome = 'completed' | 'rolled-back' | 'abandoned';
  * The schedule's action: starts the pair's next numbered rotation, as the ops API does. A pair
  * that is rotating already, or has no current key, is skipped (answered, not failed).
  */
-async function beginScheduledRotation(deps: RotationActivityDeps, pair: RotationPair): Promise<{ workflowId?: string; skipped?: string }> {
+async function beginScheduledRotation(
+  deps: RotationActivityDeps,
+  pair: RotationPair,
+): Promise<{ workflowId?: string; skipped?: string }> {
   if (!deps.starter) throw new Error('this worker cannot start rotations (no Temporal client configured)');
   try {
     const started = await rotations.startRotation({ pool: deps.pool, ...deps.starter }, pair, 'annual');
     return { workflowId: started.workflowId };
   } catch (err) {
-    if (err instanceof AppError && (err.code === 'CONFLICT' || err.code === 'NOT_FOUND')) return { skipped: err.message };
+    if (err instanceof AppError && (err.code === 'CONFLICT' || err.code === 'NOT_FOUND'))
+      return { skipped: err.message };
     throw err;
   }
 }
@@ -76,16 +84,23 @@ async function generateRotationKey(deps: RotationActivityDeps): Promise<{ newKey
 }
 
 /** Step 3 (and the roll-back): a secret version becomes current; consumers pick it up within their cache TTL. */
-async function makeRotationSecretCurrent(deps: RotationActivityDeps, input: { caller: string; target: string; version: number }): Promise<{ at: string }> {
+async function makeRotationSecretCurrent(
+  deps: RotationActivityDeps,
+  input: { caller: string; target: string; version: number },
+): Promise<{ at: string }> {
   await businessFailures(() => deps.store.makeCurrent(input.caller, input.target, input.version));
   return { at: new Date().toISOString() };
 }
 
 /** Step 4: the target's own records of the two keys' last use. */
-async function rotationKeyUsage(deps: RotationActivityDeps, input: { keyIds: string[] }): Promise<{ checkedAt: string; keys: KeyUsageByKey }> {
+async function rotationKeyUsage(
+  deps: RotationActivityDeps,
+  input: { keyIds: string[] },
+): Promise<{ checkedAt: string; keys: KeyUsageByKey }> {
   const usage = await keyUsage(deps.pool, input.keyIds, new Date(0));
   const keys: KeyUsageByKey = {};
-  for (const [id, u] of usage) keys[id] = { state: u.state, lastUsedAt: u.lastUsedAt ? u.lastUsedAt.toISOString() : null };
+  for (const [id, u] of usage)
+    keys[id] = { state: u.state, lastUsedAt: u.lastUsedAt ? u.lastUsedAt.toISOString() : null };
   return { checkedAt: new Date().toISOString(), keys };
 }
 
@@ -94,12 +109,22 @@ async function rotationKeyUsage(deps: RotationActivityDeps, input: { keyIds: str
  * routed tenant's event rules rewritten to the tokens of the pair's current key, which must be
  * `keyId`; the tenants that could not be updated are in `failed` (the workflow rolls back).
  */
-async function rewriteTenantEventRules(deps: RotationActivityDeps, input: { caller: string; target: string; keyId: string }): Promise<RuleRewriteResult> {
+async function rewriteTenantEventRules(
+  deps: RotationActivityDeps,
+  input: { caller: string; target: string; keyId: string },
+): Promise<RuleRewriteResult> {
   if (!deps.eventRules) throw new Error('this worker cannot reach the tenant ERPs (no event-rules configuration)');
   // the secret store's record, read fresh (the version the workflow has just made current)
   const store = new PgSecretStore(deps.pool, deps.eventRules.erp.secretsKey, 0);
-  const result = await rewriteEventRules({ ...deps.eventRules, store }, input, { heartbeat: () => Context.current().heartbeat() });
-  log.info('tenant event rules rewritten', { ...input, tenants: result.tenants, updated: result.updated.length, failed: result.failed.map((f) => f.tenant) });
+  const result = await rewriteEventRules({ ...deps.eventRules, store }, input, {
+    heartbeat: () => Context.current().heartbeat(),
+  });
+  log.info('tenant event rules rewritten', {
+    ...input,
+    tenants: result.tenants,
+    updated: result.updated.length,
+    failed: result.failed.map((f) => f.tenant),
+  });
   return result;
 }
 
@@ -120,10 +145,20 @@ async function revokeRotationKey(deps: RotationActivityDeps, input: { keyId: str
  */
 async function raiseRotationAlert(deps: RotationActivityDeps, input: RotationAlert): Promise<{ eventId: string }> {
   const id = `${SERVICE_KEY_ROTATION_FAILED}:${workflowId()}`;
-  log.error('service-key rotation rolled back', { ...input, workflowId: workflowId(), alert: SERVICE_KEY_ROTATION_FAILED });
+  log.error('service-key rotation rolled back', {
+    ...input,
+    workflowId: workflowId(),
+    alert: SERVICE_KEY_ROTATION_FAILED,
+  });
   await publishEvent(
     { eventsUrl: deps.eventsUrl, apiKey: (await deps.secrets.current('worker', 'events')).key },
-    cloudEvent({ id, source: '/plana/service-key-rotation', type: SERVICE_KEY_ROTATION_FAILED, subject: `${input.caller}:${input.target}`, data: { ...input, workflowId: workflowId() } }),
+    cloudEvent({
+      id,
+      source: '/plana/service-key-rotation',
+      type: SERVICE_KEY_ROTATION_FAILED,
+      subject: `${input.caller}:${input.target}`,
+      data: { ...input, workflowId: workflowId() },
+    }),
   );
   await rotations.recordRotationAlert(deps.pool, workflowId(), `event ${id}`);
   return { eventId: id };
@@ -136,7 +171,10 @@ async function recordRotationAlert(deps: RotationActivityDeps, input: { alert: s
 }
 
 /** Releases the pair's lock with the outcome. */
-async function finishRotation(deps: RotationActivityDeps, input: { outcome: RotationOutcome; message?: string }): Promise<void> {
+async function finishRotation(
+  deps: RotationActivityDeps,
+  input: { outcome: RotationOutcome; message?: string },
+): Promise<void> {
   await rotations.finishRotation(deps.pool, workflowId(), input.outcome, { message: input.message });
 }
 
@@ -145,9 +183,11 @@ export const createRotationActivities = (deps: RotationActivityDeps) => ({
   beginScheduledRotation: (pair: RotationPair) => beginScheduledRotation(deps, pair),
   prepareRotation: () => prepareRotation(deps),
   generateRotationKey: () => generateRotationKey(deps),
-  makeRotationSecretCurrent: (input: { caller: string; target: string; version: number }) => makeRotationSecretCurrent(deps, input),
+  makeRotationSecretCurrent: (input: { caller: string; target: string; version: number }) =>
+    makeRotationSecretCurrent(deps, input),
   rotationKeyUsage: (input: { keyIds: string[] }) => rotationKeyUsage(deps, input),
-  rewriteTenantEventRules: (input: { caller: string; target: string; keyId: string }) => rewriteTenantEventRules(deps, input),
+  rewriteTenantEventRules: (input: { caller: string; target: string; keyId: string }) =>
+    rewriteTenantEventRules(deps, input),
   promoteRotationKey: (input: { keyId: string }) => promoteRotationKey(deps, input),
   revokeRotationKey: (input: { keyId: string }) => revokeRotationKey(deps, input),
   raiseRotationAlert: (input: RotationAlert) => raiseRotationAlert(deps, input),

@@ -32,8 +32,14 @@ export const createTenantErpActivities = ({ config, platformPool, erpAdminPool }
       const outcome = await cloneDatabase(erpAdminPool, { database: input.database, template, filestoreRoot });
       return { database: input.database, template, outcome };
     } catch (err) {
-      if (err instanceof TemplateMissingError) return { database: input.database, template, outcome: 'template-missing' as const };
-      if (err instanceof InvalidDatabaseNameError) throw ApplicationFailure.create({ type: TenantErrorType.InvalidName, message: err.message, nonRetryable: true });
+      if (err instanceof TemplateMissingError)
+        return { database: input.database, template, outcome: 'template-missing' as const };
+      if (err instanceof InvalidDatabaseNameError)
+        throw ApplicationFailure.create({
+          type: TenantErrorType.InvalidName,
+          message: err.message,
+          nonRetryable: true,
+        });
       throw err;
     }
   },
@@ -41,7 +47,8 @@ export const createTenantErpActivities = ({ config, platformPool, erpAdminPool }
   /** DROP DATABASE … WITH (FORCE); 'absent' when it was gone already. */
   async dropTenantDatabase(input: { database: string }) {
     const outcome = await dropDatabase(erpAdminPool, input.database);
-    if (config.ERP_BACKEND === 'odoo') removeTenantFilestore(path.join(config.ODOO_DATA_DIR, 'filestore'), input.database);
+    if (config.ERP_BACKEND === 'odoo')
+      removeTenantFilestore(path.join(config.ODOO_DATA_DIR, 'filestore'), input.database);
     return { database: input.database, outcome };
   },
 

@@ -4,7 +4,8 @@ import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../domain/tenant
 import type { TenantClientSpec } from '../domain/tenants/types.js';
 import { WORKER_CALLER, type PlatformDeps } from './deps.js';
 
-export const provisionedEventId = (tenant: string, generation: number) => `${CLIENT_PROVISIONED}:${tenant}:${generation}`;
+export const provisionedEventId = (tenant: string, generation: number) =>
+  `${CLIENT_PROVISIONED}:${tenant}:${generation}`;
 
 export const createTenantEventActivities = ({ config, secrets }: PlatformDeps) => ({
   async publishProvisionedEvent(input: { tenant: string; generation: number; spec: TenantClientSpec }) {

@@ -6,7 +6,11 @@ import type { PlatformDeps } from './deps.js';
 
 const refuseOutsideRoot = (err: unknown): never => {
   if (err instanceof FilestorePathError) {
-    throw ApplicationFailure.create({ type: TenantErrorType.PathOutsideRoot, message: err.message, nonRetryable: true });
+    throw ApplicationFailure.create({
+      type: TenantErrorType.PathOutsideRoot,
+      message: err.message,
+      nonRetryable: true,
+    });
   }
   throw err;
 };

@@ -12,7 +12,14 @@ import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
 import type pg from 'pg';
-import { API_KEY_MIN_VERSION, API_KEY_RENEW_DAYS, ensureErpApiKey, erpApiLogin, erpApiUserDeps, loadErpApiCredentials } from '../domain/erp/api-user.js';
+import {
+  API_KEY_MIN_VERSION,
+  API_KEY_RENEW_DAYS,
+  ensureErpApiKey,
+  erpApiLogin,
+  erpApiUserDeps,
+  loadErpApiCredentials,
+} from '../domain/erp/api-user.js';
 import { createJson2Client } from '../domain/erp/json2.js';
 import { ErpFault, xmlRpcCall } from '../domain/erp/client.js';
 import { routeOfTenant } from '../domain/tenants/http-routes.js';
@@ -28,7 +35,11 @@ export interface HealthObservation {
   attempts: number;
 }
 
-export function getTenantHealth(erpUrl: string, host: string, timeoutMs = 5_000): Promise<Omit<HealthObservation, 'attempts'>> {
+export function getTenantHealth(
+  erpUrl: string,
+  host: string,
+  timeoutMs = 5_000,
+): Promise<Omit<HealthObservation, 'attempts'>> {
   const url = new URL('/web/health', erpUrl);
   return new Promise((resolve) => {
     const req = http.get(url, { headers: { host, accept: 'application/json' }, timeout: timeoutMs }, (res) => {
@@ -49,7 +60,9 @@ export function getTenantHealth(erpUrl: string, host: string, timeoutMs = 5_000)
       });
     });
     req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-    req.on('error', (err) => resolve({ healthy: false, httpStatus: 0, detail: `ERP entry point ${url.origin} unreachable: ${err.message}` }));
+    req.on('error', (err) =>
+      resolve({ healthy: false, httpStatus: 0, detail: `ERP entry point ${url.origin} unreachable: ${err.message}` }),
+    );
   });
 }
 
@@ -72,13 +85,35 @@ export async function probeTenant(
   const version = route ? Number(erpVersionOfNamespace(route.namespace)) : 0;
   if (version >= API_KEY_MIN_VERSION && credentials) {
     // JSON-2 takes API keys only: the database must answer with the user's key
-    if (!credentials.apiKey) return { ...web, healthy: false, detail: `${web.detail}; database ${target.database}: the API user ${login} has no API key yet` };
+    if (!credentials.apiKey)
+      return {
+        ...web,
+        healthy: false,
+        detail: `${web.detail}; database ${target.database}: the API user ${login} has no API key yet`,
+      };
     try {
-      await createJson2Client({ baseUrl: deps.erpUrl, host: target.host, db: target.database, login, apiKey: credentials.apiKey, timeoutMs }).authenticate();
-      return { ...web, detail: `${web.detail}; database ${target.database} answers over JSON-2 (${login} with its API key)` };
+      await createJson2Client({
+        baseUrl: deps.erpUrl,
+        host: target.host,
+        db: target.database,
+        login,
+        apiKey: credentials.apiKey,
+        timeoutMs,
+      }).authenticate();
+      return {
+        ...web,
+        detail: `${web.detail}; database ${target.database} answers over JSON-2 (${login} with its API key)`,
+      };
     } catch (err) {
-      const said = err instanceof ErpFault ? `${err.code === 3 ? 'refused the API key' : 'fault'} (${err.message})` : (err as Error).message;
-      return { ...web, healthy: false, detail: `${web.detail}; database ${target.database} does not answer over JSON-2: ${said}` };
+      const said =
+        err instanceof ErpFault
+          ? `${err.code === 3 ? 'refused the API key' : 'fault'} (${err.message})`
+          : (err as Error).message;
+      return {
+        ...web,
+        healthy: false,
+        detail: `${web.detail}; database ${target.database} does not answer over JSON-2: ${said}`,
+      };
     }
   }
   let uid: unknown;
@@ -93,7 +128,8 @@ export async function probeTenant(
     const said = err instanceof ErpFault ? err.message : (err as Error).message;
     return { ...web, healthy: false, detail: `${web.detail}; database ${target.database} does not answer: ${said}` };
   }
-  if (typeof uid === 'number') return { ...web, detail: `${web.detail}; database ${target.database} answers (${login} authenticated)` };
+  if (typeof uid === 'number')
+    return { ...web, detail: `${web.detail}; database ${target.database} answers (${login} authenticated)` };
   const why = credentials ? `refused the API user ${login}` : 'answers, but the tenant has no ERP API user yet';
   return { ...web, healthy: false, detail: `${web.detail}; database ${target.database} ${why}` };
 }
@@ -117,7 +153,13 @@ export const createTenantHealthActivities = ({ config, platformPool }: PlatformD
   }
   return {
     /** Probes every `intervalMs` until healthy or `windowMs` has passed; returns the last observation. */
-    async probeTenantHealth(input: { host: string; tenant?: string; database?: string; windowMs: number; intervalMs: number }): Promise<HealthObservation> {
+    async probeTenantHealth(input: {
+      host: string;
+      tenant?: string;
+      database?: string;
+      windowMs: number;
+      intervalMs: number;
+    }): Promise<HealthObservation> {
       const ctx = Context.current();
       const until = Date.now() + input.windowMs;
       // probes scheduled before tenant and database were passed: the host is <tenant>.<TENANT_DOMAIN> and names the database

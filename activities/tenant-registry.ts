@@ -10,13 +10,19 @@ export const createTenantRegistryActivities = ({ config, platformPool }: Platfor
     try {
       return await reserveSubdomain(platformPool, { ...input, tenantDomain: config.TENANT_DOMAIN });
     } catch (err) {
-      if (err instanceof SubdomainTakenError) throw ApplicationFailure.create({ type: TenantErrorType.SubdomainTaken, message: err.message, nonRetryable: true });
+      if (err instanceof SubdomainTakenError)
+        throw ApplicationFailure.create({
+          type: TenantErrorType.SubdomainTaken,
+          message: err.message,
+          nonRetryable: true,
+        });
       throw err;
     }
   },
 
   /** A missing row (the apply that started the workflow has not committed yet) is retried. */
   async recordTenantStatus(input: { name: string; uid: string; status: TenantStatus }): Promise<void> {
-    if (!(await recordTenantStatus(platformPool, input))) throw new Error(`tenant_clients row ${input.name} (${input.uid}) not there yet`);
+    if (!(await recordTenantStatus(platformPool, input)))
+      throw new Error(`tenant_clients row ${input.name} (${input.uid}) not there yet`);
   },
 });

@@ -10,7 +10,14 @@ import type { Pool } from 'pg';
 import type { Config } from '../lib/config.js';
 import { describeDuration } from '../lib/durations.js';
 import { sendingEndpoints } from '../domain/webhooks/endpoints.js';
-import { disableEndpoint, disableEndpointFailingFor, messagePayload, recordAttempts, setDeliveryStatus, type Trigger } from '../domain/webhooks/deliveries.js';
+import {
+  disableEndpoint,
+  disableEndpointFailingFor,
+  messagePayload,
+  recordAttempts,
+  setDeliveryStatus,
+  type Trigger,
+} from '../domain/webhooks/deliveries.js';
 import { webhookHeaders } from '../domain/webhooks/signing.js';
 import type { WebhookSender } from '../domain/webhooks/http-sender.js';
 import { alertWorkspaceAdmins } from '../domain/webhooks/alerts.js';
@@ -41,18 +48,34 @@ const goneAlert = (endpoint: { id: string; url: string }, messageId: string, ide
 
 export const createWebhookActivities = (deps: WebhookActivityDeps) => {
   const { pool, config } = deps;
-  const alert = (workspaceId: string, a: Parameters<typeof alertWorkspaceAdmins>[2]) => alertWorkspaceAdmins(deps, workspaceId, a);
+  const alert = (workspaceId: string, a: Parameters<typeof alertWorkspaceAdmins>[2]) =>
+    alertWorkspaceAdmins(deps, workspaceId, a);
 
   return {
     /** The daily retention (schedule `webhook-retention`): old messages and attempts of ended deliveries; idempotent. */
     async applyWebhookRetention(): Promise<{ retentionDays: number; messages: number; attempts: number }> {
-      return { retentionDays: config.WEBHOOK_RETENTION_DAYS, ...(await deleteExpiredWebhookHistory(pool, config.WEBHOOK_RETENTION_DAYS)) };
+      return {
+        retentionDays: config.WEBHOOK_RETENTION_DAYS,
+        ...(await deleteExpiredWebhookHistory(pool, config.WEBHOOK_RETENTION_DAYS)),
+      };
     },
 
     /** The ERP events catch-up (schedule `erp-events-sweep`): every tenant with a route; one tenant failing is reported, not thrown. */
-    async sweepErpEvents(): Promise<{ tenants: number; published: number; baselines: number; failed: { tenant: string; error: string }[] }> {
+    async sweepErpEvents(): Promise<{
+      tenants: number;
+      published: number;
+      baselines: number;
+      failed: { tenant: string; error: string }[];
+    }> {
       const results = await sweepAll(
-        { pool, settleMs: config.ERP_EVENTS_SWEEP_SETTLE, erpUrl: config.ERP_URL, secretsKey: config.SECRETS_KEY, eventsUrl: config.EVENTS_URL, eventsKey: deps.eventsKey },
+        {
+          pool,
+          settleMs: config.ERP_EVENTS_SWEEP_SETTLE,
+          erpUrl: config.ERP_URL,
+          secretsKey: config.SECRETS_KEY,
+          eventsUrl: config.EVENTS_URL,
+          eventsKey: deps.eventsKey,
+        },
         { heartbeat: () => Context.current().heartbeat() },
       );
       return {
@@ -63,18 +86,40 @@ export const createWebhookActivities = (deps: WebhookActivityDeps) => {
       };
     },
 
-    async attemptWebhookDelivery(input: { endpointId: string; messageId: string; trigger: Trigger }): Promise<WebhookAttemptSummary> {
+    async attemptWebhookDelivery(input: {
+      endpointId: string;
+      messageId: string;
+      trigger: Trigger;
+    }): Promise<WebhookAttemptSummary> {
       const [endpoint] = await sendingEndpoints(pool, config.SECRETS_KEY, { id: input.endpointId });
       const message = await messagePayload(pool, input.messageId);
       if (!endpoint || !endpoint.enabled || !message) {
-        return { outcome: 'endpoint-disabled', statusCode: null, retryAfterMs: null, error: endpoint ? 'endpoint disabled' : 'endpoint deleted', endpointDisabled: true };
+        return {
+          outcome: 'endpoint-disabled',
+          statusCode: null,
+          retryAfterMs: null,
+          error: endpoint ? 'endpoint disabled' : 'endpoint deleted',
+          endpointDisabled: true,
+        };
       }
       const attemptedAt = new Date();
-      const headers = webhookHeaders({ secrets: endpoint.secrets, msgId: input.messageId, body: message.payload, userAgent: config.WEBHOOK_USER_AGENT });
+      const headers = webhookHeaders({
+        secrets: endpoint.secrets,
+        msgId: input.messageId,
+        body: message.payload,
+        userAgent: config.WEBHOOK_USER_AGENT,
+      });
       const result = await deps.sender.send(endpoint.url, headers, message.payload);
       const status = result.outcome === 'ok' ? 'delivered' : result.outcome === 'gone' ? 'failed' : null;
-      await recordAttempts(pool, [{ endpointId: endpoint.id, messageId: input.messageId, trigger: input.trigger, attemptedAt, result, status }]);
-      const summary: WebhookAttemptSummary = { outcome: result.outcome, statusCode: result.statusCode, retryAfterMs: result.retryAfterMs, error: result.error };
+      await recordAttempts(pool, [
+        { endpointId: endpoint.id, messageId: input.messageId, trigger: input.trigger, attemptedAt, result, status },
+      ]);
+      const summary: WebhookAttemptSummary = {
+        outcome: result.outcome,
+        statusCode: result.statusCode,
+        retryAfterMs: result.retryAfterMs,
+        error: result.error,
+      };
       if (result.outcome === 'ok') return summary;
 
       const idem = runKey();
@@ -85,7 +130,12 @@ export const createWebhookActivities = (deps: WebhookActivityDeps) => {
         return { ...summary, endpointDisabled: true };
       }
       const period = describeDuration(config.WEBHOOK_DISABLE_AFTER);
-      const disabled = await disableEndpointFailingFor(pool, endpoint.id, config.WEBHOOK_DISABLE_AFTER, `failing for more than ${period}`);
+      const disabled = await disableEndpointFailingFor(
+        pool,
+        endpoint.id,
+        config.WEBHOOK_DISABLE_AFTER,
+        `failing for more than ${period}`,
+      );
       if (disabled) {
         await alert(endpoint.workspaceId, {
           severity: 'warning',
@@ -102,7 +152,14 @@ export const createWebhookActivities = (deps: WebhookActivityDeps) => {
     },
 
     /** The end of a delivery that did not succeed; `gone`: the dispatcher's first attempt got 410 (disable the endpoint). */
-    async finishWebhookDelivery(input: { endpointId: string; messageId: string; attempts: number; lastError: string; alert: boolean; gone?: boolean }): Promise<void> {
+    async finishWebhookDelivery(input: {
+      endpointId: string;
+      messageId: string;
+      attempts: number;
+      lastError: string;
+      alert: boolean;
+      gone?: boolean;
+    }): Promise<void> {
       await setDeliveryStatus(pool, input.endpointId, input.messageId, 'failed', input.lastError);
       const [endpoint] = await sendingEndpoints(pool, config.SECRETS_KEY, { id: input.endpointId });
       if (!endpoint) return;

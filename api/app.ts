@@ -44,7 +44,9 @@ import webRoutes from './routes/web/index.js';
 
 export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   // the request log writes each Workspace API call's execution-log record with its log line
-  const app = Fastify(serverOptions(deps.config.LOG_LEVEL, { logController: new WorkspaceCallLog(), stream: deps.logStream }));
+  const app = Fastify(
+    serverOptions(deps.config.LOG_LEVEL, { logController: new WorkspaceCallLog(), stream: deps.logStream }),
+  );
   app.decorate('deps', deps);
   app.addSchema(ProblemSchema);
   await app.register(problemDetails);

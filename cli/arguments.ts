@@ -18,7 +18,9 @@ export function tenantName(value: string): string {
 
 /** A service name of a caller → target pair (service-keys lists them). */
 export function serviceName(value: string): string {
-  return /^[a-z][a-z0-9-]{0,39}$/.test(value) ? value : fail('A service name is lowercase letters, digits and hyphens (see `service-keys`).');
+  return /^[a-z][a-z0-9-]{0,39}$/.test(value)
+    ? value
+    : fail('A service name is lowercase letters, digits and hyphens (see `service-keys`).');
 }
 
 export function positiveInteger(value: string): number {
@@ -33,19 +35,25 @@ export function positiveNumber(value: string): number {
 
 /** YYYY-MM-DD, a real day. */
 export function isoDate(value: string): string {
-  const ok = /^\d{4}-\d{2}-\d{2}$/.test(value) && !Number.isNaN(Date.parse(`${value}T00:00:00Z`)) && new Date(`${value}T00:00:00Z`).toISOString().startsWith(value);
+  const ok =
+    /^\d{4}-\d{2}-\d{2}$/.test(value) &&
+    !Number.isNaN(Date.parse(`${value}T00:00:00Z`)) &&
+    new Date(`${value}T00:00:00Z`).toISOString().startsWith(value);
   return ok ? value : fail('It must be a date such as 2026-11-20 (YYYY-MM-DD).');
 }
 
 /** An ISO 8601 time with a zone, e.g. 2026-11-20T00:00:00Z. */
 export function isoTime(value: string): string {
-  const ok = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(value) && !Number.isNaN(Date.parse(value));
+  const ok =
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(value) &&
+    !Number.isNaN(Date.parse(value));
   return ok ? value : fail('It must be an ISO time with a zone, such as 2026-11-20T00:00:00Z.');
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function uuid(what: string) {
-  return (value: string): string => (UUID.test(value) ? value : fail(`${what} is a UUID such as 3f6c1e2a-…-…; list them to copy one.`));
+  return (value: string): string =>
+    UUID.test(value) ? value : fail(`${what} is a UUID such as 3f6c1e2a-…-…; list them to copy one.`);
 }
 
 export function pattern(re: RegExp, why: string) {

@@ -21,7 +21,10 @@ async function readOperatorKey(): Promise<string> {
   try {
     return (await new PgSecretStore(pool, cfg.SECRETS_KEY).current(OPERATOR_CALLER, 'account-api')).key;
   } catch (err) {
-    throw new OpsApiError(0, `No operator key: set OPS_API_KEY, or reach the secret store at DATABASE_URL (${(err as Error).message}).`);
+    throw new OpsApiError(
+      0,
+      `No operator key: set OPS_API_KEY, or reach the secret store at DATABASE_URL (${(err as Error).message}).`,
+    );
   } finally {
     await pool.end();
   }
@@ -44,10 +47,18 @@ export type CliTerms = Record<string, string>;
  * field named in the detail) the command sent becomes the flag or argument it came from, and the
  * same sentence is said once.
  */
-export function problemInCliTerms(problem: { detail?: string; errors?: { field: string; message: string }[] } | undefined, terms: CliTerms, fallback: string): string {
+export function problemInCliTerms(
+  problem: { detail?: string; errors?: { field: string; message: string }[] } | undefined,
+  terms: CliTerms,
+  fallback: string,
+): string {
   const rename = (text: string) =>
-    Object.entries(terms).reduce((t, [field, term]) => t.replace(new RegExp(`(?<![\\w.])${field.replace(/\./g, '\\.')}(?![\\w])`, 'g'), term), text);
-  if (problem?.errors?.length) return [...new Set(problem.errors.map((e) => rename(`${e.field} ${e.message}`)))].join('; ');
+    Object.entries(terms).reduce(
+      (t, [field, term]) => t.replace(new RegExp(`(?<![\\w.])${field.replace(/\./g, '\\.')}(?![\\w])`, 'g'), term),
+      text,
+    );
+  if (problem?.errors?.length)
+    return [...new Set(problem.errors.map((e) => rename(`${e.field} ${e.message}`)))].join('; ');
   return problem?.detail ? rename(problem.detail) : fallback;
 }
 
@@ -67,7 +78,10 @@ export async function opsRequest<T>(method: string, path: string, body?: unknown
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch (err) {
-    throw new OpsApiError(0, `Cannot reach the account API at ${base} (${(err as Error).message}). Is \`npm run dev\` running?`);
+    throw new OpsApiError(
+      0,
+      `Cannot reach the account API at ${base} (${(err as Error).message}). Is \`npm run dev\` running?`,
+    );
   }
   const text = await res.text();
   const json = text ? JSON.parse(text) : undefined;

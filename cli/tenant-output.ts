@@ -24,7 +24,26 @@ export function age(since: string, now = Date.now()): string {
   return `${Math.floor(s / 86_400)}d`;
 }
 
-const plain = { chars: { top: '', 'top-mid': '', 'top-left': '', 'top-right': '', bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '', left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '  ' }, style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 } };
+const plain = {
+  chars: {
+    top: '',
+    'top-mid': '',
+    'top-left': '',
+    'top-right': '',
+    bottom: '',
+    'bottom-mid': '',
+    'bottom-left': '',
+    'bottom-right': '',
+    left: '',
+    'left-mid': '',
+    mid: '',
+    'mid-mid': '',
+    right: '',
+    'right-mid': '',
+    middle: '  ',
+  },
+  style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 },
+};
 
 export function tenantTable(items: TenantClientSummary[]): string {
   const table = new Table({ head: ['NAME', 'SYNCED', 'READY', 'PHASE', 'AGE'], ...plain });
@@ -53,12 +72,21 @@ export function describeTenant(t: TenantClientResource): string {
   for (const [k, v] of Object.entries(t.spec)) lines.push(`  ${k.padEnd(20)}${v}`);
 
   lines.push('Conditions:');
-  const conditions = new Table({ head: ['TYPE', 'STATUS', 'REASON', 'GEN', 'LAST TRANSITION', 'MESSAGE'], ...plain, style: { ...plain.style, 'padding-left': 2 } });
-  for (const c of t.status.conditions) conditions.push([c.type, c.status, c.reason, c.observedGeneration, c.lastTransitionTime, c.message]);
+  const conditions = new Table({
+    head: ['TYPE', 'STATUS', 'REASON', 'GEN', 'LAST TRANSITION', 'MESSAGE'],
+    ...plain,
+    style: { ...plain.style, 'padding-left': 2 },
+  });
+  for (const c of t.status.conditions)
+    conditions.push([c.type, c.status, c.reason, c.observedGeneration, c.lastTransitionTime, c.message]);
   lines.push(conditions.toString());
 
   lines.push('Resources:');
-  const resources = new Table({ head: ['RESOURCE', 'SYNCED', 'STATE', 'NAME', 'MESSAGE'], ...plain, style: { ...plain.style, 'padding-left': 2 } });
+  const resources = new Table({
+    head: ['RESOURCE', 'SYNCED', 'STATE', 'NAME', 'MESSAGE'],
+    ...plain,
+    style: { ...plain.style, 'padding-left': 2 },
+  });
   for (const kind of resourceKinds) {
     const r = t.status.resources?.[kind];
     if (r) resources.push([kind, r.synced, r.state, r.externalName, r.message]);
@@ -66,7 +94,11 @@ export function describeTenant(t: TenantClientResource): string {
   lines.push(resources.toString());
 
   lines.push('Recent steps:');
-  const steps = new Table({ head: ['AT', 'STEP', 'OUTCOME', 'MESSAGE'], ...plain, style: { ...plain.style, 'padding-left': 2 } });
+  const steps = new Table({
+    head: ['AT', 'STEP', 'OUTCOME', 'MESSAGE'],
+    ...plain,
+    style: { ...plain.style, 'padding-left': 2 },
+  });
   for (const s of t.status.steps.slice(-15)) steps.push([s.at, s.step, s.outcome, s.message]);
   lines.push(steps.toString());
   return lines.join('\n');

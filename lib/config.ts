@@ -14,7 +14,10 @@ const key = z.string().min(16, 'must be at least 16 characters');
 const durationUnits: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const duration = z
   .string()
-  .regex(/^\d+\s*(ms|s|sec|seconds?|m|min|minutes?|h|hours?|d|days?)?$/, 'must be a duration such as "30 days", "5 minutes" or "2s"')
+  .regex(
+    /^\d+\s*(ms|s|sec|seconds?|m|min|minutes?|h|hours?|d|days?)?$/,
+    'must be a duration such as "30 days", "5 minutes" or "2s"',
+  )
   .transform((s) => {
     const [, n, unit = 'ms'] = /^(\d+)\s*(\w+)?$/.exec(s)!;
     const u = unit === 'ms' ? 'ms' : unit.startsWith('mi') || unit === 'm' ? 'm' : unit.charAt(0);
@@ -65,7 +68,11 @@ export const configSchema = z.object({
    * long to wait before revoking the new key (the consumers' cache TTL, with a margin).
    */
   SERVICE_KEY_ROTATION_ACCEPT_WAIT_MS: z.coerce.number().int().min(0).default(35_000),
-  SERVICE_KEY_ROTATION_QUIET_MS: z.coerce.number().int().min(1).default(10 * 60_000),
+  SERVICE_KEY_ROTATION_QUIET_MS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(10 * 60_000),
   SERVICE_KEY_ROTATION_POLL_MS: z.coerce.number().int().min(50).default(30_000),
   SERVICE_KEY_ROTATION_DEADLINE_MS: z.coerce.number().int().min(1).default(3600_000),
   SERVICE_KEY_ROTATION_ROLLBACK_WAIT_MS: z.coerce.number().int().min(0).default(30_000),
@@ -95,8 +102,14 @@ export const configSchema = z.object({
   KUBERNETES_API_URL: url.optional(),
   KUBERNETES_SERVICE_HOST: z.string().optional(),
   KUBERNETES_SERVICE_PORT: port.optional(),
-  KUBERNETES_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a Kubernetes namespace name').default('plana'),
-  KUBERNETES_SECRET_NAME: z.string().regex(/^[a-z0-9{}.-]+$/, 'must be a Secret name, `{caller}` allowed').default('plana-service-keys-{caller}'),
+  KUBERNETES_NAMESPACE: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a Kubernetes namespace name')
+    .default('plana'),
+  KUBERNETES_SECRET_NAME: z
+    .string()
+    .regex(/^[a-z0-9{}.-]+$/, 'must be a Secret name, `{caller}` allowed')
+    .default('plana-service-keys-{caller}'),
   KUBERNETES_TOKEN_FILE: z.string().min(1).default('/var/run/secrets/kubernetes.io/serviceaccount/token'),
   KUBERNETES_CA_FILE: z.string().min(1).default('/var/run/secrets/kubernetes.io/serviceaccount/ca.crt'),
 
@@ -109,10 +122,17 @@ export const configSchema = z.object({
   EVENTS_PORT: port.default(3001),
   EVENTS_URL: url.default('http://127.0.0.1:3001'),
   /** The Redis stream that holds the events, and about how many entries it keeps (XADD MAXLEN ~). */
-  EVENTS_STREAM: z.string().regex(/^[\w.:-]{1,100}$/, 'must be a plain Redis key name').default('events'),
+  EVENTS_STREAM: z
+    .string()
+    .regex(/^[\w.:-]{1,100}$/, 'must be a plain Redis key name')
+    .default('events'),
   EVENTS_STREAM_MAXLEN: z.coerce.number().int().min(1).default(100_000),
   /** How long the id of a published event is remembered, so a retried publish is not appended twice (seconds). */
-  EVENTS_DEDUPE_TTL_SECONDS: z.coerce.number().int().min(1).default(7 * 24 * 3600),
+  EVENTS_DEDUPE_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(7 * 24 * 3600),
   /** Consumers reclaim an entry another consumer read but did not acknowledge for this long (XAUTOCLAIM). */
   EVENTS_CLAIM_IDLE_MS: z.coerce.number().int().min(100).default(60_000),
 
@@ -129,7 +149,11 @@ export const configSchema = z.object({
   WEBHOOK_DNS_SERVERS: z.string().default(''),
   /** One attempt's deadline (connect + answer), the largest body sent, the response excerpt kept. */
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).default(15_000),
-  WEBHOOK_MAX_PAYLOAD_BYTES: z.coerce.number().int().min(1024).default(256 * 1024),
+  WEBHOOK_MAX_PAYLOAD_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(256 * 1024),
   /** Delays between attempts after the first (Svix's schedule: about 27 hours in all), each ± WEBHOOK_RETRY_JITTER. */
   WEBHOOK_RETRY_SCHEDULE: z.string().default('5s,5m,30m,2h,5h,10h,10h'),
   WEBHOOK_RETRY_JITTER: z.coerce.number().min(0).max(0.5).default(0.2),
@@ -170,7 +194,10 @@ export const configSchema = z.object({
    */
   BANKING_BANKS: z
     .string()
-    .regex(/^[a-z0-9-]{1,40}=https?:\/\/[^,\s]+(,[a-z0-9-]{1,40}=https?:\/\/[^,\s]+)*$/, 'must be id=url pairs, comma-separated')
+    .regex(
+      /^[a-z0-9-]{1,40}=https?:\/\/[^,\s]+(,[a-z0-9-]{1,40}=https?:\/\/[^,\s]+)*$/,
+      'must be id=url pairs, comma-separated',
+    )
     .default('sandbox=http://127.0.0.1:3210'),
   /** How long the banking service waits for a bank; how long the account API waits for the banking service (ms). */
   BANKING_BANK_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
@@ -206,7 +233,10 @@ export const configSchema = z.object({
   /** The platform bot's personal access token (`Authorization: Bearer`). */
   CHAT_TOKEN: z.string().min(16, 'must be at least 16 characters').default('dev-chat-bot-token-000000000000'),
   /** The team (26 characters, Mattermost id) that holds the support rooms. */
-  CHAT_TEAM_ID: z.string().regex(/^[a-z0-9]{26}$/, 'must be a Mattermost id (26 lowercase letters/digits)').default('planasupportteam0000000000'),
+  CHAT_TEAM_ID: z
+    .string()
+    .regex(/^[a-z0-9]{26}$/, 'must be a Mattermost id (26 lowercase letters/digits)')
+    .default('planasupportteam0000000000'),
 
   SMTP_HOST: z.string().default('127.0.0.1'),
   SMTP_PORT: port.default(2525),
@@ -216,7 +246,10 @@ export const configSchema = z.object({
   ERP_HOST: z.string().default('127.0.0.1'),
   ERP_PORT: port.default(8069),
   ERP_URL: url.default('http://127.0.0.1:8069'),
-  TENANT_DOMAIN: z.string().regex(/^[a-z0-9.-]+$/, 'must be a DNS domain').default('erp.plana.test'),
+  TENANT_DOMAIN: z
+    .string()
+    .regex(/^[a-z0-9.-]+$/, 'must be a DNS domain')
+    .default('erp.plana.test'),
   /**
    * The `admin` password of the ERP template databases: the platform signs in with it once per new
    * tenant database (to create the API user through Odoo's models) and replaces it there with a
@@ -245,10 +278,17 @@ export const configSchema = z.object({
     .refine((s) => Buffer.from(s, 'base64').length === 32, 'must be 32 bytes, base64-encoded'),
 
   /** Interactive login: HMAC secret (>= 32 chars) signing the short-lived access tokens (JWT, HS256). */
-  AUTH_JWT_SECRET: z.string().min(32, 'must be at least 32 characters').default('dev-only-jwt-secret-000000000000000000000000000000'),
+  AUTH_JWT_SECRET: z
+    .string()
+    .min(32, 'must be at least 32 characters')
+    .default('dev-only-jwt-secret-000000000000000000000000000000'),
   /** Access token lifetime (seconds); refresh token lifetime (seconds), rotated on every use. */
   ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).default(900),
-  REFRESH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).default(30 * 24 * 3600),
+  REFRESH_TOKEN_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .default(30 * 24 * 3600),
   /** Password guessing: after this many failed logins for one e-mail from one address, 429 for the window. */
   LOGIN_MAX_FAILURES: z.coerce.number().int().min(1).default(10),
   LOGIN_FAILURE_WINDOW_SECONDS: z.coerce.number().int().min(1).default(900),
@@ -313,7 +353,10 @@ export const configSchema = z.object({
    * Billing (domain/billing): the Stripe webhook endpoint's signing secret (`whsec_…`, from the
    * Stripe dashboard or `stripe listen`) and how old a signed event may be (Stripe's default 300 s).
    */
-  STRIPE_WEBHOOK_SECRET: z.string().regex(/^whsec_\S{8,}$/, 'must be a Stripe webhook signing secret (whsec_…)').default('whsec_dev_only_local_webhook_secret'),
+  STRIPE_WEBHOOK_SECRET: z
+    .string()
+    .regex(/^whsec_\S{8,}$/, 'must be a Stripe webhook signing secret (whsec_…)')
+    .default('whsec_dev_only_local_webhook_secret'),
   STRIPE_WEBHOOK_TOLERANCE_SECONDS: z.coerce.number().int().min(1).max(3600).default(300),
   /** Dunning: how long after a failed payment the workspace is suspended unless it pays. */
   BILLING_GRACE_PERIOD: duration.prefault('7 days'),
@@ -333,7 +376,15 @@ export const configSchema = z.object({
 });
 
 type ParsedConfig = z.infer<typeof configSchema>;
-export type Config = Omit<ParsedConfig, 'DATA_DIR' | 'FILESTORE_ROOT' | 'BACKUP_ROOT' | 'WEBHOOK_ALLOW_HTTP' | 'WEBHOOK_ALLOWED_ADDRESSES' | 'WEBHOOK_RETRY_SCHEDULE'> & {
+export type Config = Omit<
+  ParsedConfig,
+  | 'DATA_DIR'
+  | 'FILESTORE_ROOT'
+  | 'BACKUP_ROOT'
+  | 'WEBHOOK_ALLOW_HTTP'
+  | 'WEBHOOK_ALLOWED_ADDRESSES'
+  | 'WEBHOOK_RETRY_SCHEDULE'
+> & {
   DATA_DIR: string;
   FILESTORE_ROOT: string;
   BACKUP_ROOT: string;
@@ -354,9 +405,13 @@ export class ConfigError extends Error {
 export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const result = configSchema.safeParse(env);
   if (result.success) {
-    const bad = result.data.WEBHOOK_RETRY_SCHEDULE.split(',').map((d) => d.trim()).filter((d) => !duration.safeParse(d).success);
+    const bad = result.data.WEBHOOK_RETRY_SCHEDULE.split(',')
+      .map((d) => d.trim())
+      .filter((d) => !duration.safeParse(d).success);
     if (bad.length > 0 || result.data.WEBHOOK_RETRY_SCHEDULE.trim() === '') {
-      throw new ConfigError(`Invalid configuration:\n  WEBHOOK_RETRY_SCHEDULE: must be a comma-separated list of durations such as "5s,5m,30m" (bad: ${bad.join(', ') || 'empty'})`);
+      throw new ConfigError(
+        `Invalid configuration:\n  WEBHOOK_RETRY_SCHEDULE: must be a comma-separated list of durations such as "5s,5m,30m" (bad: ${bad.join(', ') || 'empty'})`,
+      );
     }
   }
   if (!result.success) {
@@ -372,7 +427,10 @@ export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
     BACKUP_ROOT: c.BACKUP_ROOT ?? `${dataDir}/backups`,
     WEBHOOK_ALLOW_HTTP: c.WEBHOOK_ALLOW_HTTP ? c.WEBHOOK_ALLOW_HTTP === 'true' : c.NODE_ENV !== 'production',
     WEBHOOK_ALLOWED_ADDRESSES: c.WEBHOOK_ALLOWED_ADDRESSES ?? (c.NODE_ENV === 'development' ? LOOPBACK_CIDRS : ''),
-    WEBHOOK_RETRY_SCHEDULE: c.WEBHOOK_RETRY_SCHEDULE.split(',').map((s) => s.trim()).filter(Boolean).map(parseDuration),
+    WEBHOOK_RETRY_SCHEDULE: c.WEBHOOK_RETRY_SCHEDULE.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)
+      .map(parseDuration),
   };
 }
 

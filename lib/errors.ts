@@ -70,7 +70,16 @@ export function codeForStatus(status: number): ErrorCode {
 }
 
 /** Connection-level failures: the peer is down, restarting, refusing or unreachable. */
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+]);
 /**
  * PostgreSQL SQLSTATEs that mean "the server cannot serve now", not "your query is wrong":
  * class 08 (connection exception), 57P01-57P03 (admin shutdown, crash shutdown, cannot connect
@@ -102,7 +111,12 @@ export function unavailableDependency(err: unknown): 'PostgreSQL' | 'Redis' | 'T
   if (name === 'ReplyError' && /^(LOADING|MASTERDOWN|CLUSTERDOWN|BUSY )/.test(message)) return 'Redis';
   if (typeof e.severity === 'string' && PG_UNAVAILABLE.test(code)) return 'PostgreSQL';
   if (PG_CLIENT_MESSAGES.some((m) => message.startsWith(m))) return 'PostgreSQL';
-  if (name === 'ServiceError' || name === 'TransportError' || name === 'ConnectionError' || name.startsWith('Temporal')) {
+  if (
+    name === 'ServiceError' ||
+    name === 'TransportError' ||
+    name === 'ConnectionError' ||
+    name.startsWith('Temporal')
+  ) {
     // gRPC status 14 UNAVAILABLE (or 4 DEADLINE_EXCEEDED) from the Temporal frontend
     const grpc = (e.cause as { code?: unknown } | undefined)?.code ?? e.code;
     if (grpc === 14 || grpc === 4 || name === 'TransportError' || name === 'ConnectionError') return 'Temporal';

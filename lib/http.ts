@@ -71,7 +71,11 @@ export class OneLinePerRequest extends LogController {
   }
   protected completedLine(request: FastifyRequest, reply: FastifyReply): Record<string, unknown> {
     // the `req` serializer (lib/logger.ts) redacts the URL's credentials
-    const line: Record<string, unknown> = { req: { method: request.method, url: request.url }, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime };
+    const line: Record<string, unknown> = {
+      req: { method: request.method, url: request.url },
+      res: { statusCode: reply.statusCode },
+      responseTime: reply.elapsedTime,
+    };
     // an internal call: who called with which key id (set by the service-key check; never the key)
     const caller = (request as { serviceCaller?: { caller: string; keyId: string } }).serviceCaller;
     if (caller) {
@@ -100,7 +104,10 @@ function requestIdOf(headers: Record<string, string | string[] | undefined>): st
 const validatorsFromPool = AjvCompiler();
 function buildValidator(externalSchemas: unknown, options: { customOptions?: Record<string, unknown> } | undefined) {
   const coercing = validatorsFromPool(externalSchemas as never, options as never);
-  const exact = validatorsFromPool(externalSchemas as never, { ...options, customOptions: { ...options?.customOptions, coerceTypes: false } } as never);
+  const exact = validatorsFromPool(
+    externalSchemas as never,
+    { ...options, customOptions: { ...options?.customOptions, coerceTypes: false } } as never,
+  );
   return (route: { httpPart?: string }) => (route.httpPart === 'body' ? exact : coercing)(route as never);
 }
 
@@ -111,7 +118,10 @@ export interface LogOptions {
   stream?: DestinationStream;
 }
 
-export function serverOptions(logLevel: string, { logController = new OneLinePerRequest(), stream }: LogOptions = {}): FastifyServerOptions {
+export function serverOptions(
+  logLevel: string,
+  { logController = new OneLinePerRequest(), stream }: LogOptions = {},
+): FastifyServerOptions {
   return {
     logController,
     logger: {
@@ -119,7 +129,9 @@ export function serverOptions(logLevel: string, { logController = new OneLinePer
       ...(stream ? { stream } : {}),
       redact: { paths: redactPaths, censor: '[redacted]' },
       // Fastify's type wants message and stack on an error line: the platform's lines leave them out
-      serializers: serializers as unknown as NonNullable<Exclude<FastifyServerOptions['logger'], boolean | undefined>>['serializers'],
+      serializers: serializers as unknown as NonNullable<
+        Exclude<FastifyServerOptions['logger'], boolean | undefined>
+      >['serializers'],
     },
     genReqId: (req) => requestIdOf(req.headers),
     requestIdHeader: false,
@@ -129,13 +141,27 @@ export function serverOptions(logLevel: string, { logController = new OneLinePer
     // a request arriving while the server closes gets a 503 problem from the hook below
     return503OnClosing: false,
     // verbose: an error carries the value it is about, so "must be one of …" can say what came instead
-    ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true, verbose: true } },
+    ajv: {
+      customOptions: {
+        allErrors: true,
+        removeAdditional: false,
+        coerceTypes: 'array',
+        useDefaults: true,
+        verbose: true,
+      },
+    },
     frameworkErrors: (err, req, reply) => {
       const known: Record<string, [ErrorCode, string]> = {
-        FST_ERR_BAD_URL: ['BAD_REQUEST', 'The URL path is not valid: a percent-encoded sequence is malformed or not UTF-8.'],
+        FST_ERR_BAD_URL: [
+          'BAD_REQUEST',
+          'The URL path is not valid: a percent-encoded sequence is malformed or not UTF-8.',
+        ],
         FST_ERR_MAX_PARAM_LENGTH: ['URI_TOO_LONG', `A path segment is longer than ${MAX_PARAM_LENGTH} characters.`],
       };
-      const [code, detail] = known[err.code] ?? ['INTERNAL', 'An unexpected error occurred. Quote the requestId when reporting it.'];
+      const [code, detail] = known[err.code] ?? [
+        'INTERNAL',
+        'An unexpected error occurred. Quote the requestId when reporting it.',
+      ];
       if (code === 'INTERNAL') req.log.error({ ...failureContext(req), err }, 'router error');
       return sendProblem(reply, code, detail);
     },
@@ -147,7 +173,11 @@ export function serverOptions(logLevel: string, { logController = new OneLinePer
  * Node's HTTP parser refused the request (or it timed out) before Fastify saw it: answer a
  * problem on the raw socket and close it. ECONNRESET: the peer is gone, nothing to answer.
  */
-function refuseMalformedRequest(this: FastifyInstance, err: NodeJS.ErrnoException & { bytesParsed?: number }, socket: Socket) {
+function refuseMalformedRequest(
+  this: FastifyInstance,
+  err: NodeJS.ErrnoException & { bytesParsed?: number },
+  socket: Socket,
+) {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   const [code, detail]: [ErrorCode, string] =
     err.code === 'HPE_HEADER_OVERFLOW'
@@ -170,7 +200,11 @@ function refuseMalformedRequest(this: FastifyInstance, err: NodeJS.ErrnoExceptio
 }
 
 export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string, extra: Record<string, unknown> = {}) {
-  const body = problem(code, detail, { requestId: reply.request.id, instance: reply.request.url.split('?')[0], ...extra });
+  const body = problem(code, detail, {
+    requestId: reply.request.id,
+    instance: reply.request.url.split('?')[0],
+    ...extra,
+  });
   return reply.code(body.status).header('x-request-id', reply.request.id).type('application/problem+json').send(body);
 }
 
@@ -187,7 +221,9 @@ export function registerProbes(app: FastifyInstance, dependency: { name: string;
       return { status: 'ready' };
     } catch (err) {
       req.log.warn({ err: (err as Error).message }, `${dependency.name} not reachable`);
-      return sendProblem(reply, 'UNAVAILABLE', `Not ready: ${dependency.name} not reachable.`, { failing: [dependency.name] });
+      return sendProblem(reply, 'UNAVAILABLE', `Not ready: ${dependency.name} not reachable.`, {
+        failing: [dependency.name],
+      });
     }
   });
 }
@@ -239,7 +275,11 @@ export function handleError(err: FastifyError, req: FastifyRequest, reply: Fasti
   const status = err.statusCode ?? 500;
   if (status < 400 || status >= 500) {
     req.log.error({ ...failureContext(req), statusCode: status >= 500 ? status : 500, err }, 'request failed');
-    return sendProblem(reply, status >= 500 ? codeForStatus(status) : 'INTERNAL', 'An unexpected error occurred. Quote the requestId when reporting it.');
+    return sendProblem(
+      reply,
+      status >= 500 ? codeForStatus(status) : 'INTERNAL',
+      'An unexpected error occurred. Quote the requestId when reporting it.',
+    );
   }
   return sendProblem(reply, codeForStatus(status), frameworkDetail(err, req));
 }
@@ -278,7 +318,9 @@ interface TextIssue {
  */
 function findTextIssue(value: unknown, where: string): TextIssue | undefined {
   const found = issueIn(value, 0);
-  return found && { field: [where, ...found.path].join('.').replace(/\.\(a key\)$/, ' (a key)'), message: found.message };
+  return (
+    found && { field: [where, ...found.path].join('.').replace(/\.\(a key\)$/, ' (a key)'), message: found.message }
+  );
 }
 
 function issueIn(value: unknown, depth: number): { path: string[]; message: string } | undefined {
@@ -357,7 +399,9 @@ export const problemDetails = fp(
       if (!found) {
         const own = patternOf(url);
         const mine = routes.find((r) => r.pattern.source === own.source);
-        found = routes.filter((r) => r !== mine && r.staticSegments > (mine?.staticSegments ?? 0) && own.test(sampleOf(r.url)));
+        found = routes.filter(
+          (r) => r !== mine && r.staticSegments > (mine?.staticSegments ?? 0) && own.test(sampleOf(r.url)),
+        );
         shadowed.set(url, found);
       }
       return found;
@@ -399,14 +443,17 @@ export const problemDetails = fp(
       let entry = routes.find((r) => r.pattern.source === pattern.source);
       if (!entry) {
         const segments = route.url.split('/').filter(Boolean);
-        const staticSegments = segments.filter((s) => !s.startsWith(':') && s !== '*').length - (segments.includes('*') ? 0.5 : 0);
+        const staticSegments =
+          segments.filter((s) => !s.startsWith(':') && s !== '*').length - (segments.includes('*') ? 0.5 : 0);
         routes.push((entry = { url: route.url, pattern, staticSegments, methods: new Set() }));
       }
       for (const m of methods) entry.methods.add(m);
     });
 
     // an error on the way to "no route" (e.g. a body-less QUERY lacking a content type) is still "no route"
-    app.setErrorHandler((err: FastifyError, req, reply) => (req.is404 ? notFound(req, reply) : handleError(err, req, reply)));
+    app.setErrorHandler((err: FastifyError, req, reply) =>
+      req.is404 ? notFound(req, reply) : handleError(err, req, reply),
+    );
     app.setNotFoundHandler(notFound);
 
     function notFound(req: FastifyRequest, reply: FastifyReply) {

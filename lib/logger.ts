@@ -41,7 +41,17 @@ export function errorSerializer(err: unknown, depth = 0): Record<string, unknown
   const out: Record<string, unknown> = { type: name, name };
   if (typeof e.message === 'string') out.message = redactText(e.message);
   if (typeof e.stack === 'string') out.stack = redactText(e.stack);
-  for (const k of ['code', 'statusCode', 'syscall', 'errno', 'severity', 'routine', 'constraint', 'table', 'column'] as const) {
+  for (const k of [
+    'code',
+    'statusCode',
+    'syscall',
+    'errno',
+    'severity',
+    'routine',
+    'constraint',
+    'table',
+    'column',
+  ] as const) {
     const v = e[k];
     if (typeof v === 'string' || typeof v === 'number') out[k] = v;
   }

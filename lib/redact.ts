@@ -22,13 +22,16 @@ const BEARER = /\b(Bearer|Basic)\s+[^\s"',;]+/gi;
 /** A service key (X-API-Key of the platform's services: 64 hex characters). */
 const SERVICE_KEY = /\b[0-9a-f]{64}\b/g;
 /** `password=…`, `"token": "…"`, `X-API-Key: …` inside a message. */
-const NAMED_SECRET = /\b((?:x-api-key|api[_-]?key|access[_-]?token|refresh[_-]?token|client[_-]?secret|password|passwd|secret|token|authorization)["']?\s*[:=]\s*["']?)(?!(?:Bearer|Basic) )[^\s"'&,;})]+/gi;
+const NAMED_SECRET =
+  /\b((?:x-api-key|api[_-]?key|access[_-]?token|refresh[_-]?token|client[_-]?secret|password|passwd|secret|token|authorization)["']?\s*[:=]\s*["']?)(?!(?:Bearer|Basic) )[^\s"'&,;})]+/gi;
 /** `scheme://user:password@host` */
 const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@:]+:[^\s/@]+@/gi;
 /** An e-mail address (personal data): a driver's or database's message may quote one. */
 const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b/g;
 
-const CREDENTIAL_VALUE = new RegExp(`${WORKSPACE_KEY.source}|${WEBHOOK_SECRET.source}|${JWT.source}|^(Bearer|Basic) [A-Za-z0-9._~+/=-]{8,}$`);
+const CREDENTIAL_VALUE = new RegExp(
+  `${WORKSPACE_KEY.source}|${WEBHOOK_SECRET.source}|${JWT.source}|^(Bearer|Basic) [A-Za-z0-9._~+/=-]{8,}$`,
+);
 
 const normalized = (name: string) => name.toLowerCase().replace(/[-_]/g, '');
 
@@ -65,7 +68,9 @@ export function redactUrl(url: string): string {
       if (eq < 0) return pair;
       const name = safeDecode(pair.slice(0, eq));
       const value = safeDecode(pair.slice(eq + 1));
-      return isCredentialParam(name, value) || OAUTH_REDIRECT_PARAM.test(normalized(name)) ? `${pair.slice(0, eq)}=[redacted]` : pair;
+      return isCredentialParam(name, value) || OAUTH_REDIRECT_PARAM.test(normalized(name))
+        ? `${pair.slice(0, eq)}=[redacted]`
+        : pair;
     })
     .join('&');
   return redactText(`${url.slice(0, q)}?${query}`);

@@ -9,7 +9,9 @@ export function seal(plaintext: string, keyBase64: string): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   const data = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-  return ['v1', iv, cipher.getAuthTag(), data].map((p) => (typeof p === 'string' ? p : p.toString('base64url'))).join('.');
+  return ['v1', iv, cipher.getAuthTag(), data]
+    .map((p) => (typeof p === 'string' ? p : p.toString('base64url')))
+    .join('.');
 }
 
 export function open(sealed: string, keyBase64: string): string {
@@ -25,5 +27,7 @@ export function open(sealed: string, keyBase64: string): string {
  * same base64 form: what is sealed for one purpose never opens as another's.
  */
 export function purposeKey(keyBase64: string, purpose: string): string {
-  return Buffer.from(hkdfSync('sha256', Buffer.from(keyBase64, 'base64'), Buffer.alloc(0), purpose, 32)).toString('base64');
+  return Buffer.from(hkdfSync('sha256', Buffer.from(keyBase64, 'base64'), Buffer.alloc(0), purpose, 32)).toString(
+    'base64',
+  );
 }

@@ -19,7 +19,9 @@ export interface ServiceAppOptions {
 
 /** A service's Fastify app: the platform's server options and problem details, TypeBox schemas. */
 export async function buildServiceApp(logLevel: string | undefined, opts: ServiceAppOptions = {}) {
-  const app = Fastify(serverOptions(logLevel ?? 'info', { stream: opts.logStream })).withTypeProvider<TypeBoxTypeProvider>();
+  const app = Fastify(
+    serverOptions(logLevel ?? 'info', { stream: opts.logStream }),
+  ).withTypeProvider<TypeBoxTypeProvider>();
   await app.register(problemDetails);
   if (opts.jsonOnly) {
     // without the default text/plain parser, any other type is answered 415
@@ -46,6 +48,9 @@ export function stopInOrder(...steps: (() => unknown)[]): () => Promise<void> {
 }
 
 /** Redis connection errors as warnings in the service's log (ioredis reconnects by itself). */
-export function logRedisErrors(redis: { on(event: 'error', listener: (err: Error) => void): unknown }, log: FastifyBaseLogger): void {
+export function logRedisErrors(
+  redis: { on(event: 'error', listener: (err: Error) => void): unknown },
+  log: FastifyBaseLogger,
+): void {
   redis.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
 }

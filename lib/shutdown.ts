@@ -6,7 +6,10 @@
  * child often gets SIGINT twice, and with a `process.once` handler the second one ended the process
  * (exit 130) in the middle of its close. Exits 0 after `close`, 1 if it fails or outlasts `deadlineMs`.
  */
-export function closeOnSignals(close: () => Promise<unknown>, opts: { deadlineMs?: number; log?: (msg: string) => void } = {}) {
+export function closeOnSignals(
+  close: () => Promise<unknown>,
+  opts: { deadlineMs?: number; log?: (msg: string) => void } = {},
+) {
   const deadlineMs = opts.deadlineMs ?? 15_000;
   const log = opts.log ?? ((msg: string) => console.error(msg));
   let closing = false;

@@ -12,6 +12,9 @@ export async function connectTemporal(cfg: Pick<Config, 'TEMPORAL_ADDRESS' | 'TE
 }
 
 /** Link to a workflow in the Temporal Web UI. */
-export function temporalUiLink(cfg: Pick<Config, 'TEMPORAL_UI_URL' | 'TEMPORAL_NAMESPACE'>, workflowId: string): string {
+export function temporalUiLink(
+  cfg: Pick<Config, 'TEMPORAL_UI_URL' | 'TEMPORAL_NAMESPACE'>,
+  workflowId: string,
+): string {
   return `${cfg.TEMPORAL_UI_URL}/namespaces/${encodeURIComponent(cfg.TEMPORAL_NAMESPACE)}/workflows/${encodeURIComponent(workflowId)}`;
 }

@@ -117,11 +117,15 @@ function sentence(issue: ValidationIssue): string {
     case 'format':
       return `must be ${FORMATS[String(p.format)] ?? `in the ${String(p.format)} format`}, not ${sent(data)}`;
     case 'minLength':
-      return Number(p.limit) === 1 ? 'must not be empty' : `must be at least ${plural(Number(p.limit), 'character')} long`;
+      return Number(p.limit) === 1
+        ? 'must not be empty'
+        : `must be at least ${plural(Number(p.limit), 'character')} long`;
     case 'maxLength':
       return `must be at most ${plural(Number(p.limit), 'character')} long${typeof data === 'string' ? ` (it has ${data.length})` : ''}`;
     case 'minItems':
-      return Number(p.limit) === 1 ? 'must have at least one item' : `must have at least ${plural(Number(p.limit), 'item')}`;
+      return Number(p.limit) === 1
+        ? 'must have at least one item'
+        : `must have at least ${plural(Number(p.limit), 'item')}`;
     case 'maxItems':
       return `must have at most ${plural(Number(p.limit), 'item')}${Array.isArray(data) ? ` (it has ${data.length})` : ''}`;
     case 'uniqueItems':
@@ -135,7 +139,9 @@ function sentence(issue: ValidationIssue): string {
     case 'exclusiveMaximum':
       return `must be less than ${String(p.limit)}, not ${sent(data)}`;
     case 'minProperties':
-      return Number(p.limit) === 1 ? 'must have at least one field' : `must have at least ${plural(Number(p.limit), 'field')}`;
+      return Number(p.limit) === 1
+        ? 'must have at least one field'
+        : `must have at least ${plural(Number(p.limit), 'field')}`;
     case 'maxProperties':
       return `must have at most ${plural(Number(p.limit), 'field')}`;
     case 'multipleOf':
@@ -157,7 +163,9 @@ function collapseUnion(union: ValidationIssue, branches: Map<string, ValidationI
   const all = [...branches.values()];
   const atUnion = (issues: ValidationIssue[]) => issues.length === 1 && issues[0]!.instancePath === union.instancePath;
   if (all.length > 0 && all.every((b) => atUnion(b) && (b[0]!.keyword === 'const' || b[0]!.keyword === 'enum'))) {
-    const allowedValues = all.flatMap((b) => (b[0]!.keyword === 'const' ? [b[0]!.params.allowedValue] : (b[0]!.params.allowedValues as unknown[])));
+    const allowedValues = all.flatMap((b) =>
+      b[0]!.keyword === 'const' ? [b[0]!.params.allowedValue] : (b[0]!.params.allowedValues as unknown[]),
+    );
     return [{ ...union, keyword: 'enum', params: { allowedValues }, parentSchema: union.parentSchema }];
   }
   if (all.length > 0 && all.every((b) => atUnion(b) && b[0]!.keyword === 'type')) {

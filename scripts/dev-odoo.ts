@@ -18,7 +18,11 @@ export class OdooNotAvailable extends Error {
 
 type OdooConfig = Pick<Config, 'ODOO_UPSTREAM_URL' | 'ERP_DATABASE_URL' | 'ODOO_DATA_DIR' | 'ERP_ADMIN_PASSWORD'>;
 
-const odooRuntime = (cfg: OdooConfig, odooSrc: string): OdooRuntime => ({ src: odooSrc, python: odooPython(odooSrc), dataDir: cfg.ODOO_DATA_DIR });
+const odooRuntime = (cfg: OdooConfig, odooSrc: string): OdooRuntime => ({
+  src: odooSrc,
+  python: odooPython(odooSrc),
+  dataDir: cfg.ODOO_DATA_DIR,
+});
 
 const seconds = (ms: number) => `${Math.round(ms / 1000)} s`;
 
@@ -26,16 +30,32 @@ const seconds = (ms: number) => `${Math.round(ms / 1000)} s`;
  * Makes sure a real Odoo answers at ODOO_UPSTREAM_URL with the `tier` template: started here from
  * `odooSrc` (answered, to be closed with the platform), or one already running (undefined).
  */
-export async function ensureDevOdoo(cfg: OdooConfig, opts: { odooSrc?: string; tier: Tier; log?: (msg: string) => void }): Promise<OdooServer | undefined> {
+export async function ensureDevOdoo(
+  cfg: OdooConfig,
+  opts: { odooSrc?: string; tier: Tier; log?: (msg: string) => void },
+): Promise<OdooServer | undefined> {
   const template = templateDatabaseName(opts.tier, '18');
   if (opts.odooSrc) {
     const runtime = odooRuntime(cfg, opts.odooSrc);
-    opts.log?.(`building the Odoo template ${template} if missing (ODOO_SRC=${opts.odooSrc}; the first build takes minutes)`);
-    const built = await ensureOdooTemplate(runtime, { erpDatabaseUrl: cfg.ERP_DATABASE_URL, tier: opts.tier, adminPassword: cfg.ERP_ADMIN_PASSWORD });
+    opts.log?.(
+      `building the Odoo template ${template} if missing (ODOO_SRC=${opts.odooSrc}; the first build takes minutes)`,
+    );
+    const built = await ensureOdooTemplate(runtime, {
+      erpDatabaseUrl: cfg.ERP_DATABASE_URL,
+      tier: opts.tier,
+      adminPassword: cfg.ERP_ADMIN_PASSWORD,
+    });
     if (built.ms) opts.log?.(`Odoo built ${template} in ${seconds(built.ms)}`);
-    if (await odooAnswers(cfg.ODOO_UPSTREAM_URL)) throw new OdooNotAvailable(`ODOO_SRC is set, but something already answers at ODOO_UPSTREAM_URL=${cfg.ODOO_UPSTREAM_URL}: stop it, or unset ODOO_SRC to use it.`);
+    if (await odooAnswers(cfg.ODOO_UPSTREAM_URL))
+      throw new OdooNotAvailable(
+        `ODOO_SRC is set, but something already answers at ODOO_UPSTREAM_URL=${cfg.ODOO_UPSTREAM_URL}: stop it, or unset ODOO_SRC to use it.`,
+      );
     opts.log?.(`starting Odoo 18 at ${cfg.ODOO_UPSTREAM_URL}`);
-    return startOdoo({ runtime, erpDatabaseUrl: cfg.ERP_DATABASE_URL, port: Number(new URL(cfg.ODOO_UPSTREAM_URL).port) });
+    return startOdoo({
+      runtime,
+      erpDatabaseUrl: cfg.ERP_DATABASE_URL,
+      port: Number(new URL(cfg.ODOO_UPSTREAM_URL).port),
+    });
   }
   if (!(await odooAnswers(cfg.ODOO_UPSTREAM_URL))) {
     throw new OdooNotAvailable(
@@ -68,15 +88,24 @@ export async function buildDevOdooTemplates(
   if (!missing.length) return;
   const names = missing.map((tier) => templateDatabaseName(tier, '18')).join(', ');
   if (!opts.odooSrc) {
-    opts.log(`no Odoo template for ${missing.join(', ')} (${names}): tenants of those tiers wait for it; build with \`TIERS=${missing.join(',')} ODOO_SRC=/path/to/odoo npm run odoo:templates\``);
+    opts.log(
+      `no Odoo template for ${missing.join(', ')} (${names}): tenants of those tiers wait for it; build with \`TIERS=${missing.join(',')} ODOO_SRC=/path/to/odoo npm run odoo:templates\``,
+    );
     return;
   }
   const runtime = odooRuntime(cfg, opts.odooSrc);
-  opts.log(`building the Odoo templates ${names} while the platform runs (a tenant of those tiers is Ready once its template is built)`);
+  opts.log(
+    `building the Odoo templates ${names} while the platform runs (a tenant of those tiers is Ready once its template is built)`,
+  );
   for (const tier of missing) {
     const template = templateDatabaseName(tier, '18');
     try {
-      const built = await ensureOdooTemplate(runtime, { erpDatabaseUrl: cfg.ERP_DATABASE_URL, tier, adminPassword: cfg.ERP_ADMIN_PASSWORD, signal: opts.signal });
+      const built = await ensureOdooTemplate(runtime, {
+        erpDatabaseUrl: cfg.ERP_DATABASE_URL,
+        tier,
+        adminPassword: cfg.ERP_ADMIN_PASSWORD,
+        signal: opts.signal,
+      });
       opts.log(`Odoo built ${template} in ${seconds(built.ms)}`);
     } catch (err) {
       if (opts.signal?.aborted) return;

@@ -20,7 +20,13 @@ import { buildDevOdooTemplates, ensureDevOdoo } from './dev-odoo.js';
 import { tenantHostname } from '../domain/erp/tenant-database.js';
 import { startTenantIngress } from '../services/tenant-ingress/server.js';
 import { startErpStandIn } from '../sandbox/erp/server.js';
-import { event as stripeEvent, sandboxIds, sandboxIdsFile, sendEvent, subscription as stripeSubscription } from '../sandbox/stripe/sender.js';
+import {
+  event as stripeEvent,
+  sandboxIds,
+  sandboxIdsFile,
+  sendEvent,
+  subscription as stripeSubscription,
+} from '../sandbox/stripe/sender.js';
 import { startSmtpSink } from '../sandbox/smtp/sink.js';
 import { startNotifications } from '../services/notifications/server.js';
 import { startBanking } from '../services/banking/server.js';
@@ -87,18 +93,30 @@ try {
       database: db.pathname.slice(1),
     }),
     startRedis({ dir: path.join(dataDir, 'redis'), port: portOf(cfg.REDIS_URL), persistent: true }),
-    startTemporal({ dir: path.join(dataDir, 'temporal'), port: temporalPort, uiPort: portOf(cfg.TEMPORAL_UI_URL), persistent: true }),
+    startTemporal({
+      dir: path.join(dataDir, 'temporal'),
+      port: temporalPort,
+      uiPort: portOf(cfg.TEMPORAL_UI_URL),
+      persistent: true,
+    }),
   ]);
 
   step('applying migrations and seeding demo data');
   const pool = createPool(cfg.DATABASE_URL, 2);
   await migrate(pool);
   // first start: every platform caller → target pair gets its service key (registry + local secret store)
-  const newKeys = await ensureServiceKeys(pool, new PgSecretStore(pool, cfg.SECRETS_KEY), undefined, legacyKeySeeds(cfg.SECRETS_KEY));
-  if (newKeys.length) step(`service keys created: ${newKeys.map((k) => `${k.caller}→${k.target} ${k.keyId}`).join(', ')}`);
+  const newKeys = await ensureServiceKeys(
+    pool,
+    new PgSecretStore(pool, cfg.SECRETS_KEY),
+    undefined,
+    legacyKeySeeds(cfg.SECRETS_KEY),
+  );
+  if (newKeys.length)
+    step(`service keys created: ${newKeys.map((k) => `${k.caller}→${k.target} ${k.keyId}`).join(', ')}`);
   const passwordFile = path.join(dataDir, 'dev-admin-password');
   const adminPassword =
-    cfg.DEV_ADMIN_PASSWORD ?? (existsSync(passwordFile) ? readFileSync(passwordFile, 'utf8').trim() : randomBytes(12).toString('base64url'));
+    cfg.DEV_ADMIN_PASSWORD ??
+    (existsSync(passwordFile) ? readFileSync(passwordFile, 'utf8').trim() : randomBytes(12).toString('base64url'));
   if (!cfg.DEV_ADMIN_PASSWORD) writeFileSync(passwordFile, adminPassword, { mode: 0o600 });
   await seedDemo(pool, { adminPassword });
   // the ERP: the stand-in, or with ERP_BACKEND=odoo the tenant ingress in front of a real Odoo 18 at
@@ -160,7 +178,11 @@ try {
   const banking = await startBanking(cfg);
   closers.push({ name: 'banking service', close: () => banking.close() });
   // the agents (§4.4), the data service their tools read through, and the model stand-in (OpenAI Chat Completions)
-  const llm = await startLlmStandIn({ port: cfg.LLM_STANDIN_PORT, apiKey: cfg.LLM_KEY, chunkDelayMs: cfg.LLM_STANDIN_CHUNK_DELAY_MS });
+  const llm = await startLlmStandIn({
+    port: cfg.LLM_STANDIN_PORT,
+    apiKey: cfg.LLM_KEY,
+    chunkDelayMs: cfg.LLM_STANDIN_CHUNK_DELAY_MS,
+  });
   closers.push({ name: 'LLM stand-in', close: () => llm.close() });
   const data = await startData(cfg);
   closers.push({ name: 'data service', close: () => data.close() });
@@ -190,7 +212,9 @@ try {
   const demoTier = cfg.ERP_BACKEND === 'odoo' ? 'starter' : 'pro';
   const demo = await applyDemoTenant(demoTier);
   const demoHost = tenantHostname(DEMO.tenant, cfg.TENANT_DOMAIN);
-  step(`demo tenant ${demo.result}: ${demo.ready === 'True' ? 'Ready' : `${demo.phase}, not Ready yet (npm run cli -- describe tenant ${DEMO.tenant} says why)`}`);
+  step(
+    `demo tenant ${demo.result}: ${demo.ready === 'True' ? 'Ready' : `${demo.phase}, not Ready yet (npm run cli -- describe tenant ${DEMO.tenant} says why)`}`,
+  );
   // the demo workspace's subscription, as the payment provider stand-in reports it (once: a repeat is a no-op by event id)
   const demoSubscription = await subscribeDemo(cfg, DEMO.tenant, demoTier);
 
@@ -249,10 +273,19 @@ Ctrl-C stops everything.
 async function subscribeDemo(c: typeof cfg, workspace: string, tier: 'starter' | 'pro'): Promise<string> {
   const ids = sandboxIds(workspace, 1, sandboxIdsFile(c.DATA_DIR));
   // a fixed event id: on the next start the same event is a duplicate and changes nothing
-  const created = stripeEvent('customer.subscription.created', stripeSubscription({ ...ids, id: ids.subscription, workspace, tier, seats: 3 }), {
-    id: `evt_devdemo${Buffer.from(workspace).toString('hex')}`,
-  });
-  const res = await sendEvent(new URL('/api/webhooks/stripe', c.ACCOUNT_API_URL).toString(), c.STRIPE_WEBHOOK_SECRET, created);
-  if (res.status !== 200) throw new Error(`the demo subscription was refused: ${res.status} ${JSON.stringify(res.body)}`);
+  const created = stripeEvent(
+    'customer.subscription.created',
+    stripeSubscription({ ...ids, id: ids.subscription, workspace, tier, seats: 3 }),
+    {
+      id: `evt_devdemo${Buffer.from(workspace).toString('hex')}`,
+    },
+  );
+  const res = await sendEvent(
+    new URL('/api/webhooks/stripe', c.ACCOUNT_API_URL).toString(),
+    c.STRIPE_WEBHOOK_SECRET,
+    created,
+  );
+  if (res.status !== 200)
+    throw new Error(`the demo subscription was refused: ${res.status} ${JSON.stringify(res.body)}`);
   return ids.subscription;
 }

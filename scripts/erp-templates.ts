@@ -30,7 +30,9 @@ export async function ensureErpTemplates(
   opts: { tiers?: readonly Tier[]; versions?: readonly ErpVersion[]; today?: string; adminPassword?: string } = {},
 ): Promise<string[]> {
   const today = opts.today ?? new Date().toISOString().slice(0, 10);
-  const wanted = (opts.tiers ?? tiers).flatMap((tier) => (opts.versions ?? erpVersions).map((version) => ({ tier, version })));
+  const wanted = (opts.tiers ?? tiers).flatMap((tier) =>
+    (opts.versions ?? erpVersions).map((version) => ({ tier, version })),
+  );
   const admin = createPool(erpDatabaseUrl, 4);
   const lock = await admin.connect();
   try {
@@ -52,7 +54,9 @@ export async function ensureErpTemplates(
     for (let i = 0; i < todo.length; i += 3) {
       await Promise.all(
         todo.slice(i, i + 3).map(async ({ tier, version }) => {
-          built.push(await buildTemplate(admin, erpDatabaseUrl, { tier, version, today, adminPassword: opts.adminPassword }));
+          built.push(
+            await buildTemplate(admin, erpDatabaseUrl, { tier, version, today, adminPassword: opts.adminPassword }),
+          );
         }),
       );
     }
@@ -96,7 +100,10 @@ async function buildTemplate(
     for (const [table, rows] of Object.entries(tables)) await insertRows(db, table, rows);
     for (const table of Object.keys(tables)) {
       if (table.endsWith('_rel')) continue;
-      await db.query(`SELECT setval(pg_get_serial_sequence($1, 'id'), GREATEST((SELECT max(id) FROM ${id(table)}), 1))`, [table]);
+      await db.query(
+        `SELECT setval(pg_get_serial_sequence($1, 'id'), GREATEST((SELECT max(id) FROM ${id(table)}), 1))`,
+        [table],
+      );
     }
     await db.query('COMMIT');
   } finally {
@@ -124,7 +131,10 @@ async function insertRows(db: pg.Client, table: string, rows: Row[]): Promise<vo
     const chunk = rows.slice(start, start + perChunk);
     const params: unknown[] = [];
     const values = chunk.map((row) => `(${columns.map((c) => `$${params.push(row[c] ?? null)}`).join(', ')})`);
-    await db.query(`INSERT INTO ${pg.escapeIdentifier(table)} (${columns.map((c) => pg.escapeIdentifier(c)).join(', ')}) VALUES ${values.join(', ')}`, params);
+    await db.query(
+      `INSERT INTO ${pg.escapeIdentifier(table)} (${columns.map((c) => pg.escapeIdentifier(c)).join(', ')}) VALUES ${values.join(', ')}`,
+      params,
+    );
   }
 }
 

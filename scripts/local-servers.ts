@@ -6,7 +6,18 @@
  * up after a parent that was killed outright.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, rmSync, chownSync, openSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+  rmSync,
+  chownSync,
+  openSync,
+} from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -207,7 +218,18 @@ export async function startPostgres(opts: {
     try {
       execFileSync(
         path.join(bin, 'initdb'),
-        ['-D', dataDir, '-U', user, `--pwfile=${pwFile}`, '--auth=scram-sha-256', '-E', 'UTF8', '--no-locale', '--no-sync'],
+        [
+          '-D',
+          dataDir,
+          '-U',
+          user,
+          `--pwfile=${pwFile}`,
+          '--auth=scram-sha-256',
+          '-E',
+          'UTF8',
+          '--no-locale',
+          '--no-sync',
+        ],
         { stdio: ['ignore', 'ignore', 'pipe'], ...ids },
       );
     } finally {
@@ -219,12 +241,18 @@ export async function startPostgres(opts: {
     'postgres',
     path.join(bin, 'postgres'),
     [
-      '-D', dataDir,
-      '-p', String(opts.port),
-      '-c', 'listen_addresses=127.0.0.1',
-      '-c', `unix_socket_directories=${opts.dir}`,
-      '-c', 'fsync=off',
-      '-c', 'max_connections=200',
+      '-D',
+      dataDir,
+      '-p',
+      String(opts.port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      `unix_socket_directories=${opts.dir}`,
+      '-c',
+      'fsync=off',
+      '-c',
+      'max_connections=200',
     ],
     logFile,
     path.join(opts.dir, 'postgres.pid'),
@@ -274,10 +302,27 @@ export interface RedisServer {
 
 export async function startRedis(opts: { dir: string; port: number; persistent?: boolean }): Promise<RedisServer> {
   mkdirSync(opts.dir, { recursive: true });
-  const args = ['--port', String(opts.port), '--bind', '127.0.0.1', '--dir', opts.dir, '--daemonize', 'no', '--protected-mode', 'yes'];
+  const args = [
+    '--port',
+    String(opts.port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    opts.dir,
+    '--daemonize',
+    'no',
+    '--protected-mode',
+    'yes',
+  ];
   if (opts.persistent) args.push('--appendonly', 'yes');
   else args.push('--save', '', '--appendonly', 'no');
-  const proc = new ManagedProcess('redis', 'redis-server', args, path.join(opts.dir, 'redis.log'), path.join(opts.dir, 'redis.pid'));
+  const proc = new ManagedProcess(
+    'redis',
+    'redis-server',
+    args,
+    path.join(opts.dir, 'redis.log'),
+    path.join(opts.dir, 'redis.pid'),
+  );
   await waitForPort(opts.port, 15_000, proc);
   return { url: `redis://127.0.0.1:${opts.port}`, port: opts.port, stop: () => proc.stop() };
 }
@@ -299,19 +344,31 @@ export async function startTemporal(opts: {
 }): Promise<TemporalServer> {
   mkdirSync(opts.dir, { recursive: true });
   const args = [
-    'server', 'start-dev',
-    '--ip', '127.0.0.1',
-    '--port', String(opts.port),
-    '--log-level', 'warn',
-    '--sqlite-pragma', 'journal_mode=WAL',
-    '--sqlite-pragma', 'synchronous=OFF',
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(opts.port),
+    '--log-level',
+    'warn',
+    '--sqlite-pragma',
+    'journal_mode=WAL',
+    '--sqlite-pragma',
+    'synchronous=OFF',
   ];
   if (opts.persistent) args.push('--db-filename', path.join(opts.dir, 'temporal.db'));
   if (opts.uiPort) args.push('--ui-ip', '127.0.0.1', '--ui-port', String(opts.uiPort));
   else args.push('--headless');
   for (const sa of searchAttributeRegistrations) args.push('--search-attribute', sa);
 
-  const proc = new ManagedProcess('temporal', findTemporalCli(), args, path.join(opts.dir, 'temporal.log'), path.join(opts.dir, 'temporal.pid'));
+  const proc = new ManagedProcess(
+    'temporal',
+    findTemporalCli(),
+    args,
+    path.join(opts.dir, 'temporal.log'),
+    path.join(opts.dir, 'temporal.pid'),
+  );
   const address = `127.0.0.1:${opts.port}`;
   await waitForTemporal(address, proc);
   if (opts.uiPort) await waitForPort(opts.uiPort, 30_000, proc);

@@ -17,8 +17,14 @@ try {
   const applied = await migrate(pool);
   console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
   // erp → event-ingestion starts from the key the tenants' existing tokens were made with (legacyKeySeeds)
-  const created = await ensureServiceKeys(pool, new PgSecretStore(pool, config().SECRETS_KEY), undefined, legacyKeySeeds(config().SECRETS_KEY));
-  if (created.length) console.log(`service keys created: ${created.map((k) => `${k.caller}→${k.target} ${k.keyId}`).join(', ')}`);
+  const created = await ensureServiceKeys(
+    pool,
+    new PgSecretStore(pool, config().SECRETS_KEY),
+    undefined,
+    legacyKeySeeds(config().SECRETS_KEY),
+  );
+  if (created.length)
+    console.log(`service keys created: ${created.map((k) => `${k.caller}→${k.target} ${k.keyId}`).join(', ')}`);
   // SECRET_STORE=kubernetes: each pair's current key goes to its Secret too (idempotent)
   const published = await publishCurrentKeys(config(), pool);
   if (published) console.log(`service keys published to Kubernetes Secrets: ${published} pairs`);

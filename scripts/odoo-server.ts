@@ -29,7 +29,11 @@ export function odooAnswers(url: string): Promise<boolean> {
 }
 
 /** odoo-bin from the runtime's ODOO_SRC on `port` (a free one by default), serving the database named after the Host. */
-export async function startOdoo(opts: { runtime: OdooRuntime; erpDatabaseUrl: string; port?: number }): Promise<OdooServer> {
+export async function startOdoo(opts: {
+  runtime: OdooRuntime;
+  erpDatabaseUrl: string;
+  port?: number;
+}): Promise<OdooServer> {
   const port = opts.port ?? (await freePort());
   const { runtime } = opts;
   const child: ChildProcess = spawn(

@@ -49,7 +49,11 @@ export interface OdooRuntime {
 
 /** The venv python for ODOO_SRC, installing the requirements once (cached outside the clone). */
 export function odooPython(src: string): string {
-  return execFileSync('bash', [path.resolve(import.meta.dirname, 'odoo-setup.sh')], { env: { ...process.env, ODOO_SRC: src }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })
+  return execFileSync('bash', [path.resolve(import.meta.dirname, 'odoo-setup.sh')], {
+    env: { ...process.env, ODOO_SRC: src },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
     .trim()
     .split('\n')
     .pop()!;
@@ -68,18 +72,27 @@ export function odooDbArgs(databaseUrl: string): string[] {
 
 function run(rt: OdooRuntime, args: string[], input?: string, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(rt.python, [path.join(rt.src, 'odoo-bin'), ...args], { cwd: rt.src, stdio: ['pipe', 'ignore', 'pipe'], signal });
+    const child = spawn(rt.python, [path.join(rt.src, 'odoo-bin'), ...args], {
+      cwd: rt.src,
+      stdio: ['pipe', 'ignore', 'pipe'],
+      signal,
+    });
     let err = '';
     child.stderr.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-4_000)));
     child.stdin.end(input ?? '');
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`odoo-bin ${args[0]} exited with ${code}: ${err}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`odoo-bin ${args[0]} exited with ${code}: ${err}`)),
+    );
   });
 }
 
 /** Whether `erp_tpl_<tier>_18` was built by Odoo (its comment says so; a stand-in template of the same name was not). */
 async function odooTemplateIn(admin: pg.Client, template: string): Promise<boolean> {
-  const found = await admin.query(`SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate AND shobj_description(oid, 'pg_database') = $2`, [template, ODOO_TEMPLATE_MARK]);
+  const found = await admin.query(
+    `SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate AND shobj_description(oid, 'pg_database') = $2`,
+    [template, ODOO_TEMPLATE_MARK],
+  );
   return Boolean(found.rowCount);
 }
 
@@ -118,8 +131,20 @@ export async function ensureOdooTemplate(
     const filestore = (db: string) => path.join(rt.dataDir, 'filestore', db);
     rmSync(filestore(building), { recursive: true, force: true });
     mkdirSync(rt.dataDir, { recursive: true });
-    const common = ['--addons-path=addons,odoo/addons', `--data-dir=${rt.dataDir}`, ...odooDbArgs(opts.erpDatabaseUrl), '-d', building, '--log-level=warn'];
-    await run(rt, [...common, '-i', ODOO_TIER_MODULES[opts.tier].join(','), '--stop-after-init'], undefined, opts.signal);
+    const common = [
+      '--addons-path=addons,odoo/addons',
+      `--data-dir=${rt.dataDir}`,
+      ...odooDbArgs(opts.erpDatabaseUrl),
+      '-d',
+      building,
+      '--log-level=warn',
+    ];
+    await run(
+      rt,
+      [...common, '-i', ODOO_TIER_MODULES[opts.tier].join(','), '--stop-after-init'],
+      undefined,
+      opts.signal,
+    );
     // through Odoo's own models: the admin's password (hashed by Odoo) and a second company in EUR
     // with the generic chart of accounts (the admin is linked to it, so the API user will be too)
     await run(rt, ['shell', ...common, '--no-http'], ODOO_TEMPLATE_SHELL(opts.adminPassword), opts.signal);
@@ -143,7 +168,13 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   if (!src) throw new Error('set ODOO_SRC to a folder holding odoo-bin (a copy of Odoo 18.0 Community)');
   const rt = { src, python: odooPython(src), dataDir: cfg.ODOO_DATA_DIR };
   for (const tier of (process.env.TIERS ?? 'starter').split(',') as Tier[]) {
-    const built = await ensureOdooTemplate(rt, { erpDatabaseUrl: cfg.ERP_DATABASE_URL, tier, adminPassword: cfg.ERP_ADMIN_PASSWORD });
-    console.log(built.ms ? `Built ${built.template} with Odoo in ${Math.round(built.ms / 1000)} s` : `${built.template} exists`);
+    const built = await ensureOdooTemplate(rt, {
+      erpDatabaseUrl: cfg.ERP_DATABASE_URL,
+      tier,
+      adminPassword: cfg.ERP_ADMIN_PASSWORD,
+    });
+    console.log(
+      built.ms ? `Built ${built.template} with Odoo in ${Math.round(built.ms / 1000)} s` : `${built.template} exists`,
+    );
   }
 }

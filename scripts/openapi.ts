@@ -21,7 +21,9 @@ import { config as loadConfig } from '../lib/config.js';
 const out = process.argv[2] ?? new URL('../web/openapi.json', import.meta.url).pathname;
 const dir = await mkdtemp(join(tmpdir(), 'plana-openapi-'));
 const socket = join(dir, 'redis.sock');
-const redisServer = spawn('redis-server', ['--port', '0', '--unixsocket', socket, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+const redisServer = spawn('redis-server', ['--port', '0', '--unixsocket', socket, '--save', '', '--appendonly', 'no'], {
+  stdio: 'ignore',
+});
 try {
   for (let i = 0; !existsSync(socket); i++) {
     if (i > 100) throw new Error('redis-server did not start');
@@ -29,7 +31,12 @@ try {
   }
   const config = { ...loadConfig(), LOG_LEVEL: 'silent' as const, REDIS_URL: socket };
   // set-up queries (the execution log's partitions) get no rows; nothing else touches the pool
-  const pool = { options: { host: dir }, query: async () => ({ rows: [], rowCount: 0 }), on: () => pool, end: async () => {} } as unknown as pg.Pool;
+  const pool = {
+    options: { host: dir },
+    query: async () => ({ rows: [], rowCount: 0 }),
+    on: () => pool,
+    end: async () => {},
+  } as unknown as pg.Pool;
   const app = await buildApp({ config, pool, redis: new Redis(socket), temporal: {} as Client });
   // @fastify/swagger collects the shared schemas in the first onReady hook; the service-key
   // verifier's hook after it fails here (no PostgreSQL to LISTEN on), which the document does not need

@@ -69,7 +69,14 @@ export function demoTenantClient(tier: Tier): TenantClient {
     apiVersion: TENANT_CLIENT_API_VERSION,
     kind: TENANT_CLIENT_KIND,
     metadata: { name: DEMO.tenant },
-    spec: { subdomain: DEMO.tenant, projectId: DEMO.projectId, tier, erpVersion: '18', ownerEmail: DEMO.adminEmail, ownerName: DEMO.adminName },
+    spec: {
+      subdomain: DEMO.tenant,
+      projectId: DEMO.projectId,
+      tier,
+      erpVersion: '18',
+      ownerEmail: DEMO.adminEmail,
+      ownerName: DEMO.adminName,
+    },
   };
 }
 
@@ -101,8 +108,15 @@ export async function prepareDemoErp(cfg: Pick<Config, 'ERP_DATABASE_URL' | 'TEN
  * room, client.provisioned), idempotently: on a restart the same spec is `unchanged`. Waits until
  * it is Ready or `timeoutMs` passes; answers how the apply went and the phase it reached.
  */
-export async function applyDemoTenant(tier: Tier, timeoutMs = 120_000): Promise<{ result: string; phase: string; ready: string }> {
-  const applied = await opsRequest<{ result: string; generation: number }>('POST', '/api/ops/tenant-clients', demoTenantClient(tier));
+export async function applyDemoTenant(
+  tier: Tier,
+  timeoutMs = 120_000,
+): Promise<{ result: string; phase: string; ready: string }> {
+  const applied = await opsRequest<{ result: string; generation: number }>(
+    'POST',
+    '/api/ops/tenant-clients',
+    demoTenantClient(tier),
+  );
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const summary = await opsRequest<TenantClientSummary>('GET', `/api/ops/tenant-clients/${DEMO.tenant}?view=summary`);

@@ -13,7 +13,9 @@ import { PgSecretStore } from '../domain/service-keys/secret-store.js';
 const [caller, target] = process.argv.slice(2);
 const cfg = config();
 if (!caller || !target) {
-  console.error('usage: npx tsx scripts/service-key.ts <caller> <target>   (npm run cli -- service-keys lists the pairs)');
+  console.error(
+    'usage: npx tsx scripts/service-key.ts <caller> <target>   (npm run cli -- service-keys lists the pairs)',
+  );
   process.exit(2);
 }
 if (cfg.NODE_ENV === 'production') {

@@ -7,6 +7,8 @@ if (!process.env.ODOO_SRC && !process.env.ODOO_URL) {
   process.exit(2);
 }
 const started = Date.now();
-const run = spawnSync('npx', ['vitest', 'run', '-c', 'vitest.odoo.config.ts', ...process.argv.slice(2)], { stdio: 'inherit' });
+const run = spawnSync('npx', ['vitest', 'run', '-c', 'vitest.odoo.config.ts', ...process.argv.slice(2)], {
+  stdio: 'inherit',
+});
 console.log(`real-Odoo suite finished in ${Math.round((Date.now() - started) / 1000)} s`);
 process.exit(run.status ?? 1);

@@ -3,13 +3,29 @@
  * route its consumers report the key they hold to (a rotation's switch proof,
  * domain/service-keys/holders.ts).
  */
-import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { registerServiceKeyCheck, requireServiceKey, type ServiceKeyCheck } from '../domain/service-keys/service-key-auth.js';
+import {
+  registerServiceKeyCheck,
+  requireServiceKey,
+  type ServiceKeyCheck,
+} from '../domain/service-keys/service-key-auth.js';
 import type { ServiceApp } from '../lib/service-app.js';
 
 /** The scope the keyed routes are registered in. */
-export type KeyedRoutes = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
+export type KeyedRoutes = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
 
 export interface KeyedRoutesOptions {
   /** Who may call (default: every registered caller of the target). */
@@ -19,7 +35,12 @@ export interface KeyedRoutesOptions {
 }
 
 /** Registers the key-check route and, in a scope that requires the service key, the routes `register` adds. */
-export async function registerKeyedRoutes(app: ServiceApp, keys: ServiceKeyCheck, opts: KeyedRoutesOptions, register: (routes: KeyedRoutes) => void): Promise<void> {
+export async function registerKeyedRoutes(
+  app: ServiceApp,
+  keys: ServiceKeyCheck,
+  opts: KeyedRoutesOptions,
+  register: (routes: KeyedRoutes) => void,
+): Promise<void> {
   registerServiceKeyCheck(app as unknown as FastifyInstance, keys, opts.hideKeyCheck ? { hide: true } : {});
   await app.register(async (instance) => {
     const routes = instance.withTypeProvider<TypeBoxTypeProvider>();

@@ -3,7 +3,14 @@
  * activity of createActivities(deps). SDK logs go to pino; SIGINT/SIGTERM drain and stop.
  */
 import { fileURLToPath } from 'node:url';
-import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
+import {
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  Worker,
+  type LogLevel,
+  type WorkerOptions,
+} from '@temporalio/worker';
 import { config as loadConfig, type Config } from '../lib/config.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { createActivities } from '../activities/index.js';
@@ -28,7 +35,8 @@ export function installRuntimeLogger(logger: Logger) {
   const level = (process.env.TEMPORAL_LOG_LEVEL ?? 'INFO') as LogLevel;
   Runtime.install({
     logger: new DefaultLogger(level, ({ level: l, message, meta }) => {
-      const method = l === 'TRACE' ? 'trace' : l === 'DEBUG' ? 'debug' : l === 'WARN' ? 'warn' : l === 'ERROR' ? 'error' : 'info';
+      const method =
+        l === 'TRACE' ? 'trace' : l === 'DEBUG' ? 'debug' : l === 'WARN' ? 'warn' : l === 'ERROR' ? 'error' : 'info';
       logger[method]({ ...meta, component: 'temporal' }, message);
     }),
   });
@@ -51,7 +59,9 @@ export async function createWorker(
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     activities,
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: options.workflowsPath ?? workflowsPath }),
+    ...(options.workflowBundle
+      ? { workflowBundle: options.workflowBundle }
+      : { workflowsPath: options.workflowsPath ?? workflowsPath }),
     shutdownGraceTime: '10 seconds',
   });
   return { worker, connection, closeDeps: () => tenant.close() };

@@ -20,7 +20,11 @@ export async function backupTenant(input: BackupTenantInput) {
   // the run's start time names the files, so a retried attempt replaces its own files
   const stamp = workflowInfo().runStartTime.toISOString();
   const result = await createTenantBackup.executeWithOptions(
-    { startToCloseTimeout: '30 minutes', retry: { maximumAttempts: 10 }, summary: `pg_dump ${input.database} + filestore archive` },
+    {
+      startToCloseTimeout: '30 minutes',
+      retry: { maximumAttempts: 10 },
+      summary: `pg_dump ${input.database} + filestore archive`,
+    },
     [{ ...input, stamp }],
   );
   upsertSearchAttributes([{ key: searchAttributes.currentStep, value: 'done' }]);

@@ -11,7 +11,13 @@
  */
 import { condition, log, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import { dunningSettledSignal, dunningStatusQuery, type DunningInput, type DunningOutcome, type DunningStatus } from '../domain/billing/workflow-contract.js';
+import {
+  dunningSettledSignal,
+  dunningStatusQuery,
+  type DunningInput,
+  type DunningOutcome,
+  type DunningStatus,
+} from '../domain/billing/workflow-contract.js';
 import { searchAttributes } from '../domain/workflow-search-attributes.js';
 
 const { notifyWorkspaceAdmins, suspendWorkspace } = proxyActivities<Activities>({
@@ -34,8 +40,19 @@ export async function dunWorkspace(input: DunningInput): Promise<DunningOutcome>
   };
 
   await notifyWorkspaceAdmins.executeWithOptions(
-    { startToCloseTimeout: '30 seconds', summary: `E-mail the admins of ${input.workspace}: payment failed, suspension at ${status.suspendAt}` },
-    [{ workspaceId: input.workspaceId, workspace: input.workspace, kind: 'payment-failed', suspendAt: status.suspendAt, invoiceId: input.invoiceId }],
+    {
+      startToCloseTimeout: '30 seconds',
+      summary: `E-mail the admins of ${input.workspace}: payment failed, suspension at ${status.suspendAt}`,
+    },
+    [
+      {
+        workspaceId: input.workspaceId,
+        workspace: input.workspace,
+        kind: 'payment-failed',
+        suspendAt: status.suspendAt,
+        invoiceId: input.invoiceId,
+      },
+    ],
   );
   step('in-grace');
   if (await condition(() => settled !== undefined, input.graceMs)) {
@@ -44,7 +61,10 @@ export async function dunWorkspace(input: DunningInput): Promise<DunningOutcome>
   }
 
   const suspended = await suspendWorkspace.executeWithOptions(
-    { startToCloseTimeout: '30 seconds', summary: `Suspend workspace ${input.workspace} (grace period over, still unpaid)` },
+    {
+      startToCloseTimeout: '30 seconds',
+      summary: `Suspend workspace ${input.workspace} (grace period over, still unpaid)`,
+    },
     [{ workspaceId: input.workspaceId, run: input.run }],
   );
   if (!suspended) {
@@ -56,7 +76,15 @@ export async function dunWorkspace(input: DunningInput): Promise<DunningOutcome>
   log.info('workspace suspended', { workspace: input.workspace });
   await notifyWorkspaceAdmins.executeWithOptions(
     { startToCloseTimeout: '30 seconds', summary: `E-mail the admins of ${input.workspace}: workspace suspended` },
-    [{ workspaceId: input.workspaceId, workspace: input.workspace, kind: 'suspended', suspendAt: status.suspendAt, invoiceId: input.invoiceId }],
+    [
+      {
+        workspaceId: input.workspaceId,
+        workspace: input.workspace,
+        kind: 'suspended',
+        suspendAt: status.suspendAt,
+        invoiceId: input.invoiceId,
+      },
+    ],
   );
   await condition(() => settled !== undefined);
   step('settled');

@@ -9,7 +9,10 @@ const { applyExecutionLogRetention } = proxyActivities<Activities>({
 /** Daily (schedule `execution-log-retention`): drops execution-log day partitions past 90 days. */
 export async function pruneExecutionLog() {
   return applyExecutionLogRetention.executeWithOptions(
-    { startToCloseTimeout: '5 minutes', summary: 'Drop execution-log day partitions past the retention; create the next days' },
+    {
+      startToCloseTimeout: '5 minutes',
+      summary: 'Drop execution-log day partitions past the retention; create the next days',
+    },
     [],
   );
 }

@@ -9,7 +9,10 @@ const { deleteExpiredBackups } = proxyActivities<Activities>({
 /** Daily (schedule `backup-retention`): deletes stored backups whose tier retention has ended. */
 export async function pruneExpiredBackups() {
   return deleteExpiredBackups.executeWithOptions(
-    { startToCloseTimeout: '10 minutes', summary: 'Delete backups past their tier retention (starter 30 d, pro 90 d, enterprise 365 d)' },
+    {
+      startToCloseTimeout: '10 minutes',
+      summary: 'Delete backups past their tier retention (starter 30 d, pro 90 d, enterprise 365 d)',
+    },
     [],
   );
 }

@@ -9,7 +9,10 @@ const { applyWebhookRetention } = proxyActivities<Activities>({
 /** Daily (schedule `webhook-retention`): deletes webhook messages and attempts past the retention. */
 export async function pruneWebhookHistory() {
   return applyWebhookRetention.executeWithOptions(
-    { startToCloseTimeout: '10 minutes', summary: 'Delete webhook messages (finished deliveries only) and attempts past the retention' },
+    {
+      startToCloseTimeout: '10 minutes',
+      summary: 'Delete webhook messages (finished deliveries only) and attempts past the retention',
+    },
     [],
   );
 }

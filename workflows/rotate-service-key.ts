@@ -40,12 +40,30 @@
  * Each step is a function below, run in order by `rotateServiceKey`; step 4's rules per proof kind
  * are in rotation-switch-proof.ts, the `rules` proof's tenants in rotation-consumer-rules.ts.
  */
-import { defineQuery, log, proxyActivities, setHandler, sleep, upsertSearchAttributes, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
+import {
+  defineQuery,
+  log,
+  proxyActivities,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+  workflowInfo,
+  type ActivityOptions,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import type { SwitchProof } from '../domain/service-keys/inventory.js';
 import type { RotationInput, RotationResult, RotationSettings } from '../domain/service-keys/workflow-contract.js';
 import { searchAttributes } from '../domain/workflow-search-attributes.js';
-import { isExposureRotation, judgeUsage, switchRule, unprovenReason, waitSummary, type KeyPair, type SwitchRule, type UsageCheck } from './rotation-switch-proof.js';
+import {
+  isExposureRotation,
+  judgeUsage,
+  switchRule,
+  unprovenReason,
+  waitSummary,
+  type KeyPair,
+  type SwitchRule,
+  type UsageCheck,
+} from './rotation-switch-proof.js';
 import { ConsumerRules } from './rotation-consumer-rules.js';
 import { failureMessage } from './shared/activity-failures.js';
 import { retryIntervals } from './shared/retry-intervals.js';
@@ -83,7 +101,11 @@ function rotationActivities(settings: RotationSettings) {
     heartbeatTimeout: '3 minutes',
     retry: { ...intervals('1 second', '1 minute'), backoffCoefficient: 2 },
   };
-  return { mustFinish: proxyActivities<Activities>(mustFinish), nonFatal: proxyActivities<Activities>(nonFatal), tenantRules: proxyActivities<Activities>(tenantRules) };
+  return {
+    mustFinish: proxyActivities<Activities>(mustFinish),
+    nonFatal: proxyActivities<Activities>(nonFatal),
+    tenantRules: proxyActivities<Activities>(tenantRules),
+  };
 }
 
 /** One rotation as it runs: its input, its activities and its status (the query's answer). */
@@ -132,10 +154,19 @@ function startRotation(input: RotationInput): Rotation {
  * Steps 1 and 2: the current key read, a new one generated, registered pending at the target and
  * stored as a new secret version. A refusal abandons the rotation (the lock released, the failure thrown).
  */
-async function stageNewKey({ pair, target, activities: { mustFinish }, status, setStep }: Rotation): Promise<RotationKeys> {
+async function stageNewKey({
+  pair,
+  target,
+  activities: { mustFinish },
+  status,
+  setStep,
+}: Rotation): Promise<RotationKeys> {
   try {
     setStep('prepare');
-    const { oldKeyId, oldVersion } = await mustFinish.prepareRotation.executeWithOptions({ summary: `Read the current ${pair} key id and secret version` }, []);
+    const { oldKeyId, oldVersion } = await mustFinish.prepareRotation.executeWithOptions(
+      { summary: `Read the current ${pair} key id and secret version` },
+      [],
+    );
     status.oldKeyId = oldKeyId;
     setStep('generate-key');
     const { newKeyId, newVersion } = await mustFinish.generateRotationKey.executeWithOptions(
@@ -148,20 +179,30 @@ async function stageNewKey({ pair, target, activities: { mustFinish }, status, s
     const message = failureMessage(err);
     status.outcome = 'abandoned';
     setStep('abandoned');
-    await mustFinish.finishRotation.executeWithOptions({ summary: `Release the ${pair} rotation lock (abandoned)` }, [{ outcome: 'abandoned', message }]);
+    await mustFinish.finishRotation.executeWithOptions({ summary: `Release the ${pair} rotation lock (abandoned)` }, [
+      { outcome: 'abandoned', message },
+    ]);
     throw err;
   }
 }
 
 /** The accept wait: targets reload on NOTIFY at once; this covers a replica that missed it. */
-async function letTargetAccept({ caller, target, settings, setStep }: Rotation, { newKeyId }: RotationKeys): Promise<void> {
+async function letTargetAccept(
+  { caller, target, settings, setStep }: Rotation,
+  { newKeyId }: RotationKeys,
+): Promise<void> {
   if (settings.acceptWaitMs <= 0) return;
   setStep('wait-target-reload');
-  await sleep(settings.acceptWaitMs, { summary: `Let every ${target} replica load ${newKeyId} before ${caller} gets it` });
+  await sleep(settings.acceptWaitMs, {
+    summary: `Let every ${target} replica load ${newKeyId} before ${caller} gets it`,
+  });
 }
 
 /** Step 3: the new version current in the secret store (consumers pick it up within their TTL). */
-async function switchConsumer({ caller, target, settings, activities, setStep }: Rotation, { newKeyId, newVersion }: RotationKeys): Promise<{ switchedAt: number; deadline: number }> {
+async function switchConsumer(
+  { caller, target, settings, activities, setStep }: Rotation,
+  { newKeyId, newVersion }: RotationKeys,
+): Promise<{ switchedAt: number; deadline: number }> {
   setStep('make-current');
   const handedOver = await activities.mustFinish.makeRotationSecretCurrent.executeWithOptions(
     { summary: `Secret store: version ${newVersion} (${newKeyId}) current for ${caller}` },
@@ -181,7 +222,11 @@ interface SwitchOutcome {
  * Step 4: the switch proven by the pair's rule (rotation-switch-proof.ts) before the deadline.
  * `rules`: the tenants' rules rewritten first (the deadline counts from then), and once more before the old key dies.
  */
-async function proveSwitch(rotation: Rotation, keys: RotationKeys, switched: { switchedAt: number; deadline: number }): Promise<SwitchOutcome> {
+async function proveSwitch(
+  rotation: Rotation,
+  keys: RotationKeys,
+  switched: { switchedAt: number; deadline: number },
+): Promise<SwitchOutcome> {
   const { settings, status, setStep } = rotation;
   let { deadline } = switched;
   setStep('verify-switch');
@@ -198,7 +243,16 @@ async function proveSwitch(rotation: Rotation, keys: RotationKeys, switched: { s
   }
   const exposure = isExposureRotation(rotation.input);
   if (exposure) status.exposure = true;
-  let verified = !rulesFailure && (await pollUntilProven(rotation, keys, rule, exposure ? settings.exposureNoticeMs! : undefined, switched.switchedAt, deadline));
+  let verified =
+    !rulesFailure &&
+    (await pollUntilProven(
+      rotation,
+      keys,
+      rule,
+      exposure ? settings.exposureNoticeMs! : undefined,
+      switched.switchedAt,
+      deadline,
+    ));
   if (verified && rules) {
     // no tenant left on the old token: a reconcile may have written it back since the first pass
     setStep('check-rules');
@@ -218,7 +272,8 @@ async function pollUntilProven(
   deadline: number,
 ): Promise<boolean> {
   const { oldKeyId, newKeyId } = keys;
-  const pollMs = noticeMs !== undefined ? (settings.exposurePollMs ?? settings.pollIntervalMs) : settings.pollIntervalMs;
+  const pollMs =
+    noticeMs !== undefined ? (settings.exposurePollMs ?? settings.pollIntervalMs) : settings.pollIntervalMs;
   for (;;) {
     const usage = await activities.mustFinish.rotationKeyUsage.executeWithOptions(
       { summary: `${target}'s usage records of ${oldKeyId} (old) and ${newKeyId} (new)` },
@@ -228,8 +283,11 @@ async function pollUntilProven(
     status.lastCheck = check;
     if (proven) return true;
     if (Date.now() >= deadline) return false;
-    const noticeLeftMs = noticeMs !== undefined ? Math.max(0, noticeMs - (Date.parse(usage.checkedAt) - switchedAt)) : undefined;
-    await sleep(Math.min(pollMs, Math.max(deadline - Date.now(), 1)), { summary: waitSummary(caller, keys, check, noticeLeftMs) });
+    const noticeLeftMs =
+      noticeMs !== undefined ? Math.max(0, noticeMs - (Date.parse(usage.checkedAt) - switchedAt)) : undefined;
+    await sleep(Math.min(pollMs, Math.max(deadline - Date.now(), 1)), {
+      summary: waitSummary(caller, keys, check, noticeLeftMs),
+    });
   }
 }
 
@@ -237,10 +295,25 @@ async function pollUntilProven(
  * Roll back: the old version current again, the tenants' rules moved back (`rules`), (after
  * `rollbackWaitMs`) the pending key revoked, an alert raised, the lock released.
  */
-async function rollBack(rotation: Rotation, keys: RotationKeys, { rulesFailure, rules }: SwitchOutcome): Promise<RotationResult> {
-  const { caller, target, pair, settings, activities: { mustFinish }, status, setStep } = rotation;
+async function rollBack(
+  rotation: Rotation,
+  keys: RotationKeys,
+  { rulesFailure, rules }: SwitchOutcome,
+): Promise<RotationResult> {
+  const {
+    caller,
+    target,
+    pair,
+    settings,
+    activities: { mustFinish },
+    status,
+    setStep,
+  } = rotation;
   const { oldKeyId, oldVersion, newKeyId } = keys;
-  let message = rulesFailure !== undefined ? `${caller} → ${target}: ${rulesFailure}` : unprovenReason(caller, keys, status.lastCheck!, settings);
+  let message =
+    rulesFailure !== undefined
+      ? `${caller} → ${target}: ${rulesFailure}`
+      : unprovenReason(caller, keys, status.lastCheck!, settings);
   setStep('roll-back');
   await mustFinish.makeRotationSecretCurrent.executeWithOptions(
     { summary: `Roll back: secret store version ${oldVersion} (${oldKeyId}) current for ${caller} again` },
@@ -251,10 +324,16 @@ async function rollBack(rotation: Rotation, keys: RotationKeys, { rulesFailure, 
     setStep('rewrite-rules-back');
     message += await rules.back();
   }
-  if (settings.rollbackWaitMs > 0) await sleep(settings.rollbackWaitMs, { summary: `Let ${caller} reload ${oldKeyId} before ${newKeyId} is revoked` });
-  await mustFinish.revokeRotationKey.executeWithOptions({ summary: `Roll back: revoke the pending ${newKeyId} at ${target}` }, [{ keyId: newKeyId }]);
+  if (settings.rollbackWaitMs > 0)
+    await sleep(settings.rollbackWaitMs, { summary: `Let ${caller} reload ${oldKeyId} before ${newKeyId} is revoked` });
+  await mustFinish.revokeRotationKey.executeWithOptions(
+    { summary: `Roll back: revoke the pending ${newKeyId} at ${target}` },
+    [{ keyId: newKeyId }],
+  );
   await raiseAlert(rotation, keys, message);
-  await mustFinish.finishRotation.executeWithOptions({ summary: `Release the ${pair} rotation lock (rolled back)` }, [{ outcome: 'rolled-back', message }]);
+  await mustFinish.finishRotation.executeWithOptions({ summary: `Release the ${pair} rotation lock (rolled back)` }, [
+    { outcome: 'rolled-back', message },
+  ]);
   status.outcome = 'rolled-back';
   setStep('rolled-back');
   log.warn('service-key rotation rolled back', { workflowId: workflowInfo().workflowId, message });
@@ -262,12 +341,17 @@ async function rollBack(rotation: Rotation, keys: RotationKeys, { rulesFailure, 
 }
 
 /** The roll-back's alert: a `service-key.rotation-failed` event, or (when it cannot go out) a record without it. */
-async function raiseAlert({ caller, target, pair, activities, setStep }: Rotation, { oldKeyId, newKeyId }: RotationKeys, message: string): Promise<void> {
+async function raiseAlert(
+  { caller, target, pair, activities, setStep }: Rotation,
+  { oldKeyId, newKeyId }: RotationKeys,
+  message: string,
+): Promise<void> {
   setStep('alert');
   try {
-    await activities.nonFatal.raiseRotationAlert.executeWithOptions({ summary: `Alert: service-key.rotation-failed for ${pair}` }, [
-      { caller, target, oldKeyId, newKeyId, message },
-    ]);
+    await activities.nonFatal.raiseRotationAlert.executeWithOptions(
+      { summary: `Alert: service-key.rotation-failed for ${pair}` },
+      [{ caller, target, oldKeyId, newKeyId, message }],
+    );
   } catch (err) {
     await activities.mustFinish.recordRotationAlert.executeWithOptions({ summary: `Alert recorded without an event` }, [
       { alert: `no event (${failureMessage(err)}): ${message}` },
@@ -276,12 +360,23 @@ async function raiseAlert({ caller, target, pair, activities, setStep }: Rotatio
 }
 
 /** Step 5: the new key promoted (old → previous), the old one revoked (401 from then on), the lock released. */
-async function completeRotation({ target, pair, activities: { mustFinish }, status, setStep }: Rotation, { oldKeyId, newKeyId }: RotationKeys): Promise<RotationResult> {
+async function completeRotation(
+  { target, pair, activities: { mustFinish }, status, setStep }: Rotation,
+  { oldKeyId, newKeyId }: RotationKeys,
+): Promise<RotationResult> {
   setStep('promote');
-  await mustFinish.promoteRotationKey.executeWithOptions({ summary: `${newKeyId} current at ${target} (${oldKeyId} previous)` }, [{ keyId: newKeyId }]);
+  await mustFinish.promoteRotationKey.executeWithOptions(
+    { summary: `${newKeyId} current at ${target} (${oldKeyId} previous)` },
+    [{ keyId: newKeyId }],
+  );
   setStep('revoke-old');
-  await mustFinish.revokeRotationKey.executeWithOptions({ summary: `Revoke ${oldKeyId} at ${target}: 401 from now on` }, [{ keyId: oldKeyId }]);
-  await mustFinish.finishRotation.executeWithOptions({ summary: `Release the ${pair} rotation lock (completed)` }, [{ outcome: 'completed' }]);
+  await mustFinish.revokeRotationKey.executeWithOptions(
+    { summary: `Revoke ${oldKeyId} at ${target}: 401 from now on` },
+    [{ keyId: oldKeyId }],
+  );
+  await mustFinish.finishRotation.executeWithOptions({ summary: `Release the ${pair} rotation lock (completed)` }, [
+    { outcome: 'completed' },
+  ]);
   status.outcome = 'completed';
   setStep('done');
   return { outcome: 'completed', oldKeyId, newKeyId };

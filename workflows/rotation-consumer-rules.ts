@@ -6,7 +6,8 @@
  */
 import type { Rotation, RotationKeys } from './rotate-service-key.js';
 
-const failedTenants = (failed: { tenant: string; error: string }[]) => failed.map((f) => `${f.tenant}: ${f.error}`).join('; ');
+const failedTenants = (failed: { tenant: string; error: string }[]) =>
+  failed.map((f) => `${f.tenant}: ${f.error}`).join('; ');
 
 /** The `rules` proof's consumers: every routed tenant's event rules, moved by the rotation itself. */
 export class ConsumerRules {
@@ -20,9 +21,10 @@ export class ConsumerRules {
 
   private async rewrite(keyId: string, why: string) {
     const { caller, target, activities, status } = this.rotation;
-    const r = await activities.tenantRules.rewriteTenantEventRules.executeWithOptions({ summary: `${why}: every routed tenant's event rules to ${keyId}'s tokens` }, [
-      { caller, target, keyId },
-    ]);
+    const r = await activities.tenantRules.rewriteTenantEventRules.executeWithOptions(
+      { summary: `${why}: every routed tenant's event rules to ${keyId}'s tokens` },
+      [{ caller, target, keyId }],
+    );
     status.rules = { keyId, tenants: r.tenants, updated: r.updated.length, failed: r.failed.map((f) => f.tenant) };
     return r;
   }
@@ -31,7 +33,9 @@ export class ConsumerRules {
   async forward(why: string): Promise<string | undefined> {
     const r = await this.rewrite(this.keys.newKeyId, why);
     this.moved = [...new Set([...this.moved, ...r.updated, ...r.failed.map((f) => f.tenant)])];
-    return r.failed.length ? `${r.failed.length} of ${r.tenants} tenants could not be updated (${failedTenants(r.failed)})` : undefined;
+    return r.failed.length
+      ? `${r.failed.length} of ${r.tenants} tenants could not be updated (${failedTenants(r.failed)})`
+      : undefined;
   }
 
   /** Back to the old key's tokens; answers what the roll-back's message adds about tenants left on the new one. */
@@ -41,6 +45,8 @@ export class ConsumerRules {
     // a tenant moved to the new key and not moved back gets 401 once it is revoked, until the next
     // reconcile writes its rules (the catch-up sweep publishes its invoices meanwhile)
     const stranded = r.failed.filter((f) => this.moved.includes(f.tenant));
-    return stranded.length ? `; not moved back to ${oldKeyId} (any rule of theirs on ${newKeyId}'s token gets 401 until their next reconcile): ${failedTenants(stranded)}` : '';
+    return stranded.length
+      ? `; not moved back to ${oldKeyId} (any rule of theirs on ${newKeyId}'s token gets 401 until their next reconcile): ${failedTenants(stranded)}`
+      : '';
   }
 }

@@ -72,13 +72,21 @@ interface Reading {
 function read(records: KeyUsageRecords, keys: KeyPair, switchedAt: number): Reading {
   const newLast = records.keys[keys.newKeyId]?.lastUsedAt ?? null;
   const oldLast = records.keys[keys.oldKeyId]?.lastUsedAt ?? null;
-  return { records, checkedAt: Date.parse(records.checkedAt), newLast, oldLast, quietFrom: Math.max(switchedAt, oldLast ? Date.parse(oldLast) : 0), switchedAt };
+  return {
+    records,
+    checkedAt: Date.parse(records.checkedAt),
+    newLast,
+    oldLast,
+    quietFrom: Math.max(switchedAt, oldLast ? Date.parse(oldLast) : 0),
+    switchedAt,
+  };
 }
 
 const oldSilentMs = (r: Reading) => Math.max(0, r.checkedAt - r.quietFrom);
 
 /** The old key was used within the holder window before the switch (or after it): someone held it. */
-const oldKeyHeld = (r: Reading, rule: SwitchRule) => r.oldLast !== null && Date.parse(r.oldLast) >= r.switchedAt - rule.holderWindowMs;
+const oldKeyHeld = (r: Reading, rule: SwitchRule) =>
+  r.oldLast !== null && Date.parse(r.oldLast) >= r.switchedAt - rule.holderWindowMs;
 
 /** `calls`: the new key id used, and the old one silent for the quiet period. */
 function callsProof(r: Reading, rule: SwitchRule): { check: UsageCheck; proven: boolean } {
@@ -93,7 +101,13 @@ function callsProof(r: Reading, rule: SwitchRule): { check: UsageCheck; proven: 
  */
 function quietProof(r: Reading, rule: SwitchRule): { check: UsageCheck; proven: boolean } {
   const newKeyNeeded = rule.proof === 'holders' && oldKeyHeld(r, rule);
-  const check = { checkedAt: r.records.checkedAt, newKeyUsed: r.newLast !== null, newKeyNeeded, oldSilentMs: oldSilentMs(r), quietMs: rule.quietMs };
+  const check = {
+    checkedAt: r.records.checkedAt,
+    newKeyUsed: r.newLast !== null,
+    newKeyNeeded,
+    oldSilentMs: oldSilentMs(r),
+    quietMs: rule.quietMs,
+  };
   return { check, proven: (r.newLast !== null || !newKeyNeeded) && r.checkedAt - r.quietFrom >= rule.quietMs };
 }
 
@@ -103,7 +117,13 @@ function quietProof(r: Reading, rule: SwitchRule): { check: UsageCheck; proven: 
  */
 function exposureProof(r: Reading, rule: SwitchRule, noticeMs: number): { check: UsageCheck; proven: boolean } {
   const newKeyNeeded = rule.proof === 'calls' || (rule.proof === 'holders' && oldKeyHeld(r, rule));
-  const check = { checkedAt: r.records.checkedAt, newKeyUsed: r.newLast !== null, newKeyNeeded, oldSilentMs: oldSilentMs(r), quietMs: noticeMs };
+  const check = {
+    checkedAt: r.records.checkedAt,
+    newKeyUsed: r.newLast !== null,
+    newKeyNeeded,
+    oldSilentMs: oldSilentMs(r),
+    quietMs: noticeMs,
+  };
   return { check, proven: (r.newLast !== null || !newKeyNeeded) && r.checkedAt - r.switchedAt >= noticeMs };
 }
 
@@ -122,7 +142,12 @@ export function judgeUsage(
 }
 
 /** What the rotation waits for until its next check (the timer's summary in the Temporal UI). */
-export function waitSummary(caller: string, keys: KeyPair, check: UsageCheck, exposureNoticeLeftMs: number | undefined): string {
+export function waitSummary(
+  caller: string,
+  keys: KeyPair,
+  check: UsageCheck,
+  exposureNoticeLeftMs: number | undefined,
+): string {
   const { oldKeyId, newKeyId } = keys;
   if (exposureNoticeLeftMs !== undefined) {
     // an exposure waits for the notice window (and the new key's use), never for the old key's silence
@@ -131,11 +156,18 @@ export function waitSummary(caller: string, keys: KeyPair, check: UsageCheck, ex
       : `exposure: waiting for ${caller} to use ${newKeyId} before ${oldKeyId} is revoked`;
   }
   const waitingForNewKey = !check.newKeyUsed && check.newKeyNeeded !== false;
-  return waitingForNewKey ? `waiting for ${caller} to use ${newKeyId}` : `${oldKeyId} silent for ${Math.round(check.oldSilentMs / 1000)} s`;
+  return waitingForNewKey
+    ? `waiting for ${caller} to use ${newKeyId}`
+    : `${oldKeyId} silent for ${Math.round(check.oldSilentMs / 1000)} s`;
 }
 
 /** Why a rotation whose consumer did not prove the switch by the deadline rolls back. */
-export function unprovenReason(caller: string, keys: KeyPair, last: UsageCheck, settings: { quietPeriodMs: number; deadlineMs: number }): string {
+export function unprovenReason(
+  caller: string,
+  keys: KeyPair,
+  last: UsageCheck,
+  settings: { quietPeriodMs: number; deadlineMs: number },
+): string {
   return last.newKeyUsed || last.newKeyNeeded === false
     ? `${caller} still used ${keys.oldKeyId} within the quiet period at the deadline (silent ${Math.round(last.oldSilentMs / 1000)} s of ${Math.round((last.quietMs ?? settings.quietPeriodMs) / 1000)} s)`
     : `${caller} never used ${keys.newKeyId} within ${Math.round(settings.deadlineMs / 1000)} s`;

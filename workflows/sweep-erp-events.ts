@@ -14,5 +14,8 @@ const { sweepErpEvents: sweep } = proxyActivities<Activities>({
  * fails when the platform's own database is away for all three attempts.
  */
 export async function sweepErpEvents() {
-  return sweep.executeWithOptions({ summary: 'Publish the invoice/payment events the tenant ERPs posted but the platform missed' }, []);
+  return sweep.executeWithOptions(
+    { summary: 'Publish the invoice/payment events the tenant ERPs posted but the platform missed' },
+    [],
+  );
 }

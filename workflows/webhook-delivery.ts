@@ -33,7 +33,8 @@ const { attemptWebhookDelivery, finishWebhookDelivery } = proxyActivities<Activi
 const { attemptWebhookDelivery: attemptWebhookDeliveryLocally } = proxyLocalActivities<Activities>(activityOptions);
 
 const describe = (a: WebhookAttemptSummary) => (a.statusCode !== null ? `HTTP ${a.statusCode}` : a.outcome);
-const human = (ms: number) => (ms < 10_000 ? `${ms} ms` : ms < 3_600_000 ? `${Math.round(ms / 60_000)} min` : `${(ms / 3_600_000).toFixed(1)} h`);
+const human = (ms: number) =>
+  ms < 10_000 ? `${ms} ms` : ms < 3_600_000 ? `${Math.round(ms / 60_000)} min` : `${(ms / 3_600_000).toFixed(1)} h`;
 
 export async function webhookDelivery(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
   const { endpointId, messageId, settings } = input;
@@ -60,7 +61,9 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<Webh
     if (last && !(n === 0 && input.firstDelayMs !== undefined)) {
       const delay = retryDelay(settings, n, last, Math.random);
       if (delay === undefined) break;
-      await sleep(delay, { summary: `retry ${n + 1} of ${settings.scheduleMs.length} in ${human(delay)} (last: ${describe(last)})` });
+      await sleep(delay, {
+        summary: `retry ${n + 1} of ${settings.scheduleMs.length} in ${human(delay)} (last: ${describe(last)})`,
+      });
     }
     last = await attempt.executeWithOptions(
       { summary: `POST ${input.eventType} ${messageId} (attempt ${attempts + 1})` },
@@ -75,8 +78,9 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<Webh
       return { status: 'endpoint-disabled', attempts };
     }
   }
-  await finishWebhookDelivery.executeWithOptions({ summary: `retries exhausted after ${attempts} attempts: failed, admins alerted` }, [
-    { endpointId, messageId, attempts, lastError: last?.error ?? 'no attempt', alert: true },
-  ]);
+  await finishWebhookDelivery.executeWithOptions(
+    { summary: `retries exhausted after ${attempts} attempts: failed, admins alerted` },
+    [{ endpointId, messageId, attempts, lastError: last?.error ?? 'no attempt', alert: true }],
+  );
   return { status: 'failed', attempts };
 }

@@ -19,7 +19,13 @@
  * also becomes the route's OpenAPI `security`. The API refuses to start when an `/api` route
  * declares nothing (a new route is closed until its author says who may call it).
  */
-import type { FastifyInstance, FastifyRequest, RouteOptions, onRequestHookHandler, preHandlerHookHandler } from 'fastify';
+import type {
+  FastifyInstance,
+  FastifyRequest,
+  RouteOptions,
+  onRequestHookHandler,
+  preHandlerHookHandler,
+} from 'fastify';
 import fp from 'fastify-plugin';
 import { TOKEN_PREFIX, type Scope } from '../../domain/access/api-keys.js';
 import { requireServiceKey } from '../../domain/service-keys/service-key-auth.js';
@@ -121,17 +127,23 @@ export const accessControl = fp(
     const serviceHook = (callers: readonly ServiceCaller[]) => {
       const id = [...callers].sort().join(',');
       let hook = serviceHooks.get(id);
-      if (!hook) serviceHooks.set(id, (hook = requireServiceKey(() => app.serviceKeys, callers) as onRequestHookHandler));
+      if (!hook)
+        serviceHooks.set(id, (hook = requireServiceKey(() => app.serviceKeys, callers) as onRequestHookHandler));
       return hook;
     };
-    const ours = (h: unknown) => [requireUser, requireWorkspaceAdmin, requireWorkspaceMember, userUnlessKey, adminUnlessKey].includes(h as never) || [...serviceHooks.values()].includes(h as never);
+    const ours = (h: unknown) =>
+      [requireUser, requireWorkspaceAdmin, requireWorkspaceMember, userUnlessKey, adminUnlessKey].includes(
+        h as never,
+      ) || [...serviceHooks.values()].includes(h as never);
 
     app.addHook('onRoute', (route: RouteOptions) => {
       const declared = route.config?.access;
       for (const method of [route.method].flat()) app.accessTable.push({ method, url: route.url, access: declared });
       if (!declared) {
         if (route.url === '/api' || route.url.startsWith('/api/')) {
-          throw new Error(`${[route.method].flat().join(',')} ${route.url} declares no access: say who may call it with config.access (api/plugins/access.ts)`);
+          throw new Error(
+            `${[route.method].flat().join(',')} ${route.url} declares no access: say who may call it with config.access (api/plugins/access.ts)`,
+          );
         }
         return;
       }
@@ -142,8 +154,10 @@ export const accessControl = fp(
       if (declared.kind === 'user') {
         route.onRequest = [requireUser as onRequestHookHandler, ...existing];
         // the membership look-up reads X-Workspace / ?workspace=, so it runs once they are validated
-        const workspaceCheck = declared.role === 'admin' ? requireWorkspaceAdmin : declared.workspace ? requireWorkspaceMember : undefined;
-        if (workspaceCheck) route.preHandler = [workspaceCheck as preHandlerHookHandler, ...[route.preHandler ?? []].flat()];
+        const workspaceCheck =
+          declared.role === 'admin' ? requireWorkspaceAdmin : declared.workspace ? requireWorkspaceMember : undefined;
+        if (workspaceCheck)
+          route.preHandler = [workspaceCheck as preHandlerHookHandler, ...[route.preHandler ?? []].flat()];
       } else if (declared.kind === 'adminOrKey') {
         // a workspace key is checked by plugins/workspace-auth.ts; anything else must be an admin's login
         route.onRequest = [userUnlessKey as onRequestHookHandler, ...existing];

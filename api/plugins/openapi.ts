@@ -19,12 +19,38 @@ export const openapi = fp(
         },
         components: {
           securitySchemes: {
-            opsKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'the operator service key (operator → account-api in the service-key registry)' },
-            provisioningKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'the provisioning webhook service key' },
-            erpKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: "the tenant ERPs' SaaS endpoint key (erp → account-api)" },
-            saasJobsKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: "the key of platform jobs posting the tenant ERPs' legacy callbacks (saas-jobs → account-api)" },
+            opsKey: {
+              type: 'apiKey',
+              in: 'header',
+              name: 'X-API-Key',
+              description: 'the operator service key (operator → account-api in the service-key registry)',
+            },
+            provisioningKey: {
+              type: 'apiKey',
+              in: 'header',
+              name: 'X-API-Key',
+              description: 'the provisioning webhook service key',
+            },
+            erpKey: {
+              type: 'apiKey',
+              in: 'header',
+              name: 'X-API-Key',
+              description: "the tenant ERPs' SaaS endpoint key (erp → account-api)",
+            },
+            saasJobsKey: {
+              type: 'apiKey',
+              in: 'header',
+              name: 'X-API-Key',
+              description:
+                "the key of platform jobs posting the tenant ERPs' legacy callbacks (saas-jobs → account-api)",
+            },
             workspaceKey: { type: 'http', scheme: 'bearer', description: 'ws_live_… workspace API key' },
-            userToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'access token from POST /api/auth/login' },
+            userToken: {
+              type: 'http',
+              scheme: 'bearer',
+              bearerFormat: 'JWT',
+              description: 'access token from POST /api/auth/login',
+            },
           },
         },
       },

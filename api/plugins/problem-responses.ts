@@ -21,7 +21,12 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 export const problemResponses = fp(
   async (app: FastifyInstance) => {
     app.addHook('onRoute', (route: RouteOptions) => {
-      const schema = (route.schema ??= {}) as { response?: Record<string, unknown>; security?: Record<string, unknown>[]; body?: unknown; hide?: boolean };
+      const schema = (route.schema ??= {}) as {
+        response?: Record<string, unknown>;
+        security?: Record<string, unknown>[];
+        body?: unknown;
+        hide?: boolean;
+      };
       if (schema.hide || route.url.startsWith('/docs')) return;
       const response = (schema.response ??= {});
       const statuses = new Set<number>([400, 500, 503]);

@@ -40,7 +40,9 @@ export const queryCredentials = fp(
       const field = `query.${name.slice(0, 50)}`;
       const message =
         'is a credential, which this API does not take in a URL (URLs are logged and kept in histories): send a workspace key or an access token as `Authorization: Bearer …`, a service key as `X-API-Key`';
-      void sendProblem(reply, 'BAD_REQUEST', `The query parameter "${name.slice(0, 50)}" ${message}.`, { errors: [{ field, message }] });
+      void sendProblem(reply, 'BAD_REQUEST', `The query parameter "${name.slice(0, 50)}" ${message}.`, {
+        errors: [{ field, message }],
+      });
     });
   },
   { name: 'query-credentials' },

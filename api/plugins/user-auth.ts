@@ -33,9 +33,16 @@ export function bearer(req: FastifyRequest): string | undefined {
 
 export async function requireUser(req: FastifyRequest): Promise<void> {
   const token = bearer(req);
-  if (!token) throw new AppError('UNAUTHORIZED', 'This endpoint needs an interactive login: send the access token from POST /api/auth/login as Authorization: Bearer.');
+  if (!token)
+    throw new AppError(
+      'UNAUTHORIZED',
+      'This endpoint needs an interactive login: send the access token from POST /api/auth/login as Authorization: Bearer.',
+    );
   if (token.startsWith(TOKEN_PREFIX)) {
-    throw new AppError('FORBIDDEN', 'Workspace API keys cannot do this; it needs an interactive login (POST /api/auth/login).');
+    throw new AppError(
+      'FORBIDDEN',
+      'Workspace API keys cannot do this; it needs an interactive login (POST /api/auth/login).',
+    );
   }
   const { userId, sessionId } = await verifyAccessSession(req.server.deps.pool, req.server.deps.config, token);
   req.user = { id: userId, sessionId };
@@ -53,18 +60,31 @@ export async function requireWorkspaceMember(req: FastifyRequest): Promise<void>
   await workspaceMembership(req);
 }
 
-async function workspaceMembership(req: FastifyRequest): Promise<{ id: string; slug: string; role: 'admin' | 'member' }> {
+async function workspaceMembership(
+  req: FastifyRequest,
+): Promise<{ id: string; slug: string; role: 'admin' | 'member' }> {
   if (!req.user) throw new AppError('UNAUTHORIZED', 'This endpoint needs an interactive login.');
   const header = req.headers['x-workspace'];
   const query = (req.query as { workspace?: unknown } | undefined)?.workspace;
   const slug = typeof header === 'string' && header ? header : typeof query === 'string' && query ? query : undefined;
   const rows = await membershipsOf(req.server.deps.pool, req.user.id, slug);
   if (!slug && rows.length > 1) {
-    throw new AppError('BAD_REQUEST', `You belong to several workspaces (${rows.map((r) => r.slug).join(', ')}); name one in the X-Workspace header.`);
+    throw new AppError(
+      'BAD_REQUEST',
+      `You belong to several workspaces (${rows.map((r) => r.slug).join(', ')}); name one in the X-Workspace header.`,
+    );
   }
   const row = rows[0];
-  if (!row) throw new AppError('FORBIDDEN', slug ? `You are not a member of workspace "${slug}".` : 'You are not a member of any workspace.');
-  const membership = { id: row.id, slug: row.slug, role: row.role === 'admin' ? ('admin' as const) : ('member' as const) };
+  if (!row)
+    throw new AppError(
+      'FORBIDDEN',
+      slug ? `You are not a member of workspace "${slug}".` : 'You are not a member of any workspace.',
+    );
+  const membership = {
+    id: row.id,
+    slug: row.slug,
+    role: row.role === 'admin' ? ('admin' as const) : ('member' as const),
+  };
   req.memberWorkspace = membership;
   return membership;
 }

@@ -71,7 +71,12 @@ async function startKeyServices(app: FastifyInstance): Promise<WorkspaceAuth & {
   });
   const rateLimits = new RateLimits({ pool, redis, config });
   const standing = new WorkspaceStanding(pool, config.WORKSPACE_STANDING_CACHE_MS);
-  const executionLog = new ExecutionLog({ pool, log: app.log, flushMs: config.EXECUTION_LOG_FLUSH_MS, partitionsAhead: config.EXECUTION_LOG_PARTITIONS_AHEAD });
+  const executionLog = new ExecutionLog({
+    pool,
+    log: app.log,
+    flushMs: config.EXECUTION_LOG_FLUSH_MS,
+    partitionsAhead: config.EXECUTION_LOG_PARTITIONS_AHEAD,
+  });
   const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 });
   subscriber.on('error', (err) => app.log.warn({ err: err.message }, 'redis (revocation feed) connection error'));
   const revocations = new RevocationFeed({

@@ -36,19 +36,30 @@ const limitedKey = (key: VerifiedKey) => ({ id: key.id, workspaceId: key.workspa
 /** Whether the request presents a workspace key (else, on an adminOrKey route, a user's session is checked by access.ts). */
 export function presentsWorkspaceKey(req: FastifyRequest): boolean {
   const h = req.headers.authorization;
-  return typeof h === 'string' && /^bearer\s+/i.test(h) && h.replace(/^bearer\s+/i, '').trim().startsWith(TOKEN_PREFIX);
+  return (
+    typeof h === 'string' &&
+    /^bearer\s+/i.test(h) &&
+    h
+      .replace(/^bearer\s+/i, '')
+      .trim()
+      .startsWith(TOKEN_PREFIX)
+  );
 }
 
 function bearerToken(req: FastifyRequest, reply: FastifyReply): string {
   const header = req.headers.authorization;
-  const token = header && header.length > 7 && header.slice(0, 7).toLowerCase() === 'bearer ' ? header.slice(7).trim() : undefined;
+  const token =
+    header && header.length > 7 && header.slice(0, 7).toLowerCase() === 'bearer ' ? header.slice(7).trim() : undefined;
   if (token && token.startsWith(TOKEN_PREFIX)) return token;
   reply.header('www-authenticate', 'Bearer');
   throw invalidKey();
 }
 
 function setRateLimitHeaders(reply: FastifyReply, r: { limit: number; remaining: number; reset: number }) {
-  reply.header('ratelimit-limit', r.limit).header('ratelimit-remaining', r.remaining).header('ratelimit-reset', r.reset);
+  reply
+    .header('ratelimit-limit', r.limit)
+    .header('ratelimit-remaining', r.remaining)
+    .header('ratelimit-reset', r.reset);
 }
 
 /** The RateLimit-* headers of the binding bucket; 429 with Retry-After naming the bucket that refused. */
@@ -63,9 +74,13 @@ function admitOrRefuse(reply: FastifyReply, key: VerifiedKey, limits: Limits, bu
       { rateLimit: 'workspace' },
     );
   }
-  throw new AppError('RATE_LIMITED', `This key exceeded its limit of ${limits.burst} requests burst, ${limits.perSecond}/s sustained; retry after ${bucket.retryAfter} s.`, {
-    rateLimit: 'key',
-  });
+  throw new AppError(
+    'RATE_LIMITED',
+    `This key exceeded its limit of ${limits.burst} requests burst, ${limits.perSecond}/s sustained; retry after ${bucket.retryAfter} s.`,
+    {
+      rateLimit: 'key',
+    },
+  );
 }
 
 /** The per-minute agent limit of `POST` agent invocations (after the bucket). */
@@ -74,7 +89,10 @@ async function admitAgentInvocation(rateLimits: RateLimits, reply: FastifyReply,
   setRateLimitHeaders(reply, agent);
   if (!agent.allowed) {
     reply.header('retry-after', agent.reset);
-    throw new AppError('RATE_LIMITED', `This key exceeded its ${agent.limit} agent invocations per minute; retry after ${agent.reset} s.`);
+    throw new AppError(
+      'RATE_LIMITED',
+      `This key exceeded its ${agent.limit} agent invocations per minute; retry after ${agent.reset} s.`,
+    );
   }
 }
 
@@ -86,7 +104,10 @@ async function admitAgentInvocation(rateLimits: RateLimits, reply: FastifyReply,
 function refuseOtherWorkspace(req: FastifyRequest, own: { id: string; slug: string }) {
   const slug = (req.params as { slug?: string } | undefined)?.slug;
   if (slug !== undefined && slug !== own.slug) {
-    throw new AppError('FORBIDDEN', `This key belongs to workspace "${own.slug}" and cannot reach workspace "${slug}".`);
+    throw new AppError(
+      'FORBIDDEN',
+      `This key belongs to workspace "${own.slug}" and cannot reach workspace "${slug}".`,
+    );
   }
   const header = req.headers['x-workspace'];
   const query = (req.query as { workspace?: unknown } | undefined)?.workspace;
@@ -108,7 +129,14 @@ export function keyCheck(deps: KeyCheckDeps, method: string, route: string, scop
   const agents = agentInvocation(method, scope);
 
   /** The checks that need no I/O once the key, its limits and a token of its bucket are known. */
-  function authorize(req: FastifyRequest, reply: FastifyReply, key: VerifiedKey, limits: Limits, bucket: BucketResult, suspended: boolean) {
+  function authorize(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    key: VerifiedKey,
+    limits: Limits,
+    bucket: BucketResult,
+    suspended: boolean,
+  ) {
     if (bucket.revoked) {
       verifier.forget(key.id);
       reply.header('www-authenticate', 'Bearer');
@@ -123,13 +151,20 @@ export function keyCheck(deps: KeyCheckDeps, method: string, route: string, scop
     admitOrRefuse(reply, key, limits, bucket);
     if (suspended) throw workspaceSuspended(key.workspace.slug);
     if (scope && !grants(key.scopes, scope)) {
-      throw new AppError('FORBIDDEN', `This key lacks the scope "${scope}" this endpoint needs.`, { requiredScope: scope });
+      throw new AppError('FORBIDDEN', `This key lacks the scope "${scope}" this endpoint needs.`, {
+        requiredScope: scope,
+      });
     }
     refuseOtherWorkspace(req, key.workspace);
   }
 
   /** Whatever needs I/O: bcrypt on first sight, the limits, Redis, the agent limit. */
-  async function checkWithIo(req: FastifyRequest, reply: FastifyReply, token: string, cachedKey: VerifiedKey | undefined) {
+  async function checkWithIo(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    token: string,
+    cachedKey: VerifiedKey | undefined,
+  ) {
     const key =
       cachedKey ??
       (await verifier.verify(token).catch((err) => {
@@ -158,7 +193,10 @@ export function keyCheck(deps: KeyCheckDeps, method: string, route: string, scop
       const key = verifier.cached(token, req.raw.socket);
       const limits = key && rateLimits.cachedLimitsFor(key.workspace.id);
       const suspended = key && standing.cached(key.workspace.id);
-      const bucket = key && limits && suspended !== undefined && !agents && revocations.fresh() ? rateLimits.admitFromLease(limitedKey(key), limits) : undefined;
+      const bucket =
+        key && limits && suspended !== undefined && !agents && revocations.fresh()
+          ? rateLimits.admitFromLease(limitedKey(key), limits)
+          : undefined;
       if (!bucket) return void checkWithIo(req, reply, token, key).then(() => done(), done);
       authorize(req, reply, key!, limits!, bucket, suspended === true);
     } catch (err) {

@@ -21,7 +21,8 @@ export const problemRef = Type.Ref('Problem');
  * Text the platform accepts (lib/http.ts checks every request once; this says it in the OpenAPI
  * document): no NUL, no lone UTF-16 surrogate, and always a maximum length.
  */
-export const Text = (options: TStringOptions & { maxLength: number }) => Type.String({ pattern: SAFE_TEXT_PATTERN, ...options });
+export const Text = (options: TStringOptions & { maxLength: number }) =>
+  Type.String({ pattern: SAFE_TEXT_PATTERN, ...options });
 
 /** A DNS label (RFC 1123): lowercase letters, digits and hyphens, not starting or ending with a hyphen. */
 export const DNS_LABEL_PATTERN = '^[a-z0-9]([a-z0-9-]{0,28}[a-z0-9])?$';
@@ -30,7 +31,8 @@ export const TenantName = Type.String({
   pattern: DNS_LABEL_PATTERN,
   maxLength: 30,
   // what a validation message says the value must be (lib/validation-messages.ts), whatever the field's description
-  title: 'a DNS label: lowercase letters a-z, digits and hyphens, starting and ending with a letter or digit, at most 30 characters (e.g. acme or acme-2)',
+  title:
+    'a DNS label: lowercase letters a-z, digits and hyphens, starting and ending with a letter or digit, at most 30 characters (e.g. acme or acme-2)',
   description: 'TenantClient name (= subdomain, = workspace slug): a DNS label of at most 30 characters',
 });
 
@@ -52,7 +54,8 @@ export const commonProblems = {
  * "email"`, ajv-formats' full mode), written as a pattern so the OpenAPI document says exactly what is taken.
  */
 export const EmailAddress = Type.String({
-  pattern: "^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?\\.)+[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$",
+  pattern:
+    "^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?\\.)+[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$",
   minLength: 3,
   maxLength: 254,
   description: 'an e-mail address (local part @ a dotted domain)',

@@ -17,11 +17,13 @@ export function register(program: Command) {
         const lines = parsed.problems.map((p) => `  ${p.field}: ${p.message}`);
         throw new Error(`${opts.filename} is not a valid TenantClient:\n${lines.join('\n')}`);
       }
-      const applied = await opsRequest<{ result: string; name: string; generation: number; workflowId: string; temporalUiUrl: string }>(
-        'POST',
-        '/api/ops/tenant-clients',
-        parsed.value,
-      );
+      const applied = await opsRequest<{
+        result: string;
+        name: string;
+        generation: number;
+        workflowId: string;
+        temporalUiUrl: string;
+      }>('POST', '/api/ops/tenant-clients', parsed.value);
       if (opts.output === 'json') return console.log(JSON.stringify(applied, null, 2));
       console.log(`tenantclient.plana.dev/${applied.name} ${applied.result} (generation ${applied.generation})`);
       console.log(`  workflow ${applied.workflowId}: ${applied.temporalUiUrl}`);

@@ -12,7 +12,12 @@ export function register(program: Command) {
     .argument('<name>', 'the tenant name', tenantName)
     .addOption(outputOption(['text', 'json']))
     .action(async (_resource: string, name: string, opts: { output: string }) => {
-      const tenant = await opsRequest<TenantClientResource>('GET', `/api/ops/tenant-clients/${encodeURIComponent(name)}`, undefined, { 'params.name': '<name>' });
+      const tenant = await opsRequest<TenantClientResource>(
+        'GET',
+        `/api/ops/tenant-clients/${encodeURIComponent(name)}`,
+        undefined,
+        { 'params.name': '<name>' },
+      );
       console.log(opts.output === 'json' ? JSON.stringify(tenant, null, 2) : describeTenant(tenant));
     });
 }

@@ -14,10 +14,14 @@ import { routedTenants } from '../../domain/tenants/http-routes.js';
 import { outputOption, positiveNumber, tenantName } from '../arguments.js';
 
 export function register(program: Command) {
-  const erp = program.command('erp').description("act in a tenant's ERP as its accountant (to see events reach webhooks)");
+  const erp = program
+    .command('erp')
+    .description("act in a tenant's ERP as its accountant (to see events reach webhooks)");
   erp
     .command('post-invoice')
-    .description("create and post a customer invoice in the tenant's ERP: its automation rule sends invoice.posted, delivered to the workspace's webhooks")
+    .description(
+      "create and post a customer invoice in the tenant's ERP: its automation rule sends invoice.posted, delivered to the workspace's webhooks",
+    )
     .argument('<tenant>', 'tenant name', tenantName)
     .option('--amount <amount>', 'the invoice total (one line, no tax)', positiveNumber, 100)
     .option('--label <text>', 'the line label', 'Consulting (posted with the plana CLI)')
@@ -27,14 +31,30 @@ export function register(program: Command) {
       const pool = createPool(cfg.DATABASE_URL, 1);
       try {
         const route = (await routedTenants(pool)).find((r) => r.tenant === tenant);
-        if (!route) throw new Error(`tenant ${tenant} has no ERP route: is it provisioned? (npm run cli -- get tenants)`);
-        const invoice = await postCustomerInvoice(erpApiUserDeps(cfg, pool), { database: route.database, amount: opts.amount, label: opts.label });
-        if (opts.output === 'json') return console.log(JSON.stringify({ tenant, workspace: route.workspace, invoice }, null, 2));
-        console.log(`Posted invoice ${invoice.name} (id ${invoice.id}) in the ERP of tenant ${tenant}: ${invoice.amountTotal} ${invoice.currency}, customer ${invoice.partner}.`);
-        console.log(`  The ERP's rule "Plana: invoice.posted" sent it to the events service; the webhook dispatcher delivers it`);
-        console.log(`  to the endpoints of workspace ${route.workspace ?? tenant} that take invoice.posted (event id account.move:${invoice.id}:posted).`);
-        console.log('  Look at: GET /api/portal/webhooks/<endpoint>/attempts (the portal\'s Webhooks page), the events stream');
-        console.log('  (GET /api/v1/events/info), and for a failed delivery the workflow webhook:<endpoint>:<message> in the Temporal UI.');
+        if (!route)
+          throw new Error(`tenant ${tenant} has no ERP route: is it provisioned? (npm run cli -- get tenants)`);
+        const invoice = await postCustomerInvoice(erpApiUserDeps(cfg, pool), {
+          database: route.database,
+          amount: opts.amount,
+          label: opts.label,
+        });
+        if (opts.output === 'json')
+          return console.log(JSON.stringify({ tenant, workspace: route.workspace, invoice }, null, 2));
+        console.log(
+          `Posted invoice ${invoice.name} (id ${invoice.id}) in the ERP of tenant ${tenant}: ${invoice.amountTotal} ${invoice.currency}, customer ${invoice.partner}.`,
+        );
+        console.log(
+          `  The ERP's rule "Plana: invoice.posted" sent it to the events service; the webhook dispatcher delivers it`,
+        );
+        console.log(
+          `  to the endpoints of workspace ${route.workspace ?? tenant} that take invoice.posted (event id account.move:${invoice.id}:posted).`,
+        );
+        console.log(
+          "  Look at: GET /api/portal/webhooks/<endpoint>/attempts (the portal's Webhooks page), the events stream",
+        );
+        console.log(
+          '  (GET /api/v1/events/info), and for a failed delivery the workflow webhook:<endpoint>:<message> in the Temporal UI.',
+        );
       } finally {
         await pool.end();
       }

@@ -8,7 +8,12 @@ export function register(program: Command) {
     .command('prune')
     .description('drop the day partitions older than the retention and create the next days')
     .action(async () => {
-      const r = await opsRequest<{ retentionDays: number; dropped: string[] }>('POST', '/api/ops/execution-log/retention');
-      console.log(`Retention ${r.retentionDays} days: ${r.dropped.length ? `dropped ${r.dropped.join(', ')}` : 'nothing to drop'}.`);
+      const r = await opsRequest<{ retentionDays: number; dropped: string[] }>(
+        'POST',
+        '/api/ops/execution-log/retention',
+      );
+      console.log(
+        `Retention ${r.retentionDays} days: ${r.dropped.length ? `dropped ${r.dropped.join(', ')}` : 'nothing to drop'}.`,
+      );
     });
 }

@@ -14,7 +14,8 @@ export function register(program: Command) {
     .action(async (_resource: string, name: string | undefined, opts: { output: string }) => {
       if (name) {
         const path = `/api/ops/tenant-clients/${encodeURIComponent(name)}`;
-        if (opts.output === 'json') return console.log(JSON.stringify(await opsRequest<TenantClientResource>('GET', path), null, 2));
+        if (opts.output === 'json')
+          return console.log(JSON.stringify(await opsRequest<TenantClientResource>('GET', path), null, 2));
         return console.log(tenantTable([await opsRequest<TenantClientSummary>('GET', `${path}?view=summary`)]));
       }
       const { items } = await opsRequest<{ items: TenantClientSummary[] }>('GET', '/api/ops/tenant-clients');

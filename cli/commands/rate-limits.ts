@@ -43,26 +43,49 @@ export function register(program: Command) {
     .requiredOption('--burst <n>', 'bucket capacity (requests)', positiveInteger)
     .requiredOption('--per-second <n>', 'sustained requests per second', positiveNumber)
     .option('--agent-per-minute <n>', 'agent invocations per minute per key', positiveInteger, 10)
-    .option('--workspace-burst <n>', 'bucket capacity of the workspace, all its keys together (default: the configured one)', positiveInteger)
-    .option('--workspace-per-second <n>', 'sustained requests per second of the workspace (default: the configured one)', positiveNumber)
-    .option('--max-api-keys <n>', 'the most live API keys the workspace may hold (default: the configured one)', positiveInteger)
-    .action(async (ws: string, o: { burst: number; perSecond: number; agentPerMinute: number; workspaceBurst?: number; workspacePerSecond?: number; maxApiKeys?: number }) =>
-      show(
-        ws,
-        await opsRequest<Limits>(
-          'PUT',
-          path(ws),
-          {
-            burst: o.burst,
-            perSecond: o.perSecond,
-            agentPerMinute: o.agentPerMinute,
-            workspaceBurst: o.workspaceBurst ?? null,
-            workspacePerSecond: o.workspacePerSecond ?? null,
-            maxApiKeys: o.maxApiKeys ?? null,
-          },
-          terms,
+    .option(
+      '--workspace-burst <n>',
+      'bucket capacity of the workspace, all its keys together (default: the configured one)',
+      positiveInteger,
+    )
+    .option(
+      '--workspace-per-second <n>',
+      'sustained requests per second of the workspace (default: the configured one)',
+      positiveNumber,
+    )
+    .option(
+      '--max-api-keys <n>',
+      'the most live API keys the workspace may hold (default: the configured one)',
+      positiveInteger,
+    )
+    .action(
+      async (
+        ws: string,
+        o: {
+          burst: number;
+          perSecond: number;
+          agentPerMinute: number;
+          workspaceBurst?: number;
+          workspacePerSecond?: number;
+          maxApiKeys?: number;
+        },
+      ) =>
+        show(
+          ws,
+          await opsRequest<Limits>(
+            'PUT',
+            path(ws),
+            {
+              burst: o.burst,
+              perSecond: o.perSecond,
+              agentPerMinute: o.agentPerMinute,
+              workspaceBurst: o.workspaceBurst ?? null,
+              workspacePerSecond: o.workspacePerSecond ?? null,
+              maxApiKeys: o.maxApiKeys ?? null,
+            },
+            terms,
+          ),
         ),
-      ),
     );
   cmd
     .command('reset')

@@ -8,7 +8,12 @@ export function register(program: Command) {
     .description('rotate the service key of a caller → target pair (workflow rotate:<caller>:<target>:<n>)')
     .argument('<caller>', 'the consumer, e.g. worker', serviceName)
     .argument('<target>', 'the service it calls, e.g. events', serviceName)
-    .addOption(new Option('--reason <reason>', 'why: annual, or exposure (a suspected exposure)').choices(['annual', 'exposure']))
+    .addOption(
+      new Option('--reason <reason>', 'why: annual, or exposure (a suspected exposure)').choices([
+        'annual',
+        'exposure',
+      ]),
+    )
     .addOption(outputOption(['text', 'json']))
     .action(async (caller: string, target: string, opts: { reason?: string; output: string }) => {
       const started = await opsRequest<{ workflowId: string; reason: string; temporalUiUrl: string }>(

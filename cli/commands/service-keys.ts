@@ -22,17 +22,54 @@ interface PairView {
   rotation: { running: string | null; last: { workflowId: string; outcome: string } | null; next: string | null };
 }
 
-const plain = { chars: { top: '', 'top-mid': '', 'top-left': '', 'top-right': '', bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '', left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '  ' }, style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 } };
+const plain = {
+  chars: {
+    top: '',
+    'top-mid': '',
+    'top-left': '',
+    'top-right': '',
+    bottom: '',
+    'bottom-mid': '',
+    'bottom-left': '',
+    'bottom-right': '',
+    left: '',
+    'left-mid': '',
+    mid: '',
+    'mid-mid': '',
+    right: '',
+    'right-mid': '',
+    middle: '  ',
+  },
+  style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 },
+};
 
 export function serviceKeyTable(pairs: PairView[], opts: { all?: boolean } = {}): string {
-  const table = new Table({ head: ['CALLER', 'TARGET', 'PROOF', 'KEY ID', 'STATE', 'AGE', 'LAST USED', 'USES', 'ROTATION'], ...plain });
+  const table = new Table({
+    head: ['CALLER', 'TARGET', 'PROOF', 'KEY ID', 'STATE', 'AGE', 'LAST USED', 'USES', 'ROTATION'],
+    ...plain,
+  });
   for (const p of pairs) {
     const keys = opts.all ? p.keys : p.keys.filter((k) => k.state !== 'revoked');
     // on the pair's first line: the running rotation, else the next scheduled one
-    const rotation = p.rotation.running ? `running ${p.rotation.running}` : p.rotation.next ? `next ${p.rotation.next.slice(0, 10)}` : '';
-    if (keys.length === 0) table.push([p.caller, p.target, p.proof, '-', p.live ? 'none' : 'planned', '', '', '', rotation]);
+    const rotation = p.rotation.running
+      ? `running ${p.rotation.running}`
+      : p.rotation.next
+        ? `next ${p.rotation.next.slice(0, 10)}`
+        : '';
+    if (keys.length === 0)
+      table.push([p.caller, p.target, p.proof, '-', p.live ? 'none' : 'planned', '', '', '', rotation]);
     keys.forEach((k, i) => {
-      table.push([p.caller, p.target, i === 0 ? p.proof : '', k.keyId, k.state, age(k.createdAt), k.lastUsedAt ? `${age(k.lastUsedAt)} ago` : 'never', String(k.useCount), i === 0 ? rotation : '']);
+      table.push([
+        p.caller,
+        p.target,
+        i === 0 ? p.proof : '',
+        k.keyId,
+        k.state,
+        age(k.createdAt),
+        k.lastUsedAt ? `${age(k.lastUsedAt)} ago` : 'never',
+        String(k.useCount),
+        i === 0 ? rotation : '',
+      ]);
     });
   }
   return table.toString();
@@ -41,7 +78,9 @@ export function serviceKeyTable(pairs: PairView[], opts: { all?: boolean } = {})
 export function register(program: Command) {
   program
     .command('service-keys')
-    .description('service keys: caller → target pairs, how a rotation proves the switch (calls, holders, per-run), key ids, states, last use (never the keys)')
+    .description(
+      'service keys: caller → target pairs, how a rotation proves the switch (calls, holders, per-run), key ids, states, last use (never the keys)',
+    )
     .option('-a, --all', 'also show revoked keys')
     .addOption(outputOption(['table', 'json']))
     .action(async (opts: { all?: boolean; output: string }) => {

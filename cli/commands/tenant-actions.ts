@@ -8,9 +8,12 @@ import { tenantName } from '../arguments.js';
 type Answer = { name: string; action: string; status: TenantStatus };
 
 const said = {
-  cancel: (a: Answer) => `tenantclient.plana.dev/${a.name} cancelled: deprovisioned at ${a.status.deprovisionAt} unless reactivated`,
-  reactivate: (a: Answer) => `tenantclient.plana.dev/${a.name} reactivated: the soak timer is stopped, everything stays`,
-  delete: (a: Answer) => `tenantclient.plana.dev/${a.name} deleted: deprovisioning now (route, database, filestore, backup schedule; chat room archived; backups kept)`,
+  cancel: (a: Answer) =>
+    `tenantclient.plana.dev/${a.name} cancelled: deprovisioned at ${a.status.deprovisionAt} unless reactivated`,
+  reactivate: (a: Answer) =>
+    `tenantclient.plana.dev/${a.name} reactivated: the soak timer is stopped, everything stays`,
+  delete: (a: Answer) =>
+    `tenantclient.plana.dev/${a.name} deleted: deprovisioning now (route, database, filestore, backup schedule; chat room archived; backups kept)`,
 };
 
 export function register(program: Command) {
@@ -28,14 +31,19 @@ export function register(program: Command) {
       .argument('<name>', 'the tenant name', tenantName)
       .action(async (_resource: string, name: string) => {
         const path = `/api/ops/tenant-clients/${encodeURIComponent(name)}`;
-        const answer = await opsRequest<Answer>(verb === 'delete' ? 'DELETE' : 'POST', verb === 'delete' ? path : `${path}/${verb}`);
+        const answer = await opsRequest<Answer>(
+          verb === 'delete' ? 'DELETE' : 'POST',
+          verb === 'delete' ? path : `${path}/${verb}`,
+        );
         console.log(said[verb](answer));
       });
   }
 
   program
     .command('retry')
-    .description('retry a failed non-fatal step: `retry chat-room <tenant>` creates the chat room on the next reconcile')
+    .description(
+      'retry a failed non-fatal step: `retry chat-room <tenant>` creates the chat room on the next reconcile',
+    )
     .addArgument(new Argument('<step>', 'the step to retry').choices(['chat-room']))
     .argument('<name>', 'the tenant name', tenantName)
     .action(async (_step: string, name: string) => {

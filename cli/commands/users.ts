@@ -34,34 +34,65 @@ export function register(program: Command) {
     .command('add')
     .description('add a user to a workspace with a role (creates the user when the e-mail is new)')
     .requiredOption('--workspace <slug>', 'workspace slug', tenantName)
-    .requiredOption('--email <email>', 'e-mail address (the login)', pattern(/^[^@\s]+@[^@\s]+\.[^@\s]+$/, 'It must be an e-mail address such as ada@example.com.'))
+    .requiredOption(
+      '--email <email>',
+      'e-mail address (the login)',
+      pattern(/^[^@\s]+@[^@\s]+\.[^@\s]+$/, 'It must be an e-mail address such as ada@example.com.'),
+    )
     .addOption(new Option('--role <role>', 'admin or member').choices(['admin', 'member']).default('member'))
     .option('--name <name>', 'display name')
     .option('--no-password', 'do not set a password (e.g. the user logs in with OIDC, or already has an account)')
     .option('--reset-password', "replace an existing user's password")
     .addOption(outputOption(['text', 'json']))
-    .action(async (opts: { workspace: string; email: string; role: string; name?: string; password: boolean; resetPassword?: boolean; output: string }) => {
-      let password: string | undefined;
-      if (opts.password) {
-        password = process.env.PLANA_USER_PASSWORD;
-        if (!password && process.stdin.isTTY) password = await promptHidden(`Password for ${opts.email} (at least 12 characters): `);
-        if (!password) throw new Error('no password: set PLANA_USER_PASSWORD, run on a terminal to be prompted, or pass --no-password');
-      }
-      const added = await opsRequest<{ user: { id: string; email: string }; workspace: string; role: string; userCreated: boolean; passwordSet: boolean }>(
-        'POST',
-        '/api/ops/users',
-        { workspace: opts.workspace, email: opts.email, role: opts.role, name: opts.name, password, resetPassword: opts.resetPassword },
-        {
-          'body.workspace': '--workspace',
-          'body.email': '--email',
-          'body.role': '--role',
-          'body.name': '--name',
-          'body.password': 'the password (PLANA_USER_PASSWORD or the prompt)',
-          'body.resetPassword': '--reset-password',
-        },
-      );
-      if (opts.output === 'json') return console.log(JSON.stringify(added, null, 2));
-      console.log(`${added.userCreated ? 'Created' : 'Updated'} user ${added.user.email} (${added.user.id}).`);
-      console.log(`  workspace: ${added.workspace}, role: ${added.role}${added.passwordSet ? ', password set' : ''}`);
-    });
+    .action(
+      async (opts: {
+        workspace: string;
+        email: string;
+        role: string;
+        name?: string;
+        password: boolean;
+        resetPassword?: boolean;
+        output: string;
+      }) => {
+        let password: string | undefined;
+        if (opts.password) {
+          password = process.env.PLANA_USER_PASSWORD;
+          if (!password && process.stdin.isTTY)
+            password = await promptHidden(`Password for ${opts.email} (at least 12 characters): `);
+          if (!password)
+            throw new Error(
+              'no password: set PLANA_USER_PASSWORD, run on a terminal to be prompted, or pass --no-password',
+            );
+        }
+        const added = await opsRequest<{
+          user: { id: string; email: string };
+          workspace: string;
+          role: string;
+          userCreated: boolean;
+          passwordSet: boolean;
+        }>(
+          'POST',
+          '/api/ops/users',
+          {
+            workspace: opts.workspace,
+            email: opts.email,
+            role: opts.role,
+            name: opts.name,
+            password,
+            resetPassword: opts.resetPassword,
+          },
+          {
+            'body.workspace': '--workspace',
+            'body.email': '--email',
+            'body.role': '--role',
+            'body.name': '--name',
+            'body.password': 'the password (PLANA_USER_PASSWORD or the prompt)',
+            'body.resetPassword': '--reset-password',
+          },
+        );
+        if (opts.output === 'json') return console.log(JSON.stringify(added, null, 2));
+        console.log(`${added.userCreated ? 'Created' : 'Updated'} user ${added.user.email} (${added.user.id}).`);
+        console.log(`  workspace: ${added.workspace}, role: ${added.role}${added.passwordSet ? ', password set' : ''}`);
+      },
+    );
 }

@@ -11,25 +11,44 @@ export function register(program: Command) {
     .argument('<endpointId>', 'the webhook endpoint id', uuid('An endpoint id'))
     .addOption(
       new Option('--message <messageId>', 'one message (msg_…), delivered or not')
-        .argParser(pattern(/^msg_[A-Za-z0-9_-]{1,96}$/, 'A message id looks like msg_… (the webhook-id header, or GET …/attempts).'))
+        .argParser(
+          pattern(
+            /^msg_[A-Za-z0-9_-]{1,96}$/,
+            'A message id looks like msg_… (the webhook-id header, or GET …/attempts).',
+          ),
+        )
         .conflicts(['since', 'until']),
     )
     .option('--since <time>', 'failed messages created at or after this ISO time', isoTime)
     .option('--until <time>', 'and before this ISO time (default: now)', isoTime)
     .addOption(outputOption(['text', 'json']))
-    .action(async (endpointId: string, opts: { message?: string; since?: string; until?: string; output: string }, cmd: Command) => {
-      if (!opts.message && !opts.since) cmd.error('error: say what to replay: --message <id>, or --since <time> [--until <time>]');
-      const body = opts.message ? { messageId: opts.message } : { since: opts.since, ...(opts.until ? { until: opts.until } : {}) };
-      const result = await opsRequest<{ replayed: string[]; inProgress: string[]; note?: string }>(
-        'POST',
-        `/api/ops/webhooks/${encodeURIComponent(endpointId)}/replay`,
-        body,
-        { 'params.id': '<endpointId>', 'body.messageId': '--message', 'body.since': '--since', 'body.until': '--until' },
-      );
-      if (opts.output === 'json') return console.log(JSON.stringify(result, null, 2));
-      console.log(`Replaying ${result.replayed.length} message(s) to endpoint ${endpointId}.`);
-      for (const id of result.replayed) console.log(`  ${id}  workflow webhook:${endpointId}:${id}`);
-      if (result.inProgress.length) console.log(`Already being delivered: ${result.inProgress.join(', ')}`);
-      if (result.note) console.log(`Note: ${result.note}`);
-    });
+    .action(
+      async (
+        endpointId: string,
+        opts: { message?: string; since?: string; until?: string; output: string },
+        cmd: Command,
+      ) => {
+        if (!opts.message && !opts.since)
+          cmd.error('error: say what to replay: --message <id>, or --since <time> [--until <time>]');
+        const body = opts.message
+          ? { messageId: opts.message }
+          : { since: opts.since, ...(opts.until ? { until: opts.until } : {}) };
+        const result = await opsRequest<{ replayed: string[]; inProgress: string[]; note?: string }>(
+          'POST',
+          `/api/ops/webhooks/${encodeURIComponent(endpointId)}/replay`,
+          body,
+          {
+            'params.id': '<endpointId>',
+            'body.messageId': '--message',
+            'body.since': '--since',
+            'body.until': '--until',
+          },
+        );
+        if (opts.output === 'json') return console.log(JSON.stringify(result, null, 2));
+        console.log(`Replaying ${result.replayed.length} message(s) to endpoint ${endpointId}.`);
+        for (const id of result.replayed) console.log(`  ${id}  workflow webhook:${endpointId}:${id}`);
+        if (result.inProgress.length) console.log(`Already being delivered: ${result.inProgress.join(', ')}`);
+        if (result.note) console.log(`Note: ${result.note}`);
+      },
+    );
 }

@@ -63,7 +63,14 @@ export class ApiKeyVerifier {
   private readonly timer: NodeJS.Timeout;
 
   constructor(
-    private readonly deps: { pool: pg.Pool; redis: Redis; cacheTtlMs: number; cacheSize: number; usageFlushMs: number; onError: (err: unknown) => void },
+    private readonly deps: {
+      pool: pg.Pool;
+      redis: Redis;
+      cacheTtlMs: number;
+      cacheSize: number;
+      usageFlushMs: number;
+      onError: (err: unknown) => void;
+    },
   ) {
     this.timer = setInterval(() => void this.flushUsage().catch(deps.onError), deps.usageFlushMs);
     this.timer.unref();
@@ -76,7 +83,8 @@ export class ApiKeyVerifier {
   cached(token: string, connection?: object): VerifiedKey | undefined {
     const now = Date.now();
     const remembered = connection && this.byConnection.get(connection);
-    if (remembered && remembered.token === token && !remembered.entry.dead && remembered.entry.expiresAt > now) return remembered.entry.key;
+    if (remembered && remembered.token === token && !remembered.entry.dead && remembered.entry.expiresAt > now)
+      return remembered.entry.key;
     const digest = hash('sha256', token, 'base64');
     const hit = this.cache.get(digest);
     if (!hit || hit.expiresAt <= now) return undefined;
@@ -191,7 +199,10 @@ export async function revokeApiKey(
       await deps.announce(keyId);
     } catch (err) {
       await deps.redis.del(revokedMarker(keyId)).catch(() => {});
-      const unavailable = new AppError('UNAVAILABLE', 'The key could not be revoked on every API replica right now; nothing changed. Retry shortly.');
+      const unavailable = new AppError(
+        'UNAVAILABLE',
+        'The key could not be revoked on every API replica right now; nothing changed. Retry shortly.',
+      );
       throw Object.assign(unavailable, { cause: err });
     }
     await db.query('DELETE FROM workspace_api_keys WHERE id = $1', [keyId]);

@@ -54,11 +54,16 @@ export function checkScopes(requested: string[] | undefined): Scope[] {
   if (requested === undefined) return [...DEFAULT_SCOPES];
   const unknown = requested.filter((s) => !isScope(s));
   if (unknown.length > 0) {
-    throw new AppError('BAD_REQUEST', `Unknown scope ${unknown.map((s) => `"${s}"`).join(', ')}; known scopes: ${Object.keys(SCOPES).join(', ')}.`, {
-      unknownScopes: unknown,
-    });
+    throw new AppError(
+      'BAD_REQUEST',
+      `Unknown scope ${unknown.map((s) => `"${s}"`).join(', ')}; known scopes: ${Object.keys(SCOPES).join(', ')}.`,
+      {
+        unknownScopes: unknown,
+      },
+    );
   }
-  if (requested.length === 0) throw new AppError('BAD_REQUEST', 'scopes must name at least one scope (or be left out for dashboard:read).');
+  if (requested.length === 0)
+    throw new AppError('BAD_REQUEST', 'scopes must name at least one scope (or be left out for dashboard:read).');
   return [...new Set(requested)] as Scope[];
 }
 
@@ -78,8 +83,13 @@ export async function createApiKey(
       const row = await withTransaction(pool, async (db) => {
         // the lock first, the count in a statement of its own: a count in the locking statement reads
         // the snapshot taken before waiting for the lock, missing the key a concurrent create just added
-        const ws = await db.query<{ slug: string }>(`SELECT slug FROM workspaces WHERE id = $1 FOR NO KEY UPDATE`, [opts.workspaceId]);
-        const counted = await db.query<{ live: number }>(`SELECT count(*)::int AS live FROM workspace_api_keys WHERE workspace_id = $1`, [opts.workspaceId]);
+        const ws = await db.query<{ slug: string }>(`SELECT slug FROM workspaces WHERE id = $1 FOR NO KEY UPDATE`, [
+          opts.workspaceId,
+        ]);
+        const counted = await db.query<{ live: number }>(
+          `SELECT count(*)::int AS live FROM workspace_api_keys WHERE workspace_id = $1`,
+          [opts.workspaceId],
+        );
         const live = counted.rows[0]?.live ?? 0;
         if (opts.maxKeys !== undefined && live >= opts.maxKeys) {
           throw new AppError(

@@ -31,7 +31,10 @@ const utcDay = (d: Date) => d.toISOString().slice(0, 10);
 
 /** Creates the daily partitions from yesterday to `aheadDays` days ahead (idempotent). */
 export async function ensurePartitions(pool: pg.Pool, aheadDays: number, now = new Date()): Promise<void> {
-  await pool.query('SELECT execution_log_ensure_partitions($1::date, $2)', [utcDay(new Date(now.getTime() - DAY_MS)), aheadDays + 2]);
+  await pool.query('SELECT execution_log_ensure_partitions($1::date, $2)', [
+    utcDay(new Date(now.getTime() - DAY_MS)),
+    aheadDays + 2,
+  ]);
 }
 
 /** Drops the partitions whose whole day lies more than `retentionDays` before `now`. */
@@ -93,7 +96,10 @@ export class ExecutionLog {
           err = again;
         }
       }
-      this.deps.log.error({ err, rows: batch.length }, 'execution log: writing rows failed; keeping them for the next flush');
+      this.deps.log.error(
+        { err, rows: batch.length },
+        'execution log: writing rows failed; keeping them for the next flush',
+      );
       this.buffer = [...batch, ...this.buffer].slice(-50_000);
     }
   }
@@ -102,7 +108,9 @@ export class ExecutionLog {
     const client = await this.deps.pool.connect();
     try {
       const copy = client.query(
-        copyFrom('COPY execution_log (occurred_at, workspace_id, key_prefix, method, route, status, latency_ms, request_id) FROM STDIN'),
+        copyFrom(
+          'COPY execution_log (occurred_at, workspace_id, key_prefix, method, route, status, latency_ms, request_id) FROM STDIN',
+        ),
       );
       await pipeline(Readable.from([batch.join('')]), copy);
       client.release();
@@ -148,7 +156,8 @@ export function executionLogCursor(secretsKey: string, at: Date, internalId: str
 }
 
 function openCursor(secretsKey: string, cursor: string): [string, string] {
-  const invalid = () => new AppError('BAD_REQUEST', 'cursor is not one this API returned; use nextCursor of the previous page.');
+  const invalid = () =>
+    new AppError('BAD_REQUEST', 'cursor is not one this API returned; use nextCursor of the previous page.');
   let decoded: string[];
   try {
     decoded = open(cursor, purposeKey(secretsKey, CURSOR_PURPOSE)).split('|');
@@ -195,6 +204,7 @@ export async function readExecutionLog(
   const last = page[page.length - 1];
   return {
     items: page.map(({ internalId: _, ...r }) => ({ ...r, occurredAt: r.occurredAt.toISOString() })),
-    nextCursor: rows.length > opts.limit && last ? executionLogCursor(opts.secretsKey, last.occurredAt, last.internalId) : null,
+    nextCursor:
+      rows.length > opts.limit && last ? executionLogCursor(opts.secretsKey, last.occurredAt, last.internalId) : null,
   };
 }

@@ -76,14 +76,20 @@ export class RevocationFeed {
   private timer?: NodeJS.Timeout;
   private subscribedOnce = false;
 
-  private readonly scripts: { register: (registry: string, replicaId: string) => Promise<number>; live: (registry: string, windowMs: number) => Promise<string[]> };
+  private readonly scripts: {
+    register: (registry: string, replicaId: string) => Promise<number>;
+    live: (registry: string, windowMs: number) => Promise<string[]>;
+  };
 
   constructor(private readonly opts: RevocationFeedOptions) {
     // defined commands run by EVALSHA: the scripts travel to Redis once, not with every ping
     const redis = opts.redis as Redis & { registerReplica?: unknown; liveReplicas?: unknown };
     if (!redis.registerReplica) redis.defineCommand('registerReplica', { numberOfKeys: 1, lua: REGISTER_LUA });
     if (!redis.liveReplicas) redis.defineCommand('liveReplicas', { numberOfKeys: 1, lua: LIVE_LUA });
-    const commands = redis as unknown as { registerReplica: RevocationFeed['scripts']['register']; liveReplicas: RevocationFeed['scripts']['live'] };
+    const commands = redis as unknown as {
+      registerReplica: RevocationFeed['scripts']['register'];
+      liveReplicas: RevocationFeed['scripts']['live'];
+    };
     this.scripts = { register: commands.registerReplica.bind(redis), live: commands.liveReplicas.bind(redis) };
   }
 
@@ -116,13 +122,18 @@ export class RevocationFeed {
     const id = randomUUID();
     const live = await this.scripts.live(REGISTRY, REGISTRY_WINDOW_MS);
     const started = performance.now();
-    const acknowledged = new Promise<void>((resolve) => this.waiting.set(id, { pending: new Set(live), done: resolve }));
+    const acknowledged = new Promise<void>((resolve) =>
+      this.waiting.set(id, { pending: new Set(live), done: resolve }),
+    );
     try {
       const message: Message = { type: 'revoked', id, keyId, from: this.replicaId };
       await this.opts.redis.publish(CHANNEL, JSON.stringify(message));
       const left = STALE_MS + ANNOUNCE_MARGIN_MS - (performance.now() - started);
       const timeout = new AbortController();
-      await Promise.race([acknowledged, sleep(Math.max(0, left), undefined, { signal: timeout.signal }).catch(() => {})]);
+      await Promise.race([
+        acknowledged,
+        sleep(Math.max(0, left), undefined, { signal: timeout.signal }).catch(() => {}),
+      ]);
       timeout.abort();
     } finally {
       this.waiting.delete(id);

@@ -60,10 +60,18 @@ export async function signAccessToken(cfg: SessionConfig, userId: string, sessio
 const INVALID_ACCESS_TOKEN = 'The access token is not valid or has expired.';
 
 /** The user and session of a well-signed, unexpired access token; 401 for anything else (expired, forged, malformed). */
-export async function decodeAccessToken(cfg: SessionConfig, token: string): Promise<{ userId: string; sessionId: string }> {
+export async function decodeAccessToken(
+  cfg: SessionConfig,
+  token: string,
+): Promise<{ userId: string; sessionId: string }> {
   try {
-    const { payload } = await jwtVerify(token, secretKey(cfg), { issuer: ISSUER, audience: AUDIENCE, algorithms: ['HS256'] });
-    if (payload.typ !== 'access' || typeof payload.sub !== 'string' || typeof payload.sid !== 'string') throw new Error('not an access token');
+    const { payload } = await jwtVerify(token, secretKey(cfg), {
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      algorithms: ['HS256'],
+    });
+    if (payload.typ !== 'access' || typeof payload.sub !== 'string' || typeof payload.sid !== 'string')
+      throw new Error('not an access token');
     return { userId: payload.sub, sessionId: payload.sid };
   } catch {
     throw new AppError('UNAUTHORIZED', INVALID_ACCESS_TOKEN);
@@ -76,7 +84,11 @@ export async function verifyAccessToken(pool: pg.Pool, cfg: SessionConfig, token
 }
 
 /** The user and session of a valid access token whose session is still open; 401 otherwise. */
-export async function verifyAccessSession(pool: pg.Pool, cfg: SessionConfig, token: string): Promise<{ userId: string; sessionId: string }> {
+export async function verifyAccessSession(
+  pool: pg.Pool,
+  cfg: SessionConfig,
+  token: string,
+): Promise<{ userId: string; sessionId: string }> {
   const { userId, sessionId } = await decodeAccessToken(cfg, token);
   const { rowCount } = await pool.query(
     'SELECT 1 FROM refresh_tokens WHERE family_id = $1 AND user_id = $2 AND revoked_at IS NULL LIMIT 1',
@@ -90,7 +102,11 @@ export async function verifyAccessSession(pool: pg.Pool, cfg: SessionConfig, tok
  * Ends every session of a user but `keepSessionId` (a password change): their refresh tokens are
  * revoked, and with them the access tokens of those sessions. Returns how many sessions ended.
  */
-export async function endOtherSessions(db: Pick<pg.Pool, 'query'>, userId: string, keepSessionId: string | null): Promise<number> {
+export async function endOtherSessions(
+  db: Pick<pg.Pool, 'query'>,
+  userId: string,
+  keepSessionId: string | null,
+): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
     `WITH ended AS (
        UPDATE refresh_tokens SET revoked_at = now()
@@ -163,7 +179,9 @@ export async function refreshSession(pool: pg.Pool, cfg: SessionConfig, refreshT
     const row = rows[0];
     if (!row || row.revoked_at || row.expired) return { ok: false as const };
     if (row.rotated_at) {
-      await db.query('UPDATE refresh_tokens SET revoked_at = now() WHERE family_id = $1 AND revoked_at IS NULL', [row.family_id]);
+      await db.query('UPDATE refresh_tokens SET revoked_at = now() WHERE family_id = $1 AND revoked_at IS NULL', [
+        row.family_id,
+      ]);
       return { ok: false as const, reused: true };
     }
     await db.query('UPDATE refresh_tokens SET rotated_at = now() WHERE id = $1', [row.id]);
@@ -183,7 +201,9 @@ export async function refreshSession(pool: pg.Pool, cfg: SessionConfig, refreshT
 
 /** Logout with an access token: revokes its session (the refresh-token family it names). */
 export async function endSessionById(pool: pg.Pool, sessionId: string): Promise<void> {
-  await pool.query('UPDATE refresh_tokens SET revoked_at = now() WHERE family_id = $1 AND revoked_at IS NULL', [sessionId]);
+  await pool.query('UPDATE refresh_tokens SET revoked_at = now() WHERE family_id = $1 AND revoked_at IS NULL', [
+    sessionId,
+  ]);
 }
 
 /** Logout: revokes the family of the given refresh token (unknown tokens are ignored), and with it its access tokens. */
@@ -203,7 +223,10 @@ export interface Membership {
   role: 'admin' | 'member';
 }
 
-export async function userWithMemberships(pool: pg.Pool, userId: string): Promise<{ user: SessionUser; workspaces: Membership[] }> {
+export async function userWithMemberships(
+  pool: pg.Pool,
+  userId: string,
+): Promise<{ user: SessionUser; workspaces: Membership[] }> {
   const user = await pool.query<SessionUser>('SELECT id, email, name FROM users WHERE id = $1', [userId]);
   if (!user.rows[0]) throw new AppError('UNAUTHORIZED', 'The access token is not valid or has expired.');
   const { rows } = await pool.query<Membership>(

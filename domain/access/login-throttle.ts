@@ -19,7 +19,12 @@ export class PasswordThrottle {
     private readonly cfg: Pick<Config, 'LOGIN_MAX_FAILURES' | 'LOGIN_FAILURE_WINDOW_SECONDS'>,
     keyPrefix = 'login-failures',
   ) {
-    this.failures = new RateLimiterRedis({ storeClient: redis, keyPrefix, points: cfg.LOGIN_MAX_FAILURES, duration: cfg.LOGIN_FAILURE_WINDOW_SECONDS });
+    this.failures = new RateLimiterRedis({
+      storeClient: redis,
+      keyPrefix,
+      points: cfg.LOGIN_MAX_FAILURES,
+      duration: cfg.LOGIN_FAILURE_WINDOW_SECONDS,
+    });
   }
 
   /** The throttle key of a login attempt: the e-mail (any case) and the client address, hashed. */
@@ -43,7 +48,8 @@ export class PasswordThrottle {
     try {
       result = await check();
     } catch (err) {
-      if (err instanceof AppError && (err.code === 'UNAUTHORIZED' || err.code === 'FORBIDDEN')) await this.failures.penalty(key, 1);
+      if (err instanceof AppError && (err.code === 'UNAUTHORIZED' || err.code === 'FORBIDDEN'))
+        await this.failures.penalty(key, 1);
       throw err;
     }
     await this.failures.delete(key);

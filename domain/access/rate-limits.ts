@@ -47,7 +47,12 @@ export interface LimitOverride {
 
 export type LimitDefaults = Pick<
   Config,
-  'RATE_LIMIT_BURST' | 'RATE_LIMIT_PER_SECOND' | 'RATE_LIMIT_AGENT_PER_MINUTE' | 'RATE_LIMIT_WORKSPACE_BURST' | 'RATE_LIMIT_WORKSPACE_PER_SECOND' | 'API_KEY_MAX_PER_WORKSPACE'
+  | 'RATE_LIMIT_BURST'
+  | 'RATE_LIMIT_PER_SECOND'
+  | 'RATE_LIMIT_AGENT_PER_MINUTE'
+  | 'RATE_LIMIT_WORKSPACE_BURST'
+  | 'RATE_LIMIT_WORKSPACE_PER_SECOND'
+  | 'API_KEY_MAX_PER_WORKSPACE'
 >;
 
 /** The limits that apply: the override's figures, else the defaults; a workspace's never below one key's. */
@@ -174,7 +179,10 @@ const LEASE_TTL_MS = 1_000;
 const SWEEP_MS = 1_000;
 
 /** Adds what Redis granted to a lease and notes the bucket's state for the RateLimit-* headers. */
-function fill(lease: Lease, r: { granted: number; size: number; limits: Limits; remaining?: number; resetMs?: number; by?: number }) {
+function fill(
+  lease: Lease,
+  r: { granted: number; size: number; limits: Limits; remaining?: number; resetMs?: number; by?: number },
+) {
   lease.tokens += r.granted;
   lease.size = r.size;
   lease.limits = r.limits;
@@ -184,14 +192,16 @@ function fill(lease: Lease, r: { granted: number; size: number; limits: Limits; 
   lease.by = r.by === 2 ? 'workspace' : 'key';
 }
 
-const bucketLimit = (limits: Limits, by: 'key' | 'workspace') => (by === 'workspace' ? limits.workspaceBurst : limits.burst);
+const bucketLimit = (limits: Limits, by: 'key' | 'workspace') =>
+  by === 'workspace' ? limits.workspaceBurst : limits.burst;
 
 /**
  * The most a replica leases at once: at most 5 % of the burst and a quarter second of refill, so the
  * bucket stays exact for small limits (one token per call to Redis) and at most that many tokens
  * sit unspent on one replica while another one refuses a request.
  */
-export const leaseCap = (limits: Limits) => Math.max(1, Math.min(Math.floor(limits.burst / 20), Math.floor((limits.perSecond * PACE_MS) / 1000)));
+export const leaseCap = (limits: Limits) =>
+  Math.max(1, Math.min(Math.floor(limits.burst / 20), Math.floor((limits.perSecond * PACE_MS) / 1000)));
 
 /** What to lease next: what the key spent here in PACE_MS at its recent pace, within [1, leaseCap]. */
 function nextLeaseSize(lease: Lease | undefined, limits: Limits, now: number): number {
@@ -207,9 +217,7 @@ export class RateLimits {
   private readonly leases = new Map<string, Lease>();
   private readonly sweeper: NodeJS.Timeout;
 
-  constructor(
-    private readonly deps: { pool: pg.Pool; redis: Redis; config: LimitDefaults },
-  ) {
+  constructor(private readonly deps: { pool: pg.Pool; redis: Redis; config: LimitDefaults }) {
     const redis = deps.redis as Redis & { admitWorkspaceKey?: AdmitCommand };
     if (!redis.admitWorkspaceKey) redis.defineCommand('admitWorkspaceKey', { numberOfKeys: 3, lua: ADMIT_LUA });
     this.admit = (redis as Redis & { admitWorkspaceKey: AdmitCommand }).admitWorkspaceKey.bind(redis);
@@ -277,7 +285,14 @@ export class RateLimits {
     if (tokens >= 1) await this.admitCall(keyId, workspaceId, limits, 0, tokens, '0');
   }
 
-  private admitCall(keyId: string, workspaceId: string, limits: Limits, want: number, giveBack: number, checkRevoked: '0' | '1') {
+  private admitCall(
+    keyId: string,
+    workspaceId: string,
+    limits: Limits,
+    want: number,
+    giveBack: number,
+    checkRevoked: '0' | '1',
+  ) {
     return this.admit(
       revokedMarker(keyId),
       bucketKey(keyId),
@@ -316,13 +331,35 @@ export class RateLimits {
       lease.since = now;
     }
     // the expired lease's tokens came from the buckets of the workspace it was leased under
-    const [revoked, granted, remaining, retryMs, resetMs, by] = await this.admitCall(keyId, key.workspaceId, limits, size, giveBack, opts.checkRevoked ? '1' : '0');
+    const [revoked, granted, remaining, retryMs, resetMs, by] = await this.admitCall(
+      keyId,
+      key.workspaceId,
+      limits,
+      size,
+      giveBack,
+      opts.checkRevoked ? '1' : '0',
+    );
     if (revoked === 1) {
       this.leases.delete(keyId);
       return { revoked: true, allowed: false, by: 'key', limit: limits.burst, remaining: 0, retryAfter: 0, reset: 0 };
     }
     lease = this.leases.get(keyId);
-    if (!lease) this.leases.set(keyId, (lease = { workspaceId: key.workspaceId, tokens: 0, expiresAt: 0, size, spent: 0, since: now, bucketRemaining: 0, reset: 0, by: 'key', limits }));
+    if (!lease)
+      this.leases.set(
+        keyId,
+        (lease = {
+          workspaceId: key.workspaceId,
+          tokens: 0,
+          expiresAt: 0,
+          size,
+          spent: 0,
+          since: now,
+          bucketRemaining: 0,
+          reset: 0,
+          by: 'key',
+          limits,
+        }),
+      );
     // concurrent calls of this replica add up in one lease; a call Redis refused can still spend a
     // token another one leased meanwhile
     fill(lease, { granted: granted!, size, limits, remaining, resetMs, by });
@@ -331,7 +368,15 @@ export class RateLimits {
       lease.spent++;
       return this.granted(lease, limits);
     }
-    return { revoked: false, allowed: false, by: lease.by, limit: bucketLimit(limits, lease.by), remaining: 0, retryAfter: Math.ceil((retryMs ?? 0) / 1000), reset: lease.reset };
+    return {
+      revoked: false,
+      allowed: false,
+      by: lease.by,
+      limit: bucketLimit(limits, lease.by),
+      remaining: 0,
+      retryAfter: Math.ceil((retryMs ?? 0) / 1000),
+      reset: lease.reset,
+    };
   }
 
   /** A revoked key's lease is worthless. */
@@ -356,7 +401,15 @@ export class RateLimits {
   }
 
   private granted(lease: Lease, limits: Limits): BucketResult {
-    return { revoked: false, allowed: true, by: lease.by, limit: bucketLimit(limits, lease.by), remaining: lease.bucketRemaining + lease.tokens, retryAfter: 0, reset: lease.reset };
+    return {
+      revoked: false,
+      allowed: true,
+      by: lease.by,
+      limit: bucketLimit(limits, lease.by),
+      remaining: lease.bucketRemaining + lease.tokens,
+      retryAfter: 0,
+      reset: lease.reset,
+    };
   }
 
   /**
@@ -367,20 +420,38 @@ export class RateLimits {
   private agentLimiter(perMinute: number): RateLimiterRedis {
     let limiter = this.agentLimiters.get(perMinute);
     if (!limiter) {
-      limiter = new RateLimiterRedis({ storeClient: this.deps.redis, keyPrefix: `ratelimit-agents-${perMinute}`, points: perMinute, duration: 60 });
+      limiter = new RateLimiterRedis({
+        storeClient: this.deps.redis,
+        keyPrefix: `ratelimit-agents-${perMinute}`,
+        points: perMinute,
+        duration: 60,
+      });
       this.agentLimiters.set(perMinute, limiter);
     }
     return limiter;
   }
 
   /** Spends one of the key's agent invocations of the current minute. */
-  async admitAgentInvocation(keyId: string, limits: Pick<Limits, 'agentPerMinute'>): Promise<{ allowed: boolean; limit: number; remaining: number; reset: number }> {
+  async admitAgentInvocation(
+    keyId: string,
+    limits: Pick<Limits, 'agentPerMinute'>,
+  ): Promise<{ allowed: boolean; limit: number; remaining: number; reset: number }> {
     try {
       const res = await this.agentLimiter(limits.agentPerMinute).consume(keyId);
-      return { allowed: true, limit: limits.agentPerMinute, remaining: res.remainingPoints, reset: Math.ceil(res.msBeforeNext / 1000) };
+      return {
+        allowed: true,
+        limit: limits.agentPerMinute,
+        remaining: res.remainingPoints,
+        reset: Math.ceil(res.msBeforeNext / 1000),
+      };
     } catch (err) {
       if (!(err instanceof RateLimiterRes)) throw err;
-      return { allowed: false, limit: limits.agentPerMinute, remaining: 0, reset: Math.max(1, Math.ceil(err.msBeforeNext / 1000)) };
+      return {
+        allowed: false,
+        limit: limits.agentPerMinute,
+        remaining: 0,
+        reset: Math.max(1, Math.ceil(err.msBeforeNext / 1000)),
+      };
     }
   }
 }
@@ -391,7 +462,10 @@ const OVERRIDE_COLUMNS = `burst, per_second AS "perSecond", agent_per_minute AS 
   workspace_per_second AS "workspacePerSecond", max_api_keys AS "maxApiKeys"`;
 
 export async function getLimitOverride(pool: pg.Pool, workspaceId: string): Promise<LimitOverride | undefined> {
-  const { rows } = await pool.query<LimitOverride>(`SELECT ${OVERRIDE_COLUMNS} FROM workspace_rate_limits WHERE workspace_id = $1`, [workspaceId]);
+  const { rows } = await pool.query<LimitOverride>(
+    `SELECT ${OVERRIDE_COLUMNS} FROM workspace_rate_limits WHERE workspace_id = $1`,
+    [workspaceId],
+  );
   return rows[0];
 }
 
@@ -403,7 +477,15 @@ export async function setLimitOverride(pool: pg.Pool, workspaceId: string, limit
        SET burst = EXCLUDED.burst, per_second = EXCLUDED.per_second, agent_per_minute = EXCLUDED.agent_per_minute,
            workspace_burst = EXCLUDED.workspace_burst, workspace_per_second = EXCLUDED.workspace_per_second,
            max_api_keys = EXCLUDED.max_api_keys, updated_at = now()`,
-    [workspaceId, limits.burst, limits.perSecond, limits.agentPerMinute, limits.workspaceBurst ?? null, limits.workspacePerSecond ?? null, limits.maxApiKeys ?? null],
+    [
+      workspaceId,
+      limits.burst,
+      limits.perSecond,
+      limits.agentPerMinute,
+      limits.workspaceBurst ?? null,
+      limits.workspacePerSecond ?? null,
+      limits.maxApiKeys ?? null,
+    ],
   );
 }
 

@@ -35,12 +35,18 @@ export interface AccountUser {
 }
 
 export async function findUserByEmail(pool: pg.Pool, email: string): Promise<AccountUser | undefined> {
-  const { rows } = await pool.query<AccountUser>('SELECT id, email, name FROM users WHERE lower(email) = lower($1)', [email]);
+  const { rows } = await pool.query<AccountUser>('SELECT id, email, name FROM users WHERE lower(email) = lower($1)', [
+    email,
+  ]);
   return rows[0];
 }
 
 /** The user's memberships with their roles, in one workspace (slug) or all of them. */
-export async function membershipsOf(pool: pg.Pool, userId: string, slug?: string): Promise<{ id: string; slug: string; role: string }[]> {
+export async function membershipsOf(
+  pool: pg.Pool,
+  userId: string,
+  slug?: string,
+): Promise<{ id: string; slug: string; role: string }[]> {
   const { rows } = await pool.query<{ id: string; slug: string; role: string }>(
     `SELECT w.id, w.slug, m.role FROM memberships m JOIN workspaces w ON w.id = m.workspace_id
       WHERE m.user_id = $1 AND ($2::text IS NULL OR w.slug = $2)`,
@@ -56,7 +62,14 @@ export async function membershipsOf(pool: pg.Pool, userId: string, slug?: string
  */
 export async function addUserToWorkspace(
   pool: pg.Pool,
-  input: { workspace: string; email: string; role: 'admin' | 'member'; name?: string; passwordHash: string | null; resetPassword?: boolean },
+  input: {
+    workspace: string;
+    email: string;
+    role: 'admin' | 'member';
+    name?: string;
+    passwordHash: string | null;
+    resetPassword?: boolean;
+  },
 ): Promise<AccountUser & { created: boolean }> {
   const { workspace, email, role, name, passwordHash, resetPassword } = input;
   return withTransaction(pool, async (db) => {
@@ -88,7 +101,12 @@ export async function addUserToWorkspace(
   });
 }
 
-async function setMembership(db: pg.PoolClient, userId: string, workspaceId: string, role: 'admin' | 'member'): Promise<void> {
+async function setMembership(
+  db: pg.PoolClient,
+  userId: string,
+  workspaceId: string,
+  role: 'admin' | 'member',
+): Promise<void> {
   await db.query(
     `INSERT INTO memberships (user_id, workspace_id, role) VALUES ($1, $2, $3)
      ON CONFLICT (user_id, workspace_id) DO UPDATE SET role = EXCLUDED.role`,
@@ -107,14 +125,19 @@ export async function ensureTenantWorkspace(
 ): Promise<{ workspace: Workspace; owner: AccountUser; created: boolean }> {
   const { tenant } = input;
   return withTransaction(pool, async (db) => {
-    const found = await db.query<{ workspace_id: string | null }>('SELECT workspace_id FROM tenants WHERE name = $1 FOR UPDATE', [tenant]);
+    const found = await db.query<{ workspace_id: string | null }>(
+      'SELECT workspace_id FROM tenants WHERE name = $1 FOR UPDATE',
+      [tenant],
+    );
     const row = found.rows[0];
     if (!row) throw new AppError('NOT_FOUND', `Tenant "${tenant}" is not known to the platform.`);
 
     let workspace: Workspace | undefined;
     let created = false;
     if (row.workspace_id) {
-      workspace = (await db.query<Workspace>(`SELECT ${WORKSPACE_COLUMNS} FROM workspaces WHERE id = $1`, [row.workspace_id])).rows[0];
+      workspace = (
+        await db.query<Workspace>(`SELECT ${WORKSPACE_COLUMNS} FROM workspaces WHERE id = $1`, [row.workspace_id])
+      ).rows[0];
     }
     if (!workspace) {
       const inserted = await db.query<Workspace>(

@@ -31,10 +31,20 @@ export function createAgentsClient(opts: { baseUrl: string; key: () => Promise<s
       if (call.keyPrefix) headers['x-key-prefix'] = call.keyPrefix;
       if (call.body !== undefined) headers['content-type'] = 'application/json';
       try {
-        return await fetch(url, { method, headers, body: call.body === undefined ? undefined : JSON.stringify(call.body), signal: call.signal });
+        return await fetch(url, {
+          method,
+          headers,
+          body: call.body === undefined ? undefined : JSON.stringify(call.body),
+          signal: call.signal,
+        });
       } catch (err) {
         if (call.signal?.aborted) throw err;
-        throw new AppError('UNAVAILABLE', 'The agents service cannot be reached right now; retry shortly.', {}, { cause: err });
+        throw new AppError(
+          'UNAVAILABLE',
+          'The agents service cannot be reached right now; retry shortly.',
+          {},
+          { cause: err },
+        );
       }
     },
   };

@@ -22,7 +22,8 @@ export const TOOLS: Record<ToolName, ChatCompletionTool> = {
     type: 'function',
     function: {
       name: 'get_cashflow',
-      description: 'Money in and out of the bank and cash accounts per month, oldest first, the current month so far last.',
+      description:
+        'Money in and out of the bank and cash accounts per month, oldest first, the current month so far last.',
       parameters: {
         type: 'object',
         properties: { months: { type: 'integer', minimum: 1, maximum: 24, description: 'How many months, default 6' } },
@@ -34,7 +35,8 @@ export const TOOLS: Record<ToolName, ChatCompletionTool> = {
     type: 'function',
     function: {
       name: 'get_overdue_invoices',
-      description: 'Customer invoices past their due date and not paid (count, total, the oldest five), and bank statement lines not reconciled yet.',
+      description:
+        'Customer invoices past their due date and not paid (count, total, the oldest five), and bank statement lines not reconciled yet.',
       parameters: { type: 'object', properties: {}, additionalProperties: false },
     },
   },
@@ -62,7 +64,8 @@ export const AGENTS: Record<string, Agent> = {
     id: 'collections',
     name: 'Collections assistant',
     description: 'Tells which customer invoices are overdue and what to chase first.',
-    instructions: 'You help collect overdue customer invoices. Call get_overdue_invoices for figures; never guess. Answer briefly.',
+    instructions:
+      'You help collect overdue customer invoices. Call get_overdue_invoices for figures; never guess. Answer briefly.',
     tools: ['get_overdue_invoices'],
   },
 };

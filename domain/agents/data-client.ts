@@ -33,14 +33,24 @@ function pathOf(tool: ToolName, args: Record<string, unknown>): string {
   }
 }
 
-export function createDataClient(opts: { baseUrl: string; key: () => Promise<string>; timeoutMs?: number }): DataClient {
+export function createDataClient(opts: {
+  baseUrl: string;
+  key: () => Promise<string>;
+  timeoutMs?: number;
+}): DataClient {
   return {
     async call(tool, args, ctx) {
-      const url = new URL(`/data/workspaces/${encodeURIComponent(ctx.workspaceId)}/${pathOf(tool, args)}`, opts.baseUrl);
+      const url = new URL(
+        `/data/workspaces/${encodeURIComponent(ctx.workspaceId)}/${pathOf(tool, args)}`,
+        opts.baseUrl,
+      );
       const signals = [AbortSignal.timeout(opts.timeoutMs ?? 30_000), ...(ctx.signal ? [ctx.signal] : [])];
       let res: Response;
       try {
-        res = await fetch(url, { headers: { 'x-api-key': await opts.key(), [WORKSPACE_GRANT_HEADER]: ctx.grant }, signal: AbortSignal.any(signals) });
+        res = await fetch(url, {
+          headers: { 'x-api-key': await opts.key(), [WORKSPACE_GRANT_HEADER]: ctx.grant },
+          signal: AbortSignal.any(signals),
+        });
       } catch (err) {
         if (ctx.signal?.aborted) throw err;
         return { ok: false, status: 503, error: 'The data service cannot be reached right now.' };

@@ -7,7 +7,12 @@ import type pg from 'pg';
 import { Type, type Static } from 'typebox';
 import { AppError } from '../../lib/errors.js';
 
-export const Outcome = Type.Union([Type.Literal('running'), Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('cancelled')]);
+export const Outcome = Type.Union([
+  Type.Literal('running'),
+  Type.Literal('succeeded'),
+  Type.Literal('failed'),
+  Type.Literal('cancelled'),
+]);
 export type Outcome = Static<typeof Outcome>;
 
 export const ToolCallRecord = Type.Object({
@@ -21,7 +26,9 @@ export const ExecutionSchema = Type.Object(
   {
     id: Type.String({ format: 'uuid' }),
     agentId: Type.String(),
-    keyPrefix: Type.Union([Type.String(), Type.Null()], { description: 'Look-up prefix of the workspace key that made the call (never the key)' }),
+    keyPrefix: Type.Union([Type.String(), Type.Null()], {
+      description: 'Look-up prefix of the workspace key that made the call (never the key)',
+    }),
     mode: Type.Union([Type.Literal('chat'), Type.Literal('stream')]),
     inputChars: Type.Integer({ description: 'Length of the question in characters (the text itself is not kept)' }),
     toolsCalled: Type.Array(ToolCallRecord),
@@ -43,7 +50,9 @@ export type Execution = Static<typeof ExecutionSchema>;
 
 export const ExecutionPageSchema = Type.Object({
   items: Type.Array(ExecutionSchema, { description: 'Newest first' }),
-  nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as ?cursor= for the next (older) page; null on the last page' }),
+  nextCursor: Type.Union([Type.String(), Type.Null()], {
+    description: 'Pass as ?cursor= for the next (older) page; null on the last page',
+  }),
 });
 export type ExecutionPage = Static<typeof ExecutionPageSchema>;
 
@@ -78,7 +87,15 @@ export async function finishExecution(pool: pg.Pool, id: string, r: ExecutionRes
     `UPDATE agent_executions
         SET outcome = $2, tools_called = $3, prompt_tokens = $4, completion_tokens = $5, error_code = $6, latency_ms = $7, finished_at = clock_timestamp()
       WHERE id = $1 AND outcome = 'running'`,
-    [id, r.outcome, JSON.stringify(r.toolsCalled), r.promptTokens, r.completionTokens, r.errorCode, Math.round(r.latencyMs)],
+    [
+      id,
+      r.outcome,
+      JSON.stringify(r.toolsCalled),
+      r.promptTokens,
+      r.completionTokens,
+      r.errorCode,
+      Math.round(r.latencyMs),
+    ],
   );
 }
 
@@ -111,7 +128,10 @@ function decodeCursor(cursor: string): [string, string] {
 }
 
 /** One page of a workspace's executions of one agent, newest first. */
-export async function listExecutions(pool: pg.Pool, q: { workspaceId: string; agentId: string; limit: number; cursor?: string }): Promise<ExecutionPage> {
+export async function listExecutions(
+  pool: pg.Pool,
+  q: { workspaceId: string; agentId: string; limit: number; cursor?: string },
+): Promise<ExecutionPage> {
   const after = q.cursor ? decodeCursor(q.cursor) : null;
   const { rows } = await pool.query<Row>(
     `SELECT id, agent_id, key_prefix, mode, input_chars, tools_called, model, prompt_tokens, completion_tokens, outcome, error_code,
@@ -137,7 +157,10 @@ export async function listExecutions(pool: pg.Pool, q: { workspaceId: string; ag
       tokens: {
         prompt: r.prompt_tokens,
         completion: r.completion_tokens,
-        total: r.prompt_tokens === null && r.completion_tokens === null ? null : (r.prompt_tokens ?? 0) + (r.completion_tokens ?? 0),
+        total:
+          r.prompt_tokens === null && r.completion_tokens === null
+            ? null
+            : (r.prompt_tokens ?? 0) + (r.completion_tokens ?? 0),
       },
       outcome: r.outcome,
       errorCode: r.error_code,

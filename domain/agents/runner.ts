@@ -7,7 +7,11 @@
  * cancels the model's request at once.
  */
 import OpenAI from 'openai';
-import type { ChatCompletionMessageParam, ChatCompletionMessageToolCall, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletionMessageParam,
+  ChatCompletionMessageToolCall,
+  ChatCompletionTool,
+} from 'openai/resources/chat/completions';
 import { AppError } from '../../lib/errors.js';
 import { TOOLS, type Agent, type ToolName } from './catalog.js';
 import type { DataClient, ToolContext } from './data-client.js';
@@ -18,8 +22,21 @@ export interface ModelConfig {
   model: string;
 }
 
-export function createModel(cfg: { LLM_URL: string; LLM_KEY: string; LLM_MODEL: string; AGENTS_MODEL_TIMEOUT_MS: number }): ModelConfig {
-  return { client: new OpenAI({ baseURL: cfg.LLM_URL, apiKey: cfg.LLM_KEY, timeout: cfg.AGENTS_MODEL_TIMEOUT_MS, maxRetries: 1 }), model: cfg.LLM_MODEL };
+export function createModel(cfg: {
+  LLM_URL: string;
+  LLM_KEY: string;
+  LLM_MODEL: string;
+  AGENTS_MODEL_TIMEOUT_MS: number;
+}): ModelConfig {
+  return {
+    client: new OpenAI({
+      baseURL: cfg.LLM_URL,
+      apiKey: cfg.LLM_KEY,
+      timeout: cfg.AGENTS_MODEL_TIMEOUT_MS,
+      maxRetries: 1,
+    }),
+    model: cfg.LLM_MODEL,
+  };
 }
 
 export type AgentEvent =
@@ -49,7 +66,11 @@ export class AgentFailure extends AppError {
   }
 }
 
-export const newRun = (): AgentRun => ({ answer: '', toolCalls: [], usage: { promptTokens: null, completionTokens: null } });
+export const newRun = (): AgentRun => ({
+  answer: '',
+  toolCalls: [],
+  usage: { promptTokens: null, completionTokens: null },
+});
 
 function parseArguments(raw: string): Record<string, unknown> {
   try {
@@ -95,7 +116,12 @@ export async function runAgent(opts: AgentRunOptions): Promise<AgentRun> {
       run.answer = content;
       return run;
     }
-    if (offer.length === 0) throw new AgentFailure('too-many-tool-rounds', 'BAD_GATEWAY', 'The model kept asking for tools without answering.');
+    if (offer.length === 0)
+      throw new AgentFailure(
+        'too-many-tool-rounds',
+        'BAD_GATEWAY',
+        'The model kept asking for tools without answering.',
+      );
 
     const toolCalls: ChatCompletionMessageToolCall[] = [...calls.values()].map((c, i) => ({
       id: c.id || `call_${round}_${i}`,
@@ -114,7 +140,12 @@ export async function runAgent(opts: AgentRunOptions): Promise<AgentRun> {
 }
 
 /** One streamed model call: deltas go out as they come, tool calls are put together, usage is added to the run. */
-async function modelTurn(opts: AgentRunOptions, messages: ChatCompletionMessageParam[], offer: ChatCompletionTool[], run: AgentRun): Promise<ModelTurn> {
+async function modelTurn(
+  opts: AgentRunOptions,
+  messages: ChatCompletionMessageParam[],
+  offer: ChatCompletionTool[],
+  run: AgentRun,
+): Promise<ModelTurn> {
   const { model, signal } = opts;
   const turn: ModelTurn = { content: '', calls: new Map() };
   try {
@@ -156,9 +187,20 @@ async function modelTurn(opts: AgentRunOptions, messages: ChatCompletionMessageP
 function modelFailure(err: unknown, signal: AbortSignal): unknown {
   if (err instanceof ExecutionCancelled) return err;
   if (signal.aborted || err instanceof OpenAI.APIUserAbortError) return new ExecutionCancelled('the caller went away');
-  if (err instanceof OpenAI.APIConnectionTimeoutError) return new AgentFailure('model-unavailable', 'GATEWAY_TIMEOUT', 'The model did not answer in time.');
-  if (err instanceof OpenAI.APIConnectionError) return new AgentFailure('model-unavailable', 'UNAVAILABLE', 'The model cannot be reached right now; retry shortly.');
-  if (err instanceof OpenAI.APIError) return new AgentFailure('model-error', 'BAD_GATEWAY', `The model refused the request (HTTP ${err.status ?? 'error'}).`);
+  if (err instanceof OpenAI.APIConnectionTimeoutError)
+    return new AgentFailure('model-unavailable', 'GATEWAY_TIMEOUT', 'The model did not answer in time.');
+  if (err instanceof OpenAI.APIConnectionError)
+    return new AgentFailure(
+      'model-unavailable',
+      'UNAVAILABLE',
+      'The model cannot be reached right now; retry shortly.',
+    );
+  if (err instanceof OpenAI.APIError)
+    return new AgentFailure(
+      'model-error',
+      'BAD_GATEWAY',
+      `The model refused the request (HTTP ${err.status ?? 'error'}).`,
+    );
   return err;
 }
 

@@ -37,10 +37,20 @@ export class BankingClient {
     if (c.body !== undefined) headers['content-type'] = 'application/json';
     let res: Response;
     try {
-      res = await fetch(url, { method: c.method, headers, body: c.body === undefined ? undefined : JSON.stringify(c.body), signal: AbortSignal.timeout(this.timeoutMs) });
+      res = await fetch(url, {
+        method: c.method,
+        headers,
+        body: c.body === undefined ? undefined : JSON.stringify(c.body),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
     } catch (err) {
       const timedOut = (err as Error).name === 'TimeoutError';
-      throw new AppError('UNAVAILABLE', `The banking service ${timedOut ? 'did not answer in time' : 'cannot be reached'}; retry shortly.`, { dependency: 'banking' }, { cause: err });
+      throw new AppError(
+        'UNAVAILABLE',
+        `The banking service ${timedOut ? 'did not answer in time' : 'cannot be reached'}; retry shortly.`,
+        { dependency: 'banking' },
+        { cause: err },
+      );
     }
     const text = await res.text();
     let body: unknown;
@@ -56,10 +66,19 @@ export class BankingClient {
     if (typeof p.bankCode === 'string') extra.bankCode = p.bankCode;
     // our own key refused, or the service failing: the workspace cannot fix either
     if (res.status === 401 || res.status >= 500) {
-      if (res.status === 502 || res.status === 503) throw new AppError(codeForStatus(res.status), typeof p.detail === 'string' ? p.detail : 'The banking service is unavailable.', extra);
+      if (res.status === 502 || res.status === 503)
+        throw new AppError(
+          codeForStatus(res.status),
+          typeof p.detail === 'string' ? p.detail : 'The banking service is unavailable.',
+          extra,
+        );
       throw new AppError('BAD_GATEWAY', `The banking service failed to answer (HTTP ${res.status}).`, extra);
     }
     if (Array.isArray(p.errors)) extra.errors = p.errors;
-    throw new AppError(codeForStatus(res.status), typeof p.detail === 'string' ? p.detail : `The banking service refused the request (HTTP ${res.status}).`, extra);
+    throw new AppError(
+      codeForStatus(res.status),
+      typeof p.detail === 'string' ? p.detail : `The banking service refused the request (HTTP ${res.status}).`,
+      extra,
+    );
   }
 }

@@ -33,11 +33,26 @@ export class ConsentStore {
     private readonly secretsKey: string,
   ) {}
 
-  async insert(workspaceId: string, bankId: string, req: ConsentRequest, bank: { bankConsentId: string; status: ConsentStatus; scaRedirect: string | null }): Promise<Consent> {
+  async insert(
+    workspaceId: string,
+    bankId: string,
+    req: ConsentRequest,
+    bank: { bankConsentId: string; status: ConsentStatus; scaRedirect: string | null },
+  ): Promise<Consent> {
     const { rows } = await this.pool.query<Consent>(
       `INSERT INTO banking_consents (workspace_id, bank_id, bank_consent_sealed, status, access, recurring_indicator, valid_until, frequency_per_day, sca_redirect)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${columns}`,
-      [workspaceId, bankId, seal(bank.bankConsentId, this.secretsKey), bank.status, JSON.stringify(req.access), req.recurringIndicator, req.validUntil, req.frequencyPerDay, bank.scaRedirect],
+      [
+        workspaceId,
+        bankId,
+        seal(bank.bankConsentId, this.secretsKey),
+        bank.status,
+        JSON.stringify(req.access),
+        req.recurringIndicator,
+        req.validUntil,
+        req.frequencyPerDay,
+        bank.scaRedirect,
+      ],
     );
     return rows[0]!;
   }
@@ -70,7 +85,11 @@ export class ConsentStore {
   }
 
   static noValidConsent(bankId: string) {
-    return new AppError('CONFLICT', `This workspace has no valid consent at bank "${bankId}": create one (POST /banking/${bankId}/consent) and complete its SCA.`, { bankId });
+    return new AppError(
+      'CONFLICT',
+      `This workspace has no valid consent at bank "${bankId}": create one (POST /banking/${bankId}/consent) and complete its SCA.`,
+      { bankId },
+    );
   }
 
   async setStatus(consentId: string, status: ConsentStatus, validUntil?: string): Promise<void> {

@@ -49,13 +49,18 @@ interface Booked {
   debtorName?: string;
 }
 
-export const importId = (bankId: string, accountId: string, transactionId: string) => `psd2:${bankId}:${accountId}:${transactionId}`;
+export const importId = (bankId: string, accountId: string, transactionId: string) =>
+  `psd2:${bankId}:${accountId}:${transactionId}`;
 
-export async function importBookedTransactions(deps: { pool: pg.Pool; config: Config; banking: BankingClient }, req: ImportRequest): Promise<ImportResult> {
+export async function importBookedTransactions(
+  deps: { pool: pg.Pool; config: Config; banking: BankingClient },
+  req: ImportRequest,
+): Promise<ImportResult> {
   const tenant = await tenantWithRoute(deps.pool, req.tenant);
   if (!tenant) throw new AppError('NOT_FOUND', `No tenant "${req.tenant}".`);
   const { workspaceId, route } = tenant;
-  if (!workspaceId) throw new AppError('CONFLICT', `Tenant "${req.tenant}" belongs to no workspace, so it holds no bank consent.`);
+  if (!workspaceId)
+    throw new AppError('CONFLICT', `Tenant "${req.tenant}" belongs to no workspace, so it holds no bank consent.`);
   if (!route) throw new AppError('CONFLICT', `The ERP of tenant "${req.tenant}" is not provisioned yet (no route).`);
 
   const { body } = await deps.banking.call<{ transactions?: { booked?: Booked[] } }>({
@@ -64,15 +69,29 @@ export async function importBookedTransactions(deps: { pool: pg.Pool; config: Co
     workspaceId,
     query: { bookingStatus: 'booked', dateFrom: req.dateFrom, dateTo: req.dateTo, consentId: req.consentId },
   });
-  const booked = (body.transactions?.booked ?? []).filter((t) => (t.transactionId ?? t.entryReference) && t.transactionAmount?.amount && (t.bookingDate ?? t.valueDate));
+  const booked = (body.transactions?.booked ?? []).filter(
+    (t) => (t.transactionId ?? t.entryReference) && t.transactionAmount?.amount && (t.bookingDate ?? t.valueDate),
+  );
 
-  await ensureErpBankImportUser(erpApiUserDeps(deps.config, deps.pool), { tenant: req.tenant, database: route.database });
+  await ensureErpBankImportUser(erpApiUserDeps(deps.config, deps.pool), {
+    tenant: req.tenant,
+    database: route.database,
+  });
   const credentials = (await loadErpCredentials(deps.pool, deps.config.SECRETS_KEY, req.tenant, 'bank-import'))!;
-  const erp = createErpClient({ baseUrl: deps.config.ERP_URL, host: route.host, db: route.database, login: credentials.login, password: credentials.password });
+  const erp = createErpClient({
+    baseUrl: deps.config.ERP_URL,
+    host: route.host,
+    db: route.database,
+    login: credentials.login,
+    password: credentials.password,
+  });
 
   try {
-    const journalId = req.journalId ?? (await erp.executeKw<number[]>('account.journal', 'search', [[['type', '=', 'bank']]], { limit: 1 }))[0];
-    if (!journalId) throw new AppError('CONFLICT', `The ERP of tenant "${req.tenant}" has no bank journal to import into.`);
+    const journalId =
+      req.journalId ??
+      (await erp.executeKw<number[]>('account.journal', 'search', [[['type', '=', 'bank']]], { limit: 1 }))[0];
+    if (!journalId)
+      throw new AppError('CONFLICT', `The ERP of tenant "${req.tenant}" has no bank journal to import into.`);
     const lines = booked.map((t) => {
       const id = (t.transactionId ?? t.entryReference)!;
       const party = t.debtorName ?? t.creditorName;
@@ -88,7 +107,12 @@ export async function importBookedTransactions(deps: { pool: pg.Pool; config: Co
     // in slices, so a long period does not make one enormous domain
     for (let i = 0; i < lines.length; i += 500) {
       const ids = lines.slice(i, i + 500).map((l) => l.unique_import_id);
-      const found = await erp.executeKw<{ unique_import_id: string }[]>('account.bank.statement.line', 'search_read', [[['unique_import_id', 'in', ids]]], { fields: ['unique_import_id'] });
+      const found = await erp.executeKw<{ unique_import_id: string }[]>(
+        'account.bank.statement.line',
+        'search_read',
+        [[['unique_import_id', 'in', ids]]],
+        { fields: ['unique_import_id'] },
+      );
       for (const f of found) existing.add(f.unique_import_id);
     }
     const todo = lines.filter((l) => !existing.has(l.unique_import_id));
@@ -110,10 +134,23 @@ export async function importBookedTransactions(deps: { pool: pg.Pool; config: Co
         }
       }
     }
-    return { tenant: req.tenant, bankId: req.bankId, accountId: req.accountId, journalId, booked: lines.length, imported, skipped: lines.length - imported };
+    return {
+      tenant: req.tenant,
+      bankId: req.bankId,
+      accountId: req.accountId,
+      journalId,
+      booked: lines.length,
+      imported,
+      skipped: lines.length - imported,
+    };
   } catch (err) {
-    if (err instanceof ErpFault) throw new AppError('BAD_GATEWAY', `The ERP of tenant "${req.tenant}" refused the import (fault ${err.code}): ${err.message.slice(0, 300)}`);
-    if (err instanceof ErpUnreachable) throw new AppError(err.reason === 'timeout' ? 'GATEWAY_TIMEOUT' : 'UNAVAILABLE', err.message);
+    if (err instanceof ErpFault)
+      throw new AppError(
+        'BAD_GATEWAY',
+        `The ERP of tenant "${req.tenant}" refused the import (fault ${err.code}): ${err.message.slice(0, 300)}`,
+      );
+    if (err instanceof ErpUnreachable)
+      throw new AppError(err.reason === 'timeout' ? 'GATEWAY_TIMEOUT' : 'UNAVAILABLE', err.message);
     throw err;
   }
 }

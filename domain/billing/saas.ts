@@ -10,7 +10,10 @@ import { subscriptionView, findSubscription, type SubscriptionView } from './sub
 import type { Tier } from '../tenants/types.js';
 
 /** The tenant (the platform's registry), its tier (the TenantClient's desired one when there is one) and its workspace. */
-export async function requireTenant(db: Queryable, tenant: string): Promise<{ name: string; tier: Tier; workspace: { id: string; slug: string } | null }> {
+export async function requireTenant(
+  db: Queryable,
+  tenant: string,
+): Promise<{ name: string; tier: Tier; workspace: { id: string; slug: string } | null }> {
   const { rows } = await db.query<{ name: string; tier: Tier; workspace_id: string | null; slug: string | null }>(
     `SELECT t.name, coalesce(c.spec->>'tier', t.tier) AS tier, w.id AS workspace_id, w.slug
        FROM tenants t
@@ -21,14 +24,23 @@ export async function requireTenant(db: Queryable, tenant: string): Promise<{ na
   );
   const row = rows[0];
   if (!row) throw new AppError('NOT_FOUND', `Tenant "${tenant}" does not exist.`);
-  return { name: row.name, tier: row.tier, workspace: row.workspace_id && row.slug ? { id: row.workspace_id, slug: row.slug } : null };
+  return {
+    name: row.name,
+    tier: row.tier,
+    workspace: row.workspace_id && row.slug ? { id: row.workspace_id, slug: row.slug } : null,
+  };
 }
 
 /** The tenant's subscription when `sub` is its provider subscription id; anything else is unknown here (404). */
-export async function tenantSubscription(db: Queryable, tenant: string, sub: string): Promise<SubscriptionView & { tenant: string }> {
+export async function tenantSubscription(
+  db: Queryable,
+  tenant: string,
+  sub: string,
+): Promise<SubscriptionView & { tenant: string }> {
   const t = await requireTenant(db, tenant);
   const row = t.workspace ? await findSubscription(db, t.workspace.id) : undefined;
-  if (!row || row.provider_subscription_id !== sub) throw new AppError('NOT_FOUND', `Subscription "${sub}" is not this tenant's.`);
+  if (!row || row.provider_subscription_id !== sub)
+    throw new AppError('NOT_FOUND', `Subscription "${sub}" is not this tenant's.`);
   return { ...subscriptionView(t.workspace!.slug, row), tenant };
 }
 
@@ -66,12 +78,18 @@ export async function recordJobUpdate(
     );
     let changed = inserted.rowCount === 1;
     if (!changed) {
-      const cur = (await db.query<{ state: JobState; progress: number; message: string }>('SELECT state, progress, message FROM saas_jobs WHERE tenant = $1 AND job_id = $2 FOR UPDATE', [tenant, job])).rows[0]!;
+      const cur = (
+        await db.query<{ state: JobState; progress: number; message: string }>(
+          'SELECT state, progress, message FROM saas_jobs WHERE tenant = $1 AND job_id = $2 FOR UPDATE',
+          [tenant, job],
+        )
+      ).rows[0]!;
       const finished = cur.state === 'done' || cur.state === 'failed';
       if (finished && update.state !== cur.state && ORDER[update.state] >= ORDER[cur.state]) {
         throw new AppError('CONFLICT', `Job "${job}" has finished (${cur.state}); it cannot become ${update.state}.`);
       }
-      const newer = ORDER[update.state] > ORDER[cur.state] || (update.state === cur.state && !finished && progress > cur.progress);
+      const newer =
+        ORDER[update.state] > ORDER[cur.state] || (update.state === cur.state && !finished && progress > cur.progress);
       if (newer) {
         await db.query(
           `UPDATE saas_jobs SET state = $3, progress = $4, message = $5, updates = updates + 1, updated_at = now() WHERE tenant = $1 AND job_id = $2`,
@@ -80,8 +98,22 @@ export async function recordJobUpdate(
         changed = true;
       }
     }
-    const row = (await db.query<{ state: JobState; progress: number; message: string; updates: number; updated_at: Date }>('SELECT * FROM saas_jobs WHERE tenant = $1 AND job_id = $2', [tenant, job])).rows[0]!;
-    return { tenant, job, state: row.state, progress: row.progress, message: row.message, updates: row.updates, updatedAt: row.updated_at.toISOString(), changed };
+    const row = (
+      await db.query<{ state: JobState; progress: number; message: string; updates: number; updated_at: Date }>(
+        'SELECT * FROM saas_jobs WHERE tenant = $1 AND job_id = $2',
+        [tenant, job],
+      )
+    ).rows[0]!;
+    return {
+      tenant,
+      job,
+      state: row.state,
+      progress: row.progress,
+      message: row.message,
+      updates: row.updates,
+      updatedAt: row.updated_at.toISOString(),
+      changed,
+    };
   });
 }
 
@@ -90,9 +122,21 @@ export async function recordBackupCallback(
   pool: pg.Pool,
   tenant: string,
   cb: { backupId: string; status: 'done' | 'failed'; sizeBytes?: number },
-): Promise<{ tenant: string; backupId: string; status: 'done' | 'failed'; sizeBytes: number | null; receivedAt: string; duplicate: boolean }> {
+): Promise<{
+  tenant: string;
+  backupId: string;
+  status: 'done' | 'failed';
+  sizeBytes: number | null;
+  receivedAt: string;
+  duplicate: boolean;
+}> {
   await requireTenant(pool, tenant);
-  const { rows } = await pool.query<{ status: 'done' | 'failed'; size_bytes: string | null; received_at: Date; inserted: boolean }>(
+  const { rows } = await pool.query<{
+    status: 'done' | 'failed';
+    size_bytes: string | null;
+    received_at: Date;
+    inserted: boolean;
+  }>(
     `WITH ins AS (
        INSERT INTO saas_backup_callbacks (tenant, backup_id, status, size_bytes) VALUES ($1, $2, $3, $4)
        ON CONFLICT (tenant, backup_id) DO NOTHING RETURNING status, size_bytes, received_at
@@ -105,12 +149,24 @@ export async function recordBackupCallback(
   // a concurrent first report of the same backup committed while ours waited: read it now
   const row =
     rows[0] ??
-    (await pool.query<{ status: 'done' | 'failed'; size_bytes: string | null; received_at: Date; inserted: boolean }>(
-      'SELECT status, size_bytes, received_at, false AS inserted FROM saas_backup_callbacks WHERE tenant = $1 AND backup_id = $2',
-      [tenant, cb.backupId],
-    )).rows[0]!;
+    (
+      await pool.query<{ status: 'done' | 'failed'; size_bytes: string | null; received_at: Date; inserted: boolean }>(
+        'SELECT status, size_bytes, received_at, false AS inserted FROM saas_backup_callbacks WHERE tenant = $1 AND backup_id = $2',
+        [tenant, cb.backupId],
+      )
+    ).rows[0]!;
   if (!row.inserted && row.status !== cb.status) {
-    throw new AppError('CONFLICT', `Backup "${cb.backupId}" was reported ${row.status} already; it cannot be reported ${cb.status}.`);
+    throw new AppError(
+      'CONFLICT',
+      `Backup "${cb.backupId}" was reported ${row.status} already; it cannot be reported ${cb.status}.`,
+    );
   }
-  return { tenant, backupId: cb.backupId, status: row.status, sizeBytes: row.size_bytes === null ? null : Number(row.size_bytes), receivedAt: row.received_at.toISOString(), duplicate: !row.inserted };
+  return {
+    tenant,
+    backupId: cb.backupId,
+    status: row.status,
+    sizeBytes: row.size_bytes === null ? null : Number(row.size_bytes),
+    receivedAt: row.received_at.toISOString(),
+    duplicate: !row.inserted,
+  };
 }

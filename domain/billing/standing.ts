@@ -25,7 +25,10 @@ export class WorkspaceStanding {
   async suspended(workspaceId: string): Promise<boolean> {
     const hit = this.cached(workspaceId);
     if (hit !== undefined) return hit;
-    const { rows } = await this.db.query<{ suspended: boolean }>('SELECT suspended_at IS NOT NULL AS suspended FROM subscriptions WHERE workspace_id = $1', [workspaceId]);
+    const { rows } = await this.db.query<{ suspended: boolean }>(
+      'SELECT suspended_at IS NOT NULL AS suspended FROM subscriptions WHERE workspace_id = $1',
+      [workspaceId],
+    );
     const suspended = rows[0]?.suspended === true;
     if (this.cache.size > 50_000) this.cache.clear();
     this.cache.set(workspaceId, { suspended, at: performance.now() });

@@ -27,9 +27,21 @@ import { cloudEvent, type CloudEvent } from '../events/events.js';
 import { applyTenantClient, runTenantAction } from '../tenants/operator-actions.js';
 import type { TenantClientSpec, Tier } from '../tenants/types.js';
 import { searchAttributes } from '../workflow-search-attributes.js';
-import { DUNNING_WORKFLOW, dunningSettledSignal, dunningWorkflowId, type DunningInput, type DunWorkspaceWorkflow } from './workflow-contract.js';
+import {
+  DUNNING_WORKFLOW,
+  dunningSettledSignal,
+  dunningWorkflowId,
+  type DunningInput,
+  type DunWorkspaceWorkflow,
+} from './workflow-contract.js';
 import { isTier } from './tiers.js';
-import { findSubscription, SUBSCRIPTION_STATUSES, tenantOfWorkspace, type SubscriptionRow, type SubscriptionStatus } from './subscriptions.js';
+import {
+  findSubscription,
+  SUBSCRIPTION_STATUSES,
+  tenantOfWorkspace,
+  type SubscriptionRow,
+  type SubscriptionStatus,
+} from './subscriptions.js';
 
 export const EVENT_SOURCE = '/plana/billing/stripe';
 
@@ -47,10 +59,23 @@ export interface BillingDeps {
  * endpoint's secret within the tolerance; else 400 saying why (Stripe's own advice: a failed
  * verification is a 400, and the event is never looked at).
  */
-export function verifyStripeEvent(rawBody: Buffer, signature: string | undefined, config: Pick<Config, 'STRIPE_WEBHOOK_SECRET' | 'STRIPE_WEBHOOK_TOLERANCE_SECONDS'>): Stripe.Event {
-  if (!signature) throw new AppError('BAD_REQUEST', 'The Stripe-Signature header is missing: only events signed by Stripe are accepted.');
+export function verifyStripeEvent(
+  rawBody: Buffer,
+  signature: string | undefined,
+  config: Pick<Config, 'STRIPE_WEBHOOK_SECRET' | 'STRIPE_WEBHOOK_TOLERANCE_SECONDS'>,
+): Stripe.Event {
+  if (!signature)
+    throw new AppError(
+      'BAD_REQUEST',
+      'The Stripe-Signature header is missing: only events signed by Stripe are accepted.',
+    );
   try {
-    return Stripe.webhooks.constructEvent(rawBody, signature, config.STRIPE_WEBHOOK_SECRET, config.STRIPE_WEBHOOK_TOLERANCE_SECONDS);
+    return Stripe.webhooks.constructEvent(
+      rawBody,
+      signature,
+      config.STRIPE_WEBHOOK_SECRET,
+      config.STRIPE_WEBHOOK_TOLERANCE_SECONDS,
+    );
   } catch (err) {
     const stale = /timestamp outside the tolerance zone/i.test((err as Error).message);
     throw new AppError(
@@ -89,12 +114,20 @@ export async function processStripeEvent(deps: BillingDeps, event: Stripe.Event)
       return { duplicate: true, outcome: seen.rows[0]?.outcome ?? 'processed before' };
     }
     const { outcome, workspace } = await handle(deps, db, event);
-    await db.query('UPDATE billing_events SET outcome = $2, workspace_id = $3 WHERE id = $1', [event.id, outcome, workspace?.id ?? null]);
+    await db.query('UPDATE billing_events SET outcome = $2, workspace_id = $3 WHERE id = $1', [
+      event.id,
+      outcome,
+      workspace?.id ?? null,
+    ]);
     return { duplicate: false, outcome };
   });
 }
 
-async function handle(deps: BillingDeps, db: Db, event: Stripe.Event): Promise<{ outcome: string; workspace?: Workspace }> {
+async function handle(
+  deps: BillingDeps,
+  db: Db,
+  event: Stripe.Event,
+): Promise<{ outcome: string; workspace?: Workspace }> {
   switch (event.type) {
     case 'customer.subscription.created':
     case 'customer.subscription.updated':
@@ -120,7 +153,10 @@ async function workspaceBySlug(db: Db, slug: unknown): Promise<Workspace | undef
 }
 
 /** The workspace a Stripe object belongs to: by the subscription or customer we know, else `metadata.workspace` (the slug). */
-async function resolveWorkspace(db: Db, ids: { subscription?: string | null; customer?: string | null; slug?: unknown }): Promise<Workspace | undefined> {
+async function resolveWorkspace(
+  db: Db,
+  ids: { subscription?: string | null; customer?: string | null; slug?: unknown },
+): Promise<Workspace | undefined> {
   const { rows } = await db.query<Workspace>(
     `SELECT w.id, w.slug FROM subscriptions s JOIN workspaces w ON w.id = s.workspace_id
       WHERE s.provider_subscription_id = $1 OR s.provider_customer_id = $2
@@ -130,21 +166,38 @@ async function resolveWorkspace(db: Db, ids: { subscription?: string | null; cus
   return rows[0] ?? (await workspaceBySlug(db, ids.slug));
 }
 
-async function subscriptionChanged(deps: BillingDeps, db: Db, event: Stripe.Event, sub: Stripe.Subscription): Promise<{ outcome: string; workspace?: Workspace }> {
+async function subscriptionChanged(
+  deps: BillingDeps,
+  db: Db,
+  event: Stripe.Event,
+  sub: Stripe.Subscription,
+): Promise<{ outcome: string; workspace?: Workspace }> {
   const customer = idOf(sub.customer);
   const workspace = await resolveWorkspace(db, { subscription: sub.id, customer, slug: sub.metadata?.workspace });
-  if (!workspace) return { outcome: `ignored: subscription ${sub.id} belongs to no workspace (no known customer, no metadata.workspace)` };
+  if (!workspace)
+    return {
+      outcome: `ignored: subscription ${sub.id} belongs to no workspace (no known customer, no metadata.workspace)`,
+    };
 
   const item = sub.items?.data?.[0];
   const tierName = item?.price?.lookup_key ?? sub.metadata?.tier;
   if (!isTier(tierName)) {
     // permanent: Stripe sending it again would not help; the operator fixes the price's lookup_key
     deps.log.error({ eventId: event.id, subscription: sub.id }, 'subscription price has no known tier as lookup_key');
-    return { outcome: `ignored: subscription ${sub.id} has no tier (price lookup_key or metadata.tier must be starter, pro or enterprise)`, workspace };
+    return {
+      outcome: `ignored: subscription ${sub.id} has no tier (price lookup_key or metadata.tier must be starter, pro or enterprise)`,
+      workspace,
+    };
   }
   const tier: Tier = tierName;
-  const status = event.type === 'customer.subscription.deleted' ? 'canceled' : (SUBSCRIPTION_STATUSES as readonly string[]).includes(sub.status) ? (sub.status as SubscriptionStatus) : undefined;
-  if (!status) return { outcome: `ignored: subscription status "${sub.status}" is not one the platform knows`, workspace };
+  const status =
+    event.type === 'customer.subscription.deleted'
+      ? 'canceled'
+      : (SUBSCRIPTION_STATUSES as readonly string[]).includes(sub.status)
+        ? (sub.status as SubscriptionStatus)
+        : undefined;
+  if (!status)
+    return { outcome: `ignored: subscription status "${sub.status}" is not one the platform knows`, workspace };
 
   const before = await findSubscription(db, workspace.id, true);
   const eventTime = new Date(event.created * 1000);
@@ -152,7 +205,10 @@ async function subscriptionChanged(deps: BillingDeps, db: Db, event: Stripe.Even
     return { outcome: `stale: a newer subscription event was applied already`, workspace };
   }
   if (before?.provider_subscription_id && before.provider_subscription_id !== sub.id && status === 'canceled') {
-    return { outcome: `ignored: ${sub.id} is not the workspace's current subscription (${before.provider_subscription_id})`, workspace };
+    return {
+      outcome: `ignored: ${sub.id} is not the workspace's current subscription (${before.provider_subscription_id})`,
+      workspace,
+    };
   }
 
   await db.query(
@@ -207,7 +263,15 @@ async function subscriptionChanged(deps: BillingDeps, db: Db, event: Stripe.Even
       source: EVENT_SOURCE,
       type: published,
       subject: workspace.slug,
-      data: { workspace: workspace.slug, tenant: tenant ?? null, tier, status, seats: item?.quantity ?? 1, subscription: sub.id, previousTier: before?.tier ?? null },
+      data: {
+        workspace: workspace.slug,
+        tenant: tenant ?? null,
+        tier,
+        status,
+        seats: item?.quantity ?? 1,
+        subscription: sub.id,
+        previousTier: before?.tier ?? null,
+      },
     }),
   );
   return { outcome: done.join('; '), workspace };
@@ -218,10 +282,14 @@ async function subscriptionChanged(deps: BillingDeps, db: Db, event: Stripe.Even
  * tenant to the tier's module set. The same apply path as the ops API; the same tier again changes nothing.
  */
 async function changeTenantTier(deps: BillingDeps, db: Db, tenant: string, tier: Tier): Promise<string | undefined> {
-  const { rows } = await db.query<{ spec: TenantClientSpec; phase: string }>('SELECT spec, phase FROM tenant_clients WHERE name = $1', [tenant]);
+  const { rows } = await db.query<{ spec: TenantClientSpec; phase: string }>(
+    'SELECT spec, phase FROM tenant_clients WHERE name = $1',
+    [tenant],
+  );
   const current = rows[0];
   if (!current || current.spec.tier === tier) return undefined;
-  if (['Cancelled', 'Deprovisioning', 'Deprovisioned'].includes(current.phase)) return `tenant ${tenant} is ${current.phase.toLowerCase()}: tier left at ${current.spec.tier}`;
+  if (['Cancelled', 'Deprovisioning', 'Deprovisioned'].includes(current.phase))
+    return `tenant ${tenant} is ${current.phase.toLowerCase()}: tier left at ${current.spec.tier}`;
   const applied = await applyTenantClient(deps, {
     apiVersion: 'plana.dev/v1alpha1',
     kind: 'TenantClient',
@@ -246,7 +314,12 @@ async function tenantAction(deps: BillingDeps, tenant: string, action: 'cancel' 
   }
 }
 
-async function invoiceChanged(deps: BillingDeps, db: Db, event: Stripe.Event, invoice: Stripe.Invoice): Promise<{ outcome: string; workspace?: Workspace }> {
+async function invoiceChanged(
+  deps: BillingDeps,
+  db: Db,
+  event: Stripe.Event,
+  invoice: Stripe.Invoice,
+): Promise<{ outcome: string; workspace?: Workspace }> {
   const subscriptionId = idOf(invoice.parent?.subscription_details?.subscription ?? null);
   const customer = idOf(invoice.customer);
   const slug = invoice.parent?.subscription_details?.metadata?.workspace ?? invoice.metadata?.workspace;
@@ -296,7 +369,13 @@ async function invoiceChanged(deps: BillingDeps, db: Db, event: Stripe.Event, in
     );
     await clearDunning(deps, db, workspace, sub, 'paid');
     if (hadSuspension) outcome += '; suspension lifted';
-    await publishInvoiceEvent(deps, event, workspace, invoice, hadSuspension ? 'billing.workspace.reinstated' : 'billing.invoice.paid');
+    await publishInvoiceEvent(
+      deps,
+      event,
+      workspace,
+      invoice,
+      hadSuspension ? 'billing.workspace.reinstated' : 'billing.invoice.paid',
+    );
   } else if (event.type === 'invoice.payment_failed' && sub) {
     if (sub.past_due_since) {
       outcome += '; dunning already under way';
@@ -310,7 +389,14 @@ async function invoiceChanged(deps: BillingDeps, db: Db, event: Stripe.Event, in
       const run = rows[0]!;
       const workflowId = await startDunning(deps, workspace, {
         run: run.dunning_count,
-        input: { workspaceId: workspace.id, workspace: workspace.slug, run: run.dunning_count, pastDueSince: run.past_due_since.toISOString(), invoiceId: invoice.id, graceMs: deps.config.BILLING_GRACE_PERIOD },
+        input: {
+          workspaceId: workspace.id,
+          workspace: workspace.slug,
+          run: run.dunning_count,
+          pastDueSince: run.past_due_since.toISOString(),
+          invoiceId: invoice.id,
+          graceMs: deps.config.BILLING_GRACE_PERIOD,
+        },
       });
       outcome += `; dunning started (${workflowId})`;
     }
@@ -321,19 +407,36 @@ async function invoiceChanged(deps: BillingDeps, db: Db, event: Stripe.Event, in
   return { outcome, workspace };
 }
 
-function publishInvoiceEvent(deps: BillingDeps, event: Stripe.Event, workspace: Workspace, invoice: Stripe.Invoice, type: string) {
+function publishInvoiceEvent(
+  deps: BillingDeps,
+  event: Stripe.Event,
+  workspace: Workspace,
+  invoice: Stripe.Invoice,
+  type: string,
+) {
   return deps.publish(
     cloudEvent({
       id: event.id,
       source: EVENT_SOURCE,
       type,
       subject: workspace.slug,
-      data: { workspace: workspace.slug, invoice: invoice.id, status: invoice.status, amountDue: invoice.amount_due, amountPaid: invoice.amount_paid, currency: invoice.currency },
+      data: {
+        workspace: workspace.slug,
+        invoice: invoice.id,
+        status: invoice.status,
+        amountDue: invoice.amount_due,
+        amountPaid: invoice.amount_paid,
+        currency: invoice.currency,
+      },
     }),
   );
 }
 
-async function startDunning(deps: BillingDeps, workspace: Workspace, opts: { run: number; input: DunningInput }): Promise<string> {
+async function startDunning(
+  deps: BillingDeps,
+  workspace: Workspace,
+  opts: { run: number; input: DunningInput },
+): Promise<string> {
   const workflowId = dunningWorkflowId(workspace.slug, opts.run);
   try {
     await deps.temporal.workflow.start<DunWorkspaceWorkflow>(DUNNING_WORKFLOW, {
@@ -355,11 +458,20 @@ async function startDunning(deps: BillingDeps, workspace: Workspace, opts: { run
 }
 
 /** Ends the workspace's running dunning workflow, if any (payment came in, or the subscription ended). */
-async function clearDunning(deps: BillingDeps, db: Db, workspace: Workspace, sub: SubscriptionRow | undefined, reason: 'paid' | 'cancelled') {
+async function clearDunning(
+  deps: BillingDeps,
+  db: Db,
+  workspace: Workspace,
+  sub: SubscriptionRow | undefined,
+  reason: 'paid' | 'cancelled',
+) {
   if (!sub || sub.dunning_count === 0) return;
-  if (reason === 'cancelled') await db.query('UPDATE subscriptions SET past_due_since = NULL WHERE workspace_id = $1', [workspace.id]);
+  if (reason === 'cancelled')
+    await db.query('UPDATE subscriptions SET past_due_since = NULL WHERE workspace_id = $1', [workspace.id]);
   try {
-    await deps.temporal.workflow.getHandle(dunningWorkflowId(workspace.slug, sub.dunning_count)).signal(dunningSettledSignal, { reason });
+    await deps.temporal.workflow
+      .getHandle(dunningWorkflowId(workspace.slug, sub.dunning_count))
+      .signal(dunningSettledSignal, { reason });
   } catch (err) {
     // it ended already (settled before, or never started): nothing to tell it
     if (!(err instanceof WorkflowNotFoundError)) throw err;

@@ -8,7 +8,16 @@ import type { Queryable } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import type { Tier } from '../tenants/types.js';
 
-export const SUBSCRIPTION_STATUSES = ['trialing', 'active', 'past_due', 'unpaid', 'canceled', 'incomplete', 'incomplete_expired', 'paused'] as const;
+export const SUBSCRIPTION_STATUSES = [
+  'trialing',
+  'active',
+  'past_due',
+  'unpaid',
+  'canceled',
+  'incomplete',
+  'incomplete_expired',
+  'paused',
+] as const;
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 export const INVOICE_STATUSES = ['draft', 'open', 'paid', 'uncollectible', 'void'] as const;
 export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
@@ -82,8 +91,15 @@ export interface InvoiceView {
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
-export async function findSubscription(db: Queryable, workspaceId: string, lock = false): Promise<SubscriptionRow | undefined> {
-  const { rows } = await db.query<SubscriptionRow>(`SELECT * FROM subscriptions WHERE workspace_id = $1${lock ? ' FOR UPDATE' : ''}`, [workspaceId]);
+export async function findSubscription(
+  db: Queryable,
+  workspaceId: string,
+  lock = false,
+): Promise<SubscriptionRow | undefined> {
+  const { rows } = await db.query<SubscriptionRow>(
+    `SELECT * FROM subscriptions WHERE workspace_id = $1${lock ? ' FOR UPDATE' : ''}`,
+    [workspaceId],
+  );
   return rows[0];
 }
 
@@ -94,19 +110,29 @@ export function subscriptionView(workspace: string, row: SubscriptionRow): Subsc
     tier: row.tier,
     status: row.status,
     seats: row.seats,
-    currentPeriod: row.current_period_start && row.current_period_end ? { start: iso(row.current_period_start)!, end: iso(row.current_period_end)! } : null,
+    currentPeriod:
+      row.current_period_start && row.current_period_end
+        ? { start: iso(row.current_period_start)!, end: iso(row.current_period_end)! }
+        : null,
     cancelAtPeriodEnd: row.cancel_at_period_end,
     pastDueSince: iso(row.past_due_since),
     suspendedAt: iso(row.suspended_at),
     nextInvoice:
       !ended && row.current_period_end && row.unit_amount !== null && row.currency
-        ? { date: row.current_period_end.toISOString(), amountDue: Number(row.unit_amount) * row.seats, currency: row.currency }
+        ? {
+            date: row.current_period_end.toISOString(),
+            amountDue: Number(row.unit_amount) * row.seats,
+            currency: row.currency,
+          }
         : null,
     provider: { name: 'stripe', customerId: row.provider_customer_id, subscriptionId: row.provider_subscription_id },
   };
 }
 
-export async function getSubscription(db: Queryable, workspace: { id: string; slug: string }): Promise<SubscriptionView> {
+export async function getSubscription(
+  db: Queryable,
+  workspace: { id: string; slug: string },
+): Promise<SubscriptionView> {
   const row = await findSubscription(db, workspace.id);
   if (!row) throw new AppError('NOT_FOUND', `Workspace "${workspace.slug}" has no subscription yet.`);
   return subscriptionView(workspace.slug, row);
@@ -131,7 +157,11 @@ function invoiceView(row: InvoiceRow): InvoiceView {
 }
 
 /** The workspace's invoices, newest first; `before`: an invoice id, for the next page. */
-export async function listInvoices(db: Queryable, workspaceId: string, opts: { limit: number; before?: string }): Promise<InvoiceView[]> {
+export async function listInvoices(
+  db: Queryable,
+  workspaceId: string,
+  opts: { limit: number; before?: string },
+): Promise<InvoiceView[]> {
   const { rows } = await db.query<InvoiceRow>(
     `SELECT * FROM invoices i
       WHERE workspace_id = $1
@@ -144,7 +174,10 @@ export async function listInvoices(db: Queryable, workspaceId: string, opts: { l
 
 /** One invoice of the workspace; another workspace's invoice is as unknown as a missing one (404). */
 export async function getInvoice(db: Queryable, workspaceId: string, id: string): Promise<InvoiceView> {
-  const { rows } = await db.query<InvoiceRow>('SELECT * FROM invoices WHERE id = $1 AND workspace_id = $2', [id, workspaceId]);
+  const { rows } = await db.query<InvoiceRow>('SELECT * FROM invoices WHERE id = $1 AND workspace_id = $2', [
+    id,
+    workspaceId,
+  ]);
   if (!rows[0]) throw new AppError('NOT_FOUND', `Invoice "${id}" does not exist in this workspace.`);
   return invoiceView(rows[0]);
 }
@@ -165,7 +198,10 @@ export async function suspendIfStillUnpaid(db: Queryable, workspaceId: string, r
 }
 
 /** The admins of a workspace (the dunning e-mails' recipients). */
-export async function workspaceAdmins(db: Queryable, workspaceId: string): Promise<{ id: string; email: string; name: string }[]> {
+export async function workspaceAdmins(
+  db: Queryable,
+  workspaceId: string,
+): Promise<{ id: string; email: string; name: string }[]> {
   const { rows } = await db.query<{ id: string; email: string; name: string }>(
     `SELECT u.id, u.email, u.name FROM memberships m JOIN users u ON u.id = m.user_id
       WHERE m.workspace_id = $1 AND m.role = 'admin' ORDER BY u.email`,
@@ -175,7 +211,10 @@ export async function workspaceAdmins(db: Queryable, workspaceId: string): Promi
 }
 
 /** The TenantClient behind a workspace (a provisioned tenant's workspace has the tenant's name as slug). */
-export async function tenantOfWorkspace(db: Queryable, workspace: { id: string; slug: string }): Promise<string | undefined> {
+export async function tenantOfWorkspace(
+  db: Queryable,
+  workspace: { id: string; slug: string },
+): Promise<string | undefined> {
   const { rows } = await db.query<{ name: string }>(
     `SELECT c.name FROM tenant_clients c
       WHERE c.name IN (SELECT t.name FROM tenants t WHERE t.workspace_id = $1) OR c.name = $2

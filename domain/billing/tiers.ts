@@ -28,7 +28,13 @@ const starter = [
   // changes to the platform's event ingestion (domain/erp-events/automation-rules.ts)
   m('base_automation', 'Automation Rules', false),
 ];
-const pro = [...starter, m('sale_management', 'Sales', true), m('purchase', 'Purchase', true), m('crm', 'CRM', true), m('stock', 'Inventory', true)];
+const pro = [
+  ...starter,
+  m('sale_management', 'Sales', true),
+  m('purchase', 'Purchase', true),
+  m('crm', 'CRM', true),
+  m('stock', 'Inventory', true),
+];
 const enterprise = [
   ...pro,
   m('mrp', 'Manufacturing', true),

@@ -37,7 +37,17 @@ export interface EventRuleDef {
 }
 
 const CUSTOMER_MOVES = "('move_type', 'in', ['out_invoice', 'out_refund'])";
-const MOVE_FIELDS = ['name', 'move_type', 'partner_id', 'amount_total', 'amount_residual', 'currency_id', 'invoice_date', 'payment_state', 'state'];
+const MOVE_FIELDS = [
+  'name',
+  'move_type',
+  'partner_id',
+  'amount_total',
+  'amount_residual',
+  'currency_id',
+  'invoice_date',
+  'payment_state',
+  'state',
+];
 
 export const EVENT_RULES: readonly EventRuleDef[] = [
   {
@@ -59,7 +69,16 @@ export const EVENT_RULES: readonly EventRuleDef[] = [
     model: 'stock.move',
     preDomain: "[('state', '!=', 'done')]",
     domain: "[('state', '=', 'done')]",
-    fields: ['reference', 'product_id', 'product_uom_qty', 'quantity', 'location_id', 'location_dest_id', 'date', 'state'],
+    fields: [
+      'reference',
+      'product_id',
+      'product_uom_qty',
+      'quantity',
+      'location_id',
+      'location_dest_id',
+      'date',
+      'state',
+    ],
   },
 ];
 
@@ -105,20 +124,35 @@ export async function ensureEventRules(
 ): Promise<EventRulesResult> {
   const result: EventRulesResult = { created: [], updated: [], unchanged: [], skipped: [] };
   const modelNames = [...new Set(EVENT_RULES.map((r) => r.model))];
-  const models = await admin.callKw<{ id: number; model: string }[]>('ir.model', 'search_read', [[['model', 'in', modelNames]]], { fields: ['model'] });
+  const models = await admin.callKw<{ id: number; model: string }[]>(
+    'ir.model',
+    'search_read',
+    [[['model', 'in', modelNames]]],
+    { fields: ['model'] },
+  );
   const modelId = new Map(models.map((m) => [m.model, m.id]));
   const fieldNames = [...new Set(EVENT_RULES.flatMap((r) => r.fields))];
   const fieldRows = await admin.callKw<{ id: number; name: string; model: string }[]>(
     'ir.model.fields',
     'search_read',
-    [[['model', 'in', modelNames], ['name', 'in', fieldNames]]],
+    [
+      [
+        ['model', 'in', modelNames],
+        ['name', 'in', fieldNames],
+      ],
+    ],
     { fields: ['name', 'model'] },
   );
   const fieldId = new Map(fieldRows.map((f) => [`${f.model}.${f.name}`, f.id]));
   const existing = await admin.callKw<RuleRow[]>(
     'base.automation',
     'search_read',
-    [[['name', '=like', `${RULE_PREFIX}%`], ['active', 'in', [true, false]]]],
+    [
+      [
+        ['name', '=like', `${RULE_PREFIX}%`],
+        ['active', 'in', [true, false]],
+      ],
+    ],
     { fields: ['name', 'active', 'trigger', 'filter_pre_domain', 'filter_domain', 'action_server_ids'] },
   );
 
@@ -130,19 +164,41 @@ export async function ensureEventRules(
     }
     const name = `${RULE_PREFIX}${def.type}`;
     const url = eventRuleUrl(opts.eventsUrl, opts.ingestionKey, opts.tenant, def.type);
-    const fields = def.fields.map((f) => fieldId.get(`${def.model}.${f}`)).filter((id): id is number => id !== undefined).sort((a, b) => a - b);
-    const action = { name: `Post ${def.type} to the platform`, model_id: model, state: 'webhook', usage: 'base_automation', webhook_url: url, webhook_field_ids: [[6, 0, fields]] };
+    const fields = def.fields
+      .map((f) => fieldId.get(`${def.model}.${f}`))
+      .filter((id): id is number => id !== undefined)
+      .sort((a, b) => a - b);
+    const action = {
+      name: `Post ${def.type} to the platform`,
+      model_id: model,
+      state: 'webhook',
+      usage: 'base_automation',
+      webhook_url: url,
+      webhook_field_ids: [[6, 0, fields]],
+    };
     const rule = existing.find((r) => r.name === name);
     if (!rule) {
       const id = await admin.callKw<number>('base.automation', 'create', [
-        { name, model_id: model, trigger: 'on_create_or_write', filter_pre_domain: def.preDomain, filter_domain: def.domain, active: true },
+        {
+          name,
+          model_id: model,
+          trigger: 'on_create_or_write',
+          filter_pre_domain: def.preDomain,
+          filter_domain: def.domain,
+          active: true,
+        },
       ]);
       await admin.callKw('ir.actions.server', 'create', [{ ...action, base_automation_id: id }]);
       result.created.push(def.type);
       continue;
     }
     let changed = false;
-    if (!rule.active || rule.trigger !== 'on_create_or_write' || rule.filter_pre_domain !== def.preDomain || rule.filter_domain !== def.domain) {
+    if (
+      !rule.active ||
+      rule.trigger !== 'on_create_or_write' ||
+      rule.filter_pre_domain !== def.preDomain ||
+      rule.filter_domain !== def.domain
+    ) {
       await admin.callKw('base.automation', 'write', [
         [rule.id],
         { active: true, trigger: 'on_create_or_write', filter_pre_domain: def.preDomain, filter_domain: def.domain },
@@ -150,14 +206,23 @@ export async function ensureEventRules(
       changed = true;
     }
     const actions = rule.action_server_ids.length
-      ? await admin.callKw<ActionRow[]>('ir.actions.server', 'read', [rule.action_server_ids, ['state', 'webhook_url', 'webhook_field_ids']])
+      ? await admin.callKw<ActionRow[]>('ir.actions.server', 'read', [
+          rule.action_server_ids,
+          ['state', 'webhook_url', 'webhook_field_ids'],
+        ])
       : [];
     const webhook = actions.find((a) => a.state === 'webhook');
     if (!webhook) {
       await admin.callKw('ir.actions.server', 'create', [{ ...action, base_automation_id: rule.id }]);
       changed = true;
-    } else if (webhook.webhook_url !== url || [...webhook.webhook_field_ids].sort((a, b) => a - b).join() !== fields.join()) {
-      await admin.callKw('ir.actions.server', 'write', [[webhook.id], { webhook_url: url, webhook_field_ids: [[6, 0, fields]] }]);
+    } else if (
+      webhook.webhook_url !== url ||
+      [...webhook.webhook_field_ids].sort((a, b) => a - b).join() !== fields.join()
+    ) {
+      await admin.callKw('ir.actions.server', 'write', [
+        [webhook.id],
+        { webhook_url: url, webhook_field_ids: [[6, 0, fields]] },
+      ]);
       changed = true;
     }
     (changed ? result.updated : result.unchanged).push(def.type);

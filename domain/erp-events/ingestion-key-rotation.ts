@@ -42,7 +42,8 @@ export interface RuleRewriteResult {
   failed: { tenant: string; error: string }[];
 }
 
-const databaseMissing = (err: unknown) => err instanceof ErpFault && /database "[^"]*" does not exist/.test(err.faultString);
+const databaseMissing = (err: unknown) =>
+  err instanceof ErpFault && /database "[^"]*" does not exist/.test(err.faultString);
 
 /**
  * Rewrites every tenant's event rules to the tokens of the pair's current key, `concurrency`
@@ -56,21 +57,37 @@ export async function rewriteEventRules(
   opts: { concurrency?: number; heartbeat?: () => void } = {},
 ): Promise<RuleRewriteResult> {
   const current = await deps.store.current(pair.caller, pair.target);
-  if (current.keyId !== pair.keyId) throw new Error(`the current ${pair.caller} → ${pair.target} key is ${current.keyId}, not ${pair.keyId}`);
+  if (current.keyId !== pair.keyId)
+    throw new Error(`the current ${pair.caller} → ${pair.target} key is ${current.keyId}, not ${pair.keyId}`);
   const tenants = await (deps.tenants ?? (() => routedTenants(deps.pool)))();
-  const result: RuleRewriteResult = { keyId: current.keyId, tenants: tenants.length, updated: [], unchanged: 0, skipped: [], failed: [] };
+  const result: RuleRewriteResult = {
+    keyId: current.keyId,
+    tenants: tenants.length,
+    updated: [],
+    unchanged: 0,
+    skipped: [],
+    failed: [],
+  };
   const limit = pLimit(opts.concurrency ?? 4);
   await Promise.all(
     tenants.map((t) =>
       limit(async () => {
         try {
           const { session } = await adminSession(deps.erp, t.database, { timeoutMs: deps.timeoutMs ?? 60_000 });
-          const rules = await ensureEventRules(session, { tenant: t.tenant, eventsUrl: deps.eventsUrl, ingestionKey: current.key });
+          const rules = await ensureEventRules(session, {
+            tenant: t.tenant,
+            eventsUrl: deps.eventsUrl,
+            ingestionKey: current.key,
+          });
           if (rules.created.length || rules.updated.length) result.updated.push(t.tenant);
           else result.unchanged += 1;
         } catch (err) {
           if (databaseMissing(err)) result.skipped.push(t.tenant);
-          else result.failed.push({ tenant: t.tenant, error: (err instanceof ErpFault ? err.faultString : (err as Error).message).slice(0, 300) });
+          else
+            result.failed.push({
+              tenant: t.tenant,
+              error: (err instanceof ErpFault ? err.faultString : (err as Error).message).slice(0, 300),
+            });
         }
         opts.heartbeat?.();
       }),

@@ -29,14 +29,21 @@ export type IngestionPair = { caller: string; target: string };
  * tenants' rules stay valid until the pair's first rotation replaces it with a random key.
  */
 export function ingestionKey(secretsKey: string): string {
-  return Buffer.from(hkdfSync('sha256', Buffer.from(secretsKey, 'base64'), Buffer.alloc(0), 'plana erp event ingestion v1', 32)).toString('base64');
+  return Buffer.from(
+    hkdfSync('sha256', Buffer.from(secretsKey, 'base64'), Buffer.alloc(0), 'plana erp event ingestion v1', 32),
+  ).toString('base64');
 }
 
 /** The bootstrap's seeds (domain/service-keys/bootstrap.ts): the pair's first key is the one the existing tokens come from. */
-export const legacyKeySeeds = (secretsKey: string): Record<string, string> => ({ [pairName(INGESTION_PAIR)]: ingestionKey(secretsKey) });
+export const legacyKeySeeds = (secretsKey: string): Record<string, string> => ({
+  [pairName(INGESTION_PAIR)]: ingestionKey(secretsKey),
+});
 
 /** The pair's current key, from the secret store: what the reconcile writes the tenants' tokens with. */
-export async function currentIngestionKey(store: SecretStore, pair: IngestionPair = INGESTION_PAIR): Promise<{ key: string; keyId: string }> {
+export async function currentIngestionKey(
+  store: SecretStore,
+  pair: IngestionPair = INGESTION_PAIR,
+): Promise<{ key: string; keyId: string }> {
   const { key, keyId } = await store.current(pair.caller, pair.target);
   return { key, keyId };
 }
@@ -106,7 +113,8 @@ export class IngestionKeyRing {
 
   /** The caller identity (`erp`, the key's id) when `token` is the tenant's under an accepted key. */
   async authenticate(tenant: string, token: string): Promise<ServiceCallerIdentity | undefined> {
-    if (Date.now() - this.loadedAt >= this.opts.ttlMs || this.opts.verifier.loadedAt !== this.verifierLoadedAt) await this.reload();
+    if (Date.now() - this.loadedAt >= this.opts.ttlMs || this.opts.verifier.loadedAt !== this.verifierLoadedAt)
+      await this.reload();
     let found = this.match(tenant, token);
     if (!found && Date.now() - this.lastMissReload >= 1_000) {
       this.lastMissReload = Date.now();
@@ -152,10 +160,12 @@ export const EVENT_MODEL: Record<ErpEventType, string> = {
   'stock.changed': 'stock.move',
 };
 
-const num = (v: unknown): number | null => (typeof v === 'number' ? v : typeof v === 'string' && v !== '' && !Number.isNaN(Number(v)) ? Number(v) : null);
+const num = (v: unknown): number | null =>
+  typeof v === 'number' ? v : typeof v === 'string' && v !== '' && !Number.isNaN(Number(v)) ? Number(v) : null;
 const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
 /** many2one read with load=None is the id (or false); a name_get pair [id, name] also passes. */
-const ref = (v: unknown): number | null => (typeof v === 'number' ? v : Array.isArray(v) && typeof v[0] === 'number' ? v[0] : null);
+const ref = (v: unknown): number | null =>
+  typeof v === 'number' ? v : Array.isArray(v) && typeof v[0] === 'number' ? v[0] : null;
 
 /**
  * The change an Odoo webhook payload reports, as one event: its id is the model, the record and the
@@ -164,7 +174,8 @@ const ref = (v: unknown): number | null => (typeof v === 'number' ? v : Array.is
  * the event type.
  */
 export function odooChange(type: ErpEventType, payload: OdooWebhookPayload): ErpChange | string {
-  if (payload._model !== EVENT_MODEL[type]) return `${type} comes from ${EVENT_MODEL[type]} records, not ${String(payload._model)}`;
+  if (payload._model !== EVENT_MODEL[type])
+    return `${type} comes from ${EVENT_MODEL[type]} records, not ${String(payload._model)}`;
   const id = payload._id;
   if (type === 'stock.changed') {
     return {
@@ -190,12 +201,18 @@ export function odooChange(type: ErpEventType, payload: OdooWebhookPayload): Erp
     amountTotal: num(payload.amount_total) ?? 0,
   };
   if (type === 'invoice.posted') {
-    if (payload.state !== 'posted') return `invoice.posted needs state "posted", not ${JSON.stringify(payload.state ?? null)}`;
+    if (payload.state !== 'posted')
+      return `invoice.posted needs state "posted", not ${JSON.stringify(payload.state ?? null)}`;
     return { type, id: `account.move:${id}:posted`, data: { ...data, invoiceDate: str(payload.invoice_date) } };
   }
   const paymentState = payload.payment_state;
-  if (paymentState !== 'paid' && paymentState !== 'in_payment') return `payment.received needs payment_state "paid" or "in_payment", not ${JSON.stringify(paymentState ?? null)}`;
-  return { type, id: `account.move:${id}:${paymentState}`, data: { ...data, paymentState, amountResidual: num(payload.amount_residual) ?? 0 } };
+  if (paymentState !== 'paid' && paymentState !== 'in_payment')
+    return `payment.received needs payment_state "paid" or "in_payment", not ${JSON.stringify(paymentState ?? null)}`;
+  return {
+    type,
+    id: `account.move:${id}:${paymentState}`,
+    data: { ...data, paymentState, amountResidual: num(payload.amount_residual) ?? 0 },
+  };
 }
 
 /** The token of `Authorization: Basic <tenant>:<token>` (the userinfo Odoo's requests turns into it), or of a Bearer. */
@@ -209,7 +226,12 @@ export function presentedToken(authorization: string | undefined): string {
 }
 
 /** Records ERP event ids as seen (migration 612, read by the catch-up sweep, erp-sweep.ts); answers the ones that were not. */
-export async function markSeen(pool: pg.Pool, tenant: string, ids: string[], via: 'odoo' | 'sweep' | 'baseline'): Promise<Set<string>> {
+export async function markSeen(
+  pool: pg.Pool,
+  tenant: string,
+  ids: string[],
+  via: 'odoo' | 'sweep' | 'baseline',
+): Promise<Set<string>> {
   if (!ids.length) return new Set();
   const { rows } = await pool.query<{ event_id: string }>(
     `INSERT INTO erp_events_seen (tenant, event_id, via) SELECT $1, unnest($2::text[]), $3 ON CONFLICT DO NOTHING RETURNING event_id`,
@@ -217,4 +239,3 @@ export async function markSeen(pool: pg.Pool, tenant: string, ids: string[], via
   );
   return new Set(rows.map((r) => r.event_id));
 }
-

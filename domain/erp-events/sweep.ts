@@ -65,7 +65,10 @@ export function impliedChanges(record: Record<string, unknown>): ErpChange[] {
 
 export async function sweepTenant(deps: SweepDeps, t: RoutedTenant): Promise<TenantSweep> {
   const started = new Date();
-  const last = await deps.pool.query<{ swept_from: Date }>('SELECT swept_from FROM erp_event_sweeps WHERE tenant = $1', [t.tenant]);
+  const last = await deps.pool.query<{ swept_from: Date }>(
+    'SELECT swept_from FROM erp_event_sweeps WHERE tenant = $1',
+    [t.tenant],
+  );
   const baseline = last.rowCount === 0;
   const credentials = await loadErpApiCredentials(deps.pool, deps.secretsKey, t.tenant);
   if (!credentials) return { tenant: t.tenant, read: 0, published: 0, baseline, error: 'no API user yet' };
@@ -78,15 +81,29 @@ export async function sweepTenant(deps: SweepDeps, t: RoutedTenant): Promise<Ten
   ];
   const until = new Date(started.getTime() - deps.settleMs);
   if (!baseline) {
-    domain.unshift(['write_date', '>=', odooDatetime(new Date(last.rows[0]!.swept_from.getTime() - OVERLAP_MS))], ['write_date', '<', odooDatetime(until)]);
+    domain.unshift(
+      ['write_date', '>=', odooDatetime(new Date(last.rows[0]!.swept_from.getTime() - OVERLAP_MS))],
+      ['write_date', '<', odooDatetime(until)],
+    );
   }
-  const records = await erp.executeKw<Record<string, unknown>[]>('account.move', 'search_read', [domain], { fields: FIELDS, order: 'id' });
+  const records = await erp.executeKw<Record<string, unknown>[]>('account.move', 'search_read', [domain], {
+    fields: FIELDS,
+    order: 'id',
+  });
   const changes = records.flatMap(impliedChanges);
   let published = 0;
   if (baseline) {
-    await markSeen(deps.pool, t.tenant, changes.map((c) => c.id), 'baseline');
+    await markSeen(
+      deps.pool,
+      t.tenant,
+      changes.map((c) => c.id),
+      'baseline',
+    );
   } else {
-    const seen = await deps.pool.query<{ event_id: string }>('SELECT event_id FROM erp_events_seen WHERE tenant = $1 AND event_id = ANY($2)', [t.tenant, changes.map((c) => c.id)]);
+    const seen = await deps.pool.query<{ event_id: string }>(
+      'SELECT event_id FROM erp_events_seen WHERE tenant = $1 AND event_id = ANY($2)',
+      [t.tenant, changes.map((c) => c.id)],
+    );
     const known = new Set(seen.rows.map((r) => r.event_id));
     const key = changes.some((c) => !known.has(c.id)) ? await deps.eventsKey() : '';
     for (const change of changes.filter((c) => !known.has(c.id))) {
@@ -106,7 +123,10 @@ export async function sweepTenant(deps: SweepDeps, t: RoutedTenant): Promise<Ten
 }
 
 /** Every tenant with a route (its ERP answers), a few at a time; one tenant's failure is recorded, not thrown. */
-export async function sweepAll(deps: SweepDeps, opts: { concurrency?: number; heartbeat?: () => void } = {}): Promise<TenantSweep[]> {
+export async function sweepAll(
+  deps: SweepDeps,
+  opts: { concurrency?: number; heartbeat?: () => void } = {},
+): Promise<TenantSweep[]> {
   const limit = pLimit(opts.concurrency ?? 4);
   const results = await Promise.all(
     (await routedTenants(deps.pool)).map((t) =>
@@ -115,7 +135,9 @@ export async function sweepAll(deps: SweepDeps, opts: { concurrency?: number; he
           return await sweepTenant(deps, t);
         } catch (err) {
           const error = (err as Error).message.slice(0, 500);
-          await deps.pool.query('UPDATE erp_event_sweeps SET last_error = $2 WHERE tenant = $1', [t.tenant, error]).catch(() => {});
+          await deps.pool
+            .query('UPDATE erp_event_sweeps SET last_error = $2 WHERE tenant = $1', [t.tenant, error])
+            .catch(() => {});
           return { tenant: t.tenant, read: 0, published: 0, baseline: false, error };
         } finally {
           opts.heartbeat?.();
@@ -127,7 +149,10 @@ export async function sweepAll(deps: SweepDeps, opts: { concurrency?: number; he
 }
 
 /** The schedule; the worker ensures it at start-up. */
-export async function ensureErpEventSweepSchedule(client: Client, opts: { taskQueue: string; everyMs: number; scheduleId?: string }): Promise<'created' | 'exists'> {
+export async function ensureErpEventSweepSchedule(
+  client: Client,
+  opts: { taskQueue: string; everyMs: number; scheduleId?: string },
+): Promise<'created' | 'exists'> {
   const scheduleId = opts.scheduleId ?? ERP_EVENTS_SWEEP_SCHEDULE_ID;
   try {
     await client.schedule.create({

@@ -45,9 +45,19 @@ interface ErpUserRole {
 }
 
 /** The dashboards' reader: Internal User, Accounting / Read-only. */
-const API_USER: ErpUserRole = { table: 'tenant_erp_credentials', login: erpApiLogin, groups: API_USER_GROUPS, name: 'Platform API' };
+const API_USER: ErpUserRole = {
+  table: 'tenant_erp_credentials',
+  login: erpApiLogin,
+  groups: API_USER_GROUPS,
+  name: 'Platform API',
+};
 /** The bank statement importer: Internal User, Accounting / Bookkeeper (creates bank statement lines). */
-const BANK_IMPORT_USER: ErpUserRole = { table: 'tenant_erp_bank_import_credentials', login: erpBankImportLogin, groups: BANK_IMPORT_USER_GROUPS, name: 'Platform bank import' };
+const BANK_IMPORT_USER: ErpUserRole = {
+  table: 'tenant_erp_bank_import_credentials',
+  login: erpBankImportLogin,
+  groups: BANK_IMPORT_USER_GROUPS,
+  name: 'Platform bank import',
+};
 
 export interface ErpApiUserDeps {
   platform: pg.Pool;
@@ -68,10 +78,13 @@ export const erpApiUserDeps = (config: Config, platform: pg.Pool, erpUrl = confi
 
 /** The tenant database's own admin password, derived from SECRETS_KEY (never stored). */
 export function tenantAdminPassword(secretsKey: string, database: string): string {
-  return Buffer.from(hkdfSync('sha256', Buffer.from(secretsKey, 'base64'), 'plana-erp-admin', database, 32)).toString('base64url');
+  return Buffer.from(hkdfSync('sha256', Buffer.from(secretsKey, 'base64'), 'plana-erp-admin', database, 32)).toString(
+    'base64url',
+  );
 }
 
-const databaseMissing = (err: unknown) => err instanceof ErpFault && /database "[^"]*" does not exist/.test(err.faultString);
+const databaseMissing = (err: unknown) =>
+  err instanceof ErpFault && /database "[^"]*" does not exist/.test(err.faultString);
 
 /**
  * A web session as the tenant's `admin`: with its own password, or (a fresh clone) with the
@@ -91,7 +104,17 @@ export async function adminSession(
   if (opts.freshClone) attempts.reverse();
   for (const { password, templatePassword } of attempts) {
     try {
-      return { session: await openErpSession({ baseUrl: deps.erpUrl, host: database, db: database, login: 'admin', password, timeoutMs: opts.timeoutMs }), templatePassword };
+      return {
+        session: await openErpSession({
+          baseUrl: deps.erpUrl,
+          host: database,
+          db: database,
+          login: 'admin',
+          password,
+          timeoutMs: opts.timeoutMs,
+        }),
+        templatePassword,
+      };
     } catch (err) {
       if (!(err instanceof ErpFault && err.code === 3)) throw err;
     }
@@ -101,7 +124,9 @@ export async function adminSession(
 
 /** The ERP's major version (`version` on /xmlrpc/2/common: no login, no password check). */
 async function erpMajorVersion(erpUrl: string, host: string): Promise<number> {
-  const info = (await xmlRpcCall({ baseUrl: erpUrl, host }, '/xmlrpc/2/common', 'version', [])) as { server_version_info?: unknown[] };
+  const info = (await xmlRpcCall({ baseUrl: erpUrl, host }, '/xmlrpc/2/common', 'version', [])) as {
+    server_version_info?: unknown[];
+  };
   return Number(info.server_version_info?.[0] ?? 18);
 }
 
@@ -121,12 +146,19 @@ async function groupIds(admin: ErpSession, database: string, xmlids: readonly st
   const rows = await admin.callKw<{ module: string; name: string; res_id: number }[]>(
     'ir.model.data',
     'search_read',
-    [[['model', '=', 'res.groups'], ['module', 'in', [...new Set(split.map(([m]) => m))]], ['name', 'in', split.map(([, n]) => n)]]],
+    [
+      [
+        ['model', '=', 'res.groups'],
+        ['module', 'in', [...new Set(split.map(([m]) => m))]],
+        ['name', 'in', split.map(([, n]) => n)],
+      ],
+    ],
     { fields: ['module', 'name', 'res_id'] },
   );
   return split.map(([module, name]) => {
     const row = rows.find((r) => r.module === module && r.name === name);
-    if (!row) throw new Error(`group ${module}.${name} does not exist in ${database} (is the accounting module installed?)`);
+    if (!row)
+      throw new Error(`group ${module}.${name} does not exist in ${database} (is the accounting module installed?)`);
     return row.res_id;
   });
 }
@@ -169,19 +201,44 @@ export async function ensureErpApiKey(
   if (version < API_KEY_MIN_VERSION && !opts.force) return { outcome: 'not-used' };
   return withTransaction(deps.platform, async (platform) => {
     await platform.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`api-key:${opts.tenant}`]);
-    const stored = await platform.query<{ login: string; password_encrypted: string; api_key_encrypted: string | null; api_key_expires_at: Date | null }>(
+    const stored = await platform.query<{
+      login: string;
+      password_encrypted: string;
+      api_key_encrypted: string | null;
+      api_key_expires_at: Date | null;
+    }>(
       'SELECT login, password_encrypted, api_key_encrypted, api_key_expires_at FROM tenant_erp_credentials WHERE tenant = $1',
       [opts.tenant],
     );
     const row = stored.rows[0];
     if (!row) throw new Error(`tenant ${opts.tenant} has no ERP API user yet`);
     const now = opts.now ?? new Date();
-    if (row.api_key_encrypted && row.api_key_expires_at && row.api_key_expires_at.getTime() - now.getTime() > API_KEY_RENEW_DAYS * 86_400_000) {
+    if (
+      row.api_key_encrypted &&
+      row.api_key_expires_at &&
+      row.api_key_expires_at.getTime() - now.getTime() > API_KEY_RENEW_DAYS * 86_400_000
+    ) {
       const apiKey = open(row.api_key_encrypted, deps.secretsKey);
       const works =
         version >= 19
-          ? authenticates(createJson2Client({ baseUrl: deps.erpUrl, host: opts.database, db: opts.database, login: row.login, apiKey }))
-          : authenticates(createErpClient({ baseUrl: deps.erpUrl, host: opts.database, db: opts.database, login: row.login, password: apiKey }));
+          ? authenticates(
+              createJson2Client({
+                baseUrl: deps.erpUrl,
+                host: opts.database,
+                db: opts.database,
+                login: row.login,
+                apiKey,
+              }),
+            )
+          : authenticates(
+              createErpClient({
+                baseUrl: deps.erpUrl,
+                host: opts.database,
+                db: opts.database,
+                login: row.login,
+                password: apiKey,
+              }),
+            );
       if (await works) return { outcome: 'valid' as const, expiresAt: row.api_key_expires_at };
     }
     const password = open(row.password_encrypted, deps.secretsKey);
@@ -190,17 +247,32 @@ export async function ensureErpApiKey(
     const { session: admin } = await adminSession(deps, opts.database);
     const groupsField = version >= 19 ? 'group_ids' : 'groups_id';
     const [groups, users] = await Promise.all([
-      admin.callKw<{ id: number; api_key_duration: number | false }[]>('res.groups', 'search_read', [[['name', '=', API_KEY_GROUP_NAME]]], { fields: ['api_key_duration'] }),
+      admin.callKw<{ id: number; api_key_duration: number | false }[]>(
+        'res.groups',
+        'search_read',
+        [[['name', '=', API_KEY_GROUP_NAME]]],
+        { fields: ['api_key_duration'] },
+      ),
       admin.callKw<number[]>('res.users', 'search', [[['login', '=', row.login]]]),
     ]);
     if (!users[0]) throw new Error(`the ERP API user ${row.login} of ${opts.database} does not exist`);
     let groupId = groups[0]?.id;
-    if (groupId === undefined) groupId = await admin.callKw<number>('res.groups', 'create', [{ name: API_KEY_GROUP_NAME, api_key_duration: API_KEY_DAYS }]);
-    else if (groups[0]!.api_key_duration !== API_KEY_DAYS) await admin.callKw('res.groups', 'write', [[groupId], { api_key_duration: API_KEY_DAYS }]);
+    if (groupId === undefined)
+      groupId = await admin.callKw<number>('res.groups', 'create', [
+        { name: API_KEY_GROUP_NAME, api_key_duration: API_KEY_DAYS },
+      ]);
+    else if (groups[0]!.api_key_duration !== API_KEY_DAYS)
+      await admin.callKw('res.groups', 'write', [[groupId], { api_key_duration: API_KEY_DAYS }]);
     await admin.callKw('res.users', 'write', [[users[0]], { [groupsField]: [[4, groupId]] }]);
 
     // the API user makes its own key, confirming its password (Odoo's identity check)
-    const session = await openErpSession({ baseUrl: deps.erpUrl, host: opts.database, db: opts.database, login: row.login, password });
+    const session = await openErpSession({
+      baseUrl: deps.erpUrl,
+      host: opts.database,
+      db: opts.database,
+      login: row.login,
+      password,
+    });
     // web_save, as Odoo's web client: the wizard's `create` is not a model method over RPC (real Odoo 18)
     const [saved] = await session.callKw<{ id: number }[]>('res.users.apikeys.description', 'web_save', [
       [],
@@ -208,20 +280,26 @@ export async function ensureErpApiKey(
       {},
     ]);
     const description = saved!.id;
-    let action = await session.callKw<{ res_model?: string; res_id?: number; context?: { default_key?: unknown } }>('res.users.apikeys.description', 'make_key', [[description]]);
+    let action = await session.callKw<{ res_model?: string; res_id?: number; context?: { default_key?: unknown } }>(
+      'res.users.apikeys.description',
+      'make_key',
+      [[description]],
+    );
     if (action.res_model === 'res.users.identitycheck' && typeof action.res_id === 'number') {
       await session.callKw('res.users.identitycheck', 'write', [[action.res_id], { password }]);
       action = await session.callKw('res.users.identitycheck', 'run_check', [[action.res_id]]);
     }
     const apiKey = action.context?.default_key;
-    if (typeof apiKey !== 'string' || !apiKey) throw new Error(`the ERP of ${opts.database} made no API key (answered ${action.res_model ?? 'no action'})`);
+    if (typeof apiKey !== 'string' || !apiKey)
+      throw new Error(`the ERP of ${opts.database} made no API key (answered ${action.res_model ?? 'no action'})`);
     // Odoo's expiry: today (the ERP's date) + the duration; a day early here keeps the renewal safe
-    const expiresAt = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) + (API_KEY_DAYS - 1) * 86_400_000);
-    await platform.query('UPDATE tenant_erp_credentials SET api_key_encrypted = $2, api_key_expires_at = $3 WHERE tenant = $1', [
-      opts.tenant,
-      seal(apiKey, deps.secretsKey),
-      expiresAt,
-    ]);
+    const expiresAt = new Date(
+      Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) + (API_KEY_DAYS - 1) * 86_400_000,
+    );
+    await platform.query(
+      'UPDATE tenant_erp_credentials SET api_key_encrypted = $2, api_key_expires_at = $3 WHERE tenant = $1',
+      [opts.tenant, seal(apiKey, deps.secretsKey), expiresAt],
+    );
     return { outcome: row.api_key_encrypted ? ('renewed' as const) : ('created' as const), expiresAt };
   });
 }
@@ -231,7 +309,11 @@ export function ensureErpBankImportUser(deps: ErpApiUserDeps, opts: { tenant: st
   return ensureErpUser(deps, opts, BANK_IMPORT_USER);
 }
 
-async function ensureErpUser(deps: ErpApiUserDeps, opts: { tenant: string; database: string }, role: ErpUserRole): Promise<{ login: string; created: boolean }> {
+async function ensureErpUser(
+  deps: ErpApiUserDeps,
+  opts: { tenant: string; database: string },
+  role: ErpUserRole,
+): Promise<{ login: string; created: boolean }> {
   return withTransaction(deps.platform, async (platform) => {
     // one caller per tenant at a time; the second sees what the first stored
     await platform.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${role.table}:${opts.tenant}`]);
@@ -241,28 +323,44 @@ async function ensureErpUser(deps: ErpApiUserDeps, opts: { tenant: string; datab
     );
     const login = stored.rows[0]?.login ?? role.login(opts.database);
     const known = stored.rows[0] ? open(stored.rows[0].password_encrypted, deps.secretsKey) : undefined;
-    const apiUser = (password: string) => createErpClient({ baseUrl: deps.erpUrl, host: opts.database, db: opts.database, login, password });
+    const apiUser = (password: string) =>
+      createErpClient({ baseUrl: deps.erpUrl, host: opts.database, db: opts.database, login, password });
 
     try {
       if (known && (await authenticates(apiUser(known)))) return { login, created: false }; // working already: leave it alone
 
       // one web session as the tenant's admin: the password is checked once, not on every call
-      const { session: admin, templatePassword } = await adminSession(deps, opts.database, { freshClone: !known && role === API_USER });
+      const { session: admin, templatePassword } = await adminSession(deps, opts.database, {
+        freshClone: !known && role === API_USER,
+      });
       const version = await erpMajorVersion(deps.erpUrl, opts.database);
       const groupsField = version >= 19 ? 'group_ids' : 'groups_id';
       const [groups, companies, existing] = await Promise.all([
         groupIds(admin, opts.database, role.groups),
         admin.callKw<number[]>('res.company', 'search', [[]], { order: 'id' }),
-        admin.callKw<{ id: number }[]>('res.users', 'search_read', [[['login', '=', login]]], { fields: ['id'], context: { active_test: false } }),
+        admin.callKw<{ id: number }[]>('res.users', 'search_read', [[['login', '=', login]]], {
+          fields: ['id'],
+          context: { active_test: false },
+        }),
       ]);
       if (!companies.length) throw new Error(`the ERP admin of ${opts.database} sees no company`);
       // keep a stored password when the user is merely missing (e.g. the database was re-cloned)
       const password = known ?? randomBytes(32).toString('base64url');
-      const rights = { password, active: true, company_id: companies[0], company_ids: [[6, 0, companies]], [groupsField]: [[6, 0, groups]] };
+      const rights = {
+        password,
+        active: true,
+        company_id: companies[0],
+        company_ids: [[6, 0, companies]],
+        [groupsField]: [[6, 0, groups]],
+      };
       if (existing[0]) await admin.callKw('res.users', 'write', [[existing[0].id], rights]);
       else await admin.callKw('res.users', 'create', [{ name: role.name, login, ...rights }]);
       // last: a new password of the admin itself ends its session. No two tenants share an admin password.
-      if (templatePassword) await admin.callKw('res.users', 'write', [[admin.uid], { password: tenantAdminPassword(deps.secretsKey, opts.database) }]);
+      if (templatePassword)
+        await admin.callKw('res.users', 'write', [
+          [admin.uid],
+          { password: tenantAdminPassword(deps.secretsKey, opts.database) },
+        ]);
       // (whether the ERP accepts the user is what the readiness probe checks next, by authenticating as it)
 
       if (!known) {
@@ -287,7 +385,10 @@ export async function loadErpCredentials(
   role: 'api' | 'bank-import' = 'api',
 ): Promise<{ login: string; password: string } | null> {
   const table = role === 'api' ? API_USER.table : BANK_IMPORT_USER.table;
-  const res = await platform.query<{ login: string; password_encrypted: string }>(`SELECT login, password_encrypted FROM ${table} WHERE tenant = $1`, [tenant]);
+  const res = await platform.query<{ login: string; password_encrypted: string }>(
+    `SELECT login, password_encrypted FROM ${table} WHERE tenant = $1`,
+    [tenant],
+  );
   const row = res.rows[0];
   return row ? { login: row.login, password: open(row.password_encrypted, secretsKey) } : null;
 }
@@ -298,7 +399,12 @@ export async function loadErpApiCredentials(
   secretsKey: string,
   tenant: string,
 ): Promise<{ login: string; password: string; apiKey: string | null; apiKeyExpiresAt: Date | null } | null> {
-  const res = await platform.query<{ login: string; password_encrypted: string; api_key_encrypted: string | null; api_key_expires_at: Date | null }>(
+  const res = await platform.query<{
+    login: string;
+    password_encrypted: string;
+    api_key_encrypted: string | null;
+    api_key_expires_at: Date | null;
+  }>(
     'SELECT login, password_encrypted, api_key_encrypted, api_key_expires_at FROM tenant_erp_credentials WHERE tenant = $1',
     [tenant],
   );
@@ -316,8 +422,12 @@ export async function loadErpApiCredentials(
  * The API user's client: JSON-2 with the API key on Odoo 19 and later (so a version after 19 keeps
  * working when XML-RPC goes), XML-RPC with the password before, or when no key was made yet.
  */
-export function erpClientFor(target: { baseUrl: string; host: string; db: string; version: string | number; timeoutMs?: number }, credentials: { login: string; password: string; apiKey?: string | null }): ErpClient {
+export function erpClientFor(
+  target: { baseUrl: string; host: string; db: string; version: string | number; timeoutMs?: number },
+  credentials: { login: string; password: string; apiKey?: string | null },
+): ErpClient {
   const { baseUrl, host, db, timeoutMs } = target;
-  if (Number(target.version) >= API_KEY_MIN_VERSION && credentials.apiKey) return createJson2Client({ baseUrl, host, db, login: credentials.login, apiKey: credentials.apiKey, timeoutMs });
+  if (Number(target.version) >= API_KEY_MIN_VERSION && credentials.apiKey)
+    return createJson2Client({ baseUrl, host, db, login: credentials.login, apiKey: credentials.apiKey, timeoutMs });
   return createErpClient({ baseUrl, host, db, login: credentials.login, password: credentials.password, timeoutMs });
 }

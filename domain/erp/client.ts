@@ -81,7 +81,13 @@ export interface Answer {
  * One POST to the ERP at `baseUrl` for tenant `host`; transport failures become ErpUnreachable, and
  * so do 404 (no route) and 502–504 unless `json404` (JSON-2: a 404 with a JSON body is Odoo's own).
  */
-export function post(target: { baseUrl: string; host: string; timeoutMs?: number }, path: string, headers: Record<string, string>, body: string, json404 = false): Promise<Answer> {
+export function post(
+  target: { baseUrl: string; host: string; timeoutMs?: number },
+  path: string,
+  headers: Record<string, string>,
+  body: string,
+  json404 = false,
+): Promise<Answer> {
   const base = new URL(target.baseUrl);
   const timeoutMs = target.timeoutMs ?? 60_000;
   const host = target.host;
@@ -103,13 +109,17 @@ export function post(target: { baseUrl: string; host: string; timeoutMs?: number
         res.on('end', () => {
           const status = res.statusCode ?? 0;
           const isJson = String(res.headers['content-type'] ?? '').startsWith('application/json');
-          if (status === 404 && !(json404 && isJson)) return reject(new ErpUnreachable('no-route', `The ERP has no tenant at ${host}`));
-          if (status === 502 || status === 503 || status === 504) return reject(new ErpUnreachable('down', `The ERP of ${host} is unavailable (HTTP ${status})`));
+          if (status === 404 && !(json404 && isJson))
+            return reject(new ErpUnreachable('no-route', `The ERP has no tenant at ${host}`));
+          if (status === 502 || status === 503 || status === 504)
+            return reject(new ErpUnreachable('down', `The ERP of ${host} is unavailable (HTTP ${status})`));
           resolve({ status, headers: res.headers, body: Buffer.concat(chunks) });
         });
       },
     );
-    req.on('timeout', () => req.destroy(new ErpUnreachable('timeout', `The ERP of ${host} did not answer within ${timeoutMs / 1000} s`)));
+    req.on('timeout', () =>
+      req.destroy(new ErpUnreachable('timeout', `The ERP of ${host} did not answer within ${timeoutMs / 1000} s`)),
+    );
     req.on('error', (err: NodeJS.ErrnoException) => {
       if (err instanceof ErpUnreachable) return reject(err);
       reject(new ErpUnreachable('down', `The ERP of ${host} cannot be reached (${err.code ?? 'connection failed'})`));
@@ -119,9 +129,15 @@ export function post(target: { baseUrl: string; host: string; timeoutMs?: number
 }
 
 /** One XML-RPC call to the ERP at `baseUrl`, for tenant `host`; resolves the result, rejects ErpFault or ErpUnreachable. */
-export async function xmlRpcCall(target: { baseUrl: string; host: string; timeoutMs?: number }, path: string, method: string, params: unknown[]): Promise<unknown> {
+export async function xmlRpcCall(
+  target: { baseUrl: string; host: string; timeoutMs?: number },
+  path: string,
+  method: string,
+  params: unknown[],
+): Promise<unknown> {
   const answer = await post(target, path, { 'content-type': 'text/xml' }, serializeMethodCall(method, params));
-  if (answer.status !== 200) throw new ErpUnreachable('bad-answer', `The ERP of ${target.host} answered HTTP ${answer.status}`);
+  if (answer.status !== 200)
+    throw new ErpUnreachable('bad-answer', `The ERP of ${target.host} answered HTTP ${answer.status}`);
   try {
     return await parseMethodResponse(answer.body);
   } catch (err) {
@@ -143,13 +159,18 @@ export interface ErpSession {
 }
 
 /** Odoo's JSON-RPC error (`error.data.name` is the Python exception) as the XML-RPC fault it would have been. */
-function jsonRpcFault(error: { code?: number; message?: string; data?: { name?: string; message?: string } }): ErpFault {
+function jsonRpcFault(error: {
+  code?: number;
+  message?: string;
+  data?: { name?: string; message?: string };
+}): ErpFault {
   const name = error.data?.name ?? '';
   const message = error.data?.message ?? error.message ?? 'Odoo Server Error';
   if (error.code === 100) return new ErpFault(3, `Session expired: ${message}`);
   if (name === 'odoo.exceptions.AccessDenied') return new ErpFault(3, message);
   if (name === 'odoo.exceptions.AccessError') return new ErpFault(4, message);
-  if (/^odoo\.exceptions\.(UserError|ValidationError|MissingError|RedirectWarning)$/.test(name)) return new ErpFault(2, message);
+  if (/^odoo\.exceptions\.(UserError|ValidationError|MissingError|RedirectWarning)$/.test(name))
+    return new ErpFault(2, message);
   return new ErpFault(1, `${name || 'Exception'}: ${message}`);
 }
 
@@ -163,7 +184,9 @@ export async function openErpSession(opts: ErpClientOptions): Promise<ErpSession
       { 'content-type': 'application/json', ...(cookie ? { cookie } : {}) },
       JSON.stringify({ jsonrpc: '2.0', method: 'call', id: ++id, params }),
     );
-    const setCookie = ([] as string[]).concat(answer.headers['set-cookie'] ?? []).find((c) => c.startsWith('session_id='));
+    const setCookie = ([] as string[])
+      .concat(answer.headers['set-cookie'] ?? [])
+      .find((c) => c.startsWith('session_id='));
     if (setCookie) cookie = setCookie.split(';')[0]!;
     let parsed: { result?: unknown; error?: Parameters<typeof jsonRpcFault>[0] };
     try {
@@ -172,10 +195,15 @@ export async function openErpSession(opts: ErpClientOptions): Promise<ErpSession
       throw new ErpUnreachable('bad-answer', `The ERP of ${opts.host} answered HTTP ${answer.status} without JSON-RPC`);
     }
     if (parsed.error) throw jsonRpcFault(parsed.error);
-    if (answer.status !== 200) throw new ErpUnreachable('bad-answer', `The ERP of ${opts.host} answered HTTP ${answer.status}`);
+    if (answer.status !== 200)
+      throw new ErpUnreachable('bad-answer', `The ERP of ${opts.host} answered HTTP ${answer.status}`);
     return parsed.result;
   };
-  const session = (await call('/web/session/authenticate', { db: opts.db, login: opts.login, password: opts.password })) as { uid?: unknown } | null;
+  const session = (await call('/web/session/authenticate', {
+    db: opts.db,
+    login: opts.login,
+    password: opts.password,
+  })) as { uid?: unknown } | null;
   if (typeof session?.uid !== 'number') throw new ErpFault(3, 'Access Denied');
   return {
     uid: session.uid,
@@ -200,7 +228,15 @@ export function createErpClient(opts: ErpClientOptions): ErpClient {
     },
     async executeKw<T>(model: string, method: string, args: unknown[] = [], kwargs: Record<string, unknown> = {}) {
       const id = await this.authenticate();
-      return (await call('/xmlrpc/2/object', 'execute_kw', [opts.db, id, opts.password, model, method, args, kwargs])) as T;
+      return (await call('/xmlrpc/2/object', 'execute_kw', [
+        opts.db,
+        id,
+        opts.password,
+        model,
+        method,
+        args,
+        kwargs,
+      ])) as T;
     },
     async version() {
       return (await call('/xmlrpc/2/common', 'version', [])) as Record<string, unknown>;

@@ -14,18 +14,28 @@ export interface PostedInvoice {
   partner: string;
 }
 
-const many2one = (v: unknown): [number, string] | undefined => (Array.isArray(v) && typeof v[0] === 'number' ? [v[0], String(v[1])] : undefined);
+const many2one = (v: unknown): [number, string] | undefined =>
+  Array.isArray(v) && typeof v[0] === 'number' ? [v[0], String(v[1])] : undefined;
 
 /** Posts a customer invoice of `amount` in `database`, billed to the customer of its latest customer invoice. */
-export async function postCustomerInvoice(deps: ErpApiUserDeps, opts: { database: string; amount: number; label: string }): Promise<PostedInvoice> {
+export async function postCustomerInvoice(
+  deps: ErpApiUserDeps,
+  opts: { database: string; amount: number; label: string },
+): Promise<PostedInvoice> {
   const { session } = await adminSession(deps, opts.database);
-  const [latest] = await session.callKw<Record<string, unknown>[]>('account.move', 'search_read', [[['move_type', '=', 'out_invoice']]], {
-    fields: ['partner_id', 'journal_id', 'company_id', 'currency_id'],
-    limit: 1,
-    order: 'id desc',
-  });
+  const [latest] = await session.callKw<Record<string, unknown>[]>(
+    'account.move',
+    'search_read',
+    [[['move_type', '=', 'out_invoice']]],
+    {
+      fields: ['partner_id', 'journal_id', 'company_id', 'currency_id'],
+      limit: 1,
+      order: 'id desc',
+    },
+  );
   const partner = many2one(latest?.partner_id);
-  if (!latest || !partner) throw new Error(`the ERP of ${opts.database} has no customer invoice to take a customer from`);
+  if (!latest || !partner)
+    throw new Error(`the ERP of ${opts.database} has no customer invoice to take a customer from`);
   const id = await session.callKw<number>('account.move', 'create', [
     {
       move_type: 'out_invoice',
@@ -38,7 +48,17 @@ export async function postCustomerInvoice(deps: ErpApiUserDeps, opts: { database
     },
   ]);
   await session.callKw('account.move', 'action_post', [[id]]);
-  const [posted] = await session.callKw<Record<string, unknown>[]>('account.move', 'read', [[id], ['name', 'amount_total', 'currency_id', 'state']]);
-  if (posted?.state !== 'posted') throw new Error(`invoice ${id} in ${opts.database} is ${String(posted?.state)} after action_post`);
-  return { id, name: String(posted.name), amountTotal: Number(posted.amount_total), currency: many2one(posted.currency_id)?.[1] ?? '', partner: partner[1] };
+  const [posted] = await session.callKw<Record<string, unknown>[]>('account.move', 'read', [
+    [id],
+    ['name', 'amount_total', 'currency_id', 'state'],
+  ]);
+  if (posted?.state !== 'posted')
+    throw new Error(`invoice ${id} in ${opts.database} is ${String(posted?.state)} after action_post`);
+  return {
+    id,
+    name: String(posted.name),
+    amountTotal: Number(posted.amount_total),
+    currency: many2one(posted.currency_id)?.[1] ?? '',
+    partner: partner[1],
+  };
 }

@@ -17,15 +17,30 @@ export interface FigureOf {
 const round2 = (n: number) => Math.round(n * 100) / 100;
 export const isoDay = (d: Date) => d.toISOString().slice(0, 10);
 const total = (groups: Group[], field: string) => round2(groups.reduce((s, g) => s + (g.sums[field] ?? 0), 0));
-const ofCompany = (groups: Group[], companyId: number, field: string) => total(groups.filter((g) => g.key === companyId), field);
+const ofCompany = (groups: Group[], companyId: number, field: string) =>
+  total(
+    groups.filter((g) => g.key === companyId),
+    field,
+  );
 const daysBetween = (a: string, b: string) => Math.round((Date.parse(b) - Date.parse(a)) / 86_400_000);
 
 /** Revenue this month, receivables, payables and cash, for the main company and per company. */
 export function kpisFigure(of: FigureOf, r: KpiInputs): Kpis {
   const main = r.companies[0]!;
-  const balanceOf = (companyId: number | null, accountId: number | null) => total(r.balances.filter((b) => b.keys[0] === companyId && b.keys[1] === accountId), 'balance');
-  const journalBalances = r.journals.map((j) => ({ id: j.id, name: j.name, type: j.type, companyId: j.companyId, balance: balanceOf(j.companyId, j.accountId) }));
-  const cashOf = (companyId: number) => round2(journalBalances.filter((j) => j.companyId === companyId).reduce((s, j) => s + j.balance, 0));
+  const balanceOf = (companyId: number | null, accountId: number | null) =>
+    total(
+      r.balances.filter((b) => b.keys[0] === companyId && b.keys[1] === accountId),
+      'balance',
+    );
+  const journalBalances = r.journals.map((j) => ({
+    id: j.id,
+    name: j.name,
+    type: j.type,
+    companyId: j.companyId,
+    balance: balanceOf(j.companyId, j.accountId),
+  }));
+  const cashOf = (companyId: number) =>
+    round2(journalBalances.filter((j) => j.companyId === companyId).reduce((s, j) => s + j.balance, 0));
   const figures = r.companies.map((c) => ({
     id: c.id,
     name: c.name,
@@ -48,7 +63,9 @@ export function kpisFigure(of: FigureOf, r: KpiInputs): Kpis {
     payables: figures[0]!.payables,
     overduePayables: round2(-ofCompany(r.overduePayables, main.id, 'amount_residual_signed')),
     cashBalance: figures[0]!.cashBalance,
-    cashJournals: journalBalances.filter((j) => j.companyId === main.id).map(({ id, name, type, balance }) => ({ id, name, type, balance })),
+    cashJournals: journalBalances
+      .filter((j) => j.companyId === main.id)
+      .map(({ id, name, type, balance }) => ({ id, name, type, balance })),
     companies: figures,
   };
 }
@@ -126,7 +143,13 @@ export function alertsFigure(of: FigureOf, r: AlertInputs): Alerts {
     unreconciledBankLines: {
       count: lineCount,
       total: lineTotal,
-      oldest: r.oldestLines.map((l) => ({ id: l.id, date: l.date, label: orNull(l.payment_ref), amount: round2(l.amount), journal: l.journal_id ? l.journal_id[1] : null })),
+      oldest: r.oldestLines.map((l) => ({
+        id: l.id,
+        date: l.date,
+        label: orNull(l.payment_ref),
+        amount: round2(l.amount),
+        journal: l.journal_id ? l.journal_id[1] : null,
+      })),
     },
     alerts,
   };

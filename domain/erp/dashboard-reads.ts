@@ -54,7 +54,10 @@ export interface BankLine {
 const customerDocs = ['move_type', 'in', ['out_invoice', 'out_refund']];
 const vendorDocs = ['move_type', 'in', ['in_invoice', 'in_refund']];
 // still due: not paid, partially paid, or (18+) blocked; amounts are the company-currency `_signed` ones
-const open = [['state', '=', 'posted'], ['payment_state', 'in', ['not_paid', 'partial', 'blocked']]];
+const open = [
+  ['state', '=', 'posted'],
+  ['payment_state', 'in', ['not_paid', 'partial', 'blocked']],
+];
 
 const unreachableCodes: Record<ErpUnreachableReason, ErrorCode> = {
   'no-route': 'NOT_FOUND',
@@ -70,7 +73,8 @@ const unreachableCodes: Record<ErpUnreachableReason, ErrorCode> = {
  */
 export function erpFailureAsProblem(err: unknown): unknown {
   if (err instanceof ErpFault) {
-    const reason = err.code === 3 ? 'rejected the API user' : err.code === 4 ? 'denied the API user access' : 'refused the request';
+    const reason =
+      err.code === 3 ? 'rejected the API user' : err.code === 4 ? 'denied the API user access' : 'refused the request';
     return new AppError('BAD_GATEWAY', `The tenant ERP ${reason} (fault ${err.code})`);
   }
   if (err instanceof ErpUnreachable) return new AppError(unreachableCodes[err.reason], err.message);
@@ -99,7 +103,10 @@ export class TenantErpReads {
     const credentials = await loadErpApiCredentials(deps.pool, deps.config.SECRETS_KEY, row.tenant);
     if (!credentials) throw new AppError('NOT_FOUND', `The tenant ERP of workspace ${slug} has no API user yet`);
     const version = erpVersionOfNamespace(row.namespace);
-    return new TenantErpReads(erpClientFor({ baseUrl: deps.config.ERP_URL, host: row.host, db: row.database, version }, credentials), version);
+    return new TenantErpReads(
+      erpClientFor({ baseUrl: deps.config.ERP_URL, host: row.host, db: row.database, version }, credentials),
+      version,
+    );
   }
 
   /**
@@ -111,7 +118,11 @@ export class TenantErpReads {
   async sumBy(model: string, domain: Domain, groupby: string[], fields: string[]): Promise<Group[]> {
     const specs = fields.map((f) => `${f}:sum`);
     if (this.version === '19') {
-      const rows = await this.client.executeKw<Record<string, unknown>[]>(model, 'formatted_read_group', [domain, groupby, [...specs, '__count']]);
+      const rows = await this.client.executeKw<Record<string, unknown>[]>(model, 'formatted_read_group', [
+        domain,
+        groupby,
+        [...specs, '__count'],
+      ]);
       return rows.map((row) => ({
         key: groupKey(row[groupby[0] ?? '']),
         keys: groupby.map((g) => groupKey(row[g])),
@@ -119,7 +130,9 @@ export class TenantErpReads {
         sums: Object.fromEntries(fields.map((f, i) => [f, Number(orNull(row[specs[i]!] as number | false) ?? 0)])),
       }));
     }
-    const rows = await this.client.executeKw<Record<string, unknown>[]>(model, 'read_group', [domain, specs, groupby], { lazy: false });
+    const rows = await this.client.executeKw<Record<string, unknown>[]>(model, 'read_group', [domain, specs, groupby], {
+      lazy: false,
+    });
     return rows.map((row) => {
       const spec = groupby[0];
       const range = spec ? (row.__range as Record<string, { from: string } | false> | undefined)?.[spec] : undefined;
@@ -134,22 +147,40 @@ export class TenantErpReads {
 
   /** The companies the API user sees, in Odoo's order: the first is the main one. */
   async companies(): Promise<Company[]> {
-    const companies = await this.client.executeKw<{ id: number; name: string; currency_id: [number, string] | false }[]>('res.company', 'search_read', [[]], {
+    const companies = await this.client.executeKw<
+      { id: number; name: string; currency_id: [number, string] | false }[]
+    >('res.company', 'search_read', [[]], {
       fields: ['name', 'currency_id'],
     });
-    if (!companies.length) throw new AppError('BAD_GATEWAY', 'The tenant ERP shows the API user no company (is it linked to the companies?)');
+    if (!companies.length)
+      throw new AppError(
+        'BAD_GATEWAY',
+        'The tenant ERP shows the API user no company (is it linked to the companies?)',
+      );
     return companies.map((c) => ({ id: c.id, name: c.name, currency: c.currency_id ? c.currency_id[1] : 'EUR' }));
   }
 
   /** Bank, cash and (18+) credit-card journals: their default accounts hold the money. */
   async liquidityJournals(): Promise<LiquidityJournal[]> {
-    const journals = await this.client.executeKw<{ id: number; name: string; type: string; default_account_id: [number, string] | false; company_id: [number, string] | false }[]>(
-      'account.journal',
-      'search_read',
-      [[['type', 'in', ['bank', 'cash', 'credit']]]],
-      { fields: ['name', 'type', 'default_account_id', 'company_id'], order: 'sequence, id' },
-    );
-    return journals.map((j) => ({ id: j.id, name: j.name, type: j.type, accountId: j.default_account_id ? j.default_account_id[0] : null, companyId: j.company_id ? j.company_id[0] : null }));
+    const journals = await this.client.executeKw<
+      {
+        id: number;
+        name: string;
+        type: string;
+        default_account_id: [number, string] | false;
+        company_id: [number, string] | false;
+      }[]
+    >('account.journal', 'search_read', [[['type', 'in', ['bank', 'cash', 'credit']]]], {
+      fields: ['name', 'type', 'default_account_id', 'company_id'],
+      order: 'sequence, id',
+    });
+    return journals.map((j) => ({
+      id: j.id,
+      name: j.name,
+      type: j.type,
+      accountId: j.default_account_id ? j.default_account_id[0] : null,
+      companyId: j.company_id ? j.company_id[0] : null,
+    }));
   }
 
   /** Everything the KPIs are computed from, per company (today: `YYYY-MM-DD`, UTC). */
@@ -157,29 +188,70 @@ export class TenantErpReads {
     const monthStart = `${today.slice(0, 8)}01`;
     const overdue = ['invoice_date_due', '<', today];
     const byCompany = ['company_id'];
-    const [companies, revenue, receivables, overdueReceivables, payables, overduePayables, journals] = await Promise.all([
-      this.companies(),
-      this.sumBy('account.move', [customerDocs, ['state', '=', 'posted'], ['invoice_date', '>=', monthStart], ['invoice_date', '<=', today]], byCompany, ['amount_untaxed_signed']),
-      this.sumBy('account.move', [customerDocs, ...open], byCompany, ['amount_residual_signed']),
-      this.sumBy('account.move', [['move_type', '=', 'out_invoice'], ...open, overdue], byCompany, ['amount_residual_signed']),
-      this.sumBy('account.move', [vendorDocs, ...open], byCompany, ['amount_residual_signed']),
-      this.sumBy('account.move', [['move_type', '=', 'in_invoice'], ...open, overdue], byCompany, ['amount_residual_signed']),
-      this.liquidityJournals(),
-    ]);
+    const [companies, revenue, receivables, overdueReceivables, payables, overduePayables, journals] =
+      await Promise.all([
+        this.companies(),
+        this.sumBy(
+          'account.move',
+          [customerDocs, ['state', '=', 'posted'], ['invoice_date', '>=', monthStart], ['invoice_date', '<=', today]],
+          byCompany,
+          ['amount_untaxed_signed'],
+        ),
+        this.sumBy('account.move', [customerDocs, ...open], byCompany, ['amount_residual_signed']),
+        this.sumBy('account.move', [['move_type', '=', 'out_invoice'], ...open, overdue], byCompany, [
+          'amount_residual_signed',
+        ]),
+        this.sumBy('account.move', [vendorDocs, ...open], byCompany, ['amount_residual_signed']),
+        this.sumBy('account.move', [['move_type', '=', 'in_invoice'], ...open, overdue], byCompany, [
+          'amount_residual_signed',
+        ]),
+        this.liquidityJournals(),
+      ]);
     const accountIds = [...new Set(journals.map((j) => j.accountId).filter((id): id is number => id !== null))];
     // per company and account: on 18+ an account can be shared by several companies
-    const balances = await this.sumBy('account.move.line', [['account_id', 'in', accountIds], ['parent_state', '=', 'posted']], ['company_id', 'account_id'], ['balance']);
-    return { monthStart, companies, revenue, receivables, overdueReceivables, payables, overduePayables, journals, balances };
+    const balances = await this.sumBy(
+      'account.move.line',
+      [
+        ['account_id', 'in', accountIds],
+        ['parent_state', '=', 'posted'],
+      ],
+      ['company_id', 'account_id'],
+      ['balance'],
+    );
+    return {
+      monthStart,
+      companies,
+      revenue,
+      receivables,
+      overdueReceivables,
+      payables,
+      overduePayables,
+      journals,
+      balances,
+    };
   }
 
   /** The main company's money in and out per month, from `from` to `today`, in its currency. */
   async cashflowInputs(from: string, today: string) {
     const [companies, journals] = await Promise.all([this.companies(), this.liquidityJournals()]);
     const main = companies[0]!;
-    const accountIds = [...new Set(journals.filter((j) => j.companyId === main.id).map((j) => j.accountId).filter((id): id is number => id !== null))];
+    const accountIds = [
+      ...new Set(
+        journals
+          .filter((j) => j.companyId === main.id)
+          .map((j) => j.accountId)
+          .filter((id): id is number => id !== null),
+      ),
+    ];
     const months = await this.sumBy(
       'account.move.line',
-      [['account_id', 'in', accountIds], ['company_id', '=', main.id], ['parent_state', '=', 'posted'], ['date', '>=', from], ['date', '<=', today]],
+      [
+        ['account_id', 'in', accountIds],
+        ['company_id', '=', main.id],
+        ['parent_state', '=', 'posted'],
+        ['date', '>=', from],
+        ['date', '<=', today],
+      ],
       ['date:month'],
       ['debit', 'credit'],
     );
@@ -190,8 +262,16 @@ export class TenantErpReads {
   async alertInputs(today: string) {
     const main = (await this.companies())[0]!;
     // the main company's, in its currency: amount_residual is in each invoice's own currency, never added up
-    const overdueDomain = [['move_type', '=', 'out_invoice'], ['company_id', '=', main.id], ...open, ['invoice_date_due', '<', today]];
-    const unreconciledDomain = [['is_reconciled', '=', false], ['company_id', '=', main.id]];
+    const overdueDomain = [
+      ['move_type', '=', 'out_invoice'],
+      ['company_id', '=', main.id],
+      ...open,
+      ['invoice_date_due', '<', today],
+    ];
+    const unreconciledDomain = [
+      ['is_reconciled', '=', false],
+      ['company_id', '=', main.id],
+    ];
     const [overdueTotals, oldestInvoices, bankTotals, oldestLines] = await Promise.all([
       this.sumBy('account.move', overdueDomain, [], ['amount_residual_signed']),
       this.client.executeKw<OverdueInvoice[]>('account.move', 'search_read', [overdueDomain], {

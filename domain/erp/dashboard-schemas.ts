@@ -9,24 +9,41 @@ const Day = (description: string) => Type.String({ format: 'date', description }
 
 const Common = {
   workspace: Type.String({ description: 'The workspace slug' }),
-  currency: Type.String({ description: 'ISO 4217 code of the main company currency; every amount is in it (company-currency amounts, also for documents in other currencies)' }),
+  currency: Type.String({
+    description:
+      'ISO 4217 code of the main company currency; every amount is in it (company-currency amounts, also for documents in other currencies)',
+  }),
   asOf: Day('The day the figures were computed for (UTC)'),
-  erpVersion: Type.Union([Type.Literal('17'), Type.Literal('18'), Type.Literal('19')], { description: 'ERP version of the tenant' }),
+  erpVersion: Type.Union([Type.Literal('17'), Type.Literal('18'), Type.Literal('19')], {
+    description: 'ERP version of the tenant',
+  }),
 };
 
 export const KpisSchema = Type.Object(
   {
     ...Common,
-    period: Type.Object({ from: Day('First day of this month'), to: Day('Today') }, { description: 'The period of the revenue figure' }),
+    period: Type.Object(
+      { from: Day('First day of this month'), to: Day('Today') },
+      { description: 'The period of the revenue figure' },
+    ),
     revenue: Money('Revenue this month: untaxed total of posted customer invoices minus credit notes, by invoice date'),
-    receivables: Money('Amount due from customers: residual of posted, not fully paid customer invoices and credit notes'),
+    receivables: Money(
+      'Amount due from customers: residual of posted, not fully paid customer invoices and credit notes',
+    ),
     overdueReceivables: Money('The part of the receivables whose due date is before today'),
-    overdueInvoiceCount: Type.Integer({ description: 'Number of posted customer invoices that are overdue and not paid' }),
+    overdueInvoiceCount: Type.Integer({
+      description: 'Number of posted customer invoices that are overdue and not paid',
+    }),
     payables: Money('Amount due to vendors: residual of posted, not fully paid vendor bills and refunds'),
     overduePayables: Money('The part of the payables whose due date is before today'),
     cashBalance: Money('Balance of the bank and cash journals (their default accounts, posted entries)'),
     cashJournals: Type.Array(
-      Type.Object({ id: Type.Integer(), name: Type.String(), type: Type.String({ description: 'bank, cash or credit (card)' }), balance: Type.Number() }),
+      Type.Object({
+        id: Type.Integer(),
+        name: Type.String(),
+        type: Type.String({ description: 'bank, cash or credit (card)' }),
+        balance: Type.Number(),
+      }),
       { description: 'The balance per bank, cash and credit-card journal of the main company' },
     ),
     companies: Type.Array(
@@ -39,7 +56,10 @@ export const KpisSchema = Type.Object(
         payables: Type.Number(),
         cashBalance: Type.Number(),
       }),
-      { description: 'The same figures per company of the ERP, each in its own currency (never added across currencies); the first is the main company' },
+      {
+        description:
+          'The same figures per company of the ERP, each in its own currency (never added across currencies); the first is the main company',
+      },
     ),
   },
   { description: "Key figures of the workspace's main company (in its currency), and per company" },
@@ -95,7 +115,9 @@ export const AlertsSchema = Type.Object(
         { description: 'The oldest unreconciled lines (up to 5)' },
       ),
     }),
-    alerts: Type.Array(Type.Object({ kind: Type.String(), severity: Severity, message: Type.String() }), { description: 'Human-readable summary' }),
+    alerts: Type.Array(Type.Object({ kind: Type.String(), severity: Severity, message: Type.String() }), {
+      description: 'Human-readable summary',
+    }),
   },
   { description: 'What needs attention in the workspace' },
 );

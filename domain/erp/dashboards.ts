@@ -14,7 +14,14 @@ import { TenantErpReads, erpFailureAsProblem } from './dashboard-reads.js';
 import { alertsFigure, cashflowFigure, cashflowStart, isoDay, kpisFigure, type FigureOf } from './dashboard-figures.js';
 import type { Alerts, Cashflow, Kpis } from './dashboard-schemas.js';
 
-export { AlertsSchema, CashflowSchema, KpisSchema, type Alerts, type Cashflow, type Kpis } from './dashboard-schemas.js';
+export {
+  AlertsSchema,
+  CashflowSchema,
+  KpisSchema,
+  type Alerts,
+  type Cashflow,
+  type Kpis,
+} from './dashboard-schemas.js';
 
 export type FigureName = 'kpis' | 'cashflow' | 'alerts';
 
@@ -31,7 +38,11 @@ export interface DashboardAnswers extends DashboardService {
 
 /** Answers from a service made elsewhere (the tests' stand-ins): its figures as they come, uncached. */
 export function answersOf(service: DashboardService): DashboardAnswers {
-  return { ...service, json: async (slug, figure, opts) => JSON.stringify(await (figure === 'cashflow' ? service.cashflow(slug, opts) : service[figure](slug))) };
+  return {
+    ...service,
+    json: async (slug, figure, opts) =>
+      JSON.stringify(await (figure === 'cashflow' ? service.cashflow(slug, opts) : service[figure](slug))),
+  };
 }
 
 export const DASHBOARD_CACHE_SECONDS = 30;

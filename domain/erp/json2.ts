@@ -57,7 +57,8 @@ export function json2Body(method: string, args: unknown[], kwargs: Record<string
     if (args.length) throw new Error(`JSON-2: the parameter names of ${method} are not known; pass them as kwargs`);
     names = [];
   }
-  if (rest.length > names.length) throw new Error(`JSON-2: ${method} takes ${names.length} positional parameters, ${rest.length} given`);
+  if (rest.length > names.length)
+    throw new Error(`JSON-2: ${method} takes ${names.length} positional parameters, ${rest.length} given`);
   rest.forEach((value, i) => (body[names![i]!] = value));
   for (const [k, v] of Object.entries(kwargs)) {
     if (k in body) throw new Error(`JSON-2: ${method} got ${k} both positionally and by name`);
@@ -70,7 +71,10 @@ export function json2Body(method: string, args: unknown[], kwargs: Record<string
 function faultOf(status: number, error: { name?: unknown; message?: unknown }): ErpFault {
   const message = typeof error.message === 'string' ? error.message : `HTTP ${status}`;
   const code = status === 401 ? 3 : status === 403 ? 4 : status === 422 ? 2 : 1;
-  return new ErpFault(code, code === 1 ? `${typeof error.name === 'string' ? error.name : 'Exception'}: ${message}` : message);
+  return new ErpFault(
+    code,
+    code === 1 ? `${typeof error.name === 'string' ? error.name : 'Exception'}: ${message}` : message,
+  );
 }
 
 export function createJson2Client(opts: Json2ClientOptions): ErpClient {
@@ -84,7 +88,11 @@ export function createJson2Client(opts: Json2ClientOptions): ErpClient {
       true,
     ).catch((err: unknown) => {
       // a 404 that is not Odoo's JSON error: no tenant there, or an Odoo before 19 (no JSON-2)
-      if (err instanceof ErpUnreachable && err.reason === 'no-route') throw new ErpUnreachable('no-route', `The ERP has no JSON-2 endpoint for ${opts.host} (no such tenant, or Odoo before 19)`);
+      if (err instanceof ErpUnreachable && err.reason === 'no-route')
+        throw new ErpUnreachable(
+          'no-route',
+          `The ERP has no JSON-2 endpoint for ${opts.host} (no such tenant, or Odoo before 19)`,
+        );
       throw err;
     });
     let parsed: unknown;
@@ -94,7 +102,8 @@ export function createJson2Client(opts: Json2ClientOptions): ErpClient {
       throw new ErpUnreachable('bad-answer', `The ERP of ${opts.host} answered HTTP ${answer.status} without JSON`);
     }
     if (answer.status === 200) return parsed;
-    if (parsed && typeof parsed === 'object' && 'message' in parsed) throw faultOf(answer.status, parsed as { name?: unknown; message?: unknown });
+    if (parsed && typeof parsed === 'object' && 'message' in parsed)
+      throw faultOf(answer.status, parsed as { name?: unknown; message?: unknown });
     throw new ErpUnreachable('bad-answer', `The ERP of ${opts.host} answered HTTP ${answer.status}`);
   };
 

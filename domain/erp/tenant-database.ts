@@ -58,7 +58,10 @@ export async function cloneTenantDatabase(
  * so sessions, signed tokens and the IAP identity of one tenant are never valid in another) and a
  * copy of the template's filestore (`<root>/<template>` → `<root>/<database>`), when it has one.
  */
-async function giveOwnIdentity(admin: pg.Pool, opts: { database: string; template: string; filestoreRoot?: string }): Promise<void> {
+async function giveOwnIdentity(
+  admin: pg.Pool,
+  opts: { database: string; template: string; filestoreRoot?: string },
+): Promise<void> {
   const db = new pg.Client({ connectionString: databaseUrl(clientUrl(admin), opts.database) });
   await db.connect();
   try {
@@ -90,7 +93,10 @@ export function removeTenantFilestore(filestoreRoot: string, database: string): 
   rmSync(path.join(filestoreRoot, database), { recursive: true, force: true });
 }
 
-async function createFromTemplate(admin: pg.Pool, opts: { database: string; template: string }): Promise<'created' | 'exists'> {
+async function createFromTemplate(
+  admin: pg.Pool,
+  opts: { database: string; template: string },
+): Promise<'created' | 'exists'> {
   assertDatabaseName(opts.database);
   assertDatabaseName(opts.template);
   if (await tenantDatabaseExists(admin, opts.database)) return 'exists';

@@ -42,7 +42,9 @@ interface ModuleRow {
 }
 
 const listed = (admin: ErpSession, names: string[]) =>
-  admin.callKw<ModuleRow[]>('ir.module.module', 'search_read', [[['name', 'in', names]]], { fields: ['name', 'state'] });
+  admin.callKw<ModuleRow[]>('ir.module.module', 'search_read', [[['name', 'in', names]]], {
+    fields: ['name', 'state'],
+  });
 
 export async function ensureTierModules(
   deps: ErpApiUserDeps,
@@ -50,7 +52,9 @@ export async function ensureTierModules(
 ): Promise<TierModulesResult> {
   const wanted = tierModuleNames(opts.tier);
   // one web session: the admin's password is checked once (see api-user.ts)
-  const { session: admin, templatePassword } = await adminSession(deps, opts.database, { timeoutMs: MODULE_INSTALL_TIMEOUT_MS });
+  const { session: admin, templatePassword } = await adminSession(deps, opts.database, {
+    timeoutMs: MODULE_INSTALL_TIMEOUT_MS,
+  });
   let rows = await listed(admin, wanted);
   if (rows.length < wanted.length) {
     await admin.callKw('ir.module.module', 'update_list', []);
@@ -61,15 +65,33 @@ export async function ensureTierModules(
   const toInstall = rows.filter((r) => r.state !== 'installed' && r.state !== 'uninstallable');
   if (toInstall.length) {
     await admin.callKw('ir.module.module', 'button_immediate_install', [toInstall.map((r) => r.id)]);
-    const after = await listed(admin, toInstall.map((r) => r.name));
+    const after = await listed(
+      admin,
+      toInstall.map((r) => r.name),
+    );
     const still = after.filter((r) => r.state !== 'installed').map((r) => `${r.name} (${r.state})`);
     if (still.length) throw new Error(`the ERP of ${opts.database} did not install ${still.join(', ')}`);
   }
   const higher = CATALOGUE_MODULES.map((mod) => mod.name).filter((name) => !wanted.includes(name));
-  const kept = higher.length ? (await listed(admin, higher)).filter((r) => r.state === 'installed').map((r) => r.name).sort() : [];
+  const kept = higher.length
+    ? (await listed(admin, higher))
+        .filter((r) => r.state === 'installed')
+        .map((r) => r.name)
+        .sort()
+    : [];
   // the automation rules that post record changes to the platform, in the same admin session
   const eventRules = opts.eventRules ? await ensureEventRules(admin, opts.eventRules) : undefined;
   // (the API user's step changes a fresh clone's admin password first; should it not have, do it here, last)
-  if (templatePassword) await admin.callKw('res.users', 'write', [[admin.uid], { password: tenantAdminPassword(deps.secretsKey, opts.database) }]);
-  return { installed: toInstall.map((r) => r.name).sort(), present: rows.filter((r) => r.state === 'installed').length, kept, unavailable, eventRules };
+  if (templatePassword)
+    await admin.callKw('res.users', 'write', [
+      [admin.uid],
+      { password: tenantAdminPassword(deps.secretsKey, opts.database) },
+    ]);
+  return {
+    installed: toInstall.map((r) => r.name).sort(),
+    present: rows.filter((r) => r.state === 'installed').length,
+    kept,
+    unavailable,
+    eventRules,
+  };
 }

@@ -8,8 +8,14 @@ import { PassThrough } from 'node:stream';
 const require = createRequire(import.meta.url);
 
 interface XmlRpcDeserializer {
-  deserializeMethodCall(stream: NodeJS.ReadableStream, cb: (err: Error | null, method?: string, params?: unknown[]) => void): void;
-  deserializeMethodResponse(stream: NodeJS.ReadableStream, cb: (err: (Error & { faultCode?: unknown; faultString?: unknown }) | null, value?: unknown) => void): void;
+  deserializeMethodCall(
+    stream: NodeJS.ReadableStream,
+    cb: (err: Error | null, method?: string, params?: unknown[]) => void,
+  ): void;
+  deserializeMethodResponse(
+    stream: NodeJS.ReadableStream,
+    cb: (err: (Error & { faultCode?: unknown; faultString?: unknown }) | null, value?: unknown) => void,
+  ): void;
 }
 const serializer = require('xmlrpc/lib/serializer.js') as {
   serializeMethodCall(method: string, params: unknown[]): string;
@@ -35,9 +41,11 @@ const streamOf = (body: Buffer | string) => {
   return stream;
 };
 
-export const serializeMethodCall = (method: string, params: unknown[]) => serializer.serializeMethodCall(method, params);
+export const serializeMethodCall = (method: string, params: unknown[]) =>
+  serializer.serializeMethodCall(method, params);
 export const serializeMethodResponse = (value: unknown) => serializer.serializeMethodResponse(value);
-export const serializeFault = (faultCode: number, faultString: string) => serializer.serializeFault({ faultCode, faultString });
+export const serializeFault = (faultCode: number, faultString: string) =>
+  serializer.serializeFault({ faultCode, faultString });
 
 export function parseMethodCall(body: Buffer | string): Promise<{ method: string; params: unknown[] }> {
   return new Promise((resolve, reject) => {
@@ -52,7 +60,8 @@ export function parseMethodResponse(body: Buffer | string): Promise<unknown> {
   return new Promise((resolve, reject) => {
     new Deserializer().deserializeMethodResponse(streamOf(body), (err, value) => {
       if (!err) return resolve(value);
-      if (err.faultCode !== undefined) return reject(new XmlRpcFault(Number(err.faultCode), String(err.faultString ?? '')));
+      if (err.faultCode !== undefined)
+        return reject(new XmlRpcFault(Number(err.faultCode), String(err.faultString ?? '')));
       reject(err);
     });
   });

@@ -7,7 +7,6 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../../lib/logger.js';
 import { isCloudEvent, type CloudEvent } from './events.js';
 
-
 /** Field of a stream entry that holds the JSON envelope (the service also stores `id` and `type`). */
 export const EVENT_FIELD = 'event';
 
@@ -101,13 +100,30 @@ class ConsumerRounds {
   async next(): Promise<void> {
     const { redis, stream, group, consumer, signal, log } = this.opts;
     if (this.backlogCursor !== undefined) {
-      const res = (await this.reader.xreadgroup('GROUP', group, consumer, 'COUNT', this.count, 'STREAMS', stream, this.backlogCursor)) as [string, RawEntry[]][] | null;
+      const res = (await this.reader.xreadgroup(
+        'GROUP',
+        group,
+        consumer,
+        'COUNT',
+        this.count,
+        'STREAMS',
+        stream,
+        this.backlogCursor,
+      )) as [string, RawEntry[]][] | null;
       const entries = res?.[0]?.[1] ?? [];
       await this.handleEntries(entries);
       this.backlogCursor = entries.length > 0 ? entries[entries.length - 1]![0] : undefined;
       return;
     }
-    const claimed = (await redis.xautoclaim(stream, group, consumer, this.opts.claimIdleMs, this.claimCursor, 'COUNT', this.count)) as [string, RawEntry[], string[]?];
+    const claimed = (await redis.xautoclaim(
+      stream,
+      group,
+      consumer,
+      this.opts.claimIdleMs,
+      this.claimCursor,
+      'COUNT',
+      this.count,
+    )) as [string, RawEntry[], string[]?];
     this.claimCursor = claimed[0];
     if (claimed[1].length > 0) {
       log?.info({ stream, group, consumer, entries: claimed[1].length }, 'reclaimed idle entries');
@@ -115,7 +131,16 @@ class ConsumerRounds {
     }
     if (signal.aborted) return;
     const res = (await this.reader.xreadgroup(
-      'GROUP', group, consumer, 'COUNT', this.count, 'BLOCK', this.blockMs, 'STREAMS', stream, '>',
+      'GROUP',
+      group,
+      consumer,
+      'COUNT',
+      this.count,
+      'BLOCK',
+      this.blockMs,
+      'STREAMS',
+      stream,
+      '>',
     )) as [string, RawEntry[]][] | null;
     await this.handleEntries(res?.[0]?.[1] ?? []);
   }

@@ -31,7 +31,16 @@ export interface CloudEvent<T = unknown> {
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 const EXTENSION_NAME = /^[a-z0-9]{1,20}$/;
 const CONTEXT_ATTRIBUTES = new Set([
-  'specversion', 'id', 'source', 'type', 'subject', 'time', 'datacontenttype', 'dataschema', 'data', 'data_base64',
+  'specversion',
+  'id',
+  'source',
+  'type',
+  'subject',
+  'time',
+  'datacontenttype',
+  'dataschema',
+  'data',
+  'data_base64',
 ]);
 
 /**
@@ -67,8 +76,12 @@ export function cloudEventProblems(value: unknown): string[] {
       problems.push('time must be an RFC 3339 timestamp, e.g. 2026-01-31T12:00:00Z');
     }
   }
-  if (ev.data !== undefined && ev.data_base64 !== undefined) problems.push('data and data_base64 must not both be present');
-  if (ev.data_base64 !== undefined && (typeof ev.data_base64 !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(ev.data_base64))) {
+  if (ev.data !== undefined && ev.data_base64 !== undefined)
+    problems.push('data and data_base64 must not both be present');
+  if (
+    ev.data_base64 !== undefined &&
+    (typeof ev.data_base64 !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(ev.data_base64))
+  ) {
     problems.push('data_base64 must be a base64 string');
   }
   for (const [name, v] of Object.entries(ev)) {
@@ -87,7 +100,13 @@ export function isCloudEvent(value: unknown): value is CloudEvent {
 }
 
 /** A new envelope with `specversion`, `time` and a JSON `datacontenttype` filled in. */
-export function cloudEvent<T>(fields: { id: string; source: string; type: string; subject?: string; data?: T }): CloudEvent<T> {
+export function cloudEvent<T>(fields: {
+  id: string;
+  source: string;
+  type: string;
+  subject?: string;
+  data?: T;
+}): CloudEvent<T> {
   return {
     specversion: '1.0',
     time: new Date().toISOString(),

@@ -16,9 +16,16 @@ export const bankConsentsIntegration: IntegrationProvider = {
     );
     const by = Object.fromEntries(rows.map((r) => [r.status, r]));
     const details = { consents: Object.fromEntries(rows.map((r) => [r.status, r.n])) };
-    if (by.valid) return { state: 'connected', summary: `${by.valid.n} valid consent(s): ${by.valid.banks.join(', ')}.`, details };
-    if (by.received) return { state: 'pending', summary: 'A consent waits for the bank\'s strong customer authentication.', details };
-    if (rows.length) return { state: 'disconnected', summary: 'No consent is valid any more (expired, revoked or rejected); ask for a new one.', details };
+    if (by.valid)
+      return { state: 'connected', summary: `${by.valid.n} valid consent(s): ${by.valid.banks.join(', ')}.`, details };
+    if (by.received)
+      return { state: 'pending', summary: "A consent waits for the bank's strong customer authentication.", details };
+    if (rows.length)
+      return {
+        state: 'disconnected',
+        summary: 'No consent is valid any more (expired, revoked or rejected); ask for a new one.',
+        details,
+      };
     return { state: 'not-configured', summary: 'No bank account is connected.', details };
   },
 };
@@ -35,10 +42,15 @@ export const webhooksIntegration: IntegrationProvider = {
     );
     const { enabled, disabled, failed_24h } = rows[0]!;
     const details = { enabledEndpoints: enabled, disabledEndpoints: disabled, failedDeliveries24h: failed_24h };
-    if (enabled === 0 && disabled === 0) return { state: 'not-configured', summary: 'No webhook endpoint is registered.', details };
+    if (enabled === 0 && disabled === 0)
+      return { state: 'not-configured', summary: 'No webhook endpoint is registered.', details };
     if (enabled === 0) return { state: 'disconnected', summary: `All ${disabled} endpoint(s) are disabled.`, details };
     if (disabled > 0 || failed_24h > 0) {
-      return { state: 'degraded', summary: `${enabled} endpoint(s) enabled; ${disabled} disabled, ${failed_24h} delivery(ies) failed in the last 24 h.`, details };
+      return {
+        state: 'degraded',
+        summary: `${enabled} endpoint(s) enabled; ${disabled} disabled, ${failed_24h} delivery(ies) failed in the last 24 h.`,
+        details,
+      };
     }
     return { state: 'connected', summary: `${enabled} endpoint(s) receiving events.`, details };
   },
@@ -55,8 +67,14 @@ export const agentsIntegration: IntegrationProvider = {
     );
     const { total, failed, last } = rows[0]!;
     const details = { executions7d: total, failed7d: failed, lastUsedAt: last?.toISOString() ?? null };
-    if (total === 0) return { state: 'not-configured', summary: 'No agent was asked anything in the last 7 days (a key with agents:invoke can).', details };
-    if (failed * 2 > total) return { state: 'degraded', summary: `${failed} of ${total} agent calls failed in the last 7 days.`, details };
+    if (total === 0)
+      return {
+        state: 'not-configured',
+        summary: 'No agent was asked anything in the last 7 days (a key with agents:invoke can).',
+        details,
+      };
+    if (failed * 2 > total)
+      return { state: 'degraded', summary: `${failed} of ${total} agent calls failed in the last 7 days.`, details };
     return { state: 'connected', summary: `${total} agent call(s) in the last 7 days.`, details };
   },
 };

@@ -33,5 +33,9 @@ export interface IntegrationProvider {
 export const notConfigured = (id: string, name: string, what: string): IntegrationProvider => ({
   id,
   name,
-  status: async () => ({ state: 'not-configured', summary: `${what} This deployment does not offer it yet.`, details: {} }),
+  status: async () => ({
+    state: 'not-configured',
+    summary: `${what} This deployment does not offer it yet.`,
+    details: {},
+  }),
 });

@@ -30,7 +30,13 @@ export async function integrationStatuses(
         return { id: p.id, name: p.name, ...(await p.status(ctx)) };
       } catch (err) {
         log?.warn({ integration: p.id, err: (err as Error).name }, 'integration status failed');
-        return { id: p.id, name: p.name, state: 'degraded' as const, summary: 'The status could not be read just now; retry shortly.', details: {} };
+        return {
+          id: p.id,
+          name: p.name,
+          state: 'degraded' as const,
+          summary: 'The status could not be read just now; retry shortly.',
+          details: {},
+        };
       }
     }),
   );

@@ -33,11 +33,17 @@ export class NotificationsMailClient {
         signal: AbortSignal.timeout(15_000),
       });
     } catch {
-      throw new AppError('UNAVAILABLE', 'The notifications service is unavailable, so the e-mail could not be sent; nothing was changed. Retry shortly.');
+      throw new AppError(
+        'UNAVAILABLE',
+        'The notifications service is unavailable, so the e-mail could not be sent; nothing was changed. Retry shortly.',
+      );
     }
     const body = (await res.json().catch(() => ({}))) as { messageId?: string };
     if (!res.ok) {
-      throw new AppError('BAD_GATEWAY', `The notifications service did not send the e-mail (HTTP ${res.status}); nothing was changed. Retry later.`);
+      throw new AppError(
+        'BAD_GATEWAY',
+        `The notifications service did not send the e-mail (HTTP ${res.status}); nothing was changed. Retry later.`,
+      );
     }
     return { messageId: body.messageId ?? '' };
   }

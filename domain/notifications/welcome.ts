@@ -46,13 +46,19 @@ function startWelcomeWorkflow(
  * TenantClient (seeded, outside the lifecycle: the demo) is not refused.
  */
 async function refuseUnlessReady(db: Queryable, tenant: string): Promise<void> {
-  const { rows } = await db.query<{ phase: string }>('SELECT phase FROM tenant_clients WHERE name = $1 FOR SHARE', [tenant]);
+  const { rows } = await db.query<{ phase: string }>('SELECT phase FROM tenant_clients WHERE name = $1 FOR SHARE', [
+    tenant,
+  ]);
   const phase = rows[0]?.phase;
   if (phase === undefined || phase === 'Ready') return;
-  throw new AppError('CONFLICT', `Tenant "${tenant}" is ${phase}, not Ready: its welcome e-mail ("your workspace is ready") is sent only for a Ready tenant.`, {
-    tenant,
-    phase,
-  });
+  throw new AppError(
+    'CONFLICT',
+    `Tenant "${tenant}" is ${phase}, not Ready: its welcome e-mail ("your workspace is ready") is sent only for a Ready tenant.`,
+    {
+      tenant,
+      phase,
+    },
+  );
 }
 
 export async function startWelcomeEmail(
@@ -72,7 +78,12 @@ export async function startWelcomeEmail(
     if (!row) throw new AppError('NOT_FOUND', `Tenant "${tenant}" is not known to the platform.`);
     const workspace = row.workspace ?? tenant;
     const workflowId = welcomeWorkflowId(tenant, row.welcome_count);
-    const handle = await startWelcomeWorkflow(deps, { tenant, n: row.welcome_count, email: row.owner_email, workspace });
+    const handle = await startWelcomeWorkflow(deps, {
+      tenant,
+      n: row.welcome_count,
+      email: row.owner_email,
+      workspace,
+    });
     return { tenant, workflowId, runId: handle.firstExecutionRunId, email: row.owner_email, workspace };
   });
 }

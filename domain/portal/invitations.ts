@@ -67,7 +67,11 @@ export async function listMembers(db: pg.Pool, workspaceId: string): Promise<Tea
 }
 
 /** The open invitations (not accepted, not revoked), expired ones included so an admin can re-invite. */
-export async function listInvitations(db: pg.Pool | pg.PoolClient, workspaceId: string, id?: string): Promise<Invitation[]> {
+export async function listInvitations(
+  db: pg.Pool | pg.PoolClient,
+  workspaceId: string,
+  id?: string,
+): Promise<Invitation[]> {
   const { rows } = await db.query<Invitation>(
     `SELECT ${INVITATION_COLUMNS} FROM workspace_invitations i LEFT JOIN users u ON u.id = i.invited_by
       WHERE i.workspace_id = $1 AND i.accepted_at IS NULL AND i.revoked_at IS NULL AND ($2::uuid IS NULL OR i.id = $2::uuid)
@@ -80,11 +84,23 @@ export async function listInvitations(db: pg.Pool | pg.PoolClient, workspaceId: 
 async function sendInvitation(
   deps: InvitationDeps,
   db: pg.PoolClient,
-  inv: { id: string; email: string; role: Role; sentCount: number; expiresAt: Date; invitedBy: string; workspaceId: string },
+  inv: {
+    id: string;
+    email: string;
+    role: Role;
+    sentCount: number;
+    expiresAt: Date;
+    invitedBy: string;
+    workspaceId: string;
+  },
   token: string,
 ) {
-  const ws = (await db.query<{ slug: string; name: string }>('SELECT slug, name FROM workspaces WHERE id = $1', [inv.workspaceId])).rows[0]!;
-  const inviter = (await db.query<{ name: string; email: string }>('SELECT name, email FROM users WHERE id = $1', [inv.invitedBy])).rows[0];
+  const ws = (
+    await db.query<{ slug: string; name: string }>('SELECT slug, name FROM workspaces WHERE id = $1', [inv.workspaceId])
+  ).rows[0]!;
+  const inviter = (
+    await db.query<{ name: string; email: string }>('SELECT name, email FROM users WHERE id = $1', [inv.invitedBy])
+  ).rows[0];
   await deps.mail.send(
     invitationEmail({
       to: inv.email,
@@ -121,9 +137,13 @@ export async function inviteToWorkspace(
     );
     const existing = open.rows[0];
     if (existing && !existing.expired) {
-      throw new AppError('CONFLICT', `${email} already has an open invitation (${existing.id}); re-invite with POST /api/portal/team/invitations/${existing.id}/resend, or revoke it.`, {
-        invitationId: existing.id,
-      });
+      throw new AppError(
+        'CONFLICT',
+        `${email} already has an open invitation (${existing.id}); re-invite with POST /api/portal/team/invitations/${existing.id}/resend, or revoke it.`,
+        {
+          invitationId: existing.id,
+        },
+      );
     }
     if (existing) await db.query('UPDATE workspace_invitations SET revoked_at = now() WHERE id = $1', [existing.id]);
     const token = newLinkToken();
@@ -139,7 +159,10 @@ export async function inviteToWorkspace(
 }
 
 /** Re-invite: a new token and a new expiry, mailed again; the previous link is dead from now on. */
-export async function resendInvitation(deps: InvitationDeps, input: { workspaceId: string; id: string; sentBy: string }): Promise<Invitation> {
+export async function resendInvitation(
+  deps: InvitationDeps,
+  input: { workspaceId: string; id: string; sentBy: string },
+): Promise<Invitation> {
   return withTransaction(deps.pool, async (db) => {
     const found = await db.query<{ email: string; role: Role; accepted_at: Date | null; revoked_at: Date | null }>(
       'SELECT email, role, accepted_at, revoked_at FROM workspace_invitations WHERE id = $1 AND workspace_id = $2 FOR UPDATE',
@@ -148,7 +171,11 @@ export async function resendInvitation(deps: InvitationDeps, input: { workspaceI
     const inv = found.rows[0];
     if (!inv) throw new AppError('NOT_FOUND', `This workspace has no invitation ${input.id}.`);
     if (inv.accepted_at) throw new AppError('CONFLICT', 'This invitation was accepted already.');
-    if (inv.revoked_at) throw new AppError('CONFLICT', 'This invitation was revoked; invite the address again with POST /api/portal/team/invite.');
+    if (inv.revoked_at)
+      throw new AppError(
+        'CONFLICT',
+        'This invitation was revoked; invite the address again with POST /api/portal/team/invite.',
+      );
     const token = newLinkToken();
     const { rows } = await db.query<{ sent_count: number; expires_at: Date }>(
       `UPDATE workspace_invitations
@@ -159,7 +186,15 @@ export async function resendInvitation(deps: InvitationDeps, input: { workspaceI
     await sendInvitation(
       deps,
       db,
-      { id: input.id, email: inv.email, role: inv.role, sentCount: rows[0]!.sent_count, expiresAt: rows[0]!.expires_at, invitedBy: input.sentBy, workspaceId: input.workspaceId },
+      {
+        id: input.id,
+        email: inv.email,
+        role: inv.role,
+        sentCount: rows[0]!.sent_count,
+        expiresAt: rows[0]!.expires_at,
+        invitedBy: input.sentBy,
+        workspaceId: input.workspaceId,
+      },
       token,
     );
     return (await listInvitations(db, input.workspaceId, input.id))[0]!;
@@ -174,7 +209,8 @@ export async function revokeInvitation(pool: pg.Pool, workspaceId: string, id: s
     [id, workspaceId],
   );
   if (!rows[0]) throw new AppError('NOT_FOUND', `This workspace has no invitation ${id}.`);
-  if (rows[0].accepted) throw new AppError('CONFLICT', 'This invitation was accepted already; the person is a member now.');
+  if (rows[0].accepted)
+    throw new AppError('CONFLICT', 'This invitation was accepted already; the person is a member now.');
 }
 
 export interface AcceptedInvitation {
@@ -197,16 +233,30 @@ export async function acceptInvitation(
   input: { token: string; name?: string; password: string },
 ): Promise<AcceptedInvitation> {
   return withTransaction(pool, async (db) => {
-    const found = await db.query<{ id: string; workspace_id: string; email: string; role: Role; accepted_at: Date | null; revoked_at: Date | null; expired: boolean }>(
+    const found = await db.query<{
+      id: string;
+      workspace_id: string;
+      email: string;
+      role: Role;
+      accepted_at: Date | null;
+      revoked_at: Date | null;
+      expired: boolean;
+    }>(
       `SELECT id, workspace_id, email, role, accepted_at, revoked_at, expires_at <= now() AS expired
          FROM workspace_invitations WHERE token_hash = $1 FOR UPDATE`,
       [hashLinkToken(input.token)],
     );
     const inv = found.rows[0];
-    if (!inv) throw new AppError('NOT_FOUND', 'This invitation link is not valid: it may have been replaced by a newer invitation. Use the link of the latest invitation e-mail.');
+    if (!inv)
+      throw new AppError(
+        'NOT_FOUND',
+        'This invitation link is not valid: it may have been replaced by a newer invitation. Use the link of the latest invitation e-mail.',
+      );
     if (inv.accepted_at) throw new AppError('CONFLICT', 'This invitation was accepted already; log in instead.');
-    if (inv.revoked_at) throw new AppError('GONE', 'This invitation was revoked; ask an admin of the workspace for a new one.');
-    if (inv.expired) throw new AppError('GONE', 'This invitation has expired; ask an admin of the workspace to invite you again.');
+    if (inv.revoked_at)
+      throw new AppError('GONE', 'This invitation was revoked; ask an admin of the workspace for a new one.');
+    if (inv.expired)
+      throw new AppError('GONE', 'This invitation has expired; ask an admin of the workspace to invite you again.');
 
     const existing = await db.query<{ id: string; email: string; name: string; password_hash: string | null }>(
       'SELECT id, email, name, password_hash FROM users WHERE lower(email) = lower($1)',
@@ -217,11 +267,18 @@ export async function acceptInvitation(
     const account = existing.rows[0];
     if (account) {
       const ok = account.password_hash ? await bcrypt.compare(input.password, account.password_hash) : false;
-      if (!ok) throw new AppError('UNAUTHORIZED', `${inv.email} already has an account: give its password to accept the invitation.`);
+      if (!ok)
+        throw new AppError(
+          'UNAUTHORIZED',
+          `${inv.email} already has an account: give its password to accept the invitation.`,
+        );
       user = { id: account.id, email: account.email, name: account.name };
     } else {
       const name = input.name?.trim();
-      if (!name) throw new AppError('BAD_REQUEST', 'Give your name to create your account.', { errors: [{ field: 'body.name', message: 'required for a new account' }] });
+      if (!name)
+        throw new AppError('BAD_REQUEST', 'Give your name to create your account.', {
+          errors: [{ field: 'body.name', message: 'required for a new account' }],
+        });
       checkNewPassword(input.password, 'body.password');
       const created = await db.query<{ id: string; email: string; name: string }>(
         'INSERT INTO users (email, name, password_hash) VALUES ($1, $2, $3) RETURNING id, email, name',
@@ -235,9 +292,22 @@ export async function acceptInvitation(
       'INSERT INTO memberships (user_id, workspace_id, role) VALUES ($1, $2, $3) ON CONFLICT (user_id, workspace_id) DO NOTHING',
       [user.id, inv.workspace_id, inv.role],
     );
-    const role = (await db.query<{ role: Role }>('SELECT role FROM memberships WHERE user_id = $1 AND workspace_id = $2', [user.id, inv.workspace_id])).rows[0]!.role;
-    await db.query('UPDATE workspace_invitations SET accepted_at = now(), accepted_by = $2 WHERE id = $1', [inv.id, user.id]);
-    const workspace = (await db.query<{ id: string; slug: string; name: string }>('SELECT id, slug, name FROM workspaces WHERE id = $1', [inv.workspace_id])).rows[0]!;
+    const role = (
+      await db.query<{ role: Role }>('SELECT role FROM memberships WHERE user_id = $1 AND workspace_id = $2', [
+        user.id,
+        inv.workspace_id,
+      ])
+    ).rows[0]!.role;
+    await db.query('UPDATE workspace_invitations SET accepted_at = now(), accepted_by = $2 WHERE id = $1', [
+      inv.id,
+      user.id,
+    ]);
+    const workspace = (
+      await db.query<{ id: string; slug: string; name: string }>(
+        'SELECT id, slug, name FROM workspaces WHERE id = $1',
+        [inv.workspace_id],
+      )
+    ).rows[0]!;
     return { user, workspace, role, accountCreated };
   });
 }

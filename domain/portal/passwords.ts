@@ -7,8 +7,12 @@ export const PASSWORD_MAX_BYTES = 72;
 
 export function checkNewPassword(password: string, field = 'password'): void {
   if ([...password].length < PASSWORD_MIN_LENGTH || Buffer.byteLength(password) > PASSWORD_MAX_BYTES) {
-    throw new AppError('BAD_REQUEST', `The new password must have at least ${PASSWORD_MIN_LENGTH} characters and at most ${PASSWORD_MAX_BYTES} bytes.`, {
-      errors: [{ field, message: `at least ${PASSWORD_MIN_LENGTH} characters, at most ${PASSWORD_MAX_BYTES} bytes` }],
-    });
+    throw new AppError(
+      'BAD_REQUEST',
+      `The new password must have at least ${PASSWORD_MIN_LENGTH} characters and at most ${PASSWORD_MAX_BYTES} bytes.`,
+      {
+        errors: [{ field, message: `at least ${PASSWORD_MIN_LENGTH} characters, at most ${PASSWORD_MAX_BYTES} bytes` }],
+      },
+    );
   }
 }

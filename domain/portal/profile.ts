@@ -37,7 +37,8 @@ export interface ProfileDeps {
   bcryptCost: number;
 }
 
-export const emailConfirmLink = (publicUrl: string, token: string) => `${publicUrl.replace(/\/$/, '')}/account/confirm-email#token=${token}`;
+export const emailConfirmLink = (publicUrl: string, token: string) =>
+  `${publicUrl.replace(/\/$/, '')}/account/confirm-email#token=${token}`;
 
 export async function getProfile(db: pg.Pool | pg.PoolClient, userId: string): Promise<Profile> {
   const { rows } = await db.query<Profile>(
@@ -79,27 +80,48 @@ export interface ProfileChanged {
 export async function checkCurrentPassword(pool: pg.Pool, userId: string, change: ProfileChange): Promise<void> {
   if (change.email === undefined && change.newPassword === undefined) return;
   if (!change.currentPassword) {
-    throw new AppError('BAD_REQUEST', 'Changing the e-mail address or the password needs your current password (currentPassword).', {
-      errors: [{ field: 'body.currentPassword', message: 'required with email or newPassword' }],
-    });
+    throw new AppError(
+      'BAD_REQUEST',
+      'Changing the e-mail address or the password needs your current password (currentPassword).',
+      {
+        errors: [{ field: 'body.currentPassword', message: 'required with email or newPassword' }],
+      },
+    );
   }
-  const { rows } = await pool.query<{ password_hash: string | null }>('SELECT password_hash FROM users WHERE id = $1', [userId]);
+  const { rows } = await pool.query<{ password_hash: string | null }>('SELECT password_hash FROM users WHERE id = $1', [
+    userId,
+  ]);
   const hash = rows[0]?.password_hash;
-  if (!hash) throw new AppError('CONFLICT', 'Your account has no password (you sign in through your organisation), so its e-mail and password are managed there.');
-  if (!(await bcrypt.compare(change.currentPassword, hash))) throw new AppError('FORBIDDEN', 'The current password is not correct.');
+  if (!hash)
+    throw new AppError(
+      'CONFLICT',
+      'Your account has no password (you sign in through your organisation), so its e-mail and password are managed there.',
+    );
+  if (!(await bcrypt.compare(change.currentPassword, hash)))
+    throw new AppError('FORBIDDEN', 'The current password is not correct.');
 }
 
 /**
  * Applies a profile change in one transaction, e-mails included: when the confirmation cannot be
  * mailed, nothing changes. Call checkCurrentPassword first.
  */
-export async function changeProfile(deps: ProfileDeps, user: { id: string; sessionId: string }, change: ProfileChange): Promise<ProfileChanged> {
+export async function changeProfile(
+  deps: ProfileDeps,
+  user: { id: string; sessionId: string },
+  change: ProfileChange,
+): Promise<ProfileChanged> {
   if (change.newPassword !== undefined) checkNewPassword(change.newPassword, 'body.newPassword');
-  const newPasswordHash = change.newPassword !== undefined ? await bcrypt.hash(change.newPassword, deps.bcryptCost) : undefined;
+  const newPasswordHash =
+    change.newPassword !== undefined ? await bcrypt.hash(change.newPassword, deps.bcryptCost) : undefined;
   return withTransaction(deps.pool, async (db) => {
-    const current = (await db.query<{ email: string; name: string }>('SELECT email, name FROM users WHERE id = $1 FOR UPDATE', [user.id])).rows[0];
+    const current = (
+      await db.query<{ email: string; name: string }>('SELECT email, name FROM users WHERE id = $1 FOR UPDATE', [
+        user.id,
+      ])
+    ).rows[0];
     if (!current) throw new AppError('UNAUTHORIZED', 'The access token is not valid or has expired.');
-    if (change.name !== undefined) await db.query('UPDATE users SET name = $2 WHERE id = $1', [user.id, change.name.trim()]);
+    if (change.name !== undefined)
+      await db.query('UPDATE users SET name = $2 WHERE id = $1', [user.id, change.name.trim()]);
 
     let otherSessionsEnded = 0;
     if (newPasswordHash) {
@@ -111,12 +133,19 @@ export async function changeProfile(deps: ProfileDeps, user: { id: string; sessi
     if (change.email !== undefined) {
       const email = change.email.trim();
       if (email.toLowerCase() === current.email.toLowerCase()) {
-        throw new AppError('BAD_REQUEST', 'This is already your e-mail address.', { errors: [{ field: 'body.email', message: 'the current address' }] });
+        throw new AppError('BAD_REQUEST', 'This is already your e-mail address.', {
+          errors: [{ field: 'body.email', message: 'the current address' }],
+        });
       }
       // the account that uses the address already, if any: its own (confirmed) spelling of it is where the notice goes
-      const owner = (await db.query<{ email: string }>('SELECT email FROM users WHERE lower(email) = lower($1)', [email])).rows[0];
+      const owner = (
+        await db.query<{ email: string }>('SELECT email FROM users WHERE lower(email) = lower($1)', [email])
+      ).rows[0];
       // a new request replaces an earlier one: its link dies
-      await db.query('UPDATE email_changes SET cancelled_at = now() WHERE user_id = $1 AND confirmed_at IS NULL AND cancelled_at IS NULL', [user.id]);
+      await db.query(
+        'UPDATE email_changes SET cancelled_at = now() WHERE user_id = $1 AND confirmed_at IS NULL AND cancelled_at IS NULL',
+        [user.id],
+      );
       const token = newLinkToken();
       const { rows } = await db.query<{ id: string; expires_at: Date }>(
         `INSERT INTO email_changes (user_id, new_email, token_hash, expires_at)
@@ -126,12 +155,22 @@ export async function changeProfile(deps: ProfileDeps, user: { id: string; sessi
       const { id, expires_at: expiresAt } = rows[0]!;
       const name = change.name?.trim() ?? current.name;
       // a taken address: the same pending change for the requester, but its token is never mailed (nor stored anywhere else)
-      const toNewAddress = owner ? emailTakenNotice({ to: owner.email }) : emailChangeEmail({ to: email, name, link: emailConfirmLink(deps.publicUrl, token), expiresAt });
+      const toNewAddress = owner
+        ? emailTakenNotice({ to: owner.email })
+        : emailChangeEmail({ to: email, name, link: emailConfirmLink(deps.publicUrl, token), expiresAt });
       await deps.mail.send(toNewAddress, `email-change:${id}`);
-      await deps.mail.send(emailChangeNotice({ to: current.email, name, newEmail: email }), `email-change-notice:${id}`);
+      await deps.mail.send(
+        emailChangeNotice({ to: current.email, name, newEmail: email }),
+        `email-change-notice:${id}`,
+      );
       emailConfirmationSent = true;
     }
-    return { profile: await getProfile(db, user.id), emailConfirmationSent, passwordChanged: newPasswordHash !== undefined, otherSessionsEnded };
+    return {
+      profile: await getProfile(db, user.id),
+      emailConfirmationSent,
+      passwordChanged: newPasswordHash !== undefined,
+      otherSessionsEnded,
+    };
   });
 }
 
@@ -142,15 +181,30 @@ export async function changeProfile(deps: ProfileDeps, user: { id: string; sessi
  */
 export async function confirmEmailChange(pool: pg.Pool, token: string): Promise<{ userId: string; email: string }> {
   return withTransaction(pool, async (db) => {
-    const { rows } = await db.query<{ id: string; user_id: string; new_email: string; confirmed_at: Date | null; cancelled_at: Date | null; expired: boolean }>(
+    const { rows } = await db.query<{
+      id: string;
+      user_id: string;
+      new_email: string;
+      confirmed_at: Date | null;
+      cancelled_at: Date | null;
+      expired: boolean;
+    }>(
       `SELECT id, user_id, new_email, confirmed_at, cancelled_at, expires_at <= now() AS expired FROM email_changes WHERE token_hash = $1 FOR UPDATE`,
       [hashLinkToken(token)],
     );
     const change = rows[0];
-    if (!change || change.cancelled_at) throw new AppError('NOT_FOUND', 'This confirmation link is not valid: it may have been replaced by a newer request. Use the link of the latest e-mail.');
+    if (!change || change.cancelled_at)
+      throw new AppError(
+        'NOT_FOUND',
+        'This confirmation link is not valid: it may have been replaced by a newer request. Use the link of the latest e-mail.',
+      );
     if (change.confirmed_at) throw new AppError('CONFLICT', 'This e-mail address was confirmed already.');
-    if (change.expired) throw new AppError('GONE', 'This confirmation link has expired; request the change again from your profile.');
-    const taken = await db.query('SELECT 1 FROM users WHERE lower(email) = lower($1) AND id <> $2', [change.new_email, change.user_id]);
+    if (change.expired)
+      throw new AppError('GONE', 'This confirmation link has expired; request the change again from your profile.');
+    const taken = await db.query('SELECT 1 FROM users WHERE lower(email) = lower($1) AND id <> $2', [
+      change.new_email,
+      change.user_id,
+    ]);
     if (taken.rowCount) throw new AppError('CONFLICT', 'Another account uses this e-mail address now.');
     await db.query('UPDATE users SET email = $2 WHERE id = $1', [change.user_id, change.new_email]);
     await db.query('UPDATE email_changes SET confirmed_at = now() WHERE id = $1', [change.id]);

@@ -59,7 +59,13 @@ export function canonicalLocale(tag: string): string | undefined {
 }
 
 export async function getSettings(db: pg.Pool | pg.PoolClient, workspaceId: string): Promise<WorkspaceSettings> {
-  const { rows } = await db.query<{ name: string; locale: string | null; time_zone: string | null; notifications: Partial<NotificationPreferences> | null; updated_at: Date | null }>(
+  const { rows } = await db.query<{
+    name: string;
+    locale: string | null;
+    time_zone: string | null;
+    notifications: Partial<NotificationPreferences> | null;
+    updated_at: Date | null;
+  }>(
     `SELECT w.name, s.locale, s.time_zone, s.notifications, s.updated_at
        FROM workspaces w LEFT JOIN workspace_settings s ON s.workspace_id = w.id WHERE w.id = $1`,
     [workspaceId],
@@ -76,15 +82,30 @@ export async function getSettings(db: pg.Pool | pg.PoolClient, workspaceId: stri
 }
 
 /** Validates all fields first (one message per problem, nothing written), then writes them in one transaction. */
-export async function changeSettings(pool: pg.Pool, workspaceId: string, userId: string, change: SettingsChange): Promise<WorkspaceSettings> {
+export async function changeSettings(
+  pool: pg.Pool,
+  workspaceId: string,
+  userId: string,
+  change: SettingsChange,
+): Promise<WorkspaceSettings> {
   const errors: { field: string; message: string }[] = [];
   const locale = change.locale === undefined ? undefined : canonicalLocale(change.locale);
-  if (change.locale !== undefined && !locale) errors.push({ field: 'body.locale', message: `"${change.locale}" is not a BCP 47 language tag (e.g. en, de-CH, pt-BR)` });
+  if (change.locale !== undefined && !locale)
+    errors.push({
+      field: 'body.locale',
+      message: `"${change.locale}" is not a BCP 47 language tag (e.g. en, de-CH, pt-BR)`,
+    });
   const timeZone = change.timeZone === undefined ? undefined : canonicalTimeZone(change.timeZone);
-  if (change.timeZone !== undefined && !timeZone) errors.push({ field: 'body.timeZone', message: `"${change.timeZone}" is not an IANA time zone (e.g. Europe/Zurich, America/New_York, UTC)` });
+  if (change.timeZone !== undefined && !timeZone)
+    errors.push({
+      field: 'body.timeZone',
+      message: `"${change.timeZone}" is not an IANA time zone (e.g. Europe/Zurich, America/New_York, UTC)`,
+    });
   const displayName = change.displayName?.trim();
-  if (change.displayName !== undefined && !displayName) errors.push({ field: 'body.displayName', message: 'must not be blank' });
-  if (errors.length) throw new AppError('BAD_REQUEST', errors.map((e) => `${e.field}: ${e.message}`).join('; '), { errors });
+  if (change.displayName !== undefined && !displayName)
+    errors.push({ field: 'body.displayName', message: 'must not be blank' });
+  if (errors.length)
+    throw new AppError('BAD_REQUEST', errors.map((e) => `${e.field}: ${e.message}`).join('; '), { errors });
 
   return withTransaction(pool, async (db) => {
     if (displayName) await db.query('UPDATE workspaces SET name = $2 WHERE id = $1', [workspaceId, displayName]);
@@ -96,7 +117,13 @@ export async function changeSettings(pool: pg.Pool, workspaceId: string, userId:
          time_zone = coalesce($3, workspace_settings.time_zone),
          notifications = workspace_settings.notifications || coalesce($4::jsonb, '{}'),
          updated_at = now(), updated_by = $5`,
-      [workspaceId, locale ?? null, timeZone ?? null, change.notifications ? JSON.stringify(change.notifications) : null, userId],
+      [
+        workspaceId,
+        locale ?? null,
+        timeZone ?? null,
+        change.notifications ? JSON.stringify(change.notifications) : null,
+        userId,
+      ],
     );
     return getSettings(db, workspaceId);
   });
@@ -114,7 +141,11 @@ export type NotificationCategory = keyof NotificationPreferences | 'always';
  * goes out (dunning: `billing`; webhook alerts: `integrations`), so a change of the settings counts
  * from the next mail. `always` is always wanted.
  */
-export async function wantsNotification(db: pg.Pool | pg.PoolClient, workspaceId: string, category: NotificationCategory): Promise<boolean> {
+export async function wantsNotification(
+  db: pg.Pool | pg.PoolClient,
+  workspaceId: string,
+  category: NotificationCategory,
+): Promise<boolean> {
   if (category === 'always') return true;
   return (await getSettings(db, workspaceId)).notifications[category];
 }

@@ -19,20 +19,34 @@ import type { Role, TeamMember } from './invitations.js';
 type Db = pg.PoolClient;
 
 /** Locks the workspace (serializing team changes) and reads the member; 404 when the person is not one. */
-async function lockedMember(db: Db, workspaceId: string, userId: string): Promise<{ role: Role; slug: string; email: string }> {
+async function lockedMember(
+  db: Db,
+  workspaceId: string,
+  userId: string,
+): Promise<{ role: Role; slug: string; email: string }> {
   const ws = await db.query<{ slug: string }>('SELECT slug FROM workspaces WHERE id = $1 FOR UPDATE', [workspaceId]);
   const { rows } = await db.query<{ role: Role; email: string }>(
     'SELECT m.role, u.email FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.workspace_id = $1 AND m.user_id = $2',
     [workspaceId, userId],
   );
-  if (!rows[0]) throw new AppError('NOT_FOUND', `User "${userId}" is not a member of workspace "${ws.rows[0]?.slug ?? workspaceId}".`);
+  if (!rows[0])
+    throw new AppError(
+      'NOT_FOUND',
+      `User "${userId}" is not a member of workspace "${ws.rows[0]?.slug ?? workspaceId}".`,
+    );
   return { ...rows[0], slug: ws.rows[0]!.slug };
 }
 
 async function refuseLastAdmin(db: Db, workspaceId: string, slug: string, what: string): Promise<void> {
-  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM memberships WHERE workspace_id = $1 AND role = 'admin'`, [workspaceId]);
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM memberships WHERE workspace_id = $1 AND role = 'admin'`,
+    [workspaceId],
+  );
   if ((rows[0]?.n ?? 0) <= 1) {
-    throw new AppError('CONFLICT', `The last admin of workspace "${slug}" cannot be ${what}: make another member admin first.`);
+    throw new AppError(
+      'CONFLICT',
+      `The last admin of workspace "${slug}" cannot be ${what}: make another member admin first.`,
+    );
   }
 }
 
@@ -46,22 +60,36 @@ async function memberView(db: Db, workspaceId: string, userId: string): Promise<
 }
 
 /** Sets a member's role; the same role again changes nothing. Demoting the last admin is a 409. */
-export async function changeMemberRole(pool: pg.Pool, input: { workspaceId: string; userId: string; role: Role }): Promise<{ member: TeamMember; changed: boolean }> {
+export async function changeMemberRole(
+  pool: pg.Pool,
+  input: { workspaceId: string; userId: string; role: Role },
+): Promise<{ member: TeamMember; changed: boolean }> {
   return withTransaction(pool, async (db) => {
     const current = await lockedMember(db, input.workspaceId, input.userId);
-    if (current.role === input.role) return { member: await memberView(db, input.workspaceId, input.userId), changed: false };
+    if (current.role === input.role)
+      return { member: await memberView(db, input.workspaceId, input.userId), changed: false };
     if (current.role === 'admin') await refuseLastAdmin(db, input.workspaceId, current.slug, 'demoted');
-    await db.query('UPDATE memberships SET role = $3 WHERE workspace_id = $1 AND user_id = $2', [input.workspaceId, input.userId, input.role]);
+    await db.query('UPDATE memberships SET role = $3 WHERE workspace_id = $1 AND user_id = $2', [
+      input.workspaceId,
+      input.userId,
+      input.role,
+    ]);
     return { member: await memberView(db, input.workspaceId, input.userId), changed: true };
   });
 }
 
 /** Removes a member and ends every session of theirs; removing the last admin is a 409. */
-export async function removeMember(pool: pg.Pool, input: { workspaceId: string; userId: string }): Promise<{ sessionsEnded: number }> {
+export async function removeMember(
+  pool: pg.Pool,
+  input: { workspaceId: string; userId: string },
+): Promise<{ sessionsEnded: number }> {
   return withTransaction(pool, async (db) => {
     const current = await lockedMember(db, input.workspaceId, input.userId);
     if (current.role === 'admin') await refuseLastAdmin(db, input.workspaceId, current.slug, 'removed');
-    await db.query('DELETE FROM memberships WHERE workspace_id = $1 AND user_id = $2', [input.workspaceId, input.userId]);
+    await db.query('DELETE FROM memberships WHERE workspace_id = $1 AND user_id = $2', [
+      input.workspaceId,
+      input.userId,
+    ]);
     return { sessionsEnded: await endOtherSessions(db, input.userId, null) };
   });
 }

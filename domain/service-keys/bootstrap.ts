@@ -44,9 +44,14 @@ export async function ensureServiceKeys(
         [pair.caller, pair.target],
       );
       // a seed is the pair's very first key only
-      const { rows: before } = await c.query(`SELECT 1 FROM service_keys WHERE caller = $1 AND target = $2 LIMIT 1`, [pair.caller, pair.target]);
+      const { rows: before } = await c.query(`SELECT 1 FROM service_keys WHERE caller = $1 AND target = $2 LIMIT 1`, [
+        pair.caller,
+        pair.target,
+      ]);
       const seed = before.length ? undefined : seeds[pairName(pair)];
-      const { key, record } = seed ? { key: seed, record: await registerKey(c, pair, seed, 'current') } : await createKey(c, pair, 'current');
+      const { key, record } = seed
+        ? { key: seed, record: await registerKey(c, pair, seed, 'current') }
+        : await createKey(c, pair, 'current');
       await store.put(pair.caller, pair.target, { key, keyId: record.keyId }, true, c);
       created.push({ ...pair, keyId: record.keyId });
     }

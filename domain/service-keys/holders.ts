@@ -67,7 +67,10 @@ export class ServiceKeyHolder {
       h.keyId = secret.keyId;
       h.at = Date.now();
     } else this.held.set(slot, { caller, target, keyId: secret.keyId, at: Date.now() });
-    this.timer ??= setInterval(() => void this.tick(), Math.max(50, Math.min(this.opts.tickMs, this.opts.heartbeatMs))).unref();
+    this.timer ??= setInterval(
+      () => void this.tick(),
+      Math.max(50, Math.min(this.opts.tickMs, this.opts.heartbeatMs)),
+    ).unref();
   }
 
   /** One round: reports each held pair whose key changed or whose heartbeat is due. */
@@ -113,9 +116,17 @@ export class ServiceKeyHolder {
       h.keyId = secret.keyId;
       h.at = Date.now();
       if (res.status !== 200) return this.failed(h, `${h.target} answered ${res.status} to ${secret.keyId}`);
-      if (h.failing) this.opts.log?.info({ caller: h.caller, target: h.target, keyId: secret.keyId }, 'service-key report accepted again');
+      if (h.failing)
+        this.opts.log?.info(
+          { caller: h.caller, target: h.target, keyId: secret.keyId },
+          'service-key report accepted again',
+        );
       h.failing = undefined;
-      if (announce) this.opts.log?.info({ caller: h.caller, target: h.target, keyId: secret.keyId }, 'reported the new service key to its target');
+      if (announce)
+        this.opts.log?.info(
+          { caller: h.caller, target: h.target, keyId: secret.keyId },
+          'reported the new service key to its target',
+        );
     } catch (err) {
       this.failed(h, `${h.target} not reached (${(err as Error).message})`);
     }
@@ -136,7 +147,12 @@ export class ServiceKeyHolder {
 }
 
 /** The base URLs of the platform's services that are service-key targets. */
-export function targetUrls(cfg: Pick<Config, 'ACCOUNT_API_URL' | 'NOTIFICATIONS_URL' | 'EVENTS_URL' | 'AUTH_URL' | 'BANKING_URL' | 'AGENTS_URL' | 'DATA_URL'>) {
+export function targetUrls(
+  cfg: Pick<
+    Config,
+    'ACCOUNT_API_URL' | 'NOTIFICATIONS_URL' | 'EVENTS_URL' | 'AUTH_URL' | 'BANKING_URL' | 'AGENTS_URL' | 'DATA_URL'
+  >,
+) {
   const urls: Record<string, string> = {
     'account-api': cfg.ACCOUNT_API_URL,
     notifications: cfg.NOTIFICATIONS_URL,

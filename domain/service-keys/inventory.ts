@@ -4,7 +4,16 @@
  * on first start (bootstrap.ts). A pair that is not `live` is one whose service does not exist yet:
  * it gets its key when its target does (flip `live`).
  */
-export const SERVICE_TARGETS = ['account-api', 'notifications', 'events', 'auth', 'banking', 'agents', 'data', 'event-ingestion'] as const;
+export const SERVICE_TARGETS = [
+  'account-api',
+  'notifications',
+  'events',
+  'auth',
+  'banking',
+  'agents',
+  'data',
+  'event-ingestion',
+] as const;
 export type ServiceTarget = (typeof SERVICE_TARGETS)[number];
 
 /**
@@ -49,26 +58,106 @@ export interface ServiceKeyPair {
 
 export const SERVICE_KEY_INVENTORY: readonly ServiceKeyPair[] = [
   // the platform's own
-  { caller: 'operator', target: 'account-api', live: true, what: 'operator CLI → account API ops routes (/api/ops/…)', proof: 'per-run' },
-  { caller: 'provisioning', target: 'account-api', live: true, what: 'client.provisioned consumer → POST /api/webhooks/provisioned', proof: 'holders' },
-  { caller: 'erp', target: 'account-api', live: true, what: 'tenant ERPs\' /svc/saas/* endpoints → account API (/api/saas/…: tiers, modules, subscription)', proof: 'holders' },
-  { caller: 'saas-jobs', target: 'account-api', live: true, what: 'platform jobs → tenant ERPs\' legacy callbacks (/svc/saas/job/<id>/update, /svc/saas/backup/callback), forwarded to the account API', proof: 'per-run' },
-  { caller: 'worker', target: 'notifications', live: true, what: 'Temporal worker (welcome e-mail) → notifications service', proof: 'holders' },
-  { caller: 'worker', target: 'events', live: true, what: 'Temporal worker (client.provisioned) → events service', proof: 'holders' },
-  { caller: 'operator', target: 'auth', live: true, what: 'operator tools → auth service (status, a smoke login); other internal services get a pair when they call it', proof: 'per-run' },
+  {
+    caller: 'operator',
+    target: 'account-api',
+    live: true,
+    what: 'operator CLI → account API ops routes (/api/ops/…)',
+    proof: 'per-run',
+  },
+  {
+    caller: 'provisioning',
+    target: 'account-api',
+    live: true,
+    what: 'client.provisioned consumer → POST /api/webhooks/provisioned',
+    proof: 'holders',
+  },
+  {
+    caller: 'erp',
+    target: 'account-api',
+    live: true,
+    what: "tenant ERPs' /svc/saas/* endpoints → account API (/api/saas/…: tiers, modules, subscription)",
+    proof: 'holders',
+  },
+  {
+    caller: 'saas-jobs',
+    target: 'account-api',
+    live: true,
+    what: "platform jobs → tenant ERPs' legacy callbacks (/svc/saas/job/<id>/update, /svc/saas/backup/callback), forwarded to the account API",
+    proof: 'per-run',
+  },
+  {
+    caller: 'worker',
+    target: 'notifications',
+    live: true,
+    what: 'Temporal worker (welcome e-mail) → notifications service',
+    proof: 'holders',
+  },
+  {
+    caller: 'worker',
+    target: 'events',
+    live: true,
+    what: 'Temporal worker (client.provisioned) → events service',
+    proof: 'holders',
+  },
+  {
+    caller: 'operator',
+    target: 'auth',
+    live: true,
+    what: 'operator tools → auth service (status, a smoke login); other internal services get a pair when they call it',
+    proof: 'per-run',
+  },
   // §5.4
-  { caller: 'account-api', target: 'events', live: true, what: 'account API → events service (§5.4)', proof: 'holders' },
-  { caller: 'account-api', target: 'notifications', live: true, what: 'account API → notifications service (§5.4 "callers of the notifications service")', proof: 'holders' },
-  { caller: 'billing-webhooks', target: 'events', live: true, what: 'billing webhook receiver → events service (§5.4)', proof: 'holders' },
-  { caller: 'account-api', target: 'banking', live: true, what: 'account API → banking service (§5.4)', proof: 'holders' },
-  { caller: 'account-api', target: 'agents', live: true, what: 'account API → agents service (§5.4)', proof: 'holders' },
+  {
+    caller: 'account-api',
+    target: 'events',
+    live: true,
+    what: 'account API → events service (§5.4)',
+    proof: 'holders',
+  },
+  {
+    caller: 'account-api',
+    target: 'notifications',
+    live: true,
+    what: 'account API → notifications service (§5.4 "callers of the notifications service")',
+    proof: 'holders',
+  },
+  {
+    caller: 'billing-webhooks',
+    target: 'events',
+    live: true,
+    what: 'billing webhook receiver → events service (§5.4)',
+    proof: 'holders',
+  },
+  {
+    caller: 'account-api',
+    target: 'banking',
+    live: true,
+    what: 'account API → banking service (§5.4)',
+    proof: 'holders',
+  },
+  {
+    caller: 'account-api',
+    target: 'agents',
+    live: true,
+    what: 'account API → agents service (§5.4)',
+    proof: 'holders',
+  },
   { caller: 'agents', target: 'data', live: true, what: 'agents service → data service (§5.4)', proof: 'holders' },
-  { caller: 'erp', target: 'event-ingestion', live: true, what: "tenant ERPs' automation rules → event ingestion (per-tenant HMAC tokens of the key in the rules' URLs)", proof: 'rules' },
+  {
+    caller: 'erp',
+    target: 'event-ingestion',
+    live: true,
+    what: "tenant ERPs' automation rules → event ingestion (per-tenant HMAC tokens of the key in the rules' URLs)",
+    proof: 'rules',
+  },
 ];
 
 /** A pair's switch proof: as declared, `calls` for a pair the inventory does not list. */
-export const switchProofOf = (pair: { caller: string; target: string }, inventory: readonly ServiceKeyPair[] = SERVICE_KEY_INVENTORY): SwitchProof =>
-  inventory.find((p) => p.caller === pair.caller && p.target === pair.target)?.proof ?? 'calls';
+export const switchProofOf = (
+  pair: { caller: string; target: string },
+  inventory: readonly ServiceKeyPair[] = SERVICE_KEY_INVENTORY,
+): SwitchProof => inventory.find((p) => p.caller === pair.caller && p.target === pair.target)?.proof ?? 'calls';
 
 /**
  * Where a consumer process reports the key it holds (`holders` pairs): a route of the target that

@@ -81,7 +81,10 @@ export async function registerKey(
     return toRecord(rows[0]!);
   } catch (err) {
     if ((err as { code?: string }).code === '23505') {
-      throw new AppError('CONFLICT', `${pair.caller} → ${pair.target} already has a ${state} key (or the key id collided; retry).`);
+      throw new AppError(
+        'CONFLICT',
+        `${pair.caller} → ${pair.target} already has a ${state} key (or the key id collided; retry).`,
+      );
     }
     throw err;
   }
@@ -137,7 +140,10 @@ export async function acceptedKeys(db: Queryable, target: string): Promise<Accep
 }
 
 /** The target's revoked keys (hashes only): a later use of one raises an alert (misuse.ts). */
-export async function revokedKeys(db: Queryable, target: string): Promise<{ keyId: string; caller: string; hash: Buffer }[]> {
+export async function revokedKeys(
+  db: Queryable,
+  target: string,
+): Promise<{ keyId: string; caller: string; hash: Buffer }[]> {
   const { rows } = await db.query<{ key_id: string; caller: string; key_hash: Buffer }>(
     `SELECT key_id, caller, key_hash FROM service_keys WHERE target = $1 AND state = 'revoked'`,
     [target],
@@ -179,6 +185,9 @@ export async function keyUsage(db: Queryable, keyIds: readonly string[], since: 
     [keyIds],
   );
   return new Map(
-    rows.map((r) => [r.key_id, { state: r.state, lastUsedAt: r.last_used_at, usedSince: r.last_used_at !== null && r.last_used_at >= since }]),
+    rows.map((r) => [
+      r.key_id,
+      { state: r.state, lastUsedAt: r.last_used_at, usedSince: r.last_used_at !== null && r.last_used_at >= since },
+    ]),
   );
 }

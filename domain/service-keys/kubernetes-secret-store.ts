@@ -47,7 +47,12 @@ function parseVersion(raw: string | undefined): StoredVersion | undefined {
   try {
     const v = JSON.parse(raw) as Partial<StoredVersion>;
     if (typeof v.key === 'string' && typeof v.keyId === 'string' && Number.isInteger(v.version)) {
-      return { key: v.key, keyId: v.keyId, version: v.version!, createdAt: typeof v.createdAt === 'string' ? v.createdAt : new Date(0).toISOString() };
+      return {
+        key: v.key,
+        keyId: v.keyId,
+        version: v.version!,
+        createdAt: typeof v.createdAt === 'string' ? v.createdAt : new Date(0).toISOString(),
+      };
     }
   } catch {
     // fall through: the content is never echoed (it may hold a key)
@@ -95,10 +100,17 @@ export class KubernetesSecretVolume implements SecretStore {
       raw = await readFile(file, 'utf8');
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      throw new AppError('UNAVAILABLE', `No service key for ${caller} → ${target} in the mounted Secret (${file}: ${code ?? 'unreadable'}).`);
+      throw new AppError(
+        'UNAVAILABLE',
+        `No service key for ${caller} → ${target} in the mounted Secret (${file}: ${code ?? 'unreadable'}).`,
+      );
     }
     const stored = parseVersion(raw);
-    if (!stored) throw new AppError('UNAVAILABLE', `The mounted service key for ${caller} → ${target} (${file}) is not a {keyId, key, version} document.`);
+    if (!stored)
+      throw new AppError(
+        'UNAVAILABLE',
+        `The mounted service key for ${caller} → ${target} (${file}) is not a {keyId, key, version} document.`,
+      );
     const value = { key: stored.key, keyId: stored.keyId, version: stored.version };
     this.cache.set(slot, { value, until: Date.now() + this.ttlMs });
     return value;
@@ -189,7 +201,10 @@ class KubernetesApiError extends AppError {
     readonly reason: string,
     message: string,
   ) {
-    super(httpStatus === 404 ? 'NOT_FOUND' : httpStatus === 409 ? 'CONFLICT' : 'UNAVAILABLE', message, { kubernetesStatus: httpStatus, reason });
+    super(httpStatus === 404 ? 'NOT_FOUND' : httpStatus === 409 ? 'CONFLICT' : 'UNAVAILABLE', message, {
+      kubernetesStatus: httpStatus,
+      reason,
+    });
   }
 }
 
@@ -206,13 +221,24 @@ export class KubernetesSecretWriter implements SecretStoreWriter {
   }
 
   /** Stores a new version: the current one when `makeCurrent` (the old current is kept as `.next`), else the `.next` one. */
-  async put(caller: string, target: string, secret: { key: string; keyId: string }, makeCurrent: boolean): Promise<number> {
+  async put(
+    caller: string,
+    target: string,
+    secret: { key: string; keyId: string },
+    makeCurrent: boolean,
+  ): Promise<number> {
     let stored = 0;
     await this.mutate(caller, (data) => {
       const cur = parseVersion(data[secretDataKey(caller, target)]);
       const next = parseVersion(data[nextDataKey(caller, target)]);
       stored = Math.max(cur?.version ?? 0, next?.version ?? 0) + 1;
-      return placeVersion(caller, target, cur, { ...secret, version: stored, createdAt: new Date().toISOString() }, makeCurrent);
+      return placeVersion(
+        caller,
+        target,
+        cur,
+        { ...secret, version: stored, createdAt: new Date().toISOString() },
+        makeCurrent,
+      );
     });
     return stored;
   }
@@ -239,7 +265,10 @@ export class KubernetesSecretWriter implements SecretStoreWriter {
       const next = parseVersion(data[nextDataKey(caller, target)]);
       if (cur?.version === version) return null;
       if (next?.version !== version) {
-        throw new AppError('NOT_FOUND', `No version ${version} of the ${caller} → ${target} key in Secret ${this.opts.namespace}/${this.secretNameFor(caller)}.`);
+        throw new AppError(
+          'NOT_FOUND',
+          `No version ${version} of the ${caller} → ${target} key in Secret ${this.opts.namespace}/${this.secretNameFor(caller)}.`,
+        );
       }
       return swap(caller, target, cur, next);
     });
@@ -248,7 +277,10 @@ export class KubernetesSecretWriter implements SecretStoreWriter {
   async versions(caller: string, target: string) {
     const { data } = await this.read(caller);
     const out: { version: number; keyId: string; isCurrent: boolean; createdAt: Date }[] = [];
-    for (const [dataKey, isCurrent] of [[secretDataKey(caller, target), true], [nextDataKey(caller, target), false]] as const) {
+    for (const [dataKey, isCurrent] of [
+      [secretDataKey(caller, target), true],
+      [nextDataKey(caller, target), false],
+    ] as const) {
       const v = parseVersion(data[dataKey]);
       if (v) out.push({ version: v.version, keyId: v.keyId, isCurrent, createdAt: new Date(v.createdAt) });
     }
@@ -256,22 +288,36 @@ export class KubernetesSecretWriter implements SecretStoreWriter {
   }
 
   /** Read-modify-write with optimistic concurrency: a 409 (someone else wrote in between) re-reads. */
-  private async mutate(caller: string, change: (data: Record<string, string>) => Record<string, string | null> | null): Promise<void> {
+  private async mutate(
+    caller: string,
+    change: (data: Record<string, string>) => Record<string, string | null> | null,
+  ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       const { exists, resourceVersion, data } = await this.read(caller);
       const patch = change(data);
       if (!patch) return;
-      const encoded = Object.fromEntries(Object.entries(patch).map(([k, v]) => [k, v === null ? null : Buffer.from(v, 'utf8').toString('base64')]));
+      const encoded = Object.fromEntries(
+        Object.entries(patch).map(([k, v]) => [k, v === null ? null : Buffer.from(v, 'utf8').toString('base64')]),
+      );
       try {
         if (exists) {
-          await this.request('PATCH', this.secretPath(caller), { metadata: { resourceVersion }, data: encoded }, 'application/merge-patch+json');
+          await this.request(
+            'PATCH',
+            this.secretPath(caller),
+            { metadata: { resourceVersion }, data: encoded },
+            'application/merge-patch+json',
+          );
         } else {
           const name = this.secretNameFor(caller);
           const data = Object.fromEntries(Object.entries(encoded).filter((e): e is [string, string] => e[1] !== null));
           await this.request('POST', `/api/v1/namespaces/${encodeURIComponent(this.opts.namespace)}/secrets`, {
             apiVersion: 'v1',
             kind: 'Secret',
-            metadata: { name, namespace: this.opts.namespace, labels: { 'app.kubernetes.io/part-of': 'plana', 'plana.dev/secret': 'service-keys' } },
+            metadata: {
+              name,
+              namespace: this.opts.namespace,
+              labels: { 'app.kubernetes.io/part-of': 'plana', 'plana.dev/secret': 'service-keys' },
+            },
             type: 'Opaque',
             data,
           });
@@ -284,7 +330,9 @@ export class KubernetesSecretWriter implements SecretStoreWriter {
     }
   }
 
-  private async read(caller: string): Promise<{ exists: boolean; resourceVersion?: string; data: Record<string, string> }> {
+  private async read(
+    caller: string,
+  ): Promise<{ exists: boolean; resourceVersion?: string; data: Record<string, string> }> {
     try {
       const secret = (await this.request('GET', this.secretPath(caller))) as SecretObject;
       const data: Record<string, string> = {};
@@ -304,7 +352,10 @@ export class KubernetesSecretWriter implements SecretStoreWriter {
     try {
       return readFileSync(this.opts.tokenFile, 'utf8').trim();
     } catch (err) {
-      throw new AppError('UNAVAILABLE', `Cannot read the Kubernetes service-account token at ${this.opts.tokenFile} (${(err as NodeJS.ErrnoException).code ?? 'error'}).`);
+      throw new AppError(
+        'UNAVAILABLE',
+        `Cannot read the Kubernetes service-account token at ${this.opts.tokenFile} (${(err as NodeJS.ErrnoException).code ?? 'error'}).`,
+      );
     }
   }
 
@@ -314,7 +365,10 @@ export class KubernetesSecretWriter implements SecretStoreWriter {
       this.ca ??= readFileSync(this.opts.caFile);
       return this.ca;
     } catch (err) {
-      throw new AppError('UNAVAILABLE', `Cannot read the Kubernetes CA certificate at ${this.opts.caFile} (${(err as NodeJS.ErrnoException).code ?? 'error'}).`);
+      throw new AppError(
+        'UNAVAILABLE',
+        `Cannot read the Kubernetes CA certificate at ${this.opts.caFile} (${(err as NodeJS.ErrnoException).code ?? 'error'}).`,
+      );
     }
   }
 
@@ -326,24 +380,35 @@ export class KubernetesSecretWriter implements SecretStoreWriter {
     if (payload) Object.assign(headers, { 'content-type': contentType, 'content-length': String(payload.length) });
     const transport = url.protocol === 'https:' ? https : http;
     return new Promise((resolve, reject) => {
-      const req = transport.request(url, { method, headers, ca: this.caCert(), timeout: this.opts.timeoutMs ?? 10_000 }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', () => reject(new AppError('UNAVAILABLE', `Kubernetes API ${what}: the answer broke off.`)));
-        res.on('end', () => {
-          const status = res.statusCode ?? 0;
-          let json: unknown;
-          try {
-            json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-          } catch {
-            json = undefined;
-          }
-          if (status >= 200 && status < 300) return resolve(json);
-          reject(this.apiError(what, status, json as KubeStatus | undefined));
-        });
-      });
+      const req = transport.request(
+        url,
+        { method, headers, ca: this.caCert(), timeout: this.opts.timeoutMs ?? 10_000 },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', () => reject(new AppError('UNAVAILABLE', `Kubernetes API ${what}: the answer broke off.`)));
+          res.on('end', () => {
+            const status = res.statusCode ?? 0;
+            let json: unknown;
+            try {
+              json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+            } catch {
+              json = undefined;
+            }
+            if (status >= 200 && status < 300) return resolve(json);
+            reject(this.apiError(what, status, json as KubeStatus | undefined));
+          });
+        },
+      );
       req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.on('error', (err) => reject(new AppError('UNAVAILABLE', `Kubernetes API ${what} at ${url.origin} failed: ${(err as NodeJS.ErrnoException).code ?? err.message}.`)));
+      req.on('error', (err) =>
+        reject(
+          new AppError(
+            'UNAVAILABLE',
+            `Kubernetes API ${what} at ${url.origin} failed: ${(err as NodeJS.ErrnoException).code ?? err.message}.`,
+          ),
+        ),
+      );
       req.end(payload);
     });
   }
@@ -366,11 +431,23 @@ export class KubernetesSecretWriter implements SecretStoreWriter {
   }
 }
 
-function placeVersion(caller: string, target: string, cur: StoredVersion | undefined, v: StoredVersion, makeCurrent: boolean) {
+function placeVersion(
+  caller: string,
+  target: string,
+  cur: StoredVersion | undefined,
+  v: StoredVersion,
+  makeCurrent: boolean,
+) {
   if (!makeCurrent) return { [nextDataKey(caller, target)]: JSON.stringify(v) };
-  return { [secretDataKey(caller, target)]: JSON.stringify(v), [nextDataKey(caller, target)]: cur ? JSON.stringify(cur) : null };
+  return {
+    [secretDataKey(caller, target)]: JSON.stringify(v),
+    [nextDataKey(caller, target)]: cur ? JSON.stringify(cur) : null,
+  };
 }
 
 function swap(caller: string, target: string, cur: StoredVersion | undefined, next: StoredVersion) {
-  return { [secretDataKey(caller, target)]: JSON.stringify(next), [nextDataKey(caller, target)]: cur ? JSON.stringify(cur) : null };
+  return {
+    [secretDataKey(caller, target)]: JSON.stringify(next),
+    [nextDataKey(caller, target)]: cur ? JSON.stringify(cur) : null,
+  };
 }

@@ -72,7 +72,15 @@ export async function sendDueMisuseAlerts(opts: Omit<MisuseAlerterOptions, 'poll
   let sent = 0;
   for (;;) {
     const done = await withTransaction(opts.pool, async (db) => {
-      const { rows } = await db.query<{ key_id: string; caller: string; target: string; first_seen_at: Date; last_seen_at: Date; reports: string; alerts: number }>(
+      const { rows } = await db.query<{
+        key_id: string;
+        caller: string;
+        target: string;
+        first_seen_at: Date;
+        last_seen_at: Date;
+        reports: string;
+        alerts: number;
+      }>(
         `SELECT key_id, caller, target, first_seen_at, last_seen_at, reports, alerts FROM service_key_misuse
           WHERE pending AND (alerted_at IS NULL OR alerted_at <= now() - $1 * interval '1 millisecond')
           ORDER BY last_seen_at LIMIT 1 FOR UPDATE SKIP LOCKED`,
@@ -82,13 +90,29 @@ export async function sendDueMisuseAlerts(opts: Omit<MisuseAlerterOptions, 'poll
       if (!row) return true;
       const n = row.alerts + 1;
       const id = `${SERVICE_KEY_REVOKED_KEY_USED}:${row.key_id}:${n}`;
-      const data = { caller: row.caller, target: row.target, keyId: row.key_id, firstSeenAt: row.first_seen_at.toISOString(), lastSeenAt: row.last_seen_at.toISOString(), reports: Number(row.reports) };
+      const data = {
+        caller: row.caller,
+        target: row.target,
+        keyId: row.key_id,
+        firstSeenAt: row.first_seen_at.toISOString(),
+        lastSeenAt: row.last_seen_at.toISOString(),
+        reports: Number(row.reports),
+      };
       await sendAlertMail(opts, id, data);
       await publishEvent(
         { eventsUrl: opts.eventsUrl, apiKey: (await opts.secrets.current(opts.caller, 'events')).key },
-        cloudEvent({ id, source: '/plana/service-keys', type: SERVICE_KEY_REVOKED_KEY_USED, subject: `${row.caller}:${row.target}`, data }),
+        cloudEvent({
+          id,
+          source: '/plana/service-keys',
+          type: SERVICE_KEY_REVOKED_KEY_USED,
+          subject: `${row.caller}:${row.target}`,
+          data,
+        }),
       );
-      await db.query(`UPDATE service_key_misuse SET pending = false, alerts = $2, alerted_at = now(), last_alert = $3 WHERE key_id = $1`, [row.key_id, n, id]);
+      await db.query(
+        `UPDATE service_key_misuse SET pending = false, alerts = $2, alerted_at = now(), last_alert = $3 WHERE key_id = $1`,
+        [row.key_id, n, id],
+      );
       opts.log.warn({ alert: SERVICE_KEY_REVOKED_KEY_USED, ...data }, 'revoked service key used: alert sent');
       sent++;
       return false;
@@ -97,10 +121,18 @@ export async function sendDueMisuseAlerts(opts: Omit<MisuseAlerterOptions, 'poll
   }
 }
 
-async function sendAlertMail(opts: Omit<MisuseAlerterOptions, 'pollMs'>, id: string, d: { caller: string; target: string; keyId: string; lastSeenAt: string; reports: number }) {
+async function sendAlertMail(
+  opts: Omit<MisuseAlerterOptions, 'pollMs'>,
+  id: string,
+  d: { caller: string; target: string; keyId: string; lastSeenAt: string; reports: number },
+) {
   const res = await fetch(new URL('/v1/alert', opts.notificationsUrl), {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': (await opts.secrets.current(opts.caller, 'notifications')).key, 'idempotency-key': id },
+    headers: {
+      'content-type': 'application/json',
+      'x-api-key': (await opts.secrets.current(opts.caller, 'notifications')).key,
+      'idempotency-key': id,
+    },
     body: JSON.stringify({
       to: opts.to,
       severity: 'critical',
@@ -123,7 +155,9 @@ export function startMisuseAlerter(opts: MisuseAlerterOptions): { stop(): Promis
   const timer = setInterval(() => {
     if (stopped) return;
     round = round.then(() =>
-      sendDueMisuseAlerts(opts).catch((err: Error) => opts.log.warn({ err: err.message }, 'revoked-key alerts not sent yet; retrying')),
+      sendDueMisuseAlerts(opts).catch((err: Error) =>
+        opts.log.warn({ err: err.message }, 'revoked-key alerts not sent yet; retrying'),
+      ),
     );
   }, opts.pollMs);
   timer.unref();

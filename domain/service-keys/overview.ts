@@ -28,16 +28,34 @@ const NEXT_ROTATION_DEADLINE_MS = 3_000;
 export async function serviceKeyPairs(db: Queryable, temporal?: Client): Promise<ServiceKeyPairView[]> {
   const empty = () => ({ running: null, last: null, next: null });
   const byPair = new Map<string, ServiceKeyPairView>(
-    SERVICE_KEY_INVENTORY.map((p) => [pairName(p), { caller: p.caller, target: p.target, live: p.live, what: p.what, proof: p.proof, keys: [], rotation: empty() }]),
+    SERVICE_KEY_INVENTORY.map((p) => [
+      pairName(p),
+      { caller: p.caller, target: p.target, live: p.live, what: p.what, proof: p.proof, keys: [], rotation: empty() },
+    ]),
   );
   for (const { caller, target, ...key } of await listKeys(db)) {
     const name = pairName({ caller, target });
     // a pair registered outside the inventory (by hand, or a test's own caller) is shown too
-    if (!byPair.has(name)) byPair.set(name, { caller, target, live: true, what: 'not in the inventory', proof: switchProofOf({ caller, target }), keys: [], rotation: empty() });
+    if (!byPair.has(name))
+      byPair.set(name, {
+        caller,
+        target,
+        live: true,
+        what: 'not in the inventory',
+        proof: switchProofOf({ caller, target }),
+        keys: [],
+        rotation: empty(),
+      });
     byPair.get(name)!.keys.push(key);
   }
   // per pair: the unfinished rotation, and the newest finished one
-  const { rows } = await db.query<{ caller: string; target: string; workflow_id: string; outcome: string | null; finished_at: Date | null }>(
+  const { rows } = await db.query<{
+    caller: string;
+    target: string;
+    workflow_id: string;
+    outcome: string | null;
+    finished_at: Date | null;
+  }>(
     `SELECT DISTINCT ON (caller, target, finished_at IS NULL) caller, target, workflow_id, outcome, finished_at
        FROM service_key_rotations ORDER BY caller, target, finished_at IS NULL, n DESC`,
   );

@@ -16,7 +16,13 @@ import type { Config } from '../../lib/config.js';
 import { withTransaction, type Queryable } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import { searchAttributes } from '../workflow-search-attributes.js';
-import { ROTATE_SERVICE_KEY_WORKFLOW, rotationWorkflowId, type RotateServiceKeyWorkflow, type RotationReason, type RotationSettings } from './workflow-contract.js';
+import {
+  ROTATE_SERVICE_KEY_WORKFLOW,
+  rotationWorkflowId,
+  type RotateServiceKeyWorkflow,
+  type RotationReason,
+  type RotationSettings,
+} from './workflow-contract.js';
 import { switchProofOf, type ServiceKeyPair } from './inventory.js';
 import { createKey, revokeKey } from './key-registry.js';
 import type { TransactionalSecretStoreWriter } from './secret-store.js';
@@ -55,19 +61,33 @@ const START_GRACE_MS = 60_000;
  * rotation of the pair runs (the message names it).
  */
 export async function startRotation(
-  deps: { pool: pg.Pool; temporal: Client; taskQueue: string; settings: RotationSettings; inventory?: readonly ServiceKeyPair[] },
+  deps: {
+    pool: pg.Pool;
+    temporal: Client;
+    taskQueue: string;
+    settings: RotationSettings;
+    inventory?: readonly ServiceKeyPair[];
+  },
   pair: Pair,
   reason: RotationReason,
 ): Promise<RotationStarted> {
   const proof = switchProofOf(pair, deps.inventory);
-  const refused = () => new AppError('CONFLICT', `${pair.caller} → ${pair.target} is being rotated already; one rotation of a pair at a time.`);
+  const refused = () =>
+    new AppError(
+      'CONFLICT',
+      `${pair.caller} → ${pair.target} is being rotated already; one rotation of a pair at a time.`,
+    );
   // 1. take the pair's lock: the rotation's row, committed before its workflow starts (the
   //    workflow's first activity reads it)
   let n: number;
   try {
     n = await withTransaction(deps.pool, async (db) => {
-      const { rows: current } = await db.query(`SELECT 1 FROM service_keys WHERE caller = $1 AND target = $2 AND state = 'current'`, [pair.caller, pair.target]);
-      if (!current.length) throw new AppError('NOT_FOUND', `${pair.caller} → ${pair.target} has no current service key to rotate.`);
+      const { rows: current } = await db.query(
+        `SELECT 1 FROM service_keys WHERE caller = $1 AND target = $2 AND state = 'current'`,
+        [pair.caller, pair.target],
+      );
+      if (!current.length)
+        throw new AppError('NOT_FOUND', `${pair.caller} → ${pair.target} has no current service key to rotate.`);
 
       const { rows: open } = await db.query<{ workflow_id: string; starting: boolean }>(
         `SELECT workflow_id, started_at > now() - make_interval(secs => $3::double precision / 1000) AS starting
@@ -80,7 +100,10 @@ export async function startRotation(
         // a row without its workflow yet is a start in progress (committed, not started yet), unless
         // it is older than the grace period: then its starter died between the two
         if (status === 'RUNNING' || (status === 'NOT_FOUND' && open[0]!.starting)) {
-          throw new AppError('CONFLICT', `${pair.caller} → ${pair.target} is being rotated already (${holder}); one rotation of a pair at a time.`);
+          throw new AppError(
+            'CONFLICT',
+            `${pair.caller} → ${pair.target} is being rotated already (${holder}); one rotation of a pair at a time.`,
+          );
         }
         // its workflow ended without finishing, or never started (the starter died after the commit)
         await db.query(
@@ -122,7 +145,9 @@ export async function startRotation(
     });
     return { ...pair, n, reason, workflowId, runId: handle.firstExecutionRunId };
   } catch (err) {
-    await finishRotation(deps.pool, workflowId, 'abandoned', { message: `the workflow did not start: ${(err as Error).message}` });
+    await finishRotation(deps.pool, workflowId, 'abandoned', {
+      message: `the workflow did not start: ${(err as Error).message}`,
+    });
     if (err instanceof WorkflowExecutionAlreadyStartedError) throw refused();
     throw err;
   }
@@ -149,7 +174,10 @@ interface RotationRow {
 }
 
 async function lockRow(db: Queryable, workflowId: string): Promise<RotationRow> {
-  const { rows } = await db.query<RotationRow>(`SELECT * FROM service_key_rotations WHERE workflow_id = $1 FOR UPDATE`, [workflowId]);
+  const { rows } = await db.query<RotationRow>(
+    `SELECT * FROM service_key_rotations WHERE workflow_id = $1 FOR UPDATE`,
+    [workflowId],
+  );
   if (!rows[0]) throw new AppError('NOT_FOUND', `No rotation ${workflowId} is recorded.`);
   return rows[0];
 }
@@ -159,7 +187,10 @@ async function lockRow(db: Queryable, workflowId: string): Promise<RotationRow> 
  * must agree. A pending key left by an earlier rotation that never finished (its workflow
  * terminated) is revoked, unless a consumer was already handed it (then an operator decides).
  */
-export async function prepareRotation(pool: pg.Pool, workflowId: string): Promise<{ oldKeyId: string; oldVersion: number }> {
+export async function prepareRotation(
+  pool: pg.Pool,
+  workflowId: string,
+): Promise<{ oldKeyId: string; oldVersion: number }> {
   return withTransaction(pool, async (db) => {
     const row = await lockRow(db, workflowId);
     if (row.old_key_id && row.old_version !== null) return { oldKeyId: row.old_key_id, oldVersion: row.old_version };
@@ -172,7 +203,8 @@ export async function prepareRotation(pool: pg.Pool, workflowId: string): Promis
       [row.caller, row.target],
     );
     const current = keys.find((k) => k.state === 'current');
-    if (!current) throw new AppError('NOT_FOUND', `${row.caller} → ${row.target} has no current service key to rotate.`);
+    if (!current)
+      throw new AppError('NOT_FOUND', `${row.caller} → ${row.target} has no current service key to rotate.`);
     if (!secret[0] || secret[0].key_id !== current.key_id) {
       throw new AppError(
         'CONFLICT',
@@ -180,7 +212,11 @@ export async function prepareRotation(pool: pg.Pool, workflowId: string): Promis
       );
     }
     for (const stale of keys.filter((k) => k.state === 'pending')) await revokeKey(db, stale.key_id);
-    await db.query(`UPDATE service_key_rotations SET old_key_id = $2, old_version = $3 WHERE workflow_id = $1`, [workflowId, current.key_id, secret[0].version]);
+    await db.query(`UPDATE service_key_rotations SET old_key_id = $2, old_version = $3 WHERE workflow_id = $1`, [
+      workflowId,
+      current.key_id,
+      secret[0].version,
+    ]);
     return { oldKeyId: current.key_id, oldVersion: secret[0].version };
   });
 }
@@ -189,7 +225,11 @@ export async function prepareRotation(pool: pg.Pool, workflowId: string): Promis
  * Steps 1 and 2 in one transaction: a new key (32 random bytes, hex) registered `pending` at the
  * target (its hash) and stored as a new, not yet current, secret version (sealed). Returns ids only.
  */
-export async function generateRotationKey(pool: pg.Pool, store: TransactionalSecretStoreWriter, workflowId: string): Promise<{ newKeyId: string; newVersion: number }> {
+export async function generateRotationKey(
+  pool: pg.Pool,
+  store: TransactionalSecretStoreWriter,
+  workflowId: string,
+): Promise<{ newKeyId: string; newVersion: number }> {
   return withTransaction(pool, async (db) => {
     const row = await lockRow(db, workflowId);
     if (row.new_key_id && row.new_version !== null) return { newKeyId: row.new_key_id, newVersion: row.new_version };
@@ -197,7 +237,11 @@ export async function generateRotationKey(pool: pg.Pool, store: TransactionalSec
     const pair = { caller: row.caller, target: row.target };
     const { key, record } = await createKey(db, pair, 'pending');
     const version = await store.put(pair.caller, pair.target, { key, keyId: record.keyId }, false, db);
-    await db.query(`UPDATE service_key_rotations SET new_key_id = $2, new_version = $3 WHERE workflow_id = $1`, [workflowId, record.keyId, version]);
+    await db.query(`UPDATE service_key_rotations SET new_key_id = $2, new_version = $3 WHERE workflow_id = $1`, [
+      workflowId,
+      record.keyId,
+      version,
+    ]);
     return { newKeyId: record.keyId, newVersion: version };
   });
 }

@@ -59,9 +59,14 @@ export async function ensureRotationSchedule(
 }
 
 /** Ensures the schedule of every live pair of the inventory. */
-export async function ensureRotationSchedules(client: Client, opts: { taskQueue: string; everyDays: number }, pairs: readonly Pair[] = SERVICE_KEY_INVENTORY.filter((p) => p.live)) {
+export async function ensureRotationSchedules(
+  client: Client,
+  opts: { taskQueue: string; everyDays: number },
+  pairs: readonly Pair[] = SERVICE_KEY_INVENTORY.filter((p) => p.live),
+) {
   const results: Record<string, string> = {};
-  for (const p of pairs) results[rotationScheduleId(p.caller, p.target)] = await ensureRotationSchedule(client, p, opts);
+  for (const p of pairs)
+    results[rotationScheduleId(p.caller, p.target)] = await ensureRotationSchedule(client, p, opts);
   return results;
 }
 

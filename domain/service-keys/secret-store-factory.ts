@@ -26,7 +26,11 @@ import type { Logger } from '../../lib/logger.js';
 export function kubernetesApiUrl(cfg: Config): string {
   if (cfg.KUBERNETES_API_URL) return cfg.KUBERNETES_API_URL;
   const host = cfg.KUBERNETES_SERVICE_HOST;
-  if (!host) throw new AppError('UNAVAILABLE', 'SECRET_STORE=kubernetes needs KUBERNETES_API_URL or KUBERNETES_SERVICE_HOST (set in every pod).');
+  if (!host)
+    throw new AppError(
+      'UNAVAILABLE',
+      'SECRET_STORE=kubernetes needs KUBERNETES_API_URL or KUBERNETES_SERVICE_HOST (set in every pod).',
+    );
   return `https://${host.includes(':') ? `[${host}]` : host}:${cfg.KUBERNETES_SERVICE_PORT ?? 443}`;
 }
 
@@ -44,13 +48,21 @@ export function kubernetesWriter(cfg: Config): KubernetesSecretWriter {
  * The consumers' store: where a caller reads the key it sends. It reports what it holds to each
  * pair's target (holders.ts: the `holders` switch proof of a rotation); `close()` stops that.
  */
-export function createSecretStore(cfg: Config, pool: pg.Pool, ttlMs = cfg.SERVICE_KEY_SECRET_TTL_MS, log?: Pick<Logger, 'warn' | 'info'>): ReportingStore {
+export function createSecretStore(
+  cfg: Config,
+  pool: pg.Pool,
+  ttlMs = cfg.SERVICE_KEY_SECRET_TTL_MS,
+  log?: Pick<Logger, 'warn' | 'info'>,
+): ReportingStore {
   const store: SecretStore & { close?(): void } =
     cfg.SECRET_STORE === 'kubernetes'
       ? new KubernetesSecretVolume({ dir: cfg.SECRETS_MOUNT_DIR, ttlMs, pollMs: cfg.SECRETS_MOUNT_POLL_MS })
       : new PgSecretStore(pool, cfg.SECRETS_KEY, ttlMs);
   // a store whose pool has ended belongs to a process (or a test's service) that has stopped
-  return reportingStore(store, holderOptions({ ...cfg, SERVICE_KEY_SECRET_TTL_MS: ttlMs }, { stopped: () => pool.ended, log }));
+  return reportingStore(
+    store,
+    holderOptions({ ...cfg, SERVICE_KEY_SECRET_TTL_MS: ttlMs }, { stopped: () => pool.ended, log }),
+  );
 }
 
 /** The rotation's and the bootstrap's store. */
@@ -79,7 +91,13 @@ export class KubernetesPublishingStore implements TransactionalSecretStoreWriter
   ) {}
 
   /** Recorded in PostgreSQL (in `db`'s transaction when given); published now only when current and outside a transaction. */
-  async put(caller: string, target: string, secret: { key: string; keyId: string }, makeCurrent: boolean, db?: Queryable): Promise<number> {
+  async put(
+    caller: string,
+    target: string,
+    secret: { key: string; keyId: string },
+    makeCurrent: boolean,
+    db?: Queryable,
+  ): Promise<number> {
     const version = await this.record.put(caller, target, secret, makeCurrent, db);
     if (makeCurrent && !db) await this.k8s.publish(caller, target, { ...secret, version }, true);
     return version;

@@ -40,7 +40,10 @@ export interface SecretStoreWriter {
   /** Marks a version current (step 3: the consumer's next read picks it up). Idempotent. */
   makeCurrent(caller: string, target: string, version: number): Promise<void>;
   /** The versions of a pair without their keys (newest first). */
-  versions(caller: string, target: string): Promise<{ version: number; keyId: string; isCurrent: boolean; createdAt: Date }[]>;
+  versions(
+    caller: string,
+    target: string,
+  ): Promise<{ version: number; keyId: string; isCurrent: boolean; createdAt: Date }[]>;
 }
 
 /**
@@ -48,7 +51,13 @@ export interface SecretStoreWriter {
  * (`db`), so the new key and its registry record commit together.
  */
 export interface TransactionalSecretStoreWriter extends SecretStoreWriter {
-  put(caller: string, target: string, secret: { key: string; keyId: string }, makeCurrent: boolean, db?: Queryable): Promise<number>;
+  put(
+    caller: string,
+    target: string,
+    secret: { key: string; keyId: string },
+    makeCurrent: boolean,
+    db?: Queryable,
+  ): Promise<number>;
 }
 
 export class PgSecretStore implements SecretStore, TransactionalSecretStoreWriter {
@@ -70,7 +79,10 @@ export class PgSecretStore implements SecretStore, TransactionalSecretStoreWrite
     );
     const row = rows[0];
     if (!row) {
-      throw new AppError('UNAVAILABLE', `No service key for ${caller} → ${target} in the secret store (run the bootstrap: npm run db:migrate).`);
+      throw new AppError(
+        'UNAVAILABLE',
+        `No service key for ${caller} → ${target} in the secret store (run the bootstrap: npm run db:migrate).`,
+      );
     }
     const value = { key: open(row.sealed, this.secretsKey), keyId: row.key_id, version: row.version };
     this.cache.set(slot, { value, until: Date.now() + this.ttlMs });
@@ -81,7 +93,13 @@ export class PgSecretStore implements SecretStore, TransactionalSecretStoreWrite
     this.cache.clear();
   }
 
-  async put(caller: string, target: string, secret: { key: string; keyId: string }, makeCurrent: boolean, db?: Queryable): Promise<number> {
+  async put(
+    caller: string,
+    target: string,
+    secret: { key: string; keyId: string },
+    makeCurrent: boolean,
+    db?: Queryable,
+  ): Promise<number> {
     const write = async (q: Queryable) => {
       const { rows } = await q.query<{ version: number }>(
         `INSERT INTO service_key_secrets (caller, target, version, key_id, sealed)
@@ -102,9 +120,16 @@ export class PgSecretStore implements SecretStore, TransactionalSecretStoreWrite
   }
 
   private async markCurrent(q: Queryable, caller: string, target: string, version: number) {
-    await q.query(`UPDATE service_key_secrets SET is_current = false WHERE caller = $1 AND target = $2 AND is_current AND version <> $3`, [caller, target, version]);
-    const { rowCount } = await q.query(`UPDATE service_key_secrets SET is_current = true WHERE caller = $1 AND target = $2 AND version = $3`, [caller, target, version]);
-    if (!rowCount) throw new AppError('NOT_FOUND', `No version ${version} of the ${caller} → ${target} key in the secret store.`);
+    await q.query(
+      `UPDATE service_key_secrets SET is_current = false WHERE caller = $1 AND target = $2 AND is_current AND version <> $3`,
+      [caller, target, version],
+    );
+    const { rowCount } = await q.query(
+      `UPDATE service_key_secrets SET is_current = true WHERE caller = $1 AND target = $2 AND version = $3`,
+      [caller, target, version],
+    );
+    if (!rowCount)
+      throw new AppError('NOT_FOUND', `No version ${version} of the ${caller} → ${target} key in the secret store.`);
   }
 
   /** One stored version with its key (what KubernetesPublishingStore publishes). */
@@ -113,7 +138,8 @@ export class PgSecretStore implements SecretStore, TransactionalSecretStoreWrite
       `SELECT key_id, sealed FROM service_key_secrets WHERE caller = $1 AND target = $2 AND version = $3`,
       [caller, target, version],
     );
-    if (!rows[0]) throw new AppError('NOT_FOUND', `No version ${version} of the ${caller} → ${target} key in the secret store.`);
+    if (!rows[0])
+      throw new AppError('NOT_FOUND', `No version ${version} of the ${caller} → ${target} key in the secret store.`);
     return { key: open(rows[0].sealed, this.secretsKey), keyId: rows[0].key_id, version };
   }
 
@@ -124,7 +150,11 @@ export class PgSecretStore implements SecretStore, TransactionalSecretStoreWrite
    * revoked-key alert). For a target that must hold the key material itself rather than its hash
    * (the event ingestion checks per-tenant HMAC tokens made from the key: domain/erp-events/ingestion.ts).
    */
-  async acceptedVersions(caller: string, target: string, opts: { revokedWithinMs?: number } = {}): Promise<ServiceKeySecret[]> {
+  async acceptedVersions(
+    caller: string,
+    target: string,
+    opts: { revokedWithinMs?: number } = {},
+  ): Promise<ServiceKeySecret[]> {
     const { rows } = await this.pool.query<{ version: number; key_id: string; sealed: string }>(
       `SELECT s.version, s.key_id, s.sealed FROM service_key_secrets s JOIN service_keys k ON k.key_id = s.key_id
         WHERE s.caller = $1 AND s.target = $2
@@ -145,4 +175,5 @@ export class PgSecretStore implements SecretStore, TransactionalSecretStoreWrite
 }
 
 /** A consumer's view of one pair: the header value for the next call. */
-export const serviceKeyFor = (store: SecretStore, caller: string, target: string) => async () => (await store.current(caller, target)).key;
+export const serviceKeyFor = (store: SecretStore, caller: string, target: string) => async () =>
+  (await store.current(caller, target)).key;

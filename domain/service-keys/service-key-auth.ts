@@ -71,14 +71,19 @@ export function requireServiceKey(check: ServiceKeyCheck | (() => ServiceKeyChec
  * Consumer processes report the key they hold here (holders.ts), so the report lands in the
  * target's usage records like any call: the evidence of a rotation's `holders` switch proof.
  */
-export function registerServiceKeyCheck(app: FastifyInstance, check: ServiceKeyCheck | (() => ServiceKeyCheck), opts: { hide?: boolean } = {}) {
+export function registerServiceKeyCheck(
+  app: FastifyInstance,
+  check: ServiceKeyCheck | (() => ServiceKeyCheck),
+  opts: { hide?: boolean } = {},
+) {
   app.get(
     SERVICE_KEY_CHECK_PATH,
     {
       onRequest: requireServiceKey(check),
       schema: {
         ...(opts.hide ? { hide: true } : {}),
-        summary: 'The service key in X-API-Key is accepted: who it belongs to (consumers report the key they hold here)',
+        summary:
+          'The service key in X-API-Key is accepted: who it belongs to (consumers report the key they hold here)',
         response: {
           200: {
             type: 'object',

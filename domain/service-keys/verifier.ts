@@ -45,7 +45,9 @@ export class AcceptedKeyTable implements ServiceKeyCheck {
   usage = new Map<string, { at: number; count: number }>();
 
   replace(keys: readonly AcceptedKey[], revoked: readonly { keyId: string; caller: string; hash: Buffer }[] = []) {
-    this.byHash = new Map(keys.map((k) => [k.hash.toString('hex'), { ...k, who: { caller: k.caller, keyId: k.keyId } }]));
+    this.byHash = new Map(
+      keys.map((k) => [k.hash.toString('hex'), { ...k, who: { caller: k.caller, keyId: k.keyId } }]),
+    );
     this.revokedByHash = new Map(revoked.map((k) => [k.hash.toString('hex'), { keyId: k.keyId, caller: k.caller }]));
   }
 
@@ -107,7 +109,10 @@ export class ServiceKeyVerifier extends AcceptedKeyTable {
     if (last !== undefined && now - last < (this.opts.misuseIntervalMs ?? 3600_000)) return;
     this.misuseReported.set(k.keyId, now);
     const use: RevokedKeyUse = { ...k, target: this.opts.target };
-    this.opts.log?.warn({ ...use, alert: 'service-key.revoked-key-used' }, 'a revoked service key was presented (refused)');
+    this.opts.log?.warn(
+      { ...use, alert: 'service-key.revoked-key-used' },
+      'a revoked service key was presented (refused)',
+    );
     recordRevokedKeyUse(this.opts.pool, use).catch((err: Error) => {
       this.misuseReported.delete(k.keyId);
       this.opts.log?.warn({ err: err.message, ...use }, 'revoked-key use not recorded');
@@ -157,7 +162,10 @@ export class ServiceKeyVerifier extends AcceptedKeyTable {
       try {
         do {
           this.reloadAgain = false;
-          const [accepted, revoked] = await Promise.all([acceptedKeys(this.opts.pool, this.opts.target), revokedKeys(this.opts.pool, this.opts.target)]);
+          const [accepted, revoked] = await Promise.all([
+            acceptedKeys(this.opts.pool, this.opts.target),
+            revokedKeys(this.opts.pool, this.opts.target),
+          ]);
           this.replace(accepted, revoked);
           this.loadedAt = Date.now();
         } while (this.reloadAgain && !this.closed);
@@ -179,7 +187,10 @@ export class ServiceKeyVerifier extends AcceptedKeyTable {
         const now = this.usage.get(id);
         this.usage.set(id, { at: Math.max(now?.at ?? 0, u.lastUsedAt.getTime()), count: (now?.count ?? 0) + u.count });
       }
-      this.opts.log?.warn({ err: (err as Error).message, target: this.opts.target }, 'service-key usage not recorded yet');
+      this.opts.log?.warn(
+        { err: (err as Error).message, target: this.opts.target },
+        'service-key usage not recorded yet',
+      );
     }
   }
 
@@ -189,7 +200,10 @@ export class ServiceKeyVerifier extends AcceptedKeyTable {
       if (!this.listener) await this.listen();
       await this.reload();
     } catch (err) {
-      this.opts.log?.warn({ err: (err as Error).message, target: this.opts.target }, 'service keys not reloaded; keeping the last ones');
+      this.opts.log?.warn(
+        { err: (err as Error).message, target: this.opts.target },
+        'service keys not reloaded; keeping the last ones',
+      );
     }
   }
 
@@ -205,7 +219,9 @@ export class ServiceKeyVerifier extends AcceptedKeyTable {
     client.on('end', drop);
     client.on('notification', (msg) => {
       if (msg.channel === SERVICE_KEYS_CHANNEL && msg.payload === this.opts.target) {
-        this.reload().catch((err: Error) => this.opts.log?.warn({ err: err.message, target: this.opts.target }, 'service keys not reloaded'));
+        this.reload().catch((err: Error) =>
+          this.opts.log?.warn({ err: err.message, target: this.opts.target }, 'service keys not reloaded'),
+        );
       }
     });
     try {

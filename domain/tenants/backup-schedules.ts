@@ -5,7 +5,12 @@
  */
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import { searchAttributes } from '../workflow-search-attributes.js';
-import { BACKUP_RETENTION_SCHEDULE_ID, BACKUP_TENANT_WORKFLOW, PRUNE_EXPIRED_BACKUPS_WORKFLOW, type BackupTenantInput } from './workflow-contract.js';
+import {
+  BACKUP_RETENTION_SCHEDULE_ID,
+  BACKUP_TENANT_WORKFLOW,
+  PRUNE_EXPIRED_BACKUPS_WORKFLOW,
+  type BackupTenantInput,
+} from './workflow-contract.js';
 import { backupScheduleId } from './types.js';
 
 export async function createBackupSchedule(
@@ -39,7 +44,8 @@ export async function createBackupSchedule(
   }
   const handle = client.schedule.getHandle(scheduleId);
   const current = await handle.describe();
-  const currentArgs = current.action.type === 'startWorkflow' ? (current.action.args?.[0] as BackupTenantInput | undefined) : undefined;
+  const currentArgs =
+    current.action.type === 'startWorkflow' ? (current.action.args?.[0] as BackupTenantInput | undefined) : undefined;
   if (currentArgs?.tier === opts.input.tier && currentArgs.database === opts.input.database) return 'exists';
   await handle.update((prev) => ({ ...prev, action }));
   return 'updated';

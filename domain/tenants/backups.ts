@@ -15,13 +15,21 @@ import type { Tier } from './types.js';
 const run = promisify(execFile);
 const TENANT = /^[a-z0-9-]{1,30}$/;
 
-export function retentionDays(cfg: Pick<Config, 'BACKUP_RETENTION_STARTER_DAYS' | 'BACKUP_RETENTION_PRO_DAYS' | 'BACKUP_RETENTION_ENTERPRISE_DAYS'>, tier: Tier): number {
-  return { starter: cfg.BACKUP_RETENTION_STARTER_DAYS, pro: cfg.BACKUP_RETENTION_PRO_DAYS, enterprise: cfg.BACKUP_RETENTION_ENTERPRISE_DAYS }[tier];
+export function retentionDays(
+  cfg: Pick<Config, 'BACKUP_RETENTION_STARTER_DAYS' | 'BACKUP_RETENTION_PRO_DAYS' | 'BACKUP_RETENTION_ENTERPRISE_DAYS'>,
+  tier: Tier,
+): number {
+  return {
+    starter: cfg.BACKUP_RETENTION_STARTER_DAYS,
+    pro: cfg.BACKUP_RETENTION_PRO_DAYS,
+    enterprise: cfg.BACKUP_RETENTION_ENTERPRISE_DAYS,
+  }[tier];
 }
 
 /** BACKUP_ROOT/<tenant>, checked to stay inside the backup root. */
 export function tenantBackupDir(root: string, tenant: string): string {
-  if (!TENANT.test(tenant)) throw new Error(`refusing backup folder for tenant ${JSON.stringify(tenant)}: not a tenant name`);
+  if (!TENANT.test(tenant))
+    throw new Error(`refusing backup folder for tenant ${JSON.stringify(tenant)}: not a tenant name`);
   return path.join(path.resolve(root), tenant);
 }
 
@@ -52,11 +60,24 @@ export async function backupTenant(
   // the password goes through the environment, never the command line (visible in `ps`)
   await run(
     pgDump,
-    ['--format=custom', '--no-owner', `--file=${dumpFile}`, '--host', url.hostname, '--port', url.port || '5432',
-      '--username', decodeURIComponent(url.username), opts.database],
+    [
+      '--format=custom',
+      '--no-owner',
+      `--file=${dumpFile}`,
+      '--host',
+      url.hostname,
+      '--port',
+      url.port || '5432',
+      '--username',
+      decodeURIComponent(url.username),
+      opts.database,
+    ],
     { env: { ...process.env, PGPASSWORD: decodeURIComponent(url.password) }, maxBuffer: 1024 * 1024 },
   );
-  const filestoreExists = await stat(opts.filestoreDir).then((s) => s.isDirectory(), () => false);
+  const filestoreExists = await stat(opts.filestoreDir).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
   const tarArgs = filestoreExists
     ? ['-czf', tarFile, '-C', path.dirname(opts.filestoreDir), path.basename(opts.filestoreDir)]
     : ['-czf', tarFile, '--files-from', '/dev/null'];
@@ -64,7 +85,10 @@ export async function backupTenant(
 
   const days = retentionDays(deps.cfg, opts.tier);
   const files: BackupFile[] = [];
-  for (const [kind, file] of [['database', dumpFile], ['filestore', tarFile]] as const) {
+  for (const [kind, file] of [
+    ['database', dumpFile],
+    ['filestore', tarFile],
+  ] as const) {
     const { size } = await stat(file);
     const { rows } = await deps.pool.query<{ expires_at: Date }>(
       `INSERT INTO tenant_backups (tenant, tier, kind, path, size_bytes, expires_at)

@@ -36,7 +36,11 @@ export class ChatError extends Error {
 const EXISTS = 'store.sql_channel.save_channel.exists.app_error';
 
 export interface ChatClient {
-  ensureChannel(room: { name: string; displayName: string; purpose: string }): Promise<{ id: string; created: boolean; restored: boolean }>;
+  ensureChannel(room: {
+    name: string;
+    displayName: string;
+    purpose: string;
+  }): Promise<{ id: string; created: boolean; restored: boolean }>;
   archiveChannel(name: string): Promise<'archived' | 'absent'>;
   getChannel(name: string): Promise<ChatChannel | null>;
 }
@@ -51,7 +55,12 @@ export interface ChatClientOptions {
 }
 
 /** One call of the REST API; an unreachable server (after one retry) is a plain Error. */
-async function chatRequest<T>(opts: ChatClientOptions, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+async function chatRequest<T>(
+  opts: ChatClientOptions,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: T }> {
   const send = () =>
     fetch(new URL(`/api/v4${path}`, opts.baseUrl), {
       method,
@@ -81,7 +90,11 @@ async function chatRequest<T>(opts: ChatClientOptions, method: string, path: str
 /** The ChatError of an unexpected answer, saying what the chat server answered. */
 const chatError = (what: string, status: number, body: unknown) => {
   const { id, message } = (body ?? {}) as { id?: string; message?: string };
-  return new ChatError(`chat server answered ${status} to ${what}: ${message ?? 'no message'}${id ? ` (${id})` : ''}`, status, id);
+  return new ChatError(
+    `chat server answered ${status} to ${what}: ${message ?? 'no message'}${id ? ` (${id})` : ''}`,
+    status,
+    id,
+  );
 };
 
 export function createChatClient(opts: ChatClientOptions): ChatClient {
@@ -137,7 +150,8 @@ export function createChatClient(opts: ChatClientOptions): ChatClient {
       if (!existing) return 'absent';
       if (existing.delete_at > 0) return 'archived';
       const res = await call('DELETE', `/channels/${existing.id}`);
-      const alreadyArchived = res.status === 400 && (res.body as { id?: string }).id === 'api.channel.delete_channel.deleted.app_error';
+      const alreadyArchived =
+        res.status === 400 && (res.body as { id?: string }).id === 'api.channel.delete_channel.deleted.app_error';
       if (res.status !== 200 && !alreadyArchived) throw fail(`archiving channel ${name}`, res.status, res.body);
       return 'archived';
     },

@@ -14,23 +14,31 @@ export class FilestorePathError extends Error {
 
 /** FILESTORE_ROOT/<tenant>, or a FilestorePathError when that would not be a folder directly inside the root. */
 export function filestorePath(root: string, tenant: string): string {
-  if (!TENANT.test(tenant)) throw new FilestorePathError(`refusing filestore path for tenant ${JSON.stringify(tenant)}: not a tenant name`);
+  if (!TENANT.test(tenant))
+    throw new FilestorePathError(`refusing filestore path for tenant ${JSON.stringify(tenant)}: not a tenant name`);
   const base = path.resolve(root);
   const dir = path.resolve(base, tenant);
-  if (path.dirname(dir) !== base) throw new FilestorePathError(`refusing ${dir}: it is not a folder directly inside ${base}`);
+  if (path.dirname(dir) !== base)
+    throw new FilestorePathError(`refusing ${dir}: it is not a folder directly inside ${base}`);
   return dir;
 }
 
 export async function createFilestore(root: string, tenant: string): Promise<{ path: string; created: boolean }> {
   const dir = filestorePath(root, tenant);
-  const existed = await stat(dir).then((s) => s.isDirectory(), () => false);
+  const existed = await stat(dir).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
   await mkdir(dir, { recursive: true, mode: 0o750 });
   return { path: dir, created: !existed };
 }
 
 export async function wipeFilestore(root: string, tenant: string): Promise<{ path: string; wiped: boolean }> {
   const dir = filestorePath(root, tenant);
-  const existed = await stat(dir).then(() => true, () => false);
+  const existed = await stat(dir).then(
+    () => true,
+    () => false,
+  );
   await rm(dir, { recursive: true, force: true });
   return { path: dir, wiped: existed };
 }

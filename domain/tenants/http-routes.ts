@@ -50,13 +50,19 @@ export function createTableRouteDriver(pool: pg.Pool): RouteDriver {
 
 /** The tenant's route, or null when it has none (not provisioned yet, or deprovisioned). */
 export async function routeOfTenant(pool: pg.Pool, tenant: string): Promise<TenantRoute | null> {
-  const { rows } = await pool.query<TenantRoute>('SELECT host, tenant, namespace, database FROM tenant_routes WHERE tenant = $1', [tenant]);
+  const { rows } = await pool.query<TenantRoute>(
+    'SELECT host, tenant, namespace, database FROM tenant_routes WHERE tenant = $1',
+    [tenant],
+  );
   return rows[0] ?? null;
 }
 
 /** The route serving a hostname, or null when no tenant is there (the ERP entry points answer 404). */
 export async function routeOfHost(pool: pg.Pool, host: string): Promise<TenantRoute | null> {
-  const { rows } = await pool.query<TenantRoute>('SELECT host, tenant, namespace, database FROM tenant_routes WHERE host = $1', [host]);
+  const { rows } = await pool.query<TenantRoute>(
+    'SELECT host, tenant, namespace, database FROM tenant_routes WHERE host = $1',
+    [host],
+  );
   return rows[0] ?? null;
 }
 
@@ -71,7 +77,11 @@ export interface TenantWithRoute {
 const TENANT_WITH_ROUTE = `SELECT t.name AS tenant, t.workspace_id AS "workspaceId", t.erp_version AS "erpVersion", r.host, r.namespace, r.database
   FROM tenants t LEFT JOIN tenant_routes r ON r.tenant = t.name`;
 
-type TenantWithRouteRow = Omit<TenantWithRoute, 'route'> & { host: string | null; namespace: string | null; database: string | null };
+type TenantWithRouteRow = Omit<TenantWithRoute, 'route'> & {
+  host: string | null;
+  namespace: string | null;
+  database: string | null;
+};
 
 function tenantWithRouteOf(row: TenantWithRouteRow | undefined): TenantWithRoute | null {
   if (!row) return null;

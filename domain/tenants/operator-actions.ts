@@ -25,7 +25,14 @@ import {
   type TenantLifecycleInput,
   type TenantLifecycleWorkflow,
 } from './workflow-contract.js';
-import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type Condition, type TenantClientSpec, type TenantPhase, type TenantStatus } from './types.js';
+import {
+  TENANT_CLIENT_API_VERSION,
+  TENANT_CLIENT_KIND,
+  type Condition,
+  type TenantClientSpec,
+  type TenantPhase,
+  type TenantStatus,
+} from './types.js';
 
 export interface OperationDeps {
   pool: pg.Pool;
@@ -115,9 +122,14 @@ export async function applyTenantClient(
       ).rows[0]!;
       // the mirror in PostgreSQL may trail an operator action the workflow has just accepted (a
       // cancel answered a moment ago): the workflow's own answer decides when the row still looks active
-      const phase = closedPhases.includes(current.phase) ? current.phase : ((await liveStatus(deps.temporal, name))?.phase ?? current.phase);
+      const phase = closedPhases.includes(current.phase)
+        ? current.phase
+        : ((await liveStatus(deps.temporal, name))?.phase ?? current.phase);
       if (closedPhases.includes(phase)) {
-        throw new AppError('CONFLICT', `TenantClient "${name}" is ${phase.toLowerCase()}; ${phase === 'Cancelled' ? 'reactivate it before applying a new spec' : 'a name is used once (its status and stored backups keep it): apply the tenant under a new name'}.`);
+        throw new AppError(
+          'CONFLICT',
+          `TenantClient "${name}" is ${phase.toLowerCase()}; ${phase === 'Cancelled' ? 'reactivate it before applying a new spec' : 'a name is used once (its status and stored backups keep it): apply the tenant under a new name'}.`,
+        );
       }
       const immutable = immutableChanges(current.spec, spec);
       if (immutable.length) throw new AppError('CONFLICT', problemsDetail(immutable), { errors: immutable });
@@ -148,28 +160,31 @@ export async function applyTenantClient(
         historyLimit: deps.config.TENANT_HISTORY_LIMIT,
       },
     };
-    await deps.temporal.workflow.signalWithStart<TenantLifecycleWorkflow, [ApplyRequest]>(
-      TENANT_LIFECYCLE_WORKFLOW,
-      {
-        workflowId,
-        taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
-        args: [input],
-        signal: applySignal,
-        signalArgs: [{ generation: row.generation, spec }],
-        // a deprovisioned tenant's workflow is never started again; a failed or terminated one may be
-        workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-        staticSummary: `Tenant ${name}: ${spec.tier} tier, ERP ${spec.erpVersion}`,
-        staticDetails: `TenantClient ${name} (uid ${row.uid})\nOwner: ${spec.ownerName} <${spec.ownerEmail}>\nProject: ${spec.projectId}`,
-        typedSearchAttributes: [
-          { key: searchAttributes.tenant, value: name },
-          { key: searchAttributes.workspace, value: name },
-          { key: searchAttributes.tier, value: spec.tier },
-          { key: searchAttributes.erpVersion, value: spec.erpVersion },
-          { key: searchAttributes.currentStep, value: 'queued' },
-        ],
-      },
-    );
-    return { result, name, generation: row.generation, workflowId, temporalUiUrl: temporalUiLink(deps.config, workflowId) };
+    await deps.temporal.workflow.signalWithStart<TenantLifecycleWorkflow, [ApplyRequest]>(TENANT_LIFECYCLE_WORKFLOW, {
+      workflowId,
+      taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+      args: [input],
+      signal: applySignal,
+      signalArgs: [{ generation: row.generation, spec }],
+      // a deprovisioned tenant's workflow is never started again; a failed or terminated one may be
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+      staticSummary: `Tenant ${name}: ${spec.tier} tier, ERP ${spec.erpVersion}`,
+      staticDetails: `TenantClient ${name} (uid ${row.uid})\nOwner: ${spec.ownerName} <${spec.ownerEmail}>\nProject: ${spec.projectId}`,
+      typedSearchAttributes: [
+        { key: searchAttributes.tenant, value: name },
+        { key: searchAttributes.workspace, value: name },
+        { key: searchAttributes.tier, value: spec.tier },
+        { key: searchAttributes.erpVersion, value: spec.erpVersion },
+        { key: searchAttributes.currentStep, value: 'queued' },
+      ],
+    });
+    return {
+      result,
+      name,
+      generation: row.generation,
+      workflowId,
+      temporalUiUrl: temporalUiLink(deps.config, workflowId),
+    };
   });
 }
 
@@ -245,12 +260,17 @@ const ACTION_DEADLINE_MS = 10_000;
 export async function runTenantAction(deps: OperationDeps, name: string, action: TenantAction): Promise<TenantStatus> {
   const row = await loadRow(deps.pool, name);
   if (row.phase === 'Deprovisioned') {
-    throw new AppError('CONFLICT', `TenantClient "${name}" is deprovisioned; there is nothing to ${action.replace(/-/g, ' ')}.`);
+    throw new AppError(
+      'CONFLICT',
+      `TenantClient "${name}" is deprovisioned; there is nothing to ${action.replace(/-/g, ' ')}.`,
+    );
   }
   const handle = deps.temporal.workflow.getHandle(tenantWorkflowId(name));
   try {
     // the workflow answers within a workflow task; without a worker it never would, so do not wait forever
-    return await deps.temporal.connection.withDeadline(Date.now() + ACTION_DEADLINE_MS, () => handle.executeUpdate(actions[action]));
+    return await deps.temporal.connection.withDeadline(Date.now() + ACTION_DEADLINE_MS, () =>
+      handle.executeUpdate(actions[action]),
+    );
   } catch (err) {
     if (isGrpcDeadlineError(err) || isGrpcDeadlineError((err as { cause?: unknown }).cause)) {
       throw new AppError(
@@ -259,10 +279,16 @@ export async function runTenantAction(deps: OperationDeps, name: string, action:
       );
     }
     if (err instanceof WorkflowUpdateFailedError) {
-      throw new AppError('CONFLICT', `Cannot ${action.replace(/-/g, ' ')} TenantClient "${name}": ${err.cause?.message ?? err.message}.`);
+      throw new AppError(
+        'CONFLICT',
+        `Cannot ${action.replace(/-/g, ' ')} TenantClient "${name}": ${err.cause?.message ?? err.message}.`,
+      );
     }
     if (err instanceof WorkflowNotFoundError) {
-      throw new AppError('CONFLICT', `TenantClient "${name}" has no running workflow; apply it again to resume reconciling.`);
+      throw new AppError(
+        'CONFLICT',
+        `TenantClient "${name}" has no running workflow; apply it again to resume reconciling.`,
+      );
     }
     throw err;
   }

@@ -130,7 +130,10 @@ export function validateTenantClient(input: unknown): ValidationResult {
   return { ok: false, problems };
 }
 
-const documentProblem = (message: string): ValidationResult => ({ ok: false, problems: [{ field: '(document)', message }] });
+const documentProblem = (message: string): ValidationResult => ({
+  ok: false,
+  problems: [{ field: '(document)', message }],
+});
 
 /** How deep a parsed value nests (iterative: a hostile document cannot overflow the stack here). */
 function depthOf(root: unknown): number {
@@ -152,17 +155,27 @@ function depthOf(root: unknown): number {
  * and nesting); anything over a bound is a problem with the document, like bad syntax.
  */
 export function parseTenantClient(text: string): ValidationResult {
-  if (Buffer.byteLength(text) > MAX_DOCUMENT_BYTES) return documentProblem(`is larger than ${MAX_DOCUMENT_BYTES / 1024} KiB`);
+  if (Buffer.byteLength(text) > MAX_DOCUMENT_BYTES)
+    return documentProblem(`is larger than ${MAX_DOCUMENT_BYTES / 1024} KiB`);
   let value: unknown;
   try {
     const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
     const first = doc.errors[0]?.message.split('\n')[0];
-    if (first) return documentProblem(/call stack/i.test(first) ? 'is not valid YAML or JSON: it nests too deeply' : `is not valid YAML or JSON: ${first}`);
+    if (first)
+      return documentProblem(
+        /call stack/i.test(first)
+          ? 'is not valid YAML or JSON: it nests too deeply'
+          : `is not valid YAML or JSON: ${first}`,
+      );
     value = doc.toJS({ maxAliasCount: MAX_ALIASES });
   } catch (err) {
     // the yaml package throws ReferenceError for excessive aliases; a RangeError for a stack overflow
     const aliases = err instanceof ReferenceError && /alias/i.test(err.message);
-    return documentProblem(aliases ? `uses YAML aliases too much (at most ${MAX_ALIASES} expansions)` : 'is not valid YAML or JSON: it nests too deeply');
+    return documentProblem(
+      aliases
+        ? `uses YAML aliases too much (at most ${MAX_ALIASES} expansions)`
+        : 'is not valid YAML or JSON: it nests too deeply',
+    );
   }
   if (depthOf(value) > MAX_DEPTH) return documentProblem(`nests deeper than ${MAX_DEPTH} levels`);
   return validateTenantClient(value);
@@ -189,7 +202,10 @@ export function immutableChanges(current: TenantClientSpec, next: TenantClientSp
     });
   }
   if (current.projectId !== next.projectId) {
-    problems.push({ field: 'spec.projectId', message: `cannot change from ${current.projectId} to ${next.projectId}: the chat room and the portal entry are keyed by it` });
+    problems.push({
+      field: 'spec.projectId',
+      message: `cannot change from ${current.projectId} to ${next.projectId}: the chat room and the portal entry are keyed by it`,
+    });
   }
   return problems;
 }

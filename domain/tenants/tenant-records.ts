@@ -30,7 +30,10 @@ export async function reserveSubdomain(
       [spec.subdomain, input.uid],
     );
     if (!inserted.rowCount) {
-      const { rows } = await db.query<{ owner_uid: string }>('SELECT owner_uid FROM subdomain_reservations WHERE subdomain = $1', [spec.subdomain]);
+      const { rows } = await db.query<{ owner_uid: string }>(
+        'SELECT owner_uid FROM subdomain_reservations WHERE subdomain = $1',
+        [spec.subdomain],
+      );
       if (rows[0]?.owner_uid !== input.uid) throw new SubdomainTakenError(spec.subdomain);
     }
     await db.query(
@@ -40,7 +43,10 @@ export async function reserveSubdomain(
          erp_version = EXCLUDED.erp_version, owner_email = EXCLUDED.owner_email, owner_name = EXCLUDED.owner_name`,
       [input.name, spec.projectId, spec.tier, spec.erpVersion, spec.ownerEmail, spec.ownerName],
     );
-    return { reserved: inserted.rowCount ? 'new' : 'already-ours', hostname: tenantHostname(spec.subdomain, input.tenantDomain) };
+    return {
+      reserved: inserted.rowCount ? 'new' : 'already-ours',
+      hostname: tenantHostname(spec.subdomain, input.tenantDomain),
+    };
   });
 }
 
@@ -48,14 +54,25 @@ export async function reserveSubdomain(
  * Mirrors the workflow's status to `tenant_clients` (for `get tenants` and the portal). Only the
  * row of this TenantClient (uid) is written; false when it is not there (yet).
  */
-export async function recordTenantStatus(pool: pg.Pool, input: { name: string; uid: string; status: TenantStatus }): Promise<boolean> {
+export async function recordTenantStatus(
+  pool: pg.Pool,
+  input: { name: string; uid: string; status: TenantStatus },
+): Promise<boolean> {
   const { status } = input;
   const res = await pool.query(
     `UPDATE tenant_clients
         SET observed_generation = $3, phase = $4, conditions = $5, resources = $6, steps = $7, status = $8, updated_at = now()
       WHERE name = $1 AND uid = $2`,
-    [input.name, input.uid, status.observedGeneration, status.phase, JSON.stringify(status.conditions),
-      JSON.stringify(status.resources), JSON.stringify(status.steps), JSON.stringify(status)],
+    [
+      input.name,
+      input.uid,
+      status.observedGeneration,
+      status.phase,
+      JSON.stringify(status.conditions),
+      JSON.stringify(status.resources),
+      JSON.stringify(status.steps),
+      JSON.stringify(status),
+    ],
   );
   return Boolean(res.rowCount);
 }

@@ -25,14 +25,19 @@ export class AddressPolicy {
       .split(',')
       .map((s) => s.trim())
       .filter(Boolean)
-      .map((cidr) => (cidr.includes('/') ? ipaddr.parseCIDR(cidr) : [ipaddr.parse(cidr), ipaddr.parse(cidr).kind() === 'ipv4' ? 32 : 128]));
+      .map((cidr) =>
+        cidr.includes('/')
+          ? ipaddr.parseCIDR(cidr)
+          : [ipaddr.parse(cidr), ipaddr.parse(cidr).kind() === 'ipv4' ? 32 : 128],
+      );
   }
 
   /** Why `ip` may not be connected to, or undefined when it may. */
   refusal(ip: string): string | undefined {
     if (!ipaddr.isValid(ip)) return `"${ip}" is not an IP address`;
     let addr = ipaddr.parse(ip);
-    if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress()) addr = (addr as ipaddr.IPv6).toIPv4Address();
+    if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress())
+      addr = (addr as ipaddr.IPv6).toIPv4Address();
     for (const [net, bits] of this.allowed) if (net.kind() === addr.kind() && addr.match(net, bits)) return undefined;
     const range = addr.range();
     return range === 'unicast' ? undefined : `${ip} is a ${range} address`;
@@ -47,12 +52,18 @@ export class AddressPolicy {
     resolver?.setServers(dnsServers);
     const resolve = (hostname: string, cb: (err: Error | null, addrs: LookupAddress[]) => void) => {
       if (!resolver) return systemLookup(hostname, { all: true }, (err, addrs) => cb(err, addrs ?? []));
-      resolver.resolve4(hostname, (err, addrs) => cb(err, (addrs ?? []).map((address) => ({ address, family: 4 }))));
+      resolver.resolve4(hostname, (err, addrs) =>
+        cb(
+          err,
+          (addrs ?? []).map((address) => ({ address, family: 4 })),
+        ),
+      );
     };
     return (hostname: string, options: { all?: boolean } | number, callback: (...args: unknown[]) => void) => {
       resolve(hostname, (err, addrs) => {
         if (err) return callback(err);
-        if (addrs.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }));
+        if (addrs.length === 0)
+          return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }));
         for (const a of addrs) {
           const why = this.refusal(a.address);
           if (why) return callback(new ForbiddenAddressError(`${hostname} resolves to a forbidden address: ${why}`));

@@ -24,8 +24,17 @@ export async function alertWorkspaceAdmins(
   for (const to of emails) {
     const res = await fetch(new URL('/v1/alert', deps.notificationsUrl), {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': apiKey, 'idempotency-key': `${alert.idempotencyKey}:${to}` },
-      body: JSON.stringify({ to, severity: alert.severity, title: alert.title.slice(0, 200), message: alert.message.slice(0, 10_000) }),
+      headers: {
+        'content-type': 'application/json',
+        'x-api-key': apiKey,
+        'idempotency-key': `${alert.idempotencyKey}:${to}`,
+      },
+      body: JSON.stringify({
+        to,
+        severity: alert.severity,
+        title: alert.title.slice(0, 200),
+        message: alert.message.slice(0, 10_000),
+      }),
       signal: AbortSignal.timeout(15_000),
     });
     if (!res.ok) throw new Error(`notifications service answered ${res.status} to a webhook alert`);

@@ -24,7 +24,10 @@ export interface NewMessage {
  * Records messages and their deliveries (idempotent: a message or delivery recorded before is
  * left as it is) and answers the deliveries that are new, i.e. whose first attempt is still to be made.
  */
-export async function recordMessages(pool: Pool, messages: NewMessage[]): Promise<{ endpointId: string; messageId: string }[]> {
+export async function recordMessages(
+  pool: Pool,
+  messages: NewMessage[],
+): Promise<{ endpointId: string; messageId: string }[]> {
   if (messages.length === 0) return [];
   const pairs = messages.flatMap((m) => m.endpointIds.map((e) => [e, m.id, m.workspaceId] as const));
   const { rows } = await pool.query<{ endpoint_id: string; message_id: string }>(
@@ -100,14 +103,23 @@ export async function recordAttempts(db: Pool | PoolClient, attempts: RecordedAt
   );
 }
 
-export async function setDeliveryStatus(db: Pool | PoolClient, endpointId: string, messageId: string, status: DeliveryStatus, error?: string) {
+export async function setDeliveryStatus(
+  db: Pool | PoolClient,
+  endpointId: string,
+  messageId: string,
+  status: DeliveryStatus,
+  error?: string,
+) {
   await db.query(
     `UPDATE webhook_deliveries SET status = $3, last_error = COALESCE($4, last_error), updated_at = now() WHERE endpoint_id = $1 AND message_id = $2`,
     [endpointId, messageId, status, error ?? null],
   );
 }
 
-export async function messagePayload(db: Pool, messageId: string): Promise<{ payload: string; eventType: string; workspaceId: string } | undefined> {
+export async function messagePayload(
+  db: Pool,
+  messageId: string,
+): Promise<{ payload: string; eventType: string; workspaceId: string } | undefined> {
   const { rows } = await db.query<{ payload: string; event_type: string; workspace_id: string }>(
     'SELECT payload, event_type, workspace_id FROM webhook_messages WHERE id = $1',
     [messageId],
@@ -117,10 +129,10 @@ export async function messagePayload(db: Pool, messageId: string): Promise<{ pay
 
 /** Disables an endpoint (it answered 410 Gone); true when this call disabled it. */
 export async function disableEndpoint(db: Pool, endpointId: string, reason: string): Promise<boolean> {
-  const { rowCount } = await db.query(`UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now() WHERE id = $1 AND enabled`, [
-    endpointId,
-    reason,
-  ]);
+  const { rowCount } = await db.query(
+    `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now() WHERE id = $1 AND enabled`,
+    [endpointId, reason],
+  );
   return (rowCount ?? 0) > 0;
 }
 
@@ -128,7 +140,12 @@ export async function disableEndpoint(db: Pool, endpointId: string, reason: stri
  * Disables an endpoint whose failure clock (`failing_since`) is older than `failingForMs`; answers
  * since when it had been failing when this call disabled it, undefined otherwise.
  */
-export async function disableEndpointFailingFor(db: Pool, endpointId: string, failingForMs: number, reason: string): Promise<{ failingSince: Date } | undefined> {
+export async function disableEndpointFailingFor(
+  db: Pool,
+  endpointId: string,
+  failingForMs: number,
+  reason: string,
+): Promise<{ failingSince: Date } | undefined> {
   const { rows } = await db.query<{ failing_since: Date }>(
     `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now()
       WHERE id = $1 AND enabled AND failing_since < now() - ($3::bigint * interval '1 millisecond')
@@ -204,14 +221,28 @@ export async function handOverStalePendingDeliveries(
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    const { rows } = await client.query<{ endpoint_id: string; message_id: string; workspace_id: string; workspace: string | null; event_type: string }>(
+    const { rows } = await client.query<{
+      endpoint_id: string;
+      message_id: string;
+      workspace_id: string;
+      workspace: string | null;
+      event_type: string;
+    }>(
       `SELECT d.endpoint_id, d.message_id, d.workspace_id, (SELECT slug FROM workspaces w WHERE w.id = d.workspace_id) AS workspace, m.event_type
          FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
         WHERE d.status = 'pending' AND d.created_at < now() - ($1::bigint * interval '1 millisecond')
         ORDER BY d.created_at LIMIT 500 FOR UPDATE OF d SKIP LOCKED`,
       [olderThanMs],
     );
-    const handed = await handOver(rows.map((r) => ({ endpointId: r.endpoint_id, messageId: r.message_id, workspaceId: r.workspace_id, workspace: r.workspace, eventType: r.event_type })));
+    const handed = await handOver(
+      rows.map((r) => ({
+        endpointId: r.endpoint_id,
+        messageId: r.message_id,
+        workspaceId: r.workspace_id,
+        workspace: r.workspace,
+        eventType: r.event_type,
+      })),
+    );
     if (handed.length > 0) {
       await client.query(
         `UPDATE webhook_deliveries d SET status = 'retrying', updated_at = now() FROM unnest($1::uuid[], $2::text[]) AS u(e, m)

@@ -10,15 +10,27 @@ import type { Config } from '../../lib/config.js';
 import { AppError } from '../../lib/errors.js';
 import { searchAttributes } from '../workflow-search-attributes.js';
 import { retryDelay, type WebhookAttemptSummary, type WebhookRetrySettings } from './retry-schedule.js';
-import { WEBHOOK_DELIVERY_WORKFLOW, webhookWorkflowId, type WebhookDeliveryInput, type WebhookDeliveryWorkflow } from './workflow-contract.js';
+import {
+  WEBHOOK_DELIVERY_WORKFLOW,
+  webhookWorkflowId,
+  type WebhookDeliveryInput,
+  type WebhookDeliveryWorkflow,
+} from './workflow-contract.js';
 import { AddressPolicy } from './addresses.js';
 import { WebhookSender } from './http-sender.js';
 
 export const addressPolicy = (config: Config) => new AddressPolicy(config.WEBHOOK_ALLOWED_ADDRESSES);
 
 export function webhookSender(config: Config): WebhookSender {
-  const dnsServers = config.WEBHOOK_DNS_SERVERS.split(',').map((s) => s.trim()).filter(Boolean);
-  return new WebhookSender({ policy: addressPolicy(config), timeoutMs: config.WEBHOOK_TIMEOUT_MS, dnsServers, maxSocketsPerHost: config.WEBHOOK_ENDPOINT_CONCURRENCY * 2 });
+  const dnsServers = config.WEBHOOK_DNS_SERVERS.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  return new WebhookSender({
+    policy: addressPolicy(config),
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    dnsServers,
+    maxSocketsPerHost: config.WEBHOOK_ENDPOINT_CONCURRENCY * 2,
+  });
 }
 
 export const retrySettings = (config: Config): WebhookRetrySettings => ({
@@ -58,8 +70,12 @@ export async function startRetry(
   // after a failed first attempt the run starts after the first retry's wait (± jitter) from the
   // failure: the server holds it durably, no workflow task runs before then (a 410 ends it at once)
   const { failedAt, workspace, ...rest } = d;
-  const firstDelayMs = d.firstAttempt && d.firstAttempt.outcome !== 'gone' ? retryDelay(settings, 0, d.firstAttempt, Math.random) : undefined;
-  const startDelay = firstDelayMs !== undefined ? Math.max(0, firstDelayMs - (failedAt !== undefined ? Date.now() - failedAt : 0)) : 0;
+  const firstDelayMs =
+    d.firstAttempt && d.firstAttempt.outcome !== 'gone'
+      ? retryDelay(settings, 0, d.firstAttempt, Math.random)
+      : undefined;
+  const startDelay =
+    firstDelayMs !== undefined ? Math.max(0, firstDelayMs - (failedAt !== undefined ? Date.now() - failedAt : 0)) : 0;
   const input: WebhookDeliveryInput = { ...rest, settings, ...(firstDelayMs !== undefined ? { firstDelayMs } : {}) };
   try {
     await s.temporal.workflow.start<WebhookDeliveryWorkflow>(WEBHOOK_DELIVERY_WORKFLOW, {
@@ -98,18 +114,31 @@ export async function replay(
   endpointId: string,
   what: { messageId: string } | { since: Date; until: Date },
 ): Promise<{ replayed: string[]; inProgress: string[]; note?: string }> {
-  const { rows } = await pool.query<{ message_id: string; workspace_id: string; workspace: string | null; event_type: string }>(
+  const { rows } = await pool.query<{
+    message_id: string;
+    workspace_id: string;
+    workspace: string | null;
+    event_type: string;
+  }>(
     `SELECT d.message_id, d.workspace_id, w.slug AS workspace, m.event_type
        FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id LEFT JOIN workspaces w ON w.id = d.workspace_id
       WHERE d.endpoint_id = $1 AND ${'messageId' in what ? 'd.message_id = $2' : `d.status = 'failed' AND d.created_at >= $2 AND d.created_at < $3`}
       ORDER BY d.created_at LIMIT 10000`,
     'messageId' in what ? [endpointId, what.messageId] : [endpointId, what.since, what.until],
   );
-  if ('messageId' in what && rows.length === 0) throw new AppError('NOT_FOUND', `No message ${what.messageId} was sent to this endpoint.`);
+  if ('messageId' in what && rows.length === 0)
+    throw new AppError('NOT_FOUND', `No message ${what.messageId} was sent to this endpoint.`);
   const replayed: string[] = [];
   const inProgress: string[] = [];
   for (const r of rows) {
-    const started = await startRetry(s, { endpointId, messageId: r.message_id, workspaceId: r.workspace_id, workspace: r.workspace, eventType: r.event_type, trigger: 'replay' });
+    const started = await startRetry(s, {
+      endpointId,
+      messageId: r.message_id,
+      workspaceId: r.workspace_id,
+      workspace: r.workspace,
+      eventType: r.event_type,
+      trigger: 'replay',
+    });
     if (started) {
       await pool.query(
         `UPDATE webhook_deliveries SET status = 'retrying', replays = replays + 1, updated_at = now() WHERE endpoint_id = $1 AND message_id = $2`,

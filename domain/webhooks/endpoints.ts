@@ -42,7 +42,11 @@ export interface Endpoint {
 const columns = `id, url, description, event_types AS "eventTypes", enabled, disabled_reason AS "disabledReason",
   failing_since AS "failingSince", created_at AS "createdAt", updated_at AS "updatedAt"`;
 
-type Row = Omit<Endpoint, 'createdAt' | 'updatedAt' | 'failingSince'> & { createdAt: Date; updatedAt: Date; failingSince: Date | null };
+type Row = Omit<Endpoint, 'createdAt' | 'updatedAt' | 'failingSince'> & {
+  createdAt: Date;
+  updatedAt: Date;
+  failingSince: Date | null;
+};
 const toEndpoint = (r: Row): Endpoint => ({
   ...r,
   createdAt: r.createdAt.toISOString(),
@@ -59,29 +63,50 @@ export class EndpointRepository {
     private readonly secretsKey: string,
   ) {}
 
-  async create(workspaceId: string, input: { url: string; description?: string; eventTypes?: string[] | null; enabled?: boolean }, secretBytes = 32) {
+  async create(
+    workspaceId: string,
+    input: { url: string; description?: string; eventTypes?: string[] | null; enabled?: boolean },
+    secretBytes = 32,
+  ) {
     const secret = newSecret(secretBytes);
     const { rows } = await this.pool.query<Row>(
       `INSERT INTO webhook_endpoints (workspace_id, url, description, event_types, enabled, secret_sealed)
        VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${columns}`,
-      [workspaceId, input.url, input.description ?? '', input.eventTypes ?? null, input.enabled ?? true, seal(secret, this.secretsKey)],
+      [
+        workspaceId,
+        input.url,
+        input.description ?? '',
+        input.eventTypes ?? null,
+        input.enabled ?? true,
+        seal(secret, this.secretsKey),
+      ],
     );
     return { endpoint: toEndpoint(rows[0]!), secret };
   }
 
   async list(workspaceId: string): Promise<Endpoint[]> {
-    const { rows } = await this.pool.query<Row>(`SELECT ${columns} FROM webhook_endpoints WHERE workspace_id = $1 ORDER BY created_at, id`, [workspaceId]);
+    const { rows } = await this.pool.query<Row>(
+      `SELECT ${columns} FROM webhook_endpoints WHERE workspace_id = $1 ORDER BY created_at, id`,
+      [workspaceId],
+    );
     return rows.map(toEndpoint);
   }
 
   async get(workspaceId: string, id: string): Promise<Endpoint> {
     if (!UUID.test(id)) throw notFound();
-    const { rows } = await this.pool.query<Row>(`SELECT ${columns} FROM webhook_endpoints WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+    const { rows } = await this.pool.query<Row>(
+      `SELECT ${columns} FROM webhook_endpoints WHERE workspace_id = $1 AND id = $2`,
+      [workspaceId, id],
+    );
     if (!rows[0]) throw notFound();
     return toEndpoint(rows[0]);
   }
 
-  async update(workspaceId: string, id: string, patch: { url?: string; description?: string; eventTypes?: string[] | null; enabled?: boolean }) {
+  async update(
+    workspaceId: string,
+    id: string,
+    patch: { url?: string; description?: string; eventTypes?: string[] | null; enabled?: boolean },
+  ) {
     await this.get(workspaceId, id);
     const { rows } = await this.pool.query<Row>(
       `UPDATE webhook_endpoints SET
@@ -94,14 +119,25 @@ export class EndpointRepository {
          failing_since = CASE WHEN $7 IS TRUE THEN NULL ELSE failing_since END,
          updated_at = now()
        WHERE workspace_id = $1 AND id = $2 RETURNING ${columns}`,
-      [workspaceId, id, patch.url ?? null, patch.description ?? null, patch.eventTypes !== undefined, patch.eventTypes ?? null, patch.enabled ?? null],
+      [
+        workspaceId,
+        id,
+        patch.url ?? null,
+        patch.description ?? null,
+        patch.eventTypes !== undefined,
+        patch.eventTypes ?? null,
+        patch.enabled ?? null,
+      ],
     );
     return toEndpoint(rows[0]!);
   }
 
   async remove(workspaceId: string, id: string): Promise<void> {
     if (!UUID.test(id)) throw notFound();
-    const { rowCount } = await this.pool.query(`DELETE FROM webhook_endpoints WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+    const { rowCount } = await this.pool.query(`DELETE FROM webhook_endpoints WHERE workspace_id = $1 AND id = $2`, [
+      workspaceId,
+      id,
+    ]);
     if (!rowCount) throw notFound();
   }
 
@@ -151,9 +187,23 @@ export interface SendingEndpoint {
   secrets: string[];
 }
 
-export async function sendingEndpoints(pool: Pool, secretsKey: string, where: { workspaceId: string } | { id: string }): Promise<SendingEndpoint[]> {
+export async function sendingEndpoints(
+  pool: Pool,
+  secretsKey: string,
+  where: { workspaceId: string } | { id: string },
+): Promise<SendingEndpoint[]> {
   const byId = 'id' in where;
-  const { rows } = await pool.query<{ id: string; workspace_id: string; workspace: string; url: string; enabled: boolean; event_types: string[] | null; s: string; p: string | null; e: Date | null }>(
+  const { rows } = await pool.query<{
+    id: string;
+    workspace_id: string;
+    workspace: string;
+    url: string;
+    enabled: boolean;
+    event_types: string[] | null;
+    s: string;
+    p: string | null;
+    e: Date | null;
+  }>(
     `SELECT id, workspace_id, (SELECT slug FROM workspaces w WHERE w.id = workspace_id) AS workspace, url, enabled, event_types, secret_sealed AS s, previous_secret_sealed AS p, previous_secret_expires_at AS e
        FROM webhook_endpoints WHERE ${byId ? 'id' : 'workspace_id'} = $1`,
     [byId ? where.id : where.workspaceId],

@@ -10,7 +10,8 @@ import { isIP } from 'node:net';
 import { Agent, errors } from 'undici';
 import type { AddressPolicy } from './addresses.js';
 
-export type Outcome = 'ok' | 'gone' | 'redirect' | 'http-status' | 'timeout' | 'connection' | 'forbidden-address' | 'endpoint-disabled';
+export type Outcome =
+  'ok' | 'gone' | 'redirect' | 'http-status' | 'timeout' | 'connection' | 'forbidden-address' | 'endpoint-disabled';
 
 export interface AttemptResult {
   outcome: Outcome;
@@ -45,7 +46,14 @@ class AttemptTimeout extends Error {
 export class WebhookSender {
   private readonly agent: Agent;
 
-  constructor(private readonly opts: { policy: AddressPolicy; timeoutMs: number; dnsServers?: string[]; maxSocketsPerHost?: number }) {
+  constructor(
+    private readonly opts: {
+      policy: AddressPolicy;
+      timeoutMs: number;
+      dnsServers?: string[];
+      maxSocketsPerHost?: number;
+    },
+  ) {
     const lookup = opts.policy.guardedLookup(opts.dnsServers);
     this.agent = new Agent({
       connections: opts.maxSocketsPerHost ?? 64,
@@ -74,7 +82,8 @@ export class WebhookSender {
     } catch {
       return done({ outcome: 'connection', error: 'invalid URL' });
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') return done({ outcome: 'connection', error: `unsupported scheme ${url.protocol}` });
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      return done({ outcome: 'connection', error: `unsupported scheme ${url.protocol}` });
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (isIP(host)) {
       const why = this.opts.policy.refusal(host);
@@ -111,21 +120,40 @@ export class WebhookSender {
       } catch {
         // a body cut short still has its status
       }
-      const outcome: Outcome = status >= 200 && status < 300 ? 'ok' : status === 410 ? 'gone' : status >= 300 && status < 400 ? 'redirect' : 'http-status';
+      const outcome: Outcome =
+        status >= 200 && status < 300
+          ? 'ok'
+          : status === 410
+            ? 'gone'
+            : status >= 300 && status < 400
+              ? 'redirect'
+              : 'http-status';
       return done({
         outcome,
         statusCode: status,
         headers: recorded,
         excerpt: Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8'),
         retryAfterMs: parseRetryAfter(recorded['retry-after']),
-        error: outcome === 'ok' ? null : outcome === 'redirect' ? `answered ${status} (redirects are not followed)` : `answered ${status}`,
+        error:
+          outcome === 'ok'
+            ? null
+            : outcome === 'redirect'
+              ? `answered ${status} (redirects are not followed)`
+              : `answered ${status}`,
       });
     } catch (e) {
       const err = (e instanceof Error ? e : new Error(String(e))) as Error & { code?: string; cause?: unknown };
-      if (abort.signal.aborted || err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError || err instanceof errors.ConnectTimeoutError) {
+      if (
+        abort.signal.aborted ||
+        err instanceof errors.HeadersTimeoutError ||
+        err instanceof errors.BodyTimeoutError ||
+        err instanceof errors.ConnectTimeoutError
+      ) {
         return done({ outcome: 'timeout', error: `no answer within ${this.opts.timeoutMs} ms` });
       }
-      const forbidden = [err, err.cause].find((x): x is Error => x instanceof Error && x.name === 'ForbiddenAddressError');
+      const forbidden = [err, err.cause].find(
+        (x): x is Error => x instanceof Error && x.name === 'ForbiddenAddressError',
+      );
       if (forbidden) return done({ outcome: 'forbidden-address', error: `refused to connect: ${forbidden.message}` });
       return done({ outcome: 'connection', error: `${err.code ?? 'error'}: ${err.message}` });
     } finally {

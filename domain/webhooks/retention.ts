@@ -10,7 +10,11 @@ import type pg from 'pg';
 export const WEBHOOK_RETENTION_SCHEDULE_ID = 'webhook-retention';
 const BATCH = 5_000;
 
-export async function deleteExpiredWebhookHistory(pool: pg.Pool, retentionDays: number, now = new Date()): Promise<{ messages: number; attempts: number }> {
+export async function deleteExpiredWebhookHistory(
+  pool: pg.Pool,
+  retentionDays: number,
+  now = new Date(),
+): Promise<{ messages: number; attempts: number }> {
   const cutoff = new Date(now.getTime() - retentionDays * 86_400_000);
   let messages = 0;
   let attempts = 0;
@@ -43,7 +47,10 @@ export async function deleteExpiredWebhookHistory(pool: pg.Pool, retentionDays: 
 }
 
 /** The daily schedule; the worker ensures it at start-up. */
-export async function ensureWebhookRetentionSchedule(client: Client, opts: { taskQueue: string; retentionDays: number; scheduleId?: string }): Promise<'created' | 'exists'> {
+export async function ensureWebhookRetentionSchedule(
+  client: Client,
+  opts: { taskQueue: string; retentionDays: number; scheduleId?: string },
+): Promise<'created' | 'exists'> {
   const scheduleId = opts.scheduleId ?? WEBHOOK_RETENTION_SCHEDULE_ID;
   try {
     await client.schedule.create({

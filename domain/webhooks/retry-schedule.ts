@@ -5,7 +5,8 @@
  */
 
 /** The attempt outcomes (sender.ts). */
-export type WebhookOutcome = 'ok' | 'gone' | 'redirect' | 'http-status' | 'timeout' | 'connection' | 'forbidden-address' | 'endpoint-disabled';
+export type WebhookOutcome =
+  'ok' | 'gone' | 'redirect' | 'http-status' | 'timeout' | 'connection' | 'forbidden-address' | 'endpoint-disabled';
 
 export interface WebhookAttemptSummary {
   outcome: WebhookOutcome;
@@ -28,11 +29,17 @@ export interface WebhookRetrySettings {
 }
 
 /** How long to wait before retry `n` (0-based) after `last`; undefined once the schedule is spent. */
-export function retryDelay(settings: WebhookRetrySettings, n: number, last: WebhookAttemptSummary, random: () => number): number | undefined {
+export function retryDelay(
+  settings: WebhookRetrySettings,
+  n: number,
+  last: WebhookAttemptSummary,
+  random: () => number,
+): number | undefined {
   const base = settings.scheduleMs[n];
   if (base === undefined) return undefined;
   let delay = base * (1 + settings.jitter * (2 * random() - 1));
-  if (last.retryAfterMs !== null) delay = Math.min(Math.max(last.retryAfterMs, settings.retryAfterMinMs), settings.retryAfterMaxMs);
+  if (last.retryAfterMs !== null)
+    delay = Math.min(Math.max(last.retryAfterMs, settings.retryAfterMinMs), settings.retryAfterMaxMs);
   if (last.statusCode === 429 || last.outcome === 'timeout') delay = Math.max(delay, settings.slowDownMinMs);
   return Math.round(delay);
 }

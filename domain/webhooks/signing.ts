@@ -14,7 +14,8 @@ export function newSecret(bytes = 32): string {
   return SECRET_PREFIX + randomBytes(bytes).toString('base64');
 }
 
-const secretKey = (secret: string) => Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64');
+const secretKey = (secret: string) =>
+  Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64');
 
 /** The `webhook-signature` value: one `v1,` signature per secret (current first). */
 export function signatureHeader(secrets: string[], msgId: string, timestamp: number, body: string): string {
@@ -24,7 +25,13 @@ export function signatureHeader(secrets: string[], msgId: string, timestamp: num
 }
 
 /** The headers of one attempt. */
-export function webhookHeaders(opts: { secrets: string[]; msgId: string; body: string; userAgent: string; now?: number }) {
+export function webhookHeaders(opts: {
+  secrets: string[];
+  msgId: string;
+  body: string;
+  userAgent: string;
+  now?: number;
+}) {
   const timestamp = Math.floor((opts.now ?? Date.now()) / 1000);
   return {
     'content-type': 'application/json',

@@ -25,12 +25,23 @@ export function consentRoutes(app: FastifyInstance, consents: Consents, baseUrl:
 
   app.get<{ Params: { id: string } }>('/v1/consents/:id', async (req) => {
     const c = consents.fromPath(req.params.id);
-    return { access: c.access, recurringIndicator: c.recurringIndicator, validUntil: c.validUntil, frequencyPerDay: c.frequencyPerDay, lastActionDate: c.lastActionDate, consentStatus: c.status };
+    return {
+      access: c.access,
+      recurringIndicator: c.recurringIndicator,
+      validUntil: c.validUntil,
+      frequencyPerDay: c.frequencyPerDay,
+      lastActionDate: c.lastActionDate,
+      consentStatus: c.status,
+    };
   });
 
-  app.get<{ Params: { id: string } }>('/v1/consents/:id/status', async (req) => ({ consentStatus: consents.fromPath(req.params.id).status }));
+  app.get<{ Params: { id: string } }>('/v1/consents/:id/status', async (req) => ({
+    consentStatus: consents.fromPath(req.params.id).status,
+  }));
 
-  app.get<{ Params: { id: string } }>('/v1/consents/:id/authorisations', async (req) => ({ authorisationIds: [consents.fromPath(req.params.id).authorisationId] }));
+  app.get<{ Params: { id: string } }>('/v1/consents/:id/authorisations', async (req) => ({
+    authorisationIds: [consents.fromPath(req.params.id).authorisationId],
+  }));
 
   app.get<{ Params: { id: string; auth: string } }>('/v1/consents/:id/authorisations/:auth', async (req) => {
     const c = consents.fromPath(req.params.id);
@@ -49,7 +60,11 @@ export function scaRoutes(app: FastifyInstance, consents: Consents, bankName: st
   // the SCA redirect: the page the PSU sees, and its form
   app.get<{ Params: { auth: string } }>('/sca/:auth', async (req, reply) => {
     const c = consents.ofAuthorisation(req.params.auth);
-    if (!c) return reply.code(404).type('text/html').send('<!doctype html><title>Unknown</title><p>This authorisation is unknown.</p>');
+    if (!c)
+      return reply
+        .code(404)
+        .type('text/html')
+        .send('<!doctype html><title>Unknown</title><p>This authorisation is unknown.</p>');
     const scope = Object.keys(c.access).join(', ');
     return reply.type('text/html; charset=utf-8').send(`<!doctype html>
 <html><head><meta charset="utf-8"><title>${bankName}: confirm access</title></head>
@@ -66,9 +81,11 @@ export function scaRoutes(app: FastifyInstance, consents: Consents, bankName: st
     const c = consents.ofAuthorisation(req.params.auth);
     if (!c) return reply.code(404).type('text/html').send('<!doctype html><p>This authorisation is unknown.</p>');
     consents.refresh(c);
-    if (c.status !== 'received') return reply.code(409).type('text/html').send(`<!doctype html><p>This consent is ${c.status}.</p>`);
+    if (c.status !== 'received')
+      return reply.code(409).type('text/html').send(`<!doctype html><p>This consent is ${c.status}.</p>`);
     const decision = req.body?.decision;
-    if (decision !== 'approve' && decision !== 'reject') return reply.code(400).type('text/html').send('<!doctype html><p>decision must be approve or reject.</p>');
+    if (decision !== 'approve' && decision !== 'reject')
+      return reply.code(400).type('text/html').send('<!doctype html><p>decision must be approve or reject.</p>');
     c.status = decision === 'approve' ? 'valid' : 'rejected';
     if (c.redirectUri) return reply.code(303).header('location', c.redirectUri).send();
     return reply.type('text/html').send(`<!doctype html><p>Consent ${c.status}. You can close this page.</p>`);
@@ -78,7 +95,8 @@ export function scaRoutes(app: FastifyInstance, consents: Consents, bankName: st
   app.post<{ Params: { auth: string } }>('/sca/:auth/revoke', async (req, reply) => {
     const c = consents.ofAuthorisation(req.params.auth);
     if (!c) return reply.code(404).type('text/html').send('<!doctype html><p>This authorisation is unknown.</p>');
-    if (consents.refresh(c).status !== 'valid') return reply.code(409).type('text/html').send(`<!doctype html><p>This consent is ${c.status}.</p>`);
+    if (consents.refresh(c).status !== 'valid')
+      return reply.code(409).type('text/html').send(`<!doctype html><p>This consent is ${c.status}.</p>`);
     c.status = 'revokedByPsu';
     return reply.type('text/html').send('<!doctype html><p>Access withdrawn.</p>');
   });

@@ -40,16 +40,23 @@ export class Consents {
   establish(req: FastifyRequest): Consent {
     const body = (req.body ?? {}) as Record<string, unknown>;
     const psuIp = req.headers['psu-ip-address'];
-    if (typeof psuIp !== 'string' || !psuIp) throw new PsuError(400, 'FORMAT_ERROR', 'PSU-IP-Address is mandatory for establishing a consent.');
+    if (typeof psuIp !== 'string' || !psuIp)
+      throw new PsuError(400, 'FORMAT_ERROR', 'PSU-IP-Address is mandatory for establishing a consent.');
     const access = body.access;
-    if (!access || typeof access !== 'object' || Array.isArray(access)) throw new PsuError(400, 'FORMAT_ERROR', 'access is missing.');
-    if (typeof body.recurringIndicator !== 'boolean') throw new PsuError(400, 'FORMAT_ERROR', 'recurringIndicator (boolean) is missing.');
-    if (typeof body.validUntil !== 'string' || !DATE.test(body.validUntil)) throw new PsuError(400, 'FORMAT_ERROR', 'validUntil (ISODate) is missing or malformed.');
-    if (typeof body.frequencyPerDay !== 'number' || !Number.isInteger(body.frequencyPerDay) || body.frequencyPerDay < 1) throw new PsuError(400, 'FORMAT_ERROR', 'frequencyPerDay must be a positive integer.');
-    if (typeof body.combinedServiceIndicator !== 'boolean') throw new PsuError(400, 'FORMAT_ERROR', 'combinedServiceIndicator (boolean) is missing.');
+    if (!access || typeof access !== 'object' || Array.isArray(access))
+      throw new PsuError(400, 'FORMAT_ERROR', 'access is missing.');
+    if (typeof body.recurringIndicator !== 'boolean')
+      throw new PsuError(400, 'FORMAT_ERROR', 'recurringIndicator (boolean) is missing.');
+    if (typeof body.validUntil !== 'string' || !DATE.test(body.validUntil))
+      throw new PsuError(400, 'FORMAT_ERROR', 'validUntil (ISODate) is missing or malformed.');
+    if (typeof body.frequencyPerDay !== 'number' || !Number.isInteger(body.frequencyPerDay) || body.frequencyPerDay < 1)
+      throw new PsuError(400, 'FORMAT_ERROR', 'frequencyPerDay must be a positive integer.');
+    if (typeof body.combinedServiceIndicator !== 'boolean')
+      throw new PsuError(400, 'FORMAT_ERROR', 'combinedServiceIndicator (boolean) is missing.');
     const today = this.today();
     if (body.validUntil < today) throw new PsuError(400, 'PERIOD_INVALID', 'validUntil lies in the past.');
-    if (!body.recurringIndicator && body.frequencyPerDay !== 1) throw new PsuError(400, 'FORMAT_ERROR', 'A one-off consent has frequencyPerDay 1.');
+    if (!body.recurringIndicator && body.frequencyPerDay !== 1)
+      throw new PsuError(400, 'FORMAT_ERROR', 'A one-off consent has frequencyPerDay 1.');
     const latest = addDays(today, MAX_CONSENT_DAYS);
     const redirect = req.headers['tpp-redirect-uri'];
     const consent: Consent = {
@@ -72,14 +79,16 @@ export class Consents {
 
   /** Marks a consent expired once its validUntil has passed. */
   refresh(consent: Consent): Consent {
-    if ((consent.status === 'valid' || consent.status === 'received') && consent.validUntil < this.today()) consent.status = 'expired';
+    if ((consent.status === 'valid' || consent.status === 'received') && consent.validUntil < this.today())
+      consent.status = 'expired';
     return consent;
   }
 
   /** The consent a `/v1/consents/{consentId}` path names (unknown: 403 CONSENT_UNKNOWN). */
   fromPath(id: string): Consent {
     const consent = this.byId.get(id);
-    if (!consent) throw new PsuError(403, 'CONSENT_UNKNOWN', 'The consent-ID cannot be matched by the ASPSP relative to the TPP.');
+    if (!consent)
+      throw new PsuError(403, 'CONSENT_UNKNOWN', 'The consent-ID cannot be matched by the ASPSP relative to the TPP.');
     return this.refresh(consent);
   }
 
@@ -93,15 +102,28 @@ export class Consents {
     const id = req.headers['consent-id'];
     if (typeof id !== 'string' || !id) throw new PsuError(400, 'FORMAT_ERROR', 'The Consent-ID header is missing.');
     const consent = this.byId.get(id);
-    if (!consent) throw new PsuError(400, 'CONSENT_UNKNOWN', 'The Consent-ID cannot be matched by the ASPSP relative to the TPP.');
+    if (!consent)
+      throw new PsuError(400, 'CONSENT_UNKNOWN', 'The Consent-ID cannot be matched by the ASPSP relative to the TPP.');
     this.refresh(consent);
-    if (consent.status === 'expired') throw new PsuError(401, 'CONSENT_EXPIRED', `The consent was created by the PSU for a limited time (until ${consent.validUntil}), which has expired.`);
-    if (consent.status !== 'valid') throw new PsuError(401, 'CONSENT_INVALID', `The consent is ${consent.status}, not valid.`);
-    if (!grants(consent.access, kind)) throw new PsuError(401, 'CONSENT_INVALID', `The consent does not grant access to ${kind}.`);
+    if (consent.status === 'expired')
+      throw new PsuError(
+        401,
+        'CONSENT_EXPIRED',
+        `The consent was created by the PSU for a limited time (until ${consent.validUntil}), which has expired.`,
+      );
+    if (consent.status !== 'valid')
+      throw new PsuError(401, 'CONSENT_INVALID', `The consent is ${consent.status}, not valid.`);
+    if (!grants(consent.access, kind))
+      throw new PsuError(401, 'CONSENT_INVALID', `The consent does not grant access to ${kind}.`);
     // a request with PSU-IP-Address is PSU-initiated and does not count against frequencyPerDay
     if (!req.headers['psu-ip-address']) {
       const used = consent.accesses.get(this.today()) ?? 0;
-      if (used >= consent.frequencyPerDay) throw new PsuError(429, 'ACCESS_EXCEEDED', `The access on the account has been exceeding the consented multiplicity per day (${consent.frequencyPerDay}).`);
+      if (used >= consent.frequencyPerDay)
+        throw new PsuError(
+          429,
+          'ACCESS_EXCEEDED',
+          `The access on the account has been exceeding the consented multiplicity per day (${consent.frequencyPerDay}).`,
+        );
       consent.accesses.set(this.today(), used + 1);
     }
     consent.lastActionDate = this.today();
@@ -110,5 +132,10 @@ export class Consents {
 }
 
 function grants(access: Record<string, unknown>, kind: AccessKind): boolean {
-  return access.allPsd2 === 'allAccounts' || access.availableAccounts === 'allAccounts' || Array.isArray(access[kind]) || (kind === 'accounts' && (Array.isArray(access.balances) || Array.isArray(access.transactions)));
+  return (
+    access.allPsd2 === 'allAccounts' ||
+    access.availableAccounts === 'allAccounts' ||
+    Array.isArray(access[kind]) ||
+    (kind === 'accounts' && (Array.isArray(access.balances) || Array.isArray(access.transactions)))
+  );
 }

@@ -33,19 +33,48 @@ function unit(...parts: (string | number)[]): number {
   return createHash('sha256').update(parts.join('|')).digest().readUInt32BE(0) / 2 ** 32;
 }
 
-const COUNTERPARTIES = ['Acme Supplies GmbH', 'Northwind Traders', 'Globex Services', 'Initech AG', 'Umbrella Logistics', 'Stark Retail', 'Wayne Consulting'];
+const COUNTERPARTIES = [
+  'Acme Supplies GmbH',
+  'Northwind Traders',
+  'Globex Services',
+  'Initech AG',
+  'Umbrella Logistics',
+  'Stark Retail',
+  'Wayne Consulting',
+];
 
 export function bankAccounts(bankId: string): Account[] {
   const digits = (seed: string) => String(Math.floor(unit(bankId, seed) * 1e10)).padStart(10, '0');
   return [
-    { resourceId: `${bankId}-cur-1`, iban: `DE89370400440${digits('cur')}`.slice(0, 22), currency: 'EUR', name: 'Business current account', product: 'Girokonto Business', cashAccountType: 'CACC', opening: 25_000 },
-    { resourceId: `${bankId}-sav-1`, iban: `DE27100777770${digits('sav')}`.slice(0, 22), currency: 'EUR', name: 'Reserve savings', product: 'Tagesgeld', cashAccountType: 'SVGS', opening: 80_000 },
+    {
+      resourceId: `${bankId}-cur-1`,
+      iban: `DE89370400440${digits('cur')}`.slice(0, 22),
+      currency: 'EUR',
+      name: 'Business current account',
+      product: 'Girokonto Business',
+      cashAccountType: 'CACC',
+      opening: 25_000,
+    },
+    {
+      resourceId: `${bankId}-sav-1`,
+      iban: `DE27100777770${digits('sav')}`.slice(0, 22),
+      currency: 'EUR',
+      name: 'Reserve savings',
+      product: 'Tagesgeld',
+      cashAccountType: 'SVGS',
+      opening: 80_000,
+    },
   ];
 }
 
 /** The transactions of one account on one day: 0 to 3, fixed by (bank, account, day). */
 export function transactionsOn(bankId: string, account: Account, date: string): BankTransaction[] {
-  const count = account.cashAccountType === 'SVGS' ? (unit(bankId, account.resourceId, date, 'n') < 0.1 ? 1 : 0) : Math.floor(unit(bankId, account.resourceId, date, 'n') * 4);
+  const count =
+    account.cashAccountType === 'SVGS'
+      ? unit(bankId, account.resourceId, date, 'n') < 0.1
+        ? 1
+        : 0
+      : Math.floor(unit(bankId, account.resourceId, date, 'n') * 4);
   const out: BankTransaction[] = [];
   for (let i = 0; i < count; i++) {
     const incoming = unit(account.resourceId, date, i, 'dir') < 0.45;

@@ -74,13 +74,16 @@ export async function startBankStandIn(opts: BankStandInOptions = {}) {
   app.addHook('onRequest', async (req, reply) => {
     if (!req.url.startsWith('/v1/')) return;
     reply.header('x-request-id', requestIdOf(req));
-    if (!validRequestId(req.headers['x-request-id'])) throw new PsuError(400, 'FORMAT_ERROR', 'X-Request-ID (a UUID) is missing or malformed.');
+    if (!validRequestId(req.headers['x-request-id']))
+      throw new PsuError(400, 'FORMAT_ERROR', 'X-Request-ID (a UUID) is missing or malformed.');
   });
 
   // an XS2A resource the bank does not have, in NextGenPSD2's terms
   app.setNotFoundHandler(async (req, reply) => {
     reply.header('x-request-id', requestIdOf(req));
-    return reply.code(404).send(tppMessages('RESOURCE_UNKNOWN', `${req.method} ${req.url.split('?')[0]} is not a resource of this ASPSP.`));
+    return reply
+      .code(404)
+      .send(tppMessages('RESOURCE_UNKNOWN', `${req.method} ${req.url.split('?')[0]} is not a resource of this ASPSP.`));
   });
 
   consentRoutes(app, consents, () => baseUrl);
@@ -108,4 +111,3 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   console.log(`bank stand-in (NextGenPSD2) listening on ${bank.url}`);
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void bank.close());
 }
-

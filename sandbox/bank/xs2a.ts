@@ -15,7 +15,8 @@ export class PsuError extends Error {
 
 export const tppMessages = (code: string, text: string) => ({ tppMessages: [{ category: 'ERROR', code, text }] });
 
-export const validRequestId = (v: unknown): v is string => typeof v === 'string' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v);
+export const validRequestId = (v: unknown): v is string =>
+  typeof v === 'string' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v);
 /** The request's X-Request-ID, or one of the bank's own when it has none that is a UUID. */
 export const requestIdOf = (req: FastifyRequest) => {
   const sent = req.headers['x-request-id'];

@@ -82,21 +82,39 @@ export class ChannelStore {
 
   byId(id: string): Channel {
     if (!VALID_ID.test(id)) {
-      throw new MattermostError(400, 'api.context.invalid_url_param.app_error', 'Invalid or missing channel_id parameter in request URL.');
+      throw new MattermostError(
+        400,
+        'api.context.invalid_url_param.app_error',
+        'Invalid or missing channel_id parameter in request URL.',
+      );
     }
     const c = this.channels.get(id);
-    if (!c) throw new MattermostError(404, 'app.channel.get.existing.app_error', 'Unable to find the existing channel.', 'GetChannel');
+    if (!c)
+      throw new MattermostError(
+        404,
+        'app.channel.get.existing.app_error',
+        'Unable to find the existing channel.',
+        'GetChannel',
+      );
     return c;
   }
 
   /** `POST /api/v4/channels` in `teamId` by `creator`: the body checked as Mattermost checks it. */
   create(body: Partial<Record<keyof Channel, unknown>>, teamId: string, creator: string): Channel {
     if (typeof body !== 'object' || Array.isArray(body)) {
-      throw new MattermostError(400, 'api.context.invalid_body_param.app_error', 'Invalid or missing channel in request body.');
+      throw new MattermostError(
+        400,
+        'api.context.invalid_body_param.app_error',
+        'Invalid or missing channel in request body.',
+      );
     }
     const team = text(body.team_id);
     if (team !== teamId) {
-      throw new MattermostError(403, 'api.context.permissions.app_error', 'You do not have the appropriate permissions.');
+      throw new MattermostError(
+        403,
+        'api.context.permissions.app_error',
+        'You do not have the appropriate permissions.',
+      );
     }
     const name = text(body.name);
     const displayName = text(body.display_name);
@@ -155,7 +173,11 @@ export class ChannelStore {
   archive(id: string): void {
     const c = this.byId(id);
     if (c.delete_at > 0) {
-      throw new MattermostError(400, 'api.channel.delete_channel.deleted.app_error', 'The channel has been archived or deleted.');
+      throw new MattermostError(
+        400,
+        'api.channel.delete_channel.deleted.app_error',
+        'The channel has been archived or deleted.',
+      );
     }
     const now = Date.now();
     c.delete_at = now;
@@ -167,7 +189,11 @@ export class ChannelStore {
   restore(id: string): Channel {
     const c = this.byId(id);
     if (c.delete_at === 0) {
-      throw new MattermostError(400, 'api.channel.restore_channel.restored.app_error', 'Unable to unarchive channel. The channel is not archived.');
+      throw new MattermostError(
+        400,
+        'api.channel.restore_channel.restored.app_error',
+        'Unable to unarchive channel. The channel is not archived.',
+      );
     }
     c.delete_at = 0;
     c.update_at = Date.now();

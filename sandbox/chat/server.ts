@@ -55,7 +55,12 @@ export async function startChatStandIn(opts: {
     const auth = req.headers.authorization ?? '';
     const [scheme, token] = auth.split(' ');
     if (!token || !/^(bearer|token)$/i.test(scheme ?? '') || token !== opts.token) {
-      throw new MattermostError(401, 'api.context.session_expired.app_error', 'Invalid or expired session, please login again.', 'token=');
+      throw new MattermostError(
+        401,
+        'api.context.session_expired.app_error',
+        'Invalid or expired session, please login again.',
+        'token=',
+      );
     }
   });
 
@@ -66,14 +71,21 @@ export async function startChatStandIn(opts: {
     return reply.code(201).send(channel);
   });
 
-  app.get<{ Params: { channel_id: string } }>('/api/v4/channels/:channel_id', async (req) => channels.byId(req.params.channel_id));
+  app.get<{ Params: { channel_id: string } }>('/api/v4/channels/:channel_id', async (req) =>
+    channels.byId(req.params.channel_id),
+  );
 
   app.get<{ Params: { team_id: string; channel_name: string }; Querystring: { include_deleted?: string } }>(
     '/api/v4/teams/:team_id/channels/name/:channel_name',
     async (req) => {
       const c = channels.byName(req.params.team_id, req.params.channel_name);
       if (!c || (c.delete_at > 0 && req.query.include_deleted !== 'true')) {
-        throw new MattermostError(404, 'app.channel.get_by_name.missing.app_error', 'Channel does not exist.', 'GetChannelByName');
+        throw new MattermostError(
+          404,
+          'app.channel.get_by_name.missing.app_error',
+          'Channel does not exist.',
+          'GetChannelByName',
+        );
       }
       return c;
     },
@@ -84,7 +96,9 @@ export async function startChatStandIn(opts: {
     return { status: 'OK' };
   });
 
-  app.post<{ Params: { channel_id: string } }>('/api/v4/channels/:channel_id/restore', async (req) => channels.restore(req.params.channel_id));
+  app.post<{ Params: { channel_id: string } }>('/api/v4/channels/:channel_id/restore', async (req) =>
+    channels.restore(req.params.channel_id),
+  );
 
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-request-id', req.id);
@@ -102,7 +116,11 @@ function answerError(err: Error & { statusCode?: number }, req: FastifyRequest, 
     err instanceof MattermostError
       ? err
       : err.statusCode === 400 || err.statusCode === 415
-        ? new MattermostError(400, 'api.context.invalid_body_param.app_error', 'Invalid or missing channel in request body.')
+        ? new MattermostError(
+            400,
+            'api.context.invalid_body_param.app_error',
+            'Invalid or missing channel in request body.',
+          )
         : new MattermostError(500, 'app.internal_error', 'An internal error occurred.');
   return reply.code(e.statusCode).send({
     id: e.id,

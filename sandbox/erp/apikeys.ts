@@ -75,9 +75,19 @@ class ApiKeyWizards {
   }
 
   /** One call on the API key models, or undefined when `model` is not one of them. */
-  async call(db: pg.Pool, user: KeyUser, model: string, method: string, args: unknown[], kwargs: Record<string, unknown>): Promise<unknown> {
+  async call(
+    db: pg.Pool,
+    user: KeyUser,
+    model: string,
+    method: string,
+    args: unknown[],
+    kwargs: Record<string, unknown>,
+  ): Promise<unknown> {
     if (model === DESCRIPTION) {
-      if (!user.groups.has('base.group_user')) throw accessError("You are not allowed to create 'API Key Description' (res.users.apikeys.description) records.");
+      if (!user.groups.has('base.group_user'))
+        throw accessError(
+          "You are not allowed to create 'API Key Description' (res.users.apikeys.description) records.",
+        );
       if (method === 'create' || method === 'web_save') return this.describe(db, user, method, args, kwargs);
       if (method === 'make_key') {
         // @check_identity: a fresh web session has not confirmed its password in the last 10 minutes
@@ -99,15 +109,28 @@ class ApiKeyWizards {
   }
 
   /** create(ids, vals_list) (not a model method over RPC); web_save(ids, vals, specification) → [{id}] */
-  private async describe(db: pg.Pool, user: KeyUser, method: 'create' | 'web_save', args: unknown[], kwargs: Record<string, unknown>) {
-    if (method === 'web_save' && Array.isArray(args[0]) && args[0].length) throw userError('The API key description cannot be edited');
+  private async describe(
+    db: pg.Pool,
+    user: KeyUser,
+    method: 'create' | 'web_save',
+    args: unknown[],
+    kwargs: Record<string, unknown>,
+  ) {
+    if (method === 'web_save' && Array.isArray(args[0]) && args[0].length)
+      throw userError('The API key description cannot be edited');
     const given = method === 'web_save' ? (args[1] ?? kwargs.vals) : (args[1] ?? kwargs.vals_list);
-    if (given === undefined) throw new OdooError(1, `APIKeyDescription.create() missing 1 required positional argument: 'vals_list'`, 'TypeError');
+    if (given === undefined)
+      throw new OdooError(
+        1,
+        `APIKeyDescription.create() missing 1 required positional argument: 'vals_list'`,
+        'TypeError',
+      );
     const list = (Array.isArray(given) ? given : [given]) as Record<string, unknown>[];
     const ids: number[] = [];
     const max = await maxDuration(db, user);
     for (const vals of list) {
-      if (!vals || typeof vals !== 'object' || typeof vals.name !== 'string' || !vals.name) throw userError('The operation cannot be completed: Description is required');
+      if (!vals || typeof vals !== 'object' || typeof vals.name !== 'string' || !vals.name)
+        throw userError('The operation cannot be completed: Description is required');
       const expiration = expirationOf(vals.duration, max);
       this.descriptions.set(++this.nextId, { owner: user, name: vals.name, expiration });
       ids.push(this.nextId);
@@ -119,7 +142,9 @@ class ApiKeyWizards {
   /** The identity check's password confirmed: the key is made, shown once. */
   private async runCheck(db: pg.Pool, user: KeyUser, ids: unknown) {
     const [id, check] = mine(this.checks, IDENTITY_CHECK, user, ids);
-    const stored = await db.query<{ password: string | null }>('SELECT password FROM res_users WHERE id = $1', [user.uid]);
+    const stored = await db.query<{ password: string | null }>('SELECT password FROM res_users WHERE id = $1', [
+      user.uid,
+    ]);
     if (!check.password || !(await verifyOdooPassword(check.password, stored.rows[0]?.password))) {
       throw userError('Incorrect Password, try again or click on Forgot Password to reset your password.');
     }
@@ -130,18 +155,33 @@ class ApiKeyWizards {
     const key = randomBytes(20).toString('hex');
     await db.query(
       `INSERT INTO res_users_apikeys (name, user_id, scope, expiration_date, key, index) VALUES ($1, $2, NULL, $3, $4, $5)`,
-      [description.name, user.uid, description.expiration?.toISOString().replace('T', ' ').replace('Z', '') ?? null, hashOdooPassword(key, KEY_ROUNDS), key.slice(0, API_KEY_INDEX_SIZE)],
+      [
+        description.name,
+        user.uid,
+        description.expiration?.toISOString().replace('T', ' ').replace('Z', '') ?? null,
+        hashOdooPassword(key, KEY_ROUNDS),
+        key.slice(0, API_KEY_INDEX_SIZE),
+      ],
     );
     return action('res.users.apikeys.show', 'API Key Ready', { context: { default_key: key } });
   }
 }
 
 /** The wizard record `ids` names, if it is the user's own (else Odoo's MissingError). */
-function mine<T extends { owner: KeyUser }>(map: Map<number, T>, model: string, user: KeyUser, ids: unknown): [number, T] {
+function mine<T extends { owner: KeyUser }>(
+  map: Map<number, T>,
+  model: string,
+  user: KeyUser,
+  ids: unknown,
+): [number, T] {
   const id = Array.isArray(ids) ? ids[0] : ids;
   const record = typeof id === 'number' ? map.get(id) : undefined;
   if (!record || record.owner.database !== user.database || record.owner.uid !== user.uid) {
-    throw new OdooError(2, `Record does not exist or has been deleted.\n(Record: ${model}(${String(id)},), User: ${user.uid})`, 'odoo.exceptions.MissingError');
+    throw new OdooError(
+      2,
+      `Record does not exist or has been deleted.\n(Record: ${model}(${String(id)},), User: ${user.uid})`,
+      'odoo.exceptions.MissingError',
+    );
   }
   return [id as number, record];
 }
@@ -161,7 +201,8 @@ function expirationOf(value: unknown, max: number): Date | null {
   const duration = String(value ?? '1');
   const offered = DURATIONS.filter((d) => d <= max).map(String);
   if (max === Infinity) offered.push('0');
-  if (!offered.includes(duration)) throw valueError(`Wrong value for res.users.apikeys.description.duration: '${duration}'`);
+  if (!offered.includes(duration))
+    throw valueError(`Wrong value for res.users.apikeys.description.duration: '${duration}'`);
   const days = Number(duration);
   const today = new Date(new Date().toISOString().slice(0, 10) + 'T00:00:00Z');
   return days ? new Date(today.getTime() + days * 86_400_000) : null;

@@ -12,12 +12,25 @@ import { executeKw, modelsFor, type OrmContext } from './orm.js';
 import { ACCESS } from './security.js';
 import type { Route, TenantDatabases } from './tenant-databases.js';
 
-export type OrmCall = (route: Route, user: UserRights, model: string, method: string, args: unknown[], kwargs: Record<string, unknown>) => Promise<unknown>;
+export type OrmCall = (
+  route: Route,
+  user: UserRights,
+  model: string,
+  method: string,
+  args: unknown[],
+  kwargs: Record<string, unknown>,
+) => Promise<unknown>;
 
 export function automatedOrmCall(tenants: TenantDatabases, log: Logger): OrmCall {
   return (route, user, model, method, args, kwargs) =>
     tenants.onTenantDb(route, async (pool) => {
-      const ctx: OrmContext = { db: pool, version: route.version, uid: user.uid, groups: user.groups, companyIds: user.companyIds };
+      const ctx: OrmContext = {
+        db: pool,
+        version: route.version,
+        uid: user.uid,
+        groups: user.groups,
+        companyIds: user.companyIds,
+      };
       const def = modelsFor(route.version)[model];
       const warn = (msg: string) => log.warn({ tenant: route.tenant, model }, msg);
       const writes = method === 'write' || method === 'action_post';
@@ -26,7 +39,8 @@ export function automatedOrmCall(tenants: TenantDatabases, log: Logger): OrmCall
 
       const written = writes ? [args[0] ?? kwargs.ids].flat().filter((id): id is number => typeof id === 'number') : [];
       const before = new Map<number, number[]>();
-      for (const rule of rules) before.set(rule.actionId, await matching(pool, modelsFor(route.version), def, written, rule.preDomain));
+      for (const rule of rules)
+        before.set(rule.actionId, await matching(pool, modelsFor(route.version), def, written, rule.preDomain));
       const result = await executeKw(ctx, model, method, args, kwargs);
       const created = method === 'create' ? [result].flat().filter((id): id is number => typeof id === 'number') : [];
       const candidates = (rule: WebhookRule) => (method === 'create' ? created : before.get(rule.actionId)!);
@@ -42,12 +56,26 @@ async function superuserOf(ctx: OrmContext, pool: pg.Pool): Promise<OrmContext> 
 }
 
 /** Each rule's webhook post for every candidate record its domain matches after the call. */
-async function runWebhookRules(superuser: OrmContext, model: string, def: ModelDef, rules: WebhookRule[], candidates: (rule: WebhookRule) => number[], warn: (msg: string) => void) {
+async function runWebhookRules(
+  superuser: OrmContext,
+  model: string,
+  def: ModelDef,
+  rules: WebhookRule[],
+  candidates: (rule: WebhookRule) => number[],
+  warn: (msg: string) => void,
+) {
   const pool = superuser.db as pg.Pool;
   for (const rule of rules) {
     for (const id of await matching(pool, modelsFor(superuser.version), def, candidates(rule), rule.domain)) {
-      const [row] = rule.fields.length ? ((await executeKw(superuser, model, 'read', [[id], rule.fields], {})) as Record<string, unknown>[]) : [{}];
-      const body = pythonJson({ ...loadNone(def, row ?? {}), _model: model, _id: id, _action: `${rule.actionName}(#${rule.actionId})` });
+      const [row] = rule.fields.length
+        ? ((await executeKw(superuser, model, 'read', [[id], rule.fields], {})) as Record<string, unknown>[])
+        : [{}];
+      const body = pythonJson({
+        ...loadNone(def, row ?? {}),
+        _model: model,
+        _id: id,
+        _action: `${rule.actionName}(#${rule.actionId})`,
+      });
       await postWebhook(rule.url, body, warn);
     }
   }

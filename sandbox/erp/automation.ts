@@ -81,8 +81,20 @@ const domainOf = (text: string | null): unknown[] | null => {
 };
 
 /** The active "On save" webhook rules on `model` (none when base_automation is not installed). */
-export async function webhookRules(db: pg.Pool | pg.PoolClient, model: string, warn: (msg: string) => void): Promise<WebhookRule[]> {
-  const { rows } = await db.query<{ rule_id: number; action_id: number; action_name: string; pre: string | null; post: string | null; url: string | null; fields: string[] }>(
+export async function webhookRules(
+  db: pg.Pool | pg.PoolClient,
+  model: string,
+  warn: (msg: string) => void,
+): Promise<WebhookRule[]> {
+  const { rows } = await db.query<{
+    rule_id: number;
+    action_id: number;
+    action_name: string;
+    pre: string | null;
+    post: string | null;
+    url: string | null;
+    fields: string[];
+  }>(
     `SELECT a.id AS rule_id, s.id AS action_id, s.name AS action_name, a.filter_pre_domain AS pre, a.filter_domain AS post, s.webhook_url AS url,
             ARRAY(SELECT f.name FROM ir_act_server_webhook_field_rel r JOIN ir_model_fields f ON f.id = r.field_id WHERE r.server_id = s.id ORDER BY f.name) AS fields
        FROM base_automation a
@@ -97,7 +109,15 @@ export async function webhookRules(db: pg.Pool | pg.PoolClient, model: string, w
   for (const r of rows) {
     try {
       if (!r.url) throw new Error('no URL');
-      rules.push({ ruleId: r.rule_id, actionId: r.action_id, actionName: r.action_name, preDomain: domainOf(r.pre), domain: domainOf(r.post), url: r.url, fields: r.fields });
+      rules.push({
+        ruleId: r.rule_id,
+        actionId: r.action_id,
+        actionName: r.action_name,
+        preDomain: domainOf(r.pre),
+        domain: domainOf(r.post),
+        url: r.url,
+        fields: r.fields,
+      });
     } catch (err) {
       warn(`automation rule #${r.rule_id} skipped: ${(err as Error).message}`);
     }
@@ -106,18 +126,30 @@ export async function webhookRules(db: pg.Pool | pg.PoolClient, model: string, w
 }
 
 /** The ids among `ids` that match `domain` (all of them without a domain), as the superuser. */
-export async function matching(db: pg.Pool | pg.PoolClient, models: Record<string, ModelDef>, model: ModelDef, ids: number[], domain: unknown[] | null): Promise<number[]> {
+export async function matching(
+  db: pg.Pool | pg.PoolClient,
+  models: Record<string, ModelDef>,
+  model: ModelDef,
+  ids: number[],
+  domain: unknown[] | null,
+): Promise<number[]> {
   if (!ids.length) return [];
   const b = new SqlBuilder(models);
   const where = b.where(model, domain ?? []);
-  const { rows } = await db.query<{ id: number }>(`SELECT id FROM ${model.table} t WHERE id = ANY(${b.param(ids)}) AND ${where} ORDER BY id`, b.params);
+  const { rows } = await db.query<{ id: number }>(
+    `SELECT id FROM ${model.table} t WHERE id = ANY(${b.param(ids)}) AND ${where} ORDER BY id`,
+    b.params,
+  );
   return rows.map((r) => r.id);
 }
 
 /** What `record.read(fields, load=None)` gives: a many2one is its id, not `[id, name]`. */
 export function loadNone(model: ModelDef, row: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(
-    Object.entries(row).map(([name, value]) => [name, model.fields[name]?.type === 'many2one' && Array.isArray(value) ? value[0] : value]),
+    Object.entries(row).map(([name, value]) => [
+      name,
+      model.fields[name]?.type === 'many2one' && Array.isArray(value) ? value[0] : value,
+    ]),
   );
 }
 
@@ -127,9 +159,15 @@ export function pythonJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(pythonJson).join(', ')}]`;
   if (value && typeof value === 'object') {
     const obj = value as Record<string, unknown>;
-    return `{${Object.keys(obj).sort().map((k) => `${pythonJson(k)}: ${pythonJson(obj[k])}`).join(', ')}}`;
+    return `{${Object.keys(obj)
+      .sort()
+      .map((k) => `${pythonJson(k)}: ${pythonJson(obj[k])}`)
+      .join(', ')}}`;
   }
-  return (JSON.stringify(value ?? null) ?? 'null').replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return (JSON.stringify(value ?? null) ?? 'null').replace(
+    /[\u007f-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 /** `requests.post(url, data=…, headers={'Content-Type': 'application/json'}, timeout=1)`; failures only logged. */
@@ -152,6 +190,10 @@ export async function postWebhook(url: string, body: string, warn: (msg: string)
     await res.arrayBuffer();
     if (res.status >= 400) warn(`Webhook call failed: ${res.status} for ${target.pathname}`);
   } catch (err) {
-    warn((err as Error).name === 'TimeoutError' ? 'Webhook call timed out after 1s - it may or may not have failed.' : `Webhook call failed: ${(err as Error).message}`);
+    warn(
+      (err as Error).name === 'TimeoutError'
+        ? 'Webhook call timed out after 1s - it may or may not have failed.'
+        : `Webhook call failed: ${(err as Error).message}`,
+    );
   }
 }

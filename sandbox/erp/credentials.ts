@@ -31,7 +31,10 @@ export class Credentials {
   async authenticate(route: Route, login: unknown, password: unknown): Promise<number | false> {
     // as Odoo: the database is opened first (a missing one is a fault whatever the credentials)
     const res = await this.tenants.onTenantDb(route, (db) =>
-      db.query<{ id: number; password: string | null }>('SELECT id, password FROM res_users WHERE login = $1 AND active AND NOT share', [String(login)]),
+      db.query<{ id: number; password: string | null }>(
+        'SELECT id, password FROM res_users WHERE login = $1 AND active AND NOT share',
+        [String(login)],
+      ),
     );
     if (typeof login !== 'string' || typeof password !== 'string' || !password) return false;
     const user = res.rows[0];
@@ -50,8 +53,15 @@ export class Credentials {
       if (!check || check.until < Date.now()) {
         // concurrent calls of one user share one password check
         const ok = db
-          .query<{ password: string | null }>('SELECT password FROM res_users WHERE id = $1 AND active AND NOT share', [uid])
-          .then(async (res) => Boolean(res.rows[0]) && ((await verifyOdooPassword(password, res.rows[0]!.password)) || (await checkApiKey(db, password)) === uid));
+          .query<{ password: string | null }>('SELECT password FROM res_users WHERE id = $1 AND active AND NOT share', [
+            uid,
+          ])
+          .then(
+            async (res) =>
+              Boolean(res.rows[0]) &&
+              ((await verifyOdooPassword(password, res.rows[0]!.password)) ||
+                (await checkApiKey(db, password)) === uid),
+          );
         check = { ok, until: Date.now() + AUTH_TTL_MS };
         this.verified.set(key, check);
         ok.then(
@@ -115,7 +125,12 @@ export class WebSessions {
   async live(route: Route, req: IncomingMessage): Promise<WebSession | undefined> {
     const sid = erpSessionId(req);
     const session = sid ? this.sessions.get(sid) : undefined;
-    if (!session || session.database !== route.database || session.until < Date.now() || (await this.sessionToken(route, session.uid).catch(() => null)) !== session.token) {
+    if (
+      !session ||
+      session.database !== route.database ||
+      session.until < Date.now() ||
+      (await this.sessionToken(route, session.uid).catch(() => null)) !== session.token
+    ) {
       if (sid) this.sessions.delete(sid);
       return undefined;
     }
@@ -124,9 +139,15 @@ export class WebSessions {
 
   /** What a session is bound to: the user's password hash and active flag (Odoo's session token). */
   private async sessionToken(route: Route, uid: number): Promise<string> {
-    const res = await this.tenants.onTenantDb(route, (db) => db.query<{ password: string | null; active: boolean }>('SELECT password, active FROM res_users WHERE id = $1', [uid]));
+    const res = await this.tenants.onTenantDb(route, (db) =>
+      db.query<{ password: string | null; active: boolean }>('SELECT password, active FROM res_users WHERE id = $1', [
+        uid,
+      ]),
+    );
     const row = res.rows[0];
     if (!row?.active) throw accessDenied();
-    return createHash('sha256').update(`${uid}\0${row.password ?? ''}`).digest('base64');
+    return createHash('sha256')
+      .update(`${uid}\0${row.password ?? ''}`)
+      .digest('base64');
   }
 }

@@ -44,10 +44,16 @@ const tierSize = {
   enterprise: { customers: 48, vendors: 18, invoicesPerMonth: 14, opening: 150_000, scale: 4 },
 } as const;
 
-const companyNames = { starter: 'Starter Demo GmbH', pro: 'Pro Demo AG', enterprise: 'Enterprise Demo Group SE' } as const;
+const companyNames = {
+  starter: 'Starter Demo GmbH',
+  pro: 'Pro Demo AG',
+  enterprise: 'Enterprise Demo Group SE',
+} as const;
 
 /** The installed modules per tier: the platform's tier catalogue (domain/billing/tiers.ts). */
-const installedByTier = Object.fromEntries(TIERS.map((t) => [t.code, new Set(t.modules.map((mod) => mod.name))])) as Record<Tier, Set<string>>;
+const installedByTier = Object.fromEntries(
+  TIERS.map((t) => [t.code, new Set(t.modules.map((mod) => mod.name))]),
+) as Record<Tier, Set<string>>;
 
 /**
  * `ir.module.module` as Odoo lists it: every module of the addons path (here: the catalogue), the
@@ -68,9 +74,58 @@ export function moduleRows(tier: Tier, version: ErpVersion): Row[] {
   });
 }
 
-const firstNames = ['Anna', 'Ben', 'Clara', 'David', 'Eva', 'Felix', 'Greta', 'Hugo', 'Ida', 'Jonas', 'Lena', 'Max', 'Nora', 'Paul', 'Rosa', 'Tom'];
-const companyWords = ['Alpine', 'Baltic', 'Cedar', 'Delta', 'Ember', 'Fjord', 'Granite', 'Harbor', 'Iris', 'Juniper', 'Kestrel', 'Lumen', 'Meridian', 'Nimbus', 'Orchid', 'Pioneer', 'Quarry', 'Riverside', 'Summit', 'Tidal'];
-const companyKinds = ['Logistics', 'Foods', 'Systems', 'Consulting', 'Textiles', 'Energy', 'Media', 'Tools', 'Labs', 'Retail'];
+const firstNames = [
+  'Anna',
+  'Ben',
+  'Clara',
+  'David',
+  'Eva',
+  'Felix',
+  'Greta',
+  'Hugo',
+  'Ida',
+  'Jonas',
+  'Lena',
+  'Max',
+  'Nora',
+  'Paul',
+  'Rosa',
+  'Tom',
+];
+const companyWords = [
+  'Alpine',
+  'Baltic',
+  'Cedar',
+  'Delta',
+  'Ember',
+  'Fjord',
+  'Granite',
+  'Harbor',
+  'Iris',
+  'Juniper',
+  'Kestrel',
+  'Lumen',
+  'Meridian',
+  'Nimbus',
+  'Orchid',
+  'Pioneer',
+  'Quarry',
+  'Riverside',
+  'Summit',
+  'Tidal',
+];
+const companyKinds = [
+  'Logistics',
+  'Foods',
+  'Systems',
+  'Consulting',
+  'Textiles',
+  'Energy',
+  'Media',
+  'Tools',
+  'Labs',
+  'Retail',
+];
 const cities = ['Berlin', 'Hamburg', 'Munich', 'Cologne', 'Vienna', 'Zurich', 'Leipzig', 'Dresden', 'Bremen', 'Graz'];
 
 /**
@@ -83,27 +138,61 @@ export const GROUPS = {
   accessRights: { id: 2, xmlid: 'base.group_erp_manager', name: 'Access Rights', implies: [1] },
   settings: { id: 4, xmlid: 'base.group_system', name: 'Settings', implies: [2, 1] },
   contactCreation: { id: 9, xmlid: 'base.group_partner_manager', name: 'Contact Creation', implies: [] },
-  accountingReadonly: { id: 22, xmlid: 'account.group_account_readonly', name: 'Show Accounting Features - Readonly', implies: [1] },
+  accountingReadonly: {
+    id: 22,
+    xmlid: 'account.group_account_readonly',
+    name: 'Show Accounting Features - Readonly',
+    implies: [1],
+  },
   accountingBilling: { id: 23, xmlid: 'account.group_account_invoice', name: 'Invoicing', implies: [1] },
   accountingBookkeeper: { id: 25, xmlid: 'account.group_account_user', name: 'Bookkeeper', implies: [23, 22] },
   accountingManager: { id: 26, xmlid: 'account.group_account_manager', name: 'Administrator', implies: [23] },
 } as const;
-export const ACCOUNTS = { receivable: 1, payable: 2, bank: 3, cash: 4, income: 5, expense: 6, taxReceived: 7, taxPaid: 8, equity: 9, suspense: 10 } as const;
+export const ACCOUNTS = {
+  receivable: 1,
+  payable: 2,
+  bank: 3,
+  cash: 4,
+  income: 5,
+  expense: 6,
+  taxReceived: 7,
+  taxPaid: 8,
+  equity: 9,
+  suspense: 10,
+} as const;
 export const JOURNALS = { sale: 1, purchase: 2, bank: 3, cash: 4, misc: 5 } as const;
 
 export function demoData(opts: { tier: Tier; version: ErpVersion; today: string; adminPasswordHash: string }): Tables {
   const { tier, version, today } = opts;
   const size = tierSize[tier];
-  const rnd = seededRandom([...`${tier}:${version}`].reduce((h, c) => Math.imul(h ^ c.charCodeAt(0), 16777619), 2166136261));
+  const rnd = seededRandom(
+    [...`${tier}:${version}`].reduce((h, c) => Math.imul(h ^ c.charCodeAt(0), 16777619), 2166136261),
+  );
   const now = `${today} 08:00:00`;
   const t: Tables = {
     res_currency: [{ id: 1, name: 'EUR', symbol: '€', active: true }],
-    res_company: [{ id: 1, name: companyNames[tier], sequence: 10, currency_id: 1, partner_id: 1, email: `info@${tier}.example.com`, vat: 'DE123456789' }],
+    res_company: [
+      {
+        id: 1,
+        name: companyNames[tier],
+        sequence: 10,
+        currency_id: 1,
+        partner_id: 1,
+        email: `info@${tier}.example.com`,
+        vat: 'DE123456789',
+      },
+    ],
     res_partner: [],
     res_groups: Object.values(GROUPS).map((g) => ({ id: g.id, name: g.name })),
     res_groups_implied_rel: Object.values(GROUPS).flatMap((g) => g.implies.map((hid) => ({ gid: g.id, hid }))),
     ir_model_data: [
-      ...Object.values(GROUPS).map((g) => ({ module: g.xmlid.split('.')[0]!, name: g.xmlid.split('.')[1]!, model: 'res.groups', res_id: g.id, noupdate: false })),
+      ...Object.values(GROUPS).map((g) => ({
+        module: g.xmlid.split('.')[0]!,
+        name: g.xmlid.split('.')[1]!,
+        model: 'res.groups',
+        res_id: g.id,
+        noupdate: false,
+      })),
       { module: 'base', name: 'main_company', model: 'res.company', res_id: 1, noupdate: true },
       { module: 'base', name: 'user_admin', model: 'res.users', res_id: 2, noupdate: true },
     ].map((row, i) => ({ id: i + 1, ...row })),
@@ -112,28 +201,111 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
     res_company_users_rel: [],
     // a template's identity; every clone gets its own (domain/erp/tenant-database.ts), as Odoo's duplication
     ir_config_parameter: [
-      { id: 1, key: 'database.uuid', value: `00000000-0000-4000-8000-${String(Math.abs([...`${tier}${version}`].reduce((h, c) => h * 31 + c.charCodeAt(0), 7))).padStart(12, '0').slice(-12)}` },
+      {
+        id: 1,
+        key: 'database.uuid',
+        value: `00000000-0000-4000-8000-${String(
+          Math.abs([...`${tier}${version}`].reduce((h, c) => h * 31 + c.charCodeAt(0), 7)),
+        )
+          .padStart(12, '0')
+          .slice(-12)}`,
+      },
       { id: 2, key: 'database.secret', value: `template-secret-${tier}-${version}` },
       { id: 3, key: 'database.create_date', value: `${today} 00:00:00` },
     ],
     account_account: [
-      { id: ACCOUNTS.receivable, code: '121000', name: 'Account Receivable', account_type: 'asset_receivable', reconcile: true },
-      { id: ACCOUNTS.payable, code: '211000', name: 'Account Payable', account_type: 'liability_payable', reconcile: true },
+      {
+        id: ACCOUNTS.receivable,
+        code: '121000',
+        name: 'Account Receivable',
+        account_type: 'asset_receivable',
+        reconcile: true,
+      },
+      {
+        id: ACCOUNTS.payable,
+        code: '211000',
+        name: 'Account Payable',
+        account_type: 'liability_payable',
+        reconcile: true,
+      },
       { id: ACCOUNTS.bank, code: '101401', name: 'Bank', account_type: 'asset_cash', reconcile: false },
       { id: ACCOUNTS.cash, code: '101501', name: 'Cash', account_type: 'asset_cash', reconcile: false },
       { id: ACCOUNTS.income, code: '400000', name: 'Product Sales', account_type: 'income', reconcile: false },
       { id: ACCOUNTS.expense, code: '600000', name: 'Expenses', account_type: 'expense', reconcile: false },
-      { id: ACCOUNTS.taxReceived, code: '251000', name: 'Tax Received', account_type: 'liability_current', reconcile: false },
+      {
+        id: ACCOUNTS.taxReceived,
+        code: '251000',
+        name: 'Tax Received',
+        account_type: 'liability_current',
+        reconcile: false,
+      },
       { id: ACCOUNTS.taxPaid, code: '131000', name: 'Tax Paid', account_type: 'asset_current', reconcile: false },
-      { id: ACCOUNTS.equity, code: '999999', name: 'Undistributed Profits/Losses', account_type: 'equity', reconcile: false },
-      { id: ACCOUNTS.suspense, code: '101402', name: 'Bank Suspense Account', account_type: 'asset_current', reconcile: false },
+      {
+        id: ACCOUNTS.equity,
+        code: '999999',
+        name: 'Undistributed Profits/Losses',
+        account_type: 'equity',
+        reconcile: false,
+      },
+      {
+        id: ACCOUNTS.suspense,
+        code: '101402',
+        name: 'Bank Suspense Account',
+        account_type: 'asset_current',
+        reconcile: false,
+      },
     ],
     account_journal: [
-      { id: JOURNALS.sale, name: 'Customer Invoices', code: 'INV', type: 'sale', sequence: 5, default_account_id: ACCOUNTS.income, company_id: 1, active: true },
-      { id: JOURNALS.purchase, name: 'Vendor Bills', code: 'BILL', type: 'purchase', sequence: 6, default_account_id: ACCOUNTS.expense, company_id: 1, active: true },
-      { id: JOURNALS.bank, name: 'Bank', code: 'BNK1', type: 'bank', sequence: 10, default_account_id: ACCOUNTS.bank, company_id: 1, active: true },
-      { id: JOURNALS.cash, name: 'Cash', code: 'CSH1', type: 'cash', sequence: 11, default_account_id: ACCOUNTS.cash, company_id: 1, active: true },
-      { id: JOURNALS.misc, name: 'Miscellaneous Operations', code: 'MISC', type: 'general', sequence: 9, default_account_id: null, company_id: 1, active: true },
+      {
+        id: JOURNALS.sale,
+        name: 'Customer Invoices',
+        code: 'INV',
+        type: 'sale',
+        sequence: 5,
+        default_account_id: ACCOUNTS.income,
+        company_id: 1,
+        active: true,
+      },
+      {
+        id: JOURNALS.purchase,
+        name: 'Vendor Bills',
+        code: 'BILL',
+        type: 'purchase',
+        sequence: 6,
+        default_account_id: ACCOUNTS.expense,
+        company_id: 1,
+        active: true,
+      },
+      {
+        id: JOURNALS.bank,
+        name: 'Bank',
+        code: 'BNK1',
+        type: 'bank',
+        sequence: 10,
+        default_account_id: ACCOUNTS.bank,
+        company_id: 1,
+        active: true,
+      },
+      {
+        id: JOURNALS.cash,
+        name: 'Cash',
+        code: 'CSH1',
+        type: 'cash',
+        sequence: 11,
+        default_account_id: ACCOUNTS.cash,
+        company_id: 1,
+        active: true,
+      },
+      {
+        id: JOURNALS.misc,
+        name: 'Miscellaneous Operations',
+        code: 'MISC',
+        type: 'general',
+        sequence: 9,
+        default_account_id: null,
+        company_id: 1,
+        active: true,
+      },
     ],
     account_move: [],
     account_move_line: [],
@@ -143,7 +315,21 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
   };
 
   // partners: the company, the admin, customers, vendors
-  const partner = (row: Row) => t.res_partner!.push({ customer_rank: 0, supplier_rank: 0, company_id: null, active: true, phone: null, vat: null, street: null, zip: null, city: null, email: null, ...row, complete_name: row.name ?? null });
+  const partner = (row: Row) =>
+    t.res_partner!.push({
+      customer_rank: 0,
+      supplier_rank: 0,
+      company_id: null,
+      active: true,
+      phone: null,
+      vat: null,
+      street: null,
+      zip: null,
+      city: null,
+      email: null,
+      ...row,
+      complete_name: row.name ?? null,
+    });
   partner({ id: 1, name: companyNames[tier], is_company: true, email: `info@${tier}.example.com`, city: 'Berlin' });
   partner({ id: 2, name: 'Mitchell Admin', is_company: false, email: `admin@${tier}.example.com` });
   partner({ id: 3, name: 'OdooBot', is_company: false, active: false });
@@ -158,7 +344,9 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
       id,
       name,
       is_company: true,
-      email: rnd.chance(0.85) ? `${firstNames[i % firstNames.length]!.toLowerCase()}@${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}.example` : null,
+      email: rnd.chance(0.85)
+        ? `${firstNames[i % firstNames.length]!.toLowerCase()}@${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}.example`
+        : null,
       phone: rnd.chance(0.7) ? `+49 30 ${rnd.int(1000000, 9999999)}` : null,
       vat: rnd.chance(0.6) ? `DE${rnd.int(100000000, 999999999)}` : null,
       street: `${rnd.pick(['Hauptstraße', 'Bahnhofstraße', 'Gartenweg', 'Marktplatz'])} ${rnd.int(1, 120)}`,
@@ -172,7 +360,15 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
 
   t.res_users!.push(
     { id: 1, login: '__system__', partner_id: 3, company_id: 1, active: false, share: false, password: null },
-    { id: 2, login: 'admin', partner_id: 2, company_id: 1, active: true, share: false, password: opts.adminPasswordHash },
+    {
+      id: 2,
+      login: 'admin',
+      partner_id: 2,
+      company_id: 1,
+      active: true,
+      share: false,
+      password: opts.adminPasswordHash,
+    },
   );
   for (const g of Object.values(GROUPS)) t.res_groups_users_rel!.push({ gid: g.id, uid: 2 });
   t.res_company_users_rel!.push({ cid: 1, user_id: 1 }, { cid: 1, user_id: 2 });
@@ -188,8 +384,27 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
     sequences.set(key, n);
     return `${key}/${String(n).padStart(5, '0')}`;
   };
-  const moveBase = { ref: null, invoice_date: null, invoice_date_due: null, payment_state: 'not_paid', company_id: 1, currency_id: 1, amount_untaxed: 0, amount_tax: 0, amount_total: 0, amount_residual: 0, amount_untaxed_signed: 0, amount_total_signed: 0, amount_residual_signed: 0, create_date: now, write_date: now };
-  const addLine = (move: Row, row: { account: number; debit: number; credit: number; name: string; residual?: number; maturity?: string | null }) => {
+  const moveBase = {
+    ref: null,
+    invoice_date: null,
+    invoice_date_due: null,
+    payment_state: 'not_paid',
+    company_id: 1,
+    currency_id: 1,
+    amount_untaxed: 0,
+    amount_tax: 0,
+    amount_total: 0,
+    amount_residual: 0,
+    amount_untaxed_signed: 0,
+    amount_total_signed: 0,
+    amount_residual_signed: 0,
+    create_date: now,
+    write_date: now,
+  };
+  const addLine = (
+    move: Row,
+    row: { account: number; debit: number; credit: number; name: string; residual?: number; maturity?: string | null },
+  ) => {
     t.account_move_line!.push({
       id: lineId++,
       move_id: move.id as number,
@@ -213,11 +428,36 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
   };
 
   /** A bank payment (an `entry` in the bank journal) with its bank statement line. */
-  const addPayment = (day: string, partnerId: number | null, amount: number, counterpart: number, label: string, reconciled: boolean) => {
-    const move: Row = { ...moveBase, id: moveId++, name: nextName('BNK1', day), move_type: 'entry', state: 'posted', payment_state: 'not_paid', date: day, partner_id: partnerId, journal_id: JOURNALS.bank, ref: label, amount_total: Math.abs(amount), amount_total_signed: Math.abs(amount) };
+  const addPayment = (
+    day: string,
+    partnerId: number | null,
+    amount: number,
+    counterpart: number,
+    label: string,
+    reconciled: boolean,
+  ) => {
+    const move: Row = {
+      ...moveBase,
+      id: moveId++,
+      name: nextName('BNK1', day),
+      move_type: 'entry',
+      state: 'posted',
+      payment_state: 'not_paid',
+      date: day,
+      partner_id: partnerId,
+      journal_id: JOURNALS.bank,
+      ref: label,
+      amount_total: Math.abs(amount),
+      amount_total_signed: Math.abs(amount),
+    };
     t.account_move!.push(move);
     addLine(move, { account: ACCOUNTS.bank, debit: Math.max(amount, 0), credit: Math.max(-amount, 0), name: label });
-    addLine(move, { account: reconciled ? counterpart : ACCOUNTS.suspense, debit: Math.max(-amount, 0), credit: Math.max(amount, 0), name: label });
+    addLine(move, {
+      account: reconciled ? counterpart : ACCOUNTS.suspense,
+      debit: Math.max(-amount, 0),
+      credit: Math.max(amount, 0),
+      name: label,
+    });
     t.account_bank_statement_line!.push({
       id: statementLineId,
       move_id: move.id as number,
@@ -238,7 +478,19 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
 
   // opening balance, 13 months back, on the bank and the cash account
   const start = addDays(`${today.slice(0, 8)}01`, -365);
-  const opening: Row = { ...moveBase, id: moveId++, name: nextName('MISC', start), move_type: 'entry', state: 'posted', date: start, partner_id: null, journal_id: JOURNALS.misc, ref: 'Opening balance', amount_total: size.opening + 500, amount_total_signed: size.opening + 500 };
+  const opening: Row = {
+    ...moveBase,
+    id: moveId++,
+    name: nextName('MISC', start),
+    move_type: 'entry',
+    state: 'posted',
+    date: start,
+    partner_id: null,
+    journal_id: JOURNALS.misc,
+    ref: 'Opening balance',
+    amount_total: size.opening + 500,
+    amount_total_signed: size.opening + 500,
+  };
   t.account_move!.push(opening);
   addLine(opening, { account: ACCOUNTS.bank, debit: size.opening, credit: 0, name: 'Opening balance' });
   addLine(opening, { account: ACCOUNTS.cash, debit: 500, credit: 0, name: 'Opening balance' });
@@ -250,7 +502,9 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
     const refund = kind.endsWith('refund');
     const sign = (customer ? 1 : -1) * (refund ? -1 : 1);
     const partnerId = rnd.pick(customer ? customers : vendors);
-    const untaxed = round2(rnd.int(150, customer ? 4200 : 2600) * size.scale * (refund ? 0.3 : 1) + rnd.int(0, 99) / 100);
+    const untaxed = round2(
+      rnd.int(150, customer ? 4200 : 2600) * size.scale * (refund ? 0.3 : 1) + rnd.int(0, 99) / 100,
+    );
     const tax = round2(untaxed * 0.19);
     const total = round2(untaxed + tax);
     const terms = rnd.pick([14, 30, 30, 45]);
@@ -305,13 +559,26 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
     const taxAccount = customer ? ACCOUNTS.taxReceived : ACCOUNTS.taxPaid;
     const dr = (amount: number) => ({ debit: sign > 0 ? amount : 0, credit: sign > 0 ? 0 : amount });
     const cr = (amount: number) => ({ debit: sign > 0 ? 0 : amount, credit: sign > 0 ? amount : 0 });
-    addLine(move, { account: counterpart, ...dr(total), name: move.name as string, residual: round2(sign * (state === 'posted' ? residual : total)), maturity: due });
+    addLine(move, {
+      account: counterpart,
+      ...dr(total),
+      name: move.name as string,
+      residual: round2(sign * (state === 'posted' ? residual : total)),
+      maturity: due,
+    });
     addLine(move, { account: revenue, ...cr(untaxed), name: customer ? 'Services' : 'Supplies' });
     addLine(move, { account: taxAccount, ...cr(tax), name: '19%' });
     if (paidOn) {
       const paid = round2(total - residual);
       const recent = (Date.parse(today) - Date.parse(paidOn)) / 86_400_000 < recentDays;
-      addPayment(paidOn, partnerId, round2(sign * paid), counterpart, `${customer ? 'Payment' : 'Vendor payment'} ${move.name}`, !(recent && rnd.chance(0.6)));
+      addPayment(
+        paidOn,
+        partnerId,
+        round2(sign * paid),
+        counterpart,
+        `${customer ? 'Payment' : 'Vendor payment'} ${move.name}`,
+        !(recent && rnd.chance(0.6)),
+      );
     }
   };
 
@@ -319,7 +586,10 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
     const monthStart = new Date(`${today.slice(0, 8)}01T00:00:00Z`);
     monthStart.setUTCMonth(monthStart.getUTCMonth() - m);
     const first = isoDay(monthStart);
-    const last = m === 0 ? today : addDays(isoDay(new Date(Date.UTC(monthStart.getUTCFullYear(), monthStart.getUTCMonth() + 1, 1))), -1);
+    const last =
+      m === 0
+        ? today
+        : addDays(isoDay(new Date(Date.UTC(monthStart.getUTCFullYear(), monthStart.getUTCMonth() + 1, 1))), -1);
     const span = (Date.parse(last) - Date.parse(first)) / 86_400_000;
     const count = m === 0 ? Math.max(2, Math.round((size.invoicesPerMonth * (span + 1)) / 30)) : size.invoicesPerMonth;
     const days = Array.from({ length: count }, () => addDays(first, rnd.int(0, span))).sort();
@@ -328,14 +598,42 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
     if (rnd.chance(0.5)) invoice('out_refund', addDays(first, rnd.int(0, span)));
     if (rnd.chance(0.2)) invoice('in_refund', addDays(first, rnd.int(0, span)));
     // bank fees and an unidentified receipt now and then: statement lines waiting for reconciliation
-    if (m <= 1) addPayment(addDays(first, rnd.int(0, span)), null, -round2(rnd.int(8, 40) + 0.5), ACCOUNTS.expense, 'Bank fees', false);
-    if (m === 0) addPayment(last, null, round2(rnd.int(100, 900) * size.scale), ACCOUNTS.receivable, 'Incoming transfer, reference unknown', false);
+    if (m <= 1)
+      addPayment(
+        addDays(first, rnd.int(0, span)),
+        null,
+        -round2(rnd.int(8, 40) + 0.5),
+        ACCOUNTS.expense,
+        'Bank fees',
+        false,
+      );
+    if (m === 0)
+      addPayment(
+        last,
+        null,
+        round2(rnd.int(100, 900) * size.scale),
+        ACCOUNTS.receivable,
+        'Incoming transfer, reference unknown',
+        false,
+      );
   }
   // the cash box: small expenses
   for (let i = 0; i < 4; i++) {
     const day = addDays(today, -rnd.int(1, 90));
     const amount = round2(rnd.int(5, 60) + 0.9);
-    const move: Row = { ...moveBase, id: moveId++, name: nextName('CSH1', day), move_type: 'entry', state: 'posted', date: day, partner_id: null, journal_id: JOURNALS.cash, ref: 'Office supplies', amount_total: amount, amount_total_signed: amount };
+    const move: Row = {
+      ...moveBase,
+      id: moveId++,
+      name: nextName('CSH1', day),
+      move_type: 'entry',
+      state: 'posted',
+      date: day,
+      partner_id: null,
+      journal_id: JOURNALS.cash,
+      ref: 'Office supplies',
+      amount_total: amount,
+      amount_total_signed: amount,
+    };
     t.account_move!.push(move);
     addLine(move, { account: ACCOUNTS.cash, debit: 0, credit: amount, name: 'Office supplies' });
     addLine(move, { account: ACCOUNTS.expense, debit: amount, credit: 0, name: 'Office supplies' });
@@ -347,46 +645,185 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
   const usd = 2;
   t.res_currency!.push({ id: usd, name: 'USD', symbol: '$', active: true });
   const fx: Row = {
-    ...moveBase, id: moveId++, name: nextName('INV', addDays(today, -50)), move_type: 'out_invoice', state: 'posted', payment_state: 'not_paid',
-    date: addDays(today, -50), invoice_date: addDays(today, -50), invoice_date_due: addDays(today, -20), partner_id: customers[0]!, journal_id: JOURNALS.sale, currency_id: usd,
-    amount_untaxed: 1000, amount_tax: 190, amount_total: 1190, amount_residual: 1190, amount_untaxed_signed: 920, amount_total_signed: 1094.8, amount_residual_signed: 1094.8,
+    ...moveBase,
+    id: moveId++,
+    name: nextName('INV', addDays(today, -50)),
+    move_type: 'out_invoice',
+    state: 'posted',
+    payment_state: 'not_paid',
+    date: addDays(today, -50),
+    invoice_date: addDays(today, -50),
+    invoice_date_due: addDays(today, -20),
+    partner_id: customers[0]!,
+    journal_id: JOURNALS.sale,
+    currency_id: usd,
+    amount_untaxed: 1000,
+    amount_tax: 190,
+    amount_total: 1190,
+    amount_residual: 1190,
+    amount_untaxed_signed: 920,
+    amount_total_signed: 1094.8,
+    amount_residual_signed: 1094.8,
   };
   t.account_move!.push(fx);
-  addLine(fx, { account: ACCOUNTS.receivable, debit: 1094.8, credit: 0, name: fx.name as string, residual: 1094.8, maturity: fx.invoice_date_due as string });
+  addLine(fx, {
+    account: ACCOUNTS.receivable,
+    debit: 1094.8,
+    credit: 0,
+    name: fx.name as string,
+    residual: 1094.8,
+    maturity: fx.invoice_date_due as string,
+  });
   addLine(fx, { account: ACCOUNTS.income, debit: 0, credit: 920, name: 'Services (USD)' });
   addLine(fx, { account: ACCOUNTS.taxReceived, debit: 0, credit: 174.8, name: '19%' });
   if (version !== '17') {
     // 2. (18+) a credit-card journal with a card expense, and a customer invoice whose payment is blocked
-    t.account_account!.push({ id: 11, code: '201100', name: 'Credit Card', account_type: 'liability_current', reconcile: false });
-    t.account_journal!.push({ id: 6, name: 'Credit Card', code: 'CCD1', type: 'credit', sequence: 12, default_account_id: 11, company_id: 1, active: true });
-    const card: Row = { ...moveBase, id: moveId++, name: nextName('CCD1', addDays(today, -3)), move_type: 'entry', state: 'posted', date: addDays(today, -3), partner_id: null, journal_id: 6, ref: 'Software subscription', amount_total: 120, amount_total_signed: 120 };
+    t.account_account!.push({
+      id: 11,
+      code: '201100',
+      name: 'Credit Card',
+      account_type: 'liability_current',
+      reconcile: false,
+    });
+    t.account_journal!.push({
+      id: 6,
+      name: 'Credit Card',
+      code: 'CCD1',
+      type: 'credit',
+      sequence: 12,
+      default_account_id: 11,
+      company_id: 1,
+      active: true,
+    });
+    const card: Row = {
+      ...moveBase,
+      id: moveId++,
+      name: nextName('CCD1', addDays(today, -3)),
+      move_type: 'entry',
+      state: 'posted',
+      date: addDays(today, -3),
+      partner_id: null,
+      journal_id: 6,
+      ref: 'Software subscription',
+      amount_total: 120,
+      amount_total_signed: 120,
+    };
     t.account_move!.push(card);
     addLine(card, { account: 11, debit: 0, credit: 120, name: 'Software subscription' });
     addLine(card, { account: ACCOUNTS.expense, debit: 120, credit: 0, name: 'Software subscription' });
     const blocked: Row = {
-      ...moveBase, id: moveId++, name: nextName('INV', addDays(today, -35)), move_type: 'out_invoice', state: 'posted', payment_state: 'blocked',
-      date: addDays(today, -35), invoice_date: addDays(today, -35), invoice_date_due: addDays(today, -5), partner_id: customers[1]!, journal_id: JOURNALS.sale,
-      amount_untaxed: 500, amount_tax: 95, amount_total: 595, amount_residual: 595, amount_untaxed_signed: 500, amount_total_signed: 595, amount_residual_signed: 595,
+      ...moveBase,
+      id: moveId++,
+      name: nextName('INV', addDays(today, -35)),
+      move_type: 'out_invoice',
+      state: 'posted',
+      payment_state: 'blocked',
+      date: addDays(today, -35),
+      invoice_date: addDays(today, -35),
+      invoice_date_due: addDays(today, -5),
+      partner_id: customers[1]!,
+      journal_id: JOURNALS.sale,
+      amount_untaxed: 500,
+      amount_tax: 95,
+      amount_total: 595,
+      amount_residual: 595,
+      amount_untaxed_signed: 500,
+      amount_total_signed: 595,
+      amount_residual_signed: 595,
     };
     t.account_move!.push(blocked);
-    addLine(blocked, { account: ACCOUNTS.receivable, debit: 595, credit: 0, name: blocked.name as string, residual: 595, maturity: blocked.invoice_date_due as string });
+    addLine(blocked, {
+      account: ACCOUNTS.receivable,
+      debit: 595,
+      credit: 0,
+      name: blocked.name as string,
+      residual: 595,
+      maturity: blocked.invoice_date_due as string,
+    });
     addLine(blocked, { account: ACCOUNTS.income, debit: 0, credit: 500, name: 'Services' });
     addLine(blocked, { account: ACCOUNTS.taxReceived, debit: 0, credit: 95, name: '19%' });
   }
   // 3. a second company, in USD, with its own bank journal and an open invoice (the admin sees both)
-  t.res_partner!.push({ id: 4, name: `${companyNames[tier]} US Inc.`, complete_name: `${companyNames[tier]} US Inc.`, is_company: true, customer_rank: 0, supplier_rank: 0, company_id: null, active: true, phone: null, vat: null, street: null, zip: null, city: 'New York', email: null });
-  t.res_company!.push({ id: 2, name: `${companyNames[tier]} US Inc.`, sequence: 20, currency_id: usd, partner_id: 4, email: `us@${tier}.example.com`, vat: null });
+  t.res_partner!.push({
+    id: 4,
+    name: `${companyNames[tier]} US Inc.`,
+    complete_name: `${companyNames[tier]} US Inc.`,
+    is_company: true,
+    customer_rank: 0,
+    supplier_rank: 0,
+    company_id: null,
+    active: true,
+    phone: null,
+    vat: null,
+    street: null,
+    zip: null,
+    city: 'New York',
+    email: null,
+  });
+  t.res_company!.push({
+    id: 2,
+    name: `${companyNames[tier]} US Inc.`,
+    sequence: 20,
+    currency_id: usd,
+    partner_id: 4,
+    email: `us@${tier}.example.com`,
+    vat: null,
+  });
   t.res_company_users_rel!.push({ cid: 2, user_id: 2 });
   t.account_account!.push({ id: 12, code: '101410', name: 'Bank (US)', account_type: 'asset_cash', reconcile: false });
   t.account_journal!.push(
-    { id: 7, name: 'Customer Invoices (US)', code: 'INVUS', type: 'sale', sequence: 5, default_account_id: ACCOUNTS.income, company_id: 2, active: true },
-    { id: 8, name: 'Bank (US)', code: 'BNKUS', type: 'bank', sequence: 10, default_account_id: 12, company_id: 2, active: true },
+    {
+      id: 7,
+      name: 'Customer Invoices (US)',
+      code: 'INVUS',
+      type: 'sale',
+      sequence: 5,
+      default_account_id: ACCOUNTS.income,
+      company_id: 2,
+      active: true,
+    },
+    {
+      id: 8,
+      name: 'Bank (US)',
+      code: 'BNKUS',
+      type: 'bank',
+      sequence: 10,
+      default_account_id: 12,
+      company_id: 2,
+      active: true,
+    },
   );
   const us = (row: Row) => ({ ...moveBase, company_id: 2, currency_id: usd, ...row });
-  const usOpening: Row = us({ id: moveId++, name: nextName('BNKUS', start), move_type: 'entry', state: 'posted', date: start, partner_id: null, journal_id: 8, ref: 'Opening balance', amount_total: 40_000, amount_total_signed: 40_000 });
+  const usOpening: Row = us({
+    id: moveId++,
+    name: nextName('BNKUS', start),
+    move_type: 'entry',
+    state: 'posted',
+    date: start,
+    partner_id: null,
+    journal_id: 8,
+    ref: 'Opening balance',
+    amount_total: 40_000,
+    amount_total_signed: 40_000,
+  });
   const usInvoice: Row = us({
-    id: moveId++, name: nextName('INVUS', addDays(today, -2)), move_type: 'out_invoice', state: 'posted', payment_state: 'not_paid', date: addDays(today, -2), invoice_date: addDays(today, -2), invoice_date_due: addDays(today, 28),
-    partner_id: customers[2]!, journal_id: 7, amount_untaxed: 7000, amount_tax: 0, amount_total: 7000, amount_residual: 7000, amount_untaxed_signed: 7000, amount_total_signed: 7000, amount_residual_signed: 7000,
+    id: moveId++,
+    name: nextName('INVUS', addDays(today, -2)),
+    move_type: 'out_invoice',
+    state: 'posted',
+    payment_state: 'not_paid',
+    date: addDays(today, -2),
+    invoice_date: addDays(today, -2),
+    invoice_date_due: addDays(today, 28),
+    partner_id: customers[2]!,
+    journal_id: 7,
+    amount_untaxed: 7000,
+    amount_tax: 0,
+    amount_total: 7000,
+    amount_residual: 7000,
+    amount_untaxed_signed: 7000,
+    amount_total_signed: 7000,
+    amount_residual_signed: 7000,
   });
   t.account_move!.push(usOpening, usInvoice);
   const usLine = (move: Row, row: Parameters<typeof addLine>[1]) => {
@@ -395,7 +832,14 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
   };
   usLine(usOpening, { account: 12, debit: 40_000, credit: 0, name: 'Opening balance' });
   usLine(usOpening, { account: ACCOUNTS.equity, debit: 0, credit: 40_000, name: 'Opening balance' });
-  usLine(usInvoice, { account: ACCOUNTS.receivable, debit: 7000, credit: 0, name: usInvoice.name as string, residual: 7000, maturity: usInvoice.invoice_date_due as string });
+  usLine(usInvoice, {
+    account: ACCOUNTS.receivable,
+    debit: 7000,
+    credit: 0,
+    name: usInvoice.name as string,
+    residual: 7000,
+    maturity: usInvoice.invoice_date_due as string,
+  });
   usLine(usInvoice, { account: ACCOUNTS.income, debit: 0, credit: 7000, name: 'Services' });
   return t;
 }

@@ -7,7 +7,24 @@
 import type { FieldDef, ModelDef } from './models.js';
 import { valueError } from './odoo-errors.js';
 
-const OPERATORS = new Set(['=', '!=', '<>', '<', '<=', '>', '>=', 'in', 'not in', 'like', 'not like', 'ilike', 'not ilike', '=like', '=ilike', '=?']);
+const OPERATORS = new Set([
+  '=',
+  '!=',
+  '<>',
+  '<',
+  '<=',
+  '>',
+  '>=',
+  'in',
+  'not in',
+  'like',
+  'not like',
+  'ilike',
+  'not ilike',
+  '=like',
+  '=ilike',
+  '=?',
+]);
 
 /** Python's repr, for Odoo-like error messages. */
 export function pyRepr(value: unknown): string {
@@ -15,8 +32,14 @@ export function pyRepr(value: unknown): string {
   if (value === false) return 'False';
   if (value === null || value === undefined) return 'None';
   if (typeof value === 'string') return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-  if (Array.isArray(value)) return value.length === 3 && typeof value[1] === 'string' ? `(${value.map(pyRepr).join(', ')})` : `[${value.map(pyRepr).join(', ')}]`;
-  if (typeof value === 'object') return `{${Object.entries(value).map(([k, v]) => `${pyRepr(k)}: ${pyRepr(v)}`).join(', ')}}`;
+  if (Array.isArray(value))
+    return value.length === 3 && typeof value[1] === 'string'
+      ? `(${value.map(pyRepr).join(', ')})`
+      : `[${value.map(pyRepr).join(', ')}]`;
+  if (typeof value === 'object')
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${pyRepr(k)}: ${pyRepr(v)}`)
+      .join(', ')}}`;
   return String(value);
 }
 
@@ -80,7 +103,8 @@ export class SqlBuilder {
     if (!field) throw valueError(`Invalid field ${model.name}.${name} in leaf ${pyRepr(leaf)}`);
 
     if (rest.length) {
-      if (field.type !== 'many2one' || !field.relation) throw valueError(`Invalid field ${model.name}.${path} in leaf ${pyRepr(leaf)}`);
+      if (field.type !== 'many2one' || !field.relation)
+        throw valueError(`Invalid field ${model.name}.${path} in leaf ${pyRepr(leaf)}`);
       const comodel = this.models[field.relation]!;
       const sub = this.nextAlias();
       const inner = this.leaf(comodel, [rest.join('.'), rawOperator, value], sub);
@@ -92,7 +116,9 @@ export class SqlBuilder {
       const comodel = this.models[field.relation!]!;
       const sub = this.nextAlias();
       const negative = operator === '!=' || operator === '<>' || operator.startsWith('not ');
-      const positive = negative ? { '!=': '=', '<>': '=', 'not like': 'like', 'not ilike': 'ilike' }[operator] ?? operator : operator;
+      const positive = negative
+        ? ({ '!=': '=', '<>': '=', 'not like': 'like', 'not ilike': 'ilike' }[operator] ?? operator)
+        : operator;
       const inner = this.leaf(comodel, [comodel.recName, positive, value], sub);
       const match = `${alias}.${name} IN (SELECT ${sub}.id FROM ${comodel.table} ${sub} WHERE ${inner})`;
       return negative ? `(${alias}.${name} IS NULL OR NOT ${match})` : match;
@@ -100,7 +126,15 @@ export class SqlBuilder {
     return this.comparison(model, name!, field, operator, value, alias, leaf);
   }
 
-  private comparison(model: ModelDef, name: string, field: FieldDef, operator: string, value: unknown, alias: string, leaf: unknown): string {
+  private comparison(
+    model: ModelDef,
+    name: string,
+    field: FieldDef,
+    operator: string,
+    value: unknown,
+    alias: string,
+    leaf: unknown,
+  ): string {
     const col = this.column(model, name, alias);
     const isEmpty = value === false || value === null;
     switch (operator) {
@@ -124,16 +158,29 @@ export class SqlBuilder {
         if (field.type === 'boolean') {
           // Odoo (expression.py): False stands for false and NULL alike
           const wanted = [true, false].filter((b) => list.includes(b) || (b === false && list.includes(null)));
-          const cond = wanted.length === 2 ? 'TRUE' : wanted[0] === true ? `${col} = true` : wanted.length ? `(${col} IS NULL OR ${col} = false)` : 'FALSE';
+          const cond =
+            wanted.length === 2
+              ? 'TRUE'
+              : wanted[0] === true
+                ? `${col} = true`
+                : wanted.length
+                  ? `(${col} IS NULL OR ${col} = false)`
+                  : 'FALSE';
           return operator === 'in' ? cond : `NOT (${cond})`;
         }
         const present = list.filter((v) => v !== false && v !== null).map((v) => this.scalar(field, v, leaf));
         const withNull = list.length !== present.length;
         if (operator === 'in') {
-          const parts = [present.length ? `${col} = ANY(${this.param(present)})` : 'FALSE', ...(withNull ? [`${col} IS NULL`] : [])];
+          const parts = [
+            present.length ? `${col} = ANY(${this.param(present)})` : 'FALSE',
+            ...(withNull ? [`${col} IS NULL`] : []),
+          ];
           return `(${parts.join(' OR ')})`;
         }
-        const parts = [present.length ? `${col} != ALL(${this.param(present)})` : 'TRUE', ...(withNull ? [`${col} IS NOT NULL`] : [])];
+        const parts = [
+          present.length ? `${col} != ALL(${this.param(present)})` : 'TRUE',
+          ...(withNull ? [`${col} IS NOT NULL`] : []),
+        ];
         return withNull ? `(${parts.join(' AND ')})` : `(${parts[0]} OR ${col} IS NULL)`;
       }
       default: {
@@ -154,11 +201,13 @@ export class SqlBuilder {
   private many2manyLeaf(field: FieldDef, operator: string, value: unknown, alias: string, leaf: unknown): string {
     const link = field.link!;
     const ids = (Array.isArray(value) ? value : [value]).filter((v) => typeof v === 'number');
-    const exists = (cond: string) => `EXISTS (SELECT 1 FROM ${link.table} l WHERE l.${link.column} = ${alias}.id${cond})`;
+    const exists = (cond: string) =>
+      `EXISTS (SELECT 1 FROM ${link.table} l WHERE l.${link.column} = ${alias}.id${cond})`;
     if (operator === '=' && (value === false || value === null)) return `NOT ${exists('')}`;
     if ((operator === '!=' || operator === '<>') && (value === false || value === null)) return exists('');
     if (operator === 'in' || operator === '=') return exists(` AND l.${link.other} = ANY(${this.param(ids)})`);
-    if (operator === 'not in' || operator === '!=' || operator === '<>') return `NOT ${exists(` AND l.${link.other} = ANY(${this.param(ids)})`)}`;
+    if (operator === 'not in' || operator === '!=' || operator === '<>')
+      return `NOT ${exists(` AND l.${link.other} = ANY(${this.param(ids)})`)}`;
     throw valueError(`Invalid leaf ${pyRepr(leaf)}`);
   }
 
@@ -169,14 +218,23 @@ export class SqlBuilder {
 
   /** `ORDER BY` from an Odoo order spec such as `"invoice_date_due asc, id desc"`. */
   orderBy(model: ModelDef, order: string, alias = 't'): string {
-    const parts = order.split(',').map((p) => p.trim()).filter(Boolean);
+    const parts = order
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean);
     return parts
       .map((part) => {
         const match = /^("?)([a-z0-9_]+)\1(?:\s+(asc|desc))?(?:\s+nulls\s+(first|last))?$/i.exec(part);
-        if (!match) throw valueError(`Invalid "order" specified (${order}). A valid "order" specification is a comma-separated list of valid field names (optionally followed by asc/desc for the direction)`);
+        if (!match)
+          throw valueError(
+            `Invalid "order" specified (${order}). A valid "order" specification is a comma-separated list of valid field names (optionally followed by asc/desc for the direction)`,
+          );
         const name = match[2]!;
         const field = model.fields[name];
-        if (!field || field.type === 'many2many') throw valueError(`Invalid "order" specified (${order}). A valid "order" specification is a comma-separated list of valid field names (optionally followed by asc/desc for the direction)`);
+        if (!field || field.type === 'many2many')
+          throw valueError(
+            `Invalid "order" specified (${order}). A valid "order" specification is a comma-separated list of valid field names (optionally followed by asc/desc for the direction)`,
+          );
         const direction = (match[3] ?? 'asc').toUpperCase();
         const nulls = match[4] ? ` NULLS ${match[4].toUpperCase()}` : '';
         return `${this.column(model, name, alias)} ${direction}${nulls}`;

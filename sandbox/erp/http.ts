@@ -35,5 +35,7 @@ export function readBody(req: IncomingMessage): Promise<Buffer> {
 
 export const json = (res: ServerResponse, status: number, body: unknown) =>
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-export const text = (res: ServerResponse, status: number, body: string) => res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' }).end(body);
-export const html = (res: ServerResponse, status: number, body: string) => res.writeHead(status, { 'content-type': 'text/html; charset=utf-8' }).end(body);
+export const text = (res: ServerResponse, status: number, body: string) =>
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' }).end(body);
+export const html = (res: ServerResponse, status: number, body: string) =>
+  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8' }).end(body);

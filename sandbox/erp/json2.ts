@@ -14,7 +14,13 @@ import type { Route } from './tenant-databases.js';
 const NOT_FOUND = ['werkzeug.exceptions.NotFound', 'The requested URL was not found on the server.'] as const;
 
 const fail = (res: ServerResponse, status: number, name: string, message: string) =>
-  json(res, status, { name, message, arguments: [message], context: {}, debug: `Traceback (most recent call last):\n${name}: ${message}\n` });
+  json(res, status, {
+    name,
+    message,
+    arguments: [message],
+    context: {},
+    debug: `Traceback (most recent call last):\n${name}: ${message}\n`,
+  });
 
 export async function json2(erp: ErpServices, route: Route, path: string, req: IncomingMessage, res: ServerResponse) {
   const [, , , model, method, ...more] = path.split('/');
@@ -29,7 +35,8 @@ export async function json2(erp: ErpServices, route: Route, path: string, req: I
     if (!body) return fail(res, 400, 'werkzeug.exceptions.BadRequest', 'Invalid JSON data');
     const { ids, context: _context, ...named } = body;
     const user = await erp.credentials.rights(route, uid);
-    if (model === 'res.users' && method === 'context_get') return json(res, 200, { lang: 'en_US', tz: 'Europe/Brussels' });
+    if (model === 'res.users' && method === 'context_get')
+      return json(res, 200, { lang: 'en_US', tz: 'Europe/Brussels' });
     const args = ids === undefined ? [] : [ids];
     const result = await erp.call(route, user, model, method, args, named);
     return json(res, 200, result ?? null);
@@ -54,6 +61,11 @@ async function namedParameters(req: IncomingMessage): Promise<Record<string, unk
 
 /** The HTTP status JSON-2 answers a fault with: unknown model or method 404, else by fault code. */
 function statusOf(fault: OdooError): number {
-  const unknown = /^Object \S+ doesn't exist$/.test(fault.message) || /^The method '.*' does not exist on the model/.test(fault.message);
-  return unknown ? 404 : ({ 3: 401, 4: 403, 2: 422 } as Record<number, number>)[fault.faultCode] ?? (fault.pythonType === 'TypeError' ? 422 : 500);
+  const unknown =
+    /^Object \S+ doesn't exist$/.test(fault.message) ||
+    /^The method '.*' does not exist on the model/.test(fault.message);
+  return unknown
+    ? 404
+    : (({ 3: 401, 4: 403, 2: 422 } as Record<number, number>)[fault.faultCode] ??
+        (fault.pythonType === 'TypeError' ? 422 : 500));
 }

@@ -248,7 +248,14 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
           type: 'selection',
           string: 'Type',
           // 18 added credit-card journals
-          selection: sel(['sale', 'Sales'], ['purchase', 'Purchase'], ['cash', 'Cash'], ['bank', 'Bank'], ...(version === '17' ? [] : sel(['credit', 'Credit Card'])), ['general', 'Miscellaneous']),
+          selection: sel(
+            ['sale', 'Sales'],
+            ['purchase', 'Purchase'],
+            ['cash', 'Cash'],
+            ['bank', 'Bank'],
+            ...(version === '17' ? [] : sel(['credit', 'Credit Card'])),
+            ['general', 'Miscellaneous'],
+          ),
         },
         sequence: { type: 'integer', string: 'Sequence' },
         default_account_id: { type: 'many2one', string: 'Default Account', relation: 'account.account' },
@@ -268,9 +275,17 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
         name: { type: 'char', string: 'Number' },
         ref: { type: 'char', string: 'Reference' },
         move_type: { type: 'selection', string: 'Type', selection: MOVE_TYPES },
-        state: { type: 'selection', string: 'Status', selection: sel(['draft', 'Draft'], ['posted', 'Posted'], ['cancel', 'Cancelled']) },
+        state: {
+          type: 'selection',
+          string: 'Status',
+          selection: sel(['draft', 'Draft'], ['posted', 'Posted'], ['cancel', 'Cancelled']),
+        },
         // 18 added `blocked` (payment on hold: still due)
-        payment_state: { type: 'selection', string: 'Payment Status', selection: version === '17' ? PAYMENT_STATES : [...PAYMENT_STATES, ['blocked', 'Blocked']] },
+        payment_state: {
+          type: 'selection',
+          string: 'Payment Status',
+          selection: version === '17' ? PAYMENT_STATES : [...PAYMENT_STATES, ['blocked', 'Blocked']],
+        },
         date: { type: 'date', string: 'Date' },
         invoice_date: { type: 'date', string: 'Invoice/Bill Date' },
         invoice_date_due: { type: 'date', string: 'Due Date' },
@@ -304,7 +319,11 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
         company_id: { type: 'many2one', string: 'Company', relation: 'res.company' },
         date: { type: 'date', string: 'Date' },
         date_maturity: { type: 'date', string: 'Due Date' },
-        parent_state: { type: 'selection', string: 'Status', selection: sel(['draft', 'Draft'], ['posted', 'Posted'], ['cancel', 'Cancelled']) },
+        parent_state: {
+          type: 'selection',
+          string: 'Status',
+          selection: sel(['draft', 'Draft'], ['posted', 'Posted'], ['cancel', 'Cancelled']),
+        },
         debit: { type: 'monetary', string: 'Debit' },
         credit: { type: 'monetary', string: 'Credit' },
         balance: { type: 'monetary', string: 'Balance' },
@@ -347,7 +366,14 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
         state: {
           type: 'selection',
           string: 'Status',
-          selection: sel(['uninstallable', 'Uninstallable'], ['uninstalled', 'Not Installed'], ['installed', 'Installed'], ['to upgrade', 'To be upgraded'], ['to remove', 'To be removed'], ['to install', 'To be installed']),
+          selection: sel(
+            ['uninstallable', 'Uninstallable'],
+            ['uninstalled', 'Not Installed'],
+            ['installed', 'Installed'],
+            ['to upgrade', 'To be upgraded'],
+            ['to remove', 'To be removed'],
+            ['to install', 'To be installed'],
+          ),
         },
         latest_version: { type: 'char', string: 'Installed Version' },
         application: { type: 'boolean', string: 'Application' },
@@ -361,7 +387,11 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
       description: 'Models',
       order: 'model',
       recName: 'name',
-      fields: { ...common(), name: { type: 'char', string: 'Model Description' }, model: { type: 'char', string: 'Model' } },
+      fields: {
+        ...common(),
+        name: { type: 'char', string: 'Model Description' },
+        model: { type: 'char', string: 'Model' },
+      },
     },
     {
       name: 'ir.model.fields',
@@ -395,11 +425,24 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
         trigger: {
           type: 'selection',
           string: 'Trigger',
-          selection: sel(['on_state_set', 'State is set to'], ['on_create_or_write', 'On save'], ['on_create', 'On creation'], ['on_write', 'On update'], ['on_unlink', 'On deletion'], ['on_time', 'Based on date field'], ['on_webhook', 'On webhook']),
+          selection: sel(
+            ['on_state_set', 'State is set to'],
+            ['on_create_or_write', 'On save'],
+            ['on_create', 'On creation'],
+            ['on_write', 'On update'],
+            ['on_unlink', 'On deletion'],
+            ['on_time', 'Based on date field'],
+            ['on_webhook', 'On webhook'],
+          ),
         },
         filter_pre_domain: { type: 'char', string: 'Before Update Domain' },
         filter_domain: { type: 'char', string: 'Apply on' },
-        action_server_ids: { type: 'one2many', string: 'Actions', relation: 'ir.actions.server', inverse: 'base_automation_id' },
+        action_server_ids: {
+          type: 'one2many',
+          string: 'Actions',
+          relation: 'ir.actions.server',
+          inverse: 'base_automation_id',
+        },
       },
     },
     {
@@ -415,9 +458,23 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
         state: {
           type: 'selection',
           string: 'Type',
-          selection: sel(['object_write', 'Update Record'], ['object_create', 'Create Record'], ['code', 'Execute Code'], ['webhook', 'Send Webhook Notification'], ['multi', 'Execute Existing Actions']),
+          selection: sel(
+            ['object_write', 'Update Record'],
+            ['object_create', 'Create Record'],
+            ['code', 'Execute Code'],
+            ['webhook', 'Send Webhook Notification'],
+            ['multi', 'Execute Existing Actions'],
+          ),
         },
-        usage: { type: 'selection', string: 'Usage', selection: sel(['ir_actions_server', 'Server Action'], ['ir_cron', 'Scheduled Action'], ['base_automation', 'Automation Rule']) },
+        usage: {
+          type: 'selection',
+          string: 'Usage',
+          selection: sel(
+            ['ir_actions_server', 'Server Action'],
+            ['ir_cron', 'Scheduled Action'],
+            ['base_automation', 'Automation Rule'],
+          ),
+        },
         sequence: { type: 'integer', string: 'Sequence' },
         webhook_url: { type: 'char', string: 'Webhook URL' },
         webhook_field_ids: {
@@ -451,7 +508,15 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
         state: {
           type: 'selection',
           string: 'Status',
-          selection: sel(['draft', 'New'], ['waiting', 'Waiting Another Move'], ['confirmed', 'Waiting Availability'], ['partially_available', 'Partially Available'], ['assigned', 'Available'], ['done', 'Done'], ['cancel', 'Cancelled']),
+          selection: sel(
+            ['draft', 'New'],
+            ['waiting', 'Waiting Another Move'],
+            ['confirmed', 'Waiting Availability'],
+            ['partially_available', 'Partially Available'],
+            ['assigned', 'Available'],
+            ['done', 'Done'],
+            ['cancel', 'Cancelled'],
+          ),
         },
       },
     },
@@ -481,7 +546,8 @@ function tableSql(model: ModelDef, links: Set<string>, ifNotExists = ''): string
     .filter(([, f]) => !f.sql && f.type !== 'many2many' && f.type !== 'one2many')
     .map(([name, f]) => {
       if (name === 'id') return 'id serial PRIMARY KEY';
-      if (name === 'create_date' || name === 'write_date') return `${name} timestamp without time zone DEFAULT (now() at time zone 'UTC')`;
+      if (name === 'create_date' || name === 'write_date')
+        return `${name} timestamp without time zone DEFAULT (now() at time zone 'UTC')`;
       return `${name} ${sqlTypes[f.type]}${f.required ? ' NOT NULL' : ''}`;
     });
   statements.push(`CREATE TABLE ${ifNotExists}${model.table} (\n  ${columns.join(',\n  ')}\n)`);
@@ -505,7 +571,9 @@ export function odooSchemaSql(version: ErpVersion): string {
   statements.push('CREATE UNIQUE INDEX ir_model_data_module_name_uniq_index ON ir_model_data (module, name)');
   statements.push('CREATE INDEX account_move_line_move_id_idx ON account_move_line (move_id)');
   statements.push('CREATE INDEX account_move_move_type_idx ON account_move (move_type, state)');
-  statements.push('ALTER TABLE account_bank_statement_line ADD CONSTRAINT account_bank_statement_line_unique_import_id UNIQUE (unique_import_id)');
+  statements.push(
+    'ALTER TABLE account_bank_statement_line ADD CONSTRAINT account_bank_statement_line_unique_import_id UNIQUE (unique_import_id)',
+  );
   // Odoo keeps passwords in a column the ORM never returns through read().
   statements.push('ALTER TABLE res_users ADD COLUMN password varchar');
   statements.push(API_KEYS_TABLE_SQL);
@@ -538,7 +606,9 @@ export function odooSchemaUpgradeSql(version: ErpVersion): string {
   const models = odooModels(version);
   const links = new Set<string>();
   // layout 8: the models and fields registry, automation rules and server actions, stock moves
-  const added = ['ir.model', 'ir.model.fields', 'base.automation', 'ir.actions.server', 'stock.move'].flatMap((name) => tableSql(models[name]!, links, 'IF NOT EXISTS '));
+  const added = ['ir.model', 'ir.model.fields', 'base.automation', 'ir.actions.server', 'stock.move'].flatMap((name) =>
+    tableSql(models[name]!, links, 'IF NOT EXISTS '),
+  );
   return `
 ALTER TABLE account_bank_statement_line ADD COLUMN IF NOT EXISTS unique_import_id varchar;
 CREATE UNIQUE INDEX IF NOT EXISTS account_bank_statement_line_unique_import_id ON account_bank_statement_line (unique_import_id);
@@ -557,7 +627,9 @@ const sqlLiteral = (v: string) => `'${v.replace(/'/g, "''")}'`;
  */
 export function registerModelSql(model: ModelDef): string {
   const name = sqlLiteral(model.name);
-  const installed = model.module ? ` AND EXISTS (SELECT 1 FROM ir_module_module WHERE name = ${sqlLiteral(model.module)} AND state = 'installed')` : '';
+  const installed = model.module
+    ? ` AND EXISTS (SELECT 1 FROM ir_module_module WHERE name = ${sqlLiteral(model.module)} AND state = 'installed')`
+    : '';
   const fields = Object.entries(model.fields)
     .map(([n, f]) => `(${sqlLiteral(n)}, ${sqlLiteral(f.string)}, ${sqlLiteral(f.type)})`)
     .join(', ');
@@ -571,14 +643,24 @@ INSERT INTO ir_model_fields (name, field_description, model, model_id, ttype)
  * `ir.model` and `ir.model.fields` as Odoo fills them from its registry: here, from the definitions
  * above, for the models of the installed modules.
  */
-export function irModelRows(version: ErpVersion, installed: ReadonlySet<string>): { ir_model: Record<string, string | number>[]; ir_model_fields: Record<string, string | number>[] } {
+export function irModelRows(
+  version: ErpVersion,
+  installed: ReadonlySet<string>,
+): { ir_model: Record<string, string | number>[]; ir_model_fields: Record<string, string | number>[] } {
   const ir_model: Record<string, string | number>[] = [];
   const ir_model_fields: Record<string, string | number>[] = [];
   Object.values(odooModels(version)).forEach((model, i) => {
     if (model.module && !installed.has(model.module)) return;
     ir_model.push({ id: i + 1, name: model.description, model: model.name });
     for (const [name, field] of Object.entries(model.fields)) {
-      ir_model_fields.push({ id: ir_model_fields.length + 1, name, field_description: field.string, model: model.name, model_id: i + 1, ttype: field.type });
+      ir_model_fields.push({
+        id: ir_model_fields.length + 1,
+        name,
+        field_description: field.string,
+        model: model.name,
+        model_id: i + 1,
+        ttype: field.type,
+      });
     }
   });
   return { ir_model, ir_model_fields };

@@ -40,8 +40,13 @@ export function toFault(err: unknown): OdooError {
   if (err instanceof OdooError) return err;
   const code = (err as { code?: unknown }).code;
   // PostgreSQL rejected a value (e.g. a malformed date in a domain): psycopg2 raises, Odoo answers fault 1
-  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return new OdooError(1, (err as Error).message, 'psycopg2.errors.DatabaseError');
-  if (err instanceof Error && err.name !== 'TypeError' && /XML|Unexpected|Invalid|Not a method call|method name/i.test(err.message)) {
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code))
+    return new OdooError(1, (err as Error).message, 'psycopg2.errors.DatabaseError');
+  if (
+    err instanceof Error &&
+    err.name !== 'TypeError' &&
+    /XML|Unexpected|Invalid|Not a method call|method name/i.test(err.message)
+  ) {
     return new OdooError(1, err.message, 'xml.parsers.expat.ExpatError');
   }
   return new OdooError(1, 'Internal error', 'Exception');

@@ -11,7 +11,10 @@ export const actionMethods: Record<string, Method> = {
    */
   async action_post(ctx, model, a) {
     const ids = idsOf(a.ids);
-    const { rows } = await ctx.db.query<{ id: number; state: string }>('SELECT id, state FROM account_move WHERE id = ANY($1)', [ids]);
+    const { rows } = await ctx.db.query<{ id: number; state: string }>(
+      'SELECT id, state FROM account_move WHERE id = ANY($1)',
+      [ids],
+    );
     const notDraft = rows.find((r) => r.state !== 'draft');
     if (notDraft) throw userError(`The entry (id ${notDraft.id}) is already posted.`);
     if (rows.length !== ids.length) throw missingRecords(model.name, ids, ctx.uid);
@@ -32,11 +35,17 @@ export const actionMethods: Record<string, Method> = {
    */
   async button_immediate_install(ctx, model, a) {
     const ids = idsOf(a.ids);
-    const { rows } = await ctx.db.query<{ id: number; name: string; state: string }>('SELECT id, name, state FROM ir_module_module WHERE id = ANY($1)', [ids]);
+    const { rows } = await ctx.db.query<{ id: number; name: string; state: string }>(
+      'SELECT id, name, state FROM ir_module_module WHERE id = ANY($1)',
+      [ids],
+    );
     const missing = ids.filter((id) => !rows.some((r) => r.id === id));
     if (missing.length) throw missingRecords(model.name, missing, ctx.uid);
     const uninstallable = rows.find((r) => r.state === 'uninstallable');
-    if (uninstallable) throw userError(`You try to install module "${uninstallable.name}" that depends on module "${uninstallable.name}".\nBut the latter module is not available in your system.`);
+    if (uninstallable)
+      throw userError(
+        `You try to install module "${uninstallable.name}" that depends on module "${uninstallable.name}".\nBut the latter module is not available in your system.`,
+      );
     await ctx.db.query(
       `UPDATE ir_module_module SET state = 'installed', latest_version = coalesce(latest_version, $2), write_date = now() at time zone 'UTC'
         WHERE id = ANY($1) AND state IN ('uninstalled', 'to install', 'to upgrade')`,
@@ -55,9 +64,11 @@ export const actionMethods: Record<string, Method> = {
     const known = new Set(rows.map((r) => r.name));
     const added = CATALOGUE_MODULES.filter((mod) => !known.has(mod.name));
     for (const mod of added) {
-      await ctx.db.query(`INSERT INTO ir_module_module (name, shortdesc, state, application, sequence) VALUES ($1, $2, 'uninstalled', $3, 100)`, [mod.name, mod.title, mod.application]);
+      await ctx.db.query(
+        `INSERT INTO ir_module_module (name, shortdesc, state, application, sequence) VALUES ($1, $2, 'uninstalled', $3, 100)`,
+        [mod.name, mod.title, mod.application],
+      );
     }
     return [0, added.length];
   },
-
 };

@@ -41,13 +41,15 @@ export function scoped(ctx: OrmContext, model: ModelDef, domain: unknown): unkno
 
 export const int = (value: unknown, name: string, fallback: number | null): number | null => {
   if (value === undefined || value === null || value === false) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw typeError(`'${name}' must be a non-negative integer, not ${pyRepr(value)}`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
+    throw typeError(`'${name}' must be a non-negative integer, not ${pyRepr(value)}`);
   return value;
 };
 
 export function idsOf(value: unknown): number[] {
   const ids = typeof value === 'number' ? [value] : value;
-  if (!Array.isArray(ids) || ids.some((id) => typeof id !== 'number' || !Number.isInteger(id))) throw typeError(`ids must be a list of integers, not ${pyRepr(value)}`);
+  if (!Array.isArray(ids) || ids.some((id) => typeof id !== 'number' || !Number.isInteger(id)))
+    throw typeError(`ids must be a list of integers, not ${pyRepr(value)}`);
   return ids as number[];
 }
 
@@ -55,7 +57,10 @@ export function idsOf(value: unknown): number[] {
  * Runs `fn` in one transaction on a connection of its own, as Odoo's request cursor: all of it or
  * none, and a reader never sees it half done.
  */
-export async function inTransaction<T>(ctx: OrmContext, fn: (tx: OrmContext & { db: pg.PoolClient }) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(
+  ctx: OrmContext,
+  fn: (tx: OrmContext & { db: pg.PoolClient }) => Promise<T>,
+): Promise<T> {
   const client = await (ctx.db as pg.Pool).connect();
   try {
     await client.query('BEGIN');

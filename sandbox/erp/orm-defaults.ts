@@ -8,11 +8,19 @@ import { missingError, validationError } from './odoo-errors.js';
 import { modelsFor, type OrmContext } from './orm-context.js';
 
 /** What Odoo's field defaults and related fields fill in when a record of these models is created. */
-export async function createDefaults(ctx: OrmContext, model: ModelDef, columns: Record<string, unknown>): Promise<Record<string, unknown>> {
+export async function createDefaults(
+  ctx: OrmContext,
+  model: ModelDef,
+  columns: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
   if (model.name !== 'account.bank.statement.line') return {};
   // company_id is related to the journal's company (journal_id is required, checked before)
-  const journal = await ctx.db.query<{ company_id: number | null }>('SELECT company_id FROM account_journal WHERE id = $1', [columns.journal_id]);
-  if (!journal.rows[0]) throw missingError(`Record does not exist or has been deleted.
+  const journal = await ctx.db.query<{ company_id: number | null }>(
+    'SELECT company_id FROM account_journal WHERE id = $1',
+    [columns.journal_id],
+  );
+  if (!journal.rows[0])
+    throw missingError(`Record does not exist or has been deleted.
 (Record: account.journal(${pyRepr(columns.journal_id)},), User: ${ctx.uid})`);
   return {
     company_id: journal.rows[0].company_id,
@@ -29,7 +37,8 @@ export function invoiceDefaults(raw: unknown): unknown {
   const { invoice_line_ids: lines, ...vals } = (raw ?? {}) as Record<string, unknown>;
   if (!Array.isArray(lines)) return raw;
   const total = lines.reduce((sum: number, cmd) => {
-    const line = Array.isArray(cmd) && cmd[0] === 0 ? (cmd[2] as { quantity?: number; price_unit?: number }) : undefined;
+    const line =
+      Array.isArray(cmd) && cmd[0] === 0 ? (cmd[2] as { quantity?: number; price_unit?: number }) : undefined;
     return sum + (line ? (line.quantity ?? 1) * (line.price_unit ?? 0) : 0);
   }, 0);
   const sign = vals.move_type === 'out_refund' ? -1 : 1;
@@ -72,7 +81,10 @@ export async function userDefaults(ctx: OrmContext, vals: unknown): Promise<unkn
 }
 
 async function xmlidRecord(ctx: OrmContext, module: string, name: string): Promise<number | undefined> {
-  const res = await ctx.db.query<{ res_id: number }>('SELECT res_id FROM ir_model_data WHERE module = $1 AND name = $2', [module, name]);
+  const res = await ctx.db.query<{ res_id: number }>(
+    'SELECT res_id FROM ir_model_data WHERE module = $1 AND name = $2',
+    [module, name],
+  );
   return res.rows[0]?.res_id;
 }
 
@@ -80,7 +92,12 @@ async function xmlidRecord(ctx: OrmContext, module: string, name: string): Promi
 export async function createUserPartner(ctx: OrmContext, vals: Record<string, unknown>): Promise<number> {
   const name = vals.name;
   if (typeof name !== 'string' || !name) throw mandatoryField(modelsFor(ctx.version)['res.users']!, 'name');
-  const email = typeof vals.email === 'string' ? vals.email : typeof vals.login === 'string' && vals.login.includes('@') ? vals.login : null;
+  const email =
+    typeof vals.email === 'string'
+      ? vals.email
+      : typeof vals.login === 'string' && vals.login.includes('@')
+        ? vals.login
+        : null;
   const res = await ctx.db.query<{ id: number }>(
     `INSERT INTO res_partner (name, complete_name, email, is_company, active, customer_rank, supplier_rank, company_id)
      VALUES ($1, $1, $2, false, true, 0, 0, $3) RETURNING id`,
@@ -98,5 +115,8 @@ export async function checkUserCompanies(ctx: OrmContext, uid: number): Promise<
     [uid],
   );
   const row = res.rows[0];
-  if (row && !row.ok) throw validationError(`Company ${row.company ?? '?'} is not in the allowed companies for user ${row.login} (${row.company ?? '?'}).`);
+  if (row && !row.ok)
+    throw validationError(
+      `Company ${row.company ?? '?'} is not in the allowed companies for user ${row.login} (${row.company ?? '?'}).`,
+    );
 }

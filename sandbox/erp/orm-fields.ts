@@ -12,9 +12,11 @@ export function fieldNames(model: ModelDef, fields: unknown): string[] {
   if (fields === undefined || fields === null || fields === false || (Array.isArray(fields) && fields.length === 0)) {
     return ['id', ...Object.keys(model.fields).filter((f) => f !== 'id'), 'display_name'];
   }
-  if (!Array.isArray(fields) || fields.some((f) => typeof f !== 'string')) throw typeError(`fields must be a list of field names, not ${pyRepr(fields)}`);
+  if (!Array.isArray(fields) || fields.some((f) => typeof f !== 'string'))
+    throw typeError(`fields must be a list of field names, not ${pyRepr(fields)}`);
   for (const f of fields as string[]) {
-    if (f !== 'display_name' && !model.fields[f]) throw valueError(`Invalid field ${pyRepr(f)} on model ${pyRepr(model.name)}`);
+    if (f !== 'display_name' && !model.fields[f])
+      throw valueError(`Invalid field ${pyRepr(f)} on model ${pyRepr(model.name)}`);
   }
   return ['id', ...(fields as string[]).filter((f) => f !== 'id')];
 }
@@ -67,14 +69,19 @@ export function readValue(field: FieldDef | undefined, value: unknown, name?: un
   }
 }
 
-export function writableValues(model: ModelDef, vals: unknown): { columns: Record<string, unknown>; links: Record<string, unknown> } {
-  if (!vals || typeof vals !== 'object' || Array.isArray(vals)) throw typeError(`vals must be a dict, not ${pyRepr(vals)}`);
+export function writableValues(
+  model: ModelDef,
+  vals: unknown,
+): { columns: Record<string, unknown>; links: Record<string, unknown> } {
+  if (!vals || typeof vals !== 'object' || Array.isArray(vals))
+    throw typeError(`vals must be a dict, not ${pyRepr(vals)}`);
   const columns: Record<string, unknown> = {};
   const links: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(vals)) {
     // res.users: the password is stored hashed, never readable; the name lives on the partner
     if (model.name === 'res.users' && name === 'password') {
-      if (typeof value !== 'string' || !value) throw userError('Setting empty passwords is not allowed for security reasons!');
+      if (typeof value !== 'string' || !value)
+        throw userError('Setting empty passwords is not allowed for security reasons!');
       columns.password = hashOdooPassword(value);
       continue;
     }
@@ -85,7 +92,8 @@ export function writableValues(model: ModelDef, vals: unknown): { columns: Recor
       links[name] = value;
       continue;
     }
-    if (field.sql || name === 'id' || field.type === 'one2many') throw userError(`The field ${pyRepr(name)} of ${model.name} cannot be written through this stand-in.`);
+    if (field.sql || name === 'id' || field.type === 'one2many')
+      throw userError(`The field ${pyRepr(name)} of ${model.name} cannot be written through this stand-in.`);
     columns[name] = value === false && field.type !== 'boolean' ? null : value;
   }
   return { columns, links };

@@ -10,7 +10,20 @@ import { readValue } from './orm-fields.js';
 
 const GRANULARITIES = ['day', 'week', 'month', 'quarter', 'year'] as const;
 type Granularity = (typeof GRANULARITIES)[number];
-const monthNames = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+const monthNames = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
 
 interface GroupSpec {
   spec: string;
@@ -25,15 +38,17 @@ interface AggregateSpec {
 }
 
 function parseGroupby(model: ModelDef, specs: unknown): GroupSpec[] {
-  const list = typeof specs === 'string' ? [specs] : specs ?? [];
+  const list = typeof specs === 'string' ? [specs] : (specs ?? []);
   if (!Array.isArray(list)) throw typeError(`groupby must be a list, not ${pyRepr(specs)}`);
   return list.map((spec) => {
     if (typeof spec !== 'string') throw valueError(`Invalid groupby ${pyRepr(spec)}`);
     const [field, granularity] = spec.split(':') as [string, string | undefined];
     const def = model.fields[field];
-    if (!def || def.type === 'many2many' || def.sql) throw valueError(`Invalid field ${pyRepr(field)} on model ${pyRepr(model.name)}`);
+    if (!def || def.type === 'many2many' || def.sql)
+      throw valueError(`Invalid field ${pyRepr(field)} on model ${pyRepr(model.name)}`);
     const isDate = def.type === 'date' || def.type === 'datetime';
-    if (granularity !== undefined && (!isDate || !GRANULARITIES.includes(granularity as Granularity))) throw valueError(`Invalid groupby ${pyRepr(spec)}`);
+    if (granularity !== undefined && (!isDate || !GRANULARITIES.includes(granularity as Granularity)))
+      throw valueError(`Invalid groupby ${pyRepr(spec)}`);
     return { spec, field, def, granularity: isDate ? ((granularity as Granularity) ?? 'month') : undefined };
   });
 }
@@ -52,13 +67,26 @@ function parseAggregate(model: ModelDef, spec: string): AggregateSpec | undefine
   return { key: name, field, fn };
 }
 
-async function groupRows(ctx: OrmContext, model: ModelDef, domain: unknown, groups: GroupSpec[], aggregates: AggregateSpec[], opts: { order?: unknown; limit?: unknown; offset?: unknown }) {
+async function groupRows(
+  ctx: OrmContext,
+  model: ModelDef,
+  domain: unknown,
+  groups: GroupSpec[],
+  aggregates: AggregateSpec[],
+  opts: { order?: unknown; limit?: unknown; offset?: unknown },
+) {
   const b = new SqlBuilder(modelsFor(ctx.version));
   const where = b.where(model, scoped(ctx, model, domain));
-  const groupExprs = groups.map((g) => (g.granularity ? `date_trunc('${g.granularity}', t.${g.field})::date` : `t.${g.field}`));
+  const groupExprs = groups.map((g) =>
+    g.granularity ? `date_trunc('${g.granularity}', t.${g.field})::date` : `t.${g.field}`,
+  );
   const select = [
     ...groupExprs.map((e, i) => (groups[i]!.granularity ? `to_char(${e}, 'YYYY-MM-DD') AS g${i}` : `${e} AS g${i}`)),
-    ...groups.map((g, i) => (g.def.type === 'many2one' ? `(SELECT ${b.column(b.models[g.def.relation!]!, b.models[g.def.relation!]!.recName, 'r')} FROM ${b.models[g.def.relation!]!.table} r WHERE r.id = ${groupExprs[i]}) AS n${i}` : `NULL AS n${i}`)),
+    ...groups.map((g, i) =>
+      g.def.type === 'many2one'
+        ? `(SELECT ${b.column(b.models[g.def.relation!]!, b.models[g.def.relation!]!.recName, 'r')} FROM ${b.models[g.def.relation!]!.table} r WHERE r.id = ${groupExprs[i]}) AS n${i}`
+        : `NULL AS n${i}`,
+    ),
     'count(*)::int AS __count',
     ...aggregates.map((a, i) => {
       const col = b.column(model, a.field, 't');
@@ -99,7 +127,11 @@ function dateRange(day: string, granularity: Granularity): { from: string; to: s
   switch (granularity) {
     case 'day':
       end.setUTCDate(end.getUTCDate() + 1);
-      return { from: day, to: end.toISOString().slice(0, 10), label: `${String(d.getUTCDate()).padStart(2, '0')} ${monthNames[d.getUTCMonth()]!.slice(0, 3)} ${y}` };
+      return {
+        from: day,
+        to: end.toISOString().slice(0, 10),
+        label: `${String(d.getUTCDate()).padStart(2, '0')} ${monthNames[d.getUTCMonth()]!.slice(0, 3)} ${y}`,
+      };
     case 'week': {
       end.setUTCDate(end.getUTCDate() + 7);
       const thursday = new Date(d);
@@ -155,7 +187,11 @@ export const groupMethods: Record<string, Method> = {
       .filter((f) => !groups.some((g) => g.field === f || g.spec === f) && f !== '__count')
       .map((f) => parseAggregate(model, f))
       .filter((x): x is AggregateSpec => Boolean(x));
-    const rows = await groupRows(ctx, model, a.domain, groups, aggregates, { order: a.orderby, limit: a.limit, offset: a.offset });
+    const rows = await groupRows(ctx, model, a.domain, groups, aggregates, {
+      order: a.orderby,
+      limit: a.limit,
+      offset: a.offset,
+    });
     const domain = Array.isArray(a.domain) ? a.domain : [];
     const countKey = lazy && groups[0] ? `${groups[0].field}_count` : '__count';
     return rows.map((row) => {
@@ -164,7 +200,11 @@ export const groupMethods: Record<string, Method> = {
       const conditions: unknown[] = [];
       groups.forEach((g, i) => {
         group[g.spec] = groupValue(g, row[`g${i}`], row[`n${i}`], 'read_group');
-        if (g.granularity) range[g.spec] = row[`g${i}`] === null ? false : (({ from, to }) => ({ from, to }))(dateRange(String(row[`g${i}`]), g.granularity));
+        if (g.granularity)
+          range[g.spec] =
+            row[`g${i}`] === null
+              ? false
+              : (({ from, to }) => ({ from, to }))(dateRange(String(row[`g${i}`]), g.granularity));
         conditions.push(...groupDomain(g, row[`g${i}`]));
       });
       group[countKey] = row.__count;
@@ -183,10 +223,15 @@ export const groupMethods: Record<string, Method> = {
     const aggregates = specs
       .filter((s) => s !== '__count')
       .map((s) => {
-        if (typeof s !== 'string' || !s.includes(':')) throw valueError(`Invalid aggregate specification ${pyRepr(s)}.`);
+        if (typeof s !== 'string' || !s.includes(':'))
+          throw valueError(`Invalid aggregate specification ${pyRepr(s)}.`);
         return { ...parseAggregate(model, s)!, key: s };
       });
-    const rows = await groupRows(ctx, model, a.domain, groups, aggregates, { order: a.order, limit: a.limit, offset: a.offset });
+    const rows = await groupRows(ctx, model, a.domain, groups, aggregates, {
+      order: a.order,
+      limit: a.limit,
+      offset: a.offset,
+    });
     return rows.map((row) => {
       const group: Record<string, unknown> = {};
       const conditions: unknown[] = [];
@@ -200,5 +245,4 @@ export const groupMethods: Record<string, Method> = {
       return group;
     });
   },
-
 };

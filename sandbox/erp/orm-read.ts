@@ -5,7 +5,12 @@ import { missingRecords } from './odoo-errors.js';
 import { idsOf, int, modelsFor, scoped, type Kwargs, type Method, type OrmContext } from './orm-context.js';
 import { fieldNames, readValue, selectExpressions } from './orm-fields.js';
 
-export async function searchRecords(ctx: OrmContext, model: ModelDef, a: Kwargs, fields: string[]): Promise<Record<string, unknown>[]> {
+export async function searchRecords(
+  ctx: OrmContext,
+  model: ModelDef,
+  a: Kwargs,
+  fields: string[],
+): Promise<Record<string, unknown>[]> {
   const b = new SqlBuilder(modelsFor(ctx.version));
   const where = b.where(model, scoped(ctx, model, a.domain));
   const order = b.orderBy(model, typeof a.order === 'string' && a.order ? a.order : model.order);
@@ -13,7 +18,14 @@ export async function searchRecords(ctx: OrmContext, model: ModelDef, a: Kwargs,
   const offset = int(a.offset, 'offset', 0);
   const sql = `SELECT ${selectExpressions(b, model, fields)} FROM ${model.table} t WHERE ${where} ORDER BY ${order}${limit !== null ? ` LIMIT ${b.param(limit)}` : ''} OFFSET ${b.param(offset)}`;
   const res = await ctx.db.query(sql, b.params);
-  return res.rows.map((row) => Object.fromEntries(fields.map((f, i) => [f, readValue(f === 'display_name' ? { type: 'char', string: '' } : model.fields[f], row[`c${i}`], row[`n${i}`])])));
+  return res.rows.map((row) =>
+    Object.fromEntries(
+      fields.map((f, i) => [
+        f,
+        readValue(f === 'display_name' ? { type: 'char', string: '' } : model.fields[f], row[`c${i}`], row[`n${i}`]),
+      ]),
+    ),
+  );
 }
 
 export const readMethods: Record<string, Method> = {
@@ -46,12 +58,14 @@ export const readMethods: Record<string, Method> = {
     return ids.map((id) => byId.get(id));
   },
 
-
   async fields_get(ctx, model, a) {
     const wanted = Array.isArray(a.allfields) && a.allfields.length ? new Set(a.allfields as string[]) : undefined;
     const attributes = Array.isArray(a.attributes) && a.attributes.length ? (a.attributes as string[]) : undefined;
     // display_name is a computed field on every model (the record's _rec_name)
-    const all: [string, FieldDef][] = [...Object.entries(model.fields), ['display_name', { type: 'char', string: 'Display Name', sql: model.recName }]];
+    const all: [string, FieldDef][] = [
+      ...Object.entries(model.fields),
+      ['display_name', { type: 'char', string: 'Display Name', sql: model.recName }],
+    ];
     return Object.fromEntries(
       all
         .filter(([name]) => !wanted || wanted.has(name))
@@ -67,7 +81,12 @@ export const readMethods: Record<string, Method> = {
           };
           if (f.relation) description.relation = f.relation;
           if (f.selection) description.selection = f.selection;
-          return [name, attributes ? Object.fromEntries(attributes.filter((k) => k in description).map((k) => [k, description[k]])) : description];
+          return [
+            name,
+            attributes
+              ? Object.fromEntries(attributes.filter((k) => k in description).map((k) => [k, description[k]]))
+              : description,
+          ];
         }),
     );
   },

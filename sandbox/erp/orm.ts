@@ -17,13 +17,19 @@ import { actionMethods } from './orm-actions.js';
 export { modelsFor, type OrmContext } from './orm-context.js';
 
 /** Each method's Python signature: positional args are bound to these names, as Python does. */
-const signatures: Record<string, { params: string[]; versions?: ErpVersion[]; write?: 'create' | 'write' | 'unlink'; models?: string[] }> = {
+const signatures: Record<
+  string,
+  { params: string[]; versions?: ErpVersion[]; write?: 'create' | 'write' | 'unlink'; models?: string[] }
+> = {
   search: { params: ['domain', 'offset', 'limit', 'order'] },
   search_count: { params: ['domain', 'limit'] },
   search_read: { params: ['domain', 'fields', 'offset', 'limit', 'order'] },
   read: { params: ['ids', 'fields', 'load'] },
   read_group: { params: ['domain', 'fields', 'groupby', 'offset', 'limit', 'orderby', 'lazy'] },
-  formatted_read_group: { params: ['domain', 'groupby', 'aggregates', 'having', 'offset', 'limit', 'order'], versions: ['19'] },
+  formatted_read_group: {
+    params: ['domain', 'groupby', 'aggregates', 'having', 'offset', 'limit', 'order'],
+    versions: ['19'],
+  },
   fields_get: { params: ['allfields', 'attributes'] },
   create: { params: ['vals_list'], write: 'create' },
   write: { params: ['ids', 'vals'], write: 'write' },
@@ -37,18 +43,32 @@ const signatures: Record<string, { params: string[]; versions?: ErpVersion[]; wr
 
 const methods: Record<string, Method> = { ...readMethods, ...groupMethods, ...writeMethods, ...actionMethods };
 
-export async function executeKw(ctx: OrmContext, modelName: string, method: string, args: unknown[], kwargs: Kwargs): Promise<unknown> {
+export async function executeKw(
+  ctx: OrmContext,
+  modelName: string,
+  method: string,
+  args: unknown[],
+  kwargs: Kwargs,
+): Promise<unknown> {
   const models = modelsFor(ctx.version);
   const model = models[modelName];
-  if (!model || (model.module && !(await moduleInstalled(ctx, model.module)))) throw userError(`Object ${modelName} doesn't exist`);
+  if (!model || (model.module && !(await moduleInstalled(ctx, model.module))))
+    throw userError(`Object ${modelName} doesn't exist`);
   if (method.startsWith('_')) throw accessError(`Private methods (such as ${method}) cannot be called remotely.`);
   const signature = signatures[method];
-  if (!signature || (signature.versions && !signature.versions.includes(ctx.version)) || (signature.models && !signature.models.includes(modelName))) {
+  if (
+    !signature ||
+    (signature.versions && !signature.versions.includes(ctx.version)) ||
+    (signature.models && !signature.models.includes(modelName))
+  ) {
     throw attributeError(`The method '${method}' does not exist on the model '${modelName}'`);
   }
   if (method !== 'fields_get') checkAccess(ctx.groups, model, (signature.write ?? 'read') as Mode);
   const bound: Kwargs = {};
-  if (args.length > signature.params.length) throw typeError(`${method}() takes ${signature.params.length + 1} positional arguments but ${args.length + 1} were given`);
+  if (args.length > signature.params.length)
+    throw typeError(
+      `${method}() takes ${signature.params.length + 1} positional arguments but ${args.length + 1} were given`,
+    );
   args.forEach((value, i) => (bound[signature.params[i]!] = value));
   for (const [key, value] of Object.entries(kwargs)) {
     if (key === 'context') continue;
@@ -60,4 +80,5 @@ export async function executeKw(ctx: OrmContext, modelName: string, method: stri
 }
 
 const moduleInstalled = async (ctx: OrmContext, name: string) =>
-  (await ctx.db.query('SELECT 1 FROM ir_module_module WHERE name = $1 AND state = $2', [name, 'installed'])).rowCount === 1;
+  (await ctx.db.query('SELECT 1 FROM ir_module_module WHERE name = $1 AND state = $2', [name, 'installed']))
+    .rowCount === 1;

@@ -22,7 +22,16 @@ type Perms = 'r' | 'rwcu';
 export const ACCESS: Record<string, { label: string; models: Record<string, Perms> }> = {
   'base.group_user': {
     label: 'Role / User',
-    models: { 'res.partner': 'r', 'res.company': 'r', 'res.currency': 'r', 'res.users': 'r', 'res.groups': 'r', 'ir.module.module': 'r', 'ir.model': 'r', 'ir.model.fields': 'r' },
+    models: {
+      'res.partner': 'r',
+      'res.company': 'r',
+      'res.currency': 'r',
+      'res.users': 'r',
+      'res.groups': 'r',
+      'ir.module.module': 'r',
+      'ir.model': 'r',
+      'ir.model.fields': 'r',
+    },
   },
   'base.group_partner_manager': { label: 'Extra Rights / Contact Creation', models: { 'res.partner': 'rwcu' } },
   'base.group_erp_manager': {
@@ -32,24 +41,54 @@ export const ACCESS: Record<string, { label: string; models: Record<string, Perm
   'base.group_system': {
     label: 'Administration / Settings',
     // (stock.move: Odoo gives it to Inventory's groups; the stand-in has no Inventory groups, its admin has them all)
-    models: { 'ir.module.module': 'rwcu', 'res.currency': 'rwcu', 'ir.config_parameter': 'rwcu', 'base.automation': 'rwcu', 'ir.actions.server': 'rwcu', 'stock.move': 'rwcu' },
+    models: {
+      'ir.module.module': 'rwcu',
+      'res.currency': 'rwcu',
+      'ir.config_parameter': 'rwcu',
+      'base.automation': 'rwcu',
+      'ir.actions.server': 'rwcu',
+      'stock.move': 'rwcu',
+    },
   },
   'account.group_account_readonly': {
     label: 'Accounting / Read-only',
-    models: { 'account.move': 'r', 'account.move.line': 'r', 'account.journal': 'r', 'account.account': 'r', 'account.bank.statement.line': 'r' },
+    models: {
+      'account.move': 'r',
+      'account.move.line': 'r',
+      'account.journal': 'r',
+      'account.account': 'r',
+      'account.bank.statement.line': 'r',
+    },
   },
   'account.group_account_invoice': {
     label: 'Accounting / Billing',
-    models: { 'account.move': 'rwcu', 'account.move.line': 'rwcu', 'account.journal': 'r', 'account.account': 'r', 'account.bank.statement.line': 'r' },
+    models: {
+      'account.move': 'rwcu',
+      'account.move.line': 'rwcu',
+      'account.journal': 'r',
+      'account.account': 'r',
+      'account.bank.statement.line': 'r',
+    },
   },
   // Bookkeeper: account's ir.model.access.csv gives it the bank statement lines (an importer's right)
   'account.group_account_user': {
     label: 'Accounting / Bookkeeper',
-    models: { 'account.move': 'rwcu', 'account.move.line': 'rwcu', 'account.journal': 'r', 'account.account': 'r', 'account.bank.statement.line': 'rwcu' },
+    models: {
+      'account.move': 'rwcu',
+      'account.move.line': 'rwcu',
+      'account.journal': 'r',
+      'account.account': 'r',
+      'account.bank.statement.line': 'rwcu',
+    },
   },
   'account.group_account_manager': {
     label: 'Accounting / Administrator',
-    models: { 'account.journal': 'rwcu', 'account.account': 'rwcu', 'account.bank.statement.line': 'rwcu', 'res.currency': 'rwcu' },
+    models: {
+      'account.journal': 'rwcu',
+      'account.account': 'rwcu',
+      'account.bank.statement.line': 'rwcu',
+      'res.currency': 'rwcu',
+    },
   },
 };
 
@@ -67,7 +106,9 @@ export function checkAccess(groups: ReadonlySet<string>, model: ModelDef, mode: 
     .map((x) => `\t- ${ACCESS[x]!.label}`);
   throw accessError(
     `You are not allowed to ${documentKind[mode]} '${model.description}' (${model.name}) records.\n\n` +
-      (allowed.length ? `This operation is allowed for the following groups:\n${allowed.join('\n')}` : 'No group currently allows this operation.') +
+      (allowed.length
+        ? `This operation is allowed for the following groups:\n${allowed.join('\n')}`
+        : 'No group currently allows this operation.') +
       '\n\nContact your administrator to request access if necessary.',
   );
 }
@@ -78,6 +119,7 @@ export function companyRule(model: ModelDef, companyIds: readonly number[]): unk
   if (model.name === 'res.company') return [['id', 'in', ids]];
   if (!model.fields.company_id || model.name === 'res.users') return [];
   // shared records (no company) are visible to all, as Odoo's `company_id in company_ids + [False]`
-  if (model.name === 'res.partner' || model.name === 'account.account') return ['|', ['company_id', '=', false], ['company_id', 'in', ids]];
+  if (model.name === 'res.partner' || model.name === 'account.account')
+    return ['|', ['company_id', '=', false], ['company_id', 'in', ids]];
   return [['company_id', 'in', ids]];
 }

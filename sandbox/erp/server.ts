@@ -68,7 +68,9 @@ export async function startErpStandIn(opts: ErpStandInOptions): Promise<ErpStand
   };
   const saas: SaasForwarding | undefined = opts.saas && {
     accountApiUrl: opts.saas.accountApiUrl,
-    key: opts.saas.key ?? serviceKeyFor(new PgSecretStore(platform, opts.saas.secretsKey ?? '', 5_000), 'erp', 'account-api'),
+    key:
+      opts.saas.key ??
+      serviceKeyFor(new PgSecretStore(platform, opts.saas.secretsKey ?? '', 5_000), 'erp', 'account-api'),
     loggedIn: async (req) => {
       const route = await tenants.routeFor(hostOf(req));
       return route !== null && (await erp.sessions.live(route, req)) !== undefined;
@@ -76,7 +78,11 @@ export async function startErpStandIn(opts: ErpStandInOptions): Promise<ErpStand
   };
   const seen = new Map<string, Record<string, number>>();
   const count = (host: string, path: string) => {
-    const family = path.startsWith('/json/2/') ? '/json/2' : path.startsWith('/web/dataset/call_kw') ? '/web/dataset/call_kw' : path;
+    const family = path.startsWith('/json/2/')
+      ? '/json/2'
+      : path.startsWith('/web/dataset/call_kw')
+        ? '/web/dataset/call_kw'
+        : path;
     const counts = seen.get(host) ?? {};
     counts[family] = (counts[family] ?? 0) + 1;
     seen.set(host, counts);
@@ -89,12 +95,19 @@ export async function startErpStandIn(opts: ErpStandInOptions): Promise<ErpStand
     if (!route) return text(res, 404, `404 Not Found: no tenant at ${host || '(no Host header)'}\n`);
     const method = req.method ?? 'GET';
     count(host, path);
-    if (path.startsWith('/json/2/') && method === 'POST' && Number(route.version) >= 19) return json2(erp, route, path, req, res);
+    if (path.startsWith('/json/2/') && method === 'POST' && Number(route.version) >= 19)
+      return json2(erp, route, path, req, res);
     // as real Odoo's /web/health: pass whenever the server runs, without opening the tenant's database
     if (path === '/web/health' && method === 'GET') return json(res, 200, { status: 'pass' });
     if (path === '/xmlrpc/2/common' && method === 'POST') return xmlrpc(erp, route, 'common', req, res);
     if (path === '/xmlrpc/2/object' && method === 'POST') return xmlrpc(erp, route, 'object', req, res);
-    if ((path === '/web/session/authenticate' || path === '/web/session/get_session_info' || path.startsWith('/web/dataset/call_kw')) && method === 'POST') return webJsonRpc(erp, route, path, req, res);
+    if (
+      (path === '/web/session/authenticate' ||
+        path === '/web/session/get_session_info' ||
+        path.startsWith('/web/dataset/call_kw')) &&
+      method === 'POST'
+    )
+      return webJsonRpc(erp, route, path, req, res);
     if (path === '/web/login' && method === 'GET') return html(res, 200, loginPage(route));
     if (path.startsWith('/svc/saas/')) {
       const body = method === 'POST' ? await readBody(req) : Buffer.alloc(0);
@@ -107,7 +120,18 @@ export async function startErpStandIn(opts: ErpStandInOptions): Promise<ErpStand
     const started = Date.now();
     handle(req, res)
       .catch((err: unknown) => answerFailure(log, res, err))
-      .finally(() => log.debug({ method: req.method, url: req.url, host: req.headers.host, status: res.statusCode, ms: Date.now() - started }, 'request'));
+      .finally(() =>
+        log.debug(
+          {
+            method: req.method,
+            url: req.url,
+            host: req.headers.host,
+            status: res.statusCode,
+            ms: Date.now() - started,
+          },
+          'request',
+        ),
+      );
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -133,7 +157,8 @@ function answerFailure(log: Logger, res: ServerResponse, err: unknown) {
   if (res.headersSent) return;
   // the routes table cannot be read: the ERP entry is unavailable, not broken
   const code = String((err as { code?: unknown }).code ?? '');
-  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND'].includes(code) || code.startsWith('57P')) return text(res, 503, '503 Service Unavailable\n');
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND'].includes(code) || code.startsWith('57P'))
+    return text(res, 503, '503 Service Unavailable\n');
   text(res, 500, '500 Internal Server Error\n');
 }
 

@@ -18,5 +18,6 @@ export interface ErpServices {
 /** Odoo's TypeErrors for call arguments that are not a list and a dict. */
 export function checkArgs(args: unknown, kwargs: unknown): asserts kwargs is Record<string, unknown> {
   if (!Array.isArray(args)) throw new OdooError(1, 'args must be a list', 'TypeError');
-  if (!kwargs || typeof kwargs !== 'object' || Array.isArray(kwargs)) throw new OdooError(1, 'kwargs must be a dict', 'TypeError');
+  if (!kwargs || typeof kwargs !== 'object' || Array.isArray(kwargs))
+    throw new OdooError(1, 'kwargs must be a dict', 'TypeError');
 }

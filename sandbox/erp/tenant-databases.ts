@@ -30,7 +30,9 @@ export class TenantDatabases {
     const cached = this.routes.get(host);
     if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.route;
     const row = await routeOfHost(this.platform, host);
-    const route = row ? { host, tenant: row.tenant, database: row.database, version: erpVersionOfNamespace(row.namespace) } : null;
+    const route = row
+      ? { host, tenant: row.tenant, database: row.database, version: erpVersionOfNamespace(row.namespace) }
+      : null;
     this.routes.set(host, { route, at: Date.now() });
     return route;
   }
@@ -42,7 +44,11 @@ export class TenantDatabases {
     } catch (err) {
       if ((err as { code?: string }).code === '3D000') {
         await this.forgetPool(route.database);
-        throw new OdooError(1, `connection to server failed: FATAL:  database "${route.database}" does not exist`, 'psycopg2.OperationalError');
+        throw new OdooError(
+          1,
+          `connection to server failed: FATAL:  database "${route.database}" does not exist`,
+          'psycopg2.OperationalError',
+        );
       }
       throw err;
     }
@@ -56,7 +62,11 @@ export class TenantDatabases {
     let pool = this.pools.get(database);
     if (!pool) {
       // short idle timeout: idle connections to a tenant database must not linger (drops, dumps)
-      pool = new pg.Pool({ connectionString: databaseUrl(this.erpDatabaseUrl, database), max: 4, idleTimeoutMillis: 2_000 });
+      pool = new pg.Pool({
+        connectionString: databaseUrl(this.erpDatabaseUrl, database),
+        max: 4,
+        idleTimeoutMillis: 2_000,
+      });
       pool.on('error', () => {});
       this.pools.set(database, pool);
     }

@@ -18,12 +18,32 @@ type JsonRpcParams = Record<string, unknown>;
 const SESSION_EXPIRED = {
   jsonrpc: '2.0',
   id: null,
-  error: { code: 100, message: 'Odoo Session Expired', data: { name: 'odoo.http.SessionExpiredException', message: 'Session expired', arguments: ['Session expired'], context: {} } },
+  error: {
+    code: 100,
+    message: 'Odoo Session Expired',
+    data: {
+      name: 'odoo.http.SessionExpiredException',
+      message: 'Session expired',
+      arguments: ['Session expired'],
+      context: {},
+    },
+  },
 };
 
-const sessionInfo = (route: Route, uid: number) => ({ uid, db: route.database, is_system: uid === 2, user_context: { lang: 'en_US', tz: 'Europe/Brussels', uid } });
+const sessionInfo = (route: Route, uid: number) => ({
+  uid,
+  db: route.database,
+  is_system: uid === 2,
+  user_context: { lang: 'en_US', tz: 'Europe/Brussels', uid },
+});
 
-export async function webJsonRpc(erp: ErpServices, route: Route, path: string, req: IncomingMessage, res: ServerResponse) {
+export async function webJsonRpc(
+  erp: ErpServices,
+  route: Route,
+  path: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+) {
   let id: unknown = null;
   try {
     const body = await jsonRpcBody(req);
@@ -32,7 +52,8 @@ export async function webJsonRpc(erp: ErpServices, route: Route, path: string, r
     if (path === '/web/session/authenticate') return await authenticate(erp, route, id, params, res);
     const session = await erp.sessions.live(route, req);
     if (!session) return json(res, 200, SESSION_EXPIRED);
-    if (path === '/web/session/get_session_info') return json(res, 200, { jsonrpc: '2.0', id, result: sessionInfo(route, session.uid) });
+    if (path === '/web/session/get_session_info')
+      return json(res, 200, { jsonrpc: '2.0', id, result: sessionInfo(route, session.uid) });
     const result = await callKw(erp, route, session.uid, params);
     return json(res, 200, { jsonrpc: '2.0', id, result: result ?? null });
   } catch (err) {
@@ -42,7 +63,17 @@ export async function webJsonRpc(erp: ErpServices, route: Route, path: string, r
     return json(res, 200, {
       jsonrpc: '2.0',
       id,
-      error: { code: 200, message: 'Odoo Server Error', data: { name: fault.pythonType, message: fault.message, arguments: [fault.message], context: {}, debug: fault.faultString } },
+      error: {
+        code: 200,
+        message: 'Odoo Server Error',
+        data: {
+          name: fault.pythonType,
+          message: fault.message,
+          arguments: [fault.message],
+          context: {},
+          debug: fault.faultString,
+        },
+      },
     });
   }
 }
@@ -62,19 +93,30 @@ async function authenticate(erp: ErpServices, route: Route, id: unknown, params:
   const uid = await erp.credentials.authenticate(route, params.login, params.password);
   if (uid === false) throw accessDenied();
   const sid = await erp.sessions.open(route, uid);
-  res.setHeader('set-cookie', `session_id=${sid}; Expires=${new Date(Date.now() + SESSION_TTL_MS).toUTCString()}; Max-Age=${SESSION_TTL_MS / 1000}; HttpOnly; Path=/`);
+  res.setHeader(
+    'set-cookie',
+    `session_id=${sid}; Expires=${new Date(Date.now() + SESSION_TTL_MS).toUTCString()}; Max-Age=${SESSION_TTL_MS / 1000}; HttpOnly; Path=/`,
+  );
   return json(res, 200, { jsonrpc: '2.0', id, result: sessionInfo(route, uid) });
 }
 
 /** `/web/dataset/call_kw`: an ORM call (or an API key wizard's) as the session's user. */
 async function callKw(erp: ErpServices, route: Route, uid: number, params: JsonRpcParams): Promise<unknown> {
   const { model, method, args = [], kwargs = {} } = params;
-  if (typeof model !== 'string' || typeof method !== 'string') throw new OdooError(1, "call_kw() missing required arguments: 'model' and 'method'", 'TypeError');
+  if (typeof model !== 'string' || typeof method !== 'string')
+    throw new OdooError(1, "call_kw() missing required arguments: 'model' and 'method'", 'TypeError');
   checkArgs(args, kwargs);
   const user = await erp.credentials.rights(route, uid);
   if (!erp.wizards.handles(model)) return erp.call(route, user, model, method, args as unknown[], kwargs);
   return erp.tenants.onTenantDb(route, async (db) => {
-    const answer = await erp.wizards.call(db, { database: route.database, ...user }, model, method, args as unknown[], kwargs);
+    const answer = await erp.wizards.call(
+      db,
+      { database: route.database, ...user },
+      model,
+      method,
+      args as unknown[],
+      kwargs,
+    );
     if (answer === undefined) throw attributeError(`The method '${method}' does not exist on the model '${model}'`);
     return answer;
   });

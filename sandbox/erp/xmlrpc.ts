@@ -9,11 +9,18 @@ import { OdooError, accessDenied, toFault } from './odoo-errors.js';
 import { checkArgs, type ErpServices } from './services.js';
 import type { Route } from './tenant-databases.js';
 
-export async function xmlrpc(erp: ErpServices, route: Route, service: 'common' | 'object', req: IncomingMessage, res: ServerResponse) {
+export async function xmlrpc(
+  erp: ErpServices,
+  route: Route,
+  service: 'common' | 'object',
+  req: IncomingMessage,
+  res: ServerResponse,
+) {
   let reply: string;
   try {
     const { method, params } = await parseMethodCall(await readBody(req));
-    const result = service === 'common' ? await common(erp, route, method, params) : await object(erp, route, method, params);
+    const result =
+      service === 'common' ? await common(erp, route, method, params) : await object(erp, route, method, params);
     reply = serializeMethodResponse(result === undefined || result === null ? false : result);
   } catch (err) {
     if (err instanceof HttpError) throw err;
@@ -49,11 +56,13 @@ async function common(erp: ErpServices, route: Route, method: string, params: un
 }
 
 async function object(erp: ErpServices, route: Route, method: string, params: unknown[]): Promise<unknown> {
-  if (method !== 'execute_kw' && method !== 'execute') throw new OdooError(1, `Method not available ${method}`, 'NameError');
+  if (method !== 'execute_kw' && method !== 'execute')
+    throw new OdooError(1, `Method not available ${method}`, 'NameError');
   const [db, uid, password, model, modelMethod, ...rest] = params;
   checkDb(route, db);
   const user = await erp.credentials.checkUser(route, uid, password);
-  if (typeof model !== 'string' || typeof modelMethod !== 'string') throw new OdooError(1, 'execute_kw() model and method must be strings', 'TypeError');
+  if (typeof model !== 'string' || typeof modelMethod !== 'string')
+    throw new OdooError(1, 'execute_kw() model and method must be strings', 'TypeError');
   const args = method === 'execute_kw' ? (rest[0] ?? []) : rest;
   const kwargs = method === 'execute_kw' ? (rest[1] ?? {}) : {};
   checkArgs(args, kwargs);

@@ -17,7 +17,16 @@
  * removed. Request log lines hold method, path, status and time only (never a body).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
@@ -59,11 +68,26 @@ export interface KubernetesStandIn {
 }
 
 // metav1.Status, as the API server sends it for every error
-function status(reply: FastifyReply, code: number, reason: string, message: string, details?: { name?: string; kind?: string }) {
+function status(
+  reply: FastifyReply,
+  code: number,
+  reason: string,
+  message: string,
+  details?: { name?: string; kind?: string },
+) {
   return reply
     .code(code)
     .type('application/json')
-    .send({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(details ? { details } : {}), code });
+    .send({
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message,
+      reason,
+      ...(details ? { details } : {}),
+      code,
+    });
 }
 
 // validation.IsConfigMapKey and RFC 1123 subdomain names
@@ -93,7 +117,9 @@ export async function startKubernetesStandIn(opts: KubernetesStandInOptions): Pr
   }
 
   app.addHook('onResponse', async (req, reply) => {
-    log(`kubernetes-stand-in ${req.method} ${req.url.split('?')[0]} ${reply.statusCode} ${Math.round(reply.elapsedTime)}ms`);
+    log(
+      `kubernetes-stand-in ${req.method} ${req.url.split('?')[0]} ${reply.statusCode} ${Math.round(reply.elapsedTime)}ms`,
+    );
   });
 
   app.addHook('onRequest', async (req, reply) => {
@@ -102,10 +128,20 @@ export async function startKubernetesStandIn(opts: KubernetesStandInOptions): Pr
 
   app.setErrorHandler((err: { statusCode?: number; message: string }, _req, reply) => {
     const code = err.statusCode ?? 500;
-    if (code === 415) return status(reply, 415, 'UnsupportedMediaType', 'the body of the request was in an unknown format');
-    return status(reply, code, code === 400 ? 'BadRequest' : 'InternalError', code === 400 ? 'the request body is not valid JSON' : 'an error on the server has prevented the request from succeeding');
+    if (code === 415)
+      return status(reply, 415, 'UnsupportedMediaType', 'the body of the request was in an unknown format');
+    return status(
+      reply,
+      code,
+      code === 400 ? 'BadRequest' : 'InternalError',
+      code === 400
+        ? 'the request body is not valid JSON'
+        : 'an error on the server has prevented the request from succeeding',
+    );
   });
-  app.setNotFoundHandler((_req, reply) => status(reply, 404, 'NotFound', 'the server could not find the requested resource'));
+  app.setNotFoundHandler((_req, reply) =>
+    status(reply, 404, 'NotFound', 'the server could not find the requested resource'),
+  );
 
   const invalid = (reply: FastifyReply, name: string, message: string) =>
     status(reply, 422, 'Invalid', `Secret "${name}" is invalid: ${message}`, { name, kind: 'Secret' });
@@ -113,8 +149,10 @@ export async function startKubernetesStandIn(opts: KubernetesStandInOptions): Pr
   /** Checks `data` keys and base64 values; the message names a key, never a value. */
   function badData(data: Record<string, unknown>): string | undefined {
     for (const [k, v] of Object.entries(data)) {
-      if (!DATA_KEY.test(k) || k.length > 253) return `data[${k}]: Invalid value: a valid config key must consist of alphanumeric characters, '-', '_' or '.'`;
-      if (v !== null && (typeof v !== 'string' || !BASE64.test(v))) return `data[${k}]: Invalid value: illegal base64 data`;
+      if (!DATA_KEY.test(k) || k.length > 253)
+        return `data[${k}]: Invalid value: a valid config key must consist of alphanumeric characters, '-', '_' or '.'`;
+      if (v !== null && (typeof v !== 'string' || !BASE64.test(v)))
+        return `data[${k}]: Invalid value: illegal base64 data`;
     }
     return undefined;
   }
@@ -126,18 +164,24 @@ export async function startKubernetesStandIn(opts: KubernetesStandInOptions): Pr
 
   app.get<{ Params: { ns: string; name: string } }>('/api/v1/namespaces/:ns/secrets/:name', async (req, reply) => {
     const s = secrets.get(`${req.params.ns}/${req.params.name}`);
-    if (!s) return status(reply, 404, 'NotFound', `secrets "${req.params.name}" not found`, { name: req.params.name, kind: 'secrets' });
+    if (!s)
+      return status(reply, 404, 'NotFound', `secrets "${req.params.name}" not found`, {
+        name: req.params.name,
+        kind: 'secrets',
+      });
     return s;
   });
 
   app.post<{ Params: { ns: string }; Body: Partial<Secret> }>('/api/v1/namespaces/:ns/secrets', async (req, reply) => {
     const body = req.body ?? {};
     const name = body.metadata?.name ?? '';
-    if (body.kind !== 'Secret' || !NAME.test(name)) return invalid(reply, name, 'metadata.name: Invalid value: a lowercase RFC 1123 subdomain is required');
+    if (body.kind !== 'Secret' || !NAME.test(name))
+      return invalid(reply, name, 'metadata.name: Invalid value: a lowercase RFC 1123 subdomain is required');
     const bad = badData(body.data ?? {});
     if (bad) return invalid(reply, name, bad);
     const id = `${req.params.ns}/${name}`;
-    if (secrets.has(id)) return status(reply, 409, 'AlreadyExists', `secrets "${name}" already exists`, { name, kind: 'secrets' });
+    if (secrets.has(id))
+      return status(reply, 409, 'AlreadyExists', `secrets "${name}" already exists`, { name, kind: 'secrets' });
     const secret: Secret = {
       apiVersion: 'v1',
       kind: 'Secret',
@@ -158,37 +202,60 @@ export async function startKubernetesStandIn(opts: KubernetesStandInOptions): Pr
     return reply.code(201).send(secret);
   });
 
-  app.patch<{ Params: { ns: string; name: string }; Body: { metadata?: { resourceVersion?: string; labels?: Record<string, string | null>; annotations?: Record<string, string | null> }; data?: Record<string, string | null> } }>(
-    '/api/v1/namespaces/:ns/secrets/:name',
-    async (req, reply) => {
-      const { ns, name } = req.params;
-      const type = String(req.headers['content-type'] ?? '').split(';')[0]!.trim();
-      if (type !== 'application/merge-patch+json' && type !== 'application/strategic-merge-patch+json') {
-        return status(reply, 415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json`);
+  app.patch<{
+    Params: { ns: string; name: string };
+    Body: {
+      metadata?: {
+        resourceVersion?: string;
+        labels?: Record<string, string | null>;
+        annotations?: Record<string, string | null>;
+      };
+      data?: Record<string, string | null>;
+    };
+  }>('/api/v1/namespaces/:ns/secrets/:name', async (req, reply) => {
+    const { ns, name } = req.params;
+    const type = String(req.headers['content-type'] ?? '')
+      .split(';')[0]!
+      .trim();
+    if (type !== 'application/merge-patch+json' && type !== 'application/strategic-merge-patch+json') {
+      return status(
+        reply,
+        415,
+        'UnsupportedMediaType',
+        `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json`,
+      );
+    }
+    const secret = secrets.get(`${ns}/${name}`);
+    if (!secret) return status(reply, 404, 'NotFound', `secrets "${name}" not found`, { name, kind: 'secrets' });
+    const patch = req.body ?? {};
+    if (
+      patch.metadata?.resourceVersion !== undefined &&
+      patch.metadata.resourceVersion !== secret.metadata.resourceVersion
+    ) {
+      return status(
+        reply,
+        409,
+        'Conflict',
+        `Operation cannot be fulfilled on secrets "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+        { name, kind: 'secrets' },
+      );
+    }
+    const bad = badData(patch.data ?? {});
+    if (bad) return invalid(reply, name, bad);
+    for (const [k, v] of Object.entries(patch.data ?? {})) {
+      if (v === null) delete secret.data[k];
+      else secret.data[k] = v;
+    }
+    for (const field of ['labels', 'annotations'] as const) {
+      for (const [k, v] of Object.entries(patch.metadata?.[field] ?? {})) {
+        const map = (secret.metadata[field] ??= {});
+        if (v === null) delete map[k];
+        else map[k] = v;
       }
-      const secret = secrets.get(`${ns}/${name}`);
-      if (!secret) return status(reply, 404, 'NotFound', `secrets "${name}" not found`, { name, kind: 'secrets' });
-      const patch = req.body ?? {};
-      if (patch.metadata?.resourceVersion !== undefined && patch.metadata.resourceVersion !== secret.metadata.resourceVersion) {
-        return status(reply, 409, 'Conflict', `Operation cannot be fulfilled on secrets "${name}": the object has been modified; please apply your changes to the latest version and try again`, { name, kind: 'secrets' });
-      }
-      const bad = badData(patch.data ?? {});
-      if (bad) return invalid(reply, name, bad);
-      for (const [k, v] of Object.entries(patch.data ?? {})) {
-        if (v === null) delete secret.data[k];
-        else secret.data[k] = v;
-      }
-      for (const field of ['labels', 'annotations'] as const) {
-        for (const [k, v] of Object.entries(patch.metadata?.[field] ?? {})) {
-          const map = (secret.metadata[field] ??= {});
-          if (v === null) delete map[k];
-          else map[k] = v;
-        }
-      }
-      changed(secret);
-      return secret;
-    },
-  );
+    }
+    changed(secret);
+    return secret;
+  });
 
   await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 0 });
   const { address, port } = app.server.address() as AddressInfo;
@@ -203,7 +270,8 @@ export function writeVolume(dir: string, data: Record<string, string>) {
   const stamp = `..${now.getUTCFullYear()}_${pad(now.getUTCMonth() + 1)}_${pad(now.getUTCDate())}_${pad(now.getUTCHours())}_${pad(now.getUTCMinutes())}_${pad(now.getUTCSeconds())}.${randomBytes(5).readUInt32BE(0)}`;
   const tsDir = path.join(dir, stamp);
   mkdirSync(tsDir, { mode: 0o755 });
-  for (const [k, v] of Object.entries(data)) writeFileSync(path.join(tsDir, k), Buffer.from(v, 'base64'), { mode: 0o644 });
+  for (const [k, v] of Object.entries(data))
+    writeFileSync(path.join(tsDir, k), Buffer.from(v, 'base64'), { mode: 0o644 });
 
   const dataLink = path.join(dir, '..data');
   let old: string | undefined;
@@ -237,6 +305,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     token: process.env.KUBERNETES_STANDIN_TOKEN ?? 'dev-kubernetes-token-000000000000',
     volumeRoot: path.join(cfg.DATA_DIR, 'kubernetes', 'volumes'),
   });
-  console.log(`kubernetes stand-in (core/v1 Secrets) on ${k8s.url}; volumes under ${path.join(cfg.DATA_DIR, 'kubernetes', 'volumes')}`);
+  console.log(
+    `kubernetes stand-in (core/v1 Secrets) on ${k8s.url}; volumes under ${path.join(cfg.DATA_DIR, 'kubernetes', 'volumes')}`,
+  );
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void k8s.close());
 }

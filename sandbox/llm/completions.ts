@@ -42,12 +42,26 @@ interface Completion {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export function openAiError(res: http.ServerResponse, status: number, message: string, type: string, code: string | null = null, param: string | null = null) {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message, type, param, code } }));
+export function openAiError(
+  res: http.ServerResponse,
+  status: number,
+  message: string,
+  type: string,
+  code: string | null = null,
+  param: string | null = null,
+) {
+  res
+    .writeHead(status, { 'content-type': 'application/json' })
+    .end(JSON.stringify({ error: { message, type, param, code } }));
 }
 
 /** Answers one chat completion request, remembered in `requests`; `delay` is the pause after each streamed chunk. */
-export async function chatCompletion(req: http.IncomingMessage, res: http.ServerResponse, requests: LlmRequest[], delay: number) {
+export async function chatCompletion(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  requests: LlmRequest[],
+  delay: number,
+) {
   const body = await completionRequest(req, res);
   if (!body) return;
   const offered = (body.tools ?? []).map((t) => t.function?.name ?? '').filter(Boolean);
@@ -78,7 +92,10 @@ export async function chatCompletion(req: http.IncomingMessage, res: http.Server
 }
 
 /** The request's body, checked; undefined once an error has been answered. */
-async function completionRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<CompletionRequest | undefined> {
+async function completionRequest(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): Promise<CompletionRequest | undefined> {
   let raw = '';
   for await (const chunk of req) raw += chunk;
   let body: Partial<CompletionRequest>;
@@ -87,19 +104,47 @@ async function completionRequest(req: http.IncomingMessage, res: http.ServerResp
   } catch {
     return void openAiError(res, 400, 'We could not parse the JSON body of your request.', 'invalid_request_error');
   }
-  if (typeof body.model !== 'string' || !body.model) return void openAiError(res, 400, "Missing required parameter: 'model'.", 'invalid_request_error', null, 'model');
+  if (typeof body.model !== 'string' || !body.model)
+    return void openAiError(res, 400, "Missing required parameter: 'model'.", 'invalid_request_error', null, 'model');
   if (!Array.isArray(body.messages) || body.messages.length === 0) {
-    return void openAiError(res, 400, "Missing required parameter: 'messages'.", 'invalid_request_error', null, 'messages');
+    return void openAiError(
+      res,
+      400,
+      "Missing required parameter: 'messages'.",
+      'invalid_request_error',
+      null,
+      'messages',
+    );
   }
   return body as CompletionRequest;
 }
 
 function completionOf(id: string, body: CompletionRequest, decision: Decision): Completion {
-  const toolCalls = decision.kind === 'tools' ? decision.calls.map((c, i) => ({ index: i, id: `call_${randomUUID().slice(0, 8)}`, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.arguments) } })) : [];
+  const toolCalls =
+    decision.kind === 'tools'
+      ? decision.calls.map((c, i) => ({
+          index: i,
+          id: `call_${randomUUID().slice(0, 8)}`,
+          type: 'function' as const,
+          function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+        }))
+      : [];
   const answer = decision.kind === 'answer' ? decision.text : '';
-  const usage = { prompt_tokens: tokens(promptText(body.messages)), completion_tokens: tokens(answer + JSON.stringify(toolCalls)), total_tokens: 0 };
+  const usage = {
+    prompt_tokens: tokens(promptText(body.messages)),
+    completion_tokens: tokens(answer + JSON.stringify(toolCalls)),
+    total_tokens: 0,
+  };
   usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
-  return { id, created: Math.floor(Date.now() / 1000), model: body.model, toolCalls, answer, finish: decision.kind === 'tools' ? 'tool_calls' : 'stop', usage };
+  return {
+    id,
+    created: Math.floor(Date.now() / 1000),
+    model: body.model,
+    toolCalls,
+    answer,
+    finish: decision.kind === 'tools' ? 'tool_calls' : 'stop',
+    usage,
+  };
 }
 
 const completionObject = (c: Completion) => ({
@@ -107,27 +152,58 @@ const completionObject = (c: Completion) => ({
   object: 'chat.completion',
   created: c.created,
   model: c.model,
-  choices: [{ index: 0, message: { role: 'assistant', content: c.answer || null, ...(c.toolCalls.length ? { tool_calls: c.toolCalls.map(({ index: _i, ...t }) => t) } : {}) }, finish_reason: c.finish, logprobs: null }],
+  choices: [
+    {
+      index: 0,
+      message: {
+        role: 'assistant',
+        content: c.answer || null,
+        ...(c.toolCalls.length ? { tool_calls: c.toolCalls.map(({ index: _i, ...t }) => t) } : {}),
+      },
+      finish_reason: c.finish,
+      logprobs: null,
+    },
+  ],
   usage: c.usage,
 });
 
 /** The completion as OpenAI streams it, stopping when the client goes away. */
-async function streamCompletion(res: http.ServerResponse, record: LlmRequest, c: Completion, includeUsage: boolean, delay: number) {
+async function streamCompletion(
+  res: http.ServerResponse,
+  record: LlmRequest,
+  c: Completion,
+  includeUsage: boolean,
+  delay: number,
+) {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
   const send = async (choices: unknown[], extra: Record<string, unknown> = {}) => {
     if (res.destroyed || record.aborted) return false;
-    res.write(`data: ${JSON.stringify({ id: c.id, object: 'chat.completion.chunk', created: c.created, model: c.model, choices, ...extra })}\n\n`);
+    res.write(
+      `data: ${JSON.stringify({ id: c.id, object: 'chat.completion.chunk', created: c.created, model: c.model, choices, ...extra })}\n\n`,
+    );
     record.chunksSent++;
     if (delay) await sleep(delay);
     return !record.aborted;
   };
-  const delta = (d: Record<string, unknown>, finishReason: string | null = null) => [{ index: 0, delta: d, finish_reason: finishReason, logprobs: null }];
+  const delta = (d: Record<string, unknown>, finishReason: string | null = null) => [
+    { index: 0, delta: d, finish_reason: finishReason, logprobs: null },
+  ];
 
   if (!(await send(delta({ role: 'assistant', content: c.toolCalls.length ? null : '' })))) return;
   for (const tc of c.toolCalls) {
     // the name first, the arguments after it, as OpenAI streams them
-    if (!(await send(delta({ tool_calls: [{ index: tc.index, id: tc.id, type: 'function', function: { name: tc.function.name, arguments: '' } }] })))) return;
-    if (!(await send(delta({ tool_calls: [{ index: tc.index, function: { arguments: tc.function.arguments } }] })))) return;
+    if (
+      !(await send(
+        delta({
+          tool_calls: [
+            { index: tc.index, id: tc.id, type: 'function', function: { name: tc.function.name, arguments: '' } },
+          ],
+        }),
+      ))
+    )
+      return;
+    if (!(await send(delta({ tool_calls: [{ index: tc.index, function: { arguments: tc.function.arguments } }] }))))
+      return;
   }
   for (const piece of c.answer ? pieces(c.answer) : []) if (!(await send(delta({ content: piece })))) return;
   if (!(await send(delta({}, c.finish)))) return;

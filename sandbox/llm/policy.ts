@@ -14,7 +14,8 @@ export interface Message {
   tool_call_id?: string;
 }
 
-export type Decision = { kind: 'tools'; calls: { name: string; arguments: Record<string, unknown> }[] } | { kind: 'answer'; text: string };
+export type Decision =
+  { kind: 'tools'; calls: { name: string; arguments: Record<string, unknown> }[] } | { kind: 'answer'; text: string };
 
 const KEYWORDS: [RegExp, string][] = [
   [/cash ?flow|inflow|outflow|money (in|out)/i, 'get_cashflow'],
@@ -22,7 +23,8 @@ const KEYWORDS: [RegExp, string][] = [
   [/\b(overdue|late|unpaid|chase|owe)\b/i, 'get_overdue_invoices'],
 ];
 
-const text = (m: Message) => (typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text ?? '').join(''));
+const text = (m: Message) =>
+  typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text ?? '').join('');
 const money = (n: number, currency: string) => `${n.toFixed(2)} ${currency}`;
 
 export function decide(messages: Message[], offeredTools: string[]): Decision {
@@ -35,12 +37,20 @@ export function decide(messages: Message[], offeredTools: string[]): Decision {
     for (const [re, tool] of KEYWORDS) {
       if (!re.test(question) || !offeredTools.includes(tool) || calls.some((c) => c.name === tool)) continue;
       // "cash flow" also matches "cash": the cash-flow question alone does not ask for the KPIs
-      if (tool === 'get_kpis' && calls.some((c) => c.name === 'get_cashflow') && !/balance|revenue|kpi|receivable|payable/i.test(question)) continue;
+      if (
+        tool === 'get_kpis' &&
+        calls.some((c) => c.name === 'get_cashflow') &&
+        !/balance|revenue|kpi|receivable|payable/i.test(question)
+      )
+        continue;
       const months = /(\d{1,2}) months?/i.exec(question);
       calls.push({ name: tool, arguments: tool === 'get_cashflow' ? { months: months ? Number(months[1]) : 3 } : {} });
     }
     if (calls.length) return { kind: 'tools', calls };
-    return { kind: 'answer', text: 'I can answer questions about your cash, cash flow, overdue invoices and key figures. What would you like to know?' };
+    return {
+      kind: 'answer',
+      text: 'I can answer questions about your cash, cash flow, overdue invoices and key figures. What would you like to know?',
+    };
   }
   // which tool each result answers
   const names = new Map<string, string>();
@@ -69,7 +79,11 @@ function describe(tool: string, content: string): string {
     );
   }
   if (tool === 'get_overdue_invoices') {
-    const o = r.overdueInvoices as { count: number; total: number; oldest: { number: string; customer: string | null; daysOverdue: number; amountDue: number }[] };
+    const o = r.overdueInvoices as {
+      count: number;
+      total: number;
+      oldest: { number: string; customer: string | null; daysOverdue: number; amountDue: number }[];
+    };
     const b = r.unreconciledBankLines as { count: number; total: number };
     if (o.count === 0) return `No customer invoice is overdue. ${b.count} bank statement lines are not reconciled.`;
     return (
@@ -94,4 +108,5 @@ export const pieces = (answer: string) => answer.match(/\S+\s*/g) ?? [answer];
 
 /** Rough token counts (about four characters a token), deterministic. */
 export const tokens = (s: string) => Math.max(1, Math.ceil(s.length / 4));
-export const promptText = (messages: Message[]) => messages.map((m) => text(m) + JSON.stringify(m.tool_calls ?? '')).join('\n');
+export const promptText = (messages: Message[]) =>
+  messages.map((m) => text(m) + JSON.stringify(m.tool_calls ?? '')).join('\n');

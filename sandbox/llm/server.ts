@@ -27,7 +27,9 @@ export interface LlmStandIn {
   close(): Promise<void>;
 }
 
-export async function startLlmStandIn(opts: { host?: string; port?: number; apiKey?: string; chunkDelayMs?: number } = {}): Promise<LlmStandIn> {
+export async function startLlmStandIn(
+  opts: { host?: string; port?: number; apiKey?: string; chunkDelayMs?: number } = {},
+): Promise<LlmStandIn> {
   const requests: LlmRequest[] = [];
   const delay = opts.chunkDelayMs ?? 0;
 
@@ -45,9 +47,15 @@ export async function startLlmStandIn(opts: { host?: string; port?: number; apiK
     }
     if (req.method === 'GET' && path === '/v1/models') {
       res.writeHead(200, { 'content-type': 'application/json' });
-      return res.end(JSON.stringify({ object: 'list', data: [{ id: 'plana-standin-1', object: 'model', created: 0, owned_by: 'plana-sandbox' }] }));
+      return res.end(
+        JSON.stringify({
+          object: 'list',
+          data: [{ id: 'plana-standin-1', object: 'model', created: 0, owned_by: 'plana-sandbox' }],
+        }),
+      );
     }
-    if (req.method !== 'POST' || path !== '/v1/chat/completions') return openAiError(res, 404, `Unknown request URL: ${req.method} ${path}.`, 'invalid_request_error');
+    if (req.method !== 'POST' || path !== '/v1/chat/completions')
+      return openAiError(res, 404, `Unknown request URL: ${req.method} ${path}.`, 'invalid_request_error');
     return chatCompletion(req, res, requests, delay);
   }
 
@@ -66,7 +74,11 @@ export async function startLlmStandIn(opts: { host?: string; port?: number; apiK
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const cfg = config();
-  const llm = await startLlmStandIn({ port: cfg.LLM_STANDIN_PORT, apiKey: cfg.LLM_KEY, chunkDelayMs: cfg.LLM_STANDIN_CHUNK_DELAY_MS });
+  const llm = await startLlmStandIn({
+    port: cfg.LLM_STANDIN_PORT,
+    apiKey: cfg.LLM_KEY,
+    chunkDelayMs: cfg.LLM_STANDIN_CHUNK_DELAY_MS,
+  });
   console.log(`LLM stand-in (OpenAI Chat Completions) on ${llm.url}`);
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void llm.close());
 }

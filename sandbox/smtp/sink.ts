@@ -76,7 +76,9 @@ export async function startSmtpSink(opts: { host?: string; port: number; dir: st
 export function readMailbox(dir: string): StoredMail[] {
   let files: string[];
   try {
-    files = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+    files = readdirSync(dir)
+      .filter((f) => f.endsWith('.json'))
+      .sort();
   } catch {
     return [];
   }

@@ -117,18 +117,35 @@ export function invoice(p: InvoiceParams): Stripe.Invoice {
     invoice_pdf: `https://pay.stripe.com/invoice/acct_sandbox/test_${id}/pdf`,
     livemode: false,
     metadata: {},
-    parent: { type: 'subscription_details', quote_details: null, subscription_details: { subscription: p.subscription, metadata: { workspace: p.workspace } } },
+    parent: {
+      type: 'subscription_details',
+      quote_details: null,
+      subscription_details: { subscription: p.subscription, metadata: { workspace: p.workspace } },
+    },
     lines: {
       object: 'list',
       has_more: false,
       url: `/v1/invoices/${id}/lines`,
-      data: [{ id: rid('il'), object: 'line_item', amount, currency: 'eur', quantity: p.seats ?? 1, period: { start, end: start + MONTH } }],
+      data: [
+        {
+          id: rid('il'),
+          object: 'line_item',
+          amount,
+          currency: 'eur',
+          quantity: p.seats ?? 1,
+          period: { start, end: start + MONTH },
+        },
+      ],
     },
   } as unknown as Stripe.Invoice;
 }
 
 /** An event envelope around `object`, as Stripe posts it. */
-export function event(type: string, object: Stripe.Subscription | Stripe.Invoice, opts: { id?: string; created?: number } = {}): Stripe.Event {
+export function event(
+  type: string,
+  object: Stripe.Subscription | Stripe.Invoice,
+  opts: { id?: string; created?: number } = {},
+): Stripe.Event {
   return {
     id: opts.id ?? rid('evt'),
     object: 'event',
@@ -156,7 +173,11 @@ export async function sendEvent(
   const payload = opts.payload ?? JSON.stringify(evt);
   const res = await fetch(webhookUrl, {
     method: 'POST',
-    headers: { 'content-type': 'application/json; charset=utf-8', 'stripe-signature': opts.signature ?? signature(payload, secret), 'user-agent': 'Stripe/1.0 (+https://stripe.com/docs/webhooks)' },
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      'stripe-signature': opts.signature ?? signature(payload, secret),
+      'user-agent': 'Stripe/1.0 (+https://stripe.com/docs/webhooks)',
+    },
     body: payload,
   });
   const text = await res.text();
@@ -167,7 +188,8 @@ const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345
 /** A Stripe-shaped object id: the prefix and `length` random letters and digits (as unguessable as Stripe's). */
 export function stripeId(prefix: string, length: number): string {
   let out = '';
-  while (out.length < length) for (const b of randomBytes(length)) if (b < 248 && out.length < length) out += ALPHANUMERIC[b % 62];
+  while (out.length < length)
+    for (const b of randomBytes(length)) if (b < 248 && out.length < length) out += ALPHANUMERIC[b % 62];
   return `${prefix}_${out}`;
 }
 
@@ -203,24 +225,69 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     console.log(`${evt.type} ${evt.id} → ${res.status} ${JSON.stringify(res.body)}`);
     if (res.status >= 300) process.exitCode = 1;
   };
-  const program = new Command('stripe').description('Send signed Stripe events to the account API (the payment provider stand-in)');
-  const common = (c: Command) => c.option('--tier <tier>', 'starter, pro or enterprise', 'pro').option('--seats <n>', 'seats', '1').option('--n <n>', 'the workspace\'s n-th subscription', '1');
+  const program = new Command('stripe').description(
+    'Send signed Stripe events to the account API (the payment provider stand-in)',
+  );
+  const common = (c: Command) =>
+    c
+      .option('--tier <tier>', 'starter, pro or enterprise', 'pro')
+      .option('--seats <n>', 'seats', '1')
+      .option('--n <n>', "the workspace's n-th subscription", '1');
   type Opts = { tier: Tier; seats: string; n: string };
   const ids = (ws: string, o: Opts) => sandboxIds(ws, Number(o.n), sandboxIdsFile(cfg.DATA_DIR));
-  common(program.command('subscribe <workspace>').description('customer.subscription.created')).action(async (ws: string, o: Opts) => {
-    await send(event('customer.subscription.created', subscription({ ...ids(ws, o), id: ids(ws, o).subscription, workspace: ws, tier: o.tier, seats: Number(o.seats) })));
+  common(program.command('subscribe <workspace>').description('customer.subscription.created')).action(
+    async (ws: string, o: Opts) => {
+      await send(
+        event(
+          'customer.subscription.created',
+          subscription({
+            ...ids(ws, o),
+            id: ids(ws, o).subscription,
+            workspace: ws,
+            tier: o.tier,
+            seats: Number(o.seats),
+          }),
+        ),
+      );
+    },
+  );
+  common(
+    program.command('tier <workspace> <newTier>').description('customer.subscription.updated with another tier'),
+  ).action(async (ws: string, tier: Tier, o: Opts) => {
+    await send(
+      event(
+        'customer.subscription.updated',
+        subscription({ ...ids(ws, o), id: ids(ws, o).subscription, workspace: ws, tier, seats: Number(o.seats) }),
+      ),
+    );
   });
-  common(program.command('tier <workspace> <newTier>').description('customer.subscription.updated with another tier')).action(async (ws: string, tier: Tier, o: Opts) => {
-    await send(event('customer.subscription.updated', subscription({ ...ids(ws, o), id: ids(ws, o).subscription, workspace: ws, tier, seats: Number(o.seats) })));
-  });
-  common(program.command('cancel <workspace>').description('customer.subscription.deleted')).action(async (ws: string, o: Opts) => {
-    await send(event('customer.subscription.deleted', subscription({ ...ids(ws, o), id: ids(ws, o).subscription, workspace: ws, tier: o.tier, status: 'canceled' })));
-  });
-  common(program.command('fail <workspace>').description('invoice.payment_failed')).action(async (ws: string, o: Opts) => {
-    await send(event('invoice.payment_failed', invoice({ ...ids(ws, o), workspace: ws, tier: o.tier, seats: Number(o.seats), status: 'open' })));
-  });
+  common(program.command('cancel <workspace>').description('customer.subscription.deleted')).action(
+    async (ws: string, o: Opts) => {
+      await send(
+        event(
+          'customer.subscription.deleted',
+          subscription({ ...ids(ws, o), id: ids(ws, o).subscription, workspace: ws, tier: o.tier, status: 'canceled' }),
+        ),
+      );
+    },
+  );
+  common(program.command('fail <workspace>').description('invoice.payment_failed')).action(
+    async (ws: string, o: Opts) => {
+      await send(
+        event(
+          'invoice.payment_failed',
+          invoice({ ...ids(ws, o), workspace: ws, tier: o.tier, seats: Number(o.seats), status: 'open' }),
+        ),
+      );
+    },
+  );
   common(program.command('pay <workspace>').description('invoice.paid')).action(async (ws: string, o: Opts) => {
-    await send(event('invoice.paid', invoice({ ...ids(ws, o), workspace: ws, tier: o.tier, seats: Number(o.seats), status: 'paid' })));
+    await send(
+      event(
+        'invoice.paid',
+        invoice({ ...ids(ws, o), workspace: ws, tier: o.tier, seats: Number(o.seats), status: 'paid' }),
+      ),
+    );
   });
   await program.parseAsync();
 }

@@ -65,16 +65,43 @@ export async function buildAgentsApp(deps: AgentsDeps): Promise<FastifyInstance>
   const app = await buildServiceApp(deps.logLevel, { logStream: deps.logStream });
   registerProbes(app as unknown as FastifyInstance, { name: 'postgres', ping: () => deps.pool.query('SELECT 1') });
   await registerKeyedRoutes(app, deps.serviceKeys, { callers: AGENTS_CALLERS }, (agents) => {
-    agents.post('/agents/:agentId/chat', { schema: { headers: Headers, params: AgentParams, body: ChatBody, response: { 200: ChatAnswer, ...errors } } }, async (req, reply) => {
-      const ctx = callContext(deps.grants, req);
-      const gone = callerGone(reply);
-      return answerOf(ctx.agent, await execute(deps, ctx, { mode: 'chat', question: req.body.message, signal: gone.signal }));
-    });
-    agents.post('/agents/:agentId/chat/stream', { schema: { headers: Headers, params: AgentParams, body: ChatBody } }, async (req, reply) => streamChat(deps, req, reply, req.body.message));
-    agents.get('/agents/:agentId/executions', { schema: { headers: Headers, params: AgentParams, querystring: ExecutionsQuery, response: { 200: ExecutionPageSchema, ...errors } } }, async (req) => {
-      const ctx = callContext(deps.grants, req);
-      return listExecutions(deps.pool, { workspaceId: ctx.workspaceId, agentId: ctx.agent.id, limit: req.query.limit, cursor: req.query.cursor });
-    });
+    agents.post(
+      '/agents/:agentId/chat',
+      { schema: { headers: Headers, params: AgentParams, body: ChatBody, response: { 200: ChatAnswer, ...errors } } },
+      async (req, reply) => {
+        const ctx = callContext(deps.grants, req);
+        const gone = callerGone(reply);
+        return answerOf(
+          ctx.agent,
+          await execute(deps, ctx, { mode: 'chat', question: req.body.message, signal: gone.signal }),
+        );
+      },
+    );
+    agents.post(
+      '/agents/:agentId/chat/stream',
+      { schema: { headers: Headers, params: AgentParams, body: ChatBody } },
+      async (req, reply) => streamChat(deps, req, reply, req.body.message),
+    );
+    agents.get(
+      '/agents/:agentId/executions',
+      {
+        schema: {
+          headers: Headers,
+          params: AgentParams,
+          querystring: ExecutionsQuery,
+          response: { 200: ExecutionPageSchema, ...errors },
+        },
+      },
+      async (req) => {
+        const ctx = callContext(deps.grants, req);
+        return listExecutions(deps.pool, {
+          workspaceId: ctx.workspaceId,
+          agentId: ctx.agent.id,
+          limit: req.query.limit,
+          cursor: req.query.cursor,
+        });
+      },
+    );
   });
   return app;
 }
@@ -87,7 +114,10 @@ async function streamChat(deps: AgentsDeps, req: FastifyRequest, reply: FastifyR
   const write = (event: string, data: unknown) => {
     if (!out.destroyed) out.write(sse(event, data));
   };
-  reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache').header('x-accel-buffering', 'no');
+  reply
+    .header('content-type', 'text/event-stream; charset=utf-8')
+    .header('cache-control', 'no-cache')
+    .header('x-accel-buffering', 'no');
   // a failure before the stream began is a plain problem answer
   let begun = false;
   const done = execute(deps, ctx, {
@@ -106,9 +136,13 @@ async function streamChat(deps: AgentsDeps, req: FastifyRequest, reply: FastifyR
     write('done', answerOf(ctx.agent, result));
   } catch (err) {
     if (!begun) throw err;
-    if (err instanceof ExecutionCancelled) req.log.info({ agentId: ctx.agent.id }, 'agent execution cancelled: the caller went away');
+    if (err instanceof ExecutionCancelled)
+      req.log.info({ agentId: ctx.agent.id }, 'agent execution cancelled: the caller went away');
     else {
-      const body = err instanceof AppError ? problem(err.code, err.message) : problem('INTERNAL', 'The agent failed. Quote the requestId when reporting it.');
+      const body =
+        err instanceof AppError
+          ? problem(err.code, err.message)
+          : problem('INTERNAL', 'The agent failed. Quote the requestId when reporting it.');
       if (!(err instanceof AppError)) req.log.error({ err }, 'agent execution failed');
       write('error', { ...body, requestId: req.id });
     }
@@ -118,4 +152,7 @@ async function streamChat(deps: AgentsDeps, req: FastifyRequest, reply: FastifyR
 }
 
 /** The data of a run's event on the stream. */
-const eventData = (e: AgentEvent) => (e.type === 'delta' ? { content: e.content } : { name: e.name, ...(e.type === 'tool_call' ? { arguments: e.arguments } : { ok: e.ok }) });
+const eventData = (e: AgentEvent) =>
+  e.type === 'delta'
+    ? { content: e.content }
+    : { name: e.name, ...(e.type === 'tool_call' ? { arguments: e.arguments } : { ok: e.ok }) };

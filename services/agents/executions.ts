@@ -10,7 +10,15 @@ import { AppError } from '../../lib/errors.js';
 import { findAgent, type Agent } from '../../domain/agents/catalog.js';
 import type { DataClient } from '../../domain/agents/data-client.js';
 import { finishExecution, startExecution } from '../../domain/agents/executions.js';
-import { AgentFailure, ExecutionCancelled, newRun, runAgent, type AgentEvent, type AgentRun, type ModelConfig } from '../../domain/agents/runner.js';
+import {
+  AgentFailure,
+  ExecutionCancelled,
+  newRun,
+  runAgent,
+  type AgentEvent,
+  type AgentRun,
+  type ModelConfig,
+} from '../../domain/agents/runner.js';
 import { WORKSPACE_GRANT_HEADER, type WorkspaceGrants } from '../../domain/agents/workspace-grant.js';
 
 export interface CallContext {
@@ -39,7 +47,8 @@ export function callContext(grants: WorkspaceGrants, req: FastifyRequest): CallC
   const headers = req.headers as Record<string, string | undefined>;
   const workspaceId = headers['x-workspace-id']!;
   const grant = headers[WORKSPACE_GRANT_HEADER]!;
-  if (grants.verify(grant) !== workspaceId) throw new AppError('FORBIDDEN', 'The workspace grant is missing, expired or for another workspace.');
+  if (grants.verify(grant) !== workspaceId)
+    throw new AppError('FORBIDDEN', 'The workspace grant is missing, expired or for another workspace.');
   const agentId = (req.params as { agentId: string }).agentId;
   const agent = findAgent(agentId);
   if (!agent) throw new AppError('NOT_FOUND', `There is no agent "${agentId}".`);
@@ -59,12 +68,26 @@ export function callerGone(reply: FastifyReply): AbortController {
 export async function execute(
   deps: ExecutionDeps,
   ctx: CallContext,
-  run: { mode: 'chat' | 'stream'; question: string; signal: AbortSignal; onEvent?: (e: AgentEvent) => void; onStart?: (executionId: string) => void },
+  run: {
+    mode: 'chat' | 'stream';
+    question: string;
+    signal: AbortSignal;
+    onEvent?: (e: AgentEvent) => void;
+    onStart?: (executionId: string) => void;
+  },
 ): Promise<Executed> {
   const executionId = randomUUID();
   const started = performance.now();
   const { question } = run;
-  await startExecution(deps.pool, { id: executionId, workspaceId: ctx.workspaceId, keyPrefix: ctx.keyPrefix, agentId: ctx.agent.id, mode: run.mode, inputChars: question.length, model: deps.model.model });
+  await startExecution(deps.pool, {
+    id: executionId,
+    workspaceId: ctx.workspaceId,
+    keyPrefix: ctx.keyPrefix,
+    agentId: ctx.agent.id,
+    mode: run.mode,
+    inputChars: question.length,
+    model: deps.model.model,
+  });
   run.onStart?.(executionId);
   const progress = newRun();
   const finish = (outcome: 'succeeded' | 'failed' | 'cancelled', errorCode: string | null) =>
@@ -92,7 +115,10 @@ export async function execute(
     return { executionId, run: answered, latencyMs: Math.round(performance.now() - started) };
   } catch (err) {
     const cancelled = err instanceof ExecutionCancelled;
-    await finish(cancelled ? 'cancelled' : 'failed', cancelled ? 'caller-gone' : err instanceof AgentFailure ? err.reason : 'internal');
+    await finish(
+      cancelled ? 'cancelled' : 'failed',
+      cancelled ? 'caller-gone' : err instanceof AgentFailure ? err.reason : 'internal',
+    );
     throw err;
   }
 }
@@ -105,7 +131,12 @@ export function answerOf(agent: Agent, r: Executed) {
     agentId: agent.id,
     answer: r.run.answer,
     toolCalls: r.run.toolCalls,
-    usage: { promptTokens, completionTokens, totalTokens: promptTokens === null && completionTokens === null ? null : (promptTokens ?? 0) + (completionTokens ?? 0) },
+    usage: {
+      promptTokens,
+      completionTokens,
+      totalTokens:
+        promptTokens === null && completionTokens === null ? null : (promptTokens ?? 0) + (completionTokens ?? 0),
+    },
     latencyMs: r.latencyMs,
   };
 }

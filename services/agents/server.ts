@@ -13,12 +13,20 @@ import { runAsMain, stopInOrder } from '../../lib/service-app.js';
 /** Starts the agents service; returns a function that stops it. */
 export async function startAgents(cfg = config()) {
   const pool = createPool(cfg.DATABASE_URL, 5);
-  const serviceKeys = await ServiceKeyVerifier.forService(AGENTS_TARGET, pool, cfg, createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }));
+  const serviceKeys = await ServiceKeyVerifier.forService(
+    AGENTS_TARGET,
+    pool,
+    cfg,
+    createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }),
+  );
   // its own key for the data service, read from the secret store per call (a rotation reaches it
   // without a restart), and reported to the data service while held (a rotation's switch proof)
   const secrets = reportingStore(
     new PgSecretStore(pool, cfg.SECRETS_KEY, cfg.SERVICE_KEY_SECRET_TTL_MS),
-    holderOptions(cfg, { stopped: () => pool.ended, log: createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }) }),
+    holderOptions(cfg, {
+      stopped: () => pool.ended,
+      log: createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }),
+    }),
   );
   const app = await buildAgentsApp({
     pool,
@@ -33,7 +41,12 @@ export async function startAgents(cfg = config()) {
   return {
     app,
     url,
-    close: stopInOrder(() => secrets.close(), () => app.close(), () => serviceKeys.close(), () => pool.end()),
+    close: stopInOrder(
+      () => secrets.close(),
+      () => app.close(),
+      () => serviceKeys.close(),
+      () => pool.end(),
+    ),
   };
 }
 

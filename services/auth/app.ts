@@ -33,7 +33,12 @@ export interface AuthDeps {
   redis: Redis;
   config: Pick<
     Config,
-    'AUTH_JWT_SECRET' | 'ACCESS_TOKEN_TTL_SECONDS' | 'REFRESH_TOKEN_TTL_SECONDS' | 'LOGIN_MAX_FAILURES' | 'LOGIN_FAILURE_WINDOW_SECONDS' | 'LOG_LEVEL'
+    | 'AUTH_JWT_SECRET'
+    | 'ACCESS_TOKEN_TTL_SECONDS'
+    | 'REFRESH_TOKEN_TTL_SECONDS'
+    | 'LOGIN_MAX_FAILURES'
+    | 'LOGIN_FAILURE_WINDOW_SECONDS'
+    | 'LOG_LEVEL'
   >;
   /** The service-key check of target `auth` (domain/service-keys/verifier.ts): every registered caller may call. */
   serviceKeys: ServiceKeyCheck;
@@ -46,7 +51,9 @@ const AuthSession = Type.Object({
   accessToken: Type.String({ description: 'JWT (HS256); the account API accepts it as Authorization: Bearer' }),
   tokenType: Type.Literal('Bearer'),
   expiresIn: Type.Integer({ description: 'seconds' }),
-  refreshToken: Type.String({ description: 'single use: every refresh returns a new one; presenting a spent one ends the session' }),
+  refreshToken: Type.String({
+    description: 'single use: every refresh returns a new one; presenting a spent one ends the session',
+  }),
   refreshExpiresIn: Type.Integer({ description: 'seconds' }),
   user: Type.Object({ id: Type.String(), email: Type.String(), name: Type.String() }),
 });
@@ -101,7 +108,8 @@ function registerReadiness(app: ServiceApp, deps: AuthDeps) {
     const failing: string[] = [];
     await deps.pool.query('SELECT 1').catch(() => failing.push('postgresql'));
     await deps.redis.ping().catch(() => failing.push('redis'));
-    if (failing.length) return sendProblem(reply, 'UNAVAILABLE', `Not ready: ${failing.join(', ')} not reachable.`, { failing });
+    if (failing.length)
+      return sendProblem(reply, 'UNAVAILABLE', `Not ready: ${failing.join(', ')} not reachable.`, { failing });
     return { status: 'ready' };
   });
 }
@@ -112,7 +120,10 @@ function registerLogin(v1: KeyedRoutes, deps: AuthDeps, throttle: PasswordThrott
     {
       schema: {
         summary: 'Log a user in with e-mail and password: an access token and a refresh token',
-        body: Type.Object({ email: Text({ minLength: 3, maxLength: 320 }), password: Text({ minLength: 1, maxLength: 1024 }) }, { additionalProperties: false }),
+        body: Type.Object(
+          { email: Text({ minLength: 3, maxLength: 320 }), password: Text({ minLength: 1, maxLength: 1024 }) },
+          { additionalProperties: false },
+        ),
         response: { 200: AuthSession, 400: Problem, 401: Problem, 429: Problem },
       },
     },
@@ -139,7 +150,10 @@ function registerRefresh(v1: KeyedRoutes, deps: AuthDeps) {
         response: { 200: AuthSession, 400: Problem, 401: Problem },
       },
     },
-    async (req, reply) => reply.header('cache-control', 'no-store').send(sessionBody(await refreshSession(deps.pool, deps.config, req.body.refreshToken))),
+    async (req, reply) =>
+      reply
+        .header('cache-control', 'no-store')
+        .send(sessionBody(await refreshSession(deps.pool, deps.config, req.body.refreshToken))),
   );
 }
 
@@ -163,8 +177,14 @@ function registerStatus(v1: KeyedRoutes, deps: AuthDeps, startedAt: number) {
       },
     },
     async () => {
-      const postgresql = await deps.pool.query('SELECT 1').then(() => 'ok' as const, () => 'unreachable' as const);
-      const redis = await deps.redis.ping().then(() => 'ok' as const, () => 'unreachable' as const);
+      const postgresql = await deps.pool.query('SELECT 1').then(
+        () => 'ok' as const,
+        () => 'unreachable' as const,
+      );
+      const redis = await deps.redis.ping().then(
+        () => 'ok' as const,
+        () => 'unreachable' as const,
+      );
       return {
         service: 'auth' as const,
         status: postgresql === 'ok' && redis === 'ok' ? ('ok' as const) : ('degraded' as const),

@@ -10,14 +10,24 @@ import { logRedisErrors, runAsMain, stopInOrder } from '../../lib/service-app.js
 export async function startAuth(cfg = config()) {
   const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: 2 });
   const pool = createPool(cfg.DATABASE_URL, 5);
-  const serviceKeys = await ServiceKeyVerifier.forService(AUTH_TARGET, pool, cfg, createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }));
+  const serviceKeys = await ServiceKeyVerifier.forService(
+    AUTH_TARGET,
+    pool,
+    cfg,
+    createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }),
+  );
   const app = await buildAuthApp({ pool, redis, config: cfg, serviceKeys });
   logRedisErrors(redis, app.log);
   await app.listen({ host: cfg.AUTH_HOST, port: cfg.AUTH_PORT });
   return {
     app,
     serviceKeys,
-    close: stopInOrder(() => app.close(), () => serviceKeys.close(), () => pool.end(), () => redis.disconnect()),
+    close: stopInOrder(
+      () => app.close(),
+      () => serviceKeys.close(),
+      () => pool.end(),
+      () => redis.disconnect(),
+    ),
   };
 }
 

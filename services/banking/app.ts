@@ -12,7 +12,15 @@ import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
 import type pg from 'pg';
 import { buildServiceApp } from '../../lib/service-app.js';
-import { AccountIdParam, AdaptersSchema, BankIdParam, ConsentBody, ConsentQuery, ConsentSchema, TransactionsQuery } from '../../domain/banking/schemas.js';
+import {
+  AccountIdParam,
+  AdaptersSchema,
+  BankIdParam,
+  ConsentBody,
+  ConsentQuery,
+  ConsentSchema,
+  TransactionsQuery,
+} from '../../domain/banking/schemas.js';
 import type { ServiceKeyCheck } from '../../domain/service-keys/service-key-auth.js';
 import { AppError } from '../../lib/errors.js';
 import { ConsentStore, type Consent } from '../../domain/banking/consents.js';
@@ -87,8 +95,10 @@ function consentRequest(body: Static<typeof ConsentBody>) {
     validUntil: body.validUntil ?? day(new Date(Date.now() + 90 * 86_400_000)),
     frequencyPerDay: body.frequencyPerDay ?? (body.recurringIndicator === false ? 1 : 4),
   };
-  if (request.validUntil < day(new Date())) throw new AppError('BAD_REQUEST', `validUntil (${request.validUntil}) lies in the past.`);
-  if (!request.recurringIndicator && request.frequencyPerDay !== 1) throw new AppError('BAD_REQUEST', 'A one-off consent (recurringIndicator false) has frequencyPerDay 1.');
+  if (request.validUntil < day(new Date()))
+    throw new AppError('BAD_REQUEST', `validUntil (${request.validUntil}) lies in the past.`);
+  if (!request.recurringIndicator && request.frequencyPerDay !== 1)
+    throw new AppError('BAD_REQUEST', 'A one-off consent (recurringIndicator false) has frequencyPerDay 1.');
   return request;
 }
 
@@ -96,21 +106,40 @@ function registerConsentRoutes(r: KeyedRoutes, reads: ConsentReads) {
   const { consents } = reads;
   r.post(
     '/banking/:bankId/consent',
-    { schema: { headers: WorkspaceHeaders, params: Type.Object({ bankId: BankIdParam }), body: ConsentBody, response: { 201: ConsentSchema } } },
+    {
+      schema: {
+        headers: WorkspaceHeaders,
+        params: Type.Object({ bankId: BankIdParam }),
+        body: ConsentBody,
+        response: { 201: ConsentSchema },
+      },
+    },
     async (req, reply) => {
       const bank = reads.adapter(req.params.bankId);
       const body: Static<typeof ConsentBody> = req.body ?? {};
       const request = consentRequest(body);
-      const created = await bank.createConsent(request, { ipAddress: req.headers['x-psu-ip-address'] ?? req.ip, redirectUrl: body.redirectUrl });
+      const created = await bank.createConsent(request, {
+        ipAddress: req.headers['x-psu-ip-address'] ?? req.ip,
+        redirectUrl: body.redirectUrl,
+      });
       const consent = await consents.insert(req.headers['x-workspace-id'], bank.id, request, created);
-      req.log.info({ workspaceId: req.headers['x-workspace-id'], bankId: bank.id, consentId: consent.consentId }, 'consent created');
+      req.log.info(
+        { workspaceId: req.headers['x-workspace-id'], bankId: bank.id, consentId: consent.consentId },
+        'consent created',
+      );
       return reply.code(201).send(publicConsent(consent));
     },
   );
 
   r.get(
     '/banking/:bankId/consent/:consentId',
-    { schema: { headers: WorkspaceHeaders, params: Type.Object({ bankId: BankIdParam, consentId: Type.String({ maxLength: 100 }) }), response: { 200: ConsentSchema } } },
+    {
+      schema: {
+        headers: WorkspaceHeaders,
+        params: Type.Object({ bankId: BankIdParam, consentId: Type.String({ maxLength: 100 }) }),
+        response: { 200: ConsentSchema },
+      },
+    },
     async (req) => {
       const bank = reads.adapter(req.params.bankId);
       const consent = await consents.get(req.headers['x-workspace-id'], bank.id, req.params.consentId);
@@ -129,21 +158,40 @@ function registerAccountRoutes(r: KeyedRoutes, reads: ConsentReads) {
   r.get(
     '/banking/:bankId/accounts',
     { schema: { headers: WorkspaceHeaders, params: Type.Object({ bankId: BankIdParam }), querystring: ConsentQuery } },
-    async (req) => reads.withConsent(req.headers['x-workspace-id'], req.params.bankId, req.query.consentId, (bank, id) => bank.accounts(id)),
+    async (req) =>
+      reads.withConsent(req.headers['x-workspace-id'], req.params.bankId, req.query.consentId, (bank, id) =>
+        bank.accounts(id),
+      ),
   );
 
   r.get(
     '/banking/:bankId/accounts/:accountId/balance',
-    { schema: { headers: WorkspaceHeaders, params: Type.Object({ bankId: BankIdParam, accountId: AccountIdParam }), querystring: ConsentQuery } },
-    async (req) => reads.withConsent(req.headers['x-workspace-id'], req.params.bankId, req.query.consentId, (bank, id) => bank.balances(id, req.params.accountId)),
+    {
+      schema: {
+        headers: WorkspaceHeaders,
+        params: Type.Object({ bankId: BankIdParam, accountId: AccountIdParam }),
+        querystring: ConsentQuery,
+      },
+    },
+    async (req) =>
+      reads.withConsent(req.headers['x-workspace-id'], req.params.bankId, req.query.consentId, (bank, id) =>
+        bank.balances(id, req.params.accountId),
+      ),
   );
 
   r.get(
     '/banking/:bankId/accounts/:accountId/transactions',
-    { schema: { headers: WorkspaceHeaders, params: Type.Object({ bankId: BankIdParam, accountId: AccountIdParam }), querystring: TransactionsQuery } },
+    {
+      schema: {
+        headers: WorkspaceHeaders,
+        params: Type.Object({ bankId: BankIdParam, accountId: AccountIdParam }),
+        querystring: TransactionsQuery,
+      },
+    },
     async (req) => {
       const { consentId, bookingStatus = 'booked', dateFrom, dateTo } = req.query;
-      if (dateFrom && dateTo && dateFrom > dateTo) throw new AppError('BAD_REQUEST', `dateFrom (${dateFrom}) lies after dateTo (${dateTo}).`);
+      if (dateFrom && dateTo && dateFrom > dateTo)
+        throw new AppError('BAD_REQUEST', `dateFrom (${dateFrom}) lies after dateTo (${dateTo}).`);
       return reads.withConsent(req.headers['x-workspace-id'], req.params.bankId, consentId, (bank, id) =>
         bank.transactions(id, req.params.accountId, { bookingStatus, dateFrom, dateTo }),
       );

@@ -19,20 +19,34 @@ export class ConsentReads {
     if (!found) {
       // the banks by id, not a path of this service (its caller's path differs: /api/banking/adapters)
       const known = [...this.adapters.keys()];
-      const banks = known.length <= 12 ? known.map((id) => `"${id}"`).join(', ') : `${known.slice(0, 3).map((id) => `"${id}"`).join(', ')} and ${known.length - 3} more (the adapters list has them all)`;
+      const banks =
+        known.length <= 12
+          ? known.map((id) => `"${id}"`).join(', ')
+          : `${known
+              .slice(0, 3)
+              .map((id) => `"${id}"`)
+              .join(', ')} and ${known.length - 3} more (the adapters list has them all)`;
       throw new AppError('NOT_FOUND', `There is no bank "${bankId}" here; the banks are ${banks}.`, { bankId });
     }
     return found;
   }
 
   /** Runs a bank read under the consent named, or the workspace's newest valid one at the bank. */
-  async withConsent<T>(workspaceId: string, bankId: string, consentId: string | undefined, read: (bank: BankAdapter, bankConsentId: string) => Promise<T>): Promise<T> {
+  async withConsent<T>(
+    workspaceId: string,
+    bankId: string,
+    consentId: string | undefined,
+    read: (bank: BankAdapter, bankConsentId: string) => Promise<T>,
+  ): Promise<T> {
     const bank = this.adapter(bankId);
-    const consent = consentId ? await this.consents.get(workspaceId, bankId, consentId) : await this.newestValid(bank, workspaceId);
+    const consent = consentId
+      ? await this.consents.get(workspaceId, bankId, consentId)
+      : await this.newestValid(bank, workspaceId);
     try {
       return await read(bank, consent.bankConsentId);
     } catch (err) {
-      if (err instanceof AppError && err.extra.bankCode === 'CONSENT_EXPIRED') await this.consents.setStatus(consent.consentId, 'expired');
+      if (err instanceof AppError && err.extra.bankCode === 'CONSENT_EXPIRED')
+        await this.consents.setStatus(consent.consentId, 'expired');
       throw err;
     }
   }

@@ -11,7 +11,12 @@ export const BANKING_TARGET = 'banking';
 
 export async function startBanking(cfg = config()) {
   const pool = createPool(cfg.DATABASE_URL, 5);
-  const serviceKeys = await ServiceKeyVerifier.forService(BANKING_TARGET, pool, cfg, createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }));
+  const serviceKeys = await ServiceKeyVerifier.forService(
+    BANKING_TARGET,
+    pool,
+    cfg,
+    createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }),
+  );
   const app = await buildBankingApp({
     pool,
     secretsKey: cfg.SECRETS_KEY,

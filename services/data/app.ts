@@ -51,7 +51,11 @@ export async function buildDataApp(deps: DataDeps): Promise<FastifyInstance> {
     const { workspaceId } = req.params as { workspaceId: string };
     const header = req.headers[WORKSPACE_GRANT_HEADER];
     const granted = deps.grants.verify(typeof header === 'string' ? header : undefined);
-    if (!granted) throw new AppError('FORBIDDEN', 'A valid workspace grant (X-Workspace-Grant, issued by the account API) is required.');
+    if (!granted)
+      throw new AppError(
+        'FORBIDDEN',
+        'A valid workspace grant (X-Workspace-Grant, issued by the account API) is required.',
+      );
     if (granted !== workspaceId) throw new AppError('FORBIDDEN', 'The workspace grant is for another workspace.');
     const { rows } = await deps.pool.query<{ slug: string }>('SELECT slug FROM workspaces WHERE id = $1', [granted]);
     if (!rows[0]) throw new AppError('NOT_FOUND', 'No such workspace.');
@@ -61,16 +65,26 @@ export async function buildDataApp(deps: DataDeps): Promise<FastifyInstance> {
   await registerKeyedRoutes(app, deps.serviceKeys, { callers: DATA_CALLERS }, (data) => {
     const params = Type.Object({ workspaceId: Type.String({ format: 'uuid' }) });
 
-    data.get('/data/workspaces/:workspaceId/kpis', { schema: { params, response: { 200: KpisSchema, ...errors } } }, async (req) =>
-      deps.dashboards.kpis(await grantedWorkspace(req)),
+    data.get(
+      '/data/workspaces/:workspaceId/kpis',
+      { schema: { params, response: { 200: KpisSchema, ...errors } } },
+      async (req) => deps.dashboards.kpis(await grantedWorkspace(req)),
     );
     data.get(
       '/data/workspaces/:workspaceId/cashflow',
-      { schema: { params, querystring: Type.Object({ months: Type.Optional(Type.Integer({ minimum: 1, maximum: 24 })) }), response: { 200: CashflowSchema, ...errors } } },
+      {
+        schema: {
+          params,
+          querystring: Type.Object({ months: Type.Optional(Type.Integer({ minimum: 1, maximum: 24 })) }),
+          response: { 200: CashflowSchema, ...errors },
+        },
+      },
       async (req) => deps.dashboards.cashflow(await grantedWorkspace(req), { months: req.query.months }),
     );
-    data.get('/data/workspaces/:workspaceId/overdue-invoices', { schema: { params, response: { 200: AlertsSchema, ...errors } } }, async (req) =>
-      deps.dashboards.alerts(await grantedWorkspace(req)),
+    data.get(
+      '/data/workspaces/:workspaceId/overdue-invoices',
+      { schema: { params, response: { 200: AlertsSchema, ...errors } } },
+      async (req) => deps.dashboards.alerts(await grantedWorkspace(req)),
     );
   });
   return app;

@@ -12,7 +12,12 @@ import { logRedisErrors, runAsMain, stopInOrder } from '../../lib/service-app.js
 export async function startData(cfg = config()) {
   const pool = createPool(cfg.DATABASE_URL, 5);
   const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: 2 });
-  const serviceKeys = await ServiceKeyVerifier.forService(DATA_TARGET, pool, cfg, createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }));
+  const serviceKeys = await ServiceKeyVerifier.forService(
+    DATA_TARGET,
+    pool,
+    cfg,
+    createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }),
+  );
   const app = await buildDataApp({
     pool,
     serviceKeys,
@@ -25,7 +30,12 @@ export async function startData(cfg = config()) {
   return {
     app,
     url,
-    close: stopInOrder(() => app.close(), () => serviceKeys.close(), () => redis.disconnect(), () => pool.end()),
+    close: stopInOrder(
+      () => app.close(),
+      () => serviceKeys.close(),
+      () => redis.disconnect(),
+      () => pool.end(),
+    ),
   };
 }
 

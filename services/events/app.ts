@@ -41,6 +41,8 @@ export async function buildEventsApp(deps: EventsDeps): Promise<FastifyInstance>
   const publisher = new EventPublisher(deps);
   registerProbes(app as unknown as FastifyInstance, { name: 'redis', ping: () => deps.redis.ping() });
   if (deps.ingestion) registerOdooIngestion(app, deps.ingestion, publisher);
-  await registerKeyedRoutes(app, deps.serviceKeys, {}, (v1) => registerStreamRoutes(v1, { ...deps, publisher, startedAt }));
+  await registerKeyedRoutes(app, deps.serviceKeys, {}, (v1) =>
+    registerStreamRoutes(v1, { ...deps, publisher, startedAt }),
+  );
   return app;
 }

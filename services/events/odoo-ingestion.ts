@@ -8,7 +8,14 @@ import { Type } from 'typebox';
 import { AppError } from '../../lib/errors.js';
 import type { ServiceApp } from '../../lib/service-app.js';
 import type { ServiceCallerIdentity } from '../../domain/service-keys/service-key-auth.js';
-import { ERP_EVENT_TYPES, erpCloudEvent, odooChange, presentedToken, type ErpEventType, type OdooWebhookPayload } from '../../domain/erp-events/ingestion.js';
+import {
+  ERP_EVENT_TYPES,
+  erpCloudEvent,
+  odooChange,
+  presentedToken,
+  type ErpEventType,
+  type OdooWebhookPayload,
+} from '../../domain/erp-events/ingestion.js';
 import type { EventPublisher, Published } from './publisher.js';
 
 /**
@@ -35,7 +42,11 @@ export function registerOdooIngestion(app: ServiceApp, ingestion: ErpIngestion, 
           type: Type.Union(ERP_EVENT_TYPES.map((t) => Type.Literal(t))),
         }),
         body: Type.Object(
-          { _model: Type.String({ minLength: 1, maxLength: 100 }), _id: Type.Integer({ minimum: 1 }), _action: Type.Optional(Type.String({ maxLength: 300 })) },
+          {
+            _model: Type.String({ minLength: 1, maxLength: 100 }),
+            _id: Type.Integer({ minimum: 1 }),
+            _action: Type.Optional(Type.String({ maxLength: 300 })),
+          },
           { additionalProperties: true, maxProperties: 60 },
         ),
         response: { 202: PublishedSchema },
@@ -44,18 +55,42 @@ export function registerOdooIngestion(app: ServiceApp, ingestion: ErpIngestion, 
     async (req, reply) => {
       const { tenant, type } = req.params;
       const who = await authenticatedRule(ingestion, tenant, req.headers.authorization);
-      const published = await ingestOdooChange(ingestion, publisher, { tenant, type: type as ErpEventType, body: req.body as OdooWebhookPayload }, req.log);
-      req.log.info({ tenant, type, eventId: published.eventId, streamId: published.streamId, duplicate: published.duplicate, serviceCaller: who.caller, keyId: who.keyId }, 'ERP event ingested');
+      const published = await ingestOdooChange(
+        ingestion,
+        publisher,
+        { tenant, type: type as ErpEventType, body: req.body as OdooWebhookPayload },
+        req.log,
+      );
+      req.log.info(
+        {
+          tenant,
+          type,
+          eventId: published.eventId,
+          streamId: published.streamId,
+          duplicate: published.duplicate,
+          serviceCaller: who.caller,
+          keyId: who.keyId,
+        },
+        'ERP event ingested',
+      );
       return reply.code(202).send({ streamId: published.streamId, duplicate: published.duplicate });
     },
   );
 }
 
 /** Who posts: the tenant's rule, with a token under an accepted key (401 otherwise). */
-async function authenticatedRule(ingestion: ErpIngestion, tenant: string, authorization: string | undefined): Promise<ServiceCallerIdentity> {
+async function authenticatedRule(
+  ingestion: ErpIngestion,
+  tenant: string,
+  authorization: string | undefined,
+): Promise<ServiceCallerIdentity> {
   const token = presentedToken(authorization);
   const who = token ? await ingestion.authenticate(tenant, token) : undefined;
-  if (!who) throw new AppError('UNAUTHORIZED', "This endpoint needs the tenant's ingestion token (Basic auth: the userinfo of the rule's URL).");
+  if (!who)
+    throw new AppError(
+      'UNAUTHORIZED',
+      "This endpoint needs the tenant's ingestion token (Basic auth: the userinfo of the rule's URL).",
+    );
   return who;
 }
 
@@ -73,6 +108,10 @@ export async function ingestOdooChange(
   if (workspace === undefined) throw new AppError('NOT_FOUND', `No tenant "${tenant}".`);
   const published = await publisher.append(erpCloudEvent(tenant, workspace, change));
   // (a failure here only means the sweep publishes it again: the stream de-duplicates it)
-  await ingestion.seen?.(tenant, change.id).catch((err: Error) => log.warn({ tenant, eventId: change.id, err: err.message }, 'ERP event not recorded as seen'));
+  await ingestion
+    .seen?.(tenant, change.id)
+    .catch((err: Error) =>
+      log.warn({ tenant, eventId: change.id, err: err.message }, 'ERP event not recorded as seen'),
+    );
   return { ...published, eventId: change.id };
 }

@@ -38,10 +38,17 @@ export class EventPublisher {
   /** Appends an event once per source + id. */
   async append(event: CloudEvent): Promise<Published> {
     const { redis, stream, maxLen, dedupeTtlSeconds } = this.s;
-    const [streamId, duplicate] = (await redis.eval(PUBLISH_SCRIPT, 2, stream, this.dedupeKey(event), maxLen, dedupeTtlSeconds, event.id, event.type, JSON.stringify(event))) as [
-      string,
-      number,
-    ];
+    const [streamId, duplicate] = (await redis.eval(
+      PUBLISH_SCRIPT,
+      2,
+      stream,
+      this.dedupeKey(event),
+      maxLen,
+      dedupeTtlSeconds,
+      event.id,
+      event.type,
+      JSON.stringify(event),
+    )) as [string, number];
     return { streamId, duplicate: duplicate === 1 };
   }
 

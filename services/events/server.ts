@@ -42,7 +42,10 @@ export async function startEvents(cfg = config(), opts: { ingestionPair?: Ingest
     ingestion: {
       authenticate: (tenant, token) => ring.authenticate(tenant, token),
       workspaceOf: async (tenant) => {
-        const { rows } = await pool.query<{ slug: string | null }>('SELECT w.slug FROM tenants t LEFT JOIN workspaces w ON w.id = t.workspace_id WHERE t.name = $1', [tenant]);
+        const { rows } = await pool.query<{ slug: string | null }>(
+          'SELECT w.slug FROM tenants t LEFT JOIN workspaces w ON w.id = t.workspace_id WHERE t.name = $1',
+          [tenant],
+        );
         return rows[0] ? rows[0].slug : undefined;
       },
       seen: (tenant, eventId) => markSeen(pool, tenant, [eventId], 'odoo'),
@@ -53,7 +56,13 @@ export async function startEvents(cfg = config(), opts: { ingestionPair?: Ingest
     app,
     serviceKeys,
     ingestionKeys,
-    close: stopInOrder(() => app.close(), () => serviceKeys.close(), () => ingestionKeys.close(), () => pool.end(), () => redis.disconnect()),
+    close: stopInOrder(
+      () => app.close(),
+      () => serviceKeys.close(),
+      () => ingestionKeys.close(),
+      () => pool.end(),
+      () => redis.disconnect(),
+    ),
   };
 }
 

@@ -22,7 +22,9 @@ export interface StreamRoutesDeps {
 export function registerStreamRoutes(v1: KeyedRoutes, deps: StreamRoutesDeps): void {
   registerPublish(v1, deps.publisher);
   registerGroupCreation(v1, deps);
-  v1.get('/api/v1/events/info', { schema: { response: { 200: StreamInfoSchema } } }, async () => streamState(deps.redis, deps.stream, deps.maxLen));
+  v1.get('/api/v1/events/info', { schema: { response: { 200: StreamInfoSchema } } }, async () =>
+    streamState(deps.redis, deps.stream, deps.maxLen),
+  );
   registerStatus(v1, deps);
 }
 
@@ -62,7 +64,8 @@ function registerGroupCreation(v1: KeyedRoutes, deps: StreamRoutesDeps) {
             startId: Type.Optional(
               Type.String({
                 ...StreamId,
-                description: '"$" (default): only events published from now on; "0": every event the stream still holds',
+                description:
+                  '"$" (default): only events published from now on; "0": every event the stream still holds',
               }),
             ),
           },
@@ -70,7 +73,12 @@ function registerGroupCreation(v1: KeyedRoutes, deps: StreamRoutesDeps) {
         ),
         response: {
           200: Type.Object({ stream: Type.String(), group: Type.String(), created: Type.Literal(false) }),
-          201: Type.Object({ stream: Type.String(), group: Type.String(), created: Type.Literal(true), startId: Type.String() }),
+          201: Type.Object({
+            stream: Type.String(),
+            group: Type.String(),
+            created: Type.Literal(true),
+            startId: Type.String(),
+          }),
         },
       },
     },

@@ -29,7 +29,11 @@ const asRecord = (flat: XInfo): Record<string, unknown> => {
   return out;
 };
 
-export async function streamState(redis: Redis, stream: string, maxLen: number): Promise<Static<typeof StreamInfoSchema>> {
+export async function streamState(
+  redis: Redis,
+  stream: string,
+  maxLen: number,
+): Promise<Static<typeof StreamInfoSchema>> {
   const empty = { stream, length: 0, maxLen, firstId: null, lastId: null, entriesAdded: 0, groups: [] };
   const exists = await redis.exists(stream);
   if (!exists) return empty;

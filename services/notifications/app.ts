@@ -56,7 +56,10 @@ function registerWelcome(v1: KeyedRoutes, mail: IdempotentMailer, appUrl: string
     {
       schema: {
         headers: IdempotencyHeaders,
-        body: Type.Object({ email: Email, workspace: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false }),
+        body: Type.Object(
+          { email: Email, workspace: Type.String({ minLength: 1, maxLength: 100 }) },
+          { additionalProperties: false },
+        ),
         response: { 200: Sent },
       },
     },

@@ -15,7 +15,12 @@ export async function startNotifications(cfg = config()) {
   // the registry of accepted service keys (and their usage) lives in the platform database
   const pool = createPool(cfg.DATABASE_URL, 3);
   const mailer = createSmtpMailer({ host: cfg.SMTP_HOST, port: cfg.SMTP_PORT, from: cfg.MAIL_FROM });
-  const serviceKeys = await ServiceKeyVerifier.forService(NOTIFICATIONS_TARGET, pool, cfg, createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }));
+  const serviceKeys = await ServiceKeyVerifier.forService(
+    NOTIFICATIONS_TARGET,
+    pool,
+    cfg,
+    createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }),
+  );
   const app = await buildNotificationsApp({
     mailer,
     redis,
@@ -28,7 +33,13 @@ export async function startNotifications(cfg = config()) {
   return {
     app,
     serviceKeys,
-    close: stopInOrder(() => app.close(), () => serviceKeys.close(), () => pool.end(), () => mailer.close(), () => redis.disconnect()),
+    close: stopInOrder(
+      () => app.close(),
+      () => serviceKeys.close(),
+      () => pool.end(),
+      () => mailer.close(),
+      () => redis.disconnect(),
+    ),
   };
 }
 

@@ -53,12 +53,17 @@ export async function buildTenantIngress(opts: TenantIngressOptions) {
     // the ingress's own liveness (no tenant serves /readyz)
     if (req.url === '/readyz') return reply.send({ status: 'ok' });
     const tenant = await tenantOf(req.raw);
-    if (!tenant) return reply.code(404).type('text/plain; charset=utf-8').send(`404 Not Found: no tenant at ${req.headers.host ?? '(no Host header)'}\n`);
+    if (!tenant)
+      return reply
+        .code(404)
+        .type('text/plain; charset=utf-8')
+        .send(`404 Not Found: no tenant at ${req.headers.host ?? '(no Host header)'}\n`);
     const path = req.url.split('?')[0]!;
     if (path.startsWith('/svc/saas/')) {
       const body = req.method === 'POST' ? await readAll(req.raw) : Buffer.alloc(0);
       reply.hijack();
-      if (!(await forwardSaas(opts.saas, tenant, path, req.raw, body, reply.raw))) reply.raw.writeHead(404, { 'content-type': 'text/plain' }).end('404 Not Found\n');
+      if (!(await forwardSaas(opts.saas, tenant, path, req.raw, body, reply.raw)))
+        reply.raw.writeHead(404, { 'content-type': 'text/plain' }).end('404 Not Found\n');
     }
   });
 
@@ -67,7 +72,12 @@ export async function buildTenantIngress(opts: TenantIngressOptions) {
     websocket: true,
     // Odoo picks the tenant database by the Host the client sent
     replyOptions: { rewriteRequestHeaders: (req, headers) => ({ ...headers, host: req.headers.host ?? headers.host }) },
-    wsClientOptions: { rewriteRequestHeaders: (headers: Record<string, string>, req: IncomingMessage) => ({ ...headers, host: req.headers.host ?? '' }) },
+    wsClientOptions: {
+      rewriteRequestHeaders: (headers: Record<string, string>, req: IncomingMessage) => ({
+        ...headers,
+        host: req.headers.host ?? '',
+      }),
+    },
   });
   return app;
 }

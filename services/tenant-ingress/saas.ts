@@ -29,7 +29,8 @@ export interface SaasForwarding {
 }
 
 /** The ERP web session a request carries (Odoo's `session_id` cookie), if any. */
-export const erpSessionId = (req: IncomingMessage): string | undefined => /(?:^|;\s*)session_id=([^;]+)/.exec(req.headers.cookie ?? '')?.[1];
+export const erpSessionId = (req: IncomingMessage): string | undefined =>
+  /(?:^|;\s*)session_id=([^;]+)/.exec(req.headers.cookie ?? '')?.[1];
 
 /**
  * `loggedIn` in front of an Odoo (the tenant ingress): asks the ERP itself whether the request's
@@ -49,7 +50,12 @@ export function sessionAtErp(upstream: string, timeoutMs = 10_000): SaasForwardi
         new URL('/web/session/get_session_info', base),
         {
           method: 'POST',
-          headers: { host: req.headers.host ?? base.host, cookie: `session_id=${sid}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+          headers: {
+            host: req.headers.host ?? base.host,
+            cookie: `session_id=${sid}`,
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+          },
           timeout: timeoutMs,
         },
         (res) => {
@@ -75,7 +81,10 @@ export function sessionAtErp(upstream: string, timeoutMs = 10_000): SaasForwardi
 }
 
 function unauthorized(res: ServerResponse) {
-  const body = problem('UNAUTHORIZED', "The SaaS endpoints answer the tenant's ERP only: log in to the ERP, or send the platform's service key in X-API-Key.");
+  const body = problem(
+    'UNAUTHORIZED',
+    "The SaaS endpoints answer the tenant's ERP only: log in to the ERP, or send the platform's service key in X-API-Key.",
+  );
   res.writeHead(401, { 'content-type': 'application/problem+json' }).end(JSON.stringify(body));
 }
 
@@ -99,7 +108,14 @@ function match(table: [RegExp, (m: RegExpExecArray) => string][], path: string):
 }
 
 /** Forwards one `/svc/saas/…` request of `tenant`; false when the path is not a SaaS endpoint. */
-export async function forwardSaas(opts: SaasForwarding | undefined, tenant: string, path: string, req: IncomingMessage, body: Buffer, res: ServerResponse): Promise<boolean> {
+export async function forwardSaas(
+  opts: SaasForwarding | undefined,
+  tenant: string,
+  path: string,
+  req: IncomingMessage,
+  body: Buffer,
+  res: ServerResponse,
+): Promise<boolean> {
   const method = req.method ?? 'GET';
   const read = method === 'GET' ? match(READS, path) : undefined;
   const callback = method === 'POST' ? match(CALLBACKS, path) : undefined;
@@ -107,11 +123,15 @@ export async function forwardSaas(opts: SaasForwarding | undefined, tenant: stri
   if (!target) {
     const known = match(READS, path) ?? match(CALLBACKS, path);
     if (!known) return false;
-    res.writeHead(405, { 'content-type': 'application/json', allow: match(READS, path) ? 'GET' : 'POST' }).end(JSON.stringify({ error: 'method not allowed' }));
+    res
+      .writeHead(405, { 'content-type': 'application/json', allow: match(READS, path) ? 'GET' : 'POST' })
+      .end(JSON.stringify({ error: 'method not allowed' }));
     return true;
   }
   if (!opts) {
-    res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'the SaaS endpoints are not configured on this ERP entry' }));
+    res
+      .writeHead(503, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ error: 'the SaaS endpoints are not configured on this ERP entry' }));
     return true;
   }
   const headers: Record<string, string> = { accept: 'application/json' };
@@ -119,7 +139,9 @@ export async function forwardSaas(opts: SaasForwarding | undefined, tenant: stri
   if (typeof given === 'string' && given !== '') headers['x-api-key'] = given;
   else if (read && (await opts.loggedIn(req))) headers['x-api-key'] = await opts.key();
   else if (read) return (unauthorized(res), true);
-  if (!read) headers['content-type'] = typeof req.headers['content-type'] === 'string' ? req.headers['content-type'] : 'application/json';
+  if (!read)
+    headers['content-type'] =
+      typeof req.headers['content-type'] === 'string' ? req.headers['content-type'] : 'application/json';
   const upstream = await fetch(new URL(`/api/saas/${encodeURIComponent(tenant)}/${target}`, opts.accountApiUrl), {
     method,
     headers,
@@ -127,6 +149,8 @@ export async function forwardSaas(opts: SaasForwarding | undefined, tenant: stri
     signal: AbortSignal.timeout(15_000),
   });
   const text = await upstream.text();
-  res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' }).end(text);
+  res
+    .writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' })
+    .end(text);
   return true;
 }

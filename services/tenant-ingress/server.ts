@@ -17,12 +17,19 @@ export async function startTenantIngress(cfg = config()) {
   // the ERP entry's key, reported to the account API while held (a rotation's switch proof)
   const secrets = reportingStore(
     new PgSecretStore(platform, cfg.SECRETS_KEY, 5_000),
-    holderOptions(cfg, { stopped: () => platform.ended, log: createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }) }),
+    holderOptions(cfg, {
+      stopped: () => platform.ended,
+      log: createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }),
+    }),
   );
   const app = await buildTenantIngress({
     platform,
     upstream: cfg.ODOO_UPSTREAM_URL,
-    saas: { accountApiUrl: cfg.ACCOUNT_API_URL, key: serviceKeyFor(secrets, 'erp', 'account-api'), loggedIn: sessionAtErp(cfg.ODOO_UPSTREAM_URL) },
+    saas: {
+      accountApiUrl: cfg.ACCOUNT_API_URL,
+      key: serviceKeyFor(secrets, 'erp', 'account-api'),
+      loggedIn: sessionAtErp(cfg.ODOO_UPSTREAM_URL),
+    },
     logLevel: cfg.LOG_LEVEL,
   });
   await app.listen({ host: cfg.ERP_HOST, port: cfg.ERP_PORT });

@@ -42,7 +42,10 @@ export interface Dispatcher {
   close(): Promise<void>;
 }
 
-export async function startDispatcher(cfg: Config = loadConfig(), opts: { consumer?: string; log?: Logger } = {}): Promise<Dispatcher> {
+export async function startDispatcher(
+  cfg: Config = loadConfig(),
+  opts: { consumer?: string; log?: Logger } = {},
+): Promise<Dispatcher> {
   const log = opts.log ?? createLogger({ name: 'webhook-dispatcher', level: cfg.LOG_LEVEL });
   const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: 2 });
   const reader = redis.duplicate();
@@ -57,13 +60,45 @@ export async function startDispatcher(cfg: Config = loadConfig(), opts: { consum
   await ensureGroup(redis, stream, WEBHOOKS_GROUP);
 
   // the lanes and the hand-offs know each other: a hand-off yields while first attempts queue
-  const handOffs: HandOffThrottle = new HandOffThrottle(cfg.WEBHOOK_HANDOFF_CONCURRENCY, () => lanes.queuedFirstAttempts);
+  const handOffs: HandOffThrottle = new HandOffThrottle(
+    cfg.WEBHOOK_HANDOFF_CONCURRENCY,
+    () => lanes.queuedFirstAttempts,
+  );
   const recorder = new AttemptRecorder(pool, log, (a) => lanes.release(a.endpointId, a.messageId));
-  const attempt: FirstAttemptDeps = { sender, userAgent: cfg.WEBHOOK_USER_AGENT, starter, handOffs, record: (a) => recorder.record(a), log };
-  const lanes: EndpointLanes = new EndpointLanes(cfg, (job, answered) => makeFirstAttempt(attempt, job, answered), () => handOffs.kick());
+  const attempt: FirstAttemptDeps = {
+    sender,
+    userAgent: cfg.WEBHOOK_USER_AGENT,
+    starter,
+    handOffs,
+    record: (a) => recorder.record(a),
+    log,
+  };
+  const lanes: EndpointLanes = new EndpointLanes(
+    cfg,
+    (job, answered) => makeFirstAttempt(attempt, job, answered),
+    () => handOffs.kick(),
+  );
   const directory = new EndpointDirectory(pool, cfg.SECRETS_KEY);
-  const streamReader = new StreamReader({ redis, reader, pool, stream, consumer, directory, lanes, limits: cfg, signal, log });
-  const sweeper = new StaleDeliverySweeper({ pool, starter, sweepAfterMs: cfg.WEBHOOK_SWEEP_AFTER, held: lanes.held, signal, log });
+  const streamReader = new StreamReader({
+    redis,
+    reader,
+    pool,
+    stream,
+    consumer,
+    directory,
+    lanes,
+    limits: cfg,
+    signal,
+    log,
+  });
+  const sweeper = new StaleDeliverySweeper({
+    pool,
+    starter,
+    sweepAfterMs: cfg.WEBHOOK_SWEEP_AFTER,
+    held: lanes.held,
+    signal,
+    log,
+  });
 
   const running = Promise.all([streamReader.run(), sweeper.run()]);
   log.info({ stream, group: WEBHOOKS_GROUP, consumer }, 'dispatching webhooks');

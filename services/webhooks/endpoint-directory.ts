@@ -31,21 +31,28 @@ export class EndpointDirectory {
     if (!slug && !tenant) return Promise.resolve(null);
     return cached(this.workspaces, slug ? `w:${slug}` : `t:${tenant}`, WORKSPACE_TTL_MS, () =>
       this.pool
-        .query<{ id: string }>(slug ? 'SELECT id FROM workspaces WHERE slug = $1' : 'SELECT workspace_id AS id FROM tenants WHERE name = $1', [slug ?? tenant])
+        .query<{ id: string }>(
+          slug ? 'SELECT id FROM workspaces WHERE slug = $1' : 'SELECT workspace_id AS id FROM tenants WHERE name = $1',
+          [slug ?? tenant],
+        )
         .then((r) => r.rows[0]?.id ?? null),
     );
   }
 
   /** The workspace's endpoints, enabled or not. */
   endpointsOf(workspaceId: string): Promise<SendingEndpoint[]> {
-    return cached(this.endpoints, workspaceId, ENDPOINTS_TTL_MS, () => sendingEndpoints(this.pool, this.secretsKey, { workspaceId }));
+    return cached(this.endpoints, workspaceId, ENDPOINTS_TTL_MS, () =>
+      sendingEndpoints(this.pool, this.secretsKey, { workspaceId }),
+    );
   }
 
   /** The workspace of an event and its enabled endpoints subscribed to the event's type (none: null). */
   async subscribersOf(ev: CloudEvent): Promise<{ workspaceId: string; endpoints: SendingEndpoint[] } | null> {
     const workspaceId = await this.workspaceOf(ev);
     if (!workspaceId) return null;
-    const endpoints = (await this.endpointsOf(workspaceId)).filter((e) => e.enabled && (e.eventTypes === null || e.eventTypes.includes(ev.type)));
+    const endpoints = (await this.endpointsOf(workspaceId)).filter(
+      (e) => e.enabled && (e.eventTypes === null || e.eventTypes.includes(ev.type)),
+    );
     return endpoints.length > 0 ? { workspaceId, endpoints } : null;
   }
 }

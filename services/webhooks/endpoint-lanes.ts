@@ -62,7 +62,8 @@ export class EndpointLanes {
 
   /** Resolves once fewer than WEBHOOK_MAX_IN_FLIGHT attempts are unfinished (or `signal` aborted). */
   async waitForRoom(signal: AbortSignal): Promise<void> {
-    while (this.inFlight >= this.limits.WEBHOOK_MAX_IN_FLIGHT && !signal.aborted) await new Promise<void>((r) => (this.idle = r));
+    while (this.inFlight >= this.limits.WEBHOOK_MAX_IN_FLIGHT && !signal.aborted)
+      await new Promise<void>((r) => (this.idle = r));
   }
 
   /** Lets a waitForRoom look again (on close). */

@@ -21,16 +21,31 @@ export interface FirstAttemptDeps {
 }
 
 /** Makes the attempt; `answered` is called once the endpoint answered (before any hand-off). */
-export async function makeFirstAttempt(deps: FirstAttemptDeps, job: FirstAttemptJob, answered: () => void): Promise<void> {
+export async function makeFirstAttempt(
+  deps: FirstAttemptDeps,
+  job: FirstAttemptJob,
+  answered: () => void,
+): Promise<void> {
   const attemptedAt = new Date();
-  const headers = webhookHeaders({ secrets: job.endpoint.secrets, msgId: job.messageId, body: job.payload, userAgent: deps.userAgent });
+  const headers = webhookHeaders({
+    secrets: job.endpoint.secrets,
+    msgId: job.messageId,
+    body: job.payload,
+    userAgent: deps.userAgent,
+  });
   let result;
   try {
     result = await deps.sender.send(job.endpoint.url, headers, job.payload);
   } finally {
     answered();
   }
-  const recorded = { endpointId: job.endpoint.id, messageId: job.messageId, trigger: 'dispatcher' as const, attemptedAt, result };
+  const recorded = {
+    endpointId: job.endpoint.id,
+    messageId: job.messageId,
+    trigger: 'dispatcher' as const,
+    attemptedAt,
+    result,
+  };
   if (result.outcome !== 'ok') {
     // durable before it is recorded: if this process dies now, the sweeper finds the delivery pending
     try {
@@ -42,12 +57,20 @@ export async function makeFirstAttempt(deps: FirstAttemptDeps, job: FirstAttempt
           workspace: job.endpoint.workspace,
           eventType: job.eventType,
           trigger: 'retry',
-          firstAttempt: { outcome: result.outcome, statusCode: result.statusCode, retryAfterMs: result.retryAfterMs, error: result.error },
+          firstAttempt: {
+            outcome: result.outcome,
+            statusCode: result.statusCode,
+            retryAfterMs: result.retryAfterMs,
+            error: result.error,
+          },
           failedAt: attemptedAt.getTime() + result.durationMs,
         }),
       );
     } catch (err) {
-      deps.log.error({ err: (err as Error).message, endpointId: job.endpoint.id, messageId: job.messageId }, 'could not start the retry workflow; the sweeper will');
+      deps.log.error(
+        { err: (err as Error).message, endpointId: job.endpoint.id, messageId: job.messageId },
+        'could not start the retry workflow; the sweeper will',
+      );
       void deps.record({ ...recorded, status: null });
       return;
     }

@@ -76,9 +76,16 @@ export class StreamReader {
 
   private async readBacklog() {
     const { reader, consumer, stream, limits } = this.deps;
-    const res = (await reader.xreadgroup('GROUP', WEBHOOKS_GROUP, consumer, 'COUNT', limits.WEBHOOK_DISPATCH_BATCH, 'STREAMS', stream, this.backlog!)) as
-      | [string, RawEntry[]][]
-      | null;
+    const res = (await reader.xreadgroup(
+      'GROUP',
+      WEBHOOKS_GROUP,
+      consumer,
+      'COUNT',
+      limits.WEBHOOK_DISPATCH_BATCH,
+      'STREAMS',
+      stream,
+      this.backlog!,
+    )) as [string, RawEntry[]][] | null;
     const entries = res?.[0]?.[1] ?? [];
     await this.dispatch(entries);
     this.backlog = entries.length > 0 ? entries[entries.length - 1]![0] : undefined;
@@ -89,10 +96,15 @@ export class StreamReader {
     const { redis, consumer, stream, limits } = this.deps;
     if (Date.now() - this.lastClaim < Math.min(limits.EVENTS_CLAIM_IDLE_MS, CLAIM_EVERY_MAX_MS)) return;
     this.lastClaim = Date.now();
-    const claimed = (await redis.xautoclaim(stream, WEBHOOKS_GROUP, consumer, limits.EVENTS_CLAIM_IDLE_MS, this.claimCursor, 'COUNT', limits.WEBHOOK_DISPATCH_BATCH)) as [
-      string,
-      RawEntry[],
-    ];
+    const claimed = (await redis.xautoclaim(
+      stream,
+      WEBHOOKS_GROUP,
+      consumer,
+      limits.EVENTS_CLAIM_IDLE_MS,
+      this.claimCursor,
+      'COUNT',
+      limits.WEBHOOK_DISPATCH_BATCH,
+    )) as [string, RawEntry[]];
     this.claimCursor = claimed[0];
     await this.dispatch(claimed[1]);
   }
@@ -103,7 +115,16 @@ export class StreamReader {
     while (this.handling.size >= limits.WEBHOOK_DISPATCH_PARALLEL && !signal.aborted) await Promise.race(this.handling);
     if (this.failed) throw this.failed;
     const res = (await reader.xreadgroup(
-      'GROUP', WEBHOOKS_GROUP, consumer, 'COUNT', limits.WEBHOOK_DISPATCH_BATCH, 'BLOCK', NEW_ENTRIES_BLOCK_MS, 'STREAMS', stream, '>',
+      'GROUP',
+      WEBHOOKS_GROUP,
+      consumer,
+      'COUNT',
+      limits.WEBHOOK_DISPATCH_BATCH,
+      'BLOCK',
+      NEW_ENTRIES_BLOCK_MS,
+      'STREAMS',
+      stream,
+      '>',
     )) as [string, RawEntry[]][] | null;
     const entries = res?.[0]?.[1] ?? [];
     if (entries.length === 0) return;

@@ -42,17 +42,29 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const started = Date.now();
 const step = (msg: string) => console.log(`▸ ${msg} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
-const pct = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
-const fmt = (values: number[]) => `p50 ${pct(values, 50).toFixed(2)} ms, p99 ${pct(values, 99).toFixed(2)} ms (n=${values.length})`;
+const pct = (values: number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
+const fmt = (values: number[]) =>
+  `p50 ${pct(values, 50).toFixed(2)} ms, p99 ${pct(values, 99).toFixed(2)} ms (n=${values.length})`;
 
 const dir = throwAwayDir('plana-bench-agents-');
 const children: ChildProcess[] = [];
 
 async function startProcess(script: string, env: Record<string, string>, probe: string) {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, script)], { cwd: root, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, script)], {
+    cwd: root,
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   children.push(child);
   for (let i = 0; i < 300; i++) {
-    if (await fetch(probe).then((r) => r.status < 500, () => false)) return;
+    if (
+      await fetch(probe).then(
+        (r) => r.status < 500,
+        () => false,
+      )
+    )
+      return;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${script} did not start`);
@@ -68,7 +80,13 @@ try {
 
   step('building an ERP template, a tenant database and the ERP stand-in');
   await ensureErpTemplates(pg.urlFor('postgres'), { tiers: ['pro'], versions: ['18'] });
-  const erp = await startErpStandIn({ host: '127.0.0.1', port: 0, platformDatabaseUrl: pg.url, erpDatabaseUrl: pg.urlFor('postgres'), logger: createLogger({ level: 'silent' }) });
+  const erp = await startErpStandIn({
+    host: '127.0.0.1',
+    port: 0,
+    platformDatabaseUrl: pg.url,
+    erpDatabaseUrl: pg.urlFor('postgres'),
+    logger: createLogger({ level: 'silent' }),
+  });
   const env: Record<string, string> = {
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',
@@ -91,14 +109,30 @@ try {
   const secrets = new PgSecretStore(pool, cfg.SECRETS_KEY);
   await ensureServiceKeys(pool, secrets);
   const slug = 'bench';
-  const workspaceId = (await pool.query<{ id: string }>("INSERT INTO workspaces (slug, name) VALUES ($1, 'Bench') RETURNING id", [slug])).rows[0]!.id;
-  await pool.query(`INSERT INTO tenants (name, workspace_id, project_id, tier, erp_version, owner_email, owner_name) VALUES ($1, $2, 1, 'pro', '18', 'o@bench.test', 'O')`, [slug, workspaceId]);
+  const workspaceId = (
+    await pool.query<{ id: string }>("INSERT INTO workspaces (slug, name) VALUES ($1, 'Bench') RETURNING id", [slug])
+  ).rows[0]!.id;
+  await pool.query(
+    `INSERT INTO tenants (name, workspace_id, project_id, tier, erp_version, owner_email, owner_name) VALUES ($1, $2, 1, 'pro', '18', 'o@bench.test', 'O')`,
+    [slug, workspaceId],
+  );
   const host = tenantHostname(slug, cfg.TENANT_DOMAIN);
   await cloneTenantDatabase(admin, { database: host, template: templateDatabaseName('pro', '18') });
-  await pool.query("INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-18', $1)", [host, slug]);
+  await pool.query(
+    "INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-18', $1)",
+    [host, slug],
+  );
   await ensureErpApiUser(erpApiUserDeps(cfg, pool), { tenant: slug, database: host });
   await setLimitOverride(pool, workspaceId, { burst: 1_000_000, perSecond: 100_000, agentPerMinute: 1_000_000 });
-  const key = (await createApiKey(pool, { workspaceId, name: 'bench', scopes: ['agents:invoke'], createdBy: null as unknown as string, bcryptCost: 4 })).token;
+  const key = (
+    await createApiKey(pool, {
+      workspaceId,
+      name: 'bench',
+      scopes: ['agents:invoke'],
+      createdBy: null as unknown as string,
+      bcryptCost: 4,
+    })
+  ).token;
   const accountKey = (await secrets.current('account-api', 'agents')).key;
 
   step('starting the LLM stand-in, the data service, the agents service and the account API (one process each)');
@@ -108,7 +142,12 @@ try {
   await startProcess('api/server.ts', env, `${env.API_PUBLIC_URL}/healthz`);
 
   const grants = new WorkspaceGrants(cfg.SECRETS_KEY);
-  const directHeaders = () => ({ 'x-api-key': accountKey, 'x-workspace-id': workspaceId, 'x-workspace-grant': grants.issue(workspaceId), 'content-type': 'application/json' });
+  const directHeaders = () => ({
+    'x-api-key': accountKey,
+    'x-workspace-id': workspaceId,
+    'x-workspace-grant': grants.issue(workspaceId),
+    'content-type': 'application/json',
+  });
   const apiHeaders = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
   const direct = (p: string) => `${env.AGENTS_URL}/agents/finance/${p}`;
   const viaApi = (p: string) => `${env.API_PUBLIC_URL}/api/agents/finance/${p}`;
@@ -163,7 +202,18 @@ try {
 
   const load = (title: string, message: string) =>
     new Promise<autocannon.Result>((resolve, reject) => {
-      autocannon({ title, url: direct('chat'), method: 'POST', headers: directHeaders(), body: body(message), connections: CONNECTIONS, duration: DURATION }, (err, r) => (err ? reject(err) : resolve(r)));
+      autocannon(
+        {
+          title,
+          url: direct('chat'),
+          method: 'POST',
+          headers: directHeaders(),
+          body: body(message),
+          connections: CONNECTIONS,
+          duration: DURATION,
+        },
+        (err, r) => (err ? reject(err) : resolve(r)),
+      );
     });
   step(`agent calls/s of the agents service (direct, ${CONNECTIONS} connections, ${DURATION} s each)`);
   const noTool = await load('no tool', 'hello');

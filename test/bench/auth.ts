@@ -74,9 +74,16 @@ function apiCpuSeconds(): number {
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks (USER_HZ = 100)
 }
 
-function load(title: string, url: string, headers: Record<string, string>, duration: number): Promise<autocannon.Result> {
+function load(
+  title: string,
+  url: string,
+  headers: Record<string, string>,
+  duration: number,
+): Promise<autocannon.Result> {
   return new Promise((resolve, reject) => {
-    autocannon({ title, url, headers, connections: CONNECTIONS, duration }, (err, result) => (err ? reject(err) : resolve(result)));
+    autocannon({ title, url, headers, connections: CONNECTIONS, duration }, (err, result) =>
+      err ? reject(err) : resolve(result),
+    );
   });
 }
 
@@ -113,7 +120,9 @@ try {
   await ensureServiceKeys(pool, secrets);
   const opsKey = (await secrets.current('operator', 'account-api')).key;
   const slug = 'bench';
-  const ws = await pool.query<{ id: string }>("INSERT INTO workspaces (slug, name) VALUES ($1, 'Bench') RETURNING id", [slug]);
+  const ws = await pool.query<{ id: string }>("INSERT INTO workspaces (slug, name) VALUES ($1, 'Bench') RETURNING id", [
+    slug,
+  ]);
   const workspaceId = ws.rows[0]!.id;
   await pool.query(
     `INSERT INTO tenants (name, workspace_id, project_id, tier, erp_version, owner_email, owner_name)
@@ -122,14 +131,20 @@ try {
   );
   const host = tenantHostname(slug, cfg.TENANT_DOMAIN);
   await cloneTenantDatabase(admin, { database: host, template: templateDatabaseName('pro', '18') });
-  await pool.query("INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-18', $1)", [host, slug]);
+  await pool.query(
+    "INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-18', $1)",
+    [host, slug],
+  );
   await ensureErpApiUser(erpApiUserDeps(cfg, pool), { tenant: slug, database: host });
   const password = 'bench-admin-password';
   const user = await pool.query<{ id: string }>(
     "INSERT INTO users (email, name, password_hash) VALUES ('admin@bench.test', 'Bench Admin', $1) RETURNING id",
     [await bcrypt.hash(password, cfg.BCRYPT_COST)],
   );
-  await pool.query("INSERT INTO memberships (user_id, workspace_id, role) VALUES ($1, $2, 'admin')", [user.rows[0]!.id, workspaceId]);
+  await pool.query("INSERT INTO memberships (user_id, workspace_id, role) VALUES ($1, $2, 'admin')", [
+    user.rows[0]!.id,
+    workspaceId,
+  ]);
 
   step('starting the account API (its own process)');
   // BENCH_API_NODE_OPTIONS: e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the API process
@@ -196,13 +211,16 @@ try {
   if (bad > 0) throw new Error(`the runs had ${bad} non-2xx answers or errors`);
   const median = (xs: number[]) => {
     const sorted = [...xs].sort((a, b) => a - b);
-    return sorted.length % 2 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
+    return sorted.length % 2
+      ? sorted[(sorted.length - 1) / 2]!
+      : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
   };
   const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
   const cpuPerRequest = (round: { result: autocannon.Result; cpu: number }) => round.cpu / round.result.requests.total;
   // each round against the trivial route's round of the same turn; the median, so that a burst of
   // background load on a shared machine hits one round, not the figure
-  const throughputRatios = (j: number) => runs[j]!.map((round, i) => round.result.requests.total / runs[0]![i]!.result.requests.total);
+  const throughputRatios = (j: number) =>
+    runs[j]!.map((round, i) => round.result.requests.total / runs[0]![i]!.result.requests.total);
   const capacityRatios = (j: number) => runs[j]!.map((round, i) => cpuPerRequest(runs[0]![i]!) / cpuPerRequest(round));
   const lines = routes.map((r, j) => {
     const rounds = runs[j]!;
@@ -212,10 +230,18 @@ try {
     const p99 = Math.max(...rounds.map(({ result }) => result.latency.p99));
     const busy = rounds.reduce((n, { cpu }) => n + cpu, 0) / seconds;
     const costUs = median(rounds.map(cpuPerRequest)) * 1e6;
-    const bytes = rounds.reduce((n, { result }) => n + result.throughput.total, 0) / rounds.reduce((n, { result }) => n + result.requests.total, 0);
+    const bytes =
+      rounds.reduce((n, { result }) => n + result.throughput.total, 0) /
+      rounds.reduce((n, { result }) => n + result.requests.total, 0);
     const figures = `${rps.toFixed(0).padStart(6)} req/s  p50 ${String(p50).padStart(3)} ms  p99 ${String(p99).padStart(3)} ms  API CPU ${costUs.toFixed(0).padStart(3)} µs/req (busy ${pct(busy)}), ${bytes.toFixed(0)} B/answer`;
     const ratios = throughputRatios(j);
-    const ratio = j === 0 ? '' : `  ratio ${pct(median(ratios))} (rounds ${[...ratios].sort((a, b) => a - b).map((x) => (x * 100).toFixed(0)).join('/')})`;
+    const ratio =
+      j === 0
+        ? ''
+        : `  ratio ${pct(median(ratios))} (rounds ${[...ratios]
+            .sort((a, b) => a - b)
+            .map((x) => (x * 100).toFixed(0))
+            .join('/')})`;
     return `  ${r.name.padEnd(48)} ${figures}${ratio}`;
   });
   const dashboardRatio = median(throughputRatios(1));

@@ -26,7 +26,8 @@ import { startBanking } from '../../services/banking/server.js';
 import { startApi } from '../../api/server.js';
 
 const N = Number(process.env.BENCH_N ?? 400);
-const pct = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
+const pct = (values: number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
 
 async function timed(url: string, headers: Record<string, string>): Promise<number> {
   const t = process.hrtime.bigint();
@@ -71,28 +72,57 @@ try {
   await migrate(pool);
   const store = new PgSecretStore(pool, cfg.SECRETS_KEY);
   await ensureServiceKeys(pool, store);
-  const ws = await pool.query<{ id: string }>(`INSERT INTO workspaces (slug, name) VALUES ('bench', 'Bench') RETURNING id`);
-  const user = await pool.query<{ id: string }>(`INSERT INTO users (email, name, password_hash) VALUES ('bench@bench.test', 'Bench', 'x') RETURNING id`);
-  const key = await createApiKey(pool, { workspaceId: ws.rows[0]!.id, name: 'bench', scopes: ['banking:read'], createdBy: user.rows[0]!.id, bcryptCost: 4 });
+  const ws = await pool.query<{ id: string }>(
+    `INSERT INTO workspaces (slug, name) VALUES ('bench', 'Bench') RETURNING id`,
+  );
+  const user = await pool.query<{ id: string }>(
+    `INSERT INTO users (email, name, password_hash) VALUES ('bench@bench.test', 'Bench', 'x') RETURNING id`,
+  );
+  const key = await createApiKey(pool, {
+    workspaceId: ws.rows[0]!.id,
+    name: 'bench',
+    scopes: ['banking:read'],
+    createdBy: user.rows[0]!.id,
+    bcryptCost: 4,
+  });
   const banking = await startBanking(cfg);
   const api = await startApi(cfg);
 
   const workspaceKey = { authorization: `Bearer ${key.token}` };
-  const serviceKey = { 'x-api-key': (await store.current('account-api', 'banking')).key, 'x-workspace-id': ws.rows[0]!.id };
-  const created = await fetch(`${cfg.API_PUBLIC_URL}/api/banking/sandbox/consent`, { method: 'POST', headers: { ...workspaceKey, 'content-type': 'application/json' }, body: '{}' });
+  const serviceKey = {
+    'x-api-key': (await store.current('account-api', 'banking')).key,
+    'x-workspace-id': ws.rows[0]!.id,
+  };
+  const created = await fetch(`${cfg.API_PUBLIC_URL}/api/banking/sandbox/consent`, {
+    method: 'POST',
+    headers: { ...workspaceKey, 'content-type': 'application/json' },
+    body: '{}',
+  });
   const consent = (await created.json()) as { consentId: string; scaRedirect: string };
   const page = await (await fetch(consent.scaRedirect)).text();
-  await fetch(new URL(/action="([^"]+)"/.exec(page)![1]!, bank.url), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'decision=approve' });
+  await fetch(new URL(/action="([^"]+)"/.exec(page)![1]!, bank.url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'decision=approve',
+  });
 
-  console.log(`Added latency of the account API in front of the banking service, ${N} sequential calls each (Node ${process.version}):\n`);
+  console.log(
+    `Added latency of the account API in front of the banking service, ${N} sequential calls each (Node ${process.version}):\n`,
+  );
   for (const [label, direct, proxied] of [
     ['adapters', `${cfg.BANKING_URL}/banking/adapters`, `${cfg.API_PUBLIC_URL}/api/banking/adapters`],
-    ['consent ', `${cfg.BANKING_URL}/banking/sandbox/consent/${consent.consentId}`, `${cfg.API_PUBLIC_URL}/api/banking/sandbox/consent/${consent.consentId}`],
+    [
+      'consent ',
+      `${cfg.BANKING_URL}/banking/sandbox/consent/${consent.consentId}`,
+      `${cfg.API_PUBLIC_URL}/api/banking/sandbox/consent/${consent.consentId}`,
+    ],
   ] as const) {
     const { d, p } = await measure([direct, serviceKey], [proxied, workspaceKey]);
     const f = (v: number) => `${v.toFixed(2).padStart(6)} ms`;
     console.log(`  ${label}  directly       p50 ${f(pct(d, 50))}  p99 ${f(pct(d, 99))}`);
-    console.log(`            via account API p50 ${f(pct(p, 50))}  p99 ${f(pct(p, 99))}   added p50 ${f(pct(p, 50) - pct(d, 50))}  p99 ${f(pct(p, 99) - pct(d, 99))}`);
+    console.log(
+      `            via account API p50 ${f(pct(p, 50))}  p99 ${f(pct(p, 99))}   added p50 ${f(pct(p, 50) - pct(d, 50))}  p99 ${f(pct(p, 99) - pct(d, 99))}`,
+    );
   }
   await api.close();
   await banking.close();

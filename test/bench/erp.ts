@@ -12,14 +12,21 @@ import { migrate } from '../../lib/migrate.js';
 import { createLogger } from '../../lib/logger.js';
 import { ensureErpApiUser, erpApiUserDeps } from '../../domain/erp/api-user.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
-import { cloneTenantDatabase, dropTenantDatabase, templateDatabaseName, tenantHostname } from '../../domain/erp/tenant-database.js';
+import {
+  cloneTenantDatabase,
+  dropTenantDatabase,
+  templateDatabaseName,
+  tenantHostname,
+} from '../../domain/erp/tenant-database.js';
 import { startErpStandIn } from '../../sandbox/erp/server.js';
 import { ensureErpTemplates } from '../../scripts/erp-templates.js';
 import { freePort, startPostgres, startRedis, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
 
 const ms = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
-const pct = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
-const fmt = (values: number[]) => `p50 ${pct(values, 50).toFixed(1)} ms, p99 ${pct(values, 99).toFixed(1)} ms (n=${values.length})`;
+const pct = (values: number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
+const fmt = (values: number[]) =>
+  `p50 ${pct(values, 50).toFixed(1)} ms, p99 ${pct(values, 99).toFixed(1)} ms (n=${values.length})`;
 
 const dir = throwAwayDir('plana-bench-erp-');
 try {
@@ -27,7 +34,13 @@ try {
     freePort().then((port) => startPostgres({ dir: path.join(dir, 'postgres'), port })),
     freePort().then((port) => startRedis({ dir: path.join(dir, 'redis'), port })),
   ]);
-  const cfg = parseConfig({ ...process.env, DATABASE_URL: pg.url, ERP_DATABASE_URL: pg.urlFor('postgres'), REDIS_URL: redisServer.url, LOG_LEVEL: 'silent' });
+  const cfg = parseConfig({
+    ...process.env,
+    DATABASE_URL: pg.url,
+    ERP_DATABASE_URL: pg.urlFor('postgres'),
+    REDIS_URL: redisServer.url,
+    LOG_LEVEL: 'silent',
+  });
   const pool = createPool(cfg.DATABASE_URL, 4);
   await migrate(pool);
 
@@ -50,13 +63,27 @@ try {
   console.log(`clone a tenant database from erp_tpl_pro_18: ${fmt(clones)}`);
 
   // one tenant behind the stand-in
-  const ws = await pool.query<{ id: string }>(`INSERT INTO workspaces (slug, name) VALUES ('bench', 'Bench') RETURNING id`);
-  await pool.query(`INSERT INTO tenants (name, workspace_id, project_id, tier, erp_version, owner_email, owner_name) VALUES ('bench', $1, 1, 'pro', '18', 'o@bench.test', 'O')`, [ws.rows[0]!.id]);
+  const ws = await pool.query<{ id: string }>(
+    `INSERT INTO workspaces (slug, name) VALUES ('bench', 'Bench') RETURNING id`,
+  );
+  await pool.query(
+    `INSERT INTO tenants (name, workspace_id, project_id, tier, erp_version, owner_email, owner_name) VALUES ('bench', $1, 1, 'pro', '18', 'o@bench.test', 'O')`,
+    [ws.rows[0]!.id],
+  );
   const host = tenantHostname('bench', cfg.TENANT_DOMAIN);
   await dropTenantDatabase(admin, `bench-0.${cfg.TENANT_DOMAIN}`);
   await cloneTenantDatabase(admin, { database: host, template: templateDatabaseName('pro', '18') });
-  await pool.query(`INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, 'bench', 'plana-odoo-18', $1)`, [host]);
-  const erp = await startErpStandIn({ host: '127.0.0.1', port: 0, platformDatabaseUrl: cfg.DATABASE_URL, erpDatabaseUrl: cfg.ERP_DATABASE_URL, logger: createLogger({ level: 'silent' }) });
+  await pool.query(
+    `INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, 'bench', 'plana-odoo-18', $1)`,
+    [host],
+  );
+  const erp = await startErpStandIn({
+    host: '127.0.0.1',
+    port: 0,
+    platformDatabaseUrl: cfg.DATABASE_URL,
+    erpDatabaseUrl: cfg.ERP_DATABASE_URL,
+    logger: createLogger({ level: 'silent' }),
+  });
   await ensureErpApiUser(erpApiUserDeps(cfg, pool, erp.url), { tenant: 'bench', database: host });
   const redis = new Redis(cfg.REDIS_URL);
   const service = createDashboardService({ pool, redis, config: { ...cfg, ERP_URL: erp.url } });

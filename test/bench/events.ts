@@ -62,7 +62,9 @@ try {
     method: 'POST',
     headers: { 'content-type': 'application/cloudevents+json', 'x-api-key': apiKey },
     // every request a new event id, so each one is appended (not answered as a duplicate)
-    requests: [{ setupRequest: (req) => ({ ...req, body: envelope(`bench-${process.pid}-${String(++n).padStart(6, '0')}`) }) }],
+    requests: [
+      { setupRequest: (req) => ({ ...req, body: envelope(`bench-${process.pid}-${String(++n).padStart(6, '0')}`) }) },
+    ],
     connections,
     duration: seconds,
   });

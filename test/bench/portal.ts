@@ -21,7 +21,13 @@ console.log(`built JS: ${js.length} file(s), ${(gz / 1024).toFixed(1)} KiB gzip`
 
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  args: [
+    '--headless',
+    '--no-sandbox',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+  ],
 });
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const signIn: number[] = [];
@@ -46,5 +52,9 @@ try {
 } finally {
   await browser.close();
 }
-console.log(`sign-in → first chart: median ${median(signIn).toFixed(0)} ms (${signIn.map((x) => x.toFixed(0)).join(', ')})`);
-console.log(`reload → first chart:  median ${median(reload).toFixed(0)} ms (${reload.map((x) => x.toFixed(0)).join(', ')})`);
+console.log(
+  `sign-in → first chart: median ${median(signIn).toFixed(0)} ms (${signIn.map((x) => x.toFixed(0)).join(', ')})`,
+);
+console.log(
+  `reload → first chart:  median ${median(reload).toFixed(0)} ms (${reload.map((x) => x.toFixed(0)).join(', ')})`,
+);

@@ -42,17 +42,21 @@ const closers: (() => Promise<unknown>)[] = [];
 
 function memoryOf(pid: number): { rssMb: number; peakMb: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field: string) => Number(/(\d+)\s+kB/.exec(status.split('\n').find((l) => l.startsWith(field)) ?? '')?.[1] ?? 0);
+  const kb = (field: string) =>
+    Number(/(\d+)\s+kB/.exec(status.split('\n').find((l) => l.startsWith(field)) ?? '')?.[1] ?? 0);
   return { rssMb: kb('VmRSS:') / 1024, peakMb: kb('VmHWM:') / 1024 };
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
 try {
   step('starting PostgreSQL, Redis and Temporal');
   const { pg, redis, temporal } = await startThrowAwayServers(dir);
-  const [apiPort, notificationsPort, smtpPort, eventsPort, erpPort, chatPort] = (await Promise.all(Array.from({ length: 6 }, () => freePort()))) as [number, number, number, number, number, number];
+  const [apiPort, notificationsPort, smtpPort, eventsPort, erpPort, chatPort] = (await Promise.all(
+    Array.from({ length: 6 }, () => freePort()),
+  )) as [number, number, number, number, number, number];
   const env: Record<string, string> = {
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',
@@ -96,9 +100,20 @@ try {
   closers.push(() => notifications.close());
   const events = await startEvents(cfg);
   closers.push(() => events.close());
-  const erp = await startErpStandIn({ host: '127.0.0.1', port: erpPort, platformDatabaseUrl: cfg.DATABASE_URL, erpDatabaseUrl: cfg.ERP_DATABASE_URL, logger: quiet });
+  const erp = await startErpStandIn({
+    host: '127.0.0.1',
+    port: erpPort,
+    platformDatabaseUrl: cfg.DATABASE_URL,
+    erpDatabaseUrl: cfg.ERP_DATABASE_URL,
+    logger: quiet,
+  });
   closers.push(() => erp.close());
-  const chat = await startChatStandIn({ host: '127.0.0.1', port: chatPort, token: cfg.CHAT_TOKEN, teamId: cfg.CHAT_TEAM_ID });
+  const chat = await startChatStandIn({
+    host: '127.0.0.1',
+    port: chatPort,
+    token: cfg.CHAT_TOKEN,
+    teamId: cfg.CHAT_TEAM_ID,
+  });
   closers.push(() => chat.close());
   const api = await startApi(cfg);
   closers.push(() => api.close());
@@ -121,7 +136,14 @@ try {
         apiVersion: 'plana.dev/v1alpha1',
         kind: 'TenantClient',
         metadata: { name },
-        spec: { subdomain: name, projectId: 1, tier: 'starter', erpVersion: '18', ownerEmail: `owner@${name}.test`, ownerName: 'Bench Owner' },
+        spec: {
+          subdomain: name,
+          projectId: 1,
+          tier: 'starter',
+          erpVersion: '18',
+          ownerEmail: `owner@${name}.test`,
+          ownerName: 'Bench Owner',
+        },
       }),
     });
     if (res.status !== 201) throw new Error(`apply ${name}: ${res.status} ${await res.text()}`);
@@ -133,7 +155,8 @@ try {
     await Promise.all(names.map(apply));
     const readyAfter = new Map<string, number>();
     while (readyAfter.size < names.length) {
-      if (Date.now() - t0 > 300_000) throw new Error(`only ${readyAfter.size} of ${names.length} tenants Ready after 5 minutes`);
+      if (Date.now() - t0 > 300_000)
+        throw new Error(`only ${readyAfter.size} of ${names.length} tenants Ready after 5 minutes`);
       const { rows } = await pool.query<{ name: string }>(
         `SELECT name FROM tenant_clients
           WHERE name = ANY($1) AND conditions @> '[{"type":"Ready","status":"True"}]'`,
@@ -153,7 +176,9 @@ try {
 
   step(`${TENANTS} tenants applied at once`);
   const t0 = Date.now();
-  const times = (await provision(Array.from({ length: TENANTS }, (_, i) => `bench-${String(i + 1).padStart(2, '0')}`))).sort((a, b) => a - b);
+  const times = (
+    await provision(Array.from({ length: TENANTS }, (_, i) => `bench-${String(i + 1).padStart(2, '0')}`))
+  ).sort((a, b) => a - b);
   const total = Date.now() - t0;
   const memory = memoryOf(workerPid);
 

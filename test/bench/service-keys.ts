@@ -58,7 +58,14 @@ function time(label: string, check: () => unknown): number {
 
 function table(keys: string[]) {
   const t = new AcceptedKeyTable();
-  t.replace(keys.map((k, i) => ({ keyId: `sk_${i.toString(16).padStart(8, '0')}`, caller: `caller-${i}`, state: 'current' as const, hash: hashServiceKey(k) })));
+  t.replace(
+    keys.map((k, i) => ({
+      keyId: `sk_${i.toString(16).padStart(8, '0')}`,
+      caller: `caller-${i}`,
+      state: 'current' as const,
+      hash: hashServiceKey(k),
+    })),
+  );
   return t;
 }
 
@@ -83,7 +90,9 @@ const a2 = time('2 accepted keys (pending + current), valid', () => t2.identify(
 time('2 accepted keys, unknown key', () => t2.identify(unknown));
 const a20 = time('20 accepted keys (many callers), valid', () => t20.identify(many[7]!));
 
-console.log(`\nafter / before: 1 key ${(a1 / b1).toFixed(2)}×, 2 keys ${(a2 / b2).toFixed(2)}×, 20 keys ${(a20 / b20).toFixed(2)}×`);
+console.log(
+  `\nafter / before: 1 key ${(a1 / b1).toFixed(2)}×, 2 keys ${(a2 / b2).toFixed(2)}×, 20 keys ${(a20 / b20).toFixed(2)}×`,
+);
 
 if (process.env.BENCH_ROTATION !== '0') await rotationThroughput();
 
@@ -93,7 +102,10 @@ async function rotationThroughput() {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const dir = throwAwayDir('plana-bench-keys-');
   try {
-    const [{ pg, temporal }, bundle] = await Promise.all([startThrowAwayServers(dir), bundleWorkflowCode({ workflowsPath, logger: quiet })]);
+    const [{ pg, temporal }, bundle] = await Promise.all([
+      startThrowAwayServers(dir),
+      bundleWorkflowCode({ workflowsPath, logger: quiet }),
+    ]);
     const cfg = parseConfig({ DATABASE_URL: pg.url, TEMPORAL_ADDRESS: temporal.address, LOG_LEVEL: 'silent' });
     const pool = createPool(pg.url, 8);
     await migrate(pool);
@@ -107,7 +119,16 @@ async function rotationThroughput() {
     const client = new Client({ connection });
     // holders report every 500 ms, the target flushes usage every 100 ms: a holder window of 1.1 s
     // (exposure: a holder tick of 200 ms plus the flush; polled every flush)
-    const settings = { acceptWaitMs: 500, quietPeriodMs: 3000, pollIntervalMs: 250, deadlineMs: 60_000, rollbackWaitMs: 500, holderWindowMs: 1100, exposureNoticeMs: 300, exposurePollMs: 100 };
+    const settings = {
+      acceptWaitMs: 500,
+      quietPeriodMs: 3000,
+      pollIntervalMs: 250,
+      deadlineMs: 60_000,
+      rollbackWaitMs: 500,
+      holderWindowMs: 1100,
+      exposureNoticeMs: 300,
+      exposurePollMs: 100,
+    };
     const workerConnection = await NativeConnection.connect({ address: temporal.address });
     const worker = await Worker.create({
       connection: workerConnection,
@@ -146,7 +167,11 @@ async function rotationThroughput() {
     await sleep(3000);
     const t1 = performance.now();
     phase = 'during';
-    const started = await startRotation({ pool, temporal: client, taskQueue: 'bench-rotation', settings }, pair, 'manual');
+    const started = await startRotation(
+      { pool, temporal: client, taskQueue: 'bench-rotation', settings },
+      pair,
+      'manual',
+    );
     const result = (await client.workflow.getHandle(started.workflowId).result()) as { outcome: string };
     const t2 = performance.now();
     phase = 'after';
@@ -156,8 +181,12 @@ async function rotationThroughput() {
     const t3 = performance.now();
 
     const rate = (n: number, ms: number) => Math.round(n / (ms / 1000)).toLocaleString('en');
-    console.log(`  before the rotation    ${rate(calls.before, t1 - t0).padStart(7)} calls/s   ${failed.before} failed`);
-    console.log(`  during (${((t2 - t1) / 1000).toFixed(1)} s, ${result.outcome})  ${rate(calls.during, t2 - t1).padStart(7)} calls/s   ${failed.during} failed of ${calls.during.toLocaleString('en')}`);
+    console.log(
+      `  before the rotation    ${rate(calls.before, t1 - t0).padStart(7)} calls/s   ${failed.before} failed`,
+    );
+    console.log(
+      `  during (${((t2 - t1) / 1000).toFixed(1)} s, ${result.outcome})  ${rate(calls.during, t2 - t1).padStart(7)} calls/s   ${failed.during} failed of ${calls.during.toLocaleString('en')}`,
+    );
     console.log(`  after                  ${rate(calls.after, t3 - t2).padStart(7)} calls/s   ${failed.after} failed`);
     if (failed.before + failed.during + failed.after > 0 || result.outcome !== 'completed') process.exitCode = 1;
 
@@ -175,14 +204,29 @@ async function rotationThroughput() {
     const answers = () => [...target.answered.entries()];
     const before = answers();
     const i0 = performance.now();
-    const idleStarted = await startRotation({ pool, temporal: client, taskQueue: 'bench-rotation', settings, inventory: [{ ...idle, target: idle.target as never, live: true, what: 'bench', proof: 'holders' }] }, idle, 'manual');
+    const idleStarted = await startRotation(
+      {
+        pool,
+        temporal: client,
+        taskQueue: 'bench-rotation',
+        settings,
+        inventory: [{ ...idle, target: idle.target as never, live: true, what: 'bench', proof: 'holders' }],
+      },
+      idle,
+      'manual',
+    );
     const idleResult = (await client.workflow.getHandle(idleStarted.workflowId).result()) as { outcome: string };
     const i1 = performance.now();
-    const count = (list: [number, number][], ok: boolean) => list.filter(([st]) => (st === 200) === ok).reduce((n, [, c]) => n + c, 0);
+    const count = (list: [number, number][], ok: boolean) =>
+      list.filter(([st]) => (st === 200) === ok).reduce((n, [, c]) => n + c, 0);
     const reports = count(answers(), true) - count(before, true);
     const refused = count(answers(), false) - count(before, false);
-    console.log(`\nAn idle pair (switch proof holders: one process holding the key, no call during the rotation, heartbeat 500 ms):`);
-    console.log(`  ${idleResult.outcome} in ${((i1 - i0) / 1000).toFixed(1)} s (quiet period 3 s); ${reports} reports reached the target, ${refused} failed`);
+    console.log(
+      `\nAn idle pair (switch proof holders: one process holding the key, no call during the rotation, heartbeat 500 ms):`,
+    );
+    console.log(
+      `  ${idleResult.outcome} in ${((i1 - i0) / 1000).toFixed(1)} s (quiet period 3 s); ${reports} reports reached the target, ${refused} failed`,
+    );
     if (idleResult.outcome !== 'completed' || refused > 0) process.exitCode = 1;
     holding.close();
 
@@ -191,12 +235,26 @@ async function rotationThroughput() {
       const p = { caller: `bench-${reason}-consumer`, target: pair.target };
       await ensureServiceKeys(pool, store, [p as never]);
       await target.verifier.reload();
-      const holder = reportingStore(new PgSecretStore(pool, cfg.SECRETS_KEY, 200), { targetUrl: (t) => (t === p.target ? target.url : undefined), heartbeatMs: 500, tickMs: 200 });
+      const holder = reportingStore(new PgSecretStore(pool, cfg.SECRETS_KEY, 200), {
+        targetUrl: (t) => (t === p.target ? target.url : undefined),
+        heartbeatMs: 500,
+        tickMs: 200,
+      });
       const oldKey = await holder.current(p.caller, p.target);
       await call(oldKey.key);
       // the old key is not used meanwhile (that would hold an annual rotation): its revocation time is read from the registry
       const s0 = Date.now();
-      const started = await startRotation({ pool, temporal: client, taskQueue: 'bench-rotation', settings, inventory: [{ ...p, target: p.target as never, live: true, what: 'bench', proof: 'holders' }] }, p, reason);
+      const started = await startRotation(
+        {
+          pool,
+          temporal: client,
+          taskQueue: 'bench-rotation',
+          settings,
+          inventory: [{ ...p, target: p.target as never, live: true, what: 'bench', proof: 'holders' }],
+        },
+        p,
+        reason,
+      );
       let reportedAt: number | undefined;
       const watch = setInterval(() => {
         if (reportedAt === undefined && holder.holder.pairs[0]?.keyId !== oldKey.keyId) reportedAt = Date.now();
@@ -212,7 +270,9 @@ async function rotationThroughput() {
         `  ${reason.padEnd(8)} ${outcome}: old key valid ${secs(refusedAt && refusedAt - s0)} after the rotation started, ${secs(refusedAt && reportedAt && refusedAt - reportedAt)} after the holder reported the new key`,
       );
     };
-    console.log(`\nHow long the old key stays valid (holders pair, idle; accept wait 0.5 s, quiet period 3 s, exposure notice 0.3 s):`);
+    console.log(
+      `\nHow long the old key stays valid (holders pair, idle; accept wait 0.5 s, quiet period 3 s, exposure notice 0.3 s):`,
+    );
     await oldKeyValidity('annual');
     await oldKeyValidity('exposure');
     const d = rotationSettings(parseConfig({}));

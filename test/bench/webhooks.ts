@@ -40,14 +40,24 @@ import { messageIdOf } from '../../domain/webhooks/signing.js';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 32);
 const WARM_UP_ROUNDS = Number(process.env.BENCH_WARM_UP ?? 2);
-const scenarios = (process.env.BENCH_SCENARIOS ?? '2000x1@0,2000x1@0/420,1000x4@0,2000x1@1,2000x1@1/420,2000x1@10,2000x1@10/420').split(',').map((s) => {
-  const m = /^(\d+)x(\d+)@(\d+(?:\.\d+)?)(?:\/(\d+))?$/.exec(s.trim());
-  if (!m) throw new Error(`BENCH_SCENARIOS: "${s}" is not <events>x<endpoints>@<failing %>[/<events per second>]`);
-  return { events: Number(m[1]), endpoints: Number(m[2]), failing: Number(m[3]), rate: m[4] ? Number(m[4]) : undefined };
-});
+const scenarios = (
+  process.env.BENCH_SCENARIOS ?? '2000x1@0,2000x1@0/420,1000x4@0,2000x1@1,2000x1@1/420,2000x1@10,2000x1@10/420'
+)
+  .split(',')
+  .map((s) => {
+    const m = /^(\d+)x(\d+)@(\d+(?:\.\d+)?)(?:\/(\d+))?$/.exec(s.trim());
+    if (!m) throw new Error(`BENCH_SCENARIOS: "${s}" is not <events>x<endpoints>@<failing %>[/<events per second>]`);
+    return {
+      events: Number(m[1]),
+      endpoints: Number(m[2]),
+      failing: Number(m[3]),
+      rate: m[4] ? Number(m[4]) : undefined,
+    };
+  });
 /** ANCHORS.md "Webhook delivery": Svix server 1.100 measured the same way on this machine. */
 const SVIX: Record<string, string> = {
-  '2000x1@0': '400–427 deliveries/s (ingest-bound), p50 72–80 ms, p99 0.34–2.6 s, ≈ 4.5 ms CPU per delivery (server 3.1, PostgreSQL 1.2, Redis 0.25)',
+  '2000x1@0':
+    '400–427 deliveries/s (ingest-bound), p50 72–80 ms, p99 0.34–2.6 s, ≈ 4.5 ms CPU per delivery (server 3.1, PostgreSQL 1.2, Redis 0.25)',
   '1000x4@0': '1,039 deliveries/s, p50 631 ms, p99 3.0 s',
   '2000x1@1': 'p50 74 ms, p99 1.6 s; the failed ones delivered on the retry 5–7 s later',
   '2000x1@10': 'p50 81 ms, p99 6.8 s; the failed ones delivered on the retry 5–7 s later',
@@ -111,7 +121,13 @@ try {
     DATA_DIR: dir,
     // the dispatcher's knobs, when given
     ...Object.fromEntries(
-      ['WEBHOOK_ENDPOINT_CONCURRENCY', 'WEBHOOK_DISPATCH_BATCH', 'WEBHOOK_DISPATCH_PARALLEL', 'WEBHOOK_MAX_IN_FLIGHT', 'WEBHOOK_HANDOFF_CONCURRENCY'].flatMap((k) => (process.env[k] ? [[k, process.env[k]!]] : [])),
+      [
+        'WEBHOOK_ENDPOINT_CONCURRENCY',
+        'WEBHOOK_DISPATCH_BATCH',
+        'WEBHOOK_DISPATCH_PARALLEL',
+        'WEBHOOK_MAX_IN_FLIGHT',
+        'WEBHOOK_HANDOFF_CONCURRENCY',
+      ].flatMap((k) => (process.env[k] ? [[k, process.env[k]!]] : [])),
     ),
   };
   const cfg = parseConfig(env);
@@ -120,7 +136,18 @@ try {
   const eventsKey = (await secrets.current('worker', 'events')).key;
 
   const run = (name: string, file: string) => {
-    const child = spawn(process.execPath, [...(process.env.BENCH_CPU_PROF && (name === 'dispatcher' || name === 'worker') ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []), '--import', 'tsx', path.join(root, file)], { cwd: root, env, stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(
+      process.execPath,
+      [
+        ...(process.env.BENCH_CPU_PROF && (name === 'dispatcher' || name === 'worker')
+          ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+          : []),
+        '--import',
+        'tsx',
+        path.join(root, file),
+      ],
+      { cwd: root, env, stdio: ['ignore', 'ignore', 'inherit'] },
+    );
     children.push(child);
     return { name, child };
   };
@@ -128,7 +155,13 @@ try {
   const events = run('events service', 'services/events/server.ts');
   const worker = run('worker', 'worker/index.ts');
   for (;;) {
-    if (await fetch(`${cfg.EVENTS_URL}/healthz`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`${cfg.EVENTS_URL}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     await new Promise((r) => setTimeout(r, 200));
   }
   const dispatcher = run('dispatcher', 'services/webhooks/dispatcher.ts');
@@ -136,7 +169,9 @@ try {
   const { Connection, Client } = await import('@temporalio/client');
   const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
   for (;;) {
-    const d = await client.connection.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name: 'bench-webhooks' } }).catch(() => undefined);
+    const d = await client.connection.workflowService
+      .describeTaskQueue({ namespace: 'default', taskQueue: { name: 'bench-webhooks' } })
+      .catch(() => undefined);
     if ((d?.pollers?.length ?? 0) > 0) break;
     await new Promise((r) => setTimeout(r, 300));
   }
@@ -152,7 +187,10 @@ try {
   });
   const cpuNow = () => {
     const table = processTable();
-    return Object.fromEntries(Object.entries(pidsOf()).map(([k, pid]) => [k, treeSeconds(table, pid)])) as Record<string, number>;
+    return Object.fromEntries(Object.entries(pidsOf()).map(([k, pid]) => [k, treeSeconds(table, pid)])) as Record<
+      string,
+      number
+    >;
   };
 
   const repo = new EndpointRepository(pool, cfg.SECRETS_KEY);
@@ -161,10 +199,18 @@ try {
   // burst after a start ran at a third of the rate of the next one (the events service spent 0.3 ms
   // CPU per event instead of 0.05); from the second on 1 % fail, so the retry path (Temporal client,
   // worker, workflow bundle) is warm too (the first scenario with failures had p50 0.3 s otherwise)
-  const warmUps = Array.from({ length: WARM_UP_ROUNDS }, (_, i) => ({ events: 1000, endpoints: 1, failing: i === 0 ? 0 : 1, rate: undefined, warmUp: true }));
+  const warmUps = Array.from({ length: WARM_UP_ROUNDS }, (_, i) => ({
+    events: 1000,
+    endpoints: 1,
+    failing: i === 0 ? 0 : 1,
+    rate: undefined,
+    warmUp: true,
+  }));
   for (const sc of [...warmUps, ...scenarios.map((x) => ({ ...x, warmUp: false }))]) {
     const slug = `bench-${randomUUID().slice(0, 8)}`;
-    const ws = (await pool.query<{ id: string }>('INSERT INTO workspaces (slug, name) VALUES ($1, $1) RETURNING id', [slug])).rows[0]!.id;
+    const ws = (
+      await pool.query<{ id: string }>('INSERT INTO workspaces (slug, name) VALUES ($1, $1) RETURNING id', [slug])
+    ).rows[0]!.id;
     const sentAt = new Map<string, number>();
     const firstDelivered = new Map<string, number>();
     /** When the receiver answered 500 to a message's first attempt (key: endpoint:message). */
@@ -175,7 +221,8 @@ try {
     // the failing share, exactly: event n fails its first attempt when ⌊(n+1)·share⌋ > ⌊n·share⌋ (every 100th at 1 %)
     const failing = new Set<string>();
     for (let n = 0; n < sc.events; n++) {
-      if (Math.floor(((n + 1) * sc.failing) / 100) > Math.floor((n * sc.failing) / 100)) failing.add(messageIdOf('/bench', `bench-${slug}-${n}`));
+      if (Math.floor(((n + 1) * sc.failing) / 100) > Math.floor((n * sc.failing) / 100))
+        failing.add(messageIdOf('/bench', `bench-${slug}-${n}`));
     }
     for (let i = 0; i < sc.endpoints; i++) {
       const seenFailure = new Set<string>();
@@ -207,7 +254,9 @@ try {
         });
       });
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-      const { secret } = await repo.create(ws, { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook` });
+      const { secret } = await repo.create(ws, {
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+      });
       verifier.webhook = new Webhook(secret);
       servers.push(server);
     }
@@ -223,10 +272,20 @@ try {
     const agent = new http.Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
     const post = (body: string) =>
       new Promise<void>((resolve, reject) => {
-        const req = http.request(`${cfg.EVENTS_URL}/api/v1/events`, { method: 'POST', agent, headers: { 'content-type': 'application/cloudevents+json', 'x-api-key': eventsKey } }, (res) => {
-          res.resume();
-          res.on('end', () => (res.statusCode === 202 ? resolve() : reject(new Error(`events service answered ${res.statusCode}`))));
-        });
+        const req = http.request(
+          `${cfg.EVENTS_URL}/api/v1/events`,
+          {
+            method: 'POST',
+            agent,
+            headers: { 'content-type': 'application/cloudevents+json', 'x-api-key': eventsKey },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () =>
+              res.statusCode === 202 ? resolve() : reject(new Error(`events service answered ${res.statusCode}`)),
+            );
+          },
+        );
         req.on('error', reject);
         req.end(body);
       });
@@ -239,7 +298,15 @@ try {
             if (wait > 0) await new Promise((r) => setTimeout(r, wait));
           }
           const id = `bench-${slug}-${n}`;
-          const body = JSON.stringify({ specversion: '1.0', id, source: '/bench', type: 'invoice.posted', time: new Date().toISOString(), workspace: slug, data: { invoice: `INV/${n}`, amount: 42, note: 'x'.repeat(200) } });
+          const body = JSON.stringify({
+            specversion: '1.0',
+            id,
+            source: '/bench',
+            type: 'invoice.posted',
+            time: new Date().toISOString(),
+            workspace: slug,
+            data: { invoice: `INV/${n}`, amount: 42, note: 'x'.repeat(200) },
+          });
           sentAt.set(messageIdOf('/bench', id), performance.now());
           await post(body);
         }
@@ -257,7 +324,9 @@ try {
       s.close();
     }
 
-    const latencies = [...firstDelivered].map(([key, at]) => at - sentAt.get(key.slice(key.indexOf(':') + 1))!).sort((a, b) => a - b);
+    const latencies = [...firstDelivered]
+      .map(([key, at]) => at - sentAt.get(key.slice(key.indexOf(':') + 1))!)
+      .sort((a, b) => a - b);
     // nearest rank: the smallest latency that q of all are at or below
     const pct = (q: number) => latencies[Math.max(0, Math.ceil(q * latencies.length) - 1)] ?? NaN;
     const seconds = (lastDelivery - start) / 1000;
@@ -265,18 +334,27 @@ try {
     const cpuTotal = Object.values(cpu).reduce((a, b) => a + b, 0);
     const perDelivery = (s: number) => ((s * 1000) / Math.max(1, firstDelivered.size)).toFixed(2);
     const fmt = (ms: number) => (ms < 1000 ? `${ms.toFixed(0)} ms` : `${(ms / 1000).toFixed(2)} s`);
-    const retried = [...failedAt].flatMap(([key, at]) => (firstDelivered.has(key) ? [firstDelivered.get(key)! - at] : [])).sort((a, b) => a - b);
+    const retried = [...failedAt]
+      .flatMap(([key, at]) => (firstDelivered.has(key) ? [firstDelivered.get(key)! - at] : []))
+      .sort((a, b) => a - b);
     const svix = SVIX[`${sc.events}x${sc.endpoints}@${sc.failing}`];
-    if (!sc.warmUp) results.push(
-      [
-        title,
-        `  delivered         ${firstDelivered.size} of ${expected}${verifyFailures ? `, ${verifyFailures} FAILED VERIFICATION` : ', every one verified with standardwebhooks'}; events sent in ${sendSeconds.toFixed(1)} s (${(sc.events / sendSeconds).toFixed(0)}/s)`,
-        `  ours              ${(firstDelivered.size / seconds).toFixed(0)} deliveries/s, p50 ${fmt(pct(0.5))}, p99 ${fmt(pct(0.99))} (min ${fmt(latencies[0] ?? NaN)}, max ${fmt(latencies.at(-1) ?? NaN)}), ${perDelivery(cpuTotal)} ms CPU per delivery`,
-        ...(retried.length > 0 ? [`  failed ones       ${retried.length} delivered on their retry ${fmt(retried[0]!)}–${fmt(retried.at(-1)!)} after the failed attempt (median ${fmt(retried[Math.floor(retried.length / 2)]!)})`] : []),
-        `  Svix (ANCHORS)    ${svix ?? '—'}${sc.rate ? ' (Svix measured with 32 in flight: ingest-bound at 400–427 events/s)' : ''}`,
-        `  CPU per delivery  ${Object.entries(cpu).map(([k, v]) => `${k} ${perDelivery(v)}`).join(', ')}; not counted: the bench's sender + receivers ${perDelivery((self.user + self.system) / 1e6)}`,
-      ].join('\n'),
-    );
+    if (!sc.warmUp)
+      results.push(
+        [
+          title,
+          `  delivered         ${firstDelivered.size} of ${expected}${verifyFailures ? `, ${verifyFailures} FAILED VERIFICATION` : ', every one verified with standardwebhooks'}; events sent in ${sendSeconds.toFixed(1)} s (${(sc.events / sendSeconds).toFixed(0)}/s)`,
+          `  ours              ${(firstDelivered.size / seconds).toFixed(0)} deliveries/s, p50 ${fmt(pct(0.5))}, p99 ${fmt(pct(0.99))} (min ${fmt(latencies[0] ?? NaN)}, max ${fmt(latencies.at(-1) ?? NaN)}), ${perDelivery(cpuTotal)} ms CPU per delivery`,
+          ...(retried.length > 0
+            ? [
+                `  failed ones       ${retried.length} delivered on their retry ${fmt(retried[0]!)}–${fmt(retried.at(-1)!)} after the failed attempt (median ${fmt(retried[Math.floor(retried.length / 2)]!)})`,
+              ]
+            : []),
+          `  Svix (ANCHORS)    ${svix ?? '—'}${sc.rate ? ' (Svix measured with 32 in flight: ingest-bound at 400–427 events/s)' : ''}`,
+          `  CPU per delivery  ${Object.entries(cpu)
+            .map(([k, v]) => `${k} ${perDelivery(v)}`)
+            .join(', ')}; not counted: the bench's sender + receivers ${perDelivery((self.user + self.system) / 1e6)}`,
+        ].join('\n'),
+      );
   }
   await client.connection.close();
   await pool.end();

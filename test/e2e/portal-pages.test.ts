@@ -20,7 +20,9 @@ import { cellsOffScreen, linkIn } from '../support/portal.js';
 import { startReceiver, startWebhookPlatform, type Receiver, type WebhookPlatform } from '../support/webhooks.js';
 import { addUser, addWorkspace, call, login, uniqueSlug } from '../support/workspace-api.js';
 
-const shots = process.env.PORTAL_SHOTS_DIR ?? (process.env.PORTAL_SCREENSHOTS === '1' ? 'docs/screenshots' : tempDir('screenshots'));
+const shots =
+  process.env.PORTAL_SHOTS_DIR ??
+  (process.env.PORTAL_SCREENSHOTS === '1' ? 'docs/screenshots' : tempDir('screenshots'));
 mkdirSync(shots, { recursive: true });
 
 let p: WebhookPlatform;
@@ -50,12 +52,20 @@ async function signIn(target: Page, who: { email: string; password: string }) {
 beforeAll(async () => {
   p = await startWebhookPlatform({ WEBHOOK_RETRY_SCHEDULE: '200ms,400ms' });
   base = p.base;
-  receiver = await startReceiver(() => (receiverDown ? { status: 500, body: 'receiver down for maintenance' } : { status: 204 }));
+  receiver = await startReceiver(() =>
+    receiverDown ? { status: 500, body: 'receiver down for maintenance' } : { status: 204 },
+  );
   workspace = await addWorkspace(p.pool);
   owner = await addUser(p.pool, [{ workspaceId: workspace.id, role: 'admin' }]);
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   adminContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   page = await adminContext.newPage();
@@ -109,7 +119,10 @@ describe('webhooks page', () => {
   });
 
   it("gives the endpoint's page an address of its own: a reload keeps it, the menu's Webhooks goes back to the list", async () => {
-    const { rows } = await p.pool.query<{ id: string }>('SELECT id FROM webhook_endpoints WHERE workspace_id = $1 AND url = $2', [workspace.id, receiver.url]);
+    const { rows } = await p.pool.query<{ id: string }>(
+      'SELECT id FROM webhook_endpoints WHERE workspace_id = $1 AND url = $2',
+      [workspace.id, receiver.url],
+    );
     const endpointPath = `/app/w/${workspace.slug}/webhooks/${rows[0]!.id}`;
     expect(new URL(page.url()).pathname).toBe(endpointPath);
     await page.reload();
@@ -132,7 +145,11 @@ describe('webhooks page', () => {
 
     // an endpoint that is not there (deleted, or another workspace's) says so
     await page.goto(`${base}/app/w/${workspace.slug}/webhooks/00000000-0000-4000-8000-000000000000`);
-    await page.getByText('This workspace has no webhook endpoint “00000000-0000-4000-8000-000000000000” (it may have been deleted).').waitFor();
+    await page
+      .getByText(
+        'This workspace has no webhook endpoint “00000000-0000-4000-8000-000000000000” (it may have been deleted).',
+      )
+      .waitFor();
     await page.goto(`${base}${endpointPath}`);
     await page.getByRole('heading', { name: `Endpoint ${receiver.url}` }).waitFor();
   });
@@ -156,7 +173,10 @@ describe('webhooks page', () => {
 
   it('replays the message once the receiver is back, and the new attempt succeeds', async () => {
     // its retries are over (the delivery workflow has ended)
-    const { rows } = await p.pool.query<{ endpoint_id: string }>('SELECT endpoint_id FROM webhook_deliveries WHERE message_id = $1', [messageId]);
+    const { rows } = await p.pool.query<{ endpoint_id: string }>(
+      'SELECT endpoint_id FROM webhook_deliveries WHERE message_id = $1',
+      [messageId],
+    );
     await p.temporal.workflow.getHandle(webhookWorkflowId(rows[0]!.endpoint_id, messageId)).result();
     receiverDown = false;
     const before = receiver.received.length;
@@ -176,30 +196,50 @@ describe('webhooks page', () => {
     await expect.poll(() => receiver.received.length, { timeout: 20_000 }).toBe(before + 3);
     const failedId = String(receiver.received.at(-1)!.headers['webhook-id']);
     // the retries are over: the delivery workflow has ended and marked the delivery failed
-    await expect.poll(async () => (await p.pool.query('SELECT endpoint_id FROM webhook_deliveries WHERE message_id = $1', [failedId])).rowCount).toBe(1);
-    const { rows } = await p.pool.query<{ endpoint_id: string }>('SELECT endpoint_id FROM webhook_deliveries WHERE message_id = $1', [failedId]);
+    await expect
+      .poll(
+        async () =>
+          (await p.pool.query('SELECT endpoint_id FROM webhook_deliveries WHERE message_id = $1', [failedId])).rowCount,
+      )
+      .toBe(1);
+    const { rows } = await p.pool.query<{ endpoint_id: string }>(
+      'SELECT endpoint_id FROM webhook_deliveries WHERE message_id = $1',
+      [failedId],
+    );
     await p.temporal.workflow.getHandle(webhookWorkflowId(rows[0]!.endpoint_id, failedId)).result();
-    expect((await p.pool.query('SELECT status FROM webhook_deliveries WHERE message_id = $1', [failedId])).rows[0].status).toBe('failed');
+    expect(
+      (await p.pool.query('SELECT status FROM webhook_deliveries WHERE message_id = $1', [failedId])).rows[0].status,
+    ).toBe('failed');
     receiverDown = false;
     const hourAgo = new Date(Date.now() - 3600_000);
     const local = new Date(hourAgo.getTime() - hourAgo.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
     const form = page.getByRole('form', { name: 'Replay failed messages' });
     await form.getByLabel('From').fill(local);
     await form.getByRole('button', { name: 'Replay failed' }).click();
-    await expect.poll(() => page.locator('.notice, .error').allTextContents()).toEqual(['1 failed message sent again.']);
+    await expect
+      .poll(() => page.locator('.notice, .error').allTextContents())
+      .toEqual(['1 failed message sent again.']);
     await expect.poll(() => receiver.received.length, { timeout: 20_000 }).toBe(before + 4);
     expect(receiver.received.at(-1)!.headers['webhook-id']).toBe(failedId);
   });
 
   it('shows the newest 50 attempts and loads older ones on request, without gaps', async () => {
     const firstId = String(receiver.received[0]!.headers['webhook-id']);
-    const { rows } = await p.pool.query<{ id: string }>('SELECT id FROM webhook_endpoints WHERE workspace_id = $1 AND url = $2', [workspace.id, receiver.url]);
+    const { rows } = await p.pool.query<{ id: string }>(
+      'SELECT id FROM webhook_endpoints WHERE workspace_id = $1 AND url = $2',
+      [workspace.id, receiver.url],
+    );
     const token = await login(base, owner);
     for (let i = 0; i < 50; i++) {
-      const sent = await call(base, 'POST', `/api/portal/webhooks/${rows[0]!.id}/test`, { token, headers: { 'x-workspace': workspace.slug } });
+      const sent = await call(base, 'POST', `/api/portal/webhooks/${rows[0]!.id}/test`, {
+        token,
+        headers: { 'x-workspace': workspace.slug },
+      });
       expect(sent.status).toBe(200);
     }
-    const total = Number((await p.pool.query('SELECT count(*) FROM webhook_attempts WHERE endpoint_id = $1', [rows[0]!.id])).rows[0].count);
+    const total = Number(
+      (await p.pool.query('SELECT count(*) FROM webhook_attempts WHERE endpoint_id = $1', [rows[0]!.id])).rows[0].count,
+    );
     expect(total).toBeGreaterThan(50);
     const shown = page.locator('tr.attempt');
     await expect.poll(() => page.locator('tbody[data-message-id^="msg_test_"]').count(), { timeout: 15_000 }).toBe(50);
@@ -303,7 +343,9 @@ describe('team page and the invitation link', () => {
     await page.getByRole('button', { name: 'Invite someone' }).click();
     await page.getByRole('dialog').getByLabel('E-mail').fill(other);
     await page.getByRole('dialog').getByRole('button', { name: 'Send invitation' }).click();
-    await expect.poll(() => page.getByRole('dialog').getByRole('alert').textContent()).toBe(`${other} already has an open invitation: use Re-invite or Revoke in the list of open invitations.`);
+    await expect
+      .poll(() => page.getByRole('dialog').getByRole('alert').textContent())
+      .toBe(`${other} already has an open invitation: use Re-invite or Revoke in the list of open invitations.`);
     await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
     await page.getByRole('button', { name: `Re-invite ${other}` }).click();
     await page.getByText(`A new invitation link was mailed to ${other}`).waitFor();
@@ -349,15 +391,22 @@ describe('team page and the invitation link', () => {
     await tab.getByRole('button', { name: 'Sign out' }).click();
     await signIn(tab, { email: invitee, password: inviteePassword });
     const nav = tab.getByRole('navigation', { name: 'Workspace' });
-    for (const section of ['Dashboard', 'Team', 'Subscription', 'Integrations', 'Settings', 'Profile']) await nav.getByRole('link', { name: section }).waitFor();
-    for (const section of ['API keys', 'Execution log', 'Webhooks']) expect(await nav.getByRole('link', { name: section }).count()).toBe(0);
+    for (const section of ['Dashboard', 'Team', 'Subscription', 'Integrations', 'Settings', 'Profile'])
+      await nav.getByRole('link', { name: section }).waitFor();
+    for (const section of ['API keys', 'Execution log', 'Webhooks'])
+      expect(await nav.getByRole('link', { name: section }).count()).toBe(0);
 
     await nav.getByRole('link', { name: 'Team' }).click();
     await tab.getByRole('heading', { name: 'Team' }).waitFor();
     await tab.locator('td', { hasText: invitee }).waitFor();
     expect(await tab.getByRole('button', { name: 'Invite someone' }).count()).toBe(0);
     expect(await tab.getByRole('heading', { name: 'Open invitations' }).count()).toBe(0);
-    expect(await tab.getByRole('button').filter({ hasText: /Re-invite|Revoke/ }).count()).toBe(0);
+    expect(
+      await tab
+        .getByRole('button')
+        .filter({ hasText: /Re-invite|Revoke/ })
+        .count(),
+    ).toBe(0);
 
     // an admin page opened by its address is not offered either
     await tab.goto(`${base}/app/w/${workspace.slug}/webhooks`);
@@ -395,13 +444,17 @@ describe('team page and the invitation link', () => {
     const mine = page.locator(`tr[data-member="${owner.email}"]`);
     expect(await mine.textContent()).toContain('(you)');
     await page.getByRole('button', { name: `Make ${owner.email} a member` }).click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(`The last admin of workspace "${workspace.slug}" cannot be demoted: make another member admin first.`);
+    await expect
+      .poll(() => page.getByRole('alert').textContent())
+      .toMatch(`The last admin of workspace "${workspace.slug}" cannot be demoted: make another member admin first.`);
     expect(await mine.locator('td').nth(2).textContent()).toBe('admin');
     await page.getByRole('button', { name: `Remove ${owner.email}` }).click();
     const dialog = page.getByRole('dialog');
     expect(await dialog.textContent()).toContain('You lose access to this workspace at once');
     await dialog.getByRole('button', { name: 'Leave the workspace' }).click();
-    await expect.poll(() => dialog.getByRole('alert').textContent()).toMatch(`The last admin of workspace "${workspace.slug}" cannot be removed: make another member admin first.`);
+    await expect
+      .poll(() => dialog.getByRole('alert').textContent())
+      .toMatch(`The last admin of workspace "${workspace.slug}" cannot be removed: make another member admin first.`);
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await page.reload();
     await mine.waitFor();
@@ -436,7 +489,16 @@ describe('subscription and invoices page', () => {
     const hook = `${base}/api/webhooks/stripe`;
     const ids = sandboxIds(workspace.slug);
     const send = (evt: Parameters<typeof sendEvent>[2]) => sendEvent(hook, p.cfg.STRIPE_WEBHOOK_SECRET, evt);
-    expect((await send(event('customer.subscription.created', subscription({ ...ids, id: ids.subscription, workspace: workspace.slug, tier: 'pro', seats: 3 })))).status).toBe(200);
+    expect(
+      (
+        await send(
+          event(
+            'customer.subscription.created',
+            subscription({ ...ids, id: ids.subscription, workspace: workspace.slug, tier: 'pro', seats: 3 }),
+          ),
+        )
+      ).status,
+    ).toBe(200);
     const inv = invoice({ ...ids, workspace: workspace.slug, tier: 'pro', seats: 3, status: 'paid' });
     expect((await send(event('invoice.paid', inv))).status).toBe(200);
 
@@ -460,7 +522,10 @@ describe('subscription and invoices page', () => {
     expect(await page.locator('[data-integration]').count()).toBeGreaterThanOrEqual(4);
     await page.screenshot({ path: join(shots, 'integrations.png'), fullPage: true });
     await page.setViewportSize({ width: 390, height: 844 });
-    const { rows } = await p.pool.query<{ id: string }>('SELECT id FROM webhook_endpoints WHERE workspace_id = $1 AND url = $2', [workspace.id, receiver.url]);
+    const { rows } = await p.pool.query<{ id: string }>(
+      'SELECT id FROM webhook_endpoints WHERE workspace_id = $1 AND url = $2',
+      [workspace.id, receiver.url],
+    );
     for (const [section, heading] of [
       ['webhooks', 'Webhooks'],
       [`webhooks/${rows[0]!.id}`, `Endpoint ${receiver.url}`],
@@ -473,12 +538,19 @@ describe('subscription and invoices page', () => {
       ['profile', 'Your profile'],
     ] as const) {
       await open(page, section, heading);
-      await page.getByRole('status').filter({ hasText: /^Loading/ }).first().waitFor({ state: 'detached' });
+      await page
+        .getByRole('status')
+        .filter({ hasText: /^Loading/ })
+        .first()
+        .waitFor({ state: 'detached' });
       // nothing sticks out of the page (wide tables and the menu scroll inside their own box)
       const sticking = await page.evaluate(() => {
         const width = document.documentElement.clientWidth;
-        const scrolls = (el: Element | null): boolean => !!el && el !== document.body && (getComputedStyle(el).overflowX !== 'visible' || scrolls(el.parentElement));
-        const out = [...document.querySelectorAll('body *')].filter((el) => el.getBoundingClientRect().right > width + 1 && !scrolls(el.parentElement));
+        const scrolls = (el: Element | null): boolean =>
+          !!el && el !== document.body && (getComputedStyle(el).overflowX !== 'visible' || scrolls(el.parentElement));
+        const out = [...document.querySelectorAll('body *')].filter(
+          (el) => el.getBoundingClientRect().right > width + 1 && !scrolls(el.parentElement),
+        );
         return out.map((el) => `${el.tagName.toLowerCase()}.${el.className}`).slice(0, 5);
       });
       await page.screenshot({ path: join(shots, `${section.replace('/', '-')}-narrow.png`), fullPage: true });
@@ -557,7 +629,9 @@ describe('settings and profile pages', () => {
     // the link works once: opened again, it says so
     await tab.goto(link);
     await tab.getByRole('button', { name: 'Confirm' }).click();
-    await expect.poll(() => tab.getByRole('alert').textContent()).toMatch(/^This e-mail address was confirmed already\./);
+    await expect
+      .poll(() => tab.getByRole('alert').textContent())
+      .toMatch(/^This e-mail address was confirmed already\./);
     expect(await tab.getByRole('button', { name: 'Confirm' }).count()).toBe(0);
     await tab.screenshot({ path: join(shots, 'confirm-email-used.png') });
     await otherBrowser.close();
@@ -586,7 +660,9 @@ describe('the workspace link of the e-mails, /w/<slug>', () => {
     await tab.getByRole('heading', { name: 'Sign in to Plana' }).waitFor();
     expect(new URL(tab.url()).pathname).toBe(`/app/w/${second.slug}/`);
     // signing in with the organisation's account comes back here too
-    expect(await tab.getByRole('link', { name: /organisation’s account/ }).getAttribute('href')).toBe(`/api/auth/oidc/start?portal=true&workspace=${second.slug}`);
+    expect(await tab.getByRole('link', { name: /organisation’s account/ }).getAttribute('href')).toBe(
+      `/api/auth/oidc/start?portal=true&workspace=${second.slug}`,
+    );
     await tab.getByLabel('E-mail').fill(person.email);
     await tab.getByLabel('Password').fill(person.password);
     await tab.getByRole('button', { name: 'Sign in' }).click();
@@ -601,7 +677,9 @@ describe('the workspace link of the e-mails, /w/<slug>', () => {
     await tab.getByRole('heading', { name: 'Dashboard' }).waitFor();
     expect(new URL(tab.url()).pathname).toBe(`/app/w/${workspace.slug}/`);
     // a member there: no admin pages
-    expect(await tab.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'API keys' }).count()).toBe(0);
+    expect(
+      await tab.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'API keys' }).count(),
+    ).toBe(0);
 
     // a workspace that does not exist is a clear 404, not the portal
     const unknown = uniqueSlug('none');

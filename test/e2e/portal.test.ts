@@ -18,7 +18,9 @@ import { tempDir } from '../support/env.js';
 import { cellsOffScreen } from '../support/portal.js';
 import { addUser, call, login } from '../support/workspace-api.js';
 
-const shots = process.env.PORTAL_SHOTS_DIR ?? (process.env.PORTAL_SCREENSHOTS === '1' ? 'docs/screenshots' : tempDir('screenshots'));
+const shots =
+  process.env.PORTAL_SHOTS_DIR ??
+  (process.env.PORTAL_SCREENSHOTS === '1' ? 'docs/screenshots' : tempDir('screenshots'));
 mkdirSync(shots, { recursive: true });
 
 let pool: Pool;
@@ -44,7 +46,13 @@ beforeAll(async () => {
   owner = await addUser(pool, [{ workspaceId: rows[0]!.id, role: 'admin' }]);
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   page = await context.newPage();
@@ -72,14 +80,20 @@ describe('the workspace portal in Chromium', () => {
     await page.getByLabel('E-mail').fill(owner.email);
     await page.getByLabel('Password').fill('not the password');
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/e-mail address or password is not correct/i);
+    await expect
+      .poll(() => page.getByRole('alert').textContent())
+      .toMatch(/e-mail address or password is not correct/i);
 
     await page.getByLabel('Password').fill(owner.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
     // the only workspace opens by itself
     expect(new URL(page.url()).pathname).toBe(`/app/w/${tenant.workspace}/`);
-    const stored = await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length, cookies: document.cookie }));
+    const stored = await page.evaluate(() => ({
+      local: localStorage.length,
+      session: sessionStorage.length,
+      cookies: document.cookie,
+    }));
     expect(stored).toEqual({ local: 0, session: 0, cookies: '' });
   });
 
@@ -92,7 +106,9 @@ describe('the workspace portal in Chromium', () => {
     await chart.waitFor();
     const { inflow, outflow, net } = expected.body.totals as { inflow: number; outflow: number; net: number };
     expect(inflow + outflow).toBeGreaterThan(0);
-    expect(await chart.getAttribute('aria-label')).toBe(`Cash flow per month in ${expected.body.currency}: in ${inflow}, out ${outflow}, net ${net} in total`);
+    expect(await chart.getAttribute('aria-label')).toBe(
+      `Cash flow per month in ${expected.body.currency}: in ${inflow}, out ${outflow}, net ${net} in total`,
+    );
     // the dashboard shows what a script calling the API without `months` gets: the last 6 months
     expect(expected.body.months).toHaveLength(6);
     expect(await chart.getAttribute('data-months')).toBe('6');
@@ -109,7 +125,9 @@ describe('the workspace portal in Chromium', () => {
     await expect.poll(() => page.getByText('Revenue this month').count()).toBe(1);
     await expect.poll(() => page.locator('.kpi-value').first().textContent()).toMatch(/\d/);
     // every company of the ERP, labelled, each in its own currency (the demo data has a second one)
-    const kpis = await call(base, 'GET', `/api/portal/workspaces/${tenant.workspace}/dashboard/kpis`, { token: await login(base, owner) });
+    const kpis = await call(base, 'GET', `/api/portal/workspaces/${tenant.workspace}/dashboard/kpis`, {
+      token: await login(base, owner),
+    });
     const companies = kpis.body.companies as { name: string; currency: string; receivables: number }[];
     expect(new Set(companies.map((c) => c.currency)).size).toBeGreaterThan(1);
     const rows = page.locator('#company-figures tbody tr');
@@ -118,7 +136,13 @@ describe('the workspace portal in Chromium', () => {
       const cells = await rows.nth(i).locator('td').allTextContents();
       expect(cells[0]).toContain(c.name);
       expect(cells[1]).toBe(c.currency);
-      expect(cells[3]).toBe(await page.evaluate(([n, cur]) => new Intl.NumberFormat(undefined, { style: 'currency', currency: cur as string }).format(n as number), [c.receivables, c.currency]));
+      expect(cells[3]).toBe(
+        await page.evaluate(
+          ([n, cur]) =>
+            new Intl.NumberFormat(undefined, { style: 'currency', currency: cur as string }).format(n as number),
+          [c.receivables, c.currency],
+        ),
+      );
     }
     await page.getByRole('heading', { name: 'Alerts' }).waitFor();
     await expect.poll(() => page.locator('.alerts li, .empty').count()).toBeGreaterThan(0);
@@ -186,7 +210,8 @@ describe('the workspace portal in Chromium', () => {
     const kpis = page.locator('tbody tr', { hasText: '/api/portal/odoo/:slug/kpis' });
     const webhooks = page.locator('tbody tr', { hasText: '/api/portal/webhooks' });
     const filter = async (fields: Record<string, string>) => {
-      for (const label of ['Key prefix', 'Route contains', 'Status', 'From', 'Until']) await page.getByLabel(label).fill(fields[label] ?? '');
+      for (const label of ['Key prefix', 'Route contains', 'Status', 'From', 'Until'])
+        await page.getByLabel(label).fill(fields[label] ?? '');
       await page.getByRole('button', { name: 'Filter' }).click();
     };
     // datetime-local takes the browser's local time
@@ -248,12 +273,28 @@ describe('the workspace portal in Chromium', () => {
     expect(await card.locator('dd').allTextContents()).toEqual([tenant.name, 'Pro', '18', tenant.host, 'Set up']);
     // entered without a TenantClient: no empty "Conditions", a sentence instead
     expect(await card.getByRole('heading', { name: 'Conditions' }).count()).toBe(0);
-    expect(await card.locator('[data-conditions="none"]').textContent()).toBe('No provisioning conditions: this tenant was set up without a TenantClient, so only its route is known.');
+    expect(await card.locator('[data-conditions="none"]').textContent()).toBe(
+      'No provisioning conditions: this tenant was set up without a TenantClient, so only its route is known.',
+    );
 
     // as the tenant workflow mirrors a TenantClient's status
     const conditions = [
-      { type: 'Synced', status: 'True', reason: 'ReconcileSuccess', message: '', lastTransitionTime: new Date().toISOString(), observedGeneration: 2 },
-      { type: 'Ready', status: 'False', reason: 'Unavailable', message: 'the route answers 502', lastTransitionTime: new Date().toISOString(), observedGeneration: 2 },
+      {
+        type: 'Synced',
+        status: 'True',
+        reason: 'ReconcileSuccess',
+        message: '',
+        lastTransitionTime: new Date().toISOString(),
+        observedGeneration: 2,
+      },
+      {
+        type: 'Ready',
+        status: 'False',
+        reason: 'Unavailable',
+        message: 'the route answers 502',
+        lastTransitionTime: new Date().toISOString(),
+        observedGeneration: 2,
+      },
     ];
     await pool.query(
       `INSERT INTO tenant_clients (name, spec, phase, conditions, generation, observed_generation) VALUES ($1, '{}', 'Unavailable', $2, 3, 2)`,
@@ -261,11 +302,25 @@ describe('the workspace portal in Chromium', () => {
     );
     try {
       await page.reload();
-      await expect.poll(labels).toEqual(['Tenant', 'Plan', 'ERP version', 'Address', 'Dashboard access', 'Phase', 'Configuration']);
-      expect(await card.locator('dd').allTextContents()).toEqual([tenant.name, 'Pro', '18', tenant.host, 'Set up', 'Unavailable', 'Being applied (version 3; version 2 is live)']);
+      await expect
+        .poll(labels)
+        .toEqual(['Tenant', 'Plan', 'ERP version', 'Address', 'Dashboard access', 'Phase', 'Configuration']);
+      expect(await card.locator('dd').allTextContents()).toEqual([
+        tenant.name,
+        'Pro',
+        '18',
+        tenant.host,
+        'Set up',
+        'Unavailable',
+        'Being applied (version 3; version 2 is live)',
+      ]);
       await card.getByRole('heading', { name: 'Conditions' }).waitFor();
-      expect(await card.locator('[data-condition="Synced"]').textContent()).toMatch(/^Synced: yes ReconcileSuccess \(since /);
-      expect(await card.locator('[data-condition="Ready"]').textContent()).toMatch(/^Ready: no Unavailable — the route answers 502 \(since /);
+      expect(await card.locator('[data-condition="Synced"]').textContent()).toMatch(
+        /^Synced: yes ReconcileSuccess \(since /,
+      );
+      expect(await card.locator('[data-condition="Ready"]').textContent()).toMatch(
+        /^Ready: no Unavailable — the route answers 502 \(since /,
+      );
       await page.screenshot({ path: join(shots, 'integrations-erp.png'), fullPage: true });
     } finally {
       await pool.query('DELETE FROM tenant_clients WHERE name = $1', [tenant.name]);
@@ -276,7 +331,9 @@ describe('the workspace portal in Chromium', () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.getByRole('navigation', { name: 'Workspace' }).getByRole('link', { name: 'Dashboard' }).click();
     await page.getByRole('img', { name: /Cash flow per month/ }).waitFor();
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    const overflow = await page.evaluate(
+      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    );
     expect(overflow).toBeLessThanOrEqual(0);
     await page.locator('#company-figures tbody tr').first().waitFor();
     expect(await cellsOffScreen(page)).toEqual([]);

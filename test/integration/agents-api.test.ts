@@ -46,12 +46,17 @@ beforeAll(async () => {
   api = await startApi(cfg);
   base = cfg.API_PUBLIC_URL;
   tenant = await provisionTestTenant(cfg, pool, admin, { tier: 'pro', version: '18', erpUrl: erp.url });
-  workspaceId = (await pool.query<{ id: string }>('SELECT id FROM workspaces WHERE slug = $1', [tenant.workspace])).rows[0]!.id;
+  workspaceId = (await pool.query<{ id: string }>('SELECT id FROM workspaces WHERE slug = $1', [tenant.workspace]))
+    .rows[0]!.id;
   const owner = await addUser(pool, [{ workspaceId, role: 'admin' }]);
   ownerToken = await login(base, owner);
   dashboardKey = (await createKey(base, ownerToken, { name: 'dashboards', scopes: ['dashboard:read'] })).token;
   const b = await adminOfNewWorkspace(base, pool);
-  other = { workspaceId: b.workspace.id, accessToken: b.accessToken, key: (await createKey(base, b.accessToken, { name: 'b', scopes: ['agents:invoke'] })).token };
+  other = {
+    workspaceId: b.workspace.id,
+    accessToken: b.accessToken,
+    key: (await createKey(base, b.accessToken, { name: 'b', scopes: ['agents:invoke'] })).token,
+  };
 });
 
 afterAll(async () => {
@@ -67,42 +72,58 @@ describe('POST /api/agents/:agentId/chat', () => {
   it("answers a cash question from the workspace's real ERP figures, calling get_kpis", async () => {
     const key = await invokeKey();
     const before = llm.requests.length;
-    const res = await call(base, 'POST', '/api/agents/finance/chat', { token: key, body: { message: 'What is our cash balance right now?' } });
+    const res = await call(base, 'POST', '/api/agents/finance/chat', {
+      token: key,
+      body: { message: 'What is our cash balance right now?' },
+    });
     expect(res.status).toBe(200);
     expect(res.body.toolCalls).toEqual([expect.objectContaining({ name: 'get_kpis', arguments: {}, ok: true })]);
     const kpis = (await call(base, 'GET', `/api/portal/odoo/${tenant.workspace}/kpis`, { token: dashboardKey })).body;
     expect(kpis.cashJournals.length).toBeGreaterThan(0);
     expect(res.body.answer).toContain(`Your cash balance is ${kpis.cashBalance.toFixed(2)} ${kpis.currency}`);
-    for (const j of kpis.cashJournals) expect(res.body.answer).toContain(`${j.name} ${j.balance.toFixed(2)} ${kpis.currency}`);
+    for (const j of kpis.cashJournals)
+      expect(res.body.answer).toContain(`${j.name} ${j.balance.toFixed(2)} ${kpis.currency}`);
     expect(res.body.usage.totalTokens).toBeGreaterThan(0);
     expect(res.headers.get('ratelimit-limit')).toBe('10');
     expect(res.headers.get('ratelimit-remaining')).toBe('9');
 
     // what the model saw: the agent's tools offered, one round of tool calls, then the answer
     const seen = llm.requests.slice(before);
-    expect(seen.map((r) => [r.decision, r.stream])).toEqual([['tools', true], ['answer', true]]);
+    expect(seen.map((r) => [r.decision, r.stream])).toEqual([
+      ['tools', true],
+      ['answer', true],
+    ]);
     expect(seen[0]!.tools).toEqual(['get_kpis', 'get_cashflow', 'get_overdue_invoices']);
     expect(seen[0]!.toolCalls).toEqual([{ name: 'get_kpis', arguments: {} }]);
   });
 
   it('calls two tools for a two-part question and names the overdue invoices', async () => {
     const key = await invokeKey();
-    const res = await call(base, 'POST', '/api/agents/finance/chat', { token: key, body: { message: 'How much cash do we have, and which invoices are overdue?' } });
+    const res = await call(base, 'POST', '/api/agents/finance/chat', {
+      token: key,
+      body: { message: 'How much cash do we have, and which invoices are overdue?' },
+    });
     expect(res.status).toBe(200);
     expect(res.body.toolCalls.map((t: { name: string; ok: boolean }) => [t.name, t.ok])).toEqual([
       ['get_kpis', true],
       ['get_overdue_invoices', true],
     ]);
-    const alerts = (await call(base, 'GET', `/api/portal/odoo/${tenant.workspace}/alerts`, { token: dashboardKey })).body;
+    const alerts = (await call(base, 'GET', `/api/portal/odoo/${tenant.workspace}/alerts`, { token: dashboardKey }))
+      .body;
     expect(alerts.overdueInvoices.count).toBeGreaterThan(0);
-    expect(res.body.answer).toContain(`${alerts.overdueInvoices.count} customer invoices are overdue, ${alerts.overdueInvoices.total.toFixed(2)} ${alerts.currency} in total`);
+    expect(res.body.answer).toContain(
+      `${alerts.overdueInvoices.count} customer invoices are overdue, ${alerts.overdueInvoices.total.toFixed(2)} ${alerts.currency} in total`,
+    );
     for (const inv of alerts.overdueInvoices.oldest) expect(res.body.answer).toContain(inv.number);
   });
 
   it('the collections agent has only its own tool', async () => {
     const key = await invokeKey();
     const before = llm.requests.length;
-    const res = await call(base, 'POST', '/api/agents/collections/chat', { token: key, body: { message: 'What is our cash balance and what is overdue?' } });
+    const res = await call(base, 'POST', '/api/agents/collections/chat', {
+      token: key,
+      body: { message: 'What is our cash balance and what is overdue?' },
+    });
     expect(res.status).toBe(200);
     expect(res.body.toolCalls.map((t: { name: string }) => t.name)).toEqual(['get_overdue_invoices']);
     expect(llm.requests[before]!.tools).toEqual(['get_overdue_invoices']);
@@ -111,9 +132,14 @@ describe('POST /api/agents/:agentId/chat', () => {
   it('records the execution: key prefix, size, tools, tokens, latency, outcome, and never the question', async () => {
     const created = await createKey(base, ownerToken, { name: 'recorded', scopes: ['agents:invoke'] });
     const question = 'Which customer invoices are overdue? My secret note: Zebra-4711';
-    const chat = await call(base, 'POST', '/api/agents/finance/chat', { token: created.token, body: { message: question } });
+    const chat = await call(base, 'POST', '/api/agents/finance/chat', {
+      token: created.token,
+      body: { message: question },
+    });
     expect(chat.status).toBe(200);
-    const res = await fetch(`${base}/api/agents/finance/executions?limit=5`, { headers: { authorization: `Bearer ${created.token}` } });
+    const res = await fetch(`${base}/api/agents/finance/executions?limit=5`, {
+      headers: { authorization: `Bearer ${created.token}` },
+    });
     const text = await res.text();
     expect(res.status).toBe(200);
     expect(text).not.toContain('Zebra-4711');
@@ -151,7 +177,10 @@ describe('POST /api/agents/:agentId/chat', () => {
     expect(unknown.body.detail).toContain('nobody');
     const empty = await call(base, 'POST', '/api/agents/finance/chat', { token: key, body: { message: '' } });
     expect(empty.status).toBe(400);
-    const extra = await call(base, 'POST', '/api/agents/finance/chat', { token: key, body: { message: 'hi', workspace: 'other' } });
+    const extra = await call(base, 'POST', '/api/agents/finance/chat', {
+      token: key,
+      body: { message: 'hi', workspace: 'other' },
+    });
     expect(extra.status).toBe(400);
   });
 });
@@ -183,7 +212,10 @@ describe('POST /api/agents/:agentId/chat/stream', () => {
     expect(events[0]).toMatchObject({ event: 'execution', data: { agentId: 'finance' } });
     expect(events.find((e) => e.event === 'tool_call')).toMatchObject({ data: { name: 'get_kpis', arguments: {} } });
     expect(events.find((e) => e.event === 'tool_result')).toMatchObject({ data: { name: 'get_kpis', ok: true } });
-    const answer = events.filter((e) => e.event === 'delta').map((e) => (e.data as { content: string }).content).join('');
+    const answer = events
+      .filter((e) => e.event === 'delta')
+      .map((e) => (e.data as { content: string }).content)
+      .join('');
     const done = events.at(-1)!;
     expect(done.event).toBe('done');
     expect((done.data as { answer: string }).answer).toBe(answer);
@@ -215,9 +247,15 @@ describe('POST /api/agents/:agentId/chat/stream', () => {
       expect(answering).toMatchObject({ aborted: true, completed: false });
     });
     await vi.waitFor(async () => {
-      const { rows } = await pool.query('SELECT outcome, error_code, tools_called FROM agent_executions WHERE id = $1', [executionId]);
+      const { rows } = await pool.query(
+        'SELECT outcome, error_code, tools_called FROM agent_executions WHERE id = $1',
+        [executionId],
+      );
       expect(rows[0]).toMatchObject({ outcome: 'cancelled', error_code: 'caller-gone' });
-      expect(rows[0].tools_called.map((t: { name: string }) => t.name)).toEqual(['get_cashflow', 'get_overdue_invoices']);
+      expect(rows[0].tools_called.map((t: { name: string }) => t.name)).toEqual([
+        'get_cashflow',
+        'get_overdue_invoices',
+      ]);
     });
   });
 });
@@ -226,12 +264,21 @@ describe('GET /api/agents/:agentId/executions', () => {
   it('lists newest first, paginated with a cursor, without repeats', async () => {
     const key = await invokeKey();
     const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await call(base, 'POST', '/api/agents/collections/chat', { token: key, body: { message: `hello ${i}` } })).body.executionId);
+    for (let i = 0; i < 3; i++)
+      ids.push(
+        (await call(base, 'POST', '/api/agents/collections/chat', { token: key, body: { message: `hello ${i}` } })).body
+          .executionId,
+      );
     const first = await call(base, 'GET', '/api/agents/collections/executions?limit=2', { token: key });
     expect(first.status).toBe(200);
     expect(first.body.items.map((e: { id: string }) => e.id)).toEqual([ids[2], ids[1]]);
     expect(first.body.nextCursor).toEqual(expect.any(String));
-    const second = await call(base, 'GET', `/api/agents/collections/executions?limit=2&cursor=${first.body.nextCursor}`, { token: key });
+    const second = await call(
+      base,
+      'GET',
+      `/api/agents/collections/executions?limit=2&cursor=${first.body.nextCursor}`,
+      { token: key },
+    );
     expect(second.body.items[0].id).toBe(ids[0]);
     const all = [...first.body.items, ...second.body.items].map((e: { id: string }) => e.id);
     expect(new Set(all).size).toBe(all.length);
@@ -240,16 +287,27 @@ describe('GET /api/agents/:agentId/executions', () => {
   });
 
   it('are visible to workspace admins logged in, and to nobody else', async () => {
-    const res = await call(base, 'GET', `/api/portal/agents/finance/executions?workspace=${tenant.workspace}`, { token: ownerToken });
+    const res = await call(base, 'GET', `/api/portal/agents/finance/executions?workspace=${tenant.workspace}`, {
+      token: ownerToken,
+    });
     expect(res.status).toBe(200);
     expect(res.body.items.length).toBeGreaterThan(0);
     const member = await addUser(pool, [{ workspaceId, role: 'member' }]);
-    const asMember = await call(base, 'GET', `/api/portal/agents/finance/executions?workspace=${tenant.workspace}`, { token: await login(base, member) });
+    const asMember = await call(base, 'GET', `/api/portal/agents/finance/executions?workspace=${tenant.workspace}`, {
+      token: await login(base, member),
+    });
     expect(asMember.status).toBe(403);
-    const asOtherAdmin = await call(base, 'GET', `/api/portal/agents/finance/executions?workspace=${tenant.workspace}`, { token: other.accessToken });
+    const asOtherAdmin = await call(
+      base,
+      'GET',
+      `/api/portal/agents/finance/executions?workspace=${tenant.workspace}`,
+      { token: other.accessToken },
+    );
     expect(asOtherAdmin.status).toBe(403);
     // the admin view needs a login: a workspace key cannot use it
-    const withKey = await call(base, 'GET', `/api/portal/agents/finance/executions?workspace=${tenant.workspace}`, { token: await invokeKey() });
+    const withKey = await call(base, 'GET', `/api/portal/agents/finance/executions?workspace=${tenant.workspace}`, {
+      token: await invokeKey(),
+    });
     expect(withKey.status).toBe(403);
   });
 });
@@ -272,7 +330,10 @@ describe('scopes and workspace binding on every agent route', () => {
 
   it("another workspace's key reaches only its own workspace: no figures, no executions of this one", async () => {
     const ours = await call(base, 'GET', '/api/agents/finance/executions?limit=100', { token: await invokeKey() });
-    const chat = await call(base, 'POST', '/api/agents/finance/chat', { token: other.key, body: { message: 'What is our cash balance?' } });
+    const chat = await call(base, 'POST', '/api/agents/finance/chat', {
+      token: other.key,
+      body: { message: 'What is our cash balance?' },
+    });
     expect(chat.status).toBe(200);
     // workspace B has no ERP: the tool is refused, and nothing of workspace A's figures comes back
     expect(chat.body.toolCalls).toEqual([expect.objectContaining({ name: 'get_kpis', ok: false })]);
@@ -294,24 +355,41 @@ describe('the internal services check who calls and for which workspace', () => 
     const grants = new WorkspaceGrants(cfg.SECRETS_KEY);
     const accountKey = (await secrets().current('account-api', 'agents')).key;
     const url = `${cfg.AGENTS_URL}/agents/finance/executions`;
-    const headers = (over: Record<string, string>) => ({ 'x-workspace-id': workspaceId, 'x-workspace-grant': grants.issue(workspaceId), ...over });
+    const headers = (over: Record<string, string>) => ({
+      'x-workspace-id': workspaceId,
+      'x-workspace-grant': grants.issue(workspaceId),
+      ...over,
+    });
     expect((await fetch(url, { headers: headers({}) })).status).toBe(401);
     const dataKey = (await secrets().current('agents', 'data')).key;
     expect((await fetch(url, { headers: headers({ 'x-api-key': dataKey }) })).status).toBe(401);
     expect((await fetch(url, { headers: headers({ 'x-api-key': accountKey }) })).status).toBe(200);
     // a grant for workspace B does not open workspace A; nor does a forged or expired one
-    expect((await fetch(url, { headers: headers({ 'x-api-key': accountKey, 'x-workspace-grant': grants.issue(other.workspaceId) }) })).status).toBe(403);
+    expect(
+      (
+        await fetch(url, {
+          headers: headers({ 'x-api-key': accountKey, 'x-workspace-grant': grants.issue(other.workspaceId) }),
+        })
+      ).status,
+    ).toBe(403);
     const forged = new WorkspaceGrants(Buffer.alloc(32, 7).toString('base64')).issue(workspaceId);
-    expect((await fetch(url, { headers: headers({ 'x-api-key': accountKey, 'x-workspace-grant': forged }) })).status).toBe(403);
+    expect(
+      (await fetch(url, { headers: headers({ 'x-api-key': accountKey, 'x-workspace-grant': forged }) })).status,
+    ).toBe(403);
     const expired = grants.issue(workspaceId, 60, Date.now() - 120_000);
-    expect((await fetch(url, { headers: headers({ 'x-api-key': accountKey, 'x-workspace-grant': expired }) })).status).toBe(403);
+    expect(
+      (await fetch(url, { headers: headers({ 'x-api-key': accountKey, 'x-workspace-grant': expired }) })).status,
+    ).toBe(403);
   });
 
   it("data service: the agents service's key only, and only the granted workspace's figures", async () => {
     const grants = new WorkspaceGrants(cfg.SECRETS_KEY);
     const dataKey = (await secrets().current('agents', 'data')).key;
     const accountKey = (await secrets().current('account-api', 'agents')).key;
-    const kpis = (ws: string, key: string, grant: string) => fetch(`${cfg.DATA_URL}/data/workspaces/${ws}/kpis`, { headers: { 'x-api-key': key, 'x-workspace-grant': grant } });
+    const kpis = (ws: string, key: string, grant: string) =>
+      fetch(`${cfg.DATA_URL}/data/workspaces/${ws}/kpis`, {
+        headers: { 'x-api-key': key, 'x-workspace-grant': grant },
+      });
     expect((await kpis(workspaceId, accountKey, grants.issue(workspaceId))).status).toBe(401);
     expect((await kpis(workspaceId, dataKey, grants.issue(other.workspaceId))).status).toBe(403);
     const ok = await kpis(workspaceId, dataKey, grants.issue(workspaceId));
@@ -338,14 +416,22 @@ describe('when the model fails', () => {
       try {
         const res = await fetch(`http://127.0.0.1:${port}/agents/finance/chat`, {
           method: 'POST',
-          headers: { 'x-api-key': accountKey, 'x-workspace-id': workspaceId, 'x-workspace-grant': grants.issue(workspaceId), 'content-type': 'application/json' },
+          headers: {
+            'x-api-key': accountKey,
+            'x-workspace-id': workspaceId,
+            'x-workspace-grant': grants.issue(workspaceId),
+            'content-type': 'application/json',
+          },
           body: JSON.stringify({ message: 'What is our cash balance?' }),
         });
         const body = (await res.json()) as { detail: string };
         expect(res.status).toBe(status);
         expect(body.detail).toMatch(/model/);
         expect(JSON.stringify(body)).not.toContain('not-the-right-key');
-        const { rows } = await pool.query('SELECT outcome, error_code FROM agent_executions WHERE workspace_id = $1 ORDER BY started_at DESC LIMIT 1', [workspaceId]);
+        const { rows } = await pool.query(
+          'SELECT outcome, error_code FROM agent_executions WHERE workspace_id = $1 ORDER BY started_at DESC LIMIT 1',
+          [workspaceId],
+        );
         expect(rows[0]).toEqual({ outcome: 'failed', error_code: errorCode });
       } finally {
         await broken.close();

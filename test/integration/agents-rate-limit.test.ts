@@ -28,7 +28,15 @@ beforeAll(async () => {
   for (let i = 0; i < 2; i++) {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const env = { LOG_LEVEL: 'silent', DATABASE_URL: cfg.DATABASE_URL, REDIS_URL: cfg.REDIS_URL, TEMPORAL_ADDRESS: cfg.TEMPORAL_ADDRESS, API_PORT: String(port), API_PUBLIC_URL: base, AGENTS_URL: cfg.AGENTS_URL };
+    const env = {
+      LOG_LEVEL: 'silent',
+      DATABASE_URL: cfg.DATABASE_URL,
+      REDIS_URL: cfg.REDIS_URL,
+      TEMPORAL_ADDRESS: cfg.TEMPORAL_ADDRESS,
+      API_PORT: String(port),
+      API_PUBLIC_URL: base,
+      AGENTS_URL: cfg.AGENTS_URL,
+    };
     replicas.push({ base, process: await startApiProcess(env, base) });
   }
 });
@@ -62,7 +70,10 @@ describe('10 agent calls per minute per key, across API replicas', () => {
     }
 
     for (const replica of [a!, b!]) {
-      const refused = await call(replica.base, 'POST', '/api/agents/finance/chat', { token: key, body: { message: 'one more' } });
+      const refused = await call(replica.base, 'POST', '/api/agents/finance/chat', {
+        token: key,
+        body: { message: 'one more' },
+      });
       expect(refused.status).toBe(429);
       expect(refused.headers.get('content-type')).toContain('application/problem+json');
       const retryAfter = Number(refused.headers.get('retry-after'));
@@ -78,7 +89,9 @@ describe('10 agent calls per minute per key, across API replicas', () => {
     const executions = await call(b!.base, 'GET', '/api/agents/finance/executions?limit=100', { token: key });
     expect(executions.status).toBe(200);
     expect(executions.body.items).toHaveLength(10);
-    const { rows } = await pool.query('SELECT count(*)::int AS n FROM agent_executions WHERE workspace_id = $1', [workspace.id]);
+    const { rows } = await pool.query('SELECT count(*)::int AS n FROM agent_executions WHERE workspace_id = $1', [
+      workspace.id,
+    ]);
     expect(rows[0].n).toBe(10);
 
     const fresh = (await createKey(a!.base, accessToken, { name: 'another', scopes: ['agents:invoke'] })).token;

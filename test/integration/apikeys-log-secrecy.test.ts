@@ -43,14 +43,19 @@ describe('logs of a full key lifecycle', () => {
     const workspace = await addWorkspace(pool);
     const admin = await addUser(pool, [{ workspaceId: workspace.id, role: 'admin' }]);
 
-    const login = await call(base, 'POST', '/api/auth/login', { body: { email: admin.email, password: admin.password } });
+    const login = await call(base, 'POST', '/api/auth/login', {
+      body: { email: admin.email, password: admin.password },
+    });
     expect(login.status).toBe(200);
     const accessToken: string = login.body.accessToken;
     const refreshToken = login.cookies[0]!.split(';')[0]!.split('=')[1]!;
     const refreshed = await call(base, 'POST', '/api/auth/refresh', { cookie: `plana_refresh=${refreshToken}` });
     expect(refreshed.status).toBe(200);
 
-    const created = await call(base, 'POST', '/api/portal/apikeys', { token: accessToken, body: { name: 'lifecycle' } });
+    const created = await call(base, 'POST', '/api/portal/apikeys', {
+      token: accessToken,
+      body: { name: 'lifecycle' },
+    });
     expect(created.status).toBe(201);
     const { token, prefix, id } = created.body;
     const { rows } = await pool.query('SELECT token_hash FROM workspace_api_keys WHERE id = $1', [id]);
@@ -58,7 +63,13 @@ describe('logs of a full key lifecycle', () => {
 
     expect((await call(base, 'GET', '/api/portal/apikeys/self', { token })).status).toBe(200);
     expect((await call(base, 'GET', `/api/portal/odoo/${workspace.slug}/kpis`, { token })).status).not.toBe(401);
-    expect((await call(base, 'GET', '/api/portal/apikeys/self', { token: `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}` })).status).toBe(401);
+    expect(
+      (
+        await call(base, 'GET', '/api/portal/apikeys/self', {
+          token: `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`,
+        })
+      ).status,
+    ).toBe(401);
     expect((await call(base, 'DELETE', `/api/portal/apikeys/${id}`, { token: accessToken })).status).toBe(204);
     expect((await call(base, 'GET', '/api/portal/apikeys/self', { token })).status).toBe(401);
     expect((await call(base, 'GET', '/api/portal/execution-log', { token: accessToken })).status).toBe(200);
@@ -79,7 +90,8 @@ describe('logs of a full key lifecycle', () => {
       'the refresh token': refreshToken,
       'the rotated refresh token': refreshed.cookies[0]!.split(';')[0]!.split('=')[1]!,
     };
-    for (const [what, secret] of Object.entries(secrets)) expect(output.includes(secret), `${what} appears in the logs`).toBe(false);
+    for (const [what, secret] of Object.entries(secrets))
+      expect(output.includes(secret), `${what} appears in the logs`).toBe(false);
 
     // one line per key call — the request's "request completed" line — with the execution log record
     const calls = lines

@@ -37,7 +37,10 @@ describe('POST /api/portal/apikeys (happy)', () => {
 
   it('keeps the scopes given, without duplicates', async () => {
     const { accessToken } = await adminOfNewWorkspace(base, pool);
-    const key = await createKey(base, accessToken, { name: 'agents', scopes: ['agents:invoke', 'dashboard:read', 'agents:invoke'] });
+    const key = await createKey(base, accessToken, {
+      name: 'agents',
+      scopes: ['agents:invoke', 'dashboard:read', 'agents:invoke'],
+    });
     expect(key.scopes).toEqual(['agents:invoke', 'dashboard:read']);
   });
 
@@ -63,7 +66,9 @@ describe('POST /api/portal/apikeys (errors)', () => {
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toContain('application/problem+json');
     expect(JSON.stringify(res.body)).toContain(mentioned);
-    const { rows } = await pool.query('SELECT count(*)::int AS n FROM workspace_api_keys WHERE workspace_id = $1', [workspace.id]);
+    const { rows } = await pool.query('SELECT count(*)::int AS n FROM workspace_api_keys WHERE workspace_id = $1', [
+      workspace.id,
+    ]);
     expect(rows[0].n).toBe(0);
   });
 });
@@ -76,7 +81,8 @@ describe('GET /api/portal/apikeys', () => {
     const res = await call(base, 'GET', '/api/portal/apikeys', { token: accessToken });
     expect(res.status).toBe(200);
     expect(res.body.items.map((k: { name: string }) => k.name)).toEqual(['first', 'second']);
-    for (const item of res.body.items) expect(Object.keys(item).sort()).toEqual(['createdAt', 'id', 'lastUsedAt', 'name', 'prefix', 'scopes']);
+    for (const item of res.body.items)
+      expect(Object.keys(item).sort()).toEqual(['createdAt', 'id', 'lastUsedAt', 'name', 'prefix', 'scopes']);
     const text = JSON.stringify(res.body);
     for (const token of [a.token, b.token]) expect(text).not.toContain(token.slice(16));
     expect(text).not.toContain('$2b$');
@@ -163,7 +169,11 @@ describe('who may manage keys (security)', () => {
     expect(unnamed.status).toBe(400);
     expect(unnamed.body.detail).toContain('X-Workspace');
 
-    const inA = await call(base, 'POST', '/api/portal/apikeys', { token, body: { name: 'k' }, headers: { 'x-workspace': a.slug } });
+    const inA = await call(base, 'POST', '/api/portal/apikeys', {
+      token,
+      body: { name: 'k' },
+      headers: { 'x-workspace': a.slug },
+    });
     expect(inA.status).toBe(201);
     const self = await call(base, 'GET', '/api/portal/apikeys/self', { token: inA.body.token });
     expect(self.body.workspace).toEqual({ id: a.id, slug: a.slug });
@@ -171,7 +181,11 @@ describe('who may manage keys (security)', () => {
     const byQuery = await call(base, 'GET', `/api/portal/apikeys?workspace=${a.slug}`, { token });
     expect(byQuery.body.items).toHaveLength(1);
 
-    const inB = await call(base, 'POST', '/api/portal/apikeys', { token, body: { name: 'k' }, headers: { 'x-workspace': b.slug } });
+    const inB = await call(base, 'POST', '/api/portal/apikeys', {
+      token,
+      body: { name: 'k' },
+      headers: { 'x-workspace': b.slug },
+    });
     expect(inB.status).toBe(403);
     const elsewhere = await call(base, 'GET', '/api/portal/apikeys', { token, headers: { 'x-workspace': 'not-mine' } });
     expect(elsewhere.status).toBe(403);

@@ -16,7 +16,10 @@ let baseA: string;
 let baseB: string;
 
 beforeAll(async () => {
-  [replicaA, replicaB] = await Promise.all([startTestApi({ API_KEY_USAGE_FLUSH_MS: '200' }), startTestApi({ API_KEY_USAGE_FLUSH_MS: '200' })]);
+  [replicaA, replicaB] = await Promise.all([
+    startTestApi({ API_KEY_USAGE_FLUSH_MS: '200' }),
+    startTestApi({ API_KEY_USAGE_FLUSH_MS: '200' }),
+  ]);
   ({ pool, base: baseA } = replicaA);
   baseB = replicaB.base;
 });
@@ -46,10 +49,13 @@ describe('a valid key', () => {
     const before = new Date();
     await call(baseB, 'GET', '/api/portal/apikeys/self', { token: key.token });
     await expect
-      .poll(async () => {
-        const list = await call(baseA, 'GET', '/api/portal/apikeys', { token: accessToken });
-        return list.body.items[0].lastUsedAt ? new Date(list.body.items[0].lastUsedAt).getTime() : 0;
-      }, { timeout: 10_000, interval: 100 })
+      .poll(
+        async () => {
+          const list = await call(baseA, 'GET', '/api/portal/apikeys', { token: accessToken });
+          return list.body.items[0].lastUsedAt ? new Date(list.body.items[0].lastUsedAt).getTime() : 0;
+        },
+        { timeout: 10_000, interval: 100 },
+      )
       .toBeGreaterThanOrEqual(before.getTime() - 1000);
   });
 });
@@ -83,7 +89,11 @@ describe('bad keys: one 401 that does not say which', () => {
       bodies.push({ ...res.body, requestId: undefined });
     }
     for (const body of bodies) expect(body).toEqual(bodies[0]);
-    expect(bodies[0]).toMatchObject({ status: 401, code: 'UNAUTHORIZED', detail: 'The workspace API key is missing, malformed, unknown or revoked.' });
+    expect(bodies[0]).toMatchObject({
+      status: 401,
+      code: 'UNAUTHORIZED',
+      detail: 'The workspace API key is missing, malformed, unknown or revoked.',
+    });
     // the live key still works: a wrong guess at it does not lock it
     expect((await call(baseB, 'GET', '/api/portal/apikeys/self', { token: live.token })).status).toBe(200);
   });
@@ -120,10 +130,14 @@ describe('revocation across replicas', () => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const self = () =>
       new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
-        const req = http.get(new URL('/api/portal/apikeys/self', baseB), { agent, headers: { authorization: `Bearer ${key.token}` } }, (res) => {
-          res.resume();
-          res.on('end', () => resolve({ status: res.statusCode!, reused: req.reusedSocket }));
-        });
+        const req = http.get(
+          new URL('/api/portal/apikeys/self', baseB),
+          { agent, headers: { authorization: `Bearer ${key.token}` } },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode!, reused: req.reusedSocket }));
+          },
+        );
         req.on('error', reject);
       });
     try {
@@ -167,7 +181,7 @@ describe('scopes and the workspace binding', () => {
     expect([401, 403, 429]).not.toContain(res.status);
   });
 
-  it.each(dashboards)("GET /api/portal/odoo/<another workspace>/%s: 403, even with scope *", async (board) => {
+  it.each(dashboards)('GET /api/portal/odoo/<another workspace>/%s: 403, even with scope *', async (board) => {
     const mine = await adminOfNewWorkspace(baseA, pool);
     const theirs = await adminOfNewWorkspace(baseA, pool);
     const key = await createKey(baseA, mine.accessToken, { name: 'all', scopes: ['*'] });

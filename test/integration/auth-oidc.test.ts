@@ -23,7 +23,11 @@ let issuer: string;
 beforeAll(async () => {
   const idpPort = await freePort();
   issuer = `http://127.0.0.1:${idpPort}`;
-  cfg = await testConfig({ OIDC_ISSUER_URL: issuer, OIDC_CLIENT_ID: 'plana-test', OIDC_CLIENT_SECRET: 'plana-test-client-secret-0000000000' });
+  cfg = await testConfig({
+    OIDC_ISSUER_URL: issuer,
+    OIDC_CLIENT_ID: 'plana-test',
+    OIDC_CLIENT_SECRET: 'plana-test-client-secret-0000000000',
+  });
   const provider = new Provider(issuer, {
     clients: [
       {
@@ -35,7 +39,10 @@ beforeAll(async () => {
     ],
     // the dev login page takes any login: we use it as the e-mail; "unverified…" ones are not verified
     async findAccount(_ctx: unknown, id: string) {
-      return { accountId: id, claims: async () => ({ sub: id, email: id, email_verified: !id.startsWith('unverified') }) };
+      return {
+        accountId: id,
+        claims: async () => ({ sub: id, email: id, email_verified: !id.startsWith('unverified') }),
+      };
     },
     claims: { openid: ['sub'], email: ['email', 'email_verified'] },
     cookies: { keys: ['oidc-test-cookie-key'] },
@@ -82,7 +89,10 @@ class Browser {
   }
 
   /** Follows redirects; with `stopBefore`, returns the first redirect target starting with it instead. */
-  async request(url: string, init: { method?: string; form?: Record<string, string>; stopBefore?: string } = {}): Promise<{ url: string; res: Response }> {
+  async request(
+    url: string,
+    init: { method?: string; form?: Record<string, string>; stopBefore?: string } = {},
+  ): Promise<{ url: string; res: Response }> {
     let current = new URL(url);
     let method = init.method ?? 'GET';
     let body: string | undefined = init.form ? new URLSearchParams(init.form).toString() : undefined;
@@ -91,7 +101,10 @@ class Browser {
       const res = await fetch(current, {
         method,
         redirect: 'manual',
-        headers: { ...(cookies ? { cookie: cookies } : {}), ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+        headers: {
+          ...(cookies ? { cookie: cookies } : {}),
+          ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+        },
         body,
       });
       this.remember(current, res);
@@ -113,8 +126,14 @@ class Browser {
     const html = await page.res.text();
     const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
     if (!action) throw new Error(`no form on ${page.url}: ${html.slice(0, 200)}`);
-    const hidden = Object.fromEntries([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
-    return this.request(new URL(action, page.url).toString(), { method: 'POST', form: { ...hidden, ...fields }, stopBefore });
+    const hidden = Object.fromEntries(
+      [...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]),
+    );
+    return this.request(new URL(action, page.url).toString(), {
+      method: 'POST',
+      form: { ...hidden, ...fields },
+      stopBefore,
+    });
   }
 }
 
@@ -173,7 +192,9 @@ describe('GET /api/auth/oidc/callback', () => {
     const cookie = browser.cookie('127.0.0.1', 'plana_refresh')!;
     expect(cookie).toBeTruthy();
     // what the portal does on load
-    const refreshed = await call(cfg.API_PUBLIC_URL, 'POST', '/api/auth/refresh', { cookie: `plana_refresh=${cookie}` });
+    const refreshed = await call(cfg.API_PUBLIC_URL, 'POST', '/api/auth/refresh', {
+      cookie: `plana_refresh=${cookie}`,
+    });
     expect(refreshed.status).toBe(200);
     expect(refreshed.body.user.email).toBe(user.email);
   });
@@ -184,15 +205,23 @@ describe('GET /api/auth/oidc/callback', () => {
     const { url } = await oidcLogin(new Browser(), user.email, `/api/auth/oidc/start?portal=true&workspace=${ws.slug}`);
     expect(url).toBe(`${cfg.API_PUBLIC_URL}/app/w/${ws.slug}/`);
     // nothing but a workspace slug goes into the redirect
-    const res = await fetch(`${cfg.API_PUBLIC_URL}/api/auth/oidc/start?portal=true&workspace=${encodeURIComponent('//evil.example/')}`, { redirect: 'manual' });
+    const res = await fetch(
+      `${cfg.API_PUBLIC_URL}/api/auth/oidc/start?portal=true&workspace=${encodeURIComponent('//evil.example/')}`,
+      { redirect: 'manual' },
+    );
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
   });
 
   it('refuses an e-mail the provider does not say is verified (403) and issues no session', async () => {
     const ws = await addWorkspace(pool);
-    const { rows } = await pool.query<{ id: string }>("INSERT INTO users (email, name) VALUES ($1, 'U') RETURNING id", [`unverified-${ws.slug}@example.test`]);
-    await pool.query("INSERT INTO memberships (user_id, workspace_id, role) VALUES ($1, $2, 'admin')", [rows[0]!.id, ws.id]);
+    const { rows } = await pool.query<{ id: string }>("INSERT INTO users (email, name) VALUES ($1, 'U') RETURNING id", [
+      `unverified-${ws.slug}@example.test`,
+    ]);
+    await pool.query("INSERT INTO memberships (user_id, workspace_id, role) VALUES ($1, $2, 'admin')", [
+      rows[0]!.id,
+      ws.id,
+    ]);
     const browser = new Browser();
     const { res } = await oidcLogin(browser, `unverified-${ws.slug}@example.test`);
     expect(res.status).toBe(403);
@@ -227,7 +256,9 @@ describe('GET /api/auth/oidc/callback', () => {
     ['no login in progress (no state cookie)', undefined],
     ['a forged state cookie', 'eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIn0..AAAA.BBBB.CCCC'],
   ])('answers 400 for %s', async (_label, cookie) => {
-    const res = await call(cfg.API_PUBLIC_URL, 'GET', '/api/auth/oidc/callback?code=x&state=y', { cookie: cookie ? `plana_oidc=${cookie}` : undefined });
+    const res = await call(cfg.API_PUBLIC_URL, 'GET', '/api/auth/oidc/callback?code=x&state=y', {
+      cookie: cookie ? `plana_oidc=${cookie}` : undefined,
+    });
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toContain('application/problem+json');
   });

@@ -28,8 +28,12 @@ afterAll(async () => {
   await api?.close();
 });
 
-const viaAuth = (method: string, path: string, body?: unknown, headers: Record<string, string> = { 'x-api-key': key }) =>
-  call(authUrl, method, path, { body, headers });
+const viaAuth = (
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = { 'x-api-key': key },
+) => call(authUrl, method, path, { body, headers });
 
 async function someone() {
   const ws = await addWorkspace(api.pool);
@@ -41,7 +45,12 @@ describe('POST /api/v1/auth/login', () => {
     const user = await someone();
     const res = await viaAuth('POST', '/api/v1/auth/login', { email: user.email, password: user.password });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ tokenType: 'Bearer', expiresIn: api.cfg.ACCESS_TOKEN_TTL_SECONDS, refreshExpiresIn: api.cfg.REFRESH_TOKEN_TTL_SECONDS, user: { id: user.id, email: user.email } });
+    expect(res.body).toMatchObject({
+      tokenType: 'Bearer',
+      expiresIn: api.cfg.ACCESS_TOKEN_TTL_SECONDS,
+      refreshExpiresIn: api.cfg.REFRESH_TOKEN_TTL_SECONDS,
+      user: { id: user.id, email: user.email },
+    });
     expect(res.body.refreshToken).toEqual(expect.any(String));
     expect(res.headers.get('cache-control')).toBe('no-store');
     const me = await call(api.base, 'GET', '/api/auth/me', { token: res.body.accessToken });
@@ -55,7 +64,8 @@ describe('POST /api/v1/auth/login', () => {
     const unknown = await viaAuth('POST', '/api/v1/auth/login', { email: 'nobody@example.test', password: 'wrong' });
     expect([wrong.status, unknown.status]).toEqual([401, 401]);
     expect(wrong.body.detail).toBe(unknown.body.detail);
-    for (let i = 0; i < 9; i++) await viaAuth('POST', '/api/v1/auth/login', { email: user.email, password: `guess-${i}` });
+    for (let i = 0; i < 9; i++)
+      await viaAuth('POST', '/api/v1/auth/login', { email: user.email, password: `guess-${i}` });
     const blocked = await viaAuth('POST', '/api/v1/auth/login', { email: user.email, password: user.password });
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
@@ -66,7 +76,10 @@ describe('POST /api/v1/auth/login', () => {
     ['no password', { email: 'a@b.test' }],
     ['an extra field', { email: 'a@b.test', password: 'x', admin: true }],
   ])('answers 400 with a problem body for %s', async (_label, body) => {
-    const res = await viaAuth('POST', '/api/v1/auth/login', body, { 'x-api-key': key, 'content-type': 'application/json' });
+    const res = await viaAuth('POST', '/api/v1/auth/login', body, {
+      'x-api-key': key,
+      'content-type': 'application/json',
+    });
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toContain('application/problem+json');
   });
@@ -84,13 +97,17 @@ describe('POST /api/v1/auth/refresh', () => {
 
     const replay = await viaAuth('POST', '/api/v1/auth/refresh', { refreshToken: first });
     expect(replay.status).toBe(401);
-    expect((await viaAuth('POST', '/api/v1/auth/refresh', { refreshToken: refreshed.body.refreshToken })).status).toBe(401);
+    expect((await viaAuth('POST', '/api/v1/auth/refresh', { refreshToken: refreshed.body.refreshToken })).status).toBe(
+      401,
+    );
     expect((await call(api.base, 'GET', '/api/auth/me', { token: refreshed.body.accessToken })).status).toBe(401);
   });
 
   it("refreshes a session started at the account API's /api/auth/login (one set of sessions)", async () => {
     const user = await someone();
-    const login = await call(api.base, 'POST', '/api/auth/login', { body: { email: user.email, password: user.password } });
+    const login = await call(api.base, 'POST', '/api/auth/login', {
+      body: { email: user.email, password: user.password },
+    });
     const cookie = login.cookies.find((c) => c.startsWith('plana_refresh='))!;
     const refreshToken = decodeURIComponent(cookie.split(';')[0]!.slice('plana_refresh='.length));
     const res = await viaAuth('POST', '/api/v1/auth/refresh', { refreshToken });
@@ -109,7 +126,13 @@ describe('GET /api/v1/status and GET /swagger', () => {
   it('reports the service, its dependencies and the token lifetimes', async () => {
     const res = await viaAuth('GET', '/api/v1/status');
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ service: 'auth', status: 'ok', postgresql: 'ok', redis: 'ok', accessTokenTtlSeconds: api.cfg.ACCESS_TOKEN_TTL_SECONDS });
+    expect(res.body).toMatchObject({
+      service: 'auth',
+      status: 'ok',
+      postgresql: 'ok',
+      redis: 'ok',
+      accessTokenTtlSeconds: api.cfg.ACCESS_TOKEN_TTL_SECONDS,
+    });
   });
 
   it('serves the Swagger UI and the OpenAPI document of the four routes without a key', async () => {
@@ -126,7 +149,7 @@ describe('the service key', () => {
   it.each([
     ['no key', {}],
     ['a wrong key', { 'x-api-key': 'not-the-key' }],
-    ["a key of another target (operator → account-api)", { 'x-api-key': testKeys.operator }],
+    ['a key of another target (operator → account-api)', { 'x-api-key': testKeys.operator }],
   ])('%s → 401 on every /api/v1 route', async (_label, headers) => {
     const user = await someone();
     for (const [method, path, body] of [

@@ -38,7 +38,11 @@ describe('POST /api/auth/login', () => {
     const { user } = await userInTwoWorkspaces();
     const res = await call(base, 'POST', '/api/auth/login', { body: { email: user.email, password: user.password } });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ tokenType: 'Bearer', expiresIn: cfg.ACCESS_TOKEN_TTL_SECONDS, user: { id: user.id, email: user.email } });
+    expect(res.body).toMatchObject({
+      tokenType: 'Bearer',
+      expiresIn: cfg.ACCESS_TOKEN_TTL_SECONDS,
+      user: { id: user.id, email: user.email },
+    });
     expect(res.body.accessToken.split('.')).toHaveLength(3);
     expect(res.body).not.toHaveProperty('refreshToken');
     const cookie = refreshCookie(res.cookies)!;
@@ -50,14 +54,20 @@ describe('POST /api/auth/login', () => {
 
   it('accepts the e-mail in any letter case', async () => {
     const { user } = await userInTwoWorkspaces();
-    const res = await call(base, 'POST', '/api/auth/login', { body: { email: user.email.toUpperCase(), password: user.password } });
+    const res = await call(base, 'POST', '/api/auth/login', {
+      body: { email: user.email.toUpperCase(), password: user.password },
+    });
     expect(res.status).toBe(200);
   });
 
   it('answers a wrong password and an unknown e-mail with the same 401, saying neither which', async () => {
     const { user } = await userInTwoWorkspaces();
-    const wrongPassword = await call(base, 'POST', '/api/auth/login', { body: { email: user.email, password: 'wrong-password' } });
-    const unknownEmail = await call(base, 'POST', '/api/auth/login', { body: { email: 'nobody@example.test', password: user.password } });
+    const wrongPassword = await call(base, 'POST', '/api/auth/login', {
+      body: { email: user.email, password: 'wrong-password' },
+    });
+    const unknownEmail = await call(base, 'POST', '/api/auth/login', {
+      body: { email: 'nobody@example.test', password: user.password },
+    });
     for (const res of [wrongPassword, unknownEmail]) {
       expect(res.status).toBe(401);
       expect(res.headers.get('content-type')).toContain('application/problem+json');
@@ -71,9 +81,13 @@ describe('POST /api/auth/login', () => {
   it('throttles password guessing: after 10 failures, 429 with Retry-After even for the right password', async () => {
     const { user } = await userInTwoWorkspaces();
     for (let i = 0; i < 10; i++) {
-      expect((await call(base, 'POST', '/api/auth/login', { body: { email: user.email, password: `guess-${i}` } })).status).toBe(401);
+      expect(
+        (await call(base, 'POST', '/api/auth/login', { body: { email: user.email, password: `guess-${i}` } })).status,
+      ).toBe(401);
     }
-    const blocked = await call(base, 'POST', '/api/auth/login', { body: { email: user.email, password: user.password } });
+    const blocked = await call(base, 'POST', '/api/auth/login', {
+      body: { email: user.email, password: user.password },
+    });
     expect(blocked.status).toBe(429);
     expect(blocked.body.code).toBe('RATE_LIMITED');
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
@@ -82,10 +96,16 @@ describe('POST /api/auth/login', () => {
 
   it('forgets earlier failures after a successful login', async () => {
     const { user } = await userInTwoWorkspaces();
-    for (let i = 0; i < 9; i++) await call(base, 'POST', '/api/auth/login', { body: { email: user.email, password: 'wrong' } });
-    expect((await call(base, 'POST', '/api/auth/login', { body: { email: user.email, password: user.password } })).status).toBe(200);
-    for (let i = 0; i < 9; i++) await call(base, 'POST', '/api/auth/login', { body: { email: user.email, password: 'wrong' } });
-    expect((await call(base, 'POST', '/api/auth/login', { body: { email: user.email, password: user.password } })).status).toBe(200);
+    for (let i = 0; i < 9; i++)
+      await call(base, 'POST', '/api/auth/login', { body: { email: user.email, password: 'wrong' } });
+    expect(
+      (await call(base, 'POST', '/api/auth/login', { body: { email: user.email, password: user.password } })).status,
+    ).toBe(200);
+    for (let i = 0; i < 9; i++)
+      await call(base, 'POST', '/api/auth/login', { body: { email: user.email, password: 'wrong' } });
+    expect(
+      (await call(base, 'POST', '/api/auth/login', { body: { email: user.email, password: user.password } })).status,
+    ).toBe(200);
   });
 
   it.each([
@@ -94,7 +114,12 @@ describe('POST /api/auth/login', () => {
     ['an extra field', { email: 'a@b.test', password: 'x', admin: true }],
     ['a number as e-mail', { email: 42, password: 'x' }],
   ])('answers 400 with a problem body for %s', async (_label, body) => {
-    const res = await call(base, 'POST', '/api/auth/login', body === undefined ? { headers: { 'content-type': 'application/json' } } : { body });
+    const res = await call(
+      base,
+      'POST',
+      '/api/auth/login',
+      body === undefined ? { headers: { 'content-type': 'application/json' } } : { body },
+    );
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ status: 400, code: 'BAD_REQUEST' });
   });
@@ -160,7 +185,10 @@ describe('POST /api/auth/refresh', () => {
     // the family is gone: the legitimate holder's newest cookie no longer works either
     const afterReplay = await call(base, 'POST', '/api/auth/refresh', { cookie: current });
     expect(afterReplay.status).toBe(401);
-    const { rows } = await pool.query('SELECT count(*)::int AS live FROM refresh_tokens WHERE user_id = $1 AND revoked_at IS NULL', [user.id]);
+    const { rows } = await pool.query(
+      'SELECT count(*)::int AS live FROM refresh_tokens WHERE user_id = $1 AND revoked_at IS NULL',
+      [user.id],
+    );
     expect(rows[0].live).toBe(0);
   });
 

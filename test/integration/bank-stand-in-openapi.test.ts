@@ -30,7 +30,10 @@ const day = (offset = 0) => new Date(Date.now() + (bankDaysAhead + offset) * 86_
 
 beforeAll(async () => {
   contract = await nextGenPsd2Contract();
-  bank = await startBankStandIn({ bankId: 'contract-bank', clock: () => new Date(Date.now() + bankDaysAhead * 86_400_000) });
+  bank = await startBankStandIn({
+    bankId: 'contract-bank',
+    clock: () => new Date(Date.now() + bankDaysAhead * 86_400_000),
+  });
 });
 
 afterAll(async () => {
@@ -57,10 +60,17 @@ interface Answer {
 /** One HTTP exchange with the stand-in, both directions checked against the document. */
 async function exchange(method: string, url: string, headers: Record<string, string>, body?: unknown) {
   const { operation, errors: requestErrors } = contract.checkRequest({ method, url, headers, body });
-  const res = await fetch(new URL(url, bank.url), { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' });
+  const res = await fetch(new URL(url, bank.url), {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    redirect: 'manual',
+  });
   const text = await res.text();
   const parsed = text ? (JSON.parse(text) as unknown) : undefined;
-  const responseErrors = operation ? contract.checkResponse(operation, { status: res.status, headers: res.headers, body: parsed }) : [];
+  const responseErrors = operation
+    ? contract.checkResponse(operation, { status: res.status, headers: res.headers, body: parsed })
+    : [];
   if (operation) seen.set(operation.operationId!, (seen.get(operation.operationId!) ?? new Set()).add(res.status));
   return { operation, requestErrors, responseErrors, res, text, body: parsed };
 }
@@ -83,10 +93,21 @@ async function xs2a(method: string, url: string, sent: Sent = {}): Promise<Answe
   return { status: res.status, headers: res.headers, body, operationId: operation.operationId! };
 }
 
-const tpp = { 'psu-ip-address': '192.0.2.10', 'tpp-redirect-preferred': 'true', 'tpp-redirect-uri': 'https://tpp.example/back' };
+const tpp = {
+  'psu-ip-address': '192.0.2.10',
+  'tpp-redirect-preferred': 'true',
+  'tpp-redirect-uri': 'https://tpp.example/back',
+};
 
 function consentBody(over: Record<string, unknown> = {}) {
-  return { access: { allPsd2: 'allAccounts' }, recurringIndicator: true, validUntil: day(30), frequencyPerDay: 4, combinedServiceIndicator: false, ...over };
+  return {
+    access: { allPsd2: 'allAccounts' },
+    recurringIndicator: true,
+    validUntil: day(30),
+    frequencyPerDay: 4,
+    combinedServiceIndicator: false,
+    ...over,
+  };
 }
 
 /** The PSU at the bank's SCA page (the bank's own website, outside XS2A): approve or reject. */
@@ -129,7 +150,14 @@ describe('consents', () => {
 
     const before = await xs2a('GET', `/v1/consents/${consentId}`);
     expect(before.status).toBe(200);
-    expect(before.body).toMatchObject({ consentStatus: 'received', access: { allPsd2: 'allAccounts' }, recurringIndicator: true, validUntil: day(30), frequencyPerDay: 4, lastActionDate: day() });
+    expect(before.body).toMatchObject({
+      consentStatus: 'received',
+      access: { allPsd2: 'allAccounts' },
+      recurringIndicator: true,
+      validUntil: day(30),
+      frequencyPerDay: 4,
+      lastActionDate: day(),
+    });
 
     const authorisations = await xs2a('GET', `/v1/consents/${consentId}/authorisations`);
     expect(authorisations.status).toBe(200);
@@ -170,7 +198,12 @@ describe('consents', () => {
   });
 
   it('bad consent requests are refused with 400 FORMAT_ERROR or PERIOD_INVALID, and nothing is created', async () => {
-    const noRequestId = await xs2a('POST', '/v1/consents', { headers: tpp, body: consentBody(), noRequestId: true, invalid: true });
+    const noRequestId = await xs2a('POST', '/v1/consents', {
+      headers: tpp,
+      body: consentBody(),
+      noRequestId: true,
+      invalid: true,
+    });
     expect(noRequestId.status).toBe(400);
     expect(tppMessage(noRequestId)).toMatchObject({ category: 'ERROR', code: 'FORMAT_ERROR' });
 
@@ -179,7 +212,11 @@ describe('consents', () => {
     expect(noIp.status).toBe(400);
     expect(tppMessage(noIp).code).toBe('FORMAT_ERROR');
 
-    const badDate = await xs2a('POST', '/v1/consents', { headers: tpp, body: consentBody({ validUntil: 'next week' }), invalid: true });
+    const badDate = await xs2a('POST', '/v1/consents', {
+      headers: tpp,
+      body: consentBody({ validUntil: 'next week' }),
+      invalid: true,
+    });
     expect(badDate.status).toBe(400);
     expect(tppMessage(badDate).code).toBe('FORMAT_ERROR');
 
@@ -195,7 +232,11 @@ describe('consents', () => {
 
   it('an unknown consent in the path is 403 CONSENT_UNKNOWN, in the Consent-ID header 400 CONSENT_UNKNOWN', async () => {
     const unknown = randomUUID();
-    for (const url of [`/v1/consents/${unknown}`, `/v1/consents/${unknown}/status`, `/v1/consents/${unknown}/authorisations`]) {
+    for (const url of [
+      `/v1/consents/${unknown}`,
+      `/v1/consents/${unknown}/status`,
+      `/v1/consents/${unknown}/authorisations`,
+    ]) {
       const answer = await xs2a('GET', url);
       expect(answer.status).toBe(403);
       expect(tppMessage(answer).code).toBe('CONSENT_UNKNOWN');
@@ -217,7 +258,8 @@ describe('accounts, balances and transactions', () => {
     consentId = await validConsent({ frequencyPerDay: 100 });
   });
 
-  const read = (url: string, sent: Sent = {}) => xs2a('GET', url, { ...sent, headers: { 'consent-id': consentId, ...sent.headers } });
+  const read = (url: string, sent: Sent = {}) =>
+    xs2a('GET', url, { ...sent, headers: { 'consent-id': consentId, ...sent.headers } });
 
   it('lists the accounts with links to their balances and transactions, and reads one account', async () => {
     const list = await read('/v1/accounts');
@@ -236,19 +278,28 @@ describe('accounts, balances and transactions', () => {
   it('reads the balances of an account', async () => {
     const answer = await read(`/v1/accounts/${accountId}/balances`);
     expect(answer.status).toBe(200);
-    expect(answer.body.balances.map((b: { balanceType: string }) => b.balanceType)).toEqual(['closingBooked', 'expected', 'interimAvailable']);
+    expect(answer.body.balances.map((b: { balanceType: string }) => b.balanceType)).toEqual([
+      'closingBooked',
+      'expected',
+      'interimAvailable',
+    ]);
   });
 
   it('reads booked, pending and both kinds of transactions in a period', async () => {
     const from = day(-20);
     const to = day();
-    const booked = await read(`/v1/accounts/${accountId}/transactions?bookingStatus=booked&dateFrom=${from}&dateTo=${to}`);
+    const booked = await read(
+      `/v1/accounts/${accountId}/transactions?bookingStatus=booked&dateFrom=${from}&dateTo=${to}`,
+    );
     expect(booked.status).toBe(200);
     expect(booked.body.transactions.pending).toBeUndefined();
     expect(booked.body.transactions.booked.length).toBeGreaterThan(0);
-    for (const t of booked.body.transactions.booked) expect(t.bookingDate >= from && t.bookingDate <= day(-2)).toBe(true);
+    for (const t of booked.body.transactions.booked)
+      expect(t.bookingDate >= from && t.bookingDate <= day(-2)).toBe(true);
 
-    const pending = await read(`/v1/accounts/${accountId}/transactions?bookingStatus=pending&dateFrom=${from}&dateTo=${to}`);
+    const pending = await read(
+      `/v1/accounts/${accountId}/transactions?bookingStatus=pending&dateFrom=${from}&dateTo=${to}`,
+    );
     expect(pending.status).toBe(200);
     expect(pending.body.transactions.booked).toBeUndefined();
     for (const t of pending.body.transactions.pending) expect(t.bookingDate).toBeUndefined();
@@ -257,8 +308,12 @@ describe('accounts, balances and transactions', () => {
     expect(both.body.transactions.booked).toEqual(booked.body.transactions.booked);
     expect(both.body.transactions.pending).toEqual(pending.body.transactions.pending);
 
-    const oneDay = await read(`/v1/accounts/${accountId}/transactions?bookingStatus=booked&dateFrom=${day(-10)}&dateTo=${day(-10)}`);
-    expect(oneDay.body.transactions.booked).toEqual(booked.body.transactions.booked.filter((t: { bookingDate: string }) => t.bookingDate === day(-10)));
+    const oneDay = await read(
+      `/v1/accounts/${accountId}/transactions?bookingStatus=booked&dateFrom=${day(-10)}&dateTo=${day(-10)}`,
+    );
+    expect(oneDay.body.transactions.booked).toEqual(
+      booked.body.transactions.booked.filter((t: { bookingDate: string }) => t.bookingDate === day(-10)),
+    );
 
     // without dateTo the period ends today
     const open = await read(`/v1/accounts/${accountId}/transactions?bookingStatus=both&dateFrom=${from}`);
@@ -266,7 +321,9 @@ describe('accounts, balances and transactions', () => {
   });
 
   it('refuses bad account requests with the codes of the document', async () => {
-    const noStatus = await read(`/v1/accounts/${accountId}/transactions?bookingStatus=sometimes&dateFrom=${day(-5)}`, { invalid: true });
+    const noStatus = await read(`/v1/accounts/${accountId}/transactions?bookingStatus=sometimes&dateFrom=${day(-5)}`, {
+      invalid: true,
+    });
     expect(noStatus.status).toBe(400);
     expect(tppMessage(noStatus).code).toBe('PARAMETER_NOT_SUPPORTED');
 
@@ -274,11 +331,15 @@ describe('accounts, balances and transactions', () => {
     expect(noFrom.status).toBe(400);
     expect(tppMessage(noFrom).code).toBe('FORMAT_ERROR');
 
-    const badDate = await read(`/v1/accounts/${accountId}/transactions?bookingStatus=booked&dateFrom=yesterday`, { invalid: true });
+    const badDate = await read(`/v1/accounts/${accountId}/transactions?bookingStatus=booked&dateFrom=yesterday`, {
+      invalid: true,
+    });
     expect(badDate.status).toBe(400);
     expect(tppMessage(badDate).code).toBe('FORMAT_ERROR');
 
-    const reversed = await read(`/v1/accounts/${accountId}/transactions?bookingStatus=booked&dateFrom=${day(-1)}&dateTo=${day(-5)}`);
+    const reversed = await read(
+      `/v1/accounts/${accountId}/transactions?bookingStatus=booked&dateFrom=${day(-1)}&dateTo=${day(-5)}`,
+    );
     expect(reversed.status).toBe(400);
     expect(tppMessage(reversed).code).toBe('PERIOD_INVALID');
 
@@ -290,7 +351,11 @@ describe('accounts, balances and transactions', () => {
     expect(noConsent.status).toBe(400);
     expect(tppMessage(noConsent).code).toBe('FORMAT_ERROR');
 
-    for (const url of ['/v1/accounts/nope', '/v1/accounts/nope/balances', `/v1/accounts/nope/transactions?bookingStatus=booked&dateFrom=${day(-5)}`]) {
+    for (const url of [
+      '/v1/accounts/nope',
+      '/v1/accounts/nope/balances',
+      `/v1/accounts/nope/transactions?bookingStatus=booked&dateFrom=${day(-5)}`,
+    ]) {
       const unknown = await read(url);
       expect(unknown.status).toBe(404);
       expect(tppMessage(unknown).code).toBe('RESOURCE_UNKNOWN');
@@ -307,7 +372,9 @@ describe("the bank's limits", () => {
     const third = await xs2a('GET', '/v1/accounts', { headers });
     expect(third.status).toBe(429);
     expect(tppMessage(third)).toMatchObject({ category: 'ERROR', code: 'ACCESS_EXCEEDED' });
-    expect((await xs2a('GET', '/v1/accounts', { headers: { ...headers, 'psu-ip-address': '192.0.2.10' } })).status).toBe(200);
+    expect(
+      (await xs2a('GET', '/v1/accounts', { headers: { ...headers, 'psu-ip-address': '192.0.2.10' } })).status,
+    ).toBe(200);
   });
 
   it('a consent past its validUntil is expired: 401 CONSENT_EXPIRED', async () => {
@@ -348,13 +415,18 @@ describe("the banking service's adapter (domain/banking/nextgenpsd2.ts)", () => 
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k))) as Record<string, string>;
+        const headers = Object.fromEntries(
+          Object.entries(req.headers).filter(
+            ([k]) => !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k),
+          ),
+        ) as Record<string, string>;
         const text = Buffer.concat(chunks).toString();
         exchange(req.method!, req.url!, headers, text ? (JSON.parse(text) as unknown) : undefined).then(
           (x) => {
             broken.push(...x.requestErrors, ...x.responseErrors);
             const out: Record<string, string> = {};
-            for (const name of ['content-type', 'x-request-id', 'location', 'aspsp-sca-approach']) if (x.res.headers.has(name)) out[name] = x.res.headers.get(name)!;
+            for (const name of ['content-type', 'x-request-id', 'location', 'aspsp-sca-approach'])
+              if (x.res.headers.has(name)) out[name] = x.res.headers.get(name)!;
             res.writeHead(x.res.status, out).end(x.text);
           },
           (err: Error) => res.writeHead(502).end(err.message),
@@ -362,7 +434,12 @@ describe("the banking service's adapter (domain/banking/nextgenpsd2.ts)", () => 
       });
     });
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    adapter = new NextGenPsd2Adapter('contract-bank', 'Contract Bank', `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, 5_000);
+    adapter = new NextGenPsd2Adapter(
+      'contract-bank',
+      'Contract Bank',
+      `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+      5_000,
+    );
   });
 
   afterAll(async () => {
@@ -370,7 +447,10 @@ describe("the banking service's adapter (domain/banking/nextgenpsd2.ts)", () => 
   });
 
   it('sends only requests the document allows, and reads the answers', async () => {
-    const created = await adapter.createConsent({ access: { allPsd2: 'allAccounts' }, recurringIndicator: true, validUntil: day(30), frequencyPerDay: 3 }, { ipAddress: '192.0.2.10', redirectUrl: tpp['tpp-redirect-uri'] });
+    const created = await adapter.createConsent(
+      { access: { allPsd2: 'allAccounts' }, recurringIndicator: true, validUntil: day(30), frequencyPerDay: 3 },
+      { ipAddress: '192.0.2.10', redirectUrl: tpp['tpp-redirect-uri'] },
+    );
     expect(created.status).toBe('received');
     await sca(created.scaRedirect!, 'approve');
     expect(await adapter.consentStatus(created.bankConsentId)).toEqual({ status: 'valid', validUntil: day(30) });
@@ -380,14 +460,19 @@ describe("the banking service's adapter (domain/banking/nextgenpsd2.ts)", () => 
     const balances = (await adapter.balances(created.bankConsentId, accountId)) as { balances: unknown[] };
     expect(balances.balances).toHaveLength(3);
     // without dateFrom the adapter asks for the 90 days up to today: the bank requires a dateFrom
-    const transactions = (await adapter.transactions(created.bankConsentId, accountId, { bookingStatus: 'both' })) as { transactions: { booked: { bookingDate: string }[] } };
+    const transactions = (await adapter.transactions(created.bankConsentId, accountId, { bookingStatus: 'both' })) as {
+      transactions: { booked: { bookingDate: string }[] };
+    };
     expect(transactions.transactions.booked.at(-1)!.bookingDate >= day(-90)).toBe(true);
     expect(transactions.transactions.booked.length).toBeGreaterThan(10);
 
     // frequencyPerDay 3 is used up: the bank's 429 ACCESS_EXCEEDED becomes the adapter's RATE_LIMITED
     const refused = await adapter.accounts(created.bankConsentId).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(AppError);
-    expect(refused).toMatchObject({ code: 'RATE_LIMITED', extra: { bankId: 'contract-bank', bankCode: 'ACCESS_EXCEEDED' } });
+    expect(refused).toMatchObject({
+      code: 'RATE_LIMITED',
+      extra: { bankId: 'contract-bank', bankCode: 'ACCESS_EXCEEDED' },
+    });
     expect(broken).toEqual([]);
   });
 });
@@ -395,7 +480,18 @@ describe("the banking service's adapter (domain/banking/nextgenpsd2.ts)", () => 
 describe('coverage', () => {
   it('every XS2A operation the stand-in offers was exercised above', () => {
     expect([...seen.keys()].sort()).toEqual(
-      ['createConsent', 'deleteConsent', 'getAccountList', 'getBalances', 'getConsentAuthorisation', 'getConsentInformation', 'getConsentScaStatus', 'getConsentStatus', 'getTransactionList', 'readAccountDetails'].sort(),
+      [
+        'createConsent',
+        'deleteConsent',
+        'getAccountList',
+        'getBalances',
+        'getConsentAuthorisation',
+        'getConsentInformation',
+        'getConsentScaStatus',
+        'getConsentStatus',
+        'getTransactionList',
+        'readAccountDetails',
+      ].sort(),
     );
   });
 });

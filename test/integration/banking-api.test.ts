@@ -76,14 +76,15 @@ async function validConsent(token: string, body: Record<string, unknown> = {}, b
   return created.body.consentId as string;
 }
 
-const routes = (consentId: string) => [
-  ['GET', '/api/banking/adapters'],
-  ['POST', '/api/banking/sandbox/consent'],
-  ['GET', `/api/banking/sandbox/consent/${consentId}`],
-  ['GET', '/api/banking/sandbox/accounts'],
-  ['GET', '/api/banking/sandbox/accounts/sandbox-cur-1/transactions'],
-  ['GET', '/api/banking/sandbox/accounts/sandbox-cur-1/balance'],
-] as const;
+const routes = (consentId: string) =>
+  [
+    ['GET', '/api/banking/adapters'],
+    ['POST', '/api/banking/sandbox/consent'],
+    ['GET', `/api/banking/sandbox/consent/${consentId}`],
+    ['GET', '/api/banking/sandbox/accounts'],
+    ['GET', '/api/banking/sandbox/accounts/sandbox-cur-1/transactions'],
+    ['GET', '/api/banking/sandbox/accounts/sandbox-cur-1/balance'],
+  ] as const;
 
 describe('access to /api/banking/*', () => {
   it('every route: no key → 401, a key without banking:read → 403 naming the scope', async () => {
@@ -103,7 +104,11 @@ describe('access to /api/banking/*', () => {
     expect((await call(base, 'GET', `/api/banking/sandbox/consent/${consentId}`, { token: keyA })).status).toBe(200);
     const other = await call(base, 'GET', `/api/banking/sandbox/consent/${consentId}`, { token: keyB });
     expect(other.status).toBe(404);
-    for (const path of ['/api/banking/sandbox/accounts', '/api/banking/sandbox/accounts/sandbox-cur-1/transactions', '/api/banking/sandbox/accounts/sandbox-cur-1/balance']) {
+    for (const path of [
+      '/api/banking/sandbox/accounts',
+      '/api/banking/sandbox/accounts/sandbox-cur-1/transactions',
+      '/api/banking/sandbox/accounts/sandbox-cur-1/balance',
+    ]) {
       const res = await call(base, 'GET', `${path}?consentId=${consentId}`, { token: keyB });
       expect(res.status, path).toBe(404);
       // without a consent id, B reads with its own consents only: it has none
@@ -126,10 +131,22 @@ describe('consent flow with SCA to transactions', () => {
     const redirectUrl = 'https://app.example.test/banking/done';
     const created = await call(base, 'POST', '/api/banking/sandbox/consent', {
       token: keyA,
-      body: { access: { allPsd2: 'allAccounts' }, recurringIndicator: true, validUntil: day(30), frequencyPerDay: 20, redirectUrl },
+      body: {
+        access: { allPsd2: 'allAccounts' },
+        recurringIndicator: true,
+        validUntil: day(30),
+        frequencyPerDay: 20,
+        redirectUrl,
+      },
     });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ bankId: 'sandbox', status: 'received', validUntil: day(30), frequencyPerDay: 20, recurringIndicator: true });
+    expect(created.body).toMatchObject({
+      bankId: 'sandbox',
+      status: 'received',
+      validUntil: day(30),
+      frequencyPerDay: 20,
+      recurringIndicator: true,
+    });
     expect(created.body.scaRedirect).toMatch(new RegExp(`^${bank.url}/sca/`));
     const consentId = created.body.consentId as string;
 
@@ -146,13 +163,20 @@ describe('consent flow with SCA to transactions', () => {
 
     const accounts = await call(base, 'GET', `/api/banking/sandbox/accounts?consentId=${consentId}`, { token: keyA });
     expect(accounts.status).toBe(200);
-    expect(accounts.body.accounts.map((a: { resourceId: string }) => a.resourceId)).toEqual(['sandbox-cur-1', 'sandbox-sav-1']);
+    expect(accounts.body.accounts.map((a: { resourceId: string }) => a.resourceId)).toEqual([
+      'sandbox-cur-1',
+      'sandbox-sav-1',
+    ]);
     expect(accounts.body.accounts[0].iban).toMatch(/^DE\d{20}$/);
 
     const path = `/api/banking/sandbox/accounts/sandbox-cur-1/transactions?consentId=${consentId}&bookingStatus=booked&dateFrom=${day(-40)}&dateTo=${day(-10)}`;
     const booked = await call(base, 'GET', path, { token: keyA });
     expect(booked.status).toBe(200);
-    const lines = booked.body.transactions.booked as { transactionId: string; bookingDate: string; transactionAmount: { currency: string; amount: string } }[];
+    const lines = booked.body.transactions.booked as {
+      transactionId: string;
+      bookingDate: string;
+      transactionAmount: { currency: string; amount: string };
+    }[];
     expect(lines.length).toBeGreaterThan(5);
     expect(booked.body.transactions.pending).toBeUndefined();
     for (const t of lines) {
@@ -163,21 +187,35 @@ describe('consent flow with SCA to transactions', () => {
     // repeatable: the same question, the same answer
     expect((await call(base, 'GET', path, { token: keyA })).body).toEqual(booked.body);
 
-    const pending = await call(base, 'GET', `/api/banking/sandbox/accounts/sandbox-cur-1/transactions?consentId=${consentId}&bookingStatus=pending`, { token: keyA });
+    const pending = await call(
+      base,
+      'GET',
+      `/api/banking/sandbox/accounts/sandbox-cur-1/transactions?consentId=${consentId}&bookingStatus=pending`,
+      { token: keyA },
+    );
     expect(pending.body.transactions.booked).toBeUndefined();
     for (const t of pending.body.transactions.pending) expect(t.bookingDate).toBeUndefined();
 
     const balance = await call(base, 'GET', `/api/banking/sandbox/accounts/sandbox-cur-1/balance`, { token: keyA });
     expect(balance.status).toBe(200);
-    expect(balance.body.balances.map((b: { balanceType: string }) => b.balanceType)).toEqual(['closingBooked', 'expected', 'interimAvailable']);
+    expect(balance.body.balances.map((b: { balanceType: string }) => b.balanceType)).toEqual([
+      'closingBooked',
+      'expected',
+      'interimAvailable',
+    ]);
     expect(balance.body.balances[0].balanceAmount.amount).toMatch(/^-?\d+\.\d{2}$/);
   });
 
   it('a rejected SCA leaves the consent rejected and the data closed', async () => {
     const created = await call(base, 'POST', '/api/banking/sandbox/consent', { token: keyA, body: {} });
     expect((await completeSca(created.body.scaRedirect, 'reject')).status).toBe(200);
-    expect((await call(base, 'GET', `/api/banking/sandbox/consent/${created.body.consentId}`, { token: keyA })).body.status).toBe('rejected');
-    expect((await call(base, 'GET', `/api/banking/sandbox/accounts?consentId=${created.body.consentId}`, { token: keyA })).status).toBe(409);
+    expect(
+      (await call(base, 'GET', `/api/banking/sandbox/consent/${created.body.consentId}`, { token: keyA })).body.status,
+    ).toBe('rejected');
+    expect(
+      (await call(base, 'GET', `/api/banking/sandbox/accounts?consentId=${created.body.consentId}`, { token: keyA }))
+        .status,
+    ).toBe(409);
   });
 
   it('a consent the PSU withdraws at the bank shows revokedByPsu and reads nothing more', async () => {
@@ -186,18 +224,26 @@ describe('consent flow with SCA to transactions', () => {
     const path = `/api/banking/sandbox/accounts?consentId=${created.body.consentId}`;
     expect((await call(base, 'GET', path, { token: keyA })).status).toBe(200);
     expect((await fetch(`${created.body.scaRedirect}/revoke`, { method: 'POST' })).status).toBe(200);
-    expect((await call(base, 'GET', `/api/banking/sandbox/consent/${created.body.consentId}`, { token: keyA })).body.status).toBe('revokedByPsu');
+    expect(
+      (await call(base, 'GET', `/api/banking/sandbox/consent/${created.body.consentId}`, { token: keyA })).body.status,
+    ).toBe('revokedByPsu');
     const after = await call(base, 'GET', path, { token: keyA });
     expect(after.status).toBe(409);
     expect(after.body.bankCode).toBe('CONSENT_INVALID');
   });
 
   it('refuses bad consent requests with a 400 problem, and an unknown bank with 404', async () => {
-    const past = await call(base, 'POST', '/api/banking/sandbox/consent', { token: keyA, body: { validUntil: day(-1) } });
+    const past = await call(base, 'POST', '/api/banking/sandbox/consent', {
+      token: keyA,
+      body: { validUntil: day(-1) },
+    });
     expect(past.status).toBe(400);
     const bad = await call(base, 'POST', '/api/banking/sandbox/consent', { token: keyA, body: { frequencyPerDay: 0 } });
     expect(bad.status).toBe(400);
-    const oneOff = await call(base, 'POST', '/api/banking/sandbox/consent', { token: keyA, body: { recurringIndicator: false, frequencyPerDay: 4 } });
+    const oneOff = await call(base, 'POST', '/api/banking/sandbox/consent', {
+      token: keyA,
+      body: { recurringIndicator: false, frequencyPerDay: 4 },
+    });
     expect(oneOff.status).toBe(400);
     const unknown = await call(base, 'GET', '/api/banking/no-such-bank/accounts', { token: keyA });
     expect(unknown.status).toBe(404);
@@ -205,7 +251,10 @@ describe('consent flow with SCA to transactions', () => {
 
   it("keeps the bank's Consent-ID sealed: not in the table in clear, never in an answer", async () => {
     const created = await call(base, 'POST', '/api/banking/sandbox/consent', { token: keyA, body: {} });
-    const { rows } = await api.pool.query<{ bank_consent_sealed: string }>('SELECT bank_consent_sealed FROM banking_consents WHERE id = $1', [created.body.consentId]);
+    const { rows } = await api.pool.query<{ bank_consent_sealed: string }>(
+      'SELECT bank_consent_sealed FROM banking_consents WHERE id = $1',
+      [created.body.consentId],
+    );
     expect(rows[0]!.bank_consent_sealed).toMatch(/^v1\./);
     const bankConsentId = open(rows[0]!.bank_consent_sealed, api.cfg.SECRETS_KEY);
     expect(JSON.stringify(created.body)).not.toContain(bankConsentId);
@@ -241,9 +290,13 @@ describe("the bank's consent limits", () => {
       const res = await call(base, 'GET', `/api/banking/sandbox/accounts?consentId=${consentId}`, { token: keyA });
       expect(res.status).toBe(409);
       expect(res.body).toMatchObject({ bankId: 'sandbox', bankCode: 'CONSENT_EXPIRED' });
-      const { rows } = await api.pool.query<{ status: string }>('SELECT status FROM banking_consents WHERE id = $1', [consentId]);
+      const { rows } = await api.pool.query<{ status: string }>('SELECT status FROM banking_consents WHERE id = $1', [
+        consentId,
+      ]);
       expect(rows[0]!.status).toBe('expired');
-      expect((await call(base, 'GET', `/api/banking/sandbox/consent/${consentId}`, { token: keyA })).body.status).toBe('expired');
+      expect((await call(base, 'GET', `/api/banking/sandbox/consent/${consentId}`, { token: keyA })).body.status).toBe(
+        'expired',
+      );
     } finally {
       bankDaysAhead = 0;
     }
@@ -251,12 +304,18 @@ describe("the bank's consent limits", () => {
 });
 
 describe('the bank stand-in speaks NextGenPSD2', () => {
-  const headers = () => ({ 'x-request-id': crypto.randomUUID(), 'psu-ip-address': '192.0.2.1', 'content-type': 'application/json' });
+  const headers = () => ({
+    'x-request-id': crypto.randomUUID(),
+    'psu-ip-address': '192.0.2.1',
+    'content-type': 'application/json',
+  });
 
   it('unknown consent → CONSENT_UNKNOWN; expired → 401 CONSENT_EXPIRED, in tppMessages', async () => {
     const unknown = await fetch(`${bank.url}/v1/consents/${crypto.randomUUID()}`, { headers: headers() });
     expect(unknown.status).toBe(403);
-    expect(await unknown.json()).toEqual({ tppMessages: [{ category: 'ERROR', code: 'CONSENT_UNKNOWN', text: expect.any(String) }] });
+    expect(await unknown.json()).toEqual({
+      tppMessages: [{ category: 'ERROR', code: 'CONSENT_UNKNOWN', text: expect.any(String) }],
+    });
     const inHeader = await fetch(`${bank.url}/v1/accounts`, { headers: { ...headers(), 'consent-id': 'nope' } });
     expect(inHeader.status).toBe(400);
     expect((await inHeader.json()).tppMessages[0].code).toBe('CONSENT_UNKNOWN');
@@ -264,15 +323,27 @@ describe('the bank stand-in speaks NextGenPSD2', () => {
     const created = await fetch(`${bank.url}/v1/consents`, {
       method: 'POST',
       headers: headers(),
-      body: JSON.stringify({ access: { allPsd2: 'allAccounts' }, recurringIndicator: true, validUntil: day(0), frequencyPerDay: 4, combinedServiceIndicator: false }),
+      body: JSON.stringify({
+        access: { allPsd2: 'allAccounts' },
+        recurringIndicator: true,
+        validUntil: day(0),
+        frequencyPerDay: 4,
+        combinedServiceIndicator: false,
+      }),
     });
     expect(created.status).toBe(201);
-    const consent = (await created.json()) as { consentId: string; consentStatus: string; _links: { scaRedirect: { href: string } } };
+    const consent = (await created.json()) as {
+      consentId: string;
+      consentStatus: string;
+      _links: { scaRedirect: { href: string } };
+    };
     expect(consent.consentStatus).toBe('received');
     await completeSca(consent._links.scaRedirect.href);
     bankDaysAhead = 1;
     try {
-      const expired = await fetch(`${bank.url}/v1/accounts`, { headers: { 'x-request-id': crypto.randomUUID(), 'consent-id': consent.consentId } });
+      const expired = await fetch(`${bank.url}/v1/accounts`, {
+        headers: { 'x-request-id': crypto.randomUUID(), 'consent-id': consent.consentId },
+      });
       expect(expired.status).toBe(401);
       expect((await expired.json()).tppMessages[0].code).toBe('CONSENT_EXPIRED');
       const status = await fetch(`${bank.url}/v1/consents/${consent.consentId}/status`, { headers: headers() });
@@ -300,7 +371,9 @@ describe('outages', () => {
 
   it('a bank going down after its consent → 503 for the data, naming the bank', async () => {
     const consentId = await validConsent(keyA, {}, 'flaky-bank');
-    expect((await call(base, 'GET', `/api/banking/flaky-bank/accounts?consentId=${consentId}`, { token: keyA })).status).toBe(200);
+    expect(
+      (await call(base, 'GET', `/api/banking/flaky-bank/accounts?consentId=${consentId}`, { token: keyA })).status,
+    ).toBe(200);
     await flaky.close();
     const res = await call(base, 'GET', `/api/banking/flaky-bank/accounts?consentId=${consentId}`, { token: keyA });
     expect(res.status).toBe(503);

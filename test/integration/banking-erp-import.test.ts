@@ -12,7 +12,13 @@ import type { ErpStandIn } from '../../sandbox/erp/server.js';
 import { startBankStandIn, type BankStandIn } from '../../sandbox/bank/server.js';
 import { startBanking } from '../../services/banking/server.js';
 import { freePort } from '../../scripts/local-servers.js';
-import { erpTestConfig, provisionTestTenant, queryTenantDb, startTestErp, type TestTenant } from '../support/erp-tenant.js';
+import {
+  erpTestConfig,
+  provisionTestTenant,
+  queryTenantDb,
+  startTestErp,
+  type TestTenant,
+} from '../support/erp-tenant.js';
 import { addUser, call, createKey, login } from '../support/workspace-api.js';
 import { testKeys } from '../support/service-keys.js';
 
@@ -37,7 +43,12 @@ beforeAll(async () => {
   erp = await startTestErp(erpCfg);
   bank = await startBankStandIn({ bankId: 'sandbox' });
   const bankingPort = await freePort();
-  cfg = await erpTestConfig({ ERP_URL: erp.url, BANKING_URL: `http://127.0.0.1:${bankingPort}`, BANKING_PORT: String(bankingPort), BANKING_BANKS: `sandbox=${bank.url}` });
+  cfg = await erpTestConfig({
+    ERP_URL: erp.url,
+    BANKING_URL: `http://127.0.0.1:${bankingPort}`,
+    BANKING_PORT: String(bankingPort),
+    BANKING_BANKS: `sandbox=${bank.url}`,
+  });
   banking = await startBanking(cfg);
   api = await startApi(cfg);
   base = cfg.API_PUBLIC_URL;
@@ -47,11 +58,18 @@ beforeAll(async () => {
   bankKey = (await createKey(base, owner, { name: 'bank', scopes: ['banking:read'] })).token;
   dashboardKey = (await createKey(base, owner, { name: 'dash', scopes: ['dashboard:read'] })).token;
   // the workspace's consent, SCA completed as the PSU's browser does
-  const consent = await call(base, 'POST', '/api/banking/sandbox/consent', { token: bankKey, body: { frequencyPerDay: 50 } });
+  const consent = await call(base, 'POST', '/api/banking/sandbox/consent', {
+    token: bankKey,
+    body: { frequencyPerDay: 50 },
+  });
   expect(consent.status).toBe(201);
   const page = await (await fetch(consent.body.scaRedirect)).text();
   const action = /action="([^"]+)"/.exec(page)![1]!;
-  const sca = await fetch(new URL(action, bank.url), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'decision=approve' });
+  const sca = await fetch(new URL(action, bank.url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'decision=approve',
+  });
   expect(sca.status).toBe(200);
 });
 
@@ -64,26 +82,60 @@ afterAll(async () => {
   await admin?.end();
 });
 
-const importCall = (body: Record<string, unknown>, key = testKeys.operator) => call(base, 'POST', '/api/ops/banking/import', { headers: { 'x-api-key': key }, body });
+const importCall = (body: Record<string, unknown>, key = testKeys.operator) =>
+  call(base, 'POST', '/api/ops/banking/import', { headers: { 'x-api-key': key }, body });
 
 describe('POST /api/ops/banking/import', () => {
   it('needs the operator key', async () => {
-    expect((await call(base, 'POST', '/api/ops/banking/import', { body: { tenant: tenant.name, bankId: 'sandbox', accountId: 'sandbox-cur-1' } })).status).toBe(401);
-    expect((await importCall({ tenant: tenant.name, bankId: 'sandbox', accountId: 'sandbox-cur-1' }, 'not-a-key-0000000000000000')).status).toBe(401);
+    expect(
+      (
+        await call(base, 'POST', '/api/ops/banking/import', {
+          body: { tenant: tenant.name, bankId: 'sandbox', accountId: 'sandbox-cur-1' },
+        })
+      ).status,
+    ).toBe(401);
+    expect(
+      (
+        await importCall(
+          { tenant: tenant.name, bankId: 'sandbox', accountId: 'sandbox-cur-1' },
+          'not-a-key-0000000000000000',
+        )
+      ).status,
+    ).toBe(401);
   });
 
   it('imports each booked transaction once as a bank statement line; the dashboards count them as unreconciled', async () => {
     const period = { dateFrom: day(-30), dateTo: day(-3) };
-    const bankSide = await call(base, 'GET', `/api/banking/sandbox/accounts/sandbox-cur-1/transactions?bookingStatus=booked&dateFrom=${period.dateFrom}&dateTo=${period.dateTo}`, { token: bankKey });
-    const booked = bankSide.body.transactions.booked as { transactionId: string; bookingDate: string; transactionAmount: { amount: string } }[];
+    const bankSide = await call(
+      base,
+      'GET',
+      `/api/banking/sandbox/accounts/sandbox-cur-1/transactions?bookingStatus=booked&dateFrom=${period.dateFrom}&dateTo=${period.dateTo}`,
+      { token: bankKey },
+    );
+    const booked = bankSide.body.transactions.booked as {
+      transactionId: string;
+      bookingDate: string;
+      transactionAmount: { amount: string };
+    }[];
     expect(booked.length).toBeGreaterThan(5);
-    const before = await queryTenantDb<{ n: string }>(cfg, tenant.database, 'SELECT count(*) AS n FROM account_bank_statement_line WHERE NOT is_reconciled');
+    const before = await queryTenantDb<{ n: string }>(
+      cfg,
+      tenant.database,
+      'SELECT count(*) AS n FROM account_bank_statement_line WHERE NOT is_reconciled',
+    );
 
     const first = await importCall({ tenant: tenant.name, bankId: 'sandbox', accountId: 'sandbox-cur-1', ...period });
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({ booked: booked.length, imported: booked.length, skipped: 0 });
 
-    const lines = await queryTenantDb<{ unique_import_id: string; date: string; amount: string; payment_ref: string; journal_id: number; is_reconciled: boolean }>(
+    const lines = await queryTenantDb<{
+      unique_import_id: string;
+      date: string;
+      amount: string;
+      payment_ref: string;
+      journal_id: number;
+      is_reconciled: boolean;
+    }>(
       cfg,
       tenant.database,
       `SELECT unique_import_id, to_char(date, 'YYYY-MM-DD') AS date, amount::text, payment_ref, journal_id, is_reconciled FROM account_bank_statement_line WHERE unique_import_id LIKE 'psd2:%' ORDER BY unique_import_id`,
@@ -102,10 +154,27 @@ describe('POST /api/ops/banking/import', () => {
     const again = await importCall({ tenant: tenant.name, bankId: 'sandbox', accountId: 'sandbox-cur-1', ...period });
     expect(again.body).toMatchObject({ booked: booked.length, imported: 0, skipped: booked.length });
     // an overlapping period imports only the days not seen yet
-    const wider = await importCall({ tenant: tenant.name, bankId: 'sandbox', accountId: 'sandbox-cur-1', dateFrom: day(-40), dateTo: day(-3) });
-    const older = (await call(base, 'GET', `/api/banking/sandbox/accounts/sandbox-cur-1/transactions?bookingStatus=booked&dateFrom=${day(-40)}&dateTo=${day(-31)}`, { token: bankKey })).body.transactions.booked.length;
+    const wider = await importCall({
+      tenant: tenant.name,
+      bankId: 'sandbox',
+      accountId: 'sandbox-cur-1',
+      dateFrom: day(-40),
+      dateTo: day(-3),
+    });
+    const older = (
+      await call(
+        base,
+        'GET',
+        `/api/banking/sandbox/accounts/sandbox-cur-1/transactions?bookingStatus=booked&dateFrom=${day(-40)}&dateTo=${day(-31)}`,
+        { token: bankKey },
+      )
+    ).body.transactions.booked.length;
     expect(wider.body).toMatchObject({ imported: older, skipped: booked.length });
-    const total = await queryTenantDb<{ n: string }>(cfg, tenant.database, `SELECT count(*) AS n FROM account_bank_statement_line WHERE unique_import_id LIKE 'psd2:%'`);
+    const total = await queryTenantDb<{ n: string }>(
+      cfg,
+      tenant.database,
+      `SELECT count(*) AS n FROM account_bank_statement_line WHERE unique_import_id LIKE 'psd2:%'`,
+    );
     expect(Number(total[0]!.n)).toBe(booked.length + older);
 
     const alerts = await call(base, 'GET', `/api/portal/odoo/${tenant.workspace}/alerts`, { token: dashboardKey });
@@ -114,7 +183,13 @@ describe('POST /api/ops/banking/import', () => {
   });
 
   it('concurrent imports of the same period write each line once', async () => {
-    const body = { tenant: tenant.name, bankId: 'sandbox', accountId: 'sandbox-sav-1', dateFrom: day(-300), dateTo: day(-3) };
+    const body = {
+      tenant: tenant.name,
+      bankId: 'sandbox',
+      accountId: 'sandbox-sav-1',
+      dateFrom: day(-300),
+      dateTo: day(-3),
+    };
     const results = await Promise.all([importCall(body), importCall(body), importCall(body)]);
     for (const r of results) expect(r.status).toBe(200);
     const imported = results.reduce((n, r) => n + (r.body.imported as number), 0);
@@ -140,7 +215,9 @@ describe('POST /api/ops/banking/import', () => {
          JOIN ir_model_data d ON d.model = 'res.groups' AND d.res_id = r.gid
         WHERE u.login LIKE '%@${tenant.database}' GROUP BY u.id, u.login ORDER BY u.login`,
     );
-    const companies = Number((await queryTenantDb<{ n: string }>(cfg, tenant.database, 'SELECT count(*) AS n FROM res_company'))[0]!.n);
+    const companies = Number(
+      (await queryTenantDb<{ n: string }>(cfg, tenant.database, 'SELECT count(*) AS n FROM res_company'))[0]!.n,
+    );
     expect(users).toEqual([
       { login: `api@${tenant.database}`, groups: ['account.group_account_readonly', 'base.group_user'], companies },
       { login: `bank-import@${tenant.database}`, groups: ['account.group_account_user', 'base.group_user'], companies },
@@ -148,7 +225,9 @@ describe('POST /api/ops/banking/import', () => {
   });
 
   it('a tenant without a consent at that bank → 409 naming what to do; an unknown tenant → 404', async () => {
-    expect((await importCall({ tenant: 'no-such-tenant', bankId: 'sandbox', accountId: 'sandbox-cur-1' })).status).toBe(404);
+    expect((await importCall({ tenant: 'no-such-tenant', bankId: 'sandbox', accountId: 'sandbox-cur-1' })).status).toBe(
+      404,
+    );
     const other = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '18', erpUrl: erp.url });
     const res = await importCall({ tenant: other.name, bankId: 'sandbox', accountId: 'sandbox-cur-1' });
     expect(res.status).toBe(409);

@@ -29,13 +29,25 @@ beforeAll(async () => {
   const root = fileURLToPath(new URL('../../', import.meta.url));
   child = spawn(process.execPath, ['--import', 'tsx', `${root}services/banking/server.ts`], {
     cwd: root,
-    env: { PATH: process.env.PATH, NODE_ENV: 'test', LOG_LEVEL: 'debug', DATABASE_URL: inject('databaseUrl'), BANKING_PORT: String(port), BANKING_BANKS: `sandbox=${bank.url}` },
+    env: {
+      PATH: process.env.PATH,
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'debug',
+      DATABASE_URL: inject('databaseUrl'),
+      BANKING_PORT: String(port),
+      BANKING_BANKS: `sandbox=${bank.url}`,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (d) => (output += d));
   child.stderr!.on('data', (d) => (output += d));
   const deadline = Date.now() + 30_000;
-  while (!(await fetch(`${url}/healthz`).then((r) => r.ok, () => false))) {
+  while (
+    !(await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    ))
+  ) {
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`banking service did not start:\n${output}`);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -56,21 +68,35 @@ it("never logs the bank's Consent-ID or the service key", async () => {
   const serviceKey = (await new PgSecretStore(pool, cfg.SECRETS_KEY).current('account-api', 'banking')).key;
   const ws = await addWorkspace(pool);
   const headers = { 'x-api-key': serviceKey, 'x-workspace-id': ws.id, 'content-type': 'application/json' };
-  const created = await fetch(`${url}/banking/sandbox/consent`, { method: 'POST', headers, body: JSON.stringify({ frequencyPerDay: 3 }) });
+  const created = await fetch(`${url}/banking/sandbox/consent`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ frequencyPerDay: 3 }),
+  });
   expect(created.status).toBe(201);
   const consent = (await created.json()) as { consentId: string; scaRedirect: string };
   const page = await (await fetch(consent.scaRedirect)).text();
-  await fetch(new URL(/action="([^"]+)"/.exec(page)![1]!, bank.url), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'decision=approve' });
-  const get = (path: string) => fetch(`${url}${path}`, { headers: { 'x-api-key': serviceKey, 'x-workspace-id': ws.id } });
+  await fetch(new URL(/action="([^"]+)"/.exec(page)![1]!, bank.url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'decision=approve',
+  });
+  const get = (path: string) =>
+    fetch(`${url}${path}`, { headers: { 'x-api-key': serviceKey, 'x-workspace-id': ws.id } });
   expect((await get(`/banking/sandbox/consent/${consent.consentId}`)).status).toBe(200);
   expect((await get('/banking/sandbox/accounts')).status).toBe(200);
   expect((await get('/banking/sandbox/accounts/sandbox-cur-1/transactions?bookingStatus=both')).status).toBe(200);
   expect((await get('/banking/sandbox/accounts/sandbox-cur-1/balance')).status).toBe(200);
   expect((await get('/banking/sandbox/accounts/sandbox-cur-1/balance')).status).toBe(429); // frequencyPerDay 3 used up
   expect((await get('/banking/sandbox/accounts/no-such-account/balance')).status).toBe(429);
-  expect((await fetch(`${url}/banking/adapters`, { headers: { 'x-api-key': 'wrong-key-0123456789abcdef' } })).status).toBe(401);
+  expect(
+    (await fetch(`${url}/banking/adapters`, { headers: { 'x-api-key': 'wrong-key-0123456789abcdef' } })).status,
+  ).toBe(401);
 
-  const { rows } = await pool.query<{ bank_consent_sealed: string }>('SELECT bank_consent_sealed FROM banking_consents WHERE id = $1', [consent.consentId]);
+  const { rows } = await pool.query<{ bank_consent_sealed: string }>(
+    'SELECT bank_consent_sealed FROM banking_consents WHERE id = $1',
+    [consent.consentId],
+  );
   const bankConsentId = open(rows[0]!.bank_consent_sealed, cfg.SECRETS_KEY);
   await new Promise((r) => setTimeout(r, 200)); // let the last lines arrive
   expect(output).toContain(consent.consentId); // the workspace's consent id is logged; the bank's is not

@@ -13,7 +13,16 @@ import { TIERS, tierModuleNames } from '../../domain/billing/tiers.js';
 import { tenantAdminPassword } from '../../domain/erp/api-user.js';
 import { createErpClient } from '../../domain/erp/client.js';
 import { queryTenantDb } from '../support/erp-tenant.js';
-import { applyYaml, describe as describeTenant, isReady, startTenantPlatform, tenantYaml, uniqueTenant, waitForStatus, type TenantPlatform } from '../support/tenant-platform.js';
+import {
+  applyYaml,
+  describe as describeTenant,
+  isReady,
+  startTenantPlatform,
+  tenantYaml,
+  uniqueTenant,
+  waitForStatus,
+  type TenantPlatform,
+} from '../support/tenant-platform.js';
 
 let p: TenantPlatform;
 let name: string;
@@ -21,15 +30,30 @@ let host: string;
 let saasJobsKey: string;
 let erpKey: string;
 
-const send = (evt: Parameters<typeof sendEvent>[2]) => sendEvent(`${p.cfg.API_PUBLIC_URL}/api/webhooks/stripe`, p.cfg.STRIPE_WEBHOOK_SECRET, evt);
-const generation = async () => (await p.pool.query<{ generation: number; tier: string }>(`SELECT generation, spec->>'tier' AS tier FROM tenant_clients WHERE name = $1`, [name])).rows[0]!;
-const sub = (n: number, tier: 'starter' | 'pro' | 'enterprise', extra: Partial<Parameters<typeof subscription>[0]> = {}) => {
+const send = (evt: Parameters<typeof sendEvent>[2]) =>
+  sendEvent(`${p.cfg.API_PUBLIC_URL}/api/webhooks/stripe`, p.cfg.STRIPE_WEBHOOK_SECRET, evt);
+const generation = async () =>
+  (
+    await p.pool.query<{ generation: number; tier: string }>(
+      `SELECT generation, spec->>'tier' AS tier FROM tenant_clients WHERE name = $1`,
+      [name],
+    )
+  ).rows[0]!;
+const sub = (
+  n: number,
+  tier: 'starter' | 'pro' | 'enterprise',
+  extra: Partial<Parameters<typeof subscription>[0]> = {},
+) => {
   const ids = sandboxIds(name, n);
   return subscription({ ...ids, id: ids.subscription, workspace: name, tier, seats: 2, ...extra });
 };
 /** A request to the tenant's own host, as its users and the platform's jobs reach it (node:http: fetch cannot set Host). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read whatever JSON each endpoint answers
-function tenantCall(method: string, path: string, opts: { key?: string; body?: unknown; cookie?: string } = {}): Promise<{ status: number; body: any; cookie?: string }> {
+function tenantCall(
+  method: string,
+  path: string,
+  opts: { key?: string; body?: unknown; cookie?: string } = {},
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read whatever JSON each endpoint answers
+): Promise<{ status: number; body: any; cookie?: string }> {
   const url = new URL(p.erpUrl);
   const headers: Record<string, string> = { host };
   if (opts.key) headers['x-api-key'] = opts.key;
@@ -40,7 +64,11 @@ function tenantCall(method: string, path: string, opts: { key?: string; body?: u
       let text = '';
       res.on('data', (c) => (text += c));
       res.on('end', () =>
-        resolve({ status: res.statusCode!, body: /json/.test(res.headers['content-type'] ?? '') ? JSON.parse(text) : text, cookie: res.headers['set-cookie']?.[0]?.split(';')[0] }),
+        resolve({
+          status: res.statusCode!,
+          body: /json/.test(res.headers['content-type'] ?? '') ? JSON.parse(text) : text,
+          cookie: res.headers['set-cookie']?.[0]?.split(';')[0],
+        }),
       );
     });
     req.on('error', reject);
@@ -51,7 +79,11 @@ function tenantCall(method: string, path: string, opts: { key?: string; body?: u
 /** A web session of the tenant's ERP admin (its `session_id` cookie), logged in on the tenant's host as in a browser. */
 async function erpSession(): Promise<string> {
   const res = await tenantCall('POST', '/web/session/authenticate', {
-    body: { jsonrpc: '2.0', method: 'call', params: { db: host, login: 'admin', password: tenantAdminPassword(p.cfg.SECRETS_KEY, host) } },
+    body: {
+      jsonrpc: '2.0',
+      method: 'call',
+      params: { db: host, login: 'admin', password: tenantAdminPassword(p.cfg.SECRETS_KEY, host) },
+    },
   });
   if (!res.cookie || !res.body.result?.uid) throw new Error(`ERP login failed: ${JSON.stringify(res.body)}`);
   return res.cookie;
@@ -61,10 +93,22 @@ const saasRead = async (path: string) => tenantCall('GET', path, { cookie: await
 
 /** The modules installed in the tenant's ERP database. */
 const installedModules = async () =>
-  (await queryTenantDb<{ name: string }>(p.cfg, host, `SELECT name FROM ir_module_module WHERE state = 'installed' ORDER BY name`)).map((r) => r.name);
+  (
+    await queryTenantDb<{ name: string }>(
+      p.cfg,
+      host,
+      `SELECT name FROM ir_module_module WHERE state = 'installed' ORDER BY name`,
+    )
+  ).map((r) => r.name);
 /** The tenant's ERP as its admin (XML-RPC through the tenant's route). */
 const erpAsAdmin = () =>
-  createErpClient({ baseUrl: p.erpUrl, host, db: host, login: 'admin', password: tenantAdminPassword(p.cfg.SECRETS_KEY, host) });
+  createErpClient({
+    baseUrl: p.erpUrl,
+    host,
+    db: host,
+    login: 'admin',
+    password: tenantAdminPassword(p.cfg.SECRETS_KEY, host),
+  });
 
 /** Polls outside a test (expect.poll only works inside one). */
 async function until(check: () => Promise<boolean>, timeoutMs = 60_000) {
@@ -82,7 +126,10 @@ beforeAll(async () => {
   expect((await applyYaml(p, tenantYaml(name, { tier: 'starter' }))).statusCode).toBe(201);
   // Ready, and the provisioning callback has created the workspace entry (slug = tenant name)
   await until(async () => {
-    const { rows } = await p.pool.query<{ status: Parameters<typeof isReady>[0] }>('SELECT status FROM tenant_clients WHERE name = $1', [name]);
+    const { rows } = await p.pool.query<{ status: Parameters<typeof isReady>[0] }>(
+      'SELECT status FROM tenant_clients WHERE name = $1',
+      [name],
+    );
     return rows[0]?.status.conditions !== undefined && isReady(rows[0].status);
   });
   await until(async () => (await p.pool.query('SELECT 1 FROM workspaces WHERE slug = $1', [name])).rowCount === 1);
@@ -106,11 +153,19 @@ describe('subscription → tenant', () => {
     expect(status.conditions.find((c) => c.type === 'Synced')).toMatchObject({ status: 'True', observedGeneration: 2 });
     // the reconcile installed the pro modules in the tenant's ERP database (DESIGN §5), as its admin over XML-RPC
     const proOnly = ['sale_management', 'purchase', 'crm', 'stock'];
-    expect(status.steps.filter((s) => s.step === 'ensure-tier-modules').at(-1)).toMatchObject({ outcome: 'ok', message: `pro modules installed: ${[...proOnly].sort().join(', ')}; event rules: made stock.changed; 2 in place` });
+    expect(status.steps.filter((s) => s.step === 'ensure-tier-modules').at(-1)).toMatchObject({
+      outcome: 'ok',
+      message: `pro modules installed: ${[...proOnly].sort().join(', ')}; event rules: made stock.changed; 2 in place`,
+    });
     expect(await installedModules()).toEqual(expect.arrayContaining(tierModuleNames('pro')));
     expect(await installedModules()).not.toContain('mrp');
     // and the ERP's own answer to a user: the Apps list shows them installed
-    const apps = await erpAsAdmin().executeKw<{ name: string; state: string }[]>('ir.module.module', 'search_read', [[['name', 'in', proOnly]]], { fields: ['name', 'state'] });
+    const apps = await erpAsAdmin().executeKw<{ name: string; state: string }[]>(
+      'ir.module.module',
+      'search_read',
+      [[['name', 'in', proOnly]]],
+      { fields: ['name', 'state'] },
+    );
     expect(apps.map((a) => a.state)).toEqual(proOnly.map(() => 'installed'));
     // the same tier again (a seat change) applies nothing
     await send(event('customer.subscription.updated', sub(1, 'pro', { seats: 5 })));
@@ -131,7 +186,10 @@ describe('subscription → tenant', () => {
     expect(resubscribed.body.outcome).toContain(`tenant ${name} reactivated`);
     const status = await waitForStatus(p, name, (s) => s.phase !== 'Cancelled' && isReady(s));
     expect(status.deprovisionAt).toBeUndefined();
-    const { rows } = await p.pool.query(`SELECT status, provider_subscription_id FROM subscriptions s JOIN workspaces w ON w.id = s.workspace_id WHERE w.slug = $1`, [name]);
+    const { rows } = await p.pool.query(
+      `SELECT status, provider_subscription_id FROM subscriptions s JOIN workspaces w ON w.id = s.workspace_id WHERE w.slug = $1`,
+      [name],
+    );
     expect(rows[0]).toEqual({ status: 'active', provider_subscription_id: sandboxIds(name, 2).subscription });
     // a late event of the old subscription changes nothing
     const late = await send(event('customer.subscription.deleted', sub(1, 'pro', { status: 'canceled' })));
@@ -199,34 +257,71 @@ describe('tenant ERP /svc/saas endpoints', () => {
 
   it('a job update callback needs the saas-jobs key and is idempotent and ordered', async () => {
     const job = `upgrade-${name}`;
-    expect((await tenantCall('POST', `/svc/saas/job/${job}/update`, { body: { state: 'running', progress: 10 } })).status).toBe(401);
-    expect((await tenantCall('POST', `/svc/saas/job/${job}/update`, { key: erpKey, body: { state: 'running', progress: 10 } })).status).toBe(401);
-    const first = await tenantCall('POST', `/svc/saas/job/${job}/update`, { key: saasJobsKey, body: { state: 'running', progress: 10, message: 'installing' } });
-    expect(first).toMatchObject({ status: 200, body: { job, tenant: name, state: 'running', progress: 10, updates: 1, changed: true } });
-    const repeat = await tenantCall('POST', `/svc/saas/job/${job}/update`, { key: saasJobsKey, body: { state: 'running', progress: 10, message: 'installing' } });
+    expect(
+      (await tenantCall('POST', `/svc/saas/job/${job}/update`, { body: { state: 'running', progress: 10 } })).status,
+    ).toBe(401);
+    expect(
+      (
+        await tenantCall('POST', `/svc/saas/job/${job}/update`, {
+          key: erpKey,
+          body: { state: 'running', progress: 10 },
+        })
+      ).status,
+    ).toBe(401);
+    const first = await tenantCall('POST', `/svc/saas/job/${job}/update`, {
+      key: saasJobsKey,
+      body: { state: 'running', progress: 10, message: 'installing' },
+    });
+    expect(first).toMatchObject({
+      status: 200,
+      body: { job, tenant: name, state: 'running', progress: 10, updates: 1, changed: true },
+    });
+    const repeat = await tenantCall('POST', `/svc/saas/job/${job}/update`, {
+      key: saasJobsKey,
+      body: { state: 'running', progress: 10, message: 'installing' },
+    });
     expect(repeat.body).toMatchObject({ progress: 10, updates: 1, changed: false });
     const done = await tenantCall('POST', `/svc/saas/job/${job}/update`, { key: saasJobsKey, body: { state: 'done' } });
     expect(done.body).toMatchObject({ state: 'done', progress: 100, updates: 2, changed: true });
     // a late progress report of the finished job changes nothing; another outcome is refused
-    expect((await tenantCall('POST', `/svc/saas/job/${job}/update`, { key: saasJobsKey, body: { state: 'running', progress: 50 } })).body).toMatchObject({ state: 'done', changed: false });
-    expect((await tenantCall('POST', `/svc/saas/job/${job}/update`, { key: saasJobsKey, body: { state: 'failed' } })).status).toBe(409);
-    expect((await tenantCall('POST', `/svc/saas/job/${job}/update`, { key: saasJobsKey, body: { state: 'exploded' } })).status).toBe(400);
+    expect(
+      (
+        await tenantCall('POST', `/svc/saas/job/${job}/update`, {
+          key: saasJobsKey,
+          body: { state: 'running', progress: 50 },
+        })
+      ).body,
+    ).toMatchObject({ state: 'done', changed: false });
+    expect(
+      (await tenantCall('POST', `/svc/saas/job/${job}/update`, { key: saasJobsKey, body: { state: 'failed' } })).status,
+    ).toBe(409);
+    expect(
+      (await tenantCall('POST', `/svc/saas/job/${job}/update`, { key: saasJobsKey, body: { state: 'exploded' } }))
+        .status,
+    ).toBe(400);
   });
 
   it('a backup callback is kept once per backup id', async () => {
     const body = { backupId: `bk-${name}-1`, status: 'done', sizeBytes: 4096 };
     expect((await tenantCall('POST', '/svc/saas/backup/callback', { body })).status).toBe(401);
-    const results = await Promise.all([1, 2, 3].map(() => tenantCall('POST', '/svc/saas/backup/callback', { key: saasJobsKey, body })));
+    const results = await Promise.all(
+      [1, 2, 3].map(() => tenantCall('POST', '/svc/saas/backup/callback', { key: saasJobsKey, body })),
+    );
     expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
     expect(results.filter((r) => r.body.duplicate === false)).toHaveLength(1);
-    expect((await tenantCall('POST', '/svc/saas/backup/callback', { key: saasJobsKey, body: { ...body, status: 'failed' } })).status).toBe(409);
-    const { rows } = await p.pool.query('SELECT count(*)::int AS n FROM saas_backup_callbacks WHERE tenant = $1', [name]);
+    expect(
+      (await tenantCall('POST', '/svc/saas/backup/callback', { key: saasJobsKey, body: { ...body, status: 'failed' } }))
+        .status,
+    ).toBe(409);
+    const { rows } = await p.pool.query('SELECT count(*)::int AS n FROM saas_backup_callbacks WHERE tenant = $1', [
+      name,
+    ]);
     expect(rows[0].n).toBe(1);
   });
 });
 
 describe('a downgrade', () => {
-  it('changes the tier (generation + 1) and keeps the installed modules: uninstalling would drop the customer\'s records', async () => {
+  it("changes the tier (generation + 1) and keeps the installed modules: uninstalling would drop the customer's records", async () => {
     const before = await generation();
     const res = await send(event('customer.subscription.updated', sub(2, 'starter')));
     expect(res.body.outcome).toContain(`tenant ${name} tier pro → starter (generation ${before.generation + 1})`);
@@ -236,7 +331,9 @@ describe('a downgrade', () => {
     );
     expect(await installedModules()).toEqual(expect.arrayContaining(tierModuleNames('pro')));
     // what the lower tier changes: the backup schedule (the starter retention) and the tier the ERP's SaaS endpoints show
-    expect(status.steps.filter((s) => s.step === 'create-backup-schedule').at(-1)!.message).toBe(`backup:${name} updated`);
+    expect(status.steps.filter((s) => s.step === 'create-backup-schedule').at(-1)!.message).toBe(
+      `backup:${name} updated`,
+    );
     expect((await saasRead('/svc/saas/tiers')).body).toMatchObject({ current: 'starter' });
   });
 });

@@ -55,11 +55,24 @@ describe('the Mattermost API v4 stand-in', () => {
 
   it('creates a channel (201) and refuses the same name again with store.sql_channel.save_channel.exists.app_error', async () => {
     const r = room();
-    const body = JSON.stringify({ team_id: chat.teamId, name: r.name, display_name: r.displayName, purpose: r.purpose, type: 'P' });
+    const body = JSON.stringify({
+      team_id: chat.teamId,
+      name: r.name,
+      display_name: r.displayName,
+      purpose: r.purpose,
+      type: 'P',
+    });
     const created = await api('/channels', { method: 'POST', body });
     expect(created.status).toBe(201);
     const channel = await created.json();
-    expect(channel).toMatchObject({ name: r.name, display_name: r.displayName, purpose: r.purpose, type: 'P', team_id: chat.teamId, delete_at: 0 });
+    expect(channel).toMatchObject({
+      name: r.name,
+      display_name: r.displayName,
+      purpose: r.purpose,
+      type: 'P',
+      team_id: chat.teamId,
+      delete_at: 0,
+    });
     expect(channel.id).toMatch(/^[a-z0-9]{26}$/);
 
     const again = await api('/channels', { method: 'POST', body });
@@ -89,7 +102,14 @@ describe('the chat client', () => {
     const second = await client().ensureChannel(r);
     expect(second).toEqual({ id: first.id, created: false, restored: false });
     const channel = await client().getChannel(r.name);
-    expect(channel).toMatchObject({ id: first.id, name: r.name, display_name: r.displayName, purpose: r.purpose, type: 'P', delete_at: 0 });
+    expect(channel).toMatchObject({
+      id: first.id,
+      name: r.name,
+      display_name: r.displayName,
+      purpose: r.purpose,
+      type: 'P',
+      delete_at: 0,
+    });
   });
 
   it('ensureChannel called many times at once ends with one room', async () => {
@@ -127,7 +147,11 @@ describe('the chat client', () => {
     const badName = client().ensureChannel({ name: 'Bad Name', displayName: 'x', purpose: '' });
     await expect(badName).rejects.toThrow(/chat server answered 400 to creating channel Bad Name: Invalid name\./);
 
-    const down = createChatClient({ baseUrl: `http://127.0.0.1:${await freePort()}`, token: TOKEN, teamId: chat.teamId });
+    const down = createChatClient({
+      baseUrl: `http://127.0.0.1:${await freePort()}`,
+      token: TOKEN,
+      teamId: chat.teamId,
+    });
     const unreachable = down.ensureChannel(room());
     await expect(unreachable).rejects.toThrow(/chat server unreachable/);
     await expect(unreachable).rejects.not.toBeInstanceOf(ChatError);

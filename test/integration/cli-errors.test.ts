@@ -39,8 +39,9 @@ async function cli(args: string[], env: Record<string, string | undefined> = {})
     const code = await runCli(args);
     return { code, stderr };
   } finally {
-    for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
+    for (const [k, v] of Object.entries(saved))
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
     write.mockRestore();
     error.mockRestore();
   }
@@ -50,22 +51,78 @@ const ENDPOINT = '3f6c1e2a-8b4d-4c1e-9a7b-2d5e6f708192';
 
 describe('CLI errors in the CLI’s terms', () => {
   it.each([
-    ['rotate-key with an unknown --reason', ['rotate-key', 'account-api', 'events', '--reason', 'bars'], ["'--reason <reason>'", "'bars'", 'annual, exposure']],
-    ['rotate-key with a caller that is no service name', ['rotate-key', 'Account_API', 'events'], ["'caller'", 'service name']],
-    ['users add with an unknown --role', ['users', 'add', '--workspace', 'demo', '--email', 'x@example.test', '--role', 'owner', '--no-password'], ["'--role <role>'", 'admin, member']],
-    ['users add with a bad --email', ['users', 'add', '--workspace', 'demo', '--email', 'not-an-address', '--no-password'], ["'--email <email>'", 'e-mail address']],
-    ['users add without --workspace', ['users', 'add', '--email', 'x@example.test'], ["'--workspace <slug>' not specified"]],
-    ['rate-limits set with a --burst that is no number', ['rate-limits', 'set', 'demo', '--burst', 'lots', '--per-second', '5'], ["'--burst <n>'", "'lots'", 'whole number']],
-    ['rate-limits set with --per-second 0', ['rate-limits', 'set', 'demo', '--burst', '10', '--per-second', '0'], ["'--per-second <n>'", 'greater than 0']],
-    ['get with a tenant name that is no DNS label', ['get', 'tenants', 'Bad_Name'], ["'name'", 'tenant name must match [a-z0-9-]+']],
+    [
+      'rotate-key with an unknown --reason',
+      ['rotate-key', 'account-api', 'events', '--reason', 'bars'],
+      ["'--reason <reason>'", "'bars'", 'annual, exposure'],
+    ],
+    [
+      'rotate-key with a caller that is no service name',
+      ['rotate-key', 'Account_API', 'events'],
+      ["'caller'", 'service name'],
+    ],
+    [
+      'users add with an unknown --role',
+      ['users', 'add', '--workspace', 'demo', '--email', 'x@example.test', '--role', 'owner', '--no-password'],
+      ["'--role <role>'", 'admin, member'],
+    ],
+    [
+      'users add with a bad --email',
+      ['users', 'add', '--workspace', 'demo', '--email', 'not-an-address', '--no-password'],
+      ["'--email <email>'", 'e-mail address'],
+    ],
+    [
+      'users add without --workspace',
+      ['users', 'add', '--email', 'x@example.test'],
+      ["'--workspace <slug>' not specified"],
+    ],
+    [
+      'rate-limits set with a --burst that is no number',
+      ['rate-limits', 'set', 'demo', '--burst', 'lots', '--per-second', '5'],
+      ["'--burst <n>'", "'lots'", 'whole number'],
+    ],
+    [
+      'rate-limits set with --per-second 0',
+      ['rate-limits', 'set', 'demo', '--burst', '10', '--per-second', '0'],
+      ["'--per-second <n>'", 'greater than 0'],
+    ],
+    [
+      'get with a tenant name that is no DNS label',
+      ['get', 'tenants', 'Bad_Name'],
+      ["'name'", 'tenant name must match [a-z0-9-]+'],
+    ],
     ['describe of an unknown resource type', ['describe', 'pods', 'acme'], ["'resource'", 'known: tenant, tenants']],
     ['retry of an unknown step', ['retry', 'database', 'acme'], ["'step'", 'chat-room']],
-    ['bank-import with a day that does not exist', ['bank-import', 'demo', 'sandbox', 'acc-1', '--from', '2026-02-30'], ["'--from <date>'", 'YYYY-MM-DD']],
-    ['bank-import with a --journal that is no id', ['bank-import', 'demo', 'sandbox', 'acc-1', '--journal', 'main'], ["'--journal <id>'", 'whole number']],
-    ['replay-webhooks with an endpoint id that is no UUID', ['replay-webhooks', 'ep-1', '--message', 'msg_1'], ["'endpointId'", 'UUID']],
-    ['replay-webhooks with a --since that is no time', ['replay-webhooks', ENDPOINT, '--since', 'yesterday'], ["'--since <time>'", 'ISO time']],
-    ['replay-webhooks with both --message and --since', ['replay-webhooks', ENDPOINT, '--message', 'msg_1', '--since', '2026-01-01T00:00:00Z'], ['--message', '--since', 'cannot be used with']],
-    ['replay-webhooks without saying what', ['replay-webhooks', ENDPOINT], ['say what to replay: --message <id>, or --since <time>']],
+    [
+      'bank-import with a day that does not exist',
+      ['bank-import', 'demo', 'sandbox', 'acc-1', '--from', '2026-02-30'],
+      ["'--from <date>'", 'YYYY-MM-DD'],
+    ],
+    [
+      'bank-import with a --journal that is no id',
+      ['bank-import', 'demo', 'sandbox', 'acc-1', '--journal', 'main'],
+      ["'--journal <id>'", 'whole number'],
+    ],
+    [
+      'replay-webhooks with an endpoint id that is no UUID',
+      ['replay-webhooks', 'ep-1', '--message', 'msg_1'],
+      ["'endpointId'", 'UUID'],
+    ],
+    [
+      'replay-webhooks with a --since that is no time',
+      ['replay-webhooks', ENDPOINT, '--since', 'yesterday'],
+      ["'--since <time>'", 'ISO time'],
+    ],
+    [
+      'replay-webhooks with both --message and --since',
+      ['replay-webhooks', ENDPOINT, '--message', 'msg_1', '--since', '2026-01-01T00:00:00Z'],
+      ['--message', '--since', 'cannot be used with'],
+    ],
+    [
+      'replay-webhooks without saying what',
+      ['replay-webhooks', ENDPOINT],
+      ['say what to replay: --message <id>, or --since <time>'],
+    ],
     ['an unknown --output', ['service-keys', '-o', 'yaml'], ["--output <format>'", 'table, json']],
   ])('refuses %s before calling the API, naming the flag or argument', async (_label, args, expected) => {
     const out = await cli(args);
@@ -75,12 +132,25 @@ describe('CLI errors in the CLI’s terms', () => {
   });
 
   it('names the flag when the API refuses a value the CLI let through', async () => {
-    const out = await cli(['users', 'add', '--workspace', 'demo', '--email', 'short-pw@example.test'], { PLANA_USER_PASSWORD: 'short' });
+    const out = await cli(['users', 'add', '--workspace', 'demo', '--email', 'short-pw@example.test'], {
+      PLANA_USER_PASSWORD: 'short',
+    });
     expect(out.code).toBe(1);
-    expect(out.stderr).toContain('error: the password (PLANA_USER_PASSWORD or the prompt) must be at least 12 characters long');
+    expect(out.stderr).toContain(
+      'error: the password (PLANA_USER_PASSWORD or the prompt) must be at least 12 characters long',
+    );
     expect(out.stderr).not.toContain('body.');
 
-    const reset = await cli(['users', 'add', '--workspace', 'demo', '--email', 'reset@example.test', '--no-password', '--reset-password']);
+    const reset = await cli([
+      'users',
+      'add',
+      '--workspace',
+      'demo',
+      '--email',
+      'reset@example.test',
+      '--no-password',
+      '--reset-password',
+    ]);
     expect(reset.code).toBe(1);
     expect(reset.stderr).toContain('error: --reset-password needs the password (PLANA_USER_PASSWORD or the prompt)');
   });

@@ -26,10 +26,14 @@ afterAll(() => api?.close());
 
 async function cli(args: string[], env: Record<string, string> = {}) {
   try {
-    const { stdout, stderr } = await promisify(execFile)(`${root}node_modules/.bin/tsx`, [`${root}cli/index.ts`, ...args], {
-      cwd: root,
-      env: { PATH: process.env.PATH, PLANA_API_URL: cfg.API_PUBLIC_URL, OPS_API_KEY: testKeys.operator, ...env },
-    });
+    const { stdout, stderr } = await promisify(execFile)(
+      `${root}node_modules/.bin/tsx`,
+      [`${root}cli/index.ts`, ...args],
+      {
+        cwd: root,
+        env: { PATH: process.env.PATH, PLANA_API_URL: cfg.API_PUBLIC_URL, OPS_API_KEY: testKeys.operator, ...env },
+      },
+    );
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -42,7 +46,9 @@ describe('cli users add', () => {
     const ws = await addWorkspace(pool);
     const email = `cli-${ws.slug}@example.test`;
     const password = 'a-long-enough-password';
-    const out = await cli(['users', 'add', '--workspace', ws.slug, '--email', email, '--role', 'admin'], { PLANA_USER_PASSWORD: password });
+    const out = await cli(['users', 'add', '--workspace', ws.slug, '--email', email, '--role', 'admin'], {
+      PLANA_USER_PASSWORD: password,
+    });
     expect(out.code).toBe(0);
     expect(out.stdout).toContain(`Created user ${email}`);
     expect(out.stdout).not.toContain(password);
@@ -51,7 +57,10 @@ describe('cli users add', () => {
     expect(login.status).toBe(200);
     const me = await call(cfg.API_PUBLIC_URL, 'GET', '/api/auth/me', { token: login.body.accessToken });
     expect(me.body.workspaces).toEqual([expect.objectContaining({ slug: ws.slug, role: 'admin' })]);
-    const key = await call(cfg.API_PUBLIC_URL, 'POST', '/api/portal/apikeys', { token: login.body.accessToken, body: { name: 'k' } });
+    const key = await call(cfg.API_PUBLIC_URL, 'POST', '/api/portal/apikeys', {
+      token: login.body.accessToken,
+      body: { name: 'k' },
+    });
     expect(key.status).toBe(201);
   });
 
@@ -60,8 +69,20 @@ describe('cli users add', () => {
     const b = await addWorkspace(pool);
     const email = `cli-${a.slug}@example.test`;
     const password = 'a-long-enough-password';
-    await cli(['users', 'add', '--workspace', a.slug, '--email', email, '--role', 'admin'], { PLANA_USER_PASSWORD: password });
-    const second = await cli(['users', 'add', '--workspace', b.slug, '--email', email, '--role', 'member', '--no-password']);
+    await cli(['users', 'add', '--workspace', a.slug, '--email', email, '--role', 'admin'], {
+      PLANA_USER_PASSWORD: password,
+    });
+    const second = await cli([
+      'users',
+      'add',
+      '--workspace',
+      b.slug,
+      '--email',
+      email,
+      '--role',
+      'member',
+      '--no-password',
+    ]);
     expect(second.code).toBe(0);
     expect(second.stdout).toContain(`Updated user ${email}`);
     const login = await call(cfg.API_PUBLIC_URL, 'POST', '/api/auth/login', { body: { email, password } });
@@ -72,8 +93,20 @@ describe('cli users add', () => {
   });
 
   it.each([
-    ['an unknown workspace', ['--workspace', 'no-such-ws', '--role', 'admin'], { PLANA_USER_PASSWORD: 'a-long-enough-password' }, 4, 'does not exist'],
-    ['a role that does not exist', ['--workspace', 'demo', '--role', 'owner'], { PLANA_USER_PASSWORD: 'a-long-enough-password' }, 1, 'role'],
+    [
+      'an unknown workspace',
+      ['--workspace', 'no-such-ws', '--role', 'admin'],
+      { PLANA_USER_PASSWORD: 'a-long-enough-password' },
+      4,
+      'does not exist',
+    ],
+    [
+      'a role that does not exist',
+      ['--workspace', 'demo', '--role', 'owner'],
+      { PLANA_USER_PASSWORD: 'a-long-enough-password' },
+      1,
+      'role',
+    ],
     ['a short password', ['--workspace', 'demo', '--role', 'admin'], { PLANA_USER_PASSWORD: 'short' }, 1, 'password'],
     ['no password and no terminal', ['--workspace', 'demo', '--role', 'admin'], {}, 1, 'PLANA_USER_PASSWORD'],
   ])('refuses %s and adds no one', async (_label, args, env, code, message) => {

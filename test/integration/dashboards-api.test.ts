@@ -45,7 +45,8 @@ describe('GET /api/portal/odoo/:slug/{kpis,cashflow,alerts} with a dashboard:rea
     const res = await call(base, 'GET', `/api/portal/odoo/${tenant.workspace}/kpis`, { token });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ workspace: tenant.workspace, erpVersion: '18' });
-    for (const figure of ['revenue', 'receivables', 'overdueReceivables', 'payables', 'cashBalance']) expect(typeof res.body[figure]).toBe('number');
+    for (const figure of ['revenue', 'receivables', 'overdueReceivables', 'payables', 'cashBalance'])
+      expect(typeof res.body[figure]).toBe('number');
     expect(res.body.cashJournals.length).toBeGreaterThan(0);
     expect(res.headers.get('ratelimit-limit')).toBe('100');
   });

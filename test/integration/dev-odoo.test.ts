@@ -21,7 +21,9 @@ const servers: http.Server[] = [];
 beforeAll(async () => {
   erpServer = await startPostgres({ dir: tempDir('dev-odoo-postgres'), port: await freePort() });
   // an Odoo's health probe
-  const server = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"pass"}'));
+  const server = http.createServer((_req, res) =>
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"pass"}'),
+  );
   servers.push(server);
   odooPort = await freePort();
   await new Promise<void>((r) => server.listen(odooPort, '127.0.0.1', r));
@@ -63,15 +65,17 @@ describe('ERP_BACKEND=odoo npm run dev', () => {
     expect((err as Error).message).toContain('npm run odoo:templates');
   });
 
-  it('with an Odoo answering but only the stand-in\'s template of that name, says to build it with Odoo', async () => {
+  it("with an Odoo answering but only the stand-in's template of that name, says to build it with Odoo", async () => {
     await template('erp_tpl_starter_18', JSON.stringify({ plana: 'erp-template', layout: 8, builtOn: '2026-11-26' }));
     const err = await ensureDevOdoo(cfg(odooPort), { tier: 'starter' }).catch((e: Error) => e);
     expect(err).toBeInstanceOf(OdooNotAvailable);
-    expect((err as Error).message).toContain('the template erp_tpl_starter_18 the demo tenant is cloned from has not been built by Odoo');
+    expect((err as Error).message).toContain(
+      'the template erp_tpl_starter_18 the demo tenant is cloned from has not been built by Odoo',
+    );
     expect((err as Error).message).toContain('ODOO_SRC=/path/to/odoo npm run odoo:templates');
   });
 
-  it('goes on with an Odoo answering and its template built by Odoo, and names the other tiers\' missing templates', async () => {
+  it("goes on with an Odoo answering and its template built by Odoo, and names the other tiers' missing templates", async () => {
     await template('erp_tpl_pro_18', ODOO_TEMPLATE_MARK);
     await expect(ensureDevOdoo(cfg(odooPort), { tier: 'pro' })).resolves.toBeUndefined();
     const said: string[] = [];

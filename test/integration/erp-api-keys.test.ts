@@ -9,7 +9,13 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
-import { API_KEY_DAYS, ensureErpApiKey, erpApiUserDeps, erpClientFor, loadErpApiCredentials } from '../../domain/erp/api-user.js';
+import {
+  API_KEY_DAYS,
+  ensureErpApiKey,
+  erpApiUserDeps,
+  erpClientFor,
+  loadErpApiCredentials,
+} from '../../domain/erp/api-user.js';
 import { ErpFault, ErpUnreachable, createErpClient, openErpSession } from '../../domain/erp/client.js';
 import { createJson2Client, json2Body } from '../../domain/erp/json2.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
@@ -17,7 +23,13 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { createTenantHealthActivities, probeTenant, type HealthObservation } from '../../activities/tenant-health.js';
 import type { PlatformDeps } from '../../activities/deps.js';
 import type { ErpStandIn } from '../../sandbox/erp/server.js';
-import { erpTestConfig, provisionTestTenant, queryTenantDb, startTestErp, type TestTenant } from '../support/erp-tenant.js';
+import {
+  erpTestConfig,
+  provisionTestTenant,
+  queryTenantDb,
+  startTestErp,
+  type TestTenant,
+} from '../support/erp-tenant.js';
 
 let cfg: Config;
 let pool: Pool;
@@ -26,9 +38,18 @@ let erp: ErpStandIn;
 let t19: TestTenant;
 let t18: TestTenant;
 const deps = () => erpApiUserDeps(cfg, pool, erp.url);
-const failure = (p: Promise<unknown>) => p.then(() => expect.fail('expected a failure'), (e: unknown) => e as Error);
-const json2 = (t: TestTenant, apiKey: string, login = `api@${t.database}`) => createJson2Client({ baseUrl: erp.url, host: t.host, db: t.database, login, apiKey });
-const probe = (t: TestTenant) => probeTenant({ erpUrl: erp.url, platformPool: pool, secretsKey: cfg.SECRETS_KEY }, { host: t.host, tenant: t.name, database: t.database });
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => expect.fail('expected a failure'),
+    (e: unknown) => e as Error,
+  );
+const json2 = (t: TestTenant, apiKey: string, login = `api@${t.database}`) =>
+  createJson2Client({ baseUrl: erp.url, host: t.host, db: t.database, login, apiKey });
+const probe = (t: TestTenant) =>
+  probeTenant(
+    { erpUrl: erp.url, platformPool: pool, secretsKey: cfg.SECRETS_KEY },
+    { host: t.host, tenant: t.name, database: t.database },
+  );
 
 beforeAll(async () => {
   const base = await erpTestConfig();
@@ -52,7 +73,10 @@ describe('the API key of a 19 tenant', () => {
     const days = (credentials.apiKeyExpiresAt!.getTime() - Date.now()) / 86_400_000;
     expect(days).toBeGreaterThan(API_KEY_DAYS - 2);
     expect(days).toBeLessThanOrEqual(API_KEY_DAYS);
-    const raw = await pool.query<{ row: string }>('SELECT t::text AS row FROM tenant_erp_credentials t WHERE tenant = $1', [t19.name]);
+    const raw = await pool.query<{ row: string }>(
+      'SELECT t::text AS row FROM tenant_erp_credentials t WHERE tenant = $1',
+      [t19.name],
+    );
     expect(raw.rows[0]!.row).not.toContain(credentials.apiKey);
     const keys = await queryTenantDb<{ login: string; index: string; key: string; expiration_date: Date }>(
       cfg,
@@ -91,8 +115,18 @@ describe('the API key of a 19 tenant', () => {
       // the same figures as the password over XML-RPC gives
       const credentials = (await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!;
       const viaKey = erpClientFor({ baseUrl: erp.url, host: t19.host, db: t19.database, version: 19 }, credentials);
-      const viaPassword = createErpClient({ baseUrl: erp.url, host: t19.host, db: t19.database, login: credentials.login, password: credentials.password });
-      const read = (c: typeof viaKey) => c.executeKw('account.move', 'search_read', [[['state', '=', 'posted']], ['name', 'amount_total']], { order: 'id', limit: 5 });
+      const viaPassword = createErpClient({
+        baseUrl: erp.url,
+        host: t19.host,
+        db: t19.database,
+        login: credentials.login,
+        password: credentials.password,
+      });
+      const read = (c: typeof viaKey) =>
+        c.executeKw('account.move', 'search_read', [[['state', '=', 'posted']], ['name', 'amount_total']], {
+          order: 'id',
+          limit: 5,
+        });
       const after = erp.requests(t19.host);
       expect(await read(viaKey)).toEqual(await read(viaPassword));
       expect((after['/json/2'] ?? 0) - (before['/json/2'] ?? 0)).toBeGreaterThanOrEqual(4);
@@ -118,12 +152,24 @@ describe('the API key of a 19 tenant', () => {
     const bad = (await failure(api.executeKw('res.partner', 'search_read', [], { nonsense: 1 }))) as ErpFault;
     expect(bad.code).toBe(2);
     // the key also works in XML-RPC's password slot
-    expect(await createErpClient({ baseUrl: erp.url, host: t19.host, db: t19.database, login: credentials.login, password: credentials.apiKey! }).authenticate()).toBeGreaterThan(2);
+    expect(
+      await createErpClient({
+        baseUrl: erp.url,
+        host: t19.host,
+        db: t19.database,
+        login: credentials.login,
+        password: credentials.apiKey!,
+      }).authenticate(),
+    ).toBeGreaterThan(2);
   });
 
   it('an expired key is refused (fault 3) and the probe says so; the next ensure renews it', async () => {
     const credentials = (await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!;
-    await queryTenantDb(cfg, t19.database, "UPDATE res_users_apikeys SET expiration_date = now() at time zone 'utc' - interval '1 minute'");
+    await queryTenantDb(
+      cfg,
+      t19.database,
+      "UPDATE res_users_apikeys SET expiration_date = now() at time zone 'utc' - interval '1 minute'",
+    );
     const expired = (await failure(json2(t19, credentials.apiKey!).authenticate())) as ErpFault;
     expect(expired.code).toBe(3);
     const seen = await probe(t19);
@@ -139,11 +185,19 @@ describe('the API key of a 19 tenant', () => {
 
   it('is renewed when fewer than 30 days remain, and left alone before; the old key works until its own expiry', async () => {
     const first = (await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!;
-    const stillValid = await ensureErpApiKey(deps(), { tenant: t19.name, database: t19.database, now: new Date(first.apiKeyExpiresAt!.getTime() - 31 * 86_400_000) });
+    const stillValid = await ensureErpApiKey(deps(), {
+      tenant: t19.name,
+      database: t19.database,
+      now: new Date(first.apiKeyExpiresAt!.getTime() - 31 * 86_400_000),
+    });
     expect(stillValid.outcome).toBe('valid');
     expect((await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!.apiKey).toBe(first.apiKey);
 
-    const due = await ensureErpApiKey(deps(), { tenant: t19.name, database: t19.database, now: new Date(first.apiKeyExpiresAt!.getTime() - 29 * 86_400_000) });
+    const due = await ensureErpApiKey(deps(), {
+      tenant: t19.name,
+      database: t19.database,
+      now: new Date(first.apiKeyExpiresAt!.getTime() - 29 * 86_400_000),
+    });
     expect(due.outcome).toBe('renewed');
     const second = (await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!;
     expect(second.apiKey).not.toBe(first.apiKey);
@@ -151,14 +205,24 @@ describe('the API key of a 19 tenant', () => {
     expect(await json2(t19, first.apiKey!).authenticate()).toBeGreaterThan(2);
   });
 
-  it("the Ready probe activity renews a key that has fewer than 30 days left, and leaves a younger one alone", async () => {
+  it('the Ready probe activity renews a key that has fewer than 30 days left, and leaves a younger one alone', async () => {
     const activities = createTenantHealthActivities({ config: cfg, platformPool: pool } as unknown as PlatformDeps);
-    const run = () => new MockActivityEnvironment().run(activities.probeTenantHealth, { host: t19.host, tenant: t19.name, database: t19.database, windowMs: 0, intervalMs: 1_000 }) as Promise<HealthObservation>;
+    const run = () =>
+      new MockActivityEnvironment().run(activities.probeTenantHealth, {
+        host: t19.host,
+        tenant: t19.name,
+        database: t19.database,
+        windowMs: 0,
+        intervalMs: 1_000,
+      }) as Promise<HealthObservation>;
     const first = (await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!;
     expect((await run()).healthy).toBe(true);
     expect((await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!.apiKey).toBe(first.apiKey);
 
-    await pool.query("UPDATE tenant_erp_credentials SET api_key_expires_at = now() + interval '10 days' WHERE tenant = $1", [t19.name]);
+    await pool.query(
+      "UPDATE tenant_erp_credentials SET api_key_expires_at = now() + interval '10 days' WHERE tenant = $1",
+      [t19.name],
+    );
     const seen = await run();
     expect(seen.healthy).toBe(true);
     const renewed = (await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!;
@@ -166,7 +230,10 @@ describe('the API key of a 19 tenant', () => {
     expect((renewed.apiKeyExpiresAt!.getTime() - Date.now()) / 86_400_000).toBeGreaterThan(API_KEY_DAYS - 2);
 
     // a 19 tenant that turned Ready before API keys existed gets one at its next probe
-    await pool.query('UPDATE tenant_erp_credentials SET api_key_encrypted = NULL, api_key_expires_at = NULL WHERE tenant = $1', [t19.name]);
+    await pool.query(
+      'UPDATE tenant_erp_credentials SET api_key_encrypted = NULL, api_key_expires_at = NULL WHERE tenant = $1',
+      [t19.name],
+    );
     expect((await probe(t19)).detail).toContain('has no API key yet');
     expect((await run()).healthy).toBe(true);
     expect((await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!.apiKey).toMatch(/^[0-9a-f]{40}$/);
@@ -177,28 +244,63 @@ describe('the API key flow as Odoo has it', () => {
   it('without the group a non-admin user may only make 1-day keys; the identity check refuses a wrong password', async () => {
     const { password, login } = (await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t18.name))!;
     const session = await openErpSession({ baseUrl: erp.url, host: t18.host, db: t18.database, login, password });
-    const tooLong = (await failure(session.callKw('res.users.apikeys.description', 'web_save', [[], { name: 'x', duration: '90' }, {}]))) as ErpFault;
-    expect([tooLong.code, tooLong.message]).toEqual([1, "ValueError: Wrong value for res.users.apikeys.description.duration: '90'"]);
+    const tooLong = (await failure(
+      session.callKw('res.users.apikeys.description', 'web_save', [[], { name: 'x', duration: '90' }, {}]),
+    )) as ErpFault;
+    expect([tooLong.code, tooLong.message]).toEqual([
+      1,
+      "ValueError: Wrong value for res.users.apikeys.description.duration: '90'",
+    ]);
     // as on real Odoo 18: the wizard's create takes ids first over RPC
-    const asModelMethod = (await failure(session.callKw('res.users.apikeys.description', 'create', [{ name: 'x', duration: '1' }]))) as ErpFault;
-    expect(asModelMethod.message).toBe("TypeError: APIKeyDescription.create() missing 1 required positional argument: 'vals_list'");
-    const id = await session.callKw<number>('res.users.apikeys.description', 'create', [[], { name: 'x', duration: '1' }]);
-    const check = await session.callKw<{ res_model: string; res_id: number }>('res.users.apikeys.description', 'make_key', [[id]]);
+    const asModelMethod = (await failure(
+      session.callKw('res.users.apikeys.description', 'create', [{ name: 'x', duration: '1' }]),
+    )) as ErpFault;
+    expect(asModelMethod.message).toBe(
+      "TypeError: APIKeyDescription.create() missing 1 required positional argument: 'vals_list'",
+    );
+    const id = await session.callKw<number>('res.users.apikeys.description', 'create', [
+      [],
+      { name: 'x', duration: '1' },
+    ]);
+    const check = await session.callKw<{ res_model: string; res_id: number }>(
+      'res.users.apikeys.description',
+      'make_key',
+      [[id]],
+    );
     expect(check.res_model).toBe('res.users.identitycheck');
     await session.callKw('res.users.identitycheck', 'write', [[check.res_id], { password: 'not-the-password' }]);
-    const refused = (await failure(session.callKw('res.users.identitycheck', 'run_check', [[check.res_id]]))) as ErpFault;
-    expect([refused.code, refused.message]).toEqual([2, 'Incorrect Password, try again or click on Forgot Password to reset your password.']);
+    const refused = (await failure(
+      session.callKw('res.users.identitycheck', 'run_check', [[check.res_id]]),
+    )) as ErpFault;
+    expect([refused.code, refused.message]).toEqual([
+      2,
+      'Incorrect Password, try again or click on Forgot Password to reset your password.',
+    ]);
   });
 
   it('on 18 the key is made on demand (force) and authenticates over XML-RPC; JSON-2 does not exist there (404)', async () => {
     expect((await ensureErpApiKey(deps(), { tenant: t18.name, database: t18.database })).outcome).toBe('not-used');
-    expect((await ensureErpApiKey(deps(), { tenant: t18.name, database: t18.database, force: true })).outcome).toBe('created');
+    expect((await ensureErpApiKey(deps(), { tenant: t18.name, database: t18.database, force: true })).outcome).toBe(
+      'created',
+    );
     const credentials = (await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t18.name))!;
-    const viaKey = createErpClient({ baseUrl: erp.url, host: t18.host, db: t18.database, login: credentials.login, password: credentials.apiKey! });
+    const viaKey = createErpClient({
+      baseUrl: erp.url,
+      host: t18.host,
+      db: t18.database,
+      login: credentials.login,
+      password: credentials.apiKey!,
+    });
     expect(await viaKey.authenticate()).toBeGreaterThan(2);
     expect(((await failure(viaKey.executeKw('res.partner', 'write', [[1], { name: 'x' }]))) as ErpFault).code).toBe(4);
     // the factory keeps XML-RPC before 19 even with a key
-    expect(await erpClientFor({ baseUrl: erp.url, host: t18.host, db: t18.database, version: 18 }, credentials).executeKw('res.partner', 'search_count', [[]])).toBeGreaterThan(0);
+    expect(
+      await erpClientFor({ baseUrl: erp.url, host: t18.host, db: t18.database, version: 18 }, credentials).executeKw(
+        'res.partner',
+        'search_count',
+        [[]],
+      ),
+    ).toBeGreaterThan(0);
     const missing = await failure(json2(t18, credentials.apiKey!).authenticate());
     expect(missing).toBeInstanceOf(ErpUnreachable);
     expect((missing as ErpUnreachable).reason).toBe('no-route');
@@ -207,7 +309,11 @@ describe('the API key flow as Odoo has it', () => {
 
 describe('json2Body', () => {
   it('binds positional arguments to the named parameters; record methods take ids first', () => {
-    expect(json2Body('search_read', [[['a', '=', 1]], ['name']], { limit: 3 })).toEqual({ domain: [['a', '=', 1]], fields: ['name'], limit: 3 });
+    expect(json2Body('search_read', [[['a', '=', 1]], ['name']], { limit: 3 })).toEqual({
+      domain: [['a', '=', 1]],
+      fields: ['name'],
+      limit: 3,
+    });
     expect(json2Body('write', [[1, 2], { name: 'x' }], {})).toEqual({ ids: [1, 2], vals: { name: 'x' } });
     expect(json2Body('read', [[7]], { fields: ['name'] })).toEqual({ ids: [7], fields: ['name'] });
     expect(json2Body('get_param', ['web.base.url'], {})).toEqual({ key: 'web.base.url' });

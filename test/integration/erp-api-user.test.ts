@@ -10,9 +10,19 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
-import { ensureErpApiUser, erpApiUserDeps, loadErpCredentials, tenantAdminPassword } from '../../domain/erp/api-user.js';
+import {
+  ensureErpApiUser,
+  erpApiUserDeps,
+  loadErpCredentials,
+  tenantAdminPassword,
+} from '../../domain/erp/api-user.js';
 import { type ErpFault, createErpClient } from '../../domain/erp/client.js';
-import { cloneTenantDatabase, dropTenantDatabase, templateDatabaseName, tenantHostname } from '../../domain/erp/tenant-database.js';
+import {
+  cloneTenantDatabase,
+  dropTenantDatabase,
+  templateDatabaseName,
+  tenantHostname,
+} from '../../domain/erp/tenant-database.js';
 import { verifyOdooPassword } from '../../domain/erp/odoo-password.js';
 import type { ErpStandIn } from '../../sandbox/erp/server.js';
 import { createWorkspaceWithTenant, erpTestConfig, queryTenantDb, startTestErp } from '../support/erp-tenant.js';
@@ -22,18 +32,34 @@ let pool: Pool;
 let admin: Pool;
 let erp: ErpStandIn;
 const deps = () => erpApiUserDeps(cfg, pool, erp.url);
-const fault = (p: Promise<unknown>) => p.then(() => expect.fail('expected an XML-RPC fault'), (e: unknown) => e as ErpFault);
+const fault = (p: Promise<unknown>) =>
+  p.then(
+    () => expect.fail('expected an XML-RPC fault'),
+    (e: unknown) => e as ErpFault,
+  );
 
 async function tenantWithDatabase(version: '18' | '19' = '18') {
   const tenant = await createWorkspaceWithTenant(pool, { tier: 'starter', version });
   const database = tenantHostname(tenant, cfg.TENANT_DOMAIN);
   await cloneTenantDatabase(admin, { database, template: templateDatabaseName('starter', version) });
-  await pool.query('INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, $3, $1)', [database, tenant, `plana-odoo-${version}`]);
+  await pool.query('INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, $3, $1)', [
+    database,
+    tenant,
+    `plana-odoo-${version}`,
+  ]);
   return { tenant, database };
 }
 
 const apiUsers = (database: string, login: string) =>
-  queryTenantDb<{ id: number; password: string; active: boolean; groups: string[]; companies: number[]; company_id: number; partner: string }>(
+  queryTenantDb<{
+    id: number;
+    password: string;
+    active: boolean;
+    groups: string[];
+    companies: number[];
+    company_id: number;
+    partner: string;
+  }>(
     cfg,
     database,
     `SELECT u.id, u.password, u.active, u.company_id, p.name AS partner,
@@ -43,7 +69,8 @@ const apiUsers = (database: string, login: string) =>
     [login],
   );
 
-const client = (database: string, login: string, password: string) => createErpClient({ baseUrl: erp.url, host: database, db: database, login, password });
+const client = (database: string, login: string, password: string) =>
+  createErpClient({ baseUrl: erp.url, host: database, db: database, login, password });
 
 beforeAll(async () => {
   cfg = await erpTestConfig();
@@ -77,7 +104,10 @@ describe('ensureErpApiUser', () => {
   it('gives a user that reads accounting and cannot write: AccessError (fault 4) on res.partner and account.move', async () => {
     const { tenant, database } = await tenantWithDatabase();
     await ensureErpApiUser(deps(), { tenant, database });
-    const api = client(database, ...(Object.values((await loadErpCredentials(pool, cfg.SECRETS_KEY, tenant))!) as [string, string]));
+    const api = client(
+      database,
+      ...(Object.values((await loadErpCredentials(pool, cfg.SECRETS_KEY, tenant))!) as [string, string]),
+    );
     expect((await api.executeKw<number[]>('account.move', 'search', [[]])).length).toBeGreaterThan(10);
     const partner = await fault(api.executeKw('res.partner', 'create', [{ name: 'Not allowed' }]));
     expect(partner.code).toBe(4);
@@ -96,7 +126,9 @@ describe('ensureErpApiUser', () => {
     await expect(client(database, 'admin', cfg.ERP_ADMIN_PASSWORD).authenticate()).rejects.toMatchObject({ code: 3 });
     expect(await client(database, 'admin', tenantAdminPassword(cfg.SECRETS_KEY, database)).authenticate()).toBe(2);
     const other = await tenantWithDatabase();
-    expect(tenantAdminPassword(cfg.SECRETS_KEY, other.database)).not.toBe(tenantAdminPassword(cfg.SECRETS_KEY, database));
+    expect(tenantAdminPassword(cfg.SECRETS_KEY, other.database)).not.toBe(
+      tenantAdminPassword(cfg.SECRETS_KEY, database),
+    );
   });
 
   it('uses group_ids on 19', async () => {
@@ -109,7 +141,10 @@ describe('ensureErpApiUser', () => {
     const { tenant, database } = await tenantWithDatabase();
     const { login } = await ensureErpApiUser(deps(), { tenant, database });
     const { password } = (await loadErpCredentials(pool, cfg.SECRETS_KEY, tenant))!;
-    const stored = await pool.query<{ password_encrypted: string }>('SELECT password_encrypted FROM tenant_erp_credentials WHERE tenant = $1', [tenant]);
+    const stored = await pool.query<{ password_encrypted: string }>(
+      'SELECT password_encrypted FROM tenant_erp_credentials WHERE tenant = $1',
+      [tenant],
+    );
     expect(stored.rows[0]!.password_encrypted).not.toContain(password);
     expect(stored.rows[0]!.password_encrypted).toMatch(/^v1\./);
     const [user] = await apiUsers(database, login);
@@ -129,7 +164,10 @@ describe('ensureErpApiUser', () => {
 
   it('is safe when two provisioning runs ensure the user at once', async () => {
     const { tenant, database } = await tenantWithDatabase();
-    const results = await Promise.all([ensureErpApiUser(deps(), { tenant, database }), ensureErpApiUser(deps(), { tenant, database })]);
+    const results = await Promise.all([
+      ensureErpApiUser(deps(), { tenant, database }),
+      ensureErpApiUser(deps(), { tenant, database }),
+    ]);
     expect(results.filter((r) => r.created)).toHaveLength(1);
     expect(await apiUsers(database, results[0]!.login)).toHaveLength(1);
   });
@@ -149,8 +187,14 @@ describe('ensureErpApiUser', () => {
   it('names the tenant database when it does not exist, and stores nothing', async () => {
     const tenant = await createWorkspaceWithTenant(pool, { tier: 'starter', version: '18' });
     const database = tenantHostname(tenant, cfg.TENANT_DOMAIN);
-    await pool.query('INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, $3, $1)', [database, tenant, 'plana-odoo-18']);
-    await expect(ensureErpApiUser(deps(), { tenant, database })).rejects.toThrow(`tenant database ${database} does not exist`);
+    await pool.query('INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, $3, $1)', [
+      database,
+      tenant,
+      'plana-odoo-18',
+    ]);
+    await expect(ensureErpApiUser(deps(), { tenant, database })).rejects.toThrow(
+      `tenant database ${database} does not exist`,
+    );
     expect(await loadErpCredentials(pool, cfg.SECRETS_KEY, tenant)).toBeNull();
   });
 });
@@ -161,7 +205,12 @@ describe('cloning a tenant database as Odoo duplicates one', () => {
     const root = mkdtempSync(path.join(os.tmpdir(), 'filestore-'));
     mkdirSync(path.join(root, template, 'ab'), { recursive: true });
     writeFileSync(path.join(root, template, 'ab', 'abcdef'), 'attachment');
-    const params = (db: string) => queryTenantDb<{ key: string; value: string }>(cfg, db, `SELECT key, value FROM ir_config_parameter WHERE key IN ('database.uuid', 'database.secret') ORDER BY key`);
+    const params = (db: string) =>
+      queryTenantDb<{ key: string; value: string }>(
+        cfg,
+        db,
+        `SELECT key, value FROM ir_config_parameter WHERE key IN ('database.uuid', 'database.secret') ORDER BY key`,
+      );
     const tenant = await createWorkspaceWithTenant(pool, { tier: 'starter', version: '18' });
     const database = tenantHostname(tenant, cfg.TENANT_DOMAIN);
     expect(await cloneTenantDatabase(admin, { database, template, filestoreRoot: root })).toBe('created');
@@ -180,7 +229,9 @@ describe('the stand-in, as real Odoo 18', () => {
   it('has the group ids of a real database: fixed ids [2, 4] make an administrator, not an accountant', async () => {
     const { database } = await tenantWithDatabase();
     const root = asAdmin(database);
-    const uid = await root.executeKw<number>('res.users', 'create', [{ name: 'Fixed ids', login: 'fixed@x.test', password: 'fixed-ids-password', groups_id: [[6, 0, [2, 4]]] }]);
+    const uid = await root.executeKw<number>('res.users', 'create', [
+      { name: 'Fixed ids', login: 'fixed@x.test', password: 'fixed-ids-password', groups_id: [[6, 0, [2, 4]]] },
+    ]);
     expect(uid).toBeGreaterThan(2);
     const wrong = client(database, 'fixed@x.test', 'fixed-ids-password');
     // Access Rights + Settings: may create contacts' users... but no accounting at all
@@ -191,9 +242,31 @@ describe('the stand-in, as real Odoo 18', () => {
   it('shows a user no accounting of a company it is not linked to', async () => {
     const { database } = await tenantWithDatabase();
     const root = asAdmin(database);
-    const groups = await root.executeKw<{ res_id: number }[]>('ir.model.data', 'search_read', [[['module', '=', 'account'], ['name', '=', 'group_account_readonly']]], { fields: ['res_id'] });
-    await root.executeKw('res.users', 'create', [{ name: 'No company', login: 'nocompany@x.test', password: 'no-company-password', company_ids: [[6, 0, [1]]], groups_id: [[6, 0, [groups[0]!.res_id]]] }]);
-    await queryTenantDb(cfg, database, `DELETE FROM res_company_users_rel WHERE user_id = (SELECT id FROM res_users WHERE login = 'nocompany@x.test')`);
+    const groups = await root.executeKw<{ res_id: number }[]>(
+      'ir.model.data',
+      'search_read',
+      [
+        [
+          ['module', '=', 'account'],
+          ['name', '=', 'group_account_readonly'],
+        ],
+      ],
+      { fields: ['res_id'] },
+    );
+    await root.executeKw('res.users', 'create', [
+      {
+        name: 'No company',
+        login: 'nocompany@x.test',
+        password: 'no-company-password',
+        company_ids: [[6, 0, [1]]],
+        groups_id: [[6, 0, [groups[0]!.res_id]]],
+      },
+    ]);
+    await queryTenantDb(
+      cfg,
+      database,
+      `DELETE FROM res_company_users_rel WHERE user_id = (SELECT id FROM res_users WHERE login = 'nocompany@x.test')`,
+    );
     const nobody = client(database, 'nocompany@x.test', 'no-company-password');
     expect(await nobody.executeKw('account.move', 'search_count', [[]])).toBe(0);
     expect(await nobody.executeKw('res.company', 'search', [[]])).toEqual([]);
@@ -212,12 +285,18 @@ describe('the stand-in, as real Odoo 18', () => {
     const root = asAdmin(database);
     const uid = await root.executeKw<number>('res.users', 'create', [{ name: 'Before', login: 'named@x.test' }]);
     await root.executeKw('res.users', 'write', [[uid], { name: 'After' }]);
-    expect(await root.executeKw('res.users', 'read', [[uid]], { fields: ['name'] })).toEqual([{ id: uid, name: 'After' }]);
+    expect(await root.executeKw('res.users', 'read', [[uid]], { fields: ['name'] })).toEqual([
+      { id: uid, name: 'After' },
+    ]);
   });
 
   it('refuses a main company that is not among the allowed ones', async () => {
     const { database } = await tenantWithDatabase();
-    const err = await fault(asAdmin(database).executeKw('res.users', 'create', [{ name: 'Odd', login: 'odd@x.test', company_id: 1, company_ids: [[6, 0, []]] }]));
+    const err = await fault(
+      asAdmin(database).executeKw('res.users', 'create', [
+        { name: 'Odd', login: 'odd@x.test', company_id: 1, company_ids: [[6, 0, []]] },
+      ]),
+    );
     expect(err.code).toBe(2);
     expect(err.faultString).toContain('is not in the allowed companies');
   });

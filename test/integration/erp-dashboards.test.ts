@@ -7,11 +7,24 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Value } from 'typebox/value';
 import { createPool, type Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
-import { AlertsSchema, CashflowSchema, KpisSchema, createDashboardService, type DashboardService } from '../../domain/erp/dashboards.js';
+import {
+  AlertsSchema,
+  CashflowSchema,
+  KpisSchema,
+  createDashboardService,
+  type DashboardService,
+} from '../../domain/erp/dashboards.js';
 import { AppError } from '../../lib/errors.js';
 import type { ErpVersion } from '../../domain/tenants/types.js';
 import type { ErpStandIn } from '../../sandbox/erp/server.js';
-import { createWorkspaceWithTenant, erpTestConfig, provisionTestTenant, queryTenantDb, startTestErp, type TestTenant } from '../support/erp-tenant.js';
+import {
+  createWorkspaceWithTenant,
+  erpTestConfig,
+  provisionTestTenant,
+  queryTenantDb,
+  startTestErp,
+  type TestTenant,
+} from '../support/erp-tenant.js';
 
 let cfg: Config;
 let pool: Pool;
@@ -32,7 +45,11 @@ beforeAll(async () => {
   cfg = { ...base, ERP_URL: erp.url };
   redis = new Redis(cfg.REDIS_URL);
   service = createDashboardService({ pool, redis, config: cfg });
-  for (const [version, tier] of [['17', 'starter'], ['18', 'pro'], ['19', 'enterprise']] as const) {
+  for (const [version, tier] of [
+    ['17', 'starter'],
+    ['18', 'pro'],
+    ['19', 'enterprise'],
+  ] as const) {
     tenants.set(version, await provisionTestTenant(cfg, pool, admin, { tier, version, erpUrl: erp.url }));
   }
 });
@@ -75,10 +92,16 @@ describe.each(['17', '18', '19'] as const)('dashboards on ERP %s', (version) => 
     expect(kpis.payables).toBeCloseTo(num(want.payables), 2);
     expect(kpis.cashBalance).toBeCloseTo(num(want.cash), 2);
     expect(kpis.revenue).toBeGreaterThan(0); // the demo data makes this month meaningful
-    expect(kpis.cashJournals.map((j) => j.type).sort()).toEqual(version === '17' ? ['bank', 'cash'] : ['bank', 'cash', 'credit']);
+    expect(kpis.cashJournals.map((j) => j.type).sort()).toEqual(
+      version === '17' ? ['bank', 'cash'] : ['bank', 'cash', 'credit'],
+    );
     // per company, each in its own currency; the main company's figures are the top-level ones
     expect(kpis.companies.map((c) => c.currency)).toEqual(['EUR', 'USD']);
-    expect(kpis.companies[0]).toMatchObject({ receivables: kpis.receivables, cashBalance: kpis.cashBalance, revenue: kpis.revenue });
+    expect(kpis.companies[0]).toMatchObject({
+      receivables: kpis.receivables,
+      cashBalance: kpis.cashBalance,
+      revenue: kpis.revenue,
+    });
     const [us] = await queryTenantDb<Record<string, string>>(
       cfg,
       t.database,
@@ -181,8 +204,14 @@ describe('caching and errors', () => {
       expect((err as AppError).code).toBe('NOT_FOUND');
       expect((err as AppError).message).toContain(message);
     }
-    await pool.query(`INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-18', $1)`, [`${unrouted}.${cfg.TENANT_DOMAIN}`, unrouted]);
-    await expect(service.kpis(unrouted)).rejects.toMatchObject({ code: 'NOT_FOUND', message: expect.stringContaining('no API user') });
+    await pool.query(
+      `INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-18', $1)`,
+      [`${unrouted}.${cfg.TENANT_DOMAIN}`, unrouted],
+    );
+    await expect(service.kpis(unrouted)).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+      message: expect.stringContaining('no API user'),
+    });
   });
 
   it('answers BAD_GATEWAY without ERP internals when the ERP rejects the API user', async () => {

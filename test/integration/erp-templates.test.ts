@@ -36,7 +36,9 @@ const counts = (cfg: Config, db: string) =>
 
 describe('ERP template databases', () => {
   it('exist for every tier and ERP version, marked as templates', async () => {
-    const res = await admin.query<{ datname: string; datistemplate: boolean }>(`SELECT datname, datistemplate FROM pg_database WHERE datname LIKE 'erp\\_tpl\\_%' ORDER BY 1`);
+    const res = await admin.query<{ datname: string; datistemplate: boolean }>(
+      `SELECT datname, datistemplate FROM pg_database WHERE datname LIKE 'erp\\_tpl\\_%' ORDER BY 1`,
+    );
     const expected = tiers.flatMap((t) => erpVersions.map((v) => templateDatabaseName(t, v))).sort();
     expect(res.rows.map((r) => r.datname)).toEqual(expected);
     expect(res.rows.every((r) => r.datistemplate)).toBe(true);
@@ -52,25 +54,41 @@ describe('ERP template databases', () => {
     expect(c.moves).toBeGreaterThan(100);
     expect(c.lines).toBeGreaterThan(c.moves);
     expect(c.statement_lines).toBeGreaterThan(20);
-    const [balance] = await queryTenantDb<{ debit: string; credit: string }>(cfg, templateDatabaseName(tier, '18'), 'SELECT sum(debit) AS debit, sum(credit) AS credit FROM account_move_line');
+    const [balance] = await queryTenantDb<{ debit: string; credit: string }>(
+      cfg,
+      templateDatabaseName(tier, '18'),
+      'SELECT sum(debit) AS debit, sum(credit) AS credit FROM account_move_line',
+    );
     expect(balance!.debit).toBe(balance!.credit); // double-entry: every entry balances
     const states = await queryTenantDb<{ state: string; payment_state: string }>(
       cfg,
       templateDatabaseName(tier, '18'),
       `SELECT DISTINCT state, payment_state FROM account_move WHERE move_type = 'out_invoice'`,
     );
-    expect(states.map((s) => `${s.state}/${s.payment_state}`)).toEqual(expect.arrayContaining(['posted/paid', 'posted/not_paid', 'draft/not_paid']));
+    expect(states.map((s) => `${s.state}/${s.payment_state}`)).toEqual(
+      expect.arrayContaining(['posted/paid', 'posted/not_paid', 'draft/not_paid']),
+    );
   });
 
   it('differ by tier in their module list', async () => {
     const modules = async (tier: (typeof tiers)[number]) =>
-      (await queryTenantDb<{ name: string }>(cfg, templateDatabaseName(tier, '17'), `SELECT name FROM ir_module_module WHERE state = 'installed'`)).map((m) => m.name);
+      (
+        await queryTenantDb<{ name: string }>(
+          cfg,
+          templateDatabaseName(tier, '17'),
+          `SELECT name FROM ir_module_module WHERE state = 'installed'`,
+        )
+      ).map((m) => m.name);
     const [starter, enterprise] = await Promise.all([modules('starter'), modules('enterprise')]);
     expect(starter).toContain('account');
     expect(starter).not.toContain('mrp');
     expect(enterprise).toEqual(expect.arrayContaining(['account', 'mrp', 'project']));
     // the others are listed, not installed, as Odoo lists its addons path: a tier change installs them
-    const listed = await queryTenantDb<{ name: string; state: string }>(cfg, templateDatabaseName('starter', '17'), `SELECT name, state FROM ir_module_module WHERE name = 'mrp'`);
+    const listed = await queryTenantDb<{ name: string; state: string }>(
+      cfg,
+      templateDatabaseName('starter', '17'),
+      `SELECT name, state FROM ir_module_module WHERE name = 'mrp'`,
+    );
     expect(listed).toEqual([{ name: 'mrp', state: 'uninstalled' }]);
   });
 });
@@ -120,8 +138,15 @@ describe('cloneTenantDatabase', () => {
   });
 
   it('refuses names that are not database-safe', async () => {
-    await expect(cloneTenantDatabase(admin, { database: 'x"; DROP DATABASE plana; --', template: templateDatabaseName('pro', '18') })).rejects.toThrow(InvalidDatabaseNameError);
-    await expect(cloneTenantDatabase(admin, { database: '-bad.erp.test', template: templateDatabaseName('pro', '18') })).rejects.toThrow(/invalid database name/);
+    await expect(
+      cloneTenantDatabase(admin, {
+        database: 'x"; DROP DATABASE plana; --',
+        template: templateDatabaseName('pro', '18'),
+      }),
+    ).rejects.toThrow(InvalidDatabaseNameError);
+    await expect(
+      cloneTenantDatabase(admin, { database: '-bad.erp.test', template: templateDatabaseName('pro', '18') }),
+    ).rejects.toThrow(/invalid database name/);
   });
 
   it('drops a name that can never be a database as absent (a half-made tenant deprovisions to nothing)', async () => {

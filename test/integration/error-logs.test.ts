@@ -34,7 +34,9 @@ const JWT = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJqYW5lIn0.c2lnbmF0dXJlLW9mLXRoZS10b2
 const WS_KEY = 'ws_live_ABCDEFGHIJKLMNOPQRSTUVWXYZ234567ABCDEFGHIJKLMNOPQRSTUVWX';
 const WHSEC = 'whsec_c2VjcmV0LXNpZ25pbmcta2V5LW9mLXRoZS1lbmRwb2ludA';
 const failure = () =>
-  new TypeError(`could not load the row of ${EMAIL}: Authorization: Bearer ${JWT}, key ${WS_KEY}, secret ${WHSEC}, password=hunter2-very-secret`);
+  new TypeError(
+    `could not load the row of ${EMAIL}: Authorization: Bearer ${JWT}, key ${WS_KEY}, secret ${WHSEC}, password=hunter2-very-secret`,
+  );
 const SECRETS = [EMAIL, JWT, WS_KEY, WHSEC, 'hunter2-very-secret'];
 
 function expectFailureLine(lines: Record<string, unknown>[], requestId: string, method: string, route: string) {
@@ -121,28 +123,90 @@ describe('the internal services', () => {
     redis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 2 });
     pool = createPool(inject('databaseUrl'), 2);
     const secretsKey = Buffer.alloc(32, 1).toString('base64');
-    const build: [string, string, (logStream: ReturnType<typeof logCapture>['stream']) => Promise<FastifyInstance>][] = [
-      ['events', 'GET /api/v1/events/info', (logStream) => buildEventsApp({ redis, serviceKeys: keys, stream: `errlog-${process.pid}`, maxLen: 100, dedupeTtlSeconds: 60, logLevel: 'info', logStream })],
-      ['notifications', 'POST /v1/email', (logStream) => buildNotificationsApp({ mailer: { send: async () => ({ messageId: '<x@test>' }) } as never, redis, serviceKeys: keys, appUrl: 'http://127.0.0.1', logLevel: 'info', logStream })],
-      ['auth', 'GET /api/v1/status', (logStream) => buildAuthApp({ pool, redis, serviceKeys: keys, config: { ...parseConfig({}), LOG_LEVEL: 'info' }, logStream })],
-      ['banking', 'GET /banking/adapters', (logStream) => buildBankingApp({ pool, secretsKey, adapters: adaptersFromConfig('sandbox=http://127.0.0.1:9', 1_000), serviceKeys: keys, callers: ['x'], logLevel: 'info', logStream })],
+    const build: [string, string, (logStream: ReturnType<typeof logCapture>['stream']) => Promise<FastifyInstance>][] =
       [
-        'agents',
-        'GET /agents/finance/executions',
-        (logStream) =>
-          buildAgentsApp({
-            pool,
-            serviceKeys: keys,
-            grants: new WorkspaceGrants(secretsKey),
-            model: { client: undefined as never, model: 'none' },
-            data: { call: async () => ({ ok: false, status: 503, error: 'none' }) },
-            maxToolRounds: 1,
-            logLevel: 'info',
-            logStream,
-          }),
-      ],
-      ['data', 'GET /data/workspaces/00000000-0000-4000-8000-000000000000/kpis', (logStream) => buildDataApp({ pool, serviceKeys: keys, grants: new WorkspaceGrants(secretsKey), dashboards: {} as never, logLevel: 'info', logStream })],
-    ];
+        [
+          'events',
+          'GET /api/v1/events/info',
+          (logStream) =>
+            buildEventsApp({
+              redis,
+              serviceKeys: keys,
+              stream: `errlog-${process.pid}`,
+              maxLen: 100,
+              dedupeTtlSeconds: 60,
+              logLevel: 'info',
+              logStream,
+            }),
+        ],
+        [
+          'notifications',
+          'POST /v1/email',
+          (logStream) =>
+            buildNotificationsApp({
+              mailer: { send: async () => ({ messageId: '<x@test>' }) } as never,
+              redis,
+              serviceKeys: keys,
+              appUrl: 'http://127.0.0.1',
+              logLevel: 'info',
+              logStream,
+            }),
+        ],
+        [
+          'auth',
+          'GET /api/v1/status',
+          (logStream) =>
+            buildAuthApp({
+              pool,
+              redis,
+              serviceKeys: keys,
+              config: { ...parseConfig({}), LOG_LEVEL: 'info' },
+              logStream,
+            }),
+        ],
+        [
+          'banking',
+          'GET /banking/adapters',
+          (logStream) =>
+            buildBankingApp({
+              pool,
+              secretsKey,
+              adapters: adaptersFromConfig('sandbox=http://127.0.0.1:9', 1_000),
+              serviceKeys: keys,
+              callers: ['x'],
+              logLevel: 'info',
+              logStream,
+            }),
+        ],
+        [
+          'agents',
+          'GET /agents/finance/executions',
+          (logStream) =>
+            buildAgentsApp({
+              pool,
+              serviceKeys: keys,
+              grants: new WorkspaceGrants(secretsKey),
+              model: { client: undefined as never, model: 'none' },
+              data: { call: async () => ({ ok: false, status: 503, error: 'none' }) },
+              maxToolRounds: 1,
+              logLevel: 'info',
+              logStream,
+            }),
+        ],
+        [
+          'data',
+          'GET /data/workspaces/00000000-0000-4000-8000-000000000000/kpis',
+          (logStream) =>
+            buildDataApp({
+              pool,
+              serviceKeys: keys,
+              grants: new WorkspaceGrants(secretsKey),
+              dashboards: {} as never,
+              logLevel: 'info',
+              logStream,
+            }),
+        ],
+      ];
     for (const [name, refused, make] of build) {
       const log = logCapture();
       const app = await make(log.stream);
@@ -161,16 +225,19 @@ describe('the internal services', () => {
     await pool?.end();
   });
 
-  it.each(['events', 'notifications', 'auth', 'banking', 'agents', 'data'])('%s: a 5xx logged with its stack, redacted; a 4xx one line without', async (name) => {
-    const s = services.find((x) => x.name === name)!;
-    const failed = await s.app.inject({ method: 'GET', url: '/error-log-test/42' });
-    expect(failed.statusCode).toBe(500);
-    expectFailureLine(s.log.lines, failed.json().requestId, 'GET', '/error-log-test/:id');
-    const [method, url] = s.refused.split(' ') as ['GET' | 'POST', string];
-    const refused = await s.app.inject({ method, url });
-    expect(refused.statusCode).toBe(401);
-    expectRefusalLine(s.log.lines, refused.json().requestId, 401);
-  });
+  it.each(['events', 'notifications', 'auth', 'banking', 'agents', 'data'])(
+    '%s: a 5xx logged with its stack, redacted; a 4xx one line without',
+    async (name) => {
+      const s = services.find((x) => x.name === name)!;
+      const failed = await s.app.inject({ method: 'GET', url: '/error-log-test/42' });
+      expect(failed.statusCode).toBe(500);
+      expectFailureLine(s.log.lines, failed.json().requestId, 'GET', '/error-log-test/:id');
+      const [method, url] = s.refused.split(' ') as ['GET' | 'POST', string];
+      const refused = await s.app.inject({ method, url });
+      expect(refused.statusCode).toBe(401);
+      expectRefusalLine(s.log.lines, refused.json().requestId, 401);
+    },
+  );
 
   it('tenant-ingress: a failing route look-up logged with its stack, redacted; an unknown host one line without', async () => {
     const log = logCapture();
@@ -181,13 +248,23 @@ describe('the internal services', () => {
         return { rows: [] };
       },
     };
-    const app = await buildTenantIngress({ platform: platform as never, upstream: 'http://127.0.0.1:9', saas: {} as never, logLevel: 'info', logStream: log.stream });
+    const app = await buildTenantIngress({
+      platform: platform as never,
+      upstream: 'http://127.0.0.1:9',
+      saas: {} as never,
+      logLevel: 'info',
+      logStream: log.stream,
+    });
     try {
       const failed = await app.inject({ method: 'GET', url: '/web/login', headers: { host: 'acme.erp.example.test' } });
       expect(failed.statusCode).toBe(500);
       expectFailureLine(log.lines, failed.json().requestId, 'GET', '/*');
       failing = false;
-      const unknown = await app.inject({ method: 'GET', url: '/web/login', headers: { host: 'nobody.erp.example.test' } });
+      const unknown = await app.inject({
+        method: 'GET',
+        url: '/web/login',
+        headers: { host: 'nobody.erp.example.test' },
+      });
       expect(unknown.statusCode).toBe(404);
       const line = log.lines.find((l) => (l.res as { statusCode?: number } | undefined)?.statusCode === 404)!;
       expectRefusalLine(log.lines, line.reqId as string, 404);

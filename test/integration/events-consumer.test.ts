@@ -35,7 +35,10 @@ afterAll(async () => {
 });
 
 const publish = (type: string, data: unknown) =>
-  publishEvent({ eventsUrl: cfg.EVENTS_URL, apiKey: testKeys.events }, cloudEvent({ id: randomUUID(), source: '/plana/tests', type, data }));
+  publishEvent(
+    { eventsUrl: cfg.EVENTS_URL, apiKey: testKeys.events },
+    cloudEvent({ id: randomUUID(), source: '/plana/tests', type, data }),
+  );
 
 /** A new group that sees only events published from now on (the stream is shared by the tests). */
 async function newGroup() {

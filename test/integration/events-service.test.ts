@@ -111,10 +111,26 @@ describe('POST /api/v1/events', () => {
   it.each([
     ['no specversion', { specversion: undefined }, ['specversion is required']],
     ['a wrong specversion', { specversion: '0.3' }, ['specversion must be "1.0" (got "0.3")']],
-    ['no id, source or type', { id: undefined, source: undefined, type: undefined }, ['id is required', 'source is required', 'type is required']],
-    ['an empty id and a numeric type', { id: '', type: 42 }, ['id must be a non-empty string', 'type must be a non-empty string']],
-    ['a time that is not RFC 3339', { time: 'yesterday' }, ['time must be an RFC 3339 timestamp, e.g. 2026-01-31T12:00:00Z']],
-    ['a badly named extension', { 'Trace-Id': 'x' }, ['extension attribute "Trace-Id" must be named with 1-20 lower-case letters or digits']],
+    [
+      'no id, source or type',
+      { id: undefined, source: undefined, type: undefined },
+      ['id is required', 'source is required', 'type is required'],
+    ],
+    [
+      'an empty id and a numeric type',
+      { id: '', type: 42 },
+      ['id must be a non-empty string', 'type must be a non-empty string'],
+    ],
+    [
+      'a time that is not RFC 3339',
+      { time: 'yesterday' },
+      ['time must be an RFC 3339 timestamp, e.g. 2026-01-31T12:00:00Z'],
+    ],
+    [
+      'a badly named extension',
+      { 'Trace-Id': 'x' },
+      ['extension attribute "Trace-Id" must be named with 1-20 lower-case letters or digits'],
+    ],
   ])('answers 400 with one reason per problem for %s, and appends nothing', async (_label, change, reasons) => {
     const before = await redis.xlen(cfg.EVENTS_STREAM);
     const res = await post('/api/v1/events', anEvent(change));
@@ -129,7 +145,9 @@ describe('POST /api/v1/events', () => {
   it('answers 400 for a body that is not a JSON object or not JSON at all', async () => {
     const array = await post('/api/v1/events', [anEvent()]);
     expect(array.status).toBe(400);
-    expect((await array.json()).errors).toEqual(['the body must be a JSON object (a CloudEvents 1.0 envelope in structured mode)']);
+    expect((await array.json()).errors).toEqual([
+      'the body must be a JSON object (a CloudEvents 1.0 envelope in structured mode)',
+    ]);
     const broken = await post('/api/v1/events', '{"specversion": "1.0",');
     expect(broken.status).toBe(400);
     expect((await broken.json()).code).toBe('BAD_REQUEST');
@@ -161,12 +179,15 @@ describe('POST /api/v1/events', () => {
   });
 
   it('publishEvent() reports what the service answered when it refuses an event', async () => {
-    const refused = publishEvent({ eventsUrl: cfg.EVENTS_URL, apiKey: 'wrong-key-0000000000000000' }, cloudEvent({ id: 'x', source: '/t', type: 't' }));
+    const refused = publishEvent(
+      { eventsUrl: cfg.EVENTS_URL, apiKey: 'wrong-key-0000000000000000' },
+      cloudEvent({ id: 'x', source: '/t', type: 't' }),
+    );
     await expect(refused).rejects.toBeInstanceOf(EventsServiceError);
     await expect(refused).rejects.toMatchObject({ status: 401 });
-    await expect(publishEvent({ eventsUrl: 'http://127.0.0.1:1', apiKey: 'k' }, cloudEvent({ id: 'x', source: '/t', type: 't' }))).rejects.toThrow(
-      /events service unreachable/,
-    );
+    await expect(
+      publishEvent({ eventsUrl: 'http://127.0.0.1:1', apiKey: 'k' }, cloudEvent({ id: 'x', source: '/t', type: 't' })),
+    ).rejects.toThrow(/events service unreachable/);
   });
 });
 
@@ -199,11 +220,14 @@ describe('consumer groups and info', () => {
     const c = await eventsConfig();
     const svc = await startEvents(c);
     try {
-      const emptyInfo = await (await fetch(`${c.EVENTS_URL}/api/v1/events/info`, { headers: { 'x-api-key': testKeys.events } })).json();
+      const emptyInfo = await (
+        await fetch(`${c.EVENTS_URL}/api/v1/events/info`, { headers: { 'x-api-key': testKeys.events } })
+      ).json();
       expect(emptyInfo).toMatchObject({ stream: c.EVENTS_STREAM, length: 0, firstId: null, lastId: null, groups: [] });
 
       const published: string[] = [];
-      for (let i = 0; i < 3; i++) published.push((await (await post('/api/v1/events', anEvent(), {}, c)).json()).streamId);
+      for (let i = 0; i < 3; i++)
+        published.push((await (await post('/api/v1/events', anEvent(), {}, c)).json()).streamId);
 
       const created = await post('/api/v1/events/groups/billing?startId=0', undefined, {}, c);
       expect(created.status).toBe(201);
@@ -216,12 +240,18 @@ describe('consumer groups and info', () => {
       // a consumer reads two entries and does not acknowledge them yet
       await redis.xreadgroup('GROUP', 'billing', 'worker-1', 'COUNT', 2, 'STREAMS', c.EVENTS_STREAM, '>');
 
-      const info = await (await fetch(`${c.EVENTS_URL}/api/v1/events/info`, { headers: { 'x-api-key': testKeys.events } })).json();
+      const info = await (
+        await fetch(`${c.EVENTS_URL}/api/v1/events/info`, { headers: { 'x-api-key': testKeys.events } })
+      ).json();
       expect(info).toMatchObject({ length: 3, firstId: published[0], lastId: published[2], entriesAdded: 3 });
       const billing = info.groups.find((g: { name: string }) => g.name === 'billing');
       expect(billing).toMatchObject({ lag: 1, pending: 2, lastDeliveredId: published[1] });
       expect(billing.consumers).toEqual([{ name: 'worker-1', pending: 2, idleMs: expect.any(Number) }]);
-      expect(info.groups.find((g: { name: string }) => g.name === 'only-new')).toMatchObject({ lag: 0, pending: 0, consumers: [] });
+      expect(info.groups.find((g: { name: string }) => g.name === 'only-new')).toMatchObject({
+        lag: 0,
+        pending: 0,
+        consumers: [],
+      });
     } finally {
       await svc.close();
     }
@@ -241,6 +271,12 @@ describe('probes and status', () => {
     expect(await (await get('/healthz', {})).json()).toEqual({ status: 'ok' });
     expect(await (await get('/readyz', {})).json()).toEqual({ status: 'ready' });
     const status = await (await get('/api/v1/status')).json();
-    expect(status).toMatchObject({ service: 'events', status: 'ok', stream: cfg.EVENTS_STREAM, redis: 'ok', maxLen: cfg.EVENTS_STREAM_MAXLEN });
+    expect(status).toMatchObject({
+      service: 'events',
+      status: 'ok',
+      stream: cfg.EVENTS_STREAM,
+      redis: 'ok',
+      maxLen: cfg.EVENTS_STREAM_MAXLEN,
+    });
   });
 });

@@ -56,14 +56,29 @@ describe('the execution-log-retention schedule', () => {
     expect(await partitions()).toEqual(expect.arrayContaining([old, kept]));
 
     const scheduleId = `execution-log-retention-${randomUUID().slice(0, 8)}`;
-    expect(await ensureExecutionLogRetentionSchedule(temporal, { taskQueue: cfg.TEMPORAL_TASK_QUEUE, retentionDays: 90, scheduleId })).toBe('created');
-    expect(await ensureExecutionLogRetentionSchedule(temporal, { taskQueue: cfg.TEMPORAL_TASK_QUEUE, retentionDays: 90, scheduleId })).toBe('exists');
+    expect(
+      await ensureExecutionLogRetentionSchedule(temporal, {
+        taskQueue: cfg.TEMPORAL_TASK_QUEUE,
+        retentionDays: 90,
+        scheduleId,
+      }),
+    ).toBe('created');
+    expect(
+      await ensureExecutionLogRetentionSchedule(temporal, {
+        taskQueue: cfg.TEMPORAL_TASK_QUEUE,
+        retentionDays: 90,
+        scheduleId,
+      }),
+    ).toBe('exists');
     const schedule = temporal.schedule.getHandle(scheduleId);
     try {
       await schedule.trigger();
       let workflowId: string | undefined;
       await expect
-        .poll(async () => (workflowId = (await schedule.describe()).info.recentActions[0]?.action.workflow.workflowId), { timeout: 20_000, interval: 200 })
+        .poll(
+          async () => (workflowId = (await schedule.describe()).info.recentActions[0]?.action.workflow.workflowId),
+          { timeout: 20_000, interval: 200 },
+        )
         .toBeDefined();
       const result = await temporal.workflow.getHandle(workflowId!).result();
       expect(result.retentionDays).toBe(90);

@@ -21,7 +21,8 @@ beforeAll(async () => {
 
 afterAll(() => api?.close());
 
-const readLog = (accessToken: string, query = '') => call(base, 'GET', `/api/portal/execution-log${query}`, { token: accessToken });
+const readLog = (accessToken: string, query = '') =>
+  call(base, 'GET', `/api/portal/execution-log${query}`, { token: accessToken });
 
 describe('GET /api/portal/execution-log', () => {
   it("records every call made with the workspace's keys: time, key prefix, method, route, status, latency", async () => {
@@ -35,8 +36,18 @@ describe('GET /api/portal/execution-log', () => {
     expect(res.status).toBe(200);
     expect(res.body.items).toHaveLength(2);
     const [newest, oldest] = res.body.items;
-    expect(oldest).toMatchObject({ keyPrefix: key.prefix, method: 'GET', route: '/api/portal/apikeys/self', status: 200 });
-    expect(newest).toMatchObject({ keyPrefix: key.prefix, method: 'GET', route: '/api/portal/odoo/:slug/kpis', status: 403 });
+    expect(oldest).toMatchObject({
+      keyPrefix: key.prefix,
+      method: 'GET',
+      route: '/api/portal/apikeys/self',
+      status: 200,
+    });
+    expect(newest).toMatchObject({
+      keyPrefix: key.prefix,
+      method: 'GET',
+      route: '/api/portal/odoo/:slug/kpis',
+      status: 403,
+    });
     for (const item of res.body.items) {
       expect(new Date(item.occurredAt).getTime()).toBeGreaterThanOrEqual(started - 1000);
       expect(item.latencyMs).toBeGreaterThanOrEqual(0);
@@ -63,10 +74,21 @@ describe('GET /api/portal/execution-log', () => {
     const { workspace, accessToken } = await adminOfNewWorkspace(base, pool);
     const log = new ExecutionLog({ pool, log: api.app.log, flushMs: 60_000, partitionsAhead: 1 });
     const route = 'GET /odd\tpath\nwith\\N and \\ backslashes\r';
-    log.record({ occurredAt: new Date(), workspaceId: workspace.id, keyPrefix: 'ws_live_ODD', method: 'GET', route, status: 200, latencyMs: 1.5, requestId: 'req\\1' });
+    log.record({
+      occurredAt: new Date(),
+      workspaceId: workspace.id,
+      keyPrefix: 'ws_live_ODD',
+      method: 'GET',
+      route,
+      status: 200,
+      latencyMs: 1.5,
+      requestId: 'req\\1',
+    });
     await log.close();
     const items = (await readLog(accessToken)).body.items;
-    expect(items).toEqual([expect.objectContaining({ route, requestId: 'req\\1', keyPrefix: 'ws_live_ODD', latencyMs: 1.5 })]);
+    expect(items).toEqual([
+      expect.objectContaining({ route, requestId: 'req\\1', keyPrefix: 'ws_live_ODD', latencyMs: 1.5 }),
+    ]);
   });
 
   it('pages newest first with a cursor, without gaps or repeats', async () => {
@@ -105,10 +127,16 @@ describe('GET /api/portal/execution-log', () => {
     }
     const page = await readLog(one.accessToken, '?limit=2');
     expect(page.body.items).toHaveLength(2);
-    for (const item of page.body.items) expect(item.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    const internal = (await pool.query<{ id: string }>('SELECT id::text FROM execution_log WHERE workspace_id = $1', [one.workspace.id])).rows.map((r) => r.id);
+    for (const item of page.body.items)
+      expect(item.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    const internal = (
+      await pool.query<{ id: string }>('SELECT id::text FROM execution_log WHERE workspace_id = $1', [one.workspace.id])
+    ).rows.map((r) => r.id);
     const cursor: string = page.body.nextCursor;
-    const readable = cursor.split('.').map((part) => Buffer.from(part, 'base64url').toString('latin1')).join(' ');
+    const readable = cursor
+      .split('.')
+      .map((part) => Buffer.from(part, 'base64url').toString('latin1'))
+      .join(' ');
     for (const id of internal) expect(readable).not.toContain(id);
     // the cursor pages on; changed by one character it is refused
     expect((await readLog(one.accessToken, `?limit=2&cursor=${cursor}`)).body.items).toHaveLength(1);
@@ -137,7 +165,12 @@ describe('GET /api/portal/execution-log', () => {
       cursor = res.body.nextCursor;
     }
     const publicIds = new Map(
-      (await pool.query<{ id: string; public_id: string }>('SELECT id::text, public_id::text FROM execution_log WHERE workspace_id = $1', [workspace.id])).rows.map((r) => [r.id, r.public_id]),
+      (
+        await pool.query<{ id: string; public_id: string }>(
+          'SELECT id::text, public_id::text FROM execution_log WHERE workspace_id = $1',
+          [workspace.id],
+        )
+      ).rows.map((r) => [r.id, r.public_id]),
     );
     expect(seen).toEqual([...ids].reverse().map((id) => publicIds.get(id)));
   });
@@ -175,7 +208,9 @@ describe('retention (POST /api/ops/execution-log/retention)', () => {
        VALUES ($1::date + interval '12 hours', gen_random_uuid(), 'ws_live_OLDOLDOL', 'GET', '/x', 200, 1, 'r')`,
       [old],
     );
-    const res = await call(base, 'POST', '/api/ops/execution-log/retention', { headers: { 'x-api-key': testKeys.operator } });
+    const res = await call(base, 'POST', '/api/ops/execution-log/retention', {
+      headers: { 'x-api-key': testKeys.operator },
+    });
     expect(res.status).toBe(200);
     expect(res.body.retentionDays).toBe(90);
     // (another test file may run the retention at the same time and drop it first)

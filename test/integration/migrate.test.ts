@@ -56,7 +56,10 @@ describe('migrate', () => {
   it('a failing migration leaves nothing half-written', async () => {
     const dir = mkdtempSync(path.join(inject('dataDir'), 'bad-migrations-'));
     writeFileSync(path.join(dir, '001_good.sql'), 'CREATE TABLE good_one (id int);');
-    writeFileSync(path.join(dir, '002_bad.sql'), 'CREATE TABLE half_written (id int); SELECT no_such_column FROM good_one;');
+    writeFileSync(
+      path.join(dir, '002_bad.sql'),
+      'CREATE TABLE half_written (id int); SELECT no_such_column FROM good_one;',
+    );
     try {
       await expect(migrate(pool, dir)).rejects.toThrow(/no_such_column/);
       const tables = await pool.query<{ t: string | null }>(`SELECT to_regclass('half_written')::text AS t`);

@@ -51,7 +51,11 @@ describe('POST /v1/welcome', () => {
   });
 
   it('accepts both keys while a rotation has two live', async () => {
-    const res = await post('/v1/welcome', { email: 'rotating@acme.test', workspace: 'acme' }, { 'x-api-key': previousKey });
+    const res = await post(
+      '/v1/welcome',
+      { email: 'rotating@acme.test', workspace: 'acme' },
+      { 'x-api-key': previousKey },
+    );
     expect(res.status).toBe(200);
   });
 
@@ -71,7 +75,11 @@ describe('POST /v1/welcome', () => {
   it.each([
     ['a missing workspace', { email: 'a@acme.test' }, 'body.workspace'],
     ['an invalid e-mail', { email: 'not-an-email', workspace: 'acme' }, 'body.email'],
-    ['an unknown field', { email: 'a@acme.test', workspace: 'acme', cc: 'x@y.z' }, 'body.cc is not a field of this request'],
+    [
+      'an unknown field',
+      { email: 'a@acme.test', workspace: 'acme', cc: 'x@y.z' },
+      'body.cc is not a field of this request',
+    ],
   ])('answers 400 naming the problem for %s', async (_l, body, expected) => {
     const res = await post('/v1/welcome', body);
     expect(res.status).toBe(400);
@@ -104,7 +112,12 @@ describe('POST /v1/email and /v1/alert', () => {
   });
 
   it('sends an alert with its severity in the subject', async () => {
-    const res = await post('/v1/alert', { to: 'ops@acme.test', severity: 'critical', title: 'Backup failed', message: 'acme' });
+    const res = await post('/v1/alert', {
+      to: 'ops@acme.test',
+      severity: 'critical',
+      title: 'Backup failed',
+      message: 'acme',
+    });
     expect(res.status).toBe(200);
     expect(mailTo('ops@acme.test')[0]?.subject).toBe('[CRITICAL] Backup failed');
   });

@@ -59,21 +59,49 @@ describe('logs of the portal', () => {
     const secrets: string[] = [admin.password];
 
     const invitee = `log-${randomUUID().slice(0, 8)}@example.test`;
-    const invited = await call(base, 'POST', '/api/portal/team/invite', { token: accessToken, body: { email: invitee } });
+    const invited = await call(base, 'POST', '/api/portal/team/invite', {
+      token: accessToken,
+      body: { email: invitee },
+    });
     expect(invited.status).toBe(201);
     secrets.push(linkIn(mailsTo(invitee)[0], `${base}/w/`).token);
-    expect((await call(base, 'POST', `/api/portal/team/invitations/${invited.body.id}/resend`, { token: accessToken })).status).toBe(200);
+    expect(
+      (await call(base, 'POST', `/api/portal/team/invitations/${invited.body.id}/resend`, { token: accessToken }))
+        .status,
+    ).toBe(200);
     const token = linkIn(mailsTo(invitee)[1], `${base}/w/`).token;
     secrets.push(token, 'the invitee password');
-    expect((await call(base, 'POST', '/api/portal/team/invitations/accept', { body: { token, name: 'Invitee', password: 'the invitee password' } })).status).toBe(200);
+    expect(
+      (
+        await call(base, 'POST', '/api/portal/team/invitations/accept', {
+          body: { token, name: 'Invitee', password: 'the invitee password' },
+        })
+      ).status,
+    ).toBe(200);
 
     const moved = `moved-${randomUUID().slice(0, 8)}@example.test`;
-    expect((await call(base, 'PUT', '/api/portal/profile', { token: accessToken, body: { email: moved, currentPassword: admin.password } })).status).toBe(202);
+    expect(
+      (
+        await call(base, 'PUT', '/api/portal/profile', {
+          token: accessToken,
+          body: { email: moved, currentPassword: admin.password },
+        })
+      ).status,
+    ).toBe(202);
     const confirm = linkIn(mailsTo(moved)[0], `${base}/account/confirm-email`).token;
     secrets.push(confirm);
-    expect((await call(base, 'POST', '/api/portal/profile/email/confirm', { body: { token: confirm } })).status).toBe(200);
+    expect((await call(base, 'POST', '/api/portal/profile/email/confirm', { body: { token: confirm } })).status).toBe(
+      200,
+    );
     secrets.push('a new password for the log test');
-    expect((await call(base, 'PUT', '/api/portal/profile', { token: accessToken, body: { currentPassword: admin.password, newPassword: 'a new password for the log test' } })).status).toBe(200);
+    expect(
+      (
+        await call(base, 'PUT', '/api/portal/profile', {
+          token: accessToken,
+          body: { currentPassword: admin.password, newPassword: 'a new password for the log test' },
+        })
+      ).status,
+    ).toBe(200);
 
     const out = api.output();
     expect(out).toContain('invitation accepted');

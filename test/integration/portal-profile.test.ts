@@ -22,7 +22,8 @@ async function person() {
   return { ws, user, token: await login(base, user) };
 }
 
-const loginFull = (user: { email: string; password: string }) => call(base, 'POST', '/api/auth/login', { body: { email: user.email, password: user.password } });
+const loginFull = (user: { email: string; password: string }) =>
+  call(base, 'POST', '/api/auth/login', { body: { email: user.email, password: user.password } });
 const refreshCookie = (cookies: string[]) => cookies.find((c) => c.startsWith('plana_refresh='))!.split(';')[0]!;
 const newAddress = () => `moved-${randomUUID().slice(0, 8)}@example.test`;
 
@@ -44,16 +45,29 @@ describe('GET/PUT /api/portal/profile', () => {
     });
     const put = await call(base, 'PUT', '/api/portal/profile', { token, body: { name: 'Barbara Liskov' } });
     expect(put.status).toBe(200);
-    expect(put.body).toMatchObject({ name: 'Barbara Liskov', emailConfirmationSent: false, passwordChanged: false, otherSessionsEnded: 0 });
+    expect(put.body).toMatchObject({
+      name: 'Barbara Liskov',
+      emailConfirmationSent: false,
+      passwordChanged: false,
+      otherSessionsEnded: 0,
+    });
     expect((await call(base, 'GET', '/api/auth/me', { token })).body.user.name).toBe('Barbara Liskov');
   });
 
   it('changes the e-mail address only once confirmed through the link mailed to the new address', async () => {
     const { user, token } = await person();
     const to = newAddress();
-    const put = await call(base, 'PUT', '/api/portal/profile', { token, body: { email: to, currentPassword: user.password } });
+    const put = await call(base, 'PUT', '/api/portal/profile', {
+      token,
+      body: { email: to, currentPassword: user.password },
+    });
     expect(put.status).toBe(202);
-    expect(put.body).toMatchObject({ email: user.email, emailConfirmationSent: true, pendingEmail: { email: to }, message: SENT });
+    expect(put.body).toMatchObject({
+      email: user.email,
+      emailConfirmationSent: true,
+      pendingEmail: { email: to },
+      message: SENT,
+    });
     // the old address is told; the new one gets the link; the login still uses the old address
     expect(portal.mailsTo(user.email)[0]!.text).toContain(to);
     expect(portal.mailsTo(user.email)[0]!.text).not.toContain('#token=');
@@ -85,20 +99,42 @@ describe('GET/PUT /api/portal/profile', () => {
     const second = newAddress();
     await call(base, 'PUT', '/api/portal/profile', { token, body: { email: second, currentPassword: user.password } });
     const secondToken = linkIn(portal.mailsTo(second)[0], `${base}/account/confirm-email`).token;
-    expect((await call(base, 'POST', '/api/portal/profile/email/confirm', { body: { token: firstToken } })).status).toBe(404);
+    expect(
+      (await call(base, 'POST', '/api/portal/profile/email/confirm', { body: { token: firstToken } })).status,
+    ).toBe(404);
 
-    await portal.pool.query(`UPDATE email_changes SET expires_at = now() - interval '1 second' WHERE user_id = $1 AND cancelled_at IS NULL`, [user.id]);
+    await portal.pool.query(
+      `UPDATE email_changes SET expires_at = now() - interval '1 second' WHERE user_id = $1 AND cancelled_at IS NULL`,
+      [user.id],
+    );
     const late = await call(base, 'POST', '/api/portal/profile/email/confirm', { body: { token: secondToken } });
     expect(late.status).toBe(410);
-    expect((await call(base, 'GET', '/api/portal/profile', { token })).body).toMatchObject({ email: user.email, pendingEmail: null });
+    expect((await call(base, 'GET', '/api/portal/profile', { token })).body).toMatchObject({
+      email: user.email,
+      pendingEmail: null,
+    });
   });
 
   it('refuses an e-mail change without or with a wrong current password, or to the same address', async () => {
     const { user, token } = await person();
     const to = newAddress();
     expect((await call(base, 'PUT', '/api/portal/profile', { token, body: { email: to } })).status).toBe(400);
-    expect((await call(base, 'PUT', '/api/portal/profile', { token, body: { email: to, currentPassword: 'wrong password' } })).status).toBe(403);
-    expect((await call(base, 'PUT', '/api/portal/profile', { token, body: { email: user.email, currentPassword: user.password } })).status).toBe(400);
+    expect(
+      (
+        await call(base, 'PUT', '/api/portal/profile', {
+          token,
+          body: { email: to, currentPassword: 'wrong password' },
+        })
+      ).status,
+    ).toBe(403);
+    expect(
+      (
+        await call(base, 'PUT', '/api/portal/profile', {
+          token,
+          body: { email: user.email, currentPassword: user.password },
+        })
+      ).status,
+    ).toBe(400);
     expect(portal.mailsTo(to)).toHaveLength(0);
   });
 
@@ -108,15 +144,26 @@ describe('GET/PUT /api/portal/profile', () => {
     const free = newAddress();
     const taken = other.user.email.toUpperCase();
     /** the answer but for the address asked for */
-    const answer = (res: Awaited<ReturnType<typeof call>>) => ({ status: res.status, body: { ...res.body, pendingEmail: undefined } });
-    const toFree = await call(base, 'PUT', '/api/portal/profile', { token, body: { email: free, currentPassword: user.password } });
-    const toTaken = await call(base, 'PUT', '/api/portal/profile', { token, body: { email: taken, currentPassword: user.password } });
+    const answer = (res: Awaited<ReturnType<typeof call>>) => ({
+      status: res.status,
+      body: { ...res.body, pendingEmail: undefined },
+    });
+    const toFree = await call(base, 'PUT', '/api/portal/profile', {
+      token,
+      body: { email: free, currentPassword: user.password },
+    });
+    const toTaken = await call(base, 'PUT', '/api/portal/profile', {
+      token,
+      body: { email: taken, currentPassword: user.password },
+    });
     // the same answer, and the same pending state in the profile
     expect(answer(toTaken)).toEqual(answer(toFree));
     expect([toFree.body.pendingEmail.email, toTaken.body.pendingEmail.email]).toEqual([free, taken]);
     expect(toTaken.status).toBe(202);
     expect(toTaken.body.message).toBe(SENT);
-    expect((await call(base, 'GET', '/api/portal/profile', { token })).body.pendingEmail).toMatchObject({ email: taken });
+    expect((await call(base, 'GET', '/api/portal/profile', { token })).body.pendingEmail).toMatchObject({
+      email: taken,
+    });
 
     // the owner of the taken address learns of the attempt, with nothing to confirm
     await expect.poll(() => portal.mailsTo(other.user.email).length).toBe(1);
@@ -139,11 +186,17 @@ describe('GET/PUT /api/portal/profile', () => {
     const otherCookie = refreshCookie(other.cookies);
     const bystander = await person();
 
-    const wrong = await call(base, 'PUT', '/api/portal/profile', { token, body: { currentPassword: 'not it', newPassword: 'a brand new password' } });
+    const wrong = await call(base, 'PUT', '/api/portal/profile', {
+      token,
+      body: { currentPassword: 'not it', newPassword: 'a brand new password' },
+    });
     expect(wrong.status).toBe(403);
     expect((await call(base, 'GET', '/api/auth/me', { token: otherAccess })).status).toBe(200);
 
-    const changed = await call(base, 'PUT', '/api/portal/profile', { token, body: { currentPassword: user.password, newPassword: 'a brand new password' } });
+    const changed = await call(base, 'PUT', '/api/portal/profile', {
+      token,
+      body: { currentPassword: user.password, newPassword: 'a brand new password' },
+    });
     expect(changed.status).toBe(200);
     expect(changed.body).toMatchObject({ passwordChanged: true, otherSessionsEnded: 1 });
 
@@ -159,7 +212,10 @@ describe('GET/PUT /api/portal/profile', () => {
 
   it('refuses a too short new password with 400 and changes nothing', async () => {
     const { user, token } = await person();
-    const res = await call(base, 'PUT', '/api/portal/profile', { token, body: { currentPassword: user.password, newPassword: 'short', name: 'Changed' } });
+    const res = await call(base, 'PUT', '/api/portal/profile', {
+      token,
+      body: { currentPassword: user.password, newPassword: 'short', name: 'Changed' },
+    });
     expect(res.status).toBe(400);
     expect((await call(base, 'GET', '/api/portal/profile', { token })).body.name).toBe('Test User');
     expect((await loginFull(user)).status).toBe(200);
@@ -168,9 +224,19 @@ describe('GET/PUT /api/portal/profile', () => {
   it('throttles guessing the current password: 429 after 10 wrong ones, even for the right one', async () => {
     const { user, token } = await person();
     for (let i = 0; i < 10; i++) {
-      expect((await call(base, 'PUT', '/api/portal/profile', { token, body: { currentPassword: `guess-${i}`, newPassword: 'a brand new password' } })).status).toBe(403);
+      expect(
+        (
+          await call(base, 'PUT', '/api/portal/profile', {
+            token,
+            body: { currentPassword: `guess-${i}`, newPassword: 'a brand new password' },
+          })
+        ).status,
+      ).toBe(403);
     }
-    const blocked = await call(base, 'PUT', '/api/portal/profile', { token, body: { currentPassword: user.password, newPassword: 'a brand new password' } });
+    const blocked = await call(base, 'PUT', '/api/portal/profile', {
+      token,
+      body: { currentPassword: user.password, newPassword: 'a brand new password' },
+    });
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
   });
@@ -194,6 +260,8 @@ describe('GET/PUT /api/portal/profile', () => {
     expect((await call(base, 'PUT', '/api/portal/profile', { body: { name: 'x' } })).status).toBe(401);
     expect((await call(base, 'GET', '/api/portal/profile', { token: key })).status).toBe(403);
     expect((await call(base, 'PUT', '/api/portal/profile', { token: key, body: { name: 'x' } })).status).toBe(403);
-    expect((await call(base, 'POST', '/api/portal/profile/email/confirm', { body: { token: 'y'.repeat(43) } })).status).toBe(404);
+    expect(
+      (await call(base, 'POST', '/api/portal/profile/email/confirm', { body: { token: 'y'.repeat(43) } })).status,
+    ).toBe(404);
   });
 });

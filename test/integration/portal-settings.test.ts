@@ -32,13 +32,30 @@ describe('GET/PUT /api/portal/settings', () => {
     });
     const put = await call(base, 'PUT', '/api/portal/settings', {
       token: a.accessToken,
-      body: { displayName: 'Acme GmbH', locale: 'de-ch', timeZone: 'Europe/Zurich', notifications: { productUpdates: true } },
+      body: {
+        displayName: 'Acme GmbH',
+        locale: 'de-ch',
+        timeZone: 'Europe/Zurich',
+        notifications: { productUpdates: true },
+      },
     });
     expect(put.status).toBe(200);
-    expect(put.body).toMatchObject({ displayName: 'Acme GmbH', locale: 'de-CH', timeZone: 'Europe/Zurich', notifications: { billing: true, integrations: true, productUpdates: true } });
+    expect(put.body).toMatchObject({
+      displayName: 'Acme GmbH',
+      locale: 'de-CH',
+      timeZone: 'Europe/Zurich',
+      notifications: { billing: true, integrations: true, productUpdates: true },
+    });
     // a later partial change keeps the rest
-    const again = await call(base, 'PUT', '/api/portal/settings', { token: a.accessToken, body: { notifications: { billing: false } } });
-    expect(again.body).toMatchObject({ locale: 'de-CH', timeZone: 'Europe/Zurich', notifications: { billing: false, productUpdates: true } });
+    const again = await call(base, 'PUT', '/api/portal/settings', {
+      token: a.accessToken,
+      body: { notifications: { billing: false } },
+    });
+    expect(again.body).toMatchObject({
+      locale: 'de-CH',
+      timeZone: 'Europe/Zurich',
+      notifications: { billing: false, productUpdates: true },
+    });
     const read = await call(base, 'GET', '/api/portal/settings', { token: a.member });
     expect(read.body).toMatchObject({ displayName: 'Acme GmbH', locale: 'de-CH', notifications: { billing: false } });
     // the display name is the workspace's name everywhere
@@ -52,7 +69,10 @@ describe('GET/PUT /api/portal/settings', () => {
       expect(res.status, JSON.stringify(notifications)).toBe(400);
       expect(res.headers.get('content-type')).toContain('application/problem+json');
     }
-    expect((await call(base, 'GET', '/api/portal/settings', { token: a.accessToken })).body).toMatchObject({ updatedAt: null, notifications: { billing: true } });
+    expect((await call(base, 'GET', '/api/portal/settings', { token: a.accessToken })).body).toMatchObject({
+      updatedAt: null,
+      notifications: { billing: true },
+    });
   });
 
   it.each([
@@ -63,10 +83,16 @@ describe('GET/PUT /api/portal/settings', () => {
     ['a blank display name', { displayName: '   ' }, 'body.displayName'],
   ])('refuses %s with 400 naming the field, and writes nothing', async (_label, body, field) => {
     const a = await workspaceWithMember();
-    const res = await call(base, 'PUT', '/api/portal/settings', { token: a.accessToken, body: { ...body, notifications: { productUpdates: true } } });
+    const res = await call(base, 'PUT', '/api/portal/settings', {
+      token: a.accessToken,
+      body: { ...body, notifications: { productUpdates: true } },
+    });
     expect(res.status).toBe(400);
     expect(res.body.errors.map((e: { field: string }) => e.field)).toContain(field);
-    expect((await call(base, 'GET', '/api/portal/settings', { token: a.accessToken })).body).toMatchObject({ updatedAt: null, notifications: { productUpdates: false } });
+    expect((await call(base, 'GET', '/api/portal/settings', { token: a.accessToken })).body).toMatchObject({
+      updatedAt: null,
+      notifications: { productUpdates: false },
+    });
   });
 
   it.each([
@@ -83,7 +109,9 @@ describe('GET/PUT /api/portal/settings', () => {
     const a = await workspaceWithMember();
     const b = await adminOfNewWorkspace(base, api.pool);
     const key = (await createKey(base, a.accessToken, { name: 'all', scopes: ['*'] })).token;
-    expect((await call(base, 'PUT', '/api/portal/settings', { token: a.member, body: { locale: 'fr' } })).status).toBe(403);
+    expect((await call(base, 'PUT', '/api/portal/settings', { token: a.member, body: { locale: 'fr' } })).status).toBe(
+      403,
+    );
     const asB = { token: b.accessToken, headers: { 'x-workspace': a.workspace.slug } };
     expect((await call(base, 'GET', '/api/portal/settings', asB)).status).toBe(403);
     expect((await call(base, 'PUT', '/api/portal/settings', { ...asB, body: { locale: 'fr' } })).status).toBe(403);
@@ -107,8 +135,22 @@ describe('GET /api/portal/integrations', () => {
     expect(before.body.items.find((i: { id: string }) => i.id === 'erp')).toMatchObject({ state: 'pending' });
 
     const conditions = [
-      { type: 'Synced', status: 'False', reason: 'ReconcileError', message: 'template erp_tpl_pro_18 is missing', lastTransitionTime: new Date().toISOString(), observedGeneration: 1 },
-      { type: 'Ready', status: 'False', reason: 'Unavailable', message: 'Unready resources: database', lastTransitionTime: new Date().toISOString(), observedGeneration: 1 },
+      {
+        type: 'Synced',
+        status: 'False',
+        reason: 'ReconcileError',
+        message: 'template erp_tpl_pro_18 is missing',
+        lastTransitionTime: new Date().toISOString(),
+        observedGeneration: 1,
+      },
+      {
+        type: 'Ready',
+        status: 'False',
+        reason: 'Unavailable',
+        message: 'Unready resources: database',
+        lastTransitionTime: new Date().toISOString(),
+        observedGeneration: 1,
+      },
     ];
     await api.pool.query(
       `INSERT INTO tenant_clients (name, spec, phase, conditions, observed_generation) VALUES ($1, '{}', 'Unavailable', $2, 1)`,
@@ -117,10 +159,17 @@ describe('GET /api/portal/integrations', () => {
     const res = await call(base, 'GET', '/api/portal/integrations', { token: a.member });
     expect(res.body.items.map((i: { id: string }) => i.id)).toEqual(['erp', 'bank-consents', 'webhooks', 'agents']);
     const erp = res.body.items[0];
-    expect(erp).toMatchObject({ state: 'degraded', details: { tenant, tier: 'pro', erpVersion: '18', phase: 'Unavailable', conditions } });
+    expect(erp).toMatchObject({
+      state: 'degraded',
+      details: { tenant, tier: 'pro', erpVersion: '18', phase: 'Unavailable', conditions },
+    });
     expect(erp.summary).toContain('Unready resources: database');
     // nothing set up yet for the others
-    expect(res.body.items.slice(1).map((i: { state: string }) => i.state)).toEqual(['not-configured', 'not-configured', 'not-configured']);
+    expect(res.body.items.slice(1).map((i: { state: string }) => i.state)).toEqual([
+      'not-configured',
+      'not-configured',
+      'not-configured',
+    ]);
 
     await api.pool.query(`UPDATE tenant_clients SET phase = 'Ready', conditions = '[]' WHERE name = $1`, [tenant]);
     const ready = await call(base, 'GET', '/api/portal/integrations', { token: a.accessToken });
@@ -132,19 +181,37 @@ describe('GET /api/portal/integrations', () => {
     const ws = a.workspace.id;
     const states = async () =>
       Object.fromEntries(
-        ((await call(base, 'GET', '/api/portal/integrations', { token: a.member })).body.items as { id: string; state: string; summary: string }[]).map((i) => [i.id, i]),
+        (
+          (await call(base, 'GET', '/api/portal/integrations', { token: a.member })).body.items as {
+            id: string;
+            state: string;
+            summary: string;
+          }[]
+        ).map((i) => [i.id, i]),
       );
-    await api.pool.query(`INSERT INTO banking_consents (workspace_id, bank_id, bank_consent_sealed, status, access, recurring_indicator, valid_until, frequency_per_day)
-                          VALUES ($1, 'sandbox', 'x', 'received', '{}', true, current_date + 90, 4)`, [ws]);
-    await api.pool.query(`INSERT INTO webhook_endpoints (workspace_id, url, secret_sealed) VALUES ($1, 'https://hooks.example/a', 'x')`, [ws]);
-    await api.pool.query(`INSERT INTO agent_executions (id, workspace_id, agent_id, mode, input_chars, model, outcome) VALUES (gen_random_uuid(), $1, 'finance', 'chat', 10, 'm', 'succeeded')`, [ws]);
+    await api.pool.query(
+      `INSERT INTO banking_consents (workspace_id, bank_id, bank_consent_sealed, status, access, recurring_indicator, valid_until, frequency_per_day)
+                          VALUES ($1, 'sandbox', 'x', 'received', '{}', true, current_date + 90, 4)`,
+      [ws],
+    );
+    await api.pool.query(
+      `INSERT INTO webhook_endpoints (workspace_id, url, secret_sealed) VALUES ($1, 'https://hooks.example/a', 'x')`,
+      [ws],
+    );
+    await api.pool.query(
+      `INSERT INTO agent_executions (id, workspace_id, agent_id, mode, input_chars, model, outcome) VALUES (gen_random_uuid(), $1, 'finance', 'chat', 10, 'm', 'succeeded')`,
+      [ws],
+    );
     let now = await states();
     expect(now['bank-consents']).toMatchObject({ state: 'pending' });
     expect(now.webhooks).toMatchObject({ state: 'connected', summary: '1 endpoint(s) receiving events.' });
     expect(now.agents).toMatchObject({ state: 'connected', summary: '1 agent call(s) in the last 7 days.' });
 
     await api.pool.query(`UPDATE banking_consents SET status = 'valid' WHERE workspace_id = $1`, [ws]);
-    await api.pool.query(`UPDATE webhook_endpoints SET enabled = false, disabled_reason = '410 Gone' WHERE workspace_id = $1`, [ws]);
+    await api.pool.query(
+      `UPDATE webhook_endpoints SET enabled = false, disabled_reason = '410 Gone' WHERE workspace_id = $1`,
+      [ws],
+    );
     now = await states();
     expect(now['bank-consents']).toMatchObject({ state: 'connected', summary: '1 valid consent(s): sandbox.' });
     expect(now.webhooks).toMatchObject({ state: 'disconnected' });
@@ -160,7 +227,14 @@ describe('GET /api/portal/integrations', () => {
     const a = await workspaceWithMember();
     const b = await adminOfNewWorkspace(base, api.pool);
     const key = (await createKey(base, a.accessToken, { name: 'all', scopes: ['*'] })).token;
-    expect((await call(base, 'GET', '/api/portal/integrations', { token: b.accessToken, headers: { 'x-workspace': a.workspace.slug } })).status).toBe(403);
+    expect(
+      (
+        await call(base, 'GET', '/api/portal/integrations', {
+          token: b.accessToken,
+          headers: { 'x-workspace': a.workspace.slug },
+        })
+      ).status,
+    ).toBe(403);
     expect((await call(base, 'GET', '/api/portal/integrations', { token: key })).status).toBe(403);
     expect((await call(base, 'GET', '/api/portal/integrations')).status).toBe(401);
   });

@@ -20,7 +20,11 @@ afterAll(() => portal?.close());
 const newAddress = () => `invitee-${randomUUID().slice(0, 8)}@example.test`;
 
 async function invite(token: string, email: string, role?: 'admin' | 'member', slug?: string) {
-  return call(base, 'POST', '/api/portal/team/invite', { token, body: { email, ...(role ? { role } : {}) }, headers: slug ? { 'x-workspace': slug } : {} });
+  return call(base, 'POST', '/api/portal/team/invite', {
+    token,
+    body: { email, ...(role ? { role } : {}) },
+    headers: slug ? { 'x-workspace': slug } : {},
+  });
 }
 
 function invitationToken(email: string, nth = -1) {
@@ -36,7 +40,13 @@ describe('inviting and accepting', () => {
     const email = newAddress();
     const res = await invite(a.accessToken, email, 'member');
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ email, role: 'member', status: 'pending', sentCount: 1, invitedBy: { id: a.admin.id } });
+    expect(res.body).toMatchObject({
+      email,
+      role: 'member',
+      status: 'pending',
+      sentCount: 1,
+      invitedBy: { id: a.admin.id },
+    });
     expect(res.body).not.toHaveProperty('token');
 
     const [mail] = portal.mailsTo(email);
@@ -55,14 +65,22 @@ describe('inviting and accepting', () => {
 
     const accepted = await accept({ token, name: 'Grace Hopper', password: 'correct horse battery' });
     expect(accepted.status).toBe(200);
-    expect(accepted.body).toMatchObject({ tokenType: 'Bearer', user: { email, name: 'Grace Hopper' }, accountCreated: true, workspace: { slug: a.workspace.slug, role: 'member' } });
+    expect(accepted.body).toMatchObject({
+      tokenType: 'Bearer',
+      user: { email, name: 'Grace Hopper' },
+      accountCreated: true,
+      workspace: { slug: a.workspace.slug, role: 'member' },
+    });
     expect(accepted.cookies.some((c) => c.startsWith('plana_refresh='))).toBe(true);
 
     // the new member is logged in, sees the team, and can log in with the chosen password
     const team = await call(base, 'GET', '/api/portal/team', { token: accepted.body.accessToken });
     expect(team.status).toBe(200);
     expect(team.body.members.map((m: { email: string; role: string }) => [m.email, m.role])).toEqual(
-      expect.arrayContaining([[a.admin.email, 'admin'], [email, 'member']]),
+      expect.arrayContaining([
+        [a.admin.email, 'admin'],
+        [email, 'member'],
+      ]),
     );
     expect(team.body).not.toHaveProperty('invitations');
     expect(await login(base, { email, password: 'correct horse battery' })).toBeTruthy();
@@ -79,7 +97,9 @@ describe('inviting and accepting', () => {
     const again = await accept(body);
     expect(again.status).toBe(409);
     expect(again.body.detail).toContain('accepted already');
-    const users = await portal.pool.query('SELECT count(*)::int AS n FROM users WHERE lower(email) = lower($1)', [email]);
+    const users = await portal.pool.query('SELECT count(*)::int AS n FROM users WHERE lower(email) = lower($1)', [
+      email,
+    ]);
     expect(users.rows[0].n).toBe(1);
     const team = await call(base, 'GET', '/api/portal/team', { token: a.accessToken });
     expect(team.body.members.find((m: { email: string }) => m.email === email).role).toBe('admin');
@@ -92,7 +112,9 @@ describe('inviting and accepting', () => {
     const email = newAddress();
     const created = await invite(a.accessToken, email);
     const { token } = invitationToken(email);
-    await portal.pool.query(`UPDATE workspace_invitations SET expires_at = now() - interval '1 second' WHERE id = $1`, [created.body.id]);
+    await portal.pool.query(`UPDATE workspace_invitations SET expires_at = now() - interval '1 second' WHERE id = $1`, [
+      created.body.id,
+    ]);
 
     const late = await accept({ token, name: 'Late', password: 'a long enough password' });
     expect(late.status).toBe(410);
@@ -100,12 +122,16 @@ describe('inviting and accepting', () => {
     const listed = await call(base, 'GET', '/api/portal/team', { token: a.accessToken });
     expect(listed.body.invitations.find((i: { id: string }) => i.id === created.body.id).status).toBe('expired');
 
-    const resent = await call(base, 'POST', `/api/portal/team/invitations/${created.body.id}/resend`, { token: a.accessToken });
+    const resent = await call(base, 'POST', `/api/portal/team/invitations/${created.body.id}/resend`, {
+      token: a.accessToken,
+    });
     expect(resent.status).toBe(200);
     expect(resent.body).toMatchObject({ status: 'pending', sentCount: 2 });
     const fresh = invitationToken(email);
     expect(fresh.token).not.toBe(token);
-    expect((await accept({ token: fresh.token, name: 'On time', password: 'a long enough password' })).status).toBe(200);
+    expect((await accept({ token: fresh.token, name: 'On time', password: 'a long enough password' })).status).toBe(
+      200,
+    );
   });
 
   it('re-invite: the new link works, the old one is dead (404)', async () => {
@@ -118,7 +144,10 @@ describe('inviting and accepting', () => {
     expect(twice.status).toBe(409);
     expect(twice.body.invitationId).toBe(created.body.id);
 
-    expect((await call(base, 'POST', `/api/portal/team/invitations/${created.body.id}/resend`, { token: a.accessToken })).status).toBe(200);
+    expect(
+      (await call(base, 'POST', `/api/portal/team/invitations/${created.body.id}/resend`, { token: a.accessToken }))
+        .status,
+    ).toBe(200);
     expect(portal.mailsTo(email)).toHaveLength(2);
     const second = invitationToken(email).token;
     const old = await accept({ token: first, name: 'X', password: 'a long enough password' });
@@ -131,7 +160,9 @@ describe('inviting and accepting', () => {
     const email = newAddress();
     const created = await invite(a.accessToken, email);
     const { token } = invitationToken(email);
-    const revoked = await call(base, 'DELETE', `/api/portal/team/invitations/${created.body.id}`, { token: a.accessToken });
+    const revoked = await call(base, 'DELETE', `/api/portal/team/invitations/${created.body.id}`, {
+      token: a.accessToken,
+    });
     expect(revoked.status).toBe(204);
     const res = await accept({ token, name: 'X', password: 'a long enough password' });
     expect(res.status).toBe(410);
@@ -139,7 +170,10 @@ describe('inviting and accepting', () => {
     const team = await call(base, 'GET', '/api/portal/team', { token: a.accessToken });
     expect(team.body.invitations.map((i: { id: string }) => i.id)).not.toContain(created.body.id);
     // re-inviting a revoked invitation is refused; inviting the address again works
-    expect((await call(base, 'POST', `/api/portal/team/invitations/${created.body.id}/resend`, { token: a.accessToken })).status).toBe(409);
+    expect(
+      (await call(base, 'POST', `/api/portal/team/invitations/${created.body.id}/resend`, { token: a.accessToken }))
+        .status,
+    ).toBe(409);
     expect((await invite(a.accessToken, email)).status).toBe(201);
   });
 
@@ -153,14 +187,25 @@ describe('inviting and accepting', () => {
     expect(wrong.status).toBe(401);
     const ok = await accept({ token, name: 'Mallory', password: b.admin.password });
     expect(ok.status).toBe(200);
-    expect(ok.body).toMatchObject({ accountCreated: false, user: { id: b.admin.id, name: 'Test User' }, workspace: { slug: a.workspace.slug, role: 'member' } });
+    expect(ok.body).toMatchObject({
+      accountCreated: false,
+      user: { id: b.admin.id, name: 'Test User' },
+      workspace: { slug: a.workspace.slug, role: 'member' },
+    });
     expect(await login(base, b.admin)).toBeTruthy();
   });
 
   it('refuses bad input with 400 and creates nothing', async () => {
     const a = await adminOfNewWorkspace(base, portal.pool);
     expect((await invite(a.accessToken, 'not-an-email')).status).toBe(400);
-    expect((await call(base, 'POST', '/api/portal/team/invite', { token: a.accessToken, body: { email: newAddress(), role: 'owner' } })).status).toBe(400);
+    expect(
+      (
+        await call(base, 'POST', '/api/portal/team/invite', {
+          token: a.accessToken,
+          body: { email: newAddress(), role: 'owner' },
+        })
+      ).status,
+    ).toBe(400);
     expect((await invite(a.accessToken, a.admin.email)).status).toBe(409);
 
     const email = newAddress();
@@ -199,8 +244,12 @@ describe('who may manage the team', () => {
     const created = await invite(a.accessToken, newAddress());
     expect((await call(base, 'GET', '/api/portal/team', { token: member })).status).toBe(200);
     expect((await invite(member, newAddress())).status).toBe(403);
-    expect((await call(base, 'POST', `/api/portal/team/invitations/${created.body.id}/resend`, { token: member })).status).toBe(403);
-    expect((await call(base, 'DELETE', `/api/portal/team/invitations/${created.body.id}`, { token: member })).status).toBe(403);
+    expect(
+      (await call(base, 'POST', `/api/portal/team/invitations/${created.body.id}/resend`, { token: member })).status,
+    ).toBe(403);
+    expect(
+      (await call(base, 'DELETE', `/api/portal/team/invitations/${created.body.id}`, { token: member })).status,
+    ).toBe(403);
   });
 
   it("another workspace's admin can neither see nor touch the team (403), nor reach its invitations through their own (404)", async () => {
@@ -209,9 +258,16 @@ describe('who may manage the team', () => {
     const created = await invite(a.accessToken, newAddress());
     const asB = { token: b.accessToken, headers: { 'x-workspace': a.workspace.slug } };
     expect((await call(base, 'GET', '/api/portal/team', asB)).status).toBe(403);
-    expect((await call(base, 'POST', '/api/portal/team/invite', { ...asB, body: { email: newAddress() } })).status).toBe(403);
-    expect((await call(base, 'DELETE', `/api/portal/team/invitations/${created.body.id}`, { token: b.accessToken })).status).toBe(404);
-    expect((await call(base, 'POST', `/api/portal/team/invitations/${created.body.id}/resend`, { token: b.accessToken })).status).toBe(404);
+    expect(
+      (await call(base, 'POST', '/api/portal/team/invite', { ...asB, body: { email: newAddress() } })).status,
+    ).toBe(403);
+    expect(
+      (await call(base, 'DELETE', `/api/portal/team/invitations/${created.body.id}`, { token: b.accessToken })).status,
+    ).toBe(404);
+    expect(
+      (await call(base, 'POST', `/api/portal/team/invitations/${created.body.id}/resend`, { token: b.accessToken }))
+        .status,
+    ).toBe(404);
   });
 
   it('no session → 401; a workspace key → 403, even with scope *', async () => {
@@ -238,15 +294,34 @@ describe('invitation e-mails per workspace and hour', () => {
     try {
       const a = await adminOfNewWorkspace(limited.base, limited.pool);
       const b = await adminOfNewWorkspace(limited.base, limited.pool);
-      const first = await call(limited.base, 'POST', '/api/portal/team/invite', { token: a.accessToken, body: { email: newAddress() } });
+      const first = await call(limited.base, 'POST', '/api/portal/team/invite', {
+        token: a.accessToken,
+        body: { email: newAddress() },
+      });
       expect(first.status).toBe(201);
-      expect((await call(limited.base, 'POST', `/api/portal/team/invitations/${first.body.id}/resend`, { token: a.accessToken })).status).toBe(200);
+      expect(
+        (
+          await call(limited.base, 'POST', `/api/portal/team/invitations/${first.body.id}/resend`, {
+            token: a.accessToken,
+          })
+        ).status,
+      ).toBe(200);
       const third = newAddress();
-      const refused = await call(limited.base, 'POST', '/api/portal/team/invite', { token: a.accessToken, body: { email: third } });
+      const refused = await call(limited.base, 'POST', '/api/portal/team/invite', {
+        token: a.accessToken,
+        body: { email: third },
+      });
       expect(refused.status).toBe(429);
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
       expect(limited.mailsTo(third)).toHaveLength(0);
-      expect((await call(limited.base, 'POST', '/api/portal/team/invite', { token: b.accessToken, body: { email: newAddress() } })).status).toBe(201);
+      expect(
+        (
+          await call(limited.base, 'POST', '/api/portal/team/invite', {
+            token: b.accessToken,
+            body: { email: newAddress() },
+          })
+        ).status,
+      ).toBe(201);
     } finally {
       await limited.close();
     }
@@ -256,7 +331,8 @@ describe('invitation e-mails per workspace and hour', () => {
 describe('changing roles and removing members', () => {
   const patch = (token: string, userId: string, role: unknown, headers: Record<string, string> = {}) =>
     call(base, 'PATCH', `/api/portal/team/${userId}`, { token, body: { role }, headers });
-  const remove = (token: string, userId: string, headers: Record<string, string> = {}) => call(base, 'DELETE', `/api/portal/team/${userId}`, { token, headers });
+  const remove = (token: string, userId: string, headers: Record<string, string> = {}) =>
+    call(base, 'DELETE', `/api/portal/team/${userId}`, { token, headers });
   /** A login's access token and its refresh cookie. */
   async function session(user: { email: string; password: string }) {
     const res = await call(base, 'POST', '/api/auth/login', { body: { email: user.email, password: user.password } });
@@ -291,9 +367,13 @@ describe('changing roles and removing members', () => {
     for (const { res, what } of refusals) {
       expect(res.status).toBe(409);
       expect(res.headers.get('content-type')).toContain('application/problem+json');
-      expect(res.body.detail).toBe(`The last admin of workspace "${a.workspace.slug}" cannot be ${what}: make another member admin first.`);
+      expect(res.body.detail).toBe(
+        `The last admin of workspace "${a.workspace.slug}" cannot be ${what}: make another member admin first.`,
+      );
     }
-    expect((await call(base, 'GET', '/api/portal/team', { token: a.accessToken })).body.members).toEqual([expect.objectContaining({ id: a.admin.id, role: 'admin' })]);
+    expect((await call(base, 'GET', '/api/portal/team', { token: a.accessToken })).body.members).toEqual([
+      expect.objectContaining({ id: a.admin.id, role: 'admin' }),
+    ]);
 
     const second = await addUser(portal.pool, [{ workspaceId: a.workspace.id, role: 'admin' }]);
     expect((await patch(a.accessToken, a.admin.id, 'member')).status).toBe(200); // stepping down: another admin is left
@@ -313,7 +393,10 @@ describe('changing roles and removing members', () => {
     const [won, lost] = results[0]!.status === 204 ? results : [results[1]!, results[0]!];
     expect(won!.status).toBe(204);
     expect([401, 403, 409]).toContain(lost!.status);
-    const { rows } = await portal.pool.query(`SELECT count(*)::int AS n FROM memberships WHERE workspace_id = $1 AND role = 'admin'`, [a.workspace.id]);
+    const { rows } = await portal.pool.query(
+      `SELECT count(*)::int AS n FROM memberships WHERE workspace_id = $1 AND role = 'admin'`,
+      [a.workspace.id],
+    );
     expect(rows[0].n).toBe(1);
   });
 
@@ -339,7 +422,14 @@ describe('changing roles and removing members', () => {
     expect(team.body.members.map((m: { id: string }) => m.id)).not.toContain(user.id);
     // signing in again: the other workspace is still theirs, this one is not
     const again = await login(base, user);
-    expect((await call(base, 'GET', '/api/portal/team', { token: again, headers: { 'x-workspace': elsewhere.workspace.slug } })).status).toBe(200);
+    expect(
+      (
+        await call(base, 'GET', '/api/portal/team', {
+          token: again,
+          headers: { 'x-workspace': elsewhere.workspace.slug },
+        })
+      ).status,
+    ).toBe(200);
     expect((await call(base, 'GET', '/api/portal/team', { token: again, headers: inA })).status).toBe(403);
     // removing them again: not a member (404)
     expect((await remove(a.accessToken, user.id)).status).toBe(404);
@@ -363,10 +453,20 @@ describe('changing roles and removing members', () => {
     expect((await patch(b.accessToken, user.id, 'admin')).status).toBe(404);
 
     expect((await patch(a.accessToken, user.id, 'owner')).status).toBe(400);
-    expect((await call(base, 'PATCH', `/api/portal/team/${user.id}`, { token: a.accessToken, body: { role: 'admin', extra: 1 } })).status).toBe(400);
+    expect(
+      (
+        await call(base, 'PATCH', `/api/portal/team/${user.id}`, {
+          token: a.accessToken,
+          body: { role: 'admin', extra: 1 },
+        })
+      ).status,
+    ).toBe(400);
     expect((await patch(a.accessToken, 'not-a-uuid', 'admin')).status).toBe(400);
     expect((await patch(a.accessToken, randomUUID(), 'admin')).status).toBe(404);
-    const { rows } = await portal.pool.query('SELECT user_id, role FROM memberships WHERE workspace_id = $1 ORDER BY role', [a.workspace.id]);
+    const { rows } = await portal.pool.query(
+      'SELECT user_id, role FROM memberships WHERE workspace_id = $1 ORDER BY role',
+      [a.workspace.id],
+    );
     expect(rows).toEqual([
       { user_id: a.admin.id, role: 'admin' },
       { user_id: user.id, role: 'member' },

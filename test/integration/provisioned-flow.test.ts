@@ -69,7 +69,11 @@ function callWebhook(body: unknown, headers: Record<string, string> = { 'x-api-k
 const mailsTo = (name: string) => readMailbox(sink.dir).filter((m) => m.to.includes(`owner@${name}.test`));
 
 async function workspaceState(name: string) {
-  const { rows } = await pool.query<{ workspaces: number; linked: boolean; members: { email: string; role: string; has_password: boolean }[] }>(
+  const { rows } = await pool.query<{
+    workspaces: number;
+    linked: boolean;
+    members: { email: string; role: string; has_password: boolean }[];
+  }>(
     `SELECT (SELECT count(*)::int FROM workspaces WHERE slug = $1) AS workspaces,
             (SELECT t.workspace_id IS NOT NULL AND t.workspace_id = w.id FROM tenants t, workspaces w WHERE t.name = $1 AND w.slug = $1) AS linked,
             (SELECT coalesce(json_agg(json_build_object('email', u.email, 'role', m.role, 'has_password', u.password_hash IS NOT NULL)), '[]')
@@ -155,7 +159,10 @@ describe('POST /api/webhooks/provisioned', () => {
     const name = uniqueName();
     const res = await callWebhook(provisionedData(name));
     expect(res.status).toBe(404);
-    expect(await res.json()).toMatchObject({ code: 'NOT_FOUND', detail: `Tenant "${name}" is not known to the platform.` });
+    expect(await res.json()).toMatchObject({
+      code: 'NOT_FOUND',
+      detail: `Tenant "${name}" is not known to the platform.`,
+    });
     expect((await workspaceState(name)).workspaces).toBe(0);
   });
 
@@ -225,7 +232,9 @@ describe('client.provisioned on the events stream', () => {
     await expect
       .poll(
         async () => {
-          const res = await fetch(`${cfg.EVENTS_URL}/api/v1/events/info`, { headers: { 'x-api-key': testKeys.events } });
+          const res = await fetch(`${cfg.EVENTS_URL}/api/v1/events/info`, {
+            headers: { 'x-api-key': testKeys.events },
+          });
           const info = (await res.json()) as { groups: { name: string; pending: number }[] };
           return info.groups.find((g) => g.name === PROVISIONING_GROUP)?.pending ?? 0;
         },

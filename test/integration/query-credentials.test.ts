@@ -47,7 +47,9 @@ describe('the account API', () => {
     expect(res.headers.get('content-type')).toContain('application/problem+json');
     expect(res.body.detail).toContain('"api_key"');
     expect(res.body.detail).toContain('Authorization: Bearer');
-    expect(res.body.errors).toEqual([{ field: 'query.api_key', message: expect.stringContaining('Authorization: Bearer') }]);
+    expect(res.body.errors).toEqual([
+      { field: 'query.api_key', message: expect.stringContaining('Authorization: Bearer') },
+    ]);
     expect(JSON.stringify(res.body)).not.toContain(key.token);
     const lines = log.of(res.body.requestId);
     expect(lines.map((l) => l.msg)).toEqual(['incoming request', 'request completed']);
@@ -56,7 +58,14 @@ describe('the account API', () => {
   });
 
   it('refuses a credential by its name or by its shape, with or without a key in the header', async () => {
-    for (const query of [`access_token=${admin.accessToken}`, 'password=hunter2', `token=abc`, `q=${key.token}`, `x=${JWT}`, 'secret=whsec_abcdefgh']) {
+    for (const query of [
+      `access_token=${admin.accessToken}`,
+      'password=hunter2',
+      `token=abc`,
+      `q=${key.token}`,
+      `x=${JWT}`,
+      'secret=whsec_abcdefgh',
+    ]) {
       const res = await call(base, 'GET', `/api/portal/apikeys/self?${query}`, { token: key.token });
       expect(res.status, query).toBe(400);
       expect(res.body.detail, query).toMatch(/^The query parameter "[a-z_]+" is a credential/);
@@ -66,9 +75,16 @@ describe('the account API', () => {
   });
 
   it('lets ordinary query parameters through: a key prefix, a cursor, a workspace slug', async () => {
-    const prefix = await call(base, 'GET', `/api/portal/execution-log?workspace=${admin.workspace.slug}&keyPrefix=${key.prefix}`, { token: admin.accessToken });
+    const prefix = await call(
+      base,
+      'GET',
+      `/api/portal/execution-log?workspace=${admin.workspace.slug}&keyPrefix=${key.prefix}`,
+      { token: admin.accessToken },
+    );
     expect(prefix.status).toBe(200);
-    const page = await call(base, 'GET', `/api/portal/apikeys?workspace=${admin.workspace.slug}`, { token: admin.accessToken });
+    const page = await call(base, 'GET', `/api/portal/apikeys?workspace=${admin.workspace.slug}`, {
+      token: admin.accessToken,
+    });
     expect(page.status).toBe(200);
   });
 
@@ -88,8 +104,19 @@ describe('the internal services and the tenant ingress', () => {
     const redis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 2 });
     let app: FastifyInstance | undefined;
     try {
-      app = await buildEventsApp({ redis, serviceKeys: new AcceptedKeyTable(), stream: `qc-${process.pid}`, maxLen: 10, dedupeTtlSeconds: 60, logLevel: 'info', logStream: log.stream });
-      const res = await app.inject({ method: 'GET', url: `/api/v1/events/info?api_key=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef&since=1` });
+      app = await buildEventsApp({
+        redis,
+        serviceKeys: new AcceptedKeyTable(),
+        stream: `qc-${process.pid}`,
+        maxLen: 10,
+        dedupeTtlSeconds: 60,
+        logLevel: 'info',
+        logStream: log.stream,
+      });
+      const res = await app.inject({
+        method: 'GET',
+        url: `/api/v1/events/info?api_key=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef&since=1`,
+      });
       expect(res.statusCode).toBe(401);
       expect(log.text()).toContain('/api/v1/events/info?api_key=[redacted]&since=1');
       expect(log.text()).not.toContain('0123456789abcdef');
@@ -102,9 +129,19 @@ describe('the internal services and the tenant ingress', () => {
   it("tenant ingress: an ERP's password-reset token in the query is redacted on the request line", async () => {
     const log = logCapture();
     const platform = { query: async () => ({ rows: [] }) };
-    const app = await buildTenantIngress({ platform: platform as never, upstream: 'http://127.0.0.1:9', saas: {} as never, logLevel: 'info', logStream: log.stream });
+    const app = await buildTenantIngress({
+      platform: platform as never,
+      upstream: 'http://127.0.0.1:9',
+      saas: {} as never,
+      logLevel: 'info',
+      logStream: log.stream,
+    });
     try {
-      const res = await app.inject({ method: 'GET', url: '/web/reset_password?db=acme&token=Zx8fQ2rT9kLmN3pV', headers: { host: 'nobody.erp.example.test' } });
+      const res = await app.inject({
+        method: 'GET',
+        url: '/web/reset_password?db=acme&token=Zx8fQ2rT9kLmN3pV',
+        headers: { host: 'nobody.erp.example.test' },
+      });
       expect(res.statusCode).toBe(404);
       expect(log.text()).toContain('/web/reset_password?db=acme&token=[redacted]');
       expect(log.text()).not.toContain('Zx8fQ2rT9kLmN3pV');

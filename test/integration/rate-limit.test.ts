@@ -76,7 +76,10 @@ describe('the token bucket per key', () => {
 
   it('counts a HEAD request once, like its GET', async () => {
     const { key } = await keyWithLimits({ burst: 3, perSecond: 0.001, agentPerMinute: 10 });
-    const head = await fetch(new URL('/api/portal/apikeys/self', baseA), { method: 'HEAD', headers: { authorization: `Bearer ${key.token}` } });
+    const head = await fetch(new URL('/api/portal/apikeys/self', baseA), {
+      method: 'HEAD',
+      headers: { authorization: `Bearer ${key.token}` },
+    });
     expect(head.status).toBe(200);
     expect(head.headers.get('ratelimit-remaining')).toBe('2');
     const get = await call(baseA, 'GET', '/api/portal/apikeys/self', { token: key.token });
@@ -86,7 +89,9 @@ describe('the token bucket per key', () => {
   it('is atomic: of 40 concurrent calls spread over two replicas, exactly the burst of 20 pass', async () => {
     const { key } = await keyWithLimits({ burst: 20, perSecond: 0.001, agentPerMinute: 10 });
     const results = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => call(i % 2 ? baseB : baseA, 'GET', '/api/portal/apikeys/self', { token: key.token })),
+      Array.from({ length: 40 }, (_, i) =>
+        call(i % 2 ? baseB : baseA, 'GET', '/api/portal/apikeys/self', { token: key.token }),
+      ),
     );
     const statuses = results.map((r) => r.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(20);
@@ -102,7 +107,9 @@ describe('the token bucket per key', () => {
     const remaining: number[] = [];
     for (let batch = 0; batch < 15; batch++) {
       const results = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => call(i % 2 ? baseB : baseA, 'GET', '/api/portal/apikeys/self', { token: key.token })),
+        Array.from({ length: 20 }, (_, i) =>
+          call(i % 2 ? baseB : baseA, 'GET', '/api/portal/apikeys/self', { token: key.token }),
+        ),
       );
       for (const r of results) {
         if (r.status === 200) {
@@ -126,7 +133,11 @@ describe('the token bucket per key', () => {
 
   it('keeps one bucket per key: an exhausted key does not slow down another key of the workspace', async () => {
     const { workspace, accessToken } = await adminOfNewWorkspace(baseA, pool);
-    await ops('PUT', `/api/ops/workspaces/${workspace.slug}/rate-limits`, { burst: 1, perSecond: 0.001, agentPerMinute: 10 });
+    await ops('PUT', `/api/ops/workspaces/${workspace.slug}/rate-limits`, {
+      burst: 1,
+      perSecond: 0.001,
+      agentPerMinute: 10,
+    });
     const first = await createKey(baseA, accessToken);
     const second = await createKey(baseA, accessToken);
     expect((await call(baseA, 'GET', '/api/portal/apikeys/self', { token: first.token })).status).toBe(200);
@@ -135,13 +146,17 @@ describe('the token bucket per key', () => {
   });
 });
 
-describe('the workspace limit: all its keys together (§8 is the workspace\'s limit, not each key\'s)', () => {
+describe("the workspace limit: all its keys together (§8 is the workspace's limit, not each key's)", () => {
   it('fresh keys do not multiply it: 3 keys × 60 parallel requests get no more than the workspace burst (100) and its refill', async () => {
     const { accessToken } = await adminOfNewWorkspace(baseA, pool);
     const keys = await Promise.all([1, 2, 3].map((n) => createKey(baseA, accessToken, { name: `key ${n}` })));
     const started = Date.now();
     const results = await Promise.all(
-      keys.flatMap((key) => Array.from({ length: 60 }, (_, i) => call(i % 2 ? baseB : baseA, 'GET', '/api/portal/apikeys/self', { token: key.token }))),
+      keys.flatMap((key) =>
+        Array.from({ length: 60 }, (_, i) =>
+          call(i % 2 ? baseB : baseA, 'GET', '/api/portal/apikeys/self', { token: key.token }),
+        ),
+      ),
     );
     const refilled = Math.ceil(((Date.now() - started) / 1000) * 30);
     const admitted = results.filter((r) => r.status === 200).length;
@@ -149,7 +164,9 @@ describe('the workspace limit: all its keys together (§8 is the workspace\'s li
     const refused = results.filter((r) => r.status === 429);
     expect(refused.length).toBeGreaterThan(0);
     expect(refused[0]!.body).toMatchObject({ status: 429, code: 'RATE_LIMITED', rateLimit: 'workspace' });
-    expect(refused[0]!.body.detail).toMatch(/exceeded its limit of 100 requests burst, 30\/s sustained, shared by all its keys; retry after \d+ s/);
+    expect(refused[0]!.body.detail).toMatch(
+      /exceeded its limit of 100 requests burst, 30\/s sustained, shared by all its keys; retry after \d+ s/,
+    );
     expect(Number(refused[0]!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(refused[0]!.headers.get('ratelimit-limit')).toBe('100');
     expect(refused[0]!.headers.get('ratelimit-remaining')).toBe('0');
@@ -168,23 +185,43 @@ describe('the workspace limit: all its keys together (§8 is the workspace\'s li
     const keys = await Promise.all([1, 2, 3].map((n) => createKey(baseA, accessToken, { name: `key ${n}` })));
     const statuses: number[] = [];
     for (let i = 0; i < 5; i++) {
-      for (const [k, key] of keys.entries()) statuses.push((await call((i + k) % 2 ? baseB : baseA, 'GET', '/api/portal/apikeys/self', { token: key.token })).status);
+      for (const [k, key] of keys.entries())
+        statuses.push(
+          (await call((i + k) % 2 ? baseB : baseA, 'GET', '/api/portal/apikeys/self', { token: key.token })).status,
+        );
     }
     expect(statuses.filter((s) => s === 200)).toHaveLength(8);
     expect(statuses.slice(8).every((s) => s === 429)).toBe(true);
     // another workspace is not slowed down by this one
     const other = await adminOfNewWorkspace(baseA, pool);
-    expect((await call(baseB, 'GET', '/api/portal/apikeys/self', { token: (await createKey(baseA, other.accessToken)).token })).status).toBe(200);
+    expect(
+      (
+        await call(baseB, 'GET', '/api/portal/apikeys/self', {
+          token: (await createKey(baseA, other.accessToken)).token,
+        })
+      ).status,
+    ).toBe(200);
   });
 });
 
 describe('the cap on live API keys per workspace', () => {
   it('refuses a key past the cap with 409 naming it, and takes one again once a key is revoked', async () => {
     const { workspace, accessToken } = await adminOfNewWorkspace(baseA, pool);
-    expect((await ops('PUT', `/api/ops/workspaces/${workspace.slug}/rate-limits`, { burst: 100, perSecond: 30, agentPerMinute: 10, maxApiKeys: 3 })).status).toBe(200);
+    expect(
+      (
+        await ops('PUT', `/api/ops/workspaces/${workspace.slug}/rate-limits`, {
+          burst: 100,
+          perSecond: 30,
+          agentPerMinute: 10,
+          maxApiKeys: 3,
+        })
+      ).status,
+    ).toBe(200);
     // concurrent creates cannot pass the cap together
     const results = await Promise.all(
-      Array.from({ length: 5 }, (_, i) => call(baseA, 'POST', '/api/portal/apikeys', { token: accessToken, body: { name: `key ${i}` } })),
+      Array.from({ length: 5 }, (_, i) =>
+        call(baseA, 'POST', '/api/portal/apikeys', { token: accessToken, body: { name: `key ${i}` } }),
+      ),
     );
     expect(results.map((r) => r.status).sort()).toEqual([201, 201, 201, 409, 409]);
     const refused = results.find((r) => r.status === 409)!;
@@ -194,7 +231,9 @@ describe('the cap on live API keys per workspace', () => {
     expect((await call(baseA, 'GET', '/api/portal/apikeys', { token: accessToken })).body.items).toHaveLength(3);
     const revoked = results.find((r) => r.status === 201)!.body.id as string;
     expect((await call(baseA, 'DELETE', `/api/portal/apikeys/${revoked}`, { token: accessToken })).status).toBe(204);
-    expect((await call(baseA, 'POST', '/api/portal/apikeys', { token: accessToken, body: { name: 'again' } })).status).toBe(201);
+    expect(
+      (await call(baseA, 'POST', '/api/portal/apikeys', { token: accessToken, body: { name: 'again' } })).status,
+    ).toBe(201);
   });
 
   it('caps at 50 live keys by default', async () => {
@@ -205,7 +244,10 @@ describe('the cap on live API keys per workspace', () => {
        SELECT $1, 'bulk ' || n, 'ws_live_' || substr(md5(random()::text), 1, 8) || n, 'x', '{dashboard:read}' FROM generate_series(1, 50) n`,
       [workspace.id],
     );
-    const res = await call(baseA, 'POST', '/api/portal/apikeys', { token: accessToken, body: { name: 'one too many' } });
+    const res = await call(baseA, 'POST', '/api/portal/apikeys', {
+      token: accessToken,
+      body: { name: 'one too many' },
+    });
     expect(res.status).toBe(409);
     expect(res.body.detail).toContain('its cap of 50');
   });
@@ -235,8 +277,25 @@ describe('per-workspace overrides (ops API)', () => {
       maxApiKeys: 50,
       overridden: true,
     });
-    expect((await ops('PUT', path, { burst: 100, perSecond: 30, agentPerMinute: 10, workspaceBurst: 400, workspacePerSecond: 90, maxApiKeys: 200 })).status).toBe(200);
-    expect((await ops('GET', path)).body).toMatchObject({ burst: 100, workspaceBurst: 400, workspacePerSecond: 90, maxApiKeys: 200, overridden: true });
+    expect(
+      (
+        await ops('PUT', path, {
+          burst: 100,
+          perSecond: 30,
+          agentPerMinute: 10,
+          workspaceBurst: 400,
+          workspacePerSecond: 90,
+          maxApiKeys: 200,
+        })
+      ).status,
+    ).toBe(200);
+    expect((await ops('GET', path)).body).toMatchObject({
+      burst: 100,
+      workspaceBurst: 400,
+      workspacePerSecond: 90,
+      maxApiKeys: 200,
+      overridden: true,
+    });
     expect((await ops('DELETE', path)).status).toBe(204);
     expect((await ops('GET', path)).body.overridden).toBe(false);
   });
@@ -249,13 +308,20 @@ describe('per-workspace overrides (ops API)', () => {
     const { workspace } = await adminOfNewWorkspace(baseA, pool);
     const res = await ops('PUT', `/api/ops/workspaces/${workspace.slug}/rate-limits`, body);
     expect(res.status).toBe(400);
-    expect((await pool.query('SELECT 1 FROM workspace_rate_limits WHERE workspace_id = $1', [workspace.id])).rowCount).toBe(0);
+    expect(
+      (await pool.query('SELECT 1 FROM workspace_rate_limits WHERE workspace_id = $1', [workspace.id])).rowCount,
+    ).toBe(0);
   });
 
   it('answers 404 for an unknown workspace and 401 without the ops key', async () => {
     expect((await ops('GET', '/api/ops/workspaces/no-such-ws/rate-limits')).status).toBe(404);
     const { workspace } = await adminOfNewWorkspace(baseA, pool);
-    const res = await ops('PUT', `/api/ops/workspaces/${workspace.slug}/rate-limits`, { burst: 1, perSecond: 1, agentPerMinute: 1 }, 'wrong-key-000000000000000000');
+    const res = await ops(
+      'PUT',
+      `/api/ops/workspaces/${workspace.slug}/rate-limits`,
+      { burst: 1, perSecond: 1, agentPerMinute: 1 },
+      'wrong-key-000000000000000000',
+    );
     expect(res.status).toBe(401);
   });
 });

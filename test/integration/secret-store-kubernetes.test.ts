@@ -28,7 +28,12 @@ import { AppError } from '../../lib/errors.js';
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import { KubernetesSecretVolume, KubernetesSecretWriter } from '../../domain/service-keys/kubernetes-secret-store.js';
 import { createKey } from '../../domain/service-keys/key-registry.js';
-import { createSecretStore, createSecretStoreWriter, KubernetesPublishingStore, publishCurrentKeys } from '../../domain/service-keys/secret-store-factory.js';
+import {
+  createSecretStore,
+  createSecretStoreWriter,
+  KubernetesPublishingStore,
+  publishCurrentKeys,
+} from '../../domain/service-keys/secret-store-factory.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { startKubernetesStandIn, type KubernetesStandIn } from '../../sandbox/kubernetes/server.js';
 import { tempDir, testConfig, workflowBundle } from '../support/env.js';
@@ -53,21 +58,39 @@ const newKey = () => {
   return key;
 };
 const caller = () => `t${randomBytes(3).toString('hex')}`;
-const writer = (token = tokenFile) => new KubernetesSecretWriter({ apiUrl: k8s.url, namespace: NS, secretName: 'plana-service-keys-{caller}', tokenFile: token });
+const writer = (token = tokenFile) =>
+  new KubernetesSecretWriter({
+    apiUrl: k8s.url,
+    namespace: NS,
+    secretName: 'plana-service-keys-{caller}',
+    tokenFile: token,
+  });
 const volume = (c: string, opts: { pollMs?: number } = {}) => {
-  const r = new KubernetesSecretVolume({ dir: k8s.volumeDir(NS, `plana-service-keys-${c}`), ttlMs: MINUTE, pollMs: opts.pollMs ?? MINUTE });
+  const r = new KubernetesSecretVolume({
+    dir: k8s.volumeDir(NS, `plana-service-keys-${c}`),
+    ttlMs: MINUTE,
+    pollMs: opts.pollMs ?? MINUTE,
+  });
   readers.push(r);
   return r;
 };
 /** Waits until the consumer's answer changes (the volume swap is asynchronous, as the kubelet's). */
 const eventually = (fn: () => Promise<void>) => vi.waitFor(fn, { timeout: 5_000, interval: 25 });
-const errorOf = async (p: Promise<unknown>) => p.then(() => undefined, (err: unknown) => err as Error);
+const errorOf = async (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (err: unknown) => err as Error,
+  );
 
 beforeAll(async () => {
   dir = tempDir('k8s');
   tokenFile = path.join(dir, 'token');
   writeFileSync(tokenFile, `${TOKEN}\n`);
-  k8s = await startKubernetesStandIn({ token: TOKEN, volumeRoot: path.join(dir, 'volumes'), log: (l) => logLines.push(l) });
+  k8s = await startKubernetesStandIn({
+    token: TOKEN,
+    volumeRoot: path.join(dir, 'volumes'),
+    log: (l) => logLines.push(l),
+  });
   cfg = await testConfig({
     SECRET_STORE: 'kubernetes',
     KUBERNETES_API_URL: k8s.url,
@@ -90,7 +113,7 @@ describe('versions written through the Kubernetes API', () => {
     const w = writer();
     const k1 = newKey();
     const k2 = newKey();
-    expect(await w.put(c, 'events', { key: k1, keyId: 'sk_one', }, true)).toBe(1);
+    expect(await w.put(c, 'events', { key: k1, keyId: 'sk_one' }, true)).toBe(1);
     expect(await w.put(c, 'events', { key: k2, keyId: 'sk_two' }, false)).toBe(2);
     expect(await w.versions(c, 'events')).toMatchObject([
       { version: 2, keyId: 'sk_two', isCurrent: false },
@@ -98,11 +121,17 @@ describe('versions written through the Kubernetes API', () => {
     ]);
 
     // the Secret as any Kubernetes client sees it
-    const res = await fetch(`${k8s.url}/api/v1/namespaces/${NS}/secrets/plana-service-keys-${c}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const res = await fetch(`${k8s.url}/api/v1/namespaces/${NS}/secrets/plana-service-keys-${c}`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     const secret = (await res.json()) as { kind: string; data: Record<string, string> };
     expect(secret.kind).toBe('Secret');
     expect(Object.keys(secret.data).sort()).toEqual([`${c}.events`, `${c}.events.next`]);
-    expect(JSON.parse(Buffer.from(secret.data[`${c}.events`]!, 'base64').toString())).toMatchObject({ keyId: 'sk_one', key: k1, version: 1 });
+    expect(JSON.parse(Buffer.from(secret.data[`${c}.events`]!, 'base64').toString())).toMatchObject({
+      keyId: 'sk_one',
+      key: k1,
+      version: 1,
+    });
 
     await w.makeCurrent(c, 'events', 2);
     expect((await w.versions(c, 'events')).find((v) => v.isCurrent)?.keyId).toBe('sk_two');
@@ -124,7 +153,10 @@ describe('versions written through the Kubernetes API', () => {
     const c = caller();
     const [a, b] = [writer(), writer()];
     await a.put(c, 'events', { key: newKey(), keyId: 'sk_base' }, true);
-    const results = await Promise.all([a.put(c, 'events', { key: newKey(), keyId: 'sk_a' }, false), b.put(c, 'events', { key: newKey(), keyId: 'sk_b' }, false)]);
+    const results = await Promise.all([
+      a.put(c, 'events', { key: newKey(), keyId: 'sk_a' }, false),
+      b.put(c, 'events', { key: newKey(), keyId: 'sk_b' }, false),
+    ]);
     expect(results.sort()).toEqual([2, 3]);
     const after = await a.versions(c, 'events');
     expect(after.map((v) => v.version)).toEqual([3, 1]);
@@ -134,7 +166,8 @@ describe('versions written through the Kubernetes API', () => {
     // what the writer relies on: a PATCH carrying an old resourceVersion is refused
     const url = `${k8s.url}/api/v1/namespaces/${NS}/secrets/plana-service-keys-${c}`;
     const auth = { authorization: `Bearer ${TOKEN}` };
-    const stale = ((await (await fetch(url, { headers: auth })).json()) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+    const stale = ((await (await fetch(url, { headers: auth })).json()) as { metadata: { resourceVersion: string } })
+      .metadata.resourceVersion;
     await a.makeCurrent(c, 'events', 3);
     const res = await fetch(url, {
       method: 'PATCH',
@@ -167,7 +200,9 @@ describe('a consumer reading the mounted Secret', () => {
     await w.put(c, 'notifications', { key: k2, keyId: 'sk_new' }, false);
     await w.makeCurrent(c, 'notifications', 2);
     expect(readlinkSync(path.join(mount, '..data'))).not.toBe(first);
-    await eventually(async () => expect(await reader.current(c, 'notifications')).toEqual({ key: k2, keyId: 'sk_new', version: 2 }));
+    await eventually(async () =>
+      expect(await reader.current(c, 'notifications')).toEqual({ key: k2, keyId: 'sk_new', version: 2 }),
+    );
 
     await w.makeCurrent(c, 'notifications', 1); // roll-back reaches it the same way
     await eventually(async () => expect((await reader.current(c, 'notifications')).keyId).toBe('sk_old'));
@@ -196,7 +231,10 @@ describe('the rotation seam: PostgreSQL records, Kubernetes gets what becomes cu
     const [created] = await ensureServiceKeys(pool, store, [pair]);
     expect(await publishCurrentKeys(cfg, pool, [pair])).toBe(1);
     expect(await publishCurrentKeys(cfg, pool, [pair])).toBe(1); // idempotent
-    const consumer = createSecretStore({ ...cfg, SECRETS_MOUNT_DIR: k8s.volumeDir(NS, `plana-service-keys-${c}`), SERVICE_KEY_SECRET_TTL_MS: MINUTE }, pool);
+    const consumer = createSecretStore(
+      { ...cfg, SECRETS_MOUNT_DIR: k8s.volumeDir(NS, `plana-service-keys-${c}`), SERVICE_KEY_SECRET_TTL_MS: MINUTE },
+      pool,
+    );
     readers.push(consumer);
     const v1 = await consumer.current(c, 'events');
     keys.push(v1.key);
@@ -233,7 +271,13 @@ describe('a rotation (the real workflow on Temporal) with SECRET_STORE=kubernete
   it('a consumer reading the mounted Secret calls its target throughout: no failed call; then the old key gets 401', async () => {
     const targetName = `kt-${randomBytes(3).toString('hex')}`;
     const pair: Pair = { caller: caller(), target: targetName };
-    const settings: RotationSettings = { acceptWaitMs: 300, quietPeriodMs: 1_500, pollIntervalMs: 250, deadlineMs: 10_000, rollbackWaitMs: 300 };
+    const settings: RotationSettings = {
+      acceptWaitMs: 300,
+      quietPeriodMs: 1_500,
+      pollIntervalMs: 250,
+      deadlineMs: 10_000,
+      rollbackWaitMs: 300,
+    };
     const store = createSecretStoreWriter(cfg, pool);
     // a target of this test's own (not in the inventory), bootstrapped and published as `npm run db:migrate` does
     await ensureServiceKeys(pool, store, [pair as unknown as Pick<ServiceKeyPair, 'caller' | 'target'>]);
@@ -246,7 +290,12 @@ describe('a rotation (the real workflow on Temporal) with SECRET_STORE=kubernete
       connection: workerConnection,
       taskQueue: cfg.TEMPORAL_TASK_QUEUE,
       workflowBundle: workflowBundle(),
-      activities: createRotationActivities({ pool, store, secrets: new PgSecretStore(pool, cfg.SECRETS_KEY), eventsUrl: cfg.EVENTS_URL }),
+      activities: createRotationActivities({
+        pool,
+        store,
+        secrets: new PgSecretStore(pool, cfg.SECRETS_KEY),
+        eventsUrl: cfg.EVENTS_URL,
+      }),
     });
     const workerRun = worker.run();
     try {
@@ -254,9 +303,17 @@ describe('a rotation (the real workflow on Temporal) with SECRET_STORE=kubernete
       const consumerStore = volume(pair.caller);
       const old = await consumerStore.current(pair.caller, pair.target);
       const seen = new Set<string>();
-      const traffic = keyConsumer(target.ping, async () => (await consumerStore.current(pair.caller, pair.target)).key, seen);
+      const traffic = keyConsumer(
+        target.ping,
+        async () => (await consumerStore.current(pair.caller, pair.target)).key,
+        seen,
+      );
 
-      const started = await startRotation({ pool, temporal, taskQueue: cfg.TEMPORAL_TASK_QUEUE, settings }, pair, 'manual');
+      const started = await startRotation(
+        { pool, temporal, taskQueue: cfg.TEMPORAL_TASK_QUEUE, settings },
+        pair,
+        'manual',
+      );
       const result = (await temporal.workflow.getHandle(started.workflowId).result()) as RotationResult;
       const counts = await traffic.stop();
       for (const k of seen) keys.push(k);
@@ -290,8 +347,29 @@ describe('https with the service account CA', () => {
     // a cluster CA of this test's own (openssl), the API server's certificate for 127.0.0.1
     const tls = path.join(dir, 'tls');
     mkdirSync(tls, { recursive: true });
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-      '-keyout', path.join(tls, 'key.pem'), '-out', path.join(tls, 'ca.crt'), '-subj', '/CN=kubernetes', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-keyout',
+        path.join(tls, 'key.pem'),
+        '-out',
+        path.join(tls, 'ca.crt'),
+        '-subj',
+        '/CN=kubernetes',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
     const secure = await startKubernetesStandIn({
       token: TOKEN,
       volumeRoot: path.join(dir, 'tls-volumes'),
@@ -302,15 +380,30 @@ describe('https with the service account CA', () => {
       expect(secure.url).toMatch(/^https:/);
       const c = caller();
       const k = newKey();
-      const trusting = new KubernetesSecretWriter({ apiUrl: secure.url, namespace: NS, secretName: 'plana-service-keys-{caller}', tokenFile, caFile: path.join(tls, 'ca.crt') });
+      const trusting = new KubernetesSecretWriter({
+        apiUrl: secure.url,
+        namespace: NS,
+        secretName: 'plana-service-keys-{caller}',
+        tokenFile,
+        caFile: path.join(tls, 'ca.crt'),
+      });
       expect(await trusting.put(c, 'events', { key: k, keyId: 'sk_tls' }, true)).toBe(1);
-      expect(readFileSync(path.join(secure.volumeDir(NS, `plana-service-keys-${c}`), `${c}.events`), 'utf8')).toContain('sk_tls');
+      expect(readFileSync(path.join(secure.volumeDir(NS, `plana-service-keys-${c}`), `${c}.events`), 'utf8')).toContain(
+        'sk_tls',
+      );
 
       const c2 = caller();
-      const untrusting = new KubernetesSecretWriter({ apiUrl: secure.url, namespace: NS, secretName: 'plana-service-keys-{caller}', tokenFile });
+      const untrusting = new KubernetesSecretWriter({
+        apiUrl: secure.url,
+        namespace: NS,
+        secretName: 'plana-service-keys-{caller}',
+        tokenFile,
+      });
       const err = await errorOf(untrusting.put(c2, 'events', { key: newKey(), keyId: 'sk_x' }, true));
       expect(err).toBeInstanceOf(AppError);
-      expect(err!.message).toMatch(/Kubernetes API GET .* failed: (SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE)/);
+      expect(err!.message).toMatch(
+        /Kubernetes API GET .* failed: (SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE)/,
+      );
       expect(await trusting.versions(c2, 'events')).toEqual([]);
     } finally {
       await secure.close();
@@ -339,7 +432,10 @@ describe('errors and logs', () => {
     const w = writer();
     const k = newKey();
     await w.put(c, 'events', { key: k, keyId: 'sk_logged' }, true);
-    const errors = [await errorOf(w.makeCurrent(c, 'events', 9)), await errorOf(writer(path.join(dir, 'wrong-token')).makeCurrent(c, 'events', 1))];
+    const errors = [
+      await errorOf(w.makeCurrent(c, 'events', 9)),
+      await errorOf(writer(path.join(dir, 'wrong-token')).makeCurrent(c, 'events', 1)),
+    ];
     expect(logLines.some((l) => l.includes('PATCH') || l.includes('POST'))).toBe(true);
     expect(logLines.some((l) => l.includes(' 401 '))).toBe(true);
     const haystack = [...logLines, ...errors.map((e) => `${e?.message} ${JSON.stringify(e)}`)].join('\n');

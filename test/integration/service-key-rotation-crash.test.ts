@@ -64,70 +64,96 @@ afterAll(async () => {
   await api?.close();
 });
 
-it('the worker killed while a rotation verifies the switch: another worker completes it exactly once, no call fails', { timeout: 120_000 }, async () => {
-  const pair = { caller: `c-${randomBytes(3).toString('hex')}`, target: target.verifier.target };
-  const store = new PgSecretStore(api.pool, api.cfg.SECRETS_KEY, 0);
-  await ensureServiceKeys(api.pool, store, [pair as unknown as Pick<ServiceKeyPair, 'caller' | 'target'>]);
-  await target.verifier.reload();
-  const old = await store.current(pair.caller, pair.target);
+it(
+  'the worker killed while a rotation verifies the switch: another worker completes it exactly once, no call fails',
+  { timeout: 120_000 },
+  async () => {
+    const pair = { caller: `c-${randomBytes(3).toString('hex')}`, target: target.verifier.target };
+    const store = new PgSecretStore(api.pool, api.cfg.SECRETS_KEY, 0);
+    await ensureServiceKeys(api.pool, store, [pair as unknown as Pick<ServiceKeyPair, 'caller' | 'target'>]);
+    await target.verifier.reload();
+    const old = await store.current(pair.caller, pair.target);
 
-  // the real worker process (`npm run start:worker`) with this file's configuration
-  child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'worker/index.ts')], {
-    cwd: root,
-    env: { ...(process.env as Record<string, string>), ...configEnv(api.cfg), LOG_LEVEL: 'error', TEMPORAL_LOG_LEVEL: 'ERROR' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+    // the real worker process (`npm run start:worker`) with this file's configuration
+    child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'worker/index.ts')], {
+      cwd: root,
+      env: {
+        ...(process.env as Record<string, string>),
+        ...configEnv(api.cfg),
+        LOG_LEVEL: 'error',
+        TEMPORAL_LOG_LEVEL: 'ERROR',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
 
-  const consumerStore = new PgSecretStore(api.pool, api.cfg.SECRETS_KEY, 200);
-  const traffic = keyConsumer(target.ping, async () => (await consumerStore.current(pair.caller, pair.target)).key);
-  const res = await fetch(`${api.base}/api/ops/service-keys/${pair.caller}/${pair.target}/rotate`, {
-    method: 'POST',
-    headers: { 'x-api-key': testKeys.operator, 'content-type': 'application/json' },
-    body: '{}',
-  });
-  expect(res.status).toBe(202);
-  const { workflowId } = (await res.json()) as { workflowId: string };
-  const handle = client.workflow.getHandle(workflowId);
+    const consumerStore = new PgSecretStore(api.pool, api.cfg.SECRETS_KEY, 200);
+    const traffic = keyConsumer(target.ping, async () => (await consumerStore.current(pair.caller, pair.target)).key);
+    const res = await fetch(`${api.base}/api/ops/service-keys/${pair.caller}/${pair.target}/rotate`, {
+      method: 'POST',
+      headers: { 'x-api-key': testKeys.operator, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(res.status).toBe(202);
+    const { workflowId } = (await res.json()) as { workflowId: string };
+    const handle = client.workflow.getHandle(workflowId);
 
-  // caught between steps: the consumer has the new key, the old one is not yet silent long enough
-  await expect
-    .poll(async () => ((await handle.query(rotationStatusQuery).catch(() => undefined)) as RotationStatus | undefined)?.step, { timeout: 60_000, interval: 100 })
-    .toBe('verify-switch');
-  child.kill('SIGKILL');
-  await new Promise((resolve) => child!.once('exit', resolve));
-  child = undefined;
-  await new Promise((r) => setTimeout(r, 1000));
+    // caught between steps: the consumer has the new key, the old one is not yet silent long enough
+    await expect
+      .poll(
+        async () =>
+          ((await handle.query(rotationStatusQuery).catch(() => undefined)) as RotationStatus | undefined)?.step,
+        { timeout: 60_000, interval: 100 },
+      )
+      .toBe('verify-switch');
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child!.once('exit', resolve));
+    child = undefined;
+    await new Promise((r) => setTimeout(r, 1000));
 
-  // another worker takes over
-  workerConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
-  worker = await Worker.create({
-    connection: workerConnection,
-    taskQueue: api.cfg.TEMPORAL_TASK_QUEUE,
-    workflowBundle: workflowBundle(),
-    activities: createRotationActivities({
-      pool: api.pool,
-      store,
-      secrets: new PgSecretStore(api.pool, api.cfg.SECRETS_KEY),
-      eventsUrl: api.cfg.EVENTS_URL,
-      starter: { temporal: client, taskQueue: api.cfg.TEMPORAL_TASK_QUEUE, settings: rotationSettings(api.cfg) },
-    }),
-  });
-  workerRun = worker.run();
+    // another worker takes over
+    workerConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
+    worker = await Worker.create({
+      connection: workerConnection,
+      taskQueue: api.cfg.TEMPORAL_TASK_QUEUE,
+      workflowBundle: workflowBundle(),
+      activities: createRotationActivities({
+        pool: api.pool,
+        store,
+        secrets: new PgSecretStore(api.pool, api.cfg.SECRETS_KEY),
+        eventsUrl: api.cfg.EVENTS_URL,
+        starter: { temporal: client, taskQueue: api.cfg.TEMPORAL_TASK_QUEUE, settings: rotationSettings(api.cfg) },
+      }),
+    });
+    workerRun = worker.run();
 
-  const result = (await handle.result()) as RotationResult;
-  const counts = await traffic.stop();
-  expect(result).toMatchObject({ outcome: 'completed', oldKeyId: old.keyId });
-  expect(counts.failed).toBe(0);
+    const result = (await handle.result()) as RotationResult;
+    const counts = await traffic.stop();
+    expect(result).toMatchObject({ outcome: 'completed', oldKeyId: old.keyId });
+    expect(counts.failed).toBe(0);
 
-  // exactly once: two keys (old revoked, one new current), two secret versions, each step run once
-  const keys = await listKeys(api.pool, pair);
-  expect(Object.fromEntries(keys.map((k) => [k.keyId, k.state]))).toEqual({ [old.keyId]: 'revoked', [result.newKeyId]: 'current' });
-  const { rows } = await api.pool.query(`SELECT count(*)::int AS n FROM service_key_secrets WHERE caller = $1 AND target = $2`, [pair.caller, pair.target]);
-  expect(rows[0].n).toBe(2);
-  const scheduled = (await handle.fetchHistory()).events!.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
-  const times = (name: string) => scheduled.filter((n) => n === name).length;
-  expect([times('generateRotationKey'), times('makeRotationSecretCurrent'), times('promoteRotationKey'), times('revokeRotationKey')]).toEqual([1, 1, 1, 1]);
-  await target.verifier.reload();
-  expect((await target.ping(old.key)).status).toBe(401);
-  expect((await target.ping((await store.current(pair.caller, pair.target)).key)).status).toBe(200);
-});
+    // exactly once: two keys (old revoked, one new current), two secret versions, each step run once
+    const keys = await listKeys(api.pool, pair);
+    expect(Object.fromEntries(keys.map((k) => [k.keyId, k.state]))).toEqual({
+      [old.keyId]: 'revoked',
+      [result.newKeyId]: 'current',
+    });
+    const { rows } = await api.pool.query(
+      `SELECT count(*)::int AS n FROM service_key_secrets WHERE caller = $1 AND target = $2`,
+      [pair.caller, pair.target],
+    );
+    expect(rows[0].n).toBe(2);
+    const scheduled = (await handle.fetchHistory()).events!.flatMap(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? [],
+    );
+    const times = (name: string) => scheduled.filter((n) => n === name).length;
+    expect([
+      times('generateRotationKey'),
+      times('makeRotationSecretCurrent'),
+      times('promoteRotationKey'),
+      times('revokeRotationKey'),
+    ]).toEqual([1, 1, 1, 1]);
+    await target.verifier.reload();
+    expect((await target.ping(old.key)).status).toBe(401);
+    expect((await target.ping((await store.current(pair.caller, pair.target)).key)).status).toBe(200);
+  },
+);

@@ -47,7 +47,9 @@ import { workflowBundle } from '../support/env.js';
 import { erpTestConfig, provisionTenantWithEventRules, queryTenantDb, type TestTenant } from '../support/erp-tenant.js';
 
 const PAIR = { caller: 'erp', target: `event-ingestion-${randomBytes(3).toString('hex')}` };
-const INVENTORY = [{ ...PAIR, target: PAIR.target as 'event-ingestion', live: true, what: 'this file', proof: 'rules' as const }];
+const INVENTORY = [
+  { ...PAIR, target: PAIR.target as 'event-ingestion', live: true, what: 'this file', proof: 'rules' as const },
+];
 const SETTINGS: RotationSettings = {
   acceptWaitMs: 300,
   quietPeriodMs: 1500,
@@ -92,19 +94,33 @@ beforeAll(async () => {
   // the pair's first key, as `db:migrate` makes it: seeded with the key the tokens were derived from
   // before the pair was live (HKDF of SECRETS_KEY; here of a secrets key of this file's own: key
   // hashes are unique in the registry)
-  await ensureServiceKeys(pool, store, [PAIR as { caller: string; target: 'event-ingestion' }], { [pairName(PAIR)]: LEGACY_KEY });
+  await ensureServiceKeys(pool, store, [PAIR as { caller: string; target: 'event-ingestion' }], {
+    [pairName(PAIR)]: LEGACY_KEY,
+  });
   events = await startEvents(cfg, { ingestionPair: PAIR });
   // what the ERP logs about its webhook posts (Odoo logs a failed or timed-out post, and that is all)
   const lines = new Writable({
     write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) erpWarnings.push((JSON.parse(line) as { msg: string }).msg);
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean))
+        erpWarnings.push((JSON.parse(line) as { msg: string }).msg);
       done();
     },
   });
-  erp = await startErpStandIn({ host: '127.0.0.1', port: 0, platformDatabaseUrl: cfg.DATABASE_URL, erpDatabaseUrl: cfg.ERP_DATABASE_URL, logger: pino({ level: 'warn' }, lines) });
+  erp = await startErpStandIn({
+    host: '127.0.0.1',
+    port: 0,
+    platformDatabaseUrl: cfg.DATABASE_URL,
+    erpDatabaseUrl: cfg.ERP_DATABASE_URL,
+    logger: pino({ level: 'warn' }, lines),
+  });
   cfg.ERP_URL = erp.url;
   // provisioned, then the reconcile step ensure-tier-modules: the rules, with the pair's current key's tokens
-  ({ tenant } = await provisionTenantWithEventRules(cfg, pool, admin, { tier: 'pro', version: '18', erpUrl: erp.url, ingestionKey: (await store.current(PAIR.caller, PAIR.target)).key }));
+  ({ tenant } = await provisionTenantWithEventRules(cfg, pool, admin, {
+    tier: 'pro',
+    version: '18',
+    erpUrl: erp.url,
+    ingestionKey: (await store.current(PAIR.caller, PAIR.target)).key,
+  }));
   scope.push(tenant);
   redis = new Redis(cfg.REDIS_URL);
 
@@ -165,7 +181,13 @@ async function draftInvoices(t: TestTenant, n: number): Promise<number[]> {
  */
 function accountant(t: TestTenant, drafts: number[]) {
   // (the tenant's admin, whose password the platform set: the rotation needs it unchanged to reach the rules)
-  const erpClient = createErpClient({ baseUrl: erp.url, host: t.host, db: t.database, login: 'admin', password: tenantAdminPassword(cfg.SECRETS_KEY, t.database) });
+  const erpClient = createErpClient({
+    baseUrl: erp.url,
+    host: t.host,
+    db: t.database,
+    login: 'admin',
+    password: tenantAdminPassword(cfg.SECRETS_KEY, t.database),
+  });
   let stop = false;
   const posted: number[] = [];
   const running = (async () => {
@@ -231,11 +253,26 @@ async function ruleToken(t: TestTenant): Promise<string> {
 const ingest = (t: TestTenant, token: string, id: number) =>
   fetch(new URL(`/api/v1/ingest/odoo/${t.name}/invoice.posted`, cfg.EVENTS_URL), {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Basic ${Buffer.from(`${t.name}:${token}`).toString('base64')}` },
-    body: JSON.stringify({ _model: 'account.move', _id: id, _action: 'manual', state: 'posted', move_type: 'out_invoice', amount_total: 10 }),
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Basic ${Buffer.from(`${t.name}:${token}`).toString('base64')}`,
+    },
+    body: JSON.stringify({
+      _model: 'account.move',
+      _id: id,
+      _action: 'manual',
+      state: 'posted',
+      move_type: 'out_invoice',
+      amount_total: 10,
+    }),
   });
 
-const rotate = () => startRotation({ pool, temporal: client, taskQueue: cfg.TEMPORAL_TASK_QUEUE, settings: SETTINGS, inventory: INVENTORY }, PAIR, 'manual');
+const rotate = () =>
+  startRotation(
+    { pool, temporal: client, taskQueue: cfg.TEMPORAL_TASK_QUEUE, settings: SETTINGS, inventory: INVENTORY },
+    PAIR,
+    'manual',
+  );
 
 it('after an upgrade the pair starts from the key the existing tokens were derived from: the rules written before keep posting', async () => {
   const first = await store.current(PAIR.caller, PAIR.target);
@@ -258,7 +295,10 @@ it("a tenant's invoices posted through XML-RPC reach the stream before, during a
   await sleep(500);
   const posted = await posting.stop();
   expect(result).toMatchObject({ outcome: 'completed', oldKeyId: old.keyId });
-  expect(await handle.query(rotationStatusQuery)).toMatchObject({ proof: 'rules', rules: { keyId: result.newKeyId, tenants: 1, failed: [] } });
+  expect(await handle.query(rotationStatusQuery)).toMatchObject({
+    proof: 'rules',
+    rules: { keyId: result.newKeyId, tenants: 1, failed: [] },
+  });
 
   // every post reached the stream: none was refused (Odoo posts once and never again)
   expect(posted.length).toBeGreaterThan(20);
@@ -269,9 +309,15 @@ it("a tenant's invoices posted through XML-RPC reach the stream before, during a
   expect(now.keyId).toBe(result.newKeyId);
   expect(await ruleToken(tenant)).toBe(ingestionToken(now.key, tenant.name));
   const spare = (await draftInvoices(tenant, 2))!;
-  await expect.poll(async () => (await ingest(tenant, ingestionToken(old.key, tenant.name), spare[0]!)).status, { timeout: 5_000 }).toBe(401);
+  await expect
+    .poll(async () => (await ingest(tenant, ingestionToken(old.key, tenant.name), spare[0]!)).status, {
+      timeout: 5_000,
+    })
+    .toBe(401);
   // a post with the revoked key's token is the revoked-key alert's case (misuse.ts), not just a wrong token
-  await expect.poll(() => misuseRecord(pool, old.keyId), { timeout: 5_000 }).toMatchObject({ caller: 'erp', target: PAIR.target });
+  await expect
+    .poll(() => misuseRecord(pool, old.keyId), { timeout: 5_000 })
+    .toMatchObject({ caller: 'erp', target: PAIR.target });
   expect((await ingest(tenant, ingestionToken(now.key, tenant.name), spare[1]!)).status).toBe(202);
   const states = Object.fromEntries((await listKeys(pool, PAIR)).map((k) => [k.keyId, k.state]));
   expect(states).toEqual({ [old.keyId]: 'revoked', [now.keyId]: 'current' });
@@ -287,7 +333,10 @@ it("a tenant's invoices posted through XML-RPC reach the stream before, during a
     expect(text).not.toContain(ingestionToken(k, tenant.name));
   }
   if (process.env.RECORD_HISTORIES) {
-    writeFileSync(path.resolve(import.meta.dirname, '../fixtures/histories/rotate-service-key-rules.json'), JSON.stringify(history, null, 2) + '\n');
+    writeFileSync(
+      path.resolve(import.meta.dirname, '../fixtures/histories/rotate-service-key-rules.json'),
+      JSON.stringify(history, null, 2) + '\n',
+    );
   }
   console.log(`erp → event-ingestion rotation: ${posted.length} invoices posted, 0 refused`);
 }, 60_000);
@@ -297,26 +346,42 @@ it('a reconcile that read the old key before the switch writes its token back af
   const started = await rotate();
   const handle = client.workflow.getHandle(started.workflowId);
   // the rules are moved, the rotation waits for the quiet period
-  await expect.poll(async () => (await handle.query(rotationStatusQuery)).step, { timeout: 10_000, interval: 50 }).toBe('verify-switch');
+  await expect
+    .poll(async () => (await handle.query(rotationStatusQuery)).step, { timeout: 10_000, interval: 50 })
+    .toBe('verify-switch');
   expect(await ruleToken(tenant)).not.toBe(ingestionToken(old.key, tenant.name));
   // now a reconcile with the old key (read before the switch) puts its token back
   await queryTenantDb(
     cfg,
     tenant.database,
     `UPDATE ir_act_server SET webhook_url = $1 WHERE base_automation_id = (SELECT id FROM base_automation WHERE name = 'Plana: invoice.posted')`,
-    [`${cfg.EVENTS_URL}/api/v1/ingest/odoo/${tenant.name}/invoice.posted`.replace('//', `//${tenant.name}:${encodeURIComponent(ingestionToken(old.key, tenant.name))}@`)],
+    [
+      `${cfg.EVENTS_URL}/api/v1/ingest/odoo/${tenant.name}/invoice.posted`.replace(
+        '//',
+        `//${tenant.name}:${encodeURIComponent(ingestionToken(old.key, tenant.name))}@`,
+      ),
+    ],
   );
   const result = (await handle.result()) as RotationResult;
   expect(result).toMatchObject({ outcome: 'completed', oldKeyId: old.keyId });
-  expect(await handle.query(rotationStatusQuery)).toMatchObject({ rules: { keyId: result.newKeyId, tenants: 1, updated: 1, failed: [] } });
+  expect(await handle.query(rotationStatusQuery)).toMatchObject({
+    rules: { keyId: result.newKeyId, tenants: 1, updated: 1, failed: [] },
+  });
   const now = await store.current(PAIR.caller, PAIR.target);
   expect(await ruleToken(tenant)).toBe(ingestionToken(now.key, tenant.name));
 }, 60_000);
 
-it("a tenant whose ERP cannot be updated: rolled back (old key current again, rules back on the old token, new key revoked, alert recorded); the old token still works and nothing was refused", async () => {
+it('a tenant whose ERP cannot be updated: rolled back (old key current again, rules back on the old token, new key revoked, alert recorded); the old token still works and nothing was refused', async () => {
   // a second tenant whose admins changed the admin's password: the platform cannot open its ERP
-  const { tenant: locked } = await provisionTenantWithEventRules(cfg, pool, admin, { tier: 'pro', version: '18', erpUrl: erp.url, ingestionKey: (await store.current(PAIR.caller, PAIR.target)).key });
-  await queryTenantDb(cfg, locked.database, `UPDATE res_users SET password = $1 WHERE login = 'admin'`, [hashOdooPassword('changed-by-the-customer')]);
+  const { tenant: locked } = await provisionTenantWithEventRules(cfg, pool, admin, {
+    tier: 'pro',
+    version: '18',
+    erpUrl: erp.url,
+    ingestionKey: (await store.current(PAIR.caller, PAIR.target)).key,
+  });
+  await queryTenantDb(cfg, locked.database, `UPDATE res_users SET password = $1 WHERE login = 'admin'`, [
+    hashOdooPassword('changed-by-the-customer'),
+  ]);
   scope.push(locked);
   try {
     const old = await store.current(PAIR.caller, PAIR.target);
@@ -337,7 +402,10 @@ it("a tenant whose ERP cannot be updated: rolled back (old key current again, ru
     const states = Object.fromEntries((await listKeys(pool, PAIR)).map((k) => [k.keyId, k.state]));
     expect(states[old.keyId]).toBe('current');
     expect(states[result.newKeyId]).toBe('revoked');
-    expect(await rotationRecord(pool, started.workflowId)).toMatchObject({ outcome: 'rolled-back', alert: `event service-key.rotation-failed:${started.workflowId}` });
+    expect(await rotationRecord(pool, started.workflowId)).toMatchObject({
+      outcome: 'rolled-back',
+      alert: `event service-key.rotation-failed:${started.workflowId}`,
+    });
 
     // both tenants' rules are on the old key's token; it still works
     expect(await ruleToken(tenant)).toBe(ingestionToken(old.key, tenant.name));

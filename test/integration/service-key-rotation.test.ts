@@ -166,7 +166,14 @@ function historyText(history: unknown): string {
 }
 
 /** The summaries of a history's timers (the workflow's sleeps, as the Temporal UI shows them). */
-function timerSummaries(history: { events?: { timerStartedEventAttributes?: unknown; userMetadata?: { summary?: { data?: Uint8Array | null } | null } | null }[] | null }): string[] {
+function timerSummaries(history: {
+  events?:
+    | {
+        timerStartedEventAttributes?: unknown;
+        userMetadata?: { summary?: { data?: Uint8Array | null } | null } | null;
+      }[]
+    | null;
+}): string[] {
   return (history.events ?? [])
     .filter((e) => e.timerStartedEventAttributes && e.userMetadata?.summary?.data)
     .map((e) => JSON.parse(Buffer.from(e.userMetadata!.summary!.data!).toString('utf8')) as string);
@@ -207,7 +214,10 @@ describe('service-key rotation', () => {
     expect((await ping(now.key)).status).toBe(200);
     const states = Object.fromEntries((await listKeys(api.pool, pair)).map((k) => [k.keyId, k.state]));
     expect(states).toEqual({ [old.keyId]: 'revoked', [now.keyId]: 'current' });
-    expect(await rotationRecord(api.pool, started.workflowId)).toMatchObject({ outcome: 'completed', reason: 'exposure' });
+    expect(await rotationRecord(api.pool, started.workflowId)).toMatchObject({
+      outcome: 'completed',
+      reason: 'exposure',
+    });
 
     const history = await handle.fetchHistory();
     const hist = historyText(history);
@@ -218,7 +228,10 @@ describe('service-key rotation', () => {
     const list = await fetch(`${api.base}/api/ops/service-keys`, { headers: { 'x-api-key': testKeys.operator } });
     await expectNoKeyIn(await list.text());
     if (process.env.RECORD_HISTORIES) {
-      writeFileSync(path.resolve(import.meta.dirname, '../fixtures/histories/rotate-service-key.json'), JSON.stringify(history, null, 2) + '\n');
+      writeFileSync(
+        path.resolve(import.meta.dirname, '../fixtures/histories/rotate-service-key.json'),
+        JSON.stringify(history, null, 2) + '\n',
+      );
     }
     console.log(`rotation: ${counts.calls} calls, 0 failed`);
   }, 30_000);
@@ -257,28 +270,40 @@ describe('service-key rotation', () => {
       return s.key;
     });
     try {
-    const res = await rotate(pair);
-    expect(res.status).toBe(202);
-    const handle = client.workflow.getHandle(((await res.json()) as { workflowId: string }).workflowId);
-    // step 3: the secret store's current version is the new (still pending) key
-    await expect.poll(async () => (await store.current(pair.caller, pair.target)).keyId, { timeout: 5_000, interval: 20 }).not.toBe(old.keyId);
+      const res = await rotate(pair);
+      expect(res.status).toBe(202);
+      const handle = client.workflow.getHandle(((await res.json()) as { workflowId: string }).workflowId);
+      // step 3: the secret store's current version is the new (still pending) key
+      await expect
+        .poll(async () => (await store.current(pair.caller, pair.target)).keyId, { timeout: 5_000, interval: 20 })
+        .not.toBe(old.keyId);
 
-    // `npm run dev` / `npm run db:migrate` started again now
-    expect(await ensureServiceKeys(api.pool, store, [pair as unknown as Pick<ServiceKeyPair, 'caller' | 'target'>])).toEqual([]);
-    const during = await listKeys(api.pool, pair);
-    expect(during.map((k) => k.state).sort()).toEqual(['current', 'pending']);
+      // `npm run dev` / `npm run db:migrate` started again now
+      expect(
+        await ensureServiceKeys(api.pool, store, [pair as unknown as Pick<ServiceKeyPair, 'caller' | 'target'>]),
+      ).toEqual([]);
+      const during = await listKeys(api.pool, pair);
+      expect(during.map((k) => k.state).sort()).toEqual(['current', 'pending']);
 
-    const result = (await handle.result()) as RotationResult;
-    expect(result).toMatchObject({ outcome: 'completed', oldKeyId: old.keyId });
-    expect(traffic.counts.failed).toBe(0);
-    // what `npm run cli -- service-keys` shows for the pair: the key the consumer sends, current and used
-    const { pairs } = (await (await fetch(`${api.base}/api/ops/service-keys`, { headers: { 'x-api-key': testKeys.operator } })).json()) as {
-      pairs: { caller: string; target: string; keys: { keyId: string; state: string; lastUsedAt: string | null; useCount: number }[] }[];
-    };
-    const shown = pairs.find((p) => p.caller === pair.caller && p.target === pair.target)!.keys;
-    expect(shown.filter((k) => k.state !== 'revoked')).toEqual([expect.objectContaining({ keyId: result.newKeyId, state: 'current', lastUsedAt: expect.any(String) })]);
-    expect(sent).toBe(result.newKeyId);
-    expect(shown.find((k) => k.keyId === result.newKeyId)!.useCount).toBeGreaterThan(0);
+      const result = (await handle.result()) as RotationResult;
+      expect(result).toMatchObject({ outcome: 'completed', oldKeyId: old.keyId });
+      expect(traffic.counts.failed).toBe(0);
+      // what `npm run cli -- service-keys` shows for the pair: the key the consumer sends, current and used
+      const { pairs } = (await (
+        await fetch(`${api.base}/api/ops/service-keys`, { headers: { 'x-api-key': testKeys.operator } })
+      ).json()) as {
+        pairs: {
+          caller: string;
+          target: string;
+          keys: { keyId: string; state: string; lastUsedAt: string | null; useCount: number }[];
+        }[];
+      };
+      const shown = pairs.find((p) => p.caller === pair.caller && p.target === pair.target)!.keys;
+      expect(shown.filter((k) => k.state !== 'revoked')).toEqual([
+        expect.objectContaining({ keyId: result.newKeyId, state: 'current', lastUsedAt: expect.any(String) }),
+      ]);
+      expect(sent).toBe(result.newKeyId);
+      expect(shown.find((k) => k.keyId === result.newKeyId)!.useCount).toBeGreaterThan(0);
     } finally {
       await traffic.stop();
     }
@@ -298,7 +323,10 @@ describe('service-key rotation', () => {
     expect(again.status).toBe(409);
 
     const ok = [first, second].find((r) => r.status === 202)!;
-    const ids = [((await ok.json()) as { workflowId: string }).workflowId, ((await other.json()) as { workflowId: string }).workflowId];
+    const ids = [
+      ((await ok.json()) as { workflowId: string }).workflowId,
+      ((await other.json()) as { workflowId: string }).workflowId,
+    ];
     expect(ids).toEqual([`rotate:${a.caller}:${a.target}:1`, `rotate:${b.caller}:${b.target}:1`]);
     // nobody calls with these pairs: both roll back at the deadline
     const results = (await Promise.all(ids.map((id) => client.workflow.getHandle(id).result()))) as RotationResult[];
@@ -331,21 +359,31 @@ async function listed(pair: { caller: string; target: string }): Promise<ListedP
 }
 
 describe('scheduled rotation, the list, and revoked keys', () => {
-  it('every live pair gets its rotation schedule at start-up; a pair\'s schedule rotates it like the ops API does; the list shows the next and the last rotation', async () => {
+  it("every live pair gets its rotation schedule at start-up; a pair's schedule rotates it like the ops API does; the list shows the next and the last rotation", async () => {
     // what the worker and `npm run dev` do at start
     await ensureWorkerSchedules(client, api.cfg);
     for (const p of SERVICE_KEY_INVENTORY.filter((x) => x.live)) {
       const d = await client.schedule.getHandle(rotationScheduleId(p.caller, p.target)).describe();
       expect(d.spec.intervals?.[0]?.every).toBe(30 * 24 * 3600_000);
-      expect(d.action).toMatchObject({ type: 'startWorkflow', workflowType: 'annualServiceKeyRotation', args: [{ caller: p.caller, target: p.target }] });
+      expect(d.action).toMatchObject({
+        type: 'startWorkflow',
+        workflowType: 'annualServiceKeyRotation',
+        args: [{ caller: p.caller, target: p.target }],
+      });
     }
 
     const pair = await newPair();
     const scheduleId = rotationScheduleId(pair.caller, pair.target);
-    expect(await ensureRotationSchedule(client, pair, { taskQueue: api.cfg.TEMPORAL_TASK_QUEUE, everyDays: 365 })).toBe('created');
-    expect(await ensureRotationSchedule(client, pair, { taskQueue: api.cfg.TEMPORAL_TASK_QUEUE, everyDays: 365 })).toBe('exists');
+    expect(await ensureRotationSchedule(client, pair, { taskQueue: api.cfg.TEMPORAL_TASK_QUEUE, everyDays: 365 })).toBe(
+      'created',
+    );
+    expect(await ensureRotationSchedule(client, pair, { taskQueue: api.cfg.TEMPORAL_TASK_QUEUE, everyDays: 365 })).toBe(
+      'exists',
+    );
     // the period changed in the configuration: the schedule follows
-    expect(await ensureRotationSchedule(client, pair, { taskQueue: api.cfg.TEMPORAL_TASK_QUEUE, everyDays: 90 })).toBe('updated');
+    expect(await ensureRotationSchedule(client, pair, { taskQueue: api.cfg.TEMPORAL_TASK_QUEUE, everyDays: 90 })).toBe(
+      'updated',
+    );
     try {
       const before = await listed(pair);
       expect(before.rotation.running).toBeNull();
@@ -362,7 +400,9 @@ describe('scheduled rotation, the list, and revoked keys', () => {
       const schedule = client.schedule.getHandle(scheduleId);
       await expect.poll(async () => (await schedule.describe()).info.recentActions.length, { timeout: 10_000 }).toBe(1);
       const action = (await schedule.describe()).info.recentActions[0]!.action.workflow;
-      expect(await client.workflow.getHandle(action.workflowId, action.firstExecutionRunId).result()).toEqual({ workflowId });
+      expect(await client.workflow.getHandle(action.workflowId, action.firstExecutionRunId).result()).toEqual({
+        workflowId,
+      });
 
       const result = (await client.workflow.getHandle(workflowId).result()) as RotationResult;
       const counts = await traffic.stop();
@@ -391,9 +431,14 @@ describe('scheduled rotation, the list, and revoked keys', () => {
       await schedule.trigger();
       await expect.poll(async () => (await schedule.describe()).info.recentActions.length, { timeout: 10_000 }).toBe(1);
       const action = (await schedule.describe()).info.recentActions[0]!.action;
-      const run = await client.workflow.getHandle(action.workflow.workflowId, action.workflow.firstExecutionRunId).result();
+      const run = await client.workflow
+        .getHandle(action.workflow.workflowId, action.workflow.firstExecutionRunId)
+        .result();
       expect(run).toMatchObject({ skipped: expect.stringContaining('being rotated already') });
-      const { rows } = await api.pool.query(`SELECT count(*)::int AS n FROM service_key_rotations WHERE caller = $1 AND target = $2`, [pair.caller, pair.target]);
+      const { rows } = await api.pool.query(
+        `SELECT count(*)::int AS n FROM service_key_rotations WHERE caller = $1 AND target = $2`,
+        [pair.caller, pair.target],
+      );
       expect(rows[0].n).toBe(1);
     } finally {
       await schedule.delete();
@@ -408,7 +453,9 @@ describe('scheduled rotation, the list, and revoked keys', () => {
     const traffic = consumer(async () => (await consumerStore.current(pair.caller, pair.target)).key);
     const res = await rotate(pair);
     const { workflowId } = (await res.json()) as { workflowId: string };
-    expect((await client.workflow.getHandle(workflowId).result()) as RotationResult).toMatchObject({ outcome: 'completed' });
+    expect((await client.workflow.getHandle(workflowId).result()) as RotationResult).toMatchObject({
+      outcome: 'completed',
+    });
     await traffic.stop();
     await verifier.reload();
 
@@ -424,7 +471,14 @@ describe('scheduled rotation, the list, and revoked keys', () => {
     expect(mail.text).toContain(`rotate-key ${pair.caller} ${pair.target} --reason exposure`);
 
     const events = (await redis.xrange(api.cfg.EVENTS_STREAM, '-', '+'))
-      .map(([, fields]) => JSON.parse(fields[fields.indexOf('event') + 1]!) as { type: string; subject: string; data: { keyId: string } })
+      .map(
+        ([, fields]) =>
+          JSON.parse(fields[fields.indexOf('event') + 1]!) as {
+            type: string;
+            subject: string;
+            data: { keyId: string };
+          },
+      )
       .filter((e) => e.type === SERVICE_KEY_REVOKED_KEY_USED && e.data.keyId === old.keyId);
     expect(events).toHaveLength(1);
     expect(events[0]!.subject).toBe(`${pair.caller}:${pair.target}`);
@@ -433,20 +487,29 @@ describe('scheduled rotation, the list, and revoked keys', () => {
     for (let i = 0; i < 5; i++) expect((await ping(old.key)).status).toBe(401);
     await sleep(500);
     expect(alerts()).toHaveLength(1);
-    expect(await misuseRecord(api.pool, old.keyId)).toMatchObject({ alerts: 1, caller: pair.caller, target: pair.target });
+    expect(await misuseRecord(api.pool, old.keyId)).toMatchObject({
+      alerts: 1,
+      caller: pair.caller,
+      target: pair.target,
+    });
     // a key that was never registered is a plain 401, no alert
     expect((await ping(randomBytes(32).toString('hex'))).status).toBe(401);
     await expectNoKeyIn(JSON.stringify(events) + mail.text + mail.subject);
   }, 30_000);
 });
 
-
 describe('idle consumers: the switch proofs of the inventory', () => {
   /** Starts a rotation of a pair declared with `proof` (as the ops API does for the inventory's pairs). */
   async function rotateDeclared(pair: { caller: string; target: string }, proof: SwitchProof) {
     const inventory = [{ ...pair, target: pair.target as never, live: true, what: 'a test pair', proof }];
     const started = await startRotation(
-      { pool: api.pool, temporal: client, taskQueue: api.cfg.TEMPORAL_TASK_QUEUE, settings: rotationSettings(api.cfg), inventory },
+      {
+        pool: api.pool,
+        temporal: client,
+        taskQueue: api.cfg.TEMPORAL_TASK_QUEUE,
+        settings: rotationSettings(api.cfg),
+        inventory,
+      },
       pair,
       'annual',
     );
@@ -503,12 +566,18 @@ describe('idle consumers: the switch proofs of the inventory', () => {
     const now = await store.current(pair.caller, pair.target);
     expect(now.keyId).toBe(result.newKeyId);
     expect((await ping(now.key)).status).toBe(200);
-    expect(await handle.query(rotationStatusQuery)).toMatchObject({ proof: 'holders', lastCheck: { newKeyUsed: true, newKeyNeeded: true } });
+    expect(await handle.query(rotationStatusQuery)).toMatchObject({
+      proof: 'holders',
+      lastCheck: { newKeyUsed: true, newKeyNeeded: true },
+    });
 
     const history = await handle.fetchHistory();
     await expectNoKeyIn(historyText(history));
     if (process.env.RECORD_HISTORIES) {
-      writeFileSync(path.resolve(import.meta.dirname, '../fixtures/histories/rotate-service-key-holders.json'), JSON.stringify(history, null, 2) + '\n');
+      writeFileSync(
+        path.resolve(import.meta.dirname, '../fixtures/histories/rotate-service-key-holders.json'),
+        JSON.stringify(history, null, 2) + '\n',
+      );
     }
   }, 30_000);
 
@@ -529,7 +598,10 @@ describe('idle consumers: the switch proofs of the inventory', () => {
     expect(await stuck.call()).toBe(200); // the old key is still the current one
     const states = Object.fromEntries((await listKeys(api.pool, pair)).map((k) => [k.keyId, k.state]));
     expect(states).toEqual({ [old.keyId]: 'current', [result.newKeyId]: 'revoked' });
-    expect(await rotationRecord(api.pool, handle.workflowId)).toMatchObject({ outcome: 'rolled-back', alert: `event service-key.rotation-failed:${handle.workflowId}` });
+    expect(await rotationRecord(api.pool, handle.workflowId)).toMatchObject({
+      outcome: 'rolled-back',
+      alert: `event service-key.rotation-failed:${handle.workflowId}`,
+    });
   }, 30_000);
 
   it('holders: a pair no running process holds (none has read its key) rotates once the old key has been silent; a process starting afterwards reads the new key', async () => {
@@ -546,10 +618,16 @@ describe('idle consumers: the switch proofs of the inventory', () => {
     const pair = await newPair();
     const old = await store.current(pair.caller, pair.target);
     // a run before the rotation
-    expect((await ping((await new PgSecretStore(api.pool, api.cfg.SECRETS_KEY).current(pair.caller, pair.target)).key)).status).toBe(200);
+    expect(
+      (await ping((await new PgSecretStore(api.pool, api.cfg.SECRETS_KEY).current(pair.caller, pair.target)).key))
+        .status,
+    ).toBe(200);
     const { handle, result } = await rotateDeclared(pair, 'per-run');
     expect(result).toMatchObject({ outcome: 'completed', oldKeyId: old.keyId });
-    expect(await handle.query(rotationStatusQuery)).toMatchObject({ proof: 'per-run', lastCheck: { newKeyUsed: false, newKeyNeeded: false } });
+    expect(await handle.query(rotationStatusQuery)).toMatchObject({
+      proof: 'per-run',
+      lastCheck: { newKeyUsed: false, newKeyNeeded: false },
+    });
     await verifier.reload();
     expect((await ping(old.key)).status).toBe(401);
     // the next run
@@ -564,7 +642,17 @@ describe('idle consumers: the switch proofs of the inventory', () => {
     const exposureSettings = () => ({ ...rotationSettings(api.cfg), quietPeriodMs: 20_000, deadlineMs: 15_000 });
     async function rotateExposed(pair: { caller: string; target: string }, proof: SwitchProof) {
       const inventory = [{ ...pair, target: pair.target as never, live: true, what: 'a test pair', proof }];
-      const started = await startRotation({ pool: api.pool, temporal: client, taskQueue: api.cfg.TEMPORAL_TASK_QUEUE, settings: exposureSettings(), inventory }, pair, 'exposure');
+      const started = await startRotation(
+        {
+          pool: api.pool,
+          temporal: client,
+          taskQueue: api.cfg.TEMPORAL_TASK_QUEUE,
+          settings: exposureSettings(),
+          inventory,
+        },
+        pair,
+        'exposure',
+      );
       return client.workflow.getHandle(started.workflowId);
     }
 
@@ -601,7 +689,11 @@ describe('idle consumers: the switch proofs of the inventory', () => {
         expect(refusedAt!).toBeGreaterThan(reportedAt!);
         expect(refusedAt! - reportedAt!).toBeLessThan(3_000);
         expect(refusedAt! - startedAt).toBeLessThan(exposureSettings().quietPeriodMs / 2);
-        expect(await handle.query(rotationStatusQuery)).toMatchObject({ proof: 'holders', exposure: true, lastCheck: { newKeyUsed: true, newKeyNeeded: true } });
+        expect(await handle.query(rotationStatusQuery)).toMatchObject({
+          proof: 'holders',
+          exposure: true,
+          lastCheck: { newKeyUsed: true, newKeyNeeded: true },
+        });
         const states = Object.fromEntries((await listKeys(api.pool, pair)).map((k) => [k.keyId, k.state]));
         expect(states).toEqual({ [old.keyId]: 'revoked', [result.newKeyId]: 'current' });
         // the consumer works on with the new key
@@ -609,7 +701,10 @@ describe('idle consumers: the switch proofs of the inventory', () => {
         const history = await handle.fetchHistory();
         await expectNoKeyIn(historyText(history));
         if (process.env.RECORD_HISTORIES) {
-          writeFileSync(path.resolve(import.meta.dirname, '../fixtures/histories/rotate-service-key-exposure.json'), JSON.stringify(history, null, 2) + '\n');
+          writeFileSync(
+            path.resolve(import.meta.dirname, '../fixtures/histories/rotate-service-key-exposure.json'),
+            JSON.stringify(history, null, 2) + '\n',
+          );
         }
       } finally {
         stop = true;
@@ -640,7 +735,12 @@ describe('idle consumers: the switch proofs of the inventory', () => {
       // what the Temporal UI shows for its waits: the notice window, not the annual silence
       const waits = timerSummaries(await handle.fetchHistory()).filter((w) => w.includes(old.keyId));
       expect(waits.length).toBeGreaterThan(0);
-      for (const w of waits) expect(w).toMatch(new RegExp(`^exposure: notice window for ${pair.caller} to take ${result.newKeyId}, \\d+ s left, then ${old.keyId} is revoked$`));
+      for (const w of waits)
+        expect(w).toMatch(
+          new RegExp(
+            `^exposure: notice window for ${pair.caller} to take ${result.newKeyId}, \\d+ s left, then ${old.keyId} is revoked$`,
+          ),
+        );
       await verifier.reload();
       expect((await ping(old.key)).status).toBe(401);
       const next = await new PgSecretStore(api.pool, api.cfg.SECRETS_KEY).current(pair.caller, pair.target);
@@ -649,14 +749,18 @@ describe('idle consumers: the switch proofs of the inventory', () => {
     }, 30_000);
   });
 
-  it('the platform services serve the check route: the key\'s caller and id for a registered key, 401 otherwise; the list shows each pair\'s proof', async () => {
+  it("the platform services serve the check route: the key's caller and id for a registered key, 401 otherwise; the list shows each pair's proof", async () => {
     const ok = await fetch(`${api.base}/.well-known/service-key`, { headers: { 'x-api-key': testKeys.operator } });
     expect(ok.status).toBe(200);
     expect(await ok.json()).toEqual({ caller: 'operator', keyId: expect.stringMatching(/^sk_[0-9a-f]{8}$/) });
-    const bad = await fetch(`${api.base}/.well-known/service-key`, { headers: { 'x-api-key': randomBytes(32).toString('hex') } });
+    const bad = await fetch(`${api.base}/.well-known/service-key`, {
+      headers: { 'x-api-key': randomBytes(32).toString('hex') },
+    });
     expect(bad.status).toBe(401);
     expect(bad.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-    const mail = await fetch(`${api.cfg.NOTIFICATIONS_URL}/.well-known/service-key`, { headers: { 'x-api-key': testKeys.notifications } });
+    const mail = await fetch(`${api.cfg.NOTIFICATIONS_URL}/.well-known/service-key`, {
+      headers: { 'x-api-key': testKeys.notifications },
+    });
     expect(mail.status).toBe(200);
     expect(await mail.json()).toMatchObject({ caller: 'worker' });
     expect((await fetch(`${api.cfg.NOTIFICATIONS_URL}/.well-known/service-key`)).status).toBe(401);

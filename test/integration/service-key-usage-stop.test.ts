@@ -36,7 +36,9 @@ afterAll(async () => {
   await api?.close();
 });
 
-async function startBankingProcess(extraEnv: Record<string, string> = {}): Promise<{ child: ChildProcess; output: () => string }> {
+async function startBankingProcess(
+  extraEnv: Record<string, string> = {},
+): Promise<{ child: ChildProcess; output: () => string }> {
   let output = '';
   const env = {
     ...configEnv(api.cfg),
@@ -50,14 +52,25 @@ async function startBankingProcess(extraEnv: Record<string, string> = {}): Promi
   };
   // through the tsx CLI, as `npm run start:*` runs a service, in a process group of its own (a
   // terminal's Ctrl-C signals the whole group: tsx and the service)
-  const child = spawn(`${root}node_modules/.bin/tsx`, [`${root}services/banking/server.ts`], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(`${root}node_modules/.bin/tsx`, [`${root}services/banking/server.ts`], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   children.push(child);
   child.stdout!.on('data', (d) => (output += d));
   child.stderr!.on('data', (d) => (output += d));
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`banking service did not start:\n${output}`);
-    if (await fetch(`http://127.0.0.1:${bankingPort}/healthz`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`http://127.0.0.1:${bankingPort}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     await sleep(100);
   }
   return { child, output: () => output };
@@ -65,27 +78,30 @@ async function startBankingProcess(extraEnv: Record<string, string> = {}): Promi
 
 const currentKey = async () => (await listKeys(api.pool, PAIR)).find((k) => k.state === 'current')!;
 
-it.each(['SIGINT', 'SIGTERM'] as const)('calls through account-api → banking, then %s: the usage records show them', async (signal) => {
-  const banking = await startBankingProcess();
-  const before = await currentKey();
-  const startedAt = Date.now();
-  for (let i = 0; i < 3; i++) {
-    const res = await call(api.base, 'GET', '/api/banking/adapters', { token });
-    expect(res.status).toBe(200);
-  }
-  // the banking service saw account-api's key (its request lines name caller and key id)
-  await expect.poll(() => banking.output(), { timeout: 5_000 }).toContain(before.keyId);
-  expect((await currentKey()).useCount).toBe(before.useCount);
+it.each(['SIGINT', 'SIGTERM'] as const)(
+  'calls through account-api → banking, then %s: the usage records show them',
+  async (signal) => {
+    const banking = await startBankingProcess();
+    const before = await currentKey();
+    const startedAt = Date.now();
+    for (let i = 0; i < 3; i++) {
+      const res = await call(api.base, 'GET', '/api/banking/adapters', { token });
+      expect(res.status).toBe(200);
+    }
+    // the banking service saw account-api's key (its request lines name caller and key id)
+    await expect.poll(() => banking.output(), { timeout: 5_000 }).toContain(before.keyId);
+    expect((await currentKey()).useCount).toBe(before.useCount);
 
-  const exited = new Promise<number | null>((resolve) => banking.child.once('exit', (code) => resolve(code)));
-  process.kill(-banking.child.pid!, signal);
-  expect(await exited).toBe(0);
+    const exited = new Promise<number | null>((resolve) => banking.child.once('exit', (code) => resolve(code)));
+    process.kill(-banking.child.pid!, signal);
+    expect(await exited).toBe(0);
 
-  const after = await currentKey();
-  expect(after.keyId).toBe(before.keyId);
-  expect(after.useCount - before.useCount).toBeGreaterThanOrEqual(3);
-  expect(after.lastUsedAt!.getTime()).toBeGreaterThanOrEqual(startedAt - 1_000);
-});
+    const after = await currentKey();
+    expect(after.keyId).toBe(before.keyId);
+    expect(after.useCount - before.useCount).toBeGreaterThanOrEqual(3);
+    expect(after.lastUsedAt!.getTime()).toBeGreaterThanOrEqual(startedAt - 1_000);
+  },
+);
 
 it('a second SIGINT while the service closes (tsx relays a Ctrl-C its child did not report within 30 ms; or Ctrl-C twice): the close finishes and the usage records show every call', async () => {
   // a bank that answers after 1.5 s: the service's close waits for the call in flight
@@ -95,9 +111,15 @@ it('a second SIGINT while the service closes (tsx relays a Ctrl-C its child did 
   try {
     const banking = await startBankingProcess({ BANKING_BANKS: `slow=http://127.0.0.1:${bankPort}` });
     const before = await currentKey();
-    for (let i = 0; i < 3; i++) expect((await call(api.base, 'GET', '/api/banking/adapters', { token })).status).toBe(200);
-    const inFlight = call(api.base, 'POST', '/api/banking/slow/consent', { token, body: { validUntil: '2027-01-31', frequencyPerDay: 4, recurringIndicator: true } });
-    await expect.poll(() => banking.output().split(before.keyId).length - 1, { timeout: 5_000 }).toBeGreaterThanOrEqual(3);
+    for (let i = 0; i < 3; i++)
+      expect((await call(api.base, 'GET', '/api/banking/adapters', { token })).status).toBe(200);
+    const inFlight = call(api.base, 'POST', '/api/banking/slow/consent', {
+      token,
+      body: { validUntil: '2027-01-31', frequencyPerDay: 4, recurringIndicator: true },
+    });
+    await expect
+      .poll(() => banking.output().split(before.keyId).length - 1, { timeout: 5_000 })
+      .toBeGreaterThanOrEqual(3);
     await sleep(200); // the consent call is at the bank now
 
     const exited = new Promise<number | null>((resolve) => banking.child.once('exit', (code) => resolve(code)));

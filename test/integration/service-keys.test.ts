@@ -25,7 +25,11 @@ import { testKeys } from '../support/service-keys.js';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const REFRESH_MS = 60_000;
 const FLUSH_MS = 200;
-const settings = { SERVICE_KEY_REFRESH_MS: String(REFRESH_MS), SERVICE_KEY_USAGE_FLUSH_MS: String(FLUSH_MS), SERVICE_KEY_SECRET_TTL_MS: '0' };
+const settings = {
+  SERVICE_KEY_REFRESH_MS: String(REFRESH_MS),
+  SERVICE_KEY_USAGE_FLUSH_MS: String(FLUSH_MS),
+  SERVICE_KEY_SECRET_TTL_MS: '0',
+};
 
 let api: TestApi;
 let cfg: Config;
@@ -37,13 +41,23 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One request per service that passes only the key check with a valid key (a 400 or 200 then), or 401. */
 const probes = {
-  'account-api': { caller: 'operator', call: (key: string) => fetch(`${cfg.API_PUBLIC_URL}/api/ops/service-keys`, { headers: { 'x-api-key': key } }) },
+  'account-api': {
+    caller: 'operator',
+    call: (key: string) => fetch(`${cfg.API_PUBLIC_URL}/api/ops/service-keys`, { headers: { 'x-api-key': key } }),
+  },
   notifications: {
     caller: undefined,
     call: (key: string) =>
-      fetch(`${cfg.NOTIFICATIONS_URL}/v1/welcome`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: '{}' }),
+      fetch(`${cfg.NOTIFICATIONS_URL}/v1/welcome`, {
+        method: 'POST',
+        headers: { 'x-api-key': key, 'content-type': 'application/json' },
+        body: '{}',
+      }),
   },
-  events: { caller: undefined, call: (key: string) => fetch(`${cfg.EVENTS_URL}/api/v1/events/info`, { headers: { 'x-api-key': key } }) },
+  events: {
+    caller: undefined,
+    call: (key: string) => fetch(`${cfg.EVENTS_URL}/api/v1/events/info`, { headers: { 'x-api-key': key } }),
+  },
 } as const;
 type Target = keyof typeof probes;
 const TARGETS = Object.keys(probes) as Target[];
@@ -143,7 +157,9 @@ describe('the registry', () => {
     const next = await newKey('events', 'pending', old.caller);
     await promoteKey(api.pool, next.keyId);
     await promoteKey(api.pool, next.keyId); // idempotent
-    const states = Object.fromEntries((await listKeys(api.pool, { caller: old.caller, target: 'events' })).map((k) => [k.keyId, k.state]));
+    const states = Object.fromEntries(
+      (await listKeys(api.pool, { caller: old.caller, target: 'events' })).map((k) => [k.keyId, k.state]),
+    );
     expect(states).toEqual({ [old.keyId]: 'previous', [next.keyId]: 'current' });
     await sleep(300);
     expect(accepted((await probes.events.call(old.key)).status)).toBe(true);
@@ -155,13 +171,20 @@ describe('the registry', () => {
 
   it('refuses a second pending key for one pair', async () => {
     const a = await newKey('notifications', 'pending');
-    await expect(createKey(api.pool, { caller: a.caller, target: 'notifications' }, 'pending')).rejects.toMatchObject({ code: 'CONFLICT' });
+    await expect(createKey(api.pool, { caller: a.caller, target: 'notifications' }, 'pending')).rejects.toMatchObject({
+      code: 'CONFLICT',
+    });
   });
 });
 
 describe('a verifier whose LISTEN connection is lost', () => {
   it('re-listens on its next periodic reload, and a key revoked afterwards is refused', async () => {
-    const v = await ServiceKeyVerifier.start({ target: 'events', pool: api.pool, refreshMs: 300, usageFlushMs: 60_000 });
+    const v = await ServiceKeyVerifier.start({
+      target: 'events',
+      pool: api.pool,
+      refreshMs: 300,
+      usageFlushMs: 60_000,
+    });
     try {
       const { key, keyId } = await newKey('events', 'current');
       await sleep(200);
@@ -190,7 +213,11 @@ describe('a consumer reading the secret store through its cache', () => {
     const v1 = await reader.current(caller, 'notifications');
     const next = await createKey(api.pool, { caller, target: 'notifications' }, 'pending');
     secrets.push(v1.key, next.key);
-    await writer.makeCurrent(caller, 'notifications', await writer.put(caller, 'notifications', { key: next.key, keyId: next.record.keyId }, false));
+    await writer.makeCurrent(
+      caller,
+      'notifications',
+      await writer.put(caller, 'notifications', { key: next.key, keyId: next.record.keyId }, false),
+    );
     expect((await reader.current(caller, 'notifications')).keyId).toBe(v1.keyId); // still cached
     await sleep(350);
     expect((await reader.current(caller, 'notifications')).keyId).toBe(next.record.keyId);
@@ -208,10 +235,15 @@ describe('the secret store', () => {
     secrets.push(v1.key);
     expect(v1).toMatchObject({ version: 1, keyId: created[0]!.keyId });
     expect(v1.key).toMatch(/^[0-9a-f]{64}$/);
-    const { rows } = await api.pool.query<{ sealed: string }>('SELECT sealed FROM service_key_secrets WHERE caller = $1', [caller]);
+    const { rows } = await api.pool.query<{ sealed: string }>(
+      'SELECT sealed FROM service_key_secrets WHERE caller = $1',
+      [caller],
+    );
     expect(rows[0]!.sealed).not.toContain(v1.key);
     // the running service hears of the new key by NOTIFY (milliseconds, more on a loaded machine)
-    await expect.poll(async () => accepted((await probes.events.call(v1.key)).status), { timeout: 5_000, interval: 100 }).toBe(true);
+    await expect
+      .poll(async () => accepted((await probes.events.call(v1.key)).status), { timeout: 5_000, interval: 100 })
+      .toBe(true);
 
     // what a rotation's steps 1-3 will do: a pending key, a new version, made current
     const next = await createKey(api.pool, { caller, target: 'events' }, 'pending');
@@ -219,8 +251,15 @@ describe('the secret store', () => {
     const version = await store.put(caller, 'events', { key: next.key, keyId: next.record.keyId }, false);
     expect((await store.current(caller, 'events')).keyId).toBe(v1.keyId);
     await store.makeCurrent(caller, 'events', version);
-    expect(await store.current(caller, 'events')).toMatchObject({ version: 2, keyId: next.record.keyId, key: next.key });
-    expect((await store.versions(caller, 'events')).map((v) => [v.version, v.isCurrent])).toEqual([[2, true], [1, false]]);
+    expect(await store.current(caller, 'events')).toMatchObject({
+      version: 2,
+      keyId: next.record.keyId,
+      key: next.key,
+    });
+    expect((await store.versions(caller, 'events')).map((v) => [v.version, v.isCurrent])).toEqual([
+      [2, true],
+      [1, false],
+    ]);
   });
 });
 
@@ -229,23 +268,35 @@ describe('operators', () => {
     const res = await probes['account-api'].call(testKeys.operator);
     expect(res.status).toBe(200);
     const text = await res.text();
-    const { pairs } = JSON.parse(text) as { pairs: { caller: string; target: string; live: boolean; keys: { keyId: string; state: string }[] }[] };
+    const { pairs } = JSON.parse(text) as {
+      pairs: { caller: string; target: string; live: boolean; keys: { keyId: string; state: string }[] }[];
+    };
     const ops = pairs.find((p) => p.caller === 'operator' && p.target === 'account-api');
     expect(ops?.keys.some((k) => k.state === 'current')).toBe(true);
     // the tenant ERPs' rules → event ingestion: live, its key made by the bootstrap like every other pair's
     const ingestion = pairs.find((p) => p.caller === 'erp' && p.target === 'event-ingestion');
     expect(ingestion).toMatchObject({ live: true, proof: 'rules' });
     expect(ingestion?.keys.some((k) => k.state === 'current')).toBe(true);
-    for (const s of [...secrets, testKeys.operator, testKeys.events, testKeys.notifications, testKeys.provisioning]) expect(text).not.toContain(s);
+    for (const s of [...secrets, testKeys.operator, testKeys.events, testKeys.notifications, testKeys.provisioning])
+      expect(text).not.toContain(s);
     expect(text).not.toMatch(/[0-9a-f]{64}/);
   });
 
   it('npm run cli -- service-keys prints the table with the operator key read from the secret store', async () => {
-    const { stdout } = await promisify(execFile)(`${root}node_modules/.bin/tsx`, [`${root}cli/index.ts`, 'service-keys'], {
-      cwd: root,
-      // no OPS_API_KEY: the CLI reads the operator's key from the local secret store
-      env: { PATH: process.env.PATH, PLANA_API_URL: cfg.API_PUBLIC_URL, DATABASE_URL: cfg.DATABASE_URL, SECRETS_KEY: cfg.SECRETS_KEY },
-    });
+    const { stdout } = await promisify(execFile)(
+      `${root}node_modules/.bin/tsx`,
+      [`${root}cli/index.ts`, 'service-keys'],
+      {
+        cwd: root,
+        // no OPS_API_KEY: the CLI reads the operator's key from the local secret store
+        env: {
+          PATH: process.env.PATH,
+          PLANA_API_URL: cfg.API_PUBLIC_URL,
+          DATABASE_URL: cfg.DATABASE_URL,
+          SECRETS_KEY: cfg.SECRETS_KEY,
+        },
+      },
+    );
     expect(stdout).toMatch(/CALLER\s+TARGET\s+PROOF\s+KEY ID\s+STATE\s+AGE\s+LAST USED\s+USES/);
     // each pair's switch proof (domain/service-keys/inventory.ts): how a rotation proves its consumer switched
     expect(stdout).toMatch(/operator\s+account-api\s+per-run\s+sk_[0-9a-f]{8}\s+current/);
@@ -266,7 +317,15 @@ describe('the events service as a process, logging at trace level', () => {
     url = `http://127.0.0.1:${port}`;
     child = spawn(process.execPath, ['--import', 'tsx', `${root}services/events/server.ts`], {
       cwd: root,
-      env: { PATH: process.env.PATH, NODE_ENV: 'test', LOG_LEVEL: 'trace', DATABASE_URL: c.DATABASE_URL, REDIS_URL: c.REDIS_URL, EVENTS_PORT: String(port), EVENTS_URL: url },
+      env: {
+        PATH: process.env.PATH,
+        NODE_ENV: 'test',
+        LOG_LEVEL: 'trace',
+        DATABASE_URL: c.DATABASE_URL,
+        REDIS_URL: c.REDIS_URL,
+        EVENTS_PORT: String(port),
+        EVENTS_URL: url,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout!.on('data', (d) => (output += d));
@@ -274,7 +333,13 @@ describe('the events service as a process, logging at trace level', () => {
     const deadline = Date.now() + 30_000;
     for (;;) {
       if (child.exitCode !== null || Date.now() > deadline) throw new Error(`events service did not start:\n${output}`);
-      if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
+      if (
+        await fetch(`${url}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        break;
       await sleep(100);
     }
   });

@@ -6,7 +6,17 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import pg from 'pg';
-import { applyYaml, condition, isReady, runErpDatabaseUrl, startTenantPlatform, tenantYaml, uniqueTenant, waitForStatus, type TenantPlatform } from '../support/tenant-platform.js';
+import {
+  applyYaml,
+  condition,
+  isReady,
+  runErpDatabaseUrl,
+  startTenantPlatform,
+  tenantYaml,
+  uniqueTenant,
+  waitForStatus,
+  type TenantPlatform,
+} from '../support/tenant-platform.js';
 
 let p: TenantPlatform;
 let admin: pg.Pool;

@@ -79,7 +79,11 @@ async function provisionWithBackup(name: string, api = p.api) {
   // one scheduled backup, run now through the tenant's own schedule
   await p.temporal.schedule.getHandle(`backup:${name}`).trigger();
   await expect
-    .poll(async () => (await p.pool.query('SELECT count(*)::int AS n FROM tenant_backups WHERE tenant = $1', [name])).rows[0].n, { timeout: 30_000 })
+    .poll(
+      async () =>
+        (await p.pool.query('SELECT count(*)::int AS n FROM tenant_backups WHERE tenant = $1', [name])).rows[0].n,
+      { timeout: 30_000 },
+    )
     .toBe(2);
 }
 
@@ -103,7 +107,9 @@ group('cancel → soak → deprovision', () => {
     const cancelled = await ops(p, 'POST', `/api/ops/tenant-clients/${name}/cancel`);
     expect(cancelled.statusCode).toBe(202);
     expect(cancelled.json().status).toMatchObject({ phase: 'Cancelled' });
-    expect(Date.parse(cancelled.json().status.deprovisionAt) - Date.parse(cancelled.json().status.cancelledAt)).toBe(3_000);
+    expect(Date.parse(cancelled.json().status.deprovisionAt) - Date.parse(cancelled.json().status.cancelledAt)).toBe(
+      3_000,
+    );
     // during the soak the tenant still works
     expect(await health(p, host(name))).toMatchObject({ healthy: true });
 
@@ -129,13 +135,23 @@ group('cancel → soak → deprovision', () => {
     const described = await describe(p, name);
     expect(described.status.phase).toBe('Deprovisioned');
     expect(described.status.steps.map((s) => s.step)).toEqual(
-      expect.arrayContaining(['cancel', 'final-backup', 'remove-route', 'drop-database', 'wipe-filestore', 'delete-backup-schedule', 'archive-chat-room']),
+      expect.arrayContaining([
+        'cancel',
+        'final-backup',
+        'remove-route',
+        'drop-database',
+        'wipe-filestore',
+        'delete-backup-schedule',
+        'archive-chat-room',
+      ]),
     );
     const list = (await ops(p, 'GET', '/api/ops/tenant-clients')).json().items;
     expect(list).toContainEqual(expect.objectContaining({ name, phase: 'Deprovisioned', ready: 'False' }));
     const reapply = await applyYaml(p, tenantYaml(name, { tier: 'pro' }));
     expect(reapply.statusCode).toBe(409);
-    expect(reapply.json().detail).toBe(`TenantClient "${name}" is deprovisioned; a name is used once (its status and stored backups keep it): apply the tenant under a new name.`);
+    expect(reapply.json().detail).toBe(
+      `TenantClient "${name}" is deprovisioned; a name is used once (its status and stored backups keep it): apply the tenant under a new name.`,
+    );
     expect((await ops(p, 'POST', `/api/ops/tenant-clients/${name}/reactivate`)).statusCode).toBe(409);
   });
 
@@ -179,7 +195,9 @@ group('cancel → soak → deprovision', () => {
     expect(again.json().detail).toContain('is already cancelled');
     const changed = await applyYaml(p, tenantYaml(name, { ownerName: 'Someone Else' }));
     expect(changed.statusCode).toBe(409);
-    expect(changed.json().detail).toBe(`TenantClient "${name}" is cancelled; reactivate it before applying a new spec.`);
+    expect(changed.json().detail).toBe(
+      `TenantClient "${name}" is cancelled; reactivate it before applying a new spec.`,
+    );
 
     expect((await ops(p, 'DELETE', `/api/ops/tenant-clients/${name}`)).statusCode).toBe(202);
     await waitForStatus(p, name, (s) => s.phase === 'Deprovisioned');
@@ -200,8 +218,12 @@ group('backup retention', () => {
     // the retention of the first tenant's backups ends
     await p.pool.query(`UPDATE tenant_backups SET expires_at = now() - interval '1 minute' WHERE tenant = $1`, [name]);
     const scheduleId = `backup-retention-${name}`;
-    expect(await ensureBackupRetentionSchedule(p.temporal, { taskQueue: p.cfg.TEMPORAL_TASK_QUEUE, scheduleId })).toBe('created');
-    expect(await ensureBackupRetentionSchedule(p.temporal, { taskQueue: p.cfg.TEMPORAL_TASK_QUEUE, scheduleId })).toBe('exists');
+    expect(await ensureBackupRetentionSchedule(p.temporal, { taskQueue: p.cfg.TEMPORAL_TASK_QUEUE, scheduleId })).toBe(
+      'created',
+    );
+    expect(await ensureBackupRetentionSchedule(p.temporal, { taskQueue: p.cfg.TEMPORAL_TASK_QUEUE, scheduleId })).toBe(
+      'exists',
+    );
     const schedule = p.temporal.schedule.getHandle(scheduleId);
     try {
       await schedule.trigger();

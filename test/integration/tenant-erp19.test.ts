@@ -7,7 +7,16 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { loadErpApiCredentials } from '../../domain/erp/api-user.js';
-import { applyYaml, condition, isReady, startTenantPlatform, tenantYaml, uniqueTenant, waitForStatus, type TenantPlatform } from '../support/tenant-platform.js';
+import {
+  applyYaml,
+  condition,
+  isReady,
+  startTenantPlatform,
+  tenantYaml,
+  uniqueTenant,
+  waitForStatus,
+  type TenantPlatform,
+} from '../support/tenant-platform.js';
 
 let p: TenantPlatform;
 let redis: Redis;
@@ -36,7 +45,13 @@ it('a 19 tenant turns Ready with an API key and its dashboards read over JSON-2,
   expect(atReady['/json/2']).toBeGreaterThan(0);
 
   // the workspace entry comes with the client.provisioned event
-  const slugOf = async () => (await p.pool.query<{ slug: string }>('SELECT w.slug FROM workspaces w JOIN tenants t ON t.workspace_id = w.id WHERE t.name = $1', [name])).rows[0]?.slug;
+  const slugOf = async () =>
+    (
+      await p.pool.query<{ slug: string }>(
+        'SELECT w.slug FROM workspaces w JOIN tenants t ON t.workspace_id = w.id WHERE t.name = $1',
+        [name],
+      )
+    ).rows[0]?.slug;
   await expect.poll(slugOf, { timeout: 30_000 }).toBe(name);
   const slug = name;
   const service = createDashboardService({ pool: p.pool, redis, config: p.cfg });

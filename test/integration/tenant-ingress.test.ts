@@ -11,7 +11,16 @@ import { freePort } from '../../scripts/local-servers.js';
 import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
 import { createLogger } from '../../lib/logger.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
-import { applyYaml, isReady, runErpDatabaseUrl, startTenantPlatform, tenantYaml, uniqueTenant, waitForStatus, type TenantPlatform } from '../support/tenant-platform.js';
+import {
+  applyYaml,
+  isReady,
+  runErpDatabaseUrl,
+  startTenantPlatform,
+  tenantYaml,
+  uniqueTenant,
+  waitForStatus,
+  type TenantPlatform,
+} from '../support/tenant-platform.js';
 import { testConfig } from '../support/env.js';
 import { tenantAdminPassword } from '../../domain/erp/api-user.js';
 
@@ -37,7 +46,12 @@ afterAll(async () => {
   await odoo?.close();
 });
 
-function call(host: string, method: string, path: string, opts: { key?: string; body?: unknown; cookie?: string } = {}): Promise<{ status: number; type: string; body: string; cookie?: string }> {
+function call(
+  host: string,
+  method: string,
+  path: string,
+  opts: { key?: string; body?: unknown; cookie?: string } = {},
+): Promise<{ status: number; type: string; body: string; cookie?: string }> {
   const url = new URL(p.erpUrl);
   const headers: Record<string, string> = { host };
   if (opts.key) headers['x-api-key'] = opts.key;
@@ -47,7 +61,14 @@ function call(host: string, method: string, path: string, opts: { key?: string; 
     const req = request({ hostname: url.hostname, port: url.port, path, method, headers }, (res) => {
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), body, cookie: res.headers['set-cookie']?.[0]?.split(';')[0] }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          type: String(res.headers['content-type']),
+          body,
+          cookie: res.headers['set-cookie']?.[0]?.split(';')[0],
+        }),
+      );
     });
     req.on('error', reject);
     req.end(opts.body === undefined ? undefined : JSON.stringify(opts.body));
@@ -84,7 +105,11 @@ describe('the tenant ingress in front of an ERP', () => {
     expect(anonymous.type).toMatch(/^application\/problem\+json/);
     expect((await call(host, 'GET', '/svc/saas/tiers', { cookie: 'session_id=forged' })).status).toBe(401);
     const login = await call(host, 'POST', '/web/session/authenticate', {
-      body: { jsonrpc: '2.0', method: 'call', params: { db: host, login: 'admin', password: tenantAdminPassword(p.cfg.SECRETS_KEY, host) } },
+      body: {
+        jsonrpc: '2.0',
+        method: 'call',
+        params: { db: host, login: 'admin', password: tenantAdminPassword(p.cfg.SECRETS_KEY, host) },
+      },
     });
     expect(login.cookie).toMatch(/^session_id=/);
     const tiers = await call(host, 'GET', '/svc/saas/tiers', { cookie: login.cookie });
@@ -95,9 +120,14 @@ describe('the tenant ingress in front of an ERP', () => {
 
   it('passes a callback with its caller key to the account API, which decides', async () => {
     const job = `job-${name}`;
-    expect((await call(host, 'POST', `/svc/saas/job/${job}/update`, { body: { state: 'running', progress: 5 } })).status).toBe(401);
+    expect(
+      (await call(host, 'POST', `/svc/saas/job/${job}/update`, { body: { state: 'running', progress: 5 } })).status,
+    ).toBe(401);
     const key = (await new PgSecretStore(p.pool, p.cfg.SECRETS_KEY).current('saas-jobs', 'account-api')).key;
-    const ok = await call(host, 'POST', `/svc/saas/job/${job}/update`, { key, body: { state: 'running', progress: 5 } });
+    const ok = await call(host, 'POST', `/svc/saas/job/${job}/update`, {
+      key,
+      body: { state: 'running', progress: 5 },
+    });
     expect(ok.status).toBe(200);
     expect(JSON.parse(ok.body)).toMatchObject({ job, tenant: name, progress: 5 });
   });

@@ -18,7 +18,16 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vi
 import { Client, Connection, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { TenantErrorType, type TenantStatus } from '../../domain/tenants/types.js';
-import { applySignal, cancelUpdate, deleteUpdate, reactivateUpdate, retryChatRoomUpdate, statusQuery, tenantWorkflowId, type LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
+import {
+  applySignal,
+  cancelUpdate,
+  deleteUpdate,
+  reactivateUpdate,
+  retryChatRoomUpdate,
+  statusQuery,
+  tenantWorkflowId,
+  type LifecycleSettings,
+} from '../../domain/tenants/workflow-contract.js';
 import type { tenantLifecycle } from '../../workflows/index.js';
 import { FakeTenantPeers } from '../support/fake-tenant-peers.js';
 import { workflowBundle } from '../support/env.js';
@@ -34,7 +43,12 @@ let workerConnection: NativeConnection;
 beforeAll(async () => {
   const address = inject('temporalAddress');
   workerConnection = await NativeConnection.connect({ address });
-  worker = await Worker.create({ connection: workerConnection, taskQueue, workflowBundle: workflowBundle(), activities: peers.activities() });
+  worker = await Worker.create({
+    connection: workerConnection,
+    taskQueue,
+    workflowBundle: workflowBundle(),
+    activities: peers.activities(),
+  });
   workerRun = worker.run();
   connection = await Connection.connect({ address });
   client = new Client({ connection });
@@ -71,7 +85,14 @@ async function start(prefix: string, overrides: Partial<LifecycleSettings> = {})
         name,
         uid: `uid-${name}`,
         generation: 1,
-        spec: { subdomain: name, projectId: 42, tier: 'pro', erpVersion: '18', ownerEmail: `owner@${name}.test`, ownerName: 'Owner' },
+        spec: {
+          subdomain: name,
+          projectId: 42,
+          tier: 'pro',
+          erpVersion: '18',
+          ownerEmail: `owner@${name}.test`,
+          ownerName: 'Owner',
+        },
         settings: settings(overrides),
       },
     ],
@@ -82,7 +103,11 @@ async function start(prefix: string, overrides: Partial<LifecycleSettings> = {})
 type Handle = WorkflowHandle<typeof tenantLifecycle>;
 
 /** Polls the status query until `ok` holds; fails with the last status seen. */
-async function waitForStatus(handle: Handle, ok: (s: TenantStatus) => boolean, timeout = 30_000): Promise<TenantStatus> {
+async function waitForStatus(
+  handle: Handle,
+  ok: (s: TenantStatus) => boolean,
+  timeout = 30_000,
+): Promise<TenantStatus> {
   const until = Date.now() + timeout;
   let last: TenantStatus | undefined;
   while (Date.now() < until) {
@@ -90,8 +115,13 @@ async function waitForStatus(handle: Handle, ok: (s: TenantStatus) => boolean, t
     if (last && ok(last)) return last;
     await new Promise((r) => setTimeout(r, 100));
   }
-  const run = await handle.describe().then((d) => d.status.name, () => 'unknown');
-  throw new Error(`status never matched within ${timeout} ms (workflow ${run}); last: ${JSON.stringify(last, null, 1)}`);
+  const run = await handle.describe().then(
+    (d) => d.status.name,
+    () => 'unknown',
+  );
+  throw new Error(
+    `status never matched within ${timeout} ms (workflow ${run}); last: ${JSON.stringify(last, null, 1)}`,
+  );
 }
 
 const condition = (s: TenantStatus, type: 'Synced' | 'Ready') => s.conditions.find((c) => c.type === type)!;
@@ -139,9 +169,19 @@ describe('a peer away for longer than its retries last', () => {
     peers.down.set('createRoute', 'connect ECONNREFUSED 127.0.0.1:5432 (route table)');
     const { handle } = await start('route-down');
 
-    const failing = await waitForStatus(handle, (s) => s.resources.route.state === 'Failed' && condition(s, 'Synced').status === 'False');
-    expect(condition(failing, 'Synced')).toMatchObject({ reason: 'ReconcileError', message: expect.stringContaining('route: connect ECONNREFUSED') });
-    expect(condition(failing, 'Ready')).toMatchObject({ status: 'False', reason: 'Creating', message: expect.stringContaining('Unready resources: route') });
+    const failing = await waitForStatus(
+      handle,
+      (s) => s.resources.route.state === 'Failed' && condition(s, 'Synced').status === 'False',
+    );
+    expect(condition(failing, 'Synced')).toMatchObject({
+      reason: 'ReconcileError',
+      message: expect.stringContaining('route: connect ECONNREFUSED'),
+    });
+    expect(condition(failing, 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'Creating',
+      message: expect.stringContaining('Unready resources: route'),
+    });
     // it keeps reconciling: more attempts than one reconcile's retry policy allows
     await expect.poll(() => peers.count('createRoute'), { timeout: 20_000 }).toBeGreaterThan(12);
     expect(await runStatus(handle)).toBe('RUNNING');
@@ -159,14 +199,24 @@ describe('a peer away for longer than its retries last', () => {
     const { handle } = await start('chat-down');
 
     const ready = await waitForStatus(handle, (s) => isReady(s) && s.currentStep === 'ready');
-    expect(ready.resources.chatRoom).toMatchObject({ synced: 'False', state: 'Failed', message: expect.stringContaining('chat server unavailable') });
-    expect(condition(ready, 'Synced')).toMatchObject({ status: 'True', message: expect.stringContaining('retry chat-room') });
+    expect(ready.resources.chatRoom).toMatchObject({
+      synced: 'False',
+      state: 'Failed',
+      message: expect.stringContaining('chat server unavailable'),
+    });
+    expect(condition(ready, 'Synced')).toMatchObject({
+      status: 'True',
+      message: expect.stringContaining('retry chat-room'),
+    });
     expect(await runStatus(handle)).toBe('RUNNING');
 
     peers.down.delete('ensureChatRoom');
     await handle.executeUpdate(retryChatRoomUpdate);
     // the room is marked Created inside the retry's reconcile; the conditions follow at its end
-    const retried = await waitForStatus(handle, (s) => s.resources.chatRoom.state === 'Created' && condition(s, 'Synced').message === '');
+    const retried = await waitForStatus(
+      handle,
+      (s) => s.resources.chatRoom.state === 'Created' && condition(s, 'Synced').message === '',
+    );
     expect(condition(retried, 'Synced')).toMatchObject({ status: 'True', message: '' });
     expect(retried.resources.chatRoom).toMatchObject({ synced: 'True', state: 'Created' });
     expect(await runStatus(handle)).toBe('RUNNING');
@@ -213,7 +263,9 @@ describe('a Ready tenant is probed', () => {
       peers.healthy = true;
     }
     const back = await waitForStatus(handle, (s) => isReady(s) && s.phase === 'Ready');
-    expect(back.steps.map((r) => `${r.step} ${r.outcome}`)).toEqual(expect.arrayContaining(['probe-while-ready failed', 'probe-while-ready ok']));
+    expect(back.steps.map((r) => `${r.step} ${r.outcome}`)).toEqual(
+      expect.arrayContaining(['probe-while-ready failed', 'probe-while-ready ok']),
+    );
     expect(await runStatus(handle)).toBe('RUNNING');
     await recordHistory(handle, 'tenant-lifecycle-probe-while-ready');
   });
@@ -235,7 +287,8 @@ describe('deprovisioning that must finish', () => {
     expect(peers.count('dropTenantDatabase') - dropsBefore).toBeGreaterThanOrEqual(13);
     expect(final.phase).toBe('Deprovisioned');
     expect(condition(final, 'Synced')).toMatchObject({ status: 'True', reason: 'ReconcileSuccess' });
-    for (const kind of ['route', 'database', 'filestore', 'backupSchedule'] as const) expect(final.resources[kind].state, kind).toBe('Deleted');
+    for (const kind of ['route', 'database', 'filestore', 'backupSchedule'] as const)
+      expect(final.resources[kind].state, kind).toBe('Deleted');
     expect(final.resources.chatRoom.state).toBe('Archived');
     expect(await runStatus(handle)).toBe('COMPLETED');
     await recordHistory(handle, 'tenant-lifecycle-cancel-soak-deprovision');
@@ -244,16 +297,26 @@ describe('deprovisioning that must finish', () => {
   it('a step that fails for a business reason is recorded and the rest is still torn down', async () => {
     const { handle } = await start('half-made');
     await waitForStatus(handle, (s) => isReady(s) && s.currentStep === 'ready');
-    peers.businessFailure.set('wipeFilestore', { type: TenantErrorType.PathOutsideRoot, message: 'filestore path escapes FILESTORE_ROOT' });
+    peers.businessFailure.set('wipeFilestore', {
+      type: TenantErrorType.PathOutsideRoot,
+      message: 'filestore path escapes FILESTORE_ROOT',
+    });
     try {
       await handle.executeUpdate(cancelUpdate);
       await handle.executeUpdate(deleteUpdate);
       const final = await handle.result();
       expect(final.phase).toBe('Deprovisioned');
-      expect(final.resources.filestore).toMatchObject({ state: 'Failed', message: 'left behind: filestore path escapes FILESTORE_ROOT' });
+      expect(final.resources.filestore).toMatchObject({
+        state: 'Failed',
+        message: 'left behind: filestore path escapes FILESTORE_ROOT',
+      });
       expect(final.resources.backupSchedule.state).toBe('Deleted');
       expect(final.resources.database.state).toBe('Deleted');
-      expect(condition(final, 'Synced')).toMatchObject({ status: 'False', reason: 'ReconcileError', message: expect.stringContaining('filestore: left behind') });
+      expect(condition(final, 'Synced')).toMatchObject({
+        status: 'False',
+        reason: 'ReconcileError',
+        message: expect.stringContaining('filestore: left behind'),
+      });
       expect(await runStatus(handle)).toBe('COMPLETED');
     } finally {
       peers.businessFailure.delete('wipeFilestore');
@@ -271,7 +334,9 @@ describe('operator actions racing a reconcile', () => {
       expect((await handle.executeUpdate(reactivateUpdate)).cancelledAt).toBeUndefined();
       const ready = await waitForStatus(handle, (s) => isReady(s) && s.currentStep === 'ready');
       expect(ready.phase).toBe('Ready');
-      expect(ready.steps.map((s) => s.step)).toEqual(expect.arrayContaining(['cancel', 'reactivate', 'publish-provisioned-event']));
+      expect(ready.steps.map((s) => s.step)).toEqual(
+        expect.arrayContaining(['cancel', 'reactivate', 'publish-provisioned-event']),
+      );
       expect(await runStatus(handle)).toBe('RUNNING');
       await recordHistory(handle, 'tenant-lifecycle-cancel-reactivate');
     } finally {
@@ -320,9 +385,19 @@ describe('continue-as-new', () => {
     // a new spec arrives while the history is past its limit: the run continues as new first
     await handle.signal(applySignal, {
       generation: 2,
-      spec: { subdomain: name, projectId: 42, tier: 'enterprise', erpVersion: '18', ownerEmail: `owner@${name}.test`, ownerName: 'Owner' },
+      spec: {
+        subdomain: name,
+        projectId: 42,
+        tier: 'enterprise',
+        erpVersion: '18',
+        ownerEmail: `owner@${name}.test`,
+        ownerName: 'Owner',
+      },
     });
-    const next = await waitForStatus(handle, (s) => s.observedGeneration === 2 && isReady(s) && s.currentStep === 'ready');
+    const next = await waitForStatus(
+      handle,
+      (s) => s.observedGeneration === 2 && isReady(s) && s.currentStep === 'ready',
+    );
     const secondRunId = (await handle.describe()).runId;
     expect(secondRunId).not.toBe(firstRunId);
     expect(next.steps.map((s) => s.step)).toContain('continue-as-new');
@@ -345,24 +420,52 @@ describe('a tier change', () => {
   it("installs the new tier's modules; until the ERP installs them the new generation is not Ready; a downgrade keeps them", async () => {
     const { name, handle } = await start('tier');
     await waitForStatus(handle, (s) => isReady(s) && s.currentStep === 'ready');
-    const spec = (tier: 'starter' | 'pro' | 'enterprise') => ({ subdomain: name, projectId: 42, tier, erpVersion: '18' as const, ownerEmail: `owner@${name}.test`, ownerName: 'Owner' });
+    const spec = (tier: 'starter' | 'pro' | 'enterprise') => ({
+      subdomain: name,
+      projectId: 42,
+      tier,
+      erpVersion: '18' as const,
+      ownerEmail: `owner@${name}.test`,
+      ownerName: 'Owner',
+    });
 
     // the ERP refuses the install for a while: the database is not what generation 2 asks for
     peers.failFor('ensureTierModules', 8, 'the ERP of the tenant answered HTTP 503');
     await handle.signal(applySignal, { generation: 2, spec: spec('enterprise') });
-    const failing = await waitForStatus(handle, (s) => s.resources.database.state === 'Failed' && s.currentStep === 'waiting-to-retry');
-    expect(condition(failing, 'Synced')).toMatchObject({ status: 'False', observedGeneration: 2, message: expect.stringContaining('database: the ERP of the tenant answered HTTP 503') });
-    expect(condition(failing, 'Ready')).toMatchObject({ status: 'False', message: expect.stringContaining('Unready resources: database') });
+    const failing = await waitForStatus(
+      handle,
+      (s) => s.resources.database.state === 'Failed' && s.currentStep === 'waiting-to-retry',
+    );
+    expect(condition(failing, 'Synced')).toMatchObject({
+      status: 'False',
+      observedGeneration: 2,
+      message: expect.stringContaining('database: the ERP of the tenant answered HTTP 503'),
+    });
+    expect(condition(failing, 'Ready')).toMatchObject({
+      status: 'False',
+      message: expect.stringContaining('Unready resources: database'),
+    });
 
-    const upgraded = await waitForStatus(handle, (s) => s.observedGeneration === 2 && isReady(s) && s.currentStep === 'ready');
+    const upgraded = await waitForStatus(
+      handle,
+      (s) => s.observedGeneration === 2 && isReady(s) && s.currentStep === 'ready',
+    );
     const step = upgraded.steps.filter((s) => s.step === 'ensure-tier-modules').at(-1)!;
-    expect(step).toMatchObject({ outcome: 'ok', message: expect.stringMatching(/^enterprise modules installed: .*mrp/) });
+    expect(step).toMatchObject({
+      outcome: 'ok',
+      message: expect.stringMatching(/^enterprise modules installed: .*mrp/),
+    });
     expect(upgraded.resources.database).toMatchObject({ synced: 'True', state: 'Created' });
 
     // a downgrade: nothing is uninstalled, the step says what stays
     await handle.signal(applySignal, { generation: 3, spec: spec('starter') });
-    const downgraded = await waitForStatus(handle, (s) => s.observedGeneration === 3 && isReady(s) && s.currentStep === 'ready');
-    expect(downgraded.steps.filter((s) => s.step === 'ensure-tier-modules').at(-1)!.message).toMatch(/^starter modules present \(\d+\); kept from a higher tier \(a downgrade uninstalls nothing\): .*mrp/);
+    const downgraded = await waitForStatus(
+      handle,
+      (s) => s.observedGeneration === 3 && isReady(s) && s.currentStep === 'ready',
+    );
+    expect(downgraded.steps.filter((s) => s.step === 'ensure-tier-modules').at(-1)!.message).toMatch(
+      /^starter modules present \(\d+\); kept from a higher tier \(a downgrade uninstalls nothing\): .*mrp/,
+    );
     expect(await runStatus(handle)).toBe('RUNNING');
     await recordHistory(handle, 'tenant-lifecycle-tier-modules');
   });

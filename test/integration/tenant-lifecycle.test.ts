@@ -67,7 +67,10 @@ async function databaseExists(database: string) {
 async function provisionedEvents(tenant: string) {
   const entries = await redis.xrange(p.cfg.EVENTS_STREAM, '-', '+');
   return entries
-    .map(([, fields]) => JSON.parse(fields[fields.indexOf('event') + 1]!) as { type: string; subject?: string; id: string })
+    .map(
+      ([, fields]) =>
+        JSON.parse(fields[fields.indexOf('event') + 1]!) as { type: string; subject?: string; id: string },
+    )
     .filter((e) => e.type === 'client.provisioned' && e.subject === tenant);
 }
 
@@ -79,7 +82,11 @@ group('apply a TenantClient', () => {
     expect(res.json()).toMatchObject({ result: 'created', name, generation: 1, workflowId: `tenant:${name}` });
 
     const status = await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined);
-    expect(condition(status, 'Synced')).toMatchObject({ status: 'True', reason: 'ReconcileSuccess', observedGeneration: 1 });
+    expect(condition(status, 'Synced')).toMatchObject({
+      status: 'True',
+      reason: 'ReconcileSuccess',
+      observedGeneration: 1,
+    });
     expect(condition(status, 'Ready')).toMatchObject({ status: 'True', reason: 'Available', observedGeneration: 1 });
     for (const kind of ['database', 'apiUser', 'route', 'filestore', 'backupSchedule', 'chatRoom'] as const) {
       expect(status.resources[kind], kind).toMatchObject({ synced: 'True', state: 'Created' });
@@ -93,7 +100,9 @@ group('apply a TenantClient', () => {
     expect(await databaseRows(host, 'SELECT count(*) AS n FROM account_move')).toBe(templateMoves);
     // the dedicated API user, its password stored sealed
     expect(await databaseRows(host, `SELECT count(*) AS n FROM res_users WHERE login = 'api@${host}'`)).toBe(1);
-    const creds = await p.pool.query('SELECT login, password_encrypted FROM tenant_erp_credentials WHERE tenant = $1', [name]);
+    const creds = await p.pool.query('SELECT login, password_encrypted FROM tenant_erp_credentials WHERE tenant = $1', [
+      name,
+    ]);
     expect(creds.rows[0].login).toBe(`api@${host}`);
     expect(creds.rows[0].password_encrypted).toMatch(/^v1\./);
 
@@ -110,7 +119,11 @@ group('apply a TenantClient', () => {
     // the backup schedule, running backupTenant every BACKUP_INTERVAL
     const schedule = await p.temporal.schedule.getHandle(`backup:${name}`).describe();
     expect(schedule.action).toMatchObject({ type: 'startWorkflow', workflowType: 'backupTenant' });
-    expect(schedule.action.type === 'startWorkflow' && schedule.action.args?.[0]).toEqual({ tenant: name, tier: 'pro', database: host });
+    expect(schedule.action.type === 'startWorkflow' && schedule.action.args?.[0]).toEqual({
+      tenant: name,
+      tier: 'pro',
+      database: host,
+    });
 
     // the chat room
     const room = chatRoomName(name, 7);
@@ -129,12 +142,24 @@ group('apply a TenantClient', () => {
 
     // what an operator sees: the list, the description with steps and the Temporal UI link
     const list = await ops(p, 'GET', '/api/ops/tenant-clients');
-    expect(list.json().items).toContainEqual(expect.objectContaining({ name, synced: 'True', ready: 'True', phase: 'Ready' }));
+    expect(list.json().items).toContainEqual(
+      expect.objectContaining({ name, synced: 'True', ready: 'True', phase: 'Ready' }),
+    );
     const described = await describe(p, name);
     expect(described.statusSource).toBe('workflow');
     expect(described.temporalUiUrl).toContain(encodeURIComponent(`tenant:${name}`));
     expect(described.status.steps.map((s) => s.step)).toEqual(
-      expect.arrayContaining(['reserve-subdomain', 'clone-database', 'ensure-api-user', 'create-route', 'create-filestore', 'create-backup-schedule', 'ensure-chat-room', 'probe-health', 'publish-provisioned-event']),
+      expect.arrayContaining([
+        'reserve-subdomain',
+        'clone-database',
+        'ensure-api-user',
+        'create-route',
+        'create-filestore',
+        'create-backup-schedule',
+        'ensure-chat-room',
+        'probe-health',
+        'publish-provisioned-event',
+      ]),
     );
     // search attributes kept current
     const wf = await p.temporal.workflow.getHandle(tenantWorkflowId(name)).describe();
@@ -154,7 +179,9 @@ group('apply a TenantClient', () => {
     const runs = [];
     for await (const wf of p.temporal.workflow.list({ query: `WorkflowId = 'tenant:${name}'` })) runs.push(wf);
     expect(runs).toHaveLength(1);
-    expect((await p.pool.query('SELECT count(*)::int AS n FROM tenant_clients WHERE name = $1', [name])).rows[0].n).toBe(1);
+    expect(
+      (await p.pool.query('SELECT count(*)::int AS n FROM tenant_clients WHERE name = $1', [name])).rows[0].n,
+    ).toBe(1);
     expect((await p.pool.query('SELECT count(*)::int AS n FROM tenants WHERE name = $1', [name])).rows[0].n).toBe(1);
 
     const again = await applyYaml(p, yaml);
@@ -174,14 +201,23 @@ group('apply a TenantClient', () => {
     const tenant = await p.pool.query('SELECT tier, owner_name FROM tenants WHERE name = $1', [name]);
     expect(tenant.rows[0]).toEqual({ tier: 'enterprise', owner_name: 'Grace Owner' });
     const schedule = await p.temporal.schedule.getHandle(`backup:${name}`).describe();
-    expect(schedule.action.type === 'startWorkflow' && (schedule.action.args?.[0] as { tier: string }).tier).toBe('enterprise');
+    expect(schedule.action.type === 'startWorkflow' && (schedule.action.args?.[0] as { tier: string }).tier).toBe(
+      'enterprise',
+    );
     // still one provisioned event: it is emitted once per tenant
     expect(await provisionedEvents(name)).toHaveLength(1);
 
-    const upgrade = await applyYaml(p, tenantYaml(name, { tier: 'enterprise', ownerName: 'Grace Owner', erpVersion: '19' }));
+    const upgrade = await applyYaml(
+      p,
+      tenantYaml(name, { tier: 'enterprise', ownerName: 'Grace Owner', erpVersion: '19' }),
+    );
     expect(upgrade.statusCode).toBe(409);
-    expect(upgrade.json().detail).toBe('spec.erpVersion cannot change from "18" to "19": an ERP upgrade is a migration, not an apply');
-    expect((await p.pool.query('SELECT generation FROM tenant_clients WHERE name = $1', [name])).rows[0].generation).toBe(2);
+    expect(upgrade.json().detail).toBe(
+      'spec.erpVersion cannot change from "18" to "19": an ERP upgrade is a migration, not an apply',
+    );
+    expect(
+      (await p.pool.query('SELECT generation FROM tenant_clients WHERE name = $1', [name])).rows[0].generation,
+    ).toBe(2);
   });
 
   it('with the chat server down the tenant turns Ready with the chat room failed; retry creates it', async () => {
@@ -190,7 +226,11 @@ group('apply a TenantClient', () => {
     try {
       await applyYaml(p, tenantYaml(name, { projectId: 1234 }));
       const status = await waitForStatus(p, name, (s) => isReady(s) && s.resources.chatRoom.state === 'Failed');
-      expect(status.resources.chatRoom).toMatchObject({ synced: 'False', state: 'Failed', externalName: `support-${name}-001234` });
+      expect(status.resources.chatRoom).toMatchObject({
+        synced: 'False',
+        state: 'Failed',
+        externalName: `support-${name}-001234`,
+      });
       expect(status.resources.chatRoom.message).toContain('chat server unreachable');
       expect(condition(status, 'Synced')?.message).toContain('chatRoom failed (non-fatal');
       expect(await health(p, `${name}.${p.cfg.TENANT_DOMAIN}`)).toMatchObject({ healthy: true });
@@ -207,7 +247,9 @@ group('apply a TenantClient', () => {
 
   it('a subdomain reserved by another TenantClient (another environment) blocks the tenant and creates nothing', async () => {
     const name = uniqueTenant('taken');
-    await p.pool.query('INSERT INTO subdomain_reservations (subdomain, owner_uid) VALUES ($1, gen_random_uuid())', [name]);
+    await p.pool.query('INSERT INTO subdomain_reservations (subdomain, owner_uid) VALUES ($1, gen_random_uuid())', [
+      name,
+    ]);
     expect((await applyYaml(p, tenantYaml(name))).statusCode).toBe(201);
     const status = await waitForStatus(p, name, (s) => s.phase === 'Unavailable');
     expect(condition(status, 'Synced')).toMatchObject({
@@ -218,7 +260,9 @@ group('apply a TenantClient', () => {
     expect(condition(status, 'Ready')).toMatchObject({ status: 'False', reason: 'Unavailable' });
     expect(await databaseExists(`${name}.${p.cfg.TENANT_DOMAIN}`)).toBe(false);
     expect((await p.pool.query('SELECT count(*)::int AS n FROM tenants WHERE name = $1', [name])).rows[0].n).toBe(0);
-    expect((await p.pool.query('SELECT count(*)::int AS n FROM tenant_routes WHERE tenant = $1', [name])).rows[0].n).toBe(0);
+    expect(
+      (await p.pool.query('SELECT count(*)::int AS n FROM tenant_routes WHERE tenant = $1', [name])).rows[0].n,
+    ).toBe(0);
     expect(existsSync(path.join(p.cfg.FILESTORE_ROOT, name))).toBe(false);
   });
 
@@ -238,18 +282,62 @@ group('apply a TenantClient', () => {
 group('invalid TenantClients', () => {
   const base = (name: string) => tenantYaml(name);
   it.each([
-    ['a subdomain with capitals', (n: string) => base(n).replace(`subdomain: "${n}"`, `subdomain: "${n.toUpperCase()}"`), 'spec.subdomain must match [a-z0-9-]+ (lowercase letters, digits and hyphens only)'],
-    ['a subdomain other than the name', (n: string) => base(n).replace(`subdomain: "${n}"`, 'subdomain: "other"'), `spec.subdomain must equal metadata.name ("NAME")`],
-    ['a name longer than 30 characters', (n: string) => base(n).replace(`name: ${n}`, `name: ${n}-${'x'.repeat(30)}`), 'metadata.name must be at most 30 characters'],
-    ['a projectId that is not an integer', (n: string) => base(n).replace('projectId: 42', 'projectId: 4.2'), 'spec.projectId must be an integer'],
-    ['a projectId that is a word', (n: string) => base(n).replace('projectId: 42', 'projectId: "forty-two"'), 'spec.projectId must be an integer'],
-    ['an unknown tier', (n: string) => base(n).replace('tier: "starter"', 'tier: "gold"'), 'spec.tier must be one of starter, pro, enterprise'],
-    ['an unsupported ERP version', (n: string) => base(n).replace('erpVersion: "18"', 'erpVersion: "16"'), 'spec.erpVersion must be one of "17", "18" (default), "19"'],
-    ['a bad owner e-mail', (n: string) => base(n).replace(`ownerEmail: "owner@${n}.test"`, 'ownerEmail: "not-an-email"'), 'spec.ownerEmail must be an e-mail address such as owner@example.com'],
-    ['no owner name', (n: string) => base(n).replace('  ownerName: "Ada Owner"\n', ''), 'spec.ownerName is required (a display name)'],
+    [
+      'a subdomain with capitals',
+      (n: string) => base(n).replace(`subdomain: "${n}"`, `subdomain: "${n.toUpperCase()}"`),
+      'spec.subdomain must match [a-z0-9-]+ (lowercase letters, digits and hyphens only)',
+    ],
+    [
+      'a subdomain other than the name',
+      (n: string) => base(n).replace(`subdomain: "${n}"`, 'subdomain: "other"'),
+      `spec.subdomain must equal metadata.name ("NAME")`,
+    ],
+    [
+      'a name longer than 30 characters',
+      (n: string) => base(n).replace(`name: ${n}`, `name: ${n}-${'x'.repeat(30)}`),
+      'metadata.name must be at most 30 characters',
+    ],
+    [
+      'a projectId that is not an integer',
+      (n: string) => base(n).replace('projectId: 42', 'projectId: 4.2'),
+      'spec.projectId must be an integer',
+    ],
+    [
+      'a projectId that is a word',
+      (n: string) => base(n).replace('projectId: 42', 'projectId: "forty-two"'),
+      'spec.projectId must be an integer',
+    ],
+    [
+      'an unknown tier',
+      (n: string) => base(n).replace('tier: "starter"', 'tier: "gold"'),
+      'spec.tier must be one of starter, pro, enterprise',
+    ],
+    [
+      'an unsupported ERP version',
+      (n: string) => base(n).replace('erpVersion: "18"', 'erpVersion: "16"'),
+      'spec.erpVersion must be one of "17", "18" (default), "19"',
+    ],
+    [
+      'a bad owner e-mail',
+      (n: string) => base(n).replace(`ownerEmail: "owner@${n}.test"`, 'ownerEmail: "not-an-email"'),
+      'spec.ownerEmail must be an e-mail address such as owner@example.com',
+    ],
+    [
+      'no owner name',
+      (n: string) => base(n).replace('  ownerName: "Ada Owner"\n', ''),
+      'spec.ownerName is required (a display name)',
+    ],
     ['an unknown field', (n: string) => base(n) + '  replicas: 3\n', 'spec has unknown fields: replicas'],
-    ['the wrong kind', (n: string) => base(n).replace('kind: TenantClient', 'kind: Tenant'), 'kind must be "TenantClient"'],
-    ['the wrong API version', (n: string) => base(n).replace('plana.dev/v1alpha1', 'plana.dev/v1'), 'apiVersion must be "plana.dev/v1alpha1"'],
+    [
+      'the wrong kind',
+      (n: string) => base(n).replace('kind: TenantClient', 'kind: Tenant'),
+      'kind must be "TenantClient"',
+    ],
+    [
+      'the wrong API version',
+      (n: string) => base(n).replace('plana.dev/v1alpha1', 'plana.dev/v1'),
+      'apiVersion must be "plana.dev/v1alpha1"',
+    ],
     ['broken YAML', () => 'apiVersion: [', '(document) is not valid YAML or JSON'],
   ])('%s gets its message and creates nothing', async (_label, make, message) => {
     const name = uniqueTenant('bad');
@@ -260,10 +348,16 @@ group('invalid TenantClients', () => {
     expect(body.code).toBe('BAD_REQUEST');
     expect(body.detail).toContain(message.replace('NAME', name));
     expect(body.errors.length).toBe(1);
-    expect((await p.pool.query('SELECT count(*)::int AS n FROM tenant_clients WHERE name LIKE $1', [`${name}%`])).rows[0].n).toBe(0);
-    expect((await p.pool.query('SELECT count(*)::int AS n FROM tenants WHERE name LIKE $1', [`${name}%`])).rows[0].n).toBe(0);
+    expect(
+      (await p.pool.query('SELECT count(*)::int AS n FROM tenant_clients WHERE name LIKE $1', [`${name}%`])).rows[0].n,
+    ).toBe(0);
+    expect(
+      (await p.pool.query('SELECT count(*)::int AS n FROM tenants WHERE name LIKE $1', [`${name}%`])).rows[0].n,
+    ).toBe(0);
     await expect(p.temporal.workflow.getHandle(tenantWorkflowId(name)).describe()).rejects.toThrow();
-    await expect(p.temporal.schedule.getHandle(`backup:${name}`).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
+    await expect(p.temporal.schedule.getHandle(`backup:${name}`).describe()).rejects.toBeInstanceOf(
+      ScheduleNotFoundError,
+    );
     expect(existsSync(path.join(p.cfg.FILESTORE_ROOT, name))).toBe(false);
   });
 
@@ -272,7 +366,12 @@ group('invalid TenantClients', () => {
       method: 'POST',
       url: '/api/ops/tenant-clients',
       headers: { 'x-api-key': testKeys.operator },
-      payload: { apiVersion: 'plana.dev/v1alpha1', kind: 'TenantClient', metadata: { name: 'multi' }, spec: { subdomain: 'multi', projectId: 'x', tier: 'gold', ownerEmail: 'a@b.c', ownerName: 'A' } },
+      payload: {
+        apiVersion: 'plana.dev/v1alpha1',
+        kind: 'TenantClient',
+        metadata: { name: 'multi' },
+        spec: { subdomain: 'multi', projectId: 'x', tier: 'gold', ownerEmail: 'a@b.c', ownerName: 'A' },
+      },
     });
     expect(res.statusCode).toBe(400);
     expect(res.json().errors).toEqual([
@@ -323,23 +422,34 @@ group('the operator CLI', () => {
     expect(table).toMatch(new RegExp(`^${name}\\s+True\\s+True\\s+Ready\\s+\\d+s\\s*$`, 'm'));
     expect((await cli('get', 'tenants', name)).split('\n')).toHaveLength(2);
     const json = JSON.parse(await cli('get', 'tenants', name, '-o', 'json'));
-    expect(json).toMatchObject({ apiVersion: 'plana.dev/v1alpha1', kind: 'TenantClient', metadata: { name }, spec: { tier: 'enterprise' } });
+    expect(json).toMatchObject({
+      apiVersion: 'plana.dev/v1alpha1',
+      kind: 'TenantClient',
+      metadata: { name },
+      spec: { tier: 'enterprise' },
+    });
 
     const page = await cli('describe', 'tenant', name);
     expect(page).toMatch(/Conditions:[\s\S]*Synced\s+True\s+ReconcileSuccess/);
     expect(page).toMatch(/Ready\s+True\s+Available/);
     expect(page).toMatch(/Resources:[\s\S]*database\s+True\s+Created/);
     expect(page).toContain('Recent steps:');
-    expect(page).toContain(`Temporal UI:          ${p.cfg.TEMPORAL_UI_URL}/namespaces/default/workflows/${encodeURIComponent(`tenant:${name}`)}`);
+    expect(page).toContain(
+      `Temporal UI:          ${p.cfg.TEMPORAL_UI_URL}/namespaces/default/workflows/${encodeURIComponent(`tenant:${name}`)}`,
+    );
     expect(JSON.parse(await cli('describe', 'tenant', name, '-o', 'json')).status.phase).toBe('Ready');
 
     expect(await cli('retry', 'chat-room', name)).toContain('retry requested');
     expect(await cli('cancel', 'tenant', name)).toContain(`tenantclient.plana.dev/${name} cancelled: deprovisioned at`);
     expect(await cli('reactivate', 'tenant', name)).toContain(`tenantclient.plana.dev/${name} reactivated`);
     await expect(cli('delete', 'tenant', name)).rejects.toThrow(/is active: cancel it first/);
-    await expect(cli('get', 'tenants', 'no-such-tenant')).rejects.toThrow('TenantClient "no-such-tenant" does not exist.');
+    await expect(cli('get', 'tenants', 'no-such-tenant')).rejects.toThrow(
+      'TenantClient "no-such-tenant" does not exist.',
+    );
 
     writeFileSync(file, tenantYaml(name, { tier: 'diamond' }));
-    await expect(cli('apply', '-f', file)).rejects.toThrow(`${file} is not a valid TenantClient:\n  spec.tier: must be one of starter, pro, enterprise`);
+    await expect(cli('apply', '-f', file)).rejects.toThrow(
+      `${file} is not a valid TenantClient:\n  spec.tier: must be one of starter, pro, enterprise`,
+    );
   });
 });

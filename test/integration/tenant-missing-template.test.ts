@@ -29,7 +29,12 @@ let p: TenantPlatform;
 beforeAll(async () => {
   erpServer = await startPostgres({ dir: tempDir('erp-postgres'), port: await freePort() });
   // a short history limit: while the tenant waits for its template the workflow continues as new
-  p = await startTenantPlatform({ ERP_DATABASE_URL: erpServer.urlFor('postgres'), TENANT_READY_DEADLINE: '3s', TENANT_RECONCILE_BACKOFF_MAX: '1s', TENANT_HISTORY_LIMIT: '150' });
+  p = await startTenantPlatform({
+    ERP_DATABASE_URL: erpServer.urlFor('postgres'),
+    TENANT_READY_DEADLINE: '3s',
+    TENANT_RECONCILE_BACKOFF_MAX: '1s',
+    TENANT_HISTORY_LIMIT: '150',
+  });
 });
 
 afterAll(async () => {
@@ -72,12 +77,17 @@ it('reports the missing template at the deadline and turns Ready once it exists,
   expect(condition(fixed, 'Synced')).toMatchObject({ status: 'True', reason: 'ReconcileSuccess' });
   expect(fixed.generation).toBe(1);
   expect(fixed.phase).toBe('Ready');
-  expect(fixed.resources.database).toMatchObject({ synced: 'True', state: 'Created', message: 'cloned from erp_tpl_pro_17' });
+  expect(fixed.resources.database).toMatchObject({
+    synced: 'True',
+    state: 'Created',
+    message: 'cloned from erp_tpl_pro_17',
+  });
   expect(await health(p, host)).toMatchObject({ healthy: true, httpStatus: 200 });
   const { rows } = await p.pool.query('SELECT generation FROM tenant_clients WHERE name = $1', [name]);
   expect(rows[0].generation).toBe(1);
   const runs = [];
-  for await (const wf of p.temporal.workflow.list({ query: `WorkflowId = 'tenant:${name}'` })) runs.push(wf.status.name);
+  for await (const wf of p.temporal.workflow.list({ query: `WorkflowId = 'tenant:${name}'` }))
+    runs.push(wf.status.name);
   expect(runs.filter((r) => r === 'CONTINUED_AS_NEW').length).toBeGreaterThan(0);
   expect(runs.filter((r) => r === 'RUNNING')).toHaveLength(1);
 });

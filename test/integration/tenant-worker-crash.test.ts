@@ -30,8 +30,17 @@ let child: ChildProcess | undefined;
 
 /** The real worker process (`npm run start:worker`), with this file's configuration. */
 function startWorkerProcess(cfg: Config): ChildProcess {
-  const env = { ...(process.env as Record<string, string>), ...configEnv(cfg), LOG_LEVEL: 'error', TEMPORAL_LOG_LEVEL: 'ERROR' };
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'worker/index.ts')], { cwd: root, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const env = {
+    ...(process.env as Record<string, string>),
+    ...configEnv(cfg),
+    LOG_LEVEL: 'error',
+    TEMPORAL_LOG_LEVEL: 'ERROR',
+  };
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'worker/index.ts')], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   return proc;
 }
 
@@ -44,67 +53,79 @@ afterAll(async () => {
   await p?.close();
 });
 
-it('survives a worker killed mid-provisioning: Ready with exactly one of each resource, one event, one e-mail', { timeout: 180_000 }, async () => {
-  const name = uniqueTenant('crash');
-  const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
-  child = startWorkerProcess(p.cfg);
+it(
+  'survives a worker killed mid-provisioning: Ready with exactly one of each resource, one event, one e-mail',
+  { timeout: 180_000 },
+  async () => {
+    const name = uniqueTenant('crash');
+    const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
+    child = startWorkerProcess(p.cfg);
 
-  // hold the route table so the worker is caught inside its createRoute step
-  const lock = await p.pool.connect();
-  try {
-    await lock.query('BEGIN');
-    await lock.query('LOCK TABLE tenant_routes IN EXCLUSIVE MODE');
-    expect((await applyYaml(p, tenantYaml(name))).statusCode).toBe(201);
-    // the route comes right after the database (the API user is made through it)
-    await waitForStatus(p, name, (s) => s.resources.database.state === 'Created', 120_000);
-    // the worker's createRoute is now waiting for the table
-    await expect
-      .poll(async () => (await p.pool.query(`SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'tenant_routes'::regclass AND NOT granted`)).rows[0].n, { timeout: 30_000 })
-      .toBeGreaterThan(0);
-    child.kill('SIGKILL');
-    await new Promise((resolve) => child!.once('exit', resolve));
-    child = undefined;
-  } finally {
-    await lock.query('ROLLBACK');
-    lock.release();
-  }
+    // hold the route table so the worker is caught inside its createRoute step
+    const lock = await p.pool.connect();
+    try {
+      await lock.query('BEGIN');
+      await lock.query('LOCK TABLE tenant_routes IN EXCLUSIVE MODE');
+      expect((await applyYaml(p, tenantYaml(name))).statusCode).toBe(201);
+      // the route comes right after the database (the API user is made through it)
+      await waitForStatus(p, name, (s) => s.resources.database.state === 'Created', 120_000);
+      // the worker's createRoute is now waiting for the table
+      await expect
+        .poll(
+          async () =>
+            (
+              await p.pool.query(
+                `SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'tenant_routes'::regclass AND NOT granted`,
+              )
+            ).rows[0].n,
+          { timeout: 30_000 },
+        )
+        .toBeGreaterThan(0);
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child!.once('exit', resolve));
+      child = undefined;
+    } finally {
+      await lock.query('ROLLBACK');
+      lock.release();
+    }
 
-  // with no worker to answer the status query, describe shows the status mirrored in PostgreSQL
-  const whileDown = await describe(p, name);
-  expect(whileDown.statusSource).toBe('mirror');
-  expect(whileDown.status.resources.database).toMatchObject({ synced: 'True', state: 'Created' });
-  expect(whileDown.status.resources.apiUser).toMatchObject({ state: 'Pending' });
-  expect(whileDown.status.resources.route).toMatchObject({ state: 'Pending' });
+    // with no worker to answer the status query, describe shows the status mirrored in PostgreSQL
+    const whileDown = await describe(p, name);
+    expect(whileDown.statusSource).toBe('mirror');
+    expect(whileDown.status.resources.database).toMatchObject({ synced: 'True', state: 'Created' });
+    expect(whileDown.status.resources.apiUser).toMatchObject({ state: 'Pending' });
+    expect(whileDown.status.resources.route).toMatchObject({ state: 'Pending' });
 
-  // another worker takes over (the killed step is retried once its attempt times out)
-  await p.startWorker();
-  const status = await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined, 120_000);
-  expect(status.steps.filter((s) => s.step === 'clone-database' && s.outcome === 'ok')).toHaveLength(1);
+    // another worker takes over (the killed step is retried once its attempt times out)
+    await p.startWorker();
+    const status = await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined, 120_000);
+    expect(status.steps.filter((s) => s.step === 'clone-database' && s.outcome === 'ok')).toHaveLength(1);
 
-  const one = async (sql: string, params: unknown[]) => (await p.pool.query(sql, params)).rows[0].n;
-  expect(await one('SELECT count(*)::int AS n FROM pg_database WHERE datname = $1', [host])).toBe(1);
-  expect(await one('SELECT count(*)::int AS n FROM tenant_routes WHERE tenant = $1', [name])).toBe(1);
-  expect(await one('SELECT count(*)::int AS n FROM tenants WHERE name = $1', [name])).toBe(1);
-  expect(await one('SELECT count(*)::int AS n FROM tenant_erp_credentials WHERE tenant = $1', [name])).toBe(1);
-  expect(readdirSync(p.cfg.FILESTORE_ROOT).filter((d) => d === name)).toHaveLength(1);
-  const schedules = [];
-  for await (const s of p.temporal.schedule.list()) if (s.scheduleId === `backup:${name}`) schedules.push(s);
-  expect(schedules).toHaveLength(1);
-  expect(p.chatChannels().filter((c) => c.name === `support-${name}-000042`)).toHaveLength(1);
-  expect(await health(p, host)).toMatchObject({ healthy: true });
+    const one = async (sql: string, params: unknown[]) => (await p.pool.query(sql, params)).rows[0].n;
+    expect(await one('SELECT count(*)::int AS n FROM pg_database WHERE datname = $1', [host])).toBe(1);
+    expect(await one('SELECT count(*)::int AS n FROM tenant_routes WHERE tenant = $1', [name])).toBe(1);
+    expect(await one('SELECT count(*)::int AS n FROM tenants WHERE name = $1', [name])).toBe(1);
+    expect(await one('SELECT count(*)::int AS n FROM tenant_erp_credentials WHERE tenant = $1', [name])).toBe(1);
+    expect(readdirSync(p.cfg.FILESTORE_ROOT).filter((d) => d === name)).toHaveLength(1);
+    const schedules = [];
+    for await (const s of p.temporal.schedule.list()) if (s.scheduleId === `backup:${name}`) schedules.push(s);
+    expect(schedules).toHaveLength(1);
+    expect(p.chatChannels().filter((c) => c.name === `support-${name}-000042`)).toHaveLength(1);
+    expect(await health(p, host)).toMatchObject({ healthy: true });
 
-  const redis = new Redis(p.cfg.REDIS_URL);
-  try {
-    const entries = await redis.xrange(p.cfg.EVENTS_STREAM, '-', '+');
-    const provisioned = entries
-      .map(([, f]) => JSON.parse(f[f.indexOf('event') + 1]!) as { type: string; subject: string })
-      .filter((e) => e.type === 'client.provisioned' && e.subject === name);
-    expect(provisioned).toHaveLength(1);
-  } finally {
-    redis.disconnect();
-  }
-  await expect.poll(() => mailsTo(p, `owner@${name}.test`).length, { timeout: 30_000 }).toBe(1);
-  // and it stays one: nothing else arrives while the consumer keeps running
-  const firstMail = mailsTo(p, `owner@${name}.test`)[0];
-  expect(firstMail?.subject).toContain(name);
-});
+    const redis = new Redis(p.cfg.REDIS_URL);
+    try {
+      const entries = await redis.xrange(p.cfg.EVENTS_STREAM, '-', '+');
+      const provisioned = entries
+        .map(([, f]) => JSON.parse(f[f.indexOf('event') + 1]!) as { type: string; subject: string })
+        .filter((e) => e.type === 'client.provisioned' && e.subject === name);
+      expect(provisioned).toHaveLength(1);
+    } finally {
+      redis.disconnect();
+    }
+    await expect.poll(() => mailsTo(p, `owner@${name}.test`).length, { timeout: 30_000 }).toBe(1);
+    // and it stays one: nothing else arrives while the consumer keeps running
+    const firstMail = mailsTo(p, `owner@${name}.test`)[0];
+    expect(firstMail?.subject).toContain(name);
+  },
+);

@@ -57,21 +57,33 @@ describe('CSRF: the cookie-authenticated auth writes come from this site only', 
     const user = await addUser(api.pool, [{ workspaceId: workspace.id, role: 'member' }]);
     const body = { email: user.email, password: user.password };
 
-    const crossLogin = await call(base, 'POST', '/api/auth/login', { body, headers: { origin: 'https://evil.example' } });
+    const crossLogin = await call(base, 'POST', '/api/auth/login', {
+      body,
+      headers: { origin: 'https://evil.example' },
+    });
     expect(crossLogin.status).toBe(403);
     expect(crossLogin.body.detail).toMatch(/cross-site/i);
     expect(crossLogin.cookies).toEqual([]);
-    expect((await call(base, 'POST', '/api/auth/login', { body, headers: { 'sec-fetch-site': 'cross-site' } })).status).toBe(403);
+    expect(
+      (await call(base, 'POST', '/api/auth/login', { body, headers: { 'sec-fetch-site': 'cross-site' } })).status,
+    ).toBe(403);
 
-    const login = await call(base, 'POST', '/api/auth/login', { body, headers: { origin: new URL(base).origin, 'sec-fetch-site': 'same-origin' } });
+    const login = await call(base, 'POST', '/api/auth/login', {
+      body,
+      headers: { origin: new URL(base).origin, 'sec-fetch-site': 'same-origin' },
+    });
     expect(login.status).toBe(200);
     const cookie = refreshCookieOf(login.cookies);
     expect(login.cookies.join(';')).toMatch(/HttpOnly/i);
     expect(login.cookies.join(';')).toMatch(/SameSite=Strict/i);
 
     // a forged refresh or logout from another site neither rotates nor ends the session
-    expect((await call(base, 'POST', '/api/auth/refresh', { cookie, headers: { origin: 'https://evil.example' } })).status).toBe(403);
-    expect((await call(base, 'POST', '/api/auth/logout', { cookie, headers: { 'sec-fetch-site': 'same-site' } })).status).toBe(403);
+    expect(
+      (await call(base, 'POST', '/api/auth/refresh', { cookie, headers: { origin: 'https://evil.example' } })).status,
+    ).toBe(403);
+    expect(
+      (await call(base, 'POST', '/api/auth/logout', { cookie, headers: { 'sec-fetch-site': 'same-site' } })).status,
+    ).toBe(403);
     const refreshed = await call(base, 'POST', '/api/auth/refresh', { cookie });
     expect(refreshed.status).toBe(200);
     expect(refreshed.body.accessToken).toEqual(expect.any(String));
@@ -111,13 +123,19 @@ describe('execution log filters', () => {
     };
     expect(await log('')).toHaveLength(3);
     expect((await log(`keyPrefix=${a.prefix}`)).map((r) => r.keyPrefix)).toEqual([a.prefix]);
-    expect(await log(`keyPrefix=${b.prefix}&route=/kpis`)).toEqual([expect.objectContaining({ status: 403, route: '/api/portal/odoo/:slug/kpis' })]);
+    expect(await log(`keyPrefix=${b.prefix}&route=/kpis`)).toEqual([
+      expect.objectContaining({ status: 403, route: '/api/portal/odoo/:slug/kpis' }),
+    ]);
     expect((await log('status=200')).map((r) => r.status)).toEqual([200, 200]);
     expect(await log(`until=${encodeURIComponent(before)}`)).toEqual([]);
     expect(await log(`since=${encodeURIComponent(before)}`)).toHaveLength(3);
     expect((await call(base, 'GET', '/api/portal/execution-log?status=42', { token: accessToken })).status).toBe(400);
     // any valid RFC 3339 time is taken, even one PostgreSQL could not read as it is
-    expect(await log(`since=${encodeURIComponent('0949-10-02T22:17:32-19:21')}&until=${encodeURIComponent('0000-01-01T00:00:00Z')}`)).toEqual([]);
+    expect(
+      await log(
+        `since=${encodeURIComponent('0949-10-02T22:17:32-19:21')}&until=${encodeURIComponent('0000-01-01T00:00:00Z')}`,
+      ),
+    ).toEqual([]);
   });
 });
 

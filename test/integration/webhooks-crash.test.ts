@@ -23,71 +23,99 @@ afterAll(async () => p?.close());
 
 const exited = (c: { once(e: 'exit', f: () => void): unknown }) => new Promise<void>((r) => c.once('exit', r));
 
-it('a worker killed during the backoff wait: the delivery resumes on another worker and the receiver accepts the event once', { timeout: 120_000 }, async () => {
-  const accepted = new Set<string>();
-  let accepts = 0;
-  // two failures: the first wait is the run's start delay (held by the server), the second a timer the worker started
-  const receiver = await startReceiver((r, n) => {
-    if (n <= 2) return { status: 500 };
-    const id = String(r.headers['webhook-id']);
-    if (!accepted.has(id)) accepts++;
-    accepted.add(id);
-    return { status: 204 };
-  });
-  await p.startDispatcher();
-  const worker = p.spawn('worker/index.ts');
-  try {
-    const e = await p.workspaceWithEndpoint(receiver.url);
-    await p.publish(e.workspace.slug);
-    await expect.poll(() => receiver.received.length, { timeout: 15_000 }).toBe(1);
-    const handle = p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, String(receiver.received[0]!.headers['webhook-id'])));
-    // the worker process has made the first retry and started the timer of the second
-    await expect.poll(async () => (await handle.fetchHistory()).events!.some((ev) => ev.timerStartedEventAttributes), { timeout: 60_000, interval: 200 }).toBe(true);
-    worker.kill('SIGKILL');
-    await exited(worker);
-    expect(receiver.received).toHaveLength(2);
-
-    await p.startWorker();
-    expect(await handle.result()).toEqual({ status: 'delivered', attempts: 3 });
-    expect(accepts).toBe(1);
-    expect(receiver.ids().size).toBe(1);
-  } finally {
-    await p.stopDispatcher();
-    await p.stopWorker();
-    await receiver.close();
-  }
-});
-
-it('a dispatcher killed in the middle of a burst: every event delivered, no delivery recorded twice', { timeout: 240_000 }, async () => {
-  const EVENTS = 300;
-  const receiver = await startReceiver(() => ({ status: 204 }));
-  await p.startWorker();
-  // four first attempts at a time, so the kill lands while the burst is being delivered
-  const dispatcher = p.spawn('services/webhooks/dispatcher.ts', { WEBHOOK_ENDPOINT_CONCURRENCY: '4' });
-  try {
-    const e = await p.workspaceWithEndpoint(receiver.url);
-    const published = new Set<string>();
-    for (let i = 0; i < EVENTS; i += 25) {
-      const evs = await Promise.all(Array.from({ length: Math.min(25, EVENTS - i) }, () => p.publish(e.workspace.slug)));
-      for (const ev of evs) published.add(ev.id);
-    }
-    await expect.poll(() => receiver.received.length, { timeout: 60_000, interval: 20 }).toBeGreaterThan(20);
-    dispatcher.kill('SIGKILL');
-    await exited(dispatcher);
-    const atKill = receiver.received.length;
-    expect(atKill).toBeLessThan(EVENTS);
-
+it(
+  'a worker killed during the backoff wait: the delivery resumes on another worker and the receiver accepts the event once',
+  { timeout: 120_000 },
+  async () => {
+    const accepted = new Set<string>();
+    let accepts = 0;
+    // two failures: the first wait is the run's start delay (held by the server), the second a timer the worker started
+    const receiver = await startReceiver((r, n) => {
+      if (n <= 2) return { status: 500 };
+      const id = String(r.headers['webhook-id']);
+      if (!accepted.has(id)) accepts++;
+      accepted.add(id);
+      return { status: 204 };
+    });
     await p.startDispatcher();
-    await expect
-      // the swept ones go through their retry workflows: on a busy machine that takes a while
-      .poll(async () => (await p.pool.query(`SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = $1 GROUP BY status`, [e.endpoint.id])).rows, { timeout: 150_000, interval: 500 })
-      .toEqual([{ status: 'delivered', n: EVENTS }]);
-    // every event is one message, delivered: the receiver (deduplicating on webhook-id) has all of them
-    const messages = await p.pool.query(`SELECT count(*)::int AS n FROM webhook_messages WHERE workspace_id = $1`, [e.workspace.id]);
-    expect(messages.rows[0].n).toBe(EVENTS);
-    expect(receiver.ids().size).toBe(EVENTS);
-  } finally {
-    await p.stopDispatcher();
-    await receiver.close();
-  }
-});
+    const worker = p.spawn('worker/index.ts');
+    try {
+      const e = await p.workspaceWithEndpoint(receiver.url);
+      await p.publish(e.workspace.slug);
+      await expect.poll(() => receiver.received.length, { timeout: 15_000 }).toBe(1);
+      const handle = p.temporal.workflow.getHandle(
+        webhookWorkflowId(e.endpoint.id, String(receiver.received[0]!.headers['webhook-id'])),
+      );
+      // the worker process has made the first retry and started the timer of the second
+      await expect
+        .poll(async () => (await handle.fetchHistory()).events!.some((ev) => ev.timerStartedEventAttributes), {
+          timeout: 60_000,
+          interval: 200,
+        })
+        .toBe(true);
+      worker.kill('SIGKILL');
+      await exited(worker);
+      expect(receiver.received).toHaveLength(2);
+
+      await p.startWorker();
+      expect(await handle.result()).toEqual({ status: 'delivered', attempts: 3 });
+      expect(accepts).toBe(1);
+      expect(receiver.ids().size).toBe(1);
+    } finally {
+      await p.stopDispatcher();
+      await p.stopWorker();
+      await receiver.close();
+    }
+  },
+);
+
+it(
+  'a dispatcher killed in the middle of a burst: every event delivered, no delivery recorded twice',
+  { timeout: 240_000 },
+  async () => {
+    const EVENTS = 300;
+    const receiver = await startReceiver(() => ({ status: 204 }));
+    await p.startWorker();
+    // four first attempts at a time, so the kill lands while the burst is being delivered
+    const dispatcher = p.spawn('services/webhooks/dispatcher.ts', { WEBHOOK_ENDPOINT_CONCURRENCY: '4' });
+    try {
+      const e = await p.workspaceWithEndpoint(receiver.url);
+      const published = new Set<string>();
+      for (let i = 0; i < EVENTS; i += 25) {
+        const evs = await Promise.all(
+          Array.from({ length: Math.min(25, EVENTS - i) }, () => p.publish(e.workspace.slug)),
+        );
+        for (const ev of evs) published.add(ev.id);
+      }
+      await expect.poll(() => receiver.received.length, { timeout: 60_000, interval: 20 }).toBeGreaterThan(20);
+      dispatcher.kill('SIGKILL');
+      await exited(dispatcher);
+      const atKill = receiver.received.length;
+      expect(atKill).toBeLessThan(EVENTS);
+
+      await p.startDispatcher();
+      await expect
+        // the swept ones go through their retry workflows: on a busy machine that takes a while
+        .poll(
+          async () =>
+            (
+              await p.pool.query(
+                `SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = $1 GROUP BY status`,
+                [e.endpoint.id],
+              )
+            ).rows,
+          { timeout: 150_000, interval: 500 },
+        )
+        .toEqual([{ status: 'delivered', n: EVENTS }]);
+      // every event is one message, delivered: the receiver (deduplicating on webhook-id) has all of them
+      const messages = await p.pool.query(`SELECT count(*)::int AS n FROM webhook_messages WHERE workspace_id = $1`, [
+        e.workspace.id,
+      ]);
+      expect(messages.rows[0].n).toBe(EVENTS);
+      expect(receiver.ids().size).toBe(EVENTS);
+    } finally {
+      await p.stopDispatcher();
+      await receiver.close();
+    }
+  },
+);

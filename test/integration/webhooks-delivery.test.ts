@@ -30,22 +30,51 @@ it('delivers a signed event that standardwebhooks verifies; only matching endpoi
   const receiver = await startReceiver();
   const other = await startReceiver();
   try {
-    const { workspace, accessToken, endpoint, secret } = await p.workspaceWithEndpoint(receiver.url, { eventTypes: ['invoice.posted'] });
-    const res = await call(p.base, 'POST', '/api/portal/webhooks', { ...asAdmin(accessToken, workspace.slug), body: { url: other.url, eventTypes: ['payment.received'] } });
+    const { workspace, accessToken, endpoint, secret } = await p.workspaceWithEndpoint(receiver.url, {
+      eventTypes: ['invoice.posted'],
+    });
+    const res = await call(p.base, 'POST', '/api/portal/webhooks', {
+      ...asAdmin(accessToken, workspace.slug),
+      body: { url: other.url, eventTypes: ['payment.received'] },
+    });
     expect(res.status).toBe(201);
 
     const ev = await p.publish(workspace.slug, 'invoice.posted', { invoice: 'INV/2026/0042', amount: 99.5 });
     await expect.poll(() => receiver.received.length, { timeout: 15_000 }).toBe(1);
     const got = receiver.received[0]!;
-    const payload = new Webhook(secret).verify(got.body, got.headers as Record<string, string>) as { type: string; data: unknown; timestamp: string };
-    expect(payload).toEqual({ type: 'invoice.posted', timestamp: ev.time, data: { invoice: 'INV/2026/0042', amount: 99.5 } });
+    const payload = new Webhook(secret).verify(got.body, got.headers as Record<string, string>) as {
+      type: string;
+      data: unknown;
+      timestamp: string;
+    };
+    expect(payload).toEqual({
+      type: 'invoice.posted',
+      timestamp: ev.time,
+      data: { invoice: 'INV/2026/0042', amount: 99.5 },
+    });
     expect(got.headers['webhook-id']).toMatch(/^msg_/);
     expect(got.headers['user-agent']).toBe(p.cfg.WEBHOOK_USER_AGENT);
     // a wrong secret does not verify
-    expect(() => new Webhook(`whsec_${Buffer.alloc(32, 7).toString('base64')}`).verify(got.body, got.headers as Record<string, string>)).toThrow();
+    expect(() =>
+      new Webhook(`whsec_${Buffer.alloc(32, 7).toString('base64')}`).verify(
+        got.body,
+        got.headers as Record<string, string>,
+      ),
+    ).toThrow();
 
     await expect
-      .poll(async () => (await call(p.base, 'GET', `/api/portal/webhooks/${endpoint.id}/attempts`, asAdmin(accessToken, workspace.slug))).body.attempts, { timeout: 10_000 })
+      .poll(
+        async () =>
+          (
+            await call(
+              p.base,
+              'GET',
+              `/api/portal/webhooks/${endpoint.id}/attempts`,
+              asAdmin(accessToken, workspace.slug),
+            )
+          ).body.attempts,
+        { timeout: 10_000 },
+      )
       .toMatchObject([{ messageId: got.headers['webhook-id'], statusCode: 204, outcome: 'ok', trigger: 'dispatcher' }]);
     expect(other.received).toHaveLength(0);
   } finally {
@@ -58,7 +87,12 @@ it('during a secret rotation each delivery carries two signatures: the old and t
   const receiver = await startReceiver();
   try {
     const { workspace, accessToken, endpoint, secret: oldSecret } = await p.workspaceWithEndpoint(receiver.url);
-    const rotated = await call(p.base, 'POST', `/api/portal/webhooks/${endpoint.id}/secret/rotate`, asAdmin(accessToken, workspace.slug));
+    const rotated = await call(
+      p.base,
+      'POST',
+      `/api/portal/webhooks/${endpoint.id}/secret/rotate`,
+      asAdmin(accessToken, workspace.slug),
+    );
     const newSecret = rotated.body.secret as string;
     // the dispatcher reads endpoints again within a second: publish until a delivery is signed twice
     await expect
@@ -92,8 +126,25 @@ it('refuses a name that resolves to a private address when connecting, while the
     await expect.poll(() => receiver.received.length, { timeout: 15_000 }).toBe(1);
     expect(receiver.received[0]!.headers.host).toBe(`allowed.test:${receiver.port}`);
     await expect
-      .poll(async () => (await call(p.base, 'GET', `/api/portal/webhooks/${bad.endpoint.id}/attempts`, asAdmin(bad.accessToken, bad.workspace.slug))).body.attempts, { timeout: 10_000 })
-      .toMatchObject([{ outcome: 'forbidden-address', statusCode: null, error: expect.stringContaining('127.0.0.2 is a loopback address') }]);
+      .poll(
+        async () =>
+          (
+            await call(
+              p.base,
+              'GET',
+              `/api/portal/webhooks/${bad.endpoint.id}/attempts`,
+              asAdmin(bad.accessToken, bad.workspace.slug),
+            )
+          ).body.attempts,
+        { timeout: 10_000 },
+      )
+      .toMatchObject([
+        {
+          outcome: 'forbidden-address',
+          statusCode: null,
+          error: expect.stringContaining('127.0.0.2 is a loopback address'),
+        },
+      ]);
     expect(receiver.received.every((r) => r.headers.host !== `internal.test:${receiver.port}`)).toBe(true);
   } finally {
     await receiver.close();
@@ -107,7 +158,18 @@ it('does not follow a redirect: a 3xx is a failed attempt and the Location is ne
     const { workspace, accessToken, endpoint } = await p.workspaceWithEndpoint(redirecting.url);
     await p.publish(workspace.slug);
     await expect
-      .poll(async () => (await call(p.base, 'GET', `/api/portal/webhooks/${endpoint.id}/attempts`, asAdmin(accessToken, workspace.slug))).body.attempts, { timeout: 15_000 })
+      .poll(
+        async () =>
+          (
+            await call(
+              p.base,
+              'GET',
+              `/api/portal/webhooks/${endpoint.id}/attempts`,
+              asAdmin(accessToken, workspace.slug),
+            )
+          ).body.attempts,
+        { timeout: 15_000 },
+      )
       .toMatchObject([{ outcome: 'redirect', statusCode: 302, responseHeaders: { location: target.url } }]);
     expect(redirecting.received).toHaveLength(1);
     expect(target.received).toHaveLength(0);
@@ -121,11 +183,18 @@ it('the test endpoint sends a signed sample event and answers the attempt', asyn
   const receiver = await startReceiver();
   try {
     const { workspace, accessToken, endpoint, secret } = await p.workspaceWithEndpoint(receiver.url);
-    const res = await call(p.base, 'POST', `/api/portal/webhooks/${endpoint.id}/test`, asAdmin(accessToken, workspace.slug));
+    const res = await call(
+      p.base,
+      'POST',
+      `/api/portal/webhooks/${endpoint.id}/test`,
+      asAdmin(accessToken, workspace.slug),
+    );
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ outcome: 'ok', statusCode: 204, trigger: 'test' });
     const got = receiver.received[0]!;
-    expect(new Webhook(secret).verify(got.body, got.headers as Record<string, string>)).toMatchObject({ type: 'webhook.test' });
+    expect(new Webhook(secret).verify(got.body, got.headers as Record<string, string>)).toMatchObject({
+      type: 'webhook.test',
+    });
   } finally {
     await receiver.close();
   }
@@ -137,17 +206,41 @@ it('pages through the attempts with the before cursor: each attempt once, even t
     const { workspace, accessToken, endpoint } = await p.workspaceWithEndpoint(receiver.url);
     // a dispatcher batch can record several attempts with the same time
     const at = new Date();
-    const result = { outcome: 'ok' as const, statusCode: 204, durationMs: 3, error: null, headers: {}, excerpt: '', retryAfterMs: null };
+    const result = {
+      outcome: 'ok' as const,
+      statusCode: 204,
+      durationMs: 3,
+      error: null,
+      headers: {},
+      excerpt: '',
+      retryAfterMs: null,
+    };
     await recordAttempts(
       p.pool,
-      Array.from({ length: 5 }, (_, i) => ({ endpointId: endpoint.id, messageId: `msg_same_instant_${i}`, trigger: 'dispatcher' as const, attemptedAt: at, result, status: null })),
+      Array.from({ length: 5 }, (_, i) => ({
+        endpointId: endpoint.id,
+        messageId: `msg_same_instant_${i}`,
+        trigger: 'dispatcher' as const,
+        attemptedAt: at,
+        result,
+        status: null,
+      })),
     );
-    for (let i = 0; i < 2; i++) expect((await call(p.base, 'POST', `/api/portal/webhooks/${endpoint.id}/test`, asAdmin(accessToken, workspace.slug))).status).toBe(200);
+    for (let i = 0; i < 2; i++)
+      expect(
+        (await call(p.base, 'POST', `/api/portal/webhooks/${endpoint.id}/test`, asAdmin(accessToken, workspace.slug)))
+          .status,
+      ).toBe(200);
     const seen: string[] = [];
     let before: string | undefined;
     for (;;) {
       const query = new URLSearchParams({ limit: '2', ...(before ? { before } : {}) });
-      const page = await call(p.base, 'GET', `/api/portal/webhooks/${endpoint.id}/attempts?${query}`, asAdmin(accessToken, workspace.slug));
+      const page = await call(
+        p.base,
+        'GET',
+        `/api/portal/webhooks/${endpoint.id}/attempts?${query}`,
+        asAdmin(accessToken, workspace.slug),
+      );
       expect(page.status).toBe(200);
       const ids = (page.body.attempts as { id: string }[]).map((a) => a.id);
       seen.push(...ids);
@@ -155,7 +248,10 @@ it('pages through the attempts with the before cursor: each attempt once, even t
       before = ids.at(-1);
     }
     // newest first: the two test events, then the five of the same instant; each once
-    const { rows } = await p.pool.query<{ id: string }>('SELECT public_id::text AS id FROM webhook_attempts a WHERE endpoint_id = $1 ORDER BY attempted_at DESC, a.id DESC', [endpoint.id]);
+    const { rows } = await p.pool.query<{ id: string }>(
+      'SELECT public_id::text AS id FROM webhook_attempts a WHERE endpoint_id = $1 ORDER BY attempted_at DESC, a.id DESC',
+      [endpoint.id],
+    );
     expect(seen).toEqual(rows.map((r) => r.id));
     expect(new Set(seen).size).toBe(7);
     // random ids, not a counter shared by every workspace's attempts

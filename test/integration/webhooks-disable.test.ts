@@ -12,7 +12,11 @@ import { call } from '../support/workspace-api.js';
 let p: WebhookPlatform;
 beforeAll(async () => {
   // retries at 0.4, 1.2, 2.4, 3.6 … s after the first failure: the third is past the 2 s
-  p = await startWebhookPlatform({ WEBHOOK_DISABLE_AFTER: '2s', WEBHOOK_RETRY_SCHEDULE: '400ms,800ms,1200ms,1200ms,1200ms,1200ms', WEBHOOK_RETRY_JITTER: '0' });
+  p = await startWebhookPlatform({
+    WEBHOOK_DISABLE_AFTER: '2s',
+    WEBHOOK_RETRY_SCHEDULE: '400ms,800ms,1200ms,1200ms,1200ms,1200ms',
+    WEBHOOK_RETRY_JITTER: '0',
+  });
 });
 afterAll(async () => p?.close());
 
@@ -24,10 +28,13 @@ it('an endpoint failing for longer than WEBHOOK_DISABLE_AFTER is disabled, its a
   const receiver = await startReceiver(() => (healthy ? { status: 204 } : { status: 500, body: 'database down' }));
   try {
     const e = await p.workspaceWithEndpoint(receiver.url);
-    const ws = (await p.pool.query<{ id: string }>('SELECT id FROM workspaces WHERE slug = $1', [e.workspace.slug])).rows[0]!;
+    const ws = (await p.pool.query<{ id: string }>('SELECT id FROM workspaces WHERE slug = $1', [e.workspace.slug]))
+      .rows[0]!;
     const secondAdmin = await p.addUser(p.pool, [{ workspaceId: ws.id, role: 'admin' }]);
     const member = await p.addUser(p.pool, [{ workspaceId: ws.id, role: 'member' }]);
-    const get = async () => (await call(p.base, 'GET', `/api/portal/webhooks/${e.endpoint.id}`, asAdmin(e.accessToken, e.workspace.slug))).body;
+    const get = async () =>
+      (await call(p.base, 'GET', `/api/portal/webhooks/${e.endpoint.id}`, asAdmin(e.accessToken, e.workspace.slug)))
+        .body;
 
     await p.publish(e.workspace.slug);
     await expect.poll(get, { timeout: 10_000 }).toMatchObject({ enabled: true, failingSince: expect.any(String) });
@@ -55,7 +62,12 @@ it('an endpoint failing for longer than WEBHOOK_DISABLE_AFTER is disabled, its a
     }
     expect(p.mailsTo(member.email)).toEqual([]);
     // the delivery's workflow marks the message failed in its next activity, after the disabling attempt
-    const deliveries = async () => (await p.pool.query<{ status: string }>('SELECT status FROM webhook_deliveries WHERE endpoint_id = $1', [e.endpoint.id])).rows;
+    const deliveries = async () =>
+      (
+        await p.pool.query<{ status: string }>('SELECT status FROM webhook_deliveries WHERE endpoint_id = $1', [
+          e.endpoint.id,
+        ])
+      ).rows;
     await expect.poll(deliveries, { timeout: 20_000 }).toEqual([{ status: 'failed' }]);
 
     // nothing more goes to it (the dispatcher reads endpoints again after at most a second)
@@ -68,7 +80,10 @@ it('an endpoint failing for longer than WEBHOOK_DISABLE_AFTER is disabled, its a
 
     // re-enabled once it works: its failure clock starts afresh and it receives again
     healthy = true;
-    const enabled = await call(p.base, 'PATCH', `/api/portal/webhooks/${e.endpoint.id}`, { ...asAdmin(e.accessToken, e.workspace.slug), body: { enabled: true } });
+    const enabled = await call(p.base, 'PATCH', `/api/portal/webhooks/${e.endpoint.id}`, {
+      ...asAdmin(e.accessToken, e.workspace.slug),
+      body: { enabled: true },
+    });
     expect(enabled.body).toMatchObject({ enabled: true, disabledReason: null, failingSince: null });
     await sleep(1_200);
     await p.publish(e.workspace.slug);
@@ -87,9 +102,16 @@ it('an endpoint that recovers within WEBHOOK_DISABLE_AFTER stays enabled and nob
     const e = await p.workspaceWithEndpoint(receiver.url);
     await p.publish(e.workspace.slug);
     await expect
-      .poll(async () => (await p.pool.query('SELECT status FROM webhook_deliveries WHERE endpoint_id = $1', [e.endpoint.id])).rows, { timeout: 20_000 })
+      .poll(
+        async () =>
+          (await p.pool.query('SELECT status FROM webhook_deliveries WHERE endpoint_id = $1', [e.endpoint.id])).rows,
+        { timeout: 20_000 },
+      )
       .toEqual([{ status: 'delivered' }]);
-    expect((await call(p.base, 'GET', `/api/portal/webhooks/${e.endpoint.id}`, asAdmin(e.accessToken, e.workspace.slug))).body).toMatchObject({
+    expect(
+      (await call(p.base, 'GET', `/api/portal/webhooks/${e.endpoint.id}`, asAdmin(e.accessToken, e.workspace.slug)))
+        .body,
+    ).toMatchObject({
       enabled: true,
       failingSince: null,
     });

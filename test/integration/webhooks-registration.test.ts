@@ -31,20 +31,32 @@ it('an admin registers, lists, reads, changes and deletes an endpoint; the secre
   expect(list.body.endpoints).toHaveLength(1);
   expect(JSON.stringify(list.body)).not.toContain(created.body.secret.slice(6, 20));
 
-  const patched = await call(t.base, 'PATCH', `/api/portal/webhooks/${id}`, { ...asAdmin(accessToken, workspace.slug), body: { eventTypes: null, enabled: false } });
+  const patched = await call(t.base, 'PATCH', `/api/portal/webhooks/${id}`, {
+    ...asAdmin(accessToken, workspace.slug),
+    body: { eventTypes: null, enabled: false },
+  });
   expect(patched.body).toMatchObject({ eventTypes: null, enabled: false });
 
   const revealed = await call(t.base, 'GET', `/api/portal/webhooks/${id}/secret`, asAdmin(accessToken, workspace.slug));
   expect(revealed.body).toEqual({ secret: created.body.secret, previousSecret: null, previousSecretExpiresAt: null });
 
-  const rotated = await call(t.base, 'POST', `/api/portal/webhooks/${id}/secret/rotate`, asAdmin(accessToken, workspace.slug));
+  const rotated = await call(
+    t.base,
+    'POST',
+    `/api/portal/webhooks/${id}/secret/rotate`,
+    asAdmin(accessToken, workspace.slug),
+  );
   expect(rotated.status).toBe(200);
   expect(rotated.body.secret).not.toBe(created.body.secret);
   expect(rotated.body.previousSecret).toBe(created.body.secret);
   expect(Date.parse(rotated.body.previousSecretExpiresAt)).toBeGreaterThan(Date.now());
 
-  expect((await call(t.base, 'DELETE', `/api/portal/webhooks/${id}`, asAdmin(accessToken, workspace.slug))).status).toBe(204);
-  expect((await call(t.base, 'GET', `/api/portal/webhooks/${id}`, asAdmin(accessToken, workspace.slug))).status).toBe(404);
+  expect(
+    (await call(t.base, 'DELETE', `/api/portal/webhooks/${id}`, asAdmin(accessToken, workspace.slug))).status,
+  ).toBe(204);
+  expect((await call(t.base, 'GET', `/api/portal/webhooks/${id}`, asAdmin(accessToken, workspace.slug))).status).toBe(
+    404,
+  );
 });
 
 it('a key with webhooks:write manages its own workspace only; other keys get 403; no secret reveal for keys', async () => {
@@ -53,7 +65,10 @@ it('a key with webhooks:write manages its own workspace only; other keys get 403
   const key = await createKey(t.base, a.accessToken, { name: 'hooks', scopes: ['webhooks:write'] });
   const dashKey = await createKey(t.base, a.accessToken, { name: 'dash', scopes: ['dashboard:read'] });
 
-  const created = await call(t.base, 'POST', '/api/portal/webhooks', { token: key.token, body: { url: 'https://a.example.com/h' } });
+  const created = await call(t.base, 'POST', '/api/portal/webhooks', {
+    token: key.token,
+    body: { url: 'https://a.example.com/h' },
+  });
   expect(created.status).toBe(201);
   const list = await call(t.base, 'GET', '/api/portal/webhooks', { token: key.token });
   expect(list.body.endpoints.map((e: { id: string }) => e.id)).toEqual([created.body.endpoint.id]);
@@ -63,10 +78,17 @@ it('a key with webhooks:write manages its own workspace only; other keys get 403
   expect(denied.body.detail).toContain('webhooks:write');
 
   // workspace B's admin cannot see A's endpoint
-  const other = await call(t.base, 'GET', `/api/portal/webhooks/${created.body.endpoint.id}`, asAdmin(b.accessToken, b.workspace.slug));
+  const other = await call(
+    t.base,
+    'GET',
+    `/api/portal/webhooks/${created.body.endpoint.id}`,
+    asAdmin(b.accessToken, b.workspace.slug),
+  );
   expect(other.status).toBe(404);
   // a key cannot reveal secrets (admins only)
-  expect((await call(t.base, 'GET', `/api/portal/webhooks/${created.body.endpoint.id}/secret`, { token: key.token })).status).toBe(403);
+  expect(
+    (await call(t.base, 'GET', `/api/portal/webhooks/${created.body.endpoint.id}/secret`, { token: key.token })).status,
+  ).toBe(403);
   // no credentials at all
   expect((await call(t.base, 'GET', '/api/portal/webhooks')).status).toBe(401);
 });
@@ -87,7 +109,10 @@ it('refuses bad URLs with a 400 naming the rule, and writes nothing', async () =
     ['not a url', 'absolute URL'],
   ];
   for (const [url, why] of bad) {
-    const res = await call(t.base, 'POST', '/api/portal/webhooks', { ...asAdmin(accessToken, workspace.slug), body: { url } });
+    const res = await call(t.base, 'POST', '/api/portal/webhooks', {
+      ...asAdmin(accessToken, workspace.slug),
+      body: { url },
+    });
     expect(res.status, url).toBe(400);
     expect(res.headers.get('content-type')).toContain('application/problem+json');
     expect(res.body.detail, url).toContain(why);
@@ -109,20 +134,51 @@ it('refuses event types outside the catalogue with a 400 listing the known ones,
     expect(res.body.knownEventTypes).toEqual(known);
   };
   for (const caller of [asAdmin(accessToken, workspace.slug), { token: key.token }]) {
-    expectUnknown(await call(t.base, 'POST', '/api/portal/webhooks', { ...caller, body: { url: 'https://hooks.example.com/h', eventTypes: ['invoice.paid'] } }), 'invoice.paid');
     expectUnknown(
-      await call(t.base, 'POST', '/api/portal/webhooks', { ...caller, body: { url: 'https://hooks.example.com/h', eventTypes: ['invoice.posted', 'invoice.paid'] } }),
+      await call(t.base, 'POST', '/api/portal/webhooks', {
+        ...caller,
+        body: { url: 'https://hooks.example.com/h', eventTypes: ['invoice.paid'] },
+      }),
+      'invoice.paid',
+    );
+    expectUnknown(
+      await call(t.base, 'POST', '/api/portal/webhooks', {
+        ...caller,
+        body: { url: 'https://hooks.example.com/h', eventTypes: ['invoice.posted', 'invoice.paid'] },
+      }),
       'invoice.paid',
     );
   }
-  expect((await call(t.base, 'GET', '/api/portal/webhooks', asAdmin(accessToken, workspace.slug))).body.endpoints).toEqual([]);
+  expect(
+    (await call(t.base, 'GET', '/api/portal/webhooks', asAdmin(accessToken, workspace.slug))).body.endpoints,
+  ).toEqual([]);
 
-  const created = await call(t.base, 'POST', '/api/portal/webhooks', { token: key.token, body: { url: 'https://hooks.example.com/h', eventTypes: ['payment.received'] } });
+  const created = await call(t.base, 'POST', '/api/portal/webhooks', {
+    token: key.token,
+    body: { url: 'https://hooks.example.com/h', eventTypes: ['payment.received'] },
+  });
   expect(created.status).toBe(201);
   const id = created.body.endpoint.id;
-  expectUnknown(await call(t.base, 'PATCH', `/api/portal/webhooks/${id}`, { token: key.token, body: { eventTypes: ['stock.changed', 'payment.recieved'] } }), 'payment.recieved');
-  expectUnknown(await call(t.base, 'PATCH', `/api/portal/webhooks/${id}`, { ...asAdmin(accessToken, workspace.slug), body: { eventTypes: ['invoice.paid'], enabled: false } }), 'invoice.paid');
+  expectUnknown(
+    await call(t.base, 'PATCH', `/api/portal/webhooks/${id}`, {
+      token: key.token,
+      body: { eventTypes: ['stock.changed', 'payment.recieved'] },
+    }),
+    'payment.recieved',
+  );
+  expectUnknown(
+    await call(t.base, 'PATCH', `/api/portal/webhooks/${id}`, {
+      ...asAdmin(accessToken, workspace.slug),
+      body: { eventTypes: ['invoice.paid'], enabled: false },
+    }),
+    'invoice.paid',
+  );
   // unchanged by the refused changes
-  expect((await call(t.base, 'GET', `/api/portal/webhooks/${id}`, { token: key.token })).body).toMatchObject({ eventTypes: ['payment.received'], enabled: true });
-  expect((await call(t.base, 'PATCH', `/api/portal/webhooks/${id}`, { token: key.token, body: { eventTypes: known } })).body).toMatchObject({ eventTypes: known });
+  expect((await call(t.base, 'GET', `/api/portal/webhooks/${id}`, { token: key.token })).body).toMatchObject({
+    eventTypes: ['payment.received'],
+    enabled: true,
+  });
+  expect(
+    (await call(t.base, 'PATCH', `/api/portal/webhooks/${id}`, { token: key.token, body: { eventTypes: known } })).body,
+  ).toMatchObject({ eventTypes: known });
 });

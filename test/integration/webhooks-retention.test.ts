@@ -23,9 +23,18 @@ describe('the webhook-retention schedule', () => {
     const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000);
     const message = async (label: string, age: number, status: 'delivered' | 'failed' | 'retrying') => {
       const id = `msg_${label}_${randomUUID().slice(0, 8)}`;
-      await p.pool.query(`INSERT INTO webhook_messages (id, workspace_id, event_type, payload, created_at) VALUES ($1, $2, 'invoice.posted', '{}', $3)`, [id, e.workspace.id, daysAgo(age)]);
-      await p.pool.query(`INSERT INTO webhook_deliveries (endpoint_id, message_id, workspace_id, status, attempts, created_at) VALUES ($1, $2, $3, $4, 1, $5)`, [e.endpoint.id, id, e.workspace.id, status, daysAgo(age)]);
-      await p.pool.query(`INSERT INTO webhook_attempts (endpoint_id, message_id, attempted_at, trigger, status_code, duration_ms, outcome) VALUES ($1, $2, $3, 'dispatcher', 500, 12, 'http-status')`, [e.endpoint.id, id, daysAgo(age)]);
+      await p.pool.query(
+        `INSERT INTO webhook_messages (id, workspace_id, event_type, payload, created_at) VALUES ($1, $2, 'invoice.posted', '{}', $3)`,
+        [id, e.workspace.id, daysAgo(age)],
+      );
+      await p.pool.query(
+        `INSERT INTO webhook_deliveries (endpoint_id, message_id, workspace_id, status, attempts, created_at) VALUES ($1, $2, $3, $4, 1, $5)`,
+        [e.endpoint.id, id, e.workspace.id, status, daysAgo(age)],
+      );
+      await p.pool.query(
+        `INSERT INTO webhook_attempts (endpoint_id, message_id, attempted_at, trigger, status_code, duration_ms, outcome) VALUES ($1, $2, $3, 'dispatcher', 500, 12, 'http-status')`,
+        [e.endpoint.id, id, daysAgo(age)],
+      );
       return id;
     };
     const oldDelivered = await message('old-delivered', 40, 'delivered');
@@ -34,13 +43,30 @@ describe('the webhook-retention schedule', () => {
     const recent = await message('recent', 10, 'failed');
 
     const scheduleId = `webhook-retention-${randomUUID().slice(0, 8)}`;
-    expect(await ensureWebhookRetentionSchedule(p.temporal, { taskQueue: p.cfg.TEMPORAL_TASK_QUEUE, retentionDays: 30, scheduleId })).toBe('created');
-    expect(await ensureWebhookRetentionSchedule(p.temporal, { taskQueue: p.cfg.TEMPORAL_TASK_QUEUE, retentionDays: 30, scheduleId })).toBe('exists');
+    expect(
+      await ensureWebhookRetentionSchedule(p.temporal, {
+        taskQueue: p.cfg.TEMPORAL_TASK_QUEUE,
+        retentionDays: 30,
+        scheduleId,
+      }),
+    ).toBe('created');
+    expect(
+      await ensureWebhookRetentionSchedule(p.temporal, {
+        taskQueue: p.cfg.TEMPORAL_TASK_QUEUE,
+        retentionDays: 30,
+        scheduleId,
+      }),
+    ).toBe('exists');
     const schedule = p.temporal.schedule.getHandle(scheduleId);
     try {
       await schedule.trigger();
       let workflowId: string | undefined;
-      await expect.poll(async () => (workflowId = (await schedule.describe()).info.recentActions[0]?.action.workflow.workflowId), { timeout: 20_000, interval: 200 }).toBeDefined();
+      await expect
+        .poll(
+          async () => (workflowId = (await schedule.describe()).info.recentActions[0]?.action.workflow.workflowId),
+          { timeout: 20_000, interval: 200 },
+        )
+        .toBeDefined();
       const result = await p.temporal.workflow.getHandle(workflowId!).result();
       expect(result.retentionDays).toBe(30);
       // (other test files' rows may go too: at least ours)
@@ -49,15 +75,27 @@ describe('the webhook-retention schedule', () => {
       await schedule.delete();
     }
 
-    const left = async (table: 'webhook_messages' | 'webhook_deliveries' | 'webhook_attempts', column: 'id' | 'message_id') =>
-      (await p.pool.query<{ id: string }>(`SELECT ${column} AS id FROM ${table} WHERE ${column} = ANY($1)`, [[oldDelivered, oldFailed, oldRetrying, recent]])).rows.map((r) => r.id).sort();
+    const left = async (
+      table: 'webhook_messages' | 'webhook_deliveries' | 'webhook_attempts',
+      column: 'id' | 'message_id',
+    ) =>
+      (
+        await p.pool.query<{ id: string }>(`SELECT ${column} AS id FROM ${table} WHERE ${column} = ANY($1)`, [
+          [oldDelivered, oldFailed, oldRetrying, recent],
+        ])
+      ).rows
+        .map((r) => r.id)
+        .sort();
     const kept = [oldRetrying, recent].sort();
     expect(await left('webhook_messages', 'id')).toEqual(kept);
     expect(await left('webhook_deliveries', 'message_id')).toEqual(kept);
     expect(await left('webhook_attempts', 'message_id')).toEqual(kept);
 
     // what the workspace sees of the endpoint's attempts: only the kept ones
-    const attempts = await call(p.cfg.API_PUBLIC_URL, 'GET', `/api/portal/webhooks/${e.endpoint.id}/attempts`, { token: e.accessToken, headers: { 'x-workspace': e.workspace.slug } });
+    const attempts = await call(p.cfg.API_PUBLIC_URL, 'GET', `/api/portal/webhooks/${e.endpoint.id}/attempts`, {
+      token: e.accessToken,
+      headers: { 'x-workspace': e.workspace.slug },
+    });
     expect(attempts.status).toBe(200);
     const ids = (attempts.body.attempts as { messageId: string }[]).map((a) => a.messageId).sort();
     expect(ids).toEqual(kept);

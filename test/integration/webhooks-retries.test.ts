@@ -22,30 +22,48 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 
 let p: WebhookPlatform;
 beforeAll(async () => {
-  p = await startWebhookPlatform({ WEBHOOK_RETRY_SCHEDULE: '200ms,400ms,800ms,1600ms', WEBHOOK_SLOW_DOWN_MIN: '1500ms' });
+  p = await startWebhookPlatform({
+    WEBHOOK_RETRY_SCHEDULE: '200ms,400ms,800ms,1600ms',
+    WEBHOOK_SLOW_DOWN_MIN: '1500ms',
+  });
 });
 afterAll(async () => p?.close());
 
 const asAdmin = (token: string, slug: string) => ({ token, headers: { 'x-workspace': slug } });
 const attemptsOf = async (e: { accessToken: string; workspace: { slug: string }; endpoint: { id: string } }) =>
-  (await call(p.base, 'GET', `/api/portal/webhooks/${e.endpoint.id}/attempts`, asAdmin(e.accessToken, e.workspace.slug))).body.attempts as {
+  (
+    await call(
+      p.base,
+      'GET',
+      `/api/portal/webhooks/${e.endpoint.id}/attempts`,
+      asAdmin(e.accessToken, e.workspace.slug),
+    )
+  ).body.attempts as {
     outcome: string;
     statusCode: number | null;
     trigger: string;
     attemptedAt: string;
   }[];
 const deliveryStatus = async (endpointId: string) =>
-  (await p.pool.query<{ status: string; attempts: number }>('SELECT status, attempts FROM webhook_deliveries WHERE endpoint_id = $1', [endpointId])).rows;
+  (
+    await p.pool.query<{ status: string; attempts: number }>(
+      'SELECT status, attempts FROM webhook_deliveries WHERE endpoint_id = $1',
+      [endpointId],
+    )
+  ).rows;
 
 it('fails three times then succeeds: four attempts, spacing growing exponentially, delivered once, every attempt recorded, timers in the history', async () => {
   const receiver = await startReceiver((_r, n) => (n <= 3 ? { status: 500, body: 'database down' } : { status: 204 }));
   try {
     const e = await p.workspaceWithEndpoint(receiver.url);
     await p.publish(e.workspace.slug);
-    await expect.poll(() => deliveryStatus(e.endpoint.id), { timeout: 30_000 }).toEqual([{ status: 'delivered', attempts: 4 }]);
+    await expect
+      .poll(() => deliveryStatus(e.endpoint.id), { timeout: 30_000 })
+      .toEqual([{ status: 'delivered', attempts: 4 }]);
     expect(receiver.received).toHaveLength(4);
     expect(receiver.ids().size).toBe(1);
-    for (const r of receiver.received) expect(() => new Webhook(e.secret).verify(r.body, r.headers as Record<string, string>)).not.toThrow();
+    for (const r of receiver.received)
+      expect(() => new Webhook(e.secret).verify(r.body, r.headers as Record<string, string>)).not.toThrow();
     const attempts = (await attemptsOf(e)).reverse();
     expect(attempts.map((a) => [a.trigger, a.statusCode])).toEqual([
       ['dispatcher', 500],
@@ -62,11 +80,20 @@ it('fails three times then succeeds: four attempts, spacing growing exponentiall
     expect(attributes.get(searchAttributes.workspace)).toBe(e.workspace.slug);
     expect(attributes.get(searchAttributes.workspaceId)).toBe(e.workspace.id);
     const history = await handle.fetchHistory();
-    const ms = (d: { seconds?: unknown; nanos?: number | null } | null | undefined) => Number(d?.seconds ?? 0) * 1000 + Math.round((d?.nanos ?? 0) / 1e6);
+    const ms = (d: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
+      Number(d?.seconds ?? 0) * 1000 + Math.round((d?.nanos ?? 0) / 1e6);
     const startDelay = ms(history.events![0]!.workflowExecutionStartedEventAttributes!.firstWorkflowTaskBackoff);
-    const timers = [startDelay, ...history.events!.filter((ev) => ev.timerStartedEventAttributes).map((ev) => ms(ev.timerStartedEventAttributes!.startToFireTimeout))];
+    const timers = [
+      startDelay,
+      ...history
+        .events!.filter((ev) => ev.timerStartedEventAttributes)
+        .map((ev) => ms(ev.timerStartedEventAttributes!.startToFireTimeout)),
+    ];
     if (process.env.RECORD_HISTORIES) {
-      writeFileSync(path.resolve(import.meta.dirname, '../fixtures/histories/webhook-delivery.json'), JSON.stringify(history, null, 2) + '\n');
+      writeFileSync(
+        path.resolve(import.meta.dirname, '../fixtures/histories/webhook-delivery.json'),
+        JSON.stringify(history, null, 2) + '\n',
+      );
     }
     expect(timers).toHaveLength(3);
     // 200, 400, 800 ms ± 10 %: each wait about twice the one before
@@ -83,11 +110,15 @@ it('fails three times then succeeds: four attempts, spacing growing exponentiall
 });
 
 it('honours Retry-After (503 with Retry-After: 2 → the next attempt 2 s later, not 200 ms) and waits at least the slow-down minimum after a 429', async () => {
-  const receiver = await startReceiver((_r, n) => (n === 1 ? { status: 503, headers: { 'retry-after': '2' } } : n === 2 ? { status: 429 } : { status: 204 }));
+  const receiver = await startReceiver((_r, n) =>
+    n === 1 ? { status: 503, headers: { 'retry-after': '2' } } : n === 2 ? { status: 429 } : { status: 204 },
+  );
   try {
     const e = await p.workspaceWithEndpoint(receiver.url);
     await p.publish(e.workspace.slug);
-    await expect.poll(() => deliveryStatus(e.endpoint.id), { timeout: 30_000 }).toEqual([{ status: 'delivered', attempts: 3 }]);
+    await expect
+      .poll(() => deliveryStatus(e.endpoint.id), { timeout: 30_000 })
+      .toEqual([{ status: 'delivered', attempts: 3 }]);
     const [first, second, third] = receiver.received;
     expect(second!.at - first!.at).toBeGreaterThanOrEqual(1_950);
     // after the 429: at least WEBHOOK_SLOW_DOWN_MIN (1.5 s) although the schedule says 400 ms
@@ -103,10 +134,19 @@ it('410 Gone disables the endpoint at once, without retries, and tells the admin
     const e = await p.workspaceWithEndpoint(receiver.url);
     await p.publish(e.workspace.slug);
     await expect
-      .poll(async () => (await call(p.base, 'GET', `/api/portal/webhooks/${e.endpoint.id}`, asAdmin(e.accessToken, e.workspace.slug))).body, { timeout: 20_000 })
+      .poll(
+        async () =>
+          (await call(p.base, 'GET', `/api/portal/webhooks/${e.endpoint.id}`, asAdmin(e.accessToken, e.workspace.slug)))
+            .body,
+        { timeout: 20_000 },
+      )
       .toMatchObject({ enabled: false, disabledReason: expect.stringContaining('410') });
-    await expect.poll(() => p.mailsTo(e.admin.email).map((m) => m.subject), { timeout: 20_000 }).toEqual([expect.stringContaining('410 Gone')]);
-    await expect.poll(() => deliveryStatus(e.endpoint.id), { timeout: 10_000 }).toEqual([{ status: 'failed', attempts: 1 }]);
+    await expect
+      .poll(() => p.mailsTo(e.admin.email).map((m) => m.subject), { timeout: 20_000 })
+      .toEqual([expect.stringContaining('410 Gone')]);
+    await expect
+      .poll(() => deliveryStatus(e.endpoint.id), { timeout: 10_000 })
+      .toEqual([{ status: 'failed', attempts: 1 }]);
     // a disabled endpoint gets nothing more (the dispatcher reads endpoints again after at most a second)
     await new Promise((r) => setTimeout(r, 1_200));
     await p.publish(e.workspace.slug);
@@ -117,18 +157,29 @@ it('410 Gone disables the endpoint at once, without retries, and tells the admin
   }
 });
 
-it("a workspace that turned integration notifications off gets no alert when its endpoint is disabled (settings)", async () => {
+it('a workspace that turned integration notifications off gets no alert when its endpoint is disabled (settings)', async () => {
   const receiver = await startReceiver(() => ({ status: 410 }));
   try {
     const e = await p.workspaceWithEndpoint(receiver.url);
-    const off = await call(p.base, 'PUT', '/api/portal/settings', { ...asAdmin(e.accessToken, e.workspace.slug), body: { notifications: { integrations: false } } });
+    const off = await call(p.base, 'PUT', '/api/portal/settings', {
+      ...asAdmin(e.accessToken, e.workspace.slug),
+      body: { notifications: { integrations: false } },
+    });
     expect(off.body.notifications).toMatchObject({ integrations: false });
     await p.publish(e.workspace.slug);
-    await expect.poll(() => deliveryStatus(e.endpoint.id), { timeout: 20_000 }).toEqual([{ status: 'failed', attempts: 1 }]);
+    await expect
+      .poll(() => deliveryStatus(e.endpoint.id), { timeout: 20_000 })
+      .toEqual([{ status: 'failed', attempts: 1 }]);
     // the delivery's workflow has ended: the alert would have been sent by now
-    const { rows } = await p.pool.query<{ message_id: string }>('SELECT message_id FROM webhook_deliveries WHERE endpoint_id = $1', [e.endpoint.id]);
+    const { rows } = await p.pool.query<{ message_id: string }>(
+      'SELECT message_id FROM webhook_deliveries WHERE endpoint_id = $1',
+      [e.endpoint.id],
+    );
     await p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, rows[0]!.message_id)).result();
-    expect((await call(p.base, 'GET', `/api/portal/webhooks/${e.endpoint.id}`, asAdmin(e.accessToken, e.workspace.slug))).body).toMatchObject({ enabled: false });
+    expect(
+      (await call(p.base, 'GET', `/api/portal/webhooks/${e.endpoint.id}`, asAdmin(e.accessToken, e.workspace.slug)))
+        .body,
+    ).toMatchObject({ enabled: false });
     expect(p.mailsTo(e.admin.email)).toEqual([]);
   } finally {
     await receiver.close();
@@ -142,54 +193,89 @@ it('a receiver down for the whole schedule: failed, admins alerted with the last
   const e = await p.workspaceWithEndpoint(`http://127.0.0.1:${port}/hook`);
   const since = new Date(Date.now() - 60_000).toISOString();
   await p.publish(e.workspace.slug, 'payment.received', { payment: 'PAY-7', amount: 42 });
-  await expect.poll(() => deliveryStatus(e.endpoint.id), { timeout: 30_000 }).toEqual([{ status: 'failed', attempts: 5 }]);
+  await expect
+    .poll(() => deliveryStatus(e.endpoint.id), { timeout: 30_000 })
+    .toEqual([{ status: 'failed', attempts: 5 }]);
   await expect.poll(() => p.mailsTo(e.admin.email), { timeout: 20_000 }).toHaveLength(1);
   const mail = p.mailsTo(e.admin.email)[0]!;
   expect(mail.subject).toContain('Webhook delivery failed');
   expect(mail.text).toContain('ECONNREFUSED');
   expect((await attemptsOf(e)).every((a) => a.outcome === 'connection')).toBe(true);
   // the run ends right after marking the message failed and alerting; a replay while it still runs is "in progress"
-  const { message_id: failedId } = (await p.pool.query<{ message_id: string }>('SELECT message_id FROM webhook_deliveries WHERE endpoint_id = $1', [e.endpoint.id])).rows[0]!;
-  expect(await p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, failedId)).result()).toMatchObject({ status: 'failed', attempts: 5 });
+  const { message_id: failedId } = (
+    await p.pool.query<{ message_id: string }>('SELECT message_id FROM webhook_deliveries WHERE endpoint_id = $1', [
+      e.endpoint.id,
+    ])
+  ).rows[0]!;
+  expect(await p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, failedId)).result()).toMatchObject({
+    status: 'failed',
+    attempts: 5,
+  });
 
   const receiver = await startReceiver(undefined, '127.0.0.1', port);
   try {
-    const res = await call(p.base, 'POST', `/api/portal/webhooks/${e.endpoint.id}/replay`, { ...asAdmin(e.accessToken, e.workspace.slug), body: { since } });
+    const res = await call(p.base, 'POST', `/api/portal/webhooks/${e.endpoint.id}/replay`, {
+      ...asAdmin(e.accessToken, e.workspace.slug),
+      body: { since },
+    });
     expect(res.status).toBe(202);
     expect(res.body.replayed).toHaveLength(1);
     await expect.poll(() => receiver.received.length, { timeout: 20_000 }).toBe(1);
-    expect(new Webhook(e.secret).verify(receiver.received[0]!.body, receiver.received[0]!.headers as Record<string, string>)).toMatchObject({
+    expect(
+      new Webhook(e.secret).verify(receiver.received[0]!.body, receiver.received[0]!.headers as Record<string, string>),
+    ).toMatchObject({
       type: 'payment.received',
       data: { payment: 'PAY-7', amount: 42 },
     });
-    await expect.poll(() => deliveryStatus(e.endpoint.id), { timeout: 10_000 }).toEqual([{ status: 'delivered', attempts: 6 }]);
+    await expect
+      .poll(() => deliveryStatus(e.endpoint.id), { timeout: 10_000 })
+      .toEqual([{ status: 'delivered', attempts: 6 }]);
     expect((await attemptsOf(e))[0]).toMatchObject({ trigger: 'replay', statusCode: 204 });
-    const replayRun = (await p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, failedId)).describe()).typedSearchAttributes;
-    expect([replayRun.get(searchAttributes.workspace), replayRun.get(searchAttributes.workspaceId)]).toEqual([e.workspace.slug, e.workspace.id]);
+    const replayRun = (await p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, failedId)).describe())
+      .typedSearchAttributes;
+    expect([replayRun.get(searchAttributes.workspace), replayRun.get(searchAttributes.workspaceId)]).toEqual([
+      e.workspace.slug,
+      e.workspace.id,
+    ]);
     // one message replayed by id answers 404 for an unknown one
-    const unknown = await call(p.base, 'POST', `/api/portal/webhooks/${e.endpoint.id}/replay`, { ...asAdmin(e.accessToken, e.workspace.slug), body: { messageId: 'msg_nope' } });
+    const unknown = await call(p.base, 'POST', `/api/portal/webhooks/${e.endpoint.id}/replay`, {
+      ...asAdmin(e.accessToken, e.workspace.slug),
+      body: { messageId: 'msg_nope' },
+    });
     expect(unknown.status).toBe(404);
   } finally {
     await receiver.close();
   }
 });
 
-it('an operator replays one failed message with the CLI (npm run cli -- replay-webhooks <endpoint> --message <id>)', { timeout: 60_000 }, async () => {
-  let up = false;
-  const receiver = await startReceiver(() => ({ status: up ? 204 : 500 }));
-  try {
-    const e = await p.workspaceWithEndpoint(receiver.url);
-    await p.publish(e.workspace.slug);
-    await expect.poll(() => deliveryStatus(e.endpoint.id), { timeout: 30_000 }).toEqual([{ status: 'failed', attempts: 5 }]);
-    const messageId = String(receiver.received[0]!.headers['webhook-id']);
-    up = true;
-    const { stdout } = await promisify(execFile)(`${root}node_modules/.bin/tsx`, [`${root}cli/index.ts`, 'replay-webhooks', e.endpoint.id, '--message', messageId], {
-      env: { PATH: process.env.PATH, PLANA_API_URL: p.base, OPS_API_KEY: testKeys.operator },
-    });
-    expect(stdout).toContain(`webhook:${e.endpoint.id}:${messageId}`);
-    await expect.poll(() => deliveryStatus(e.endpoint.id), { timeout: 20_000 }).toEqual([{ status: 'delivered', attempts: 6 }]);
-    expect(receiver.received.at(-1)!.headers['webhook-id']).toBe(messageId);
-  } finally {
-    await receiver.close();
-  }
-});
+it(
+  'an operator replays one failed message with the CLI (npm run cli -- replay-webhooks <endpoint> --message <id>)',
+  { timeout: 60_000 },
+  async () => {
+    let up = false;
+    const receiver = await startReceiver(() => ({ status: up ? 204 : 500 }));
+    try {
+      const e = await p.workspaceWithEndpoint(receiver.url);
+      await p.publish(e.workspace.slug);
+      await expect
+        .poll(() => deliveryStatus(e.endpoint.id), { timeout: 30_000 })
+        .toEqual([{ status: 'failed', attempts: 5 }]);
+      const messageId = String(receiver.received[0]!.headers['webhook-id']);
+      up = true;
+      const { stdout } = await promisify(execFile)(
+        `${root}node_modules/.bin/tsx`,
+        [`${root}cli/index.ts`, 'replay-webhooks', e.endpoint.id, '--message', messageId],
+        {
+          env: { PATH: process.env.PATH, PLANA_API_URL: p.base, OPS_API_KEY: testKeys.operator },
+        },
+      );
+      expect(stdout).toContain(`webhook:${e.endpoint.id}:${messageId}`);
+      await expect
+        .poll(() => deliveryStatus(e.endpoint.id), { timeout: 20_000 })
+        .toEqual([{ status: 'delivered', attempts: 6 }]);
+      expect(receiver.received.at(-1)!.headers['webhook-id']).toBe(messageId);
+    } finally {
+      await receiver.close();
+    }
+  },
+);

@@ -29,10 +29,10 @@ let workerRun: Promise<void>;
 let temporal: Client;
 
 async function addTenant(name: string, email: string) {
-  const ws = await pool.query<{ id: string }>(
-    'INSERT INTO workspaces (slug, name) VALUES ($1, $2) RETURNING id',
-    [name, `Workspace ${name}`],
-  );
+  const ws = await pool.query<{ id: string }>('INSERT INTO workspaces (slug, name) VALUES ($1, $2) RETURNING id', [
+    name,
+    `Workspace ${name}`,
+  ]);
   await pool.query(
     `INSERT INTO tenants (name, workspace_id, project_id, tier, erp_version, owner_email, owner_name)
      VALUES ($1, $2, 42, 'starter', '18', $3, 'Owner')`,
@@ -113,7 +113,11 @@ describe('POST /api/ops/tenants/:name/welcome', () => {
     const res = await requestWelcome('no-such-tenant');
     expect(res.statusCode).toBe(404);
     expect(res.headers['content-type']).toContain('application/problem+json');
-    expect(res.json()).toMatchObject({ status: 404, code: 'NOT_FOUND', detail: 'Tenant "no-such-tenant" is not known to the platform.' });
+    expect(res.json()).toMatchObject({
+      status: 404,
+      code: 'NOT_FOUND',
+      detail: 'Tenant "no-such-tenant" is not known to the platform.',
+    });
   });
 
   it.each(['Deprovisioned', 'Deprovisioning', 'Cancelled', 'Provisioning', 'Unavailable'])(
@@ -168,7 +172,10 @@ describe('POST /api/ops/tenants/:name/welcome', () => {
 
     // wait until Temporal has retried the activity at least twice
     await expect
-      .poll(async () => (await handle.describe()).raw.pendingActivities?.[0]?.attempt ?? 0, { timeout: 30_000, interval: 250 })
+      .poll(async () => (await handle.describe()).raw.pendingActivities?.[0]?.attempt ?? 0, {
+        timeout: 30_000,
+        interval: 250,
+      })
       .toBeGreaterThanOrEqual(3);
     const pending = (await handle.describe()).raw.pendingActivities?.[0];
     expect(pending?.lastFailure?.message).toContain('notifications service unreachable');
@@ -198,6 +205,9 @@ describe('npm run cli -- resend-welcome', () => {
 
   it('says clearly when the tenant is unknown and exits non-zero', async () => {
     const failure = await cli('resend-welcome', 'no-such-tenant').catch((err: { code: number; stderr: string }) => err);
-    expect(failure).toMatchObject({ code: 4, stderr: 'error: Tenant "no-such-tenant" is not known to the platform.\n' });
+    expect(failure).toMatchObject({
+      code: 4,
+      stderr: 'error: Tenant "no-such-tenant" is not known to the platform.\n',
+    });
   });
 });

@@ -37,7 +37,10 @@ async function side(): Promise<Side> {
   const member = await addUser(portal.pool, [{ workspaceId: workspace.id, role: 'member' }]);
   const key = await createKey(base, accessToken, { name: 'everything', scopes: ['*'] });
   const asAdmin = { token: accessToken, headers: { 'x-workspace': workspace.slug } };
-  const endpoint = await call(base, 'POST', '/api/portal/webhooks', { ...asAdmin, body: { url: `https://hooks-${workspace.slug}.example.com/in` } });
+  const endpoint = await call(base, 'POST', '/api/portal/webhooks', {
+    ...asAdmin,
+    body: { url: `https://hooks-${workspace.slug}.example.com/in` },
+  });
   expect(endpoint.status).toBe(201);
   const endpointId = endpoint.body.endpoint.id as string;
   await portal.pool.query(
@@ -46,7 +49,8 @@ async function side(): Promise<Side> {
     [endpointId],
   );
   const attempts = await call(base, 'GET', `/api/portal/webhooks/${endpointId}/attempts`, asAdmin);
-  for (let i = 0; i < 3; i++) expect((await call(base, 'GET', '/api/portal/apikeys/self', { token: key.token })).status).toBe(200);
+  for (let i = 0; i < 3; i++)
+    expect((await call(base, 'GET', '/api/portal/apikeys/self', { token: key.token })).status).toBe(200);
   // the execution log is written every 100 ms here: wait for a second page
   let log = await call(base, 'GET', '/api/portal/execution-log?limit=1', asAdmin);
   for (let i = 0; i < 50 && !log.body.nextCursor; i++) {
@@ -68,7 +72,11 @@ async function side(): Promise<Side> {
 }
 
 beforeAll(async () => {
-  portal = await startPortal({ EXECUTION_LOG_FLUSH_MS: '100', WEBHOOK_ALLOW_HTTP: 'false', WEBHOOK_ALLOWED_ADDRESSES: '' });
+  portal = await startPortal({
+    EXECUTION_LOG_FLUSH_MS: '100',
+    WEBHOOK_ALLOW_HTTP: 'false',
+    WEBHOOK_ALLOWED_ADDRESSES: '',
+  });
   base = portal.base;
   [A, B] = [await side(), await side()];
 });
@@ -80,20 +88,34 @@ const directions = (): [string, Side, Side][] => [
   ['A → B', A, B],
   ['B → A', B, A],
 ];
-const admin = (s: Side, workspace = s.workspace.slug) => ({ token: s.adminToken, headers: { 'x-workspace': workspace } });
+const admin = (s: Side, workspace = s.workspace.slug) => ({
+  token: s.adminToken,
+  headers: { 'x-workspace': workspace },
+});
 /** A problem's status, code and detail with the id in it replaced: what tells a foreign id from an unknown one. */
-const shape = (res: HttpResult, id: string) => ({ status: res.status, code: res.body?.code, detail: String(res.body?.detail ?? '').replaceAll(id, '<id>') });
+const shape = (res: HttpResult, id: string) => ({
+  status: res.status,
+  code: res.body?.code,
+  detail: String(res.body?.detail ?? '').replaceAll(id, '<id>'),
+});
 
 describe('workspace isolation, both directions', () => {
   it("a key cannot reach the other workspace's routes by its slug (403), and reads nothing of it", async () => {
     for (const [dir, x, y] of directions()) {
-      for (const path of [`/api/portal/odoo/${y.workspace.slug}/kpis`, `/api/portal/odoo/${y.workspace.slug}/cashflow`, `/api/portal/odoo/${y.workspace.slug}/alerts`]) {
+      for (const path of [
+        `/api/portal/odoo/${y.workspace.slug}/kpis`,
+        `/api/portal/odoo/${y.workspace.slug}/cashflow`,
+        `/api/portal/odoo/${y.workspace.slug}/alerts`,
+      ]) {
         const res = await call(base, 'GET', path, { token: x.key.token });
         expect(res.status, `${dir} ${path}`).toBe(403);
         expect(res.body.detail, dir).toContain(`cannot reach workspace "${y.workspace.slug}"`);
       }
       const own = await call(base, 'GET', '/api/portal/webhooks', { token: x.key.token });
-      expect(own.body.endpoints.map((e: { id: string }) => e.id), dir).toEqual([x.endpointId]);
+      expect(
+        own.body.endpoints.map((e: { id: string }) => e.id),
+        dir,
+      ).toEqual([x.endpointId]);
     }
   });
 
@@ -119,8 +141,13 @@ describe('workspace isolation, both directions', () => {
         }
       }
       const key = await call(base, 'DELETE', `/api/portal/apikeys/${y.key.id}`, admin(x));
-      expect(shape(key, y.key.id), dir).toEqual(shape(await call(base, 'DELETE', `/api/portal/apikeys/${unknown}`, admin(x)), unknown));
-      for (const [method, body] of [['PATCH', { role: 'admin' }], ['DELETE', undefined]] as const) {
+      expect(shape(key, y.key.id), dir).toEqual(
+        shape(await call(base, 'DELETE', `/api/portal/apikeys/${unknown}`, admin(x)), unknown),
+      );
+      for (const [method, body] of [
+        ['PATCH', { role: 'admin' }],
+        ['DELETE', undefined],
+      ] as const) {
         const member = await call(base, method, `/api/portal/team/${y.member.id}`, { ...admin(x), body });
         const none = await call(base, method, `/api/portal/team/${unknown}`, { ...admin(x), body });
         expect(shape(member, y.member.id), `${dir} ${method} team`).toEqual(shape(none, unknown));
@@ -130,7 +157,10 @@ describe('workspace isolation, both directions', () => {
       expect(still.body, dir).toMatchObject({ id: y.endpointId, enabled: true });
       expect((await call(base, 'GET', '/api/portal/apikeys/self', { token: y.key.token })).status, dir).toBe(200);
       const team = await call(base, 'GET', '/api/portal/team', admin(y));
-      expect(team.body.members.find((m: { id: string }) => m.id === y.member.id), dir).toMatchObject({ role: 'member' });
+      expect(
+        team.body.members.find((m: { id: string }) => m.id === y.member.id),
+        dir,
+      ).toMatchObject({ role: 'member' });
     }
   });
 
@@ -140,43 +170,92 @@ describe('workspace isolation, both directions', () => {
       const body = { url: `https://probe-${randomUUID().slice(0, 8)}.example.com/in` };
       // the admin's session: not a member there
       expect((await call(base, 'GET', '/api/portal/webhooks', admin(x, y.workspace.slug))).status, dir).toBe(403);
-      expect((await call(base, 'GET', `/api/portal/team?workspace=${y.workspace.slug}`, { token: x.adminToken })).status, dir).toBe(403);
+      expect(
+        (await call(base, 'GET', `/api/portal/team?workspace=${y.workspace.slug}`, { token: x.adminToken })).status,
+        dir,
+      ).toBe(403);
       // the key: refused, rather than acting on its own workspace as if it were the other
-      const header = await call(base, 'POST', '/api/portal/webhooks', { token: x.key.token, headers: { 'x-workspace': y.workspace.slug }, body });
+      const header = await call(base, 'POST', '/api/portal/webhooks', {
+        token: x.key.token,
+        headers: { 'x-workspace': y.workspace.slug },
+        body,
+      });
       expect(header.status, dir).toBe(403);
       expect(header.body.detail, dir).toContain(`cannot act on workspace "${y.workspace.slug}"`);
-      const query = await call(base, 'POST', `/api/portal/webhooks?workspace=${y.workspace.slug}`, { token: x.key.token, body });
+      const query = await call(base, 'POST', `/api/portal/webhooks?workspace=${y.workspace.slug}`, {
+        token: x.key.token,
+        body,
+      });
       expect(query.status, dir).toBe(403);
-      const byId = await call(base, 'GET', '/api/portal/webhooks', { token: x.key.token, headers: { 'x-workspace': y.workspace.id } });
+      const byId = await call(base, 'GET', '/api/portal/webhooks', {
+        token: x.key.token,
+        headers: { 'x-workspace': y.workspace.id },
+      });
       expect(byId.status, dir).toBe(403);
       expect((await portal.pool.query('SELECT count(*)::int AS n FROM webhook_endpoints')).rows[0].n, dir).toBe(before);
       // naming its own workspace stays allowed
-      expect((await call(base, 'GET', '/api/portal/webhooks', { token: x.key.token, headers: { 'x-workspace': x.workspace.slug } })).status, dir).toBe(200);
+      expect(
+        (
+          await call(base, 'GET', '/api/portal/webhooks', {
+            token: x.key.token,
+            headers: { 'x-workspace': x.workspace.slug },
+          })
+        ).status,
+        dir,
+      ).toBe(200);
     }
   });
 
   it("forged and foreign cursors: the other workspace's cursor or attempt id shows nothing of it, a forged cursor is a 400", async () => {
     for (const [dir, x, y] of directions()) {
-      const log = await call(base, 'GET', `/api/portal/execution-log?limit=50&cursor=${encodeURIComponent(y.logCursor)}`, admin(x));
+      const log = await call(
+        base,
+        'GET',
+        `/api/portal/execution-log?limit=50&cursor=${encodeURIComponent(y.logCursor)}`,
+        admin(x),
+      );
       expect(log.status, dir).toBe(200);
-      expect(log.body.items.every((i: { keyPrefix: string }) => i.keyPrefix !== y.key.prefix), dir).toBe(true);
+      expect(
+        log.body.items.every((i: { keyPrefix: string }) => i.keyPrefix !== y.key.prefix),
+        dir,
+      ).toBe(true);
       const forged = Buffer.from(`${new Date().toISOString()}|1`).toString('base64url');
       expect((await call(base, 'GET', `/api/portal/execution-log?cursor=${forged}`, admin(x))).status, dir).toBe(400);
-      const attempts = await call(base, 'GET', `/api/portal/webhooks/${x.endpointId}/attempts?before=${y.attemptId}`, admin(x));
+      const attempts = await call(
+        base,
+        'GET',
+        `/api/portal/webhooks/${x.endpointId}/attempts?before=${y.attemptId}`,
+        admin(x),
+      );
       expect(attempts.status, dir).toBe(200);
       expect(attempts.body.attempts, dir).toEqual([]);
       const own = await call(base, 'GET', `/api/portal/webhooks/${x.endpointId}/attempts`, admin(x));
-      expect(own.body.attempts.map((a: { id: string }) => a.id), dir).not.toContain(y.attemptId);
+      expect(
+        own.body.attempts.map((a: { id: string }) => a.id),
+        dir,
+      ).not.toContain(y.attemptId);
     }
   });
 
   it("a member's session cannot manage either workspace: 403 on its own admin routes and on the other's", async () => {
     for (const [dir, x, y] of directions()) {
       for (const ws of [x.workspace.slug, y.workspace.slug]) {
-        const res = await call(base, 'POST', '/api/portal/apikeys', { token: x.memberToken, headers: { 'x-workspace': ws }, body: { name: 'probe' } });
+        const res = await call(base, 'POST', '/api/portal/apikeys', {
+          token: x.memberToken,
+          headers: { 'x-workspace': ws },
+          body: { name: 'probe' },
+        });
         expect(res.status, `${dir} in ${ws}`).toBe(403);
       }
-      expect((await call(base, 'GET', '/api/portal/execution-log', { token: x.memberToken, headers: { 'x-workspace': y.workspace.slug } })).status, dir).toBe(403);
+      expect(
+        (
+          await call(base, 'GET', '/api/portal/execution-log', {
+            token: x.memberToken,
+            headers: { 'x-workspace': y.workspace.slug },
+          })
+        ).status,
+        dir,
+      ).toBe(403);
     }
   });
 
@@ -185,10 +264,17 @@ describe('workspace isolation, both directions', () => {
       const key = await createKey(base, x.adminToken, { name: 'short-lived', scopes: ['*'] });
       expect((await call(base, 'DELETE', `/api/portal/apikeys/${key.id}`, admin(x))).status, dir).toBe(204);
       const unknown = `ws_live_${'A'.repeat(52)}`;
-      for (const path of ['/api/portal/apikeys/self', `/api/portal/odoo/${x.workspace.slug}/kpis`, `/api/portal/odoo/${y.workspace.slug}/kpis`, '/api/portal/webhooks']) {
+      for (const path of [
+        '/api/portal/apikeys/self',
+        `/api/portal/odoo/${x.workspace.slug}/kpis`,
+        `/api/portal/odoo/${y.workspace.slug}/kpis`,
+        '/api/portal/webhooks',
+      ]) {
         const revoked = await call(base, 'GET', path, { token: key.token });
         expect(revoked.status, `${dir} ${path}`).toBe(401);
-        expect(shape(revoked, ''), `${dir} ${path}`).toEqual(shape(await call(base, 'GET', path, { token: unknown }), ''));
+        expect(shape(revoked, ''), `${dir} ${path}`).toEqual(
+          shape(await call(base, 'GET', path, { token: unknown }), ''),
+        );
       }
     }
   });
@@ -197,19 +283,27 @@ describe('workspace isolation, both directions', () => {
     for (const [dir, x, y] of directions()) {
       const user = await addUser(portal.pool, [{ workspaceId: x.workspace.id, role: 'member' }]);
       const token = await login(base, user);
-      expect((await call(base, 'GET', '/api/portal/team', { token, headers: { 'x-workspace': x.workspace.slug } })).status, dir).toBe(200);
+      expect(
+        (await call(base, 'GET', '/api/portal/team', { token, headers: { 'x-workspace': x.workspace.slug } })).status,
+        dir,
+      ).toBe(200);
       expect((await call(base, 'DELETE', `/api/portal/team/${user.id}`, admin(x))).status, dir).toBe(204);
       // refused in both (401 when the removal also ended the user's sessions)
       for (const ws of [x.workspace.slug, y.workspace.slug]) {
-        expect([401, 403], `${dir} in ${ws}`).toContain((await call(base, 'GET', '/api/portal/team', { token, headers: { 'x-workspace': ws } })).status);
+        expect([401, 403], `${dir} in ${ws}`).toContain(
+          (await call(base, 'GET', '/api/portal/team', { token, headers: { 'x-workspace': ws } })).status,
+        );
       }
     }
   });
 
-  it("an invitation joins only its own workspace, once: replayed, it is refused and opens neither", async () => {
+  it('an invitation joins only its own workspace, once: replayed, it is refused and opens neither', async () => {
     for (const [dir, x, y] of directions()) {
       const email = `invitee-${randomUUID().slice(0, 8)}@example.test`;
-      expect((await call(base, 'POST', '/api/portal/team/invite', { ...admin(x), body: { email, role: 'admin' } })).status, dir).toBe(201);
+      expect(
+        (await call(base, 'POST', '/api/portal/team/invite', { ...admin(x), body: { email, role: 'admin' } })).status,
+        dir,
+      ).toBe(201);
       const { token } = linkIn(portal.mailsTo(email).at(-1), `${base}/w/`);
       const body = { token, name: 'Invitee', password: 'correct horse battery' };
       const accepted = await call(base, 'POST', '/api/portal/team/invitations/accept', { body });
@@ -219,8 +313,24 @@ describe('workspace isolation, both directions', () => {
       expect(replayed.status, dir).toBe(409);
       expect(replayed.body, dir).not.toHaveProperty('accessToken');
       // the invitee is an admin of x only
-      expect((await call(base, 'GET', '/api/portal/execution-log', { token: accepted.body.accessToken, headers: { 'x-workspace': y.workspace.slug } })).status, dir).toBe(403);
-      expect((await call(base, 'GET', '/api/portal/execution-log', { token: accepted.body.accessToken, headers: { 'x-workspace': x.workspace.slug } })).status, dir).toBe(200);
+      expect(
+        (
+          await call(base, 'GET', '/api/portal/execution-log', {
+            token: accepted.body.accessToken,
+            headers: { 'x-workspace': y.workspace.slug },
+          })
+        ).status,
+        dir,
+      ).toBe(403);
+      expect(
+        (
+          await call(base, 'GET', '/api/portal/execution-log', {
+            token: accepted.body.accessToken,
+            headers: { 'x-workspace': x.workspace.slug },
+          })
+        ).status,
+        dir,
+      ).toBe(200);
     }
   });
 });

@@ -16,7 +16,13 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { config } from '../../lib/config.js';
 import { tierModuleNames } from '../../domain/billing/tiers.js';
-import { ensureErpApiKey, erpApiUserDeps, loadErpApiCredentials, loadErpCredentials, tenantAdminPassword } from '../../domain/erp/api-user.js';
+import {
+  ensureErpApiKey,
+  erpApiUserDeps,
+  loadErpApiCredentials,
+  loadErpCredentials,
+  tenantAdminPassword,
+} from '../../domain/erp/api-user.js';
 import { sweepTenant } from '../../domain/erp-events/sweep.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { ErpUnreachable, createErpClient, type ErpClient, type ErpFault } from '../../domain/erp/client.js';
@@ -24,7 +30,18 @@ import { createJson2Client } from '../../domain/erp/json2.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { ensureOdooTemplate } from '../../scripts/odoo-templates.js';
 import { ODOO_HOW_TO, odooRuntime, startOdoo, type OdooServer } from '../support/odoo-server.js';
-import { applyYaml, condition, isReady, ops, runErpDatabaseUrl, startTenantPlatform, tenantYaml, uniqueTenant, waitForStatus, type TenantPlatform } from '../support/tenant-platform.js';
+import {
+  applyYaml,
+  condition,
+  isReady,
+  ops,
+  runErpDatabaseUrl,
+  startTenantPlatform,
+  tenantYaml,
+  uniqueTenant,
+  waitForStatus,
+  type TenantPlatform,
+} from '../support/tenant-platform.js';
 
 let odoo: OdooServer;
 let p: TenantPlatform;
@@ -39,14 +56,16 @@ const adminPassword = process.env.ODOO_URL ? config().ERP_ADMIN_PASSWORD : 'odoo
 
 beforeAll(async () => {
   if (!process.env.ODOO_SRC && !process.env.ODOO_URL) throw new Error(ODOO_HOW_TO);
-  erpDatabaseUrl = process.env.ODOO_URL ? process.env.ODOO_DATABASE_URL ?? '' : runErpDatabaseUrl();
+  erpDatabaseUrl = process.env.ODOO_URL ? (process.env.ODOO_DATABASE_URL ?? '') : runErpDatabaseUrl();
   if (!erpDatabaseUrl) throw new Error(ODOO_HOW_TO);
   const runtime = odooRuntime(dataDir);
   if (runtime) {
     const built = await ensureOdooTemplate(runtime, { erpDatabaseUrl, tier: 'starter', adminPassword });
     figures.push(`template ${built.template} built by Odoo in ${(built.ms / 1000).toFixed(1)} s`);
   }
-  odoo = process.env.ODOO_URL ? { url: process.env.ODOO_URL, close: async () => {} } : await startOdoo({ runtime: runtime!, erpDatabaseUrl });
+  odoo = process.env.ODOO_URL
+    ? { url: process.env.ODOO_URL, close: async () => {} }
+    : await startOdoo({ runtime: runtime!, erpDatabaseUrl });
   // the platform reaches Odoo through the tenant ingress (services/tenant-ingress), as with ERP_BACKEND=odoo
   p = await startTenantPlatform(
     {
@@ -81,10 +100,15 @@ async function rootDb(database: string, sql: string, params: unknown[] = []) {
     await c.end();
   }
 }
-const fault = (x: Promise<unknown>) => x.then(() => expect.fail('expected an XML-RPC fault'), (e: unknown) => e as ErpFault);
+const fault = (x: Promise<unknown>) =>
+  x.then(
+    () => expect.fail('expected an XML-RPC fault'),
+    (e: unknown) => e as ErpFault,
+  );
 const round2 = (n: number) => Math.round(n * 100) / 100;
 const sum = (rows: Record<string, unknown>[], field: string) => round2(rows.reduce((s, r) => s + Number(r[field]), 0));
-const percentile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
+const percentile = (xs: number[], q: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 
 describe('a tenant on real Odoo 18', () => {
   const name = uniqueTenant('odoo');
@@ -116,12 +140,25 @@ describe('a tenant on real Odoo 18', () => {
 
     const credentials = (await loadErpCredentials(p.pool, p.cfg.SECRETS_KEY, name))!;
     api = createErpClient({ baseUrl: odoo.url, host, db: host, ...credentials });
-    root = createErpClient({ baseUrl: odoo.url, host, db: host, login: 'admin', password: tenantAdminPassword(p.cfg.SECRETS_KEY, host) });
-    const templateUuid = await createErpClient({ baseUrl: odoo.url, host, db: host, login: 'admin', password: tenantAdminPassword(p.cfg.SECRETS_KEY, host) })
-      .executeKw<string>('ir.config_parameter', 'get_param', ['database.uuid']);
+    root = createErpClient({
+      baseUrl: odoo.url,
+      host,
+      db: host,
+      login: 'admin',
+      password: tenantAdminPassword(p.cfg.SECRETS_KEY, host),
+    });
+    const templateUuid = await createErpClient({
+      baseUrl: odoo.url,
+      host,
+      db: host,
+      login: 'admin',
+      password: tenantAdminPassword(p.cfg.SECRETS_KEY, host),
+    }).executeKw<string>('ir.config_parameter', 'get_param', ['database.uuid']);
     const tpl = new pg.Client({ connectionString: new URL(`/erp_tpl_starter_18`, erpDatabaseUrl).toString() });
     await tpl.connect();
-    const tplUuid = (await tpl.query<{ value: string }>(`SELECT value FROM ir_config_parameter WHERE key = 'database.uuid'`)).rows[0]!.value;
+    const tplUuid = (
+      await tpl.query<{ value: string }>(`SELECT value FROM ir_config_parameter WHERE key = 'database.uuid'`)
+    ).rows[0]!.value;
     await tpl.end();
     expect(templateUuid).not.toBe(tplUuid);
   });
@@ -130,13 +167,26 @@ describe('a tenant on real Odoo 18', () => {
     const viaIngress = (path: string, opts: { cookie?: string; body?: unknown } = {}) =>
       new Promise<{ status: number; body: string; cookie?: string }>((resolve, reject) => {
         const url = new URL(p.erpUrl);
-        const headers: Record<string, string> = { host, ...(opts.cookie ? { cookie: opts.cookie } : {}), ...(opts.body ? { 'content-type': 'application/json' } : {}) };
+        const headers: Record<string, string> = {
+          host,
+          ...(opts.cookie ? { cookie: opts.cookie } : {}),
+          ...(opts.body ? { 'content-type': 'application/json' } : {}),
+        };
         http
-          .request({ hostname: url.hostname, port: url.port, path, method: opts.body ? 'POST' : 'GET', headers }, (res) => {
-            let body = '';
-            res.on('data', (c: Buffer) => (body += c.toString()));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body, cookie: res.headers['set-cookie']?.find((c) => c.startsWith('session_id='))?.split(';')[0] }));
-          })
+          .request(
+            { hostname: url.hostname, port: url.port, path, method: opts.body ? 'POST' : 'GET', headers },
+            (res) => {
+              let body = '';
+              res.on('data', (c: Buffer) => (body += c.toString()));
+              res.on('end', () =>
+                resolve({
+                  status: res.statusCode ?? 0,
+                  body,
+                  cookie: res.headers['set-cookie']?.find((c) => c.startsWith('session_id='))?.split(';')[0],
+                }),
+              );
+            },
+          )
           .on('error', reject)
           .end(opts.body ? JSON.stringify(opts.body) : undefined);
       });
@@ -146,7 +196,11 @@ describe('a tenant on real Odoo 18', () => {
     // the SaaS reads answer the tenant's logged-in Odoo users (Odoo itself says who is), nobody else
     expect((await viaIngress('/svc/saas/tiers')).status).toBe(401);
     const session = await viaIngress('/web/session/authenticate', {
-      body: { jsonrpc: '2.0', method: 'call', params: { db: host, login: 'admin', password: tenantAdminPassword(p.cfg.SECRETS_KEY, host) } },
+      body: {
+        jsonrpc: '2.0',
+        method: 'call',
+        params: { db: host, login: 'admin', password: tenantAdminPassword(p.cfg.SECRETS_KEY, host) },
+      },
     });
     expect(session.cookie).toMatch(/^session_id=/);
     const tiers = await viaIngress('/svc/saas/tiers', { cookie: session.cookie });
@@ -155,7 +209,12 @@ describe('a tenant on real Odoo 18', () => {
   });
 
   it('has an API user that reads accounting, in the company, and cannot write', async () => {
-    const [me] = await api.executeKw<{ groups_id: number[]; company_ids: number[] }[]>('res.users', 'read', [[await api.authenticate()]], { fields: ['groups_id', 'company_ids'] });
+    const [me] = await api.executeKw<{ groups_id: number[]; company_ids: number[] }[]>(
+      'res.users',
+      'read',
+      [[await api.authenticate()]],
+      { fields: ['groups_id', 'company_ids'] },
+    );
     const companies = await root.executeKw<number[]>('res.company', 'search', [[]]);
     expect(me!.company_ids.sort()).toEqual(companies.sort());
     expect((await api.executeKw<number[]>('account.move', 'search', [[]])).length).toBeGreaterThan(0);
@@ -167,28 +226,62 @@ describe('a tenant on real Odoo 18', () => {
 
   it('the API user makes an Odoo API key as Odoo 17+ does (group of 90-day keys, identity check): it authenticates over XML-RPC in the password slot and cannot write; /json/2 does not exist on 18', async () => {
     const startedKey = performance.now();
-    const made = await ensureErpApiKey(erpApiUserDeps(p.cfg, p.pool, odoo.url), { tenant: name, database: host, force: true });
+    const made = await ensureErpApiKey(erpApiUserDeps(p.cfg, p.pool, odoo.url), {
+      tenant: name,
+      database: host,
+      force: true,
+    });
     expect(made.outcome).toBe('created');
-    figures.push(`API key made (admin session, group, user session, identity check): ${((performance.now() - startedKey) / 1000).toFixed(1)} s`);
+    figures.push(
+      `API key made (admin session, group, user session, identity check): ${((performance.now() - startedKey) / 1000).toFixed(1)} s`,
+    );
     const credentials = (await loadErpApiCredentials(p.pool, p.cfg.SECRETS_KEY, name))!;
     expect(credentials.apiKey).toMatch(/^[0-9a-f]{40}$/);
     // Odoo's own expiry: today + 90 days
-    const [key] = (await rootDb(host, "SELECT k.expiration_date::date::text AS expires, k.scope FROM res_users_apikeys k JOIN res_users u ON u.id = k.user_id WHERE u.login = $1", [credentials.login]));
+    const [key] = await rootDb(
+      host,
+      'SELECT k.expiration_date::date::text AS expires, k.scope FROM res_users_apikeys k JOIN res_users u ON u.id = k.user_id WHERE u.login = $1',
+      [credentials.login],
+    );
     expect(key).toEqual({ expires: new Date(Date.now() + 90 * 86_400_000).toISOString().slice(0, 10), scope: null });
-    const viaKey = createErpClient({ baseUrl: odoo.url, host, db: host, login: credentials.login, password: credentials.apiKey! });
+    const viaKey = createErpClient({
+      baseUrl: odoo.url,
+      host,
+      db: host,
+      login: credentials.login,
+      password: credentials.apiKey!,
+    });
     expect(await viaKey.authenticate()).toBe(await api.authenticate());
     expect((await viaKey.executeKw<number[]>('account.move', 'search', [[]])).length).toBeGreaterThan(0);
     expect((await fault(viaKey.executeKw('res.partner', 'create', [{ name: 'Not allowed' }]))).code).toBe(4);
     // a wrong key is refused like a wrong password
-    const wrong = createErpClient({ baseUrl: odoo.url, host, db: host, login: credentials.login, password: 'f'.repeat(40) });
+    const wrong = createErpClient({
+      baseUrl: odoo.url,
+      host,
+      db: host,
+      login: credentials.login,
+      password: 'f'.repeat(40),
+    });
     expect((await fault(wrong.authenticate())).code).toBe(3);
     // Odoo 18 has no JSON-2: its 404 is not Odoo's JSON error, so the client reports no such endpoint
-    const json2 = await createJson2Client({ baseUrl: odoo.url, host, db: host, login: credentials.login, apiKey: credentials.apiKey! })
+    const json2 = await createJson2Client({
+      baseUrl: odoo.url,
+      host,
+      db: host,
+      login: credentials.login,
+      apiKey: credentials.apiKey!,
+    })
       .authenticate()
-      .then(() => expect.fail('JSON-2 answered on Odoo 18'), (e: unknown) => e);
+      .then(
+        () => expect.fail('JSON-2 answered on Odoo 18'),
+        (e: unknown) => e,
+      );
     expect(json2).toBeInstanceOf(ErpUnreachable);
     // a second ensure keeps the key (valid for more than 30 days)
-    expect((await ensureErpApiKey(erpApiUserDeps(p.cfg, p.pool, odoo.url), { tenant: name, database: host, force: true })).outcome).toBe('valid');
+    expect(
+      (await ensureErpApiKey(erpApiUserDeps(p.cfg, p.pool, odoo.url), { tenant: name, database: host, force: true }))
+        .outcome,
+    ).toBe('valid');
 
     // what one uncached login costs Odoo: the password (600,000 pbkdf2 rounds) or the key (the
     // password is tried first, then the key's 6,000 rounds)
@@ -203,16 +296,26 @@ describe('a tenant on real Odoo 18', () => {
     };
     const byPassword = await time(credentials.password);
     const byKey = await time(credentials.apiKey!);
-    figures.push(`XML-RPC authenticate (median of 3): password ${byPassword.toFixed(0)} ms, API key in the password slot ${byKey.toFixed(0)} ms`);
+    figures.push(
+      `XML-RPC authenticate (median of 3): password ${byPassword.toFixed(0)} ms, API key in the password slot ${byKey.toFixed(0)} ms`,
+    );
   });
 
   it("Odoo's own automation rules post an invoice posted and paid in the ERP to the event ingestion: CloudEvents on the stream", async () => {
     const status = await waitForStatus(p, name, (s) => isReady(s));
     // starter has no Inventory: Odoo has no stock.move model, so no stock.changed rule
-    expect(status.steps.find((s) => s.step === 'ensure-tier-modules')?.message).toContain('event rules: made invoice.posted, payment.received; no model for stock.changed');
-    const [customer] = await root.executeKw<number[]>('res.partner', 'search', [[['customer_rank', '>', 0]]], { limit: 1 });
+    expect(status.steps.find((s) => s.step === 'ensure-tier-modules')?.message).toContain(
+      'event rules: made invoice.posted, payment.received; no model for stock.changed',
+    );
+    const [customer] = await root.executeKw<number[]>('res.partner', 'search', [[['customer_rank', '>', 0]]], {
+      limit: 1,
+    });
     const invoice = await root.executeKw<number>('account.move', 'create', [
-      { move_type: 'out_invoice', partner_id: customer ?? 1, invoice_line_ids: [[0, 0, { name: 'Event test', quantity: 2, price_unit: 61.5 }]] },
+      {
+        move_type: 'out_invoice',
+        partner_id: customer ?? 1,
+        invoice_line_ids: [[0, 0, { name: 'Event test', quantity: 2, price_unit: 61.5 }]],
+      },
     ]);
     await root.executeKw('account.move', 'action_post', [[invoice]]);
     // a payment through Odoo's register-payment wizard: payment_state is computed, and the rule still fires
@@ -222,13 +325,30 @@ describe('a tenant on real Odoo 18', () => {
 
     const ours = async () => {
       const entries = (await redis.xrange(p.cfg.EVENTS_STREAM, '-', '+')) as [string, string[]][];
-      return entries.map(([, f]) => JSON.parse(f[f.indexOf('event') + 1]!)).filter((e) => e.source === `/erp/${name}` && e.data?.id === invoice);
+      return entries
+        .map(([, f]) => JSON.parse(f[f.indexOf('event') + 1]!))
+        .filter((e) => e.source === `/erp/${name}` && e.data?.id === invoice);
     };
-    await expect.poll(async () => (await ours()).map((e) => e.type).sort(), { timeout: 15_000 }).toEqual(['invoice.posted', 'payment.received']);
+    await expect
+      .poll(async () => (await ours()).map((e) => e.type).sort(), { timeout: 15_000 })
+      .toEqual(['invoice.posted', 'payment.received']);
     const events = await ours();
-    const slug = (await p.pool.query<{ slug: string }>('SELECT w.slug FROM workspaces w JOIN tenants t ON t.workspace_id = w.id WHERE t.name = $1', [name])).rows[0]!.slug;
-    expect(events.find((e) => e.type === 'invoice.posted')).toMatchObject({ id: `account.move:${invoice}:posted`, tenant: name, workspace: slug, data: { amountTotal: 123, moveType: 'out_invoice' } });
-    expect(events.find((e) => e.type === 'payment.received')).toMatchObject({ id: expect.stringMatching(new RegExp(`^account\\.move:${invoice}:(paid|in_payment)$`)), data: { paymentState: expect.stringMatching(/^(paid|in_payment)$/) } });
+    const slug = (
+      await p.pool.query<{ slug: string }>(
+        'SELECT w.slug FROM workspaces w JOIN tenants t ON t.workspace_id = w.id WHERE t.name = $1',
+        [name],
+      )
+    ).rows[0]!.slug;
+    expect(events.find((e) => e.type === 'invoice.posted')).toMatchObject({
+      id: `account.move:${invoice}:posted`,
+      tenant: name,
+      workspace: slug,
+      data: { amountTotal: 123, moveType: 'out_invoice' },
+    });
+    expect(events.find((e) => e.type === 'payment.received')).toMatchObject({
+      id: expect.stringMatching(new RegExp(`^account\\.move:${invoice}:(paid|in_payment)$`)),
+      data: { paymentState: expect.stringMatching(/^(paid|in_payment)$/) },
+    });
   });
 
   it('the catch-up sweep publishes an invoice whose post Odoo lost (rule URL unreachable), reading Odoo as the API user', async () => {
@@ -243,19 +363,35 @@ describe('a tenant on real Odoo 18', () => {
     const target = { tenant: name, host, database: host, workspace: null, erpVersion: '18' };
     expect(await sweepTenant(deps, target)).toMatchObject({ baseline: true, published: 0 });
     // Odoo's post goes nowhere: the rule's URL points at a closed port (as when the events service is down)
-    const [rule] = await root.executeKw<number[]>('base.automation', 'search', [[['name', '=', 'Plana: invoice.posted']]]);
-    const [action] = await root.executeKw<number[]>('ir.actions.server', 'search', [[['base_automation_id', '=', rule]]]);
-    const url = (await root.executeKw<{ webhook_url: string }[]>('ir.actions.server', 'read', [[action], ['webhook_url']]))[0]!.webhook_url;
+    const [rule] = await root.executeKw<number[]>('base.automation', 'search', [
+      [['name', '=', 'Plana: invoice.posted']],
+    ]);
+    const [action] = await root.executeKw<number[]>('ir.actions.server', 'search', [
+      [['base_automation_id', '=', rule]],
+    ]);
+    const url = (
+      await root.executeKw<{ webhook_url: string }[]>('ir.actions.server', 'read', [[action], ['webhook_url']])
+    )[0]!.webhook_url;
     await root.executeKw('ir.actions.server', 'write', [[action], { webhook_url: 'http://127.0.0.1:9/lost' }]);
-    const [customer] = await root.executeKw<number[]>('res.partner', 'search', [[['customer_rank', '>', 0]]], { limit: 1 });
-    const invoice = await root.executeKw<number>('account.move', 'create', [{ move_type: 'out_invoice', partner_id: customer ?? 1, invoice_line_ids: [[0, 0, { name: 'Lost post', quantity: 1, price_unit: 77 }]] }]);
+    const [customer] = await root.executeKw<number[]>('res.partner', 'search', [[['customer_rank', '>', 0]]], {
+      limit: 1,
+    });
+    const invoice = await root.executeKw<number>('account.move', 'create', [
+      {
+        move_type: 'out_invoice',
+        partner_id: customer ?? 1,
+        invoice_line_ids: [[0, 0, { name: 'Lost post', quantity: 1, price_unit: 77 }]],
+      },
+    ]);
     await root.executeKw('account.move', 'action_post', [[invoice]]);
     await root.executeKw('ir.actions.server', 'write', [[action], { webhook_url: url }]);
     await new Promise((r) => setTimeout(r, 1100)); // Odoo's write_date has whole seconds; the sweep reads up to now
 
     expect(await sweepTenant(deps, target)).toMatchObject({ baseline: false, published: 1 });
     const entries = (await redis.xrange(p.cfg.EVENTS_STREAM, '-', '+')) as [string, string[]][];
-    const swept = entries.map(([, f]) => JSON.parse(f[f.indexOf('event') + 1]!)).filter((e) => e.id === `account.move:${invoice}:posted`);
+    const swept = entries
+      .map(([, f]) => JSON.parse(f[f.indexOf('event') + 1]!))
+      .filter((e) => e.id === `account.move:${invoice}:posted`);
     expect(swept).toHaveLength(1);
     expect(swept[0]).toMatchObject({ type: 'invoice.posted', source: `/erp/${name}`, data: { amountTotal: 77 } });
     expect(await sweepTenant(deps, target)).toMatchObject({ published: 0 });
@@ -263,18 +399,38 @@ describe('a tenant on real Odoo 18', () => {
 
   it('dashboards equal the figures computed from Odoo records, with an invoice in a foreign currency', async () => {
     // an overdue customer invoice in EUR, in a company whose currency is not EUR
-    const [company] = await root.executeKw<{ currency_id: [number, string] }[]>('res.company', 'search_read', [[]], { fields: ['currency_id'], limit: 1 });
-    const [eur] = await root.executeKw<number[]>('res.currency', 'search', [[['name', '=', 'EUR'], ['active', 'in', [true, false]]]]);
+    const [company] = await root.executeKw<{ currency_id: [number, string] }[]>('res.company', 'search_read', [[]], {
+      fields: ['currency_id'],
+      limit: 1,
+    });
+    const [eur] = await root.executeKw<number[]>('res.currency', 'search', [
+      [
+        ['name', '=', 'EUR'],
+        ['active', 'in', [true, false]],
+      ],
+    ]);
     await root.executeKw('res.currency', 'write', [[eur], { active: true }]);
-    const [customer] = await root.executeKw<number[]>('res.partner', 'search', [[['customer_rank', '>', 0]]], { limit: 1 });
+    const [customer] = await root.executeKw<number[]>('res.partner', 'search', [[['customer_rank', '>', 0]]], {
+      limit: 1,
+    });
     const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
     const invoice = await root.executeKw<number>('account.move', 'create', [
-      { move_type: 'out_invoice', partner_id: customer ?? 1, currency_id: eur, invoice_date: day(-40), invoice_date_due: day(-10), invoice_line_ids: [[0, 0, { name: 'Consulting (EUR)', quantity: 1, price_unit: 1000 }]] },
+      {
+        move_type: 'out_invoice',
+        partner_id: customer ?? 1,
+        currency_id: eur,
+        invoice_date: day(-40),
+        invoice_date_due: day(-10),
+        invoice_line_ids: [[0, 0, { name: 'Consulting (EUR)', quantity: 1, price_unit: 1000 }]],
+      },
     ]);
     await root.executeKw('account.move', 'action_post', [[invoice]]);
     expect(company!.currency_id[1]).not.toBe('EUR');
 
-    const ws = await p.pool.query<{ slug: string }>('SELECT w.slug FROM workspaces w JOIN tenants t ON t.workspace_id = w.id WHERE t.name = $1', [name]);
+    const ws = await p.pool.query<{ slug: string }>(
+      'SELECT w.slug FROM workspaces w JOIN tenants t ON t.workspace_id = w.id WHERE t.name = $1',
+      [name],
+    );
     const slug = ws.rows[0]!.slug;
     const dashboards = createDashboardService({ pool: p.pool, redis, config: p.cfg });
     const kpis = await dashboards.kpis(slug);
@@ -284,11 +440,24 @@ describe('a tenant on real Odoo 18', () => {
     const today = day(0);
     const main = kpis.companies[0]!.id; // top-level figures are the main company's
     const moves = (domain: unknown[]) =>
-      root.executeKw<Record<string, unknown>[]>('account.move', 'search_read', [[['company_id', '=', main], ...domain]], { fields: ['amount_residual_signed', 'amount_untaxed_signed', 'invoice_date_due'] });
-    const open = [['state', '=', 'posted'], ['payment_state', 'in', ['not_paid', 'partial']]];
+      root.executeKw<Record<string, unknown>[]>(
+        'account.move',
+        'search_read',
+        [[['company_id', '=', main], ...domain]],
+        { fields: ['amount_residual_signed', 'amount_untaxed_signed', 'invoice_date_due'] },
+      );
+    const open = [
+      ['state', '=', 'posted'],
+      ['payment_state', 'in', ['not_paid', 'partial']],
+    ];
     const receivables = await moves([['move_type', 'in', ['out_invoice', 'out_refund']], ...open]);
     const overdue = await moves([['move_type', '=', 'out_invoice'], ...open, ['invoice_date_due', '<', today]]);
-    const revenue = await moves([['move_type', 'in', ['out_invoice', 'out_refund']], ['state', '=', 'posted'], ['invoice_date', '>=', `${today.slice(0, 8)}01`], ['invoice_date', '<=', today]]);
+    const revenue = await moves([
+      ['move_type', 'in', ['out_invoice', 'out_refund']],
+      ['state', '=', 'posted'],
+      ['invoice_date', '>=', `${today.slice(0, 8)}01`],
+      ['invoice_date', '<=', today],
+    ]);
     expect(kpis.currency).toBe(company!.currency_id[1]);
     expect(kpis.receivables).toBeCloseTo(sum(receivables, 'amount_residual_signed'), 2);
     expect(kpis.overdueReceivables).toBeCloseTo(sum(overdue, 'amount_residual_signed'), 2);
@@ -298,9 +467,30 @@ describe('a tenant on real Odoo 18', () => {
     expect(alerts.overdueInvoices.count).toBe(overdue.length);
     expect(alerts.overdueInvoices.total).toBeCloseTo(sum(overdue, 'amount_residual_signed'), 2);
 
-    const journals = await root.executeKw<{ default_account_id: [number, string] | false }[]>('account.journal', 'search_read', [[['type', 'in', ['bank', 'cash', 'credit']], ['company_id', '=', main]]], { fields: ['default_account_id'] });
+    const journals = await root.executeKw<{ default_account_id: [number, string] | false }[]>(
+      'account.journal',
+      'search_read',
+      [
+        [
+          ['type', 'in', ['bank', 'cash', 'credit']],
+          ['company_id', '=', main],
+        ],
+      ],
+      { fields: ['default_account_id'] },
+    );
     const accounts = journals.flatMap((j) => (j.default_account_id ? [j.default_account_id[0]] : []));
-    const lines = await root.executeKw<{ balance: number; debit: number; credit: number; date: string }[]>('account.move.line', 'search_read', [[['account_id', 'in', accounts], ['company_id', '=', main], ['parent_state', '=', 'posted']]], { fields: ['balance', 'debit', 'credit', 'date'] });
+    const lines = await root.executeKw<{ balance: number; debit: number; credit: number; date: string }[]>(
+      'account.move.line',
+      'search_read',
+      [
+        [
+          ['account_id', 'in', accounts],
+          ['company_id', '=', main],
+          ['parent_state', '=', 'posted'],
+        ],
+      ],
+      { fields: ['balance', 'debit', 'credit', 'date'] },
+    );
     expect(kpis.cashBalance).toBeCloseTo(sum(lines, 'balance'), 2);
     const from = cashflow.months[0]!.month;
     const inWindow = lines.filter((l) => l.date.slice(0, 7) >= from && l.date <= today);
@@ -308,14 +498,24 @@ describe('a tenant on real Odoo 18', () => {
     expect(cashflow.totals.outflow).toBeCloseTo(sum(inWindow, 'credit'), 2);
 
     // the second company (EUR, in the template): its own figures, in its own currency
-    const companies = await root.executeKw<{ id: number; currency_id: [number, string] }[]>('res.company', 'search_read', [[]], { fields: ['currency_id'] });
+    const companies = await root.executeKw<{ id: number; currency_id: [number, string] }[]>(
+      'res.company',
+      'search_read',
+      [[]],
+      { fields: ['currency_id'] },
+    );
     expect(companies.length).toBe(2);
     expect(kpis.companies.map((c) => c.currency)).toEqual(companies.map((c) => c.currency_id[1]));
     for (const c of companies) {
-      const due = await root.executeKw<Record<string, unknown>[]>('account.move', 'search_read', [[['company_id', '=', c.id], ['move_type', 'in', ['out_invoice', 'out_refund']], ...open]], {
-        fields: ['amount_residual_signed'],
-        context: { allowed_company_ids: [c.id] },
-      });
+      const due = await root.executeKw<Record<string, unknown>[]>(
+        'account.move',
+        'search_read',
+        [[['company_id', '=', c.id], ['move_type', 'in', ['out_invoice', 'out_refund']], ...open]],
+        {
+          fields: ['amount_residual_signed'],
+          context: { allowed_company_ids: [c.id] },
+        },
+      );
       expect(kpis.companies.find((k) => k.id === c.id)!.receivables).toBeCloseTo(sum(due, 'amount_residual_signed'), 2);
     }
 
@@ -331,19 +531,32 @@ describe('a tenant on real Odoo 18', () => {
       await dashboards.kpis(slug);
       cached.push(performance.now() - t);
     }
-    figures.push(`KPIs latency uncached p50 ${percentile(uncached, 0.5).toFixed(0)} ms p99 ${percentile(uncached, 0.99).toFixed(0)} ms; cached p50 ${percentile(cached, 0.5).toFixed(1)} ms p99 ${percentile(cached, 0.99).toFixed(1)} ms`);
+    figures.push(
+      `KPIs latency uncached p50 ${percentile(uncached, 0.5).toFixed(0)} ms p99 ${percentile(uncached, 0.99).toFixed(0)} ms; cached p50 ${percentile(cached, 0.5).toFixed(1)} ms p99 ${percentile(cached, 0.99).toFixed(1)} ms`,
+    );
   });
 
   it('a tier change to pro installs the pro modules in the tenant database (Odoo installs them itself)', async () => {
     const started = Date.now();
     expect((await applyYaml(p, tenantYaml(name, { tier: 'pro', erpVersion: '18' }))).statusCode).toBe(200);
     const ready = await waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === 2, 600_000);
-    figures.push(`tier change starter → pro on real Odoo: Ready at generation 2 in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    figures.push(
+      `tier change starter → pro on real Odoo: Ready at generation 2 in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
     expect(ready.steps.map((s) => s.step)).toContain('ensure-tier-modules');
-    const modules = await root.executeKw<{ name: string; state: string }[]>('ir.module.module', 'search_read', [[['name', 'in', tierModuleNames('pro')]]], { fields: ['name', 'state'] });
-    expect(Object.fromEntries(modules.map((m) => [m.name, m.state]))).toEqual(Object.fromEntries(tierModuleNames('pro').map((n) => [n, 'installed'])));
+    const modules = await root.executeKw<{ name: string; state: string }[]>(
+      'ir.module.module',
+      'search_read',
+      [[['name', 'in', tierModuleNames('pro')]]],
+      { fields: ['name', 'state'] },
+    );
+    expect(Object.fromEntries(modules.map((m) => [m.name, m.state]))).toEqual(
+      Object.fromEntries(tierModuleNames('pro').map((n) => [n, 'installed'])),
+    );
     // with Inventory installed, Odoo has stock.move: the reconcile made its stock.changed rule
-    expect(ready.steps.filter((s) => s.step === 'ensure-tier-modules').at(-1)?.message).toContain('event rules: made stock.changed; 2 in place');
+    expect(ready.steps.filter((s) => s.step === 'ensure-tier-modules').at(-1)?.message).toContain(
+      'event rules: made stock.changed; 2 in place',
+    );
   }, 660_000);
 
   it('a deleted tenant database turns Ready=False naming it', async () => {
@@ -365,7 +578,9 @@ describe('ten tenants applied at once on real Odoo 18', () => {
   it('all turn Ready, each with its own database and an API user that authenticates', async () => {
     const names = Array.from({ length: 10 }, () => uniqueTenant('ten'));
     const started = Date.now();
-    const applied = await Promise.all(names.map((n) => applyYaml(p, tenantYaml(n, { tier: 'starter', erpVersion: '18' }))));
+    const applied = await Promise.all(
+      names.map((n) => applyYaml(p, tenantYaml(n, { tier: 'starter', erpVersion: '18' }))),
+    );
     expect(applied.map((r) => r.statusCode)).toEqual(names.map(() => 201));
     const readyAfter = await Promise.all(
       names.map(async (n) => {
@@ -379,7 +594,9 @@ describe('ten tenants applied at once on real Odoo 18', () => {
     for (const n of names) {
       const h = `${n}.${p.cfg.TENANT_DOMAIN}`;
       const credentials = (await loadErpCredentials(p.pool, p.cfg.SECRETS_KEY, n))!;
-      expect(await createErpClient({ baseUrl: odoo.url, host: h, db: h, ...credentials }).authenticate()).toBeGreaterThan(2);
+      expect(
+        await createErpClient({ baseUrl: odoo.url, host: h, db: h, ...credentials }).authenticate(),
+      ).toBeGreaterThan(2);
     }
   }, 600_000);
 });

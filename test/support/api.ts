@@ -49,7 +49,10 @@ export async function startApiProcess(env: Record<string, string>, baseUrl: stri
   for (;;) {
     if (child.exitCode !== null) throw new Error(`API exited early:\n${output}`);
     if (Date.now() > deadline) throw new Error(`API did not listen in 30 s:\n${output}`);
-    const up = await fetch(new URL('/healthz', baseUrl)).then((r) => r.ok, () => false);
+    const up = await fetch(new URL('/healthz', baseUrl)).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (up) break;
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -5,7 +5,12 @@ import { inject } from 'vitest';
 import type { Config } from '../../lib/config.js';
 import { ensureErpApiUser, erpApiUserDeps } from '../../domain/erp/api-user.js';
 import { ensureTierModules, type TierModulesResult } from '../../domain/erp/tier-modules.js';
-import { cloneTenantDatabase, databaseUrl, templateDatabaseName, tenantHostname } from '../../domain/erp/tenant-database.js';
+import {
+  cloneTenantDatabase,
+  databaseUrl,
+  templateDatabaseName,
+  tenantHostname,
+} from '../../domain/erp/tenant-database.js';
 import type { ErpVersion, Tier } from '../../domain/tenants/types.js';
 import { createLogger } from '../../lib/logger.js';
 import { startErpStandIn } from '../../sandbox/erp/server.js';
@@ -26,9 +31,15 @@ export interface TestTenant {
   version: ErpVersion;
 }
 
-export async function createWorkspaceWithTenant(pool: pg.Pool, opts: { tier: Tier; version: ErpVersion; name?: string }) {
+export async function createWorkspaceWithTenant(
+  pool: pg.Pool,
+  opts: { tier: Tier; version: ErpVersion; name?: string },
+) {
   const name = opts.name ?? uniqueName();
-  const ws = await pool.query<{ id: string }>('INSERT INTO workspaces (slug, name) VALUES ($1, $2) RETURNING id', [name, `Workspace ${name}`]);
+  const ws = await pool.query<{ id: string }>('INSERT INTO workspaces (slug, name) VALUES ($1, $2) RETURNING id', [
+    name,
+    `Workspace ${name}`,
+  ]);
   await pool.query(
     `INSERT INTO tenants (name, workspace_id, project_id, tier, erp_version, owner_email, owner_name)
      VALUES ($1, $2, 7, $3, $4, $5, 'Owner')`,
@@ -38,11 +49,20 @@ export async function createWorkspaceWithTenant(pool: pg.Pool, opts: { tier: Tie
 }
 
 /** A fully provisioned ERP tenant (what the tenant lifecycle does, step by step). */
-export async function provisionTestTenant(cfg: Config, pool: pg.Pool, admin: pg.Pool, opts: { tier: Tier; version: ErpVersion; erpUrl: string }): Promise<TestTenant> {
+export async function provisionTestTenant(
+  cfg: Config,
+  pool: pg.Pool,
+  admin: pg.Pool,
+  opts: { tier: Tier; version: ErpVersion; erpUrl: string },
+): Promise<TestTenant> {
   const name = await createWorkspaceWithTenant(pool, opts);
   const host = tenantHostname(name, cfg.TENANT_DOMAIN);
   await cloneTenantDatabase(admin, { database: host, template: templateDatabaseName(opts.tier, opts.version) });
-  await pool.query('INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, $3, $1)', [host, name, `plana-odoo-${opts.version}`]);
+  await pool.query('INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, $3, $1)', [
+    host,
+    name,
+    `plana-odoo-${opts.version}`,
+  ]);
   await ensureErpApiUser(erpApiUserDeps(cfg, pool, opts.erpUrl), { tenant: name, database: host });
   return { name, workspace: name, host, database: host, version: opts.version };
 }
@@ -78,7 +98,12 @@ export function startTestErp(cfg: Config) {
 }
 
 /** A query on a tenant database, for computing expected values independently of the ERP. */
-export async function queryTenantDb<R extends pg.QueryResultRow>(cfg: Config, database: string, sql: string, params: unknown[] = []): Promise<R[]> {
+export async function queryTenantDb<R extends pg.QueryResultRow>(
+  cfg: Config,
+  database: string,
+  sql: string,
+  params: unknown[] = [],
+): Promise<R[]> {
   const client = new pg.Client({ connectionString: databaseUrl(cfg.ERP_DATABASE_URL, database) });
   await client.connect();
   try {

@@ -70,7 +70,8 @@ export class FakeTenantPeers {
     const delay = this.slow.get(name);
     if (delay) await sleep(delay);
     const business = this.businessFailure.get(name);
-    if (business) throw ApplicationFailure.create({ type: business.type, message: business.message, nonRetryable: true });
+    if (business)
+      throw ApplicationFailure.create({ type: business.type, message: business.message, nonRetryable: true });
     const down = this.down.get(name);
     if (down !== undefined) throw new Error(down);
     const failing = this.failNext.get(name);
@@ -81,7 +82,8 @@ export class FakeTenantPeers {
   }
 
   activities(): FakeActivities {
-    const run = <A extends unknown[], R>(name: LifecycleActivityName, answer: (...args: A) => R) =>
+    const run =
+      <A extends unknown[], R>(name: LifecycleActivityName, answer: (...args: A) => R) =>
       async (...args: A): Promise<Awaited<R>> => {
         await this.enter(name);
         return await answer(...args);
@@ -94,7 +96,11 @@ export class FakeTenantPeers {
         template: `erp_tpl_${spec.tier}_${spec.erpVersion}`,
         outcome: 'created' as const,
       })),
-      ensureErpApiUser: run('ensureErpApiUser', ({ database }) => ({ login: `api@${database}`, created: true, outcome: 'created' as const })),
+      ensureErpApiUser: run('ensureErpApiUser', ({ database }) => ({
+        login: `api@${database}`,
+        created: true,
+        outcome: 'created' as const,
+      })),
       ensureTierModules: run('ensureTierModules', ({ database, tier }) => {
         const installed = this.modules.get(database) ?? new Set(tierModuleNames(tier));
         this.modules.set(database, installed);
@@ -102,12 +108,27 @@ export class FakeTenantPeers {
         const added = wanted.filter((m) => !installed.has(m));
         added.forEach((m) => installed.add(m));
         const kept = [...installed].filter((m) => !wanted.includes(m)).sort();
-        return { installed: added.sort(), present: wanted.length - added.length, kept, unavailable: [] as string[], eventRules: undefined, outcome: 'ok' as const };
+        return {
+          installed: added.sort(),
+          present: wanted.length - added.length,
+          kept,
+          unavailable: [] as string[],
+          eventRules: undefined,
+          outcome: 'ok' as const,
+        };
       }),
       createRoute: run('createRoute', ({ host }) => ({ host, outcome: 'created' as const })),
       createFilestore: run('createFilestore', ({ tenant }) => ({ path: `/filestore/${tenant}`, created: true })),
-      createBackupSchedule: run('createBackupSchedule', ({ tenant }) => ({ scheduleId: `backup:${tenant}`, outcome: 'created' as const })),
-      ensureChatRoom: run('ensureChatRoom', ({ spec }) => ({ id: `room-${spec.subdomain}`, room: `support-${spec.subdomain}`, created: true, restored: false })),
+      createBackupSchedule: run('createBackupSchedule', ({ tenant }) => ({
+        scheduleId: `backup:${tenant}`,
+        outcome: 'created' as const,
+      })),
+      ensureChatRoom: run('ensureChatRoom', ({ spec }) => ({
+        id: `room-${spec.subdomain}`,
+        room: `support-${spec.subdomain}`,
+        created: true,
+        restored: false,
+      })),
       probeTenantHealth: run('probeTenantHealth', async ({ windowMs }) => {
         if (this.healthy) return { healthy: true, httpStatus: 200, detail: '200: pass', attempts: 1 };
         await sleep(Math.min(windowMs, 200));
@@ -119,13 +140,23 @@ export class FakeTenantPeers {
         streamId: '1-0',
       })),
       createTenantBackup: run('createTenantBackup', ({ tenant }) => ({
-        files: [{ kind: 'database' as const, path: `/backups/${tenant}.dump`, sizeBytes: 1, expiresAt: '2099-01-01T00:00:00.000Z' }],
+        files: [
+          {
+            kind: 'database' as const,
+            path: `/backups/${tenant}.dump`,
+            sizeBytes: 1,
+            expiresAt: '2099-01-01T00:00:00.000Z',
+          },
+        ],
       })),
       removeRoute: run('removeRoute', () => ({ outcome: 'removed' as const })),
       dropTenantDatabase: run('dropTenantDatabase', ({ database }) => ({ database, outcome: 'dropped' as const })),
       wipeFilestore: run('wipeFilestore', ({ tenant }) => ({ path: `/filestore/${tenant}`, wiped: true })),
       deleteBackupSchedule: run('deleteBackupSchedule', () => ({ outcome: 'deleted' as const })),
-      archiveChatRoom: run('archiveChatRoom', ({ spec }) => ({ room: `support-${spec.subdomain}`, outcome: 'archived' as const })),
+      archiveChatRoom: run('archiveChatRoom', ({ spec }) => ({
+        room: `support-${spec.subdomain}`,
+        outcome: 'archived' as const,
+      })),
       recordTenantStatus: run('recordTenantStatus', ({ name, status }) => {
         this.statuses.set(name, status);
       }),

@@ -61,23 +61,40 @@ function prepareSchemas(node: unknown, closed: boolean): void {
   if (Array.isArray(node)) return node.forEach((n) => prepareSchemas(n, closed));
   if (!node || typeof node !== 'object') return;
   const o = node as Record<string, unknown>;
-  for (const [flag, bound] of [['exclusiveMinimum', 'minimum'], ['exclusiveMaximum', 'maximum']] as const) {
+  for (const [flag, bound] of [
+    ['exclusiveMinimum', 'minimum'],
+    ['exclusiveMaximum', 'maximum'],
+  ] as const) {
     if (typeof o[flag] !== 'boolean') continue;
     if (o[flag] && typeof o[bound] === 'number') {
       o[flag] = o[bound];
       delete o[bound];
     } else delete o[flag];
   }
-  if (closed && o.type === 'object' && o.properties && typeof o.properties === 'object' && !('additionalProperties' in o)) o.additionalProperties = false;
+  if (
+    closed &&
+    o.type === 'object' &&
+    o.properties &&
+    typeof o.properties === 'object' &&
+    !('additionalProperties' in o)
+  )
+    o.additionalProperties = false;
   // examples are data, not schemas
-  for (const [key, value] of Object.entries(o)) if (key !== 'examples' && key !== 'example') prepareSchemas(value, closed);
+  for (const [key, value] of Object.entries(o))
+    if (key !== 'examples' && key !== 'example') prepareSchemas(value, closed);
 }
 
-const describeErrors = (where: string, errors: { instancePath?: string; message?: string; params?: unknown }[] | null | undefined) =>
-  (errors ?? []).map((e) => `${where}${e.instancePath ?? ''}: ${e.message ?? 'invalid'} ${JSON.stringify(e.params ?? {})}`);
+const describeErrors = (
+  where: string,
+  errors: { instancePath?: string; message?: string; params?: unknown }[] | null | undefined,
+) =>
+  (errors ?? []).map(
+    (e) => `${where}${e.instancePath ?? ''}: ${e.message ?? 'invalid'} ${JSON.stringify(e.params ?? {})}`,
+  );
 
 export async function nextGenPsd2Contract(opts: { closed?: boolean } = {}): Promise<NextGenPsd2Contract> {
-  if (!existsSync(NEXTGENPSD2_OPENAPI)) throw new Error(`${NEXTGENPSD2_OPENAPI} is missing: run \`npm run bootstrap\` first.`);
+  if (!existsSync(NEXTGENPSD2_OPENAPI))
+    throw new Error(`${NEXTGENPSD2_OPENAPI} is missing: run \`npm run bootstrap\` first.`);
   const definition = parse(readFileSync(NEXTGENPSD2_OPENAPI, 'utf8')) as Document;
   prepareSchemas(definition, opts.closed ?? true);
   const api = new OpenAPIBackend({
@@ -106,7 +123,11 @@ export async function nextGenPsd2Contract(opts: { closed?: boolean } = {}): Prom
         body: req.body,
       };
       const operation = api.matchOperation(request);
-      if (!operation) return { operation: undefined as unknown as Operation, errors: [`the document has no operation ${req.method} ${u.pathname}`] };
+      if (!operation)
+        return {
+          operation: undefined as unknown as Operation,
+          errors: [`the document has no operation ${req.method} ${u.pathname}`],
+        };
       return { operation, errors: describeErrors('request', api.validateRequest(request, operation).errors) };
     },
 
@@ -114,21 +135,31 @@ export async function nextGenPsd2Contract(opts: { closed?: boolean } = {}): Prom
       const id = operation.operationId!;
       const responses = operation.responses as Record<string, ResponseObject>;
       const declared = responses[String(res.status)] ?? responses[`${String(res.status)[0]}XX`] ?? responses.default;
-      if (!declared) return [`${id}: status ${res.status} is not one the document declares (${Object.keys(responses).join(', ')})`];
+      if (!declared)
+        return [`${id}: status ${res.status} is not one the document declares (${Object.keys(responses).join(', ')})`];
       const errors: string[] = [];
       for (const [name, header] of Object.entries(declared.headers ?? {})) {
-        if (header.required && !res.headers.has(name)) errors.push(`${id} ${res.status}: required header ${name} is missing`);
+        if (header.required && !res.headers.has(name))
+          errors.push(`${id} ${res.status}: required header ${name} is missing`);
       }
       const headers = Object.fromEntries(res.headers);
-      errors.push(...describeErrors(`${id} ${res.status} headers`, api.validateResponseHeaders(headers, operation, { statusCode: res.status }).errors));
+      errors.push(
+        ...describeErrors(
+          `${id} ${res.status} headers`,
+          api.validateResponseHeaders(headers, operation, { statusCode: res.status }).errors,
+        ),
+      );
       const types = Object.keys(declared.content ?? {});
       const contentType = (res.headers.get('content-type') ?? '').split(';')[0]!.trim();
       if (types.length === 0) {
         if (res.body !== undefined) errors.push(`${id} ${res.status}: the document declares no body, got one`);
         return errors;
       }
-      if (!types.includes(contentType)) errors.push(`${id} ${res.status}: content type "${contentType}" is not one of ${types.join(', ')}`);
-      errors.push(...describeErrors(`${id} ${res.status} body`, api.validateResponse(res.body, operation, res.status).errors));
+      if (!types.includes(contentType))
+        errors.push(`${id} ${res.status}: content type "${contentType}" is not one of ${types.join(', ')}`);
+      errors.push(
+        ...describeErrors(`${id} ${res.status} body`, api.validateResponse(res.body, operation, res.status).errors),
+      );
       return errors;
     },
   };

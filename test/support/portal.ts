@@ -16,7 +16,8 @@ export async function startPortal(overrides: Record<string, string> = {}) {
     ...api,
     sink,
     /** The mails sent to `address` so far, oldest first. */
-    mailsTo: (address: string): StoredMail[] => readMailbox(sink.dir).filter((m) => m.to.includes(address.toLowerCase()) || m.to.includes(address)),
+    mailsTo: (address: string): StoredMail[] =>
+      readMailbox(sink.dir).filter((m) => m.to.includes(address.toLowerCase()) || m.to.includes(address)),
     async stopNotifications() {
       await notifications?.close();
       notifications = undefined;
@@ -55,5 +56,7 @@ export const cellsOffScreen = (page: Page) =>
       const box = td.getBoundingClientRect();
       return box.width > 0 && (box.right > width + 1 || box.left < -1);
     });
-    return off.slice(0, 5).map((td) => `${(td as HTMLElement).dataset.label ?? '?'}: ${(td.textContent ?? '').slice(0, 40)}`);
+    return off
+      .slice(0, 5)
+      .map((td) => `${(td as HTMLElement).dataset.label ?? '?'}: ${(td.textContent ?? '').slice(0, 40)}`);
   });

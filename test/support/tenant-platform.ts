@@ -128,7 +128,13 @@ export async function startTenantPlatform(
       return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { name: string; delete_at: number }[]) : [];
     },
     async startChat() {
-      chat = await startChatStandIn({ host: '127.0.0.1', port: chatPort, token: cfg.CHAT_TOKEN, teamId: cfg.CHAT_TEAM_ID, dir: chatDir });
+      chat = await startChatStandIn({
+        host: '127.0.0.1',
+        port: chatPort,
+        token: cfg.CHAT_TOKEN,
+        teamId: cfg.CHAT_TEAM_ID,
+        dir: chatDir,
+      });
     },
     async stopChat() {
       await chat?.close();
@@ -149,7 +155,16 @@ export async function startTenantPlatform(
 
 function quietLogger() {
   const noop = () => {};
-  const logger = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, fatal: noop, child: () => logger, level: 'silent' };
+  const logger = {
+    trace: noop,
+    debug: noop,
+    info: noop,
+    warn: noop,
+    error: noop,
+    fatal: noop,
+    child: () => logger,
+    level: 'silent',
+  };
   return logger as never;
 }
 
@@ -167,7 +182,15 @@ export function configEnv(cfg: Config): Record<string, string> {
 export const uniqueTenant = (prefix = 't') => `${prefix}-${randomUUID().slice(0, 8)}`;
 
 export function tenantYaml(name: string, spec: Partial<Record<string, string | number>> = {}): string {
-  const s = { subdomain: name, projectId: 42, tier: 'starter', erpVersion: '18', ownerEmail: `owner@${name}.test`, ownerName: 'Ada Owner', ...spec };
+  const s = {
+    subdomain: name,
+    projectId: 42,
+    tier: 'starter',
+    erpVersion: '18',
+    ownerEmail: `owner@${name}.test`,
+    ownerName: 'Ada Owner',
+    ...spec,
+  };
   const lines = Object.entries(s).map(([k, v]) => `  ${k}: ${typeof v === 'string' ? JSON.stringify(v) : v}`);
   return `apiVersion: plana.dev/v1alpha1\nkind: TenantClient\nmetadata:\n  name: ${name}\nspec:\n${lines.join('\n')}\n`;
 }
@@ -186,13 +209,17 @@ export function ops(p: TenantPlatform, method: 'GET' | 'POST' | 'DELETE', url: s
   return p.api.app.inject({ method, url, headers: { 'x-api-key': testKeys.operator } });
 }
 
-export async function describe(p: TenantPlatform, name: string): Promise<{ status: TenantStatus; statusSource: string; [k: string]: unknown }> {
+export async function describe(
+  p: TenantPlatform,
+  name: string,
+): Promise<{ status: TenantStatus; statusSource: string; [k: string]: unknown }> {
   const res = await ops(p, 'GET', `/api/ops/tenant-clients/${name}`);
   expect(res.statusCode).toBe(200);
   return res.json();
 }
 
-export const condition = (status: TenantStatus, type: 'Synced' | 'Ready') => status.conditions.find((c) => c.type === type);
+export const condition = (status: TenantStatus, type: 'Synced' | 'Ready') =>
+  status.conditions.find((c) => c.type === type);
 
 /** Waits until the tenant's mirrored status satisfies `predicate`; returns that status. */
 export async function waitForStatus(
@@ -205,7 +232,10 @@ export async function waitForStatus(
   const polled = expect
     .poll(
       async () => {
-        const { rows } = await p.pool.query<{ status: TenantStatus }>('SELECT status FROM tenant_clients WHERE name = $1', [name]);
+        const { rows } = await p.pool.query<{ status: TenantStatus }>(
+          'SELECT status FROM tenant_clients WHERE name = $1',
+          [name],
+        );
         last = rows[0]?.status;
         return last?.conditions ? predicate(last) : false;
       },
@@ -213,7 +243,9 @@ export async function waitForStatus(
     )
     .toBe(true);
   await polled.catch((err: Error) => {
-    const seen = last ? { phase: last.phase, currentStep: last.currentStep, conditions: last.conditions, steps: last.steps.slice(-5) } : 'no status yet';
+    const seen = last
+      ? { phase: last.phase, currentStep: last.currentStep, conditions: last.conditions, steps: last.steps.slice(-5) }
+      : 'no status yet';
     throw new Error(`${err.message}\nlast status of ${name}: ${JSON.stringify(seen, null, 2)}`);
   });
   return last!;
@@ -232,4 +264,5 @@ export const health = (p: TenantPlatform, host: string) =>
     { host, tenant: host.slice(0, -(p.cfg.TENANT_DOMAIN.length + 1)), database: host },
   );
 
-export const mailsTo = (p: TenantPlatform, email: string) => readMailbox(p.sink.dir).filter((m) => m.to.includes(email));
+export const mailsTo = (p: TenantPlatform, email: string) =>
+  readMailbox(p.sink.dir).filter((m) => m.to.includes(email));

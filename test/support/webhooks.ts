@@ -34,7 +34,9 @@ export interface Received {
 
 /** An HTTP receiver on loopback: `respond` decides each answer (default 204); every request is kept. */
 export async function startReceiver(
-  respond: (req: Received, n: number) => { status: number; headers?: Record<string, string>; body?: string } = () => ({ status: 204 }),
+  respond: (req: Received, n: number) => { status: number; headers?: Record<string, string>; body?: string } = () => ({
+    status: 204,
+  }),
   host = '127.0.0.1',
   listenPort = 0,
 ) {
@@ -58,12 +60,19 @@ export async function startReceiver(
     received,
     /** Distinct webhook-ids seen (a receiver that deduplicates on webhook-id). */
     ids: () => new Set(received.map((r) => String(r.headers['webhook-id']))),
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
-export async function startWebhookPlatform(overrides: Record<string, string> = {}, opts: { worker?: boolean; dispatcher?: boolean } = {}) {
+export async function startWebhookPlatform(
+  overrides: Record<string, string> = {},
+  opts: { worker?: boolean; dispatcher?: boolean } = {},
+) {
   const eventsPort = await freePort();
   const cfg = await testConfig({
     EVENTS_PORT: String(eventsPort),
@@ -115,30 +124,63 @@ export async function startWebhookPlatform(overrides: Record<string, string> = {
     startWorker: worker.start,
     stopWorker: worker.stop,
     /** `worker/index.ts` or `services/webhooks/dispatcher.ts` as a process of its own, to be killed. */
-    spawn(file: 'worker/index.ts' | 'services/webhooks/dispatcher.ts', extra: Record<string, string> = {}): ChildProcess {
-      const env = { PATH: process.env.PATH!, NODE_ENV: 'test', ...configEnv(cfg), LOG_LEVEL: 'error', TEMPORAL_LOG_LEVEL: 'ERROR', ...extra };
-      const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, file)], { cwd: root, env, stdio: ['ignore', 'ignore', 'inherit'] });
+    spawn(
+      file: 'worker/index.ts' | 'services/webhooks/dispatcher.ts',
+      extra: Record<string, string> = {},
+    ): ChildProcess {
+      const env = {
+        PATH: process.env.PATH!,
+        NODE_ENV: 'test',
+        ...configEnv(cfg),
+        LOG_LEVEL: 'error',
+        TEMPORAL_LOG_LEVEL: 'ERROR',
+        ...extra,
+      };
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, file)], {
+        cwd: root,
+        env,
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
       children.push(child);
       return child;
     },
     /** A workspace with an admin (logged in) and an endpoint at `url`; answers the endpoint and its secret. */
     async workspaceWithEndpoint(url: string, body: Record<string, unknown> = {}) {
       const { workspace, admin, accessToken } = await adminOfNewWorkspace(cfg.API_PUBLIC_URL, pool);
-      const res = await call(cfg.API_PUBLIC_URL, 'POST', '/api/portal/webhooks', { token: accessToken, headers: { 'x-workspace': workspace.slug }, body: { url, ...body } });
+      const res = await call(cfg.API_PUBLIC_URL, 'POST', '/api/portal/webhooks', {
+        token: accessToken,
+        headers: { 'x-workspace': workspace.slug },
+        body: { url, ...body },
+      });
       if (res.status !== 201) throw new Error(`endpoint create failed: ${res.status} ${JSON.stringify(res.body)}`);
-      return { workspace, admin, accessToken, endpoint: res.body.endpoint as { id: string }, secret: res.body.secret as string };
+      return {
+        workspace,
+        admin,
+        accessToken,
+        endpoint: res.body.endpoint as { id: string },
+        secret: res.body.secret as string,
+      };
     },
     /** An endpoint at `url` for an existing workspace (e.g. a test tenant's), registered by a new admin of it; answers its secret. */
     async endpointFor(workspaceSlug: string, url: string, eventTypes: string[]) {
-      const ws = (await pool.query<{ id: string }>('SELECT id FROM workspaces WHERE slug = $1', [workspaceSlug])).rows[0]!;
+      const ws = (await pool.query<{ id: string }>('SELECT id FROM workspaces WHERE slug = $1', [workspaceSlug]))
+        .rows[0]!;
       const token = await login(cfg.API_PUBLIC_URL, await addUser(pool, [{ workspaceId: ws.id, role: 'admin' }]));
-      const res = await call(cfg.API_PUBLIC_URL, 'POST', '/api/portal/webhooks', { token, headers: { 'x-workspace': workspaceSlug }, body: { url, eventTypes } });
+      const res = await call(cfg.API_PUBLIC_URL, 'POST', '/api/portal/webhooks', {
+        token,
+        headers: { 'x-workspace': workspaceSlug },
+        body: { url, eventTypes },
+      });
       if (res.status !== 201) throw new Error(`endpoint create failed: ${res.status} ${JSON.stringify(res.body)}`);
       return { endpoint: res.body.endpoint as { id: string }, secret: res.body.secret as string };
     },
     addUser,
     /** Publishes an event of `workspace` to the events service, as an ERP or the platform would. */
-    async publish(workspaceSlug: string, type = 'invoice.posted', data: unknown = { invoice: 'INV/2026/0001', amount: 120 }) {
+    async publish(
+      workspaceSlug: string,
+      type = 'invoice.posted',
+      data: unknown = { invoice: 'INV/2026/0001', amount: 120 },
+    ) {
       const ev = { ...cloudEvent({ id: randomUUID(), source: '/test', type, data }), workspace: workspaceSlug };
       await publishEvent({ eventsUrl: cfg.EVENTS_URL, apiKey: testKeys.events }, ev);
       return ev;

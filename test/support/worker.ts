@@ -5,7 +5,8 @@ import { createWorker } from '../../worker/index.js';
 import { workflowBundle } from './env.js';
 
 export function restartableWorker(cfg: Config) {
-  let worker: { worker: Worker; connection: NativeConnection; closeDeps(): Promise<void>; running: Promise<void> } | undefined;
+  let worker:
+    { worker: Worker; connection: NativeConnection; closeDeps(): Promise<void>; running: Promise<void> } | undefined;
   return {
     async start() {
       const created = await createWorker(cfg, { workflowBundle: workflowBundle() });

@@ -28,13 +28,21 @@ export async function call(
     body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
   });
   const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, cookies: res.headers.getSetCookie() };
+  return {
+    status: res.status,
+    headers: res.headers,
+    body: text ? JSON.parse(text) : undefined,
+    cookies: res.headers.getSetCookie(),
+  };
 }
 
 export const uniqueSlug = (p = 'ws') => `${p}-${randomUUID().slice(0, 8)}`;
 
 export async function addWorkspace(pool: Pool, slug = uniqueSlug()): Promise<{ id: string; slug: string }> {
-  const { rows } = await pool.query<{ id: string }>('INSERT INTO workspaces (slug, name) VALUES ($1, $2) RETURNING id', [slug, `Workspace ${slug}`]);
+  const { rows } = await pool.query<{ id: string }>(
+    'INSERT INTO workspaces (slug, name) VALUES ($1, $2) RETURNING id',
+    [slug, `Workspace ${slug}`],
+  );
   return { id: rows[0]!.id, slug };
 }
 
@@ -49,7 +57,11 @@ export async function addUser(
     [email, 'Test User', await bcrypt.hash(password, 4)],
   );
   for (const m of memberships) {
-    await pool.query('INSERT INTO memberships (user_id, workspace_id, role) VALUES ($1, $2, $3)', [rows[0]!.id, m.workspaceId, m.role]);
+    await pool.query('INSERT INTO memberships (user_id, workspace_id, role) VALUES ($1, $2, $3)', [
+      rows[0]!.id,
+      m.workspaceId,
+      m.role,
+    ]);
   }
   return { id: rows[0]!.id, email, password };
 }
@@ -68,7 +80,11 @@ export async function adminOfNewWorkspace(base: string, pool: Pool) {
   return { workspace, admin, accessToken };
 }
 
-export async function createKey(base: string, accessToken: string, body: { name: string; scopes?: string[] } = { name: 'test key' }) {
+export async function createKey(
+  base: string,
+  accessToken: string,
+  body: { name: string; scopes?: string[] } = { name: 'test key' },
+) {
   const res = await call(base, 'POST', '/api/portal/apikeys', { token: accessToken, body });
   if (res.status !== 201) throw new Error(`key create failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body as { id: string; token: string; prefix: string; scopes: string[] };

@@ -38,7 +38,11 @@ describe('configuration', () => {
 
   it('keeps npm run dev on real Odoo apart from the stand-in: its own DATA_DIR (a stand-in tenant database is no Odoo database)', () => {
     expect(parseConfig({})).toMatchObject({ DATA_DIR: '.data', FILESTORE_ROOT: '.data/filestore' });
-    expect(parseConfig({ ERP_BACKEND: 'odoo' })).toMatchObject({ DATA_DIR: '.data/odoo', FILESTORE_ROOT: '.data/odoo/filestore', BACKUP_ROOT: '.data/odoo/backups' });
+    expect(parseConfig({ ERP_BACKEND: 'odoo' })).toMatchObject({
+      DATA_DIR: '.data/odoo',
+      FILESTORE_ROOT: '.data/odoo/filestore',
+      BACKUP_ROOT: '.data/odoo/backups',
+    });
     expect(parseConfig({ ERP_BACKEND: 'odoo', DATA_DIR: '/srv/plana' }).DATA_DIR).toBe('/srv/plana');
   });
 });
@@ -62,6 +66,8 @@ describe('webhook receivers on this machine', () => {
       expect.stringMatching(/must not point at a private, loopback/),
     ]);
     expect(problems({ NODE_ENV: 'production' }, 'https://localhost/hook')).toEqual(['url must not point at localhost']);
-    expect(problems({ NODE_ENV: 'development', WEBHOOK_ALLOWED_ADDRESSES: '' }, 'http://127.0.0.1:4000/hook')[0]).toMatch(/loopback/);
+    expect(
+      problems({ NODE_ENV: 'development', WEBHOOK_ALLOWED_ADDRESSES: '' }, 'http://127.0.0.1:4000/hook')[0],
+    ).toMatch(/loopback/);
   });
 });

@@ -43,7 +43,9 @@ describe('docker-compose.yml', () => {
     expect(Object.keys(services)).toEqual(
       expect.arrayContaining(['postgresql', 'redis', 'temporal', 'temporal-ui', 'api', 'worker', 'notifications']),
     );
-    expect(platform.map(([name]) => name)).toEqual(expect.arrayContaining(['api', 'worker', 'notifications', 'banking', 'migrate']));
+    expect(platform.map(([name]) => name)).toEqual(
+      expect.arrayContaining(['api', 'worker', 'notifications', 'banking', 'migrate']),
+    );
   });
 
   it.each(Object.entries(services))('%s depends only on services that exist', (_name, service) => {
@@ -85,7 +87,9 @@ describe('docker-compose.yml', () => {
       const localOnly = Object.entries(defaults)
         .filter(([, v]) => {
           const s = JSON.stringify(v);
-          return /127\.0\.0\.1|localhost/.test(s) || /"dev-/.test(s) || s.includes('dev_only') || s.includes('ZGV2LW9ubHk');
+          return (
+            /127\.0\.0\.1|localhost/.test(s) || /"dev-/.test(s) || s.includes('dev_only') || s.includes('ZGV2LW9ubHk')
+          );
         })
         .map(([k]) => k);
       expect(localOnly.length).toBeGreaterThan(5);
@@ -94,7 +98,16 @@ describe('docker-compose.yml', () => {
 
     it('reaches the other containers by their service names', () => {
       const cfg = parseConfig(env);
-      for (const u of [cfg.DATABASE_URL, cfg.ERP_DATABASE_URL, cfg.REDIS_URL, cfg.NOTIFICATIONS_URL, cfg.EVENTS_URL, cfg.ACCOUNT_API_URL, cfg.BANKING_URL, `tcp://${cfg.TEMPORAL_ADDRESS}`]) {
+      for (const u of [
+        cfg.DATABASE_URL,
+        cfg.ERP_DATABASE_URL,
+        cfg.REDIS_URL,
+        cfg.NOTIFICATIONS_URL,
+        cfg.EVENTS_URL,
+        cfg.ACCOUNT_API_URL,
+        cfg.BANKING_URL,
+        `tcp://${cfg.TEMPORAL_ADDRESS}`,
+      ]) {
         expect(Object.keys(services)).toContain(new URL(u).hostname);
       }
     });

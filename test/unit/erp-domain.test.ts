@@ -13,11 +13,23 @@ const where = (domain: unknown) => {
 
 describe('domain translation', () => {
   it('AND-s consecutive terms and binds every value as a parameter', () => {
-    expect(where([['state', '=', 'posted'], ['amount_total', '>', 100]])).toEqual({ sql: 't.state = $1 AND t.amount_total > $2', params: ['posted', 100] });
+    expect(
+      where([
+        ['state', '=', 'posted'],
+        ['amount_total', '>', 100],
+      ]),
+    ).toEqual({ sql: 't.state = $1 AND t.amount_total > $2', params: ['posted', 100] });
   });
 
   it('reads prefix operators: | & !', () => {
-    const { sql, params } = where(['|', ['state', '=', 'draft'], '&', ['move_type', '=', 'out_invoice'], '!', ['payment_state', '=', 'paid']]);
+    const { sql, params } = where([
+      '|',
+      ['state', '=', 'draft'],
+      '&',
+      ['move_type', '=', 'out_invoice'],
+      '!',
+      ['payment_state', '=', 'paid'],
+    ]);
     expect(sql).toBe('(t.state = $1 OR (t.move_type = $2 AND (NOT t.payment_state = $3)))');
     expect(params).toEqual(['draft', 'out_invoice', 'paid']);
   });
@@ -42,7 +54,9 @@ describe('domain translation', () => {
   });
 
   it('follows many2one paths with a sub-select', () => {
-    expect(where([['partner_id.city', '=', 'Berlin']]).sql).toBe('t.partner_id IN (SELECT s1.id FROM res_partner s1 WHERE s1.city = $1)');
+    expect(where([['partner_id.city', '=', 'Berlin']]).sql).toBe(
+      't.partner_id IN (SELECT s1.id FROM res_partner s1 WHERE s1.city = $1)',
+    );
   });
 
   it.each([

@@ -34,12 +34,16 @@ describe('ErpFault', () => {
   });
 
   it('keeps a fault string that is the exception itself, and the message of a user error as it is', () => {
-    expect(new ErpFault(1, 'psycopg2.errors.UndefinedColumn: column "demo" does not exist\nLINE 1: SELECT demo\n       ^\n').message).toBe(
-      'psycopg2.errors.UndefinedColumn: column "demo" does not exist LINE 1: SELECT demo',
-    );
-    expect(new ErpFault(1, 'Traceback (most recent call last):\n  File "x.py", line 1, in f\nValueError: Invalid field account.move.nope\n').message).toBe(
-      'ValueError: Invalid field account.move.nope',
-    );
+    expect(
+      new ErpFault(1, 'psycopg2.errors.UndefinedColumn: column "demo" does not exist\nLINE 1: SELECT demo\n       ^\n')
+        .message,
+    ).toBe('psycopg2.errors.UndefinedColumn: column "demo" does not exist LINE 1: SELECT demo');
+    expect(
+      new ErpFault(
+        1,
+        'Traceback (most recent call last):\n  File "x.py", line 1, in f\nValueError: Invalid field account.move.nope\n',
+      ).message,
+    ).toBe('ValueError: Invalid field account.move.nope');
     expect(new ErpFault(2, 'You cannot post an empty invoice.').message).toBe('You cannot post an empty invoice.');
   });
 });

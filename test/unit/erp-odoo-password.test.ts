@@ -19,7 +19,10 @@ describe('Odoo password hashes', () => {
     expect(await verifyOdooPassword('s3cret', `$pbkdf2-sha512$2000$${ab64(salt)}$${ab64(checksum)}`)).toBe(true);
   });
 
-  it.each([null, '', 'plaintext', '$pbkdf2-sha256$1000$abc$def', '$pbkdf2-sha512$notanumber$abc$def'])('reject a stored value %j that is not a hash', async (stored) => {
-    expect(await verifyOdooPassword('plaintext', stored)).toBe(false);
-  });
+  it.each([null, '', 'plaintext', '$pbkdf2-sha256$1000$abc$def', '$pbkdf2-sha512$notanumber$abc$def'])(
+    'reject a stored value %j that is not a hash',
+    async (stored) => {
+      expect(await verifyOdooPassword('plaintext', stored)).toBe(false);
+    },
+  );
 });

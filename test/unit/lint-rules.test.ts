@@ -43,7 +43,10 @@ describe('workflow code imports nothing the deterministic sandbox cannot run', (
 describe('imports flow one way: entry points → workflows/activities → domain → lib', () => {
   it.each([
     ['domain/tenants/example.ts', `import { tenantLifecycle as x } from '../../workflows/index.js';`],
-    ['domain/tenants/example.ts', `import type { tenantLifecycle as x } from '../../workflows/tenant-lifecycle/index.js';`],
+    [
+      'domain/tenants/example.ts',
+      `import type { tenantLifecycle as x } from '../../workflows/tenant-lifecycle/index.js';`,
+    ],
     ['domain/webhooks/example.ts', `import { createActivities as x } from '../../activities/index.js';`],
     ['domain/billing/example.ts', `import { buildApp as x } from '../../api/app.js';`],
     ['domain/example.ts', `import { startDispatcher as x } from '../services/webhooks/dispatcher.js';`],
@@ -72,7 +75,6 @@ describe('imports flow one way: entry points → workflows/activities → domain
 });
 
 describe('lib/ is infrastructure', () => {
-
   it('allows its own modules and packages', async () => {
     expect(await importErrors('lib/example.ts', `import { AppError as x } from './errors.js';`)).toEqual([]);
     expect(await importErrors('lib/example.ts', `import x from 'pg';`)).toEqual([]);
@@ -81,6 +83,8 @@ describe('lib/ is infrastructure', () => {
 
 it('the whole tree is lint-clean on these rules', async () => {
   const results = await eslint.lintFiles(['workflows', 'activities', 'domain', 'lib']);
-  const problems = results.flatMap((r) => r.messages.map((m) => `${path.relative(root, r.filePath)}:${m.line} ${m.message}`));
+  const problems = results.flatMap((r) =>
+    r.messages.map((m) => `${path.relative(root, r.filePath)}:${m.line} ${m.message}`),
+  );
   expect(problems).toEqual([]);
 });

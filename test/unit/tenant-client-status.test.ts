@@ -5,11 +5,21 @@ import { filestorePath } from '../../domain/tenants/filestore.js';
 import { retentionDays, tenantBackupDir } from '../../domain/tenants/backups.js';
 import { parseConfig } from '../../lib/config.js';
 import { age } from '../../cli/tenant-output.js';
-import { newResources, resourceErrors, setCondition, unreadyMessage, type Condition } from '../../domain/tenants/types.js';
+import {
+  newResources,
+  resourceErrors,
+  setCondition,
+  unreadyMessage,
+  type Condition,
+} from '../../domain/tenants/types.js';
 
 describe('conditions', () => {
   const synced = (status: 'True' | 'False'): Omit<Condition, 'lastTransitionTime'> => ({
-    type: 'Synced', status, reason: status === 'True' ? 'ReconcileSuccess' : 'ReconcileError', message: '', observedGeneration: 1,
+    type: 'Synced',
+    status,
+    reason: status === 'True' ? 'ReconcileSuccess' : 'ReconcileError',
+    message: '',
+    observedGeneration: 1,
   });
 
   it('keeps lastTransitionTime while the status stays, and moves it when the status changes', () => {
@@ -21,15 +31,30 @@ describe('conditions', () => {
   });
 
   it('lists Synced before Ready', () => {
-    const ready: Omit<Condition, 'lastTransitionTime'> = { type: 'Ready', status: 'False', reason: 'Creating', message: '', observedGeneration: 1 };
-    expect(setCondition(setCondition([], ready, 't'), synced('True'), 't').map((c) => c.type)).toEqual(['Synced', 'Ready']);
+    const ready: Omit<Condition, 'lastTransitionTime'> = {
+      type: 'Ready',
+      status: 'False',
+      reason: 'Creating',
+      message: '',
+      observedGeneration: 1,
+    };
+    expect(setCondition(setCondition([], ready, 't'), synced('True'), 't').map((c) => c.type)).toEqual([
+      'Synced',
+      'Ready',
+    ]);
   });
 
   it('names the unready resources but never the non-fatal chat room', () => {
     const resources = newResources('t');
     expect(unreadyMessage(resources)).toBe('Unready resources: database, apiUser, route, filestore, backupSchedule');
-    for (const k of ['database', 'apiUser', 'route', 'filestore', 'backupSchedule'] as const) resources[k] = { ...resources[k], synced: 'True', state: 'Created' };
-    resources.chatRoom = { ...resources.chatRoom, synced: 'False', state: 'Failed', message: 'chat server unreachable' };
+    for (const k of ['database', 'apiUser', 'route', 'filestore', 'backupSchedule'] as const)
+      resources[k] = { ...resources[k], synced: 'True', state: 'Created' };
+    resources.chatRoom = {
+      ...resources.chatRoom,
+      synced: 'False',
+      state: 'Failed',
+      message: 'chat server unreachable',
+    };
     expect(unreadyMessage(resources)).toBe('');
     expect(resourceErrors(resources)).toEqual(['chatRoom: chat server unreachable']);
   });
@@ -40,9 +65,12 @@ describe('filestore paths', () => {
     expect(filestorePath('/srv/filestore', 'acme')).toBe('/srv/filestore/acme');
     expect(filestorePath('rel/root', 'a-1')).toBe(path.resolve('rel/root', 'a-1'));
   });
-  it.each(['..', '../etc', 'a/b', '/etc', '', 'Acme', '.'])('refuses %j (outside the root or not a tenant)', (tenant) => {
-    expect(() => filestorePath('/srv/filestore', tenant)).toThrow(/refusing/);
-  });
+  it.each(['..', '../etc', 'a/b', '/etc', '', 'Acme', '.'])(
+    'refuses %j (outside the root or not a tenant)',
+    (tenant) => {
+      expect(() => filestorePath('/srv/filestore', tenant)).toThrow(/refusing/);
+    },
+  );
   it('keeps backups in a folder per tenant under the backup root', () => {
     expect(tenantBackupDir('/srv/backups', 'acme')).toBe('/srv/backups/acme');
     expect(() => tenantBackupDir('/srv/backups', '../x')).toThrow(/refusing/);
@@ -52,7 +80,9 @@ describe('filestore paths', () => {
 describe('backup retention per tier', () => {
   it('is 30 days for starter, 90 for pro, 365 for enterprise by default, and configurable', () => {
     const cfg = parseConfig({});
-    expect([retentionDays(cfg, 'starter'), retentionDays(cfg, 'pro'), retentionDays(cfg, 'enterprise')]).toEqual([30, 90, 365]);
+    expect([retentionDays(cfg, 'starter'), retentionDays(cfg, 'pro'), retentionDays(cfg, 'enterprise')]).toEqual([
+      30, 90, 365,
+    ]);
     expect(retentionDays(parseConfig({ BACKUP_RETENTION_ENTERPRISE_DAYS: '730' }), 'enterprise')).toBe(730);
   });
   it('reads lifecycle durations such as "30 days" and refuses others with a clear message', () => {
@@ -60,7 +90,9 @@ describe('backup retention per tier', () => {
     expect(cfg.TENANT_SOAK_PERIOD).toBe(30 * 86_400_000);
     expect(cfg.TENANT_READY_DEADLINE).toBe(5 * 60_000);
     expect(parseConfig({ TENANT_READY_DEADLINE: '3s' }).TENANT_READY_DEADLINE).toBe(3_000);
-    expect(() => parseConfig({ TENANT_SOAK_PERIOD: 'a month' })).toThrow('TENANT_SOAK_PERIOD: must be a duration such as "30 days", "5 minutes" or "2s"');
+    expect(() => parseConfig({ TENANT_SOAK_PERIOD: 'a month' })).toThrow(
+      'TENANT_SOAK_PERIOD: must be a duration such as "30 days", "5 minutes" or "2s"',
+    );
   });
 });
 

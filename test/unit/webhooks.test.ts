@@ -4,7 +4,13 @@ import { retryDelay } from '../../workflows/webhook-delivery.js';
 import { AddressPolicy } from '../../domain/webhooks/addresses.js';
 import { parseRetryAfter } from '../../domain/webhooks/http-sender.js';
 
-const settings = { scheduleMs: [5_000, 300_000], jitter: 0.2, retryAfterMinMs: 1_000, retryAfterMaxMs: 3_600_000, slowDownMinMs: 60_000 };
+const settings = {
+  scheduleMs: [5_000, 300_000],
+  jitter: 0.2,
+  retryAfterMinMs: 1_000,
+  retryAfterMaxMs: 3_600_000,
+  slowDownMinMs: 60_000,
+};
 const fail = { outcome: 'http-status' as const, statusCode: 500, retryAfterMs: null, error: 'answered 500' };
 
 describe('webhook retry schedule', () => {
@@ -34,7 +40,19 @@ describe('webhook retry schedule', () => {
 describe('webhook address policy', () => {
   it('refuses private, loopback, link-local, CGNAT, metadata and mapped addresses unless allow-listed', () => {
     const policy = new AddressPolicy('127.0.0.1/32');
-    for (const ip of ['10.1.2.3', '172.16.0.1', '192.168.1.1', '127.0.0.2', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', 'fd00:ec2::254', 'fe80::1', '::ffff:10.0.0.1']) {
+    for (const ip of [
+      '10.1.2.3',
+      '172.16.0.1',
+      '192.168.1.1',
+      '127.0.0.2',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '::1',
+      'fd00:ec2::254',
+      'fe80::1',
+      '::ffff:10.0.0.1',
+    ]) {
       expect(policy.refusal(ip), ip).toBeDefined();
     }
     for (const ip of ['127.0.0.1', '93.184.216.34', '2606:4700::1111']) expect(policy.refusal(ip), ip).toBeUndefined();

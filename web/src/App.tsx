@@ -55,7 +55,11 @@ function SignedIn({ user }: { user: User }) {
         {workspace && <span className="workspace-name">{workspace.name}</span>}
         <span className="spacer" />
         <span className="muted user">{user.email}</span>
-        <button type="button" className="secondary" onClick={() => void signOut().then(() => navigate('', { replace: true }))}>
+        <button
+          type="button"
+          className="secondary"
+          onClick={() => void signOut().then(() => navigate('', { replace: true }))}
+        >
           Sign out
         </button>
       </header>
@@ -116,7 +120,9 @@ function WorkspaceView({ workspace, section }: { workspace: WorkspaceRef; sectio
         {current ? (
           <current.page workspace={workspace} subpath={subpath} />
         ) : (
-          <p className="empty">There is no page “{section}” here{workspace.role === 'member' ? ' for a member' : ''}.</p>
+          <p className="empty">
+            There is no page “{section}” here{workspace.role === 'member' ? ' for a member' : ''}.
+          </p>
         )}
       </main>
     </div>

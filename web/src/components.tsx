@@ -79,7 +79,19 @@ export function Dialog({ title, onClose, children }: { title: string; onClose: (
 }
 
 /** The foot of a dialog's form: its problem, Cancel, and the submit button (its `busyText` while it runs). */
-export function FormActions({ error, busy, onCancel, submit, busyText }: { error: unknown; busy: boolean; onCancel: () => void; submit: string; busyText: string }) {
+export function FormActions({
+  error,
+  busy,
+  onCancel,
+  submit,
+  busyText,
+}: {
+  error: unknown;
+  busy: boolean;
+  onCancel: () => void;
+  submit: string;
+  busyText: string;
+}) {
   return (
     <>
       <ErrorMessage error={error} />
@@ -134,7 +146,15 @@ export function SecretField({ secret, label }: { secret: string; label: string }
   return (
     <div className="token-row">
       <input className="token" readOnly value={secret} aria-label={label} onFocus={(e) => e.currentTarget.select()} />
-      <button type="button" onClick={() => void navigator.clipboard?.writeText(secret).then(() => setCopied(true), () => setCopied(false))}>
+      <button
+        type="button"
+        onClick={() =>
+          void navigator.clipboard?.writeText(secret).then(
+            () => setCopied(true),
+            () => setCopied(false),
+          )
+        }
+      >
         {copied ? 'Copied' : 'Copy'}
       </button>
     </div>
@@ -142,7 +162,19 @@ export function SecretField({ secret, label }: { secret: string; label: string }
 }
 
 /** A secret just made (a key's token, an endpoint's signing secret), shown in a dialog with what to do with it (`children`), and Done. */
-export function SecretOnceDialog({ title, secret, label, onClose, children }: { title: string; secret: string; label: string; onClose: () => void; children: ReactNode }) {
+export function SecretOnceDialog({
+  title,
+  secret,
+  label,
+  onClose,
+  children,
+}: {
+  title: string;
+  secret: string;
+  label: string;
+  onClose: () => void;
+  children: ReactNode;
+}) {
   return (
     <Dialog title={title} onClose={onClose}>
       {children}
@@ -166,18 +198,32 @@ export const ACTIONS: Column = { label: 'Actions', srOnly: true };
 export const numeric = (label: string): Column => ({ label, num: true });
 
 /** A table in its box (TableWrap): its caption, the header row of `columns`, and `children` as the rows of its body. */
-export function Table({ columns, caption, id, className = 'table', children }: { columns: Column[]; caption?: string; id?: string; className?: string; children: ReactNode }) {
+export function Table({
+  columns,
+  caption,
+  id,
+  className = 'table',
+  children,
+}: {
+  columns: Column[];
+  caption?: string;
+  id?: string;
+  className?: string;
+  children: ReactNode;
+}) {
   return (
     <TableWrap>
       <table className={className} id={id}>
         {caption && <caption>{caption}</caption>}
         <thead>
           <tr>
-            {columns.map((c) => (typeof c === 'string' ? { label: c } : c)).map((c) => (
-              <th key={c.label} className={c.num ? 'num' : undefined}>
-                {c.srOnly ? <span className="sr-only">{c.label}</span> : c.label}
-              </th>
-            ))}
+            {columns
+              .map((c) => (typeof c === 'string' ? { label: c } : c))
+              .map((c) => (
+                <th key={c.label} className={c.num ? 'num' : undefined}>
+                  {c.srOnly ? <span className="sr-only">{c.label}</span> : c.label}
+                </th>
+              ))}
           </tr>
         </thead>
         <tbody>{children}</tbody>
@@ -204,7 +250,9 @@ export function TableWrap({ children }: { children: ReactNode }) {
 }
 
 function labelCells(table: HTMLTableElement) {
-  const headers = [...(table.tHead?.rows[0]?.cells ?? [])].flatMap((th) => Array<string>(th.colSpan).fill(th.querySelector('.sr-only') ? '' : (th.textContent ?? '').trim()));
+  const headers = [...(table.tHead?.rows[0]?.cells ?? [])].flatMap((th) =>
+    Array<string>(th.colSpan).fill(th.querySelector('.sr-only') ? '' : (th.textContent ?? '').trim()),
+  );
   for (const body of table.tBodies) {
     for (const row of body.rows) {
       if (row.querySelector('th[scope="rowgroup"]')) continue;

@@ -12,5 +12,7 @@ export function failureMessage(err: unknown): string {
 
 /** The type of the `ApplicationFailure` an activity raised (a business reason), if it raised one. */
 export function failureType(err: unknown): string | undefined {
-  return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure ? (err.cause.type ?? undefined) : undefined;
+  return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure
+    ? (err.cause.type ?? undefined)
+    : undefined;
 }

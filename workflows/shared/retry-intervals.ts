@@ -8,5 +8,7 @@ export interface RetryIntervalOverride {
 }
 
 export function retryIntervals(override: RetryIntervalOverride | undefined, initial: string, maximum: string) {
-  return override ? { initialInterval: override.initialMs, maximumInterval: override.maximumMs } : { initialInterval: initial, maximumInterval: maximum };
+  return override
+    ? { initialInterval: override.initialMs, maximumInterval: override.maximumMs }
+    : { initialInterval: initial, maximumInterval: maximum };
 }

@@ -34,7 +34,10 @@ const teardownSteps = [
     name: 'remove-route',
     resource: 'route',
     ensures: 'no route to the tenant',
-    call: ({ activities, name }) => activities.mustFinish.removeRoute.executeWithOptions({ summary: `Remove the route of ${name}` }, [{ tenant: name }]),
+    call: ({ activities, name }) =>
+      activities.mustFinish.removeRoute.executeWithOptions({ summary: `Remove the route of ${name}` }, [
+        { tenant: name },
+      ]),
     record: ({ tenant }, removed) => {
       tenant.setResourceDeleted('route', `route ${removed.outcome}`);
       tenant.recordStep('remove-route', 'ok', removed.outcome);
@@ -44,7 +47,10 @@ const teardownSteps = [
     name: 'drop-database',
     resource: 'database',
     ensures: 'no tenant database (and so no ERP API user)',
-    call: ({ activities, database }) => activities.mustFinish.dropTenantDatabase.executeWithOptions({ summary: `DROP DATABASE "${database}"` }, [{ database }]),
+    call: ({ activities, database }) =>
+      activities.mustFinish.dropTenantDatabase.executeWithOptions({ summary: `DROP DATABASE "${database}"` }, [
+        { database },
+      ]),
     record: ({ tenant, database }, dropped) => {
       tenant.setResourceDeleted('database', `database ${dropped.outcome}`);
       tenant.setResourceDeleted('apiUser', 'removed with the database');
@@ -55,7 +61,10 @@ const teardownSteps = [
     name: 'wipe-filestore',
     resource: 'filestore',
     ensures: 'no filestore folder',
-    call: ({ activities, name }) => activities.mustFinish.wipeFilestore.executeWithOptions({ summary: `Wipe the filestore folder of ${name}` }, [{ tenant: name }]),
+    call: ({ activities, name }) =>
+      activities.mustFinish.wipeFilestore.executeWithOptions({ summary: `Wipe the filestore folder of ${name}` }, [
+        { tenant: name },
+      ]),
     record: ({ tenant }, wiped) => {
       tenant.setResourceDeleted('filestore', wiped.wiped ? 'wiped' : 'was already gone');
       tenant.recordStep('wipe-filestore', 'ok', wiped.path);
@@ -66,11 +75,15 @@ const teardownSteps = [
     resource: 'backupSchedule',
     ensures: 'no backup schedule (the stored backups stay for the tier retention)',
     call: ({ activities, name }) =>
-      activities.mustFinish.deleteBackupSchedule.executeWithOptions({ summary: `Delete schedule ${backupScheduleId(name)} (stored backups stay)` }, [
-        { tenant: name },
-      ]),
+      activities.mustFinish.deleteBackupSchedule.executeWithOptions(
+        { summary: `Delete schedule ${backupScheduleId(name)} (stored backups stay)` },
+        [{ tenant: name }],
+      ),
     record: ({ tenant, spec }, deleted) => {
-      tenant.setResourceDeleted('backupSchedule', `schedule ${deleted.outcome}; stored backups kept for the ${spec.tier} retention`);
+      tenant.setResourceDeleted(
+        'backupSchedule',
+        `schedule ${deleted.outcome}; stored backups kept for the ${spec.tier} retention`,
+      );
       tenant.recordStep('delete-backup-schedule', 'ok', deleted.outcome);
     },
   }),
@@ -79,9 +92,19 @@ const teardownSteps = [
 export async function deprovision(tenant: TenantState, activities: LifecycleActivities): Promise<void> {
   const state = tenant.state;
   const { spec, name } = state;
-  const context: TeardownContext = { tenant, activities, name, spec, database: state.hostname || state.resources.database.externalName };
+  const context: TeardownContext = {
+    tenant,
+    activities,
+    name,
+    spec,
+    database: state.hostname || state.resources.database.externalName,
+  };
   state.phase = 'Deprovisioning';
-  tenant.setReady('False', 'Deleting', 'Deprovisioning: route, database, filestore, backup schedule; the chat room is archived');
+  tenant.setReady(
+    'False',
+    'Deleting',
+    'Deprovisioning: route, database, filestore, backup schedule; the chat room is archived',
+  );
   await tenant.mirror();
 
   if (state.resources.database.state === 'Created') await finalBackup(context);
@@ -121,7 +144,12 @@ async function archiveChatRoom({ tenant, activities, spec }: TeardownContext): P
       { summary: `Archive chat room ${chatRoomName(spec.subdomain, spec.projectId)} (inactive)` },
       [{ spec }],
     );
-    tenant.setResource('chatRoom', { externalName: archived.room, synced: 'True', state: 'Archived', message: `room ${archived.outcome} (inactive)` });
+    tenant.setResource('chatRoom', {
+      externalName: archived.room,
+      synced: 'True',
+      state: 'Archived',
+      message: `room ${archived.outcome} (inactive)`,
+    });
     tenant.recordStep('archive-chat-room', 'ok', archived.outcome);
   } catch (err) {
     const message = failureMessage(err);
@@ -137,7 +165,11 @@ async function finishDeprovisioning({ tenant, spec }: TeardownContext): Promise<
   state.deprovisionedAt = nowIso();
   const leftBehind = tenant.blockingErrors();
   tenant.setSynced(leftBehind.length ? 'False' : 'True', leftBehind.join('; '), state.generation);
-  tenant.setReady('False', 'Deleting', `Deprovisioned at ${state.deprovisionedAt}; stored backups are kept for the ${spec.tier} tier's retention`);
+  tenant.setReady(
+    'False',
+    'Deleting',
+    `Deprovisioned at ${state.deprovisionedAt}; stored backups are kept for the ${spec.tier} tier's retention`,
+  );
   tenant.setCurrentStep('deprovisioned');
   await tenant.mirror();
 }

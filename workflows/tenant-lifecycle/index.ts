@@ -11,8 +11,25 @@
  * step is an idempotent activity, so a worker crash anywhere only repeats a step. Time comes from
  * the SDK's deterministic clock (`Date` inside the workflow sandbox).
  */
-import { allHandlersFinished, condition, continueAsNew, log, patched, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { applySignal, cancelUpdate, deleteUpdate, reactivateUpdate, retryChatRoomUpdate, statusQuery, type TenantLifecycleInput } from '../../domain/tenants/workflow-contract.js';
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  log,
+  patched,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import {
+  applySignal,
+  cancelUpdate,
+  deleteUpdate,
+  reactivateUpdate,
+  retryChatRoomUpdate,
+  statusQuery,
+  type TenantLifecycleInput,
+} from '../../domain/tenants/workflow-contract.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { type TenantStatus } from '../../domain/tenants/types.js';
 import { lifecycleActivities, type LifecycleActivities } from './activities.js';
@@ -38,7 +55,12 @@ async function probeWhileReady(tenant: TenantState, activities: LifecycleActivit
   if (!database || tenant.isCancelled) return;
   const health = await activities.reconcileStep.probeTenantHealth
     .executeWithOptions(
-      { startToCloseTimeout: '1 minute', heartbeatTimeout: '30 seconds', retry: { maximumAttempts: 2 }, summary: `Probe ${database} while Ready` },
+      {
+        startToCloseTimeout: '1 minute',
+        heartbeatTimeout: '30 seconds',
+        retry: { maximumAttempts: 2 },
+        summary: `Probe ${database} while Ready`,
+      },
       [{ host: database, tenant: state.name, database, windowMs: 0, intervalMs: 1_000 }],
     )
     .catch((err: unknown) => ({ healthy: false, detail: failureMessage(err) }));
@@ -66,7 +88,11 @@ export async function tenantLifecycle(input: TenantLifecycleInput): Promise<Tena
   if (!input.carried) tenant.needsReconcile = true;
   // what woke the last run but was not reconciled before it continued as new: a newer spec, a
   // chat-room retry (patched: runs that continued as new before this fix did not carry it)
-  else if ((state.chatRetry || state.observedGeneration < state.generation) && patched('reconcile-what-woke-the-last-run')) tenant.needsReconcile = true;
+  else if (
+    (state.chatRetry || state.observedGeneration < state.generation) &&
+    patched('reconcile-what-woke-the-last-run')
+  )
+    tenant.needsReconcile = true;
 
   setMessageHandlers(tenant, input);
 
@@ -82,7 +108,9 @@ export async function tenantLifecycle(input: TenantLifecycleInput): Promise<Tena
       tenant.setCurrentStep('soak-period');
       const remaining = Date.parse(state.deprovisionAt!) - Date.now();
       if (remaining > 0) {
-        await condition(() => !tenant.isCancelled || state.deleteRequested, remaining, { summary: `Soak period until ${state.deprovisionAt}` });
+        await condition(() => !tenant.isCancelled || state.deleteRequested, remaining, {
+          summary: `Soak period until ${state.deprovisionAt}`,
+        });
       }
       if (tenant.isCancelled) {
         await deprovision(tenant, activities);
@@ -104,10 +132,15 @@ export async function tenantLifecycle(input: TenantLifecycleInput): Promise<Tena
     const wakeUp = () => tenant.needsReconcile || tenant.isCancelled || tenant.hasUnmirroredChanges;
     if (outcome === 'not-ready') {
       // exponential back-off, but never past the readiness deadline, so it is reported on time
-      const backoff = Math.min(settings.probeIntervalMs * 2 ** Math.min(failedRounds - 1, 16), settings.reconcileBackoffMaxMs);
+      const backoff = Math.min(
+        settings.probeIntervalMs * 2 ** Math.min(failedRounds - 1, 16),
+        settings.reconcileBackoffMaxMs,
+      );
       const untilDeadline = state.deadlineAt - Date.now();
       const wait = untilDeadline > 0 ? Math.min(backoff, untilDeadline) : backoff;
-      await condition(wakeUp, Math.max(wait, 1), { summary: `Back off ${Math.round(wait / 1000)}s before reconciling ${state.name} again` });
+      await condition(wakeUp, Math.max(wait, 1), {
+        summary: `Back off ${Math.round(wait / 1000)}s before reconciling ${state.name} again`,
+      });
     } else if (outcome === 'ready' && patched('probe-while-ready')) {
       // a Ready tenant whose database vanishes or breaks is noticed (earlier runs only waited)
       tenant.setCurrentStep('ready');
@@ -121,11 +154,23 @@ export async function tenantLifecycle(input: TenantLifecycleInput): Promise<Tena
       await condition(() => wakeUp() || workflowInfo().continueAsNewSuggested);
     }
 
-    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > (settings.historyLimit ?? HISTORY_LIMIT)) {
+    if (
+      workflowInfo().continueAsNewSuggested ||
+      workflowInfo().historyLength > (settings.historyLimit ?? HISTORY_LIMIT)
+    ) {
       await tenant.mirror();
       await condition(allHandlersFinished);
-      tenant.recordStep('continue-as-new', 'ok', `history of run ${workflowInfo().runId} has ${workflowInfo().historyLength} events`);
-      await continueAsNew<typeof tenantLifecycle>({ ...input, generation: state.generation, spec: state.spec, carried: state });
+      tenant.recordStep(
+        'continue-as-new',
+        'ok',
+        `history of run ${workflowInfo().runId} has ${workflowInfo().historyLength} events`,
+      );
+      await continueAsNew<typeof tenantLifecycle>({
+        ...input,
+        generation: state.generation,
+        spec: state.spec,
+        carried: state,
+      });
     }
   }
 }
@@ -157,7 +202,8 @@ function setMessageHandlers(tenant: TenantState, { settings }: TenantLifecycleIn
     },
     {
       validator: () => {
-        if (tenant.isTearingDown || tenant.isCancelled) throw new Error(`tenant ${state.name} is ${phase()}; its chat room is not reconciled`);
+        if (tenant.isTearingDown || tenant.isCancelled)
+          throw new Error(`tenant ${state.name} is ${phase()}; its chat room is not reconciled`);
       },
     },
   );
@@ -173,14 +219,19 @@ function setSoakHandlers(tenant: TenantState, settings: TenantLifecycleInput['se
       state.cancelledAt = nowIso();
       state.deprovisionAt = new Date(Date.now() + settings.soakPeriodMs).toISOString();
       state.phase = 'Cancelled';
-      tenant.recordStep('cancel', 'ok', `soak period started; deprovisioning at ${state.deprovisionAt} unless reactivated`);
+      tenant.recordStep(
+        'cancel',
+        'ok',
+        `soak period started; deprovisioning at ${state.deprovisionAt} unless reactivated`,
+      );
       tenant.touch();
       return tenant.status();
     },
     {
       validator: () => {
         if (tenant.isTearingDown) throw new Error(`tenant ${state.name} is already ${phase()}`);
-        if (tenant.isCancelled) throw new Error(`tenant ${state.name} is already cancelled; it is deprovisioned at ${state.deprovisionAt}`);
+        if (tenant.isCancelled)
+          throw new Error(`tenant ${state.name} is already cancelled; it is deprovisioned at ${state.deprovisionAt}`);
       },
     },
   );
@@ -198,8 +249,10 @@ function setSoakHandlers(tenant: TenantState, settings: TenantLifecycleInput['se
     },
     {
       validator: () => {
-        if (tenant.isTearingDown) throw new Error(`tenant ${state.name} is ${phase()}; it can no longer be reactivated`);
-        if (!tenant.isCancelled) throw new Error(`tenant ${state.name} is not cancelled; there is nothing to reactivate`);
+        if (tenant.isTearingDown)
+          throw new Error(`tenant ${state.name} is ${phase()}; it can no longer be reactivated`);
+        if (!tenant.isCancelled)
+          throw new Error(`tenant ${state.name} is not cancelled; there is nothing to reactivate`);
       },
     },
   );
@@ -216,7 +269,9 @@ function setSoakHandlers(tenant: TenantState, settings: TenantLifecycleInput['se
       validator: () => {
         if (tenant.isTearingDown) throw new Error(`tenant ${state.name} is already ${phase()}`);
         if (!tenant.isCancelled)
-          throw new Error(`tenant ${state.name} is active: cancel it first (deprovisioning follows the soak period, or a delete after the cancel)`);
+          throw new Error(
+            `tenant ${state.name} is active: cancel it first (deprovisioning follows the soak period, or a delete after the cancel)`,
+          );
       },
     },
   );

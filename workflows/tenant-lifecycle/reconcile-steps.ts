@@ -36,7 +36,10 @@ const cloneDatabase = reconcileStep({
   ensures: 'the tenant database, cloned from the template of tier × version',
   call: ({ activities, database, spec }) =>
     activities.reconcileStep.cloneTenantDatabase.executeWithOptions(
-      { startToCloseTimeout: '5 minutes', summary: `CREATE DATABASE "${database}" from the ${spec.tier}/${spec.erpVersion} template` },
+      {
+        startToCloseTimeout: '5 minutes',
+        summary: `CREATE DATABASE "${database}" from the ${spec.tier}/${spec.erpVersion} template`,
+      },
       [{ database, spec }],
     ),
   record: ({ tenant, database }, db) => {
@@ -48,7 +51,10 @@ const cloneDatabase = reconcileStep({
     }
     // an existing database keeps saying where it came from (after a tier change it is not this tier's template)
     const previous = tenant.state.resources.database;
-    const message = db.outcome === 'created' || previous.state !== 'Created' || !previous.message.startsWith('cloned from') ? `cloned from ${db.template}` : previous.message;
+    const message =
+      db.outcome === 'created' || previous.state !== 'Created' || !previous.message.startsWith('cloned from')
+        ? `cloned from ${db.template}`
+        : previous.message;
     tenant.setResource('database', { externalName: database, synced: 'True', state: 'Created', message });
     tenant.recordStep('clone-database', 'ok', db.outcome === 'created' ? `created from ${db.template}` : 'exists');
   },
@@ -59,10 +65,18 @@ const ensureApiUser = reconcileStep({
   resource: 'apiUser',
   ensures: "the tenant's dedicated ERP API user (made through the ERP, so through the route; needs the database)",
   call: ({ activities, name, database }) =>
-    activities.reconcileStep.ensureErpApiUser.executeWithOptions({ summary: `Ensure the ERP API user of ${database}` }, [{ tenant: name, database }]),
+    activities.reconcileStep.ensureErpApiUser.executeWithOptions(
+      { summary: `Ensure the ERP API user of ${database}` },
+      [{ tenant: name, database }],
+    ),
   record: ({ tenant }, apiUser) => {
     if (apiUser.outcome === 'database-missing') {
-      tenant.setResource('apiUser', { externalName: '', synced: 'False', state: 'Pending', message: 'waiting for the database' });
+      tenant.setResource('apiUser', {
+        externalName: '',
+        synced: 'False',
+        state: 'Pending',
+        message: 'waiting for the database',
+      });
       tenant.recordStep('ensure-api-user', 'skipped', 'waiting for the database');
     } else {
       tenant.setResource('apiUser', { externalName: apiUser.login, synced: 'True', state: 'Created', message: '' });
@@ -76,9 +90,16 @@ const createRoute = reconcileStep({
   resource: 'route',
   ensures: 'the route host → database, in namespace plana-odoo-<erpVersion>',
   call: ({ activities, host, name, namespace, database }) =>
-    activities.reconcileStep.createRoute.executeWithOptions({ summary: `Route ${host} in ${namespace}` }, [{ host, tenant: name, namespace, database }]),
+    activities.reconcileStep.createRoute.executeWithOptions({ summary: `Route ${host} in ${namespace}` }, [
+      { host, tenant: name, namespace, database },
+    ]),
   record: ({ tenant, host, namespace, database }, route) => {
-    tenant.setResource('route', { externalName: `${namespace}/${host}`, synced: 'True', state: 'Created', message: '' });
+    tenant.setResource('route', {
+      externalName: `${namespace}/${host}`,
+      synced: 'True',
+      state: 'Created',
+      message: '',
+    });
     tenant.recordStep('create-route', 'ok', `${host} → ${database} (${route.outcome})`);
   },
 });
@@ -101,8 +122,13 @@ const ensureTierModules = reconcileStep({
       tenant.recordStep('ensure-tier-modules', 'skipped', 'waiting for the database');
       return;
     }
-    const parts = [modules.installed.length ? `${spec.tier} modules installed: ${modules.installed.join(', ')}` : `${spec.tier} modules present (${modules.present})`];
-    if (modules.kept.length) parts.push(`kept from a higher tier (a downgrade uninstalls nothing): ${modules.kept.join(', ')}`);
+    const parts = [
+      modules.installed.length
+        ? `${spec.tier} modules installed: ${modules.installed.join(', ')}`
+        : `${spec.tier} modules present (${modules.present})`,
+    ];
+    if (modules.kept.length)
+      parts.push(`kept from a higher tier (a downgrade uninstalls nothing): ${modules.kept.join(', ')}`);
     if (modules.unavailable.length) parts.push(`not available on this ERP: ${modules.unavailable.join(', ')}`);
     if (modules.eventRules) parts.push(modules.eventRules);
     tenant.recordStep('ensure-tier-modules', 'ok', parts.join('; '));
@@ -113,7 +139,10 @@ const createFilestore = reconcileStep({
   name: 'create-filestore',
   resource: 'filestore',
   ensures: "the tenant's filestore folder",
-  call: ({ activities, name }) => activities.reconcileStep.createFilestore.executeWithOptions({ summary: `Create the filestore folder of ${name}` }, [{ tenant: name }]),
+  call: ({ activities, name }) =>
+    activities.reconcileStep.createFilestore.executeWithOptions({ summary: `Create the filestore folder of ${name}` }, [
+      { tenant: name },
+    ]),
   record: ({ tenant }, filestore) => {
     tenant.setResource('filestore', { externalName: filestore.path, synced: 'True', state: 'Created', message: '' });
     tenant.recordStep('create-filestore', 'ok', `${filestore.path} ${filestore.created ? 'created' : 'exists'}`);
@@ -125,9 +154,17 @@ const createBackupSchedule = reconcileStep({
   resource: 'backupSchedule',
   ensures: "the tenant's backup schedule, at its tier's frequency",
   call: ({ activities, name, spec, database }) =>
-    activities.reconcileStep.createBackupSchedule.executeWithOptions({ summary: `Schedule ${backupScheduleId(name)}` }, [{ tenant: name, tier: spec.tier, database }]),
+    activities.reconcileStep.createBackupSchedule.executeWithOptions(
+      { summary: `Schedule ${backupScheduleId(name)}` },
+      [{ tenant: name, tier: spec.tier, database }],
+    ),
   record: ({ tenant }, schedule) => {
-    tenant.setResource('backupSchedule', { externalName: schedule.scheduleId, synced: 'True', state: 'Created', message: '' });
+    tenant.setResource('backupSchedule', {
+      externalName: schedule.scheduleId,
+      synced: 'True',
+      state: 'Created',
+      message: '',
+    });
     tenant.recordStep('create-backup-schedule', 'ok', `${schedule.scheduleId} ${schedule.outcome}`);
   },
 });
@@ -141,11 +178,18 @@ const ensureChatRoom = reconcileStep({
     tenant.state.chatRetry = false;
     const roomName = chatRoomName(spec.subdomain, spec.projectId);
     tenant.state.resources.chatRoom.externalName = roomName;
-    return activities.nonFatal.ensureChatRoom.executeWithOptions({ summary: `Create chat room ${roomName} (non-fatal)` }, [{ spec }]);
+    return activities.nonFatal.ensureChatRoom.executeWithOptions(
+      { summary: `Create chat room ${roomName} (non-fatal)` },
+      [{ spec }],
+    );
   },
   record: ({ tenant }, room) => {
     tenant.setResource('chatRoom', { externalName: room.room, synced: 'True', state: 'Created', message: '' });
-    tenant.recordStep('ensure-chat-room', 'ok', `${room.room} ${room.created ? 'created' : room.restored ? 'restored' : 'exists'}`);
+    tenant.recordStep(
+      'ensure-chat-room',
+      'ok',
+      `${room.room} ${room.created ? 'created' : room.restored ? 'restored' : 'exists'}`,
+    );
   },
 });
 

@@ -9,7 +9,13 @@
 import { patched, upsertSearchAttributes } from '@temporalio/workflow';
 import type { LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
-import { routeNamespace, TenantErrorType, unreadyMessage, unreadyResources, type TenantClientSpec } from '../../domain/tenants/types.js';
+import {
+  routeNamespace,
+  TenantErrorType,
+  unreadyMessage,
+  unreadyResources,
+  type TenantClientSpec,
+} from '../../domain/tenants/types.js';
 import { failureMessage, failureType } from '../shared/activity-failures.js';
 import type { LifecycleActivities } from './activities.js';
 import { reconcileSteps } from './reconcile-steps.js';
@@ -46,7 +52,15 @@ export async function reconcile(tenant: TenantState, context: ReconcileContext):
   if (refused) return refused;
 
   const host = tenant.state.hostname;
-  const steps = { tenant, activities: context.activities, name, spec, host, database: host, namespace: routeNamespace(spec.erpVersion) };
+  const steps = {
+    tenant,
+    activities: context.activities,
+    name,
+    spec,
+    host,
+    database: host,
+    namespace: routeNamespace(spec.erpVersion),
+  };
   for (const step of reconcileSteps(tenant)) {
     await runResourceStep(tenant, steps, step, (err) => {
       const message = failureMessage(err);
@@ -57,7 +71,12 @@ export async function reconcile(tenant: TenantState, context: ReconcileContext):
 
   tenant.setSyncedFromResources(generation);
   const allInPlace = unreadyResources(tenant.state.resources).length === 0;
-  if (!tenant.isReady) tenant.setReady('False', 'Creating', unreadyMessage(tenant.state.resources) || 'waiting for the tenant health probe');
+  if (!tenant.isReady)
+    tenant.setReady(
+      'False',
+      'Creating',
+      unreadyMessage(tenant.state.resources) || 'waiting for the tenant health probe',
+    );
   await tenant.mirror();
 
   const health = await probeReadiness(tenant, context, allInPlace);
@@ -68,7 +87,8 @@ export async function reconcile(tenant: TenantState, context: ReconcileContext):
 /** The phase of a tenant not Ready yet (Unavailable past its deadline); the tier and version as search attributes. */
 function startReconcile(tenant: TenantState, { spec }: Target): void {
   const state = tenant.state;
-  if (state.phase !== 'Cancelled' && !tenant.isReady) state.phase = Date.now() >= state.deadlineAt ? 'Unavailable' : 'Provisioning';
+  if (state.phase !== 'Cancelled' && !tenant.isReady)
+    state.phase = Date.now() >= state.deadlineAt ? 'Unavailable' : 'Provisioning';
   upsertSearchAttributes([
     { key: searchAttributes.tier, value: spec.tier },
     { key: searchAttributes.erpVersion, value: spec.erpVersion },
@@ -79,13 +99,24 @@ function startReconcile(tenant: TenantState, { spec }: Target): void {
  * The subdomain: a unique constraint decides, not a check-then-insert. Sets the hostname; when it
  * cannot, answers how the reconcile ends: blocked (taken by another tenant) or not Ready yet.
  */
-async function reserveSubdomain(tenant: TenantState, { generation, spec, name }: Target, { uid, activities }: ReconcileContext): Promise<ReconcileOutcome | undefined> {
+async function reserveSubdomain(
+  tenant: TenantState,
+  { generation, spec, name }: Target,
+  { uid, activities }: ReconcileContext,
+): Promise<ReconcileOutcome | undefined> {
   const state = tenant.state;
   tenant.setCurrentStep('reserve-subdomain');
   try {
-    const reserved = await activities.reconcileStep.reserveSubdomain.executeWithOptions({ summary: `Reserve subdomain ${spec.subdomain}` }, [{ name, uid, spec }]);
+    const reserved = await activities.reconcileStep.reserveSubdomain.executeWithOptions(
+      { summary: `Reserve subdomain ${spec.subdomain}` },
+      [{ name, uid, spec }],
+    );
     state.hostname = reserved.hostname;
-    tenant.recordStep('reserve-subdomain', 'ok', `subdomain ${spec.subdomain} ${reserved.reserved === 'new' ? 'reserved' : 'already reserved for this tenant'}`);
+    tenant.recordStep(
+      'reserve-subdomain',
+      'ok',
+      `subdomain ${spec.subdomain} ${reserved.reserved === 'new' ? 'reserved' : 'already reserved for this tenant'}`,
+    );
     return undefined;
   } catch (err) {
     const message = failureMessage(err);
@@ -103,7 +134,11 @@ async function reserveSubdomain(tenant: TenantState, { generation, spec, name }:
  * Readiness: probes through the route until healthy, for up to the time left before the deadline
  * while every resource is in place (else once). A probe that could not run answers unhealthy.
  */
-async function probeReadiness(tenant: TenantState, { settings, activities }: ReconcileContext, allInPlace: boolean): Promise<HealthResult> {
+async function probeReadiness(
+  tenant: TenantState,
+  { settings, activities }: ReconcileContext,
+  allInPlace: boolean,
+): Promise<HealthResult> {
   const state = tenant.state;
   const host = state.hostname;
   const database = host;
@@ -124,7 +159,12 @@ async function probeReadiness(tenant: TenantState, { settings, activities }: Rec
 }
 
 /** Ready: the conditions say so, and `client.provisioned` goes out once per tenant. */
-async function becomeReady(tenant: TenantState, { generation, spec, name }: Target, { activities }: ReconcileContext, health: HealthResult): Promise<ReconcileOutcome> {
+async function becomeReady(
+  tenant: TenantState,
+  { generation, spec, name }: Target,
+  { activities }: ReconcileContext,
+  health: HealthResult,
+): Promise<ReconcileOutcome> {
   const state = tenant.state;
   tenant.recordStep('probe-health', 'ok', health.detail);
   state.observedGeneration = generation;
@@ -139,11 +179,16 @@ async function becomeReady(tenant: TenantState, { generation, spec, name }: Targ
     tenant.setCurrentStep('publish-provisioned-event');
     // must finish: the event leads to the welcome e-mail and the portal entry, however long the
     // events service is away (the pending activity shows its attempts and last failure)
-    const published = await activities.mustFinish.publishProvisionedEvent.executeWithOptions({ summary: `Emit client.provisioned for ${name}` }, [
-      { tenant: name, generation, spec },
-    ]);
+    const published = await activities.mustFinish.publishProvisionedEvent.executeWithOptions(
+      { summary: `Emit client.provisioned for ${name}` },
+      [{ tenant: name, generation, spec }],
+    );
     state.provisionedEventId = published.eventId;
-    tenant.recordStep('publish-provisioned-event', 'ok', `${published.eventId}${published.duplicate ? ' (already on the stream)' : ''}`);
+    tenant.recordStep(
+      'publish-provisioned-event',
+      'ok',
+      `${published.eventId}${published.duplicate ? ' (already on the stream)' : ''}`,
+    );
     tenant.touch();
   }
   tenant.setCurrentStep('ready');
@@ -152,13 +197,23 @@ async function becomeReady(tenant: TenantState, { generation, spec, name }: Targ
 }
 
 /** Not Ready: still Creating before the deadline, Unavailable (saying what is missing) after it. */
-async function stayUnready(tenant: TenantState, { generation }: Target, { settings }: ReconcileContext, health: HealthResult): Promise<ReconcileOutcome> {
+async function stayUnready(
+  tenant: TenantState,
+  { generation }: Target,
+  { settings }: ReconcileContext,
+  health: HealthResult,
+): Promise<ReconcileOutcome> {
   const state = tenant.state;
   tenant.recordStep('probe-health', 'failed', health.detail);
   state.observedGeneration = generation;
   if (Date.now() >= state.deadlineAt) {
     const waitedFor = Math.round(settings.readyDeadlineMs / 1000);
-    const message = [`not Ready ${waitedFor}s after the apply`, health.detail, unreadyMessage(state.resources), ...tenant.blockingErrors()]
+    const message = [
+      `not Ready ${waitedFor}s after the apply`,
+      health.detail,
+      unreadyMessage(state.resources),
+      ...tenant.blockingErrors(),
+    ]
       .filter(Boolean)
       .join('; ');
     tenant.setReady('False', 'Unavailable', message);

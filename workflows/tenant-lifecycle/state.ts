@@ -7,7 +7,17 @@
 import { upsertSearchAttributes } from '@temporalio/workflow';
 import type { LifecycleState, TenantLifecycleInput } from '../../domain/tenants/workflow-contract.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
-import { newResources, resourceErrors, setCondition, type Condition, type ReadyReason, type ResourceKind, type ResourceState, type StepRecord, type TenantStatus } from '../../domain/tenants/types.js';
+import {
+  newResources,
+  resourceErrors,
+  setCondition,
+  type Condition,
+  type ReadyReason,
+  type ResourceKind,
+  type ResourceState,
+  type StepRecord,
+  type TenantStatus,
+} from '../../domain/tenants/types.js';
 
 /** How many recent steps the status keeps. */
 const RECENT_STEPS = 30;
@@ -38,8 +48,22 @@ export class TenantState {
       observedGeneration: 0,
       phase: 'Provisioning',
       conditions: [
-        { type: 'Synced', status: 'Unknown', reason: 'ReconcileSuccess', message: 'not reconciled yet', lastTransitionTime: at, observedGeneration: 0 },
-        { type: 'Ready', status: 'False', reason: 'Creating', message: 'Unready resources: database, apiUser, route, filestore, backupSchedule', lastTransitionTime: at, observedGeneration: 0 },
+        {
+          type: 'Synced',
+          status: 'Unknown',
+          reason: 'ReconcileSuccess',
+          message: 'not reconciled yet',
+          lastTransitionTime: at,
+          observedGeneration: 0,
+        },
+        {
+          type: 'Ready',
+          status: 'False',
+          reason: 'Creating',
+          message: 'Unready resources: database, apiUser, route, filestore, backupSchedule',
+          lastTransitionTime: at,
+          observedGeneration: 0,
+        },
       ],
       resources: newResources(at),
       steps: [],
@@ -57,7 +81,14 @@ export class TenantState {
 
   /** The status the `status` query answers and PostgreSQL mirrors (a copy, without the internals). */
   status(): TenantStatus {
-    const { spec: _spec, hostname: _hostname, deadlineAt: _deadline, chatRetry: _chatRetry, deleteRequested: _delete, ...status } = this.state;
+    const {
+      spec: _spec,
+      hostname: _hostname,
+      deadlineAt: _deadline,
+      chatRetry: _chatRetry,
+      deleteRequested: _delete,
+      ...status
+    } = this.state;
     return JSON.parse(JSON.stringify(status)) as TenantStatus;
   }
 
@@ -99,11 +130,21 @@ export class TenantState {
 
   /** A resource whose last attempt failed: the failure is kept on it, under its known name. */
   setResourceFailed(kind: ResourceKind, message: string): void {
-    this.setResource(kind, { externalName: this.state.resources[kind].externalName, synced: 'False', state: 'Failed', message });
+    this.setResource(kind, {
+      externalName: this.state.resources[kind].externalName,
+      synced: 'False',
+      state: 'Failed',
+      message,
+    });
   }
 
   setResourceDeleted(kind: ResourceKind, message: string): void {
-    this.setResource(kind, { externalName: this.state.resources[kind].externalName, synced: 'True', state: 'Deleted', message });
+    this.setResource(kind, {
+      externalName: this.state.resources[kind].externalName,
+      synced: 'True',
+      state: 'Deleted',
+      message,
+    });
   }
 
   /** The step shown in the status and in the `CurrentStep` search attribute. */
@@ -115,7 +156,13 @@ export class TenantState {
   setSynced(status: 'True' | 'False', message: string, generation: number): void {
     this.state.conditions = setCondition(
       this.state.conditions,
-      { type: 'Synced', status, reason: status === 'True' ? 'ReconcileSuccess' : 'ReconcileError', message, observedGeneration: generation },
+      {
+        type: 'Synced',
+        status,
+        reason: status === 'True' ? 'ReconcileSuccess' : 'ReconcileError',
+        message,
+        observedGeneration: generation,
+      },
       nowIso(),
     );
     this.statusChanged = true;
@@ -129,7 +176,9 @@ export class TenantState {
     else
       this.setSynced(
         'True',
-        chatRoom.state === 'Failed' ? `chatRoom failed (non-fatal, retry with \`retry chat-room ${this.name}\`): ${chatRoom.message}` : '',
+        chatRoom.state === 'Failed'
+          ? `chatRoom failed (non-fatal, retry with \`retry chat-room ${this.name}\`): ${chatRoom.message}`
+          : '',
         generation,
       );
   }

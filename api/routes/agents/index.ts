@@ -60,7 +60,10 @@ export default async function agentRoutes(fastify: FastifyInstance) {
     key: serviceKeyFor(app.serviceKeySecrets, 'account-api', 'agents'),
     grants: new WorkspaceGrants(config.SECRETS_KEY),
   });
-  const keyCall = (req: { workspace: { id: string } | null; apiKey: { prefix: string } | null; id: string }, extra: Partial<AgentsCall> = {}): AgentsCall => ({
+  const keyCall = (
+    req: { workspace: { id: string } | null; apiKey: { prefix: string } | null; id: string },
+    extra: Partial<AgentsCall> = {},
+  ): AgentsCall => ({
     workspaceId: req.workspace!.id,
     keyPrefix: req.apiKey!.prefix,
     requestId: req.id,
@@ -73,14 +76,19 @@ export default async function agentRoutes(fastify: FastifyInstance) {
       config: { access: access.key('agents:invoke') },
       schema: {
         tags: ['agents'],
-        summary: "Ask an agent a question about the workspace's business; it answers from the ERP figures it reads with its tools",
+        summary:
+          "Ask an agent a question about the workspace's business; it answers from the ERP figures it reads with its tools",
         params: AgentParams,
         body: ChatBody,
         response: { 200: ChatAnswer, ...upstreamErrors },
       },
     },
     async (req, reply) => {
-      const res = await agents.call('POST', `/agents/${req.params.agentId}/chat`, keyCall(req, { body: req.body, signal: abortWhenGone(reply) }));
+      const res = await agents.call(
+        'POST',
+        `/agents/${req.params.agentId}/chat`,
+        keyCall(req, { body: req.body, signal: abortWhenGone(reply) }),
+      );
       if (!res.ok) throw await problemOf(res);
       return res.json();
     },
@@ -92,21 +100,32 @@ export default async function agentRoutes(fastify: FastifyInstance) {
       config: { access: access.key('agents:invoke') },
       schema: {
         tags: ['agents'],
-        summary: 'The same as /chat, streamed as Server-Sent Events: execution, tool_call, tool_result, delta…, then done (or error)',
+        summary:
+          'The same as /chat, streamed as Server-Sent Events: execution, tool_call, tool_result, delta…, then done (or error)',
         params: AgentParams,
         body: ChatBody,
         response: {
-          200: { description: 'A stream of Server-Sent Events', content: { 'text/event-stream': { schema: SseEvent } } },
+          200: {
+            description: 'A stream of Server-Sent Events',
+            content: { 'text/event-stream': { schema: SseEvent } },
+          },
           ...upstreamErrors,
         },
       },
     },
     async (req, reply) => {
-      const res = await agents.call('POST', `/agents/${req.params.agentId}/chat/stream`, keyCall(req, { body: req.body, signal: abortWhenGone(reply) }));
+      const res = await agents.call(
+        'POST',
+        `/agents/${req.params.agentId}/chat/stream`,
+        keyCall(req, { body: req.body, signal: abortWhenGone(reply) }),
+      );
       if (!res.ok || !res.body) throw await problemOf(res);
       // passed on as it comes (no buffering here, and none in a proxy that honours X-Accel-Buffering);
       // when the caller goes away Fastify destroys this stream, which cancels the upstream response
-      reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache').header('x-accel-buffering', 'no');
+      reply
+        .header('content-type', 'text/event-stream; charset=utf-8')
+        .header('cache-control', 'no-cache')
+        .header('x-accel-buffering', 'no');
       return reply.send(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>));
     },
   );
@@ -117,14 +136,19 @@ export default async function agentRoutes(fastify: FastifyInstance) {
       config: { access: access.key('agents:invoke') },
       schema: {
         tags: ['agents'],
-        summary: "The workspace's executions of an agent, newest first (who, tools, tokens, latency, outcome; never the question)",
+        summary:
+          "The workspace's executions of an agent, newest first (who, tools, tokens, latency, outcome; never the question)",
         params: AgentParams,
         querystring: ExecutionsQuery,
         response: { 200: ExecutionPageSchema, ...upstreamErrors },
       },
     },
     async (req) => {
-      const res = await agents.call('GET', `/agents/${req.params.agentId}/executions`, keyCall(req, { query: { limit: req.query.limit, cursor: req.query.cursor } }));
+      const res = await agents.call(
+        'GET',
+        `/agents/${req.params.agentId}/executions`,
+        keyCall(req, { query: { limit: req.query.limit, cursor: req.query.cursor } }),
+      );
       if (!res.ok) throw await problemOf(res);
       return res.json();
     },
@@ -138,12 +162,19 @@ export default async function agentRoutes(fastify: FastifyInstance) {
         tags: ['agents'],
         summary: "For workspace admins (logged in): the workspace's executions of an agent, newest first",
         params: AgentParams,
-        querystring: Type.Object({ ...ExecutionsQuery.properties, workspace: Type.Optional({ ...TenantName, description: 'workspace slug; or the X-Workspace header' }) }),
+        querystring: Type.Object({
+          ...ExecutionsQuery.properties,
+          workspace: Type.Optional({ ...TenantName, description: 'workspace slug; or the X-Workspace header' }),
+        }),
         response: { 200: ExecutionPageSchema, ...upstreamErrors },
       },
     },
     async (req) => {
-      const call = { workspaceId: req.adminWorkspace!.id, requestId: req.id, query: { limit: req.query.limit, cursor: req.query.cursor } };
+      const call = {
+        workspaceId: req.adminWorkspace!.id,
+        requestId: req.id,
+        query: { limit: req.query.limit, cursor: req.query.cursor },
+      };
       const res = await agents.call('GET', `/agents/${req.params.agentId}/executions`, call);
       if (!res.ok) throw await problemOf(res);
       return res.json();

@@ -43,7 +43,8 @@ function oidcFlow(cfg: Config) {
 
   let discovered: Promise<oidc.Configuration> | undefined;
   function provider(): Promise<oidc.Configuration> {
-    if (!cfg.OIDC_ISSUER_URL) throw new AppError('NOT_FOUND', 'OIDC login is not configured on this platform (OIDC_ISSUER_URL).');
+    if (!cfg.OIDC_ISSUER_URL)
+      throw new AppError('NOT_FOUND', 'OIDC login is not configured on this platform (OIDC_ISSUER_URL).');
     discovered ??= oidc
       .discovery(
         new URL(cfg.OIDC_ISSUER_URL),
@@ -87,14 +88,21 @@ function startRoute(fastify: FastifyInstance, flow: ReturnType<typeof oidcFlow>)
           'with a workspace as well, in that workspace of the portal (/app/w/<slug>/).',
         querystring: Type.Object({
           portal: Type.Optional(Type.Boolean()),
-          workspace: Type.Optional({ ...TenantName, description: 'with portal=true: the workspace (slug) to open after the login' }),
+          workspace: Type.Optional({
+            ...TenantName,
+            description: 'with portal=true: the workspace (slug) to open after the login',
+          }),
         }),
         response: { 302: Type.Null(), 400: Type.Ref('Problem'), 404: Type.Ref('Problem'), 502: Type.Ref('Problem') },
       },
     },
     async (req, reply) => {
       const config = await provider();
-      const pending: PendingLogin = { verifier: oidc.randomPKCECodeVerifier(), state: oidc.randomState(), nonce: oidc.randomNonce() };
+      const pending: PendingLogin = {
+        verifier: oidc.randomPKCECodeVerifier(),
+        state: oidc.randomState(),
+        nonce: oidc.randomNonce(),
+      };
       if (req.query.portal) pending.portal = true;
       if (req.query.portal && req.query.workspace) pending.workspace = req.query.workspace;
       const url = oidc.buildAuthorizationUrl(config, {
@@ -105,7 +113,11 @@ function startRoute(fastify: FastifyInstance, flow: ReturnType<typeof oidcFlow>)
         state: pending.state,
         nonce: pending.nonce,
       });
-      const sealed = await new EncryptJWT({ ...pending }).setProtectedHeader({ alg: 'dir', enc: 'A256GCM' }).setIssuedAt().setExpirationTime('10m').encrypt(stateKey);
+      const sealed = await new EncryptJWT({ ...pending })
+        .setProtectedHeader({ alg: 'dir', enc: 'A256GCM' })
+        .setIssuedAt()
+        .setExpirationTime('10m')
+        .encrypt(stateKey);
       reply.setCookie(STATE_COOKIE, sealed, {
         path: CALLBACK_PATH,
         httpOnly: true,
@@ -116,7 +128,6 @@ function startRoute(fastify: FastifyInstance, flow: ReturnType<typeof oidcFlow>)
       return reply.code(302).header('location', url.toString()).header('cache-control', 'no-store').send(null);
     },
   );
-
 }
 
 /** GET /api/auth/oidc/callback: back from the identity provider, a session started. */
@@ -133,19 +144,34 @@ function callbackRoute(fastify: FastifyInstance, flow: ReturnType<typeof oidcFlo
         tags: ['auth'],
         summary: 'OIDC callback: logs in the user whose verified e-mail the provider vouches for',
         querystring: Type.Object({}, { additionalProperties: true }),
-        response: { 200: SessionSchema, 303: Type.Null(), 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 403: Type.Ref('Problem'), 404: Type.Ref('Problem'), 502: Type.Ref('Problem') },
+        response: {
+          200: SessionSchema,
+          303: Type.Null(),
+          400: Type.Ref('Problem'),
+          401: Type.Ref('Problem'),
+          403: Type.Ref('Problem'),
+          404: Type.Ref('Problem'),
+          502: Type.Ref('Problem'),
+        },
       },
     },
     async (req, reply) => {
       const config = await provider();
       clearStateCookie(reply);
       const sealed = req.cookies[STATE_COOKIE];
-      if (!sealed) throw new AppError('BAD_REQUEST', 'No OIDC login in progress in this browser (or it expired); start again at /api/auth/oidc/start.');
+      if (!sealed)
+        throw new AppError(
+          'BAD_REQUEST',
+          'No OIDC login in progress in this browser (or it expired); start again at /api/auth/oidc/start.',
+        );
       let pending: PendingLogin;
       try {
         pending = (await jwtDecrypt(sealed, stateKey)).payload as unknown as PendingLogin;
       } catch {
-        throw new AppError('BAD_REQUEST', 'The OIDC login state is not valid or expired; start again at /api/auth/oidc/start.');
+        throw new AppError(
+          'BAD_REQUEST',
+          'The OIDC login state is not valid or expired; start again at /api/auth/oidc/start.',
+        );
       }
       const currentUrl = new URL(redirectUri);
       currentUrl.search = new URL(req.url, 'http://callback').search;
@@ -159,7 +185,10 @@ function callbackRoute(fastify: FastifyInstance, flow: ReturnType<typeof oidcFlo
           idTokenExpected: true,
         });
       } catch (err) {
-        req.log.warn({ err: { name: (err as Error).name, message: (err as Error).message } }, 'OIDC code exchange refused');
+        req.log.warn(
+          { err: { name: (err as Error).name, message: (err as Error).message } },
+          'OIDC code exchange refused',
+        );
         throw new AppError('UNAUTHORIZED', 'The identity provider did not confirm this login.');
       }
       let claims: { sub: string; email?: unknown; email_verified?: unknown } = tokens.claims()!;
@@ -168,17 +197,23 @@ function callbackRoute(fastify: FastifyInstance, flow: ReturnType<typeof oidcFlo
         throw new AppError('FORBIDDEN', 'The identity provider did not vouch for a verified e-mail address.');
       }
       const user = await findUserByEmail(app.deps.pool, claims.email);
-      if (!user) throw new AppError('FORBIDDEN', 'No platform account has this e-mail address; ask a workspace admin to add you.');
+      if (!user)
+        throw new AppError(
+          'FORBIDDEN',
+          'No platform account has this e-mail address; ask a workspace admin to add you.',
+        );
       req.log.info({ userId: user.id }, 'user logged in with OIDC');
       const session = await startSession(app.deps.pool, cfg, user);
       if (pending.portal) {
         // the portal reads no token from the URL: it signs in from the refresh cookie on load
         setRefreshCookie(app, reply, session);
         // a slug (TenantName: lowercase letters, digits, hyphens) keeps the redirect inside the portal
-        return reply.code(303).header('location', pending.workspace ? `${PORTAL_HOME}w/${pending.workspace}/` : PORTAL_HOME).send(null);
+        return reply
+          .code(303)
+          .header('location', pending.workspace ? `${PORTAL_HOME}w/${pending.workspace}/` : PORTAL_HOME)
+          .send(null);
       }
       return sendSession(app, reply, session);
     },
   );
 }
-

@@ -47,9 +47,20 @@ export function setRefreshCookie(app: FastifyInstance, reply: FastifyReply, s: I
 }
 
 /** Sets the refresh cookie and answers with the access token (and `extra` fields, e.g. an accepted invitation's workspace). */
-export function sendSession(app: FastifyInstance, reply: FastifyReply, s: IssuedSession, extra: Record<string, unknown> = {}) {
+export function sendSession(
+  app: FastifyInstance,
+  reply: FastifyReply,
+  s: IssuedSession,
+  extra: Record<string, unknown> = {},
+) {
   setRefreshCookie(app, reply, s);
-  return reply.send({ accessToken: s.accessToken, tokenType: 'Bearer' as const, expiresIn: s.expiresIn, user: s.user, ...extra });
+  return reply.send({
+    accessToken: s.accessToken,
+    tokenType: 'Bearer' as const,
+    expiresIn: s.expiresIn,
+    user: s.user,
+    ...extra,
+  });
 }
 
 /**
@@ -66,7 +77,8 @@ export async function requireSameOrigin(req: FastifyRequest): Promise<void> {
   const origin = req.headers.origin;
   if (typeof origin === 'string') {
     const own = new Set([new URL(req.server.deps.config.API_PUBLIC_URL).origin, `${req.protocol}://${req.host}`]);
-    if (!own.has(origin)) throw new AppError('FORBIDDEN', 'Cross-site request refused: sign in from the portal itself.');
+    if (!own.has(origin))
+      throw new AppError('FORBIDDEN', 'Cross-site request refused: sign in from the portal itself.');
   }
 }
 
@@ -93,7 +105,13 @@ function sessionStartRoutes(fastify: FastifyInstance) {
           { email: Text({ minLength: 3, maxLength: 320 }), password: Text({ minLength: 1, maxLength: 1024 }) },
           { additionalProperties: false },
         ),
-        response: { 200: SessionSchema, 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 403: Type.Ref('Problem'), 429: Type.Ref('Problem') },
+        response: {
+          200: SessionSchema,
+          400: Type.Ref('Problem'),
+          401: Type.Ref('Problem'),
+          403: Type.Ref('Problem'),
+          429: Type.Ref('Problem'),
+        },
       },
     },
     async (req, reply) => {
@@ -132,7 +150,6 @@ function sessionStartRoutes(fastify: FastifyInstance) {
       }
     },
   );
-
 }
 
 /** The session's user (GET /api/auth/me) and its end (logout). */
@@ -178,7 +195,12 @@ function sessionEndRoutes(fastify: FastifyInstance) {
           200: Type.Object({
             user: UserSchema,
             workspaces: Type.Array(
-              Type.Object({ id: Type.String(), slug: Type.String(), name: Type.String(), role: Type.Union([Type.Literal('admin'), Type.Literal('member')]) }),
+              Type.Object({
+                id: Type.String(),
+                slug: Type.String(),
+                name: Type.String(),
+                role: Type.Union([Type.Literal('admin'), Type.Literal('member')]),
+              }),
             ),
           }),
           401: Type.Ref('Problem'),

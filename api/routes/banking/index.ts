@@ -10,10 +10,25 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { access } from '../../plugins/access.js';
 import { BankingClient } from '../../../domain/banking/client.js';
-import { AccountIdParam, AdaptersSchema, BankIdParam, ConsentBody, ConsentQuery, ConsentSchema, TransactionsQuery } from '../../../domain/banking/schemas.js';
+import {
+  AccountIdParam,
+  AdaptersSchema,
+  BankIdParam,
+  ConsentBody,
+  ConsentQuery,
+  ConsentSchema,
+  TransactionsQuery,
+} from '../../../domain/banking/schemas.js';
 
-const errors = { 404: Type.Ref('Problem'), 409: Type.Ref('Problem'), 502: Type.Ref('Problem'), 503: Type.Ref('Problem') };
-const AccountData = Type.Record(Type.String(), Type.Unknown(), { description: 'The bank\'s NextGenPSD2 answer (amounts as { currency, amount: string })' });
+const errors = {
+  404: Type.Ref('Problem'),
+  409: Type.Ref('Problem'),
+  502: Type.Ref('Problem'),
+  503: Type.Ref('Problem'),
+};
+const AccountData = Type.Record(Type.String(), Type.Unknown(), {
+  description: "The bank's NextGenPSD2 answer (amounts as { currency, amount: string })",
+});
 
 const clients = new WeakMap<object, BankingClient>();
 /** The app's one client of the banking service (given in deps, or made with the secret store). */
@@ -36,7 +51,14 @@ export default async function bankingRoutes(fastify: FastifyInstance) {
 
   app.get(
     '/api/banking/adapters',
-    { config: { access: key }, schema: { tags: ['banking'], summary: 'The banks the platform can read (one NextGenPSD2 adapter each)', response: { 200: AdaptersSchema, ...errors } } },
+    {
+      config: { access: key },
+      schema: {
+        tags: ['banking'],
+        summary: 'The banks the platform can read (one NextGenPSD2 adapter each)',
+        response: { 200: AdaptersSchema, ...errors },
+      },
+    },
     async () => (await banking.call({ method: 'GET', path: '/banking/adapters' })).body as never,
   );
 
@@ -53,7 +75,13 @@ export default async function bankingRoutes(fastify: FastifyInstance) {
       },
     },
     async (req, reply) => {
-      const res = await banking.call({ method: 'POST', path: `/banking/${req.params.bankId}/consent`, workspaceId: req.workspace!.id, body: req.body ?? {}, psuIpAddress: req.ip });
+      const res = await banking.call({
+        method: 'POST',
+        path: `/banking/${req.params.bankId}/consent`,
+        workspaceId: req.workspace!.id,
+        body: req.body ?? {},
+        psuIpAddress: req.ip,
+      });
       return reply.code(201).send(res.body as never);
     },
   );
@@ -62,32 +90,89 @@ export default async function bankingRoutes(fastify: FastifyInstance) {
     '/api/banking/:bankId/consent/:consentId',
     {
       config: { access: key },
-      schema: { tags: ['banking'], summary: "A consent and its status at the bank", params: Type.Object({ bankId: BankIdParam, consentId: Type.String({ format: 'uuid' }) }), response: { 200: ConsentSchema, ...errors } },
+      schema: {
+        tags: ['banking'],
+        summary: 'A consent and its status at the bank',
+        params: Type.Object({ bankId: BankIdParam, consentId: Type.String({ format: 'uuid' }) }),
+        response: { 200: ConsentSchema, ...errors },
+      },
     },
-    async (req) => (await banking.call({ method: 'GET', path: `/banking/${req.params.bankId}/consent/${req.params.consentId}`, workspaceId: req.workspace!.id })).body as never,
+    async (req) =>
+      (
+        await banking.call({
+          method: 'GET',
+          path: `/banking/${req.params.bankId}/consent/${req.params.consentId}`,
+          workspaceId: req.workspace!.id,
+        })
+      ).body as never,
   );
 
   app.get(
     '/api/banking/:bankId/accounts',
-    { config: { access: key }, schema: { tags: ['banking'], summary: 'The accounts the consent covers', params: bank, querystring: ConsentQuery, response: { 200: AccountData, ...errors } } },
-    async (req) => (await banking.call({ method: 'GET', path: `/banking/${req.params.bankId}/accounts`, workspaceId: req.workspace!.id, query: req.query })).body as never,
+    {
+      config: { access: key },
+      schema: {
+        tags: ['banking'],
+        summary: 'The accounts the consent covers',
+        params: bank,
+        querystring: ConsentQuery,
+        response: { 200: AccountData, ...errors },
+      },
+    },
+    async (req) =>
+      (
+        await banking.call({
+          method: 'GET',
+          path: `/banking/${req.params.bankId}/accounts`,
+          workspaceId: req.workspace!.id,
+          query: req.query,
+        })
+      ).body as never,
   );
 
   app.get(
     '/api/banking/:bankId/accounts/:id/transactions',
     {
       config: { access: key },
-      schema: { tags: ['banking'], summary: 'Transactions (booked, pending or both) in a date range', params: bankAccount, querystring: TransactionsQuery, response: { 200: AccountData, ...errors } },
+      schema: {
+        tags: ['banking'],
+        summary: 'Transactions (booked, pending or both) in a date range',
+        params: bankAccount,
+        querystring: TransactionsQuery,
+        response: { 200: AccountData, ...errors },
+      },
     },
     async (req) =>
-      (await banking.call({ method: 'GET', path: `/banking/${req.params.bankId}/accounts/${encodeURIComponent(req.params.id)}/transactions`, workspaceId: req.workspace!.id, query: req.query }))
-        .body as never,
+      (
+        await banking.call({
+          method: 'GET',
+          path: `/banking/${req.params.bankId}/accounts/${encodeURIComponent(req.params.id)}/transactions`,
+          workspaceId: req.workspace!.id,
+          query: req.query,
+        })
+      ).body as never,
   );
 
   app.get(
     '/api/banking/:bankId/accounts/:id/balance',
-    { config: { access: key }, schema: { tags: ['banking'], summary: 'Balances: closingBooked, expected, interimAvailable', params: bankAccount, querystring: ConsentQuery, response: { 200: AccountData, ...errors } } },
+    {
+      config: { access: key },
+      schema: {
+        tags: ['banking'],
+        summary: 'Balances: closingBooked, expected, interimAvailable',
+        params: bankAccount,
+        querystring: ConsentQuery,
+        response: { 200: AccountData, ...errors },
+      },
+    },
     async (req) =>
-      (await banking.call({ method: 'GET', path: `/banking/${req.params.bankId}/accounts/${encodeURIComponent(req.params.id)}/balance`, workspaceId: req.workspace!.id, query: req.query })).body as never,
+      (
+        await banking.call({
+          method: 'GET',
+          path: `/banking/${req.params.bankId}/accounts/${encodeURIComponent(req.params.id)}/balance`,
+          workspaceId: req.workspace!.id,
+          query: req.query,
+        })
+      ).body as never,
   );
 }

@@ -12,19 +12,36 @@ import { access } from '../../plugins/access.js';
 import { TenantName } from '../../schemas/common.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
-const InvoiceId = Type.String({ pattern: '^[A-Za-z0-9_-]{1,80}$', maxLength: 80, description: "the provider's invoice id (in_…)" });
-const WorkspaceQuery = { workspace: Type.Optional({ ...TenantName, description: 'workspace slug; or the X-Workspace header' }) };
+const InvoiceId = Type.String({
+  pattern: '^[A-Za-z0-9_-]{1,80}$',
+  maxLength: 80,
+  description: "the provider's invoice id (in_…)",
+});
+const WorkspaceQuery = {
+  workspace: Type.Optional({ ...TenantName, description: 'workspace slug; or the X-Workspace header' }),
+};
 
 const Invoice = Type.Object({
   id: Type.String(),
   number: Nullable(Type.String()),
-  status: Type.Union([Type.Literal('draft'), Type.Literal('open'), Type.Literal('paid'), Type.Literal('uncollectible'), Type.Literal('void')]),
+  status: Type.Union([
+    Type.Literal('draft'),
+    Type.Literal('open'),
+    Type.Literal('paid'),
+    Type.Literal('uncollectible'),
+    Type.Literal('void'),
+  ]),
   currency: Type.String({ description: 'ISO 4217, lower case' }),
   amountDue: Type.Integer({ description: "in the currency's smallest unit (cents)" }),
   amountPaid: Type.Integer(),
   amountRemaining: Type.Integer(),
-  period: Type.Object({ start: Nullable(Type.String({ format: 'date-time' })), end: Nullable(Type.String({ format: 'date-time' })) }),
-  hostedInvoiceUrl: Nullable(Type.String({ description: "the provider's page where the invoice can be seen and paid" })),
+  period: Type.Object({
+    start: Nullable(Type.String({ format: 'date-time' })),
+    end: Nullable(Type.String({ format: 'date-time' })),
+  }),
+  hostedInvoiceUrl: Nullable(
+    Type.String({ description: "the provider's page where the invoice can be seen and paid" }),
+  ),
   invoicePdf: Nullable(Type.String({ description: 'the PDF of the invoice' })),
   attemptCount: Type.Integer({ description: 'payment attempts so far' }),
   nextPaymentAttempt: Nullable(Type.String({ format: 'date-time' })),
@@ -49,7 +66,12 @@ export default async function invoiceRoutes(fastify: FastifyInstance) {
         response: { 200: Type.Object({ items: Type.Array(Invoice) }) },
       },
     },
-    async (req) => ({ items: await listInvoices(app.deps.pool, req.adminWorkspace!.id, { limit: req.query.limit ?? 20, before: req.query.before }) }),
+    async (req) => ({
+      items: await listInvoices(app.deps.pool, req.adminWorkspace!.id, {
+        limit: req.query.limit ?? 20,
+        before: req.query.before,
+      }),
+    }),
   );
 
   app.get(

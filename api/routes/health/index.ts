@@ -10,14 +10,20 @@ import { sendProblem } from '../../../lib/http.js';
 import { access } from '../../plugins/access.js';
 
 const withTimeout = (p: Promise<unknown>, ms: number) =>
-  Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms).unref())]);
+  Promise.race([
+    p,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms).unref()),
+  ]);
 
 export default async function healthRoutes(app: FastifyInstance) {
   registerServiceKeyCheck(app, () => app.serviceKeys, { hide: true });
 
   app.get(
     '/healthz',
-    { config: { access: access.public }, schema: { tags: ['probes'], response: { 200: Type.Object({ status: Type.Literal('ok') }) } } },
+    {
+      config: { access: access.public },
+      schema: { tags: ['probes'], response: { 200: Type.Object({ status: Type.Literal('ok') }) } },
+    },
     async () => ({ status: 'ok' as const }),
   );
 

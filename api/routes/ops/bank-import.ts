@@ -21,7 +21,8 @@ export default async function opsBankImportRoutes(fastify: FastifyInstance) {
       config: { access: access.service('operator') },
       schema: {
         tags: ['ops'],
-        summary: "Import a bank account's booked transactions into the tenant ERP as bank statement lines (idempotent per transaction)",
+        summary:
+          "Import a bank account's booked transactions into the tenant ERP as bank statement lines (idempotent per transaction)",
         body: Type.Object(
           {
             tenant: TenantName,
@@ -52,8 +53,14 @@ export default async function opsBankImportRoutes(fastify: FastifyInstance) {
       },
     },
     async (req) => {
-      const result = await importBookedTransactions({ pool: app.deps.pool, config: app.deps.config, banking: bankingClientOf(app) }, req.body);
-      req.log.info({ tenant: result.tenant, bankId: result.bankId, imported: result.imported, skipped: result.skipped }, 'bank transactions imported');
+      const result = await importBookedTransactions(
+        { pool: app.deps.pool, config: app.deps.config, banking: bankingClientOf(app) },
+        req.body,
+      );
+      req.log.info(
+        { tenant: result.tenant, bankId: result.bankId, imported: result.imported, skipped: result.skipped },
+        'bank transactions imported',
+      );
       return result;
     },
   );

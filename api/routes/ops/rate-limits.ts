@@ -9,15 +9,36 @@ import { Type, type TSchema } from 'typebox';
 import { TenantName } from '../../schemas/common.js';
 import { access } from '../../plugins/access.js';
 import { getWorkspace } from '../../../domain/access/workspaces.js';
-import { effectiveLimits, getLimitOverride, removeLimitOverride, setLimitOverride } from '../../../domain/access/rate-limits.js';
+import {
+  effectiveLimits,
+  getLimitOverride,
+  removeLimitOverride,
+  setLimitOverride,
+} from '../../../domain/access/rate-limits.js';
 
 const LimitsSchema = Type.Object({
   burst: Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'bucket capacity per key (requests)' }),
-  perSecond: Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, description: 'sustained requests per second per key' }),
+  perSecond: Type.Number({
+    exclusiveMinimum: 0,
+    maximum: 1_000_000,
+    description: 'sustained requests per second per key',
+  }),
   agentPerMinute: Type.Integer({ minimum: 1, maximum: 100_000, description: 'agent invocations per minute per key' }),
-  workspaceBurst: Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'bucket capacity of the workspace, all its keys together (never below burst)' }),
-  workspacePerSecond: Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, description: 'sustained requests per second of the workspace, all its keys together (never below perSecond)' }),
-  maxApiKeys: Type.Integer({ minimum: 1, maximum: 100_000, description: 'the most live API keys the workspace may hold' }),
+  workspaceBurst: Type.Integer({
+    minimum: 1,
+    maximum: 1_000_000,
+    description: 'bucket capacity of the workspace, all its keys together (never below burst)',
+  }),
+  workspacePerSecond: Type.Number({
+    exclusiveMinimum: 0,
+    maximum: 1_000_000,
+    description: 'sustained requests per second of the workspace, all its keys together (never below perSecond)',
+  }),
+  maxApiKeys: Type.Integer({
+    minimum: 1,
+    maximum: 100_000,
+    description: 'the most live API keys the workspace may hold',
+  }),
 });
 const nullable = <T extends TSchema>(t: T, what: string) =>
   Type.Optional(Type.Union([t, Type.Null()], { description: `${what}; null or left out: the default` }));
@@ -26,8 +47,14 @@ const OverrideBody = Type.Object(
     burst: LimitsSchema.properties.burst,
     perSecond: LimitsSchema.properties.perSecond,
     agentPerMinute: LimitsSchema.properties.agentPerMinute,
-    workspaceBurst: nullable(LimitsSchema.properties.workspaceBurst, 'bucket capacity of the workspace, all its keys together'),
-    workspacePerSecond: nullable(LimitsSchema.properties.workspacePerSecond, 'sustained requests per second of the workspace'),
+    workspaceBurst: nullable(
+      LimitsSchema.properties.workspaceBurst,
+      'bucket capacity of the workspace, all its keys together',
+    ),
+    workspacePerSecond: nullable(
+      LimitsSchema.properties.workspacePerSecond,
+      'sustained requests per second of the workspace',
+    ),
     maxApiKeys: nullable(LimitsSchema.properties.maxApiKeys, 'the most live API keys the workspace may hold'),
   },
   { additionalProperties: false },
@@ -47,7 +74,11 @@ export default async function opsRateLimitRoutes(fastify: FastifyInstance) {
         tags: ['ops'],
         summary: 'The Workspace API limits of a workspace (override or defaults)',
         params,
-        response: { 200: Type.Intersect([LimitsSchema, Type.Object({ overridden: Type.Boolean() })]), 401: Type.Ref('Problem'), 404: Type.Ref('Problem') },
+        response: {
+          200: Type.Intersect([LimitsSchema, Type.Object({ overridden: Type.Boolean() })]),
+          401: Type.Ref('Problem'),
+          404: Type.Ref('Problem'),
+        },
       },
     },
     async (req) => {
@@ -66,7 +97,12 @@ export default async function opsRateLimitRoutes(fastify: FastifyInstance) {
         summary: 'Set a per-workspace override of the Workspace API limits',
         params,
         body: OverrideBody,
-        response: { 200: Type.Intersect([LimitsSchema, Type.Object({ overridden: Type.Boolean() })]), 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 404: Type.Ref('Problem') },
+        response: {
+          200: Type.Intersect([LimitsSchema, Type.Object({ overridden: Type.Boolean() })]),
+          400: Type.Ref('Problem'),
+          401: Type.Ref('Problem'),
+          404: Type.Ref('Problem'),
+        },
       },
     },
     async (req) => {

@@ -14,7 +14,12 @@ import { temporalUiLink } from '../../../lib/temporal.js';
 const Timestamp = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
 const KeyView = Type.Object({
   keyId: Type.String({ pattern: '^sk_[0-9a-f]{8}$' }),
-  state: Type.Union([Type.Literal('pending'), Type.Literal('current'), Type.Literal('previous'), Type.Literal('revoked')]),
+  state: Type.Union([
+    Type.Literal('pending'),
+    Type.Literal('current'),
+    Type.Literal('previous'),
+    Type.Literal('revoked'),
+  ]),
   createdAt: Type.String({ format: 'date-time' }),
   promotedAt: Timestamp,
   revokedAt: Timestamp,
@@ -33,8 +38,17 @@ const PairView = Type.Object({
   keys: Type.Array(KeyView),
   rotation: Type.Object({
     running: Type.Union([Type.String(), Type.Null()], { description: 'the workflow id of the rotation running now' }),
-    last: Type.Union([Type.Object({ workflowId: Type.String(), outcome: Type.String(), finishedAt: Type.String({ format: 'date-time' }) }), Type.Null()]),
-    next: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: "the pair's schedule's next rotation" }),
+    last: Type.Union([
+      Type.Object({
+        workflowId: Type.String(),
+        outcome: Type.String(),
+        finishedAt: Type.String({ format: 'date-time' }),
+      }),
+      Type.Null(),
+    ]),
+    next: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description: "the pair's schedule's next rotation",
+    }),
   }),
 });
 
@@ -47,7 +61,8 @@ export default async function opsServiceKeyRoutes(fastify: FastifyInstance) {
       config: { access: access.service('operator') },
       schema: {
         tags: ['ops'],
-        summary: 'Service keys: caller → target pairs, key ids, states, last use, the running and next rotation (never a key)',
+        summary:
+          'Service keys: caller → target pairs, key ids, states, last use, the running and next rotation (never a key)',
         response: { 200: Type.Object({ pairs: Type.Array(PairView) }), 401: Type.Ref('Problem') },
       },
     },
@@ -57,7 +72,13 @@ export default async function opsServiceKeyRoutes(fastify: FastifyInstance) {
       return {
         pairs: pairs.map((p) => ({
           ...p,
-          keys: p.keys.map((k) => ({ ...k, createdAt: k.createdAt.toISOString(), promotedAt: iso(k.promotedAt), revokedAt: iso(k.revokedAt), lastUsedAt: iso(k.lastUsedAt) })),
+          keys: p.keys.map((k) => ({
+            ...k,
+            createdAt: k.createdAt.toISOString(),
+            promotedAt: iso(k.promotedAt),
+            revokedAt: iso(k.revokedAt),
+            lastUsedAt: iso(k.lastUsedAt),
+          })),
           rotation: {
             running: p.rotation.running,
             last: p.rotation.last && { ...p.rotation.last, finishedAt: p.rotation.last.finishedAt.toISOString() },
@@ -77,7 +98,12 @@ export default async function opsServiceKeyRoutes(fastify: FastifyInstance) {
         tags: ['ops'],
         summary: 'Rotate a service key (workflow rotate:<caller>:<target>:<n>); one rotation of a pair at a time (409)',
         params: Type.Object({ caller: Name, target: Name }),
-        body: Type.Optional(Type.Object({ reason: Type.Optional(Type.Union([Type.Literal('annual'), Type.Literal('exposure')])) }, { additionalProperties: false })),
+        body: Type.Optional(
+          Type.Object(
+            { reason: Type.Optional(Type.Union([Type.Literal('annual'), Type.Literal('exposure')])) },
+            { additionalProperties: false },
+          ),
+        ),
         response: {
           202: Type.Object({
             caller: Type.String(),

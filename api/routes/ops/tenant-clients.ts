@@ -6,7 +6,12 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError } from '../../../lib/errors.js';
-import { parseTenantClient, problemsDetail, tenantClientJsonSchema, validateTenantClient } from '../../../domain/tenants/tenant-client.js';
+import {
+  parseTenantClient,
+  problemsDetail,
+  tenantClientJsonSchema,
+  validateTenantClient,
+} from '../../../domain/tenants/tenant-client.js';
 import {
   applyTenantClient,
   getTenantClient,
@@ -37,7 +42,9 @@ const Summary = Type.Object({
 const Condition = Type.Object({
   type: Type.Union([Type.Literal('Synced'), Type.Literal('Ready')]),
   status: Type.Union([Type.Literal('True'), Type.Literal('False'), Type.Literal('Unknown')]),
-  reason: Type.String({ description: 'ReconcileSuccess / ReconcileError (Synced); Available / Creating / Unavailable / Deleting (Ready)' }),
+  reason: Type.String({
+    description: 'ReconcileSuccess / ReconcileError (Synced); Available / Creating / Unavailable / Deleting (Ready)',
+  }),
   message: Type.String(),
   lastTransitionTime: Type.String(),
   observedGeneration: Type.Integer(),
@@ -56,8 +63,12 @@ const TenantStatus = Type.Object({
   observedGeneration: Type.Integer(),
   phase: Type.String({ description: 'Provisioning, Ready, Unavailable, Cancelled, Deprovisioning or Deprovisioned' }),
   conditions: Type.Array(Condition),
-  resources: Type.Record(Type.String(), ResourceState, { description: 'database, apiUser, route, filestore, backupSchedule, chatRoom' }),
-  steps: Type.Array(Type.Object({ step: Type.String(), at: Type.String(), outcome: Type.String(), message: Type.String() })),
+  resources: Type.Record(Type.String(), ResourceState, {
+    description: 'database, apiUser, route, filestore, backupSchedule, chatRoom',
+  }),
+  steps: Type.Array(
+    Type.Object({ step: Type.String(), at: Type.String(), outcome: Type.String(), message: Type.String() }),
+  ),
   currentStep: Type.String(),
   readyAt: Type.Optional(Type.String()),
   cancelledAt: Type.Optional(Type.String()),
@@ -68,7 +79,12 @@ const TenantStatus = Type.Object({
 const TenantClientResource = Type.Object({
   apiVersion: Type.String(),
   kind: Type.String(),
-  metadata: Type.Object({ name: Type.String(), uid: Type.String(), generation: Type.Integer(), creationTimestamp: Type.String() }),
+  metadata: Type.Object({
+    name: Type.String(),
+    uid: Type.String(),
+    generation: Type.Integer(),
+    creationTimestamp: Type.String(),
+  }),
   // as stored: plain types, so a resource applied under older, looser rules is still shown
   spec: Type.Object({
     subdomain: Type.String(),
@@ -87,16 +103,47 @@ const TenantClientResource = Type.Object({
 /** The content types of a YAML TenantClient (application/json is every route's). */
 const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml'];
 
-const problems = { 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 404: Type.Ref('Problem'), 409: Type.Ref('Problem') };
+const problems = {
+  400: Type.Ref('Problem'),
+  401: Type.Ref('Problem'),
+  404: Type.Ref('Problem'),
+  409: Type.Ref('Problem'),
+};
 
-const Applied = Type.Object({ result: Type.String(), name: Type.String(), generation: Type.Integer(), workflowId: Type.String(), temporalUiUrl: Type.String() });
+const Applied = Type.Object({
+  result: Type.String(),
+  name: Type.String(),
+  generation: Type.Integer(),
+  workflowId: Type.String(),
+  temporalUiUrl: Type.String(),
+});
 
 /** The lifecycle actions: one route each, answering 202 with the status the action leaves. */
 const tenantActions: { method: 'post' | 'delete'; url: string; action: TenantAction; summary: string }[] = [
-  { method: 'post', url: '/api/ops/tenant-clients/:name/cancel', action: 'cancel', summary: 'The customer cancelled: start the soak timer (deprovisioning follows)' },
-  { method: 'post', url: '/api/ops/tenant-clients/:name/reactivate', action: 'reactivate', summary: 'Stop the soak timer of a cancelled tenant; everything stays' },
-  { method: 'post', url: '/api/ops/tenant-clients/:name/retry-chat-room', action: 'retry-chat-room', summary: 'Create the support chat room again on the next reconcile' },
-  { method: 'delete', url: '/api/ops/tenant-clients/:name', action: 'delete', summary: 'Deprovision a cancelled tenant now instead of at the end of the soak period' },
+  {
+    method: 'post',
+    url: '/api/ops/tenant-clients/:name/cancel',
+    action: 'cancel',
+    summary: 'The customer cancelled: start the soak timer (deprovisioning follows)',
+  },
+  {
+    method: 'post',
+    url: '/api/ops/tenant-clients/:name/reactivate',
+    action: 'reactivate',
+    summary: 'Stop the soak timer of a cancelled tenant; everything stays',
+  },
+  {
+    method: 'post',
+    url: '/api/ops/tenant-clients/:name/retry-chat-room',
+    action: 'retry-chat-room',
+    summary: 'Create the support chat room again on the next reconcile',
+  },
+  {
+    method: 'delete',
+    url: '/api/ops/tenant-clients/:name',
+    action: 'delete',
+    summary: 'Deprovision a cancelled tenant now instead of at the end of the soak period',
+  },
 ];
 
 function registerTenantActions(fastify: FastifyInstance) {
@@ -110,7 +157,10 @@ function registerTenantActions(fastify: FastifyInstance) {
           tags: ['ops'],
           summary,
           params: Type.Object({ name: TenantName }),
-          response: { 202: Type.Object({ name: Type.String(), action: Type.String(), status: TenantStatus }), ...problems },
+          response: {
+            202: Type.Object({ name: Type.String(), action: Type.String(), status: TenantStatus }),
+            ...problems,
+          },
         },
       },
       async (req, reply) => {
@@ -149,10 +199,15 @@ export default async function opsTenantClientRoutes(fastify: FastifyInstance) {
       // a YAML body arrives as its text
       const parsed = typeof req.body === 'string' ? parseTenantClient(req.body) : validateTenantClient(req.body);
       if (!parsed.ok) {
-        throw new AppError('BAD_REQUEST', `Invalid TenantClient: ${problemsDetail(parsed.problems)}`, { errors: parsed.problems });
+        throw new AppError('BAD_REQUEST', `Invalid TenantClient: ${problemsDetail(parsed.problems)}`, {
+          errors: parsed.problems,
+        });
       }
       const applied = await applyTenantClient(app.deps, parsed.value);
-      req.log.info({ tenant: applied.name, result: applied.result, generation: applied.generation }, 'TenantClient applied');
+      req.log.info(
+        { tenant: applied.name, result: applied.result, generation: applied.generation },
+        'TenantClient applied',
+      );
       return reply.code(applied.result === 'created' ? 201 : 200).send(applied);
     },
   );

@@ -38,7 +38,10 @@ export default async function opsTenantRoutes(fastify: FastifyInstance) {
     },
     async (req, reply) => {
       const { config, pool, temporal } = app.deps;
-      const started = await startWelcomeEmail({ pool, temporal, taskQueue: config.TEMPORAL_TASK_QUEUE }, req.params.name);
+      const started = await startWelcomeEmail(
+        { pool, temporal, taskQueue: config.TEMPORAL_TASK_QUEUE },
+        req.params.name,
+      );
       req.log.info({ tenant: started.tenant, workflowId: started.workflowId }, 'welcome e-mail started');
       return reply.code(202).send({ ...started, temporalUiUrl: temporalUiLink(config, started.workflowId) });
     },

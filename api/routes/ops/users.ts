@@ -41,20 +41,40 @@ export default async function opsUserRoutes(fastify: FastifyInstance) {
             role: Type.Union([Type.Literal('admin'), Type.Literal('member')]),
             name: Type.Optional(Text({ maxLength: 200 })),
             password: Type.Optional(Text({ minLength: 12, maxLength: 1024 })),
-            resetPassword: Type.Optional(Type.Boolean({ description: 'replace the password of an existing user (else 409)' })),
+            resetPassword: Type.Optional(
+              Type.Boolean({ description: 'replace the password of an existing user (else 409)' }),
+            ),
           },
           { additionalProperties: false },
         ),
-        response: { 200: UserAdded, 201: UserAdded, 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 404: Type.Ref('Problem'), 409: Type.Ref('Problem') },
+        response: {
+          200: UserAdded,
+          201: UserAdded,
+          400: Type.Ref('Problem'),
+          401: Type.Ref('Problem'),
+          404: Type.Ref('Problem'),
+          409: Type.Ref('Problem'),
+        },
       },
     },
     async (req, reply) => {
       const { workspace, role, name, password, resetPassword } = req.body;
       const email = req.body.email.toLowerCase();
-      if (resetPassword && !password) throw new AppError('BAD_REQUEST', 'body.resetPassword needs body.password: the new password.');
+      if (resetPassword && !password)
+        throw new AppError('BAD_REQUEST', 'body.resetPassword needs body.password: the new password.');
       const hash = password ? await bcrypt.hash(password, app.deps.config.BCRYPT_COST) : null;
-      const result = await addUserToWorkspace(app.deps.pool, { workspace, email, role, name, passwordHash: hash, resetPassword });
-      req.log.info({ userId: result.id, workspace, role, userCreated: result.created, passwordSet: hash !== null }, 'user added to workspace');
+      const result = await addUserToWorkspace(app.deps.pool, {
+        workspace,
+        email,
+        role,
+        name,
+        passwordHash: hash,
+        resetPassword,
+      });
+      req.log.info(
+        { userId: result.id, workspace, role, userCreated: result.created, passwordSet: hash !== null },
+        'user added to workspace',
+      );
       return reply.code(result.created ? 201 : 200).send({
         user: { id: result.id, email: result.email, name: result.name },
         workspace,

@@ -60,14 +60,23 @@ export default async function apiKeyRoutes(fastify: FastifyInstance) {
           {
             name: Text({ minLength: 1, maxLength: 100 }),
             scopes: Type.Optional(
-              Type.Array(Type.String({ enum: Object.keys(SCOPES) }), { minItems: 1, maxItems: 20, description: 'default ["dashboard:read"]' }),
+              Type.Array(Type.String({ enum: Object.keys(SCOPES) }), {
+                minItems: 1,
+                maxItems: 20,
+                description: 'default ["dashboard:read"]',
+              }),
             ),
           },
           { additionalProperties: false },
         ),
         response: {
-          201: Type.Intersect([ApiKeySchema, Type.Object({ token: Type.String({ description: 'shown once; store it now' }) })]),
-          409: Type.Ref('Problem', { description: 'the workspace holds its cap of live keys (maxKeys in the problem)' }),
+          201: Type.Intersect([
+            ApiKeySchema,
+            Type.Object({ token: Type.String({ description: 'shown once; store it now' }) }),
+          ]),
+          409: Type.Ref('Problem', {
+            description: 'the workspace holds its cap of live keys (maxKeys in the problem)',
+          }),
           ...errors,
         },
       },
@@ -80,9 +89,13 @@ export default async function apiKeyRoutes(fastify: FastifyInstance) {
         scopes,
         createdBy: req.user!.id,
         bcryptCost: app.deps.config.BCRYPT_COST,
-        maxKeys: effectiveLimits(app.deps.config, await getLimitOverride(app.deps.pool, req.adminWorkspace!.id)).maxApiKeys,
+        maxKeys: effectiveLimits(app.deps.config, await getLimitOverride(app.deps.pool, req.adminWorkspace!.id))
+          .maxApiKeys,
       });
-      req.log.info({ workspaceId: req.adminWorkspace!.id, keyId: created.id, keyPrefix: created.prefix, scopes }, 'workspace api key created');
+      req.log.info(
+        { workspaceId: req.adminWorkspace!.id, keyId: created.id, keyPrefix: created.prefix, scopes },
+        'workspace api key created',
+      );
       return reply.code(201).header('cache-control', 'no-store').send(created);
     },
   );
@@ -103,7 +116,11 @@ export default async function apiKeyRoutes(fastify: FastifyInstance) {
       const ws = req.adminWorkspace!;
       const { revocations } = app.workspaceAuth;
       const announce = (keyId: string) => revocations.announce(keyId);
-      const revoked = await revokeApiKey({ pool: app.deps.pool, redis: app.deps.redis, announce }, ws.id, req.params.id);
+      const revoked = await revokeApiKey(
+        { pool: app.deps.pool, redis: app.deps.redis, announce },
+        ws.id,
+        req.params.id,
+      );
       if (!revoked) throw new AppError('NOT_FOUND', `Workspace "${ws.slug}" has no API key ${req.params.id}.`);
       app.workspaceAuth.verifier.forget(req.params.id);
       req.log.info({ workspaceId: ws.id, keyId: req.params.id }, 'workspace api key revoked');

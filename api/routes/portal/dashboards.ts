@@ -10,7 +10,14 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { AlertsSchema, CashflowSchema, KpisSchema, answersOf, createDashboardService, type FigureName } from '../../../domain/erp/dashboards.js';
+import {
+  AlertsSchema,
+  CashflowSchema,
+  KpisSchema,
+  answersOf,
+  createDashboardService,
+  type FigureName,
+} from '../../../domain/erp/dashboards.js';
 import { TenantName } from '../../schemas/common.js';
 import { AppError } from '../../../lib/errors.js';
 import { membershipsOf } from '../../../domain/access/workspaces.js';
@@ -26,13 +33,25 @@ const keyErrors = {
   503: Type.Ref('Problem'),
   504: Type.Ref('Problem'),
 };
-const sessionErrors = { 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 403: Type.Ref('Problem'), 404: Type.Ref('Problem'), 502: Type.Ref('Problem'), 503: Type.Ref('Problem'), 504: Type.Ref('Problem') };
+const sessionErrors = {
+  400: Type.Ref('Problem'),
+  401: Type.Ref('Problem'),
+  403: Type.Ref('Problem'),
+  404: Type.Ref('Problem'),
+  502: Type.Ref('Problem'),
+  503: Type.Ref('Problem'),
+  504: Type.Ref('Problem'),
+};
 const params = Type.Object({ slug: TenantName });
 const months = Type.Object({ months: Type.Optional(Type.Integer({ minimum: 1, maximum: 24 })) });
 
 /** The three figures: path, summary, answer schema and query (cash flow's `months`). */
 const figures = [
-  { figure: 'kpis', summary: 'KPIs: revenue this month, receivables (overdue), payables, cash balance', response: KpisSchema },
+  {
+    figure: 'kpis',
+    summary: 'KPIs: revenue this month, receivables (overdue), payables, cash balance',
+    response: KpisSchema,
+  },
   { figure: 'cashflow', summary: 'Cash in and out per month', response: CashflowSchema, querystring: months },
   { figure: 'alerts', summary: 'Alerts: overdue invoices, unreconciled bank lines', response: AlertsSchema },
 ] as const satisfies { figure: FigureName; summary: string; response: unknown; querystring?: unknown }[];
@@ -46,7 +65,9 @@ export default async function dashboardRoutes(app: FastifyInstance) {
     : createDashboardService({ pool: app.deps.pool, config: app.deps.config, redis: app.workspaceAuth.redis });
   /** The figure as JSON text, from the dashboard cache (domain/erp/dashboards.ts). */
   const send = async (req: FigureRequest, reply: FastifyReply, figure: FigureName) =>
-    reply.type('application/json; charset=utf-8').send(await service.json(req.params.slug, figure, { months: req.query?.months }));
+    reply
+      .type('application/json; charset=utf-8')
+      .send(await service.json(req.params.slug, figure, { months: req.query?.months }));
   const memberOf = async (userId: string, slug: string) => {
     const [row] = await membershipsOf(app.deps.pool, userId, slug);
     if (!row) throw new AppError('FORBIDDEN', `You are not a member of workspace "${slug}".`);
@@ -56,7 +77,10 @@ export default async function dashboardRoutes(app: FastifyInstance) {
     // a workspace key with `dashboard:read`: access.key attaches the key check (plugins/workspace-auth.ts, attachKeyChecks)
     app.get(
       `/api/portal/odoo/:slug/${figure}`,
-      { config: { access: access.key('dashboard:read') }, schema: { tags: ['dashboards'], summary, params, ...query, response: { 200: response, ...keyErrors } } },
+      {
+        config: { access: access.key('dashboard:read') },
+        schema: { tags: ['dashboards'], summary, params, ...query, response: { 200: response, ...keyErrors } },
+      },
       (req: FigureRequest, reply) => send(req, reply, figure),
     );
   }
@@ -66,7 +90,13 @@ export default async function dashboardRoutes(app: FastifyInstance) {
       `/api/portal/workspaces/:slug/dashboard/${figure}`,
       {
         config: { access: access.user },
-        schema: { tags: ['dashboards'], summary: `${summary.split(':')[0]}, for a logged-in member of the workspace`, params, ...query, response: { 200: response, ...sessionErrors } },
+        schema: {
+          tags: ['dashboards'],
+          summary: `${summary.split(':')[0]}, for a logged-in member of the workspace`,
+          params,
+          ...query,
+          response: { 200: response, ...sessionErrors },
+        },
       },
       async (req: FigureRequest, reply) => {
         await memberOf(req.user!.id, req.params.slug);

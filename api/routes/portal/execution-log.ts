@@ -18,7 +18,11 @@ const LATEST = Date.UTC(9999, 11, 31);
 function instant(value: string | undefined, name: string): string | undefined {
   if (value === undefined) return undefined;
   const ms = Date.parse(value);
-  if (Number.isNaN(ms)) throw new AppError('BAD_REQUEST', `${name} is not a time this API understands; use ISO 8601, e.g. 2026-01-31T12:00:00Z.`);
+  if (Number.isNaN(ms))
+    throw new AppError(
+      'BAD_REQUEST',
+      `${name} is not a time this API understands; use ISO 8601, e.g. 2026-01-31T12:00:00Z.`,
+    );
   return new Date(Math.min(LATEST, Math.max(EARLIEST, ms))).toISOString();
 }
 
@@ -36,8 +40,12 @@ export default async function executionLogRoutes(fastify: FastifyInstance) {
           workspace: Type.Optional({ ...TenantName, description: 'workspace slug; or the X-Workspace header' }),
           limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
           cursor: Type.Optional(Text({ maxLength: 200 })),
-          keyPrefix: Type.Optional(Text({ minLength: 1, maxLength: 40, description: 'keys whose prefix starts with this, e.g. ws_live_ABCD' })),
-          route: Type.Optional(Text({ minLength: 1, maxLength: 200, description: 'routes containing this, e.g. /kpis' })),
+          keyPrefix: Type.Optional(
+            Text({ minLength: 1, maxLength: 40, description: 'keys whose prefix starts with this, e.g. ws_live_ABCD' }),
+          ),
+          route: Type.Optional(
+            Text({ minLength: 1, maxLength: 200, description: 'routes containing this, e.g. /kpis' }),
+          ),
           status: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
           since: Type.Optional(Type.String({ format: 'date-time', description: 'calls at or after this time' })),
           until: Type.Optional(Type.String({ format: 'date-time', description: 'calls before this time' })),
@@ -70,7 +78,16 @@ export default async function executionLogRoutes(fastify: FastifyInstance) {
       const { limit, cursor, keyPrefix, route, status } = req.query;
       const since = instant(req.query.since, 'since');
       const until = instant(req.query.until, 'until');
-      return readExecutionLog(app.deps.pool, req.adminWorkspace!.id, { limit: limit ?? 50, cursor, keyPrefix, route, status, since, until, secretsKey: app.deps.config.SECRETS_KEY });
+      return readExecutionLog(app.deps.pool, req.adminWorkspace!.id, {
+        limit: limit ?? 50,
+        cursor,
+        keyPrefix,
+        route,
+        status,
+        since,
+        until,
+        secretsKey: app.deps.config.SECRETS_KEY,
+      });
     },
   );
 }

@@ -20,14 +20,18 @@ export default async function integrationRoutes(fastify: FastifyInstance) {
       schema: {
         tags: ['integrations'],
         summary: 'The status of each integration: ERP, bank consents, webhooks, agents',
-        querystring: Type.Object({ workspace: Type.Optional({ ...TenantName, description: 'workspace slug; or the X-Workspace header' }) }),
+        querystring: Type.Object({
+          workspace: Type.Optional({ ...TenantName, description: 'workspace slug; or the X-Workspace header' }),
+        }),
         response: {
           200: Type.Object({
             items: Type.Array(
               Type.Object({
                 id: Type.String(),
                 name: Type.String(),
-                state: Type.Union(['connected', 'pending', 'degraded', 'disconnected', 'not-configured'].map((s) => Type.Literal(s))),
+                state: Type.Union(
+                  ['connected', 'pending', 'degraded', 'disconnected', 'not-configured'].map((s) => Type.Literal(s)),
+                ),
                 summary: Type.String(),
                 details: Type.Record(Type.String(), Type.Unknown()),
               }),
@@ -39,6 +43,8 @@ export default async function integrationRoutes(fastify: FastifyInstance) {
         },
       },
     },
-    async (req) => ({ items: await integrationStatuses({ pool: app.deps.pool, workspace: req.memberWorkspace! }, undefined, req.log) }),
+    async (req) => ({
+      items: await integrationStatuses({ pool: app.deps.pool, workspace: req.memberWorkspace! }, undefined, req.log),
+    }),
   );
 }

@@ -26,7 +26,8 @@ export default async function linkPageRoutes(fastify: FastifyInstance) {
       config: { access: access.public },
       schema: {
         tags: ['team'],
-        summary: 'Where an invitation e-mail links (the token is in the fragment): on to the portal’s accept-and-set-password page',
+        summary:
+          'Where an invitation e-mail links (the token is in the fragment): on to the portal’s accept-and-set-password page',
         params: Type.Object({ slug: TenantName }),
         response: { ...redirect('to /app/w/<slug>/join'), 404: Type.Ref('Problem') },
       },
@@ -34,7 +35,11 @@ export default async function linkPageRoutes(fastify: FastifyInstance) {
     async (req, reply) => {
       const workspace = await findWorkspace(app.deps.pool, req.params.slug);
       if (!workspace) throw new AppError('NOT_FOUND', `There is no workspace "${req.params.slug}".`);
-      return reply.code(302).header('location', `${PORTAL_PATH}w/${workspace.slug}/join`).header('cache-control', 'no-store').send(null);
+      return reply
+        .code(302)
+        .header('location', `${PORTAL_PATH}w/${workspace.slug}/join`)
+        .header('cache-control', 'no-store')
+        .send(null);
     },
   );
 
@@ -44,10 +49,16 @@ export default async function linkPageRoutes(fastify: FastifyInstance) {
       config: { access: access.public },
       schema: {
         tags: ['profile'],
-        summary: 'Where an e-mail confirmation links (the token is in the fragment): on to the portal’s confirmation page',
+        summary:
+          'Where an e-mail confirmation links (the token is in the fragment): on to the portal’s confirmation page',
         response: redirect('to /app/account/confirm-email'),
       },
     },
-    async (_req, reply) => reply.code(302).header('location', `${PORTAL_PATH}account/confirm-email`).header('cache-control', 'no-store').send(null),
+    async (_req, reply) =>
+      reply
+        .code(302)
+        .header('location', `${PORTAL_PATH}account/confirm-email`)
+        .header('cache-control', 'no-store')
+        .send(null),
   );
 }

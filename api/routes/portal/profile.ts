@@ -20,9 +20,12 @@ const ProfileSchema = Type.Object({
   email: Type.String(),
   name: Type.String(),
   hasPassword: Type.Boolean({ description: 'false for accounts that sign in through OIDC only' }),
-  pendingEmail: Type.Union([Type.Object({ email: Type.String(), expiresAt: Type.String({ format: 'date-time' }) }), Type.Null()], {
-    description: 'an e-mail change waiting for its confirmation',
-  }),
+  pendingEmail: Type.Union(
+    [Type.Object({ email: Type.String(), expiresAt: Type.String({ format: 'date-time' }) }), Type.Null()],
+    {
+      description: 'an e-mail change waiting for its confirmation',
+    },
+  ),
   workspaces: Type.Array(Type.Object({ id: Type.String(), slug: Type.String(), name: Type.String(), role: Role })),
 });
 
@@ -36,7 +39,8 @@ const Changed = Type.Intersect([
   }),
 ]);
 /** The answer to every e-mail change request, whether or not the address is taken. */
-const EMAIL_CHANGE_SENT = 'We sent a confirmation link to the new address; the change takes effect once it is confirmed from there.';
+const EMAIL_CHANGE_SENT =
+  'We sent a confirmation link to the new address; the change takes effect once it is confirmed from there.';
 
 export default async function profileRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -48,7 +52,11 @@ export default async function profileRoutes(fastify: FastifyInstance) {
     '/api/portal/profile',
     {
       config: { access: access.user },
-      schema: { tags: ['profile'], summary: 'Your profile', response: { 200: ProfileSchema, 401: Problem, 403: Problem } },
+      schema: {
+        tags: ['profile'],
+        summary: 'Your profile',
+        response: { 200: ProfileSchema, 401: Problem, 403: Problem },
+      },
     },
     async (req) => getProfile(pool, req.user!.id),
   );
@@ -89,19 +97,43 @@ export default async function profileRoutes(fastify: FastifyInstance) {
     },
     async (req, reply) => {
       const user = req.user!;
-      if (req.body.currentPassword !== undefined || req.body.email !== undefined || req.body.newPassword !== undefined) {
-        await throttle.attempt(user.id, () => checkCurrentPassword(pool, user.id, req.body), (seconds) => reply.header('retry-after', seconds));
+      if (
+        req.body.currentPassword !== undefined ||
+        req.body.email !== undefined ||
+        req.body.newPassword !== undefined
+      ) {
+        await throttle.attempt(
+          user.id,
+          () => checkCurrentPassword(pool, user.id, req.body),
+          (seconds) => reply.header('retry-after', seconds),
+        );
       }
       const changed = await changeProfile(
-        { pool, mail: app.portalMail, publicUrl: config.API_PUBLIC_URL, emailChangeTtlMs: config.EMAIL_CHANGE_TTL, bcryptCost: config.BCRYPT_COST },
+        {
+          pool,
+          mail: app.portalMail,
+          publicUrl: config.API_PUBLIC_URL,
+          emailChangeTtlMs: config.EMAIL_CHANGE_TTL,
+          bcryptCost: config.BCRYPT_COST,
+        },
         user,
         req.body,
       );
       req.log.info(
-        { userId: user.id, emailConfirmationSent: changed.emailConfirmationSent, passwordChanged: changed.passwordChanged, otherSessionsEnded: changed.otherSessionsEnded },
+        {
+          userId: user.id,
+          emailConfirmationSent: changed.emailConfirmationSent,
+          passwordChanged: changed.passwordChanged,
+          otherSessionsEnded: changed.otherSessionsEnded,
+        },
         'profile changed',
       );
-      const answer = { ...changed.profile, emailConfirmationSent: changed.emailConfirmationSent, passwordChanged: changed.passwordChanged, otherSessionsEnded: changed.otherSessionsEnded };
+      const answer = {
+        ...changed.profile,
+        emailConfirmationSent: changed.emailConfirmationSent,
+        passwordChanged: changed.passwordChanged,
+        otherSessionsEnded: changed.otherSessionsEnded,
+      };
       if (!changed.emailConfirmationSent) return answer;
       reply.code(202);
       return { ...answer, message: EMAIL_CHANGE_SENT };
@@ -115,9 +147,16 @@ export default async function profileRoutes(fastify: FastifyInstance) {
       schema: {
         tags: ['profile'],
         summary: 'Confirm a new e-mail address with the token of the mailed link; the address changes now',
-        description: '404: not a valid link (or replaced by a newer request); 409: confirmed already, or the address was taken meanwhile; 410: expired.',
+        description:
+          '404: not a valid link (or replaced by a newer request); 409: confirmed already, or the address was taken meanwhile; 410: expired.',
         body: Type.Object({ token: Text({ minLength: 20, maxLength: 200 }) }, { additionalProperties: false }),
-        response: { 200: Type.Object({ email: Type.String() }), 400: Problem, 404: Problem, 409: Problem, 410: Problem },
+        response: {
+          200: Type.Object({ email: Type.String() }),
+          400: Problem,
+          404: Problem,
+          409: Problem,
+          410: Problem,
+        },
       },
     },
     async (req) => {

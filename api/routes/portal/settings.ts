@@ -16,7 +16,12 @@ const WorkspaceQuery = Type.Object({
 /** The BCP 47 tags the portal takes: a language, optionally a script and a region (what locales in use look like). */
 const LOCALE_PATTERN = '^[A-Za-z]{2,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?$';
 const preferenceKeys = Object.keys(NOTIFICATION_DEFAULTS) as (keyof typeof NOTIFICATION_DEFAULTS)[];
-const Preferences = Type.Object(Object.fromEntries(preferenceKeys.map((k) => [k, Type.Boolean()])) as Record<(typeof preferenceKeys)[number], ReturnType<typeof Type.Boolean>>);
+const Preferences = Type.Object(
+  Object.fromEntries(preferenceKeys.map((k) => [k, Type.Boolean()])) as Record<
+    (typeof preferenceKeys)[number],
+    ReturnType<typeof Type.Boolean>
+  >,
+);
 const SettingsSchema = Type.Object({
   displayName: Type.String(),
   locale: Type.String({ description: 'BCP 47 language tag, canonical form' }),
@@ -58,13 +63,23 @@ export default async function settingsRoutes(fastify: FastifyInstance) {
           {
             displayName: Type.Optional(Text({ minLength: 1, maxLength: 100 })),
             locale: Type.Optional(
-              Type.String({ pattern: LOCALE_PATTERN, maxLength: 35, description: 'BCP 47: language[-Script][-REGION], e.g. en, de-CH, zh-Hant-TW, es-419' }),
+              Type.String({
+                pattern: LOCALE_PATTERN,
+                maxLength: 35,
+                description: 'BCP 47: language[-Script][-REGION], e.g. en, de-CH, zh-Hant-TW, es-419',
+              }),
             ),
             timeZone: Type.Optional(
-              Type.String({ enum: [...TIME_ZONES].sort(), title: 'an IANA time zone name such as Europe/Zurich, America/New_York or UTC', description: 'IANA time zone, e.g. Europe/Zurich, UTC' }),
+              Type.String({
+                enum: [...TIME_ZONES].sort(),
+                title: 'an IANA time zone name such as Europe/Zurich, America/New_York or UTC',
+                description: 'IANA time zone, e.g. Europe/Zurich, UTC',
+              }),
             ),
             notifications: Type.Optional(
-              Type.Object(Object.fromEntries(preferenceKeys.map((k) => [k, Type.Optional(Type.Boolean())])), { additionalProperties: false }),
+              Type.Object(Object.fromEntries(preferenceKeys.map((k) => [k, Type.Optional(Type.Boolean())])), {
+                additionalProperties: false,
+              }),
             ),
           },
           { additionalProperties: false, minProperties: 1 },

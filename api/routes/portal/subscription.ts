@@ -17,10 +17,19 @@ export const SubscriptionSchema = Type.Object({
   tier: Type.Enum([...tiers]),
   status: Type.Enum([...SUBSCRIPTION_STATUSES], { description: "Stripe's subscription status" }),
   seats: Type.Integer(),
-  currentPeriod: Nullable(Type.Object({ start: Type.String({ format: 'date-time' }), end: Type.String({ format: 'date-time' }) })),
+  currentPeriod: Nullable(
+    Type.Object({ start: Type.String({ format: 'date-time' }), end: Type.String({ format: 'date-time' }) }),
+  ),
   cancelAtPeriodEnd: Type.Boolean(),
-  pastDueSince: Nullable(Type.String({ format: 'date-time', description: 'a payment failed and is not made good yet' })),
-  suspendedAt: Nullable(Type.String({ format: 'date-time', description: "the workspace's keys are refused (403 workspace-suspended) until payment" })),
+  pastDueSince: Nullable(
+    Type.String({ format: 'date-time', description: 'a payment failed and is not made good yet' }),
+  ),
+  suspendedAt: Nullable(
+    Type.String({
+      format: 'date-time',
+      description: "the workspace's keys are refused (403 workspace-suspended) until payment",
+    }),
+  ),
   nextInvoice: Nullable(
     Type.Object({
       date: Type.String({ format: 'date-time' }),
@@ -28,7 +37,11 @@ export const SubscriptionSchema = Type.Object({
       currency: Type.String({ description: 'ISO 4217, lower case' }),
     }),
   ),
-  provider: Type.Object({ name: Type.Literal('stripe'), customerId: Nullable(Type.String()), subscriptionId: Nullable(Type.String()) }),
+  provider: Type.Object({
+    name: Type.Literal('stripe'),
+    customerId: Nullable(Type.String()),
+    subscriptionId: Nullable(Type.String()),
+  }),
 });
 
 export default async function subscriptionRoutes(fastify: FastifyInstance) {
@@ -41,7 +54,9 @@ export default async function subscriptionRoutes(fastify: FastifyInstance) {
       schema: {
         tags: ['billing'],
         summary: "The workspace's subscription: tier, status, period, seats and the next invoice (any member)",
-        querystring: Type.Object({ workspace: Type.Optional({ ...TenantName, description: 'workspace slug; or the X-Workspace header' }) }),
+        querystring: Type.Object({
+          workspace: Type.Optional({ ...TenantName, description: 'workspace slug; or the X-Workspace header' }),
+        }),
         response: { 200: SubscriptionSchema, 404: Type.Ref('Problem') },
       },
     },

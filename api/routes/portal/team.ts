@@ -76,7 +76,10 @@ function memberRoutes(fastify: FastifyInstance) {
         summary: "The workspace's members and their roles; for admins also the open invitations",
         querystring: WorkspaceQuery,
         response: {
-          200: Type.Object({ members: Type.Array(MemberSchema), invitations: Type.Optional(Type.Array(InvitationSchema, { description: 'admins only' })) }),
+          200: Type.Object({
+            members: Type.Array(MemberSchema),
+            invitations: Type.Optional(Type.Array(InvitationSchema, { description: 'admins only' })),
+          }),
           400: Problem,
           401: Problem,
           403: Problem,
@@ -90,7 +93,9 @@ function memberRoutes(fastify: FastifyInstance) {
     },
   );
 
-  const MemberParams = Type.Object({ userId: Type.String({ format: 'uuid', description: "the member's user id (GET /api/portal/team)" }) });
+  const MemberParams = Type.Object({
+    userId: Type.String({ format: 'uuid', description: "the member's user id (GET /api/portal/team)" }),
+  });
 
   app.patch(
     '/api/portal/team/:userId',
@@ -100,7 +105,7 @@ function memberRoutes(fastify: FastifyInstance) {
         tags: ['team'],
         summary: "Change a member's role (admins only)",
         description:
-          'Takes effect on the member\'s next request (the role is read on every request). The same role again changes nothing. ' +
+          "Takes effect on the member's next request (the role is read on every request). The same role again changes nothing. " +
           'The last admin cannot be demoted (409): make another member admin first.',
         params: MemberParams,
         querystring: WorkspaceQuery,
@@ -110,8 +115,16 @@ function memberRoutes(fastify: FastifyInstance) {
     },
     async (req) => {
       const ws = req.adminWorkspace!;
-      const { member, changed } = await changeMemberRole(pool, { workspaceId: ws.id, userId: req.params.userId, role: req.body.role });
-      if (changed) req.log.info({ workspaceId: ws.id, userId: member.id, role: member.role, by: req.user!.id }, 'member role changed');
+      const { member, changed } = await changeMemberRole(pool, {
+        workspaceId: ws.id,
+        userId: req.params.userId,
+        role: req.body.role,
+      });
+      if (changed)
+        req.log.info(
+          { workspaceId: ws.id, userId: member.id, role: member.role, by: req.user!.id },
+          'member role changed',
+        );
       return member as never;
     },
   );
@@ -125,7 +138,7 @@ function memberRoutes(fastify: FastifyInstance) {
         summary: 'Remove a member from the workspace (admins only)',
         description:
           'The membership ends and every session of the removed person ends at once (refresh tokens revoked; their access tokens get 401 from the next request on). ' +
-          'The workspace\'s API keys stay (they belong to the workspace). The last admin cannot be removed (409).',
+          "The workspace's API keys stay (they belong to the workspace). The last admin cannot be removed (409).",
         params: MemberParams,
         querystring: WorkspaceQuery,
         response: { 204: Type.Null(), 400: Problem, 401: Problem, 403: Problem, 404: Problem, 409: Problem },
@@ -134,7 +147,10 @@ function memberRoutes(fastify: FastifyInstance) {
     async (req, reply) => {
       const ws = req.adminWorkspace!;
       const { sessionsEnded } = await removeMember(pool, { workspaceId: ws.id, userId: req.params.userId });
-      req.log.info({ workspaceId: ws.id, userId: req.params.userId, by: req.user!.id, sessionsEnded }, 'member removed');
+      req.log.info(
+        { workspaceId: ws.id, userId: req.params.userId, by: req.user!.id, sessionsEnded },
+        'member removed',
+      );
       return reply.code(204).send(null);
     },
   );
@@ -142,7 +158,12 @@ function memberRoutes(fastify: FastifyInstance) {
 
 /** One invitation e-mail of the workspace's hourly allowance; 429 with Retry-After beyond it. */
 function invitationMailAllowance(redis: FastifyInstance['deps']['redis'], perHour: number) {
-  const invitationMails = new RateLimiterRedis({ storeClient: redis, keyPrefix: 'invitation-mails', points: perHour, duration: 3600 });
+  const invitationMails = new RateLimiterRedis({
+    storeClient: redis,
+    keyPrefix: 'invitation-mails',
+    points: perHour,
+    duration: 3600,
+  });
   return async function spendInvitationMail(workspaceId: string, reply: FastifyReply) {
     try {
       await invitationMails.consume(workspaceId);
@@ -150,7 +171,10 @@ function invitationMailAllowance(redis: FastifyInstance['deps']['redis'], perHou
       if (!(err instanceof RateLimiterRes)) throw err;
       const retryAfter = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
       reply.header('retry-after', retryAfter);
-      throw new AppError('RATE_LIMITED', `This workspace has sent ${perHour} invitation e-mails in the last hour; retry after ${retryAfter} s.`);
+      throw new AppError(
+        'RATE_LIMITED',
+        `This workspace has sent ${perHour} invitation e-mails in the last hour; retry after ${retryAfter} s.`,
+      );
     }
   };
 }
@@ -159,7 +183,12 @@ function invitationMailAllowance(redis: FastifyInstance['deps']['redis'], perHou
 function invitationRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const { config, pool } = app.deps;
-  const invitationDeps = (): InvitationDeps => ({ pool, mail: app.portalMail, publicUrl: config.API_PUBLIC_URL, ttlMs: config.INVITATION_TTL });
+  const invitationDeps = (): InvitationDeps => ({
+    pool,
+    mail: app.portalMail,
+    publicUrl: config.API_PUBLIC_URL,
+    ttlMs: config.INVITATION_TTL,
+  });
   const spendInvitationMail = invitationMailAllowance(app.deps.redis, config.INVITATIONS_PER_HOUR);
 
   app.post(
@@ -174,14 +203,31 @@ function invitationRoutes(fastify: FastifyInstance) {
           'An address that is a member already, or has an open invitation, gets 409 (re-invite that one). Nothing is kept when the mail cannot be sent (502/503). ' +
           'A workspace sends at most INVITATIONS_PER_HOUR (50) invitation e-mails an hour, re-invites included (429 with Retry-After).',
         querystring: WorkspaceQuery,
-        body: Type.Object({ email: Email, role: Type.Optional({ ...Role, description: 'default member' }) }, { additionalProperties: false }),
-        response: { 201: InvitationSchema, 400: Problem, 401: Problem, 403: Problem, 409: Problem, 429: Problem, 502: Problem, 503: Problem },
+        body: Type.Object(
+          { email: Email, role: Type.Optional({ ...Role, description: 'default member' }) },
+          { additionalProperties: false },
+        ),
+        response: {
+          201: InvitationSchema,
+          400: Problem,
+          401: Problem,
+          403: Problem,
+          409: Problem,
+          429: Problem,
+          502: Problem,
+          503: Problem,
+        },
       },
     },
     async (req, reply) => {
       const ws = req.adminWorkspace!;
       await spendInvitationMail(ws.id, reply);
-      const invitation = await inviteToWorkspace(invitationDeps(), { workspaceId: ws.id, email: req.body.email, role: req.body.role ?? 'member', invitedBy: req.user!.id });
+      const invitation = await inviteToWorkspace(invitationDeps(), {
+        workspaceId: ws.id,
+        email: req.body.email,
+        role: req.body.role ?? 'member',
+        invitedBy: req.user!.id,
+      });
       req.log.info({ workspaceId: ws.id, invitationId: invitation.id, role: invitation.role }, 'invitation sent');
       // dates leave as RFC 3339 strings (the serializer formats them)
       return reply.code(201).send(invitation as never);
@@ -197,14 +243,31 @@ function invitationRoutes(fastify: FastifyInstance) {
         summary: 'Re-invite: mail a new link (the previous link stops working) with a new expiry',
         params: Type.Object({ id: Type.String({ format: 'uuid' }) }),
         querystring: WorkspaceQuery,
-        response: { 200: InvitationSchema, 400: Problem, 401: Problem, 403: Problem, 404: Problem, 409: Problem, 429: Problem, 502: Problem, 503: Problem },
+        response: {
+          200: InvitationSchema,
+          400: Problem,
+          401: Problem,
+          403: Problem,
+          404: Problem,
+          409: Problem,
+          429: Problem,
+          502: Problem,
+          503: Problem,
+        },
       },
     },
     async (req, reply) => {
       const ws = req.adminWorkspace!;
       await spendInvitationMail(ws.id, reply);
-      const invitation = await resendInvitation(invitationDeps(), { workspaceId: ws.id, id: req.params.id, sentBy: req.user!.id });
-      req.log.info({ workspaceId: ws.id, invitationId: invitation.id, sentCount: invitation.sentCount }, 'invitation sent again');
+      const invitation = await resendInvitation(invitationDeps(), {
+        workspaceId: ws.id,
+        id: req.params.id,
+        sentBy: req.user!.id,
+      });
+      req.log.info(
+        { workspaceId: ws.id, invitationId: invitation.id, sentCount: invitation.sentCount },
+        'invitation sent again',
+      );
       return invitation;
     },
   );
@@ -277,8 +340,14 @@ function acceptInvitationRoute(fastify: FastifyInstance) {
         (seconds) => reply.header('retry-after', seconds),
       );
       const session = await startSession(pool, config, accepted.user);
-      req.log.info({ workspaceId: accepted.workspace.id, userId: accepted.user.id, accountCreated: accepted.accountCreated }, 'invitation accepted');
-      return sendSession(app, reply, session, { workspace: { ...accepted.workspace, role: accepted.role }, accountCreated: accepted.accountCreated });
+      req.log.info(
+        { workspaceId: accepted.workspace.id, userId: accepted.user.id, accountCreated: accepted.accountCreated },
+        'invitation accepted',
+      );
+      return sendSession(app, reply, session, {
+        workspace: { ...accepted.workspace, role: accepted.role },
+        accountCreated: accepted.accountCreated,
+      });
     },
   );
 }

@@ -11,17 +11,29 @@ import { Type } from 'typebox';
 import { access } from '../../plugins/access.js';
 import { Text } from '../../schemas/common.js';
 import { AppError } from '../../../lib/errors.js';
-import { checkEventTypes, EndpointRepository, sendingEndpoints, WEBHOOK_EVENT_TYPES } from '../../../domain/webhooks/endpoints.js';
+import {
+  checkEventTypes,
+  EndpointRepository,
+  sendingEndpoints,
+  WEBHOOK_EVENT_TYPES,
+} from '../../../domain/webhooks/endpoints.js';
 import { urlProblems } from '../../../domain/webhooks/addresses.js';
 import { listAttempts, recordAttempts, TEST_EVENT_TYPE } from '../../../domain/webhooks/deliveries.js';
 import { addressPolicy, replay, webhookSender } from '../../../domain/webhooks/delivery-retries.js';
 import { webhookHeaders } from '../../../domain/webhooks/signing.js';
 
-const EventType = Type.String({ pattern: '^[A-Za-z0-9._-]{1,100}$', description: `an event type: ${WEBHOOK_EVENT_TYPES.join(', ')}` });
+const EventType = Type.String({
+  pattern: '^[A-Za-z0-9._-]{1,100}$',
+  description: `an event type: ${WEBHOOK_EVENT_TYPES.join(', ')}`,
+});
 const EventTypes = Type.Union([Type.Array(EventType, { minItems: 1, maxItems: 50, uniqueItems: true }), Type.Null()], {
   description: 'the event types this endpoint receives; null (default) for every type',
 });
-const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'https URL (http only where configured); checked again at connect time' });
+const Url = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  description: 'https URL (http only where configured); checked again at connect time',
+});
 const Endpoint = Type.Object({
   id: Type.String(),
   url: Type.String(),
@@ -35,13 +47,17 @@ const Endpoint = Type.Object({
 });
 const Secrets = Type.Object({
   secret: Type.String({ description: 'whsec_… (Standard Webhooks)' }),
-  previousSecret: Type.Union([Type.String(), Type.Null()], { description: 'still signing (a second signature) until previousSecretExpiresAt' }),
+  previousSecret: Type.Union([Type.String(), Type.Null()], {
+    description: 'still signing (a second signature) until previousSecretExpiresAt',
+  }),
   previousSecretExpiresAt: Type.Union([Type.String(), Type.Null()]),
 });
 const Attempt = Type.Object({
   id: Type.String(),
   messageId: Type.String(),
-  eventType: Type.Union([Type.String(), Type.Null()], { description: 'the message\'s event type (webhook.test for a test send)' }),
+  eventType: Type.Union([Type.String(), Type.Null()], {
+    description: "the message's event type (webhook.test for a test send)",
+  }),
   attemptedAt: Type.String(),
   trigger: Type.String(),
   statusCode: Type.Union([Type.Integer(), Type.Null()]),
@@ -52,8 +68,17 @@ const Attempt = Type.Object({
   responseExcerpt: Type.String(),
 });
 const Params = Type.Object({ id: Type.String({ format: 'uuid' }) });
-const MessageId = Type.String({ pattern: '^msg_[A-Za-z0-9_-]{1,96}$', description: 'a message id (the webhook-id receivers saw)' });
-const errors = { 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 403: Type.Ref('Problem'), 404: Type.Ref('Problem'), 429: Type.Ref('Problem') };
+const MessageId = Type.String({
+  pattern: '^msg_[A-Za-z0-9_-]{1,96}$',
+  description: 'a message id (the webhook-id receivers saw)',
+});
+const errors = {
+  400: Type.Ref('Problem'),
+  401: Type.Ref('Problem'),
+  403: Type.Ref('Problem'),
+  404: Type.Ref('Problem'),
+  429: Type.Ref('Problem'),
+};
 const write = { config: { access: access.adminOrKey('webhooks:write') } };
 
 /** The workspace the caller acts on: the key's, or the admin's (X-Workspace). */
@@ -79,12 +104,24 @@ function endpointRoutes(fastify: FastifyInstance) {
 
   const checkUrl = (url: string) => {
     const problems = urlProblems(url, { allowHttp: config.WEBHOOK_ALLOW_HTTP, policy });
-    if (problems.length > 0) throw new AppError('BAD_REQUEST', `Invalid webhook URL: ${problems.join('; ')}.`, { errors: problems });
+    if (problems.length > 0)
+      throw new AppError('BAD_REQUEST', `Invalid webhook URL: ${problems.join('; ')}.`, { errors: problems });
   };
 
-  app.get('/api/portal/webhooks', { ...write, schema: { tags: ['webhooks'], summary: 'List webhook endpoints (no secrets)', response: { 200: Type.Object({ endpoints: Type.Array(Endpoint) }), ...errors } } }, async (req) => ({
-    endpoints: await repo.list(workspaceId(req)),
-  }));
+  app.get(
+    '/api/portal/webhooks',
+    {
+      ...write,
+      schema: {
+        tags: ['webhooks'],
+        summary: 'List webhook endpoints (no secrets)',
+        response: { 200: Type.Object({ endpoints: Type.Array(Endpoint) }), ...errors },
+      },
+    },
+    async (req) => ({
+      endpoints: await repo.list(workspaceId(req)),
+    }),
+  );
 
   app.post(
     '/api/portal/webhooks',
@@ -94,7 +131,12 @@ function endpointRoutes(fastify: FastifyInstance) {
         tags: ['webhooks'],
         summary: 'Register a webhook endpoint; the answer shows its signing secret',
         body: Type.Object(
-          { url: Url, description: Type.Optional(Text({ maxLength: 500 })), eventTypes: Type.Optional(EventTypes), enabled: Type.Optional(Type.Boolean()) },
+          {
+            url: Url,
+            description: Type.Optional(Text({ maxLength: 500 })),
+            eventTypes: Type.Optional(EventTypes),
+            enabled: Type.Optional(Type.Boolean()),
+          },
           { additionalProperties: false },
         ),
         response: { 201: Type.Object({ endpoint: Endpoint, secret: Type.String() }), ...errors },
@@ -109,8 +151,18 @@ function endpointRoutes(fastify: FastifyInstance) {
     },
   );
 
-  app.get('/api/portal/webhooks/:id', { ...write, schema: { tags: ['webhooks'], summary: 'One webhook endpoint (no secret)', params: Params, response: { 200: Endpoint, ...errors } } }, async (req) =>
-    repo.get(workspaceId(req), req.params.id),
+  app.get(
+    '/api/portal/webhooks/:id',
+    {
+      ...write,
+      schema: {
+        tags: ['webhooks'],
+        summary: 'One webhook endpoint (no secret)',
+        params: Params,
+        response: { 200: Endpoint, ...errors },
+      },
+    },
+    async (req) => repo.get(workspaceId(req), req.params.id),
   );
 
   app.patch(
@@ -122,7 +174,12 @@ function endpointRoutes(fastify: FastifyInstance) {
         summary: 'Change a webhook endpoint (enabled: true re-enables a disabled one)',
         params: Params,
         body: Type.Object(
-          { url: Type.Optional(Url), description: Type.Optional(Text({ maxLength: 500 })), eventTypes: Type.Optional(EventTypes), enabled: Type.Optional(Type.Boolean()) },
+          {
+            url: Type.Optional(Url),
+            description: Type.Optional(Text({ maxLength: 500 })),
+            eventTypes: Type.Optional(EventTypes),
+            enabled: Type.Optional(Type.Boolean()),
+          },
           { additionalProperties: false, minProperties: 1 },
         ),
         response: { 200: Endpoint, ...errors },
@@ -135,11 +192,22 @@ function endpointRoutes(fastify: FastifyInstance) {
     },
   );
 
-  app.delete('/api/portal/webhooks/:id', { ...write, schema: { tags: ['webhooks'], summary: 'Delete a webhook endpoint', params: Params, response: { 204: Type.Null(), ...errors } } }, async (req, reply) => {
-    await repo.remove(workspaceId(req), req.params.id);
-    return reply.code(204).send(null);
-  });
-
+  app.delete(
+    '/api/portal/webhooks/:id',
+    {
+      ...write,
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Delete a webhook endpoint',
+        params: Params,
+        response: { 204: Type.Null(), ...errors },
+      },
+    },
+    async (req, reply) => {
+      await repo.remove(workspaceId(req), req.params.id);
+      return reply.code(204).send(null);
+    },
+  );
 }
 
 /** An endpoint's signing secret: reveal it, rotate it. */
@@ -150,7 +218,15 @@ function secretRoutes(fastify: FastifyInstance) {
 
   app.get(
     '/api/portal/webhooks/:id/secret',
-    { config: { access: access.admin }, schema: { tags: ['webhooks'], summary: "Reveal the endpoint's signing secret (admins)", params: Params, response: { 200: Secrets, ...errors } } },
+    {
+      config: { access: access.admin },
+      schema: {
+        tags: ['webhooks'],
+        summary: "Reveal the endpoint's signing secret (admins)",
+        params: Params,
+        response: { 200: Secrets, ...errors },
+      },
+    },
     async (req) => repo.secrets(req.adminWorkspace!.id, req.params.id),
   );
 
@@ -171,7 +247,6 @@ function secretRoutes(fastify: FastifyInstance) {
       return secrets;
     },
   );
-
 }
 
 /** An endpoint's delivery attempts, newest first. */
@@ -201,10 +276,15 @@ function attemptRoutes(fastify: FastifyInstance) {
     },
     async (req) => {
       const endpoint = await repo.get(workspaceId(req), req.params.id);
-      return { attempts: await listAttempts(pool, endpoint.id, { limit: req.query.limit ?? 100, messageId: req.query.messageId, before: req.query.before }) };
+      return {
+        attempts: await listAttempts(pool, endpoint.id, {
+          limit: req.query.limit ?? 100,
+          messageId: req.query.messageId,
+          before: req.query.before,
+        }),
+      };
     },
   );
-
 }
 
 /** Deliveries on demand: a test event, a replay of past events. */
@@ -231,10 +311,20 @@ function deliveryRoutes(fastify: FastifyInstance) {
       const endpoint = await repo.get(workspaceId(req), req.params.id);
       const [sending] = await sendingEndpoints(pool, config.SECRETS_KEY, { id: endpoint.id });
       const messageId = `msg_test_${randomBytes(16).toString('base64url')}`;
-      const body = JSON.stringify({ type: TEST_EVENT_TYPE, timestamp: new Date().toISOString(), data: { endpointId: endpoint.id, message: 'This is a test event from Plana.' } });
+      const body = JSON.stringify({
+        type: TEST_EVENT_TYPE,
+        timestamp: new Date().toISOString(),
+        data: { endpointId: endpoint.id, message: 'This is a test event from Plana.' },
+      });
       const attemptedAt = new Date();
-      const result = await sender.send(endpoint.url, webhookHeaders({ secrets: sending!.secrets, msgId: messageId, body, userAgent: config.WEBHOOK_USER_AGENT }), body);
-      await recordAttempts(pool, [{ endpointId: endpoint.id, messageId, trigger: 'test', attemptedAt, result, status: null }]);
+      const result = await sender.send(
+        endpoint.url,
+        webhookHeaders({ secrets: sending!.secrets, msgId: messageId, body, userAgent: config.WEBHOOK_USER_AGENT }),
+        body,
+      );
+      await recordAttempts(pool, [
+        { endpointId: endpoint.id, messageId, trigger: 'test', attemptedAt, result, status: null },
+      ]);
       const [attempt] = await listAttempts(pool, endpoint.id, { limit: 1, messageId });
       return attempt!;
     },
@@ -250,7 +340,10 @@ function deliveryRoutes(fastify: FastifyInstance) {
         params: Params,
         body: Type.Union([
           Type.Object({ messageId: MessageId }, { additionalProperties: false }),
-          Type.Object({ since: Type.String({ format: 'date-time' }), until: Type.Optional(Type.String({ format: 'date-time' })) }, { additionalProperties: false }),
+          Type.Object(
+            { since: Type.String({ format: 'date-time' }), until: Type.Optional(Type.String({ format: 'date-time' })) },
+            { additionalProperties: false },
+          ),
         ]),
         response: {
           202: Type.Object({
@@ -264,9 +357,13 @@ function deliveryRoutes(fastify: FastifyInstance) {
     },
     async (req, reply) => {
       const endpoint = await repo.get(workspaceId(req), req.params.id);
-      if (!endpoint.enabled) throw new AppError('CONFLICT', 'This endpoint is disabled; enable it (PATCH enabled: true) before replaying.');
+      if (!endpoint.enabled)
+        throw new AppError('CONFLICT', 'This endpoint is disabled; enable it (PATCH enabled: true) before replaying.');
       const body = req.body;
-      const what = 'messageId' in body ? { messageId: body.messageId } : { since: new Date(body.since), until: body.until ? new Date(body.until) : new Date() };
+      const what =
+        'messageId' in body
+          ? { messageId: body.messageId }
+          : { since: new Date(body.since), until: body.until ? new Date(body.until) : new Date() };
       const result = await replay(pool, starter, endpoint.id, what);
       req.log.info({ endpointId: endpoint.id, replayed: result.replayed.length }, 'webhook replay');
       return reply.code(202).send(result);

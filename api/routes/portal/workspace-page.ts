@@ -23,7 +23,8 @@ export default async function workspacePageRoutes(fastify: FastifyInstance) {
       schema: {
         tags: ['portal'],
         summary: "The workspace's address in the e-mails: on to the workspace in the portal",
-        description: 'A 302 to `/app/w/<slug>/`, where the portal signs the person in (when needed) and opens the workspace. 404 for an unknown workspace.',
+        description:
+          'A 302 to `/app/w/<slug>/`, where the portal signs the person in (when needed) and opens the workspace. 404 for an unknown workspace.',
         params: Type.Object({ slug: TenantName }),
         response: { 302: Type.Null({ description: 'to /app/w/<slug>/' }), 404: Type.Ref('Problem') },
       },
@@ -31,7 +32,11 @@ export default async function workspacePageRoutes(fastify: FastifyInstance) {
     async (req, reply) => {
       const workspace = await findWorkspace(app.deps.pool, req.params.slug);
       if (!workspace) throw new AppError('NOT_FOUND', `There is no workspace "${req.params.slug}".`);
-      return reply.code(302).header('location', `${PORTAL_PATH}w/${workspace.slug}/`).header('cache-control', 'no-store').send(null);
+      return reply
+        .code(302)
+        .header('location', `${PORTAL_PATH}w/${workspace.slug}/`)
+        .header('cache-control', 'no-store')
+        .send(null);
     },
   );
 }

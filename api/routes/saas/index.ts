@@ -20,7 +20,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { recordBackupCallback, recordJobUpdate, requireTenant, tenantSubscription } from '../../../domain/billing/saas.js';
+import {
+  recordBackupCallback,
+  recordJobUpdate,
+  requireTenant,
+  tenantSubscription,
+} from '../../../domain/billing/saas.js';
 import { TIERS, tierInfo } from '../../../domain/billing/tiers.js';
 import { AppError } from '../../../lib/errors.js';
 import { access } from '../../plugins/access.js';
@@ -29,7 +34,12 @@ import { SubscriptionSchema } from '../portal/subscription.js';
 
 const CallbackId = Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,80}$', maxLength: 80 });
 const Module = Type.Object({ name: Type.String(), title: Type.String(), application: Type.Boolean() });
-const JobState = Type.Union([Type.Literal('queued'), Type.Literal('running'), Type.Literal('done'), Type.Literal('failed')]);
+const JobState = Type.Union([
+  Type.Literal('queued'),
+  Type.Literal('running'),
+  Type.Literal('done'),
+  Type.Literal('failed'),
+]);
 
 export default async function saasRoutes(fastify: FastifyInstance) {
   tierReadRoutes(fastify);
@@ -53,7 +63,14 @@ function tierReadRoutes(fastify: FastifyInstance) {
           200: Type.Object({
             tenant: Type.String(),
             current: Type.String(),
-            tiers: Type.Array(Type.Object({ code: Type.String(), name: Type.String(), modules: Type.Integer(), current: Type.Boolean() })),
+            tiers: Type.Array(
+              Type.Object({
+                code: Type.String(),
+                name: Type.String(),
+                modules: Type.Integer(),
+                current: Type.Boolean(),
+              }),
+            ),
           }),
         },
       },
@@ -63,7 +80,12 @@ function tierReadRoutes(fastify: FastifyInstance) {
       return {
         tenant: t.name,
         current: t.tier,
-        tiers: TIERS.map((tier) => ({ code: tier.code, name: tier.name, modules: tier.modules.length, current: tier.code === t.tier })),
+        tiers: TIERS.map((tier) => ({
+          code: tier.code,
+          name: tier.name,
+          modules: tier.modules.length,
+          current: tier.code === t.tier,
+        })),
       };
     },
   );
@@ -82,7 +104,11 @@ function tierReadRoutes(fastify: FastifyInstance) {
     async (req) => {
       await requireTenant(app.deps.pool, req.params.tenant);
       const tier = tierInfo(req.params.code);
-      if (!tier) throw new AppError('NOT_FOUND', `There is no tier "${req.params.code}"; the tiers are ${TIERS.map((t) => t.code).join(', ')}.`);
+      if (!tier)
+        throw new AppError(
+          'NOT_FOUND',
+          `There is no tier "${req.params.code}"; the tiers are ${TIERS.map((t) => t.code).join(', ')}.`,
+        );
       return { tier: tier.code, name: tier.name, modules: tier.modules };
     },
   );
@@ -94,13 +120,15 @@ function tierReadRoutes(fastify: FastifyInstance) {
       schema: {
         tags: ['saas'],
         summary: "Tenant ERP /svc/saas/subscription/<sub>: the tenant's subscription, by its provider id",
-        params: Type.Object({ tenant: TenantName, sub: Type.String({ pattern: '^sub_[A-Za-z0-9]{1,64}$', maxLength: 68 }) }),
+        params: Type.Object({
+          tenant: TenantName,
+          sub: Type.String({ pattern: '^sub_[A-Za-z0-9]{1,64}$', maxLength: 68 }),
+        }),
         response: { 200: Type.Object({ ...SubscriptionSchema.properties, tenant: Type.String() }) },
       },
     },
     async (req) => tenantSubscription(app.deps.pool, req.params.tenant, req.params.sub),
   );
-
 }
 
 /** The legacy callbacks of platform jobs: a job's progress, a backup's outcome. */
@@ -117,7 +145,11 @@ function jobCallbackRoutes(fastify: FastifyInstance) {
         summary: 'Tenant ERP legacy callback /svc/saas/job/<id>/update: a job reports its state (idempotent)',
         params: Type.Object({ tenant: TenantName, id: CallbackId }),
         body: Type.Object(
-          { state: JobState, progress: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })), message: Type.Optional(Text({ maxLength: 1000 })) },
+          {
+            state: JobState,
+            progress: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
+            message: Type.Optional(Text({ maxLength: 1000 })),
+          },
           { additionalProperties: false },
         ),
         response: {
@@ -129,7 +161,9 @@ function jobCallbackRoutes(fastify: FastifyInstance) {
             message: Type.String(),
             updates: Type.Integer({ description: 'how many reports changed the job' }),
             updatedAt: Type.String({ format: 'date-time' }),
-            changed: Type.Boolean({ description: 'false when this report was a repeat or older than what is recorded' }),
+            changed: Type.Boolean({
+              description: 'false when this report was a repeat or older than what is recorded',
+            }),
           }),
           409: Type.Ref('Problem'),
         },
@@ -147,7 +181,11 @@ function jobCallbackRoutes(fastify: FastifyInstance) {
         summary: 'Tenant ERP legacy callback /svc/saas/backup/callback: a backup finished (idempotent per backup id)',
         params: Type.Object({ tenant: TenantName }),
         body: Type.Object(
-          { backupId: CallbackId, status: Type.Union([Type.Literal('done'), Type.Literal('failed')]), sizeBytes: Type.Optional(Type.Integer({ minimum: 0 })) },
+          {
+            backupId: CallbackId,
+            status: Type.Union([Type.Literal('done'), Type.Literal('failed')]),
+            sizeBytes: Type.Optional(Type.Integer({ minimum: 0 })),
+          },
           { additionalProperties: false },
         ),
         response: {

@@ -41,7 +41,8 @@ export default async function webRoutes(app: FastifyInstance) {
   // rebuild while the API runs is served at once
   await app.register(fastifyStatic, { root: WEB_DIST, serve: false });
   const page = async (req: FastifyRequest<{ Params: { '*'?: string } }>, reply: FastifyReply) => {
-    if (!existsSync(`${WEB_DIST}index.html`)) throw new AppError('UNAVAILABLE', 'The portal is not built: run `npm run web:build`.');
+    if (!existsSync(`${WEB_DIST}index.html`))
+      throw new AppError('UNAVAILABLE', 'The portal is not built: run `npm run web:build`.');
     const file = req.params['*'] ?? '';
     // a built asset (content-hashed name: cached for good)
     if (file.startsWith('assets/') && !file.includes('..') && existsSync(join(WEB_DIST, file))) {

@@ -21,7 +21,9 @@ import { erpVersions, tiers } from '../../../domain/tenants/types.js';
 const ProvisionedBody = Type.Object(
   {
     tenant: TenantName,
-    workspace: Type.Optional(Text({ minLength: 1, maxLength: 100, description: 'display name; defaults to the tenant name' })),
+    workspace: Type.Optional(
+      Text({ minLength: 1, maxLength: 100, description: 'display name; defaults to the tenant name' }),
+    ),
     ownerEmail: Type.String({ format: 'email', maxLength: 254 }),
     ownerName: Text({ minLength: 1, maxLength: 200 }),
     tier: Type.Union(tiers.map((t) => Type.Literal(t))),
@@ -61,7 +63,12 @@ export default async function provisionedWebhookRoutes(fastify: FastifyInstance)
     async (req, reply) => {
       const { tenant, ownerName } = req.body;
       const ownerEmail = req.body.ownerEmail.toLowerCase();
-      const result = await ensureTenantWorkspace(app.deps.pool, { tenant, workspaceName: req.body.workspace, ownerEmail, ownerName });
+      const result = await ensureTenantWorkspace(app.deps.pool, {
+        tenant,
+        workspaceName: req.body.workspace,
+        ownerEmail,
+        ownerName,
+      });
 
       req.log.info(
         { tenant, workspaceId: result.workspace.id, created: result.created },

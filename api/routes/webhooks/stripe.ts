@@ -34,7 +34,9 @@ export default async function stripeWebhookRoutes(fastify: FastifyInstance) {
   const { config, pool, temporal } = app.deps;
   // the signature covers the exact bytes: this route (and only it) gets the body unparsed
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => done(null, new RawBody(body as Buffer)));
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) =>
+    done(null, new RawBody(body as Buffer)),
+  );
 
   const eventsKey = serviceKeyFor(app.serviceKeySecrets, BILLING_WEBHOOKS_CALLER, 'events');
   const billing = (log: BillingDeps['log']): BillingDeps => ({
@@ -57,7 +59,12 @@ export default async function stripeWebhookRoutes(fastify: FastifyInstance) {
           'Verified with the Stripe-Signature header over the raw body (the endpoint secret STRIPE_WEBHOOK_SECRET, a tolerance of STRIPE_WEBHOOK_TOLERANCE_SECONDS); a bad or stale signature is a 400. Each event id is processed once; a repeat answers 200 with duplicate true.',
         headers: Type.Object({ 'stripe-signature': Type.Optional(Type.String({ maxLength: 2000 })) }),
         response: {
-          200: Type.Object({ received: Type.Literal(true), id: Type.String(), duplicate: Type.Boolean(), outcome: Type.String() }),
+          200: Type.Object({
+            received: Type.Literal(true),
+            id: Type.String(),
+            duplicate: Type.Boolean(),
+            outcome: Type.String(),
+          }),
           400: Type.Ref('Problem'),
         },
       },
@@ -66,7 +73,10 @@ export default async function stripeWebhookRoutes(fastify: FastifyInstance) {
       const raw = req.body instanceof RawBody ? req.body.bytes : Buffer.alloc(0);
       const event = verifyStripeEvent(raw, req.headers['stripe-signature'], config);
       const result = await processStripeEvent(billing(req.log), event);
-      req.log.info({ stripeEvent: event.id, type: event.type, duplicate: result.duplicate, outcome: result.outcome }, 'stripe event');
+      req.log.info(
+        { stripeEvent: event.id, type: event.type, duplicate: result.duplicate, outcome: result.outcome },
+        'stripe event',
+      );
       return { received: true as const, id: event.id, ...result };
     },
   );

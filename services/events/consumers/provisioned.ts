@@ -36,7 +36,12 @@ function dataProblems(data: unknown): string[] {
 }
 
 /** POST /api/webhooks/provisioned; true when done, false when refused for good, throws to retry. */
-async function createWorkspaceEntry(cfg: Config, secrets: SecretStore, data: ClientProvisionedData, log: Logger): Promise<boolean> {
+async function createWorkspaceEntry(
+  cfg: Config,
+  secrets: SecretStore,
+  data: ClientProvisionedData,
+  log: Logger,
+): Promise<boolean> {
   // read per call (cached briefly): a rotated key reaches this consumer without a restart
   const apiKey = (await secrets.current(PROVISIONING_CALLER, 'account-api')).key;
   let res: Response;
@@ -63,7 +68,10 @@ async function createWorkspaceEntry(cfg: Config, secrets: SecretStore, data: Cli
     return true;
   }
   if (res.status === 400 || res.status === 422) {
-    log.error({ tenant: data.tenant, status: res.status, detail: body.detail }, 'account API refused the provisioning callback for good');
+    log.error(
+      { tenant: data.tenant, status: res.status, detail: body.detail },
+      'account API refused the provisioning callback for good',
+    );
     return false;
   }
   throw new Error(`account API answered ${res.status} to the provisioning callback: ${body.detail ?? 'no detail'}`);

@@ -18,7 +18,9 @@ let admin: Awaited<ReturnType<typeof adminOfNewWorkspace>>;
 
 /** What a person should never have to read in a problem. */
 function expectPlainWords(detail: string) {
-  expect(detail).not.toMatch(/\^|\[a-z|\$"|must NOT|must match|anyOf|oneOf|must have required property|additional properties/);
+  expect(detail).not.toMatch(
+    /\^|\[a-z|\$"|must NOT|must match|anyOf|oneOf|must have required property|additional properties/,
+  );
   expect(detail.length).toBeLessThan(400);
 }
 
@@ -26,7 +28,12 @@ beforeAll(async () => {
   const bankingPort = await freePort();
   const bankingUrl = `http://127.0.0.1:${bankingPort}`;
   api = await startTestApi({ BANKING_URL: bankingUrl });
-  banking = await startBanking({ ...api.cfg, BANKING_PORT: bankingPort, BANKING_URL: bankingUrl, BANKING_BANKS: `sandbox=http://127.0.0.1:${await freePort()}` });
+  banking = await startBanking({
+    ...api.cfg,
+    BANKING_PORT: bankingPort,
+    BANKING_URL: bankingUrl,
+    BANKING_BANKS: `sandbox=http://127.0.0.1:${await freePort()}`,
+  });
   admin = await adminOfNewWorkspace(api.base, api.pool);
 });
 
@@ -48,35 +55,60 @@ describe('refusals in words', () => {
   });
 
   it('a webhook replay with {"since":"yesterday"}: the one field at fault, and the format it takes', async () => {
-    const res = await call(api.base, 'POST', '/api/portal/webhooks/3f2b8c1e-5d4a-4c1b-9a7e-0b6c2d1e4f5a/replay', { token: admin.accessToken, headers: { 'x-workspace': admin.workspace.slug }, body: { since: 'yesterday' } });
+    const res = await call(api.base, 'POST', '/api/portal/webhooks/3f2b8c1e-5d4a-4c1b-9a7e-0b6c2d1e4f5a/replay', {
+      token: admin.accessToken,
+      headers: { 'x-workspace': admin.workspace.slug },
+      body: { since: 'yesterday' },
+    });
     expect(res.status).toBe(400);
-    expect(res.body.detail).toBe('body.since must be a date and time (RFC 3339, e.g. 2026-01-31T09:00:00Z), not "yesterday".');
+    expect(res.body.detail).toBe(
+      'body.since must be a date and time (RFC 3339, e.g. 2026-01-31T09:00:00Z), not "yesterday".',
+    );
     expect(res.body.errors).toEqual([{ field: 'body.since', message: expect.stringContaining('RFC 3339') }]);
   });
 
   it('timeZone "CEST" in the portal settings: an example and where the list is, not 400 zone names twice', async () => {
-    const res = await call(api.base, 'PUT', `/api/portal/settings?workspace=${admin.workspace.slug}`, { token: admin.accessToken, body: { timeZone: 'CEST' } });
+    const res = await call(api.base, 'PUT', `/api/portal/settings?workspace=${admin.workspace.slug}`, {
+      token: admin.accessToken,
+      body: { timeZone: 'CEST' },
+    });
     expect(res.status).toBe(400);
-    expect(res.body.detail).toMatch(/^body\.timeZone must be an IANA time zone name such as Europe\/Zurich, America\/New_York or UTC, not "CEST" \(\d+ values are accepted; the API document at \/docs lists them\)\.$/);
+    expect(res.body.detail).toMatch(
+      /^body\.timeZone must be an IANA time zone name such as Europe\/Zurich, America\/New_York or UTC, not "CEST" \(\d+ values are accepted; the API document at \/docs lists them\)\.$/,
+    );
     expect(JSON.stringify(res.body)).not.toContain('Africa/Abidjan');
     expect(JSON.stringify(res.body).length).toBeLessThan(1000);
   });
 
   it('YAML sent as text/plain to the TenantClient apply: 415 naming the types it accepts (YAML among them), not "send application/json"', async () => {
-    const yaml = readFileSync(new URL('../../../examples/tenant-acme.yaml', import.meta.url), 'utf8').replace('tier: pro', 'tier: gold');
-    const asText = await fetch(`${api.base}/api/ops/tenant-clients`, { method: 'POST', headers: { ...ops, 'content-type': 'text/plain' }, body: yaml });
+    const yaml = readFileSync(new URL('../../../examples/tenant-acme.yaml', import.meta.url), 'utf8').replace(
+      'tier: pro',
+      'tier: gold',
+    );
+    const asText = await fetch(`${api.base}/api/ops/tenant-clients`, {
+      method: 'POST',
+      headers: { ...ops, 'content-type': 'text/plain' },
+      body: yaml,
+    });
     expect(asText.status).toBe(415);
     expect((await asText.json()).detail).toBe(
       'This endpoint does not accept the content type "text/plain"; it accepts application/json, application/yaml, application/x-yaml, text/yaml.',
     );
     // the same YAML as application/yaml is read: its own refusal, not the content type's
-    const asYaml = await fetch(`${api.base}/api/ops/tenant-clients`, { method: 'POST', headers: { ...ops, 'content-type': 'application/yaml' }, body: yaml });
+    const asYaml = await fetch(`${api.base}/api/ops/tenant-clients`, {
+      method: 'POST',
+      headers: { ...ops, 'content-type': 'application/yaml' },
+      body: yaml,
+    });
     expect(asYaml.status).toBe(400);
     expect((await asYaml.json()).detail).toContain('spec.tier must be one of starter, pro, enterprise');
   });
 
   it('an unknown bank: the banks there are, not a path of the internal banking service', async () => {
-    const key = await call(api.base, 'POST', `/api/portal/apikeys?workspace=${admin.workspace.slug}`, { token: admin.accessToken, body: { name: 'bank', scopes: ['banking:read'] } });
+    const key = await call(api.base, 'POST', `/api/portal/apikeys?workspace=${admin.workspace.slug}`, {
+      token: admin.accessToken,
+      body: { name: 'bank', scopes: ['banking:read'] },
+    });
     const res = await call(api.base, 'GET', '/api/banking/no-such-bank/accounts', { token: key.body.token });
     expect(res.status).toBe(404);
     expect(res.body.detail).toBe('There is no bank "no-such-bank" here; the banks are "sandbox".');

@@ -46,7 +46,12 @@ describe('probes', () => {
       const res = await app.inject('/readyz');
       expect(res.statusCode).toBe(503);
       expect(res.headers['content-type']).toContain('application/problem+json');
-      expect(res.json()).toMatchObject({ status: 503, code: 'UNAVAILABLE', failing: ['redis'], detail: 'Not ready: redis not reachable.' });
+      expect(res.json()).toMatchObject({
+        status: 503,
+        code: 'UNAVAILABLE',
+        failing: ['redis'],
+        detail: 'Not ready: redis not reachable.',
+      });
     } finally {
       await app?.close();
       deadRedis.disconnect();

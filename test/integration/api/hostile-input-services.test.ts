@@ -103,19 +103,43 @@ function raw(port: number, request: string): Promise<{ status: number; text: str
 
 async function expectProblem(res: Response, status: number) {
   const body = await res.json();
-  expect({ status: res.status, type: res.headers.get('content-type') }).toEqual({ status, type: expect.stringMatching(/^application\/problem\+json/) });
-  expect(body).toMatchObject({ type: expect.any(String), title: expect.any(String), status, detail: expect.any(String), code: expect.any(String), requestId: expect.any(String) });
+  expect({ status: res.status, type: res.headers.get('content-type') }).toEqual({
+    status,
+    type: expect.stringMatching(/^application\/problem\+json/),
+  });
+  expect(body).toMatchObject({
+    type: expect.any(String),
+    title: expect.any(String),
+    status,
+    detail: expect.any(String),
+    code: expect.any(String),
+    requestId: expect.any(String),
+  });
   return body;
 }
 
 describe.each(['notifications', 'events', 'auth', 'banking', 'agents'])('the %s service', (name) => {
   const s = () => servers.find((x) => x.name === name)!;
   const post = (body: string, type = 'application/json') =>
-    fetch(new URL(s().post, s().base), { method: 'POST', body, headers: { 'content-type': type, 'x-api-key': KEY, 'x-workspace-id': '00000000-0000-4000-8000-000000000000' } });
+    fetch(new URL(s().post, s().base), {
+      method: 'POST',
+      body,
+      headers: { 'content-type': type, 'x-api-key': KEY, 'x-workspace-id': '00000000-0000-4000-8000-000000000000' },
+    });
 
   it('NUL and lone surrogates in a body: 400 before anything is sent or stored', async () => {
     for (const bad of ['a\u0000b', 'a\uD800b']) {
-      const res = await post(JSON.stringify({ to: `x${bad}@example.test`, subject: bad, text: bad, specversion: '1.0', id: bad, source: bad, type: bad }));
+      const res = await post(
+        JSON.stringify({
+          to: `x${bad}@example.test`,
+          subject: bad,
+          text: bad,
+          specversion: '1.0',
+          id: bad,
+          source: bad,
+          type: bad,
+        }),
+      );
       await expectProblem(res, 400);
     }
     expect(sent).toEqual([]);

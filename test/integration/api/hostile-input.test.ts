@@ -90,7 +90,8 @@ function raw(request: string | Buffer): Promise<RawAnswer> {
         headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim();
       }
       let bodyText = rest.join('\r\n\r\n');
-      if (headers['transfer-encoding'] === 'chunked') bodyText = bodyText.replace(/^[0-9a-f]+\r\n/i, '').replace(/\r\n0\r\n\r\n$/, '');
+      if (headers['transfer-encoding'] === 'chunked')
+        bodyText = bodyText.replace(/^[0-9a-f]+\r\n/i, '').replace(/\r\n0\r\n\r\n$/, '');
       let body: unknown;
       try {
         body = JSON.parse(bodyText);
@@ -106,7 +107,11 @@ function raw(request: string | Buffer): Promise<RawAnswer> {
 }
 
 /** One request over fetch with any body and headers. */
-async function http(method: string, path: string, opts: { body?: string; headers?: Record<string, string> } = {}): Promise<RawAnswer> {
+async function http(
+  method: string,
+  path: string,
+  opts: { body?: string; headers?: Record<string, string> } = {},
+): Promise<RawAnswer> {
   const res = await fetch(new URL(path, base), { method, headers: opts.headers, body: opts.body });
   const text = await res.text();
   let body: unknown;
@@ -141,7 +146,6 @@ function expectProblem(klass: string, res: RawAnswer, status: number, label = ''
   });
   return res.body as { detail: string; code: string; errors?: { field: string; message: string }[] };
 }
-
 
 const auth = () => ({ authorization: `Bearer ${admin.accessToken}` });
 const ops = () => ({ 'x-api-key': testKeys.operator });
@@ -199,22 +203,56 @@ describe('text the platform does not accept: NUL and lone surrogates, anywhere, 
       ['POST', '/api/auth/login', json({ email: `ada${bad}@acme.test`, password: 'whatever-password' })],
       ['POST', '/api/auth/login', json({ email: admin.email, password: bad })],
       ['POST', '/api/portal/apikeys', { ...json({ name: `key ${bad}` }), headers: { ...json({}).headers, ...auth() } }],
-      ['POST', '/api/portal/apikeys', { ...json({ name: 'k', scopes: [bad] }), headers: { ...json({}).headers, ...auth() } }],
-      ['POST', '/api/ops/tenant-clients', { ...json(tenant(`Ada ${bad}`)), headers: { ...json({}).headers, ...ops() } }],
-      ['POST', '/api/ops/tenant-clients', { ...json(tenant('Ada', `ada${bad}@acme.test`)), headers: { ...json({}).headers, ...ops() } }],
-      ['POST', '/api/ops/users', { ...json({ workspace: admin.workspace.slug, email: `u${bad}@acme.test`, role: 'member' }), headers: { ...json({}).headers, ...ops() } }],
-      ['POST', '/api/ops/users', { ...json({ workspace: admin.workspace.slug, email: 'u@acme.test', role: 'member', name: bad }), headers: { ...json({}).headers, ...ops() } }],
+      [
+        'POST',
+        '/api/portal/apikeys',
+        { ...json({ name: 'k', scopes: [bad] }), headers: { ...json({}).headers, ...auth() } },
+      ],
+      [
+        'POST',
+        '/api/ops/tenant-clients',
+        { ...json(tenant(`Ada ${bad}`)), headers: { ...json({}).headers, ...ops() } },
+      ],
+      [
+        'POST',
+        '/api/ops/tenant-clients',
+        { ...json(tenant('Ada', `ada${bad}@acme.test`)), headers: { ...json({}).headers, ...ops() } },
+      ],
+      [
+        'POST',
+        '/api/ops/users',
+        {
+          ...json({ workspace: admin.workspace.slug, email: `u${bad}@acme.test`, role: 'member' }),
+          headers: { ...json({}).headers, ...ops() },
+        },
+      ],
+      [
+        'POST',
+        '/api/ops/users',
+        {
+          ...json({ workspace: admin.workspace.slug, email: 'u@acme.test', role: 'member', name: bad }),
+          headers: { ...json({}).headers, ...ops() },
+        },
+      ],
       ['POST', '/api/ops/users', { ...json({ [`k${bad}`]: 1 }), headers: { ...json({}).headers, ...ops() } }],
     ];
     for (const [method, path, opts] of cases) {
-      const problem = expectProblem('NUL/surrogate in bodies', await http(method, path, opts), 400, `${method} ${path} ${opts.body}`);
+      const problem = expectProblem(
+        'NUL/surrogate in bodies',
+        await http(method, path, opts),
+        400,
+        `${method} ${path} ${opts.body}`,
+      );
       expect(problem.code).toBe('BAD_REQUEST');
     }
   });
 
   it('in YAML bodies', async () => {
     const yaml = `apiVersion: plana.dev/v1alpha1\nkind: TenantClient\nmetadata:\n  name: hostile\nspec:\n  ownerName: "Ada \u0000"\n`;
-    const res = await http('POST', '/api/ops/tenant-clients', { body: yaml, headers: { 'content-type': 'application/yaml', ...ops() } });
+    const res = await http('POST', '/api/ops/tenant-clients', {
+      body: yaml,
+      headers: { 'content-type': 'application/yaml', ...ops() },
+    });
     expectProblem('NUL/surrogate in bodies', res, 400);
   });
 
@@ -235,7 +273,12 @@ describe('text the platform does not accept: NUL and lone surrogates, anywhere, 
     ];
     for (const [method, path, headers] of cases) {
       const body = method === 'POST' && headers['content-type'] ? JSON.stringify({ name: 'k' }) : undefined;
-      expectProblem('NUL/surrogate in query and params', await http(method, path, { headers, body }), 400, `${method} ${path}`);
+      expectProblem(
+        'NUL/surrogate in query and params',
+        await http(method, path, { headers, body }),
+        400,
+        `${method} ${path}`,
+      );
     }
   });
 
@@ -247,7 +290,7 @@ describe('text the platform does not accept: NUL and lone surrogates, anywhere, 
   });
 
   it('nothing was written: no key, no user with such a name', async () => {
-    const keys = await pool.query("SELECT 1 FROM workspace_api_keys WHERE workspace_id = $1", [admin.workspace.id]);
+    const keys = await pool.query('SELECT 1 FROM workspace_api_keys WHERE workspace_id = $1', [admin.workspace.id]);
     expect(keys.rowCount).toBe(0);
     const users = await pool.query("SELECT 1 FROM users WHERE email = 'u@acme.test'");
     expect(users.rowCount).toBe(0);
@@ -268,28 +311,53 @@ describe('malformed and oversized requests at the HTTP layer', () => {
   });
 
   it('headers over 16 KiB: 431; a request line over 16 KiB: 431', async () => {
-    expectProblem('oversized', await raw(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`), 431);
+    expectProblem(
+      'oversized',
+      await raw(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`),
+      431,
+    );
     expectProblem('oversized', await raw(`GET /healthz?${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`), 431);
   });
 
   it('a path parameter over 100 characters: 414; malformed percent-encoding: 400', async () => {
-    expectProblem('oversized', await http('GET', `/api/ops/tenant-clients/${'a'.repeat(150)}`, { headers: ops() }), 414);
+    expectProblem(
+      'oversized',
+      await http('GET', `/api/ops/tenant-clients/${'a'.repeat(150)}`, { headers: ops() }),
+      414,
+    );
     expectProblem('malformed HTTP', await http('GET', '/api/ops/tenant-clients/%E0%A4%A', { headers: ops() }), 400);
     expectProblem('malformed HTTP', await http('GET', '/api/ops/tenant-clients/%ED%A0%80', { headers: ops() }), 400);
   });
 
   it('a body over the limit: 413; a content type the route does not take: 415; broken JSON: 400 that does not echo it', async () => {
     const big = JSON.stringify({ email: 'a@b.test', password: 'x'.repeat(300 * 1024) });
-    expectProblem('oversized', await http('POST', '/api/auth/login', { body: big, headers: { 'content-type': 'application/json' } }), 413);
-    const wrongType = await http('POST', '/api/auth/login', { body: 'email=a', headers: { 'content-type': 'text/plain' } });
+    expectProblem(
+      'oversized',
+      await http('POST', '/api/auth/login', { body: big, headers: { 'content-type': 'application/json' } }),
+      413,
+    );
+    const wrongType = await http('POST', '/api/auth/login', {
+      body: 'email=a',
+      headers: { 'content-type': 'text/plain' },
+    });
     expectProblem('content type', wrongType, 415);
-    const xml = await http('POST', '/api/ops/users', { body: '<user/>', headers: { 'content-type': 'application/xml', ...ops() } });
+    const xml = await http('POST', '/api/ops/users', {
+      body: '<user/>',
+      headers: { 'content-type': 'application/xml', ...ops() },
+    });
     expectProblem('content type', xml, 415);
-    const broken = await http('POST', '/api/auth/login', { body: `{"email": "${PERSONAL_EMAIL}",`, headers: { 'content-type': 'application/json' } });
+    const broken = await http('POST', '/api/auth/login', {
+      body: `{"email": "${PERSONAL_EMAIL}",`,
+      headers: { 'content-type': 'application/json' },
+    });
     const problem = expectProblem('malformed HTTP', broken, 400);
     expect(problem.detail).not.toContain(PERSONAL_EMAIL);
     const deep = `${'['.repeat(1000)}${']'.repeat(1000)}`;
-    expectProblem('oversized', await http('POST', '/api/ops/users', { body: deep, headers: { 'content-type': 'application/json', ...ops() } }), 400);
+    expectProblem(
+      'oversized',
+      await http('POST', '/api/ops/users', { body: deep, headers: { 'content-type': 'application/json', ...ops() } }),
+      400,
+    );
   });
 
   it('an unsupported method on an existing path: 405 with Allow; an unknown path: 404', async () => {
@@ -319,19 +387,52 @@ describe('TenantClient documents and names', () => {
       levels.push(`${cur}: &${cur} [${Array(9).fill(`*${prev}`).join(', ')}]`);
     }
     const bomb = `apiVersion: plana.dev/v1alpha1\nkind: TenantClient\nmetadata:\n  name: laughs\nspec:\n  subdomain: laughs\n  projectId: 1\n  tier: pro\n  ownerEmail: a@b.test\n  ownerName: *i\nx:\n${levels.map((l) => `  ${l}`).join('\n')}\n`;
-    const res = await http('POST', '/api/ops/tenant-clients', { body: bomb, headers: { 'content-type': 'application/yaml', ...ops() } });
+    const res = await http('POST', '/api/ops/tenant-clients', {
+      body: bomb,
+      headers: { 'content-type': 'application/yaml', ...ops() },
+    });
     expect(expectProblem('YAML bombs', res, 400).detail).toContain('aliases');
     const nested = `a: ${'['.repeat(5000)}${']'.repeat(5000)}`;
-    expectProblem('YAML bombs', await http('POST', '/api/ops/tenant-clients', { body: nested, headers: { 'content-type': 'application/yaml', ...ops() } }), 400);
+    expectProblem(
+      'YAML bombs',
+      await http('POST', '/api/ops/tenant-clients', {
+        body: nested,
+        headers: { 'content-type': 'application/yaml', ...ops() },
+      }),
+      400,
+    );
     expect((await pool.query("SELECT 1 FROM tenant_clients WHERE name = 'laughs'")).rowCount).toBe(0);
   });
 
   it('names that are not DNS labels: 400 on apply and on every route that takes one', async () => {
     for (const name of ['-bad', 'bad-', '-', 'a_b', 'A']) {
-      const resource = { apiVersion: 'plana.dev/v1alpha1', kind: 'TenantClient', metadata: { name }, spec: { subdomain: name, projectId: 1, tier: 'pro', ownerEmail: 'a@b.test', ownerName: 'A' } };
-      expectProblem('invalid names', await http('POST', '/api/ops/tenant-clients', { ...json(resource), headers: { 'content-type': 'application/json', ...ops() } }), 400, name);
-      expectProblem('invalid names', await http('GET', `/api/ops/tenant-clients/${name}`, { headers: ops() }), 400, name);
-      expectProblem('invalid names', await http('POST', `/api/ops/tenants/${name}/welcome`, { headers: ops() }), 400, name);
+      const resource = {
+        apiVersion: 'plana.dev/v1alpha1',
+        kind: 'TenantClient',
+        metadata: { name },
+        spec: { subdomain: name, projectId: 1, tier: 'pro', ownerEmail: 'a@b.test', ownerName: 'A' },
+      };
+      expectProblem(
+        'invalid names',
+        await http('POST', '/api/ops/tenant-clients', {
+          ...json(resource),
+          headers: { 'content-type': 'application/json', ...ops() },
+        }),
+        400,
+        name,
+      );
+      expectProblem(
+        'invalid names',
+        await http('GET', `/api/ops/tenant-clients/${name}`, { headers: ops() }),
+        400,
+        name,
+      );
+      expectProblem(
+        'invalid names',
+        await http('POST', `/api/ops/tenants/${name}/welcome`, { headers: ops() }),
+        400,
+        name,
+      );
     }
     expect((await pool.query("SELECT 1 FROM tenant_clients WHERE name IN ('-bad', 'bad-', '-')")).rowCount).toBe(0);
   });
@@ -341,25 +442,53 @@ describe('what a careless client sends', () => {
   it('a bodiless DELETE with Content-Type: application/json revokes the key (204), which then gets 401', async () => {
     const key = await createKey(base, admin.accessToken, { name: 'curl -H' });
     expect((await call(base, 'GET', '/api/portal/apikeys/self', { token: key.token })).status).toBe(200);
-    const res = await http('DELETE', `/api/portal/apikeys/${key.id}`, { headers: { ...auth(), 'content-type': 'application/json' } });
+    const res = await http('DELETE', `/api/portal/apikeys/${key.id}`, {
+      headers: { ...auth(), 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(204);
     const after = await call(base, 'GET', '/api/portal/apikeys/self', { token: key.token });
     expect(after.status).toBe(401);
   });
 
   it('POST /api/ops/users with an existing e-mail and a password: 409, the password stays', async () => {
-    const add = (body: Record<string, unknown>) => http('POST', '/api/ops/users', { ...json(body), headers: { 'content-type': 'application/json', ...ops() } });
-    const first = await add({ workspace: admin.workspace.slug, email: PERSONAL_EMAIL, role: 'member', password: 'the-first-password' });
+    const add = (body: Record<string, unknown>) =>
+      http('POST', '/api/ops/users', { ...json(body), headers: { 'content-type': 'application/json', ...ops() } });
+    const first = await add({
+      workspace: admin.workspace.slug,
+      email: PERSONAL_EMAIL,
+      role: 'member',
+      password: 'the-first-password',
+    });
     expect(first.status).toBe(201);
-    const again = await add({ workspace: admin.workspace.slug, email: PERSONAL_EMAIL.toUpperCase(), role: 'member', password: 'a-second-password' });
+    const again = await add({
+      workspace: admin.workspace.slug,
+      email: PERSONAL_EMAIL.toUpperCase(),
+      role: 'member',
+      password: 'a-second-password',
+    });
     expect(expectProblem('existing e-mail', again, 409).detail).toContain('already exists');
-    expect((await call(base, 'POST', '/api/auth/login', { body: { email: PERSONAL_EMAIL, password: 'the-first-password' } })).status).toBe(200);
-    expect((await call(base, 'POST', '/api/auth/login', { body: { email: PERSONAL_EMAIL, password: 'a-second-password' } })).status).toBe(401);
+    expect(
+      (await call(base, 'POST', '/api/auth/login', { body: { email: PERSONAL_EMAIL, password: 'the-first-password' } }))
+        .status,
+    ).toBe(200);
+    expect(
+      (await call(base, 'POST', '/api/auth/login', { body: { email: PERSONAL_EMAIL, password: 'a-second-password' } }))
+        .status,
+    ).toBe(401);
     const membership = await add({ workspace: admin.workspace.slug, email: PERSONAL_EMAIL, role: 'admin' });
     expect(membership.status).toBe(200);
-    const reset = await add({ workspace: admin.workspace.slug, email: PERSONAL_EMAIL, role: 'admin', password: 'a-second-password', resetPassword: true });
+    const reset = await add({
+      workspace: admin.workspace.slug,
+      email: PERSONAL_EMAIL,
+      role: 'admin',
+      password: 'a-second-password',
+      resetPassword: true,
+    });
     expect(reset.status).toBe(200);
-    expect((await call(base, 'POST', '/api/auth/login', { body: { email: PERSONAL_EMAIL, password: 'a-second-password' } })).status).toBe(200);
+    expect(
+      (await call(base, 'POST', '/api/auth/login', { body: { email: PERSONAL_EMAIL, password: 'a-second-password' } }))
+        .status,
+    ).toBe(200);
   });
 
   it('logout ends the access token at once, with the cookie or with the token itself', async () => {
@@ -379,7 +508,11 @@ describe('what a careless client sends', () => {
 describe('a dependency outage: 503 naming the part', () => {
   it('PostgreSQL down: list and get answer 503 "PostgreSQL is unavailable"', async () => {
     await pgProxy.cut();
-    for (const path of ['/api/ops/tenant-clients', '/api/ops/tenant-clients/acme', `/api/ops/workspaces/${admin.workspace.slug}/rate-limits`]) {
+    for (const path of [
+      '/api/ops/tenant-clients',
+      '/api/ops/tenant-clients/acme',
+      `/api/ops/workspaces/${admin.workspace.slug}/rate-limits`,
+    ]) {
       const res = await http('GET', path, { headers: ops() });
       const problem = expectProblem('dependency down', res, 503, path);
       expect(problem.detail).toBe('PostgreSQL is unavailable; retry shortly.');
@@ -398,7 +531,10 @@ describe('the log output of all the above', () => {
     await new Promise((r) => setTimeout(r, 200)); // the last lines reach the pipe
     const output = api.output();
     expect(output).toContain('request completed');
-    const lines = output.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { reqId?: string; statusCode?: number; msg: string });
+    const lines = output
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { reqId?: string; statusCode?: number; msg: string });
     // a request's line has a stack only when the request failed (5xx: the PostgreSQL and Redis
     // outages above); the outages' background lines (connections, flushes) may have one too
     const requestsWithStack = lines.filter((l) => l.reqId && JSON.stringify(l).includes('"stack"'));

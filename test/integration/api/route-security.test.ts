@@ -43,7 +43,11 @@ afterAll(async () => {
 
 /** The route's path with its parameters filled in for workspace A. */
 const pathOf = (url: string) =>
-  url.replace(':slug', a.workspace.slug).replace(':id', keyIdA).replace(':userId', '00000000-0000-4000-8000-000000000001').replace(/:\w+/g, 'x1');
+  url
+    .replace(':slug', a.workspace.slug)
+    .replace(':id', keyIdA)
+    .replace(':userId', '00000000-0000-4000-8000-000000000001')
+    .replace(/:\w+/g, 'x1');
 /** A body each route takes as valid (the workspace-role check runs once the request is validated). */
 const validBodies: Record<string, unknown> = {
   'POST /api/portal/team/invite': { email: 'probe@example.test' },
@@ -53,9 +57,12 @@ const validBodies: Record<string, unknown> = {
 };
 const bodyOf = (method: string, url: string) =>
   validBodies[`${method} ${url}`] ?? (method === 'POST' || method === 'PUT' ? { name: 'probe' } : undefined);
-const send = (route: { method: string; url: string }, opts: { token?: string; headers?: Record<string, string> } = {}) =>
-  call(api.base, route.method, pathOf(route.url), { ...opts, body: bodyOf(route.method, route.url) });
-const routesOf = (kind: Access['kind'], pick: (r: Access) => boolean = () => true) => routes.filter((r) => r.access.kind === kind && pick(r.access));
+const send = (
+  route: { method: string; url: string },
+  opts: { token?: string; headers?: Record<string, string> } = {},
+) => call(api.base, route.method, pathOf(route.url), { ...opts, body: bodyOf(route.method, route.url) });
+const routesOf = (kind: Access['kind'], pick: (r: Access) => boolean = () => true) =>
+  routes.filter((r) => r.access.kind === kind && pick(r.access));
 const label = (r: { method: string; url: string }) => `${r.method} ${r.url}`;
 
 function expectProblem(res: HttpResult, status: number, route: { method: string; url: string }) {
@@ -111,7 +118,11 @@ describe('routes for a logged-in user', () => {
     expect(adminRoutes.length).toBeGreaterThan(2);
     for (const route of adminRoutes) {
       expectProblem(await send(route, { token: memberA, headers: { 'x-workspace': a.workspace.slug } }), 403, route);
-      expectProblem(await send(route, { token: b.accessToken, headers: { 'x-workspace': a.workspace.slug } }), 403, route);
+      expectProblem(
+        await send(route, { token: b.accessToken, headers: { 'x-workspace': a.workspace.slug } }),
+        403,
+        route,
+      );
     }
   });
 
@@ -119,7 +130,11 @@ describe('routes for a logged-in user', () => {
     const memberRoutes = routesOf('user', (x) => x.kind === 'user' && x.role === 'member' && x.workspace === true);
     expect(memberRoutes.length).toBeGreaterThan(2);
     for (const route of memberRoutes) {
-      expectProblem(await send(route, { token: b.accessToken, headers: { 'x-workspace': a.workspace.slug } }), 403, route);
+      expectProblem(
+        await send(route, { token: b.accessToken, headers: { 'x-workspace': a.workspace.slug } }),
+        403,
+        route,
+      );
     }
   });
 });

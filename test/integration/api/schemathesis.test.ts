@@ -20,7 +20,13 @@ import { startBanking } from '../../../services/banking/server.js';
 import { agentsSettings, startAgentServices, startTestLlm } from '../../support/agents.js';
 
 const SCHEMATHESIS_VERSION = '4.32.5';
-const schemathesis = path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'plana', `schemathesis-${SCHEMATHESIS_VERSION}`, 'bin', 'schemathesis');
+const schemathesis = path.join(
+  process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'),
+  'plana',
+  `schemathesis-${SCHEMATHESIS_VERSION}`,
+  'bin',
+  'schemathesis',
+);
 /** Test cases per operation and phase: bounded so the four runs stay within a few minutes on 2 cores. */
 const MAX_EXAMPLES = 30;
 
@@ -86,7 +92,10 @@ checks = { positive_data_acceptance = { expected-statuses = ["2xx", 400, 401, 40
 `;
 
 beforeAll(async () => {
-  if (!existsSync(schemathesis)) throw new Error(`${schemathesis} is missing: run scripts/bootstrap.sh (it installs schemathesis ${SCHEMATHESIS_VERSION})`);
+  if (!existsSync(schemathesis))
+    throw new Error(
+      `${schemathesis} is missing: run scripts/bootstrap.sh (it installs schemathesis ${SCHEMATHESIS_VERSION})`,
+    );
   configFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'schemathesis-')), 'schemathesis.toml');
   writeFileSync(configFile, CONFIG);
   // the retention endpoint must never drop the shared test database's partitions other files use
@@ -99,7 +108,12 @@ beforeAll(async () => {
   const agents = await agentsSettings(llm.url);
   // with the notifications service and the SMTP sink: invitations and e-mail changes send real mail
   api = await startPortal({ EXECUTION_LOG_RETENTION_DAYS: '36500', BANKING_URL: bankingUrl, ...agents });
-  banking = await startBanking({ ...api.cfg, BANKING_PORT: Number(bankingPort), BANKING_URL: bankingUrl, BANKING_BANKS: `sandbox=${bank.url}` });
+  banking = await startBanking({
+    ...api.cfg,
+    BANKING_PORT: Number(bankingPort),
+    BANKING_URL: bankingUrl,
+    BANKING_BANKS: `sandbox=${bank.url}`,
+  });
   agentServices = await startAgentServices(api.cfg);
   const workspace = await addWorkspace(api.pool);
   // generous limits: a 429 is documented, but a run spent on 429s tests nothing else
@@ -112,7 +126,12 @@ beforeAll(async () => {
   const key = await createKey(api.base, accessToken, { name: 'schemathesis', scopes: ['*'] });
   credentials.none = [];
   // logging out would end the token the rest of the run uses: that operation runs without credentials
-  credentials['admin access token'] = ['-H', `Authorization: Bearer ${accessToken}`, '--exclude-path', '/api/auth/logout'];
+  credentials['admin access token'] = [
+    '-H',
+    `Authorization: Bearer ${accessToken}`,
+    '--exclude-path',
+    '/api/auth/logout',
+  ];
   credentials['workspace key'] = ['-H', `Authorization: Bearer ${key.token}`];
   credentials['ops key'] = ['-H', `X-API-Key: ${testKeys.operator}`];
 });
@@ -129,9 +148,14 @@ function run(args: string[]): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
     // its working folder (schemathesis keeps a cache there) is the run's own temporary folder
     const cwd = path.dirname(configFile);
-    execFile(schemathesis, args, { cwd, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1', SCHEMATHESIS_HOOKS: '' } }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, output: `${stdout}\n${stderr}` });
-    });
+    execFile(
+      schemathesis,
+      args,
+      { cwd, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1', SCHEMATHESIS_HOOKS: '' } },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, output: `${stdout}\n${stderr}` });
+      },
+    );
   });
 }
 

@@ -35,7 +35,8 @@ const listeners = new Set<(user: User | undefined) => void>();
 
 api.use({
   onRequest({ request }) {
-    if (accessToken && !request.headers.has('authorization')) request.headers.set('authorization', `Bearer ${accessToken}`);
+    if (accessToken && !request.headers.has('authorization'))
+      request.headers.set('authorization', `Bearer ${accessToken}`);
     return request;
   },
 });
@@ -107,17 +108,23 @@ export async function signOut(): Promise<void> {
  */
 export async function call<T>(run: () => Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
   let result = await run().catch((err: unknown) => {
-    throw new ApiError(0, { title: 'The server could not be reached.', detail: err instanceof Error ? `The server could not be reached (${err.message}).` : undefined });
+    throw new ApiError(0, {
+      title: 'The server could not be reached.',
+      detail: err instanceof Error ? `The server could not be reached (${err.message}).` : undefined,
+    });
   });
   if (result.response.status === 401 && accessToken && (await refresh())) result = await run();
   if (!result.response.ok) {
-    if (result.error && typeof result.error === 'object') throw new ApiError(result.response.status, result.error as Partial<Problem>);
+    if (result.error && typeof result.error === 'object')
+      throw new ApiError(result.response.status, result.error as Partial<Problem>);
     throw await problemOf(result.response);
   }
   return result.data as T;
 }
 
-type AcceptBody = NonNullable<paths['/api/portal/team/invitations/accept']['post']['requestBody']>['content']['application/json'];
+type AcceptBody = NonNullable<
+  paths['/api/portal/team/invitations/accept']['post']['requestBody']
+>['content']['application/json'];
 type Accepted = paths['/api/portal/team/invitations/accept']['post']['responses']['200']['content']['application/json'];
 
 /** Accepts an invitation with its link's token: the answer is a session, started here as after sign-in. */

@@ -37,12 +37,25 @@ export function ApiKeys({ workspace }: { workspace: WorkspaceRef }) {
           Create key
         </button>
       </div>
-      <p className="muted">Keys call the Workspace API as this workspace: send one as <code>Authorization: Bearer ws_live_…</code>.</p>
-      <Loaded state={keys} what="API keys" empty="No API keys yet. Create one to call the Workspace API." isEmpty={(d) => d.items.length === 0}>
+      <p className="muted">
+        Keys call the Workspace API as this workspace: send one as <code>Authorization: Bearer ws_live_…</code>.
+      </p>
+      <Loaded
+        state={keys}
+        what="API keys"
+        empty="No API keys yet. Create one to call the Workspace API."
+        isEmpty={(d) => d.items.length === 0}
+      >
         {(d) => <KeyTable keys={d.items} onRevoke={setRevoking} />}
       </Loaded>
       {creating && <CreateKeyDialog workspace={workspace} onClose={() => (setCreating(false), keys.reload())} />}
-      {revoking && <RevokeKeyDialog workspace={workspace} apiKey={revoking} onClose={() => (setRevoking(undefined), keys.reload())} />}
+      {revoking && (
+        <RevokeKeyDialog
+          workspace={workspace}
+          apiKey={revoking}
+          onClose={() => (setRevoking(undefined), keys.reload())}
+        />
+      )}
     </>
   );
 }
@@ -81,16 +94,27 @@ function CreateKeyDialog({ workspace, onClose }: { workspace: WorkspaceRef; onCl
     const scopes = form.getAll('scope').map(String) as Scope[];
     if (scopes.length === 0) return action.setError(new Error('Pick at least one scope.'));
     const key = await action.run(() =>
-      call(() => api.POST('/api/portal/apikeys', { params: { query: { workspace: workspace.slug } }, body: { name: String(form.get('name')), scopes } })),
+      call(() =>
+        api.POST('/api/portal/apikeys', {
+          params: { query: { workspace: workspace.slug } },
+          body: { name: String(form.get('name')), scopes },
+        }),
+      ),
     );
     if (key) setCreated({ name: key.name, token: key.token });
   }
 
   if (created)
     return (
-      <SecretOnceDialog title={`Key “${created.name}” created`} secret={created.token} label="API key token" onClose={onClose}>
+      <SecretOnceDialog
+        title={`Key “${created.name}” created`}
+        secret={created.token}
+        label="API key token"
+        onClose={onClose}
+      >
         <p>
-          Copy the token now. <strong>It is shown only this once</strong>: it is not stored anywhere you can read it again.
+          Copy the token now. <strong>It is shown only this once</strong>: it is not stored anywhere you can read it
+          again.
         </p>
       </SecretOnceDialog>
     );
@@ -110,22 +134,46 @@ function CreateKeyDialog({ workspace, onClose }: { workspace: WorkspaceRef; onCl
             </label>
           ))}
         </fieldset>
-        <FormActions error={action.error} busy={action.busy} onCancel={onClose} submit="Create key" busyText="Creating…" />
+        <FormActions
+          error={action.error}
+          busy={action.busy}
+          onCancel={onClose}
+          submit="Create key"
+          busyText="Creating…"
+        />
       </form>
     </Dialog>
   );
 }
 
-function RevokeKeyDialog({ workspace, apiKey, onClose }: { workspace: WorkspaceRef; apiKey: Key; onClose: () => void }) {
+function RevokeKeyDialog({
+  workspace,
+  apiKey,
+  onClose,
+}: {
+  workspace: WorkspaceRef;
+  apiKey: Key;
+  onClose: () => void;
+}) {
   const revoke = async () => {
-    await call(() => api.DELETE('/api/portal/apikeys/{id}', { params: { path: { id: apiKey.id }, query: { workspace: workspace.slug } } }));
+    await call(() =>
+      api.DELETE('/api/portal/apikeys/{id}', {
+        params: { path: { id: apiKey.id }, query: { workspace: workspace.slug } },
+      }),
+    );
     onClose();
   };
   return (
-    <ConfirmDialog title={`Revoke “${apiKey.name}”?`} confirm="Revoke key" busyText="Revoking…" onConfirm={revoke} onCancel={onClose}>
+    <ConfirmDialog
+      title={`Revoke “${apiKey.name}”?`}
+      confirm="Revoke key"
+      busyText="Revoking…"
+      onConfirm={revoke}
+      onCancel={onClose}
+    >
       <p>
-        The key <code>{apiKey.prefix}…</code> <strong>stops working at once</strong>: every call made with it is refused from now on. This cannot be
-        undone.
+        The key <code>{apiKey.prefix}…</code> <strong>stops working at once</strong>: every call made with it is refused
+        from now on. This cannot be undone.
       </p>
     </ConfirmDialog>
   );

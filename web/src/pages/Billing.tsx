@@ -12,7 +12,8 @@ import { useLoad } from '../hooks';
 import type { WorkspaceRef } from '../nav';
 
 type Subscription = paths['/api/portal/subscription']['get']['responses']['200']['content']['application/json'];
-type Invoice = paths['/api/billing/invoices']['get']['responses']['200']['content']['application/json']['items'][number];
+type Invoice =
+  paths['/api/billing/invoices']['get']['responses']['200']['content']['application/json']['items'][number];
 
 const STATUS_TEXT: Record<string, string> = {
   trialing: 'Trial',
@@ -29,14 +30,19 @@ const STATUS_TEXT: Record<string, string> = {
 function useBilling(workspace: WorkspaceRef) {
   const subscription = useLoad(
     () =>
-      call(() => api.GET('/api/portal/subscription', { params: { query: { workspace: workspace.slug } } })).catch((err: unknown) => {
-        if (err instanceof ApiError && err.status === 404) return null; // no subscription yet
-        throw err;
-      }),
+      call(() => api.GET('/api/portal/subscription', { params: { query: { workspace: workspace.slug } } })).catch(
+        (err: unknown) => {
+          if (err instanceof ApiError && err.status === 404) return null; // no subscription yet
+          throw err;
+        },
+      ),
     [workspace.slug],
   );
   const invoices = useLoad(
-    () => (workspace.role === 'admin' ? call(() => api.GET('/api/billing/invoices', { params: { query: { workspace: workspace.slug, limit: 50 } } })) : Promise.resolve(null)),
+    () =>
+      workspace.role === 'admin'
+        ? call(() => api.GET('/api/billing/invoices', { params: { query: { workspace: workspace.slug, limit: 50 } } }))
+        : Promise.resolve(null),
     [workspace.slug, workspace.role],
   );
   return { subscription, invoices };
@@ -70,7 +76,9 @@ function SubscriptionFacts({ subscription: s }: { subscription: Subscription }) 
       </Fact>
       <Fact term="Status">
         <dd>
-          <span className={`badge ${s.status === 'active' || s.status === 'trialing' ? 'ok' : 'bad'}`}>{STATUS_TEXT[s.status] ?? s.status}</span>
+          <span className={`badge ${s.status === 'active' || s.status === 'trialing' ? 'ok' : 'bad'}`}>
+            {STATUS_TEXT[s.status] ?? s.status}
+          </span>
           {s.cancelAtPeriodEnd && <span className="muted small"> ends with the current period</span>}
         </dd>
       </Fact>
@@ -81,7 +89,11 @@ function SubscriptionFacts({ subscription: s }: { subscription: Subscription }) 
         <dd>{s.currentPeriod ? `${formatDate(s.currentPeriod.start)} – ${formatDate(s.currentPeriod.end)}` : '—'}</dd>
       </Fact>
       <Fact term="Next invoice">
-        <dd>{s.nextInvoice ? `${formatMoney(s.nextInvoice.amountDue, s.nextInvoice.currency)} on ${formatDate(s.nextInvoice.date)}` : 'none scheduled'}</dd>
+        <dd>
+          {s.nextInvoice
+            ? `${formatMoney(s.nextInvoice.amountDue, s.nextInvoice.currency)} on ${formatDate(s.nextInvoice.date)}`
+            : 'none scheduled'}
+        </dd>
       </Fact>
       {s.pastDueSince && (
         <Fact term="Payment overdue since">
@@ -90,7 +102,9 @@ function SubscriptionFacts({ subscription: s }: { subscription: Subscription }) 
       )}
       {s.suspendedAt && (
         <Fact term="Suspended">
-          <dd className="error-text">since {formatDate(s.suspendedAt)}: the workspace’s API keys are refused until the invoice is paid</dd>
+          <dd className="error-text">
+            since {formatDate(s.suspendedAt)}: the workspace’s API keys are refused until the invoice is paid
+          </dd>
         </Fact>
       )}
     </dl>
@@ -117,7 +131,9 @@ function InvoiceTable({ invoices }: { invoices: Invoice[] }) {
           <td>{formatDate(inv.createdAt)}</td>
           <td>{periodOf(inv.period)}</td>
           <td>
-            <span className={`badge ${inv.status === 'paid' ? 'ok' : inv.status === 'open' ? 'warn' : ''}`}>{inv.status}</span>
+            <span className={`badge ${inv.status === 'paid' ? 'ok' : inv.status === 'open' ? 'warn' : ''}`}>
+              {inv.status}
+            </span>
           </td>
           <td className="num">{formatMoney(inv.amountDue, inv.currency)}</td>
           <td className="num">{formatMoney(inv.amountRemaining, inv.currency)}</td>

@@ -1,12 +1,34 @@
 /** The dashboard's cash-flow chart (Chart.js): in and out per month as bars, net as a line, and the totals. */
 import { useEffect, useRef } from 'react';
-import { BarController, BarElement, CategoryScale, Chart, Legend, LinearScale, LineController, LineElement, PointElement, Tooltip } from 'chart.js';
+import {
+  BarController,
+  BarElement,
+  CategoryScale,
+  Chart,
+  Legend,
+  LinearScale,
+  LineController,
+  LineElement,
+  PointElement,
+  Tooltip,
+} from 'chart.js';
 import type { paths } from '../api/schema';
 import { formatAmount } from '../format';
 
-Chart.register(BarController, BarElement, LineController, LineElement, PointElement, CategoryScale, LinearScale, Legend, Tooltip);
+Chart.register(
+  BarController,
+  BarElement,
+  LineController,
+  LineElement,
+  PointElement,
+  CategoryScale,
+  LinearScale,
+  Legend,
+  Tooltip,
+);
 
-type Cashflow = paths['/api/portal/workspaces/{slug}/dashboard/cashflow']['get']['responses']['200']['content']['application/json'];
+type Cashflow =
+  paths['/api/portal/workspaces/{slug}/dashboard/cashflow']['get']['responses']['200']['content']['application/json'];
 
 export function CashflowChart({ data }: { data: Cashflow }) {
   const money = (n: number) => formatAmount(n, data.currency);
@@ -19,7 +41,13 @@ export function CashflowChart({ data }: { data: Cashflow }) {
         datasets: [
           { type: 'bar', label: 'In', data: data.months.map((m) => m.inflow), backgroundColor: '#2da44e' },
           { type: 'bar', label: 'Out', data: data.months.map((m) => -m.outflow), backgroundColor: '#cf222e' },
-          { type: 'line', label: 'Net', data: data.months.map((m) => m.net), borderColor: '#0969da', backgroundColor: '#0969da' },
+          {
+            type: 'line',
+            label: 'Net',
+            data: data.months.map((m) => m.net),
+            borderColor: '#0969da',
+            backgroundColor: '#0969da',
+          },
         ],
       },
       options: {
@@ -35,7 +63,13 @@ export function CashflowChart({ data }: { data: Cashflow }) {
   return (
     <>
       <div className="chart">
-        <canvas ref={canvas} role="img" aria-label={`Cash flow per month in ${data.currency}: in ${t.inflow}, out ${t.outflow}, net ${t.net} in total`} data-months={data.months.length} data-net={t.net} />
+        <canvas
+          ref={canvas}
+          role="img"
+          aria-label={`Cash flow per month in ${data.currency}: in ${t.inflow}, out ${t.outflow}, net ${t.net} in total`}
+          data-months={data.months.length}
+          data-net={t.net}
+        />
       </div>
       <p className="muted small">
         Total over {data.months.length} months: in {money(t.inflow)} · out {money(t.outflow)} · net {money(t.net)}

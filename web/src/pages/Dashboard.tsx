@@ -8,15 +8,25 @@ import type { WorkspaceRef } from '../nav';
 import { CashflowChart } from './CashflowChart';
 import { AlertList } from './DashboardAlerts';
 
-type Kpis = paths['/api/portal/workspaces/{slug}/dashboard/kpis']['get']['responses']['200']['content']['application/json'];
+type Kpis =
+  paths['/api/portal/workspaces/{slug}/dashboard/kpis']['get']['responses']['200']['content']['application/json'];
 
 /** The dashboard's three loads: key figures, cash flow, alerts. */
 function useDashboard(workspace: WorkspaceRef) {
   const path = { path: { slug: workspace.slug } };
-  const kpis = useLoad(() => call(() => api.GET('/api/portal/workspaces/{slug}/dashboard/kpis', { params: path })), [workspace.slug]);
+  const kpis = useLoad(
+    () => call(() => api.GET('/api/portal/workspaces/{slug}/dashboard/kpis', { params: path })),
+    [workspace.slug],
+  );
   // the API's default period (6 months, docs/workspace-admins.md "Dashboard"): the dashboard and a key's `GET …/cashflow` show the same months
-  const cashflow = useLoad(() => call(() => api.GET('/api/portal/workspaces/{slug}/dashboard/cashflow', { params: path })), [workspace.slug]);
-  const alerts = useLoad(() => call(() => api.GET('/api/portal/workspaces/{slug}/dashboard/alerts', { params: path })), [workspace.slug]);
+  const cashflow = useLoad(
+    () => call(() => api.GET('/api/portal/workspaces/{slug}/dashboard/cashflow', { params: path })),
+    [workspace.slug],
+  );
+  const alerts = useLoad(
+    () => call(() => api.GET('/api/portal/workspaces/{slug}/dashboard/alerts', { params: path })),
+    [workspace.slug],
+  );
   return { kpis, cashflow, alerts };
 }
 
@@ -30,7 +40,8 @@ export function Dashboard({ workspace }: { workspace: WorkspaceRef }) {
       <h1>Dashboard</h1>
       <p className="muted">
         {workspace.name}
-        {k && ` · figures of ${k.companies[0]?.name ?? 'the main company'} in ${k.currency} as of ${k.asOf} · ERP ${k.erpVersion}`}
+        {k &&
+          ` · figures of ${k.companies[0]?.name ?? 'the main company'} in ${k.currency} as of ${k.asOf} · ERP ${k.erpVersion}`}
       </p>
       <section aria-labelledby="kpis">
         <h2 id="kpis" className="sr-only">
@@ -61,9 +72,17 @@ function KpiCards({ kpis: k, money }: { kpis: Kpis; money: (n: number) => string
   return (
     <div className="kpis">
       <Kpi label="Revenue this month" value={money(k.revenue)} />
-      <Kpi label="Receivables" value={money(k.receivables)} note={`${money(k.overdueReceivables)} overdue (${k.overdueInvoiceCount} invoices)`} />
+      <Kpi
+        label="Receivables"
+        value={money(k.receivables)}
+        note={`${money(k.overdueReceivables)} overdue (${k.overdueInvoiceCount} invoices)`}
+      />
       <Kpi label="Payables" value={money(k.payables)} note={`${money(k.overduePayables)} overdue`} />
-      <Kpi label="Cash balance" value={money(k.cashBalance)} note={k.cashJournals.map((j) => `${j.name}: ${money(j.balance)}`).join(' · ')} />
+      <Kpi
+        label="Cash balance"
+        value={money(k.cashBalance)}
+        note={k.cashJournals.map((j) => `${j.name}: ${money(j.balance)}`).join(' · ')}
+      />
     </div>
   );
 }
@@ -83,8 +102,20 @@ function CompanyFigures({ companies }: { companies: Kpis['companies'] }) {
   return (
     <section aria-labelledby="companies" className="card">
       <h2 id="companies">Per company</h2>
-      <p className="muted small">Each company in its own currency: amounts in different currencies are never added up.</p>
-      <Table columns={['Company', 'Currency', numeric('Revenue (month)'), numeric('Receivables'), numeric('Payables'), numeric('Cash balance')]} id="company-figures">
+      <p className="muted small">
+        Each company in its own currency: amounts in different currencies are never added up.
+      </p>
+      <Table
+        columns={[
+          'Company',
+          'Currency',
+          numeric('Revenue (month)'),
+          numeric('Receivables'),
+          numeric('Payables'),
+          numeric('Cash balance'),
+        ]}
+        id="company-figures"
+      >
         {companies.map((c, i) => (
           <tr key={c.id}>
             <td>

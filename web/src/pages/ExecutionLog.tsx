@@ -9,13 +9,18 @@ import type { WorkspaceRef } from '../nav';
 
 type Query = NonNullable<paths['/api/portal/execution-log']['get']['parameters']['query']>;
 type Filter = Pick<Query, 'keyPrefix' | 'route' | 'status' | 'since' | 'until'>;
-type Row = paths['/api/portal/execution-log']['get']['responses']['200']['content']['application/json']['items'][number];
+type Row =
+  paths['/api/portal/execution-log']['get']['responses']['200']['content']['application/json']['items'][number];
 
 /** The log's first page for the filter, then older pages on `loadMore` while there is a cursor. */
 function useExecutionLog(workspace: WorkspaceRef, filter: Filter) {
   const [more, setMore] = useState<{ rows: Row[]; cursor: string | null; error?: unknown }>();
   const fetchPage = (cursor?: string) =>
-    call(() => api.GET('/api/portal/execution-log', { params: { query: { workspace: workspace.slug, limit: 50, ...filter, ...(cursor ? { cursor } : {}) } } }));
+    call(() =>
+      api.GET('/api/portal/execution-log', {
+        params: { query: { workspace: workspace.slug, limit: 50, ...filter, ...(cursor ? { cursor } : {}) } },
+      }),
+    );
   const first = useLoad(async () => {
     setMore(undefined);
     return fetchPage();
@@ -38,7 +43,13 @@ function useExecutionLog(workspace: WorkspaceRef, filter: Filter) {
 function filterOf(f: FormData): Filter {
   const text = (name: string) => String(f.get(name) ?? '').trim() || undefined;
   const status = text('status');
-  return { keyPrefix: text('keyPrefix'), route: text('route'), status: status ? Number(status) : undefined, since: isoOf(f.get('since')), until: isoOf(f.get('until')) };
+  return {
+    keyPrefix: text('keyPrefix'),
+    route: text('route'),
+    status: status ? Number(status) : undefined,
+    since: isoOf(f.get('since')),
+    until: isoOf(f.get('until')),
+  };
 }
 
 export function ExecutionLog({ workspace }: { workspace: WorkspaceRef }) {

@@ -36,7 +36,10 @@ const counts = (value: unknown) => {
  * folded into another one). A key not listed here gets its name spelt out (failedDeliveries24h →
  * Failed deliveries 24h).
  */
-const DETAILS: Record<string, { label: string; value?: (v: unknown, all: Record<string, unknown>) => string | undefined } | null> = {
+const DETAILS: Record<
+  string,
+  { label: string; value?: (v: unknown, all: Record<string, unknown>) => string | undefined } | null
+> = {
   tenant: { label: 'Tenant' },
   tier: { label: 'Plan', value: (v) => (typeof v === 'string' ? v.charAt(0).toUpperCase() + v.slice(1) : undefined) },
   erpVersion: { label: 'ERP version' },
@@ -46,7 +49,11 @@ const DETAILS: Record<string, { label: string; value?: (v: unknown, all: Record<
   generation: {
     label: 'Configuration',
     value: (v, all) =>
-      typeof v !== 'number' ? undefined : all.observedGeneration === v ? 'Applied' : `Being applied (version ${v}; version ${String(all.observedGeneration ?? 0)} is live)`,
+      typeof v !== 'number'
+        ? undefined
+        : all.observedGeneration === v
+          ? 'Applied'
+          : `Being applied (version ${v}; version ${String(all.observedGeneration ?? 0)} is live)`,
   },
   observedGeneration: null,
   conditions: null,
@@ -119,14 +126,23 @@ const PAGES: Record<string, { path: string; text: string; adminOnly: boolean }> 
   agents: { path: 'keys', text: 'Create a key with agents:invoke', adminOnly: true },
 };
 
-type Integration = paths['/api/portal/integrations']['get']['responses']['200']['content']['application/json']['items'][number];
+type Integration =
+  paths['/api/portal/integrations']['get']['responses']['200']['content']['application/json']['items'][number];
 
 export function Integrations({ workspace }: { workspace: WorkspaceRef }) {
-  const list = useLoad(() => call(() => api.GET('/api/portal/integrations', { params: { query: { workspace: workspace.slug } } })), [workspace.slug]);
+  const list = useLoad(
+    () => call(() => api.GET('/api/portal/integrations', { params: { query: { workspace: workspace.slug } } })),
+    [workspace.slug],
+  );
   return (
     <>
       <h1>Integrations</h1>
-      <Loaded state={list} what="integrations" empty="No integrations are available." isEmpty={(d) => d.items.length === 0}>
+      <Loaded
+        state={list}
+        what="integrations"
+        empty="No integrations are available."
+        isEmpty={(d) => d.items.length === 0}
+      >
         {(d) => (
           <div className="cards">
             {d.items.map((i) => (

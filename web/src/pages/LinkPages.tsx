@@ -33,7 +33,10 @@ export function JoinWorkspace({ slug }: { slug: string }) {
         </p>
       ) : (
         <form onSubmit={submit} className="card">
-          <p>Choose your name and a password. If you already have a Plana account with the invited address, give its password instead.</p>
+          <p>
+            Choose your name and a password. If you already have a Plana account with the invited address, give its
+            password instead.
+          </p>
           <label>
             Your name <span className="muted small">(for a new account)</span>
             <input name="name" autoComplete="name" maxLength={200} autoFocus />

@@ -101,8 +101,8 @@ function EmailForm({
       </p>
       {pending && (
         <p className="notice" role="status">
-          Change to {pending.email} pending: we sent a confirmation link to that address (valid until {formatDate(pending.expiresAt)}). Until it is
-          confirmed from there, you keep signing in as {email}.
+          Change to {pending.email} pending: we sent a confirmation link to that address (valid until{' '}
+          {formatDate(pending.expiresAt)}). Until it is confirmed from there, you keep signing in as {email}.
         </p>
       )}
       {hasPassword ? (
@@ -137,10 +137,16 @@ function PasswordForm() {
     const f = new FormData(form);
     const newPassword = String(f.get('newPassword'));
     if (newPassword !== String(f.get('repeat'))) return action.setError(new Error('The two new passwords differ.'));
-    const changed = await action.run(() => call(() => api.PUT('/api/portal/profile', { body: { currentPassword: String(f.get('currentPassword')), newPassword } })));
+    const changed = await action.run(() =>
+      call(() =>
+        api.PUT('/api/portal/profile', { body: { currentPassword: String(f.get('currentPassword')), newPassword } }),
+      ),
+    );
     if (changed) {
       form.reset();
-      setDone(`Password changed${changed.otherSessionsEnded ? `; ${changed.otherSessionsEnded} other session${changed.otherSessionsEnded === 1 ? ' was' : 's were'} signed out` : ''}.`);
+      setDone(
+        `Password changed${changed.otherSessionsEnded ? `; ${changed.otherSessionsEnded} other session${changed.otherSessionsEnded === 1 ? ' was' : 's were'} signed out` : ''}.`,
+      );
     }
   }
   return (

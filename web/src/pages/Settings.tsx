@@ -8,7 +8,8 @@ import { useAction, useLoad } from '../hooks';
 import type { WorkspaceRef } from '../nav';
 
 type Put = NonNullable<paths['/api/portal/settings']['put']['requestBody']>['content']['application/json'];
-type Notifications = paths['/api/portal/settings']['get']['responses']['200']['content']['application/json']['notifications'];
+type Notifications =
+  paths['/api/portal/settings']['get']['responses']['200']['content']['application/json']['notifications'];
 
 const NOTIFICATIONS: Record<keyof Notifications, string> = {
   billing: 'Invoices and payment problems (to the admins)',
@@ -55,7 +56,13 @@ export function Settings({ workspace }: { workspace: WorkspaceRef }) {
               </label>
               <label>
                 Language and region <span className="muted small">(BCP 47, e.g. en, de-CH)</span>
-                <input name="locale" required maxLength={35} pattern="[A-Za-z]{2,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?" defaultValue={s.locale} />
+                <input
+                  name="locale"
+                  required
+                  maxLength={35}
+                  pattern="[A-Za-z]{2,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?"
+                  defaultValue={s.locale}
+                />
               </label>
               <label>
                 Time zone

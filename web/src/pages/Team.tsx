@@ -15,7 +15,10 @@ import { type Invitation, type Member, type Role, useTeamActions } from './useTe
 import { InviteDialog, RemoveMemberDialog, RevokeInvitationDialog } from './TeamDialogs';
 
 export function Team({ workspace }: { workspace: WorkspaceRef }) {
-  const team = useLoad(() => call(() => api.GET('/api/portal/team', { params: { query: { workspace: workspace.slug } } })), [workspace.slug]);
+  const team = useLoad(
+    () => call(() => api.GET('/api/portal/team', { params: { query: { workspace: workspace.slug } } })),
+    [workspace.slug],
+  );
   const isAdmin = workspace.role === 'admin';
   const me = currentUser()?.id;
   const { action, notice, setNotice, changeRole, resend } = useTeamActions(workspace, me, team.reload);
@@ -39,8 +42,19 @@ export function Team({ workspace }: { workspace: WorkspaceRef }) {
       <Loaded state={team} what="the team">
         {(d) => (
           <>
-            <MemberTable members={d.members} me={me} admin={isAdmin ? { busy: action.busy, changeRole, remove } : undefined} />
-            {isAdmin && d.invitations && <OpenInvitations invitations={d.invitations} busy={action.busy} onResend={resend} onRevoke={setRevoking} />}
+            <MemberTable
+              members={d.members}
+              me={me}
+              admin={isAdmin ? { busy: action.busy, changeRole, remove } : undefined}
+            />
+            {isAdmin && d.invitations && (
+              <OpenInvitations
+                invitations={d.invitations}
+                busy={action.busy}
+                onResend={resend}
+                onRevoke={setRevoking}
+              />
+            )}
           </>
         )}
       </Loaded>
@@ -66,7 +80,13 @@ export function Team({ workspace }: { workspace: WorkspaceRef }) {
           }}
         />
       )}
-      {revoking && <RevokeInvitationDialog workspace={workspace} invitation={revoking} onClose={() => (setRevoking(undefined), team.reload())} />}
+      {revoking && (
+        <RevokeInvitationDialog
+          workspace={workspace}
+          invitation={revoking}
+          onClose={() => (setRevoking(undefined), team.reload())}
+        />
+      )}
     </>
   );
 }
@@ -143,16 +163,34 @@ function OpenInvitations({
             <tr key={inv.id} data-invitation={inv.email}>
               <td>{inv.email}</td>
               <td>{inv.role}</td>
-              <td>{inv.status === 'expired' ? <span className="badge warn">expired</span> : `valid until ${formatDate(inv.expiresAt)}`}</td>
               <td>
-                {formatDate(inv.lastSentAt)} {inv.sentCount > 1 && <span className="muted small">({inv.sentCount}×)</span>}
+                {inv.status === 'expired' ? (
+                  <span className="badge warn">expired</span>
+                ) : (
+                  `valid until ${formatDate(inv.expiresAt)}`
+                )}
+              </td>
+              <td>
+                {formatDate(inv.lastSentAt)}{' '}
+                {inv.sentCount > 1 && <span className="muted small">({inv.sentCount}×)</span>}
               </td>
               <td>
                 <div className="row-actions">
-                  <button type="button" className="secondary" disabled={busy} onClick={() => void onResend(inv)} aria-label={`Re-invite ${inv.email}`}>
+                  <button
+                    type="button"
+                    className="secondary"
+                    disabled={busy}
+                    onClick={() => void onResend(inv)}
+                    aria-label={`Re-invite ${inv.email}`}
+                  >
                     Re-invite
                   </button>
-                  <button type="button" className="danger" onClick={() => onRevoke(inv)} aria-label={`Revoke the invitation of ${inv.email}`}>
+                  <button
+                    type="button"
+                    className="danger"
+                    onClick={() => onRevoke(inv)}
+                    aria-label={`Revoke the invitation of ${inv.email}`}
+                  >
                     Revoke
                   </button>
                 </div>

@@ -18,7 +18,10 @@ import { BackToList, type Endpoint, endpointPath } from './webhooks/endpoints';
 
 /** `subpath`: '' for the list, an endpoint's id for its page. */
 export function Webhooks({ workspace, subpath }: { workspace: WorkspaceRef; subpath: string }) {
-  const endpoints = useLoad(() => call(() => api.GET('/api/portal/webhooks', inWorkspace(workspace.slug))), [workspace.slug]);
+  const endpoints = useLoad(
+    () => call(() => api.GET('/api/portal/webhooks', inWorkspace(workspace.slug))),
+    [workspace.slug],
+  );
   const openId = subpath ? decodeURIComponent(subpath) : undefined;
   // back on the list from an endpoint (the menu, the back link, the browser's back button): show it as it is now
   const shown = useRef(openId);
@@ -53,10 +56,15 @@ function EndpointList({ workspace, endpoints }: { workspace: WorkspaceRef; endpo
         </button>
       </div>
       <p className="muted">
-        Endpoints receive the workspace’s events as signed HTTP POSTs (Standard Webhooks: <code>webhook-id</code>, <code>webhook-timestamp</code>,{' '}
-        <code>webhook-signature</code>).
+        Endpoints receive the workspace’s events as signed HTTP POSTs (Standard Webhooks: <code>webhook-id</code>,{' '}
+        <code>webhook-timestamp</code>, <code>webhook-signature</code>).
       </p>
-      <Loaded state={endpoints} what="webhook endpoints" empty="No webhook endpoints yet. Add one to receive the workspace’s events." isEmpty={(d) => d.endpoints.length === 0}>
+      <Loaded
+        state={endpoints}
+        what="webhook endpoints"
+        empty="No webhook endpoints yet. Add one to receive the workspace’s events."
+        isEmpty={(d) => d.endpoints.length === 0}
+      >
         {(d) => <EndpointTable workspace={workspace} endpoints={d.endpoints} />}
       </Loaded>
       {editing && (

@@ -19,16 +19,24 @@ export function useTeamActions(workspace: WorkspaceRef, me: string | undefined, 
   const changeRole = (m: Member, role: Role) =>
     action.run(async () => {
       setNotice(undefined);
-      await call(() => api.PATCH('/api/portal/team/{userId}', { params: { path: { userId: m.id }, query }, body: { role } }));
+      await call(() =>
+        api.PATCH('/api/portal/team/{userId}', { params: { path: { userId: m.id }, query }, body: { role } }),
+      );
       // one's own role shapes the whole portal (menu, admin pages): start it afresh
       if (m.id === me) return window.location.reload();
-      setNotice(role === 'admin' ? `${m.name || m.email} is an admin now.` : `${m.name || m.email} is a member now (no admin actions).`);
+      setNotice(
+        role === 'admin'
+          ? `${m.name || m.email} is an admin now.`
+          : `${m.name || m.email} is a member now (no admin actions).`,
+      );
       reload();
     });
 
   const resend = (inv: Invitation) =>
     action.run(async () => {
-      await call(() => api.POST('/api/portal/team/invitations/{id}/resend', { params: { path: { id: inv.id }, query } }));
+      await call(() =>
+        api.POST('/api/portal/team/invitations/{id}/resend', { params: { path: { id: inv.id }, query } }),
+      );
       setNotice(`A new invitation link was mailed to ${inv.email}; the previous link no longer works.`);
       reload();
     });

@@ -20,7 +20,15 @@ const bodyOf = (f: FormData): EndpointBody => ({
 });
 
 /** Create (the secret is shown once in the dialog) or edit an endpoint; `onClose` gets a new endpoint's id. */
-export function EndpointDialog({ workspace, endpoint, onClose }: { workspace: WorkspaceRef; endpoint?: Endpoint; onClose: (openId?: string) => void }) {
+export function EndpointDialog({
+  workspace,
+  endpoint,
+  onClose,
+}: {
+  workspace: WorkspaceRef;
+  endpoint?: Endpoint;
+  onClose: (openId?: string) => void;
+}) {
   const action = useAction();
   const [created, setCreated] = useState<{ id: string; secret: string }>();
   const ws = inWorkspace(workspace.slug);
@@ -29,7 +37,9 @@ export function EndpointDialog({ workspace, endpoint, onClose }: { workspace: Wo
     e.preventDefault();
     const body = bodyOf(new FormData(e.currentTarget));
     if (endpoint) {
-      const saved = await action.run(() => call(() => api.PATCH('/api/portal/webhooks/{id}', { params: { path: { id: endpoint.id } }, body, ...ws })));
+      const saved = await action.run(() =>
+        call(() => api.PATCH('/api/portal/webhooks/{id}', { params: { path: { id: endpoint.id } }, body, ...ws })),
+      );
       if (saved) onClose();
     } else {
       const made = await action.run(() => call(() => api.POST('/api/portal/webhooks', { body, ...ws })));
@@ -39,8 +49,16 @@ export function EndpointDialog({ workspace, endpoint, onClose }: { workspace: Wo
 
   if (created)
     return (
-      <SecretOnceDialog title="Endpoint added" secret={created.secret} label="Signing secret" onClose={() => onClose(created.id)}>
-        <p>Verify the signatures of what this endpoint receives with its signing secret. You can reveal it again on the endpoint’s page.</p>
+      <SecretOnceDialog
+        title="Endpoint added"
+        secret={created.secret}
+        label="Signing secret"
+        onClose={() => onClose(created.id)}
+      >
+        <p>
+          Verify the signatures of what this endpoint receives with its signing secret. You can reveal it again on the
+          endpoint’s page.
+        </p>
       </SecretOnceDialog>
     );
   return (
@@ -48,7 +66,15 @@ export function EndpointDialog({ workspace, endpoint, onClose }: { workspace: Wo
       <form onSubmit={submit}>
         <label>
           URL
-          <input name="url" type="url" required maxLength={2048} autoFocus defaultValue={endpoint?.url} placeholder="https://example.com/webhooks/plana" />
+          <input
+            name="url"
+            type="url"
+            required
+            maxLength={2048}
+            autoFocus
+            defaultValue={endpoint?.url}
+            placeholder="https://example.com/webhooks/plana"
+          />
         </label>
         <label>
           Description
@@ -56,24 +82,53 @@ export function EndpointDialog({ workspace, endpoint, onClose }: { workspace: Wo
         </label>
         <label>
           Event types <span className="muted small">(comma separated; empty for every type)</span>
-          <input name="eventTypes" defaultValue={endpoint?.eventTypes?.join(', ') ?? ''} placeholder="invoice.posted, payment.received" />
+          <input
+            name="eventTypes"
+            defaultValue={endpoint?.eventTypes?.join(', ') ?? ''}
+            placeholder="invoice.posted, payment.received"
+          />
         </label>
         <label className="check">
           <input type="checkbox" name="enabled" defaultChecked={endpoint?.enabled ?? true} /> Enabled
         </label>
-        <FormActions error={action.error} busy={action.busy} onCancel={() => onClose()} submit={endpoint ? 'Save' : 'Add endpoint'} busyText="Saving…" />
+        <FormActions
+          error={action.error}
+          busy={action.busy}
+          onCancel={() => onClose()}
+          submit={endpoint ? 'Save' : 'Add endpoint'}
+          busyText="Saving…"
+        />
       </form>
     </Dialog>
   );
 }
 
-export function DeleteEndpointDialog({ workspace, endpoint, onClose }: { workspace: WorkspaceRef; endpoint: Endpoint; onClose: (deleted: boolean) => void }) {
+export function DeleteEndpointDialog({
+  workspace,
+  endpoint,
+  onClose,
+}: {
+  workspace: WorkspaceRef;
+  endpoint: Endpoint;
+  onClose: (deleted: boolean) => void;
+}) {
   const remove = async () => {
-    await call(() => api.DELETE('/api/portal/webhooks/{id}', { params: { path: { id: endpoint.id } }, ...inWorkspace(workspace.slug) }));
+    await call(() =>
+      api.DELETE('/api/portal/webhooks/{id}', {
+        params: { path: { id: endpoint.id } },
+        ...inWorkspace(workspace.slug),
+      }),
+    );
     onClose(true);
   };
   return (
-    <ConfirmDialog title="Delete this endpoint?" confirm="Delete endpoint" busyText="Deleting…" onConfirm={remove} onCancel={() => onClose(false)}>
+    <ConfirmDialog
+      title="Delete this endpoint?"
+      confirm="Delete endpoint"
+      busyText="Deleting…"
+      onConfirm={remove}
+      onCancel={() => onClose(false)}
+    >
       <p>
         <code>{endpoint.url}</code> receives nothing more from this workspace. This cannot be undone.
       </p>

@@ -16,7 +16,15 @@ import { useAttempts } from './useAttempts';
 import { type EndpointActions, useEndpointActions } from './useEndpointActions';
 
 /** `onChanged`: the endpoint may have changed (loads it again). */
-export function EndpointView({ workspace, endpoint, onChanged }: { workspace: WorkspaceRef; endpoint: Endpoint; onChanged: () => void }) {
+export function EndpointView({
+  workspace,
+  endpoint,
+  onChanged,
+}: {
+  workspace: WorkspaceRef;
+  endpoint: Endpoint;
+  onChanged: () => void;
+}) {
   const attempts = useAttempts(workspace, endpoint.id);
   const refresh = () => {
     attempts.reload();
@@ -33,14 +41,27 @@ export function EndpointView({ workspace, endpoint, onChanged }: { workspace: Wo
     <>
       <BackToList workspace={workspace} />
       <EndpointHeader endpoint={endpoint} />
-      <EndpointToolbar endpoint={endpoint} actions={actions} onEdit={() => setEditing(true)} onDelete={() => setDeleting(true)} />
+      <EndpointToolbar
+        endpoint={endpoint}
+        actions={actions}
+        onEdit={() => setEditing(true)}
+        onDelete={() => setDeleting(true)}
+      />
       <Notice>{actions.notice}</Notice>
       <ErrorMessage error={actions.action.error} />
       <SecretPanel actions={actions} />
       <MessagesSection attempts={attempts} enabled={endpoint.enabled} busy={busy} onReplay={actions.replayOne} />
       <ReplayRangeForm onSubmit={actions.replayRange} disabled={busy || !endpoint.enabled} />
-      {editing && <EndpointDialog workspace={workspace} endpoint={endpoint} onClose={() => (setEditing(false), onChanged())} />}
-      {deleting && <DeleteEndpointDialog workspace={workspace} endpoint={endpoint} onClose={(deleted) => (setDeleting(false), deleted ? navigate(listPath(workspace)) : undefined)} />}
+      {editing && (
+        <EndpointDialog workspace={workspace} endpoint={endpoint} onClose={() => (setEditing(false), onChanged())} />
+      )}
+      {deleting && (
+        <DeleteEndpointDialog
+          workspace={workspace}
+          endpoint={endpoint}
+          onClose={(deleted) => (setDeleting(false), deleted ? navigate(listPath(workspace)) : undefined)}
+        />
+      )}
     </>
   );
 }
@@ -54,14 +75,25 @@ function EndpointHeader({ endpoint }: { endpoint: Endpoint }) {
         </h1>
       </div>
       <p>
-        <EndpointState endpoint={endpoint} /> {endpoint.description && <span className="muted">{endpoint.description}</span>}
+        <EndpointState endpoint={endpoint} />{' '}
+        {endpoint.description && <span className="muted">{endpoint.description}</span>}
       </p>
       <p className="muted">Event types: {endpoint.eventTypes ? endpoint.eventTypes.join(', ') : 'all'}</p>
     </>
   );
 }
 
-function EndpointToolbar({ endpoint, actions, onEdit, onDelete }: { endpoint: Endpoint; actions: EndpointActions; onEdit: () => void; onDelete: () => void }) {
+function EndpointToolbar({
+  endpoint,
+  actions,
+  onEdit,
+  onDelete,
+}: {
+  endpoint: Endpoint;
+  actions: EndpointActions;
+  onEdit: () => void;
+  onDelete: () => void;
+}) {
   const { busy } = actions.action;
   return (
     <div className="toolbar">
@@ -71,7 +103,12 @@ function EndpointToolbar({ endpoint, actions, onEdit, onDelete }: { endpoint: En
       <button type="button" className="secondary" onClick={onEdit}>
         Edit
       </button>
-      <button type="button" className="secondary" onClick={() => void actions.setEnabled(!endpoint.enabled)} disabled={busy}>
+      <button
+        type="button"
+        className="secondary"
+        onClick={() => void actions.setEnabled(!endpoint.enabled)}
+        disabled={busy}
+      >
         {endpoint.enabled ? 'Disable' : 'Enable'}
       </button>
       <button type="button" className="danger" onClick={onDelete}>
@@ -91,7 +128,11 @@ function SecretPanel({ actions }: { actions: EndpointActions }) {
       {secrets ? (
         <>
           <SecretField secret={secrets.secret} label="Signing secret" />
-          {secrets.previousSecret && <p className="muted small">The previous secret still signs as well until {formatDate(secrets.previousSecretExpiresAt)}.</p>}
+          {secrets.previousSecret && (
+            <p className="muted small">
+              The previous secret still signs as well until {formatDate(secrets.previousSecretExpiresAt)}.
+            </p>
+          )}
         </>
       ) : (
         <p className="muted">Hidden. Reveal it to configure your receiver.</p>

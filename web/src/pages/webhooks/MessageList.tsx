@@ -5,14 +5,29 @@ import type { Attempt } from './endpoints';
 import { type Attempts, byMessage, type Message } from './useAttempts';
 
 /** The messages and their attempts, older ones on request; Replay only while nothing else runs (`busy`) and the endpoint is enabled. */
-export function MessagesSection({ attempts, enabled, busy, onReplay }: { attempts: Attempts; enabled: boolean; busy: boolean; onReplay: (messageId: string) => unknown }) {
+export function MessagesSection({
+  attempts,
+  enabled,
+  busy,
+  onReplay,
+}: {
+  attempts: Attempts;
+  enabled: boolean;
+  busy: boolean;
+  onReplay: (messageId: string) => unknown;
+}) {
   const messages = byMessage(attempts.all);
   const { older } = attempts;
   return (
     <section aria-labelledby="messages-title">
       <h2 id="messages-title">Messages and attempts</h2>
       {!enabled && <p className="muted">The endpoint is disabled: enable it to replay messages.</p>}
-      <Loaded state={attempts.newest} what="attempts" empty="Nothing was sent to this endpoint yet. Send a test event to try it." isEmpty={() => messages.length === 0}>
+      <Loaded
+        state={attempts.newest}
+        what="attempts"
+        empty="Nothing was sent to this endpoint yet. Send a test event to try it."
+        isEmpty={() => messages.length === 0}
+      >
         {() => <MessageList messages={messages} canReplay={!busy && enabled} onReplay={onReplay} />}
       </Loaded>
       {messages.length > 0 && (
@@ -32,7 +47,15 @@ export function MessagesSection({ attempts, enabled, busy, onReplay }: { attempt
   );
 }
 
-function MessageList({ messages, canReplay, onReplay }: { messages: Message[]; canReplay: boolean; onReplay: (messageId: string) => unknown }) {
+function MessageList({
+  messages,
+  canReplay,
+  onReplay,
+}: {
+  messages: Message[];
+  canReplay: boolean;
+  onReplay: (messageId: string) => unknown;
+}) {
   return (
     <TableWrap>
       <table className="table attempts">
@@ -49,13 +72,20 @@ function MessageList({ messages, canReplay, onReplay }: { messages: Message[]; c
           <tbody key={m.messageId} data-message-id={m.messageId}>
             <tr className="message">
               <th colSpan={4} scope="rowgroup">
-                <span className="event-type">{m.eventType ?? 'event type unknown'}</span> <span className="muted small">message</span> <code>{m.messageId}</code>
+                <span className="event-type">{m.eventType ?? 'event type unknown'}</span>{' '}
+                <span className="muted small">message</span> <code>{m.messageId}</code>
               </th>
               <td>
                 {m.messageId.startsWith('msg_test_') ? (
                   <span className="muted small">test event</span>
                 ) : (
-                  <button type="button" className="secondary" onClick={() => void onReplay(m.messageId)} disabled={!canReplay} aria-label={`Replay ${m.messageId}`}>
+                  <button
+                    type="button"
+                    className="secondary"
+                    onClick={() => void onReplay(m.messageId)}
+                    disabled={!canReplay}
+                    aria-label={`Replay ${m.messageId}`}
+                  >
                     Replay
                   </button>
                 )}

@@ -23,7 +23,11 @@ function mergeAttempts(a: Attempt[], b: Attempt[]): Attempt[] {
 export function byMessage(attempts: Attempt[]) {
   const groups = new Map<string, Attempt[]>();
   for (const a of attempts) groups.set(a.messageId, [...(groups.get(a.messageId) ?? []), a]);
-  return [...groups.entries()].map(([messageId, list]) => ({ messageId, eventType: list[0]!.eventType, attempts: list }));
+  return [...groups.entries()].map(([messageId, list]) => ({
+    messageId,
+    eventType: list[0]!.eventType,
+    attempts: list,
+  }));
 }
 
 export type Message = ReturnType<typeof byMessage>[number];
@@ -31,7 +35,10 @@ export type Message = ReturnType<typeof byMessage>[number];
 export function useAttempts(workspace: WorkspaceRef, endpointId: string) {
   const page = (before?: string) =>
     call(() =>
-      api.GET('/api/portal/webhooks/{id}/attempts', { params: { path: { id: endpointId }, query: { limit: ATTEMPTS_PAGE, ...(before ? { before } : {}) } }, ...inWorkspace(workspace.slug) }),
+      api.GET('/api/portal/webhooks/{id}/attempts', {
+        params: { path: { id: endpointId }, query: { limit: ATTEMPTS_PAGE, ...(before ? { before } : {}) } },
+        ...inWorkspace(workspace.slug),
+      }),
     );
   const newest = useLoad(() => page(), [endpointId]);
   const [kept, setKept] = useState<Attempt[]>([]);

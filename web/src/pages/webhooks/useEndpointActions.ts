@@ -24,14 +24,21 @@ export function useEndpointActions(workspace: WorkspaceRef, endpoint: Endpoint, 
   const sendTest = () =>
     action.run(async () => {
       const a = await call(() => api.POST('/api/portal/webhooks/{id}/test', { params: path, ...ws }));
-      done(a.outcome === 'ok' ? `Test event delivered: ${a.statusCode} in ${a.durationMs} ms.` : `Test event not delivered: ${a.error ?? a.statusCode ?? a.outcome}.`);
+      done(
+        a.outcome === 'ok'
+          ? `Test event delivered: ${a.statusCode} in ${a.durationMs} ms.`
+          : `Test event not delivered: ${a.error ?? a.statusCode ?? a.outcome}.`,
+      );
     });
   const setEnabled = (enabled: boolean) =>
     action.run(async () => {
       await call(() => api.PATCH('/api/portal/webhooks/{id}', { params: path, body: { enabled }, ...ws }));
       done(enabled ? 'The endpoint is enabled.' : 'The endpoint is disabled: it receives nothing until enabled.');
     });
-  const revealSecret = () => action.run(async () => setSecrets(await call(() => api.GET('/api/portal/webhooks/{id}/secret', { params: path, ...ws }))));
+  const revealSecret = () =>
+    action.run(async () =>
+      setSecrets(await call(() => api.GET('/api/portal/webhooks/{id}/secret', { params: path, ...ws }))),
+    );
   const rotateSecret = () =>
     action.run(async () => {
       setSecrets(await call(() => api.POST('/api/portal/webhooks/{id}/secret/rotate', { params: path, ...ws })));
@@ -39,8 +46,12 @@ export function useEndpointActions(workspace: WorkspaceRef, endpoint: Endpoint, 
     });
   const replayOne = (messageId: string) =>
     action.run(async () => {
-      const r = await call(() => api.POST('/api/portal/webhooks/{id}/replay', { params: path, body: { messageId }, ...ws }));
-      done(r.replayed.length ? `Message ${messageId} is being sent again.` : `Message ${messageId} is being sent already.`);
+      const r = await call(() =>
+        api.POST('/api/portal/webhooks/{id}/replay', { params: path, body: { messageId }, ...ws }),
+      );
+      done(
+        r.replayed.length ? `Message ${messageId} is being sent again.` : `Message ${messageId} is being sent already.`,
+      );
     });
   /** The "Replay failed messages" form's submit. */
   function replayRange(e: FormEvent<HTMLFormElement>) {
@@ -50,9 +61,19 @@ export function useEndpointActions(workspace: WorkspaceRef, endpoint: Endpoint, 
     if (!since) return action.setError(new Error('Choose from when to replay.'));
     const until = isoOf(f.get('until'));
     void action.run(async () => {
-      const r = await call(() => api.POST('/api/portal/webhooks/{id}/replay', { params: path, body: { since, ...(until ? { until } : {}) }, ...ws }));
+      const r = await call(() =>
+        api.POST('/api/portal/webhooks/{id}/replay', {
+          params: path,
+          body: { since, ...(until ? { until } : {}) },
+          ...ws,
+        }),
+      );
       const inProgress = r.inProgress.length ? `; ${r.inProgress.length} being sent already` : '';
-      done(r.replayed.length + r.inProgress.length === 0 ? 'No failed message in that time range.' : `${plural(r.replayed.length, 'failed message')} sent again${inProgress}.`);
+      done(
+        r.replayed.length + r.inProgress.length === 0
+          ? 'No failed message in that time range.'
+          : `${plural(r.replayed.length, 'failed message')} sent again${inProgress}.`,
+      );
     });
   }
 
