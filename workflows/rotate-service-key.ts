@@ -37,96 +37,19 @@
  * last activity. Activities: `mustFinish` (retried without limit; only a business refusal reaches
  * the workflow) and `nonFatal` (the alert's event: a few attempts, then recorded without it).
  *
- * Each step is a function below, run in order by `rotateServiceKey`; step 4's rules per proof kind
- * are in rotation-switch-proof.ts, the `rules` proof's tenants in rotation-consumer-rules.ts.
+ * Each step is a function below, run in order by `rotateServiceKey`; the rotation's status and activity
+ * policies are in rotation-run.ts, step 4's rules per proof kind in rotation-switch-proof.ts, the `rules`
+ * proof's tenants in rotation-consumer-rules.ts, the roll-back in rotation-roll-back.ts.
  */
-import {
-  defineQuery,
-  log,
-  proxyActivities,
-  setHandler,
-  sleep,
-  upsertSearchAttributes,
-  workflowInfo,
-  type ActivityOptions,
-} from '@temporalio/workflow';
-import type { Activities } from '../activities/index.js';
-import type { SwitchProof } from '../domain/service-keys/inventory.js';
-import type { RotationInput, RotationResult, RotationSettings } from '../domain/service-keys/workflow-contract.js';
-import { searchAttributes } from '../domain/workflow-search-attributes.js';
-import {
-  isExposureRotation,
-  judgeUsage,
-  switchRule,
-  unprovenReason,
-  waitSummary,
-  type KeyPair,
-  type SwitchRule,
-  type UsageCheck,
-} from './rotation-switch-proof.js';
+import { sleep } from '@temporalio/workflow';
+import type { RotationInput, RotationResult } from '../domain/service-keys/workflow-contract.js';
+import { isExposureRotation, judgeUsage, switchRule, waitSummary, type SwitchRule } from './rotation-switch-proof.js';
 import { ConsumerRules } from './rotation-consumer-rules.js';
+import { rollBack, type SwitchOutcome } from './rotation-roll-back.js';
+import { startRotation, type Rotation, type RotationKeys } from './rotation-run.js';
 import { failureMessage } from './shared/activity-failures.js';
-import { retryIntervals } from './shared/retry-intervals.js';
 
-export interface RotationStatus {
-  step: string;
-  oldKeyId?: string;
-  newKeyId?: string;
-  /** How the consumer proves the switch (inventory.ts). */
-  proof?: SwitchProof;
-  /** `rules`: the last rewrite of the tenants' rules (how many, which could not be updated). */
-  rules?: { keyId: string; tenants: number; updated: number; failed: string[] };
-  /** The last usage check (rotation-switch-proof.ts). */
-  lastCheck?: UsageCheck;
-  /** A suspected exposure: the old key dies as soon as the switch is proven, without a quiet period. */
-  exposure?: boolean;
-  outcome?: RotationResult['outcome'] | 'abandoned';
-}
-
-export const rotationStatusQuery = defineQuery<RotationStatus>('rotationStatus');
-
-function rotationActivities(settings: RotationSettings) {
-  const intervals = (initial: string, maximum: string) => retryIntervals(settings.retryIntervals, initial, maximum);
-  const mustFinish: ActivityOptions = {
-    startToCloseTimeout: '30 seconds',
-    retry: { ...intervals('1 second', '1 minute'), backoffCoefficient: 2 },
-  };
-  const nonFatal: ActivityOptions = {
-    startToCloseTimeout: '30 seconds',
-    retry: { ...intervals('1 second', '10 seconds'), backoffCoefficient: 2, maximumAttempts: 3 },
-  };
-  // the tenants' rules, a few ERPs at a time: minutes for many tenants, a heartbeat per tenant
-  const tenantRules: ActivityOptions = {
-    startToCloseTimeout: '30 minutes',
-    heartbeatTimeout: '3 minutes',
-    retry: { ...intervals('1 second', '1 minute'), backoffCoefficient: 2 },
-  };
-  return {
-    mustFinish: proxyActivities<Activities>(mustFinish),
-    nonFatal: proxyActivities<Activities>(nonFatal),
-    tenantRules: proxyActivities<Activities>(tenantRules),
-  };
-}
-
-/** One rotation as it runs: its input, its activities and its status (the query's answer). */
-export interface Rotation {
-  caller: string;
-  target: string;
-  /** `caller → target`, for the summaries. */
-  pair: string;
-  input: RotationInput;
-  settings: RotationSettings;
-  activities: ReturnType<typeof rotationActivities>;
-  status: RotationStatus;
-  /** The step shown in the status and in the `CurrentStep` search attribute. */
-  setStep(step: string): void;
-}
-
-/** The pair's old and new key ids and secret versions. */
-export interface RotationKeys extends KeyPair {
-  oldVersion: number;
-  newVersion: number;
-}
+export { rotationStatusQuery, type RotationStatus } from './rotation-run.js';
 
 export async function rotateServiceKey(input: RotationInput): Promise<RotationResult> {
   const rotation = startRotation(input);
@@ -136,18 +59,6 @@ export async function rotateServiceKey(input: RotationInput): Promise<RotationRe
   const proven = await proveSwitch(rotation, keys, switched);
   if (!proven.verified) return rollBack(rotation, keys, proven);
   return completeRotation(rotation, keys);
-}
-
-function startRotation(input: RotationInput): Rotation {
-  const { caller, target, settings } = input;
-  const activities = rotationActivities(settings);
-  const status: RotationStatus = { step: 'queued' };
-  setHandler(rotationStatusQuery, () => status);
-  const setStep = (step: string) => {
-    status.step = step;
-    upsertSearchAttributes([{ key: searchAttributes.currentStep, value: step }]);
-  };
-  return { caller, target, pair: `${caller} → ${target}`, input, settings, activities, status, setStep };
 }
 
 /**
@@ -209,13 +120,6 @@ async function switchConsumer(
     [{ caller, target, version: newVersion }],
   );
   return { switchedAt: Date.parse(handedOver.at), deadline: Date.now() + settings.deadlineMs };
-}
-
-/** How step 4 ended: proven, or why not; the consumers' rules when the rotation moves them. */
-interface SwitchOutcome {
-  verified: boolean;
-  rulesFailure?: string;
-  rules?: ConsumerRules;
 }
 
 /**
@@ -288,74 +192,6 @@ async function pollUntilProven(
     await sleep(Math.min(pollMs, Math.max(deadline - Date.now(), 1)), {
       summary: waitSummary(caller, keys, check, noticeLeftMs),
     });
-  }
-}
-
-/**
- * Roll back: the old version current again, the tenants' rules moved back (`rules`), (after
- * `rollbackWaitMs`) the pending key revoked, an alert raised, the lock released.
- */
-async function rollBack(
-  rotation: Rotation,
-  keys: RotationKeys,
-  { rulesFailure, rules }: SwitchOutcome,
-): Promise<RotationResult> {
-  const {
-    caller,
-    target,
-    pair,
-    settings,
-    activities: { mustFinish },
-    status,
-    setStep,
-  } = rotation;
-  const { oldKeyId, oldVersion, newKeyId } = keys;
-  let message =
-    rulesFailure !== undefined
-      ? `${caller} → ${target}: ${rulesFailure}`
-      : unprovenReason(caller, keys, status.lastCheck!, settings);
-  setStep('roll-back');
-  await mustFinish.makeRotationSecretCurrent.executeWithOptions(
-    { summary: `Roll back: secret store version ${oldVersion} (${oldKeyId}) current for ${caller} again` },
-    [{ caller, target, version: oldVersion }],
-  );
-  if (rules) {
-    // the tenants moved to the new key go back before it is revoked
-    setStep('rewrite-rules-back');
-    message += await rules.back();
-  }
-  if (settings.rollbackWaitMs > 0)
-    await sleep(settings.rollbackWaitMs, { summary: `Let ${caller} reload ${oldKeyId} before ${newKeyId} is revoked` });
-  await mustFinish.revokeRotationKey.executeWithOptions(
-    { summary: `Roll back: revoke the pending ${newKeyId} at ${target}` },
-    [{ keyId: newKeyId }],
-  );
-  await raiseAlert(rotation, keys, message);
-  await mustFinish.finishRotation.executeWithOptions({ summary: `Release the ${pair} rotation lock (rolled back)` }, [
-    { outcome: 'rolled-back', message },
-  ]);
-  status.outcome = 'rolled-back';
-  setStep('rolled-back');
-  log.warn('service-key rotation rolled back', { workflowId: workflowInfo().workflowId, message });
-  return { outcome: 'rolled-back', oldKeyId, newKeyId, message };
-}
-
-/** The roll-back's alert: a `service-key.rotation-failed` event, or (when it cannot go out) a record without it. */
-async function raiseAlert(
-  { caller, target, pair, activities, setStep }: Rotation,
-  { oldKeyId, newKeyId }: RotationKeys,
-  message: string,
-): Promise<void> {
-  setStep('alert');
-  try {
-    await activities.nonFatal.raiseRotationAlert.executeWithOptions(
-      { summary: `Alert: service-key.rotation-failed for ${pair}` },
-      [{ caller, target, oldKeyId, newKeyId, message }],
-    );
-  } catch (err) {
-    await activities.mustFinish.recordRotationAlert.executeWithOptions({ summary: `Alert recorded without an event` }, [
-      { alert: `no event (${failureMessage(err)}): ${message}` },
-    ]);
   }
 }
 

@@ -4,7 +4,7 @@
  * forward to the new key's tokens after the switch and once more before the old key dies, back to
  * the old key's on a roll-back.
  */
-import type { Rotation, RotationKeys } from './rotate-service-key.js';
+import type { Rotation, RotationKeys } from './rotation-run.js';
 
 const failedTenants = (failed: { tenant: string; error: string }[]) =>
   failed.map((f) => `${f.tenant}: ${f.error}`).join('; ');

@@ -3,8 +3,8 @@
  * loop: reconcile the composed resources until the tenant is Ready (reconcile.ts), then wait for
  * the next apply or operator action. Cancel starts the soak timer; when it ends (or on delete
  * after a cancel) the tenant is deprovisioned (deprovision.ts) and the workflow returns its final
- * status. Its state and the rules that change it are in state.ts; its activity policies in
- * activities.ts.
+ * status. Its state and the rules that change it are in state.ts, its message handlers in
+ * message-handlers.ts, its activity policies in activities.ts.
  *
  * It never ends in failure because a peer was away: reconcile steps record their failures as
  * conditions and the loop backs off and tries again; must-finish steps retry without limit. Every
@@ -17,26 +17,18 @@ import {
   continueAsNew,
   log,
   patched,
-  setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import {
-  applySignal,
-  cancelUpdate,
-  deleteUpdate,
-  reactivateUpdate,
-  retryChatRoomUpdate,
-  statusQuery,
-  type TenantLifecycleInput,
-} from '../../domain/tenants/workflow-contract.js';
+import { type TenantLifecycleInput } from '../../domain/tenants/workflow-contract.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { type TenantStatus } from '../../domain/tenants/types.js';
 import { lifecycleActivities, type LifecycleActivities } from './activities.js';
 import { deprovision } from './deprovision.js';
 import { failureMessage } from '../shared/activity-failures.js';
 import { reconcile, type ReconcileOutcome } from './reconcile.js';
-import { nowIso, TenantState } from './state.js';
+import { setMessageHandlers } from './message-handlers.js';
+import { TenantState } from './state.js';
 
 /** Continue as new past this many history events, unless the settings say otherwise. */
 const HISTORY_LIMIT = 5_000;
@@ -77,10 +69,11 @@ async function probeWhileReady(tenant: TenantState, activities: LifecycleActivit
   await tenant.mirror();
 }
 
-/** Provisions, keeps and finally deprovisions one tenant. Returns the final status. */
-export async function tenantLifecycle(input: TenantLifecycleInput): Promise<TenantStatus> {
-  const { settings } = input;
-  const activities = lifecycleActivities(settings);
+/**
+ * The tenant's state: fresh on the first run, carried over a continue-as-new otherwise (then
+ * reconciled again if what woke the last run was not reconciled before it continued).
+ */
+function startTenantState(input: TenantLifecycleInput, activities: LifecycleActivities): TenantState {
   const tenant = new TenantState(input.carried ?? TenantState.initial(input), (status) =>
     activities.recordTenantStatus({ name: input.name, uid: input.uid, status }),
   );
@@ -93,6 +86,97 @@ export async function tenantLifecycle(input: TenantLifecycleInput): Promise<Tena
     patched('reconcile-what-woke-the-last-run')
   )
     tenant.needsReconcile = true;
+  return tenant;
+}
+
+/**
+ * A cancelled tenant: wait out the soak period (a delete ends it early), then deprovision. Returns
+ * true once deprovisioned, false if the tenant was reactivated meanwhile.
+ */
+async function soakThenDeprovision(tenant: TenantState, activities: LifecycleActivities): Promise<boolean> {
+  const state = tenant.state;
+  await tenant.mirror();
+  tenant.setCurrentStep('soak-period');
+  const remaining = Date.parse(state.deprovisionAt!) - Date.now();
+  if (remaining > 0) {
+    await condition(() => !tenant.isCancelled || state.deleteRequested, remaining, {
+      summary: `Soak period until ${state.deprovisionAt}`,
+    });
+  }
+  if (!tenant.isCancelled) return false; // reactivated
+  await deprovision(tenant, activities);
+  await condition(allHandlersFinished);
+  log.info('tenant deprovisioned', { tenant: state.name });
+  return true;
+}
+
+/**
+ * Between reconcile rounds: a tenant not Ready backs off (exponentially, never past its readiness
+ * deadline); a Ready one is probed every interval; otherwise it waits for the next apply or action.
+ */
+async function waitForNextRound(
+  tenant: TenantState,
+  outcome: ReconcileOutcome,
+  failedRounds: number,
+  { settings }: TenantLifecycleInput,
+  activities: LifecycleActivities,
+): Promise<void> {
+  const state = tenant.state;
+  const wakeUp = () => tenant.needsReconcile || tenant.isCancelled || tenant.hasUnmirroredChanges;
+  if (outcome === 'not-ready') {
+    // exponential back-off, but never past the readiness deadline, so it is reported on time
+    const backoff = Math.min(
+      settings.probeIntervalMs * 2 ** Math.min(failedRounds - 1, 16),
+      settings.reconcileBackoffMaxMs,
+    );
+    const untilDeadline = state.deadlineAt - Date.now();
+    const wait = untilDeadline > 0 ? Math.min(backoff, untilDeadline) : backoff;
+    await condition(wakeUp, Math.max(wait, 1), {
+      summary: `Back off ${Math.round(wait / 1000)}s before reconciling ${state.name} again`,
+    });
+  } else if (outcome === 'ready' && patched('probe-while-ready')) {
+    // a Ready tenant whose database vanishes or breaks is noticed (earlier runs only waited)
+    tenant.setCurrentStep('ready');
+    const interval = settings.readyProbeIntervalMs ?? READY_PROBE_INTERVAL_MS;
+    const woken = await condition(() => wakeUp() || workflowInfo().continueAsNewSuggested, interval, {
+      summary: `Probe ${state.name} again in ${Math.round(interval / 1000)}s`,
+    });
+    if (!woken) await probeWhileReady(tenant, activities);
+  } else {
+    tenant.setCurrentStep(outcome === 'ready' ? 'ready' : 'blocked');
+    await condition(() => wakeUp() || workflowInfo().continueAsNewSuggested);
+  }
+}
+
+/** Continues as new (carrying the state) once the history is long; returns otherwise. */
+async function continueAsNewIfHistoryIsLong(tenant: TenantState, input: TenantLifecycleInput): Promise<void> {
+  const state = tenant.state;
+  if (
+    !workflowInfo().continueAsNewSuggested &&
+    workflowInfo().historyLength <= (input.settings.historyLimit ?? HISTORY_LIMIT)
+  )
+    return;
+  await tenant.mirror();
+  await condition(allHandlersFinished);
+  tenant.recordStep(
+    'continue-as-new',
+    'ok',
+    `history of run ${workflowInfo().runId} has ${workflowInfo().historyLength} events`,
+  );
+  await continueAsNew<typeof tenantLifecycle>({
+    ...input,
+    generation: state.generation,
+    spec: state.spec,
+    carried: state,
+  });
+}
+
+/** Provisions, keeps and finally deprovisions one tenant. Returns the final status. */
+export async function tenantLifecycle(input: TenantLifecycleInput): Promise<TenantStatus> {
+  const { settings } = input;
+  const activities = lifecycleActivities(settings);
+  const tenant = startTenantState(input, activities);
+  const state = tenant.state;
 
   setMessageHandlers(tenant, input);
 
@@ -104,20 +188,7 @@ export async function tenantLifecycle(input: TenantLifecycleInput): Promise<Tena
   let failedRounds = 0;
   for (;;) {
     if (tenant.isCancelled) {
-      await tenant.mirror();
-      tenant.setCurrentStep('soak-period');
-      const remaining = Date.parse(state.deprovisionAt!) - Date.now();
-      if (remaining > 0) {
-        await condition(() => !tenant.isCancelled || state.deleteRequested, remaining, {
-          summary: `Soak period until ${state.deprovisionAt}`,
-        });
-      }
-      if (tenant.isCancelled) {
-        await deprovision(tenant, activities);
-        await condition(allHandlersFinished);
-        log.info('tenant deprovisioned', { tenant: state.name });
-        return tenant.status();
-      }
+      if (await soakThenDeprovision(tenant, activities)) return tenant.status();
       continue; // reactivated
     }
 
@@ -129,150 +200,7 @@ export async function tenantLifecycle(input: TenantLifecycleInput): Promise<Tena
     await tenant.mirror();
     if (tenant.isCancelled) continue;
 
-    const wakeUp = () => tenant.needsReconcile || tenant.isCancelled || tenant.hasUnmirroredChanges;
-    if (outcome === 'not-ready') {
-      // exponential back-off, but never past the readiness deadline, so it is reported on time
-      const backoff = Math.min(
-        settings.probeIntervalMs * 2 ** Math.min(failedRounds - 1, 16),
-        settings.reconcileBackoffMaxMs,
-      );
-      const untilDeadline = state.deadlineAt - Date.now();
-      const wait = untilDeadline > 0 ? Math.min(backoff, untilDeadline) : backoff;
-      await condition(wakeUp, Math.max(wait, 1), {
-        summary: `Back off ${Math.round(wait / 1000)}s before reconciling ${state.name} again`,
-      });
-    } else if (outcome === 'ready' && patched('probe-while-ready')) {
-      // a Ready tenant whose database vanishes or breaks is noticed (earlier runs only waited)
-      tenant.setCurrentStep('ready');
-      const interval = settings.readyProbeIntervalMs ?? READY_PROBE_INTERVAL_MS;
-      const woken = await condition(() => wakeUp() || workflowInfo().continueAsNewSuggested, interval, {
-        summary: `Probe ${state.name} again in ${Math.round(interval / 1000)}s`,
-      });
-      if (!woken) await probeWhileReady(tenant, activities);
-    } else {
-      tenant.setCurrentStep(outcome === 'ready' ? 'ready' : 'blocked');
-      await condition(() => wakeUp() || workflowInfo().continueAsNewSuggested);
-    }
-
-    if (
-      workflowInfo().continueAsNewSuggested ||
-      workflowInfo().historyLength > (settings.historyLimit ?? HISTORY_LIMIT)
-    ) {
-      await tenant.mirror();
-      await condition(allHandlersFinished);
-      tenant.recordStep(
-        'continue-as-new',
-        'ok',
-        `history of run ${workflowInfo().runId} has ${workflowInfo().historyLength} events`,
-      );
-      await continueAsNew<typeof tenantLifecycle>({
-        ...input,
-        generation: state.generation,
-        spec: state.spec,
-        carried: state,
-      });
-    }
+    await waitForNextRound(tenant, outcome, failedRounds, input, activities);
+    await continueAsNewIfHistoryIsLong(tenant, input);
   }
-}
-
-/** The status query; apply; cancel, reactivate and delete (setSoakHandlers); retry-chat-room; each update refused where it makes no sense. */
-function setMessageHandlers(tenant: TenantState, { settings }: TenantLifecycleInput): void {
-  const state = tenant.state;
-  const phase = () => state.phase.toLowerCase();
-  setHandler(statusQuery, () => tenant.status());
-
-  setHandler(applySignal, ({ generation, spec }) => {
-    if (generation <= state.generation) return; // the same apply again, or an older one
-    state.generation = generation;
-    state.spec = spec;
-    state.deadlineAt = Date.now() + settings.readyDeadlineMs;
-    tenant.needsReconcile = true;
-    tenant.touch();
-  });
-
-  setSoakHandlers(tenant, settings);
-
-  setHandler(
-    retryChatRoomUpdate,
-    () => {
-      state.chatRetry = true;
-      tenant.needsReconcile = true;
-      tenant.recordStep('retry-chat-room', 'ok', 'the chat room is created again on this reconcile');
-      return tenant.status();
-    },
-    {
-      validator: () => {
-        if (tenant.isTearingDown || tenant.isCancelled)
-          throw new Error(`tenant ${state.name} is ${phase()}; its chat room is not reconciled`);
-      },
-    },
-  );
-}
-
-/** Cancel (starts the soak period), reactivate (stops it) and delete (ends it now). */
-function setSoakHandlers(tenant: TenantState, settings: TenantLifecycleInput['settings']): void {
-  const state = tenant.state;
-  const phase = () => state.phase.toLowerCase();
-  setHandler(
-    cancelUpdate,
-    () => {
-      state.cancelledAt = nowIso();
-      state.deprovisionAt = new Date(Date.now() + settings.soakPeriodMs).toISOString();
-      state.phase = 'Cancelled';
-      tenant.recordStep(
-        'cancel',
-        'ok',
-        `soak period started; deprovisioning at ${state.deprovisionAt} unless reactivated`,
-      );
-      tenant.touch();
-      return tenant.status();
-    },
-    {
-      validator: () => {
-        if (tenant.isTearingDown) throw new Error(`tenant ${state.name} is already ${phase()}`);
-        if (tenant.isCancelled)
-          throw new Error(`tenant ${state.name} is already cancelled; it is deprovisioned at ${state.deprovisionAt}`);
-      },
-    },
-  );
-
-  setHandler(
-    reactivateUpdate,
-    () => {
-      state.cancelledAt = undefined;
-      state.deprovisionAt = undefined;
-      state.phase = tenant.isReady ? 'Ready' : 'Provisioning';
-      tenant.recordStep('reactivate', 'ok', 'soak timer stopped; the tenant stays');
-      tenant.needsReconcile = true;
-      tenant.touch();
-      return tenant.status();
-    },
-    {
-      validator: () => {
-        if (tenant.isTearingDown)
-          throw new Error(`tenant ${state.name} is ${phase()}; it can no longer be reactivated`);
-        if (!tenant.isCancelled)
-          throw new Error(`tenant ${state.name} is not cancelled; there is nothing to reactivate`);
-      },
-    },
-  );
-
-  setHandler(
-    deleteUpdate,
-    () => {
-      state.deleteRequested = true;
-      tenant.recordStep('delete', 'ok', 'deprovisioning now instead of at the end of the soak period');
-      tenant.touch();
-      return tenant.status();
-    },
-    {
-      validator: () => {
-        if (tenant.isTearingDown) throw new Error(`tenant ${state.name} is already ${phase()}`);
-        if (!tenant.isCancelled)
-          throw new Error(
-            `tenant ${state.name} is active: cancel it first (deprovisioning follows the soak period, or a delete after the cancel)`,
-          );
-      },
-    },
-  );
 }

@@ -1,0 +1,117 @@
+/**
+ * The tenant lifecycle's message handlers: the status query, apply, cancel / reactivate / delete
+ * (the soak period) and retry-chat-room; each update refused where it makes no sense.
+ */
+import { setHandler } from '@temporalio/workflow';
+import {
+  applySignal,
+  cancelUpdate,
+  deleteUpdate,
+  reactivateUpdate,
+  retryChatRoomUpdate,
+  statusQuery,
+  type TenantLifecycleInput,
+} from '../../domain/tenants/workflow-contract.js';
+import { nowIso, type TenantState } from './state.js';
+
+/** The status query; apply; cancel, reactivate and delete (setSoakHandlers); retry-chat-room; each update refused where it makes no sense. */
+export function setMessageHandlers(tenant: TenantState, { settings }: TenantLifecycleInput): void {
+  const state = tenant.state;
+  const phase = () => state.phase.toLowerCase();
+  setHandler(statusQuery, () => tenant.status());
+
+  setHandler(applySignal, ({ generation, spec }) => {
+    if (generation <= state.generation) return; // the same apply again, or an older one
+    state.generation = generation;
+    state.spec = spec;
+    state.deadlineAt = Date.now() + settings.readyDeadlineMs;
+    tenant.needsReconcile = true;
+    tenant.touch();
+  });
+
+  setSoakHandlers(tenant, settings);
+
+  setHandler(
+    retryChatRoomUpdate,
+    () => {
+      state.chatRetry = true;
+      tenant.needsReconcile = true;
+      tenant.recordStep('retry-chat-room', 'ok', 'the chat room is created again on this reconcile');
+      return tenant.status();
+    },
+    {
+      validator: () => {
+        if (tenant.isTearingDown || tenant.isCancelled)
+          throw new Error(`tenant ${state.name} is ${phase()}; its chat room is not reconciled`);
+      },
+    },
+  );
+}
+
+/** Cancel (starts the soak period), reactivate (stops it) and delete (ends it now). */
+function setSoakHandlers(tenant: TenantState, settings: TenantLifecycleInput['settings']): void {
+  const state = tenant.state;
+  const phase = () => state.phase.toLowerCase();
+  setHandler(
+    cancelUpdate,
+    () => {
+      state.cancelledAt = nowIso();
+      state.deprovisionAt = new Date(Date.now() + settings.soakPeriodMs).toISOString();
+      state.phase = 'Cancelled';
+      tenant.recordStep(
+        'cancel',
+        'ok',
+        `soak period started; deprovisioning at ${state.deprovisionAt} unless reactivated`,
+      );
+      tenant.touch();
+      return tenant.status();
+    },
+    {
+      validator: () => {
+        if (tenant.isTearingDown) throw new Error(`tenant ${state.name} is already ${phase()}`);
+        if (tenant.isCancelled)
+          throw new Error(`tenant ${state.name} is already cancelled; it is deprovisioned at ${state.deprovisionAt}`);
+      },
+    },
+  );
+
+  setHandler(
+    reactivateUpdate,
+    () => {
+      state.cancelledAt = undefined;
+      state.deprovisionAt = undefined;
+      state.phase = tenant.isReady ? 'Ready' : 'Provisioning';
+      tenant.recordStep('reactivate', 'ok', 'soak timer stopped; the tenant stays');
+      tenant.needsReconcile = true;
+      tenant.touch();
+      return tenant.status();
+    },
+    {
+      validator: () => {
+        if (tenant.isTearingDown)
+          throw new Error(`tenant ${state.name} is ${phase()}; it can no longer be reactivated`);
+        if (!tenant.isCancelled)
+          throw new Error(`tenant ${state.name} is not cancelled; there is nothing to reactivate`);
+      },
+    },
+  );
+
+  setHandler(
+    deleteUpdate,
+    () => {
+      state.deleteRequested = true;
+      tenant.recordStep('delete', 'ok', 'deprovisioning now instead of at the end of the soak period');
+      tenant.touch();
+      return tenant.status();
+    },
+    {
+      validator: () => {
+        if (tenant.isTearingDown) throw new Error(`tenant ${state.name} is already ${phase()}`);
+        if (!tenant.isCancelled)
+          throw new Error(
+            `tenant ${state.name} is active: cancel it first (deprovisioning follows the soak period, or a delete after the cancel)`,
+          );
+      },
+    },
+  );
+}
