@@ -2,7 +2,7 @@
  * The custom search attributes the platform's workflows carry, one meaning each (README
  * "Operators: the Temporal UI"). Set by the client at start (domain/<area>/workflow-contract.ts
  * callers) or upserted by the workflow; registered on the Temporal server from this one list
- * (dev server flags in scripts/local-servers.ts, the worker's start-up in worker/search-attributes.ts).
+ * (dev server flags in scripts/local-temporal.ts, the worker's start-up in worker/search-attributes.ts).
  * Only @temporalio/common here: workflow code imports it too.
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
