@@ -1,8 +1,8 @@
 /** How the CLI shows TenantClients: kubectl-like tables and a `describe` page. */
-import Table from 'cli-table3';
 import { InvalidArgumentError } from 'commander';
 import type { TenantClientResource, TenantClientSummary } from '../domain/tenants/operator-actions.js';
 import { resourceKinds } from '../domain/tenants/types.js';
+import { age, plainTable } from './table.js';
 
 /** The resource names `get`, `describe` and the actions accept for TenantClients. */
 export const TENANT_RESOURCE_NAMES = ['tenant', 'tenants', 'tenantclient', 'tenantclients', 'tc'];
@@ -15,38 +15,8 @@ export function tenantResource(resource: string): string {
   return resource;
 }
 
-/** kubectl's AGE column: 42s, 7m, 3h, 12d. */
-export function age(since: string, now = Date.now()): string {
-  const s = Math.max(0, Math.floor((now - Date.parse(since)) / 1000));
-  if (s < 120) return `${s}s`;
-  if (s < 7_200) return `${Math.floor(s / 60)}m`;
-  if (s < 172_800) return `${Math.floor(s / 3_600)}h`;
-  return `${Math.floor(s / 86_400)}d`;
-}
-
-const plain = {
-  chars: {
-    top: '',
-    'top-mid': '',
-    'top-left': '',
-    'top-right': '',
-    bottom: '',
-    'bottom-mid': '',
-    'bottom-left': '',
-    'bottom-right': '',
-    left: '',
-    'left-mid': '',
-    mid: '',
-    'mid-mid': '',
-    right: '',
-    'right-mid': '',
-    middle: '  ',
-  },
-  style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 },
-};
-
 export function tenantTable(items: TenantClientSummary[]): string {
-  const table = new Table({ head: ['NAME', 'SYNCED', 'READY', 'PHASE', 'AGE'], ...plain });
+  const table = plainTable(['NAME', 'SYNCED', 'READY', 'PHASE', 'AGE']);
   for (const t of items) table.push([t.name, t.synced, t.ready, t.phase, age(t.createdAt)]);
   return table.toString();
 }
@@ -72,21 +42,13 @@ export function describeTenant(t: TenantClientResource): string {
   for (const [k, v] of Object.entries(t.spec)) lines.push(`  ${k.padEnd(20)}${v}`);
 
   lines.push('Conditions:');
-  const conditions = new Table({
-    head: ['TYPE', 'STATUS', 'REASON', 'GEN', 'LAST TRANSITION', 'MESSAGE'],
-    ...plain,
-    style: { ...plain.style, 'padding-left': 2 },
-  });
+  const conditions = plainTable(['TYPE', 'STATUS', 'REASON', 'GEN', 'LAST TRANSITION', 'MESSAGE'], { indent: 2 });
   for (const c of t.status.conditions)
     conditions.push([c.type, c.status, c.reason, c.observedGeneration, c.lastTransitionTime, c.message]);
   lines.push(conditions.toString());
 
   lines.push('Resources:');
-  const resources = new Table({
-    head: ['RESOURCE', 'SYNCED', 'STATE', 'NAME', 'MESSAGE'],
-    ...plain,
-    style: { ...plain.style, 'padding-left': 2 },
-  });
+  const resources = plainTable(['RESOURCE', 'SYNCED', 'STATE', 'NAME', 'MESSAGE'], { indent: 2 });
   for (const kind of resourceKinds) {
     const r = t.status.resources?.[kind];
     if (r) resources.push([kind, r.synced, r.state, r.externalName, r.message]);
@@ -94,11 +56,7 @@ export function describeTenant(t: TenantClientResource): string {
   lines.push(resources.toString());
 
   lines.push('Recent steps:');
-  const steps = new Table({
-    head: ['AT', 'STEP', 'OUTCOME', 'MESSAGE'],
-    ...plain,
-    style: { ...plain.style, 'padding-left': 2 },
-  });
+  const steps = plainTable(['AT', 'STEP', 'OUTCOME', 'MESSAGE'], { indent: 2 });
   for (const s of t.status.steps.slice(-15)) steps.push([s.at, s.step, s.outcome, s.message]);
   lines.push(steps.toString());
   return lines.join('\n');

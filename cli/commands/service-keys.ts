@@ -1,8 +1,7 @@
 /** `service-keys`: the caller → target pairs, their key ids, states and last use (never a key). */
 import type { Command } from 'commander';
-import Table from 'cli-table3';
 import { opsRequest } from '../ops-client.js';
-import { age } from '../tenant-output.js';
+import { age, plainTable } from '../table.js';
 import { outputOption } from '../arguments.js';
 
 interface KeyView {
@@ -22,32 +21,8 @@ interface PairView {
   rotation: { running: string | null; last: { workflowId: string; outcome: string } | null; next: string | null };
 }
 
-const plain = {
-  chars: {
-    top: '',
-    'top-mid': '',
-    'top-left': '',
-    'top-right': '',
-    bottom: '',
-    'bottom-mid': '',
-    'bottom-left': '',
-    'bottom-right': '',
-    left: '',
-    'left-mid': '',
-    mid: '',
-    'mid-mid': '',
-    right: '',
-    'right-mid': '',
-    middle: '  ',
-  },
-  style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 },
-};
-
 export function serviceKeyTable(pairs: PairView[], opts: { all?: boolean } = {}): string {
-  const table = new Table({
-    head: ['CALLER', 'TARGET', 'PROOF', 'KEY ID', 'STATE', 'AGE', 'LAST USED', 'USES', 'ROTATION'],
-    ...plain,
-  });
+  const table = plainTable(['CALLER', 'TARGET', 'PROOF', 'KEY ID', 'STATE', 'AGE', 'LAST USED', 'USES', 'ROTATION']);
   for (const p of pairs) {
     const keys = opts.all ? p.keys : p.keys.filter((k) => k.state !== 'revoked');
     // on the pair's first line: the running rotation, else the next scheduled one

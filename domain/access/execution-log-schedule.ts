@@ -1,31 +1,19 @@
 /** The daily Temporal Schedule of the execution-log retention; the worker ensures it at start-up. */
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { ensureIntervalSchedule } from '../temporal-schedule.js';
 
 export const EXECUTION_LOG_RETENTION_SCHEDULE_ID = 'execution-log-retention';
 
-export async function ensureExecutionLogRetentionSchedule(
+export function ensureExecutionLogRetentionSchedule(
   client: Client,
   opts: { taskQueue: string; retentionDays: number; scheduleId?: string },
 ): Promise<'created' | 'exists'> {
-  const scheduleId = opts.scheduleId ?? EXECUTION_LOG_RETENTION_SCHEDULE_ID;
-  try {
-    await client.schedule.create({
-      scheduleId,
-      spec: { intervals: [{ every: '1 day' }] },
-      action: {
-        type: 'startWorkflow',
-        workflowType: 'pruneExecutionLog',
-        workflowId: scheduleId,
-        taskQueue: opts.taskQueue,
-        args: [],
-        staticSummary: `Drop execution-log day partitions older than ${opts.retentionDays} days`,
-      },
-      policies: { overlap: ScheduleOverlapPolicy.SKIP },
-      state: { note: `Execution log of Workspace API calls: ${opts.retentionDays}-day retention (§8)` },
-    });
-    return 'created';
-  } catch (err) {
-    if (err instanceof ScheduleAlreadyRunning) return 'exists';
-    throw err;
-  }
+  return ensureIntervalSchedule(client, {
+    scheduleId: opts.scheduleId ?? EXECUTION_LOG_RETENTION_SCHEDULE_ID,
+    every: '1 day',
+    workflowType: 'pruneExecutionLog',
+    taskQueue: opts.taskQueue,
+    summary: `Drop execution-log day partitions older than ${opts.retentionDays} days`,
+    note: `Execution log of Workspace API calls: ${opts.retentionDays}-day retention (§8)`,
+  });
 }

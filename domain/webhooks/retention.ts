@@ -4,8 +4,9 @@
  * attempts older than the retention with them. In batches, so a large backlog never holds a long
  * lock. Run daily by the `webhook-retention` schedule (workflows/prune-webhook-history.ts).
  */
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type pg from 'pg';
+import { ensureIntervalSchedule } from '../temporal-schedule.js';
 
 export const WEBHOOK_RETENTION_SCHEDULE_ID = 'webhook-retention';
 const BATCH = 5_000;
@@ -47,29 +48,16 @@ export async function deleteExpiredWebhookHistory(
 }
 
 /** The daily schedule; the worker ensures it at start-up. */
-export async function ensureWebhookRetentionSchedule(
+export function ensureWebhookRetentionSchedule(
   client: Client,
   opts: { taskQueue: string; retentionDays: number; scheduleId?: string },
 ): Promise<'created' | 'exists'> {
-  const scheduleId = opts.scheduleId ?? WEBHOOK_RETENTION_SCHEDULE_ID;
-  try {
-    await client.schedule.create({
-      scheduleId,
-      spec: { intervals: [{ every: '1 day' }] },
-      action: {
-        type: 'startWorkflow',
-        workflowType: 'pruneWebhookHistory',
-        workflowId: scheduleId,
-        taskQueue: opts.taskQueue,
-        args: [],
-        staticSummary: `Delete webhook messages and attempts older than ${opts.retentionDays} days (finished deliveries only)`,
-      },
-      policies: { overlap: ScheduleOverlapPolicy.SKIP },
-      state: { note: `Webhook history: ${opts.retentionDays}-day retention (WEBHOOK_RETENTION_DAYS)` },
-    });
-    return 'created';
-  } catch (err) {
-    if (err instanceof ScheduleAlreadyRunning) return 'exists';
-    throw err;
-  }
+  return ensureIntervalSchedule(client, {
+    scheduleId: opts.scheduleId ?? WEBHOOK_RETENTION_SCHEDULE_ID,
+    every: '1 day',
+    workflowType: 'pruneWebhookHistory',
+    taskQueue: opts.taskQueue,
+    summary: `Delete webhook messages and attempts older than ${opts.retentionDays} days (finished deliveries only)`,
+    note: `Webhook history: ${opts.retentionDays}-day retention (WEBHOOK_RETENTION_DAYS)`,
+  });
 }

@@ -1,7 +1,6 @@
 import { config } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
-import { createLogger } from '../../lib/logger.js';
-import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
+import { serviceKeysLog, startServiceKeyVerifier } from '../../domain/service-keys/service-verifier.js';
 import { PgSecretStore, serviceKeyFor } from '../../domain/service-keys/secret-store.js';
 import { holderOptions, reportingStore } from '../../domain/service-keys/holders.js';
 import { createDataClient } from '../../domain/agents/data-client.js';
@@ -13,19 +12,14 @@ import { runAsMain, stopInOrder } from '../../lib/service-app.js';
 /** Starts the agents service; returns a function that stops it. */
 export async function startAgents(cfg = config()) {
   const pool = createPool(cfg.DATABASE_URL, 5);
-  const serviceKeys = await ServiceKeyVerifier.forService(
-    AGENTS_TARGET,
-    pool,
-    cfg,
-    createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }),
-  );
+  const serviceKeys = await startServiceKeyVerifier(AGENTS_TARGET, pool, cfg);
   // its own key for the data service, read from the secret store per call (a rotation reaches it
   // without a restart), and reported to the data service while held (a rotation's switch proof)
   const secrets = reportingStore(
     new PgSecretStore(pool, cfg.SECRETS_KEY, cfg.SERVICE_KEY_SECRET_TTL_MS),
     holderOptions(cfg, {
       stopped: () => pool.ended,
-      log: createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }),
+      log: serviceKeysLog(cfg),
     }),
   );
   const app = await buildAgentsApp({

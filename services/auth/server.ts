@@ -1,8 +1,7 @@
 import { Redis } from 'ioredis';
 import { config } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
-import { createLogger } from '../../lib/logger.js';
-import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
+import { startServiceKeyVerifier } from '../../domain/service-keys/service-verifier.js';
 import { AUTH_TARGET, buildAuthApp } from './app.js';
 import { logRedisErrors, runAsMain, stopInOrder } from '../../lib/service-app.js';
 
@@ -10,12 +9,7 @@ import { logRedisErrors, runAsMain, stopInOrder } from '../../lib/service-app.js
 export async function startAuth(cfg = config()) {
   const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: 2 });
   const pool = createPool(cfg.DATABASE_URL, 5);
-  const serviceKeys = await ServiceKeyVerifier.forService(
-    AUTH_TARGET,
-    pool,
-    cfg,
-    createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }),
-  );
+  const serviceKeys = await startServiceKeyVerifier(AUTH_TARGET, pool, cfg);
   const app = await buildAuthApp({ pool, redis, config: cfg, serviceKeys });
   logRedisErrors(redis, app.log);
   await app.listen({ host: cfg.AUTH_HOST, port: cfg.AUTH_PORT });

@@ -1,8 +1,7 @@
 /** Starts the banking service (§4.2, BANKING_PORT, default 3200); returns a function that stops it. */
 import { config } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
-import { createLogger } from '../../lib/logger.js';
-import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
+import { startServiceKeyVerifier } from '../../domain/service-keys/service-verifier.js';
 import { adaptersFromConfig } from '../../domain/banking/nextgenpsd2.js';
 import { buildBankingApp } from './app.js';
 import { runAsMain } from '../../lib/service-app.js';
@@ -11,12 +10,7 @@ export const BANKING_TARGET = 'banking';
 
 export async function startBanking(cfg = config()) {
   const pool = createPool(cfg.DATABASE_URL, 5);
-  const serviceKeys = await ServiceKeyVerifier.forService(
-    BANKING_TARGET,
-    pool,
-    cfg,
-    createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }),
-  );
+  const serviceKeys = await startServiceKeyVerifier(BANKING_TARGET, pool, cfg);
   const app = await buildBankingApp({
     pool,
     secretsKey: cfg.SECRETS_KEY,

@@ -1,8 +1,7 @@
 import { Redis } from 'ioredis';
 import { config } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
-import { createLogger } from '../../lib/logger.js';
-import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
+import { startServiceKeyVerifier } from '../../domain/service-keys/service-verifier.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { WorkspaceGrants } from '../../domain/agents/workspace-grant.js';
 import { buildDataApp, DATA_TARGET } from './app.js';
@@ -12,12 +11,7 @@ import { logRedisErrors, runAsMain, stopInOrder } from '../../lib/service-app.js
 export async function startData(cfg = config()) {
   const pool = createPool(cfg.DATABASE_URL, 5);
   const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: 2 });
-  const serviceKeys = await ServiceKeyVerifier.forService(
-    DATA_TARGET,
-    pool,
-    cfg,
-    createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }),
-  );
+  const serviceKeys = await startServiceKeyVerifier(DATA_TARGET, pool, cfg);
   const app = await buildDataApp({
     pool,
     serviceKeys,

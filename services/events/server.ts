@@ -1,8 +1,7 @@
 import { Redis } from 'ioredis';
 import { config } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
-import { createLogger } from '../../lib/logger.js';
-import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
+import { startServiceKeyVerifier } from '../../domain/service-keys/service-verifier.js';
 import { buildEventsApp } from './app.js';
 import { INGESTION_PAIR, IngestionKeyRing, markSeen, type IngestionPair } from '../../domain/erp-events/ingestion.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
@@ -18,11 +17,10 @@ export async function startEvents(cfg = config(), opts: { ingestionPair?: Ingest
   const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: 2 });
   // the registry of accepted service keys (and their usage) lives in the platform database
   const pool = createPool(cfg.DATABASE_URL, 3);
-  const keyLog = createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL });
-  const serviceKeys = await ServiceKeyVerifier.forService(EVENTS_TARGET, pool, cfg, keyLog);
+  const serviceKeys = await startServiceKeyVerifier(EVENTS_TARGET, pool, cfg);
   // the ERP ingestion is the target of its own pair: its keys are checked (and their use recorded) by a verifier of that target
   const ingestionPair = opts.ingestionPair ?? INGESTION_PAIR;
-  const ingestionKeys = await ServiceKeyVerifier.forService(ingestionPair.target, pool, cfg, keyLog);
+  const ingestionKeys = await startServiceKeyVerifier(ingestionPair.target, pool, cfg);
   const secrets = new PgSecretStore(pool, cfg.SECRETS_KEY);
   const ring = new IngestionKeyRing({
     // and the keys revoked in the last 90 days: a tenant still posting with one (its rules missed a

@@ -1,8 +1,7 @@
 import { Redis } from 'ioredis';
 import { config } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
-import { createLogger } from '../../lib/logger.js';
-import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
+import { startServiceKeyVerifier } from '../../domain/service-keys/service-verifier.js';
 import { buildNotificationsApp } from './app.js';
 import { createSmtpMailer } from './mailer.js';
 import { logRedisErrors, runAsMain, stopInOrder } from '../../lib/service-app.js';
@@ -15,12 +14,7 @@ export async function startNotifications(cfg = config()) {
   // the registry of accepted service keys (and their usage) lives in the platform database
   const pool = createPool(cfg.DATABASE_URL, 3);
   const mailer = createSmtpMailer({ host: cfg.SMTP_HOST, port: cfg.SMTP_PORT, from: cfg.MAIL_FROM });
-  const serviceKeys = await ServiceKeyVerifier.forService(
-    NOTIFICATIONS_TARGET,
-    pool,
-    cfg,
-    createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }),
-  );
+  const serviceKeys = await startServiceKeyVerifier(NOTIFICATIONS_TARGET, pool, cfg);
   const app = await buildNotificationsApp({
     mailer,
     redis,

@@ -1,8 +1,8 @@
 import { config } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
+import { serviceKeysLog } from '../../domain/service-keys/service-verifier.js';
 import { PgSecretStore, serviceKeyFor } from '../../domain/service-keys/secret-store.js';
 import { holderOptions, reportingStore } from '../../domain/service-keys/holders.js';
-import { createLogger } from '../../lib/logger.js';
 import { buildTenantIngress } from './app.js';
 import { sessionAtErp } from './saas.js';
 import { runAsMain } from '../../lib/service-app.js';
@@ -19,7 +19,7 @@ export async function startTenantIngress(cfg = config()) {
     new PgSecretStore(platform, cfg.SECRETS_KEY, 5_000),
     holderOptions(cfg, {
       stopped: () => platform.ended,
-      log: createLogger({ name: 'service-keys', level: cfg.LOG_LEVEL }),
+      log: serviceKeysLog(cfg),
     }),
   );
   const app = await buildTenantIngress({

@@ -21,19 +21,13 @@ import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { createPool } from '../../lib/db.js';
-import { migrate } from '../../lib/migrate.js';
 import { parseConfig } from '../../lib/config.js';
-import { createLogger } from '../../lib/logger.js';
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { createApiKey } from '../../domain/access/api-keys.js';
 import { setLimitOverride } from '../../domain/access/rate-limits.js';
 import { WorkspaceGrants } from '../../domain/agents/workspace-grant.js';
-import { ensureErpApiUser, erpApiUserDeps } from '../../domain/erp/api-user.js';
-import { cloneTenantDatabase, templateDatabaseName, tenantHostname } from '../../domain/erp/tenant-database.js';
-import { startErpStandIn } from '../../sandbox/erp/server.js';
-import { ensureErpTemplates } from '../../scripts/erp-templates.js';
+import { addBenchTenant, startBenchErp } from './bench-tenant.js';
 import { freePort, startThrowAwayServers, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -74,19 +68,9 @@ try {
   step('starting PostgreSQL, Redis and Temporal');
   const { pg, redis, temporal } = await startThrowAwayServers(dir);
   const [apiPort, agentsPort, dataPort, llmPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
-  const pool = createPool(pg.url, 4);
-  const admin = createPool(pg.urlFor('postgres'), 2);
-  await migrate(pool);
-
   step('building an ERP template, a tenant database and the ERP stand-in');
-  await ensureErpTemplates(pg.urlFor('postgres'), { tiers: ['pro'], versions: ['18'] });
-  const erp = await startErpStandIn({
-    host: '127.0.0.1',
-    port: 0,
-    platformDatabaseUrl: pg.url,
-    erpDatabaseUrl: pg.urlFor('postgres'),
-    logger: createLogger({ level: 'silent' }),
-  });
+  const bench = await startBenchErp(pg);
+  const { pool, erp } = bench;
   const env: Record<string, string> = {
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',
@@ -108,21 +92,7 @@ try {
   const cfg = parseConfig(env);
   const secrets = new PgSecretStore(pool, cfg.SECRETS_KEY);
   await ensureServiceKeys(pool, secrets);
-  const slug = 'bench';
-  const workspaceId = (
-    await pool.query<{ id: string }>("INSERT INTO workspaces (slug, name) VALUES ($1, 'Bench') RETURNING id", [slug])
-  ).rows[0]!.id;
-  await pool.query(
-    `INSERT INTO tenants (name, workspace_id, project_id, tier, erp_version, owner_email, owner_name) VALUES ($1, $2, 1, 'pro', '18', 'o@bench.test', 'O')`,
-    [slug, workspaceId],
-  );
-  const host = tenantHostname(slug, cfg.TENANT_DOMAIN);
-  await cloneTenantDatabase(admin, { database: host, template: templateDatabaseName('pro', '18') });
-  await pool.query(
-    "INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-18', $1)",
-    [host, slug],
-  );
-  await ensureErpApiUser(erpApiUserDeps(cfg, pool), { tenant: slug, database: host });
+  const { workspaceId } = await addBenchTenant(cfg, pool, bench.admin);
   await setLimitOverride(pool, workspaceId, { burst: 1_000_000, perSecond: 100_000, agentPerMinute: 1_000_000 });
   const key = (
     await createApiKey(pool, {
@@ -235,9 +205,7 @@ Agents bench (${new Date().toISOString()}, ${process.env.BENCH_NOTE ?? 'this mac
   agent calls/s, one tool (2 model calls + data) ${oneTool.requests.average.toFixed(0)}/s, p50 ${oneTool.latency.p50} ms, p99 ${oneTool.latency.p99} ms, non-2xx ${oneTool.non2xx}, errors ${oneTool.errors}
   executions recorded                            ${executions}
 `);
-  await erp.close();
-  await pool.end();
-  await admin.end();
+  await bench.close();
 } finally {
   for (const c of children) c.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 500));

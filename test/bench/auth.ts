@@ -25,16 +25,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import bcrypt from 'bcrypt';
-import { createPool } from '../../lib/db.js';
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
-import { migrate } from '../../lib/migrate.js';
-import { ensureErpApiUser, erpApiUserDeps } from '../../domain/erp/api-user.js';
-import { cloneTenantDatabase, templateDatabaseName, tenantHostname } from '../../domain/erp/tenant-database.js';
-import { createLogger } from '../../lib/logger.js';
 import { parseConfig } from '../../lib/config.js';
-import { startErpStandIn } from '../../sandbox/erp/server.js';
-import { ensureErpTemplates } from '../../scripts/erp-templates.js';
+import { BENCH_SLUG, addBenchTenant, startBenchErp } from './bench-tenant.js';
 import { freePort, startThrowAwayServers, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -101,41 +95,16 @@ try {
     API_PORT: String(apiPort),
     API_PUBLIC_URL: `http://127.0.0.1:${apiPort}`,
   };
-  const pool = createPool(pg.url, 4);
-  const admin = createPool(pg.urlFor('postgres'), 2);
-  await migrate(pool);
-
   step('building an ERP template, a tenant database and the ERP stand-in');
-  await ensureErpTemplates(pg.urlFor('postgres'), { tiers: ['pro'], versions: ['18'] });
-  const erp = await startErpStandIn({
-    host: '127.0.0.1',
-    port: 0,
-    platformDatabaseUrl: pg.url,
-    erpDatabaseUrl: pg.urlFor('postgres'),
-    logger: createLogger({ level: 'silent' }),
-  });
+  const bench = await startBenchErp(pg);
+  const { pool, erp } = bench;
   const cfg = parseConfig({ ...env, ERP_URL: erp.url });
   // first start: the platform's service keys (registry + secret store); the bench calls ops as the operator
   const secrets = new PgSecretStore(pool, cfg.SECRETS_KEY);
   await ensureServiceKeys(pool, secrets);
   const opsKey = (await secrets.current('operator', 'account-api')).key;
-  const slug = 'bench';
-  const ws = await pool.query<{ id: string }>("INSERT INTO workspaces (slug, name) VALUES ($1, 'Bench') RETURNING id", [
-    slug,
-  ]);
-  const workspaceId = ws.rows[0]!.id;
-  await pool.query(
-    `INSERT INTO tenants (name, workspace_id, project_id, tier, erp_version, owner_email, owner_name)
-     VALUES ($1, $2, 1, 'pro', '18', 'owner@bench.test', 'Owner')`,
-    [slug, workspaceId],
-  );
-  const host = tenantHostname(slug, cfg.TENANT_DOMAIN);
-  await cloneTenantDatabase(admin, { database: host, template: templateDatabaseName('pro', '18') });
-  await pool.query(
-    "INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-18', $1)",
-    [host, slug],
-  );
-  await ensureErpApiUser(erpApiUserDeps(cfg, pool), { tenant: slug, database: host });
+  const slug = BENCH_SLUG;
+  const { workspaceId } = await addBenchTenant(cfg, pool, bench.admin);
   const password = 'bench-admin-password';
   const user = await pool.query<{ id: string }>(
     "INSERT INTO users (email, name, password_hash) VALUES ('admin@bench.test', 'Bench Admin', $1) RETURNING id",
@@ -257,9 +226,7 @@ ${lines.join('\n')}
   bcrypt cost ${cfg.BCRYPT_COST}: a key's first call in a process ${first.toFixed(1)} ms (bcrypt), then p50 ${warm[10]!.toFixed(1)} ms (cache)
   total ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
-  await erp.close();
-  await pool.end();
-  await admin.end();
+  await bench.close();
 } catch (err) {
   console.error(`bench:auth failed: ${(err as Error).message}`);
   process.exitCode = 1;

@@ -8,7 +8,7 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../support/chromium.js';
 
 const base = process.env.PORTAL_URL ?? process.env.API_PUBLIC_URL ?? 'http://127.0.0.1:3000';
 const password = process.env.DEMO_PASSWORD ?? readFileSync('.data/dev-admin-password', 'utf8').trim();
@@ -19,16 +19,7 @@ const js = readdirSync(assets).filter((f) => f.endsWith('.js'));
 const gz = js.reduce((n, f) => n + gzipSync(readFileSync(new URL(f, assets)), { level: 9 }).length, 0);
 console.log(`built JS: ${js.length} file(s), ${(gz / 1024).toFixed(1)} KiB gzip`);
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ],
-});
+const browser = await launchChromium();
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const signIn: number[] = [];
 const reload: number[] = [];

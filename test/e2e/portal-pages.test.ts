@@ -8,22 +8,18 @@
  * Screenshots go to a temporary folder, or to docs/screenshots/ with PORTAL_SCREENSHOTS=1.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { event, invoice, sandboxIds, sendEvent, subscription } from '../../sandbox/stripe/sender.js';
 import { welcomeEmail } from '../../services/notifications/welcome-email.js';
 import { webhookWorkflowId } from '../../domain/webhooks/workflow-contract.js';
-import { tempDir } from '../support/env.js';
-import { cellsOffScreen, linkIn } from '../support/portal.js';
+import { launchChromium } from '../support/chromium.js';
+import { cellsOffScreen, linkIn, screenshotsDir } from '../support/portal.js';
 import { startReceiver, startWebhookPlatform, type Receiver, type WebhookPlatform } from '../support/webhooks.js';
 import { addUser, addWorkspace, call, login, uniqueSlug } from '../support/workspace-api.js';
 
-const shots =
-  process.env.PORTAL_SHOTS_DIR ??
-  (process.env.PORTAL_SCREENSHOTS === '1' ? 'docs/screenshots' : tempDir('screenshots'));
-mkdirSync(shots, { recursive: true });
+const shots = screenshotsDir();
 
 let p: WebhookPlatform;
 let base: string;
@@ -57,16 +53,7 @@ beforeAll(async () => {
   );
   workspace = await addWorkspace(p.pool);
   owner = await addUser(p.pool, [{ workspaceId: workspace.id, role: 'admin' }]);
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
   adminContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   page = await adminContext.newPage();
   await signIn(page, owner);

@@ -6,26 +6,20 @@
  * Screenshots of the main pages go to a temporary folder, or to docs/screenshots/ with
  * PORTAL_SCREENSHOTS=1 (how docs/screenshots/ is made).
  */
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi } from '../../api/server.js';
-import { createPool, type Pool } from '../../lib/db.js';
-import type { ErpStandIn } from '../../sandbox/erp/server.js';
-import { erpTestConfig, provisionTestTenant, startTestErp, type TestTenant } from '../support/erp-tenant.js';
-import { tempDir } from '../support/env.js';
-import { cellsOffScreen } from '../support/portal.js';
+import type { Pool } from '../../lib/db.js';
+import { startErpTestBed, type ErpTestBed, type TestTenant } from '../support/erp-tenant.js';
+import { launchChromium } from '../support/chromium.js';
+import { cellsOffScreen, screenshotsDir } from '../support/portal.js';
 import { addUser, call, login } from '../support/workspace-api.js';
 
-const shots =
-  process.env.PORTAL_SHOTS_DIR ??
-  (process.env.PORTAL_SCREENSHOTS === '1' ? 'docs/screenshots' : tempDir('screenshots'));
-mkdirSync(shots, { recursive: true });
+const shots = screenshotsDir();
 
+let bed: ErpTestBed;
 let pool: Pool;
-let admin: Pool;
-let erp: ErpStandIn;
 let api: Awaited<ReturnType<typeof startApi>>;
 let base: string;
 let tenant: TestTenant;
@@ -34,26 +28,14 @@ let browser: Browser;
 let page: Page;
 
 beforeAll(async () => {
-  const erpCfg = await erpTestConfig();
-  pool = createPool(erpCfg.DATABASE_URL, 2);
-  admin = createPool(erpCfg.ERP_DATABASE_URL, 2);
-  erp = await startTestErp(erpCfg);
-  const cfg = await erpTestConfig({ ERP_URL: erp.url });
-  api = await startApi(cfg);
-  base = cfg.API_PUBLIC_URL;
-  tenant = await provisionTestTenant(cfg, pool, admin, { tier: 'pro', version: '18', erpUrl: erp.url });
+  bed = await startErpTestBed({ poolSize: 2 });
+  pool = bed.pool;
+  api = await startApi(bed.cfg);
+  base = bed.cfg.API_PUBLIC_URL;
+  tenant = await bed.provision({ tier: 'pro', version: '18' });
   const { rows } = await pool.query<{ id: string }>('SELECT id FROM workspaces WHERE slug = $1', [tenant.workspace]);
   owner = await addUser(pool, [{ workspaceId: rows[0]!.id, role: 'admin' }]);
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   page = await context.newPage();
 });
@@ -61,9 +43,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await api?.close();
-  await erp?.close();
-  await pool?.end();
-  await admin?.end();
+  await bed?.close();
 });
 
 /** A workspace-API call from outside the browser, as a key's owner would make it. */

@@ -7,25 +7,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi } from '../../api/server.js';
 import type { Config } from '../../lib/config.js';
-import { createPool, type Pool } from '../../lib/db.js';
-import type { ErpStandIn } from '../../sandbox/erp/server.js';
+import type { Pool } from '../../lib/db.js';
 import { startBankStandIn, type BankStandIn } from '../../sandbox/bank/server.js';
 import { startBanking } from '../../services/banking/server.js';
 import { freePort } from '../../scripts/local-servers.js';
-import {
-  erpTestConfig,
-  provisionTestTenant,
-  queryTenantDb,
-  startTestErp,
-  type TestTenant,
-} from '../support/erp-tenant.js';
+import { queryTenantDb, startErpTestBed, type ErpTestBed, type TestTenant } from '../support/erp-tenant.js';
 import { addUser, call, createKey, login } from '../support/workspace-api.js';
 import { testKeys } from '../support/service-keys.js';
 
+let bed: ErpTestBed;
 let cfg: Config;
 let pool: Pool;
-let admin: Pool;
-let erp: ErpStandIn;
 let bank: BankStandIn;
 let banking: Awaited<ReturnType<typeof startBanking>>;
 let api: Awaited<ReturnType<typeof startApi>>;
@@ -37,22 +29,21 @@ let dashboardKey: string;
 const day = (offset = 0) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
 
 beforeAll(async () => {
-  const erpCfg = await erpTestConfig();
-  pool = createPool(erpCfg.DATABASE_URL, 2);
-  admin = createPool(erpCfg.ERP_DATABASE_URL, 2);
-  erp = await startTestErp(erpCfg);
   bank = await startBankStandIn({ bankId: 'sandbox' });
   const bankingPort = await freePort();
-  cfg = await erpTestConfig({
-    ERP_URL: erp.url,
-    BANKING_URL: `http://127.0.0.1:${bankingPort}`,
-    BANKING_PORT: String(bankingPort),
-    BANKING_BANKS: `sandbox=${bank.url}`,
+  bed = await startErpTestBed({
+    poolSize: 2,
+    settings: {
+      BANKING_URL: `http://127.0.0.1:${bankingPort}`,
+      BANKING_PORT: String(bankingPort),
+      BANKING_BANKS: `sandbox=${bank.url}`,
+    },
   });
+  ({ cfg, pool } = bed);
   banking = await startBanking(cfg);
   api = await startApi(cfg);
   base = cfg.API_PUBLIC_URL;
-  tenant = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '18', erpUrl: erp.url });
+  tenant = await bed.provision({ tier: 'starter', version: '18' });
   const { rows } = await pool.query<{ id: string }>('SELECT id FROM workspaces WHERE slug = $1', [tenant.workspace]);
   const owner = await login(base, await addUser(pool, [{ workspaceId: rows[0]!.id, role: 'admin' }]));
   bankKey = (await createKey(base, owner, { name: 'bank', scopes: ['banking:read'] })).token;
@@ -77,9 +68,7 @@ afterAll(async () => {
   await api?.close();
   await banking?.close();
   await bank?.close();
-  await erp?.close();
-  await pool?.end();
-  await admin?.end();
+  await bed?.close();
 });
 
 const importCall = (body: Record<string, unknown>, key = testKeys.operator) =>
@@ -228,7 +217,7 @@ describe('POST /api/ops/banking/import', () => {
     expect((await importCall({ tenant: 'no-such-tenant', bankId: 'sandbox', accountId: 'sandbox-cur-1' })).status).toBe(
       404,
     );
-    const other = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '18', erpUrl: erp.url });
+    const other = await bed.provision({ tier: 'starter', version: '18' });
     const res = await importCall({ tenant: other.name, bankId: 'sandbox', accountId: 'sandbox-cur-1' });
     expect(res.status).toBe(409);
     expect(res.body.detail).toContain('no valid consent');

@@ -9,7 +9,6 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Worker } from '@temporalio/worker';
-import { Redis } from 'ioredis';
 import { dunningWorkflowId } from '../../domain/billing/workflow-contract.js';
 import { event, invoice, PRICES, sandboxIds, sendEvent, signature, subscription } from '../../sandbox/stripe/sender.js';
 import { mailsTo, startTenantPlatform, type TenantPlatform } from '../support/tenant-platform.js';
@@ -18,7 +17,6 @@ import { startTestApi } from '../support/api.js';
 import { addUser, addWorkspace, adminOfNewWorkspace, call, createKey, login } from '../support/workspace-api.js';
 
 let p: TenantPlatform;
-let redis: Redis;
 let hook: string;
 let a: Awaited<ReturnType<typeof adminOfNewWorkspace>>;
 let b: Awaited<ReturnType<typeof adminOfNewWorkspace>>;
@@ -41,7 +39,7 @@ async function subscribe(slug: string, tier: 'starter' | 'pro' | 'enterprise' = 
 }
 
 async function billingEvents(subject: string) {
-  const entries = await redis.xrange(p.cfg.EVENTS_STREAM, '-', '+');
+  const entries = await p.redis.xrange(p.cfg.EVENTS_STREAM, '-', '+');
   return entries
     .map(
       ([, fields]) =>
@@ -57,7 +55,6 @@ async function billingEvents(subject: string) {
 
 beforeAll(async () => {
   p = await startTenantPlatform({ BILLING_GRACE_PERIOD: '2s', WORKSPACE_STANDING_CACHE_MS: '0' });
-  redis = new Redis(p.cfg.REDIS_URL);
   hook = `${p.cfg.API_PUBLIC_URL}/api/webhooks/stripe`;
   a = await adminOfNewWorkspace(p.cfg.API_PUBLIC_URL, p.pool);
   b = await adminOfNewWorkspace(p.cfg.API_PUBLIC_URL, p.pool);
@@ -67,7 +64,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  redis?.disconnect();
   await p?.close();
 });
 

@@ -7,7 +7,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPool, type Pool } from '../../lib/db.js';
+import type { Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
 import {
   API_KEY_DAYS,
@@ -23,17 +23,11 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { createTenantHealthActivities, probeTenant, type HealthObservation } from '../../activities/tenant-health.js';
 import type { PlatformDeps } from '../../activities/deps.js';
 import type { ErpStandIn } from '../../sandbox/erp/server.js';
-import {
-  erpTestConfig,
-  provisionTestTenant,
-  queryTenantDb,
-  startTestErp,
-  type TestTenant,
-} from '../support/erp-tenant.js';
+import { queryTenantDb, startErpTestBed, type ErpTestBed, type TestTenant } from '../support/erp-tenant.js';
 
+let bed: ErpTestBed;
 let cfg: Config;
 let pool: Pool;
-let admin: Pool;
 let erp: ErpStandIn;
 let t19: TestTenant;
 let t18: TestTenant;
@@ -52,19 +46,12 @@ const probe = (t: TestTenant) =>
   );
 
 beforeAll(async () => {
-  const base = await erpTestConfig();
-  pool = createPool(base.DATABASE_URL, 4);
-  admin = createPool(base.ERP_DATABASE_URL, 2);
-  erp = await startTestErp(base);
-  cfg = { ...base, ERP_URL: erp.url };
-  t19 = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '19', erpUrl: erp.url });
-  t18 = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '18', erpUrl: erp.url });
+  bed = await startErpTestBed();
+  ({ cfg, pool, erp } = bed);
+  t19 = await bed.provision({ tier: 'starter', version: '19' });
+  t18 = await bed.provision({ tier: 'starter', version: '18' });
 });
-afterAll(async () => {
-  await erp?.close();
-  await pool?.end();
-  await admin?.end();
-});
+afterAll(() => bed?.close());
 
 describe('the API key of a 19 tenant', () => {
   it('is made with the API user: stored sealed with a 90-day expiry, hashed in the tenant database, and never in the clear', async () => {

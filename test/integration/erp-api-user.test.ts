@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPool, type Pool } from '../../lib/db.js';
+import type { Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
 import {
   ensureErpApiUser,
@@ -25,8 +25,9 @@ import {
 } from '../../domain/erp/tenant-database.js';
 import { verifyOdooPassword } from '../../domain/erp/odoo-password.js';
 import type { ErpStandIn } from '../../sandbox/erp/server.js';
-import { createWorkspaceWithTenant, erpTestConfig, queryTenantDb, startTestErp } from '../support/erp-tenant.js';
+import { createWorkspaceWithTenant, queryTenantDb, startErpTestBed, type ErpTestBed } from '../support/erp-tenant.js';
 
+let bed: ErpTestBed;
 let cfg: Config;
 let pool: Pool;
 let admin: Pool;
@@ -73,16 +74,10 @@ const client = (database: string, login: string, password: string) =>
   createErpClient({ baseUrl: erp.url, host: database, db: database, login, password });
 
 beforeAll(async () => {
-  cfg = await erpTestConfig();
-  pool = createPool(cfg.DATABASE_URL, 4);
-  admin = createPool(cfg.ERP_DATABASE_URL, 2);
-  erp = await startTestErp(cfg);
+  bed = await startErpTestBed();
+  ({ cfg, pool, admin, erp } = bed);
 });
-afterAll(async () => {
-  await erp?.close();
-  await pool?.end();
-  await admin?.end();
-});
+afterAll(() => bed?.close());
 
 describe('ensureErpApiUser', () => {
   it('creates one API user through the ERP: internal user + accounting read-only by external id, linked to the companies, a long random password', async () => {

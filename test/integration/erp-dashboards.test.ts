@@ -5,7 +5,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Value } from 'typebox/value';
-import { createPool, type Pool } from '../../lib/db.js';
+import type { Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
 import {
   AlertsSchema,
@@ -16,21 +16,18 @@ import {
 } from '../../domain/erp/dashboards.js';
 import { AppError } from '../../lib/errors.js';
 import type { ErpVersion } from '../../domain/tenants/types.js';
-import type { ErpStandIn } from '../../sandbox/erp/server.js';
 import {
   createWorkspaceWithTenant,
-  erpTestConfig,
-  provisionTestTenant,
   queryTenantDb,
-  startTestErp,
+  startErpTestBed,
+  type ErpTestBed,
   type TestTenant,
 } from '../support/erp-tenant.js';
 
+let bed: ErpTestBed;
 let cfg: Config;
 let pool: Pool;
-let admin: Pool;
 let redis: Redis;
-let erp: ErpStandIn;
 let service: DashboardService;
 const tenants = new Map<ErpVersion, TestTenant>();
 
@@ -38,11 +35,8 @@ const today = () => new Date().toISOString().slice(0, 10);
 const num = (v: unknown) => Math.round(Number(v ?? 0) * 100) / 100;
 
 beforeAll(async () => {
-  const base = await erpTestConfig();
-  pool = createPool(base.DATABASE_URL, 4);
-  admin = createPool(base.ERP_DATABASE_URL, 2);
-  erp = await startTestErp(base);
-  cfg = { ...base, ERP_URL: erp.url };
+  bed = await startErpTestBed();
+  ({ cfg, pool } = bed);
   redis = new Redis(cfg.REDIS_URL);
   service = createDashboardService({ pool, redis, config: cfg });
   for (const [version, tier] of [
@@ -50,15 +44,13 @@ beforeAll(async () => {
     ['18', 'pro'],
     ['19', 'enterprise'],
   ] as const) {
-    tenants.set(version, await provisionTestTenant(cfg, pool, admin, { tier, version, erpUrl: erp.url }));
+    tenants.set(version, await bed.provision({ tier, version }));
   }
 });
 
 afterAll(async () => {
-  await erp?.close();
   redis?.disconnect();
-  await pool?.end();
-  await admin?.end();
+  await bed?.close();
 });
 
 async function expectedKpis(database: string) {
@@ -173,7 +165,7 @@ describe.each(['17', '18', '19'] as const)('dashboards on ERP %s', (version) => 
 
 describe('caching and errors', () => {
   it('serves a cached result until it expires, then the new figure', async () => {
-    const t = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '18', erpUrl: erp.url });
+    const t = await bed.provision({ tier: 'starter', version: '18' });
     const first = await service.kpis(t.workspace);
     await queryTenantDb(
       cfg,
@@ -215,7 +207,7 @@ describe('caching and errors', () => {
   });
 
   it('answers BAD_GATEWAY without ERP internals when the ERP rejects the API user', async () => {
-    const t = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '17', erpUrl: erp.url });
+    const t = await bed.provision({ tier: 'starter', version: '17' });
     await queryTenantDb(cfg, t.database, `UPDATE res_users SET active = false WHERE login LIKE 'api@%'`);
     const err = await service.kpis(t.workspace).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'BAD_GATEWAY' });
@@ -223,7 +215,7 @@ describe('caching and errors', () => {
   });
 
   it('answers UNAVAILABLE naming the ERP when the ERP cannot be reached', async () => {
-    const t = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '18', erpUrl: erp.url });
+    const t = await bed.provision({ tier: 'starter', version: '18' });
     const cut = createDashboardService({ pool, redis, config: { ...cfg, ERP_URL: 'http://127.0.0.1:1' } });
     const err = await cut.kpis(t.workspace).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AppError);

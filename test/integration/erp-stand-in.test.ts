@@ -4,7 +4,7 @@
  */
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createPool, type Pool } from '../../lib/db.js';
+import type { Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
 import {
   type ErpFault,
@@ -21,13 +21,13 @@ import { XmlRpcFault, parseMethodResponse } from '../../domain/erp/xmlrpc-wire.j
 import type { ErpStandIn } from '../../sandbox/erp/server.js';
 import {
   createWorkspaceWithTenant,
-  erpTestConfig,
-  provisionTestTenant,
   queryTenantDb,
-  startTestErp,
+  startErpTestBed,
+  type ErpTestBed,
   type TestTenant,
 } from '../support/erp-tenant.js';
 
+let bed: ErpTestBed;
 let cfg: Config;
 let pool: Pool;
 let admin: Pool;
@@ -72,22 +72,24 @@ const fault = (p: Promise<unknown>) =>
   );
 
 beforeAll(async () => {
-  cfg = await erpTestConfig();
-  pool = createPool(cfg.DATABASE_URL, 4);
-  admin = createPool(cfg.ERP_DATABASE_URL, 2);
-  erp = await startTestErp(cfg);
-  tenant = await provisionTestTenant(cfg, pool, admin, { tier: 'pro', version: '18', erpUrl: erp.url });
+  bed = await startErpTestBed();
+  ({ cfg, pool, admin, erp } = bed);
+  tenant = await bed.provision({ tier: 'pro', version: '18' });
   credentials = (await loadErpCredentials(pool, cfg.SECRETS_KEY, tenant.name))!;
   // the bank import user too, while the tenant admin still has its own password (a test below replaces it)
   await ensureErpBankImportUser(erpApiUserDeps(cfg, pool, erp.url), { tenant: tenant.name, database: tenant.database });
   api = createErpClient({ baseUrl: erp.url, host: tenant.host, db: tenant.database, ...credentials });
 });
 
-afterAll(async () => {
-  await erp?.close();
-  await pool?.end();
-  await admin?.end();
-});
+afterAll(() => bed?.close());
+
+/** An XML-RPC client as the tenant's ERP administrator, whose password is set to `password` first. */
+async function erpAdminClient(password: string): Promise<ErpClient> {
+  await queryTenantDb(cfg, tenant.database, `UPDATE res_users SET password = $1 WHERE login = 'admin'`, [
+    hashOdooPassword(password),
+  ]);
+  return createErpClient({ baseUrl: erp.url, host: tenant.host, db: tenant.database, login: 'admin', password });
+}
 
 describe('routing and the health probe', () => {
   it('answers 200 {"status":"pass"} for a routed tenant whose database is up', async () => {
@@ -127,7 +129,7 @@ describe('routing and the health probe', () => {
   });
 
   it('follows route changes within about a second: a removed route gives 404', async () => {
-    const other = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '18', erpUrl: erp.url });
+    const other = await bed.provision({ tier: 'starter', version: '18' });
     expect((await get('/web/health', other.host)).status).toBe(200);
     await pool.query('DELETE FROM tenant_routes WHERE host = $1', [other.host]);
     await vi.waitFor(async () => expect((await get('/web/health', other.host)).status).toBe(404), {
@@ -138,7 +140,7 @@ describe('routing and the health probe', () => {
   });
 
   it('keeps /web/health at 200 when the tenant database is dropped; authenticate then faults', async () => {
-    const other = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '19', erpUrl: erp.url });
+    const other = await bed.provision({ tier: 'starter', version: '19' });
     expect((await get('/web/health', other.host)).status).toBe(200);
     await dropTenantDatabase(admin, other.database);
     expect((await get('/web/health', other.host)).status).toBe(200);
@@ -437,17 +439,7 @@ describe('/xmlrpc/2/object execute_kw', () => {
   });
 
   it('lets an ERP administrator write', async () => {
-    const password = 'admin-password-for-this-test';
-    await queryTenantDb(cfg, tenant.database, `UPDATE res_users SET password = $1 WHERE login = 'admin'`, [
-      hashOdooPassword(password),
-    ]);
-    const adminClient = createErpClient({
-      baseUrl: erp.url,
-      host: tenant.host,
-      db: tenant.database,
-      login: 'admin',
-      password,
-    });
+    const adminClient = await erpAdminClient('admin-password-for-this-test');
     const id = await adminClient.executeKw<number>('res.partner', 'create', [
       { name: 'Written by admin', city: 'Berlin' },
     ]);
@@ -462,17 +454,7 @@ describe('/xmlrpc/2/object execute_kw', () => {
   });
 
   it("installs modules as Odoo's Apps screen does: an administrator only; update_list lists what the database lacks", async () => {
-    const password = 'admin-password-for-modules';
-    await queryTenantDb(cfg, tenant.database, `UPDATE res_users SET password = $1 WHERE login = 'admin'`, [
-      hashOdooPassword(password),
-    ]);
-    const adminClient = createErpClient({
-      baseUrl: erp.url,
-      host: tenant.host,
-      db: tenant.database,
-      login: 'admin',
-      password,
-    });
+    const adminClient = await erpAdminClient('admin-password-for-modules');
     const mrp = await adminClient.executeKw<{ id: number; state: string }[]>(
       'ir.module.module',
       'search_read',
@@ -641,7 +623,7 @@ describe('/xmlrpc/2/object execute_kw', () => {
 
 describe('ERP versions', () => {
   it('19 renames res.users.groups_id to group_ids and serves formatted_read_group', async () => {
-    const t19 = await provisionTestTenant(cfg, pool, admin, { tier: 'starter', version: '19', erpUrl: erp.url });
+    const t19 = await bed.provision({ tier: 'starter', version: '19' });
     const c19 = createErpClient({
       baseUrl: erp.url,
       host: t19.host,

@@ -3,7 +3,6 @@
  * key: the readiness probe reads the tenant database over JSON-2 with the key, and the dashboards
  * then read it over JSON-2 only (the ERP stand-in sees no further XML-RPC object call for the tenant).
  */
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { loadErpApiCredentials } from '../../domain/erp/api-user.js';
@@ -19,14 +18,11 @@ import {
 } from '../support/tenant-platform.js';
 
 let p: TenantPlatform;
-let redis: Redis;
 
 beforeAll(async () => {
   p = await startTenantPlatform();
-  redis = new Redis(p.cfg.REDIS_URL);
 });
 afterAll(async () => {
-  redis?.disconnect();
   await p?.close();
 });
 
@@ -54,7 +50,7 @@ it('a 19 tenant turns Ready with an API key and its dashboards read over JSON-2,
     ).rows[0]?.slug;
   await expect.poll(slugOf, { timeout: 30_000 }).toBe(name);
   const slug = name;
-  const service = createDashboardService({ pool: p.pool, redis, config: p.cfg });
+  const service = createDashboardService({ pool: p.pool, redis: p.redis, config: p.cfg });
   const kpis = await service.kpis(slug);
   expect(kpis.erpVersion).toBe('19');
   await service.alerts(slug);

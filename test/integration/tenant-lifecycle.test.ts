@@ -9,7 +9,6 @@ import { existsSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe as group, expect, it, vi } from 'vitest';
 import pg from 'pg';
-import { Redis } from 'ioredis';
 import { Worker } from '@temporalio/worker';
 import { ScheduleNotFoundError } from '@temporalio/client';
 import { buildCli } from '../../cli/index.js';
@@ -35,15 +34,12 @@ import {
 import { testKeys } from '../support/service-keys.js';
 
 let p: TenantPlatform;
-let redis: Redis;
 
 beforeAll(async () => {
   p = await startTenantPlatform();
-  redis = new Redis(p.cfg.REDIS_URL);
 });
 
 afterAll(async () => {
-  redis?.disconnect();
   await p?.close();
 });
 
@@ -65,7 +61,7 @@ async function databaseExists(database: string) {
 }
 
 async function provisionedEvents(tenant: string) {
-  const entries = await redis.xrange(p.cfg.EVENTS_STREAM, '-', '+');
+  const entries = await p.redis.xrange(p.cfg.EVENTS_STREAM, '-', '+');
   return entries
     .map(
       ([, fields]) =>

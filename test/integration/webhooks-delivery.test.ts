@@ -25,6 +25,16 @@ afterAll(async () => {
 });
 
 const asAdmin = (token: string, slug: string) => ({ token, headers: { 'x-workspace': slug } });
+/** An endpoint's recorded attempts, as the portal lists them to its workspace's admin. */
+const attemptsOf = async (e: { workspace: { slug: string }; accessToken: string; endpoint: { id: string } }) =>
+  (
+    await call(
+      p.base,
+      'GET',
+      `/api/portal/webhooks/${e.endpoint.id}/attempts`,
+      asAdmin(e.accessToken, e.workspace.slug),
+    )
+  ).body.attempts;
 
 it('delivers a signed event that standardwebhooks verifies; only matching endpoints get it; the attempt is recorded', async () => {
   const receiver = await startReceiver();
@@ -63,18 +73,7 @@ it('delivers a signed event that standardwebhooks verifies; only matching endpoi
     ).toThrow();
 
     await expect
-      .poll(
-        async () =>
-          (
-            await call(
-              p.base,
-              'GET',
-              `/api/portal/webhooks/${endpoint.id}/attempts`,
-              asAdmin(accessToken, workspace.slug),
-            )
-          ).body.attempts,
-        { timeout: 10_000 },
-      )
+      .poll(() => attemptsOf({ workspace, accessToken, endpoint }), { timeout: 10_000 })
       .toMatchObject([{ messageId: got.headers['webhook-id'], statusCode: 204, outcome: 'ok', trigger: 'dispatcher' }]);
     expect(other.received).toHaveLength(0);
   } finally {
@@ -126,18 +125,7 @@ it('refuses a name that resolves to a private address when connecting, while the
     await expect.poll(() => receiver.received.length, { timeout: 15_000 }).toBe(1);
     expect(receiver.received[0]!.headers.host).toBe(`allowed.test:${receiver.port}`);
     await expect
-      .poll(
-        async () =>
-          (
-            await call(
-              p.base,
-              'GET',
-              `/api/portal/webhooks/${bad.endpoint.id}/attempts`,
-              asAdmin(bad.accessToken, bad.workspace.slug),
-            )
-          ).body.attempts,
-        { timeout: 10_000 },
-      )
+      .poll(() => attemptsOf(bad), { timeout: 10_000 })
       .toMatchObject([
         {
           outcome: 'forbidden-address',
@@ -158,18 +146,7 @@ it('does not follow a redirect: a 3xx is a failed attempt and the Location is ne
     const { workspace, accessToken, endpoint } = await p.workspaceWithEndpoint(redirecting.url);
     await p.publish(workspace.slug);
     await expect
-      .poll(
-        async () =>
-          (
-            await call(
-              p.base,
-              'GET',
-              `/api/portal/webhooks/${endpoint.id}/attempts`,
-              asAdmin(accessToken, workspace.slug),
-            )
-          ).body.attempts,
-        { timeout: 15_000 },
-      )
+      .poll(() => attemptsOf({ workspace, accessToken, endpoint }), { timeout: 15_000 })
       .toMatchObject([{ outcome: 'redirect', statusCode: 302, responseHeaders: { location: target.url } }]);
     expect(redirecting.received).toHaveLength(1);
     expect(target.received).toHaveLength(0);

@@ -13,7 +13,8 @@ import {
 } from '../../domain/erp/tenant-database.js';
 import type { ErpVersion, Tier } from '../../domain/tenants/types.js';
 import { createLogger } from '../../lib/logger.js';
-import { startErpStandIn } from '../../sandbox/erp/server.js';
+import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
+import { createPool } from '../../lib/db.js';
 import { testConfig } from './env.js';
 
 /** testConfig() plus the ERP settings of this run: the test PostgreSQL's admin database. */
@@ -111,4 +112,39 @@ export async function queryTenantDb<R extends pg.QueryResultRow>(
   } finally {
     await client.end();
   }
+}
+
+/** The ERP stand-in on the run's PostgreSQL, a platform pool and an ERP admin pool, with the config that reaches them. */
+export interface ErpTestBed {
+  /** erpTestConfig() with ERP_URL at the stand-in (and the settings asked for). */
+  cfg: Config;
+  pool: pg.Pool;
+  /** On the ERP server's admin database (clones and drops tenant databases). */
+  admin: pg.Pool;
+  erp: ErpStandIn;
+  /** provisionTestTenant on this bed. */
+  provision(opts: { tier: Tier; version: ErpVersion }): Promise<TestTenant>;
+  close(): Promise<void>;
+}
+
+export async function startErpTestBed(
+  opts: { poolSize?: number; settings?: Record<string, string> } = {},
+): Promise<ErpTestBed> {
+  const base = await erpTestConfig();
+  const pool = createPool(base.DATABASE_URL, opts.poolSize ?? 4);
+  const admin = createPool(base.ERP_DATABASE_URL, 2);
+  const erp = await startTestErp(base);
+  const cfg = await erpTestConfig({ ERP_URL: erp.url, ...opts.settings });
+  return {
+    cfg,
+    pool,
+    admin,
+    erp,
+    provision: (tenant) => provisionTestTenant(cfg, pool, admin, { ...tenant, erpUrl: erp.url }),
+    async close() {
+      await erp.close();
+      await pool.end();
+      await admin.end();
+    },
+  };
 }

@@ -2,11 +2,21 @@
  * The portal's tests: an account API, the notifications service and the SMTP sink on the run's
  * real servers, and the links read from the mails the sink caught.
  */
+import { mkdirSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { startNotifications } from '../../services/notifications/server.js';
 import { readMailbox, startSmtpSink, type StoredMail } from '../../sandbox/smtp/sink.js';
 import { startTestApi } from './api.js';
 import { tempDir } from './env.js';
+
+/** Where the portal's screenshots go: PORTAL_SHOTS_DIR, docs/screenshots/ with PORTAL_SCREENSHOTS=1, else a temporary folder. */
+export function screenshotsDir(): string {
+  const dir =
+    process.env.PORTAL_SHOTS_DIR ??
+    (process.env.PORTAL_SCREENSHOTS === '1' ? 'docs/screenshots' : tempDir('screenshots'));
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
 
 export async function startPortal(overrides: Record<string, string> = {}) {
   const api = await startTestApi(overrides);

@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { inject, expect } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
+import { Redis } from 'ioredis';
 import { startApi } from '../../api/server.js';
 import type { Config } from '../../lib/config.js';
 import { createPool, type Pool } from '../../lib/db.js';
@@ -36,6 +37,8 @@ export interface TenantPlatform {
   /** What the ERP stand-in was asked for `host`, by path family (sandbox/erp/server.ts `requests`). */
   erpRequests(host: string): Record<string, number>;
   pool: Pool;
+  /** On the run's Redis (the events stream, the dashboards' cache). */
+  redis: Redis;
   temporal: Client;
   sink: SmtpSink;
   api: Awaited<ReturnType<typeof startApi>>;
@@ -83,6 +86,8 @@ export async function startTenantPlatform(
   const closers: Closer[] = [];
   const pool = createPool(cfg.DATABASE_URL, 4);
   closers.push(() => pool.end());
+  const redis = new Redis(cfg.REDIS_URL);
+  closers.push(async () => redis.disconnect());
   const temporal = new Client({ connection: await Connection.connect({ address: cfg.TEMPORAL_ADDRESS }) });
   closers.push(() => temporal.connection.close());
 
@@ -120,6 +125,7 @@ export async function startTenantPlatform(
     // (behind the tenant ingress the ERP is not ours to count: nothing)
     erpRequests: (host) => erp.requests?.(host) ?? {},
     pool,
+    redis,
     temporal,
     sink,
     api,

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { filestorePath } from '../../domain/tenants/filestore.js';
 import { retentionDays, tenantBackupDir } from '../../domain/tenants/backups.js';
 import { parseConfig } from '../../lib/config.js';
-import { age } from '../../cli/tenant-output.js';
+import { age } from '../../cli/table.js';
 import {
   newResources,
   resourceErrors,

@@ -1,0 +1,15 @@
+/** Debian's Chromium (or CHROMIUM_PATH), headless, driven by playwright-core: the portal's tests and bench. */
+import { chromium, type Browser } from 'playwright-core';
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}
