@@ -6,6 +6,7 @@
  * - `admitOrRefuse`: the rate limits (per key, per workspace; 429 with Retry-After), and
  *   `admitAgentInvocation` for the per-minute agent limit;
  * - `refuseOtherWorkspace`: the workspace binding (`:slug`, X-Workspace, `?workspace=`);
+ * - `authorize`: the checks without I/O (revoked, limits, standing, scope, workspace binding);
  * - `keyCheck`: the hook itself, synchronous on the hot path, with `checkWithIo` for the rest.
  */
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
@@ -123,67 +124,80 @@ function refuseOtherWorkspace(req: FastifyRequest, own: { id: string; slug: stri
   }
 }
 
+/** One route's key check: the services, the route's pattern, the scope it needs, whether it invokes an agent. */
+interface RouteCheck {
+  deps: KeyCheckDeps;
+  route: string;
+  scope: Scope | null;
+  agents: boolean;
+}
+
+/** What is known of a request's key once its bucket answered: the key, its limits, the bucket, its workspace's standing. */
+interface KeyAdmission {
+  key: VerifiedKey;
+  limits: Limits;
+  bucket: BucketResult;
+  suspended: boolean;
+}
+
+/** The checks that need no I/O once the key, its limits and a token of its bucket are known. */
+function authorize(check: RouteCheck, req: FastifyRequest, reply: FastifyReply, admission: KeyAdmission) {
+  const { verifier } = check.deps;
+  const { key, limits, bucket, suspended } = admission;
+  if (bucket.revoked) {
+    verifier.forget(key.id);
+    reply.header('www-authenticate', 'Bearer');
+    throw invalidKey();
+  }
+  // what the routes, the execution log and the "request completed" line (lib/http.ts) know
+  // of this call: workspace, key (id, prefix, scopes; never the token) and route
+  req.workspace = key.workspace;
+  req.apiKey = key;
+  req.apiRoute = check.route;
+  verifier.touch(key.id);
+  admitOrRefuse(reply, key, limits, bucket);
+  if (suspended) throw workspaceSuspended(key.workspace.slug);
+  if (check.scope && !grants(key.scopes, check.scope)) {
+    throw new AppError('FORBIDDEN', `This key lacks the scope "${check.scope}" this endpoint needs.`, {
+      requiredScope: check.scope,
+    });
+  }
+  refuseOtherWorkspace(req, key.workspace);
+}
+
+/** Whatever needs I/O: bcrypt on first sight, the limits, Redis, the agent limit. */
+async function checkWithIo(
+  check: RouteCheck,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  token: string,
+  cachedKey: VerifiedKey | undefined,
+) {
+  const { verifier, rateLimits, revocations, standing } = check.deps;
+  const key =
+    cachedKey ??
+    (await verifier.verify(token).catch((err) => {
+      reply.header('www-authenticate', 'Bearer');
+      throw err;
+    }));
+  const limits = rateLimits.cachedLimitsFor(key.workspace.id) ?? (await rateLimits.limitsFor(key.workspace.id));
+  const fresh = revocations.fresh();
+  const bucket =
+    (fresh && rateLimits.admitFromLease(limitedKey(key), limits)) ||
+    (await rateLimits.admitRequest(limitedKey(key), limits, { checkRevoked: !fresh }).catch((err) => {
+      // without Redis neither revocation nor the limits can be checked: refuse (fail closed)
+      req.log.error({ err }, 'workspace key check: Redis unavailable');
+      throw new AppError('UNAVAILABLE', 'Workspace API keys cannot be checked right now; retry shortly.');
+    }));
+  const suspended = await standing.suspended(key.workspace.id);
+  authorize(check, req, reply, { key, limits, bucket, suspended });
+  if (check.agents) await admitAgentInvocation(rateLimits, reply, key, limits);
+}
+
 /** The key check of one route (method, pattern, scope needed). */
 export function keyCheck(deps: KeyCheckDeps, method: string, route: string, scope: Scope | null): onRequestHookHandler {
   const { verifier, rateLimits, revocations, standing } = deps;
-  const agents = agentInvocation(method, scope);
-
-  /** The checks that need no I/O once the key, its limits and a token of its bucket are known. */
-  function authorize(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    key: VerifiedKey,
-    limits: Limits,
-    bucket: BucketResult,
-    suspended: boolean,
-  ) {
-    if (bucket.revoked) {
-      verifier.forget(key.id);
-      reply.header('www-authenticate', 'Bearer');
-      throw invalidKey();
-    }
-    // what the routes, the execution log and the "request completed" line (lib/http.ts) know
-    // of this call: workspace, key (id, prefix, scopes; never the token) and route
-    req.workspace = key.workspace;
-    req.apiKey = key;
-    req.apiRoute = route;
-    verifier.touch(key.id);
-    admitOrRefuse(reply, key, limits, bucket);
-    if (suspended) throw workspaceSuspended(key.workspace.slug);
-    if (scope && !grants(key.scopes, scope)) {
-      throw new AppError('FORBIDDEN', `This key lacks the scope "${scope}" this endpoint needs.`, {
-        requiredScope: scope,
-      });
-    }
-    refuseOtherWorkspace(req, key.workspace);
-  }
-
-  /** Whatever needs I/O: bcrypt on first sight, the limits, Redis, the agent limit. */
-  async function checkWithIo(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    token: string,
-    cachedKey: VerifiedKey | undefined,
-  ) {
-    const key =
-      cachedKey ??
-      (await verifier.verify(token).catch((err) => {
-        reply.header('www-authenticate', 'Bearer');
-        throw err;
-      }));
-    const limits = rateLimits.cachedLimitsFor(key.workspace.id) ?? (await rateLimits.limitsFor(key.workspace.id));
-    const fresh = revocations.fresh();
-    const bucket =
-      (fresh && rateLimits.admitFromLease(limitedKey(key), limits)) ||
-      (await rateLimits.admitRequest(limitedKey(key), limits, { checkRevoked: !fresh }).catch((err) => {
-        // without Redis neither revocation nor the limits can be checked: refuse (fail closed)
-        req.log.error({ err }, 'workspace key check: Redis unavailable');
-        throw new AppError('UNAVAILABLE', 'Workspace API keys cannot be checked right now; retry shortly.');
-      }));
-    const suspended = await standing.suspended(key.workspace.id);
-    authorize(req, reply, key, limits, bucket, suspended);
-    if (agents) await admitAgentInvocation(rateLimits, reply, key, limits);
-  }
+  const check: RouteCheck = { deps, route, scope, agents: agentInvocation(method, scope) };
 
   // a callback-style hook: the hot path (token verified before, limits read recently, the
   // revocation feed fresh, a leased token left) runs synchronously, without I/O or a promise
@@ -194,11 +208,11 @@ export function keyCheck(deps: KeyCheckDeps, method: string, route: string, scop
       const limits = key && rateLimits.cachedLimitsFor(key.workspace.id);
       const suspended = key && standing.cached(key.workspace.id);
       const bucket =
-        key && limits && suspended !== undefined && !agents && revocations.fresh()
+        key && limits && suspended !== undefined && !check.agents && revocations.fresh()
           ? rateLimits.admitFromLease(limitedKey(key), limits)
           : undefined;
-      if (!bucket) return void checkWithIo(req, reply, token, key).then(() => done(), done);
-      authorize(req, reply, key!, limits!, bucket, suspended === true);
+      if (!bucket) return void checkWithIo(check, req, reply, token, key).then(() => done(), done);
+      authorize(check, req, reply, { key: key!, limits: limits!, bucket, suspended: suspended === true });
     } catch (err) {
       return done(err as Error);
     }

@@ -31,6 +31,13 @@ const ExecutionsQuery = Type.Object({
   cursor: Type.Optional(Text({ maxLength: 200, pattern: '^[A-Za-z0-9_-]+$' })),
 });
 
+const AdminExecutionsQuery = Type.Object({
+  ...ExecutionsQuery.properties,
+  workspace: Type.Optional({ ...TenantName, description: 'workspace slug; or the X-Workspace header' }),
+});
+const invoke = { access: access.key('agents:invoke') };
+type AgentsClient = ReturnType<typeof createAgentsClient>;
+
 /** One event of the stream (the schema of each event, as OpenAPI 3.2's `itemSchema` would say). */
 const SseEvent = Type.Object(
   {
@@ -52,28 +59,37 @@ function abortWhenGone(reply: FastifyReply): AbortSignal {
   return controller.signal;
 }
 
-export default async function agentRoutes(fastify: FastifyInstance) {
-  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const { config } = app.deps;
-  const agents = createAgentsClient({
-    baseUrl: config.AGENTS_URL,
-    key: serviceKeyFor(app.serviceKeySecrets, 'account-api', 'agents'),
-    grants: new WorkspaceGrants(config.SECRETS_KEY),
-  });
-  const keyCall = (
-    req: { workspace: { id: string } | null; apiKey: { prefix: string } | null; id: string },
-    extra: Partial<AgentsCall> = {},
-  ): AgentsCall => ({
+/** A call to the agents service on behalf of the request's workspace key. */
+function keyCall(
+  req: { workspace: { id: string } | null; apiKey: { prefix: string } | null; id: string },
+  extra: Partial<AgentsCall> = {},
+): AgentsCall {
+  return {
     workspaceId: req.workspace!.id,
     keyPrefix: req.apiKey!.prefix,
     requestId: req.id,
     ...extra,
-  });
+  };
+}
 
-  app.post(
+export default async function agentRoutes(fastify: FastifyInstance) {
+  const { config } = fastify.deps;
+  const agents = createAgentsClient({
+    baseUrl: config.AGENTS_URL,
+    key: serviceKeyFor(fastify.serviceKeySecrets, 'account-api', 'agents'),
+    grants: new WorkspaceGrants(config.SECRETS_KEY),
+  });
+  chatRoute(fastify, agents);
+  chatStreamRoute(fastify, agents);
+  executionsRoute(fastify, agents);
+  adminExecutionsRoute(fastify, agents);
+}
+
+function chatRoute(fastify: FastifyInstance, agents: AgentsClient) {
+  fastify.withTypeProvider<TypeBoxTypeProvider>().post(
     '/api/agents/:agentId/chat',
     {
-      config: { access: access.key('agents:invoke') },
+      config: invoke,
       schema: {
         tags: ['agents'],
         summary:
@@ -93,11 +109,13 @@ export default async function agentRoutes(fastify: FastifyInstance) {
       return res.json();
     },
   );
+}
 
-  app.post(
+function chatStreamRoute(fastify: FastifyInstance, agents: AgentsClient) {
+  fastify.withTypeProvider<TypeBoxTypeProvider>().post(
     '/api/agents/:agentId/chat/stream',
     {
-      config: { access: access.key('agents:invoke') },
+      config: invoke,
       schema: {
         tags: ['agents'],
         summary:
@@ -129,11 +147,13 @@ export default async function agentRoutes(fastify: FastifyInstance) {
       return reply.send(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>));
     },
   );
+}
 
-  app.get(
+function executionsRoute(fastify: FastifyInstance, agents: AgentsClient) {
+  fastify.withTypeProvider<TypeBoxTypeProvider>().get(
     '/api/agents/:agentId/executions',
     {
-      config: { access: access.key('agents:invoke') },
+      config: invoke,
       schema: {
         tags: ['agents'],
         summary:
@@ -153,8 +173,10 @@ export default async function agentRoutes(fastify: FastifyInstance) {
       return res.json();
     },
   );
+}
 
-  app.get(
+function adminExecutionsRoute(fastify: FastifyInstance, agents: AgentsClient) {
+  fastify.withTypeProvider<TypeBoxTypeProvider>().get(
     '/api/portal/agents/:agentId/executions',
     {
       config: { access: access.admin },
@@ -162,10 +184,7 @@ export default async function agentRoutes(fastify: FastifyInstance) {
         tags: ['agents'],
         summary: "For workspace admins (logged in): the workspace's executions of an agent, newest first",
         params: AgentParams,
-        querystring: Type.Object({
-          ...ExecutionsQuery.properties,
-          workspace: Type.Optional({ ...TenantName, description: 'workspace slug; or the X-Workspace header' }),
-        }),
+        querystring: AdminExecutionsQuery,
         response: { 200: ExecutionPageSchema, ...upstreamErrors },
       },
     },

@@ -9,7 +9,7 @@
  * with a key derived from AUTH_JWT_SECRET, scoped to the callback path.
  */
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { EncryptJWT, jwtDecrypt } from 'jose';
 import * as oidc from 'openid-client';
@@ -130,6 +130,56 @@ function startRoute(fastify: FastifyInstance, flow: ReturnType<typeof oidcFlow>)
   );
 }
 
+/** The login the state cookie carries; 400 when there is none, or it is not valid or expired. */
+async function pendingLogin(sealed: string | undefined, stateKey: Uint8Array): Promise<PendingLogin> {
+  if (!sealed)
+    throw new AppError(
+      'BAD_REQUEST',
+      'No OIDC login in progress in this browser (or it expired); start again at /api/auth/oidc/start.',
+    );
+  try {
+    return (await jwtDecrypt(sealed, stateKey)).payload as unknown as PendingLogin;
+  } catch {
+    throw new AppError(
+      'BAD_REQUEST',
+      'The OIDC login state is not valid or expired; start again at /api/auth/oidc/start.',
+    );
+  }
+}
+
+/** The provider's tokens for the redirect's code (PKCE, state and nonce checked); 401 when it refuses. */
+async function exchangeCode(
+  config: oidc.Configuration,
+  currentUrl: URL,
+  pending: PendingLogin,
+  log: FastifyBaseLogger,
+): Promise<oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers> {
+  try {
+    return await oidc.authorizationCodeGrant(config, currentUrl, {
+      pkceCodeVerifier: pending.verifier,
+      expectedState: pending.state,
+      expectedNonce: pending.nonce,
+      idTokenExpected: true,
+    });
+  } catch (err) {
+    log.warn({ err: { name: (err as Error).name, message: (err as Error).message } }, 'OIDC code exchange refused');
+    throw new AppError('UNAUTHORIZED', 'The identity provider did not confirm this login.');
+  }
+}
+
+/** The e-mail address the provider vouches for (ID token, else userinfo); 403 when not verified. */
+async function verifiedEmail(
+  config: oidc.Configuration,
+  tokens: oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers,
+): Promise<string> {
+  let claims: { sub: string; email?: unknown; email_verified?: unknown } = tokens.claims()!;
+  if (typeof claims.email !== 'string') claims = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub);
+  if (typeof claims.email !== 'string' || claims.email_verified !== true) {
+    throw new AppError('FORBIDDEN', 'The identity provider did not vouch for a verified e-mail address.');
+  }
+  return claims.email;
+}
+
 /** GET /api/auth/oidc/callback: back from the identity provider, a session started. */
 function callbackRoute(fastify: FastifyInstance, flow: ReturnType<typeof oidcFlow>) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -158,45 +208,11 @@ function callbackRoute(fastify: FastifyInstance, flow: ReturnType<typeof oidcFlo
     async (req, reply) => {
       const config = await provider();
       clearStateCookie(reply);
-      const sealed = req.cookies[STATE_COOKIE];
-      if (!sealed)
-        throw new AppError(
-          'BAD_REQUEST',
-          'No OIDC login in progress in this browser (or it expired); start again at /api/auth/oidc/start.',
-        );
-      let pending: PendingLogin;
-      try {
-        pending = (await jwtDecrypt(sealed, stateKey)).payload as unknown as PendingLogin;
-      } catch {
-        throw new AppError(
-          'BAD_REQUEST',
-          'The OIDC login state is not valid or expired; start again at /api/auth/oidc/start.',
-        );
-      }
+      const pending = await pendingLogin(req.cookies[STATE_COOKIE], stateKey);
       const currentUrl = new URL(redirectUri);
       currentUrl.search = new URL(req.url, 'http://callback').search;
-
-      let tokens: oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers;
-      try {
-        tokens = await oidc.authorizationCodeGrant(config, currentUrl, {
-          pkceCodeVerifier: pending.verifier,
-          expectedState: pending.state,
-          expectedNonce: pending.nonce,
-          idTokenExpected: true,
-        });
-      } catch (err) {
-        req.log.warn(
-          { err: { name: (err as Error).name, message: (err as Error).message } },
-          'OIDC code exchange refused',
-        );
-        throw new AppError('UNAUTHORIZED', 'The identity provider did not confirm this login.');
-      }
-      let claims: { sub: string; email?: unknown; email_verified?: unknown } = tokens.claims()!;
-      if (typeof claims.email !== 'string') claims = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub);
-      if (typeof claims.email !== 'string' || claims.email_verified !== true) {
-        throw new AppError('FORBIDDEN', 'The identity provider did not vouch for a verified e-mail address.');
-      }
-      const user = await findUserByEmail(app.deps.pool, claims.email);
+      const tokens = await exchangeCode(config, currentUrl, pending, req.log);
+      const user = await findUserByEmail(app.deps.pool, await verifiedEmail(config, tokens));
       if (!user)
         throw new AppError(
           'FORBIDDEN',

@@ -26,6 +26,10 @@ const errors = {
   502: Type.Ref('Problem'),
   503: Type.Ref('Problem'),
 };
+const key = { access: access.key('banking:read') };
+const Bank = Type.Object({ bankId: BankIdParam });
+const BankAccount = Type.Object({ bankId: BankIdParam, id: AccountIdParam });
+const ConsentParams = Type.Object({ bankId: BankIdParam, consentId: Type.String({ format: 'uuid' }) });
 const AccountData = Type.Record(Type.String(), Type.Unknown(), {
   description: "The bank's NextGenPSD2 answer (amounts as { currency, amount: string })",
 });
@@ -43,16 +47,20 @@ export function bankingClientOf(app: FastifyInstance): BankingClient {
 }
 
 export default async function bankingRoutes(fastify: FastifyInstance) {
-  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const banking = bankingClientOf(app);
-  const key = access.key('banking:read');
-  const bank = Type.Object({ bankId: BankIdParam });
-  const bankAccount = Type.Object({ bankId: BankIdParam, id: AccountIdParam });
+  const banking = bankingClientOf(fastify);
+  adaptersRoute(fastify, banking);
+  requestConsentRoute(fastify, banking);
+  consentRoute(fastify, banking);
+  accountsRoute(fastify, banking);
+  transactionsRoute(fastify, banking);
+  balanceRoute(fastify, banking);
+}
 
-  app.get(
+function adaptersRoute(fastify: FastifyInstance, banking: BankingClient) {
+  fastify.withTypeProvider<TypeBoxTypeProvider>().get(
     '/api/banking/adapters',
     {
-      config: { access: key },
+      config: key,
       schema: {
         tags: ['banking'],
         summary: 'The banks the platform can read (one NextGenPSD2 adapter each)',
@@ -61,15 +69,17 @@ export default async function bankingRoutes(fastify: FastifyInstance) {
     },
     async () => (await banking.call({ method: 'GET', path: '/banking/adapters' })).body as never,
   );
+}
 
-  app.post(
+function requestConsentRoute(fastify: FastifyInstance, banking: BankingClient) {
+  fastify.withTypeProvider<TypeBoxTypeProvider>().post(
     '/api/banking/:bankId/consent',
     {
-      config: { access: key },
+      config: key,
       schema: {
         tags: ['banking'],
         summary: 'Ask the bank for a consent; the PSU completes SCA at scaRedirect',
-        params: bank,
+        params: Bank,
         body: ConsentBody,
         response: { 201: ConsentSchema, ...errors },
       },
@@ -85,15 +95,17 @@ export default async function bankingRoutes(fastify: FastifyInstance) {
       return reply.code(201).send(res.body as never);
     },
   );
+}
 
-  app.get(
+function consentRoute(fastify: FastifyInstance, banking: BankingClient) {
+  fastify.withTypeProvider<TypeBoxTypeProvider>().get(
     '/api/banking/:bankId/consent/:consentId',
     {
-      config: { access: key },
+      config: key,
       schema: {
         tags: ['banking'],
         summary: 'A consent and its status at the bank',
-        params: Type.Object({ bankId: BankIdParam, consentId: Type.String({ format: 'uuid' }) }),
+        params: ConsentParams,
         response: { 200: ConsentSchema, ...errors },
       },
     },
@@ -106,15 +118,17 @@ export default async function bankingRoutes(fastify: FastifyInstance) {
         })
       ).body as never,
   );
+}
 
-  app.get(
+function accountsRoute(fastify: FastifyInstance, banking: BankingClient) {
+  fastify.withTypeProvider<TypeBoxTypeProvider>().get(
     '/api/banking/:bankId/accounts',
     {
-      config: { access: key },
+      config: key,
       schema: {
         tags: ['banking'],
         summary: 'The accounts the consent covers',
-        params: bank,
+        params: Bank,
         querystring: ConsentQuery,
         response: { 200: AccountData, ...errors },
       },
@@ -129,15 +143,17 @@ export default async function bankingRoutes(fastify: FastifyInstance) {
         })
       ).body as never,
   );
+}
 
-  app.get(
+function transactionsRoute(fastify: FastifyInstance, banking: BankingClient) {
+  fastify.withTypeProvider<TypeBoxTypeProvider>().get(
     '/api/banking/:bankId/accounts/:id/transactions',
     {
-      config: { access: key },
+      config: key,
       schema: {
         tags: ['banking'],
         summary: 'Transactions (booked, pending or both) in a date range',
-        params: bankAccount,
+        params: BankAccount,
         querystring: TransactionsQuery,
         response: { 200: AccountData, ...errors },
       },
@@ -152,15 +168,17 @@ export default async function bankingRoutes(fastify: FastifyInstance) {
         })
       ).body as never,
   );
+}
 
-  app.get(
+function balanceRoute(fastify: FastifyInstance, banking: BankingClient) {
+  fastify.withTypeProvider<TypeBoxTypeProvider>().get(
     '/api/banking/:bankId/accounts/:id/balance',
     {
-      config: { access: key },
+      config: key,
       schema: {
         tags: ['banking'],
         summary: 'Balances: closingBooked, expected, interimAvailable',
-        params: bankAccount,
+        params: BankAccount,
         querystring: ConsentQuery,
         response: { 200: AccountData, ...errors },
       },

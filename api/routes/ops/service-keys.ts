@@ -52,13 +52,36 @@ const PairView = Type.Object({
   }),
 });
 
-export default async function opsServiceKeyRoutes(fastify: FastifyInstance) {
-  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+const operator = { access: access.service('operator') };
+const Name = Type.String({ pattern: '^[a-z][a-z0-9-]{0,39}$' });
+const RotationRequest = Type.Optional(
+  Type.Object(
+    { reason: Type.Optional(Type.Union([Type.Literal('annual'), Type.Literal('exposure')])) },
+    { additionalProperties: false },
+  ),
+);
+const RotationStarted = Type.Object({
+  caller: Type.String(),
+  target: Type.String(),
+  n: Type.Integer(),
+  reason: Type.String(),
+  workflowId: Type.String(),
+  runId: Type.String(),
+  temporalUiUrl: Type.String(),
+});
 
-  app.get(
+export default async function opsServiceKeyRoutes(fastify: FastifyInstance) {
+  pairsRoute(fastify);
+  rotateRoute(fastify);
+}
+
+/** The pairs with their keys and rotations, dates as RFC 3339 strings. */
+function pairsRoute(fastify: FastifyInstance) {
+  const { pool, temporal } = fastify.deps;
+  fastify.withTypeProvider<TypeBoxTypeProvider>().get(
     '/api/ops/service-keys',
     {
-      config: { access: access.service('operator') },
+      config: operator,
       schema: {
         tags: ['ops'],
         summary:
@@ -67,7 +90,7 @@ export default async function opsServiceKeyRoutes(fastify: FastifyInstance) {
       },
     },
     async () => {
-      const pairs = await serviceKeyPairs(app.deps.pool, app.deps.temporal);
+      const pairs = await serviceKeyPairs(pool, temporal);
       const iso = (d: Date | null) => (d ? d.toISOString() : null);
       return {
         pairs: pairs.map((p) => ({
@@ -88,32 +111,21 @@ export default async function opsServiceKeyRoutes(fastify: FastifyInstance) {
       };
     },
   );
+}
 
-  const Name = Type.String({ pattern: '^[a-z][a-z0-9-]{0,39}$' });
-  app.post(
+function rotateRoute(fastify: FastifyInstance) {
+  const { config, pool, temporal } = fastify.deps;
+  fastify.withTypeProvider<TypeBoxTypeProvider>().post(
     '/api/ops/service-keys/:caller/:target/rotate',
     {
-      config: { access: access.service('operator') },
+      config: operator,
       schema: {
         tags: ['ops'],
         summary: 'Rotate a service key (workflow rotate:<caller>:<target>:<n>); one rotation of a pair at a time (409)',
         params: Type.Object({ caller: Name, target: Name }),
-        body: Type.Optional(
-          Type.Object(
-            { reason: Type.Optional(Type.Union([Type.Literal('annual'), Type.Literal('exposure')])) },
-            { additionalProperties: false },
-          ),
-        ),
+        body: RotationRequest,
         response: {
-          202: Type.Object({
-            caller: Type.String(),
-            target: Type.String(),
-            n: Type.Integer(),
-            reason: Type.String(),
-            workflowId: Type.String(),
-            runId: Type.String(),
-            temporalUiUrl: Type.String(),
-          }),
+          202: RotationStarted,
           401: Type.Ref('Problem'),
           404: Type.Ref('Problem'),
           409: Type.Ref('Problem'),
@@ -121,7 +133,6 @@ export default async function opsServiceKeyRoutes(fastify: FastifyInstance) {
       },
     },
     async (req, reply) => {
-      const { config, pool, temporal } = app.deps;
       const started = await startRotation(
         { pool, temporal, taskQueue: config.TEMPORAL_TASK_QUEUE, settings: rotationSettings(config) },
         req.params,

@@ -31,10 +31,38 @@ const WorkspaceQuery = Type.Object({
 });
 const errors = { 400: Type.Ref('Problem'), 401: Type.Ref('Problem'), 403: Type.Ref('Problem') };
 
-export default async function apiKeyRoutes(fastify: FastifyInstance) {
-  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+const NewApiKey = Type.Object(
+  {
+    name: Text({ minLength: 1, maxLength: 100 }),
+    scopes: Type.Optional(
+      Type.Array(Type.String({ enum: Object.keys(SCOPES) }), {
+        minItems: 1,
+        maxItems: 20,
+        description: 'default ["dashboard:read"]',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+const CreatedApiKey = Type.Intersect([
+  ApiKeySchema,
+  Type.Object({ token: Type.String({ description: 'shown once; store it now' }) }),
+]);
+const KeyItself = Type.Object({
+  workspace: Type.Object({ id: Type.String(), slug: Type.String() }),
+  key: Type.Object({ id: Type.String(), prefix: Type.String(), scopes: Type.Array(Type.String()) }),
+});
 
-  app.get(
+export default async function apiKeyRoutes(fastify: FastifyInstance) {
+  listKeysRoute(fastify);
+  createKeyRoute(fastify);
+  revokeKeyRoute(fastify);
+  keySelfRoute(fastify);
+}
+
+function listKeysRoute(fastify: FastifyInstance) {
+  const { pool } = fastify.deps;
+  fastify.withTypeProvider<TypeBoxTypeProvider>().get(
     '/api/portal/apikeys',
     {
       config: { access: access.admin },
@@ -45,10 +73,14 @@ export default async function apiKeyRoutes(fastify: FastifyInstance) {
         response: { 200: Type.Object({ items: Type.Array(ApiKeySchema) }), ...errors },
       },
     },
-    async (req) => ({ items: await listApiKeys(app.deps.pool, req.adminWorkspace!.id) }),
+    async (req) => ({ items: await listApiKeys(pool, req.adminWorkspace!.id) }),
   );
+}
 
-  app.post(
+/** A new key within the workspace's cap of live keys; its plaintext token is in this answer only. */
+function createKeyRoute(fastify: FastifyInstance) {
+  const { pool, config } = fastify.deps;
+  fastify.withTypeProvider<TypeBoxTypeProvider>().post(
     '/api/portal/apikeys',
     {
       config: { access: access.admin },
@@ -56,24 +88,9 @@ export default async function apiKeyRoutes(fastify: FastifyInstance) {
         tags: ['apikeys'],
         summary: 'Create a workspace API key; the response carries the plaintext token, once',
         querystring: WorkspaceQuery,
-        body: Type.Object(
-          {
-            name: Text({ minLength: 1, maxLength: 100 }),
-            scopes: Type.Optional(
-              Type.Array(Type.String({ enum: Object.keys(SCOPES) }), {
-                minItems: 1,
-                maxItems: 20,
-                description: 'default ["dashboard:read"]',
-              }),
-            ),
-          },
-          { additionalProperties: false },
-        ),
+        body: NewApiKey,
         response: {
-          201: Type.Intersect([
-            ApiKeySchema,
-            Type.Object({ token: Type.String({ description: 'shown once; store it now' }) }),
-          ]),
+          201: CreatedApiKey,
           409: Type.Ref('Problem', {
             description: 'the workspace holds its cap of live keys (maxKeys in the problem)',
           }),
@@ -83,14 +100,13 @@ export default async function apiKeyRoutes(fastify: FastifyInstance) {
     },
     async (req, reply) => {
       const scopes = checkScopes(req.body.scopes);
-      const created = await createApiKey(app.deps.pool, {
+      const created = await createApiKey(pool, {
         workspaceId: req.adminWorkspace!.id,
         name: req.body.name,
         scopes,
         createdBy: req.user!.id,
-        bcryptCost: app.deps.config.BCRYPT_COST,
-        maxKeys: effectiveLimits(app.deps.config, await getLimitOverride(app.deps.pool, req.adminWorkspace!.id))
-          .maxApiKeys,
+        bcryptCost: config.BCRYPT_COST,
+        maxKeys: effectiveLimits(config, await getLimitOverride(pool, req.adminWorkspace!.id)).maxApiKeys,
       });
       req.log.info(
         { workspaceId: req.adminWorkspace!.id, keyId: created.id, keyPrefix: created.prefix, scopes },
@@ -99,7 +115,11 @@ export default async function apiKeyRoutes(fastify: FastifyInstance) {
       return reply.code(201).header('cache-control', 'no-store').send(created);
     },
   );
+}
 
+/** Revoking stops the key at once on every replica (the revocation feed) and in this one's cache. */
+function revokeKeyRoute(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.delete(
     '/api/portal/apikeys/:id',
     {
@@ -127,22 +147,17 @@ export default async function apiKeyRoutes(fastify: FastifyInstance) {
       return reply.code(204).send(null);
     },
   );
+}
 
-  app.get(
+function keySelfRoute(fastify: FastifyInstance) {
+  fastify.withTypeProvider<TypeBoxTypeProvider>().get(
     '/api/portal/apikeys/self',
     {
       config: { access: access.key(null) },
       schema: {
         tags: ['apikeys'],
         summary: 'The calling workspace key: its workspace, prefix and scopes (any valid key)',
-        response: {
-          200: Type.Object({
-            workspace: Type.Object({ id: Type.String(), slug: Type.String() }),
-            key: Type.Object({ id: Type.String(), prefix: Type.String(), scopes: Type.Array(Type.String()) }),
-          }),
-          401: Type.Ref('Problem'),
-          429: Type.Ref('Problem'),
-        },
+        response: { 200: KeyItself, 401: Type.Ref('Problem'), 429: Type.Ref('Problem') },
       },
     },
     async (req) => ({ workspace: req.workspace!, key: req.apiKey! }),

@@ -42,13 +42,34 @@ const Changed = Type.Intersect([
 const EMAIL_CHANGE_SENT =
   'We sent a confirmation link to the new address; the change takes effect once it is confirmed from there.';
 
-export default async function profileRoutes(fastify: FastifyInstance) {
-  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const { config, pool } = app.deps;
-  // a wrong current password counts like a failed login, per person
-  const throttle = new PasswordThrottle(app.deps.redis, config, 'password-check-failures');
+const ProfileChange = Type.Object(
+  {
+    name: Type.Optional(Text({ minLength: 1, maxLength: 200 })),
+    email: Type.Optional(EmailAddress),
+    currentPassword: Type.Optional(Text({ minLength: 1, maxLength: 1024 })),
+    newPassword: Type.Optional(Text({ minLength: 1, maxLength: 1024 })),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+const PROFILE_CHANGE_DESCRIPTION =
+  'A new `email` is mailed a single-use confirmation link (valid EMAIL_CHANGE_TTL, 24 h) and takes effect only once confirmed; the current address is told. ' +
+  'The answer is then 202 with `message`, the same whether or not another account uses that address (which then gets a notice of the attempt, no link, and never changes hands). ' +
+  `A \`newPassword\` (at least ${PASSWORD_MIN_LENGTH} characters, at most ${PASSWORD_MAX_BYTES} bytes) ends every other session of yours at once. ` +
+  'Both need `currentPassword` (403 when wrong; repeated failures get 429).';
+const EmailConfirmation = Type.Object(
+  { token: Text({ minLength: 20, maxLength: 200 }) },
+  { additionalProperties: false },
+);
 
-  app.get(
+export default async function profileRoutes(fastify: FastifyInstance) {
+  profileRoute(fastify);
+  changeProfileRoute(fastify);
+  confirmEmailRoute(fastify);
+}
+
+function profileRoute(fastify: FastifyInstance) {
+  const { pool } = fastify.deps;
+  fastify.withTypeProvider<TypeBoxTypeProvider>().get(
     '/api/portal/profile',
     {
       config: { access: access.user },
@@ -60,6 +81,14 @@ export default async function profileRoutes(fastify: FastifyInstance) {
     },
     async (req) => getProfile(pool, req.user!.id),
   );
+}
+
+/** A change of name, e-mail or password; the e-mail and password need the current password, throttled. */
+function changeProfileRoute(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const { config, pool } = app.deps;
+  // a wrong current password counts like a failed login, per person
+  const throttle = new PasswordThrottle(app.deps.redis, config, 'password-check-failures');
 
   app.put(
     '/api/portal/profile',
@@ -68,20 +97,8 @@ export default async function profileRoutes(fastify: FastifyInstance) {
       schema: {
         tags: ['profile'],
         summary: 'Change your name, e-mail address or password (fields left out stay as they are)',
-        description:
-          'A new `email` is mailed a single-use confirmation link (valid EMAIL_CHANGE_TTL, 24 h) and takes effect only once confirmed; the current address is told. ' +
-          'The answer is then 202 with `message`, the same whether or not another account uses that address (which then gets a notice of the attempt, no link, and never changes hands). ' +
-          `A \`newPassword\` (at least ${PASSWORD_MIN_LENGTH} characters, at most ${PASSWORD_MAX_BYTES} bytes) ends every other session of yours at once. ` +
-          'Both need `currentPassword` (403 when wrong; repeated failures get 429).',
-        body: Type.Object(
-          {
-            name: Type.Optional(Text({ minLength: 1, maxLength: 200 })),
-            email: Type.Optional(EmailAddress),
-            currentPassword: Type.Optional(Text({ minLength: 1, maxLength: 1024 })),
-            newPassword: Type.Optional(Text({ minLength: 1, maxLength: 1024 })),
-          },
-          { additionalProperties: false, minProperties: 1 },
-        ),
+        description: PROFILE_CHANGE_DESCRIPTION,
+        body: ProfileChange,
         response: {
           200: Changed,
           202: Changed,
@@ -119,28 +136,23 @@ export default async function profileRoutes(fastify: FastifyInstance) {
         user,
         req.body,
       );
-      req.log.info(
-        {
-          userId: user.id,
-          emailConfirmationSent: changed.emailConfirmationSent,
-          passwordChanged: changed.passwordChanged,
-          otherSessionsEnded: changed.otherSessionsEnded,
-        },
-        'profile changed',
-      );
-      const answer = {
-        ...changed.profile,
+      const outcome = {
         emailConfirmationSent: changed.emailConfirmationSent,
         passwordChanged: changed.passwordChanged,
         otherSessionsEnded: changed.otherSessionsEnded,
       };
+      req.log.info({ userId: user.id, ...outcome }, 'profile changed');
+      const answer = { ...changed.profile, ...outcome };
       if (!changed.emailConfirmationSent) return answer;
       reply.code(202);
       return { ...answer, message: EMAIL_CHANGE_SENT };
     },
   );
+}
 
-  app.post(
+function confirmEmailRoute(fastify: FastifyInstance) {
+  const { pool } = fastify.deps;
+  fastify.withTypeProvider<TypeBoxTypeProvider>().post(
     '/api/portal/profile/email/confirm',
     {
       config: { access: access.public },
@@ -149,7 +161,7 @@ export default async function profileRoutes(fastify: FastifyInstance) {
         summary: 'Confirm a new e-mail address with the token of the mailed link; the address changes now',
         description:
           '404: not a valid link (or replaced by a newer request); 409: confirmed already, or the address was taken meanwhile; 410: expired.',
-        body: Type.Object({ token: Text({ minLength: 20, maxLength: 200 }) }, { additionalProperties: false }),
+        body: EmailConfirmation,
         response: {
           200: Type.Object({ email: Type.String() }),
           400: Problem,

@@ -41,6 +41,28 @@ const JobState = Type.Union([
   Type.Literal('failed'),
 ]);
 
+/** Who may read: the ERP entry's key for a caller logged in to the tenant's ERP, or an erp / saas-jobs key. */
+const erp = { access: access.service('erp', 'saas-jobs') };
+const TenantTiers = Type.Object({
+  tenant: Type.String(),
+  current: Type.String(),
+  tiers: Type.Array(
+    Type.Object({
+      code: Type.String(),
+      name: Type.String(),
+      modules: Type.Integer(),
+      current: Type.Boolean(),
+    }),
+  ),
+});
+const TierParams = Type.Object({ tenant: TenantName, code: Type.String({ pattern: '^[a-z]{1,30}$', maxLength: 30 }) });
+const TierModules = Type.Object({ tier: Type.String(), name: Type.String(), modules: Type.Array(Module) });
+const SubscriptionParams = Type.Object({
+  tenant: TenantName,
+  sub: Type.String({ pattern: '^sub_[A-Za-z0-9]{1,64}$', maxLength: 68 }),
+});
+const TenantSubscription = Type.Object({ ...SubscriptionSchema.properties, tenant: Type.String() });
+
 export default async function saasRoutes(fastify: FastifyInstance) {
   tierReadRoutes(fastify);
   jobCallbackRoutes(fastify);
@@ -48,10 +70,14 @@ export default async function saasRoutes(fastify: FastifyInstance) {
 
 /** What a tenant ERP reads of its SaaS standing: the tiers, a tier's modules, its subscription. */
 function tierReadRoutes(fastify: FastifyInstance) {
-  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const erp = { access: access.service('erp', 'saas-jobs') };
+  tiersRoute(fastify);
+  tierModulesRoute(fastify);
+  subscriptionRoute(fastify);
+}
 
-  app.get(
+function tiersRoute(fastify: FastifyInstance) {
+  const { pool } = fastify.deps;
+  fastify.withTypeProvider<TypeBoxTypeProvider>().get(
     '/api/saas/:tenant/tiers',
     {
       config: erp,
@@ -59,24 +85,11 @@ function tierReadRoutes(fastify: FastifyInstance) {
         tags: ['saas'],
         summary: "Tenant ERP /svc/saas/tiers: the platform's tiers, and which one this tenant runs",
         params: Type.Object({ tenant: TenantName }),
-        response: {
-          200: Type.Object({
-            tenant: Type.String(),
-            current: Type.String(),
-            tiers: Type.Array(
-              Type.Object({
-                code: Type.String(),
-                name: Type.String(),
-                modules: Type.Integer(),
-                current: Type.Boolean(),
-              }),
-            ),
-          }),
-        },
+        response: { 200: TenantTiers },
       },
     },
     async (req) => {
-      const t = await requireTenant(app.deps.pool, req.params.tenant);
+      const t = await requireTenant(pool, req.params.tenant);
       return {
         tenant: t.name,
         current: t.tier,
@@ -89,20 +102,23 @@ function tierReadRoutes(fastify: FastifyInstance) {
       };
     },
   );
+}
 
-  app.get(
+function tierModulesRoute(fastify: FastifyInstance) {
+  const { pool } = fastify.deps;
+  fastify.withTypeProvider<TypeBoxTypeProvider>().get(
     '/api/saas/:tenant/tier/:code/modules',
     {
       config: erp,
       schema: {
         tags: ['saas'],
         summary: 'Tenant ERP /svc/saas/tier/<code>/modules: the ERP modules of a tier',
-        params: Type.Object({ tenant: TenantName, code: Type.String({ pattern: '^[a-z]{1,30}$', maxLength: 30 }) }),
-        response: { 200: Type.Object({ tier: Type.String(), name: Type.String(), modules: Type.Array(Module) }) },
+        params: TierParams,
+        response: { 200: TierModules },
       },
     },
     async (req) => {
-      await requireTenant(app.deps.pool, req.params.tenant);
+      await requireTenant(pool, req.params.tenant);
       const tier = tierInfo(req.params.code);
       if (!tier)
         throw new AppError(
@@ -112,22 +128,22 @@ function tierReadRoutes(fastify: FastifyInstance) {
       return { tier: tier.code, name: tier.name, modules: tier.modules };
     },
   );
+}
 
-  app.get(
+function subscriptionRoute(fastify: FastifyInstance) {
+  const { pool } = fastify.deps;
+  fastify.withTypeProvider<TypeBoxTypeProvider>().get(
     '/api/saas/:tenant/subscription/:sub',
     {
       config: erp,
       schema: {
         tags: ['saas'],
         summary: "Tenant ERP /svc/saas/subscription/<sub>: the tenant's subscription, by its provider id",
-        params: Type.Object({
-          tenant: TenantName,
-          sub: Type.String({ pattern: '^sub_[A-Za-z0-9]{1,64}$', maxLength: 68 }),
-        }),
-        response: { 200: Type.Object({ ...SubscriptionSchema.properties, tenant: Type.String() }) },
+        params: SubscriptionParams,
+        response: { 200: TenantSubscription },
       },
     },
-    async (req) => tenantSubscription(app.deps.pool, req.params.tenant, req.params.sub),
+    async (req) => tenantSubscription(pool, req.params.tenant, req.params.sub),
   );
 }
 
