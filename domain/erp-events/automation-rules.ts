@@ -123,6 +123,20 @@ export async function ensureEventRules(
   opts: { tenant: string; eventsUrl: string; ingestionKey: string },
 ): Promise<EventRulesResult> {
   const result: EventRulesResult = { created: [], updated: [], unchanged: [], skipped: [] };
+  const erp = await readRulesInErp(admin);
+  for (const def of EVENT_RULES) result[await ensureRule(admin, erp, def, opts)].push(def.type);
+  return result;
+}
+
+/** What the rules are made of in this ERP: model and field ids by name, and the rules there already. */
+interface RulesInErp {
+  modelId: Map<string, number>;
+  /** By `<model>.<field>`. */
+  fieldId: Map<string, number>;
+  existing: RuleRow[];
+}
+
+async function readRulesInErp(admin: ErpSession): Promise<RulesInErp> {
   const modelNames = [...new Set(EVENT_RULES.map((r) => r.model))];
   const models = await admin.callKw<{ id: number; model: string }[]>(
     'ir.model',
@@ -130,7 +144,6 @@ export async function ensureEventRules(
     [[['model', 'in', modelNames]]],
     { fields: ['model'] },
   );
-  const modelId = new Map(models.map((m) => [m.model, m.id]));
   const fieldNames = [...new Set(EVENT_RULES.flatMap((r) => r.fields))];
   const fieldRows = await admin.callKw<{ id: number; name: string; model: string }[]>(
     'ir.model.fields',
@@ -143,7 +156,6 @@ export async function ensureEventRules(
     ],
     { fields: ['name', 'model'] },
   );
-  const fieldId = new Map(fieldRows.map((f) => [`${f.model}.${f.name}`, f.id]));
   const existing = await admin.callKw<RuleRow[]>(
     'base.automation',
     'search_read',
@@ -155,79 +167,103 @@ export async function ensureEventRules(
     ],
     { fields: ['name', 'active', 'trigger', 'filter_pre_domain', 'filter_domain', 'action_server_ids'] },
   );
+  return {
+    modelId: new Map(models.map((m) => [m.model, m.id])),
+    fieldId: new Map(fieldRows.map((f) => [`${f.model}.${f.name}`, f.id])),
+    existing,
+  };
+}
 
-  for (const def of EVENT_RULES) {
-    const model = modelId.get(def.model);
-    if (model === undefined) {
-      result.skipped.push(def.type);
-      continue;
-    }
-    const name = `${RULE_PREFIX}${def.type}`;
-    const url = eventRuleUrl(opts.eventsUrl, opts.ingestionKey, opts.tenant, def.type);
-    const fields = def.fields
-      .map((f) => fieldId.get(`${def.model}.${f}`))
-      .filter((id): id is number => id !== undefined)
-      .sort((a, b) => a - b);
-    const action = {
-      name: `Post ${def.type} to the platform`,
-      model_id: model,
-      state: 'webhook',
-      usage: 'base_automation',
-      webhook_url: url,
-      webhook_field_ids: [[6, 0, fields]],
-    };
-    const rule = existing.find((r) => r.name === name);
-    if (!rule) {
-      const id = await admin.callKw<number>('base.automation', 'create', [
-        {
-          name,
-          model_id: model,
-          trigger: 'on_create_or_write',
-          filter_pre_domain: def.preDomain,
-          filter_domain: def.domain,
-          active: true,
-        },
-      ]);
-      await admin.callKw('ir.actions.server', 'create', [{ ...action, base_automation_id: id }]);
-      result.created.push(def.type);
-      continue;
-    }
-    let changed = false;
-    if (
-      !rule.active ||
-      rule.trigger !== 'on_create_or_write' ||
-      rule.filter_pre_domain !== def.preDomain ||
-      rule.filter_domain !== def.domain
-    ) {
-      await admin.callKw('base.automation', 'write', [
-        [rule.id],
-        { active: true, trigger: 'on_create_or_write', filter_pre_domain: def.preDomain, filter_domain: def.domain },
-      ]);
-      changed = true;
-    }
-    const actions = rule.action_server_ids.length
-      ? await admin.callKw<ActionRow[]>('ir.actions.server', 'read', [
-          rule.action_server_ids,
-          ['state', 'webhook_url', 'webhook_field_ids'],
-        ])
-      : [];
-    const webhook = actions.find((a) => a.state === 'webhook');
-    if (!webhook) {
-      await admin.callKw('ir.actions.server', 'create', [{ ...action, base_automation_id: rule.id }]);
-      changed = true;
-    } else if (
-      webhook.webhook_url !== url ||
-      [...webhook.webhook_field_ids].sort((a, b) => a - b).join() !== fields.join()
-    ) {
-      await admin.callKw('ir.actions.server', 'write', [
-        [webhook.id],
-        { webhook_url: url, webhook_field_ids: [[6, 0, fields]] },
-      ]);
-      changed = true;
-    }
-    (changed ? result.updated : result.unchanged).push(def.type);
+/** The rule's webhook action as it must be. */
+interface WebhookAction {
+  name: string;
+  model_id: number;
+  state: 'webhook';
+  usage: 'base_automation';
+  webhook_url: string;
+  webhook_field_ids: [[6, 0, number[]]];
+}
+
+/** One event type's rule: made, repaired, left as it is, or skipped when the ERP has not its model. */
+async function ensureRule(
+  admin: ErpSession,
+  erp: RulesInErp,
+  def: EventRuleDef,
+  opts: { tenant: string; eventsUrl: string; ingestionKey: string },
+): Promise<keyof EventRulesResult> {
+  const model = erp.modelId.get(def.model);
+  if (model === undefined) return 'skipped';
+  const name = `${RULE_PREFIX}${def.type}`;
+  const fields = def.fields
+    .map((f) => erp.fieldId.get(`${def.model}.${f}`))
+    .filter((id): id is number => id !== undefined)
+    .sort((a, b) => a - b);
+  const action: WebhookAction = {
+    name: `Post ${def.type} to the platform`,
+    model_id: model,
+    state: 'webhook',
+    usage: 'base_automation',
+    webhook_url: eventRuleUrl(opts.eventsUrl, opts.ingestionKey, opts.tenant, def.type),
+    webhook_field_ids: [[6, 0, fields]],
+  };
+  const rule = erp.existing.find((r) => r.name === name);
+  if (!rule) {
+    const id = await admin.callKw<number>('base.automation', 'create', [
+      {
+        name,
+        model_id: model,
+        trigger: 'on_create_or_write',
+        filter_pre_domain: def.preDomain,
+        filter_domain: def.domain,
+        active: true,
+      },
+    ]);
+    await admin.callKw('ir.actions.server', 'create', [{ ...action, base_automation_id: id }]);
+    return 'created';
   }
-  return result;
+  const ruleChanged = await repairTrigger(admin, rule, def);
+  const actionChanged = await repairWebhook(admin, rule, action);
+  return ruleChanged || actionChanged ? 'updated' : 'unchanged';
+}
+
+/** Brings the rule's trigger and domains back (and unarchives it); answers whether it changed. */
+async function repairTrigger(admin: ErpSession, rule: RuleRow, def: EventRuleDef): Promise<boolean> {
+  if (
+    rule.active &&
+    rule.trigger === 'on_create_or_write' &&
+    rule.filter_pre_domain === def.preDomain &&
+    rule.filter_domain === def.domain
+  )
+    return false;
+  await admin.callKw('base.automation', 'write', [
+    [rule.id],
+    { active: true, trigger: 'on_create_or_write', filter_pre_domain: def.preDomain, filter_domain: def.domain },
+  ]);
+  return true;
+}
+
+/** Brings the rule's webhook action back (made anew when missing; its URL and fields); answers whether it changed. */
+async function repairWebhook(admin: ErpSession, rule: RuleRow, action: WebhookAction): Promise<boolean> {
+  const actions = rule.action_server_ids.length
+    ? await admin.callKw<ActionRow[]>('ir.actions.server', 'read', [
+        rule.action_server_ids,
+        ['state', 'webhook_url', 'webhook_field_ids'],
+      ])
+    : [];
+  const webhook = actions.find((a) => a.state === 'webhook');
+  if (!webhook) {
+    await admin.callKw('ir.actions.server', 'create', [{ ...action, base_automation_id: rule.id }]);
+    return true;
+  }
+  const fields = action.webhook_field_ids[0][2];
+  const url = action.webhook_url;
+  if (webhook.webhook_url === url && [...webhook.webhook_field_ids].sort((a, b) => a - b).join() === fields.join())
+    return false;
+  await admin.callKw('ir.actions.server', 'write', [
+    [webhook.id],
+    { webhook_url: url, webhook_field_ids: [[6, 0, fields]] },
+  ]);
+  return true;
 }
 
 /** One line for the step's detail in the workflow history (never the URL: it holds the token). */

@@ -10,7 +10,7 @@
 import type pg from 'pg';
 import pLimit from 'p-limit';
 import { routedTenants } from '../tenants/http-routes.js';
-import { adminSession, type ErpApiUserDeps } from '../erp/api-user.js';
+import { adminSession, type ErpApiUserDeps } from '../erp/admin-session.js';
 import { ErpFault } from '../erp/client.js';
 import { ensureEventRules } from './automation-rules.js';
 import type { SecretStore } from '../service-keys/secret-store.js';

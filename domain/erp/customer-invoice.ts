@@ -4,7 +4,7 @@
  * The ERP's own automation rule "Plana: invoice.posted" (event-rules.ts) then posts the change to
  * the event ingestion, and the webhook dispatcher delivers it: the path a real invoice takes.
  */
-import { adminSession, type ErpApiUserDeps } from './api-user.js';
+import { adminSession, type ErpApiUserDeps } from './admin-session.js';
 
 export interface PostedInvoice {
   id: number;

@@ -15,7 +15,7 @@
  */
 import type { Tier } from '../tenants/types.js';
 import { CATALOGUE_MODULES, tierModuleNames } from '../billing/tiers.js';
-import { adminSession, tenantAdminPassword, type ErpApiUserDeps } from './api-user.js';
+import { adminSession, tenantAdminPassword, type ErpApiUserDeps } from './admin-session.js';
 import type { ErpSession } from './client.js';
 import { ensureEventRules, type EventRulesResult } from '../erp-events/automation-rules.js';
 

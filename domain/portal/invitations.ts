@@ -8,16 +8,16 @@
  *
  * Every write and its e-mail share one transaction: when the mail cannot be sent, nothing is kept.
  */
-import bcrypt from 'bcrypt';
 import type pg from 'pg';
 import { withTransaction } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import type { NotificationsMailClient } from '../notifications/mail-client.js';
 import { invitationEmail } from './emails.js';
 import { hashLinkToken, newLinkToken } from './link-tokens.js';
-import { checkNewPassword } from './passwords.js';
 
 export type Role = 'admin' | 'member';
+
+export { acceptInvitation, type AcceptedInvitation } from './invitation-acceptance.js';
 
 export interface Invitation {
   id: string;
@@ -211,103 +211,4 @@ export async function revokeInvitation(pool: pg.Pool, workspaceId: string, id: s
   if (!rows[0]) throw new AppError('NOT_FOUND', `This workspace has no invitation ${id}.`);
   if (rows[0].accepted)
     throw new AppError('CONFLICT', 'This invitation was accepted already; the person is a member now.');
-}
-
-export interface AcceptedInvitation {
-  user: { id: string; email: string; name: string };
-  workspace: { id: string; slug: string; name: string };
-  role: Role;
-  accountCreated: boolean;
-}
-
-/**
- * Accepts an invitation by its token. A new address: `name` and `password` create the account. An
- * address with an account: `password` must be that account's (401 otherwise; its name and password
- * stay as they are). 404 for a token that is not (or no longer, after a re-invite) an invitation's,
- * 409 once accepted, 410 when revoked or expired. Concurrent accepts of one token queue on its row:
- * exactly one succeeds.
- */
-export async function acceptInvitation(
-  pool: pg.Pool,
-  bcryptCost: number,
-  input: { token: string; name?: string; password: string },
-): Promise<AcceptedInvitation> {
-  return withTransaction(pool, async (db) => {
-    const found = await db.query<{
-      id: string;
-      workspace_id: string;
-      email: string;
-      role: Role;
-      accepted_at: Date | null;
-      revoked_at: Date | null;
-      expired: boolean;
-    }>(
-      `SELECT id, workspace_id, email, role, accepted_at, revoked_at, expires_at <= now() AS expired
-         FROM workspace_invitations WHERE token_hash = $1 FOR UPDATE`,
-      [hashLinkToken(input.token)],
-    );
-    const inv = found.rows[0];
-    if (!inv)
-      throw new AppError(
-        'NOT_FOUND',
-        'This invitation link is not valid: it may have been replaced by a newer invitation. Use the link of the latest invitation e-mail.',
-      );
-    if (inv.accepted_at) throw new AppError('CONFLICT', 'This invitation was accepted already; log in instead.');
-    if (inv.revoked_at)
-      throw new AppError('GONE', 'This invitation was revoked; ask an admin of the workspace for a new one.');
-    if (inv.expired)
-      throw new AppError('GONE', 'This invitation has expired; ask an admin of the workspace to invite you again.');
-
-    const existing = await db.query<{ id: string; email: string; name: string; password_hash: string | null }>(
-      'SELECT id, email, name, password_hash FROM users WHERE lower(email) = lower($1)',
-      [inv.email],
-    );
-    let user: { id: string; email: string; name: string };
-    let accountCreated = false;
-    const account = existing.rows[0];
-    if (account) {
-      const ok = account.password_hash ? await bcrypt.compare(input.password, account.password_hash) : false;
-      if (!ok)
-        throw new AppError(
-          'UNAUTHORIZED',
-          `${inv.email} already has an account: give its password to accept the invitation.`,
-        );
-      user = { id: account.id, email: account.email, name: account.name };
-    } else {
-      const name = input.name?.trim();
-      if (!name)
-        throw new AppError('BAD_REQUEST', 'Give your name to create your account.', {
-          errors: [{ field: 'body.name', message: 'required for a new account' }],
-        });
-      checkNewPassword(input.password, 'body.password');
-      const created = await db.query<{ id: string; email: string; name: string }>(
-        'INSERT INTO users (email, name, password_hash) VALUES ($1, $2, $3) RETURNING id, email, name',
-        [inv.email, name, await bcrypt.hash(input.password, bcryptCost)],
-      );
-      user = created.rows[0]!;
-      accountCreated = true;
-    }
-    // someone added meanwhile keeps the role they have
-    await db.query(
-      'INSERT INTO memberships (user_id, workspace_id, role) VALUES ($1, $2, $3) ON CONFLICT (user_id, workspace_id) DO NOTHING',
-      [user.id, inv.workspace_id, inv.role],
-    );
-    const role = (
-      await db.query<{ role: Role }>('SELECT role FROM memberships WHERE user_id = $1 AND workspace_id = $2', [
-        user.id,
-        inv.workspace_id,
-      ])
-    ).rows[0]!.role;
-    await db.query('UPDATE workspace_invitations SET accepted_at = now(), accepted_by = $2 WHERE id = $1', [
-      inv.id,
-      user.id,
-    ]);
-    const workspace = (
-      await db.query<{ id: string; slug: string; name: string }>(
-        'SELECT id, slug, name FROM workspaces WHERE id = $1',
-        [inv.workspace_id],
-      )
-    ).rows[0]!;
-    return { user, workspace, role, accountCreated };
-  });
 }

@@ -12,7 +12,6 @@
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type pg from 'pg';
-import type { Config } from '../../lib/config.js';
 import { withTransaction, type Queryable } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import { searchAttributes } from '../workflow-search-attributes.js';
@@ -29,20 +28,7 @@ import type { TransactionalSecretStoreWriter } from './secret-store.js';
 
 export type Pair = { caller: string; target: string };
 
-export const rotationSettings = (cfg: Config): RotationSettings => ({
-  acceptWaitMs: cfg.SERVICE_KEY_ROTATION_ACCEPT_WAIT_MS,
-  quietPeriodMs: cfg.SERVICE_KEY_ROTATION_QUIET_MS,
-  pollIntervalMs: cfg.SERVICE_KEY_ROTATION_POLL_MS,
-  deadlineMs: cfg.SERVICE_KEY_ROTATION_DEADLINE_MS,
-  rollbackWaitMs: cfg.SERVICE_KEY_ROTATION_ROLLBACK_WAIT_MS,
-  // a holding process reports at most a heartbeat plus a tick (≤ a heartbeat) apart; the target
-  // writes it within a usage flush (domain/service-keys/holders.ts)
-  holderWindowMs: 2 * cfg.SERVICE_KEY_HOLDER_HEARTBEAT_MS + cfg.SERVICE_KEY_USAGE_FLUSH_MS,
-  // a holding process reads the store once a tick (holderOptions: the cache TTL, at least 1 s) and
-  // reports a new version at once; the target writes it within a usage flush
-  exposureNoticeMs: Math.max(cfg.SERVICE_KEY_SECRET_TTL_MS, 1_000) + cfg.SERVICE_KEY_USAGE_FLUSH_MS,
-  exposurePollMs: Math.min(cfg.SERVICE_KEY_ROTATION_POLL_MS, Math.max(cfg.SERVICE_KEY_USAGE_FLUSH_MS, 250)),
-});
+export { rotationSettings } from './rotation-settings.js';
 
 export interface RotationStarted {
   caller: string;
@@ -56,62 +42,48 @@ export interface RotationStarted {
 /** How long a committed rotation row may wait for its workflow to start before it counts as abandoned. */
 const START_GRACE_MS = 60_000;
 
+type RotationStartDeps = {
+  pool: pg.Pool;
+  temporal: Client;
+  taskQueue: string;
+  settings: RotationSettings;
+  inventory?: readonly ServiceKeyPair[];
+};
+
+const rotatedAlready = (pair: Pair) =>
+  new AppError(
+    'CONFLICT',
+    `${pair.caller} → ${pair.target} is being rotated already; one rotation of a pair at a time.`,
+  );
+
 /**
  * Starts `rotate:<caller>:<target>:<n>`. 404 for a pair without a current key, 409 while another
  * rotation of the pair runs (the message names it).
  */
 export async function startRotation(
-  deps: {
-    pool: pg.Pool;
-    temporal: Client;
-    taskQueue: string;
-    settings: RotationSettings;
-    inventory?: readonly ServiceKeyPair[];
-  },
+  deps: RotationStartDeps,
   pair: Pair,
   reason: RotationReason,
 ): Promise<RotationStarted> {
   const proof = switchProofOf(pair, deps.inventory);
-  const refused = () =>
-    new AppError(
-      'CONFLICT',
-      `${pair.caller} → ${pair.target} is being rotated already; one rotation of a pair at a time.`,
-    );
-  // 1. take the pair's lock: the rotation's row, committed before its workflow starts (the
-  //    workflow's first activity reads it)
-  let n: number;
+  const n = await lockPair(deps, pair, reason);
+  return startRotationWorkflow(deps, pair, { n, reason, proof });
+}
+
+/**
+ * Takes the pair's lock: the rotation's row, committed before its workflow starts (the workflow's
+ * first activity reads it). Answers the rotation's number.
+ */
+async function lockPair(deps: RotationStartDeps, pair: Pair, reason: RotationReason): Promise<number> {
   try {
-    n = await withTransaction(deps.pool, async (db) => {
+    return await withTransaction(deps.pool, async (db) => {
       const { rows: current } = await db.query(
         `SELECT 1 FROM service_keys WHERE caller = $1 AND target = $2 AND state = 'current'`,
         [pair.caller, pair.target],
       );
       if (!current.length)
         throw new AppError('NOT_FOUND', `${pair.caller} → ${pair.target} has no current service key to rotate.`);
-
-      const { rows: open } = await db.query<{ workflow_id: string; starting: boolean }>(
-        `SELECT workflow_id, started_at > now() - make_interval(secs => $3::double precision / 1000) AS starting
-           FROM service_key_rotations WHERE caller = $1 AND target = $2 AND finished_at IS NULL FOR UPDATE`,
-        [pair.caller, pair.target, START_GRACE_MS],
-      );
-      const holder = open[0]?.workflow_id;
-      if (holder) {
-        const status = await workflowStatus(deps.temporal, holder);
-        // a row without its workflow yet is a start in progress (committed, not started yet), unless
-        // it is older than the grace period: then its starter died between the two
-        if (status === 'RUNNING' || (status === 'NOT_FOUND' && open[0]!.starting)) {
-          throw new AppError(
-            'CONFLICT',
-            `${pair.caller} → ${pair.target} is being rotated already (${holder}); one rotation of a pair at a time.`,
-          );
-        }
-        // its workflow ended without finishing, or never started (the starter died after the commit)
-        await db.query(
-          `UPDATE service_key_rotations SET finished_at = now(), outcome = 'abandoned', message = $2 WHERE workflow_id = $1 AND finished_at IS NULL`,
-          [holder, `the workflow ended without finishing (${status})`],
-        );
-      }
-
+      await releaseEndedHolder(db, deps.temporal, pair);
       const { rows } = await db.query<{ n: number }>(
         `INSERT INTO service_key_rotations (workflow_id, caller, target, n, reason)
          SELECT 'rotate:' || $1 || ':' || $2 || ':' || (COALESCE(MAX(n), 0) + 1), $1, $2, COALESCE(MAX(n), 0) + 1, $3
@@ -123,12 +95,47 @@ export async function startRotation(
     });
   } catch (err) {
     // two starts at once: the second waits on the first's row (partial unique index), then collides
-    if ((err as { code?: string }).code === '23505') throw refused();
+    if ((err as { code?: string }).code === '23505') throw rotatedAlready(pair);
     throw err;
   }
+}
 
-  // 2. start the workflow; if that fails, release the lock so the pair can be rotated again
-  const workflowId = rotationWorkflowId(pair.caller, pair.target, n);
+/**
+ * The pair's unfinished rotation, if any: 409 while its workflow runs (or is still starting);
+ * marked `abandoned` when its workflow ended without finishing, or never started.
+ */
+async function releaseEndedHolder(db: pg.PoolClient, temporal: Client, pair: Pair): Promise<void> {
+  const { rows: open } = await db.query<{ workflow_id: string; starting: boolean }>(
+    `SELECT workflow_id, started_at > now() - make_interval(secs => $3::double precision / 1000) AS starting
+       FROM service_key_rotations WHERE caller = $1 AND target = $2 AND finished_at IS NULL FOR UPDATE`,
+    [pair.caller, pair.target, START_GRACE_MS],
+  );
+  const holder = open[0]?.workflow_id;
+  if (!holder) return;
+  const status = await workflowStatus(temporal, holder);
+  // a row without its workflow yet is a start in progress (committed, not started yet), unless
+  // it is older than the grace period: then its starter died between the two
+  if (status === 'RUNNING' || (status === 'NOT_FOUND' && open[0]!.starting)) {
+    throw new AppError(
+      'CONFLICT',
+      `${pair.caller} → ${pair.target} is being rotated already (${holder}); one rotation of a pair at a time.`,
+    );
+  }
+  // its workflow ended without finishing, or never started (the starter died after the commit)
+  await db.query(
+    `UPDATE service_key_rotations SET finished_at = now(), outcome = 'abandoned', message = $2 WHERE workflow_id = $1 AND finished_at IS NULL`,
+    [holder, `the workflow ended without finishing (${status})`],
+  );
+}
+
+/** Starts the rotation's workflow; if that fails, releases the pair's lock so the pair can be rotated again. */
+async function startRotationWorkflow(
+  deps: RotationStartDeps,
+  pair: Pair,
+  { n, reason, proof }: { n: number; reason: RotationReason; proof: ReturnType<typeof switchProofOf> },
+): Promise<RotationStarted> {
+  const { caller, target } = pair;
+  const workflowId = rotationWorkflowId(caller, target, n);
   try {
     const handle = await deps.temporal.workflow.start<RotateServiceKeyWorkflow>(ROTATE_SERVICE_KEY_WORKFLOW, {
       workflowId,
@@ -136,10 +143,10 @@ export async function startRotation(
       args: [{ ...pair, n, reason, settings: deps.settings, proof }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       workflowIdConflictPolicy: 'FAIL',
-      staticSummary: `Rotate the ${pair.caller} → ${pair.target} service key (#${n}, ${reason})`,
+      staticSummary: `Rotate the ${caller} → ${target} service key (#${n}, ${reason})`,
       staticDetails:
-        `Steps: new key registered pending at ${pair.target} → stored as a new secret version → made current for ${pair.caller} → ` +
-        `verified from ${pair.target}'s usage records (switch proof: ${proof}${reason === 'exposure' ? '; exposure: no quiet period' : ''}) → promoted, old key revoked. Rolls back if ${pair.caller} has not switched ` +
+        `Steps: new key registered pending at ${target} → stored as a new secret version → made current for ${caller} → ` +
+        `verified from ${target}'s usage records (switch proof: ${proof}${reason === 'exposure' ? '; exposure: no quiet period' : ''}) → promoted, old key revoked. Rolls back if ${caller} has not switched ` +
         `within ${Math.round(deps.settings.deadlineMs / 1000)} s.`,
       typedSearchAttributes: [{ key: searchAttributes.currentStep, value: 'queued' }],
     });
@@ -148,7 +155,7 @@ export async function startRotation(
     await finishRotation(deps.pool, workflowId, 'abandoned', {
       message: `the workflow did not start: ${(err as Error).message}`,
     });
-    if (err instanceof WorkflowExecutionAlreadyStartedError) throw refused();
+    if (err instanceof WorkflowExecutionAlreadyStartedError) throw rotatedAlready(pair);
     throw err;
   }
 }

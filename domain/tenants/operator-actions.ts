@@ -11,19 +11,14 @@ import { withTransaction } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import { temporalUiLink } from '../../lib/temporal.js';
 import { immutableChanges, problemsDetail, sameSpec, type TenantClient } from './tenant-client.js';
-import { searchAttributes } from '../workflow-search-attributes.js';
+import { signalWithStartTenant, type Spec, type StoredGeneration } from './tenant-workflow-start.js';
 import {
-  applySignal,
   cancelUpdate,
   deleteUpdate,
   reactivateUpdate,
   retryChatRoomUpdate,
   statusQuery,
-  TENANT_LIFECYCLE_WORKFLOW,
   tenantWorkflowId,
-  type ApplyRequest,
-  type TenantLifecycleInput,
-  type TenantLifecycleWorkflow,
 } from './workflow-contract.js';
 import {
   TENANT_CLIENT_API_VERSION,
@@ -109,75 +104,8 @@ export async function applyTenantClient(
   const { spec } = resource;
   const workflowId = tenantWorkflowId(name);
   return withTransaction(deps.pool, async (db) => {
-    let result: ApplyResult = 'created';
-    const inserted = await db.query<{ uid: string; generation: number }>(
-      `INSERT INTO tenant_clients (name, spec) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING uid, generation`,
-      [name, JSON.stringify(spec)],
-    );
-    let row = inserted.rows[0];
-    if (!row) {
-      // someone else's apply of the same name waits here until ours commits (and vice versa)
-      const current = (
-        await db.query<TenantClientRow>('SELECT * FROM tenant_clients WHERE name = $1 FOR UPDATE', [name])
-      ).rows[0]!;
-      // the mirror in PostgreSQL may trail an operator action the workflow has just accepted (a
-      // cancel answered a moment ago): the workflow's own answer decides when the row still looks active
-      const phase = closedPhases.includes(current.phase)
-        ? current.phase
-        : ((await liveStatus(deps.temporal, name))?.phase ?? current.phase);
-      if (closedPhases.includes(phase)) {
-        throw new AppError(
-          'CONFLICT',
-          `TenantClient "${name}" is ${phase.toLowerCase()}; ${phase === 'Cancelled' ? 'reactivate it before applying a new spec' : 'a name is used once (its status and stored backups keep it): apply the tenant under a new name'}.`,
-        );
-      }
-      const immutable = immutableChanges(current.spec, spec);
-      if (immutable.length) throw new AppError('CONFLICT', problemsDetail(immutable), { errors: immutable });
-      if (sameSpec(current.spec, spec)) {
-        result = 'unchanged';
-        row = { uid: current.uid, generation: current.generation };
-      } else {
-        result = 'configured';
-        row = (
-          await db.query<{ uid: string; generation: number }>(
-            `UPDATE tenant_clients SET spec = $2, generation = generation + 1, updated_at = now() WHERE name = $1 RETURNING uid, generation`,
-            [name, JSON.stringify(spec)],
-          )
-        ).rows[0]!;
-      }
-    }
-    const input: TenantLifecycleInput = {
-      name,
-      uid: row.uid,
-      generation: row.generation,
-      spec,
-      settings: {
-        readyDeadlineMs: deps.config.TENANT_READY_DEADLINE,
-        soakPeriodMs: deps.config.TENANT_SOAK_PERIOD,
-        probeIntervalMs: deps.config.TENANT_PROBE_INTERVAL,
-        readyProbeIntervalMs: deps.config.TENANT_READY_PROBE_INTERVAL,
-        reconcileBackoffMaxMs: deps.config.TENANT_RECONCILE_BACKOFF_MAX,
-        historyLimit: deps.config.TENANT_HISTORY_LIMIT,
-      },
-    };
-    await deps.temporal.workflow.signalWithStart<TenantLifecycleWorkflow, [ApplyRequest]>(TENANT_LIFECYCLE_WORKFLOW, {
-      workflowId,
-      taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
-      args: [input],
-      signal: applySignal,
-      signalArgs: [{ generation: row.generation, spec }],
-      // a deprovisioned tenant's workflow is never started again; a failed or terminated one may be
-      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-      staticSummary: `Tenant ${name}: ${spec.tier} tier, ERP ${spec.erpVersion}`,
-      staticDetails: `TenantClient ${name} (uid ${row.uid})\nOwner: ${spec.ownerName} <${spec.ownerEmail}>\nProject: ${spec.projectId}`,
-      typedSearchAttributes: [
-        { key: searchAttributes.tenant, value: name },
-        { key: searchAttributes.workspace, value: name },
-        { key: searchAttributes.tier, value: spec.tier },
-        { key: searchAttributes.erpVersion, value: spec.erpVersion },
-        { key: searchAttributes.currentStep, value: 'queued' },
-      ],
-    });
+    const { result, row } = await storeSpec(deps, db, name, spec);
+    await signalWithStartTenant(deps, { name, workflowId, row, spec });
     return {
       result,
       name,
@@ -186,6 +114,49 @@ export async function applyTenantClient(
       temporalUiUrl: temporalUiLink(deps.config, workflowId),
     };
   });
+}
+
+/** The spec into `tenant_clients`: a new row, a new generation, or nothing when it is the same spec. */
+async function storeSpec(
+  deps: OperationDeps,
+  db: pg.PoolClient,
+  name: string,
+  spec: Spec,
+): Promise<{ result: ApplyResult; row: StoredGeneration }> {
+  const inserted = await db.query<StoredGeneration>(
+    `INSERT INTO tenant_clients (name, spec) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING uid, generation`,
+    [name, JSON.stringify(spec)],
+  );
+  if (inserted.rows[0]) return { result: 'created', row: inserted.rows[0] };
+  // someone else's apply of the same name waits here until ours commits (and vice versa)
+  const current = (await db.query<TenantClientRow>('SELECT * FROM tenant_clients WHERE name = $1 FOR UPDATE', [name]))
+    .rows[0]!;
+  await checkSpecChange(deps, current, spec);
+  if (sameSpec(current.spec, spec))
+    return { result: 'unchanged', row: { uid: current.uid, generation: current.generation } };
+  const updated = await db.query<StoredGeneration>(
+    `UPDATE tenant_clients SET spec = $2, generation = generation + 1, updated_at = now() WHERE name = $1 RETURNING uid, generation`,
+    [name, JSON.stringify(spec)],
+  );
+  return { result: 'configured', row: updated.rows[0]! };
+}
+
+/** 409 for a closed tenant (cancelled, deprovisioned) or a change of an immutable field. */
+async function checkSpecChange(deps: OperationDeps, current: TenantClientRow, spec: Spec): Promise<void> {
+  const { name } = current;
+  // the mirror in PostgreSQL may trail an operator action the workflow has just accepted (a
+  // cancel answered a moment ago): the workflow's own answer decides when the row still looks active
+  const phase = closedPhases.includes(current.phase)
+    ? current.phase
+    : ((await liveStatus(deps.temporal, name))?.phase ?? current.phase);
+  if (closedPhases.includes(phase)) {
+    throw new AppError(
+      'CONFLICT',
+      `TenantClient "${name}" is ${phase.toLowerCase()}; ${phase === 'Cancelled' ? 'reactivate it before applying a new spec' : 'a name is used once (its status and stored backups keep it): apply the tenant under a new name'}.`,
+    );
+  }
+  const immutable = immutableChanges(current.spec, spec);
+  if (immutable.length) throw new AppError('CONFLICT', problemsDetail(immutable), { errors: immutable });
 }
 
 export async function listTenantClients(pool: pg.Pool): Promise<TenantClientSummary[]> {

@@ -7,7 +7,7 @@
  * bounded body excerpt.
  */
 import { isIP } from 'node:net';
-import { Agent, errors } from 'undici';
+import { Agent, errors, type Dispatcher } from 'undici';
 import type { AddressPolicy } from './addresses.js';
 
 export type Outcome =
@@ -76,92 +76,112 @@ export class WebhookSender {
       durationMs: Math.round(performance.now() - started),
       ...r,
     });
-    let url: URL;
-    try {
-      url = new URL(rawUrl);
-    } catch {
-      return done({ outcome: 'connection', error: 'invalid URL' });
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:')
-      return done({ outcome: 'connection', error: `unsupported scheme ${url.protocol}` });
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    if (isIP(host)) {
-      const why = this.opts.policy.refusal(host);
-      if (why) return done({ outcome: 'forbidden-address', error: `refused to connect: ${why}` });
-    }
+    const target = this.checkedTarget(rawUrl);
+    if (!(target instanceof URL)) return done(target);
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(new AttemptTimeout()), this.opts.timeoutMs);
     try {
       const res = await this.agent.request({
-        origin: url.origin,
-        path: `${url.pathname}${url.search}`,
+        origin: target.origin,
+        path: `${target.pathname}${target.search}`,
         method: 'POST',
         headers,
         body,
         signal: abort.signal,
       });
-      const status = res.statusCode;
-      const recorded: Record<string, string> = {};
-      for (const h of RECORDED_HEADERS) {
-        const v = res.headers[h];
-        if (typeof v === 'string') recorded[h] = v.slice(0, 200);
-      }
-      const chunks: Buffer[] = [];
-      let read = 0;
-      try {
-        for await (const c of res.body as AsyncIterable<Buffer>) {
-          if (read < EXCERPT_BYTES) chunks.push(c);
-          read += c.length;
-          if (read > MAX_READ_BYTES) {
-            res.body.destroy();
-            break;
-          }
-        }
-      } catch {
-        // a body cut short still has its status
-      }
-      const outcome: Outcome =
-        status >= 200 && status < 300
-          ? 'ok'
-          : status === 410
-            ? 'gone'
-            : status >= 300 && status < 400
-              ? 'redirect'
-              : 'http-status';
-      return done({
-        outcome,
-        statusCode: status,
-        headers: recorded,
-        excerpt: Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8'),
-        retryAfterMs: parseRetryAfter(recorded['retry-after']),
-        error:
-          outcome === 'ok'
-            ? null
-            : outcome === 'redirect'
-              ? `answered ${status} (redirects are not followed)`
-              : `answered ${status}`,
-      });
+      return done(await readAnswer(res));
     } catch (e) {
-      const err = (e instanceof Error ? e : new Error(String(e))) as Error & { code?: string; cause?: unknown };
-      if (
-        abort.signal.aborted ||
-        err instanceof errors.HeadersTimeoutError ||
-        err instanceof errors.BodyTimeoutError ||
-        err instanceof errors.ConnectTimeoutError
-      ) {
-        return done({ outcome: 'timeout', error: `no answer within ${this.opts.timeoutMs} ms` });
-      }
-      const forbidden = [err, err.cause].find(
-        (x): x is Error => x instanceof Error && x.name === 'ForbiddenAddressError',
-      );
-      if (forbidden) return done({ outcome: 'forbidden-address', error: `refused to connect: ${forbidden.message}` });
-      return done({ outcome: 'connection', error: `${err.code ?? 'error'}: ${err.message}` });
+      return done(this.failure(e, abort.signal.aborted));
     } finally {
       clearTimeout(timer);
     }
   }
 
+  /** The URL to POST to, or why no attempt is made (not http(s), a forbidden literal address). */
+  private checkedTarget(rawUrl: string): URL | { outcome: Outcome; error: string } {
+    let url: URL;
+    try {
+      url = new URL(rawUrl);
+    } catch {
+      return { outcome: 'connection', error: 'invalid URL' };
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      return { outcome: 'connection', error: `unsupported scheme ${url.protocol}` };
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (isIP(host)) {
+      const why = this.opts.policy.refusal(host);
+      if (why) return { outcome: 'forbidden-address', error: `refused to connect: ${why}` };
+    }
+    return url;
+  }
+
+  /** A request that got no answer: timed out, refused by the address policy, or a connection error. */
+  private failure(e: unknown, aborted: boolean): { outcome: Outcome; error: string } {
+    const err = (e instanceof Error ? e : new Error(String(e))) as Error & { code?: string; cause?: unknown };
+    if (
+      aborted ||
+      err instanceof errors.HeadersTimeoutError ||
+      err instanceof errors.BodyTimeoutError ||
+      err instanceof errors.ConnectTimeoutError
+    ) {
+      return { outcome: 'timeout', error: `no answer within ${this.opts.timeoutMs} ms` };
+    }
+    const forbidden = [err, err.cause].find(
+      (x): x is Error => x instanceof Error && x.name === 'ForbiddenAddressError',
+    );
+    if (forbidden) return { outcome: 'forbidden-address', error: `refused to connect: ${forbidden.message}` };
+    return { outcome: 'connection', error: `${err.code ?? 'error'}: ${err.message}` };
+  }
+
   close() {
     void this.agent.destroy().catch(() => {});
   }
+}
+
+type Answer = Dispatcher.ResponseData;
+
+/** An answer's outcome by its status: 2xx ok, 410 gone, 3xx a redirect (not followed), else a failing status. */
+function outcomeOf(status: number): Outcome {
+  if (status >= 200 && status < 300) return 'ok';
+  if (status === 410) return 'gone';
+  if (status >= 300 && status < 400) return 'redirect';
+  return 'http-status';
+}
+
+/** The answer's status, recorded headers and body excerpt (reading at most MAX_READ_BYTES of the body). */
+async function readAnswer(res: Answer): Promise<Partial<AttemptResult> & { outcome: Outcome }> {
+  const status = res.statusCode;
+  const recorded: Record<string, string> = {};
+  for (const h of RECORDED_HEADERS) {
+    const v = res.headers[h];
+    if (typeof v === 'string') recorded[h] = v.slice(0, 200);
+  }
+  const chunks: Buffer[] = [];
+  let read = 0;
+  try {
+    for await (const c of res.body as AsyncIterable<Buffer>) {
+      if (read < EXCERPT_BYTES) chunks.push(c);
+      read += c.length;
+      if (read > MAX_READ_BYTES) {
+        res.body.destroy();
+        break;
+      }
+    }
+  } catch {
+    // a body cut short still has its status
+  }
+  const outcome = outcomeOf(status);
+  return {
+    outcome,
+    statusCode: status,
+    headers: recorded,
+    excerpt: Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8'),
+    retryAfterMs: parseRetryAfter(recorded['retry-after']),
+    error:
+      outcome === 'ok'
+        ? null
+        : outcome === 'redirect'
+          ? `answered ${status} (redirects are not followed)`
+          : `answered ${status}`,
+  };
 }
