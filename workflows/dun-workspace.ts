@@ -1,6 +1,6 @@
 /**
  * Dunning of one workspace (`dunning:<workspace>:<n>`, started by the first `invoice.payment_failed`
- * of a run of failed payments, domain/billing/stripe-events.ts): tell the workspace's admins, give
+ * of a run of failed payments, domain/billing/dunning-runs.ts): tell the workspace's admins, give
  * them the grace period (a durable timer: BILLING_GRACE_PERIOD), then suspend the workspace (its
  * keys get 403 `workspace-suspended`) unless the payment came in meanwhile. `invoice.paid` lifts a
  * suspension itself, at once, and signals `settled` so this run ends.
