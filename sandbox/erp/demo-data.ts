@@ -38,6 +38,49 @@ const addDays = (day: string, n: number) => {
 };
 const round2 = (n: number) => Math.round(n * 100) / 100;
 
+type Random = ReturnType<typeof seededRandom>;
+type InvoiceKind = 'out_invoice' | 'out_refund' | 'in_invoice' | 'in_refund';
+
+const INVOICE_PREFIX: Record<InvoiceKind, string> = {
+  out_invoice: 'INV',
+  out_refund: 'RINV',
+  in_invoice: 'BILL',
+  in_refund: 'RBILL',
+};
+
+/** Payments within these last days are often not reconciled yet. */
+const RECENT_PAYMENT_DAYS = 12;
+
+/** An invoice's amounts: untaxed (a credit note about a third of an invoice), 19 % tax, total. */
+function invoiceAmounts(rnd: Random, scale: number, customer: boolean, refund: boolean) {
+  const untaxed = round2(rnd.int(150, customer ? 4200 : 2600) * scale * (refund ? 0.3 : 1) + rnd.int(0, 99) / 100);
+  const tax = round2(untaxed * 0.19);
+  return { untaxed, tax, total: round2(untaxed + tax) };
+}
+
+/**
+ * How much of a posted invoice is paid by `today`, and when: the older the invoice the likelier it is
+ * paid in full; a credit note is never partly paid.
+ */
+function settleInvoice(
+  rnd: Random,
+  o: { today: string; day: string; terms: number; total: number; refund: boolean },
+): { residual: number; paymentState: string; paidOn: string | null } {
+  const age = (Date.parse(o.today) - Date.parse(o.day)) / 86_400_000;
+  const p = rnd.next();
+  const payProbability = age > 75 ? 0.93 : age > 40 ? 0.7 : age > 15 ? 0.4 : 0.15;
+  const paidWithin = (minDays: number, maxDays: number) => {
+    const paidOn = addDays(o.day, rnd.int(minDays, Math.max(minDays, Math.min(maxDays, Math.floor(age)))));
+    return paidOn > o.today ? o.today : paidOn;
+  };
+  if (p < payProbability) return { paidOn: paidWithin(3, o.terms + 10), residual: 0, paymentState: 'paid' };
+  if (p < payProbability + 0.1 && !o.refund) {
+    const paidOn = paidWithin(1, o.terms);
+    return { paidOn, residual: round2(o.total * rnd.pick([0.3, 0.5, 0.6])), paymentState: 'partial' };
+  }
+  return { residual: o.total, paymentState: 'not_paid', paidOn: null };
+}
+
 const tierSize = {
   starter: { customers: 18, vendors: 8, invoicesPerMonth: 5, opening: 25_000, scale: 1 },
   pro: { customers: 32, vendors: 12, invoicesPerMonth: 9, opening: 60_000, scale: 2 },
@@ -496,90 +539,85 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
   addLine(opening, { account: ACCOUNTS.cash, debit: 500, credit: 0, name: 'Opening balance' });
   addLine(opening, { account: ACCOUNTS.equity, debit: 0, credit: size.opening + 500, name: 'Opening balance' });
 
-  const recentDays = 12; // payments within the last days are not reconciled yet
-  const invoice = (kind: 'out_invoice' | 'out_refund' | 'in_invoice' | 'in_refund', day: string) => {
+  /** An invoice, credit note or bill of `day` with its journal items and, when paid, its bank payment. */
+  const invoice = (kind: InvoiceKind, day: string) => {
     const customer = kind.startsWith('out');
     const refund = kind.endsWith('refund');
     const sign = (customer ? 1 : -1) * (refund ? -1 : 1);
     const partnerId = rnd.pick(customer ? customers : vendors);
-    const untaxed = round2(
-      rnd.int(150, customer ? 4200 : 2600) * size.scale * (refund ? 0.3 : 1) + rnd.int(0, 99) / 100,
-    );
-    const tax = round2(untaxed * 0.19);
-    const total = round2(untaxed + tax);
+    const amounts = invoiceAmounts(rnd, size.scale, customer, refund);
     const terms = rnd.pick([14, 30, 30, 45]);
     const due = addDays(day, terms);
     const roll = rnd.next();
     const state = roll < 0.07 ? 'draft' : roll < 0.1 ? 'cancel' : 'posted';
-    let residual = total;
-    let paymentState = 'not_paid';
-    let paidOn: string | null = null;
-    if (state === 'posted') {
-      const age = (Date.parse(today) - Date.parse(day)) / 86_400_000;
-      const p = rnd.next();
-      const payProbability = age > 75 ? 0.93 : age > 40 ? 0.7 : age > 15 ? 0.4 : 0.15;
-      if (p < payProbability) {
-        paidOn = addDays(day, rnd.int(3, Math.max(3, Math.min(terms + 10, Math.floor(age)))));
-        if (paidOn > today) paidOn = today;
-        residual = 0;
-        paymentState = 'paid';
-      } else if (p < payProbability + 0.1 && !refund) {
-        paidOn = addDays(day, rnd.int(1, Math.max(1, Math.min(terms, Math.floor(age)))));
-        if (paidOn > today) paidOn = today;
-        residual = round2(total * rnd.pick([0.3, 0.5, 0.6]));
-        paymentState = 'partial';
-      }
-    }
-    const prefix = { out_invoice: 'INV', out_refund: 'RINV', in_invoice: 'BILL', in_refund: 'RBILL' }[kind];
+    const settlement =
+      state === 'posted'
+        ? settleInvoice(rnd, { today, day, terms, total: amounts.total, refund })
+        : { residual: amounts.total, paymentState: 'not_paid', paidOn: null };
     const move: Row = {
       ...moveBase,
       id: moveId++,
-      name: state === 'draft' ? '/' : nextName(prefix, day),
+      name: state === 'draft' ? '/' : nextName(INVOICE_PREFIX[kind], day),
       ref: customer ? null : `REF-${rnd.int(10000, 99999)}`,
       move_type: kind,
       state,
-      payment_state: paymentState,
+      payment_state: settlement.paymentState,
       date: day,
       invoice_date: day,
       invoice_date_due: due,
       partner_id: partnerId,
       journal_id: customer ? JOURNALS.sale : JOURNALS.purchase,
-      amount_untaxed: untaxed,
-      amount_tax: tax,
-      amount_total: total,
-      amount_residual: state === 'posted' ? residual : total,
-      amount_untaxed_signed: round2(sign * untaxed),
-      amount_total_signed: round2(sign * total),
-      amount_residual_signed: round2(sign * (state === 'posted' ? residual : total)),
+      amount_untaxed: amounts.untaxed,
+      amount_tax: amounts.tax,
+      amount_total: amounts.total,
+      amount_residual: settlement.residual,
+      amount_untaxed_signed: round2(sign * amounts.untaxed),
+      amount_total_signed: round2(sign * amounts.total),
+      amount_residual_signed: round2(sign * settlement.residual),
     };
     t.account_move!.push(move);
-    // journal items: receivable/payable against income/expense and tax; debit-side = sign > 0
-    const counterpart = customer ? ACCOUNTS.receivable : ACCOUNTS.payable;
-    const revenue = customer ? ACCOUNTS.income : ACCOUNTS.expense;
-    const taxAccount = customer ? ACCOUNTS.taxReceived : ACCOUNTS.taxPaid;
-    const dr = (amount: number) => ({ debit: sign > 0 ? amount : 0, credit: sign > 0 ? 0 : amount });
-    const cr = (amount: number) => ({ debit: sign > 0 ? 0 : amount, credit: sign > 0 ? amount : 0 });
+    addInvoiceLines(move, { customer, sign, due, residual: settlement.residual, ...amounts });
+    const { paidOn, residual } = settlement;
+    if (paidOn) payInvoice(move, { customer, sign, paidOn, residual, total: amounts.total });
+  };
+
+  /** Journal items: receivable/payable against income/expense and tax; the debit side is the one of `sign > 0`. */
+  const addInvoiceLines = (
+    move: Row,
+    o: { customer: boolean; sign: number; due: string; untaxed: number; tax: number; total: number; residual: number },
+  ) => {
+    const dr = (amount: number) => ({ debit: o.sign > 0 ? amount : 0, credit: o.sign > 0 ? 0 : amount });
+    const cr = (amount: number) => ({ debit: o.sign > 0 ? 0 : amount, credit: o.sign > 0 ? amount : 0 });
     addLine(move, {
-      account: counterpart,
-      ...dr(total),
+      account: o.customer ? ACCOUNTS.receivable : ACCOUNTS.payable,
+      ...dr(o.total),
       name: move.name as string,
-      residual: round2(sign * (state === 'posted' ? residual : total)),
-      maturity: due,
+      residual: round2(o.sign * o.residual),
+      maturity: o.due,
     });
-    addLine(move, { account: revenue, ...cr(untaxed), name: customer ? 'Services' : 'Supplies' });
-    addLine(move, { account: taxAccount, ...cr(tax), name: '19%' });
-    if (paidOn) {
-      const paid = round2(total - residual);
-      const recent = (Date.parse(today) - Date.parse(paidOn)) / 86_400_000 < recentDays;
-      addPayment(
-        paidOn,
-        partnerId,
-        round2(sign * paid),
-        counterpart,
-        `${customer ? 'Payment' : 'Vendor payment'} ${move.name}`,
-        !(recent && rnd.chance(0.6)),
-      );
-    }
+    addLine(move, {
+      account: o.customer ? ACCOUNTS.income : ACCOUNTS.expense,
+      ...cr(o.untaxed),
+      name: o.customer ? 'Services' : 'Supplies',
+    });
+    addLine(move, { account: o.customer ? ACCOUNTS.taxReceived : ACCOUNTS.taxPaid, ...cr(o.tax), name: '19%' });
+  };
+
+  /** The bank payment of a paid part of an invoice; recent ones are often not reconciled yet. */
+  const payInvoice = (
+    move: Row,
+    o: { customer: boolean; sign: number; paidOn: string; total: number; residual: number },
+  ) => {
+    const paid = round2(o.total - o.residual);
+    const recent = (Date.parse(today) - Date.parse(o.paidOn)) / 86_400_000 < RECENT_PAYMENT_DAYS;
+    addPayment(
+      o.paidOn,
+      move.partner_id as number,
+      round2(o.sign * paid),
+      o.customer ? ACCOUNTS.receivable : ACCOUNTS.payable,
+      `${o.customer ? 'Payment' : 'Vendor payment'} ${move.name}`,
+      !(recent && rnd.chance(0.6)),
+    );
   };
 
   for (let m = 12; m >= 0; m--) {
