@@ -47,50 +47,11 @@ export function EndpointDialog({
     }
   }
 
-  if (created)
-    return (
-      <SecretOnceDialog
-        title="Endpoint added"
-        secret={created.secret}
-        label="Signing secret"
-        onClose={() => onClose(created.id)}
-      >
-        <p>
-          Verify the signatures of what this endpoint receives with its signing secret. You can reveal it again on the
-          endpoint’s page.
-        </p>
-      </SecretOnceDialog>
-    );
+  if (created) return <EndpointCreatedDialog secret={created.secret} onClose={() => onClose(created.id)} />;
   return (
     <Dialog title={endpoint ? 'Edit the endpoint' : 'Add a webhook endpoint'} onClose={() => onClose()}>
       <form onSubmit={submit}>
-        <label>
-          URL
-          <input
-            name="url"
-            type="url"
-            required
-            maxLength={2048}
-            autoFocus
-            defaultValue={endpoint?.url}
-            placeholder="https://example.com/webhooks/plana"
-          />
-        </label>
-        <label>
-          Description
-          <input name="description" maxLength={500} defaultValue={endpoint?.description} />
-        </label>
-        <label>
-          Event types <span className="muted small">(comma separated; empty for every type)</span>
-          <input
-            name="eventTypes"
-            defaultValue={endpoint?.eventTypes?.join(', ') ?? ''}
-            placeholder="invoice.posted, payment.received"
-          />
-        </label>
-        <label className="check">
-          <input type="checkbox" name="enabled" defaultChecked={endpoint?.enabled ?? true} /> Enabled
-        </label>
+        <EndpointFields endpoint={endpoint} />
         <FormActions
           error={action.error}
           busy={action.busy}
@@ -100,6 +61,53 @@ export function EndpointDialog({
         />
       </form>
     </Dialog>
+  );
+}
+
+/** The endpoint's form fields, filled with an existing endpoint's values when editing. */
+function EndpointFields({ endpoint }: { endpoint?: Endpoint }) {
+  return (
+    <>
+      <label>
+        URL
+        <input
+          name="url"
+          type="url"
+          required
+          maxLength={2048}
+          autoFocus
+          defaultValue={endpoint?.url}
+          placeholder="https://example.com/webhooks/plana"
+        />
+      </label>
+      <label>
+        Description
+        <input name="description" maxLength={500} defaultValue={endpoint?.description} />
+      </label>
+      <label>
+        Event types <span className="muted small">(comma separated; empty for every type)</span>
+        <input
+          name="eventTypes"
+          defaultValue={endpoint?.eventTypes?.join(', ') ?? ''}
+          placeholder="invoice.posted, payment.received"
+        />
+      </label>
+      <label className="check">
+        <input type="checkbox" name="enabled" defaultChecked={endpoint?.enabled ?? true} /> Enabled
+      </label>
+    </>
+  );
+}
+
+/** A new endpoint's signing secret, shown once. */
+function EndpointCreatedDialog({ secret, onClose }: { secret: string; onClose: () => void }) {
+  return (
+    <SecretOnceDialog title="Endpoint added" secret={secret} label="Signing secret" onClose={onClose}>
+      <p>
+        Verify the signatures of what this endpoint receives with its signing secret. You can reveal it again on the
+        endpoint’s page.
+      </p>
+    </SecretOnceDialog>
   );
 }
 
