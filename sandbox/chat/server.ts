@@ -15,7 +15,7 @@
  * restarted stand-in keeps them.
  */
 import path from 'node:path';
-import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { ChannelStore, MattermostError, newMattermostId, type Channel } from './channels.js';
 
 export { newMattermostId, type Channel } from './channels.js';
@@ -41,20 +41,38 @@ export async function startChatStandIn(opts: {
   const channels = new ChannelStore(opts.dir ? path.join(opts.dir, 'channels.json') : undefined);
   const app = Fastify({ logger: false, genReqId: () => newMattermostId() });
   app.setErrorHandler(answerError);
-  app.setNotFoundHandler((req, reply) =>
-    reply.code(404).send({
-      id: 'api.context.404.app_error',
-      message: 'Sorry, we could not find the page.',
-      detailed_error: `There doesn't appear to be an api call for the url='${req.url.split('?')[0]}'.`,
-      request_id: req.id,
-      status_code: 404,
-    }),
-  );
-  app.addHook('onRequest', async (req) => {
+  app.setNotFoundHandler(answerNotFound);
+  app.addHook('onRequest', requireBotToken(opts.token));
+  app.get('/api/v4/system/ping', async () => ({ status: 'OK', ActiveSearchBackend: 'database' }));
+  addChannelRoutes(app, channels, teamId, botUserId);
+  app.addHook('onSend', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+    reply.header('x-version-id', '10.5.0.standin');
+  });
+
+  const host = opts.host ?? '127.0.0.1';
+  await app.listen({ host, port: opts.port });
+  return { url: `http://${host}:${opts.port}`, teamId, close: () => app.close() };
+}
+
+/** Mattermost's answer to a path it has no API call for. */
+function answerNotFound(req: FastifyRequest, reply: FastifyReply) {
+  return reply.code(404).send({
+    id: 'api.context.404.app_error',
+    message: 'Sorry, we could not find the page.',
+    detailed_error: `There doesn't appear to be an api call for the url='${req.url.split('?')[0]}'.`,
+    request_id: req.id,
+    status_code: 404,
+  });
+}
+
+/** Every call but the ping carries the bot's token (`Bearer` or `Token`), else Mattermost's 401. */
+function requireBotToken(botToken: string) {
+  return async (req: FastifyRequest) => {
     if (req.url.startsWith('/api/v4/system/ping')) return;
     const auth = req.headers.authorization ?? '';
     const [scheme, token] = auth.split(' ');
-    if (!token || !/^(bearer|token)$/i.test(scheme ?? '') || token !== opts.token) {
+    if (!token || !/^(bearer|token)$/i.test(scheme ?? '') || token !== botToken) {
       throw new MattermostError(
         401,
         'api.context.session_expired.app_error',
@@ -62,10 +80,11 @@ export async function startChatStandIn(opts: {
         'token=',
       );
     }
-  });
+  };
+}
 
-  app.get('/api/v4/system/ping', async () => ({ status: 'OK', ActiveSearchBackend: 'database' }));
-
+/** The channel calls: create, read by id or by name, archive and restore. */
+function addChannelRoutes(app: FastifyInstance, channels: ChannelStore, teamId: string, botUserId: string) {
   app.post('/api/v4/channels', async (req, reply) => {
     const channel = channels.create((req.body ?? {}) as Partial<Record<keyof Channel, unknown>>, teamId, botUserId);
     return reply.code(201).send(channel);
@@ -99,15 +118,6 @@ export async function startChatStandIn(opts: {
   app.post<{ Params: { channel_id: string } }>('/api/v4/channels/:channel_id/restore', async (req) =>
     channels.restore(req.params.channel_id),
   );
-
-  app.addHook('onSend', async (req, reply) => {
-    reply.header('x-request-id', req.id);
-    reply.header('x-version-id', '10.5.0.standin');
-  });
-
-  const host = opts.host ?? '127.0.0.1';
-  await app.listen({ host, port: opts.port });
-  return { url: `http://${host}:${opts.port}`, teamId, close: () => app.close() };
 }
 
 /** Any error in Mattermost's error shape; a body Fastify cannot read is Mattermost's invalid body. */
