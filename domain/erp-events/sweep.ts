@@ -16,7 +16,8 @@
  * accounting groups only), and the rule's post is its only source.
  */
 import type pg from 'pg';
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { ensureIntervalSchedule } from '../temporal-schedule.js';
 import { publishEvent } from '../events/events.js';
 import { erpClientFor, loadErpApiCredentials } from '../erp/api-user.js';
 import { EVENT_RULES } from './automation-rules.js';
@@ -149,29 +150,16 @@ export async function sweepAll(
 }
 
 /** The schedule; the worker ensures it at start-up. */
-export async function ensureErpEventSweepSchedule(
+export function ensureErpEventSweepSchedule(
   client: Client,
   opts: { taskQueue: string; everyMs: number; scheduleId?: string },
 ): Promise<'created' | 'exists'> {
-  const scheduleId = opts.scheduleId ?? ERP_EVENTS_SWEEP_SCHEDULE_ID;
-  try {
-    await client.schedule.create({
-      scheduleId,
-      spec: { intervals: [{ every: opts.everyMs }] },
-      action: {
-        type: 'startWorkflow',
-        workflowType: 'sweepErpEvents',
-        workflowId: scheduleId,
-        taskQueue: opts.taskQueue,
-        args: [],
-        staticSummary: 'Publish the invoice and payment events the tenant ERPs posted but the platform missed',
-      },
-      policies: { overlap: ScheduleOverlapPolicy.SKIP },
-      state: { note: `ERP events catch-up every ${Math.round(opts.everyMs / 1000)} s (ERP_EVENTS_SWEEP_INTERVAL)` },
-    });
-    return 'created';
-  } catch (err) {
-    if (err instanceof ScheduleAlreadyRunning) return 'exists';
-    throw err;
-  }
+  return ensureIntervalSchedule(client, {
+    scheduleId: opts.scheduleId ?? ERP_EVENTS_SWEEP_SCHEDULE_ID,
+    every: opts.everyMs,
+    workflowType: 'sweepErpEvents',
+    taskQueue: opts.taskQueue,
+    summary: 'Publish the invoice and payment events the tenant ERPs posted but the platform missed',
+    note: `ERP events catch-up every ${Math.round(opts.everyMs / 1000)} s (ERP_EVENTS_SWEEP_INTERVAL)`,
+  });
 }
