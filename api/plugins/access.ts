@@ -27,10 +27,11 @@ import type {
   preHandlerHookHandler,
 } from 'fastify';
 import fp from 'fastify-plugin';
-import { TOKEN_PREFIX, type Scope } from '../../domain/access/api-keys.js';
+import type { Scope } from '../../domain/access/api-keys.js';
 import { requireServiceKey } from '../../domain/service-keys/service-key-auth.js';
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
-import { bearer, requireUser, requireWorkspaceAdmin, requireWorkspaceMember } from './user-auth.js';
+import { requireUser, requireWorkspaceAdmin, requireWorkspaceMember } from './user-auth.js';
+import { presentsWorkspaceKey } from './workspace-key-check.js';
 
 /**
  * The internal callers whose service keys the account API takes (target `account-api` in the
@@ -97,12 +98,11 @@ function security(declared: Access): Record<string, string[]>[] {
   }
 }
 
-const presentsKey = (req: FastifyRequest) => bearer(req)?.startsWith(TOKEN_PREFIX) === true;
 async function userUnlessKey(req: FastifyRequest) {
-  if (!presentsKey(req)) await requireUser(req);
+  if (!presentsWorkspaceKey(req)) await requireUser(req);
 }
 async function adminUnlessKey(req: FastifyRequest) {
-  if (!presentsKey(req)) await requireWorkspaceAdmin(req);
+  if (!presentsWorkspaceKey(req)) await requireWorkspaceAdmin(req);
 }
 
 export const accessControl = fp(

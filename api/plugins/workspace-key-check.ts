@@ -34,7 +34,10 @@ const agentInvocation = (method: string, scope: Scope | null) => scope === 'agen
 /** A key's buckets: its own and its workspace's. */
 const limitedKey = (key: VerifiedKey) => ({ id: key.id, workspaceId: key.workspace.id });
 
-/** Whether the request presents a workspace key (else, on an adminOrKey route, a user's session is checked by access.ts). */
+/**
+ * Whether the request presents a workspace key: on an adminOrKey route the key check runs for it,
+ * and access.ts checks a user's session only when it is false.
+ */
 export function presentsWorkspaceKey(req: FastifyRequest): boolean {
   const h = req.headers.authorization;
   return (
