@@ -1,11 +1,11 @@
 /**
- * Which tenant a Host is (the platform's routes, domain/tenants/http-routes.ts: host → database, namespace
+ * Which tenant a Host is (the platform's routes, domain/tenants/host-route-cache.ts: host → database, namespace
  * `plana-odoo-<version>`, cached for a second) and a connection pool per tenant database.
  */
 import pg from 'pg';
 import { databaseUrl } from '../../domain/erp/tenant-database.js';
 import { erpVersionOfNamespace, type ErpVersion } from '../../domain/tenants/types.js';
-import { routeOfHost } from '../../domain/tenants/http-routes.js';
+import { HostRouteCache } from '../../domain/tenants/host-route-cache.js';
 import { OdooError } from './odoo-errors.js';
 
 export interface Route {
@@ -15,26 +15,23 @@ export interface Route {
   version: ErpVersion;
 }
 
-const ROUTE_TTL_MS = 1_000;
-
 export class TenantDatabases {
-  private readonly routes = new Map<string, { route: Route | null; at: number }>();
   private readonly pools = new Map<string, pg.Pool>();
 
+  private readonly routes: HostRouteCache;
+
   constructor(
-    private readonly platform: pg.Pool,
+    platform: pg.Pool,
     private readonly erpDatabaseUrl: string,
-  ) {}
+  ) {
+    this.routes = new HostRouteCache(platform);
+  }
 
   async routeFor(host: string): Promise<Route | null> {
-    const cached = this.routes.get(host);
-    if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.route;
-    const row = await routeOfHost(this.platform, host);
-    const route = row
+    const row = await this.routes.routeOf(host);
+    return row
       ? { host, tenant: row.tenant, database: row.database, version: erpVersionOfNamespace(row.namespace) }
       : null;
-    this.routes.set(host, { route, at: Date.now() });
-    return route;
   }
 
   /** Runs `fn` on the tenant database; a missing database becomes Odoo's OperationalError. */

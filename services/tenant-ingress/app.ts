@@ -12,12 +12,9 @@ import fastifyHttpProxy from '@fastify/http-proxy';
 import Fastify from 'fastify';
 import type pg from 'pg';
 import { forwardSaas, type SaasForwarding } from './saas.js';
-import { routeOfHost } from '../../domain/tenants/http-routes.js';
+import { HostRouteCache } from '../../domain/tenants/host-route-cache.js';
 import { handleError, serverOptions } from '../../lib/http.js';
 import type { DestinationStream } from 'pino';
-
-/** How long a host's route is trusted before `tenant_routes` is read again. */
-const ROUTE_TTL_MS = 1_000;
 
 export interface TenantIngressOptions {
   platform: pg.Pool;
@@ -30,15 +27,11 @@ export interface TenantIngressOptions {
 }
 
 export async function buildTenantIngress(opts: TenantIngressOptions) {
-  const routes = new Map<string, { tenant: string | null; at: number }>();
+  const routes = new HostRouteCache(opts.platform);
   async function tenantOf(req: IncomingMessage): Promise<string | null> {
     const host = (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
     if (!host) return null;
-    const cached = routes.get(host);
-    if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.tenant;
-    const tenant = (await routeOfHost(opts.platform, host))?.tenant ?? null;
-    routes.set(host, { tenant, at: Date.now() });
-    return tenant;
+    return (await routes.routeOf(host))?.tenant ?? null;
   }
 
   const app = Fastify({ ...serverOptions(opts.logLevel, { stream: opts.logStream }), bodyLimit: 64 * 1024 * 1024 });
