@@ -8,10 +8,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
-import { createRotationActivities } from '../../activities/service-key-rotation.js';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { Client } from '@temporalio/client';
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import type { ServiceKeyPair } from '../../domain/service-keys/inventory.js';
 import { listKeys } from '../../domain/service-keys/key-registry.js';
@@ -22,8 +20,15 @@ import { freePort } from '../../scripts/local-servers.js';
 import type { RotationResult } from '../../domain/service-keys/workflow-contract.js';
 import { rotationStatusQuery, type RotationStatus } from '../../workflows/rotate-service-key.js';
 import { startTestApi, type TestApi } from '../support/api.js';
-import { workflowBundle } from '../support/env.js';
 import { keyConsumer, startKeyCheckedTarget, testKeys } from '../support/service-keys.js';
+import {
+  connectTemporalClient,
+  rotationActivityDeps,
+  shortRotationTimings,
+  startRotationWorker,
+  type RotationWorker,
+  type TemporalClient,
+} from '../support/rotation-worker.js';
 import { configEnv } from '../support/tenant-platform.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -31,34 +36,26 @@ let api: TestApi;
 let events: Awaited<ReturnType<typeof startEvents>>;
 let target: Awaited<ReturnType<typeof startKeyCheckedTarget>>;
 let child: ChildProcess | undefined;
-let worker: Worker | undefined;
-let workerRun: Promise<void> | undefined;
-let workerConnection: NativeConnection | undefined;
-let connection: Connection;
+let rotationWorker: RotationWorker | undefined;
+let temporal: TemporalClient;
 let client: Client;
 
 beforeAll(async () => {
   api = await startTestApi({
     EVENTS_PORT: String(await freePort()),
-    SERVICE_KEY_ROTATION_ACCEPT_WAIT_MS: '300',
-    SERVICE_KEY_ROTATION_QUIET_MS: '2000',
-    SERVICE_KEY_ROTATION_POLL_MS: '250',
-    SERVICE_KEY_ROTATION_DEADLINE_MS: '60000',
-    SERVICE_KEY_ROTATION_ROLLBACK_WAIT_MS: '500',
+    ...shortRotationTimings({ quietMs: 2000, deadlineMs: 60_000 }),
   });
   api.cfg.EVENTS_URL = `http://127.0.0.1:${api.cfg.EVENTS_PORT}`;
   events = await startEvents(api.cfg);
   target = await startKeyCheckedTarget(api.pool, `rc-${randomBytes(3).toString('hex')}`);
-  connection = await Connection.connect({ address: inject('temporalAddress') });
-  client = new Client({ connection });
+  temporal = await connectTemporalClient();
+  client = temporal.client;
 }, 60_000);
 
 afterAll(async () => {
   child?.kill('SIGKILL');
-  worker?.shutdown();
-  await workerRun;
-  await workerConnection?.close();
-  await connection?.close();
+  await rotationWorker?.stop();
+  await temporal?.close();
   await target?.close();
   await events?.close();
   await api?.close();
@@ -111,20 +108,12 @@ it(
     await new Promise((r) => setTimeout(r, 1000));
 
     // another worker takes over
-    workerConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
-    worker = await Worker.create({
-      connection: workerConnection,
-      taskQueue: api.cfg.TEMPORAL_TASK_QUEUE,
-      workflowBundle: workflowBundle(),
-      activities: createRotationActivities({
-        pool: api.pool,
-        store,
-        secrets: new PgSecretStore(api.pool, api.cfg.SECRETS_KEY),
-        eventsUrl: api.cfg.EVENTS_URL,
+    rotationWorker = await startRotationWorker(
+      api.cfg.TEMPORAL_TASK_QUEUE,
+      rotationActivityDeps(api.cfg, api.pool, store, {
         starter: { temporal: client, taskQueue: api.cfg.TEMPORAL_TASK_QUEUE, settings: rotationSettings(api.cfg) },
       }),
-    });
-    workerRun = worker.run();
+    );
 
     const result = (await handle.result()) as RotationResult;
     const counts = await traffic.stop();

@@ -19,10 +19,8 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
 import { Redis } from 'ioredis';
-import { createRotationActivities } from '../../activities/service-key-rotation.js';
 import { erpApiUserDeps, tenantAdminPassword } from '../../domain/erp/api-user.js';
 import { createErpClient } from '../../domain/erp/client.js';
 import { databaseUrl } from '../../domain/erp/tenant-database.js';
@@ -43,7 +41,13 @@ import { freePort } from '../../scripts/local-servers.js';
 import type { Config } from '../../lib/config.js';
 import type { RotationResult, RotationSettings } from '../../domain/service-keys/workflow-contract.js';
 import { rotationStatusQuery } from '../../workflows/rotate-service-key.js';
-import { workflowBundle } from '../support/env.js';
+import {
+  connectTemporalClient,
+  rotationActivityDeps,
+  startRotationWorker,
+  type RotationWorker,
+  type TemporalClient,
+} from '../support/rotation-worker.js';
 import { erpTestConfig, provisionTenantWithEventRules, queryTenantDb, type TestTenant } from '../support/erp-tenant.js';
 
 const PAIR = { caller: 'erp', target: `event-ingestion-${randomBytes(3).toString('hex')}` };
@@ -69,11 +73,9 @@ let events: Awaited<ReturnType<typeof startEvents>>;
 let erp: ErpStandIn;
 let tenant: TestTenant;
 let redis: Redis;
-let connection: Connection;
+let temporal: TemporalClient;
 let client: Client;
-let workerConnection: NativeConnection;
-let worker: Worker;
-let workerRun: Promise<void>;
+let rotationWorker: RotationWorker;
 /** The ERP stand-in's warnings (a webhook post refused or timed out). */
 const erpWarnings: string[] = [];
 /** The tenants the rotation reaches (this file's own). */
@@ -124,18 +126,11 @@ beforeAll(async () => {
   scope.push(tenant);
   redis = new Redis(cfg.REDIS_URL);
 
-  connection = await Connection.connect({ address: inject('temporalAddress') });
-  client = new Client({ connection });
-  workerConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
-  worker = await Worker.create({
-    connection: workerConnection,
-    taskQueue: cfg.TEMPORAL_TASK_QUEUE,
-    workflowBundle: workflowBundle(),
-    activities: createRotationActivities({
-      pool,
-      store,
-      secrets: new PgSecretStore(pool, cfg.SECRETS_KEY),
-      eventsUrl: cfg.EVENTS_URL,
+  temporal = await connectTemporalClient();
+  client = temporal.client;
+  rotationWorker = await startRotationWorker(
+    cfg.TEMPORAL_TASK_QUEUE,
+    rotationActivityDeps(cfg, pool, store, {
       eventRules: {
         pool,
         erp: erpApiUserDeps(cfg, pool, erp.url),
@@ -144,15 +139,12 @@ beforeAll(async () => {
         timeoutMs: 10_000,
       },
     }),
-  });
-  workerRun = worker.run();
+  );
 }, 120_000);
 
 afterAll(async () => {
-  worker?.shutdown();
-  await workerRun;
-  await workerConnection?.close();
-  await connection?.close();
+  await rotationWorker?.stop();
+  await temporal?.close();
   redis?.disconnect();
   await events?.close();
   await erp?.close();

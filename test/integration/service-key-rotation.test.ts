@@ -11,10 +11,8 @@
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
-import { createRotationActivities } from '../../activities/service-key-rotation.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Client } from '@temporalio/client';
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import type { ServiceKeyPair } from '../../domain/service-keys/inventory.js';
 import { listKeys } from '../../domain/service-keys/key-registry.js';
@@ -35,8 +33,16 @@ import { freePort } from '../../scripts/local-servers.js';
 import { rotationScheduleId, type RotationResult } from '../../domain/service-keys/workflow-contract.js';
 import { rotationStatusQuery } from '../../workflows/rotate-service-key.js';
 import { startTestApi, type TestApi } from '../support/api.js';
-import { tempDir, workflowBundle } from '../support/env.js';
+import { tempDir } from '../support/env.js';
 import { keyConsumer, startKeyCheckedTarget, testKeys } from '../support/service-keys.js';
+import {
+  connectTemporalClient,
+  rotationActivityDeps,
+  shortRotationTimings,
+  startRotationWorker,
+  type RotationWorker,
+  type TemporalClient,
+} from '../support/rotation-worker.js';
 
 const TARGET = `rt-${randomBytes(3).toString('hex')}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -46,10 +52,8 @@ let events: Awaited<ReturnType<typeof startEvents>>;
 let verifier: ServiceKeyVerifier;
 let target: Awaited<ReturnType<typeof startKeyCheckedTarget>>;
 let store: PgSecretStore;
-let worker: Worker;
-let workerRun: Promise<void>;
-let workerConnection: NativeConnection;
-let connection: Connection;
+let rotationWorker: RotationWorker;
+let temporal: TemporalClient;
 let client: Client;
 let sink: SmtpSink;
 let notifications: Awaited<ReturnType<typeof startNotifications>>;
@@ -62,11 +66,7 @@ beforeAll(async () => {
   api = await startTestApi({
     EVENTS_PORT: String(await freePort()),
     SERVICE_KEY_ROTATION_EVERY_DAYS: '30',
-    SERVICE_KEY_ROTATION_ACCEPT_WAIT_MS: '300',
-    SERVICE_KEY_ROTATION_QUIET_MS: '1500',
-    SERVICE_KEY_ROTATION_POLL_MS: '250',
-    SERVICE_KEY_ROTATION_DEADLINE_MS: '5000',
-    SERVICE_KEY_ROTATION_ROLLBACK_WAIT_MS: '500',
+    ...shortRotationTimings({ quietMs: 1500, deadlineMs: 5000 }),
     // holding processes report every 300 ms; targets write usage every 100 ms: a holder window of 0.7 s
     SERVICE_KEY_HOLDER_HEARTBEAT_MS: '300',
     SERVICE_KEY_USAGE_FLUSH_MS: '100',
@@ -82,22 +82,14 @@ beforeAll(async () => {
   target = await startKeyCheckedTarget(api.pool, TARGET);
   verifier = target.verifier;
 
-  connection = await Connection.connect({ address: inject('temporalAddress') });
-  client = new Client({ connection });
-  workerConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
-  worker = await Worker.create({
-    connection: workerConnection,
-    taskQueue: cfg.TEMPORAL_TASK_QUEUE,
-    workflowBundle: workflowBundle(),
-    activities: createRotationActivities({
-      pool: api.pool,
-      store,
-      secrets: new PgSecretStore(api.pool, cfg.SECRETS_KEY),
-      eventsUrl: cfg.EVENTS_URL,
+  temporal = await connectTemporalClient();
+  client = temporal.client;
+  rotationWorker = await startRotationWorker(
+    cfg.TEMPORAL_TASK_QUEUE,
+    rotationActivityDeps(cfg, api.pool, store, {
       starter: { temporal: client, taskQueue: cfg.TEMPORAL_TASK_QUEUE, settings: rotationSettings(cfg) },
     }),
-  });
-  workerRun = worker.run();
+  );
 
   // the revoked-key alerter, as the worker process runs it: mails through notifications to the SMTP sink
   sink = await startSmtpSink({ port: cfg.SMTP_PORT, dir: tempDir('mail') });
@@ -121,10 +113,8 @@ afterAll(async () => {
   await notifications?.close();
   await sink?.close();
   redis?.disconnect();
-  worker?.shutdown();
-  await workerRun;
-  await workerConnection?.close();
-  await connection?.close();
+  await rotationWorker?.stop();
+  await temporal?.close();
   await target?.close();
   await events?.close();
   await api?.close();
