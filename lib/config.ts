@@ -6,25 +6,10 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { ConfigError, derivedSettings, type DerivedSettings } from './config-derived.js';
+import { duration, key, port, url } from './setting-kinds.js';
 
-const port = z.coerce.number().int().min(1).max(65535);
-const url = z.string().url();
-const key = z.string().min(16, 'must be at least 16 characters');
-/** A duration such as `30 days`, `5 minutes`, `2s` or `500ms` (a bare number is milliseconds), parsed to milliseconds. */
-const durationUnits: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-const duration = z
-  .string()
-  .regex(
-    /^\d+\s*(ms|s|sec|seconds?|m|min|minutes?|h|hours?|d|days?)?$/,
-    'must be a duration such as "30 days", "5 minutes" or "2s"',
-  )
-  .transform((s) => {
-    const [, n, unit = 'ms'] = /^(\d+)\s*(\w+)?$/.exec(s)!;
-    const u = unit === 'ms' ? 'ms' : unit.startsWith('mi') || unit === 'm' ? 'm' : unit.charAt(0);
-    return Number(n) * durationUnits[u]!;
-  });
-
-const parseDuration = (s: string): number => duration.parse(s);
+export { ConfigError, LOOPBACK_CIDRS } from './config-derived.js';
 
 export const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
@@ -375,63 +360,17 @@ export const configSchema = z.object({
   DEV_ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
 });
 
-type ParsedConfig = z.infer<typeof configSchema>;
-export type Config = Omit<
-  ParsedConfig,
-  | 'DATA_DIR'
-  | 'FILESTORE_ROOT'
-  | 'BACKUP_ROOT'
-  | 'WEBHOOK_ALLOW_HTTP'
-  | 'WEBHOOK_ALLOWED_ADDRESSES'
-  | 'WEBHOOK_RETRY_SCHEDULE'
-> & {
-  DATA_DIR: string;
-  FILESTORE_ROOT: string;
-  BACKUP_ROOT: string;
-  WEBHOOK_ALLOW_HTTP: boolean;
-  /** CIDRs webhook receivers may be at although private or loopback (comma-separated). */
-  WEBHOOK_ALLOWED_ADDRESSES: string;
-  /** Milliseconds between attempts, after the first. */
-  WEBHOOK_RETRY_SCHEDULE: number[];
-};
+/** The configuration as the platform reads it: the table's values, the derived ones in their place (./config-derived.ts). */
+export type Config = Omit<z.infer<typeof configSchema>, keyof DerivedSettings> & DerivedSettings;
 
-/** Where a webhook receiver on this machine listens: allowed by default in development only. */
-export const LOOPBACK_CIDRS = '127.0.0.0/8,::1/128';
-
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
+/** The configuration of `env`; a bad or missing variable is a ConfigError naming each one. */
 export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const result = configSchema.safeParse(env);
-  if (result.success) {
-    const bad = result.data.WEBHOOK_RETRY_SCHEDULE.split(',')
-      .map((d) => d.trim())
-      .filter((d) => !duration.safeParse(d).success);
-    if (bad.length > 0 || result.data.WEBHOOK_RETRY_SCHEDULE.trim() === '') {
-      throw new ConfigError(
-        `Invalid configuration:\n  WEBHOOK_RETRY_SCHEDULE: must be a comma-separated list of durations such as "5s,5m,30m" (bad: ${bad.join(', ') || 'empty'})`,
-      );
-    }
-  }
   if (!result.success) {
     const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
-  const c = result.data;
-  const dataDir = c.DATA_DIR ?? (c.ERP_BACKEND === 'odoo' ? '.data/odoo' : '.data');
-  return {
-    ...c,
-    DATA_DIR: dataDir,
-    FILESTORE_ROOT: c.FILESTORE_ROOT ?? `${dataDir}/filestore`,
-    BACKUP_ROOT: c.BACKUP_ROOT ?? `${dataDir}/backups`,
-    WEBHOOK_ALLOW_HTTP: c.WEBHOOK_ALLOW_HTTP ? c.WEBHOOK_ALLOW_HTTP === 'true' : c.NODE_ENV !== 'production',
-    WEBHOOK_ALLOWED_ADDRESSES: c.WEBHOOK_ALLOWED_ADDRESSES ?? (c.NODE_ENV === 'development' ? LOOPBACK_CIDRS : ''),
-    WEBHOOK_RETRY_SCHEDULE: c.WEBHOOK_RETRY_SCHEDULE.split(',')
-      .map((s) => s.trim())
-      .filter(Boolean)
-      .map(parseDuration),
-  };
+  return { ...result.data, ...derivedSettings(result.data) };
 }
 
 let cached: Config | undefined;
