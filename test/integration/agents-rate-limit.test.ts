@@ -9,7 +9,7 @@ import type { Config } from '../../lib/config.js';
 import { createPool, type Pool } from '../../lib/db.js';
 import { freePort } from '../../scripts/local-servers.js';
 import type { LlmStandIn } from '../../sandbox/llm/server.js';
-import { startApiProcess } from '../support/api.js';
+import { apiProcessEnv, startApiProcess } from '../support/api.js';
 import { testConfig } from '../support/env.js';
 import { agentsSettings, startAgentServices, startTestLlm } from '../support/agents.js';
 import { adminOfNewWorkspace, call, createKey } from '../support/workspace-api.js';
@@ -28,15 +28,12 @@ beforeAll(async () => {
   for (let i = 0; i < 2; i++) {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const env = {
+    const env = apiProcessEnv(cfg, {
       LOG_LEVEL: 'silent',
-      DATABASE_URL: cfg.DATABASE_URL,
-      REDIS_URL: cfg.REDIS_URL,
-      TEMPORAL_ADDRESS: cfg.TEMPORAL_ADDRESS,
       API_PORT: String(port),
       API_PUBLIC_URL: base,
       AGENTS_URL: cfg.AGENTS_URL,
-    };
+    });
     replicas.push({ base, process: await startApiProcess(env, base) });
   }
 });

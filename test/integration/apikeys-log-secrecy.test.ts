@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../lib/config.js';
 import { createPool, type Pool } from '../../lib/db.js';
-import { startApiProcess } from '../support/api.js';
+import { apiProcessEnv, startApiProcess } from '../support/api.js';
 import { testConfig } from '../support/env.js';
 import { addUser, addWorkspace, call } from '../support/workspace-api.js';
 
@@ -19,18 +19,7 @@ beforeAll(async () => {
   cfg = await testConfig();
   pool = createPool(cfg.DATABASE_URL, 2);
   base = cfg.API_PUBLIC_URL;
-  api = await startApiProcess(
-    {
-      LOG_LEVEL: 'trace',
-      DATABASE_URL: cfg.DATABASE_URL,
-      REDIS_URL: cfg.REDIS_URL,
-      TEMPORAL_ADDRESS: cfg.TEMPORAL_ADDRESS,
-      API_PORT: String(cfg.API_PORT),
-      API_PUBLIC_URL: base,
-      EXECUTION_LOG_FLUSH_MS: '100',
-    },
-    base,
-  );
+  api = await startApiProcess(apiProcessEnv(cfg, { LOG_LEVEL: 'trace', EXECUTION_LOG_FLUSH_MS: '100' }), base);
 });
 
 afterAll(async () => {

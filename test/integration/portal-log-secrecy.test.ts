@@ -10,7 +10,7 @@ import type { Config } from '../../lib/config.js';
 import { createPool, type Pool } from '../../lib/db.js';
 import { startNotifications } from '../../services/notifications/server.js';
 import { startSmtpSink, readMailbox, type SmtpSink } from '../../sandbox/smtp/sink.js';
-import { startApiProcess } from '../support/api.js';
+import { apiProcessEnv, startApiProcess } from '../support/api.js';
 import { tempDir, testConfig } from '../support/env.js';
 import { linkIn } from '../support/portal.js';
 import { addUser, addWorkspace, call, login } from '../support/workspace-api.js';
@@ -29,15 +29,7 @@ beforeAll(async () => {
   sink = await startSmtpSink({ port: cfg.SMTP_PORT, dir: tempDir('mail') });
   notifications = await startNotifications(cfg);
   api = await startApiProcess(
-    {
-      LOG_LEVEL: 'trace',
-      DATABASE_URL: cfg.DATABASE_URL,
-      REDIS_URL: cfg.REDIS_URL,
-      TEMPORAL_ADDRESS: cfg.TEMPORAL_ADDRESS,
-      API_PORT: String(cfg.API_PORT),
-      API_PUBLIC_URL: base,
-      NOTIFICATIONS_URL: cfg.NOTIFICATIONS_URL,
-    },
+    apiProcessEnv(cfg, { LOG_LEVEL: 'trace', NOTIFICATIONS_URL: cfg.NOTIFICATIONS_URL }),
     base,
   );
 });

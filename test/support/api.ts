@@ -2,6 +2,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startApi } from '../../api/server.js';
+import type { Config } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
 import { testConfig } from './env.js';
 
@@ -26,6 +27,21 @@ export async function startTestApi(overrides: Record<string, string> = {}) {
 }
 
 export type TestApi = Awaited<ReturnType<typeof startTestApi>>;
+
+/**
+ * The environment of an API process on the run's servers: `cfg`'s PostgreSQL, Redis and Temporal,
+ * listening on `cfg`'s port and public URL; `more` adds settings or replaces these.
+ */
+export function apiProcessEnv(cfg: Config, more: Record<string, string> = {}): Record<string, string> {
+  return {
+    DATABASE_URL: cfg.DATABASE_URL,
+    REDIS_URL: cfg.REDIS_URL,
+    TEMPORAL_ADDRESS: cfg.TEMPORAL_ADDRESS,
+    API_PORT: String(cfg.API_PORT),
+    API_PUBLIC_URL: cfg.API_PUBLIC_URL,
+    ...more,
+  };
+}
 
 /**
  * The account API as its own process (`api/server.ts` under tsx), so a test sees exactly what the

@@ -11,7 +11,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../../lib/config.js';
 import { createPool, type Pool } from '../../../lib/db.js';
-import { startApiProcess } from '../../support/api.js';
+import { apiProcessEnv, startApiProcess } from '../../support/api.js';
 import { testConfig } from '../../support/env.js';
 import { addUser, addWorkspace, call, createKey, login } from '../../support/workspace-api.js';
 import { testKeys } from '../../support/service-keys.js';
@@ -160,15 +160,9 @@ beforeAll(async () => {
   port = cfg.API_PORT;
   pgProxy = await tcpProxy(new URL(cfg.DATABASE_URL));
   redisProxy = await tcpProxy(new URL(cfg.REDIS_URL));
+  // the API reaches PostgreSQL and Redis through proxies the tests cut
   api = await startApiProcess(
-    {
-      LOG_LEVEL: 'debug',
-      DATABASE_URL: pgProxy.url,
-      REDIS_URL: redisProxy.url,
-      TEMPORAL_ADDRESS: cfg.TEMPORAL_ADDRESS,
-      API_PORT: String(port),
-      API_PUBLIC_URL: base,
-    },
+    apiProcessEnv(cfg, { LOG_LEVEL: 'debug', DATABASE_URL: pgProxy.url, REDIS_URL: redisProxy.url }),
     base,
   );
 
