@@ -13,6 +13,7 @@ import { ensureExecutionLogRetentionSchedule } from '../../domain/access/executi
 import { createWorker } from '../../worker/index.js';
 import { erpTestConfig } from '../support/erp-tenant.js';
 import { workflowBundle } from '../support/env.js';
+import { runScheduleNow } from '../support/schedules.js';
 
 let cfg: Config;
 let pool: Pool;
@@ -72,15 +73,7 @@ describe('the execution-log-retention schedule', () => {
     ).toBe('exists');
     const schedule = temporal.schedule.getHandle(scheduleId);
     try {
-      await schedule.trigger();
-      let workflowId: string | undefined;
-      await expect
-        .poll(
-          async () => (workflowId = (await schedule.describe()).info.recentActions[0]?.action.workflow.workflowId),
-          { timeout: 20_000, interval: 200 },
-        )
-        .toBeDefined();
-      const result = await temporal.workflow.getHandle(workflowId!).result();
+      const result = await runScheduleNow<{ retentionDays: number; dropped: string[] }>(temporal, scheduleId);
       expect(result.retentionDays).toBe(90);
       // (another test file may apply the retention at the same time: every name dropped is past it)
       const cutoff = day(90).replace(/-/g, '');
