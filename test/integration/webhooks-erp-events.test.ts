@@ -12,7 +12,6 @@ import { Redis } from 'ioredis';
 import { createPool, type Pool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
 import { createErpClient } from '../../domain/erp/client.js';
-import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
 import { databaseUrl } from '../../domain/erp/tenant-database.js';
 import { currentIngestionKey, ingestionKey, ingestionToken } from '../../domain/erp-events/ingestion.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
@@ -20,7 +19,13 @@ import { ensureTierModules, type TierModulesResult } from '../../domain/erp/tier
 import { erpApiUserDeps } from '../../domain/erp/api-user.js';
 import { ensureEventRules } from '../../domain/erp-events/automation-rules.js';
 import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
-import { provisionTenantWithEventRules, queryTenantDb, type TestTenant } from '../support/erp-tenant.js';
+import {
+  accountantLogin,
+  provisionTenantWithEventRules,
+  queryTenantDb,
+  setAccountantPassword,
+  type TestTenant,
+} from '../support/erp-tenant.js';
 import { startReceiver, startWebhookPlatform, type Receiver, type WebhookPlatform } from '../support/webhooks.js';
 
 let p: WebhookPlatform;
@@ -119,16 +124,8 @@ it(
   { timeout: 60_000 },
   async () => {
     // an accountant's change (the platform's own API user only reads): the tenant admin, with a password we set
-    await queryTenantDb(p.cfg, tenant.database, `UPDATE res_users SET password = $1 WHERE login = 'admin'`, [
-      hashOdooPassword('accountant-pw'),
-    ]);
-    const client = createErpClient({
-      baseUrl: erp.url,
-      host: tenant.host,
-      db: tenant.database,
-      login: 'admin',
-      password: 'accountant-pw',
-    });
+    await setAccountantPassword(p.cfg, tenant);
+    const client = createErpClient(accountantLogin(erp.url, tenant));
     const [draft] = await queryTenantDb<{ id: number; name: string }>(
       p.cfg,
       tenant.database,
@@ -174,16 +171,8 @@ it(
 
 it('a stock move set to done reaches the endpoint as stock.changed', { timeout: 60_000 }, async () => {
   const before = receiver.received.length;
-  await queryTenantDb(p.cfg, tenant.database, `UPDATE res_users SET password = $1 WHERE login = 'admin'`, [
-    hashOdooPassword('accountant-pw'),
-  ]);
-  const client = createErpClient({
-    baseUrl: erp.url,
-    host: tenant.host,
-    db: tenant.database,
-    login: 'admin',
-    password: 'accountant-pw',
-  });
+  await setAccountantPassword(p.cfg, tenant);
+  const client = createErpClient(accountantLogin(erp.url, tenant));
   const moveId = await client.executeKw<number>('stock.move', 'create', [
     {
       reference: 'WH/OUT/00042',
@@ -220,17 +209,9 @@ it('a rule someone changed in the ERP is repaired by the next reconcile', async 
     tenant.database,
     `UPDATE base_automation SET active = false WHERE name = 'Plana: payment.received'`,
   );
-  await queryTenantDb(p.cfg, tenant.database, `UPDATE res_users SET password = $1 WHERE login = 'admin'`, [
-    hashOdooPassword('accountant-pw'),
-  ]);
+  await setAccountantPassword(p.cfg, tenant);
   const { openErpSession } = await import('../../domain/erp/client.js');
-  const session = await openErpSession({
-    baseUrl: erp.url,
-    host: tenant.host,
-    db: tenant.database,
-    login: 'admin',
-    password: 'accountant-pw',
-  });
+  const session = await openErpSession(accountantLogin(erp.url, tenant));
   const repaired = await ensureEventRules(session, {
     tenant: tenant.name,
     eventsUrl: p.cfg.EVENTS_URL,

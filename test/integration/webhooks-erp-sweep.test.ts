@@ -12,14 +12,20 @@ import { createPool, type Pool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
 import { createErpClient, openErpSession, type ErpClient } from '../../domain/erp/client.js';
 import { ensureEventRules } from '../../domain/erp-events/automation-rules.js';
-import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
 import { databaseUrl } from '../../domain/erp/tenant-database.js';
 import { currentIngestionKey } from '../../domain/erp-events/ingestion.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { ensureErpEventSweepSchedule } from '../../domain/erp-events/sweep.js';
 import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
-import { provisionTenantWithEventRules, queryTenantDb, type TestTenant } from '../support/erp-tenant.js';
+import {
+  accountantLogin,
+  provisionTenantWithEventRules,
+  queryTenantDb,
+  setAccountantPassword,
+  type TestTenant,
+} from '../support/erp-tenant.js';
 import { startReceiver, startWebhookPlatform, type Receiver, type WebhookPlatform } from '../support/webhooks.js';
+import { runScheduleNow } from '../support/schedules.js';
 
 let p: WebhookPlatform;
 let admin: Pool;
@@ -38,20 +44,7 @@ async function sweep(): Promise<{
   failed: { tenant: string; error: string }[];
 }> {
   await new Promise((r) => setTimeout(r, 2100)); // write_date has whole seconds
-  const schedule = p.temporal.schedule.getHandle(scheduleId);
-  const before = (await schedule.describe()).info.recentActions.length;
-  await schedule.trigger();
-  let workflowId: string | undefined;
-  await expect
-    .poll(
-      async () =>
-        (workflowId = (await schedule.describe()).info.recentActions.slice(before).at(-1)?.action.workflow.workflowId),
-      { timeout: 20_000, interval: 200 },
-    )
-    .toBeDefined();
-  const actions = (await schedule.describe()).info.recentActions;
-  const run = actions.at(-1)!.action.workflow;
-  return p.temporal.workflow.getHandle(workflowId!, run.firstExecutionRunId).result();
+  return runScheduleNow(p.temporal, scheduleId);
 }
 
 /** This tenant's sweep record (the platform database is shared with other test files' tenants: the sweep reads them all). */
@@ -97,20 +90,11 @@ const breakRule = (type: string) =>
   );
 /** What the reconcile step does to the rules (here in the accountant's session: the test changed the admin's password). */
 const repairRules = async () =>
-  ensureEventRules(
-    await openErpSession({
-      baseUrl: erp.url,
-      host: tenant.host,
-      db: tenant.database,
-      login: 'admin',
-      password: 'accountant-pw',
-    }),
-    {
-      tenant: tenant.name,
-      eventsUrl: p.cfg.EVENTS_URL,
-      ingestionKey: (await currentIngestionKey(new PgSecretStore(p.pool, p.cfg.SECRETS_KEY, 0))).key,
-    },
-  );
+  ensureEventRules(await openErpSession(accountantLogin(erp.url, tenant)), {
+    tenant: tenant.name,
+    eventsUrl: p.cfg.EVENTS_URL,
+    ingestionKey: (await currentIngestionKey(new PgSecretStore(p.pool, p.cfg.SECRETS_KEY, 0))).key,
+  });
 
 beforeAll(async () => {
   p = await startWebhookPlatform({
@@ -139,16 +123,8 @@ beforeAll(async () => {
   }));
   receiver = await startReceiver();
   ({ secret } = await p.endpointFor(tenant.workspace, receiver.url, ['invoice.posted', 'payment.received']));
-  await queryTenantDb(p.cfg, tenant.database, `UPDATE res_users SET password = $1 WHERE login = 'admin'`, [
-    hashOdooPassword('accountant-pw'),
-  ]);
-  accountant = createErpClient({
-    baseUrl: erp.url,
-    host: tenant.host,
-    db: tenant.database,
-    login: 'admin',
-    password: 'accountant-pw',
-  });
+  await setAccountantPassword(p.cfg, tenant);
+  accountant = createErpClient(accountantLogin(erp.url, tenant));
   expect(
     await ensureErpEventSweepSchedule(p.temporal, {
       taskQueue: p.cfg.TEMPORAL_TASK_QUEUE,

@@ -12,6 +12,7 @@ import {
   tenantHostname,
 } from '../../domain/erp/tenant-database.js';
 import type { ErpVersion, Tier } from '../../domain/tenants/types.js';
+import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
 import { createLogger } from '../../lib/logger.js';
 import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
 import { createPool } from '../../lib/db.js';
@@ -112,6 +113,24 @@ export async function queryTenantDb<R extends pg.QueryResultRow>(
   } finally {
     await client.end();
   }
+}
+
+/** The password `setAccountantPassword` gives a tenant's admin. */
+const ACCOUNTANT_PASSWORD = 'accountant-pw';
+
+/**
+ * An accountant's changes in a tenant's ERP (the platform's own API user only reads): the tenant's
+ * admin gets a password the test knows; log in with `accountantLogin`.
+ */
+export async function setAccountantPassword(cfg: Config, tenant: TestTenant): Promise<void> {
+  await queryTenantDb(cfg, tenant.database, `UPDATE res_users SET password = $1 WHERE login = 'admin'`, [
+    hashOdooPassword(ACCOUNTANT_PASSWORD),
+  ]);
+}
+
+/** How an accountant (after `setAccountantPassword`) logs in to the tenant's ERP at `erpUrl`. */
+export function accountantLogin(erpUrl: string, tenant: TestTenant) {
+  return { baseUrl: erpUrl, host: tenant.host, db: tenant.database, login: 'admin', password: ACCOUNTANT_PASSWORD };
 }
 
 /** The ERP stand-in on the run's PostgreSQL, a platform pool and an ERP admin pool, with the config that reaches them. */
