@@ -2,8 +2,9 @@
  * The tenant workflow `tenant:<name>` as an apply reaches it (operator-actions.ts): signalled with
  * the spec's generation, and started with it when it does not run.
  */
+import type { Client } from '@temporalio/client';
+import type { Config } from '../../lib/config.js';
 import { searchAttributes } from '../workflow-search-attributes.js';
-import type { OperationDeps } from './operator-actions.js';
 import type { TenantClient } from './tenant-client.js';
 import {
   applySignal,
@@ -19,7 +20,7 @@ export type StoredGeneration = { uid: string; generation: number };
 
 /** Signals the spec's generation to the tenant's workflow, starting it when it does not run. */
 export async function signalWithStartTenant(
-  deps: OperationDeps,
+  deps: { temporal: Client; config: Config },
   { name, workflowId, row, spec }: { name: string; workflowId: string; row: StoredGeneration; spec: Spec },
 ): Promise<void> {
   const input: TenantLifecycleInput = {
