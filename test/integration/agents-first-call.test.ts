@@ -9,11 +9,12 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { startBanking } from '../../services/banking/server.js';
+import type { startBanking } from '../../services/banking/server.js';
 import { startBankStandIn, type BankStandIn } from '../../sandbox/bank/server.js';
 import { freePort } from '../../scripts/local-servers.js';
 import { RateLimits } from '../../domain/access/rate-limits.js';
-import { startTestApi, type TestApi } from '../support/api.js';
+import type { TestApi } from '../support/api.js';
+import { startApiWithBanking } from '../support/banking.js';
 import { adminOfNewWorkspace, call, createKey } from '../support/workspace-api.js';
 import { agentsSettings, startAgentServices, startTestLlm } from '../support/agents.js';
 import { testConfig } from '../support/env.js';
@@ -28,16 +29,8 @@ let agentServices: Awaited<ReturnType<typeof startAgentServices>>;
 beforeAll(async () => {
   bank = await startBankStandIn({ bankId: 'sandbox', port: await freePort() });
   llm = await startTestLlm();
-  const bankingPort = await freePort();
-  const bankingUrl = `http://127.0.0.1:${bankingPort}`;
   const agents = await agentsSettings(llm.url);
-  api = await startTestApi({ BANKING_URL: bankingUrl, ...agents });
-  banking = await startBanking({
-    ...api.cfg,
-    BANKING_PORT: bankingPort,
-    BANKING_URL: bankingUrl,
-    BANKING_BANKS: `sandbox=${bank.url}`,
-  });
+  ({ api, banking } = await startApiWithBanking({ banks: () => `sandbox=${bank.url}`, api: agents }));
   agentServices = await startAgentServices(await testConfig(agents));
 });
 

@@ -4,11 +4,12 @@
  * completed by HTTP as a PSU's browser does, the bank's limits, and banks and services going down.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBanking } from '../../services/banking/server.js';
+import type { startBanking } from '../../services/banking/server.js';
 import { startBankStandIn, type BankStandIn } from '../../sandbox/bank/server.js';
 import { freePort } from '../../scripts/local-servers.js';
 import { open } from '../../lib/secret-box.js';
-import { startTestApi, type TestApi } from '../support/api.js';
+import type { TestApi } from '../support/api.js';
+import { startApiWithBanking } from '../support/banking.js';
 import { adminOfNewWorkspace, call, createKey } from '../support/workspace-api.js';
 
 let api: TestApi;
@@ -27,16 +28,11 @@ const day = (offset = 0) => new Date(Date.now() + offset * 86_400_000).toISOStri
 beforeAll(async () => {
   bank = await startBankStandIn({ bankId: 'sandbox', clock: () => new Date(Date.now() + bankDaysAhead * 86_400_000) });
   flaky = await startBankStandIn({ bankId: 'flaky-bank', name: 'Flaky Bank', port: await freePort() });
-  const [bankingPort, closedPort] = await Promise.all([freePort(), freePort()]);
-  const bankingUrl = `http://127.0.0.1:${bankingPort}`;
-  api = await startTestApi({ BANKING_URL: bankingUrl });
-  banking = await startBanking({
-    ...api.cfg,
-    BANKING_PORT: bankingPort,
-    BANKING_URL: bankingUrl,
-    BANKING_BANKS: `sandbox=${bank.url},flaky-bank=${flaky.url},closed-bank=http://127.0.0.1:${closedPort}`,
-    BANKING_BANK_TIMEOUT_MS: 3_000,
-  });
+  ({ api, banking } = await startApiWithBanking({
+    // closed-bank: a port nothing listens on
+    banks: async () => `sandbox=${bank.url},flaky-bank=${flaky.url},closed-bank=http://127.0.0.1:${await freePort()}`,
+    banking: { BANKING_BANK_TIMEOUT_MS: 3_000 },
+  }));
   base = api.base;
   const a = await adminOfNewWorkspace(base, api.pool);
   keyA = (await createKey(base, a.accessToken, { name: 'bank', scopes: ['banking:read'] })).token;

@@ -6,9 +6,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBanking } from '../../../services/banking/server.js';
+import type { startBanking } from '../../../services/banking/server.js';
 import { freePort } from '../../../scripts/local-servers.js';
-import { startTestApi, type TestApi } from '../../support/api.js';
+import type { TestApi } from '../../support/api.js';
+import { startApiWithBanking } from '../../support/banking.js';
 import { adminOfNewWorkspace, call } from '../../support/workspace-api.js';
 import { testKeys } from '../../support/service-keys.js';
 
@@ -25,15 +26,7 @@ function expectPlainWords(detail: string) {
 }
 
 beforeAll(async () => {
-  const bankingPort = await freePort();
-  const bankingUrl = `http://127.0.0.1:${bankingPort}`;
-  api = await startTestApi({ BANKING_URL: bankingUrl });
-  banking = await startBanking({
-    ...api.cfg,
-    BANKING_PORT: bankingPort,
-    BANKING_URL: bankingUrl,
-    BANKING_BANKS: `sandbox=http://127.0.0.1:${await freePort()}`,
-  });
+  ({ api, banking } = await startApiWithBanking({ banks: async () => `sandbox=http://127.0.0.1:${await freePort()}` }));
   admin = await adminOfNewWorkspace(api.base, api.pool);
 });
 
