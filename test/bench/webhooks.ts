@@ -36,6 +36,7 @@ import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { EndpointRepository } from '../../domain/webhooks/endpoints.js';
 import { messageIdOf } from '../../domain/webhooks/signing.js';
+import { percentile } from './percentile.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 32);
@@ -54,13 +55,10 @@ const scenarios = (
       rate: m[4] ? Number(m[4]) : undefined,
     };
   });
-/** ANCHORS.md "Webhook delivery": Svix server 1.100 measured the same way on this machine. */
-const SVIX: Record<string, string> = {
-  '2000x1@0':
-    '400–427 deliveries/s (ingest-bound), p50 72–80 ms, p99 0.34–2.6 s, ≈ 4.5 ms CPU per delivery (server 3.1, PostgreSQL 1.2, Redis 0.25)',
-  '1000x4@0': '1,039 deliveries/s, p50 631 ms, p99 3.0 s',
-  '2000x1@1': 'p50 74 ms, p99 1.6 s; the failed ones delivered on the retry 5–7 s later',
-  '2000x1@10': 'p50 81 ms, p99 6.8 s; the failed ones delivered on the retry 5–7 s later',
+/** The Svix rows, measured with the anchor harness in one window with ours (see the file for when and how). */
+const svixAnchor = JSON.parse(readFileSync(new URL('./anchors/svix-webhooks.json', import.meta.url), 'utf8')) as {
+  measured: string;
+  scenarios: Record<string, string>;
 };
 const dir = throwAwayDir('plana-bench-webhooks-');
 const children: ChildProcess[] = [];
@@ -327,8 +325,7 @@ try {
     const latencies = [...firstDelivered]
       .map(([key, at]) => at - sentAt.get(key.slice(key.indexOf(':') + 1))!)
       .sort((a, b) => a - b);
-    // nearest rank: the smallest latency that q of all are at or below
-    const pct = (q: number) => latencies[Math.max(0, Math.ceil(q * latencies.length) - 1)] ?? NaN;
+    const pct = (q: number) => percentile(latencies, q);
     const seconds = (lastDelivery - start) / 1000;
     const cpu = Object.fromEntries(Object.keys(after).map((k) => [k, after[k]! - before[k]!]));
     const cpuTotal = Object.values(cpu).reduce((a, b) => a + b, 0);
@@ -337,19 +334,19 @@ try {
     const retried = [...failedAt]
       .flatMap(([key, at]) => (firstDelivered.has(key) ? [firstDelivered.get(key)! - at] : []))
       .sort((a, b) => a - b);
-    const svix = SVIX[`${sc.events}x${sc.endpoints}@${sc.failing}`];
+    const svix = svixAnchor.scenarios[`${sc.events}x${sc.endpoints}@${sc.failing}`];
     if (!sc.warmUp)
       results.push(
         [
           title,
           `  delivered         ${firstDelivered.size} of ${expected}${verifyFailures ? `, ${verifyFailures} FAILED VERIFICATION` : ', every one verified with standardwebhooks'}; events sent in ${sendSeconds.toFixed(1)} s (${(sc.events / sendSeconds).toFixed(0)}/s)`,
-          `  ours              ${(firstDelivered.size / seconds).toFixed(0)} deliveries/s, p50 ${fmt(pct(0.5))}, p99 ${fmt(pct(0.99))} (min ${fmt(latencies[0] ?? NaN)}, max ${fmt(latencies.at(-1) ?? NaN)}), ${perDelivery(cpuTotal)} ms CPU per delivery`,
+          `  ours              ${(firstDelivered.size / seconds).toFixed(0)} deliveries/s, p50 ${fmt(pct(0.5))}, p99 ${fmt(pct(0.99))} (min ${fmt(latencies[0] ?? NaN)}, max ${fmt(latencies.at(-1) ?? NaN)}; ${retried.length} of ${latencies.length} retried), ${perDelivery(cpuTotal)} ms CPU per delivery`,
           ...(retried.length > 0
             ? [
                 `  failed ones       ${retried.length} delivered on their retry ${fmt(retried[0]!)}–${fmt(retried.at(-1)!)} after the failed attempt (median ${fmt(retried[Math.floor(retried.length / 2)]!)})`,
               ]
             : []),
-          `  Svix (ANCHORS)    ${svix ?? '—'}${sc.rate ? ' (Svix measured with 32 in flight: ingest-bound at 400–427 events/s)' : ''}`,
+          `  Svix (${svixAnchor.measured}) ${svix ?? '—'}${sc.rate ? " (Svix's rows are its 32-in-flight bursts: its API accepted 317–382 events/s)" : ''}`,
           `  CPU per delivery  ${Object.entries(cpu)
             .map(([k, v]) => `${k} ${perDelivery(v)}`)
             .join(', ')}; not counted: the bench's sender + receivers ${perDelivery((self.user + self.system) / 1e6)}`,
