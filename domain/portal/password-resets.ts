@@ -81,7 +81,6 @@ export async function resetPassword(
   input: { token: string; password: string },
 ): Promise<ResetDone> {
   checkNewPassword(input.password, 'body.password');
-  const hash = await bcrypt.hash(input.password, bcryptCost);
   return withTransaction(pool, async (db) => {
     const { rows } = await db.query<{
       id: string;
@@ -105,6 +104,8 @@ export async function resetPassword(
         'This password link was replaced by a newer one: use the latest e-mail, or ask for a new link.',
       );
     if (reset.expired) throw new AppError('GONE', 'This password link has expired: ask for a new one.');
+    // hashed only for a link that works: a made-up token costs no bcrypt
+    const hash = await bcrypt.hash(input.password, bcryptCost);
     await db.query('UPDATE password_resets SET used_at = now() WHERE id = $1', [reset.id]);
     const user = (
       await db.query<ResetDone['user']>('UPDATE users SET password_hash = $2 WHERE id = $1 RETURNING id, email, name', [
