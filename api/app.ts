@@ -64,6 +64,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes);
   await app.register(opsTenantRoutes);
   await app.register(opsTenantClientRoutes);
+  // e-mails of the portal and of the sign-in (password links) go through the notifications service
+  await app.register(portalMail);
   await app.register(authRoutes);
   await app.register(apiKeyRoutes);
   await app.register(executionLogRoutes);
@@ -76,8 +78,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(opsBankImportRoutes);
   await app.register(provisionedWebhookRoutes);
   await app.register(workspacePageRoutes);
-  // the portal: profile, settings, integrations, team (e-mails through the notifications service)
-  await app.register(portalMail);
+  // the portal: profile, settings, integrations, team
   await app.register(profileRoutes);
   await app.register(settingsRoutes);
   await app.register(integrationRoutes);

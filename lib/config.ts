@@ -280,6 +280,13 @@ export const configSchema = z.object({
   /** Portal links: how long an invitation link and an e-mail confirmation link work (single use). */
   INVITATION_TTL: duration.prefault('7 days'),
   EMAIL_CHANGE_TTL: duration.prefault('24 hours'),
+  /** The owner's activation link in the welcome e-mail: how many days it works (single use; a resend replaces it). */
+  ACTIVATION_LINK_TTL_DAYS: z.coerce.number().int().min(1).max(90).default(7),
+  /** A forgotten password's link: how long it works (single use). */
+  PASSWORD_RESET_TTL: duration.prefault('1 hour'),
+  /** Password links ("forgot your password", "send me a new link") an address, and a client address, may ask for per hour; more get 429. */
+  PASSWORD_LINKS_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(1).default(5),
+  PASSWORD_LINKS_PER_CLIENT_PER_HOUR: z.coerce.number().int().min(1).default(20),
   /** Invitation e-mails (invites and re-invites) a workspace may send per hour; more get 429 (no mail bombing through our relay). */
   INVITATIONS_PER_HOUR: z.coerce.number().int().min(1).default(50),
   /** The auth service (§4.5): login and refresh for internal services, sharing the account API's sessions (8000 in production, 8001 locally). */

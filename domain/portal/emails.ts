@@ -59,3 +59,25 @@ export function emailChangeNotice(c: { to: string; name: string; newEmail: strin
       `If this was not you, change your password now (this ends all your other sessions).\n`,
   };
 }
+
+/** A new activation link for a workspace's owner (the welcome e-mail's link had expired or been replaced). */
+export function activationEmail(a: { to: string; workspaceName: string; link: string; expiresAt: Date }): OutgoingMail {
+  return {
+    to: a.to,
+    subject: `Your new link to the workspace "${a.workspaceName}" on Plana`,
+    text:
+      `Hello,\n\nhere is a new link to choose your password and open your workspace "${a.workspaceName}":\n${a.link}\n\n` +
+      `The link works once and until ${when(a.expiresAt)}; earlier links no longer work. If you did not ask for it, you can ignore this e-mail.\n`,
+  };
+}
+
+export function passwordResetEmail(r: { to: string; name: string; link: string; expiresAt: Date }): OutgoingMail {
+  return {
+    to: r.to,
+    subject: 'Choose a new password for Plana',
+    text:
+      `Hello${r.name ? ` ${r.name}` : ''},\n\nsomeone (probably you) asked for a link to choose a new password for your Plana account:\n${r.link}\n\n` +
+      `The link works once and until ${when(r.expiresAt)}. Choosing a new password signs you out everywhere else. ` +
+      `If this was not you, ignore this e-mail: your password stays as it is.\n`,
+  };
+}

@@ -1,12 +1,14 @@
 /**
- * Accepting a team invitation (invitations.ts) by its link's token: the invited address's account
- * (made now, or proved by its password) joins the workspace with the invited role, once.
+ * Accepting an invitation (invitations.ts) by its link's token: the invited address's account
+ * (made now, proved by its password, or given its first password) joins the workspace with the
+ * invited role, once. The owner's activation link (activation.ts) is an invitation too: the owner
+ * is a member already and chooses a password by it.
  */
 import bcrypt from 'bcrypt';
 import type pg from 'pg';
 import { withTransaction } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
-import type { Role } from './invitations.js';
+import type { Role } from './roles.js';
 import { hashLinkToken } from './link-tokens.js';
 import { checkNewPassword } from './passwords.js';
 
@@ -25,14 +27,16 @@ interface OpenInvitation {
   workspace_id: string;
   email: string;
   role: Role;
+  purpose: 'team' | 'activation';
 }
 
 /**
  * Accepts an invitation by its token. A new address: `name` and `password` create the account. An
- * address with an account: `password` must be that account's (401 otherwise; its name and password
- * stay as they are). 404 for a token that is not (or no longer, after a re-invite) an invitation's,
- * 409 once accepted, 410 when revoked or expired. Concurrent accepts of one token queue on its row:
- * exactly one succeeds.
+ * address whose account has a password: `password` must be that one (401 otherwise; its name and
+ * password stay as they are). An account without a password yet (an owner made by provisioning):
+ * `password` becomes its password (and `name` its name, when it has none). 404 for a token that is
+ * not (or no longer, after a re-invite) an invitation's, 409 once accepted, 410 when revoked or
+ * expired. Concurrent accepts of one token queue on its row: exactly one succeeds.
  */
 export async function acceptInvitation(
   pool: pg.Pool,
@@ -62,7 +66,7 @@ async function lockOpenInvitation(db: pg.PoolClient, token: string): Promise<Ope
   const found = await db.query<
     OpenInvitation & { accepted_at: Date | null; revoked_at: Date | null; expired: boolean }
   >(
-    `SELECT id, workspace_id, email, role, accepted_at, revoked_at, expires_at <= now() AS expired
+    `SELECT id, workspace_id, email, role, purpose, accepted_at, revoked_at, expires_at <= now() AS expired
        FROM workspace_invitations WHERE token_hash = $1 FOR UPDATE`,
     [hashLinkToken(token)],
   );
@@ -72,11 +76,27 @@ async function lockOpenInvitation(db: pg.PoolClient, token: string): Promise<Ope
       'NOT_FOUND',
       'This invitation link is not valid: it may have been replaced by a newer invitation. Use the link of the latest invitation e-mail.',
     );
+  if (inv.purpose === 'activation') return openActivation(inv);
   if (inv.accepted_at) throw new AppError('CONFLICT', 'This invitation was accepted already; log in instead.');
   if (inv.revoked_at)
     throw new AppError('GONE', 'This invitation was revoked; ask an admin of the workspace for a new one.');
   if (inv.expired)
     throw new AppError('GONE', 'This invitation has expired; ask an admin of the workspace to invite you again.');
+  return inv;
+}
+
+/** An owner's activation link, in the owner's terms: used, replaced by a newer one, or expired. */
+function openActivation(
+  inv: OpenInvitation & { accepted_at: Date | null; revoked_at: Date | null; expired: boolean },
+): OpenInvitation {
+  if (inv.accepted_at)
+    throw new AppError('CONFLICT', 'This link was used already: your password is set. Sign in, or ask for a new link.');
+  if (inv.revoked_at)
+    throw new AppError(
+      'GONE',
+      'This link was replaced by a newer one: use the latest welcome e-mail, or ask for a new link.',
+    );
+  if (inv.expired) throw new AppError('GONE', 'This link has expired: ask for a new one.');
   return inv;
 }
 
@@ -92,8 +112,10 @@ async function invitedUser(
     [inv.email],
   );
   const account = existing.rows[0];
+  if (account && !account.password_hash)
+    return { user: await setFirstPassword(db, bcryptCost, account, input), accountCreated: false };
   if (account) {
-    const ok = account.password_hash ? await bcrypt.compare(input.password, account.password_hash) : false;
+    const ok = await bcrypt.compare(input.password, account.password_hash!);
     if (!ok)
       throw new AppError(
         'UNAUTHORIZED',
@@ -112,6 +134,22 @@ async function invitedUser(
     [inv.email, name, await bcrypt.hash(input.password, bcryptCost)],
   );
   return { user: created.rows[0]!, accountCreated: true };
+}
+
+/** An account without a password (made by provisioning) gets its first one, and `name` when it has none. */
+async function setFirstPassword(
+  db: pg.PoolClient,
+  bcryptCost: number,
+  account: User,
+  input: { name?: string; password: string },
+): Promise<User> {
+  checkNewPassword(input.password, 'body.password');
+  const { rows } = await db.query<User>(
+    `UPDATE users SET password_hash = $2, name = CASE WHEN name = '' THEN coalesce($3, '') ELSE name END
+      WHERE id = $1 RETURNING id, email, name`,
+    [account.id, await bcrypt.hash(input.password, bcryptCost), input.name?.trim() || null],
+  );
+  return rows[0]!;
 }
 
 /** Makes the user a member with the invited role; someone added meanwhile keeps the role they have. Answers the role. */

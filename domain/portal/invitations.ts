@@ -15,9 +15,9 @@ import type { NotificationsMailClient } from '../notifications/mail-client.js';
 import { invitationEmail } from './emails.js';
 import { hashLinkToken, newLinkToken } from './link-tokens.js';
 
-export type Role = 'admin' | 'member';
+import type { Role } from './roles.js';
 
-export { acceptInvitation, type AcceptedInvitation } from './invitation-acceptance.js';
+export type { Role };
 
 export interface Invitation {
   id: string;
@@ -74,7 +74,8 @@ export async function listInvitations(
 ): Promise<Invitation[]> {
   const { rows } = await db.query<Invitation>(
     `SELECT ${INVITATION_COLUMNS} FROM workspace_invitations i LEFT JOIN users u ON u.id = i.invited_by
-      WHERE i.workspace_id = $1 AND i.accepted_at IS NULL AND i.revoked_at IS NULL AND ($2::uuid IS NULL OR i.id = $2::uuid)
+      WHERE i.workspace_id = $1 AND i.purpose = 'team' AND i.accepted_at IS NULL AND i.revoked_at IS NULL
+        AND ($2::uuid IS NULL OR i.id = $2::uuid)
       ORDER BY i.created_at`,
     [workspaceId, id ?? null],
   );
@@ -131,7 +132,8 @@ export async function inviteToWorkspace(
     );
     if (member.rowCount) throw new AppError('CONFLICT', `${email} is already a member of this workspace.`);
     const open = await db.query<{ id: string; expired: boolean }>(
-      `SELECT id, expires_at <= now() AS expired FROM workspace_invitations
+      // an owner's open activation link (purpose 'activation') counts as expired: a team invitation replaces it
+      `SELECT id, expires_at <= now() OR purpose <> 'team' AS expired FROM workspace_invitations
         WHERE workspace_id = $1 AND lower(email) = lower($2) AND accepted_at IS NULL AND revoked_at IS NULL FOR UPDATE`,
       [input.workspaceId, email],
     );
@@ -165,7 +167,8 @@ export async function resendInvitation(
 ): Promise<Invitation> {
   return withTransaction(deps.pool, async (db) => {
     const found = await db.query<{ email: string; role: Role; accepted_at: Date | null; revoked_at: Date | null }>(
-      'SELECT email, role, accepted_at, revoked_at FROM workspace_invitations WHERE id = $1 AND workspace_id = $2 FOR UPDATE',
+      `SELECT email, role, accepted_at, revoked_at FROM workspace_invitations
+        WHERE id = $1 AND workspace_id = $2 AND purpose = 'team' FOR UPDATE`,
       [input.id, input.workspaceId],
     );
     const inv = found.rows[0];
@@ -205,7 +208,7 @@ export async function resendInvitation(
 export async function revokeInvitation(pool: pg.Pool, workspaceId: string, id: string): Promise<void> {
   const { rows } = await pool.query<{ accepted: boolean }>(
     `UPDATE workspace_invitations SET revoked_at = coalesce(revoked_at, now())
-      WHERE id = $1 AND workspace_id = $2 RETURNING accepted_at IS NOT NULL AS accepted`,
+      WHERE id = $1 AND workspace_id = $2 AND purpose = 'team' RETURNING accepted_at IS NOT NULL AS accepted`,
     [id, workspaceId],
   );
   if (!rows[0]) throw new AppError('NOT_FOUND', `This workspace has no invitation ${id}.`);

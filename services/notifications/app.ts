@@ -13,7 +13,7 @@ import type { ServiceKeyCheck } from '../../domain/service-keys/service-key-auth
 import { registerKeyedRoutes, type KeyedRoutes } from '../service-routes.js';
 import type { Mailer } from './mailer.js';
 import { IdempotentMailer } from './send-once.js';
-import { welcomeEmail } from './welcome-email.js';
+import { welcomeEmail, type WelcomeActivation } from './welcome-email.js';
 import type { DestinationStream } from 'pino';
 
 export interface NotificationsDeps {
@@ -22,6 +22,11 @@ export interface NotificationsDeps {
   /** The service-key check of this target (domain/service-keys/verifier.ts): every registered caller may call. */
   serviceKeys: ServiceKeyCheck;
   appUrl: string;
+  /**
+   * The owner's activation link for a welcome e-mail (a new one each time: the previous one dies),
+   * or undefined when the owner has a password already. Absent: welcome e-mails carry no link.
+   */
+  activationLink?: (owner: { email: string; workspace: string }) => Promise<WelcomeActivation | undefined>;
   logLevel?: string;
   /** Where the log lines go (default standard output). */
   logStream?: DestinationStream;
@@ -43,14 +48,14 @@ export async function buildNotificationsApp(deps: NotificationsDeps): Promise<Fa
     status: 'ok' as const,
   }));
   await registerKeyedRoutes(app, deps.serviceKeys, {}, (v1) => {
-    registerWelcome(v1, mail, deps.appUrl);
+    registerWelcome(v1, mail, deps);
     registerEmail(v1, mail);
     registerAlert(v1, mail);
   });
   return app;
 }
 
-function registerWelcome(v1: KeyedRoutes, mail: IdempotentMailer, appUrl: string) {
+function registerWelcome(v1: KeyedRoutes, mail: IdempotentMailer, deps: NotificationsDeps) {
   v1.post(
     '/v1/welcome',
     {
@@ -64,8 +69,16 @@ function registerWelcome(v1: KeyedRoutes, mail: IdempotentMailer, appUrl: string
       },
     },
     async (req) => {
-      const result = await mail.sendOnce(req.headers['idempotency-key'], welcomeEmail({ ...req.body, appUrl }));
-      req.log.info({ workspace: req.body.workspace, status: result.status }, 'welcome e-mail');
+      // the link is issued only when the e-mail is really sent (not for a repeat of an idempotency key)
+      let activation: WelcomeActivation | undefined;
+      const result = await mail.sendOnce(req.headers['idempotency-key'], async () => {
+        activation = await deps.activationLink?.(req.body);
+        return welcomeEmail({ ...req.body, appUrl: deps.appUrl, activation });
+      });
+      req.log.info(
+        { workspace: req.body.workspace, status: result.status, activationLink: activation !== undefined },
+        'welcome e-mail',
+      );
       return result;
     },
   );

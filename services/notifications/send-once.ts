@@ -16,9 +16,13 @@ export class IdempotentMailer {
     private readonly redis: Redis,
   ) {}
 
-  /** Sends `mail` at most once per idempotency key. */
-  async sendOnce(key: string | undefined, mail: Mail) {
-    if (!key) return { status: 'sent' as const, ...(await this.mailer.send(mail)) };
+  /**
+   * Sends `mail` at most once per idempotency key. A function is called only when the mail is
+   * really to be sent (a single-use link in it is issued once per sending, never for a repeat).
+   */
+  async sendOnce(key: string | undefined, mail: Mail | (() => Promise<Mail>)) {
+    const compose = typeof mail === 'function' ? mail : async () => mail;
+    if (!key) return { status: 'sent' as const, ...(await this.mailer.send(await compose())) };
     const slot = `notifications:idempotency:${key}`;
     const claimed = await this.redis.set(slot, 'pending', 'EX', CLAIM_TTL_S, 'NX');
     if (!claimed) {
@@ -26,8 +30,15 @@ export class IdempotentMailer {
       if (seen && seen !== 'pending') return { status: 'duplicate' as const, messageId: seen };
       throw new AppError('CONFLICT', 'A request with this Idempotency-Key is still being processed; retry shortly.');
     }
+    let composed: Mail;
     try {
-      const { messageId } = await this.mailer.send(mail);
+      composed = await compose();
+    } catch (err) {
+      await this.redis.del(slot);
+      throw err;
+    }
+    try {
+      const { messageId } = await this.mailer.send(composed);
       await this.redis.set(slot, messageId, 'EX', IDEMPOTENCY_TTL_S);
       return { status: 'sent' as const, messageId };
     } catch (err) {

@@ -1,12 +1,14 @@
 import { Redis } from 'ioredis';
 import { config } from '../../lib/config.js';
-import { createPool } from '../../lib/db.js';
+import { createPool, withTransaction } from '../../lib/db.js';
+import { issueActivationLink } from '../../domain/portal/activation.js';
 import { startServiceKeyVerifier } from '../../domain/service-keys/service-verifier.js';
 import { buildNotificationsApp } from './app.js';
 import { createSmtpMailer } from './mailer.js';
 import { logRedisErrors, runAsMain, stopInOrder } from '../../lib/service-app.js';
 
 export const NOTIFICATIONS_TARGET = 'notifications';
+const DAY_MS = 86_400_000;
 
 /** Starts the notifications service; returns a function that stops it. */
 export async function startNotifications(cfg = config()) {
@@ -20,6 +22,10 @@ export async function startNotifications(cfg = config()) {
     redis,
     serviceKeys,
     appUrl: cfg.API_PUBLIC_URL,
+    activationLink: (owner) =>
+      withTransaction(pool, (db) =>
+        issueActivationLink(db, { publicUrl: cfg.API_PUBLIC_URL, ttlMs: cfg.ACTIVATION_LINK_TTL_DAYS * DAY_MS }, owner),
+      ),
     logLevel: cfg.LOG_LEVEL,
   });
   logRedisErrors(redis, app.log);

@@ -265,14 +265,45 @@ describe('GET /api/auth/oidc/callback', () => {
 });
 
 describe('without an identity provider configured', () => {
-  it('answers 404 on both OIDC routes', async () => {
+  it('answers 404 on both OIDC routes to an API client; the sign-in page offers no organisation sign-in and says why a browser came back', async () => {
     const plain = await startApi(await testConfig());
     try {
       const base = plain.app.deps.config.API_PUBLIC_URL;
-      expect((await call(base, 'GET', '/api/auth/oidc/start')).status).toBe(404);
+      const start = await call(base, 'GET', '/api/auth/oidc/start');
+      expect(start.status).toBe(404);
+      expect(start.headers.get('content-type')).toContain('application/problem+json');
       expect((await call(base, 'GET', '/api/auth/oidc/callback?code=x')).status).toBe(404);
+      expect((await call(base, 'GET', '/api/auth/methods')).body).toEqual({ password: true, oidc: false });
+      // the portal's link (an old bookmark): back to the sign-in page, never a raw problem in the browser
+      for (const [query, page] of [
+        ['portal=true', '/app/'],
+        ['portal=true&workspace=acme', '/app/w/acme/'],
+      ] as const) {
+        const res = await fetch(new URL(`/api/auth/oidc/start?${query}`, base), { redirect: 'manual' });
+        expect(res.status).toBe(303);
+        expect(res.headers.get('location')).toBe(`${page}?oidc=not-configured`);
+      }
     } finally {
       await plain.close();
+    }
+  });
+});
+
+describe('with an identity provider configured', () => {
+  it('the sign-in page offers the organisation sign-in', async () => {
+    expect((await call(cfg.API_PUBLIC_URL, 'GET', '/api/auth/methods')).body).toEqual({ password: true, oidc: true });
+  });
+
+  it('the provider unreachable: the portal goes back to its sign-in page, which says so; an API client gets 502', async () => {
+    const down = await startApi(await testConfig({ OIDC_ISSUER_URL: `http://127.0.0.1:${await freePort()}` }));
+    try {
+      const base = down.app.deps.config.API_PUBLIC_URL;
+      const res = await fetch(new URL('/api/auth/oidc/start?portal=true', base), { redirect: 'manual' });
+      expect(res.status).toBe(303);
+      expect(res.headers.get('location')).toBe('/app/?oidc=unreachable');
+      expect((await call(base, 'GET', '/api/auth/oidc/start')).status).toBe(502);
+    } finally {
+      await down.close();
     }
   });
 });

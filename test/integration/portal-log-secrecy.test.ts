@@ -1,7 +1,7 @@
 /**
  * The account API as a real process logging at trace level, with the notifications service and
  * the SMTP sink: an invitation sent, re-sent and accepted, an e-mail change requested and confirmed,
- * a password changed; then the API's whole log output is searched for every token and password
+ * a password changed, a forgotten password reset by its link; then the API's whole log output is searched for every token and password
  * that crossed the wire. None may appear.
  */
 import { randomUUID } from 'node:crypto';
@@ -95,7 +95,22 @@ describe('logs of the portal', () => {
       ).status,
     ).toBe(200);
 
+    // a forgotten password: the link's token, used twice, and the new password
+    expect((await call(base, 'POST', '/api/auth/password/forgot', { body: { email: moved } })).status).toBe(202);
+    await expect.poll(() => mailsTo(moved).length, { timeout: 15_000 }).toBe(2);
+    const reset = linkIn(mailsTo(moved)[1], `${base}/account/reset-password`).token;
+    secrets.push(reset, 'a password chosen by a link');
+    for (const expected of [200, 409])
+      expect(
+        (
+          await call(base, 'POST', '/api/auth/password/reset', {
+            body: { token: reset, password: 'a password chosen by a link' },
+          })
+        ).status,
+      ).toBe(expected);
+
     const out = api.output();
+    expect(out).toContain('password reset');
     expect(out).toContain('invitation accepted');
     expect(out).toContain('e-mail address changed');
     for (const secret of secrets) expect(out).not.toContain(secret);

@@ -17,6 +17,7 @@ import type { Config } from '../../lib/config.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { tempDir, testConfig, workflowBundle } from '../support/env.js';
 import { testKeys } from '../support/service-keys.js';
+import { linkIn } from '../support/portal.js';
 
 let cfg: Config;
 let pool: Pool;
@@ -98,15 +99,33 @@ describe('POST /api/ops/tenants/:name/welcome', () => {
     expect(scheduled?.activityTaskScheduledEventAttributes?.activityType?.name).toBe('requestWelcomeEmail');
   });
 
-  it('numbers each resend: a second request is welcome:<tenant>:2 and sends a second e-mail', async () => {
+  it('numbers each resend: a second request is welcome:<tenant>:2 and sends a second e-mail with a new link that kills the old one', async () => {
     const name = uniqueName();
     await addTenant(name, `owner@${name}.test`);
+    // the owner as provisioning leaves them: a member without a password
+    await pool.query(
+      `WITH u AS (INSERT INTO users (email, name) VALUES ($1, 'Owner') RETURNING id)
+       INSERT INTO memberships (user_id, workspace_id, role)
+       SELECT u.id, t.workspace_id, 'admin' FROM u, tenants t WHERE t.name = $2`,
+      [`owner@${name}.test`, name],
+    );
     const first = (await requestWelcome(name)).json();
     await temporal.workflow.getHandle(first.workflowId).result();
     const second = (await requestWelcome(name)).json();
     expect(second.workflowId).toBe(`welcome:${name}:2`);
     await temporal.workflow.getHandle(second.workflowId).result();
-    expect(readMailbox(sink.dir).filter((m) => m.to.includes(`owner@${name}.test`))).toHaveLength(2);
+    const mails = readMailbox(sink.dir).filter((m) => m.to.includes(`owner@${name}.test`));
+    expect(mails).toHaveLength(2);
+    const [oldLink, newLink] = mails.map((m) => linkIn(m, `${cfg.API_PUBLIC_URL}/w/${name}/activate#token=`).token);
+    expect(newLink).not.toBe(oldLink);
+    const activate = (token: string | undefined) =>
+      api.app.inject({
+        method: 'POST',
+        url: '/api/portal/team/invitations/accept',
+        payload: { token, password: 'correct horse battery' },
+      });
+    expect((await activate(oldLink)).statusCode).toBe(410);
+    expect((await activate(newLink)).statusCode).toBe(200);
   });
 
   it('answers 404 with a problem body for a tenant the platform does not know', async () => {

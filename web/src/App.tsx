@@ -4,6 +4,8 @@
  *   /app/                      the workspaces of the user (straight to the only one)
  *   /app/w/<slug>/<section>    a section of a workspace (/<section>/<id>: a page of its own, e.g. an endpoint)
  *   /app/w/<slug>/join         accept an invitation (the e-mail's link; with or without a session)
+ *   /app/w/<slug>/activate     an owner chooses a password (the welcome e-mail's link)
+ *   /app/account/reset-password a forgotten password's link: choose a new one
  *   /app/account/confirm-email confirm a new e-mail address (the e-mail's link)
  */
 import { useEffect, useState } from 'react';
@@ -13,12 +15,15 @@ import { useLoad } from './hooks';
 import { sections, type WorkspaceRef } from './nav';
 import { Link, navigate, useRoute } from './router';
 import { SignIn } from './pages/SignIn';
-import { ConfirmEmail, JoinWorkspace } from './pages/LinkPages';
+import { ActivateAccount, ConfirmEmail, JoinWorkspace, ResetPassword } from './pages/LinkPages';
 
 export function App() {
   const path = useRoute();
   const join = /^w\/([^/]+)\/join\/?$/.exec(path);
   if (join) return <JoinWorkspace slug={decodeURIComponent(join[1]!)} />;
+  const activate = /^w\/([^/]+)\/activate\/?$/.exec(path);
+  if (activate) return <ActivateAccount slug={decodeURIComponent(activate[1]!)} />;
+  if (/^account\/reset-password\/?$/.test(path)) return <ResetPassword />;
   if (/^account\/confirm-email\/?$/.test(path)) return <ConfirmEmail />;
   return <Session />;
 }

@@ -67,8 +67,42 @@ function oidcFlow(cfg: Config) {
 
 export default async function oidcRoutes(fastify: FastifyInstance) {
   const flow = oidcFlow(fastify.deps.config);
+  methodsRoute(fastify);
   startRoute(fastify, flow);
   callbackRoute(fastify, flow);
+}
+
+/** GET /api/auth/methods: the ways to sign in here, so the sign-in page offers only those. */
+function methodsRoute(fastify: FastifyInstance) {
+  const oidcConfigured = fastify.deps.config.OIDC_ISSUER_URL !== undefined;
+  fastify.withTypeProvider<TypeBoxTypeProvider>().get(
+    '/api/auth/methods',
+    {
+      config: { access: access.public },
+      schema: {
+        tags: ['auth'],
+        summary: 'The ways to sign in on this platform (the organisation sign-in only when OIDC is configured)',
+        response: {
+          200: Type.Object({
+            password: Type.Boolean(),
+            oidc: Type.Boolean({ description: 'true when OIDC_ISSUER_URL is set: GET /api/auth/oidc/start works' }),
+          }),
+        },
+      },
+    },
+    async () => ({ password: true, oidc: oidcConfigured }),
+  );
+}
+
+/**
+ * Why an organisation sign-in started from the portal could not begin, told by the portal's
+ * sign-in page (`?oidc=<reason>`) instead of a problem body the browser would show raw.
+ */
+function portalSignInProblem(reply: FastifyReply, pending: Pick<PendingLogin, 'workspace'>, err: unknown) {
+  if (!(err instanceof AppError) || (err.code !== 'NOT_FOUND' && err.code !== 'BAD_GATEWAY')) throw err;
+  const reason = err.code === 'NOT_FOUND' ? 'not-configured' : 'unreachable';
+  const page = pending.workspace ? `${PORTAL_HOME}w/${pending.workspace}/` : PORTAL_HOME;
+  return reply.code(303).header('location', `${page}?oidc=${reason}`).header('cache-control', 'no-store').send(null);
 }
 
 /** GET /api/auth/oidc/start: to the identity provider, with a signed state cookie. */
@@ -85,7 +119,8 @@ function startRoute(fastify: FastifyInstance, flow: ReturnType<typeof oidcFlow>)
         summary: 'Begin an OIDC login: redirects to the identity provider (authorization code + PKCE)',
         description:
           'With portal=true the callback ends in the browser portal (/app/, signed in by the refresh cookie) instead of answering the session as JSON; ' +
-          'with a workspace as well, in that workspace of the portal (/app/w/<slug>/).',
+          'with a workspace as well, in that workspace of the portal (/app/w/<slug>/). ' +
+          'OIDC not configured (404) or the provider unreachable (502): with portal=true, a 303 back to the portal’s sign-in page, which says so (`?oidc=not-configured` or `?oidc=unreachable`).',
         querystring: Type.Object({
           portal: Type.Optional(Type.Boolean()),
           workspace: Type.Optional({
@@ -93,11 +128,23 @@ function startRoute(fastify: FastifyInstance, flow: ReturnType<typeof oidcFlow>)
             description: 'with portal=true: the workspace (slug) to open after the login',
           }),
         }),
-        response: { 302: Type.Null(), 400: Type.Ref('Problem'), 404: Type.Ref('Problem'), 502: Type.Ref('Problem') },
+        response: {
+          302: Type.Null(),
+          303: Type.Null({ description: 'portal=true only: back to the sign-in page, which says why' }),
+          400: Type.Ref('Problem'),
+          404: Type.Ref('Problem'),
+          502: Type.Ref('Problem'),
+        },
       },
     },
     async (req, reply) => {
-      const config = await provider();
+      let config: oidc.Configuration;
+      try {
+        config = await provider();
+      } catch (err) {
+        if (!req.query.portal) throw err;
+        return portalSignInProblem(reply, { workspace: req.query.workspace }, err);
+      }
       const pending: PendingLogin = {
         verifier: oidc.randomPKCECodeVerifier(),
         state: oidc.randomState(),

@@ -1,7 +1,8 @@
 /**
- * The addresses the portal's e-mails link to, `/w/<slug>/join#token=…` (an invitation) and
- * `/account/confirm-email#token=…` (a new e-mail address), send the browser on to the portal's
- * pages for them (web/src/pages/LinkPages.tsx): `/app/w/<slug>/join` and `/app/account/confirm-email`.
+ * The addresses the portal's e-mails link to, `/w/<slug>/join#token=…` (an invitation),
+ * `/w/<slug>/activate#token=…` (an owner's activation), `/account/reset-password#token=…` (a
+ * forgotten password) and `/account/confirm-email#token=…` (a new e-mail address), send the
+ * browser on to the portal's pages for them (web/src/pages/LinkPages.tsx), under /app/.
  * The token is in the fragment, which the browser never sends and keeps across the redirect
  * (RFC 9110 §10.2.2), so no request log holds it; opening a page changes nothing (mail scanners
  * open links): the page's form posts the token to the API.
@@ -41,6 +42,47 @@ export default async function linkPageRoutes(fastify: FastifyInstance) {
         .header('cache-control', 'no-store')
         .send(null);
     },
+  );
+
+  app.get(
+    '/w/:slug/activate',
+    {
+      config: { access: access.public },
+      schema: {
+        tags: ['team'],
+        summary:
+          'Where a welcome e-mail’s activation link points (the token is in the fragment): on to the portal’s choose-a-password page',
+        params: Type.Object({ slug: TenantName }),
+        response: { ...redirect('to /app/w/<slug>/activate'), 404: Type.Ref('Problem') },
+      },
+    },
+    async (req, reply) => {
+      const workspace = await findWorkspace(app.deps.pool, req.params.slug);
+      if (!workspace) throw new AppError('NOT_FOUND', `There is no workspace "${req.params.slug}".`);
+      return reply
+        .code(302)
+        .header('location', `${PORTAL_PATH}w/${workspace.slug}/activate`)
+        .header('cache-control', 'no-store')
+        .send(null);
+    },
+  );
+
+  app.get(
+    '/account/reset-password',
+    {
+      config: { access: access.public },
+      schema: {
+        tags: ['auth'],
+        summary: 'Where a password link points (the token is in the fragment): on to the portal’s new-password page',
+        response: redirect('to /app/account/reset-password'),
+      },
+    },
+    async (_req, reply) =>
+      reply
+        .code(302)
+        .header('location', `${PORTAL_PATH}account/reset-password`)
+        .header('cache-control', 'no-store')
+        .send(null),
   );
 
   app.get(

@@ -75,13 +75,20 @@ it('every /api route declares who may call it, and only the login round trip and
   expect(routes.length).toBeGreaterThan(15);
   expect(routes.filter((r) => !r.access)).toEqual([]);
   expect(routesOf('public').map(label).sort()).toEqual([
+    // which ways to sign in the sign-in page offers
+    'GET /api/auth/methods',
     'GET /api/auth/oidc/callback',
     'GET /api/auth/oidc/start',
     'POST /api/auth/login',
     'POST /api/auth/logout',
+    // a forgotten password: the same answer for any address, limited per address and client (portal-activation.test.ts)
+    'POST /api/auth/password/forgot',
+    'POST /api/auth/password/reset',
     'POST /api/auth/refresh',
     'POST /api/portal/profile/email/confirm',
     'POST /api/portal/team/invitations/accept',
+    // a new link in place of a dead one, to that link's own address only
+    'POST /api/portal/team/invitations/renew',
     // no platform credential: every event must carry Stripe's signature over its raw body (billing-api.test.ts)
     'POST /api/webhooks/stripe',
   ]);

@@ -136,3 +136,8 @@ export async function acceptInvitation(body: AcceptBody): Promise<Accepted> {
 
 /** The X-Workspace header: routes that take no `workspace` query (webhooks) name the workspace this way. */
 export const inWorkspace = (slug: string) => ({ headers: { 'x-workspace': slug } });
+
+/** Chooses a new password with a password link's token: the answer is a session (every other one has ended). */
+export async function resetPassword(body: { token: string; password: string }): Promise<User> {
+  return startSession(await call(() => api.POST('/api/auth/password/reset', { body })));
+}

@@ -1,16 +1,123 @@
 /**
  * The pages the portal's e-mails open (the token is in the URL's fragment, which no request
- * carries): accept an invitation and set a password (/app/w/<slug>/join#token=…), and confirm a
- * new e-mail address (/app/account/confirm-email#token=…). Opening a page changes nothing (mail
- * scanners open links); the form sends the token.
+ * carries): accept an invitation and set a password (/app/w/<slug>/join#token=…), an owner's
+ * activation (/app/w/<slug>/activate#token=…), a forgotten password (/app/account/reset-password#token=…),
+ * and confirm a new e-mail address (/app/account/confirm-email#token=…). Opening a page changes
+ * nothing (mail scanners open links); the form sends the token. A dead link (used, expired,
+ * replaced) says so and offers to send a new one.
  */
 import { useState, type FormEvent } from 'react';
-import { ApiError, acceptInvitation, api, call } from '../api/client';
-import { ErrorMessage } from '../components';
+import { ApiError, acceptInvitation, api, call, resetPassword } from '../api/client';
+import { ErrorMessage, Notice } from '../components';
 import { useAction } from '../hooks';
 import { Link, navigate } from '../router';
+import { ForgotPassword } from './SignIn';
 
 const tokenOfLink = () => new URLSearchParams(location.hash.slice(1)).get('token') ?? '';
+const isDeadLink = (error: unknown) => error instanceof ApiError && [404, 409, 410].includes(error.status);
+
+/** A used, expired or replaced link: what the API said, and a new link sent to the old one's address. */
+function DeadLink({ token, error }: { token: string; error: unknown }) {
+  const renewal = useAction();
+  const [sent, setSent] = useState<string>();
+  const renew = () =>
+    renewal.run(async () => {
+      const r = await call(() => api.POST('/api/portal/team/invitations/renew', { body: { token } }));
+      setSent(r.message);
+    });
+  return (
+    <div className="card">
+      <ErrorMessage error={error} />
+      {sent ? (
+        <Notice>{sent}</Notice>
+      ) : (
+        <>
+          <ErrorMessage error={renewal.error} />
+          <button type="button" onClick={() => void renew()} disabled={renewal.busy}>
+            Send me a new link
+          </button>
+        </>
+      )}
+      <p>
+        <Link to="">Sign in</Link>
+      </p>
+    </div>
+  );
+}
+
+/** The owner's activation link from the welcome e-mail: choose a password, then on to the workspace. */
+export function ActivateAccount({ slug }: { slug: string }) {
+  const [token] = useState(tokenOfLink);
+  const action = useAction();
+  async function submit(e: FormEvent<HTMLFormElement>) {
+    e.preventDefault();
+    const password = String(new FormData(e.currentTarget).get('password'));
+    const accepted = await action.run(() => acceptInvitation({ token, password }));
+    if (accepted) navigate(`w/${accepted.workspace.slug}/`, { replace: true });
+  }
+  return (
+    <main className="signin">
+      <h1>Welcome to your workspace “{slug}”</h1>
+      {!token ? (
+        <p className="error" role="alert">
+          This link is incomplete: open the whole link from the welcome e-mail.
+        </p>
+      ) : isDeadLink(action.error) ? (
+        <DeadLink token={token} error={action.error} />
+      ) : (
+        <form onSubmit={submit} className="card">
+          <p>Choose the password of your Plana account. You sign in with it from now on.</p>
+          <label>
+            Password <span className="muted small">(at least 10 characters)</span>
+            <input name="password" type="password" autoComplete="new-password" required autoFocus />
+          </label>
+          <ErrorMessage error={action.error} />
+          <button type="submit" disabled={action.busy}>
+            {action.busy ? 'Saving…' : 'Set my password'}
+          </button>
+        </form>
+      )}
+    </main>
+  );
+}
+
+/** A forgotten password's link: choose a new password; signed in, every other session ended. */
+export function ResetPassword() {
+  const [token] = useState(tokenOfLink);
+  const action = useAction();
+  async function submit(e: FormEvent<HTMLFormElement>) {
+    e.preventDefault();
+    const password = String(new FormData(e.currentTarget).get('password'));
+    if (await action.run(() => resetPassword({ token, password }))) navigate('', { replace: true });
+  }
+  return (
+    <main className="signin">
+      <h1>Choose a new password</h1>
+      {!token ? (
+        <p className="error" role="alert">
+          This link is incomplete: open the whole link from the e-mail.
+        </p>
+      ) : isDeadLink(action.error) ? (
+        <div className="card">
+          <ErrorMessage error={action.error} />
+          <ForgotPassword />
+        </div>
+      ) : (
+        <form onSubmit={submit} className="card">
+          <p>Your new password signs you out everywhere else.</p>
+          <label>
+            New password <span className="muted small">(at least 10 characters)</span>
+            <input name="password" type="password" autoComplete="new-password" required autoFocus />
+          </label>
+          <ErrorMessage error={action.error} />
+          <button type="submit" disabled={action.busy}>
+            {action.busy ? 'Saving…' : 'Set my new password'}
+          </button>
+        </form>
+      )}
+    </main>
+  );
+}
 
 export function JoinWorkspace({ slug }: { slug: string }) {
   const [token] = useState(tokenOfLink);
@@ -31,6 +138,8 @@ export function JoinWorkspace({ slug }: { slug: string }) {
         <p className="error" role="alert">
           This link is incomplete: open the whole link from the invitation e-mail.
         </p>
+      ) : action.error instanceof ApiError && action.error.status === 409 ? (
+        <DeadLink token={token} error={action.error} />
       ) : (
         <form onSubmit={submit} className="card">
           <p>

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { startSession } from '../../../../domain/access/login-sessions.js';
 import { PasswordThrottle } from '../../../../domain/access/login-throttle.js';
-import { acceptInvitation } from '../../../../domain/portal/invitations.js';
+import { acceptInvitation } from '../../../../domain/portal/invitation-acceptance.js';
 import { PASSWORD_MIN_LENGTH } from '../../../../domain/portal/passwords.js';
 import { access } from '../../../plugins/access.js';
 import { sendSession } from '../../auth/sessions.js';
@@ -22,7 +22,8 @@ export function acceptInvitationRoute(fastify: FastifyInstance) {
         tags: ['team'],
         summary: "Accept an invitation with its link's token: joins the workspace and logs in",
         description:
-          `A new address: \`name\` and \`password\` (at least ${PASSWORD_MIN_LENGTH} characters) create the account. An address that has an account: \`password\` is that account's. ` +
+          `A new address: \`name\` and \`password\` (at least ${PASSWORD_MIN_LENGTH} characters) create the account. An address that has an account: \`password\` is that account's; ` +
+          "an account without a password yet (a workspace owner's, from the welcome e-mail's activation link) chooses it here. " +
           'The answer is a session, as from POST /api/auth/login. 404: not a valid link (or replaced by a re-invite); 409: accepted already; 410: revoked or expired.',
         body: Acceptance,
         response: {

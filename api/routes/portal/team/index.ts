@@ -10,10 +10,12 @@ import type { FastifyInstance } from 'fastify';
 import { memberRoutes } from './members.js';
 import { invitationRoutes } from './invitations.js';
 import { acceptInvitationRoute } from './accept.js';
+import { renewLinkRoute } from './renew.js';
 
 export default async function teamRoutes(fastify: FastifyInstance) {
   await fastify.register(cookie);
   memberRoutes(fastify);
   invitationRoutes(fastify);
   acceptInvitationRoute(fastify);
+  renewLinkRoute(fastify);
 }

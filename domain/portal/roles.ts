@@ -1,0 +1,2 @@
+/** The roles of a workspace's members (memberships.role). */
+export type Role = 'admin' | 'member';
