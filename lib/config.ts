@@ -36,6 +36,8 @@ export const configSchema = z.object({
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('platform'),
   TEMPORAL_UI_URL: url.default('http://127.0.0.1:8233'),
+  /** `npm run dev`'s private Kubernetes API server (https on loopback; its kubeconfig is DATA_DIR/kubernetes/kubeconfig). */
+  DEV_KUBE_APISERVER_PORT: port.default(6443),
 
   API_HOST: z.string().default('127.0.0.1'),
   API_PORT: port.default(3000),

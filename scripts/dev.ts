@@ -14,7 +14,16 @@ import { ensureServiceKeys } from '../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../domain/service-keys/secret-store.js';
 import { legacyKeySeeds } from '../domain/erp-events/ingestion.js';
 import { createLogger } from '../lib/logger.js';
-import { startPostgres, startRedis, startServersInOwnProcessGroups, startTemporal, stopAll } from './local-servers.js';
+import {
+  findKubeBinary,
+  KUBERNETES_VERSION,
+  startKubernetes,
+  startPostgres,
+  startRedis,
+  startServersInOwnProcessGroups,
+  startTemporal,
+  stopAll,
+} from './local-servers.js';
 import { applyDemoTenant, prepareDemoErp, seedDemo, DEMO } from './seed.js';
 import { buildDevOdooTemplates, ensureDevOdoo } from './dev-odoo.js';
 import { tenantHostname } from '../domain/erp/tenant-database.js';
@@ -81,10 +90,11 @@ process.on('SIGTERM', () => void shutdown());
 
 startServersInOwnProcessGroups();
 try {
-  step(`starting PostgreSQL, Redis and the Temporal dev server (data in ${dataDir})`);
+  step(`starting PostgreSQL, Redis, the Temporal dev server and a Kubernetes API server (data in ${dataDir})`);
   const temporalPort = Number(cfg.TEMPORAL_ADDRESS.split(':').pop());
   const db = new URL(cfg.DATABASE_URL);
-  await Promise.all([
+  const [kube] = await Promise.all([
+    startKubernetes({ dir: path.join(dataDir, 'kubernetes'), port: cfg.DEV_KUBE_APISERVER_PORT }),
     startPostgres({
       dir: path.join(dataDir, 'postgres'),
       port: portOf(cfg.DATABASE_URL),
@@ -226,6 +236,7 @@ try {
   Portal          ${cfg.API_PUBLIC_URL}/app/            (sign in with the demo login below)
   API docs        ${cfg.API_PUBLIC_URL}/docs
   Temporal UI     ${cfg.TEMPORAL_UI_URL}
+  Kubernetes API  ${kube.server}           (etcd + kube-apiserver v${KUBERNETES_VERSION}; admin kubeconfig below)
   Notifications   ${cfg.NOTIFICATIONS_URL}
   Auth service    ${cfg.AUTH_URL}            (login/refresh for internal services, X-API-Key; docs at /swagger)
   Tenant ERP      ${erp.url}            (${cfg.ERP_BACKEND === 'odoo' ? `tenant ingress in front of real Odoo 18 at ${cfg.ODOO_UPSTREAM_URL}` : 'Odoo XML-RPC stand-in'}; demo tenant ${demoHost})
@@ -240,6 +251,8 @@ try {
   Demo login      ${DEMO.adminEmail} / ${adminPassword}${cfg.DEV_ADMIN_PASSWORD ? ' (from DEV_ADMIN_PASSWORD)' : ''}
 
 Next steps (in another terminal):
+  export KUBECONFIG=${kube.kubeconfigPath} PATH=${path.dirname(findKubeBinary('kubectl'))}:$PATH
+  kubectl get namespaces                             # the platform's Kubernetes API (admin credential)
   npm run cli -- get tenants                         # the demo tenant "${DEMO.tenant}" (a TenantClient like any other)
   npm run cli -- describe tenant ${DEMO.tenant}                # its conditions, resources, steps, Temporal UI link
   npm run cli -- resend-welcome ${DEMO.tenant}      # support: send the demo welcome e-mail again
