@@ -24,6 +24,7 @@ import {
   startTemporal,
   stopAll,
 } from './local-servers.js';
+import { installTenantClientCrd } from './tenant-client-crd.js';
 import { applyDemoTenant, prepareDemoErp, seedDemo, DEMO } from './seed.js';
 import { buildDevOdooTemplates, ensureDevOdoo } from './dev-odoo.js';
 import { tenantHostname } from '../domain/erp/tenant-database.js';
@@ -111,6 +112,7 @@ try {
     }),
   ]);
 
+  installTenantClientCrd(kube.kubeconfigPath);
   step('applying migrations and seeding demo data');
   const pool = createPool(cfg.DATABASE_URL, 2);
   await migrate(pool);

@@ -15,6 +15,7 @@ import { ensureServiceKeys } from '../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../domain/service-keys/secret-store.js';
 import { workflowsPath } from '../worker/index.js';
 import { ensureErpTemplates } from '../scripts/erp-templates.js';
+import { installTenantClientCrd } from '../scripts/tenant-client-crd.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -37,6 +38,7 @@ export default async function setup(project: TestProject) {
       startThrowAwayServers(dir),
       bundleWorkflowCode({ workflowsPath, logger: quietLogger }),
     ]);
+    installTenantClientCrd(kube.kubeconfigPath);
     const pool = createPool(pg.url, 2);
     await migrate(pool);
     // first start: every pair of the inventory gets its key (registry + secret store), as `npm run dev` does
