@@ -125,6 +125,25 @@ describe('the TenantClient controller', () => {
     expect(rows[0]?.phase).toBe('Deprovisioned');
   });
 
+  it('provisions, once, a TenantClient applied while no controller ran, and resumes a delete after a restart', async () => {
+    const name = uniqueTenant('down');
+    await controller.close();
+    kube(['apply', '-f', '-'], tenantClientJson(name, scope.label));
+    // the object is there before the new controller lists it (its first pass runs before it leads)
+    controller = await startTenantController(p.cfg, { identity: 'controller-b' });
+    await waitForTenantClient(name, ready);
+    expect(await workflowRuns(name)).toBe(1);
+
+    // killed between the delete's cancel and the deprovisioning: the next one removes the finalizer once
+    kube(['delete', 'tc', name, '--wait=false']);
+    await waitForTenantClient(name, (o) => kubeCondition(o, 'Ready')?.reason === 'Deleting');
+    await controller.close();
+    controller = await startTenantController(p.cfg, { identity: 'controller-c' });
+    await waitForTenantClient(name, (o) => o === undefined, 60_000);
+    expect(await workflowRuns(name)).toBe(1);
+    expect(tenantClientEvents(name).filter((e) => e.reason === 'FinalizerRemoved')).toHaveLength(1);
+  });
+
   it('elects one leader of two controllers through a Lease, and the other takes over when it stops', async () => {
     // a Lease and a selector of their own: these two never touch the TenantClients of the tests above
     const cfg = await testConfig({
