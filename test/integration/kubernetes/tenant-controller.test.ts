@@ -113,6 +113,15 @@ describe('the TenantClient controller', () => {
     const { rows } = await p.pool.query('SELECT phase FROM tenant_clients WHERE name = $1', [name]);
     expect(rows[0]?.phase).toBe('Deprovisioned');
     expect(await workflowRuns(name)).toBe(1);
+
+    // applied again under the same name: refused with a condition (a name is used once), nothing created
+    kube(['apply', '-f', '-'], tenantClientJson(name, scope.label));
+    const again = await waitForTenantClient(name, (o) => kubeCondition(o, 'Synced')?.status === 'False');
+    expect(kubeCondition(again, 'Synced')?.message).toContain('is deprovisioned; a name is used once');
+    expect(await workflowRuns(name)).toBe(1);
+    // and deleting that one has nothing to wait for
+    kube(['delete', 'tc', name, '--wait=false']);
+    await waitForTenantClient(name, (o) => o === undefined, 30_000);
   });
 
   it('deletes a TenantClient still provisioning', async () => {
