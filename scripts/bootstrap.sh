@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up used by `npm run dev`, `npm test` and .ci/run: npm packages, the Temporal CLI,
-# and PostgreSQL / Redis server binaries. Fast when everything is already there.
+# PostgreSQL / Redis / etcd server binaries and kube-apiserver + kubectl. Fast when everything is
+# already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,20 +47,22 @@ else
   say "Temporal CLI ready: $CACHE_DIR/temporal"
 fi
 
-# 3. PostgreSQL and Redis server binaries (the project starts private instances of its own).
+# 3. PostgreSQL, Redis and etcd server binaries (the project starts private instances of its own).
 have_postgres() { ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null; }
 have_redis() { command -v redis-server >/dev/null; }
-if ! have_postgres || ! have_redis; then
+have_etcd() { command -v etcd >/dev/null; }
+if ! have_postgres || ! have_redis || ! have_etcd; then
   pkgs=()
   have_postgres || pkgs+=(postgresql)
   have_redis || pkgs+=(redis-server)
+  have_etcd || pkgs+=(etcd-server)
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     say "installing Debian packages: ${pkgs[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
     # the packages start system-wide servers; the project runs its own private ones instead
-    for svc in postgresql redis-server; do service "$svc" stop >/dev/null 2>&1 || true; done
+    for svc in postgresql redis-server etcd; do service "$svc" stop >/dev/null 2>&1 || true; done
   else
     die "missing server binaries: install ${pkgs[*]} (e.g. sudo apt-get install ${pkgs[*]}), then run again"
   fi
@@ -67,6 +70,41 @@ fi
 if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
   # PostgreSQL refuses to run as root; the private cluster runs as this system user.
   useradd --system --home-dir /var/lib/postgresql --shell /usr/sbin/nologin postgres
+fi
+
+# 3a. kube-apiserver and kubectl (the private Kubernetes API server where TenantClients live), built
+#     once with Go from the wrapper module scripts/kube-tools (see tools.go there) into the cache folder;
+#     reused while `kube-apiserver --version` says the pinned version. About 15 minutes and 2 GB of
+#     memory the first time on 2 cores; the packages being compiled are listed as they go.
+KUBE_VERSION=1.34.4
+KUBE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/plana/kube-${KUBE_VERSION}"
+# (the outputs are read whole: with pipefail, `| grep -q` can fail on the writer's SIGPIPE)
+kube_ok() {
+  local server client
+  server=$("$KUBE_DIR/kube-apiserver" --version 2>/dev/null) || return 1
+  client=$("$KUBE_DIR/kubectl" version --client 2>/dev/null) || return 1
+  [ "$server" = "Kubernetes v${KUBE_VERSION}" ] && [[ "$client" == *"Client Version: v${KUBE_VERSION}"* ]]
+}
+if ! kube_ok; then
+  command -v go >/dev/null || die "Go >= 1.24 is needed to build kube-apiserver and kubectl v${KUBE_VERSION}"
+  mkdir -p "$KUBE_DIR"
+  say "building kube-apiserver and kubectl v${KUBE_VERSION} with Go into $KUBE_DIR (once; ~15 min on 2 cores)"
+  kube_ldflags=""
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    kube_ldflags+=" -X ${pkg}.gitVersion=v${KUBE_VERSION} -X ${pkg}.gitMajor=${KUBE_VERSION%%.*}"
+    minor=${KUBE_VERSION#*.}; kube_ldflags+=" -X ${pkg}.gitMinor=${minor%%.*}"
+  done
+  kube_build() {
+    (cd scripts/kube-tools && nice -n 19 go build -v -trimpath -ldflags "$kube_ldflags" -o "$KUBE_DIR/" \
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl) 2>&1 | sed -u 's/^/  go: /'
+  }
+  if ! kube_build; then
+    say "retrying without the Go checksum database (scripts/kube-tools/go.sum still pins every module)"
+    GOSUMDB=off kube_build
+  fi
+  cp scripts/kube-tools/go.mod scripts/kube-tools/go.sum scripts/kube-tools/tools.go "$KUBE_DIR/"
+  kube_ok || die "$KUBE_DIR does not hold kube-apiserver and kubectl v${KUBE_VERSION}"
+  say "kube-apiserver and kubectl ready: $KUBE_DIR"
 fi
 
 # 3b. Chromium (Debian's package) for the portal's browser tests (test/e2e/portal.test.ts, driven by

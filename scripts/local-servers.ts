@@ -1,17 +1,19 @@
 /**
  * Starts the real servers the platform needs on this machine, on loopback only: a private
- * PostgreSQL cluster, a private Redis and the Temporal dev server. Used by `npm run dev` and by
+ * PostgreSQL cluster, a private Redis, the Temporal dev server and a Kubernetes API server (etcd +
+ * kube-apiserver, where TenantClients live). Used by `npm run dev` and by
  * the test run's global setup. Every process started here is stopped when the parent stops,
  * normally or not (signal handlers plus an exit hook), and a pid file lets the next start clean
  * up after a parent that was killed outright.
  *
- * One file per server (local-postgres.ts, local-redis.ts, local-temporal.ts) beside the process
- * manager they share (managed-process.ts); this one re-exports them and starts all three.
+ * One file per server (local-postgres.ts, local-redis.ts, local-temporal.ts, local-kubernetes.ts)
+ * beside the process manager they share (managed-process.ts); this one re-exports them and starts all.
  */
 import path from 'node:path';
 import { startPostgres } from './local-postgres.js';
 import { startRedis } from './local-redis.js';
 import { startTemporal } from './local-temporal.js';
+import { startKubernetes } from './local-kubernetes.js';
 import { freePort } from './managed-process.js';
 
 export { findPgBin, startPostgres, type PostgresServer } from './local-postgres.js';
@@ -23,14 +25,26 @@ export {
   temporalCacheDir,
   type TemporalServer,
 } from './local-temporal.js';
+export {
+  findKubeBinary,
+  kubectl,
+  KUBERNETES_VERSION,
+  kubernetesCacheDir,
+  startKubernetes,
+  type KubernetesServer,
+} from './local-kubernetes.js';
 export { freePort, ManagedProcess, startServersInOwnProcessGroups, stopAll, throwAwayDir } from './managed-process.js';
 
-/** PostgreSQL, Redis and a headless Temporal dev server under `dir`, each on a free loopback port. */
+/**
+ * PostgreSQL, Redis, a headless Temporal dev server and a Kubernetes API server under `dir`, each
+ * on a free loopback port.
+ */
 export async function startThrowAwayServers(dir: string) {
-  const [pg, redis, temporal] = await Promise.all([
+  const [pg, redis, temporal, kube] = await Promise.all([
     freePort().then((port) => startPostgres({ dir: path.join(dir, 'postgres'), port })),
     freePort().then((port) => startRedis({ dir: path.join(dir, 'redis'), port })),
     freePort().then((port) => startTemporal({ dir: path.join(dir, 'temporal'), port })),
+    startKubernetes({ dir: path.join(dir, 'kubernetes') }),
   ]);
-  return { pg, redis, temporal };
+  return { pg, redis, temporal, kube };
 }

@@ -1,7 +1,7 @@
 /**
- * Starts the real servers once for the whole test run, on free loopback ports in a throw-away
- * folder, bundles the workflow code once, and tears everything down afterwards (also when tests
- * fail). Test files read the addresses with `inject(...)` (see test/support/env.ts).
+ * Starts the real servers (PostgreSQL, Redis, Temporal, a Kubernetes API server) once for the whole
+ * test run, on free loopback ports in a throw-away folder, bundles the workflow code once, and tears
+ * everything down afterwards (also when tests fail). Test files read the addresses with `inject(...)` (see test/support/env.ts).
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -15,12 +15,15 @@ import { ensureServiceKeys } from '../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../domain/service-keys/secret-store.js';
 import { workflowsPath } from '../worker/index.js';
 import { ensureErpTemplates } from '../scripts/erp-templates.js';
+import { installTenantClientCrd } from '../scripts/tenant-client-crd.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     databaseUrl: string;
     redisUrl: string;
     temporalAddress: string;
+    /** The run's Kubernetes API server: a kubeconfig with its admin credential (scripts/local-kubernetes.ts). */
+    kubeconfigPath: string;
     workflowBundlePath: string;
     dataDir: string;
     /** The current keys of the platform's pairs (bootstrapped here; see test/support/service-keys.ts). */
@@ -31,10 +34,11 @@ declare module 'vitest' {
 export default async function setup(project: TestProject) {
   const dir = throwAwayDir('plana-test-');
   try {
-    const [{ pg, redis, temporal }, bundle] = await Promise.all([
+    const [{ pg, redis, temporal, kube }, bundle] = await Promise.all([
       startThrowAwayServers(dir),
       bundleWorkflowCode({ workflowsPath, logger: quietLogger }),
     ]);
+    installTenantClientCrd(kube.kubeconfigPath);
     const pool = createPool(pg.url, 2);
     await migrate(pool);
     // first start: every pair of the inventory gets its key (registry + secret store), as `npm run dev` does
@@ -56,6 +60,7 @@ export default async function setup(project: TestProject) {
     project.provide('databaseUrl', pg.url);
     project.provide('redisUrl', redis.url);
     project.provide('temporalAddress', temporal.address);
+    project.provide('kubeconfigPath', kube.kubeconfigPath);
     project.provide('workflowBundlePath', workflowBundlePath);
     project.provide('dataDir', dir);
     project.provide('serviceKeys', serviceKeys);

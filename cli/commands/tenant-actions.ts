@@ -5,7 +5,7 @@ import { opsRequest } from '../ops-client.js';
 import { tenantResource } from '../tenant-output.js';
 import { tenantName } from '../arguments.js';
 
-type Answer = { name: string; action: string; status: TenantStatus };
+type Answer = { name: string; action: string; status: TenantStatus; workflowId: string; temporalUiUrl: string };
 
 const said = {
   cancel: (a: Answer) =>
@@ -36,6 +36,7 @@ export function register(program: Command) {
           verb === 'delete' ? path : `${path}/${verb}`,
         );
         console.log(said[verb](answer));
+        console.log(`  workflow ${answer.workflowId}: ${answer.temporalUiUrl}`);
       });
   }
 
@@ -47,7 +48,11 @@ export function register(program: Command) {
     .addArgument(new Argument('<step>', 'the step to retry').choices(['chat-room']))
     .argument('<name>', 'the tenant name', tenantName)
     .action(async (_step: string, name: string) => {
-      await opsRequest<Answer>('POST', `/api/ops/tenant-clients/${encodeURIComponent(name)}/retry-chat-room`);
+      const answer = await opsRequest<Answer>(
+        'POST',
+        `/api/ops/tenant-clients/${encodeURIComponent(name)}/retry-chat-room`,
+      );
       console.log(`chat room of tenant ${name}: retry requested; \`describe tenant ${name}\` shows the outcome`);
+      console.log(`  workflow ${answer.workflowId}: ${answer.temporalUiUrl}`);
     });
 }

@@ -40,13 +40,22 @@ const required = (what: string) => ({
   error: (issue: { input: unknown }) => (issue.input === undefined ? `is required (${what})` : `must be ${what}`),
 });
 
+export const MAX_NAME_LENGTH = 30;
+/** What is wrong with a tenant name, as the CLI and the API server (tenant-client-crd.ts) both say it. */
+export const NAME_MESSAGES = {
+  empty: 'must not be empty',
+  tooLong: `must be at most ${MAX_NAME_LENGTH} characters`,
+  charset: 'must match [a-z0-9-]+ (lowercase letters, digits and hyphens only)',
+  hyphen: 'must be a DNS label: it cannot start or end with a hyphen',
+} as const;
+
 /** A tenant name (= subdomain, = workspace slug), with the messages the CLI and the API show. */
 export const tenantNameSchema = z
   .string(required('a string'))
-  .min(1, 'must not be empty')
-  .max(30, 'must be at most 30 characters')
-  .regex(/^[a-z0-9-]+$/, 'must match [a-z0-9-]+ (lowercase letters, digits and hyphens only)')
-  .regex(/^(?!-)[\s\S]*[^-]$/, 'must be a DNS label: it cannot start or end with a hyphen')
+  .min(1, NAME_MESSAGES.empty)
+  .max(MAX_NAME_LENGTH, NAME_MESSAGES.tooLong)
+  .regex(/^[a-z0-9-]+$/, NAME_MESSAGES.charset)
+  .regex(/^(?!-)[\s\S]*[^-]$/, NAME_MESSAGES.hyphen)
   .describe('TenantClient name (= subdomain, = workspace slug): a DNS label of at most 30 characters');
 
 const ERP_VERSION = { error: 'must be one of "17", "18" (default), "19"' };

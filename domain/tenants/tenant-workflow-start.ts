@@ -3,6 +3,7 @@
  * the spec's generation, and started with it when it does not run.
  */
 import type { Client } from '@temporalio/client';
+import type pg from 'pg';
 import type { Config } from '../../lib/config.js';
 import { searchAttributes } from '../workflow-search-attributes.js';
 import type { TenantClient } from './tenant-client.js';
@@ -13,6 +14,13 @@ import {
   type TenantLifecycleInput,
   type TenantLifecycleWorkflow,
 } from './workflow-contract.js';
+
+/** What the operator actions and the TenantClient controller work with. */
+export interface OperationDeps {
+  pool: pg.Pool;
+  temporal: Client;
+  config: Config;
+}
 
 export type Spec = TenantClient['spec'];
 /** A TenantClient's uid and the generation of its spec. */

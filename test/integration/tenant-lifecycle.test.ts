@@ -435,7 +435,12 @@ group('the operator CLI', () => {
     );
     expect(JSON.parse(await cli('describe', 'tenant', name, '-o', 'json')).status.phase).toBe('Ready');
 
-    expect(await cli('retry', 'chat-room', name)).toContain('retry requested');
+    const retried = await cli('retry', 'chat-room', name);
+    expect(retried).toContain('retry requested');
+    // a support action names the workflow it went to, with its Temporal UI link
+    expect(retried).toContain(
+      `workflow tenant:${name}: ${p.cfg.TEMPORAL_UI_URL}/namespaces/default/workflows/${encodeURIComponent(`tenant:${name}`)}`,
+    );
     expect(await cli('cancel', 'tenant', name)).toContain(`tenantclient.plana.dev/${name} cancelled: deprovisioned at`);
     expect(await cli('reactivate', 'tenant', name)).toContain(`tenantclient.plana.dev/${name} reactivated`);
     await expect(cli('delete', 'tenant', name)).rejects.toThrow(/is active: cancel it first/);

@@ -6,6 +6,8 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError } from '../../../lib/errors.js';
+import { temporalUiLink } from '../../../lib/temporal.js';
+import { tenantWorkflowId } from '../../../domain/tenants/workflow-contract.js';
 import {
   parseTenantClient,
   problemsDetail,
@@ -158,7 +160,13 @@ function registerTenantActions(fastify: FastifyInstance) {
           summary,
           params: Type.Object({ name: TenantName }),
           response: {
-            202: Type.Object({ name: Type.String(), action: Type.String(), status: TenantStatus }),
+            202: Type.Object({
+              name: Type.String(),
+              action: Type.String(),
+              status: TenantStatus,
+              workflowId: Type.String(),
+              temporalUiUrl: Type.String(),
+            }),
             ...problems,
           },
         },
@@ -166,7 +174,9 @@ function registerTenantActions(fastify: FastifyInstance) {
       async (req, reply) => {
         const status = await runTenantAction(app.deps, req.params.name, action);
         req.log.info({ tenant: req.params.name, action }, 'TenantClient action accepted');
-        return reply.code(202).send({ name: req.params.name, action, status });
+        const workflowId = tenantWorkflowId(req.params.name);
+        const temporalUiUrl = temporalUiLink(app.deps.config, workflowId);
+        return reply.code(202).send({ name: req.params.name, action, status, workflowId, temporalUiUrl });
       },
     );
   }

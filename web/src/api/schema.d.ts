@@ -749,6 +749,8 @@ export interface paths {
                                 deprovisionedAt?: string;
                                 provisionedEventId?: string;
                             };
+                            workflowId: string;
+                            temporalUiUrl: string;
                         };
                     };
                 };
@@ -919,6 +921,8 @@ export interface paths {
                                 deprovisionedAt?: string;
                                 provisionedEventId?: string;
                             };
+                            workflowId: string;
+                            temporalUiUrl: string;
                         };
                     };
                 };
@@ -1090,6 +1094,8 @@ export interface paths {
                                 deprovisionedAt?: string;
                                 provisionedEventId?: string;
                             };
+                            workflowId: string;
+                            temporalUiUrl: string;
                         };
                     };
                 };
@@ -1261,6 +1267,8 @@ export interface paths {
                                 deprovisionedAt?: string;
                                 provisionedEventId?: string;
                             };
+                            workflowId: string;
+                            temporalUiUrl: string;
                         };
                     };
                 };
