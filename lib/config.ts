@@ -345,6 +345,20 @@ export const configSchema = z.object({
   TENANT_READY_PROBE_INTERVAL: duration.prefault('1 minute'),
   /** The longest wait between two reconciles of a tenant that is not Ready (exponential backoff up to this). */
   TENANT_RECONCILE_BACKOFF_MAX: duration.prefault('5 minutes'),
+  /**
+   * The TenantClient controller (services/tenant-controller): the kubeconfig it uses (unset: the
+   * pod's service account, or $KUBECONFIG), how often it compares every TenantClient with its
+   * workflow's status, the Lease (in KUBERNETES_NAMESPACE) that elects one leader among replicas,
+   * and an optional label selector (e.g. `plana.dev/shard=a`) for the TenantClients it owns.
+   */
+  TENANT_CONTROLLER_KUBECONFIG: z.string().min(1).optional(),
+  TENANT_CONTROLLER_RESYNC: duration.prefault('2 seconds'),
+  TENANT_CONTROLLER_LEASE: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a Lease name')
+    .default('tenant-controller'),
+  TENANT_CONTROLLER_LEASE_DURATION: duration.prefault('15 seconds'),
+  TENANT_CONTROLLER_LABEL_SELECTOR: z.string().min(1).optional(),
   /** A tenant's workflow continues as new once its history has this many events (it also does when Temporal suggests it). */
   TENANT_HISTORY_LIMIT: z.coerce.number().int().min(100).default(5_000),
   /**

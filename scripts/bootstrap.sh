@@ -78,8 +78,13 @@ fi
 #     memory the first time on 2 cores; the packages being compiled are listed as they go.
 KUBE_VERSION=1.34.4
 KUBE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/plana/kube-${KUBE_VERSION}"
-kube_ok() { "$KUBE_DIR/kube-apiserver" --version 2>/dev/null | grep -qx "Kubernetes v${KUBE_VERSION}" \
-  && "$KUBE_DIR/kubectl" version --client 2>/dev/null | grep -q "Client Version: v${KUBE_VERSION}"; }
+# (the outputs are read whole: with pipefail, `| grep -q` can fail on the writer's SIGPIPE)
+kube_ok() {
+  local server client
+  server=$("$KUBE_DIR/kube-apiserver" --version 2>/dev/null) || return 1
+  client=$("$KUBE_DIR/kubectl" version --client 2>/dev/null) || return 1
+  [ "$server" = "Kubernetes v${KUBE_VERSION}" ] && [[ "$client" == *"Client Version: v${KUBE_VERSION}"* ]]
+}
 if ! kube_ok; then
   command -v go >/dev/null || die "Go >= 1.24 is needed to build kube-apiserver and kubectl v${KUBE_VERSION}"
   mkdir -p "$KUBE_DIR"

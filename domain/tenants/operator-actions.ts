@@ -6,12 +6,16 @@
 import { isGrpcDeadlineError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type pg from 'pg';
-import type { Config } from '../../lib/config.js';
 import { withTransaction } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import { temporalUiLink } from '../../lib/temporal.js';
 import { immutableChanges, problemsDetail, sameSpec, type TenantClient } from './tenant-client.js';
-import { signalWithStartTenant, type Spec, type StoredGeneration } from './tenant-workflow-start.js';
+import {
+  signalWithStartTenant,
+  type OperationDeps,
+  type Spec,
+  type StoredGeneration,
+} from './tenant-workflow-start.js';
 import {
   cancelUpdate,
   deleteUpdate,
@@ -29,11 +33,7 @@ import {
   type TenantStatus,
 } from './types.js';
 
-export interface OperationDeps {
-  pool: pg.Pool;
-  temporal: Client;
-  config: Config;
-}
+export type { OperationDeps } from './tenant-workflow-start.js';
 
 interface TenantClientRow {
   name: string;

@@ -76,3 +76,49 @@ export async function recordTenantStatus(
   );
   return Boolean(res.rowCount);
 }
+
+/** A TenantClient's row as the workflow last mirrored it (the TenantClient controller reads these). */
+export interface MirroredTenant {
+  name: string;
+  /** The generation of the spec last applied (the platform's count, not Kubernetes'). */
+  generation: number;
+  status: TenantStatus;
+}
+
+/** The mirrored status of each named TenantClient that has a row (one query for all). */
+export async function readMirroredStatuses(pool: pg.Pool, names: string[]): Promise<Map<string, MirroredTenant>> {
+  const { rows } = await pool.query<{
+    name: string;
+    generation: number;
+    observed_generation: number;
+    phase: TenantStatus['phase'];
+    conditions: TenantStatus['conditions'];
+    resources: TenantStatus['resources'];
+    steps: TenantStatus['steps'];
+    status: Partial<TenantStatus>;
+  }>(
+    `SELECT name, generation, observed_generation, phase, conditions, resources, steps, status
+       FROM tenant_clients WHERE name = ANY($1)`,
+    [names],
+  );
+  return new Map(
+    rows.map((r) => [
+      r.name,
+      {
+        name: r.name,
+        generation: r.generation,
+        status: {
+          currentStep: 'queued',
+          ...r.status,
+          name: r.name,
+          generation: r.generation,
+          observedGeneration: r.observed_generation,
+          phase: r.phase,
+          conditions: r.conditions,
+          resources: r.resources,
+          steps: r.steps,
+        } as TenantStatus,
+      },
+    ]),
+  );
+}

@@ -2,8 +2,10 @@
  * The tenant workflow `tenant:<name>` as an apply reaches it (operator-actions.ts): signalled with
  * the spec's generation, and started with it when it does not run.
  */
+import type { Client } from '@temporalio/client';
+import type pg from 'pg';
+import type { Config } from '../../lib/config.js';
 import { searchAttributes } from '../workflow-search-attributes.js';
-import type { OperationDeps } from './operator-actions.js';
 import type { TenantClient } from './tenant-client.js';
 import {
   applySignal,
@@ -12,6 +14,13 @@ import {
   type TenantLifecycleInput,
   type TenantLifecycleWorkflow,
 } from './workflow-contract.js';
+
+/** What the operator actions and the TenantClient controller work with. */
+export interface OperationDeps {
+  pool: pg.Pool;
+  temporal: Client;
+  config: Config;
+}
 
 export type Spec = TenantClient['spec'];
 /** A TenantClient's uid and the generation of its spec. */

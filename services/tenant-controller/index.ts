@@ -1,0 +1,416 @@
+/**
+ * The TenantClient controller: TenantClients on the Kubernetes API (tenantclients.plana.dev) drive
+ * the tenant lifecycle workflow `tenant:<name>`, as a Crossplane provider drives its managed
+ * resources.
+ *
+ * - An informer (@kubernetes/client-node's ListWatch: it resumes its watch from the last
+ *   resourceVersion and lists again on 410 Gone) keeps every TenantClient in memory.
+ * - A new object or a new metadata.generation is applied through the platform's one entry
+ *   (domain/tenants/operator-actions.ts applyTenantClient: signal-with-start of the workflow whose id
+ *   is the business key, so never a second workflow for one resource). What the schema cannot say
+ *   (an immutable field changed, a name used before) is refused there and shows as Synced=False.
+ * - Every resync, each TenantClient's status subresource is brought to what the workflow last
+ *   mirrored (conditions with Kubernetes' observedGeneration, phase, composed resources), and each
+ *   new workflow step becomes an Event on the object, with the workflow id and Temporal UI link.
+ * - Deletion holds the finalizer plana.dev/deprovision: the tenant is cancelled (the soak period
+ *   of §3.2 runs), Ready=False reason Deleting, and the finalizer goes once it is deprovisioned.
+ * - Replicas elect one leader through a coordination.k8s.io Lease; only the leader writes.
+ */
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  makeInformer,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubernetesListObject,
+  type KubernetesObject,
+} from '@kubernetes/client-node';
+import { config as loadConfig, type Config } from '../../lib/config.js';
+import { createPool } from '../../lib/db.js';
+import { AppError } from '../../lib/errors.js';
+import { createLogger, type Logger } from '../../lib/logger.js';
+import { closeOnSignals } from '../../lib/shutdown.js';
+import { connectTemporal, temporalUiLink } from '../../lib/temporal.js';
+import { applyTenantClient, runTenantAction } from '../../domain/tenants/operator-actions.js';
+import { problemsDetail, validateTenantClient } from '../../domain/tenants/tenant-client.js';
+import {
+  TENANT_CLIENT_FINALIZER,
+  TENANT_CLIENT_GROUP,
+  TENANT_CLIENT_PLURAL,
+  TENANT_CLIENT_VERSION,
+} from '../../domain/tenants/tenant-client-crd.js';
+import { readMirroredStatuses, type MirroredTenant } from '../../domain/tenants/tenant-records.js';
+import type { OperationDeps } from '../../domain/tenants/tenant-workflow-start.js';
+import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type StepRecord } from '../../domain/tenants/types.js';
+import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
+import { electLeader } from './leader.js';
+import {
+  desiredStatus,
+  statusChanged,
+  unpublishedSteps,
+  type AppliedGeneration,
+  type KubeTenantStatus,
+} from './status.js';
+
+export interface TenantClientObject extends KubernetesObject {
+  metadata: NonNullable<KubernetesObject['metadata']> & { name: string; uid: string; generation: number };
+  spec: Record<string, unknown>;
+  status?: KubeTenantStatus;
+}
+
+const gvr = { group: TENANT_CLIENT_GROUP, version: TENANT_CLIENT_VERSION, plural: TENANT_CLIENT_PLURAL };
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** Applies at once: a burst of 200 new TenantClients is not applied one by one. */
+const CONCURRENCY = 8;
+
+export interface TenantController {
+  isLeader(): boolean;
+  /** Runs one pass now (tests); resolves when it is done. */
+  resync(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function kubeConfigFor(cfg: Pick<Config, 'TENANT_CONTROLLER_KUBECONFIG'>): KubeConfig {
+  const kc = new KubeConfig();
+  if (cfg.TENANT_CONTROLLER_KUBECONFIG) kc.loadFromFile(cfg.TENANT_CONTROLLER_KUBECONFIG);
+  else kc.loadFromDefault();
+  return kc;
+}
+
+export async function startTenantController(
+  cfg: Config = loadConfig(),
+  opts: { identity?: string; log?: Logger } = {},
+): Promise<TenantController> {
+  const log = opts.log ?? createLogger({ name: 'tenant-controller', level: cfg.LOG_LEVEL });
+  const identity = opts.identity ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 6)}`;
+  const kc = kubeConfigFor(cfg);
+  const pool = createPool(cfg.DATABASE_URL, 4);
+  const temporal = await connectTemporal(cfg);
+  const deps: OperationDeps = { pool, temporal, config: cfg };
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const core = kc.makeApiClient(CoreV1Api);
+  const selector = cfg.TENANT_CONTROLLER_LABEL_SELECTOR;
+
+  const informer = makeInformer<TenantClientObject>(
+    kc,
+    `/apis/${gvr.group}/${gvr.version}/${gvr.plural}`,
+    () =>
+      custom.listClusterCustomObject({ ...gvr, labelSelector: selector }) as Promise<
+        KubernetesListObject<TenantClientObject>
+      >,
+    selector,
+  );
+  /** What was applied (or refused) per object, so a generation is applied once per controller life. */
+  const applied = new Map<string, AppliedGeneration>();
+  const reconciler = new Reconciler(deps, custom, core, applied, log, identity);
+
+  let stopped = false;
+  let closing: Promise<void> | undefined;
+  let running: Promise<void> | undefined;
+  let again = false;
+  const election = electLeader(kc, {
+    namespace: cfg.KUBERNETES_NAMESPACE,
+    name: cfg.TENANT_CONTROLLER_LEASE,
+    identity,
+    leaseDurationMs: cfg.TENANT_CONTROLLER_LEASE_DURATION,
+    log,
+    onChange: (leading) => leading && trigger(),
+  });
+
+  /** One pass over every TenantClient at a time; a trigger during a pass runs another after it. */
+  function trigger(): Promise<void> {
+    if (stopped) return Promise.resolve();
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        if (election.isLeader()) await reconciler.pass([...informer.list()]).catch((err) => logFailure(log, err));
+      } while (again && !stopped);
+      running = undefined;
+    })();
+    return running;
+  }
+
+  informer.on('add', () => void trigger());
+  informer.on('update', () => void trigger());
+  informer.on('delete', (obj) => applied.delete(obj.metadata.name));
+  informer.on('error', (err: unknown) => {
+    // the informer stops on an error it cannot resume from (the API server away): start it again
+    log.warn({ err: (err as Error)?.message ?? String(err) }, 'TenantClient watch failed; restarting it');
+    setTimeout(() => {
+      if (!stopped) informer.start().catch((e: unknown) => log.warn({ err: String(e) }, 'restart failed'));
+    }, 1_000);
+  });
+  await startInformer(informer, log);
+  const resync = setInterval(() => void trigger(), cfg.TENANT_CONTROLLER_RESYNC);
+  log.info({ identity, selector, lease: cfg.TENANT_CONTROLLER_LEASE }, 'TenantClient controller started');
+
+  return {
+    isLeader: () => election.isLeader(),
+    resync: () => trigger(),
+    close() {
+      closing ??= (async () => {
+        stopped = true;
+        clearInterval(resync);
+        await running;
+        await informer.stop();
+        await election.stop();
+        await temporal.connection.close();
+        await pool.end();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** The first list may fail while the API server starts: keep trying, as the informer itself would. */
+async function startInformer(informer: { start(): Promise<void> }, log: Logger) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await informer.start();
+      return;
+    } catch (err) {
+      if (attempt >= 30) throw err;
+      log.warn({ err: (err as Error).message }, 'listing TenantClients failed; retrying');
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+  }
+}
+
+function logFailure(log: Logger, err: unknown) {
+  log.warn(
+    { err: err instanceof ApiException ? `${err.code} ${String(err.body)}` : (err as Error).message },
+    'pass failed',
+  );
+}
+
+class Reconciler {
+  constructor(
+    private readonly deps: OperationDeps,
+    private readonly custom: CustomObjectsApi,
+    private readonly core: CoreV1Api,
+    private readonly applied: Map<string, AppliedGeneration>,
+    private readonly log: Logger,
+    private readonly identity: string,
+  ) {}
+
+  /** Applies what is new, then brings every status (and finalizer) up to date with the workflows. */
+  async pass(objects: TenantClientObject[]): Promise<void> {
+    await inBatches(objects, CONCURRENCY, (obj) => this.applyIfNew(obj));
+    const mirrors = await readMirroredStatuses(
+      this.deps.pool,
+      objects.map((o) => o.metadata.name),
+    );
+    await inBatches(objects, CONCURRENCY, (obj) => this.sync(obj, mirrors.get(obj.metadata.name)));
+  }
+
+  private async applyIfNew(obj: TenantClientObject): Promise<void> {
+    const { name, uid, generation } = obj.metadata;
+    if (obj.metadata.deletionTimestamp) return;
+    if (!obj.metadata.finalizers?.includes(TENANT_CLIENT_FINALIZER)) await this.addFinalizer(obj);
+    const known = this.applied.get(name);
+    if (known && known.uid === uid && known.generation === generation) return;
+    const outcome = await this.apply(obj);
+    this.applied.set(name, { uid, generation, ...outcome });
+    if (outcome.refusal !== undefined)
+      await this.event(obj, 'Warning', 'ApplyRefused', `generation ${generation} not applied: ${outcome.refusal}`);
+    else
+      await this.event(
+        obj,
+        'Normal',
+        'Applied',
+        `generation ${generation} ${outcome.result} (workflow ${tenantWorkflowId(name)}, ${this.uiLink(name)})`,
+      );
+  }
+
+  private async apply(
+    obj: TenantClientObject,
+  ): Promise<{ result?: string; platformGeneration?: number; refusal?: string }> {
+    const doc = {
+      apiVersion: TENANT_CLIENT_API_VERSION,
+      kind: TENANT_CLIENT_KIND,
+      metadata: { name: obj.metadata.name },
+      spec: obj.spec,
+    };
+    const valid = validateTenantClient(doc);
+    if (!valid.ok) return { refusal: problemsDetail(valid.problems) };
+    try {
+      const r = await applyTenantClient(this.deps, valid.value);
+      return { result: r.result, platformGeneration: r.generation };
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'CONFLICT') return { refusal: err.message };
+      throw err;
+    }
+  }
+
+  private async sync(obj: TenantClientObject, mirror: MirroredTenant | undefined): Promise<void> {
+    const { name } = obj.metadata;
+    const deleting = Boolean(obj.metadata.deletionTimestamp);
+    if (deleting && !obj.metadata.finalizers?.includes(TENANT_CLIENT_FINALIZER)) return;
+    const applied = this.applied.get(name);
+    if (deleting) {
+      const done = await this.advanceDeletion(obj, mirror, applied);
+      if (done) return;
+    }
+    const next = desiredStatus({
+      generation: obj.metadata.generation,
+      deleting,
+      previous: obj.status,
+      mirror,
+      applied: applied?.uid === obj.metadata.uid ? applied : undefined,
+      workflowId: tenantWorkflowId(name),
+      temporalUiUrl: this.uiLink(name),
+      now: new Date().toISOString(),
+    });
+    const steps = unpublishedSteps(mirror?.status.steps ?? [], obj.status?.lastEventStepAt);
+    for (const step of steps) await this.stepEvent(obj, step);
+    if (steps.length) next.lastEventStepAt = steps[steps.length - 1]!.at;
+    if (!statusChanged(obj.status, next)) return;
+    await this.custom.patchClusterCustomObjectStatus(
+      { ...gvr, name, body: { status: next }, fieldManager: 'tenant-controller' },
+      mergePatch,
+    );
+  }
+
+  /**
+   * A TenantClient being deleted: cancel the tenant (its soak period runs), and once the workflow
+   * reports it deprovisioned, or nothing was ever created for this object, remove the finalizer.
+   * True when the finalizer was removed.
+   */
+  private async advanceDeletion(
+    obj: TenantClientObject,
+    mirror: MirroredTenant | undefined,
+    applied: AppliedGeneration | undefined,
+  ): Promise<boolean> {
+    const { name } = obj.metadata;
+    const neverCreated = !mirror || (applied?.uid === obj.metadata.uid && applied.platformGeneration === undefined);
+    if (neverCreated || mirror.status.phase === 'Deprovisioned') {
+      await this.removeFinalizer(obj);
+      await this.event(
+        obj,
+        'Normal',
+        'FinalizerRemoved',
+        neverCreated ? 'nothing was created for it' : `deprovisioned at ${mirror.status.deprovisionedAt ?? 'now'}`,
+      );
+      return true;
+    }
+    if (['Provisioning', 'Ready', 'Unavailable'].includes(mirror.status.phase)) {
+      try {
+        const status = await runTenantAction(this.deps, name, 'cancel');
+        await this.event(
+          obj,
+          'Normal',
+          'Deleting',
+          `cancelled: deprovisioning at ${status.deprovisionAt} (workflow ${tenantWorkflowId(name)}, ${this.uiLink(name)})`,
+        );
+      } catch (err) {
+        // already cancelled by someone else: the mirror says so on the next pass
+        if (!(err instanceof AppError && err.code === 'CONFLICT')) throw err;
+      }
+    }
+    return false;
+  }
+
+  private async addFinalizer(obj: TenantClientObject) {
+    const finalizers = [...(obj.metadata.finalizers ?? []), TENANT_CLIENT_FINALIZER];
+    await this.patchMetadata(obj, { finalizers });
+  }
+
+  private async removeFinalizer(obj: TenantClientObject) {
+    const finalizers = (obj.metadata.finalizers ?? []).filter((f) => f !== TENANT_CLIENT_FINALIZER);
+    await this.patchMetadata(obj, { finalizers });
+    this.applied.delete(obj.metadata.name);
+  }
+
+  /** A merge patch that holds only if the object is still the version we read (else 409, next pass). */
+  private async patchMetadata(obj: TenantClientObject, metadata: Record<string, unknown>) {
+    await this.custom.patchClusterCustomObject(
+      {
+        ...gvr,
+        name: obj.metadata.name,
+        body: { metadata: { ...metadata, resourceVersion: obj.metadata.resourceVersion } },
+        fieldManager: 'tenant-controller',
+      },
+      mergePatch,
+    );
+  }
+
+  private stepEvent(obj: TenantClientObject, step: StepRecord) {
+    const reason = step.step.replace(/(^|[-_ :])(\w)/g, (_m, _s, c: string) => c.toUpperCase()).replace(/\W/g, '');
+    return this.event(
+      obj,
+      step.outcome === 'failed' ? 'Warning' : 'Normal',
+      reason || 'Step',
+      `${step.outcome}: ${step.message} (workflow ${tenantWorkflowId(obj.metadata.name)}, ${this.uiLink(obj.metadata.name)})`,
+      step.at,
+    );
+  }
+
+  /** An Event on the TenantClient (cluster-scoped objects' Events live in `default`). */
+  private async event(
+    obj: TenantClientObject,
+    type: 'Normal' | 'Warning',
+    reason: string,
+    message: string,
+    at?: string,
+  ) {
+    const time = new Date(at ?? Date.now());
+    try {
+      await this.core.createNamespacedEvent({
+        namespace: 'default',
+        body: {
+          metadata: { generateName: `${obj.metadata.name}.`, namespace: 'default' },
+          involvedObject: {
+            apiVersion: TENANT_CLIENT_API_VERSION,
+            kind: TENANT_CLIENT_KIND,
+            name: obj.metadata.name,
+            uid: obj.metadata.uid,
+            resourceVersion: obj.metadata.resourceVersion,
+          },
+          type,
+          reason: reason.slice(0, 128),
+          message: message.slice(0, 1024),
+          firstTimestamp: time,
+          lastTimestamp: time,
+          count: 1,
+          source: { component: 'tenant-controller' },
+          reportingComponent: `${TENANT_CLIENT_GROUP}/tenant-controller`,
+          reportingInstance: this.identity.slice(0, 128),
+        },
+      });
+    } catch (err) {
+      // an Event is a courtesy: losing one never blocks the reconcile
+      this.log.warn({ err: (err as Error).message, reason }, 'event not recorded');
+    }
+  }
+
+  private uiLink(name: string) {
+    return temporalUiLink(this.deps.config, tenantWorkflowId(name));
+  }
+}
+
+async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  let firstError: unknown;
+  const lanes = Array.from({ length: Math.min(size, items.length) }, async () => {
+    while (next < items.length) {
+      const item = items[next++]!;
+      // one object's failure (a 409 on a stale version, the API server away) never stops the others
+      await fn(item).catch((err: unknown) => (firstError ??= err));
+    }
+  });
+  await Promise.all(lanes);
+  if (firstError) throw firstError;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const controller = await startTenantController();
+  closeOnSignals(() => controller.close());
+}

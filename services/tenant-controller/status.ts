@@ -1,0 +1,150 @@
+/**
+ * What the TenantClient controller writes to a TenantClient's status subresource: the lifecycle
+ * workflow's conditions, phase and per-resource states (its PostgreSQL mirror), with Kubernetes'
+ * generation as observedGeneration, a refusal of the controller (a rule the schema cannot say) as
+ * Synced=False, and Ready=False reason Deleting while the finalizer waits for deprovisioning.
+ * Pure, so it is checked without a cluster.
+ */
+import type { MirroredTenant } from '../../domain/tenants/tenant-records.js';
+import {
+  resourceKinds,
+  setCondition,
+  type Condition,
+  type ResourceKind,
+  type ResourceState,
+  type StepRecord,
+} from '../../domain/tenants/types.js';
+
+export interface KubeTenantStatus {
+  observedGeneration?: number;
+  phase?: string;
+  conditions?: Condition[];
+  resources?: Partial<Record<ResourceKind, ResourceState>>;
+  currentStep?: string;
+  workflowId?: string;
+  temporalUiUrl?: string;
+  readyAt?: string;
+  cancelledAt?: string;
+  deprovisionAt?: string;
+  deprovisionedAt?: string;
+  lastEventStepAt?: string;
+}
+
+/** What the controller knows of a TenantClient beyond the object and the mirror. */
+export interface AppliedGeneration {
+  /** The Kubernetes object (uid) and generation this is about. */
+  uid: string;
+  generation: number;
+  /** The platform's generation the apply stored (compare with the mirror's observedGeneration). */
+  platformGeneration?: number;
+  /** Why the spec was not applied (Synced=False, nothing created for it). */
+  refusal?: string;
+}
+
+export interface StatusInput {
+  generation: number;
+  deleting: boolean;
+  previous: KubeTenantStatus | undefined;
+  mirror: MirroredTenant | undefined;
+  applied: AppliedGeneration | undefined;
+  workflowId: string;
+  temporalUiUrl: string;
+  now: string;
+}
+
+export function desiredStatus(input: StatusInput): KubeTenantStatus {
+  const { previous, mirror, applied, now } = input;
+  const seen = mirror?.status;
+  const caughtUp =
+    applied?.refusal !== undefined ||
+    (seen !== undefined &&
+      applied?.platformGeneration !== undefined &&
+      seen.observedGeneration >= applied.platformGeneration);
+  const observedGeneration = caughtUp ? input.generation : (previous?.observedGeneration ?? 0);
+
+  let conditions: Condition[] = (previous?.conditions ?? []).filter((c) => c.type === 'Synced' || c.type === 'Ready');
+  for (const c of seen?.conditions ?? [])
+    conditions = setCondition(conditions, { ...c, observedGeneration }, c.lastTransitionTime);
+  if (!seen) {
+    conditions = setCondition(
+      conditions,
+      {
+        type: 'Ready',
+        status: 'False',
+        reason: 'Creating',
+        message: 'waiting for the tenant workflow',
+        observedGeneration,
+      },
+      now,
+    );
+  }
+  if (applied?.refusal !== undefined) {
+    conditions = setCondition(
+      conditions,
+      { type: 'Synced', status: 'False', reason: 'ReconcileError', message: applied.refusal, observedGeneration },
+      now,
+    );
+  }
+  if (input.deleting && seen?.phase !== 'Deprovisioned') {
+    const when =
+      seen?.phase === 'Deprovisioning'
+        ? 'deprovisioning now'
+        : seen?.deprovisionAt
+          ? `deprovisioning at ${seen.deprovisionAt} (the soak period)`
+          : 'cancelling the tenant';
+    conditions = setCondition(
+      conditions,
+      {
+        type: 'Ready',
+        status: 'False',
+        reason: 'Deleting',
+        message: `${when}; the finalizer is removed once it is deprovisioned`,
+        observedGeneration,
+      },
+      now,
+    );
+  }
+
+  return dropUndefined({
+    observedGeneration,
+    phase: seen?.phase,
+    conditions,
+    resources: seen ? pickResources(seen.resources) : undefined,
+    currentStep: seen?.currentStep,
+    workflowId: input.workflowId,
+    temporalUiUrl: input.temporalUiUrl,
+    readyAt: seen?.readyAt,
+    cancelledAt: seen?.cancelledAt,
+    deprovisionAt: seen?.deprovisionAt,
+    deprovisionedAt: seen?.deprovisionedAt,
+    lastEventStepAt: previous?.lastEventStepAt,
+  });
+}
+
+/** The workflow's steps not yet published as Events (after `lastEventStepAt`), oldest first. */
+export function unpublishedSteps(steps: StepRecord[], lastEventStepAt: string | undefined): StepRecord[] {
+  return steps.filter((s) => !lastEventStepAt || s.at > lastEventStepAt).sort((a, b) => a.at.localeCompare(b.at));
+}
+
+function pickResources(resources: Partial<Record<ResourceKind, ResourceState>>) {
+  const picked: Partial<Record<ResourceKind, ResourceState>> = {};
+  for (const k of resourceKinds) if (resources[k]) picked[k] = resources[k];
+  return picked;
+}
+
+function dropUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+/** True when writing `next` would change what the object's status says. */
+export function statusChanged(current: KubeTenantStatus | undefined, next: KubeTenantStatus): boolean {
+  return stableJson(current ?? {}) !== stableJson(next);
+}
+
+function stableJson(v: unknown): string {
+  return JSON.stringify(v, (_k, value: unknown) =>
+    value && typeof value === 'object' && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)))
+      : value,
+  );
+}

@@ -1,0 +1,157 @@
+/**
+ * The TenantClient controller on the real API server, with the real workflow, worker, PostgreSQL
+ * and Temporal: kubectl apply provisions a tenant whose status subresource shows the workflow's
+ * conditions; a rule the schema cannot say (a subdomain taken, an ERP version changed) is
+ * Synced=False; Events read like the workflow's history; deletion waits on the finalizer until
+ * the tenant is deprovisioned; two controllers elect one leader.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tenantWorkflowId } from '../../../domain/tenants/workflow-contract.js';
+import { startTenantController, type TenantController } from '../../../services/tenant-controller/index.js';
+import { startTenantPlatform, uniqueTenant, type TenantPlatform } from '../../support/tenant-platform.js';
+import {
+  controllerScope,
+  kube,
+  kubeCondition,
+  tenantClientEvents,
+  tenantClientJson,
+  waitForTenantClient,
+} from '../../support/kubernetes.js';
+import { testConfig } from '../../support/env.js';
+
+const scope = controllerScope();
+let p: TenantPlatform;
+let controller: TenantController;
+
+beforeAll(async () => {
+  // a short soak period, so a deletion completes within the test
+  p = await startTenantPlatform({ ...scope.env, TENANT_SOAK_PERIOD: '3s' });
+  controller = await startTenantController(p.cfg, { identity: 'controller-a' });
+});
+
+afterAll(async () => {
+  await controller?.close();
+  await p?.close();
+});
+
+const ready = (o: Parameters<typeof kubeCondition>[0]) => kubeCondition(o, 'Ready')?.status === 'True';
+
+async function workflowRuns(name: string): Promise<number> {
+  let n = 0;
+  for await (const _ of p.temporal.workflow.list({ query: `WorkflowId = '${tenantWorkflowId(name)}'` })) n++;
+  return n;
+}
+
+describe('the TenantClient controller', () => {
+  it('provisions a TenantClient applied with kubectl and writes the workflow conditions to its status', async () => {
+    const name = uniqueTenant('kube');
+    expect(kube(['apply', '-f', '-'], tenantClientJson(name, scope.label)).out).toContain(
+      `tenantclient.plana.dev/${name} created`,
+    );
+    const obj = await waitForTenantClient(name, ready);
+    expect(obj?.metadata.finalizers).toContain('plana.dev/deprovision');
+    expect(obj?.status).toMatchObject({
+      observedGeneration: 1,
+      phase: 'Ready',
+      workflowId: tenantWorkflowId(name),
+      temporalUiUrl: expect.stringContaining(encodeURIComponent(tenantWorkflowId(name))),
+    });
+    expect(kubeCondition(obj, 'Synced')).toMatchObject({ status: 'True', observedGeneration: 1 });
+    expect(kubeCondition(obj, 'Ready')).toMatchObject({ status: 'True', reason: 'Available' });
+    expect(obj?.status?.resources?.database).toMatchObject({ synced: 'True', state: 'Created' });
+    // kubectl get shows the printer columns with the conditions
+    const row = kube(['get', 'tc', name, '--no-headers']).out.trim().split(/\s+/);
+    expect(row.slice(0, 5)).toEqual([name, 'True', 'True', 'starter', '18']);
+    // the workflow's steps are Events on the object, with the workflow id
+    await expect
+      .poll(() => tenantClientEvents(name).map((e) => e.reason), { timeout: 10_000 })
+      .toEqual(expect.arrayContaining(['Applied', 'ReserveSubdomain']));
+    expect(tenantClientEvents(name).every((e) => e.message.includes(`workflow tenant:${name}`))).toBe(true);
+    expect(kube(['describe', 'tc', name]).out).toMatch(/Events:[\s\S]*ReserveSubdomain/);
+    expect(await workflowRuns(name)).toBe(1);
+  });
+
+  it('shows a subdomain taken elsewhere as Synced=False and creates nothing', async () => {
+    const name = uniqueTenant('taken');
+    await p.pool.query('INSERT INTO subdomain_reservations (subdomain, owner_uid) VALUES ($1, gen_random_uuid())', [
+      name,
+    ]);
+    kube(['apply', '-f', '-'], tenantClientJson(name, scope.label));
+    const obj = await waitForTenantClient(name, (o) => kubeCondition(o, 'Synced')?.status === 'False');
+    expect(kubeCondition(obj, 'Synced')).toMatchObject({
+      reason: 'ReconcileError',
+      message: `subdomain "${name}" is reserved by another TenantClient`,
+    });
+    expect((await p.pool.query('SELECT count(*)::int AS n FROM tenants WHERE name = $1', [name])).rows[0].n).toBe(0);
+  });
+
+  it('refuses a change of the ERP version with a condition, and keeps the tenant as it was', async () => {
+    const name = uniqueTenant('erp');
+    kube(['apply', '-f', '-'], tenantClientJson(name, scope.label));
+    await waitForTenantClient(name, ready);
+    kube(['apply', '-f', '-'], tenantClientJson(name, scope.label, { erpVersion: '19' }));
+    const obj = await waitForTenantClient(name, (o) => kubeCondition(o, 'Synced')?.status === 'False');
+    expect(obj?.metadata.generation).toBe(2);
+    expect(kubeCondition(obj, 'Synced')).toMatchObject({
+      reason: 'ReconcileError',
+      observedGeneration: 2,
+      message: 'spec.erpVersion cannot change from "18" to "19": an ERP upgrade is a migration, not an apply',
+    });
+    expect(kubeCondition(obj, 'Ready')?.status).toBe('True');
+    expect(tenantClientEvents(name).some((e) => e.reason === 'ApplyRefused' && e.type === 'Warning')).toBe(true);
+  });
+
+  it('deletes through the finalizer: Ready=False Deleting until deprovisioned, then the object is gone', async () => {
+    const name = uniqueTenant('del');
+    kube(['apply', '-f', '-'], tenantClientJson(name, scope.label));
+    await waitForTenantClient(name, ready);
+    expect(kube(['delete', 'tc', name, '--wait=false']).ok).toBe(true);
+    const deleting = await waitForTenantClient(name, (o) => kubeCondition(o, 'Ready')?.reason === 'Deleting');
+    expect(deleting?.metadata.deletionTimestamp).toBeTruthy();
+    expect(kubeCondition(deleting, 'Ready')?.status).toBe('False');
+    await waitForTenantClient(name, (o) => o === undefined, 60_000);
+    const { rows } = await p.pool.query('SELECT phase FROM tenant_clients WHERE name = $1', [name]);
+    expect(rows[0]?.phase).toBe('Deprovisioned');
+    expect(await workflowRuns(name)).toBe(1);
+  });
+
+  it('deletes a TenantClient still provisioning', async () => {
+    const name = uniqueTenant('early');
+    kube(['apply', '-f', '-'], tenantClientJson(name, scope.label));
+    await waitForTenantClient(name, (o) => o?.status?.workflowId !== undefined);
+    kube(['delete', 'tc', name, '--wait=false']);
+    await waitForTenantClient(name, (o) => o === undefined, 60_000);
+    const { rows } = await p.pool.query('SELECT phase FROM tenant_clients WHERE name = $1', [name]);
+    expect(rows[0]?.phase).toBe('Deprovisioned');
+  });
+
+  it('elects one leader of two controllers through a Lease, and the other takes over when it stops', async () => {
+    // a Lease and a selector of their own: these two never touch the TenantClients of the tests above
+    const cfg = await testConfig({
+      ...scope.env,
+      TENANT_CONTROLLER_LEASE: `${scope.env.TENANT_CONTROLLER_LEASE}-two`,
+      TENANT_CONTROLLER_LABEL_SELECTOR: `${scope.label}-two`,
+    });
+    const a = await startTenantController(cfg, { identity: 'replica-a' });
+    const b = await startTenantController(cfg, { identity: 'replica-b' });
+    try {
+      await expect.poll(() => [a.isLeader(), b.isLeader()].filter(Boolean).length, { timeout: 15_000 }).toBe(1);
+      const [leader, follower] = a.isLeader() ? [a, b] : [b, a];
+      const holder = kube([
+        'get',
+        'lease',
+        cfg.TENANT_CONTROLLER_LEASE,
+        '-n',
+        'default',
+        '-o',
+        'jsonpath={.spec.holderIdentity}',
+      ]);
+      expect(holder.out).toBe(leader === a ? 'replica-a' : 'replica-b');
+      await leader.close();
+      await expect.poll(() => follower.isLeader(), { timeout: 15_000 }).toBe(true);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+});
