@@ -7,6 +7,7 @@
 import { existsSync, readFileSync, writeFileSync, mkdirSync, chmodSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { config as loadConfig } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
 import { migrate } from '../lib/migrate.js';
@@ -17,6 +18,8 @@ import { createLogger } from '../lib/logger.js';
 import {
   findKubeBinary,
   KUBERNETES_VERSION,
+  kubectl,
+  ManagedProcess,
   startKubernetes,
   startPostgres,
   startRedis,
@@ -25,7 +28,7 @@ import {
   stopAll,
 } from './local-servers.js';
 import { installTenantClientCrd } from './tenant-client-crd.js';
-import { applyDemoTenant, prepareDemoErp, seedDemo, DEMO } from './seed.js';
+import { applyDemoTenantClient, prepareDemoErp, seedDemo, DEMO } from './seed.js';
 import { buildDevOdooTemplates, ensureDevOdoo } from './dev-odoo.js';
 import { tenantHostname } from '../domain/erp/tenant-database.js';
 import { startTenantIngress } from '../services/tenant-ingress/server.js';
@@ -113,6 +116,9 @@ try {
   ]);
 
   installTenantClientCrd(kube.kubeconfigPath);
+  // the controller's Lease lives in the platform's namespace
+  const namespace = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: cfg.KUBERNETES_NAMESPACE } };
+  kubectl(kube.kubeconfigPath, ['apply', '-f', '-'], JSON.stringify(namespace));
   step('applying migrations and seeding demo data');
   const pool = createPool(cfg.DATABASE_URL, 2);
   await migrate(pool);
@@ -219,13 +225,17 @@ try {
   const scheduler = await connectTemporal(cfg);
   await ensureWorkerSchedules(scheduler, cfg);
   await scheduler.connection.close();
-  // the demo tenant: a TenantClient applied through the ops API like any other (unchanged on a restart)
-  step(`provisioning the demo tenant "${DEMO.tenant}" (apply, workflow tenant:${DEMO.tenant})`);
+  // the TenantClient controller, a process of its own (as in a cluster): TenantClients on the
+  // Kubernetes API drive the tenant workflows
+  const controller = startTenantControllerProcess(kube.kubeconfigPath);
+  closers.push({ name: 'tenant controller', close: () => controller.stop() });
+  // the demo tenant: a TenantClient applied with kubectl like any other (unchanged on a restart)
+  step(`provisioning the demo tenant "${DEMO.tenant}" (kubectl apply, workflow tenant:${DEMO.tenant})`);
   const demoTier = cfg.ERP_BACKEND === 'odoo' ? 'starter' : 'pro';
-  const demo = await applyDemoTenant(demoTier);
+  const demo = await applyDemoTenantClient(kube.kubeconfigPath, demoTier);
   const demoHost = tenantHostname(DEMO.tenant, cfg.TENANT_DOMAIN);
   step(
-    `demo tenant ${demo.result}: ${demo.ready === 'True' ? 'Ready' : `${demo.phase}, not Ready yet (npm run cli -- describe tenant ${DEMO.tenant} says why)`}`,
+    `demo tenant ${demo.result}: ${demo.ready === 'True' ? 'Ready' : `${demo.phase}, not Ready yet (kubectl describe tenantclient ${DEMO.tenant} says why)`}`,
   );
   // the demo workspace's subscription, as the payment provider stand-in reports it (once: a repeat is a no-op by event id)
   const demoSubscription = await subscribeDemo(cfg, DEMO.tenant, demoTier);
@@ -254,12 +264,12 @@ try {
 
 Next steps (in another terminal):
   export KUBECONFIG=${kube.kubeconfigPath} PATH=${path.dirname(findKubeBinary('kubectl'))}:$PATH
-  kubectl get namespaces                             # the platform's Kubernetes API (admin credential)
-  npm run cli -- get tenants                         # the demo tenant "${DEMO.tenant}" (a TenantClient like any other)
-  npm run cli -- describe tenant ${DEMO.tenant}                # its conditions, resources, steps, Temporal UI link
+  kubectl get tenantclients                          # the demo tenant "${DEMO.tenant}": SYNCED, READY, TIER, VERSION, AGE
+  kubectl describe tenantclient ${DEMO.tenant}              # its conditions, composed resources and Events (the workflow's steps)
+  kubectl apply -f examples/tenant-acme.yaml         # provision a tenant of your own; \`kubectl get tc acme -w\` to watch it
+  kubectl delete tenantclient acme --wait=false      # cancel it: Ready=False Deleting until deprovisioned after the soak period
+  npm run cli -- describe tenant ${DEMO.tenant}                # the same with the workflow's live status and Temporal UI link
   npm run cli -- resend-welcome ${DEMO.tenant}      # support: send the demo welcome e-mail again
-  npm run cli -- apply -f examples/tenant-acme.yaml  # provision a tenant of your own (a name is used once: after
-                                                     #   \`delete tenant acme\`, apply a copy under a new name)
   npm run cli -- erp post-invoice ${DEMO.tenant} --amount 120   # an invoice.posted from the demo ERP to the workspace's webhooks
                                                      #   (receivers on 127.0.0.1 may be registered here: WEBHOOK_ALLOWED_ADDRESSES=${cfg.WEBHOOK_ALLOWED_ADDRESSES || '(none)'})
   npm run cli -- service-keys                        # caller → target pairs, key ids, states, last use
@@ -282,6 +292,18 @@ Ctrl-C stops everything.
 } catch (err) {
   console.error(`\x1b[31m✘ npm run dev failed:\x1b[0m ${(err as Error).message}`);
   await shutdown(1);
+}
+
+/** The TenantClient controller (services/tenant-controller) as a child process; its log beside the servers'. */
+function startTenantControllerProcess(kubeconfigPath: string) {
+  process.env.TENANT_CONTROLLER_KUBECONFIG = kubeconfigPath;
+  return new ManagedProcess(
+    'tenant-controller',
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(new URL('../services/tenant-controller/index.ts', import.meta.url))],
+    path.join(dataDir, 'tenant-controller.log'),
+    path.join(dataDir, 'tenant-controller.pid'),
+  );
 }
 
 /** Sends the demo workspace's `customer.subscription.created` (the demo tenant's tier, 3 seats) through the real webhook; returns its id. */

@@ -43,8 +43,9 @@ export interface KubernetesServer {
   caFile: string;
   /** Milliseconds from spawning kube-apiserver to its /readyz answering ok. */
   readyAfterMs: number;
-  /** kube-apiserver's process id (for figures such as its RSS). */
+  /** kube-apiserver's and etcd's process ids (for figures such as their RSS and CPU time). */
   pid: number;
+  etcdPid: number;
   stop(): Promise<void>;
 }
 
@@ -77,6 +78,7 @@ export async function startKubernetes(opts: { dir: string; port?: number }): Pro
       caFile,
       readyAfterMs,
       pid: apiserver.child.pid ?? 0,
+      etcdPid: etcd.child.pid ?? 0,
       stop: async () => {
         await apiserver.stop();
         await etcd.stop();

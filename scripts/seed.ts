@@ -15,6 +15,7 @@ import type { TenantClient } from '../domain/tenants/tenant-client.js';
 import type { TenantClientSummary } from '../domain/tenants/operator-actions.js';
 import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type Tier } from '../domain/tenants/types.js';
 import { opsRequest } from '../cli/ops-client.js';
+import { kubectl } from './local-kubernetes.js';
 import { ensureErpTemplates } from './erp-templates.js';
 
 export const DEMO = {
@@ -78,6 +79,30 @@ export function demoTenantClient(tier: Tier): TenantClient {
       ownerName: DEMO.adminName,
     },
   };
+}
+
+/**
+ * The demo TenantClient applied with kubectl to the platform's Kubernetes API (the TenantClient
+ * controller provisions it), then waited on until its status says Ready for this generation.
+ */
+export async function applyDemoTenantClient(
+  kubeconfigPath: string,
+  tier: Tier,
+  timeoutMs = 120_000,
+): Promise<{ result: string; phase: string; ready: string }> {
+  const out = kubectl(kubeconfigPath, ['apply', '-f', '-'], JSON.stringify(demoTenantClient(tier)));
+  const result = /\b(created|configured|unchanged)\b/.exec(out)?.[1] ?? 'applied';
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const obj = JSON.parse(kubectl(kubeconfigPath, ['get', 'tenantclient', DEMO.tenant, '-o', 'json'])) as {
+      metadata: { generation: number };
+      status?: { observedGeneration?: number; phase?: string; conditions?: { type: string; status: string }[] };
+    };
+    const current = obj.status?.observedGeneration === obj.metadata.generation;
+    const ready = current ? (obj.status?.conditions?.find((c) => c.type === 'Ready')?.status ?? 'Unknown') : 'Unknown';
+    if (ready === 'True' || Date.now() > deadline) return { result, phase: obj.status?.phase ?? 'Pending', ready };
+    await sleep(500);
+  }
 }
 
 /**

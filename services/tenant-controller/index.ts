@@ -129,9 +129,13 @@ export async function startTenantController(
       return running;
     }
     running = (async () => {
+      // yield first: a pass with nothing to await would otherwise finish before `running` is set
+      await Promise.resolve();
       do {
         again = false;
-        if (election.isLeader()) await reconciler.pass([...informer.list()]).catch((err) => logFailure(log, err));
+        const leading = election.isLeader();
+        log.debug({ leading, objects: informer.list().length }, 'pass');
+        if (leading) await reconciler.pass([...informer.list()]).catch((err) => logFailure(log, err));
       } while (again && !stopped);
       running = undefined;
     })();
@@ -142,6 +146,7 @@ export async function startTenantController(
   informer.on('update', () => void trigger());
   informer.on('delete', (obj) => applied.delete(obj.metadata.name));
   informer.on('error', (err: unknown) => {
+    if (stopped) return; // stopping aborts the watch, which reports itself as an error
     // the informer stops on an error it cannot resume from (the API server away): start it again
     log.warn({ err: (err as Error)?.message ?? String(err) }, 'TenantClient watch failed; restarting it');
     setTimeout(() => {

@@ -113,6 +113,15 @@ describe('the TenantClient controller', () => {
     const { rows } = await p.pool.query('SELECT phase FROM tenant_clients WHERE name = $1', [name]);
     expect(rows[0]?.phase).toBe('Deprovisioned');
     expect(await workflowRuns(name)).toBe(1);
+
+    // applied again under the same name: refused with a condition (a name is used once), nothing created
+    kube(['apply', '-f', '-'], tenantClientJson(name, scope.label));
+    const again = await waitForTenantClient(name, (o) => kubeCondition(o, 'Synced')?.status === 'False');
+    expect(kubeCondition(again, 'Synced')?.message).toContain('is deprovisioned; a name is used once');
+    expect(await workflowRuns(name)).toBe(1);
+    // and deleting that one has nothing to wait for
+    kube(['delete', 'tc', name, '--wait=false']);
+    await waitForTenantClient(name, (o) => o === undefined, 30_000);
   });
 
   it('deletes a TenantClient still provisioning', async () => {
@@ -123,6 +132,25 @@ describe('the TenantClient controller', () => {
     await waitForTenantClient(name, (o) => o === undefined, 60_000);
     const { rows } = await p.pool.query('SELECT phase FROM tenant_clients WHERE name = $1', [name]);
     expect(rows[0]?.phase).toBe('Deprovisioned');
+  });
+
+  it('provisions, once, a TenantClient applied while no controller ran, and resumes a delete after a restart', async () => {
+    const name = uniqueTenant('down');
+    await controller.close();
+    kube(['apply', '-f', '-'], tenantClientJson(name, scope.label));
+    // the object is there before the new controller lists it (its first pass runs before it leads)
+    controller = await startTenantController(p.cfg, { identity: 'controller-b' });
+    await waitForTenantClient(name, ready);
+    expect(await workflowRuns(name)).toBe(1);
+
+    // killed between the delete's cancel and the deprovisioning: the next one removes the finalizer once
+    kube(['delete', 'tc', name, '--wait=false']);
+    await waitForTenantClient(name, (o) => kubeCondition(o, 'Ready')?.reason === 'Deleting');
+    await controller.close();
+    controller = await startTenantController(p.cfg, { identity: 'controller-c' });
+    await waitForTenantClient(name, (o) => o === undefined, 60_000);
+    expect(await workflowRuns(name)).toBe(1);
+    expect(tenantClientEvents(name).filter((e) => e.reason === 'FinalizerRemoved')).toHaveLength(1);
   });
 
   it('elects one leader of two controllers through a Lease, and the other takes over when it stops', async () => {
