@@ -64,7 +64,7 @@ function hint(status: number, call: SecretCall, credentials: string): string {
   return '.';
 }
 
-export function kubernetesApiError(err: unknown, call: SecretCall, credentials: string): AppError {
+export function kubernetesApiError(err: unknown, call: SecretCall, credentials: string, timeoutMs: number): AppError {
   const what = `Kubernetes API ${call.verb} Secret ${call.namespace}/${call.name}`;
   if (err instanceof AppError) return err;
   if (err instanceof ApiException) {
@@ -76,6 +76,8 @@ export function kubernetesApiError(err: unknown, call: SecretCall, credentials: 
       `${what} answered ${status} ${reason}${hint(status, call, credentials)}`,
     );
   }
+  if ((err as Error).name === 'AbortError')
+    return new AppError('UNAVAILABLE', `${what} timed out after ${timeoutMs} ms.`);
   // a network or TLS failure (node-fetch's FetchError carries the system error's code)
   const code = (err as { code?: unknown }).code;
   const cause = typeof code === 'string' ? code : (err as Error).name;

@@ -7,7 +7,18 @@
  * re-read and retry), or a create when the Secret does not exist yet. No key is ever logged or put
  * in an error: messages carry the HTTP status, the Status reason and the Secret's name only.
  */
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type V1Secret } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type ConfigurationOptions,
+  type ObservableMiddleware,
+  type RequestContext,
+  type ResponseContext,
+  type V1Secret,
+} from '@kubernetes/client-node';
+// the client's own Observable stand-in (not re-exported by its index)
+import { of } from '@kubernetes/client-node/dist/gen/rxjsStub.js';
 import { AppError } from '../../lib/errors.js';
 import type { KubeCredentials } from '../../lib/kube-config.js';
 import { kubernetesApiError, KubernetesApiError, type SecretCall } from './kubernetes-api-errors.js';
@@ -19,6 +30,8 @@ export interface KubernetesWriterOptions {
   namespace: string;
   /** Secret name; `{caller}` is replaced by the pair's caller. */
   secretName: string;
+  /** Each call gives up after this long (a hung API server must not hold a rotation step): 10 s. */
+  timeoutMs?: number;
 }
 
 const SECRET_LABELS = { 'app.kubernetes.io/part-of': 'plana', 'plana.dev/secret': 'service-keys' };
@@ -32,9 +45,11 @@ interface ReadSecret {
 
 export class KubernetesSecretWriter implements SecretStoreWriter {
   private readonly api: CoreV1Api;
+  private readonly timeoutMs: number;
 
   constructor(private readonly opts: KubernetesWriterOptions) {
     this.api = opts.credentials.kubeConfig.makeApiClient(CoreV1Api);
+    this.timeoutMs = opts.timeoutMs ?? 10_000;
   }
 
   secretNameFor(caller: string): string {
@@ -120,7 +135,7 @@ export class KubernetesSecretWriter implements SecretStoreWriter {
     const { namespace } = this.opts;
     if (read.exists) {
       const body = { metadata: { resourceVersion: read.resourceVersion }, data };
-      const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+      const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch, this.withTimeout());
       await this.call('patch', caller, () => this.api.patchNamespacedSecret({ name, namespace, body }, merge));
       return;
     }
@@ -131,14 +146,16 @@ export class KubernetesSecretWriter implements SecretStoreWriter {
       type: 'Opaque',
       data: Object.fromEntries(Object.entries(data).filter((e): e is [string, string] => e[1] !== null)),
     };
-    await this.call('create', caller, () => this.api.createNamespacedSecret({ namespace, body: created }));
+    await this.call('create', caller, () =>
+      this.api.createNamespacedSecret({ namespace, body: created }, this.withTimeout()),
+    );
   }
 
   private async read(caller: string): Promise<ReadSecret> {
     const name = this.secretNameFor(caller);
     try {
       const secret = await this.call('get', caller, () =>
-        this.api.readNamespacedSecret({ name, namespace: this.opts.namespace }),
+        this.api.readNamespacedSecret({ name, namespace: this.opts.namespace }, this.withTimeout()),
       );
       const data: Record<string, string> = {};
       for (const [k, v] of Object.entries(secret.data ?? {})) data[k] = Buffer.from(v, 'base64').toString('utf8');
@@ -155,8 +172,20 @@ export class KubernetesSecretWriter implements SecretStoreWriter {
       return await run();
     } catch (err) {
       const what = { verb, namespace: this.opts.namespace, name: this.secretNameFor(caller) };
-      throw kubernetesApiError(err, what, this.opts.credentials.source);
+      throw kubernetesApiError(err, what, this.opts.credentials.source, this.timeoutMs);
     }
+  }
+
+  /** Request options that abort the call after timeoutMs (the client's middleware is observable-shaped). */
+  private withTimeout(): ConfigurationOptions {
+    const timeout: ObservableMiddleware = {
+      pre: (request: RequestContext) => {
+        request.setSignal(AbortSignal.timeout(this.timeoutMs));
+        return of(request);
+      },
+      post: (response: ResponseContext) => of(response),
+    };
+    return { middleware: [timeout], middlewareMergeStrategy: 'append' };
   }
 }
 

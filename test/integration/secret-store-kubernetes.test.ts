@@ -10,6 +10,7 @@
  * the run's Temporal) whose consumer reads only the mounted Secret.
  */
 import { randomBytes } from 'node:crypto';
+import { createServer, type AddressInfo } from 'node:net';
 import { lstatSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
@@ -409,6 +410,28 @@ describe('credentials: in-cluster, TLS', () => {
 });
 
 describe('errors and logs', () => {
+  it('an API server that never answers: each call gives up after its timeout with a clear error', async () => {
+    const silent = createServer(() => {}); // accepts connections, never answers (not even TLS)
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = silent.address() as AddressInfo;
+      const file = writeKubeconfig(path.join(dir, 'silent.kubeconfig'), 'a-token');
+      writeFileSync(file, readFileSync(file, 'utf8').replace(/server: .*/, `server: https://127.0.0.1:${port}`));
+      const w = new KubernetesSecretWriter({
+        credentials: kubeCredentials(file),
+        namespace: NS,
+        secretName: 'plana-service-keys-{caller}',
+        timeoutMs: 500,
+      });
+      const started = Date.now();
+      const err = await errorOf(w.versions(caller(), 'events'));
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(err!.message).toMatch(/^Kubernetes API get Secret .* timed out after 500 ms\.$/);
+    } finally {
+      silent.close();
+    }
+  });
+
   it('refused credentials (401) give a clear error that names the kubeconfig and holds no key', async () => {
     const wrong = writeKubeconfig(path.join(dir, 'wrong.kubeconfig'), 'not-a-token', { user: 'someone' });
     const k = newKey();
