@@ -1,7 +1,8 @@
 /**
  * Helpers for tests on the run's real Kubernetes API server (inject('kubeconfigPath'), the admin
  * credential): a namespace of the test's own, and a kubeconfig for a ServiceAccount (a token from
- * the TokenRequest API, as a pod gets one), so RBAC applies as it does in production.
+ * the TokenRequest API, as a pod gets one), so RBAC applies as it does in production; the
+ * manifests of deploy/kubernetes as objects.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
