@@ -76,19 +76,17 @@ export const configSchema = z.object({
 
   /**
    * Where service keys live: `postgres` (service_key_secrets, sealed; the local default) or
-   * `kubernetes` (domain/service-keys/kubernetes-secret-store.ts): consumers read the Secret mounted
-   * at SECRETS_MOUNT_DIR (re-read when the kubelet swaps `..data`, checked every
-   * SECRETS_MOUNT_POLL_MS as well); the rotation writes KUBERNETES_SECRET_NAME (`{caller}` = the
-   * pair's caller) in KUBERNETES_NAMESPACE through the API at KUBERNETES_API_URL (default
-   * https://KUBERNETES_SERVICE_HOST:KUBERNETES_SERVICE_PORT, as set in every pod) with the service
-   * account's token and CA.
+   * `kubernetes` (domain/service-keys/kubernetes-secret-*.ts): consumers read the Secret mounted at
+   * SECRETS_MOUNT_DIR (re-read when the kubelet swaps `..data`, checked every SECRETS_MOUNT_POLL_MS
+   * as well); the rotation writes KUBERNETES_SECRET_NAME (`{caller}` = the pair's caller) in
+   * KUBERNETES_NAMESPACE through the Kubernetes API with the credentials of KUBECONFIG, or the pod's
+   * service account when it is unset (lib/kube-config.ts).
    */
   SECRET_STORE: z.enum(['postgres', 'kubernetes']).default('postgres'),
   SECRETS_MOUNT_DIR: z.string().min(1).default('/var/run/secrets/plana/service-keys'),
   SECRETS_MOUNT_POLL_MS: z.coerce.number().int().min(50).default(2_000),
-  KUBERNETES_API_URL: url.optional(),
-  KUBERNETES_SERVICE_HOST: z.string().optional(),
-  KUBERNETES_SERVICE_PORT: port.optional(),
+  /** A kubeconfig file (its current context); unset = in-cluster credentials (the pod's service account). */
+  KUBECONFIG: z.string().min(1).optional(),
   KUBERNETES_NAMESPACE: z
     .string()
     .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a Kubernetes namespace name')
@@ -97,8 +95,6 @@ export const configSchema = z.object({
     .string()
     .regex(/^[a-z0-9{}.-]+$/, 'must be a Secret name, `{caller}` allowed')
     .default('plana-service-keys-{caller}'),
-  KUBERNETES_TOKEN_FILE: z.string().min(1).default('/var/run/secrets/kubernetes.io/serviceaccount/token'),
-  KUBERNETES_CA_FILE: z.string().min(1).default('/var/run/secrets/kubernetes.io/serviceaccount/ca.crt'),
 
   NOTIFICATIONS_HOST: z.string().default('127.0.0.1'),
   NOTIFICATIONS_PORT: port.default(8080),

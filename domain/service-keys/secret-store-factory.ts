@@ -1,6 +1,7 @@
 /**
  * Which secret store a process uses (SECRET_STORE): `postgres` (PgSecretStore, the local default)
- * or `kubernetes` (kubernetes-secret-store.ts). Consumers call createSecretStore; the rotation and
+ * or `kubernetes` (Secrets: kubernetes-secret-layout.ts, read from the mounted volume by
+ * kubernetes-secret-volume.ts, written through the API by kubernetes-secret-writer.ts). Consumers call createSecretStore; the rotation and
  * the bootstrap call createSecretStoreWriter.
  *
  * The seam with Kubernetes. The rotation stores a new key in the same PostgreSQL transaction that
@@ -14,33 +15,21 @@
  */
 import type pg from 'pg';
 import type { Config } from '../../lib/config.js';
-import { AppError } from '../../lib/errors.js';
 import type { Queryable } from '../../lib/db.js';
+import { kubeCredentials } from '../../lib/kube-config.js';
 import { SERVICE_KEY_INVENTORY } from './inventory.js';
-import { KubernetesSecretVolume, KubernetesSecretWriter } from './kubernetes-secret-store.js';
+import { KubernetesSecretVolume } from './kubernetes-secret-volume.js';
+import { KubernetesSecretWriter } from './kubernetes-secret-writer.js';
 import { holderOptions, reportingStore, type ReportingStore } from './holders.js';
 import { PgSecretStore, type SecretStore, type TransactionalSecretStoreWriter } from './secret-store.js';
 import type { Logger } from '../../lib/logger.js';
 
-/** KUBERNETES_API_URL, else the in-cluster address every pod gets (KUBERNETES_SERVICE_HOST/PORT). */
-export function kubernetesApiUrl(cfg: Config): string {
-  if (cfg.KUBERNETES_API_URL) return cfg.KUBERNETES_API_URL;
-  const host = cfg.KUBERNETES_SERVICE_HOST;
-  if (!host)
-    throw new AppError(
-      'UNAVAILABLE',
-      'SECRET_STORE=kubernetes needs KUBERNETES_API_URL or KUBERNETES_SERVICE_HOST (set in every pod).',
-    );
-  return `https://${host.includes(':') ? `[${host}]` : host}:${cfg.KUBERNETES_SERVICE_PORT ?? 443}`;
-}
-
+/** The Secrets writer: KUBECONFIG's credentials, else the pod's service account (lib/kube-config.ts). */
 export function kubernetesWriter(cfg: Config): KubernetesSecretWriter {
   return new KubernetesSecretWriter({
-    apiUrl: kubernetesApiUrl(cfg),
+    credentials: kubeCredentials(cfg.KUBECONFIG),
     namespace: cfg.KUBERNETES_NAMESPACE,
     secretName: cfg.KUBERNETES_SECRET_NAME,
-    tokenFile: cfg.KUBERNETES_TOKEN_FILE,
-    caFile: cfg.KUBERNETES_CA_FILE,
   });
 }
 

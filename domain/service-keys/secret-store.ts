@@ -7,7 +7,7 @@
  * service_key_secrets, sealed with SECRETS_KEY (lib/secret-box.ts), the current one marked, read
  * through a cache with a short TTL (SERVICE_KEY_SECRET_TTL_MS).
  *
- * In production (SECRET_STORE=kubernetes, kubernetes-secret-store.ts): consumers read a mounted
+ * In production (SECRET_STORE=kubernetes, kubernetes-secret-*.ts): consumers read a mounted
  * Kubernetes Secret (KubernetesSecretVolume), and the rotation writes through
  * KubernetesPublishingStore (secret-store-factory.ts): versions recorded here, sealed, in the
  * rotation's transaction, then published to the Secret through the Kubernetes API when one becomes

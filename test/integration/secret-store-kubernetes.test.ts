@@ -1,15 +1,16 @@
 /**
- * The Kubernetes secret store (SECRET_STORE=kubernetes) against the Kubernetes stand-in
- * (sandbox/kubernetes: real HTTP, core/v1 Secrets, bearer token, kubelet-style volume writes) and
- * the run's real PostgreSQL: versions written through the API (put, switch, roll back), consumers
- * reading the mounted volume pick up a new current key after the kubelet's `..data` swap without a
- * restart (cache TTL set to a minute, so only the swap can make them re-read), the rotation's seam
- * (recorded in PostgreSQL in the caller's transaction, published when current), no key in the
- * stand-in's request log or in any error, a clear error for a refused token, and a whole rotation
- * (the real workflow on the run's Temporal) whose consumer reads only the mounted Secret.
+ * The Kubernetes secret store (SECRET_STORE=kubernetes) on the run's real Kubernetes API server and
+ * its real PostgreSQL: versions written through the API as a ServiceAccount with only the Role the
+ * manifests give the writers (put, switch, roll back, 409 Conflict retries), consumers reading the
+ * mounted volume (written by the kubelet stand-in, sandbox/kubelet, from a watch on the real API)
+ * pick up a new current key after the `..data` swap without a restart (cache TTL set to a minute,
+ * so only the swap can make them re-read), the rotation's seam (recorded in PostgreSQL in the
+ * caller's transaction, published when current), in-cluster credentials, TLS, refused credentials
+ * and RBAC as clear errors, no key in any log or error, and a whole rotation (the real workflow on
+ * the run's Temporal) whose consumer reads only the mounted Secret.
  */
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { createServer, type AddressInfo } from 'node:net';
 import { lstatSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
@@ -25,8 +26,10 @@ import type pg from 'pg';
 import type { Config } from '../../lib/config.js';
 import { createPool, withTransaction } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
+import { kubeCredentials } from '../../lib/kube-config.js';
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
-import { KubernetesSecretVolume, KubernetesSecretWriter } from '../../domain/service-keys/kubernetes-secret-store.js';
+import { KubernetesSecretVolume } from '../../domain/service-keys/kubernetes-secret-volume.js';
+import { KubernetesSecretWriter } from '../../domain/service-keys/kubernetes-secret-writer.js';
 import { createKey } from '../../domain/service-keys/key-registry.js';
 import {
   createSecretStore,
@@ -35,16 +38,26 @@ import {
   publishCurrentKeys,
 } from '../../domain/service-keys/secret-store-factory.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
-import { startKubernetesStandIn, type KubernetesStandIn } from '../../sandbox/kubernetes/server.js';
+import { startSecretVolumes, type SecretVolumes } from '../../sandbox/kubelet/secret-volumes.js';
 import { tempDir, testConfig, workflowBundle } from '../support/env.js';
+import {
+  adminKubeconfig,
+  applySecretWriterRole,
+  clusterOf,
+  kube,
+  serviceAccountKubeconfig,
+  serviceAccountToken,
+  testNamespace,
+  writeKubeconfig,
+} from '../support/service-accounts.js';
 
-const TOKEN = `sa-token-${randomBytes(8).toString('hex')}`;
-const NS = 'plana';
 const MINUTE = 60_000;
 
-let k8s: KubernetesStandIn;
+let NS: string;
+let kubelet: SecretVolumes;
 let dir: string;
-let tokenFile: string;
+/** Acts as the ServiceAccount the manifests give the Secrets writers (worker, migrate). */
+let writerKubeconfig: string;
 let cfg: Config;
 let pool: pg.Pool;
 const logLines: string[] = [];
@@ -58,24 +71,32 @@ const newKey = () => {
   return key;
 };
 const caller = () => `t${randomBytes(3).toString('hex')}`;
-const writer = (token = tokenFile) =>
+const secretName = (c: string) => `plana-service-keys-${c}`;
+const writer = (kubeconfig = writerKubeconfig) =>
   new KubernetesSecretWriter({
-    apiUrl: k8s.url,
+    credentials: kubeCredentials(kubeconfig),
     namespace: NS,
     secretName: 'plana-service-keys-{caller}',
-    tokenFile: token,
   });
 const volume = (c: string, opts: { pollMs?: number } = {}) => {
   const r = new KubernetesSecretVolume({
-    dir: k8s.volumeDir(NS, `plana-service-keys-${c}`),
+    dir: kubelet.volumeDir(secretName(c)),
     ttlMs: MINUTE,
     pollMs: opts.pollMs ?? MINUTE,
   });
   readers.push(r);
   return r;
 };
+/** The Secret as any Kubernetes client sees it (kubectl, admin). */
+const secretData = (c: string) => {
+  const secret = JSON.parse(kube(['get', 'secret', secretName(c), '-n', NS, '-o', 'json'])) as {
+    data: Record<string, string>;
+    metadata: { resourceVersion: string; labels: Record<string, string> };
+  };
+  return secret;
+};
 /** Waits until the consumer's answer changes (the volume swap is asynchronous, as the kubelet's). */
-const eventually = (fn: () => Promise<void>) => vi.waitFor(fn, { timeout: 5_000, interval: 25 });
+const eventually = (fn: () => Promise<void>) => vi.waitFor(fn, { timeout: 10_000, interval: 25 });
 const errorOf = async (p: Promise<unknown>) =>
   p.then(
     () => undefined,
@@ -84,18 +105,20 @@ const errorOf = async (p: Promise<unknown>) =>
 
 beforeAll(async () => {
   dir = tempDir('k8s');
-  tokenFile = path.join(dir, 'token');
-  writeFileSync(tokenFile, `${TOKEN}\n`);
-  k8s = await startKubernetesStandIn({
-    token: TOKEN,
-    volumeRoot: path.join(dir, 'volumes'),
+  NS = testNamespace('sk');
+  applySecretWriterRole(NS, 'plana-secrets-writer');
+  writerKubeconfig = serviceAccountKubeconfig(dir, NS, 'plana-secrets-writer');
+  kubelet = await startSecretVolumes({
+    kubeconfigPath: adminKubeconfig(),
+    namespace: NS,
+    root: path.join(dir, 'volumes'),
+    labelSelector: 'plana.dev/secret=service-keys',
     log: (l) => logLines.push(l),
   });
   cfg = await testConfig({
     SECRET_STORE: 'kubernetes',
-    KUBERNETES_API_URL: k8s.url,
+    KUBECONFIG: writerKubeconfig,
     KUBERNETES_NAMESPACE: NS,
-    KUBERNETES_TOKEN_FILE: tokenFile,
     SECRETS_MOUNT_POLL_MS: '100',
   });
   pool = createPool(cfg.DATABASE_URL, 3);
@@ -104,7 +127,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const r of readers) r.close();
   await pool?.end();
-  await k8s?.close();
+  await kubelet?.stop();
 });
 
 describe('versions written through the Kubernetes API', () => {
@@ -121,11 +144,8 @@ describe('versions written through the Kubernetes API', () => {
     ]);
 
     // the Secret as any Kubernetes client sees it
-    const res = await fetch(`${k8s.url}/api/v1/namespaces/${NS}/secrets/plana-service-keys-${c}`, {
-      headers: { authorization: `Bearer ${TOKEN}` },
-    });
-    const secret = (await res.json()) as { kind: string; data: Record<string, string> };
-    expect(secret.kind).toBe('Secret');
+    const secret = secretData(c);
+    expect(secret.metadata.labels).toMatchObject({ 'plana.dev/secret': 'service-keys' });
     expect(Object.keys(secret.data).sort()).toEqual([`${c}.events`, `${c}.events.next`]);
     expect(JSON.parse(Buffer.from(secret.data[`${c}.events`]!, 'base64').toString())).toMatchObject({
       keyId: 'sk_one',
@@ -163,19 +183,14 @@ describe('versions written through the Kubernetes API', () => {
     const third = after[0]!.keyId;
     expect(['sk_a', 'sk_b']).toContain(third);
 
-    // what the writer relies on: a PATCH carrying an old resourceVersion is refused
-    const url = `${k8s.url}/api/v1/namespaces/${NS}/secrets/plana-service-keys-${c}`;
-    const auth = { authorization: `Bearer ${TOKEN}` };
-    const stale = ((await (await fetch(url, { headers: auth })).json()) as { metadata: { resourceVersion: string } })
-      .metadata.resourceVersion;
+    // what the writer relies on: a merge patch carrying an old resourceVersion is refused
+    const stale = secretData(c).metadata.resourceVersion;
     await a.makeCurrent(c, 'events', 3);
-    const res = await fetch(url, {
-      method: 'PATCH',
-      headers: { ...auth, 'content-type': 'application/merge-patch+json' },
-      body: JSON.stringify({ metadata: { resourceVersion: stale }, data: { [`${c}.events`]: null } }),
-    });
-    expect(res.status).toBe(409);
-    expect(await res.json()).toMatchObject({ kind: 'Status', status: 'Failure', reason: 'Conflict', code: 409 });
+    const patch = JSON.stringify({ metadata: { resourceVersion: stale }, data: { [`${c}.events`]: null } });
+    const refused = await errorOf(
+      Promise.resolve().then(() => kube(['patch', 'secret', secretName(c), '-n', NS, '--type=merge', '-p', patch])),
+    );
+    expect(String((refused as { stderr?: string }).stderr)).toContain('the object has been modified');
     expect((await a.versions(c, 'events')).find((v) => v.isCurrent)?.keyId).toBe(third);
   });
 });
@@ -187,10 +202,10 @@ describe('a consumer reading the mounted Secret', () => {
     const k1 = newKey();
     const k2 = newKey();
     await w.put(c, 'notifications', { key: k1, keyId: 'sk_old' }, true);
+    // the volume as the kubelet lays it out, once the watch has brought the Secret
+    const mount = kubelet.volumeDir(secretName(c));
+    await eventually(async () => expect(readFileSync(path.join(mount, `${c}.notifications`), 'utf8')).toContain(k1));
     const reader = volume(c); // fs.watch only: its fallback check is a minute away
-
-    // the volume as the kubelet lays it out
-    const mount = k8s.volumeDir(NS, `plana-service-keys-${c}`);
     const first = readlinkSync(path.join(mount, '..data'));
     expect(first).toMatch(/^\.\.\d{4}_\d\d_\d\d_\d\d_\d\d_\d\d\.\d+$/);
     expect(lstatSync(path.join(mount, `${c}.notifications`)).isSymbolicLink()).toBe(true);
@@ -199,7 +214,6 @@ describe('a consumer reading the mounted Secret', () => {
     expect(await reader.current(c, 'notifications')).toEqual({ key: k1, keyId: 'sk_old', version: 1 });
     await w.put(c, 'notifications', { key: k2, keyId: 'sk_new' }, false);
     await w.makeCurrent(c, 'notifications', 2);
-    expect(readlinkSync(path.join(mount, '..data'))).not.toBe(first);
     await eventually(async () =>
       expect(await reader.current(c, 'notifications')).toEqual({ key: k2, keyId: 'sk_new', version: 2 }),
     );
@@ -232,10 +246,11 @@ describe('the rotation seam: PostgreSQL records, Kubernetes gets what becomes cu
     expect(await publishCurrentKeys(cfg, pool, [pair])).toBe(1);
     expect(await publishCurrentKeys(cfg, pool, [pair])).toBe(1); // idempotent
     const consumer = createSecretStore(
-      { ...cfg, SECRETS_MOUNT_DIR: k8s.volumeDir(NS, `plana-service-keys-${c}`), SERVICE_KEY_SECRET_TTL_MS: MINUTE },
+      { ...cfg, SECRETS_MOUNT_DIR: kubelet.volumeDir(secretName(c)), SERVICE_KEY_SECRET_TTL_MS: MINUTE },
       pool,
     );
     readers.push(consumer);
+    await eventually(async () => expect((await consumer.current(c, 'events')).keyId).toBe(created!.keyId));
     const v1 = await consumer.current(c, 'events');
     keys.push(v1.key);
     expect(v1).toMatchObject({ keyId: created!.keyId, version: 1 });
@@ -300,7 +315,8 @@ describe('a rotation (the real workflow on Temporal) with SECRET_STORE=kubernete
     const workerRun = worker.run();
     try {
       // the consumer: the Secret mounted as its volume, a cache of a minute (only the `..data` swap makes it re-read)
-      const consumerStore = volume(pair.caller);
+      const consumerStore = volume(pair.caller, { pollMs: 100 });
+      await eventually(async () => void (await consumerStore.current(pair.caller, pair.target)));
       const old = await consumerStore.current(pair.caller, pair.target);
       const seen = new Set<string>();
       const traffic = keyConsumer(
@@ -342,103 +358,117 @@ describe('a rotation (the real workflow on Temporal) with SECRET_STORE=kubernete
   }, 60_000);
 });
 
-describe('https with the service account CA', () => {
-  it('trusts the API server through ca.crt; without it, a clear TLS error and nothing written', async () => {
-    // a cluster CA of this test's own (openssl), the API server's certificate for 127.0.0.1
-    const tls = path.join(dir, 'tls');
-    mkdirSync(tls, { recursive: true });
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-days',
-        '1',
-        '-keyout',
-        path.join(tls, 'key.pem'),
-        '-out',
-        path.join(tls, 'ca.crt'),
-        '-subj',
-        '/CN=kubernetes',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-      ],
-      { stdio: 'ignore' },
-    );
-    const secure = await startKubernetesStandIn({
-      token: TOKEN,
-      volumeRoot: path.join(dir, 'tls-volumes'),
-      log: () => {},
-      tls: { key: readFileSync(path.join(tls, 'key.pem')), cert: readFileSync(path.join(tls, 'ca.crt')) },
-    });
+describe('credentials: in-cluster, TLS', () => {
+  it("in a pod: the service account's token and CA from the mounted folder, at KUBERNETES_SERVICE_HOST", async () => {
+    // the pod's folder as Kubernetes mounts it, under a prefix of this test's own
+    const root = path.join(dir, 'pod');
+    const saDir = path.join(root, 'var/run/secrets/kubernetes.io/serviceaccount');
+    mkdirSync(saDir, { recursive: true });
+    writeFileSync(path.join(saDir, 'token'), serviceAccountToken(NS, 'plana-secrets-writer'));
+    writeFileSync(path.join(saDir, 'ca.crt'), Buffer.from(clusterOf().caData, 'base64'));
+    writeFileSync(path.join(saDir, 'namespace'), NS);
+    const server = new URL(clusterOf().server);
+    const saved = { host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT };
+    process.env.KUBERNETES_SERVICE_HOST = server.hostname;
+    process.env.KUBERNETES_SERVICE_PORT = server.port;
     try {
-      expect(secure.url).toMatch(/^https:/);
+      const credentials = kubeCredentials(undefined, root);
+      expect(credentials.source).toContain("the pod's service account");
+      const w = new KubernetesSecretWriter({ credentials, namespace: NS, secretName: 'plana-service-keys-{caller}' });
       const c = caller();
-      const k = newKey();
-      const trusting = new KubernetesSecretWriter({
-        apiUrl: secure.url,
-        namespace: NS,
-        secretName: 'plana-service-keys-{caller}',
-        tokenFile,
-        caFile: path.join(tls, 'ca.crt'),
-      });
-      expect(await trusting.put(c, 'events', { key: k, keyId: 'sk_tls' }, true)).toBe(1);
-      expect(readFileSync(path.join(secure.volumeDir(NS, `plana-service-keys-${c}`), `${c}.events`), 'utf8')).toContain(
-        'sk_tls',
-      );
-
-      const c2 = caller();
-      const untrusting = new KubernetesSecretWriter({
-        apiUrl: secure.url,
-        namespace: NS,
-        secretName: 'plana-service-keys-{caller}',
-        tokenFile,
-      });
-      const err = await errorOf(untrusting.put(c2, 'events', { key: newKey(), keyId: 'sk_x' }, true));
-      expect(err).toBeInstanceOf(AppError);
-      expect(err!.message).toMatch(
-        /Kubernetes API GET .* failed: (SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE)/,
-      );
-      expect(await trusting.versions(c2, 'events')).toEqual([]);
+      expect(await w.put(c, 'events', { key: newKey(), keyId: 'sk_pod' }, true)).toBe(1);
+      expect(await writer().versions(c, 'events')).toMatchObject([{ keyId: 'sk_pod', isCurrent: true }]);
     } finally {
-      await secure.close();
+      process.env.KUBERNETES_SERVICE_HOST = saved.host;
+      process.env.KUBERNETES_SERVICE_PORT = saved.port;
+      if (saved.host === undefined) delete process.env.KUBERNETES_SERVICE_HOST;
+      if (saved.port === undefined) delete process.env.KUBERNETES_SERVICE_PORT;
     }
+  });
+
+  it('neither KUBECONFIG nor a pod: a clear error when the store is made', () => {
+    expect(process.env.KUBERNETES_SERVICE_HOST).toBeUndefined();
+    expect(() => createSecretStoreWriter({ ...cfg, KUBECONFIG: undefined }, pool)).toThrow(
+      'No Kubernetes credentials: set KUBECONFIG, or run in a pod',
+    );
+  });
+
+  it("trusts the API server only through the cluster's CA: without it, a clear TLS error and nothing written", async () => {
+    const noCa = writeKubeconfig(path.join(dir, 'no-ca.kubeconfig'), serviceAccountToken(NS, 'plana-secrets-writer'), {
+      withCa: false,
+    });
+    const c = caller();
+    const err = await errorOf(writer(noCa).put(c, 'events', { key: newKey(), keyId: 'sk_x' }, true));
+    expect(err).toBeInstanceOf(AppError);
+    expect(err!.message).toMatch(
+      new RegExp(
+        `Kubernetes API get Secret ${NS}/plana-service-keys-${c} failed: (SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE)`,
+      ),
+    );
+    expect(await writer().versions(c, 'events')).toEqual([]);
   });
 });
 
 describe('errors and logs', () => {
-  it('a refused token (401) gives a clear error that names the token file and holds no key', async () => {
-    const wrong = path.join(dir, 'wrong-token');
-    writeFileSync(wrong, 'not-the-service-account-token');
+  it('an API server that never answers: each call gives up after its timeout with a clear error', async () => {
+    const silent = createServer(() => {}); // accepts connections, never answers (not even TLS)
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = silent.address() as AddressInfo;
+      const file = writeKubeconfig(path.join(dir, 'silent.kubeconfig'), 'a-token');
+      writeFileSync(file, readFileSync(file, 'utf8').replace(/server: .*/, `server: https://127.0.0.1:${port}`));
+      const w = new KubernetesSecretWriter({
+        credentials: kubeCredentials(file),
+        namespace: NS,
+        secretName: 'plana-service-keys-{caller}',
+        timeoutMs: 500,
+      });
+      const started = Date.now();
+      const err = await errorOf(w.versions(caller(), 'events'));
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(err!.message).toMatch(/^Kubernetes API get Secret .* timed out after 500 ms\.$/);
+    } finally {
+      silent.close();
+    }
+  });
+
+  it('refused credentials (401) give a clear error that names the kubeconfig and holds no key', async () => {
+    const wrong = writeKubeconfig(path.join(dir, 'wrong.kubeconfig'), 'not-a-token', { user: 'someone' });
     const k = newKey();
     const err = await errorOf(writer(wrong).put(caller(), 'events', { key: k, keyId: 'sk_x' }, true));
     expect(err).toBeInstanceOf(AppError);
     expect((err as AppError).extra).toMatchObject({ kubernetesStatus: 401, reason: 'Unauthorized' });
-    expect(err!.message).toContain('answered 401 Unauthorized');
+    expect(err!.message).toContain('answered 401 Unauthorized: the credentials of the kubeconfig');
     expect(err!.message).toContain(wrong);
     expect(err!.message).not.toContain(k);
 
-    const noFile = await errorOf(writer(path.join(dir, 'absent')).versions(caller(), 'events'));
-    expect(noFile!.message).toContain('Cannot read the Kubernetes service-account token');
+    const noFile = await errorOf(Promise.resolve().then(() => writer(path.join(dir, 'absent'))));
+    expect(noFile!.message).toContain(`Cannot read the kubeconfig at ${path.join(dir, 'absent')}`);
   });
 
-  it('never shows a key in the stand-in request log or in an error', async () => {
+  it('RBAC: a service account without the Role may not write, and the error says what it needs', async () => {
+    const outsider = serviceAccountKubeconfig(dir, NS, 'no-secrets');
+    const c = caller();
+    const err = await errorOf(writer(outsider).put(c, 'events', { key: newKey(), keyId: 'sk_x' }, true));
+    expect((err as AppError).extra).toMatchObject({ kubernetesStatus: 403, reason: 'Forbidden' });
+    expect(err!.message).toContain(`may not get Secret ${NS}/plana-service-keys-${c} (RBAC: get, create, patch`);
+    expect(await writer().versions(c, 'events')).toEqual([]);
+  });
+
+  it('never shows a key in the kubelet stand-in log, the API server log or an error', async () => {
     const c = caller();
     const w = writer();
     const k = newKey();
     await w.put(c, 'events', { key: k, keyId: 'sk_logged' }, true);
     const errors = [
       await errorOf(w.makeCurrent(c, 'events', 9)),
-      await errorOf(writer(path.join(dir, 'wrong-token')).makeCurrent(c, 'events', 1)),
+      await errorOf(
+        writer(writeKubeconfig(path.join(dir, 'wrong.kubeconfig'), 'not-a-token')).makeCurrent(c, 'events', 1),
+      ),
     ];
-    expect(logLines.some((l) => l.includes('PATCH') || l.includes('POST'))).toBe(true);
-    expect(logLines.some((l) => l.includes(' 401 '))).toBe(true);
-    const haystack = [...logLines, ...errors.map((e) => `${e?.message} ${JSON.stringify(e)}`)].join('\n');
+    await eventually(async () => expect(logLines.some((l) => l.includes(secretName(c)))).toBe(true));
+    const apiServerLog = readFileSync(path.join(path.dirname(adminKubeconfig()), 'kube-apiserver.log'), 'utf8');
+    const haystack = [...logLines, apiServerLog, ...errors.map((e) => `${e?.message} ${JSON.stringify(e)}`)].join('\n');
     for (const key of keys) {
       expect(haystack).not.toContain(key);
       expect(haystack).not.toContain(Buffer.from(key).toString('base64').slice(0, 40));

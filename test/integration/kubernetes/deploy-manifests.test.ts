@@ -1,0 +1,119 @@
+/**
+ * The production manifests (deploy/kubernetes) on the run's real Kubernetes API server: each file
+ * passes `kubectl apply --dry-run=server` (the API server's own validation and admission), and with
+ * the RBAC applied, each ServiceAccount can do what its process needs and nothing more
+ * (the SubjectAccessReview of `kubectl auth can-i --as=system:serviceaccount:…`).
+ */
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { kubectl } from '../../../scripts/local-servers.js';
+import { adminKubeconfig, manifestsDir } from '../../support/service-accounts.js';
+
+const files = readdirSync(manifestsDir).filter((f) => f.endsWith('.yaml'));
+const apply = (args: string[]) => kubectl(adminKubeconfig(), ['apply', ...args]);
+
+/**
+ * What ServiceAccount `sa` of namespace plana may do: `yes` or `no`. The SubjectAccessReview that
+ * `kubectl auth can-i --as=system:serviceaccount:plana:<sa>` sends, with the groups a ServiceAccount's
+ * token carries, and the API group given explicitly (can-i guesses it from discovery, and this API
+ * server does not serve every owned kind, e.g. Gateway API HTTPRoutes).
+ */
+function canI(
+  sa: string,
+  verb: string,
+  resource: string,
+  opts: { ns?: string; subresource?: string; name?: string } = {},
+) {
+  const [plural, ...group] = resource.split('.');
+  const review = {
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SubjectAccessReview',
+    spec: {
+      user: `system:serviceaccount:plana:${sa}`,
+      groups: ['system:serviceaccounts', 'system:serviceaccounts:plana', 'system:authenticated'],
+      resourceAttributes: {
+        verb,
+        resource: plural,
+        group: group.join('.'),
+        namespace: opts.ns,
+        subresource: opts.subresource,
+        name: opts.name,
+      },
+    },
+  };
+  const answer = JSON.parse(
+    kubectl(adminKubeconfig(), ['create', '-f', '-', '-o', 'json'], JSON.stringify(review)),
+  ) as {
+    status: { allowed: boolean };
+  };
+  return answer.status.allowed ? 'yes' : 'no';
+}
+
+beforeAll(() => {
+  // namespaced objects need their namespace to exist, even for a dry run; RBAC is real for can-i
+  apply(['-f', path.join(manifestsDir, 'namespaces.yaml')]);
+  for (const f of ['service-keys-rbac.yaml', 'tenant-controller-rbac.yaml']) apply(['-f', path.join(manifestsDir, f)]);
+});
+
+describe('deploy/kubernetes on the real API server', () => {
+  it.each(files)('%s passes kubectl apply --dry-run=server', (file) => {
+    const out = apply(['--dry-run=server', '-f', path.join(manifestsDir, file)]);
+    expect(out).toMatch(/\(server dry run\)/);
+  });
+
+  const controller = 'plana-tenant-controller';
+  const TC = 'tenantclients.plana.dev';
+  it.each([
+    ['list', TC, {}],
+    ['watch', TC, {}],
+    ['get', TC, {}],
+    ['patch', TC, {}],
+    ['update', TC, {}],
+    ['patch', TC, { subresource: 'status' }],
+    ['update', TC, { subresource: 'status' }],
+    ['update', TC, { subresource: 'finalizers' }],
+    ['create', 'events', { ns: 'default' }],
+    ['patch', 'events.events.k8s.io', { ns: 'default' }],
+    ['create', 'leases.coordination.k8s.io', { ns: 'plana' }],
+    ['get', 'leases.coordination.k8s.io', { ns: 'plana', name: 'tenant-controller' }],
+    ['update', 'leases.coordination.k8s.io', { ns: 'plana', name: 'tenant-controller' }],
+    ['create', 'jobs.batch', { ns: 'plana-odoo-18' }],
+    ['delete', 'cronjobs.batch', { ns: 'plana-odoo-17' }],
+    ['create', 'secrets', { ns: 'plana-odoo-19' }],
+    ['patch', 'httproutes.gateway.networking.k8s.io', { ns: 'plana-odoo-18' }],
+  ] as const)('the controller may %s %s %o', (verb, resource, opts) => {
+    expect(canI(controller, verb, resource, opts)).toBe('yes');
+  });
+
+  it.each([
+    ['create', TC, {}], // TenantClients are the operators'
+    ['delete', TC, {}],
+    ['delete', TC, { subresource: 'status' }],
+    ['get', 'secrets', { ns: 'plana' }], // the platform's service keys
+    ['get', 'secrets', { ns: 'default' }],
+    ['create', 'events', { ns: 'plana' }],
+    ['get', 'leases.coordination.k8s.io', { ns: 'plana', name: 'someone-elses-lease' }],
+    ['update', 'leases.coordination.k8s.io', { ns: 'kube-system' }],
+    ['create', 'jobs.batch', { ns: 'plana' }],
+    ['create', 'deployments.apps', { ns: 'plana-odoo-18' }],
+    ['create', 'pods', { ns: 'plana-odoo-18' }],
+    ['list', 'namespaces', {}],
+    ['create', 'clusterrolebindings.rbac.authorization.k8s.io', {}],
+    ['create', 'customresourcedefinitions.apiextensions.k8s.io', {}],
+  ] as const)('the controller may NOT %s %s %o', (verb, resource, opts) => {
+    expect(canI(controller, verb, resource, opts)).toBe('no');
+  });
+
+  it.each(['plana-worker', 'plana-migrate'])('%s writes the service-key Secrets of plana and nothing else', (sa) => {
+    for (const verb of ['get', 'create', 'patch']) expect(canI(sa, verb, 'secrets', { ns: 'plana' }), verb).toBe('yes');
+    for (const verb of ['list', 'watch', 'delete']) expect(canI(sa, verb, 'secrets', { ns: 'plana' }), verb).toBe('no');
+    expect(canI(sa, 'get', 'secrets', { ns: 'plana-odoo-18' })).toBe('no');
+    expect(canI(sa, 'list', TC)).toBe('no');
+  });
+
+  it('the API has no Kubernetes access at all', () => {
+    expect(canI('plana-api', 'get', 'secrets', { ns: 'plana' })).toBe('no');
+    expect(canI('plana-api', 'list', TC)).toBe('no');
+  });
+});
