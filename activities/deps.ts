@@ -7,6 +7,7 @@ import { createPool } from '../lib/db.js';
 import { connectTemporal } from '../lib/temporal.js';
 import { createTableRouteDriver, type RouteDriver } from '../domain/tenants/http-routes.js';
 import type { SecretStore } from '../domain/service-keys/secret-store.js';
+import type { ErpInstaller } from '../domain/erp/from-scratch.js';
 import { createSecretStore } from '../domain/service-keys/secret-store-factory.js';
 
 export interface PlatformDeps {
@@ -21,6 +22,8 @@ export interface PlatformDeps {
   routes: RouteDriver;
   /** Where the worker reads the service keys it sends (caller `worker`). */
   secrets: SecretStore;
+  /** Installs a tenant database from scratch when its template is missing (the worker picks it for the ERP). */
+  erpInstaller?: ErpInstaller;
 }
 
 /** The worker's name in the service-key inventory (domain/service-keys/inventory.ts). */

@@ -2,6 +2,7 @@
 import { createTenantBackupActivities } from './tenant-backups.js';
 import { createTenantChatActivities } from './tenant-chat.js';
 import { createTenantErpActivities } from './tenant-erp.js';
+import { createTenantErpInstallActivities } from './tenant-erp-install.js';
 import type { PlatformDeps } from './deps.js';
 import { createTenantEventActivities } from './tenant-events.js';
 import { createTenantFilestoreActivities } from './tenant-filestore.js';
@@ -14,6 +15,7 @@ export type { PlatformDeps };
 export const createTenantLifecycleActivities = (deps: PlatformDeps) => ({
   ...createTenantRegistryActivities(deps),
   ...createTenantErpActivities(deps),
+  ...createTenantErpInstallActivities(deps),
   ...createTenantRouteActivities(deps),
   ...createTenantFilestoreActivities(deps),
   ...createTenantBackupActivities(deps),

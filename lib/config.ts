@@ -252,6 +252,19 @@ export const configSchema = z.object({
   ODOO_UPSTREAM_URL: url.default('http://127.0.0.1:8070'),
   /** Odoo's data dir (`filestore/<database>`): tenant filestores are copied from their template's. */
   ODOO_DATA_DIR: z.string().default(path.join(os.homedir(), '.local', 'share', 'plana', 'odoo')),
+  /**
+   * With ERP_BACKEND=odoo: a folder holding odoo-bin (Odoo 18.0 Community). The worker runs Odoo's own
+   * install (`odoo-bin -i`) from it when a tenant's template is missing; unset, such a tenant waits
+   * for its template (`npm run odoo:templates`).
+   */
+  ODOO_SRC: z.string().optional(),
+  /** The Python odoo-bin runs with (the venv scripts/odoo-setup.sh makes). */
+  ODOO_PYTHON: z.string().default(path.join(os.homedir(), '.cache', 'plana', 'odoo-venv', 'bin', 'python')),
+  /**
+   * The ERP stand-in's from-scratch install (a tenant whose template is missing) takes this long per
+   * module, as loading a module takes seconds on real Odoo (tests watch an install in progress with it).
+   */
+  ERP_STANDIN_MODULE_INSTALL_TIME: duration.prefault('0ms'),
   /** Admin connection to the PostgreSQL server that holds the tenant databases and templates. */
   ERP_DATABASE_URL: url.default('postgres://plana:plana@127.0.0.1:55432/postgres'),
   /** 32 bytes, base64: encrypts stored secrets such as the tenants' ERP API passwords. */

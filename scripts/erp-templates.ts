@@ -9,21 +9,16 @@
 import { config } from '../lib/config.js';
 import pg from 'pg';
 import { createPool } from '../lib/db.js';
-import { databaseUrl, templateDatabaseName } from '../domain/erp/tenant-database.js';
+import { templateDatabaseName } from '../domain/erp/tenant-database.js';
 import { erpVersions, tiers, type ErpVersion, type Tier } from '../domain/tenants/types.js';
-import { hashOdooPassword } from '../domain/erp/odoo-password.js';
-import { odooSchemaSql } from '../sandbox/erp/models.js';
-import { demoData, type Row } from '../sandbox/erp/demo-data.js';
+import {
+  installStandInDatabase,
+  STAND_IN_LAYOUT as LAYOUT,
+  standInTemplateMark,
+  type StandInTemplateInfo as TemplateInfo,
+} from '../sandbox/erp/install.js';
 
-/** Bump when the schema or the demo data changes: templates of an older layout are rebuilt. */
-const LAYOUT = 8; // 7: res_groups.api_key_duration, res_users_apikeys; 8: ir.model(.fields), base.automation, ir.actions.server, stock.move
 const LOCK_KEY = 'plana-erp-templates';
-
-interface TemplateInfo {
-  plana: 'erp-template';
-  layout: number;
-  builtOn: string;
-}
 
 export async function ensureErpTemplates(
   erpDatabaseUrl: string,
@@ -86,29 +81,16 @@ async function buildTemplate(
   const building = `${name}__building`;
   const id = pg.escapeIdentifier;
   await admin.query(`DROP DATABASE IF EXISTS ${id(building)} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${id(building)} TEMPLATE template0 ENCODING 'UTF8'`);
-
-  const db = new pg.Client({ connectionString: databaseUrl(erpDatabaseUrl, building) });
-  await db.connect();
-  try {
-    await db.query('BEGIN');
-    await db.query(odooSchemaSql(opts.version));
-    // The template's admin has ERP_ADMIN_PASSWORD: the platform signs in with it once per new tenant
-    // database to create the API user, and replaces it there (domain/erp/api-user.ts).
-    const adminPasswordHash = hashOdooPassword(opts.adminPassword ?? config().ERP_ADMIN_PASSWORD);
-    const tables = demoData({ tier: opts.tier, version: opts.version, today: opts.today, adminPasswordHash });
-    for (const [table, rows] of Object.entries(tables)) await insertRows(db, table, rows);
-    for (const table of Object.keys(tables)) {
-      if (table.endsWith('_rel')) continue;
-      await db.query(
-        `SELECT setval(pg_get_serial_sequence($1, 'id'), GREATEST((SELECT max(id) FROM ${id(table)}), 1))`,
-        [table],
-      );
-    }
-    await db.query('COMMIT');
-  } finally {
-    await db.end();
-  }
+  // the stand-in's `odoo-bin -i`, as a from-scratch tenant install runs it. The template's admin has
+  // ERP_ADMIN_PASSWORD: the platform signs in with it once per new tenant database to create the API
+  // user, and replaces it there (domain/erp/api-user.ts).
+  await installStandInDatabase(erpDatabaseUrl, {
+    database: building,
+    tier: opts.tier,
+    version: opts.version,
+    today: opts.today,
+    adminPassword: opts.adminPassword ?? config().ERP_ADMIN_PASSWORD,
+  });
 
   // swap it in: the old template (if any) goes, the new one takes its name and becomes a template
   await admin.query(`ALTER DATABASE ${id(name)} IS_TEMPLATE false`).catch((err: { code?: string }) => {
@@ -117,25 +99,8 @@ async function buildTemplate(
   await admin.query(`DROP DATABASE IF EXISTS ${id(name)} WITH (FORCE)`);
   await admin.query(`ALTER DATABASE ${id(building)} RENAME TO ${id(name)}`);
   await admin.query(`ALTER DATABASE ${id(name)} WITH IS_TEMPLATE true`);
-  const info: TemplateInfo = { plana: 'erp-template', layout: LAYOUT, builtOn: opts.today };
-  await admin.query(`COMMENT ON DATABASE ${id(name)} IS ${pg.escapeLiteral(JSON.stringify(info))}`);
+  await admin.query(`COMMENT ON DATABASE ${id(name)} IS ${pg.escapeLiteral(standInTemplateMark(opts.today))}`);
   return name;
-}
-
-/** Multi-row INSERTs with parameters, in chunks that stay under PostgreSQL's parameter limit. */
-async function insertRows(db: pg.Client, table: string, rows: Row[]): Promise<void> {
-  if (rows.length === 0) return;
-  const columns = Object.keys(rows[0]!);
-  const perChunk = Math.floor(60_000 / columns.length);
-  for (let start = 0; start < rows.length; start += perChunk) {
-    const chunk = rows.slice(start, start + perChunk);
-    const params: unknown[] = [];
-    const values = chunk.map((row) => `(${columns.map((c) => `$${params.push(row[c] ?? null)}`).join(', ')})`);
-    await db.query(
-      `INSERT INTO ${pg.escapeIdentifier(table)} (${columns.map((c) => pg.escapeIdentifier(c)).join(', ')}) VALUES ${values.join(', ')}`,
-      params,
-    );
-  }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -8,13 +8,14 @@
  *
  *   ODOO_SRC=/work/odoo-src ODOO_DATA_DIR=~/.local/share/plana/odoo npm run odoo:templates
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { templateDatabaseName } from '../domain/erp/tenant-database.js';
 import { tiers, type Tier } from '../domain/tenants/types.js';
 import { tierModuleNames } from '../domain/billing/tiers.js';
+import { installOdooDatabase, ODOO_TEMPLATE_MARK, odooDbArgs, type OdooRuntime } from '../domain/erp/odoo-bin.js';
 
 /** The modules of each tier: the platform's catalogue (domain/billing/tiers.ts), as the stand-in's templates. */
 export const ODOO_TIER_MODULES: Record<Tier, string[]> = {
@@ -23,29 +24,7 @@ export const ODOO_TIER_MODULES: Record<Tier, string[]> = {
   enterprise: tierModuleNames('enterprise'),
 };
 
-/** The comment of a template built by Odoo (a stand-in template of the same name has another). */
-export const ODOO_TEMPLATE_MARK = JSON.stringify({ plana: 'odoo-template', odoo: '18.0', layout: 3 }); // 3: base_automation (event rules)
-
-/** Python run by `odoo-bin shell` on a new template (Odoo's ORM, committed at the end). */
-const ODOO_TEMPLATE_SHELL = (adminPassword: string) => `
-admin = env.ref('base.user_admin')
-admin.password = ${JSON.stringify(adminPassword)}
-eur = env.ref('base.EUR')
-eur.active = True
-europe = env['res.company'].create({'name': 'Plana Demo Europe', 'currency_id': eur.id})
-admin.write({'company_ids': [(4, europe.id)]})
-env['account.chart.template'].try_loading('generic_coa', company=europe, install_demo=False)
-env.cr.commit()
-`;
-
-export interface OdooRuntime {
-  /** Folder holding odoo-bin. */
-  src: string;
-  /** The venv's python (scripts/odoo-setup.sh). */
-  python: string;
-  /** Odoo's data dir: sessions and `filestore/<database>`. */
-  dataDir: string;
-}
+export { ODOO_TEMPLATE_MARK, odooDbArgs, type OdooRuntime }; // (their home is domain/erp/odoo-bin.ts)
 
 /** The venv python for ODOO_SRC, installing the requirements once (cached outside the clone). */
 export function odooPython(src: string): string {
@@ -57,34 +36,6 @@ export function odooPython(src: string): string {
     .trim()
     .split('\n')
     .pop()!;
-}
-
-/** odoo-bin's database options for a PostgreSQL URL. */
-export function odooDbArgs(databaseUrl: string): string[] {
-  const url = new URL(databaseUrl);
-  return [
-    `--db_host=${url.hostname}`,
-    `--db_port=${url.port || '5432'}`,
-    `--db_user=${decodeURIComponent(url.username)}`,
-    `--db_password=${decodeURIComponent(url.password)}`,
-  ];
-}
-
-function run(rt: OdooRuntime, args: string[], input?: string, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(rt.python, [path.join(rt.src, 'odoo-bin'), ...args], {
-      cwd: rt.src,
-      stdio: ['pipe', 'ignore', 'pipe'],
-      signal,
-    });
-    let err = '';
-    child.stderr.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-4_000)));
-    child.stdin.end(input ?? '');
-    child.on('error', reject);
-    child.on('exit', (code) =>
-      code === 0 ? resolve() : reject(new Error(`odoo-bin ${args[0]} exited with ${code}: ${err}`)),
-    );
-  });
 }
 
 /** Whether `erp_tpl_<tier>_18` was built by Odoo (its comment says so; a stand-in template of the same name was not). */
@@ -130,24 +81,14 @@ export async function ensureOdooTemplate(
     await admin.query(`DROP DATABASE IF EXISTS ${id(building)} WITH (FORCE)`);
     const filestore = (db: string) => path.join(rt.dataDir, 'filestore', db);
     rmSync(filestore(building), { recursive: true, force: true });
-    mkdirSync(rt.dataDir, { recursive: true });
-    const common = [
-      '--addons-path=addons,odoo/addons',
-      `--data-dir=${rt.dataDir}`,
-      ...odooDbArgs(opts.erpDatabaseUrl),
-      '-d',
-      building,
-      '--log-level=warn',
-    ];
-    await run(
-      rt,
-      [...common, '-i', ODOO_TIER_MODULES[opts.tier].join(','), '--stop-after-init'],
-      undefined,
-      opts.signal,
-    );
-    // through Odoo's own models: the admin's password (hashed by Odoo) and a second company in EUR
-    // with the generic chart of accounts (the admin is linked to it, so the API user will be too)
-    await run(rt, ['shell', ...common, '--no-http'], ODOO_TEMPLATE_SHELL(opts.adminPassword), opts.signal);
+    // Odoo's own install (domain/erp/odoo-bin.ts), as a from-scratch tenant install runs it
+    await installOdooDatabase(rt, {
+      erpDatabaseUrl: opts.erpDatabaseUrl,
+      database: building,
+      tier: opts.tier,
+      adminPassword: opts.adminPassword,
+      signal: opts.signal,
+    });
     await admin.query(`ALTER DATABASE ${id(template)} IS_TEMPLATE false`).catch(() => {});
     await admin.query(`DROP DATABASE IF EXISTS ${id(template)} WITH (FORCE)`);
     await admin.query(`ALTER DATABASE ${id(building)} RENAME TO ${id(template)}`);

@@ -27,6 +27,7 @@ import { createPool } from '../lib/db.js';
 import type { Client } from '@temporalio/client';
 import { connectTemporal } from '../lib/temporal.js';
 import { ensureSearchAttributes } from './search-attributes.js';
+import { erpInstallerFor } from './erp-installer.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -48,7 +49,7 @@ export async function createWorker(
 ): Promise<{ worker: Worker; connection: NativeConnection; closeDeps: () => Promise<void> }> {
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   // pools on the platform and ERP databases, a Temporal client (schedules), the chat client, the route driver
-  const tenant = await connectPlatformDeps(config);
+  const tenant = { ...(await connectPlatformDeps(config)), erpInstaller: erpInstallerFor(config) };
   const activities = createActivities({
     notificationsUrl: config.NOTIFICATIONS_URL,
     notificationsKey: serviceKeyFor(tenant.secrets, WORKER_CALLER, 'notifications'),
@@ -63,6 +64,9 @@ export async function createWorker(
       ? { workflowBundle: options.workflowBundle }
       : { workflowsPath: options.workflowsPath ?? workflowsPath }),
     shutdownGraceTime: '10 seconds',
+    // a long activity's heartbeat details (a from-scratch install's progress) reach the server, and
+    // so the Temporal UI's pending activity, within seconds rather than at 80% of its heartbeat timeout
+    maxHeartbeatThrottleInterval: '2 seconds',
   });
   return { worker, connection, closeDeps: () => tenant.close() };
 }

@@ -27,7 +27,7 @@ export class InvalidDatabaseNameError extends Error {
 /** PostgreSQL identifiers are at most 63 bytes; we also keep names to what hostnames use. */
 const isDatabaseName = (name: string) => /^[a-z0-9][a-z0-9._-]{0,62}$/.test(name);
 
-function assertDatabaseName(name: string): void {
+export function assertDatabaseName(name: string): void {
   if (!isDatabaseName(name)) throw new InvalidDatabaseNameError(`invalid database name: ${JSON.stringify(name)}`);
 }
 
@@ -58,7 +58,7 @@ export async function cloneTenantDatabase(
  * so sessions, signed tokens and the IAP identity of one tenant are never valid in another) and a
  * copy of the template's filestore (`<root>/<template>` → `<root>/<database>`), when it has one.
  */
-async function giveOwnIdentity(
+export async function giveOwnIdentity(
   admin: pg.Pool,
   opts: { database: string; template: string; filestoreRoot?: string },
 ): Promise<void> {
@@ -81,7 +81,7 @@ async function giveOwnIdentity(
 }
 
 /** The connection string a pool was made with. */
-function clientUrl(pool: pg.Pool): string {
+export function clientUrl(pool: pg.Pool): string {
   const { connectionString } = pool.options as { connectionString?: string };
   if (!connectionString) throw new Error('the ERP admin pool needs a connection string');
   return connectionString;

@@ -4,7 +4,7 @@
  * `plana-odoo-<version>`); each tenant's data lives in its own PostgreSQL database. It speaks
  * Odoo's XML-RPC (`/xmlrpc/2/common`, `/xmlrpc/2/object`, faults 1–4, `false` for empty values),
  * Odoo's web session over JSON-RPC (`/web/session/authenticate`, `/web/dataset/call_kw`), answers
- * the health probe and shows a login page. A host without a route gets 404 on every path.
+ * the health probe (503 while the tenant database is being installed or missing) and shows a login page. A host without a route gets 404 on every path.
  *
  * API keys (sandbox/erp/apikeys.ts) are made in a web session as Odoo makes them and are accepted
  * in XML-RPC's password slot (17+, after the password, as Odoo's `_check_credentials`). Version 19
@@ -29,7 +29,7 @@ import { Credentials, WebSessions } from './credentials.js';
 import { HttpError, hostOf, html, json, readBody, text } from './http.js';
 import { json2 } from './json2.js';
 import type { ErpServices } from './services.js';
-import { TenantDatabases } from './tenant-databases.js';
+import { TenantDatabases, type Route } from './tenant-databases.js';
 import { loginPage, webJsonRpc } from './web-client.js';
 import { xmlrpc } from './xmlrpc.js';
 
@@ -97,8 +97,7 @@ export async function startErpStandIn(opts: ErpStandInOptions): Promise<ErpStand
     count(host, path);
     if (path.startsWith('/json/2/') && method === 'POST' && Number(route.version) >= 19)
       return json2(erp, route, path, req, res);
-    // as real Odoo's /web/health: pass whenever the server runs, without opening the tenant's database
-    if (path === '/web/health' && method === 'GET') return json(res, 200, { status: 'pass' });
+    if (path === '/web/health' && method === 'GET') return health(tenants, route, res);
     if (path === '/xmlrpc/2/common' && method === 'POST') return xmlrpc(erp, route, 'common', req, res);
     if (path === '/xmlrpc/2/object' && method === 'POST') return xmlrpc(erp, route, 'object', req, res);
     if (
@@ -148,6 +147,17 @@ export async function startErpStandIn(opts: ErpStandInOptions): Promise<ErpStand
       await platform.end();
     },
   };
+}
+
+/**
+ * /web/health as the tenant's route answers it: 503 while its database is being installed from
+ * scratch or is missing (§7: the route is up, no ERP worker serves it), else real Odoo's answer,
+ * which passes whenever the server runs, without opening the tenant's database.
+ */
+async function health(tenants: TenantDatabases, route: Route, res: ServerResponse) {
+  const unserved = await tenants.unservedReason(route);
+  if (unserved) return json(res, 503, { status: 'fail', reason: unserved });
+  return json(res, 200, { status: 'pass' });
 }
 
 /** A request that failed outside Odoo's own error answers: its HTTP refusal, 503 or 500. */

@@ -4,6 +4,7 @@
  */
 import pg from 'pg';
 import { databaseUrl } from '../../domain/erp/tenant-database.js';
+import { unservedDatabaseReason } from '../../domain/erp/from-scratch.js';
 import { erpVersionOfNamespace, type ErpVersion } from '../../domain/tenants/types.js';
 import { HostRouteCache } from '../../domain/tenants/host-route-cache.js';
 import { OdooError } from './odoo-errors.js';
@@ -17,6 +18,8 @@ export interface Route {
 
 export class TenantDatabases {
   private readonly pools = new Map<string, pg.Pool>();
+  /** On the ERP server's admin database: whether a route's database is there. */
+  private readonly admin: pg.Pool;
 
   private readonly routes: HostRouteCache;
 
@@ -25,6 +28,15 @@ export class TenantDatabases {
     private readonly erpDatabaseUrl: string,
   ) {
     this.routes = new HostRouteCache(platform);
+    this.admin = new pg.Pool({ connectionString: erpDatabaseUrl, max: 2, idleTimeoutMillis: 2_000 });
+    // a connection cut while the pool ends (the server stopping) must not crash the process
+    this.admin.on('error', () => {});
+    this.admin.on('connect', (client) => client.on('error', () => {}));
+  }
+
+  /** Why no worker serves the route's database (being installed from scratch, missing), or undefined. */
+  unservedReason(route: Route): Promise<string | undefined> {
+    return unservedDatabaseReason(this.admin, route.database);
   }
 
   async routeFor(host: string): Promise<Route | null> {
@@ -53,6 +65,7 @@ export class TenantDatabases {
 
   async close(): Promise<void> {
     await Promise.all([...this.pools.keys()].map((database) => this.forgetPool(database)));
+    await this.admin.end();
   }
 
   private poolFor(database: string): pg.Pool {

@@ -2,7 +2,8 @@
  * The tenant ingress: what stands in front of the tenant ERPs on real Odoo (locally with
  * ERP_BACKEND=odoo, and in docker-compose), as the routes of the tenant namespaces do in the
  * specification's cluster. A request's Host picks the tenant through the platform's `tenant_routes`
- * table; a host without a route is a 404. `/svc/saas/…` (§4.7) is answered from the platform's own
+ * table; a host without a route is a 404; `/web/health` of a route whose database is being installed
+ * from scratch or is missing is a 503 (§7). `/svc/saas/…` (§4.7) is answered from the platform's own
  * tier and subscription data (forwarded to the account API, ./saas.ts); everything else
  * goes to Odoo unchanged, Host included (`--db-filter=^%h$` picks the database by it), websockets
  * too (Odoo's bus). The ERP stand-in plays this part itself in the default local mode.
@@ -13,6 +14,7 @@ import Fastify from 'fastify';
 import type pg from 'pg';
 import { forwardSaas, type SaasForwarding } from './saas.js';
 import { HostRouteCache } from '../../domain/tenants/host-route-cache.js';
+import type { TenantRoute } from '../../domain/tenants/http-routes.js';
 import { handleError, serverOptions } from '../../lib/http.js';
 import type { DestinationStream } from 'pino';
 
@@ -21,6 +23,11 @@ export interface TenantIngressOptions {
   /** Where the tenant ERPs are (one Odoo server for every tenant database). */
   upstream: string;
   saas: SaasForwarding;
+  /**
+   * Why no ERP worker serves a route's database (being installed from scratch, missing), or
+   * undefined: `/web/health` then answers 503 (§7), as Odoo's own answers 200 for any Host.
+   */
+  unservedReason?: (database: string) => Promise<string | undefined>;
   logLevel: string;
   /** Where the log lines go (default standard output). */
   logStream?: DestinationStream;
@@ -28,10 +35,10 @@ export interface TenantIngressOptions {
 
 export async function buildTenantIngress(opts: TenantIngressOptions) {
   const routes = new HostRouteCache(opts.platform);
-  async function tenantOf(req: IncomingMessage): Promise<string | null> {
+  async function routeOf(req: IncomingMessage): Promise<TenantRoute | null> {
     const host = (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
     if (!host) return null;
-    return (await routes.routeOf(host))?.tenant ?? null;
+    return routes.routeOf(host);
   }
 
   const app = Fastify({ ...serverOptions(opts.logLevel, { stream: opts.logStream }), bodyLimit: 64 * 1024 * 1024 });
@@ -45,13 +52,19 @@ export async function buildTenantIngress(opts: TenantIngressOptions) {
   app.addHook('onRequest', async (req, reply) => {
     // the ingress's own liveness (no tenant serves /readyz)
     if (req.url === '/readyz') return reply.send({ status: 'ok' });
-    const tenant = await tenantOf(req.raw);
-    if (!tenant)
+    const route = await routeOf(req.raw);
+    if (!route)
       return reply
         .code(404)
         .type('text/plain; charset=utf-8')
         .send(`404 Not Found: no tenant at ${req.headers.host ?? '(no Host header)'}\n`);
+    const tenant = route.tenant;
     const path = req.url.split('?')[0]!;
+    if (path === '/web/health' && req.method === 'GET') {
+      const unserved = await opts.unservedReason?.(route.database);
+      if (unserved)
+        return reply.code(503).header('cache-control', 'no-store').send({ status: 'fail', reason: unserved });
+    }
     if (path.startsWith('/svc/saas/')) {
       const body = req.method === 'POST' ? await readAll(req.raw) : Buffer.alloc(0);
       reply.hijack();

@@ -4,6 +4,7 @@ import { serviceKeysLog } from '../../domain/service-keys/service-verifier.js';
 import { PgSecretStore, serviceKeyFor } from '../../domain/service-keys/secret-store.js';
 import { holderOptions, reportingStore } from '../../domain/service-keys/holders.js';
 import { buildTenantIngress } from './app.js';
+import { unservedDatabaseReason } from '../../domain/erp/from-scratch.js';
 import { sessionAtErp } from './saas.js';
 import { runAsMain } from '../../lib/service-app.js';
 
@@ -14,6 +15,8 @@ import { runAsMain } from '../../lib/service-app.js';
  */
 export async function startTenantIngress(cfg = config()) {
   const platform = createPool(cfg.DATABASE_URL, 4);
+  // the ERP's PostgreSQL server: whether a route's database is there (its /web/health answers 503 if not)
+  const erpAdmin = createPool(cfg.ERP_DATABASE_URL, 2);
   // the ERP entry's key, reported to the account API while held (a rotation's switch proof)
   const secrets = reportingStore(
     new PgSecretStore(platform, cfg.SECRETS_KEY, 5_000),
@@ -30,6 +33,7 @@ export async function startTenantIngress(cfg = config()) {
       key: serviceKeyFor(secrets, 'erp', 'account-api'),
       loggedIn: sessionAtErp(cfg.ODOO_UPSTREAM_URL),
     },
+    unservedReason: (database) => unservedDatabaseReason(erpAdmin, database),
     logLevel: cfg.LOG_LEVEL,
   });
   await app.listen({ host: cfg.ERP_HOST, port: cfg.ERP_PORT });
@@ -39,6 +43,7 @@ export async function startTenantIngress(cfg = config()) {
       secrets.close();
       await app.close();
       await platform.end();
+      await erpAdmin.end();
     },
   };
 }

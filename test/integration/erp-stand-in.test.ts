@@ -3,6 +3,7 @@
  * the templates: routing by Host, the health probe, authentication, the ORM methods, faults.
  */
 import { request } from 'node:http';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
@@ -98,7 +99,7 @@ describe('routing and the health probe', () => {
     expect(JSON.parse(res.body)).toEqual({ status: 'pass' });
   });
 
-  it('answers /web/health 200 while the route exists but the database does not (as real Odoo: health never opens the database); authenticate names the database in its fault', async () => {
+  it('answers /web/health 503 while the route exists but the database does not (§7: route up, no worker; real Odoo itself would answer 200); authenticate names the database in its fault', async () => {
     const name = await createWorkspaceWithTenant(pool, { tier: 'starter', version: '17' });
     const host = tenantHostname(name, cfg.TENANT_DOMAIN);
     await pool.query(
@@ -106,8 +107,20 @@ describe('routing and the health probe', () => {
       [host, name],
     );
     const res = await get('/web/health', host);
-    expect(res.status).toBe(200);
-    expect(JSON.parse(res.body)).toEqual({ status: 'pass' });
+    expect(res.status).toBe(503);
+    expect(JSON.parse(res.body)).toEqual({ status: 'fail', reason: `database "${host}" does not exist` });
+    // while it is being installed from scratch (under its install name), the answer says so
+    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(`${host}__installing`)}`);
+    try {
+      const installing = await get('/web/health', host);
+      expect(installing.status).toBe(503);
+      expect(JSON.parse(installing.body)).toEqual({
+        status: 'fail',
+        reason: `database "${host}" is being installed from scratch`,
+      });
+    } finally {
+      await admin.query(`DROP DATABASE ${pg.escapeIdentifier(`${host}__installing`)}`);
+    }
     for (const password of ['any', '']) {
       const err = await xmlRpcCall({ baseUrl: erp.url, host }, '/xmlrpc/2/common', 'authenticate', [
         host,
@@ -139,11 +152,11 @@ describe('routing and the health probe', () => {
     await dropTenantDatabase(admin, other.database);
   });
 
-  it('keeps /web/health at 200 when the tenant database is dropped; authenticate then faults', async () => {
+  it('turns /web/health to 503 when the tenant database is dropped; authenticate then faults', async () => {
     const other = await bed.provision({ tier: 'starter', version: '19' });
     expect((await get('/web/health', other.host)).status).toBe(200);
     await dropTenantDatabase(admin, other.database);
-    expect((await get('/web/health', other.host)).status).toBe(200);
+    expect((await get('/web/health', other.host)).status).toBe(503);
     const err = await xmlRpcCall({ baseUrl: erp.url, host: other.host }, '/xmlrpc/2/common', 'authenticate', [
       other.database,
       'admin',

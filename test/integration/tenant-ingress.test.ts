@@ -3,9 +3,11 @@
  * an ERP stand-in that does NOT answer /svc/saas itself (as real Odoo does not), on the run's real
  * PostgreSQL, Redis, Temporal and HTTP. A tenant provisions through it (XML-RPC and the web session
  * reach the right database by Host); its host answers /svc/saas from the platform's data; a host
- * without a route is a 404.
+ * without a route is a 404; /web/health of a route whose database is not there is a 503.
  */
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/local-servers.js';
 import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
@@ -23,6 +25,10 @@ import {
 } from '../support/tenant-platform.js';
 import { testConfig } from '../support/env.js';
 import { tenantAdminPassword } from '../../domain/erp/api-user.js';
+import { unservedDatabaseReason } from '../../domain/erp/from-scratch.js';
+import { createPool } from '../../lib/db.js';
+import { buildTenantIngress } from '../../services/tenant-ingress/app.js';
+import { createWorkspaceWithTenant } from '../support/erp-tenant.js';
 
 let odoo: ErpStandIn;
 let p: TenantPlatform;
@@ -141,5 +147,53 @@ describe('the tenant ingress in front of an ERP', () => {
     expect(unknown.body).toContain('no tenant at');
     // its own liveness, for the container's health check
     expect((await call('localhost', 'GET', '/readyz')).status).toBe(200);
+  });
+});
+
+describe('/web/health of a routed tenant whose database is not there (§7)', () => {
+  it('answers 503 saying why (being installed from scratch, or missing) in front of an ERP that answers 200 for any Host, as real Odoo does', async () => {
+    // "real Odoo": /web/health passes for any Host, without opening a database
+    const upstream = createServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'pass' }));
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    const erpAdmin = createPool(runErpDatabaseUrl(), 2);
+    const ingress = await buildTenantIngress({
+      platform: p.pool,
+      upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+      saas: { accountApiUrl: p.cfg.ACCOUNT_API_URL, key: async () => '', loggedIn: async () => false },
+      unservedReason: (database) => unservedDatabaseReason(erpAdmin, database),
+      logLevel: 'warn',
+    });
+    const name = await createWorkspaceWithTenant(p.pool, { tier: 'starter', version: '18' });
+    const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
+    await p.pool.query(
+      `INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-18', $1)`,
+      [host, name],
+    );
+    const health = async () => {
+      const res = await ingress.inject({ method: 'GET', url: '/web/health', headers: { host } });
+      return { status: res.statusCode, body: res.json() as unknown };
+    };
+    const id = (db: string) => pg.escapeIdentifier(db);
+    try {
+      expect(await health()).toEqual({
+        status: 503,
+        body: { status: 'fail', reason: `database "${host}" does not exist` },
+      });
+      await erpAdmin.query(`CREATE DATABASE ${id(`${host}__installing`)}`);
+      expect(await health()).toEqual({
+        status: 503,
+        body: { status: 'fail', reason: `database "${host}" is being installed from scratch` },
+      });
+      await erpAdmin.query(`ALTER DATABASE ${id(`${host}__installing`)} RENAME TO ${id(host)}`);
+      expect(await health()).toEqual({ status: 200, body: { status: 'pass' } });
+    } finally {
+      await erpAdmin.query(`DROP DATABASE IF EXISTS ${id(host)}`);
+      await erpAdmin.query(`DROP DATABASE IF EXISTS ${id(`${host}__installing`)}`);
+      await ingress.close();
+      await erpAdmin.end();
+      await new Promise((resolve) => upstream.close(resolve));
+    }
   });
 });

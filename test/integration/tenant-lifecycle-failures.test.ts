@@ -245,6 +245,48 @@ describe('a peer away for longer than its retries last', () => {
   });
 });
 
+describe('a tenant whose template is missing', () => {
+  it('installs its database from scratch, route first; the readiness deadline counts from the end of the install', async () => {
+    peers.templatesMissing = true;
+    // longer than the deadline, and an ERP that needs a moment after it (one probe sees it unhealthy)
+    peers.slow.set('installTenantDatabase', 2_500);
+    peers.unhealthyProbes = 1;
+    const { name, handle } = await start('scratch', { readyDeadlineMs: 1_500 });
+    const ready = await waitForStatus(handle, (s) => isReady(s) && s.phase === 'Ready');
+    expect(ready.resources.database).toMatchObject({
+      synced: 'True',
+      state: 'Created',
+      message: 'installed from scratch (template erp_tpl_pro_18 was missing)',
+    });
+    const steps = ready.steps.map((step) => step.step);
+    expect(steps.indexOf('create-route')).toBeLessThan(steps.indexOf('install-database'));
+    expect(steps.indexOf('install-database')).toBeLessThan(steps.indexOf('ensure-api-user'));
+    expect(peers.count('installTenantDatabase')).toBe(1);
+
+    const mirrored = peers.mirrored.get(name)!;
+    // while the install ran: the database pending, and Ready=False says why
+    const installing = mirrored.find((s) => s.currentStep === 'install-database');
+    expect(installing?.resources.database).toMatchObject({
+      synced: 'False',
+      state: 'Pending',
+      message: 'installing the pro module set from scratch (template database "erp_tpl_pro_18" does not exist)',
+    });
+    expect(condition(installing!, 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'Creating',
+      message: expect.stringContaining('/web/health answers 503 until it is done'),
+    });
+    // never Unavailable nor ReconcileError, though the install outlasted the deadline counted from the apply
+    expect(
+      mirrored
+        .filter((s) => s.phase === 'Unavailable' || condition(s, 'Synced').reason === 'ReconcileError')
+        .map((s) => ({ phase: s.phase, ready: condition(s, 'Ready').message })),
+    ).toEqual([]);
+    expect(await runStatus(handle)).toBe('RUNNING');
+    await recordHistory(handle, 'tenant-lifecycle-install-from-scratch');
+  });
+});
+
 describe('a Ready tenant is probed', () => {
   it('turns Ready=False naming the database when it stops answering, and Ready again when it is back', async () => {
     const { name, handle } = await start('watch', { readyProbeIntervalMs: 200 });

@@ -28,11 +28,12 @@ import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { ErpUnreachable, createErpClient, type ErpClient, type ErpFault } from '../../domain/erp/client.js';
 import { createJson2Client } from '../../domain/erp/json2.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
-import { ensureOdooTemplate } from '../../scripts/odoo-templates.js';
+import { ensureOdooTemplate, ODOO_TEMPLATE_MARK } from '../../scripts/odoo-templates.js';
 import { ODOO_HOW_TO, odooRuntime, startOdoo, type OdooServer } from '../support/odoo-server.js';
 import {
   applyYaml,
   condition,
+  health,
   isReady,
   ops,
   runErpDatabaseUrl,
@@ -75,6 +76,8 @@ beforeAll(async () => {
       ODOO_DATA_DIR: dataDir,
       TENANT_READY_DEADLINE: '5 minutes',
       TENANT_READY_PROBE_INTERVAL: '1s',
+      // the worker installs a tenant whose template is missing with this Odoo's odoo-bin -i
+      ...(runtime ? { ODOO_SRC: runtime.src, ODOO_PYTHON: runtime.python } : {}),
     },
     { ingressTo: odoo.url },
   );
@@ -599,4 +602,66 @@ describe('ten tenants applied at once on real Odoo 18', () => {
       ).toBeGreaterThan(2);
     }
   }, 600_000);
+});
+
+describe('a tenant whose template is missing, on real Odoo 18', () => {
+  const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  const installedModules = async (database: string) =>
+    (await rootDb(database, `SELECT name FROM ir_module_module WHERE state = 'installed' ORDER BY name`)).map(
+      (r) => r.name,
+    );
+
+  it('is installed from scratch by Odoo (odoo-bin -i), 503 meanwhile, then Ready; the next tenant clones the template made from it', async () => {
+    expect(process.env.ODOO_SRC, 'the worker needs ODOO_SRC to run odoo-bin -i').toBeTruthy();
+    // the run's server holds the stand-in's templates (global setup): one that Odoo did not build is no template for Odoo
+    const pro = await admin.query<{ info: string | null }>(
+      `SELECT shobj_description(oid, 'pg_database') AS info FROM pg_database WHERE datname = 'erp_tpl_pro_18'`,
+    );
+    expect(pro.rows[0]?.info ?? '', 'this test needs the pro template not to be built by Odoo').not.toBe(
+      ODOO_TEMPLATE_MARK,
+    );
+    await admin.query(`ALTER DATABASE erp_tpl_pro_18 IS_TEMPLATE false`).catch(() => {});
+    await admin.query(`DROP DATABASE IF EXISTS erp_tpl_pro_18 WITH (FORCE)`);
+    const name = uniqueTenant('scratch');
+    const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
+    const started = Date.now();
+    expect((await applyYaml(p, tenantYaml(name, { tier: 'pro', erpVersion: '18' }))).statusCode).toBe(201);
+    await waitForStatus(p, name, (s) => s.currentStep === 'install-database', 60_000);
+    await expect
+      .poll(async () => (await health(p, host)).detail, { timeout: 60_000 })
+      .toBe(`GET /web/health answered 503: database "${host}" is being installed from scratch`);
+    const ready = await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined, 900_000);
+    const fromScratchMs = Date.now() - started;
+    expect(ready.resources.database.message).toBe('installed from scratch (template erp_tpl_pro_18 was missing)');
+    const installStep = ready.steps.find((s) => s.step === 'install-database')!;
+    expect(installStep.message).toMatch(/^installed in \d+s; template erp_tpl_pro_18 made from it in \d+ ms$/);
+    expect(await health(p, host)).toMatchObject({ healthy: true, httpStatus: 200 });
+
+    const next = uniqueTenant('clone');
+    const nextStarted = Date.now();
+    expect((await applyYaml(p, tenantYaml(next, { tier: 'pro', erpVersion: '18' }))).statusCode).toBe(201);
+    const cloned = await waitForStatus(p, next, (s) => isReady(s) && s.provisionedEventId !== undefined, 300_000);
+    const cloneMs = Date.now() - nextStarted;
+    expect(cloned.resources.database.message).toBe('cloned from erp_tpl_pro_18');
+    const nextHost = `${next}.${p.cfg.TENANT_DOMAIN}`;
+    expect(await installedModules(host)).toEqual(await installedModules(nextHost));
+    expect(await installedModules(host)).toEqual(expect.arrayContaining(tierModuleNames('pro')));
+    const uuid = async (db: string) =>
+      (await rootDb(db, `SELECT value FROM ir_config_parameter WHERE key = 'database.uuid'`))[0]!.value;
+    expect(new Set([await uuid(host), await uuid(nextHost), await uuid('erp_tpl_pro_18')]).size).toBe(3);
+    for (const [n, h] of [
+      [name, host],
+      [next, nextHost],
+    ] as const) {
+      const credentials = (await loadErpCredentials(p.pool, p.cfg.SECRETS_KEY, n))!;
+      expect(
+        await createErpClient({ baseUrl: odoo.url, host: h, db: h, ...credentials }).authenticate(),
+      ).toBeGreaterThan(2);
+    }
+    const stepAt = (s: typeof ready, step: string) => Date.parse(s.steps.find((x) => x.step === step)!.at);
+    figures.push(
+      `pro × 18 from scratch (no template): Ready in ${seconds(fromScratchMs)} (${installStep.message}); ` +
+        `by clone of the template made from it: Ready in ${seconds(cloneMs)}, clone step ${seconds(stepAt(cloned, 'clone-database') - nextStarted)} after the apply`,
+    );
+  }, 1_200_000);
 });

@@ -14,6 +14,7 @@ import { tierModuleNames } from '../../domain/billing/tiers.js';
 type LifecycleActivityName =
   | 'reserveSubdomain'
   | 'cloneTenantDatabase'
+  | 'installTenantDatabase'
   | 'ensureErpApiUser'
   | 'ensureTierModules'
   | 'createRoute'
@@ -45,6 +46,14 @@ export class FakeTenantPeers {
   readonly slow = new Map<LifecycleActivityName, number>();
   /** What the health probe sees. */
   healthy = true;
+  /** The next N probes see an unhealthy tenant (e.g. an ERP still loading a freshly installed database). */
+  unhealthyProbes = 0;
+  /** The templates are missing: the clone says so, and the database is installed from scratch. */
+  templatesMissing = false;
+  /** The databases installed from scratch (a later clone finds them: 'exists'). */
+  readonly installed = new Set<string>();
+  /** Every status each tenant mirrored, in order. */
+  readonly mirrored = new Map<string, TenantStatus[]>();
   /** The last status each tenant mirrored. */
   readonly statuses = new Map<string, TenantStatus>();
   /** The ERP modules installed per tenant database (the template's tier's on the first call). */
@@ -54,6 +63,8 @@ export class FakeTenantPeers {
   reset(): void {
     for (const m of [this.down, this.failNext, this.businessFailure, this.slow]) m.clear();
     this.healthy = true;
+    this.unhealthyProbes = 0;
+    this.templatesMissing = false;
   }
 
   count(name: LifecycleActivityName): number {
@@ -94,7 +105,19 @@ export class FakeTenantPeers {
       cloneTenantDatabase: run('cloneTenantDatabase', ({ database, spec }) => ({
         database,
         template: `erp_tpl_${spec.tier}_${spec.erpVersion}`,
-        outcome: 'created' as const,
+        outcome: this.installed.has(database)
+          ? ('exists' as const)
+          : this.templatesMissing
+            ? ('template-missing' as const)
+            : ('created' as const),
+      })),
+      installTenantDatabase: run('installTenantDatabase', ({ database, spec }) => ({
+        database: this.installed.add(database) && database,
+        outcome: 'installed' as const,
+        installMs: this.slow.get('installTenantDatabase') ?? 0,
+        template: undefined,
+        missingTemplate: `erp_tpl_${spec.tier}_${spec.erpVersion}`,
+        attempt: 1,
       })),
       ensureErpApiUser: run('ensureErpApiUser', ({ database }) => ({
         login: `api@${database}`,
@@ -130,7 +153,9 @@ export class FakeTenantPeers {
         restored: false,
       })),
       probeTenantHealth: run('probeTenantHealth', async ({ windowMs }) => {
-        if (this.healthy) return { healthy: true, httpStatus: 200, detail: '200: pass', attempts: 1 };
+        const unhealthyNow = this.unhealthyProbes > 0;
+        if (unhealthyNow) this.unhealthyProbes -= 1;
+        if (this.healthy && !unhealthyNow) return { healthy: true, httpStatus: 200, detail: '200: pass', attempts: 1 };
         await sleep(Math.min(windowMs, 200));
         return { healthy: false, httpStatus: 503, detail: '503: the ERP worker is not running', attempts: 1 };
       }),
@@ -159,6 +184,7 @@ export class FakeTenantPeers {
       })),
       recordTenantStatus: run('recordTenantStatus', ({ name, status }) => {
         this.statuses.set(name, status);
+        this.mirrored.set(name, [...(this.mirrored.get(name) ?? []), status]);
       }),
     } satisfies FakeActivities;
   }

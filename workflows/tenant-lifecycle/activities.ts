@@ -7,6 +7,8 @@
  * - `mustFinish`: retried without limit, with a capped interval: steps that have to happen however
  *   long a peer is away (the `client.provisioned` event, every deprovisioning step). Only a
  *   non-retryable `ApplicationFailure` (a business reason) ever reaches the workflow.
+ * - `install`: the from-scratch install of a tenant database (long; heartbeats, so a worker killed
+ *   mid-install has it retried on another).
  * - `nonFatal`: the chat room; a failure is recorded on the room, provisioning goes on.
  * - `recordTenantStatus`: the status mirror, a local activity retried until PostgreSQL answers.
  */
@@ -28,6 +30,14 @@ export function lifecycleActivities(settings: LifecycleSettings) {
     // no maximumAttempts: retried until it succeeds or fails for a business reason
     retry: { ...intervals('1 second', '1 minute'), backoffCoefficient: 2 },
   };
+  // the from-scratch install of a tenant database (minutes on real Odoo): alive while it heartbeats,
+  // so a dead worker's attempt is retried on another after the heartbeat timeout; a stuck one ends
+  // at the start-to-close timeout (three times §3.2's "about 15 minutes")
+  const install: ActivityOptions = {
+    startToCloseTimeout: '45 minutes',
+    heartbeatTimeout: '30 seconds',
+    retry: { ...intervals('1 second', '30 seconds'), backoffCoefficient: 2, maximumAttempts: 3 },
+  };
   const nonFatal: ActivityOptions = {
     startToCloseTimeout: '30 seconds',
     retry: { ...intervals('500 milliseconds', '10 seconds'), backoffCoefficient: 2, maximumAttempts: 3 },
@@ -36,6 +46,7 @@ export function lifecycleActivities(settings: LifecycleSettings) {
   return {
     reconcileStep: proxyActivities<Activities>(reconcileStep),
     mustFinish: proxyActivities<Activities>(mustFinish),
+    install: proxyActivities<Activities>(install),
     nonFatal: proxyActivities<Activities>(nonFatal),
     // (a proxy has no own properties to spread: take the one function by name)
     recordTenantStatus: proxyLocalActivities<Activities>({

@@ -23,6 +23,10 @@ export interface ReconcileStepContext {
   database: string;
   /** The route's namespace, plana-odoo-<erpVersion>. */
   namespace: string;
+  /** How long a tenant has to turn Ready once it makes progress (the apply, a finished install). */
+  readyDeadlineMs: number;
+  /** Set by the clone step when the template of tier × version is missing: the database is installed from scratch. */
+  missingTemplate?: string;
 }
 
 type ReconcileStep = ResourceStep<ReconcileStepContext, unknown>;
@@ -42,7 +46,14 @@ const cloneDatabase = reconcileStep({
       },
       [{ database, spec }],
     ),
-  record: ({ tenant, database }, db) => {
+  record: (context, db) => {
+    const { tenant, database } = context;
+    // the tier's modules are then installed from scratch (patched: earlier runs waited for the template)
+    if (db.outcome === 'template-missing' && patched('install-from-scratch')) {
+      context.missingTemplate = db.template;
+      recordInstallPending(context, db.template);
+      return;
+    }
     if (db.outcome === 'template-missing') {
       const message = `template database "${db.template}" does not exist`;
       tenant.setResource('database', { externalName: database, synced: 'False', state: 'Failed', message });
@@ -52,11 +63,66 @@ const cloneDatabase = reconcileStep({
     // an existing database keeps saying where it came from (after a tier change it is not this tier's template)
     const previous = tenant.state.resources.database;
     const message =
-      db.outcome === 'created' || previous.state !== 'Created' || !previous.message.startsWith('cloned from')
+      db.outcome === 'created' || previous.state !== 'Created' || !madeFromTemplateOrScratch(previous.message)
         ? `cloned from ${db.template}`
         : previous.message;
     tenant.setResource('database', { externalName: database, synced: 'True', state: 'Created', message });
     tenant.recordStep('clone-database', 'ok', db.outcome === 'created' ? `created from ${db.template}` : 'exists');
+  },
+});
+
+const INSTALLED_FROM_SCRATCH = 'installed from scratch';
+
+/** Where an existing database came from, as its resource says: a template, or an install from scratch. */
+const madeFromTemplateOrScratch = (message: string) =>
+  message.startsWith('cloned from') || message.startsWith(INSTALLED_FROM_SCRATCH);
+
+const installingMessage = ({ spec }: ReconcileStepContext, template: string) =>
+  `installing the ${spec.tier} module set from scratch (template database "${template}" does not exist)`;
+
+/** The template is missing: the database is pending until the install (the next steps) has made it. */
+function recordInstallPending(context: ReconcileStepContext, template: string): void {
+  const { tenant, database } = context;
+  const message = installingMessage(context, template);
+  tenant.setResource('database', { externalName: database, synced: 'False', state: 'Pending', message });
+  tenant.recordStep(
+    'clone-database',
+    'skipped',
+    `template database "${template}" does not exist: installing from scratch`,
+  );
+}
+
+/**
+ * The template is missing: the ERP installs the tier's modules into the new database itself
+ * (domain/erp/from-scratch.ts), minutes on real Odoo. Its route is made first, so the tenant's
+ * /web/health answers 503 meanwhile (the route is up, its database is not); Ready says why. The
+ * readiness deadline counts from the last progress: a finished install starts it again.
+ */
+const installFromScratch = reconcileStep({
+  name: 'install-database',
+  resource: 'database',
+  ensures: "the tenant database, with the tier's modules installed from scratch by the ERP (no template to clone)",
+  call: async (context) => {
+    const { tenant, activities, database, spec, missingTemplate } = context;
+    tenant.setReady(
+      'False',
+      'Creating',
+      `database: ${installingMessage(context, missingTemplate!)}; /web/health answers 503 until it is done`,
+    );
+    await tenant.mirror();
+    return activities.install.installTenantDatabase.executeWithOptions(
+      { summary: `Install the ${spec.tier} modules into ${database} from scratch (no template ${missingTemplate})` },
+      [{ database, spec }],
+    );
+  },
+  record: ({ tenant, database, readyDeadlineMs }, db) => {
+    const message = `${INSTALLED_FROM_SCRATCH} (template ${db.missingTemplate} was missing)`;
+    tenant.setResource('database', { externalName: database, synced: 'True', state: 'Created', message });
+    tenant.state.deadlineAt = Math.max(tenant.state.deadlineAt, Date.now() + readyDeadlineMs);
+    const done = db.outcome === 'installed' ? `installed in ${Math.round(db.installMs / 1000)}s` : 'exists';
+    const parts = [db.attempt > 1 ? `${done} (attempt ${db.attempt})` : done];
+    if (db.template) parts.push(`template ${db.template.name} made from it in ${db.template.ms} ms`);
+    tenant.recordStep('install-database', 'ok', parts.join('; '));
   },
 });
 
@@ -197,11 +263,13 @@ const ensureChatRoom = reconcileStep({
  * The steps of one reconcile, in order. Lazy: each decision (a patch, the chat room's state) is
  * taken when the step before it has run, as the history of running executions has it.
  */
-export function* reconcileSteps(tenant: TenantState): Generator<ReconcileStep> {
+export function* reconcileSteps(tenant: TenantState, context: ReconcileStepContext): Generator<ReconcileStep> {
   yield cloneDatabase;
+  // no template: the route first (the host answers 503 while the database is installed), then the install
+  if (context.missingTemplate) yield* [createRoute, installFromScratch, ensureApiUser];
   // the API user is made over XML-RPC as the tenant's admin, through the tenant's route: the route
   // comes first (patched: earlier runs made the user by SQL before the route)
-  if (patched('api-user-through-the-route')) yield* [createRoute, ensureApiUser];
+  else if (patched('api-user-through-the-route')) yield* [createRoute, ensureApiUser];
   else yield* [ensureApiUser, createRoute];
   // patched: earlier runs only cloned by tier
   if (patched('tier-modules')) yield ensureTierModules;

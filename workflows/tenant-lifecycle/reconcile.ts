@@ -1,6 +1,6 @@
 /**
  * One reconcile of a tenant, in the order of its resources: reserve the subdomain, then the steps
- * of reconcile-steps.ts (clone the database, ensure the route, the ERP API user and the tier's ERP
+ * of reconcile-steps.ts (clone the database, or install it from scratch when its template is missing, ensure the route, the ERP API user and the tier's ERP
  * modules, the filestore folder, the backup schedule and the (non-fatal) chat room), then probe
  * the tenant until it is healthy or the readiness deadline passes, and emit `client.provisioned`
  * once. Every step is idempotent; a step that fails is recorded on its resource and in the
@@ -18,7 +18,7 @@ import {
 } from '../../domain/tenants/types.js';
 import { failureMessage, failureType } from '../shared/activity-failures.js';
 import type { LifecycleActivities } from './activities.js';
-import { reconcileSteps } from './reconcile-steps.js';
+import { reconcileSteps, type ReconcileStepContext } from './reconcile-steps.js';
 import { runResourceStep } from './resource-step.js';
 import { nowIso, type TenantState } from './state.js';
 
@@ -52,7 +52,7 @@ export async function reconcile(tenant: TenantState, context: ReconcileContext):
   if (refused) return refused;
 
   const host = tenant.state.hostname;
-  const steps = {
+  const steps: ReconcileStepContext = {
     tenant,
     activities: context.activities,
     name,
@@ -60,8 +60,9 @@ export async function reconcile(tenant: TenantState, context: ReconcileContext):
     host,
     database: host,
     namespace: routeNamespace(spec.erpVersion),
+    readyDeadlineMs: context.settings.readyDeadlineMs,
   };
-  for (const step of reconcileSteps(tenant)) {
+  for (const step of reconcileSteps(tenant, steps)) {
     await runResourceStep(tenant, steps, step, (err) => {
       const message = failureMessage(err);
       tenant.recordStep(step.name, 'failed', message);
