@@ -16,7 +16,7 @@ import { odooSchemaSql } from '../sandbox/erp/models.js';
 import { demoData, type Row } from '../sandbox/erp/demo-data.js';
 
 /** Bump when the schema or the demo data changes: templates of an older layout are rebuilt. */
-const LAYOUT = 8; // 7: res_groups.api_key_duration, res_users_apikeys; 8: ir.model(.fields), base.automation, ir.actions.server, stock.move
+const LAYOUT = 9; // 7: res_groups.api_key_duration, res_users_apikeys; 8: ir.model(.fields), base.automation, ir.actions.server, stock.move; 9: auth.oauth.provider, res_users.oauth_*
 const LOCK_KEY = 'plana-erp-templates';
 
 interface TemplateInfo {

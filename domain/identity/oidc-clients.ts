@@ -80,3 +80,6 @@ export async function clientMetadata(
 /** The platform's OpenID provider's issuer: OIDC_PROVIDER_ISSUER, else the auth service's `/application/o`. */
 export const oidcProviderIssuer = (cfg: { OIDC_PROVIDER_ISSUER?: string; AUTH_URL: string }) =>
   (cfg.OIDC_PROVIDER_ISSUER ?? `${cfg.AUTH_URL.replace(/\/+$/, '')}/application/o`).replace(/\/+$/, '');
+
+/** What the ERPs ask the provider for (the provider grants all of it to a first-party client). */
+export const ERP_SCOPE_REQUESTED = 'openid email profile';

@@ -17,11 +17,9 @@ import type pg from 'pg';
 import type { FastifyBaseLogger } from 'fastify';
 import { purposeKey } from '../../lib/secret-box.js';
 import { pgOidcAdapter } from '../../domain/identity/oidc-adapter.js';
+import { ERP_SCOPE_REQUESTED } from '../../domain/identity/oidc-clients.js';
 import { signingKeys } from '../../domain/identity/signing-keys.js';
 import type { ServiceApp } from '../../lib/service-app.js';
-
-/** What the ERPs ask for; all of it is granted to a first-party client. */
-export const ERP_SCOPE = 'openid email profile';
 
 /** The provider's paths under the issuer, as the specification names them (§4.8). */
 export const OIDC_ROUTES = {
@@ -66,7 +64,7 @@ async function firstPartyGrant(ctx: OidcCtx): Promise<GrantLike> {
   const existing = grantId ? await provider.Grant.find(grantId) : undefined;
   if (existing) return existing;
   const grant = new provider.Grant({ clientId: client.clientId, accountId: session.accountId });
-  grant.addOIDCScope(ERP_SCOPE);
+  grant.addOIDCScope(ERP_SCOPE_REQUESTED);
   await grant.save();
   return grant;
 }
