@@ -6,7 +6,9 @@
  * code flow and PKCE (`flow = id_token_code`, `token_endpoint`, `jwks_uri`, `client_secret`), and
  * keeps `/auth_oauth/signin` as the callback. So the ERP gets one provider of that flow.
  */
-import { adminSession, type ErpApiUserDeps } from '../erp/admin-session.js';
+import type pg from 'pg';
+import { adminSession, erpMajorVersion, groupsField, type ErpApiUserDeps } from '../erp/admin-session.js';
+import { groupIds } from '../erp/api-user.js';
 import { ERP_SCOPE_REQUESTED, type TenantOidcClient } from './oidc-clients.js';
 
 /** The login button's label on the ERP's login page. */
@@ -49,4 +51,78 @@ export async function ensureErpSignInProvider(
     return existing[0].id;
   }
   return session.callKw<number>('auth.oauth.provider', 'create', [values]);
+}
+
+/** A workspace member as the ERP gets them: admins with settings rights, members as internal users. */
+export interface ErpMember {
+  userId: string;
+  email: string;
+  name: string;
+  role: 'admin' | 'member';
+}
+
+/** External ids of the groups per workspace role (admins: settings and access rights). */
+export const ERP_GROUPS_BY_ROLE = {
+  admin: ['base.group_user', 'base.group_erp_manager', 'base.group_system'],
+  member: ['base.group_user'],
+} as const;
+
+/** The members of the tenant's workspace. */
+export async function tenantMembers(pool: pg.Pool, tenant: string): Promise<ErpMember[]> {
+  const { rows } = await pool.query<ErpMember>(
+    `SELECT u.id AS "userId", u.email, u.name, m.role FROM tenants t
+       JOIN memberships m ON m.workspace_id = t.workspace_id JOIN users u ON u.id = m.user_id
+      WHERE t.name = $1 ORDER BY u.email`,
+    [tenant],
+  );
+  return rows;
+}
+
+/**
+ * The ERP users who sign in through the platform's provider (`oauth_uid` = the platform user id):
+ * one per member, active, with its role's groups; any other such user archived (a removed member:
+ * archiving also ends their ERP sessions, Odoo's session token includes the active flag).
+ */
+export async function syncErpSignInUsers(
+  deps: ErpApiUserDeps,
+  database: string,
+  providerId: number,
+  members: ErpMember[],
+): Promise<{ created: number; updated: number; archived: number }> {
+  const { session } = await adminSession(deps, database);
+  const version = await erpMajorVersion(deps.erpUrl, database);
+  const [groups, companies, existing] = await Promise.all([
+    Promise.all([
+      groupIds(session, database, ERP_GROUPS_BY_ROLE.admin),
+      groupIds(session, database, ERP_GROUPS_BY_ROLE.member),
+    ]),
+    session.callKw<number[]>('res.company', 'search', [[]], { order: 'id' }),
+    session.callKw<{ id: number; oauth_uid: string; login: string; active: boolean }[]>(
+      'res.users',
+      'search_read',
+      [[['oauth_provider_id', '=', providerId]]],
+      { fields: ['oauth_uid', 'login', 'active'], context: { active_test: false } },
+    ),
+  ]);
+  const counts = { created: 0, updated: 0, archived: 0 };
+  for (const m of members) {
+    const values = {
+      name: m.name || m.email,
+      login: m.email,
+      active: true,
+      oauth_uid: m.userId,
+      oauth_provider_id: providerId,
+      company_id: companies[0],
+      company_ids: [[6, 0, companies]],
+      [groupsField(version)]: [[6, 0, m.role === 'admin' ? groups[0] : groups[1]]],
+    };
+    const user = existing.find((u) => u.oauth_uid === m.userId);
+    if (user) await session.callKw('res.users', 'write', [[user.id], values]);
+    else await session.callKw('res.users', 'create', [values]);
+    counts[user ? 'updated' : 'created']++;
+  }
+  const removed = existing.filter((u) => u.active && !members.some((m) => m.userId === u.oauth_uid));
+  if (removed.length) await session.callKw('res.users', 'write', [removed.map((u) => u.id), { active: false }]);
+  counts.archived = removed.length;
+  return counts;
 }

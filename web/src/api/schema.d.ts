@@ -574,7 +574,7 @@ export interface paths {
                                     lastTransitionTime: string;
                                     observedGeneration: number;
                                 }[];
-                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom */
+                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom, erpSignIn */
                                 resources: {
                                     [key: string]: {
                                         externalName: string;
@@ -725,7 +725,7 @@ export interface paths {
                                     lastTransitionTime: string;
                                     observedGeneration: number;
                                 }[];
-                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom */
+                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom, erpSignIn */
                                 resources: {
                                     [key: string]: {
                                         externalName: string;
@@ -895,7 +895,7 @@ export interface paths {
                                     lastTransitionTime: string;
                                     observedGeneration: number;
                                 }[];
-                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom */
+                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom, erpSignIn */
                                 resources: {
                                     [key: string]: {
                                         externalName: string;
@@ -1066,7 +1066,7 @@ export interface paths {
                                     lastTransitionTime: string;
                                     observedGeneration: number;
                                 }[];
-                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom */
+                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom, erpSignIn */
                                 resources: {
                                     [key: string]: {
                                         externalName: string;
@@ -1237,7 +1237,7 @@ export interface paths {
                                     lastTransitionTime: string;
                                     observedGeneration: number;
                                 }[];
-                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom */
+                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom, erpSignIn */
                                 resources: {
                                     [key: string]: {
                                         externalName: string;
