@@ -11,13 +11,9 @@ import {
   erpRedirectUri,
   oidcProviderIssuer,
   removeTenantClient,
+  tenantBaseUrl,
 } from '../domain/identity/oidc-clients.js';
-import type { Config } from '../lib/config.js';
 import type { PlatformDeps } from './deps.js';
-
-/** {tenant_base_url} of a tenant host. */
-export const tenantBaseUrl = (config: Pick<Config, 'TENANT_BASE_URL'>, host: string) =>
-  config.TENANT_BASE_URL.replace('{host}', host);
 
 /** The provider answers its discovery document (the ERP needs it at sign-in); else why not, for the resource's message. */
 async function checkProvider(issuer: string): Promise<void> {

@@ -83,3 +83,7 @@ export const oidcProviderIssuer = (cfg: { OIDC_PROVIDER_ISSUER?: string; AUTH_UR
 
 /** What the ERPs ask the provider for (the provider grants all of it to a first-party client). */
 export const ERP_SCOPE_REQUESTED = 'openid email profile';
+
+/** {tenant_base_url}: TENANT_BASE_URL with the tenant's hostname for `{host}`. */
+export const tenantBaseUrl = (cfg: { TENANT_BASE_URL: string }, host: string) =>
+  cfg.TENANT_BASE_URL.replace('{host}', host).replace(/\/+$/, '');

@@ -30,7 +30,7 @@ import { registerKeyedRoutes, type KeyedRoutes } from '../service-routes.js';
 import type { DestinationStream } from 'pino';
 import { oidcProviderIssuer } from '../../domain/identity/oidc-clients.js';
 import { createOidcProvider, mountOidcProvider } from './oidc-provider.js';
-import { registerInteractions } from './oidc-interactions.js';
+import { registerInteractions, registerPortalHandoff } from './oidc-interactions.js';
 
 export const AUTH_TARGET = 'auth';
 
@@ -102,7 +102,16 @@ async function registerOidcProvider(app: ServiceApp, deps: AuthDeps, throttle: P
     secretsKey: deps.config.SECRETS_KEY,
     log: app.log,
   });
-  await registerInteractions(app, { pool: deps.pool, provider, issuer, throttle });
+  const interactions = {
+    pool: deps.pool,
+    redis: deps.redis,
+    provider,
+    issuer,
+    secretsKey: deps.config.SECRETS_KEY,
+    throttle,
+  };
+  await registerInteractions(app, interactions);
+  registerPortalHandoff(app, interactions);
   await mountOidcProvider(app, provider, issuer);
 }
 

@@ -12,6 +12,14 @@ import { AppError } from '../../lib/errors.js';
 import type { ServiceApp } from '../../lib/service-app.js';
 import { accountWithPassword } from '../../domain/identity/accounts.js';
 import { PasswordThrottle } from '../../domain/access/login-throttle.js';
+import type { Redis } from 'ioredis';
+import {
+  HANDOFF_COOKIE,
+  HANDOFF_COOKIE_TTL_SECONDS,
+  handedOffAccount,
+  handoffCookieValue,
+  redeemErpHandoff,
+} from '../../domain/identity/erp-handoff.js';
 import { mountPathOf, type OidcProvider } from './oidc-provider.js';
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -36,11 +44,50 @@ const expiredPage = `<!DOCTYPE html>
 
 export interface InteractionDeps {
   pool: pg.Pool;
+  redis: Redis;
   provider: OidcProvider;
   issuer: string;
+  secretsKey: string;
   throttle: PasswordThrottle;
-  /** The account the browser's portal hand-off names, if it carries a valid one. */
-  handedOffAccount?: (cookieHeader: string | undefined) => Promise<string | undefined>;
+}
+
+const handoffExpiredPage = `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Link expired | Plana</title></head>
+<body><h1>This link has expired or was already used</h1><p>Open your ERP again from the portal.</p></body></html>
+`;
+
+/**
+ * GET `{issuer}/portal-sign-in?handoff_token=…` (erp-handoff.ts; a name the request log redacts): the portal's single-use ticket becomes a
+ * short-lived signed cookie on the provider's origin, and the browser goes on to the ERP's login page.
+ */
+export function registerPortalHandoff(app: ServiceApp, deps: InteractionDeps) {
+  const mountPath = mountPathOf(deps.issuer);
+  app.get<{ Querystring: { handoff_token?: string } }>(
+    `${mountPath}/portal-sign-in`,
+    { schema: { hide: true } },
+    async (req, reply) => {
+      const handoff = req.query.handoff_token ? await redeemErpHandoff(deps.redis, req.query.handoff_token) : undefined;
+      if (!handoff)
+        return reply.code(400).type('text/html').header('cache-control', 'no-store').send(handoffExpiredPage);
+      const cookie = `${HANDOFF_COOKIE}=${handoffCookieValue(deps.secretsKey, handoff.userId)}; Max-Age=${HANDOFF_COOKIE_TTL_SECONDS}; Path=${mountPath}; HttpOnly; SameSite=Lax${deps.issuer.startsWith('https:') ? '; Secure' : ''}`;
+      req.log.info({ userId: handoff.userId }, 'portal hand-off to the ERP');
+      return reply
+        .code(303)
+        .header('set-cookie', cookie)
+        .header('cache-control', 'no-store')
+        .redirect(handoff.target, 303);
+    },
+  );
+}
+
+/** The account of the browser's portal hand-off cookie, while valid. */
+function handoffAccount(secretsKey: string, cookieHeader: string | undefined): string | undefined {
+  const value = (cookieHeader ?? '')
+    .split(';')
+    .map((c) => c.trim())
+    .find((c) => c.startsWith(`${HANDOFF_COOKIE}=`))
+    ?.slice(HANDOFF_COOKIE.length + 1);
+  return handedOffAccount(secretsKey, value);
 }
 
 /** GET `{issuer}/interaction/:uid` (the login page) and POST `…/login` (its form). */
@@ -55,7 +102,7 @@ export async function registerInteractions(app: ServiceApp, deps: InteractionDep
     scope.get<{ Params: { uid: string } }>(`${base}/:uid`, { schema: { hide: true } }, async (req, reply) => {
       const details = await deps.provider.interactionDetails(req.raw, reply.raw).catch(() => undefined);
       if (!details) return reply.code(400).type('text/html').send(expiredPage);
-      const accountId = await deps.handedOffAccount?.(req.headers.cookie);
+      const accountId = handoffAccount(deps.secretsKey, req.headers.cookie);
       if (accountId) {
         reply.hijack();
         return deps.provider.interactionFinished(req.raw, reply.raw, { login: { accountId } });

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { oidcProviderIssuer } from '../../domain/identity/oidc-clients.js';
 import { ERP_PROVIDER_BUTTON } from '../../domain/identity/erp-sign-in.js';
 import { Browser } from '../support/http-browser.js';
-import { addUser } from '../support/workspace-api.js';
+import { addUser, call } from '../support/workspace-api.js';
 import { queryTenantDb } from '../support/erp-tenant.js';
 import {
   applyYaml,
@@ -121,5 +121,67 @@ describe('the erpSignIn resource', () => {
     const again = await reconcileAgain(name, 2);
     expect(again.resources.erpSignIn).toMatchObject({ synced: 'True', state: 'Created', externalName: `erp-${name}` });
     expect(condition(again, 'Synced')?.message).toBe('');
+  });
+});
+
+describe('Open ERP from the portal', () => {
+  it('signs the portal user in to their ERP without a second password; the link works once', async () => {
+    const name = uniqueTenant('open');
+    await applyYaml(p, tenantYaml(name));
+    await waitForStatus(p, name, (s) => isReady(s) && s.resources.erpSignIn?.state === 'Created');
+    await expect.poll(() => workspaceOf(name), { timeout: 20_000 }).toBeTruthy();
+    const workspaceId = await workspaceOf(name);
+    const admin = await addUser(p.pool, [{ workspaceId, role: 'admin' }], PASSWORD);
+    await reconcileAgain(name, 2);
+    const slug = (await p.pool.query<{ slug: string }>('SELECT slug FROM workspaces WHERE id = $1', [workspaceId]))
+      .rows[0]!.slug;
+    const login = await call(p.cfg.API_PUBLIC_URL, 'POST', '/api/auth/login', {
+      body: { email: admin.email, password: PASSWORD },
+    });
+    const opened = await call(p.cfg.API_PUBLIC_URL, 'POST', `/api/portal/erp/sign-in?workspace=${slug}`, {
+      token: login.body.accessToken,
+    });
+    expect(opened.status).toBe(200);
+    expect(opened.body.erpUrl).toBe(`${baseUrl(name)}/web/login`);
+
+    const b = new Browser({ localDomain: p.cfg.TENANT_DOMAIN });
+    const erpLogin = await b.request(opened.body.url);
+    expect(erpLogin.url).toBe(`${baseUrl(name)}/web/login`);
+    // the ERP's "Sign in with Plana": no password asked at the provider
+    const landed = await signIn(b, name, 'no-password-typed@example.test');
+    expect(landed.url).toBe(`${baseUrl(name)}/web`);
+    expect(await landed.res.text()).toContain(`data-login="${admin.email}"`);
+
+    const again = await new Browser().request(opened.body.url);
+    expect(again.res.status).toBe(400);
+    expect(await again.res.text()).toContain('expired or was already used');
+  });
+
+  it('without the hand-off the provider asks for the password; a workspace without an ERP gets 404', async () => {
+    const name = uniqueTenant('nohandoff');
+    await applyYaml(p, tenantYaml(name));
+    await waitForStatus(p, name, (s) => isReady(s) && s.resources.erpSignIn?.state === 'Created');
+    const b = new Browser({ localDomain: p.cfg.TENANT_DOMAIN });
+    const page = await b.request(`${baseUrl(name)}/web/login`);
+    const link = new RegExp(`href="([^"]+)"><i class="[^"]*"></i> ${ERP_PROVIDER_BUTTON}`).exec(
+      await page.res.text(),
+    )![1]!;
+    const provider = await b.request(decode(link));
+    expect(provider.url.startsWith(`${oidcProviderIssuer(p.cfg)}/interaction/`)).toBe(true);
+    expect(await provider.res.text()).toContain('type="password"');
+
+    const ws = await p.pool.query<{ id: string; slug: string }>(
+      "INSERT INTO workspaces (slug, name) VALUES ($1, 'No ERP') RETURNING id, slug",
+      [uniqueTenant('noerp')],
+    );
+    const user = await addUser(p.pool, [{ workspaceId: ws.rows[0]!.id, role: 'member' }], PASSWORD);
+    const login = await call(p.cfg.API_PUBLIC_URL, 'POST', '/api/auth/login', {
+      body: { email: user.email, password: PASSWORD },
+    });
+    const res = await call(p.cfg.API_PUBLIC_URL, 'POST', `/api/portal/erp/sign-in?workspace=${ws.rows[0]!.slug}`, {
+      token: login.body.accessToken,
+    });
+    expect(res.status).toBe(404);
+    expect(res.body.detail).toBe('This workspace has no ERP yet.');
   });
 });

@@ -20,6 +20,7 @@ type LifecycleActivityName =
   | 'createFilestore'
   | 'createBackupSchedule'
   | 'ensureChatRoom'
+  | 'ensureErpSignIn'
   | 'probeTenantHealth'
   | 'publishProvisionedEvent'
   | 'createTenantBackup'
@@ -28,6 +29,7 @@ type LifecycleActivityName =
   | 'wipeFilestore'
   | 'deleteBackupSchedule'
   | 'archiveChatRoom'
+  | 'removeErpSignIn'
   | 'recordTenantStatus';
 
 export type FakeActivities = Pick<Activities, LifecycleActivityName>;
@@ -129,6 +131,14 @@ export class FakeTenantPeers {
         created: true,
         restored: false,
       })),
+      ensureErpSignIn: run('ensureErpSignIn', ({ tenant, host }) => ({
+        clientId: `erp-${tenant}`,
+        redirectUri: `http://${host}/auth_oauth/signin`,
+        providerId: 1,
+        created: 0,
+        updated: 0,
+        archived: 0,
+      })),
       probeTenantHealth: run('probeTenantHealth', async ({ windowMs }) => {
         if (this.healthy) return { healthy: true, httpStatus: 200, detail: '200: pass', attempts: 1 };
         await sleep(Math.min(windowMs, 200));
@@ -157,6 +167,7 @@ export class FakeTenantPeers {
         room: `support-${spec.subdomain}`,
         outcome: 'archived' as const,
       })),
+      removeErpSignIn: run('removeErpSignIn', () => ({ removed: true })),
       recordTenantStatus: run('recordTenantStatus', ({ name, status }) => {
         this.statuses.set(name, status);
       }),
