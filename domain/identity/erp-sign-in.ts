@@ -9,7 +9,7 @@
 import type pg from 'pg';
 import { adminSession, erpMajorVersion, groupsField, type ErpApiUserDeps } from '../erp/admin-session.js';
 import { groupIds } from '../erp/api-user.js';
-import { ERP_SCOPE_REQUESTED, type TenantOidcClient } from './oidc-clients.js';
+import { ERP_SCOPE_REQUESTED, tenantClientId, type TenantOidcClient } from './oidc-clients.js';
 
 /** The login button's label on the ERP's login page. */
 export const ERP_PROVIDER_BUTTON = 'Sign in with Plana';
@@ -125,4 +125,24 @@ export async function syncErpSignInUsers(
   if (removed.length) await session.callKw('res.users', 'write', [removed.map((u) => u.id), { active: false }]);
   counts.archived = removed.length;
   return counts;
+}
+
+/**
+ * The ERP users of the tenant's workspace brought up to date now (what the reconcile does), for
+ * "Open ERP" by someone who joined since the last reconcile. Undefined when the ERP has no provider
+ * for the tenant's client yet (the reconcile has not made the sign-in).
+ */
+export async function syncTenantErpUsers(
+  deps: ErpApiUserDeps,
+  tenant: { name: string; database: string },
+): Promise<{ created: number; updated: number; archived: number } | undefined> {
+  const { session } = await adminSession(deps, tenant.database);
+  const providers = await session.callKw<{ id: number }[]>(
+    'auth.oauth.provider',
+    'search_read',
+    [[['client_id', '=', tenantClientId(tenant.name)]]],
+    { fields: ['id'] },
+  );
+  if (!providers[0]) return undefined;
+  return syncErpSignInUsers(deps, tenant.database, providers[0].id, await tenantMembers(deps.platform, tenant.name));
 }
