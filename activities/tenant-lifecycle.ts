@@ -9,6 +9,7 @@ import { createTenantFilestoreActivities } from './tenant-filestore.js';
 import { createTenantHealthActivities } from './tenant-health.js';
 import { createTenantRegistryActivities } from './tenant-registry.js';
 import { createTenantRouteActivities } from './tenant-route.js';
+import { createTenantSignInActivities } from './tenant-sign-in.js';
 
 export type { PlatformDeps };
 
@@ -20,6 +21,7 @@ export const createTenantLifecycleActivities = (deps: PlatformDeps) => ({
   ...createTenantFilestoreActivities(deps),
   ...createTenantBackupActivities(deps),
   ...createTenantChatActivities(deps),
+  ...createTenantSignInActivities(deps),
   ...createTenantHealthActivities(deps),
   ...createTenantEventActivities(deps),
 });

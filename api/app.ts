@@ -31,6 +31,7 @@ import { portalMail } from './plugins/portal-mail.js';
 import profileRoutes from './routes/portal/profile.js';
 import settingsRoutes from './routes/portal/settings.js';
 import integrationRoutes from './routes/portal/integrations.js';
+import erpSignInRoutes from './routes/portal/erp-sign-in.js';
 import teamRoutes from './routes/portal/team/index.js';
 import linkPageRoutes from './routes/portal/link-pages.js';
 import subscriptionRoutes from './routes/portal/subscription.js';
@@ -82,6 +83,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(profileRoutes);
   await app.register(settingsRoutes);
   await app.register(integrationRoutes);
+  await app.register(erpSignInRoutes);
   await app.register(teamRoutes);
   await app.register(linkPageRoutes);
   await app.register(subscriptionRoutes);

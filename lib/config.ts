@@ -304,6 +304,14 @@ export const configSchema = z.object({
   AUTH_HOST: z.string().default('127.0.0.1'),
   AUTH_PORT: port.default(8001),
   AUTH_URL: url.default('http://127.0.0.1:8001'),
+  /**
+   * The platform's own OpenID provider (§4.8), served by the auth service for the tenants' ERPs:
+   * its issuer (default AUTH_URL + /application/o; the paths /authorize/, /token/, /userinfo/ and
+   * /jwks/ are under it), as the ERPs' browsers and servers reach it.
+   */
+  OIDC_PROVIDER_ISSUER: url.optional(),
+  /** A tenant's ERP as browsers reach it ({tenant_base_url}; `{host}` is the tenant's hostname): its sign-in callback is the OIDC client's redirect URI. */
+  TENANT_BASE_URL: z.string().default('http://{host}:8069'),
   /** bcrypt cost for passwords and workspace API keys (10 ≈ 80 ms per hash here). */
   BCRYPT_COST: z.coerce.number().int().min(4).max(15).default(10),
   /** Workspace keys: how long a process trusts a verified token before bcrypt again (revocation is checked per request regardless). */

@@ -80,7 +80,7 @@ const databaseMissing = (err: unknown) =>
   err instanceof ErpFault && /database "[^"]*" does not exist/.test(err.faultString);
 
 /** The ids of the groups named by external id, in one read of `ir.model.data`. */
-async function groupIds(admin: ErpSession, database: string, xmlids: readonly string[]): Promise<number[]> {
+export async function groupIds(admin: ErpSession, database: string, xmlids: readonly string[]): Promise<number[]> {
   const split = xmlids.map((x) => x.split('.') as [string, string]);
   const rows = await admin.callKw<{ module: string; name: string; res_id: number }[]>(
     'ir.model.data',

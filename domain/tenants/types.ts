@@ -44,8 +44,23 @@ export interface Condition {
 }
 
 /** The composed resources of a tenant, in the order they are reconciled. */
-export const resourceKinds = ['database', 'apiUser', 'route', 'filestore', 'backupSchedule', 'chatRoom'] as const;
+export const resourceKinds = [
+  'database',
+  'apiUser',
+  'route',
+  'filestore',
+  'backupSchedule',
+  'chatRoom',
+  'erpSignIn',
+] as const;
 export type ResourceKind = (typeof resourceKinds)[number];
+
+/**
+ * The resources whose failure never blocks the tenant (Synced stays True, Ready does not wait):
+ * the support chat room, and the ERP's sign-in through the platform's OpenID provider (its client,
+ * the ERP's provider record, the members' ERP users), which the next reconcile makes.
+ */
+export const nonFatalResources: readonly ResourceKind[] = ['chatRoom', 'erpSignIn'];
 
 /** Per-resource state: Synced True/False like a composed resource, plus what it is called outside. */
 export interface ResourceState {
@@ -92,12 +107,18 @@ export interface TenantStatus {
 // ---- rules ----
 
 export function newResources(at: string): Record<ResourceKind, ResourceState> {
-  const entries = resourceKinds.map((k) => [
-    k,
-    { externalName: '', synced: 'Unknown', state: 'Pending', message: 'not reconciled yet', lastTransitionTime: at },
-  ]);
+  const entries = resourceKinds.map((k) => [k, pendingResource(at)]);
   return Object.fromEntries(entries) as Record<ResourceKind, ResourceState>;
 }
+
+/** A resource not reconciled yet. */
+export const pendingResource = (at: string): ResourceState => ({
+  externalName: '',
+  synced: 'Unknown',
+  state: 'Pending',
+  message: 'not reconciled yet',
+  lastTransitionTime: at,
+});
 
 /** Sets a condition, keeping lastTransitionTime when the status does not change (as Crossplane does). */
 export function setCondition(
@@ -116,9 +137,9 @@ export function getCondition(status: Pick<TenantStatus, 'conditions'>, type: Con
   return status.conditions.find((c) => c.type === type);
 }
 
-/** The resources that are not Synced, except a failed chat room, which never blocks (non-fatal). */
+/** The resources that are not Synced, except the non-fatal ones, which never block. */
 export function unreadyResources(resources: Record<ResourceKind, ResourceState>): ResourceKind[] {
-  return resourceKinds.filter((k) => k !== 'chatRoom' && resources[k].synced !== 'True');
+  return resourceKinds.filter((k) => !nonFatalResources.includes(k) && resources[k].synced !== 'True');
 }
 
 export function unreadyMessage(resources: Record<ResourceKind, ResourceState>): string {

@@ -137,17 +137,22 @@ export class WebSessions {
     return session;
   }
 
-  /** What a session is bound to: the user's password hash and active flag (Odoo's session token). */
+  /**
+   * What a session is bound to (Odoo's session token): the user's password hash and active flag,
+   * and with auth_oauth the last OAuth access token (a new OAuth sign-in ends the user's other sessions).
+   */
   private async sessionToken(route: Route, uid: number): Promise<string> {
     const res = await this.tenants.onTenantDb(route, (db) =>
-      db.query<{ password: string | null; active: boolean }>('SELECT password, active FROM res_users WHERE id = $1', [
-        uid,
-      ]),
+      // (a database of an older layout has no oauth_access_token column: read through the row's JSON)
+      db.query<{ password: string | null; active: boolean; oauth: string | null }>(
+        "SELECT password, active, to_jsonb(u) ->> 'oauth_access_token' AS oauth FROM res_users u WHERE id = $1",
+        [uid],
+      ),
     );
     const row = res.rows[0];
     if (!row?.active) throw accessDenied();
     return createHash('sha256')
-      .update(`${uid}\0${row.password ?? ''}`)
+      .update(`${uid}\0${row.password ?? ''}\0${row.oauth ?? ''}`)
       .digest('base64');
   }
 }

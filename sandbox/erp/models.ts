@@ -192,6 +192,42 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
       },
     },
     {
+      // auth_oauth's providers with OCA auth_oidc's fields (flow, token endpoint, JWKS, PKCE verifier)
+      name: 'auth.oauth.provider',
+      table: 'auth_oauth_provider',
+      description: 'OAuth2 provider',
+      order: 'sequence, name',
+      recName: 'name',
+      fields: {
+        ...common(),
+        name: { type: 'char', string: 'Provider name', required: true },
+        client_id: { type: 'char', string: 'Client ID' },
+        client_secret: { type: 'char', string: 'Client Secret' },
+        auth_endpoint: { type: 'char', string: 'Authorization URL', required: true },
+        scope: { type: 'char', string: 'Scope' },
+        validation_endpoint: { type: 'char', string: 'UserInfo URL' },
+        data_endpoint: { type: 'char', string: 'Data Endpoint' },
+        token_endpoint: { type: 'char', string: 'Token URL' },
+        jwks_uri: { type: 'char', string: 'JWKS URL' },
+        end_session_endpoint: { type: 'char', string: 'End Session URL' },
+        code_verifier: { type: 'char', string: 'Code Verifier' },
+        flow: {
+          type: 'selection',
+          string: 'Auth Flow',
+          selection: sel(
+            ['access_token', 'OAuth2'],
+            ['id_token_code', 'OpenID Connect (authorization code flow)'],
+            ['id_token', 'OpenID Connect (implicit flow, not recommended)'],
+          ),
+        },
+        token_map: { type: 'char', string: 'Token Map' },
+        enabled: { type: 'boolean', string: 'Allowed' },
+        css_class: { type: 'char', string: 'CSS class' },
+        body: { type: 'char', string: 'Login button label', required: true },
+        sequence: { type: 'integer', string: 'Sequence' },
+      },
+    },
+    {
       name: 'res.users',
       table: 'res_users',
       description: 'User',
@@ -212,6 +248,9 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
         },
         active: { type: 'boolean', string: 'Active' },
         share: { type: 'boolean', string: 'Share User' },
+        // auth_oauth: the user a provider's subject signs in as (unique per provider)
+        oauth_provider_id: { type: 'many2one', string: 'OAuth Provider', relation: 'auth.oauth.provider' },
+        oauth_uid: { type: 'char', string: 'OAuth User ID' },
         [version === '19' ? 'group_ids' : 'groups_id']: {
           type: 'many2many',
           string: 'Groups',
@@ -576,6 +615,7 @@ export function odooSchemaSql(version: ErpVersion): string {
   );
   // Odoo keeps passwords in a column the ORM never returns through read().
   statements.push('ALTER TABLE res_users ADD COLUMN password varchar');
+  statements.push(OAUTH_USERS_SQL);
   statements.push(API_KEYS_TABLE_SQL);
   return statements.map((s) => `${s};`).join('\n');
 }
@@ -602,19 +642,32 @@ CREATE INDEX IF NOT EXISTS res_users_apikeys_user_id_index_idx ON res_users_apik
  * module upgrade would (idempotent): the bank import's `unique_import_id`, API keys (layout 7). (Groups and their external
  * ids came with layout 4: a database cloned from an older template is re-created, not upgraded.)
  */
+/** auth_oauth's private access-token column (part of the session token) and its uniqueness rule. */
+const OAUTH_USERS_SQL = `ALTER TABLE res_users ADD COLUMN IF NOT EXISTS oauth_access_token varchar;
+CREATE UNIQUE INDEX IF NOT EXISTS uniq_users_oauth_provider_oauth_uid ON res_users (oauth_provider_id, oauth_uid)`;
+
 export function odooSchemaUpgradeSql(version: ErpVersion): string {
   const models = odooModels(version);
   const links = new Set<string>();
   // layout 8: the models and fields registry, automation rules and server actions, stock moves
-  const added = ['ir.model', 'ir.model.fields', 'base.automation', 'ir.actions.server', 'stock.move'].flatMap((name) =>
-    tableSql(models[name]!, links, 'IF NOT EXISTS '),
-  );
+  const added = [
+    'ir.model',
+    'ir.model.fields',
+    'base.automation',
+    'ir.actions.server',
+    'stock.move',
+    // layout 9: auth_oauth with OCA auth_oidc
+    'auth.oauth.provider',
+  ].flatMap((name) => tableSql(models[name]!, links, 'IF NOT EXISTS '));
   return `
 ALTER TABLE account_bank_statement_line ADD COLUMN IF NOT EXISTS unique_import_id varchar;
 CREATE UNIQUE INDEX IF NOT EXISTS account_bank_statement_line_unique_import_id ON account_bank_statement_line (unique_import_id);
 ALTER TABLE res_groups ADD COLUMN IF NOT EXISTS api_key_duration double precision;
+ALTER TABLE res_users ADD COLUMN IF NOT EXISTS oauth_provider_id integer;
+ALTER TABLE res_users ADD COLUMN IF NOT EXISTS oauth_uid varchar;
 ${API_KEYS_TABLE_SQL};
 ${added.join(';\n')};
+${OAUTH_USERS_SQL};
 ${Object.values(models).map(registerModelSql).join(';\n')};
 `;
 }

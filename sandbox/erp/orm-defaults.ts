@@ -2,6 +2,7 @@
  * What Odoo fills in when records are created (field defaults, related and computed fields), and
  * the constraints it checks on them, for the models the platform creates records of.
  */
+import { randomBytes } from 'node:crypto';
 import type { ModelDef } from './models.js';
 import { pyRepr } from './domain.js';
 import { missingError, validationError } from './odoo-errors.js';
@@ -13,6 +14,7 @@ export async function createDefaults(
   model: ModelDef,
   columns: Record<string, unknown>,
 ): Promise<Record<string, unknown>> {
+  if (model.name === 'auth.oauth.provider') return oauthProviderDefaults();
   if (model.name !== 'account.bank.statement.line') return {};
   // company_id is related to the journal's company (journal_id is required, checked before)
   const journal = await ctx.db.query<{ company_id: number | null }>(
@@ -29,6 +31,18 @@ export async function createDefaults(
     internal_index: `${String(columns.date).replace(/-/g, '')}${Date.now()}`,
   };
 }
+/** auth_oauth's and OCA auth_oidc's field defaults (a random PKCE verifier per provider, as `secrets.token_urlsafe(32)`). */
+function oauthProviderDefaults(): Record<string, unknown> {
+  return {
+    flow: 'access_token',
+    scope: 'openid profile email',
+    enabled: false,
+    sequence: 10,
+    css_class: 'fa fa-fw fa-sign-in text-primary',
+    code_verifier: randomBytes(32).toString('base64url'),
+  };
+}
+
 /**
  * An invoice created with lines (`invoice_line_ids: [[0, 0, {quantity, price_unit}]]`, no taxes):
  * the stand-in keeps the totals Odoo computes from them, a draft with number "/".

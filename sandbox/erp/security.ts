@@ -45,6 +45,7 @@ export const ACCESS: Record<string, { label: string; models: Record<string, Perm
       'ir.module.module': 'rwcu',
       'res.currency': 'rwcu',
       'ir.config_parameter': 'rwcu',
+      'auth.oauth.provider': 'rwcu',
       'base.automation': 'rwcu',
       'ir.actions.server': 'rwcu',
       'stock.move': 'rwcu',

@@ -4,7 +4,10 @@
  * `plana-odoo-<version>`); each tenant's data lives in its own PostgreSQL database. It speaks
  * Odoo's XML-RPC (`/xmlrpc/2/common`, `/xmlrpc/2/object`, faults 1–4, `false` for empty values),
  * Odoo's web session over JSON-RPC (`/web/session/authenticate`, `/web/dataset/call_kw`), answers
- * the health probe (503 while the tenant database is being installed or missing) and shows a login page. A host without a route gets 404 on every path.
+ * the health probe (503 while the tenant database is being installed or missing), shows a login page
+ * with its OAuth providers and signs people in through them (`/auth_oauth/signin`, oauth-signin.ts:
+ * Odoo's auth_oauth with OCA's auth_oidc), then into the web client (`/web`, `/odoo`). A host without
+ * a route gets 404 on every path.
  *
  * API keys (sandbox/erp/apikeys.ts) are made in a web session as Odoo makes them and are accepted
  * in XML-RPC's password slot (17+, after the password, as Odoo's `_check_credentials`). Version 19
@@ -30,7 +33,8 @@ import { HttpError, hostOf, html, json, readBody, text } from './http.js';
 import { json2 } from './json2.js';
 import type { ErpServices } from './services.js';
 import { TenantDatabases, type Route } from './tenant-databases.js';
-import { loginPage, webJsonRpc } from './web-client.js';
+import { loginPage, webClient, webJsonRpc } from './web-client.js';
+import { loginProviders, oauthSignin } from './oauth-signin.js';
 import { xmlrpc } from './xmlrpc.js';
 
 export interface ErpStandIn {
@@ -93,26 +97,8 @@ export async function startErpStandIn(opts: ErpStandInOptions): Promise<ErpStand
     const path = (req.url ?? '/').split('?')[0]!;
     const route = host ? await tenants.routeFor(host) : null;
     if (!route) return text(res, 404, `404 Not Found: no tenant at ${host || '(no Host header)'}\n`);
-    const method = req.method ?? 'GET';
     count(host, path);
-    if (path.startsWith('/json/2/') && method === 'POST' && Number(route.version) >= 19)
-      return json2(erp, route, path, req, res);
-    if (path === '/web/health' && method === 'GET') return health(tenants, route, res);
-    if (path === '/xmlrpc/2/common' && method === 'POST') return xmlrpc(erp, route, 'common', req, res);
-    if (path === '/xmlrpc/2/object' && method === 'POST') return xmlrpc(erp, route, 'object', req, res);
-    if (
-      (path === '/web/session/authenticate' ||
-        path === '/web/session/get_session_info' ||
-        path.startsWith('/web/dataset/call_kw')) &&
-      method === 'POST'
-    )
-      return webJsonRpc(erp, route, path, req, res);
-    if (path === '/web/login' && method === 'GET') return html(res, 200, loginPage(route));
-    if (path.startsWith('/svc/saas/')) {
-      const body = method === 'POST' ? await readBody(req) : Buffer.alloc(0);
-      if (await forwardSaas(saas, route.tenant, path, req, body, res)) return;
-    }
-    return text(res, 404, '404 Not Found\n');
+    return routeRequest(erp, saas, tenants, route, path, req, res);
   }
 
   const server = createServer((req, res) => {
@@ -158,6 +144,49 @@ async function health(tenants: TenantDatabases, route: Route, res: ServerRespons
   const unserved = await tenants.unservedReason(route);
   if (unserved) return json(res, 503, { status: 'fail', reason: unserved });
   return json(res, 200, { status: 'pass' });
+}
+
+/** One tenant's request, by path and method, to the module that speaks its protocol. */
+async function routeRequest(
+  erp: ErpServices,
+  saas: SaasForwarding | undefined,
+  tenants: TenantDatabases,
+  route: Route,
+  path: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+) {
+  const method = req.method ?? 'GET';
+  if (path.startsWith('/json/2/') && method === 'POST' && Number(route.version) >= 19)
+    return json2(erp, route, path, req, res);
+  if (path === '/web/health' && method === 'GET') return health(tenants, route, res);
+  if (path === '/xmlrpc/2/common' && method === 'POST') return xmlrpc(erp, route, 'common', req, res);
+  if (path === '/xmlrpc/2/object' && method === 'POST') return xmlrpc(erp, route, 'object', req, res);
+  if (
+    (path === '/web/session/authenticate' ||
+      path === '/web/session/get_session_info' ||
+      path.startsWith('/web/dataset/call_kw')) &&
+    method === 'POST'
+  )
+    return webJsonRpc(erp, route, path, req, res);
+  if (path === '/web/login' && method === 'GET') return webLogin(erp, route, req, res);
+  if (path === '/auth_oauth/signin') return oauthSignin(erp, route, req, res);
+  if ((path === '/web' || path === '/odoo' || path.startsWith('/odoo/')) && method === 'GET')
+    return webClient(erp, route, req, res);
+  if (path.startsWith('/svc/saas/')) {
+    const body = method === 'POST' ? await readBody(req) : Buffer.alloc(0);
+    if (await forwardSaas(saas, route.tenant, path, req, body, res)) return;
+  }
+  return text(res, 404, '404 Not Found\n');
+}
+
+/** `GET /web/login`: signed in with a `redirect`, there (303); else the login page with the providers' links. */
+async function webLogin(erp: ErpServices, route: Route, req: IncomingMessage, res: ServerResponse) {
+  const query = new URL(req.url ?? '/', 'http://x').searchParams;
+  const redirect = query.get('redirect');
+  if (redirect && (await erp.sessions.live(route, req))) return res.writeHead(303, { location: redirect }).end();
+  const providers = await loginProviders(erp, route, req, redirect);
+  return html(res, 200, loginPage(route, providers, query.get('oauth_error')));
 }
 
 /** A request that failed outside Odoo's own error answers: its HTTP refusal, 503 or 500. */

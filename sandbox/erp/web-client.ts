@@ -7,7 +7,8 @@
  * Python exception.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HttpError, json, readBody } from './http.js';
+import { HttpError, html, json, readBody } from './http.js';
+import type { LoginProvider } from './oauth-signin.js';
 import { SESSION_TTL_MS } from './credentials.js';
 import { OdooError, accessDenied, accessError, attributeError, toFault } from './odoo-errors.js';
 import { checkArgs, type ErpServices } from './services.js';
@@ -87,16 +88,17 @@ async function jsonRpcBody(req: IncomingMessage): Promise<{ id?: unknown; params
   }
 }
 
+/** The `session_id` cookie of a new web session, as Odoo sets it. */
+export const sessionCookie = (sid: string) =>
+  `session_id=${sid}; Expires=${new Date(Date.now() + SESSION_TTL_MS).toUTCString()}; Max-Age=${SESSION_TTL_MS / 1000}; HttpOnly; Path=/`;
+
 /** `/web/session/authenticate`: a new session, its id in the `session_id` cookie. */
 async function authenticate(erp: ErpServices, route: Route, id: unknown, params: JsonRpcParams, res: ServerResponse) {
   if (params.db !== route.database) throw accessError('Database not found.');
   const uid = await erp.credentials.authenticate(route, params.login, params.password);
   if (uid === false) throw accessDenied();
   const sid = await erp.sessions.open(route, uid);
-  res.setHeader(
-    'set-cookie',
-    `session_id=${sid}; Expires=${new Date(Date.now() + SESSION_TTL_MS).toUTCString()}; Max-Age=${SESSION_TTL_MS / 1000}; HttpOnly; Path=/`,
-  );
+  res.setHeader('set-cookie', sessionCookie(sid));
   return json(res, 200, { jsonrpc: '2.0', id, result: sessionInfo(route, uid) });
 }
 
@@ -124,16 +126,65 @@ async function callKw(erp: ErpServices, route: Route, uid: number, params: JsonR
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** `GET /web/login`: Odoo's login form for the tenant's database. */
-export const loginPage = (route: Route) => `<!DOCTYPE html>
+/** auth_oauth's messages for `/web/login?oauth_error=…`. */
+const OAUTH_ERRORS: Record<string, string> = {
+  '1': 'Sign up is not allowed on this database.',
+  '2': 'Access Denied',
+  '3': 'You do not have access to this database or your invitation has expired. Please ask for an invitation and be sure to follow the link in your invitation email.',
+};
+
+/** `GET /web/login`: Odoo's login form for the tenant's database, its OAuth providers' links and auth_oauth's error. */
+export const loginPage = (route: Route, providers: LoginProvider[] = [], oauthError?: string | null) => {
+  const error = oauthError ? OAUTH_ERRORS[oauthError] : undefined;
+  const links = providers
+    .map(
+      (p) =>
+        `  <a class="list-group-item" href="${escapeHtml(p.authLink)}"><i class="${escapeHtml(p.cssClass)}"></i> ${escapeHtml(p.body)}</a>\n`,
+    )
+    .join('');
+  return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Login | Odoo</title></head>
 <body>
 <form class="oe_login_form" role="form" method="post" action="/web/login">
   <input type="hidden" name="db" value="${escapeHtml(route.database)}">
   <label for="login">Email</label> <input type="text" name="login" id="login" required autofocus autocapitalize="off">
   <label for="password">Password</label> <input type="password" name="password" id="password" required autocomplete="current-password">
-  <button type="submit">Log in</button>
+${error ? `  <p class="alert alert-danger" role="alert">${escapeHtml(error)}</p>\n` : ''}  <button type="submit">Log in</button>
 </form>
-<p>Odoo ${escapeHtml(route.version)}.0 · ${escapeHtml(route.host)}</p>
+${links ? `<div class="o_auth_oauth_providers list-group mt-1 mb-1 text-start">\n${links}</div>\n` : ''}<p>Odoo ${escapeHtml(route.version)}.0 · ${escapeHtml(route.host)}</p>
 </body></html>
 `;
+};
+
+/**
+ * `GET /web`, `/odoo`, `/odoo/…` (Odoo's `web_client`): without a live session, 303 to
+ * `/web/login?redirect=<full path>`; with one, the web client (here: a page naming the signed-in user).
+ */
+export async function webClient(erp: ErpServices, route: Route, req: IncomingMessage, res: ServerResponse) {
+  const session = await erp.sessions.live(route, req);
+  const url = new URL(req.url ?? '/', 'http://x');
+  if (!session) {
+    const fullPath = `${url.pathname}?${url.search.slice(1)}`;
+    return res.writeHead(303, { location: `/web/login?${new URLSearchParams({ redirect: fullPath })}` }).end();
+  }
+  const redirect = url.searchParams.get('redirect');
+  if (redirect) return res.writeHead(303, { location: redirect }).end();
+  const { rows } = await erp.tenants.onTenantDb(route, (db) =>
+    db.query<{ name: string; login: string }>(
+      'SELECT p.name, u.login FROM res_users u JOIN res_partner p ON p.id = u.partner_id WHERE u.id = $1',
+      [session.uid],
+    ),
+  );
+  const user = rows[0] ?? { name: '', login: '' };
+  return html(
+    res,
+    200,
+    `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Odoo</title></head>
+<body class="o_web_client">
+<header class="o_main_navbar"><span class="o_user_menu" data-login="${escapeHtml(user.login)}">${escapeHtml(user.name)}</span></header>
+<main class="o_action_manager"><p>Odoo ${escapeHtml(route.version)}.0 · ${escapeHtml(route.database)}</p></main>
+</body></html>
+`,
+  );
+}

@@ -9,6 +9,9 @@
  * throttle. A session started here is accepted by the account API and the other way round. The
  * difference is the transport: the account API serves browsers (refresh token in an httpOnly cookie);
  * this service serves other services, so the refresh token travels in the JSON body.
+ *
+ * It also serves the platform's own OpenID provider for the tenants' ERPs (§4.8, oidc-provider.ts,
+ * under `/application/o`) and its login page (oidc-interactions.ts).
  */
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -25,6 +28,9 @@ import type { ServiceKeyCheck } from '../../domain/service-keys/service-key-auth
 import { ProblemSchema, Text } from '../../api/schemas/common.js';
 import { registerKeyedRoutes, type KeyedRoutes } from '../service-routes.js';
 import type { DestinationStream } from 'pino';
+import { oidcProviderIssuer } from '../../domain/identity/oidc-clients.js';
+import { createOidcProvider, mountOidcProvider } from './oidc-provider.js';
+import { registerInteractions, registerPortalHandoff } from './oidc-interactions.js';
 
 export const AUTH_TARGET = 'auth';
 
@@ -39,6 +45,9 @@ export interface AuthDeps {
     | 'LOGIN_MAX_FAILURES'
     | 'LOGIN_FAILURE_WINDOW_SECONDS'
     | 'LOG_LEVEL'
+    | 'SECRETS_KEY'
+    | 'AUTH_URL'
+    | 'OIDC_PROVIDER_ISSUER'
   >;
   /** The service-key check of target `auth` (domain/service-keys/verifier.ts): every registered caller may call. */
   serviceKeys: ServiceKeyCheck;
@@ -80,7 +89,30 @@ export async function buildAuthApp(deps: AuthDeps): Promise<FastifyInstance> {
     registerRefresh(v1, deps);
     registerStatus(v1, deps, startedAt);
   });
+  await registerOidcProvider(app, deps, throttle);
   return app;
+}
+
+/** The platform's OpenID provider for the tenants' ERPs (oidc-provider.ts) and its login pages. */
+async function registerOidcProvider(app: ServiceApp, deps: AuthDeps, throttle: PasswordThrottle) {
+  const issuer = oidcProviderIssuer(deps.config);
+  const provider = await createOidcProvider({
+    pool: deps.pool,
+    issuer,
+    secretsKey: deps.config.SECRETS_KEY,
+    log: app.log,
+  });
+  const interactions = {
+    pool: deps.pool,
+    redis: deps.redis,
+    provider,
+    issuer,
+    secretsKey: deps.config.SECRETS_KEY,
+    throttle,
+  };
+  await registerInteractions(app, interactions);
+  registerPortalHandoff(app, interactions);
+  await mountOidcProvider(app, provider, issuer);
 }
 
 async function registerOpenApi(app: ServiceApp) {

@@ -13,6 +13,7 @@ import { createPool, type Pool } from '../../lib/db.js';
 import { freePort } from '../../scripts/local-servers.js';
 import { testConfig } from '../support/env.js';
 import { addUser, addWorkspace, call } from '../support/workspace-api.js';
+import { Browser } from '../support/http-browser.js';
 
 let cfg: Config;
 let pool: Pool;
@@ -60,82 +61,6 @@ afterAll(async () => {
   await new Promise((r) => idp?.close(r));
   await pool?.end();
 });
-
-/** A minimal browser: a cookie jar per host name, manual redirects, form posts. */
-class Browser {
-  private jar = new Map<string, Map<string, string>>();
-
-  private remember(url: URL, res: Response) {
-    const cookies = this.jar.get(url.hostname) ?? new Map<string, string>();
-    for (const c of res.headers.getSetCookie()) {
-      const [pair] = c.split(';');
-      const i = pair!.indexOf('=');
-      const name = pair!.slice(0, i);
-      const value = pair!.slice(i + 1);
-      if (value === '' || /expires=Thu, 01 Jan 1970/i.test(c)) cookies.delete(name);
-      else cookies.set(name, value);
-    }
-    this.jar.set(url.hostname, cookies);
-  }
-
-  cookie(host: string, name: string) {
-    return this.jar.get(host)?.get(name);
-  }
-
-  setCookie(host: string, name: string, value: string) {
-    const cookies = this.jar.get(host) ?? new Map<string, string>();
-    cookies.set(name, value);
-    this.jar.set(host, cookies);
-  }
-
-  /** Follows redirects; with `stopBefore`, returns the first redirect target starting with it instead. */
-  async request(
-    url: string,
-    init: { method?: string; form?: Record<string, string>; stopBefore?: string } = {},
-  ): Promise<{ url: string; res: Response }> {
-    let current = new URL(url);
-    let method = init.method ?? 'GET';
-    let body: string | undefined = init.form ? new URLSearchParams(init.form).toString() : undefined;
-    for (let hops = 0; hops < 20; hops++) {
-      const cookies = [...(this.jar.get(current.hostname) ?? new Map())].map(([k, v]) => `${k}=${v}`).join('; ');
-      const res = await fetch(current, {
-        method,
-        redirect: 'manual',
-        headers: {
-          ...(cookies ? { cookie: cookies } : {}),
-          ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
-        },
-        body,
-      });
-      this.remember(current, res);
-      const location = res.headers.get('location');
-      if (res.status >= 300 && res.status < 400 && location) {
-        current = new URL(location, current);
-        if (init.stopBefore && current.toString().startsWith(init.stopBefore)) return { url: current.toString(), res };
-        method = 'GET';
-        body = undefined;
-        continue;
-      }
-      return { url: current.toString(), res };
-    }
-    throw new Error('too many redirects');
-  }
-
-  /** Submits the one form of an HTML page of the provider with the given fields. */
-  async submit(page: { url: string; res: Response }, fields: Record<string, string>, stopBefore?: string) {
-    const html = await page.res.text();
-    const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
-    if (!action) throw new Error(`no form on ${page.url}: ${html.slice(0, 200)}`);
-    const hidden = Object.fromEntries(
-      [...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]),
-    );
-    return this.request(new URL(action, page.url).toString(), {
-      method: 'POST',
-      form: { ...hidden, ...fields },
-      stopBefore,
-    });
-  }
-}
 
 /** The whole dance: start → provider login as `login` → consent → back at the callback. */
 async function oidcLogin(browser: Browser, login: string, start = '/api/auth/oidc/start') {

@@ -1,7 +1,8 @@
 /** Debian's Chromium (or CHROMIUM_PATH), headless, driven by playwright-core: the portal's tests and bench. */
 import { chromium, type Browser } from 'playwright-core';
 
-export function launchChromium(): Promise<Browser> {
+/** `extraArgs`: more command-line switches (e.g. `--host-resolver-rules` for the tenants' host names). */
+export function launchChromium(extraArgs: string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
     args: [
@@ -10,6 +11,7 @@ export function launchChromium(): Promise<Browser> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      ...extraArgs,
     ],
   });
 }

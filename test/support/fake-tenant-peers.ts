@@ -21,6 +21,7 @@ type LifecycleActivityName =
   | 'createFilestore'
   | 'createBackupSchedule'
   | 'ensureChatRoom'
+  | 'ensureErpSignIn'
   | 'probeTenantHealth'
   | 'publishProvisionedEvent'
   | 'createTenantBackup'
@@ -29,6 +30,7 @@ type LifecycleActivityName =
   | 'wipeFilestore'
   | 'deleteBackupSchedule'
   | 'archiveChatRoom'
+  | 'removeErpSignIn'
   | 'recordTenantStatus';
 
 export type FakeActivities = Pick<Activities, LifecycleActivityName>;
@@ -152,6 +154,14 @@ export class FakeTenantPeers {
         created: true,
         restored: false,
       })),
+      ensureErpSignIn: run('ensureErpSignIn', ({ tenant, host }) => ({
+        clientId: `erp-${tenant}`,
+        redirectUri: `http://${host}/auth_oauth/signin`,
+        providerId: 1,
+        created: 0,
+        updated: 0,
+        archived: 0,
+      })),
       probeTenantHealth: run('probeTenantHealth', async ({ windowMs }) => {
         const unhealthyNow = this.unhealthyProbes > 0;
         if (unhealthyNow) this.unhealthyProbes -= 1;
@@ -182,6 +192,7 @@ export class FakeTenantPeers {
         room: `support-${spec.subdomain}`,
         outcome: 'archived' as const,
       })),
+      removeErpSignIn: run('removeErpSignIn', () => ({ removed: true })),
       recordTenantStatus: run('recordTenantStatus', ({ name, status }) => {
         this.statuses.set(name, status);
         this.mirrored.set(name, [...(this.mirrored.get(name) ?? []), status]);

@@ -5,6 +5,7 @@
  * each on its own free port, with the filestore and backup roots in throw-away folders and the
  * lifecycle durations shortened.
  */
+import { startAuth } from '../../services/auth/server.js';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -49,6 +50,9 @@ export interface TenantPlatform {
   stopChat(): Promise<void>;
   startWorker(): Promise<void>;
   stopWorker(): Promise<void>;
+  /** Starts the auth service (the platform's OpenID provider) again, on the same port. */
+  startAuth(): Promise<void>;
+  stopAuth(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -63,7 +67,7 @@ export async function startTenantPlatform(
   overrides: Record<string, string> = {},
   opts: { worker?: boolean; ingressTo?: string } = {},
 ): Promise<TenantPlatform> {
-  const [erpPort, eventsPort, chatPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const [erpPort, eventsPort, chatPort, authPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
   const cfg = await testConfig({
     ERP_PORT: String(erpPort),
     ERP_URL: `http://127.0.0.1:${erpPort}`,
@@ -75,6 +79,10 @@ export async function startTenantPlatform(
     EVENTS_CLAIM_IDLE_MS: '1000',
     CHAT_PORT: String(chatPort),
     CHAT_URL: `http://127.0.0.1:${chatPort}`,
+    AUTH_PORT: String(authPort),
+    AUTH_URL: `http://127.0.0.1:${authPort}`,
+    // the tenants' ERPs as a browser reaches them: their host name on the stand-in's port
+    TENANT_BASE_URL: `http://{host}:${erpPort}`,
     FILESTORE_ROOT: tempDir('filestore'),
     BACKUP_ROOT: tempDir('backups'),
     TENANT_READY_DEADLINE: '30s',
@@ -117,6 +125,7 @@ export async function startTenantPlatform(
 
   const chatDir = tempDir('chat');
   let chat: ChatStandIn | undefined;
+  let auth: Awaited<ReturnType<typeof startAuth>> | undefined;
   const worker = restartableWorker(cfg);
 
   const platform: TenantPlatform = {
@@ -148,13 +157,22 @@ export async function startTenantPlatform(
     },
     startWorker: worker.start,
     stopWorker: worker.stop,
+    async startAuth() {
+      auth = await startAuth(cfg);
+    },
+    async stopAuth() {
+      await auth?.close();
+      auth = undefined;
+    },
     async close() {
       await platform.stopWorker();
       await platform.stopChat();
+      await platform.stopAuth();
       for (const close of closers.reverse()) await close().catch(() => {});
     },
   };
   await platform.startChat();
+  await platform.startAuth();
   if (opts.worker !== false) await platform.startWorker();
   return platform;
 }

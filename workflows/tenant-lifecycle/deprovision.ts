@@ -1,7 +1,7 @@
 /**
  * Deprovisioning (§3.2), after the soak period or a delete after the cancel: a last backup, then
- * the route removed, the database dropped, the filestore folder wiped, the backup schedule deleted
- * and the chat room archived (inactive). Stored backups stay for their tier's retention.
+ * the route removed, the database dropped, the filestore folder wiped, the backup schedule deleted,
+ * the ERP's OIDC client removed and the chat room archived (inactive). Stored backups stay for their tier's retention.
  *
  * Each teardown step must finish: it is retried without limit while a peer is away (a `DROP
  * DATABASE` refused for a while, PostgreSQL restarting). Only a business failure (a non-retryable
@@ -9,6 +9,7 @@
  * resource, the other steps still run, and the tenant ends Deprovisioned with Synced=False naming
  * what was left behind, so a half-made tenant is deprovisioned to nothing it did create.
  */
+import { patched } from '@temporalio/workflow';
 import { chatRoomName } from '../../domain/tenants/chat-room.js';
 import { backupScheduleId, type TenantClientSpec } from '../../domain/tenants/types.js';
 import { failureMessage } from '../shared/activity-failures.js';
@@ -89,6 +90,21 @@ const teardownSteps = [
   }),
 ];
 
+/** The ERP's OIDC client removed (patched: earlier runs had none to remove). */
+const removeErpSignIn = teardownStep({
+  name: 'remove-erp-sign-in',
+  resource: 'erpSignIn',
+  ensures: "no OIDC client of the tenant's ERP at the platform's provider",
+  call: ({ activities, name }) =>
+    activities.mustFinish.removeErpSignIn.executeWithOptions({ summary: `Remove the OIDC client of ${name}'s ERP` }, [
+      { tenant: name },
+    ]),
+  record: ({ tenant }, removed) => {
+    tenant.setResourceDeleted('erpSignIn', removed.removed ? 'client removed' : 'there was no client');
+    tenant.recordStep('remove-erp-sign-in', 'ok', removed.removed ? 'removed' : 'absent');
+  },
+});
+
 export async function deprovision(tenant: TenantState, activities: LifecycleActivities): Promise<void> {
   const state = tenant.state;
   const { spec, name } = state;
@@ -108,7 +124,8 @@ export async function deprovision(tenant: TenantState, activities: LifecycleActi
   await tenant.mirror();
 
   if (state.resources.database.state === 'Created') await finalBackup(context);
-  for (const step of teardownSteps) {
+  const steps = patched('erp-sign-in') ? [...teardownSteps, removeErpSignIn] : teardownSteps;
+  for (const step of steps) {
     // a business failure is kept on the resource and the next step runs
     await runResourceStep(tenant, context, step, (err) => {
       const message = failureMessage(err);

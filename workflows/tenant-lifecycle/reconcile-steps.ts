@@ -235,6 +235,29 @@ const createBackupSchedule = reconcileStep({
   },
 });
 
+/** Non-fatal: a failure stays on the resource (Synced stays True, Ready does not wait); the next reconcile tries again. */
+const ensureErpSignIn = reconcileStep({
+  name: 'ensure-erp-sign-in',
+  resource: 'erpSignIn',
+  ensures:
+    "the ERP signs in through the platform's OpenID provider: its client, the ERP's provider, the members' ERP users",
+  call: ({ activities, name, database, host }) =>
+    activities.nonFatal.ensureErpSignIn.executeWithOptions(
+      { summary: `OIDC client of ${name}'s ERP, its provider and members' users (non-fatal)` },
+      [{ tenant: name, database, host }],
+    ),
+  record: ({ tenant }, signIn) => {
+    const users = `users ${signIn.created} created, ${signIn.updated} kept, ${signIn.archived} archived`;
+    tenant.setResource('erpSignIn', {
+      externalName: signIn.clientId,
+      synced: 'True',
+      state: 'Created',
+      message: `redirect URI ${signIn.redirectUri}`,
+    });
+    tenant.recordStep('ensure-erp-sign-in', 'ok', `${signIn.clientId}; ${users}`);
+  },
+});
+
 /** Non-fatal: a failure stays on the room (Synced stays True); retry-chat-room tries again. */
 const ensureChatRoom = reconcileStep({
   name: 'ensure-chat-room',
@@ -275,6 +298,8 @@ export function* reconcileSteps(tenant: TenantState, context: ReconcileStepConte
   if (patched('tier-modules')) yield ensureTierModules;
   yield createFilestore;
   yield createBackupSchedule;
+  // patched: earlier runs had no sign-in through the platform's provider
+  if (patched('erp-sign-in')) yield ensureErpSignIn;
   const chatRoom = tenant.state.resources.chatRoom;
   if (chatRoom.state !== 'Created' || tenant.state.chatRetry) yield ensureChatRoom;
 }

@@ -9,7 +9,10 @@ import type { LifecycleState, TenantLifecycleInput } from '../../domain/tenants/
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import {
   newResources,
+  nonFatalResources,
+  pendingResource,
   resourceErrors,
+  resourceKinds,
   setCondition,
   type Condition,
   type ReadyReason,
@@ -37,6 +40,8 @@ export class TenantState {
     private readonly mirrorStatus: MirrorStatus,
   ) {
     this.needsReconcile = state.phase !== 'Ready';
+    // a state from before a resource kind existed (erpSignIn) gets it as not reconciled yet
+    for (const kind of resourceKinds) state.resources[kind] ??= pendingResource(nowIso());
   }
 
   static initial(input: TenantLifecycleInput): LifecycleState {
@@ -168,17 +173,24 @@ export class TenantState {
     this.statusChanged = true;
   }
 
-  /** Synced from the resources: False while one (other than the non-fatal chat room) failed. */
+  /** Synced from the resources: False while one (other than the non-fatal ones) failed. */
   setSyncedFromResources(generation: number): void {
     const errors = this.blockingErrors();
-    const chatRoom = this.state.resources.chatRoom;
+    const { chatRoom, erpSignIn } = this.state.resources;
     if (errors.length) this.setSynced('False', errors.join('; '), generation);
     else
       this.setSynced(
         'True',
-        chatRoom.state === 'Failed'
-          ? `chatRoom failed (non-fatal, retry with \`retry chat-room ${this.name}\`): ${chatRoom.message}`
-          : '',
+        [
+          chatRoom.state === 'Failed'
+            ? `chatRoom failed (non-fatal, retry with \`retry chat-room ${this.name}\`): ${chatRoom.message}`
+            : '',
+          erpSignIn.state === 'Failed'
+            ? `erpSignIn failed (non-fatal, the next reconcile makes it): ${erpSignIn.message}`
+            : '',
+        ]
+          .filter(Boolean)
+          .join('; '),
         generation,
       );
   }
@@ -192,9 +204,9 @@ export class TenantState {
     this.statusChanged = true;
   }
 
-  /** The failures that keep the tenant from being Synced (the chat room never does). */
+  /** The failures that keep the tenant from being Synced (the non-fatal resources' never do). */
   blockingErrors(): string[] {
-    return resourceErrors(this.state.resources).filter((e) => !e.startsWith('chatRoom:'));
+    return resourceErrors(this.state.resources).filter((e) => !nonFatalResources.some((k) => e.startsWith(`${k}:`)));
   }
 
   /** Writes the status to PostgreSQL (for `get`, the portal and the API) when it changed. */

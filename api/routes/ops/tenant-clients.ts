@@ -66,7 +66,7 @@ const TenantStatus = Type.Object({
   phase: Type.String({ description: 'Provisioning, Ready, Unavailable, Cancelled, Deprovisioning or Deprovisioned' }),
   conditions: Type.Array(Condition),
   resources: Type.Record(Type.String(), ResourceState, {
-    description: 'database, apiUser, route, filestore, backupSchedule, chatRoom',
+    description: 'database, apiUser, route, filestore, backupSchedule, chatRoom, erpSignIn',
   }),
   steps: Type.Array(
     Type.Object({ step: Type.String(), at: Type.String(), outcome: Type.String(), message: Type.String() }),

@@ -574,7 +574,7 @@ export interface paths {
                                     lastTransitionTime: string;
                                     observedGeneration: number;
                                 }[];
-                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom */
+                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom, erpSignIn */
                                 resources: {
                                     [key: string]: {
                                         externalName: string;
@@ -725,7 +725,7 @@ export interface paths {
                                     lastTransitionTime: string;
                                     observedGeneration: number;
                                 }[];
-                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom */
+                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom, erpSignIn */
                                 resources: {
                                     [key: string]: {
                                         externalName: string;
@@ -897,7 +897,7 @@ export interface paths {
                                     lastTransitionTime: string;
                                     observedGeneration: number;
                                 }[];
-                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom */
+                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom, erpSignIn */
                                 resources: {
                                     [key: string]: {
                                         externalName: string;
@@ -1070,7 +1070,7 @@ export interface paths {
                                     lastTransitionTime: string;
                                     observedGeneration: number;
                                 }[];
-                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom */
+                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom, erpSignIn */
                                 resources: {
                                     [key: string]: {
                                         externalName: string;
@@ -1243,7 +1243,7 @@ export interface paths {
                                     lastTransitionTime: string;
                                     observedGeneration: number;
                                 }[];
-                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom */
+                                /** @description database, apiUser, route, filestore, backupSchedule, chatRoom, erpSignIn */
                                 resources: {
                                     [key: string]: {
                                         externalName: string;
@@ -6742,6 +6742,122 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/portal/erp/sign-in": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Open the workspace's ERP signed in: a single-use link (60 s) for the browser to follow */
+        post: {
+            parameters: {
+                query?: {
+                    /** @description workspace slug; or the X-Workspace header */
+                    workspace?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description follow it at once in the browser; it works once, for 60 s */
+                            url: string;
+                            /** @description the ERP's login page, where the link leads */
+                            erpUrl: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;

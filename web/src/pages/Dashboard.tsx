@@ -1,9 +1,9 @@
 /** KPIs, the cash-flow chart (Chart.js) and the alerts of the workspace's ERP, as a member sees them. */
 import { api, call } from '../api/client';
 import type { paths } from '../api/schema';
-import { Loaded, numeric, Table } from '../components';
+import { ErrorMessage, Loaded, numeric, Table } from '../components';
 import { formatAmount } from '../format';
-import { useLoad } from '../hooks';
+import { useAction, useLoad } from '../hooks';
 import type { WorkspaceRef } from '../nav';
 import { CashflowChart } from './CashflowChart';
 import { AlertList } from './DashboardAlerts';
@@ -38,6 +38,7 @@ export function Dashboard({ workspace }: { workspace: WorkspaceRef }) {
   return (
     <>
       <h1>Dashboard</h1>
+      <OpenErp workspace={workspace} />
       <p className="muted">
         {workspace.name}
         {k &&
@@ -65,6 +66,25 @@ export function Dashboard({ workspace }: { workspace: WorkspaceRef }) {
         </Loaded>
       </section>
     </>
+  );
+}
+
+/** "Open ERP": the ERP signs the person in through the platform's provider, no second password. */
+function OpenErp({ workspace }: { workspace: WorkspaceRef }) {
+  const action = useAction();
+  async function open() {
+    const link = await action.run(() =>
+      call(() => api.POST('/api/portal/erp/sign-in', { params: { query: { workspace: workspace.slug } } })),
+    );
+    if (link) window.location.assign(link.url);
+  }
+  return (
+    <p>
+      <button type="button" onClick={() => void open()} disabled={action.busy}>
+        Open ERP
+      </button>
+      {action.error !== undefined && <ErrorMessage error={action.error} />}
+    </p>
   );
 }
 

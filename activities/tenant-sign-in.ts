@@ -1,0 +1,52 @@
+/**
+ * The tenant's ERP signs in through the platform's OpenID provider (a composed resource of its own,
+ * `erpSignIn`, non-fatal: the tenant turns Ready without it and the next reconcile makes it): the
+ * ERP's client at the provider, the ERP's `auth.oauth.provider`, and the ERP users of the
+ * workspace's members (domain/identity/erp-sign-in.ts).
+ */
+import { erpApiUserDeps } from '../domain/erp/admin-session.js';
+import { ensureErpSignInProvider, syncErpSignInUsers, tenantMembers } from '../domain/identity/erp-sign-in.js';
+import {
+  ensureTenantClient,
+  erpRedirectUri,
+  oidcProviderIssuer,
+  removeTenantClient,
+  tenantBaseUrl,
+} from '../domain/identity/oidc-clients.js';
+import type { PlatformDeps } from './deps.js';
+
+/** The provider answers its discovery document (the ERP needs it at sign-in); else why not, for the resource's message. */
+async function checkProvider(issuer: string): Promise<void> {
+  const url = `${issuer}/.well-known/openid-configuration`;
+  const res = await fetch(url, { signal: AbortSignal.timeout(5_000) }).catch((err: Error) => {
+    throw new Error(
+      `the OpenID provider ${issuer} does not answer (${err.cause ?? err.message}): the ERP's client is not created yet`,
+    );
+  });
+  if (!res.ok)
+    throw new Error(`the OpenID provider ${issuer} answered HTTP ${res.status}: the ERP's client is not created yet`);
+}
+
+export const createTenantSignInActivities = ({ config, platformPool }: PlatformDeps) => ({
+  /** The ERP's client at the provider, its provider record and its members' users (all idempotent). */
+  async ensureErpSignIn(input: { tenant: string; database: string; host: string }) {
+    const issuer = oidcProviderIssuer(config);
+    await checkProvider(issuer);
+    const redirectUri = erpRedirectUri(tenantBaseUrl(config, input.host));
+    const client = await ensureTenantClient(platformPool, config.SECRETS_KEY, input.tenant, redirectUri);
+    const deps = erpApiUserDeps(config, platformPool);
+    const providerId = await ensureErpSignInProvider(deps, input.database, issuer, client);
+    const users = await syncErpSignInUsers(
+      deps,
+      input.database,
+      providerId,
+      await tenantMembers(platformPool, input.tenant),
+    );
+    return { clientId: client.clientId, redirectUri, providerId, ...users };
+  },
+
+  /** Deprovisioning: the client goes (its ERP goes with the database). */
+  async removeErpSignIn(input: { tenant: string }) {
+    return { removed: await removeTenantClient(platformPool, input.tenant) };
+  },
+});

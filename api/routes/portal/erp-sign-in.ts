@@ -1,0 +1,74 @@
+/**
+ * `POST /api/portal/erp/sign-in` ("Open ERP"): a single-use link (60 s) to the platform's OpenID
+ * provider that signs the caller in there without their password and sends them on to their
+ * workspace's ERP, whose "Sign in with Plana" then lands them in the ERP
+ * (domain/identity/erp-handoff.ts). Members and admins; the ERP's users are brought up to the
+ * workspace's membership first (someone who joined since the last reconcile gets theirs).
+ */
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { AppError } from '../../../lib/errors.js';
+import { erpApiUserDeps } from '../../../domain/erp/admin-session.js';
+import { issueErpHandoff } from '../../../domain/identity/erp-handoff.js';
+import { syncTenantErpUsers } from '../../../domain/identity/erp-sign-in.js';
+import type { ApiDeps } from '../../plugins/deps.js';
+import { oidcProviderIssuer, tenantBaseUrl } from '../../../domain/identity/oidc-clients.js';
+import { access } from '../../plugins/access.js';
+import { TenantName } from '../../schemas/common.js';
+
+const Problem = Type.Ref('Problem');
+
+/** The workspace's ERP users as the membership says now (the caller may have joined since the last reconcile). */
+async function ensureCallerInErp(deps: ApiDeps, tenant: { name: string; database: string }) {
+  let synced;
+  try {
+    synced = await syncTenantErpUsers(erpApiUserDeps(deps.config, deps.pool), tenant);
+  } catch (err) {
+    throw new AppError('UNAVAILABLE', 'The ERP does not answer; try again in a minute.', {}, { cause: err });
+  }
+  if (!synced)
+    throw new AppError('UNAVAILABLE', "The ERP's sign-in is not set up yet; the platform sets it up shortly.");
+}
+
+export default async function erpSignInRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  app.post(
+    '/api/portal/erp/sign-in',
+    {
+      config: { access: access.member },
+      schema: {
+        tags: ['integrations'],
+        summary: "Open the workspace's ERP signed in: a single-use link (60 s) for the browser to follow",
+        querystring: Type.Object({
+          workspace: Type.Optional({ ...TenantName, description: 'workspace slug; or the X-Workspace header' }),
+        }),
+        response: {
+          200: Type.Object({
+            url: Type.String({ description: 'follow it at once in the browser; it works once, for 60 s' }),
+            erpUrl: Type.String({ description: "the ERP's login page, where the link leads" }),
+          }),
+          400: Problem,
+          401: Problem,
+          403: Problem,
+          404: Problem,
+          503: Problem,
+        },
+      },
+    },
+    async (req, reply) => {
+      const { pool, redis, config } = app.deps;
+      const { rows } = await pool.query<{ name: string; host: string; database: string }>(
+        `SELECT t.name, r.host, r.database FROM tenants t JOIN tenant_routes r ON r.tenant = t.name
+          WHERE t.workspace_id = $1 ORDER BY r.host LIMIT 1`,
+        [req.memberWorkspace!.id],
+      );
+      if (!rows[0]) throw new AppError('NOT_FOUND', 'This workspace has no ERP yet.');
+      await ensureCallerInErp(app.deps, rows[0]);
+      const erpUrl = `${tenantBaseUrl(config, rows[0].host)}/web/login`;
+      const ticket = await issueErpHandoff(redis, { userId: req.user!.id, target: erpUrl });
+      const url = `${oidcProviderIssuer(config)}/portal-sign-in?${new URLSearchParams({ handoff_token: ticket })}`;
+      return reply.header('cache-control', 'no-store').send({ url, erpUrl });
+    },
+  );
+}

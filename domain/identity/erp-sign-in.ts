@@ -1,0 +1,148 @@
+/**
+ * A tenant's ERP signs in through the platform's OpenID provider: what the ERP needs, written as
+ * its `admin` through Odoo's models. Odoo 18 Community's `auth_oauth` asks for `response_type=token`
+ * (the implicit grant), which oidc-provider (certified, OAuth 2.0 Security BCP) refuses; OCA's
+ * `auth_oidc` (odoo-addon-auth-oidc) extends the same `auth.oauth.provider` with the authorization
+ * code flow and PKCE (`flow = id_token_code`, `token_endpoint`, `jwks_uri`, `client_secret`), and
+ * keeps `/auth_oauth/signin` as the callback. So the ERP gets one provider of that flow.
+ */
+import type pg from 'pg';
+import { adminSession, erpMajorVersion, groupsField, type ErpApiUserDeps } from '../erp/admin-session.js';
+import { groupIds } from '../erp/api-user.js';
+import { ERP_SCOPE_REQUESTED, tenantClientId, type TenantOidcClient } from './oidc-clients.js';
+
+/** The login button's label on the ERP's login page. */
+export const ERP_PROVIDER_BUTTON = 'Sign in with Plana';
+
+/** The `auth.oauth.provider` values for the platform's provider at `issuer`. */
+export function erpProviderValues(issuer: string, client: TenantOidcClient) {
+  return {
+    name: 'Plana',
+    body: ERP_PROVIDER_BUTTON,
+    flow: 'id_token_code',
+    client_id: client.clientId,
+    client_secret: client.clientSecret,
+    auth_endpoint: `${issuer}/authorize/`,
+    token_endpoint: `${issuer}/token/`,
+    jwks_uri: `${issuer}/jwks/`,
+    validation_endpoint: `${issuer}/userinfo/`,
+    scope: ERP_SCOPE_REQUESTED,
+    enabled: true,
+  };
+}
+
+/** Creates the ERP's provider for this client, or brings it up to date; answers its id. */
+export async function ensureErpSignInProvider(
+  deps: ErpApiUserDeps,
+  database: string,
+  issuer: string,
+  client: TenantOidcClient,
+): Promise<number> {
+  const { session } = await adminSession(deps, database);
+  const values = erpProviderValues(issuer, client);
+  const existing = await session.callKw<{ id: number }[]>(
+    'auth.oauth.provider',
+    'search_read',
+    [[['client_id', '=', client.clientId]]],
+    { fields: ['id'] },
+  );
+  if (existing[0]) {
+    await session.callKw('auth.oauth.provider', 'write', [[existing[0].id], values]);
+    return existing[0].id;
+  }
+  return session.callKw<number>('auth.oauth.provider', 'create', [values]);
+}
+
+/** A workspace member as the ERP gets them: admins with settings rights, members as internal users. */
+export interface ErpMember {
+  userId: string;
+  email: string;
+  name: string;
+  role: 'admin' | 'member';
+}
+
+/** External ids of the groups per workspace role (admins: settings and access rights). */
+export const ERP_GROUPS_BY_ROLE = {
+  admin: ['base.group_user', 'base.group_erp_manager', 'base.group_system'],
+  member: ['base.group_user'],
+} as const;
+
+/** The members of the tenant's workspace. */
+export async function tenantMembers(pool: pg.Pool, tenant: string): Promise<ErpMember[]> {
+  const { rows } = await pool.query<ErpMember>(
+    `SELECT u.id AS "userId", u.email, u.name, m.role FROM tenants t
+       JOIN memberships m ON m.workspace_id = t.workspace_id JOIN users u ON u.id = m.user_id
+      WHERE t.name = $1 ORDER BY u.email`,
+    [tenant],
+  );
+  return rows;
+}
+
+/**
+ * The ERP users who sign in through the platform's provider (`oauth_uid` = the platform user id):
+ * one per member, active, with its role's groups; any other such user archived (a removed member:
+ * archiving also ends their ERP sessions, Odoo's session token includes the active flag).
+ */
+export async function syncErpSignInUsers(
+  deps: ErpApiUserDeps,
+  database: string,
+  providerId: number,
+  members: ErpMember[],
+): Promise<{ created: number; updated: number; archived: number }> {
+  const { session } = await adminSession(deps, database);
+  const version = await erpMajorVersion(deps.erpUrl, database);
+  const [groups, companies, existing] = await Promise.all([
+    Promise.all([
+      groupIds(session, database, ERP_GROUPS_BY_ROLE.admin),
+      groupIds(session, database, ERP_GROUPS_BY_ROLE.member),
+    ]),
+    session.callKw<number[]>('res.company', 'search', [[]], { order: 'id' }),
+    session.callKw<{ id: number; oauth_uid: string; login: string; active: boolean }[]>(
+      'res.users',
+      'search_read',
+      [[['oauth_provider_id', '=', providerId]]],
+      { fields: ['oauth_uid', 'login', 'active'], context: { active_test: false } },
+    ),
+  ]);
+  const counts = { created: 0, updated: 0, archived: 0 };
+  for (const m of members) {
+    const values = {
+      name: m.name || m.email,
+      login: m.email,
+      active: true,
+      oauth_uid: m.userId,
+      oauth_provider_id: providerId,
+      company_id: companies[0],
+      company_ids: [[6, 0, companies]],
+      [groupsField(version)]: [[6, 0, m.role === 'admin' ? groups[0] : groups[1]]],
+    };
+    const user = existing.find((u) => u.oauth_uid === m.userId);
+    if (user) await session.callKw('res.users', 'write', [[user.id], values]);
+    else await session.callKw('res.users', 'create', [values]);
+    counts[user ? 'updated' : 'created']++;
+  }
+  const removed = existing.filter((u) => u.active && !members.some((m) => m.userId === u.oauth_uid));
+  if (removed.length) await session.callKw('res.users', 'write', [removed.map((u) => u.id), { active: false }]);
+  counts.archived = removed.length;
+  return counts;
+}
+
+/**
+ * The ERP users of the tenant's workspace brought up to date now (what the reconcile does), for
+ * "Open ERP" by someone who joined since the last reconcile. Undefined when the ERP has no provider
+ * for the tenant's client yet (the reconcile has not made the sign-in).
+ */
+export async function syncTenantErpUsers(
+  deps: ErpApiUserDeps,
+  tenant: { name: string; database: string },
+): Promise<{ created: number; updated: number; archived: number } | undefined> {
+  const { session } = await adminSession(deps, tenant.database);
+  const providers = await session.callKw<{ id: number }[]>(
+    'auth.oauth.provider',
+    'search_read',
+    [[['client_id', '=', tenantClientId(tenant.name)]]],
+    { fields: ['id'] },
+  );
+  if (!providers[0]) return undefined;
+  return syncErpSignInUsers(deps, tenant.database, providers[0].id, await tenantMembers(deps.platform, tenant.name));
+}

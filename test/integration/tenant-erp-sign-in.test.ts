@@ -1,0 +1,187 @@
+/**
+ * Provisioning wires each tenant's ERP to the platform's OpenID provider (the `erpSignIn` resource):
+ * its client at the provider (redirect URI = the tenant's `/auth_oauth/signin`), the ERP's
+ * `auth.oauth.provider`, and the workspace members' ERP users (admins with settings rights, members
+ * as internal users; a removed member archived, their ERP session ended). With the provider down
+ * the tenant still turns Ready, the resource says what is missing, and the next reconcile makes it.
+ * Real Temporal, PostgreSQL, auth service and ERP stand-in; a browser resolving the tenant's host.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { oidcProviderIssuer } from '../../domain/identity/oidc-clients.js';
+import { ERP_PROVIDER_BUTTON } from '../../domain/identity/erp-sign-in.js';
+import { Browser } from '../support/http-browser.js';
+import { addUser, call } from '../support/workspace-api.js';
+import { queryTenantDb } from '../support/erp-tenant.js';
+import {
+  applyYaml,
+  condition,
+  isReady,
+  startTenantPlatform,
+  tenantYaml,
+  uniqueTenant,
+  waitForStatus,
+  type TenantPlatform,
+} from '../support/tenant-platform.js';
+
+let p: TenantPlatform;
+const PASSWORD = 'correct horse battery staple';
+
+beforeAll(async () => {
+  p = await startTenantPlatform();
+});
+afterAll(async () => {
+  await p?.close();
+});
+
+const baseUrl = (name: string) => `http://${name}.${p.cfg.TENANT_DOMAIN}:${new URL(p.erpUrl).port}`;
+const decode = (s: string) => s.replace(/&#(\d+);/g, (_m, c: string) => String.fromCharCode(Number(c)));
+
+/** Through the ERP's login page and the provider's; where the ERP lands the browser. */
+async function signIn(b: Browser, name: string, email: string) {
+  const page = await b.request(`${baseUrl(name)}/web/login`);
+  const html = await page.res.text();
+  const link = new RegExp(`href="([^"]+)"><i class="[^"]*"></i> ${ERP_PROVIDER_BUTTON}`).exec(html)?.[1];
+  if (!link) throw new Error(`no provider link on ${page.url}`);
+  const next = await b.request(decode(link));
+  if (!next.url.startsWith(`${oidcProviderIssuer(p.cfg)}/interaction/`)) return next;
+  return b.submit(next, { email, password: PASSWORD });
+}
+
+/** Applies the tenant again with another owner name: a new generation, reconciled. */
+async function reconcileAgain(name: string, generation: number) {
+  await applyYaml(p, tenantYaml(name, { ownerName: `Owner ${generation}` }));
+  return waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === generation);
+}
+
+async function workspaceOf(name: string) {
+  const { rows } = await p.pool.query<{ workspace_id: string }>('SELECT workspace_id FROM tenants WHERE name = $1', [
+    name,
+  ]);
+  return rows[0]!.workspace_id;
+}
+
+describe('the erpSignIn resource', () => {
+  it("is the ERP's client at the provider and its provider record; members become ERP users, removed ones are archived", async () => {
+    const name = uniqueTenant('signin');
+    await applyYaml(p, tenantYaml(name));
+    const ready = await waitForStatus(p, name, (s) => isReady(s) && s.resources.erpSignIn?.state === 'Created');
+    expect(ready.resources.erpSignIn).toMatchObject({ synced: 'True', externalName: `erp-${name}` });
+    const client = await p.pool.query('SELECT redirect_uri FROM oidc_clients WHERE tenant = $1', [name]);
+    expect(client.rows).toEqual([{ redirect_uri: `${baseUrl(name)}/auth_oauth/signin` }]);
+
+    // the workspace exists once the tenant is Ready (client.provisioned); its members get ERP users next reconcile
+    await expect.poll(() => workspaceOf(name), { timeout: 20_000 }).toBeTruthy();
+    const workspaceId = await workspaceOf(name);
+    const admin = await addUser(p.pool, [{ workspaceId, role: 'admin' }], PASSWORD);
+    const member = await addUser(p.pool, [{ workspaceId, role: 'member' }], PASSWORD);
+    await reconcileAgain(name, 2);
+    const users = await queryTenantDb<{ login: string; active: boolean; system: boolean }>(
+      { ...p.cfg },
+      `${name}.${p.cfg.TENANT_DOMAIN}`,
+      `SELECT u.login, u.active, EXISTS (SELECT 1 FROM res_groups_users_rel r JOIN ir_model_data d
+          ON d.res_id = r.gid AND d.model = 'res.groups' AND d.module = 'base' AND d.name = 'group_system'
+          WHERE r.uid = u.id) AS system
+         FROM res_users u WHERE u.oauth_uid IS NOT NULL ORDER BY u.login`,
+    );
+    expect(users).toEqual(
+      [
+        // the owner: the workspace's first admin (the welcome flow made their account)
+        { login: `owner@${name}.test`, active: true, system: true },
+        { login: admin.email, active: true, system: true },
+        { login: member.email, active: true, system: false },
+      ].sort((a, b) => a.login.localeCompare(b.login)),
+    );
+
+    const b = new Browser({ localDomain: p.cfg.TENANT_DOMAIN });
+    const landed = await signIn(b, name, member.email);
+    expect(landed.url).toBe(`${baseUrl(name)}/web`);
+    expect(await landed.res.text()).toContain('o_user_menu');
+
+    await p.pool.query('DELETE FROM memberships WHERE user_id = $1', [member.id]);
+    await reconcileAgain(name, 3);
+    expect((await b.request(`${baseUrl(name)}/odoo`)).url).toBe(`${baseUrl(name)}/web/login?redirect=%2Fodoo%3F`);
+    expect((await signIn(b, name, member.email)).url).toBe(`${baseUrl(name)}/web/login?oauth_error=3`);
+  });
+
+  it('with the provider down the tenant turns Ready, the resource says what is missing, the next reconcile makes it', async () => {
+    const name = uniqueTenant('nosignin');
+    await p.stopAuth();
+    try {
+      await applyYaml(p, tenantYaml(name));
+      const ready = await waitForStatus(p, name, (s) => isReady(s) && s.resources.erpSignIn?.state === 'Failed');
+      expect(ready.resources.erpSignIn).toMatchObject({ synced: 'False', state: 'Failed' });
+      expect(ready.resources.erpSignIn.message).toContain('does not answer');
+      expect(condition(ready, 'Synced')).toMatchObject({ status: 'True' });
+      expect(condition(ready, 'Synced')?.message).toContain('erpSignIn failed (non-fatal');
+      const none = await p.pool.query('SELECT 1 FROM oidc_clients WHERE tenant = $1', [name]);
+      expect(none.rowCount).toBe(0);
+    } finally {
+      await p.startAuth();
+    }
+    const again = await reconcileAgain(name, 2);
+    expect(again.resources.erpSignIn).toMatchObject({ synced: 'True', state: 'Created', externalName: `erp-${name}` });
+    expect(condition(again, 'Synced')?.message).toBe('');
+  });
+});
+
+describe('Open ERP from the portal', () => {
+  it('signs a member who joined since the last reconcile in to their ERP without a second password; the link works once', async () => {
+    const name = uniqueTenant('open');
+    await applyYaml(p, tenantYaml(name));
+    await waitForStatus(p, name, (s) => isReady(s) && s.resources.erpSignIn?.state === 'Created');
+    await expect.poll(() => workspaceOf(name), { timeout: 20_000 }).toBeTruthy();
+    const workspaceId = await workspaceOf(name);
+    // no reconcile since they joined: Open ERP makes their ERP user itself
+    const admin = await addUser(p.pool, [{ workspaceId, role: 'admin' }], PASSWORD);
+    const slug = (await p.pool.query<{ slug: string }>('SELECT slug FROM workspaces WHERE id = $1', [workspaceId]))
+      .rows[0]!.slug;
+    const login = await call(p.cfg.API_PUBLIC_URL, 'POST', '/api/auth/login', {
+      body: { email: admin.email, password: PASSWORD },
+    });
+    const opened = await call(p.cfg.API_PUBLIC_URL, 'POST', `/api/portal/erp/sign-in?workspace=${slug}`, {
+      token: login.body.accessToken,
+    });
+    expect(opened.status).toBe(200);
+    expect(opened.body.erpUrl).toBe(`${baseUrl(name)}/web/login`);
+
+    const b = new Browser({ localDomain: p.cfg.TENANT_DOMAIN });
+    const erpLogin = await b.request(opened.body.url);
+    expect(erpLogin.url).toBe(`${baseUrl(name)}/web/login`);
+    // the ERP's "Sign in with Plana": no password asked at the provider
+    const landed = await signIn(b, name, 'no-password-typed@example.test');
+    expect(landed.url).toBe(`${baseUrl(name)}/web`);
+    expect(await landed.res.text()).toContain(`data-login="${admin.email}"`);
+
+    const again = await new Browser().request(opened.body.url);
+    expect(again.res.status).toBe(400);
+    expect(await again.res.text()).toContain('expired or was already used');
+  });
+
+  it('without the hand-off the provider asks for the password; a workspace without an ERP gets 404', async () => {
+    const name = uniqueTenant('nohandoff');
+    await applyYaml(p, tenantYaml(name));
+    await waitForStatus(p, name, (s) => isReady(s) && s.resources.erpSignIn?.state === 'Created');
+    const b = new Browser({ localDomain: p.cfg.TENANT_DOMAIN });
+    const page = await b.request(`${baseUrl(name)}/web/login`);
+    const link = new RegExp(`href="([^"]+)"><i class="[^"]*"></i> ${ERP_PROVIDER_BUTTON}`).exec(
+      await page.res.text(),
+    )![1]!;
+    const provider = await b.request(decode(link));
+    expect(provider.url.startsWith(`${oidcProviderIssuer(p.cfg)}/interaction/`)).toBe(true);
+    expect(await provider.res.text()).toContain('type="password"');
+
+    const ws = await p.pool.query<{ id: string; slug: string }>(
+      "INSERT INTO workspaces (slug, name) VALUES ($1, 'No ERP') RETURNING id, slug",
+      [uniqueTenant('noerp')],
+    );
+    const user = await addUser(p.pool, [{ workspaceId: ws.rows[0]!.id, role: 'member' }], PASSWORD);
+    const login = await call(p.cfg.API_PUBLIC_URL, 'POST', '/api/auth/login', {
+      body: { email: user.email, password: PASSWORD },
+    });
+    const res = await call(p.cfg.API_PUBLIC_URL, 'POST', `/api/portal/erp/sign-in?workspace=${ws.rows[0]!.slug}`, {
+      token: login.body.accessToken,
+    });
+    expect(res.status).toBe(404);
+    expect(res.body.detail).toBe('This workspace has no ERP yet.');
+  });
+});
