@@ -329,8 +329,26 @@ export const configSchema = z.object({
 
   /** Tenant lifecycle (§3.2): each tenant's filestore folder lives under FILESTORE_ROOT/<tenant>; nothing outside it is ever touched. Default: DATA_DIR/filestore. */
   FILESTORE_ROOT: z.string().optional(),
-  /** Where the backup workflow writes `pg_dump` files and filestore archives: BACKUP_ROOT/<tenant>/<timestamp>.{dump,tar.gz}. Default: DATA_DIR/backups. */
+  /** The worker's scratch folder for a backup's `pg_dump` file and filestore archive before they go to the object store (and a restore's after they come back). Default: DATA_DIR/backups. */
   BACKUP_ROOT: z.string().optional(),
+  /**
+   * The S3-compatible object store backups are kept in (§3.2, §8): endpoint (unset = AWS S3 of
+   * BACKUP_S3_REGION), bucket and keys (unset = the AWS SDK's default credential chain). Locally,
+   * `npm run dev` and the tests start SeaweedFS and set these.
+   */
+  BACKUP_S3_ENDPOINT: url.optional(),
+  BACKUP_S3_REGION: z.string().min(1).default('us-east-1'),
+  BACKUP_S3_BUCKET: z
+    .string()
+    .regex(
+      /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/,
+      'must be an S3 bucket name (3-63 lower-case letters, digits, dots, dashes)',
+    )
+    .default('plana-backups'),
+  BACKUP_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  BACKUP_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  /** Path-style addressing (http://endpoint/bucket/key), which most S3-compatible stores need; default true when an endpoint is set. */
+  BACKUP_S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).optional(),
   /** How often each tenant's backup schedule (`backup:<tenant>`) runs. */
   BACKUP_INTERVAL: duration.prefault('1 day'),
   /** How long stored backups are kept per tier (§8: starter 30 days, pro 90 days; enterprise is our choice: 365 days). */
@@ -395,6 +413,13 @@ export type Config = Omit<
   WEBHOOK_RETRY_SCHEDULE: number[];
 };
 
+/** The object store `npm run dev` starts (SeaweedFS, scripts/local-seaweedfs.ts): the development default of BACKUP_S3_*. */
+export const LOCAL_OBJECT_STORE = {
+  BACKUP_S3_ENDPOINT: 'http://127.0.0.1:8333',
+  BACKUP_S3_ACCESS_KEY_ID: 'plana-dev',
+  BACKUP_S3_SECRET_ACCESS_KEY: 'plana-dev-only-backups-secret',
+} as const;
+
 /** Where a webhook receiver on this machine listens: allowed by default in development only. */
 export const LOOPBACK_CIDRS = '127.0.0.0/8,::1/128';
 
@@ -420,8 +445,10 @@ export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const c = result.data;
   const dataDir = c.DATA_DIR ?? (c.ERP_BACKEND === 'odoo' ? '.data/odoo' : '.data');
+  const localStore = c.NODE_ENV === 'development' && !c.BACKUP_S3_ENDPOINT ? LOCAL_OBJECT_STORE : {};
   return {
     ...c,
+    ...localStore,
     DATA_DIR: dataDir,
     FILESTORE_ROOT: c.FILESTORE_ROOT ?? `${dataDir}/filestore`,
     BACKUP_ROOT: c.BACKUP_ROOT ?? `${dataDir}/backups`,

@@ -1,21 +1,30 @@
 /**
  * Starts the real servers the platform needs on this machine, on loopback only: a private
  * PostgreSQL cluster, a private Redis and the Temporal dev server. Used by `npm run dev` and by
- * the test run's global setup. Every process started here is stopped when the parent stops,
+ * the test run's global setup, and a SeaweedFS S3 object store for backups. Every process started here is stopped when the parent stops,
  * normally or not (signal handlers plus an exit hook), and a pid file lets the next start clean
  * up after a parent that was killed outright.
  *
  * One file per server (local-postgres.ts, local-redis.ts, local-temporal.ts) beside the process
  * manager they share (managed-process.ts); this one re-exports them and starts all three.
  */
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { startPostgres } from './local-postgres.js';
 import { startRedis } from './local-redis.js';
 import { startTemporal } from './local-temporal.js';
+import { startSeaweedfs } from './local-seaweedfs.js';
 import { freePort } from './managed-process.js';
 
 export { findPgBin, startPostgres, type PostgresServer } from './local-postgres.js';
 export { startRedis, type RedisServer } from './local-redis.js';
+export {
+  findSeaweedfs,
+  SEAWEEDFS_VERSION,
+  seaweedfsCacheDir,
+  startSeaweedfs,
+  type ObjectStoreServer,
+} from './local-seaweedfs.js';
 export {
   findTemporalCli,
   startTemporal,
@@ -33,4 +42,15 @@ export async function startThrowAwayServers(dir: string) {
     freePort().then((port) => startTemporal({ dir: path.join(dir, 'temporal'), port })),
   ]);
   return { pg, redis, temporal };
+}
+
+/** An S3 object store (SeaweedFS) under `dir` on a free loopback port, with a random secret and the backups' bucket. */
+export async function startThrowAwayObjectStore(dir: string) {
+  return startSeaweedfs({
+    dir: path.join(dir, 'seaweedfs'),
+    port: await freePort(),
+    bucket: 'plana-backups',
+    accessKeyId: 'plana-test',
+    secretAccessKey: randomBytes(18).toString('base64url'),
+  });
 }
