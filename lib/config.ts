@@ -355,6 +355,8 @@ export const configSchema = z.object({
   BACKUP_RETENTION_STARTER_DAYS: z.coerce.number().int().min(1).default(30),
   BACKUP_RETENTION_PRO_DAYS: z.coerce.number().int().min(1).default(90),
   BACKUP_RETENTION_ENTERPRISE_DAYS: z.coerce.number().int().min(1).default(365),
+  /** How often each tier's backup drill (`backup-drill-<tier>`) restores every live tenant's latest backup into a scratch tenant and compares. */
+  BACKUP_DRILL_INTERVAL: duration.prefault('7 days'),
   /** How long a backup restored as a new tenant (a staging copy) stays before it is torn down, unless kept; a restore may ask for another time. */
   RESTORE_KEEP_FOR: duration.prefault('1 day'),
   /** How long a cancelled tenant keeps everything before it is deprovisioned (reactivate stops the timer). */

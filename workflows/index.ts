@@ -22,6 +22,7 @@ export {
   webhookDelivery,
   restoreTenantBackup,
 };
+export { drillBackups, drillTenantBackup } from './drill-backups.js';
 export { pruneExpiredBackups } from './prune-expired-backups.js';
 export { pruneExecutionLog } from './prune-execution-log.js';
 export { annualServiceKeyRotation } from './annual-service-key-rotation.js';

@@ -10,10 +10,12 @@ import { execFile } from 'node:child_process';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type pg from 'pg';
+import pg from 'pg';
 import type { Config } from '../../lib/config.js';
 import { withTransaction } from '../../lib/db.js';
 import type { ObjectStore } from '../../lib/object-store.js';
+import { databaseUrl } from '../erp/tenant-database.js';
+import { countMainModels, listFiles, type BackupFigures } from './backup-figures.js';
 import type { Tier } from './types.js';
 
 const run = promisify(execFile);
@@ -66,43 +68,60 @@ export async function backupTenant(
   try {
     const dumpFile = path.join(scratch, OBJECT_NAMES.database);
     const tarFile = path.join(scratch, OBJECT_NAMES.filestore);
-    await dumpDatabase(deps.cfg, opts.database, dumpFile);
+    const counts = await dumpDatabase(deps.cfg, opts.database, dumpFile);
+    const files = await listFiles(opts.filestoreDir);
     await archiveFolder(opts.filestoreDir, tarFile);
 
     const backupId = `${opts.tenant}/${stamp}`;
     const prefix = `${opts.tier}/${backupId}`;
     const database = await deps.store.putFile(`${prefix}/${OBJECT_NAMES.database}`, dumpFile);
     const filestore = await deps.store.putFile(`${prefix}/${OBJECT_NAMES.filestore}`, tarFile);
-    const files = await recordBackup(deps, { ...opts, backupId }, [
+    const recorded = await recordBackup(deps, { ...opts, backupId, figures: { counts, files } }, [
       ['database', database],
       ['filestore', filestore],
     ]);
-    return { backupId, files };
+    return { backupId, files: recorded };
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
 }
 
-async function dumpDatabase(cfg: Config, database: string, file: string): Promise<void> {
-  const url = new URL(cfg.ERP_DATABASE_URL);
-  const pgDump = cfg.PG_BIN ? path.join(cfg.PG_BIN, 'pg_dump') : 'pg_dump';
-  // the password goes through the environment, never the command line (visible in `ps`)
-  await run(
-    pgDump,
-    [
-      '--format=custom',
-      '--no-owner',
-      `--file=${file}`,
-      '--host',
-      url.hostname,
-      '--port',
-      url.port || '5432',
-      '--username',
-      decodeURIComponent(url.username),
-      database,
-    ],
-    { env: { ...process.env, PGPASSWORD: decodeURIComponent(url.password) }, maxBuffer: 1024 * 1024 },
-  );
+/**
+ * `pg_dump` of the database in a snapshot exported by a read-only transaction, in which the main
+ * models are counted too: the counts are exactly those of the dump.
+ */
+async function dumpDatabase(cfg: Config, database: string, file: string): Promise<Record<string, number>> {
+  const db = new pg.Client({ connectionString: databaseUrl(cfg.ERP_DATABASE_URL, database) });
+  await db.connect();
+  try {
+    await db.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    const { rows } = await db.query<{ snapshot: string }>('SELECT pg_export_snapshot() AS snapshot');
+    const counts = await countMainModels(db);
+    const url = new URL(cfg.ERP_DATABASE_URL);
+    const pgDump = cfg.PG_BIN ? path.join(cfg.PG_BIN, 'pg_dump') : 'pg_dump';
+    // the password goes through the environment, never the command line (visible in `ps`)
+    await run(
+      pgDump,
+      [
+        '--format=custom',
+        '--no-owner',
+        `--snapshot=${rows[0]!.snapshot}`,
+        `--file=${file}`,
+        '--host',
+        url.hostname,
+        '--port',
+        url.port || '5432',
+        '--username',
+        decodeURIComponent(url.username),
+        database,
+      ],
+      { env: { ...process.env, PGPASSWORD: decodeURIComponent(url.password) }, maxBuffer: 1024 * 1024 },
+    );
+    await db.query('COMMIT');
+    return counts;
+  } finally {
+    await db.end();
+  }
 }
 
 /** A tar.gz of `dir` (its folder name inside), or an empty archive when there is no such folder. */
@@ -120,11 +139,16 @@ async function archiveFolder(dir: string, file: string): Promise<void> {
 /** Both objects of a backup in one transaction: a backup is listed whole or not at all. */
 async function recordBackup(
   deps: BackupDeps,
-  opts: { tenant: string; tier: Tier; backupId: string },
+  opts: { tenant: string; tier: Tier; backupId: string; figures: BackupFigures },
   objects: [BackupFile['kind'], { key: string; sha256: string; sizeBytes: number }][],
 ): Promise<BackupFile[]> {
   const days = retentionDays(deps.cfg, opts.tier);
   return withTransaction(deps.pool, async (client) => {
+    await client.query(
+      `INSERT INTO tenant_backup_figures (backup_id, tenant, figures) VALUES ($1, $2, $3)
+       ON CONFLICT (backup_id) DO UPDATE SET figures = EXCLUDED.figures`,
+      [opts.backupId, opts.tenant, JSON.stringify(opts.figures)],
+    );
     const files: BackupFile[] = [];
     for (const [kind, object] of objects) {
       const { rows } = await client.query<{ expires_at: Date }>(

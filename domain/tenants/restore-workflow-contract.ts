@@ -1,9 +1,10 @@
 /**
  * The restore workflow as its starters see it (workflows/restore-tenant-backup.ts): type name,
- * id, input and the `keep` signal. Types and message names only, so the workflow sandbox bundles it.
+ * id, input and the `keep` signal; and the backup drill's workflow types and schedules. Types and message names only, so the workflow sandbox bundles it.
  */
 import { defineSignal } from '@temporalio/workflow';
 import type { RestoreRequest } from './restores.js';
+import type { Tier } from './types.js';
 
 export const RESTORE_TENANT_BACKUP_WORKFLOW = 'restoreTenantBackup';
 
@@ -23,3 +24,10 @@ export type RestoreTenantBackupWorkflow = (input: RestoreTenantBackupInput) => P
 
 /** Keep the copy: it is not torn down when its time is up. */
 export const keepRestoreSignal = defineSignal('keep');
+
+// ---- the backup drill (workflows/drill-backups.ts) ----
+
+export const DRILL_BACKUPS_WORKFLOW = 'drillBackups';
+export const DRILL_TENANT_BACKUP_WORKFLOW = 'drillTenantBackup';
+/** One schedule per tier, e.g. `backup-drill-starter`. */
+export const drillScheduleId = (tier: Tier) => `backup-drill-${tier}`;

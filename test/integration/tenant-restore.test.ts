@@ -4,7 +4,9 @@
  * came from, torn down after RESTORE_KEEP_FOR unless kept. Failure paths: a corrupt object (the
  * restore refuses, nothing stays), the object store down (the restore waits, nothing is routed),
  * two restores of one tenant at once (the second refused), a deprovisioned tenant's backup within
- * its retention (restored, as a new tenant).
+ * its retention (restored, as a new tenant). And the backup drill: the latest backup restored
+ * into a scratch tenant, compared with the figures recorded when it was taken, torn down, operators
+ * alerted on a mismatch or a failure, the results listed per tenant.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -13,10 +15,13 @@ import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import pg from 'pg';
 import { databaseUrl } from '../../domain/erp/tenant-database.js';
 import { routedTenants, routeOfHost } from '../../domain/tenants/http-routes.js';
+import { ensureBackupDrillSchedules } from '../../domain/tenants/backup-schedules.js';
+import type { DrillResult } from '../../domain/tenants/backup-drills.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import {
   applyYaml,
   isReady,
+  mailsTo,
   ops,
   startTenantPlatform,
   tenantYaml,
@@ -83,6 +88,19 @@ async function backedUpTenant(prefix: string): Promise<{ name: string; backupId:
     )
     .toBe(2);
   return { name, backupId };
+}
+
+/** Changes an object behind the platform's back (what bit rot or a tampering would do). */
+async function overwriteObject(key: string, body: string) {
+  const env = inject('objectStoreEnv');
+  const s3 = new S3Client({
+    endpoint: env.BACKUP_S3_ENDPOINT,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: env.BACKUP_S3_ACCESS_KEY_ID!, secretAccessKey: env.BACKUP_S3_SECRET_ACCESS_KEY! },
+  });
+  await s3.send(new PutObjectCommand({ Bucket: env.BACKUP_S3_BUCKET, Key: key, Body: body }));
+  s3.destroy();
 }
 
 const restore = (name: string, body: Record<string, unknown> = {}) =>
@@ -163,15 +181,7 @@ it('refuses a corrupt backup: the checksum does not match, nothing is left route
     `SELECT path FROM tenant_backups WHERE backup_id = $1 AND kind = 'filestore'`,
     [backupId],
   );
-  const env = inject('objectStoreEnv');
-  const s3 = new S3Client({
-    endpoint: env.BACKUP_S3_ENDPOINT,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: env.BACKUP_S3_ACCESS_KEY_ID!, secretAccessKey: env.BACKUP_S3_SECRET_ACCESS_KEY! },
-  });
-  await s3.send(new PutObjectCommand({ Bucket: env.BACKUP_S3_BUCKET, Key: rows[0]!.path, Body: 'bit rot' }));
-  s3.destroy();
+  await overwriteObject(rows[0]!.path, 'bit rot');
 
   const copy = (await restore(name, { backupId })).json().restore.name as string;
   await waitForRestore(copy, 'failed');
@@ -230,3 +240,91 @@ it("restores a deprovisioned tenant's backup within its retention, as a new tena
     `tenant "${name}" has no backup "${name}/20000101T000000000Z" within its retention`,
   );
 }, 240_000);
+
+const drill = (tenant: string, id: string) =>
+  p.temporal.workflow.execute<(input: { tenant: string }) => Promise<DrillResult>>('drillTenantBackup', {
+    workflowId: `drill:${tenant}:${id}`,
+    taskQueue: p.cfg.TEMPORAL_TASK_QUEUE,
+    args: [{ tenant }],
+  });
+const scratchLeft = async (tenant: string) =>
+  (await p.pool.query(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [`${tenant}-d%`])).rows.length +
+  (await p.pool.query(`SELECT 1 FROM subdomain_reservations WHERE subdomain LIKE $1`, [`${tenant}-d%`])).rows.length;
+
+it('the drill restores the latest backup into a scratch tenant, finds the figures taken with it, tears it down and lists the result', async () => {
+  const { name, backupId } = await backedUpTenant('dr');
+  const { rows } = await p.pool.query<{ figures: { counts: Record<string, number>; files: Record<string, number> } }>(
+    'SELECT figures FROM tenant_backup_figures WHERE backup_id = $1',
+    [backupId],
+  );
+  // taken with the backup: the dump's record counts, the filestore's files and sizes
+  expect(rows[0]!.figures.counts.res_partner).toBeGreaterThanOrEqual(1);
+  expect(rows[0]!.figures.files).toEqual({ 'ab/invoice-0001.pdf': 'invoice as it was'.length });
+  // changes after the backup do not matter: the drill checks the backup
+  await inTenantDb(hostOf(name), (db) => db.query(`INSERT INTO res_partner (name) VALUES ('After the backup')`));
+
+  const result = await drill(name, 'ok');
+  expect(result).toMatchObject({ tenant: name, backupId, outcome: 'passed', mismatches: [], error: null });
+  expect(result.durationMs).toBeGreaterThan(0);
+  expect(await scratchLeft(name)).toBe(0);
+  const listed = (await ops(p, 'GET', `/api/ops/tenants/${name}/drills`)).json().items;
+  expect(listed[0]).toMatchObject({ outcome: 'passed', backupId, durationMs: result.durationMs });
+  expect(mailsTo(p, p.cfg.OPS_ALERT_EMAIL).filter((m) => m.subject.includes(name))).toEqual([]);
+}, 180_000);
+
+it('a drill that finds other figures, or cannot restore, alerts the operators and says why', async () => {
+  const { name, backupId } = await backedUpTenant('drbad');
+  await p.pool.query(
+    `UPDATE tenant_backup_figures SET figures = jsonb_set(figures, '{counts,res_partner}', '999') WHERE backup_id = $1`,
+    [backupId],
+  );
+  const mismatch = await drill(name, 'mismatch');
+  expect(mismatch.outcome).toBe('mismatch');
+  expect(mismatch.mismatches).toEqual([expect.stringMatching(/^res_partner: 999 rows in the backup, \d+ restored$/)]);
+  await expect
+    .poll(() => mailsTo(p, p.cfg.OPS_ALERT_EMAIL).filter((m) => m.subject.includes(`Backup drill of ${name}`)).length, {
+      timeout: 30_000,
+    })
+    .toBe(1);
+
+  const { rows } = await p.pool.query<{ path: string }>(
+    `SELECT path FROM tenant_backups WHERE backup_id = $1 AND kind = 'database'`,
+    [backupId],
+  );
+  await overwriteObject(rows[0]!.path, 'not a dump any more');
+  const failed = await drill(name, 'corrupt');
+  expect(failed.outcome).toBe('failed');
+  expect(failed.error).toContain(`object ${rows[0]!.path} is corrupt`);
+  await expect
+    .poll(() => mailsTo(p, p.cfg.OPS_ALERT_EMAIL).filter((m) => m.subject.includes(`Backup drill of ${name}`)).length, {
+      timeout: 30_000,
+    })
+    .toBe(2);
+  expect(await scratchLeft(name)).toBe(0);
+  const listed = (await ops(p, 'GET', `/api/ops/tenants/${name}/drills`)).json().items;
+  expect(listed.map((d: DrillResult) => d.outcome)).toEqual(['failed', 'mismatch']);
+}, 180_000);
+
+it('each tier has its drill schedule, at the configured interval', async () => {
+  const opts = { taskQueue: p.cfg.TEMPORAL_TASK_QUEUE, everyMs: 7 * 86_400_000 };
+  try {
+    expect(await ensureBackupDrillSchedules(p.temporal, opts)).toEqual({
+      'backup-drill-starter': 'created',
+      'backup-drill-pro': 'created',
+      'backup-drill-enterprise': 'created',
+    });
+    expect(await ensureBackupDrillSchedules(p.temporal, opts)).toMatchObject({ 'backup-drill-pro': 'exists' });
+    expect(await ensureBackupDrillSchedules(p.temporal, { ...opts, everyMs: 86_400_000 })).toMatchObject({
+      'backup-drill-pro': 'updated',
+    });
+    const pro = await p.temporal.schedule.getHandle('backup-drill-pro').describe();
+    expect(pro.spec.intervals?.[0]?.every).toBe(86_400_000);
+    expect(pro.action).toMatchObject({ type: 'startWorkflow', workflowType: 'drillBackups', args: [{ tier: 'pro' }] });
+  } finally {
+    for (const tier of ['starter', 'pro', 'enterprise'])
+      await p.temporal.schedule
+        .getHandle(`backup-drill-${tier}`)
+        .delete()
+        .catch(() => {});
+  }
+});

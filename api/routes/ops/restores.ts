@@ -1,12 +1,14 @@
 /**
  * Backups and restores for operators (ops service key): a tenant's stored backups, a backup (or the
- * latest) restored as a new tenant, and the restored copies (kept on request, otherwise torn down).
+ * latest) restored as a new tenant, the restored copies (kept on request, otherwise torn down), and
+ * the backup drills' results.
  */
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { keepRestore, startRestore } from '../../../domain/tenants/restore-start.js';
 import { getRestore, listBackups, listRestores } from '../../../domain/tenants/restores.js';
+import { listDrills } from '../../../domain/tenants/backup-drills.js';
 import { AppError } from '../../../lib/errors.js';
 import { temporalUiLink } from '../../../lib/temporal.js';
 import { restoreWorkflowId } from '../../../domain/tenants/restore-workflow-contract.js';
@@ -48,6 +50,15 @@ const Restore = Type.Object({
   requestedAt: Type.String({ format: 'date-time' }),
   restoredAt: Nullable(Type.String({ format: 'date-time' })),
   tornDownAt: Nullable(Type.String({ format: 'date-time' })),
+});
+const Drill = Type.Object({
+  tenant: Type.String(),
+  backupId: Nullable(Type.String()),
+  outcome: Type.Union([Type.Literal('passed'), Type.Literal('mismatch'), Type.Literal('failed')]),
+  mismatches: Type.Array(Type.String()),
+  error: Nullable(Type.String()),
+  durationMs: Type.Integer(),
+  finishedAt: Type.String({ format: 'date-time' }),
 });
 const StartedRestore = Type.Object({
   restore: Restore,
@@ -158,5 +169,19 @@ export default async function opsRestoreRoutes(fastify: FastifyInstance) {
       },
     },
     async (req) => keepRestore(restoreDeps(), req.params.name),
+  );
+
+  app.get(
+    '/api/ops/tenants/:name/drills',
+    {
+      config: { access: access.service('operator') },
+      schema: {
+        tags: ['ops'],
+        summary: "The tenant's backup drills, newest first (the last drill, its outcome and duration first)",
+        params: Type.Object({ name: TenantName }),
+        response: { 200: Type.Object({ items: Type.Array(Drill) }), 401: problemRef },
+      },
+    },
+    async (req) => ({ items: await listDrills(app.deps.pool, req.params.name) }),
   );
 }
