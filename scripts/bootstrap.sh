@@ -58,7 +58,7 @@ if ! seaweedfs_ok "$SEAWEEDFS_DIR/weed"; then
   command -v go >/dev/null || die "Go >= 1.26 is needed to build SeaweedFS ${SEAWEEDFS_VERSION} (the backups' local object store)"
   mkdir -p "$SEAWEEDFS_DIR"
   say "building SeaweedFS ${SEAWEEDFS_VERSION} with Go into $SEAWEEDFS_DIR (nice 19)"
-  say "this takes 10-20 minutes on two cores the first time; the packages being compiled are listed below"
+  say "this takes 10-40 minutes on two shared cores the first time (the link needs about 2.6 GB); the packages being compiled are listed below"
   seaweedfs_src() { go mod download -json "$SEAWEEDFS_MODULE" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'; }
   src=$(seaweedfs_src) || src=""
   if [ -z "$src" ]; then
