@@ -4,6 +4,7 @@ import type pg from 'pg';
 import { createChatClient, type ChatClient } from '../domain/tenants/chat.js';
 import type { Config } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
+import { backupObjectStore, type ObjectStore } from '../lib/object-store.js';
 import { connectTemporal } from '../lib/temporal.js';
 import { createTableRouteDriver, type RouteDriver } from '../domain/tenants/http-routes.js';
 import type { SecretStore } from '../domain/service-keys/secret-store.js';
@@ -24,6 +25,8 @@ export interface PlatformDeps {
   secrets: SecretStore;
   /** Installs a tenant database from scratch when its template is missing (the worker picks it for the ERP). */
   erpInstaller?: ErpInstaller;
+  /** The S3-compatible store backups are kept in (BACKUP_S3_*). */
+  backupStore: ObjectStore;
 }
 
 /** The worker's name in the service-key inventory (domain/service-keys/inventory.ts). */
@@ -36,6 +39,7 @@ export async function connectPlatformDeps(config: Config): Promise<PlatformDeps 
   const temporal = await connectTemporal(config);
   // the worker's keys (worker → notifications, events), reported to their targets while held
   const secrets = createSecretStore(config, platformPool);
+  const backupStore = backupObjectStore(config);
   return {
     config,
     platformPool,
@@ -45,8 +49,10 @@ export async function connectPlatformDeps(config: Config): Promise<PlatformDeps 
     // the local route driver; a Kubernetes driver would implement the same RouteDriver interface
     routes: createTableRouteDriver(platformPool),
     secrets,
+    backupStore,
     async close() {
       secrets.close();
+      backupStore.close();
       await temporal.connection.close();
       await Promise.all([platformPool.end(), erpAdminPool.end()]);
     },

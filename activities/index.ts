@@ -4,6 +4,8 @@
  */
 import { createNotificationsActivities, type NotificationsDeps } from './notifications.js';
 import { createTenantLifecycleActivities, type PlatformDeps } from './tenant-lifecycle.js';
+import { createTenantRestoreActivities } from './tenant-restores.js';
+import { createBackupDrillActivities } from './backup-drills.js';
 import { createExecutionLogActivities } from './execution-log.js';
 import { createRotationActivities } from './service-key-rotation.js';
 import { createSecretStoreWriter } from '../domain/service-keys/secret-store-factory.js';
@@ -19,6 +21,8 @@ export type ActivityDeps = NotificationsDeps & { tenant: PlatformDeps };
 export const createActivities = (deps: ActivityDeps) => ({
   ...createNotificationsActivities(deps),
   ...createTenantLifecycleActivities(deps.tenant),
+  ...createTenantRestoreActivities(deps.tenant),
+  ...createBackupDrillActivities(deps),
   ...createExecutionLogActivities({ pool: deps.tenant.platformPool, config: deps.tenant.config }),
   ...createRotationActivities({
     pool: deps.tenant.platformPool,

@@ -1,4 +1,4 @@
-/** Backups: the per-tenant schedule, the backup itself (pg_dump + filestore archive) and retention. */
+/** Backups: the per-tenant schedule, the backup itself (pg_dump + filestore archive, into the object store) and retention. */
 import { Context } from '@temporalio/activity';
 import { backupTenant, deleteExpiredBackups } from '../domain/tenants/backups.js';
 import { createBackupSchedule, deleteBackupSchedule } from '../domain/tenants/backup-schedules.js';
@@ -6,7 +6,7 @@ import { filestorePath } from '../domain/tenants/filestore.js';
 import type { BackupTenantInput } from '../domain/tenants/workflow-contract.js';
 import type { PlatformDeps } from './deps.js';
 
-export const createTenantBackupActivities = ({ config, temporal, platformPool }: PlatformDeps) => ({
+export const createTenantBackupActivities = ({ config, temporal, platformPool, backupStore }: PlatformDeps) => ({
   async createBackupSchedule(input: BackupTenantInput) {
     const outcome = await createBackupSchedule(temporal, {
       input,
@@ -20,19 +20,21 @@ export const createTenantBackupActivities = ({ config, temporal, platformPool }:
     return { outcome: await deleteBackupSchedule(temporal, input.tenant) };
   },
 
-  /** pg_dump of the tenant database + tar.gz of its filestore into BACKUP_ROOT/<tenant>/. */
+  /**
+   * pg_dump of the tenant database + tar.gz of its filestore into the object store, recorded once
+   * both objects are stored (a failed attempt, e.g. the store down, records nothing and is retried).
+   */
   async createTenantBackup(input: BackupTenantInput & { stamp: string }) {
     Context.current().heartbeat();
-    const files = await backupTenant(
-      { pool: platformPool, cfg: config },
+    return backupTenant(
+      { pool: platformPool, cfg: config, store: backupStore },
       { ...input, filestoreDir: filestorePath(config.FILESTORE_ROOT, input.tenant) },
     );
-    return { files };
   },
 
   /** Deletes the stored backups whose tier retention has ended. */
   async deleteExpiredBackups() {
-    const deleted = await deleteExpiredBackups({ pool: platformPool, cfg: config });
+    const deleted = await deleteExpiredBackups({ pool: platformPool, cfg: config, store: backupStore });
     return { deleted: deleted.length, paths: deleted };
   },
 });

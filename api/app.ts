@@ -13,6 +13,7 @@ import { queryCredentials } from './plugins/query-credentials.js';
 import healthRoutes from './routes/health/index.js';
 import opsTenantRoutes from './routes/ops/tenants.js';
 import opsTenantClientRoutes from './routes/ops/tenant-clients.js';
+import opsRestoreRoutes from './routes/ops/restores.js';
 import { WorkspaceCallLog, workspaceAuth } from './plugins/workspace-auth.js';
 import { accessControl } from './plugins/access.js';
 import authRoutes from './routes/auth/index.js';
@@ -67,6 +68,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(opsTenantClientRoutes);
   // e-mails of the portal and of the sign-in (password links) go through the notifications service
   await app.register(portalMail);
+  await app.register(opsRestoreRoutes);
   await app.register(authRoutes);
   await app.register(apiKeyRoutes);
   await app.register(executionLogRoutes);

@@ -5,6 +5,7 @@
 import { Command, CommanderError } from 'commander';
 import { OpsApiError } from './ops-client.js';
 import { register as resendWelcome } from './commands/resend-welcome.js';
+import { register as restore } from './commands/restore.js';
 import { register as apply } from './commands/apply.js';
 import { register as get } from './commands/get.js';
 import { register as describe } from './commands/describe.js';
@@ -22,6 +23,7 @@ export function buildCli(): Command {
   const program = new Command('plana').description('Operate the workspace platform').exitOverride();
   program.configureOutput({ writeErr: (s) => process.stderr.write(s) });
   resendWelcome(program);
+  restore(program);
   rotateKey(program);
   apply(program);
   get(program);

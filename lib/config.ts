@@ -340,14 +340,36 @@ export const configSchema = z.object({
 
   /** Tenant lifecycle (§3.2): each tenant's filestore folder lives under FILESTORE_ROOT/<tenant>; nothing outside it is ever touched. Default: DATA_DIR/filestore. */
   FILESTORE_ROOT: z.string().optional(),
-  /** Where the backup workflow writes `pg_dump` files and filestore archives: BACKUP_ROOT/<tenant>/<timestamp>.{dump,tar.gz}. Default: DATA_DIR/backups. */
+  /** The worker's scratch folder for a backup's `pg_dump` file and filestore archive before they go to the object store (and a restore's after they come back). Default: DATA_DIR/backups. */
   BACKUP_ROOT: z.string().optional(),
+  /**
+   * The S3-compatible object store backups are kept in (§3.2, §8): endpoint (unset = AWS S3 of
+   * BACKUP_S3_REGION), bucket and keys (unset = the AWS SDK's default credential chain). Locally,
+   * `npm run dev` and the tests start SeaweedFS and set these.
+   */
+  BACKUP_S3_ENDPOINT: url.optional(),
+  BACKUP_S3_REGION: z.string().min(1).default('us-east-1'),
+  BACKUP_S3_BUCKET: z
+    .string()
+    .regex(
+      /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/,
+      'must be an S3 bucket name (3-63 lower-case letters, digits, dots, dashes)',
+    )
+    .default('plana-backups'),
+  BACKUP_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  BACKUP_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  /** Path-style addressing (http://endpoint/bucket/key), which most S3-compatible stores need; default true when an endpoint is set. */
+  BACKUP_S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).optional(),
   /** How often each tenant's backup schedule (`backup:<tenant>`) runs. */
   BACKUP_INTERVAL: duration.prefault('1 day'),
   /** How long stored backups are kept per tier (§8: starter 30 days, pro 90 days; enterprise is our choice: 365 days). */
   BACKUP_RETENTION_STARTER_DAYS: z.coerce.number().int().min(1).default(30),
   BACKUP_RETENTION_PRO_DAYS: z.coerce.number().int().min(1).default(90),
   BACKUP_RETENTION_ENTERPRISE_DAYS: z.coerce.number().int().min(1).default(365),
+  /** How often each tier's backup drill (`backup-drill-<tier>`) restores every live tenant's latest backup into a scratch tenant and compares. */
+  BACKUP_DRILL_INTERVAL: duration.prefault('7 days'),
+  /** How long a backup restored as a new tenant (a staging copy) stays before it is torn down, unless kept; a restore may ask for another time. */
+  RESTORE_KEEP_FOR: duration.prefault('1 day'),
   /** How long a cancelled tenant keeps everything before it is deprovisioned (reactivate stops the timer). */
   TENANT_SOAK_PERIOD: duration.prefault('30 days'),
   /** A tenant not Ready this long after an apply gets Ready=False/Unavailable with what blocks it (§3.2: 5 minutes). */
@@ -403,6 +425,13 @@ export const configSchema = z.object({
 /** The configuration as the platform reads it: the table's values, the derived ones in their place (./config-derived.ts). */
 export type Config = Omit<z.infer<typeof configSchema>, keyof DerivedSettings> & DerivedSettings;
 
+/** The object store `npm run dev` starts (SeaweedFS, scripts/local-seaweedfs.ts): the development default of BACKUP_S3_*. */
+export const LOCAL_OBJECT_STORE = {
+  BACKUP_S3_ENDPOINT: 'http://127.0.0.1:8333',
+  BACKUP_S3_ACCESS_KEY_ID: 'plana-dev',
+  BACKUP_S3_SECRET_ACCESS_KEY: 'plana-dev-only-backups-secret',
+} as const;
+
 /** The configuration of `env`; a bad or missing variable is a ConfigError naming each one. */
 export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const result = configSchema.safeParse(env);
@@ -410,7 +439,8 @@ export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
-  return { ...result.data, ...derivedSettings(result.data) };
+  const localStore = result.data.NODE_ENV === 'development' && !result.data.BACKUP_S3_ENDPOINT ? LOCAL_OBJECT_STORE : {};
+  return { ...result.data, ...localStore, ...derivedSettings(result.data) };
 }
 
 let cached: Config | undefined;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up used by `npm run dev`, `npm test` and .ci/run: npm packages, the Temporal CLI,
-# PostgreSQL / Redis / etcd server binaries and kube-apiserver + kubectl. Fast when everything is
-# already there.
+# PostgreSQL / Redis / etcd server binaries, kube-apiserver + kubectl and SeaweedFS. Fast when
+# everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,6 +45,33 @@ else
   fi
   temporal_ok "$CACHE_DIR/temporal" || die "$CACHE_DIR/temporal is not Temporal CLI v${TEMPORAL_VERSION}"
   say "Temporal CLI ready: $CACHE_DIR/temporal"
+fi
+
+# 2b. SeaweedFS 4.53 (Apache-2.0), the S3-compatible object store backups go to locally
+#     (scripts/local-seaweedfs.ts), built with Go at low priority. Its tags are not semver, so the Go
+#     module proxy serves the release commit as a pseudo-version; its go.mod has replace directives,
+#     which `go install pkg@version` refuses, so the module is downloaded and built in place.
+SEAWEEDFS_VERSION=4.53
+SEAWEEDFS_MODULE=github.com/seaweedfs/seaweedfs@v0.0.0-20261109003541-7506e5f91cd6
+SEAWEEDFS_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/plana/seaweedfs-${SEAWEEDFS_VERSION}"
+seaweedfs_ok() { "$1" version 2>/dev/null | grep -q "${SEAWEEDFS_VERSION}"; }
+if ! seaweedfs_ok "$SEAWEEDFS_DIR/weed"; then
+  command -v go >/dev/null || die "Go >= 1.26 is needed to build SeaweedFS ${SEAWEEDFS_VERSION} (the backups' local object store)"
+  mkdir -p "$SEAWEEDFS_DIR"
+  say "building SeaweedFS ${SEAWEEDFS_VERSION} with Go into $SEAWEEDFS_DIR (nice 19)"
+  say "this takes 10-40 minutes on two shared cores the first time (the link needs about 2.6 GB); the packages being compiled are listed below"
+  seaweedfs_src() { go mod download -json "$SEAWEEDFS_MODULE" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'; }
+  src=$(seaweedfs_src) || src=""
+  if [ -z "$src" ]; then
+    say "retrying without the Go checksum database (SeaweedFS's go.sum still pins every dependency)"
+    src=$(GOSUMDB=off seaweedfs_src) || die "could not download $SEAWEEDFS_MODULE from the Go module proxy"
+  fi
+  ( cd "$src" && nice -n 19 go build -v -o "$SEAWEEDFS_DIR/weed.part" ./weed 2>&1 | sed -u 's/^/  go: /' ) \
+    || ( cd "$src" && GOSUMDB=off nice -n 19 go build -v -o "$SEAWEEDFS_DIR/weed.part" ./weed 2>&1 | sed -u 's/^/  go: /' )
+  [ -x "$SEAWEEDFS_DIR/weed.part" ] || die "could not build SeaweedFS ${SEAWEEDFS_VERSION}"
+  mv "$SEAWEEDFS_DIR/weed.part" "$SEAWEEDFS_DIR/weed"
+  seaweedfs_ok "$SEAWEEDFS_DIR/weed" || die "$SEAWEEDFS_DIR/weed is not SeaweedFS ${SEAWEEDFS_VERSION}"
+  say "SeaweedFS ready: $SEAWEEDFS_DIR/weed"
 fi
 
 # 3. PostgreSQL, Redis and etcd server binaries (the project starts private instances of its own).

@@ -23,6 +23,7 @@ import {
   startKubernetes,
   startPostgres,
   startRedis,
+  startSeaweedfs,
   startServersInOwnProcessGroups,
   startTemporal,
   stopAll,
@@ -66,6 +67,20 @@ chmodSync(dataDir, 0o755);
 const step = (msg: string) => console.log(`\x1b[36m▸\x1b[0m ${msg}`);
 const portOf = (u: string) => Number(new URL(u).port);
 
+const isLoopback = (u: string | undefined) => !!u && ['127.0.0.1', 'localhost', '[::1]'].includes(new URL(u).hostname);
+
+/** SeaweedFS for the backups when BACKUP_S3_ENDPOINT is on this machine (the development default); otherwise the store is someone else's. */
+async function startLocalObjectStore() {
+  if (!isLoopback(cfg.BACKUP_S3_ENDPOINT) || !cfg.BACKUP_S3_ACCESS_KEY_ID || !cfg.BACKUP_S3_SECRET_ACCESS_KEY) return;
+  await startSeaweedfs({
+    dir: path.join(dataDir, 'seaweedfs'),
+    port: portOf(cfg.BACKUP_S3_ENDPOINT!),
+    bucket: cfg.BACKUP_S3_BUCKET,
+    accessKeyId: cfg.BACKUP_S3_ACCESS_KEY_ID,
+    secretAccessKey: cfg.BACKUP_S3_SECRET_ACCESS_KEY,
+  });
+}
+
 /** What to stop on the way out, in reverse start order; each gets CLOSE_TIMEOUT_MS, then we move on. */
 const closers: { name: string; close: () => Promise<unknown> }[] = [];
 const CLOSE_TIMEOUT_MS = 15_000;
@@ -94,7 +109,7 @@ process.on('SIGTERM', () => void shutdown());
 
 startServersInOwnProcessGroups();
 try {
-  step(`starting PostgreSQL, Redis, the Temporal dev server and a Kubernetes API server (data in ${dataDir})`);
+  step(`starting PostgreSQL, Redis, the Temporal dev server, a Kubernetes API server and the SeaweedFS object store (data in ${dataDir})`);
   const temporalPort = Number(cfg.TEMPORAL_ADDRESS.split(':').pop());
   const db = new URL(cfg.DATABASE_URL);
   const [kube] = await Promise.all([
@@ -113,6 +128,7 @@ try {
       uiPort: portOf(cfg.TEMPORAL_UI_URL),
       persistent: true,
     }),
+    startLocalObjectStore(),
   ]);
 
   installTenantClientCrd(kube.kubeconfigPath);
@@ -249,6 +265,7 @@ try {
   API docs        ${cfg.API_PUBLIC_URL}/docs
   Temporal UI     ${cfg.TEMPORAL_UI_URL}
   Kubernetes API  ${kube.server}           (etcd + kube-apiserver v${KUBERNETES_VERSION}; admin kubeconfig below)
+  Backups (S3)    ${cfg.BACKUP_S3_ENDPOINT ?? `AWS S3 (${cfg.BACKUP_S3_REGION})`}            (bucket ${cfg.BACKUP_S3_BUCKET}${isLoopback(cfg.BACKUP_S3_ENDPOINT) ? `, SeaweedFS in ${path.join(dataDir, 'seaweedfs')}` : ''})
   Notifications   ${cfg.NOTIFICATIONS_URL}
   Auth service    ${cfg.AUTH_URL}            (login/refresh for internal services, X-API-Key; docs at /swagger)
   Tenant ERP      ${erp.url}            (${cfg.ERP_BACKEND === 'odoo' ? `tenant ingress in front of real Odoo 18 at ${cfg.ODOO_UPSTREAM_URL}` : 'Odoo XML-RPC stand-in'}; demo tenant ${demoHost})

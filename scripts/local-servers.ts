@@ -1,23 +1,33 @@
 /**
  * Starts the real servers the platform needs on this machine, on loopback only: a private
- * PostgreSQL cluster, a private Redis, the Temporal dev server and a Kubernetes API server (etcd +
- * kube-apiserver, where TenantClients live). Used by `npm run dev` and by
- * the test run's global setup. Every process started here is stopped when the parent stops,
+ * PostgreSQL cluster, a private Redis, the Temporal dev server, a Kubernetes API server (etcd +
+ * kube-apiserver, where TenantClients live) and a SeaweedFS S3 object store for backups. Used by
+ * `npm run dev` and by the test run's global setup. Every process started here is stopped when the parent stops,
  * normally or not (signal handlers plus an exit hook), and a pid file lets the next start clean
  * up after a parent that was killed outright.
  *
- * One file per server (local-postgres.ts, local-redis.ts, local-temporal.ts, local-kubernetes.ts)
+ * One file per server (local-postgres.ts, local-redis.ts, local-temporal.ts, local-kubernetes.ts,
+ * local-seaweedfs.ts)
  * beside the process manager they share (managed-process.ts); this one re-exports them and starts all.
  */
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { startPostgres } from './local-postgres.js';
 import { startRedis } from './local-redis.js';
 import { startTemporal } from './local-temporal.js';
 import { startKubernetes } from './local-kubernetes.js';
+import { startSeaweedfs } from './local-seaweedfs.js';
 import { freePort } from './managed-process.js';
 
 export { findPgBin, startPostgres, type PostgresServer } from './local-postgres.js';
 export { startRedis, type RedisServer } from './local-redis.js';
+export {
+  findSeaweedfs,
+  SEAWEEDFS_VERSION,
+  seaweedfsCacheDir,
+  startSeaweedfs,
+  type ObjectStoreServer,
+} from './local-seaweedfs.js';
 export {
   findTemporalCli,
   startTemporal,
@@ -47,4 +57,15 @@ export async function startThrowAwayServers(dir: string) {
     startKubernetes({ dir: path.join(dir, 'kubernetes') }),
   ]);
   return { pg, redis, temporal, kube };
+}
+
+/** An S3 object store (SeaweedFS) under `dir` on a free loopback port, with a random secret and the backups' bucket. */
+export async function startThrowAwayObjectStore(dir: string) {
+  return startSeaweedfs({
+    dir: path.join(dir, 'seaweedfs'),
+    port: await freePort(),
+    bucket: 'plana-backups',
+    accessKeyId: 'plana-test',
+    secretAccessKey: randomBytes(18).toString('base64url'),
+  });
 }

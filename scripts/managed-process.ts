@@ -77,10 +77,17 @@ export class ManagedProcess {
     private readonly pidFile: string,
     private readonly stopSignal: NodeJS.Signals = 'SIGTERM',
     ids: { uid?: number; gid?: number } = {},
+    /** Added to the parent's environment (e.g. a credential the server must not see on its command line). */
+    env: Record<string, string> = {},
   ) {
     killStale(pidFile);
     const out = openSync(logFile, 'a');
-    this.child = spawn(command, args, { stdio: ['ignore', out, out], detached: ownProcessGroups, ...ids });
+    this.child = spawn(command, args, {
+      stdio: ['ignore', out, out],
+      detached: ownProcessGroups,
+      env: { ...process.env, ...env },
+      ...ids,
+    });
     writeFileSync(pidFile, String(this.child.pid));
     this.exit = new Promise((resolve) => this.child.once('exit', () => resolve()));
     this.child.once('exit', () => {

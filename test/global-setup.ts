@@ -7,7 +7,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { startThrowAwayServers, stopAll, throwAwayDir } from '../scripts/local-servers.js';
+import { startThrowAwayObjectStore, startThrowAwayServers, stopAll, throwAwayDir } from '../scripts/local-servers.js';
 import { createPool } from '../lib/db.js';
 import { migrate } from '../lib/migrate.js';
 import { parseConfig } from '../lib/config.js';
@@ -26,6 +26,8 @@ declare module 'vitest' {
     kubeconfigPath: string;
     workflowBundlePath: string;
     dataDir: string;
+    /** The BACKUP_S3_* settings of the run's SeaweedFS (the backups' object store). */
+    objectStoreEnv: Record<string, string>;
     /** The current keys of the platform's pairs (bootstrapped here; see test/support/service-keys.ts). */
     serviceKeys: { operator: string; provisioning: string; events: string; notifications: string };
   }
@@ -34,8 +36,9 @@ declare module 'vitest' {
 export default async function setup(project: TestProject) {
   const dir = throwAwayDir('plana-test-');
   try {
-    const [{ pg, redis, temporal, kube }, bundle] = await Promise.all([
+    const [{ pg, redis, temporal, kube }, objectStore, bundle] = await Promise.all([
       startThrowAwayServers(dir),
+      startThrowAwayObjectStore(dir),
       bundleWorkflowCode({ workflowsPath, logger: quietLogger }),
     ]);
     installTenantClientCrd(kube.kubeconfigPath);
@@ -63,6 +66,7 @@ export default async function setup(project: TestProject) {
     project.provide('kubeconfigPath', kube.kubeconfigPath);
     project.provide('workflowBundlePath', workflowBundlePath);
     project.provide('dataDir', dir);
+    project.provide('objectStoreEnv', objectStore.env);
     project.provide('serviceKeys', serviceKeys);
   } catch (err) {
     await stopAll();

@@ -16,7 +16,7 @@ import { createLogger, type Logger } from '../lib/logger.js';
 import { createActivities } from '../activities/index.js';
 import { connectPlatformDeps, WORKER_CALLER } from '../activities/deps.js';
 import { serviceKeyFor } from '../domain/service-keys/secret-store.js';
-import { ensureBackupRetentionSchedule } from '../domain/tenants/backup-schedules.js';
+import { ensureBackupDrillSchedules, ensureBackupRetentionSchedule } from '../domain/tenants/backup-schedules.js';
 import { ensureExecutionLogRetentionSchedule } from '../domain/access/execution-log-schedule.js';
 import { ensureWebhookRetentionSchedule } from '../domain/webhooks/retention.js';
 import { ensureErpEventSweepSchedule } from '../domain/erp-events/sweep.js';
@@ -97,11 +97,13 @@ export function startRevokedKeyAlerter(config: Config, log: Logger): { stop(): P
   };
 }
 
-/** The platform's Temporal Schedules, ensured at every start (idempotent): backups, execution log, webhook history, service keys. */
+/** The platform's Temporal Schedules, ensured at every start (idempotent): backups, backup drills, execution log, webhook history, service keys. */
 export async function ensureWorkerSchedules(client: Client, config: Config) {
   const taskQueue = config.TEMPORAL_TASK_QUEUE;
   // the daily job that deletes backups past their tier's retention
   await ensureBackupRetentionSchedule(client, { taskQueue });
+  // the weekly backup drills, one per tier
+  await ensureBackupDrillSchedules(client, { taskQueue, everyMs: config.BACKUP_DRILL_INTERVAL });
   // the daily job that drops execution-log partitions past 90 days
   await ensureExecutionLogRetentionSchedule(client, { taskQueue, retentionDays: config.EXECUTION_LOG_RETENTION_DAYS });
   // the daily job that deletes webhook history past WEBHOOK_RETENTION_DAYS

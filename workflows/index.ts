@@ -4,6 +4,8 @@ import type { SendWelcomeEmailWorkflow } from '../domain/notifications/workflow-
 import type { RotateServiceKeyWorkflow } from '../domain/service-keys/workflow-contract.js';
 import type { BackupTenantWorkflow, TenantLifecycleWorkflow } from '../domain/tenants/workflow-contract.js';
 import type { WebhookDeliveryWorkflow } from '../domain/webhooks/workflow-contract.js';
+import type { RestoreTenantBackupWorkflow } from '../domain/tenants/restore-workflow-contract.js';
+import { restoreTenantBackup } from './restore-tenant-backup.js';
 import { sendWelcomeEmail } from './send-welcome-email.js';
 import { tenantLifecycle } from './tenant-lifecycle/index.js';
 import { backupTenant } from './backup-tenant.js';
@@ -11,7 +13,16 @@ import { rotateServiceKey } from './rotate-service-key.js';
 import { dunWorkspace } from './dun-workspace.js';
 import { webhookDelivery } from './webhook-delivery.js';
 
-export { sendWelcomeEmail, tenantLifecycle, backupTenant, rotateServiceKey, dunWorkspace, webhookDelivery };
+export {
+  sendWelcomeEmail,
+  tenantLifecycle,
+  backupTenant,
+  rotateServiceKey,
+  dunWorkspace,
+  webhookDelivery,
+  restoreTenantBackup,
+};
+export { drillBackups, drillTenantBackup } from './drill-backups.js';
 export { pruneExpiredBackups } from './prune-expired-backups.js';
 export { pruneExecutionLog } from './prune-execution-log.js';
 export { annualServiceKeyRotation } from './annual-service-key-rotation.js';
@@ -33,4 +44,5 @@ export type WorkflowsMeetTheirContracts = [
   Meets<RotateServiceKeyWorkflow, typeof rotateServiceKey>,
   Meets<DunWorkspaceWorkflow, typeof dunWorkspace>,
   Meets<WebhookDeliveryWorkflow, typeof webhookDelivery>,
+  Meets<RestoreTenantBackupWorkflow, typeof restoreTenantBackup>,
 ];

@@ -11,7 +11,8 @@ import {
   PRUNE_EXPIRED_BACKUPS_WORKFLOW,
   type BackupTenantInput,
 } from './workflow-contract.js';
-import { backupScheduleId } from './types.js';
+import { backupScheduleId, tiers, type Tier } from './types.js';
+import { DRILL_BACKUPS_WORKFLOW, drillScheduleId } from './restore-workflow-contract.js';
 
 export async function createBackupSchedule(
   client: Client,
@@ -96,4 +97,53 @@ export async function ensureBackupRetentionSchedule(
     if (err instanceof ScheduleAlreadyRunning) return 'exists';
     throw err;
   }
+}
+
+/**
+ * The backup drills, one schedule per tier (`backup-drill-<tier>`, every BACKUP_DRILL_INTERVAL):
+ * each live tenant's latest backup restored into a scratch tenant and compared. Created, or
+ * updated when the interval changed; the worker ensures them at start-up.
+ */
+export async function ensureBackupDrillSchedules(
+  client: Client,
+  opts: { taskQueue: string; everyMs: number; tiers?: readonly Tier[] },
+): Promise<Record<string, 'created' | 'updated' | 'exists'>> {
+  const outcomes: Record<string, 'created' | 'updated' | 'exists'> = {};
+  for (const tier of opts.tiers ?? tiers) {
+    const scheduleId = drillScheduleId(tier);
+    const spec = { intervals: [{ every: opts.everyMs }] };
+    try {
+      await client.schedule.create({
+        scheduleId,
+        spec,
+        action: {
+          type: 'startWorkflow',
+          workflowType: DRILL_BACKUPS_WORKFLOW,
+          workflowId: scheduleId,
+          taskQueue: opts.taskQueue,
+          args: [{ tier }],
+          staticSummary: `Backup drill of the ${tier} tenants: restore each latest backup into a scratch tenant and compare`,
+          typedSearchAttributes: [{ key: searchAttributes.tier, value: tier }],
+        },
+        policies: { overlap: ScheduleOverlapPolicy.SKIP },
+        state: {
+          note: `Backup drill (${tier}): a restore of every live tenant's latest backup, compared and torn down`,
+        },
+      });
+      outcomes[scheduleId] = 'created';
+      continue;
+    } catch (err) {
+      if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+    }
+    const handle = client.schedule.getHandle(scheduleId);
+    const current = await handle.describe();
+    const every = current.spec.intervals?.[0]?.every;
+    if (every === opts.everyMs) {
+      outcomes[scheduleId] = 'exists';
+      continue;
+    }
+    await handle.update((prev) => ({ ...prev, spec }));
+    outcomes[scheduleId] = 'updated';
+  }
+  return outcomes;
 }

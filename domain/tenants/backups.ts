@@ -1,15 +1,21 @@
 /**
- * Tenant backups in the backup store (BACKUP_ROOT/<tenant>/): a `pg_dump` of the tenant database
- * (custom format) plus a tar.gz of its filestore folder, each recorded in `tenant_backups` with
- * the date its tier's retention ends (§8: starter 30 days, pro 90 days, enterprise 365 days by
- * default). Pruning deletes what has expired, files first, then rows.
+ * Tenant backups in the object store (BACKUP_S3_*): a `pg_dump` of the tenant database (custom
+ * format) plus a tar.gz of its filestore folder, written first to the worker's scratch folder
+ * (BACKUP_ROOT/<tenant>/), then stored as `<tier>/<tenant>/<stamp>/{database.dump,filestore.tar.gz}`
+ * with their SHA-256, and recorded in `tenant_backups` (both objects together, once both are stored)
+ * with the date the tier's retention ends (§8: starter 30 days, pro 90 days, enterprise 365 days by
+ * default). Pruning deletes what has expired, objects first, then rows.
  */
 import { execFile } from 'node:child_process';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type pg from 'pg';
+import pg from 'pg';
 import type { Config } from '../../lib/config.js';
+import { withTransaction } from '../../lib/db.js';
+import type { ObjectStore } from '../../lib/object-store.js';
+import { databaseUrl } from '../erp/tenant-database.js';
+import { countMainModels, listFiles, type BackupFigures } from './backup-figures.js';
 import type { Tier } from './types.js';
 
 const run = promisify(execFile);
@@ -35,85 +41,153 @@ export function tenantBackupDir(root: string, tenant: string): string {
 
 export interface BackupFile {
   kind: 'database' | 'filestore';
+  /** The object's key in the backup bucket. */
   path: string;
   sizeBytes: number;
+  sha256: string;
   expiresAt: string;
 }
 
+export type BackupDeps = { pool: pg.Pool; cfg: Config; store: ObjectStore };
+
+const OBJECT_NAMES = { database: 'database.dump', filestore: 'filestore.tar.gz' } as const;
+
 /**
- * Dumps the tenant database and archives its filestore into BACKUP_ROOT/<tenant>/<stamp>-*.
- * `stamp` names the run (e.g. the schedule's workflow start time), so a retried attempt
- * overwrites its own files instead of adding more.
+ * Dumps the tenant database and archives its filestore, stores both in the object store under
+ * `<tier>/<tenant>/<stamp>/` and records them, together, once both are stored. `stamp` names the
+ * run (e.g. the schedule's workflow start time), so a retried attempt overwrites its own objects
+ * instead of adding more; an attempt that fails (the store down) records nothing.
  */
 export async function backupTenant(
-  deps: { pool: pg.Pool; cfg: Config },
+  deps: BackupDeps,
   opts: { tenant: string; tier: Tier; database: string; filestoreDir: string; stamp: string },
-): Promise<BackupFile[]> {
-  const dir = tenantBackupDir(deps.cfg.BACKUP_ROOT, opts.tenant);
-  await mkdir(dir, { recursive: true, mode: 0o750 });
+): Promise<{ backupId: string; files: BackupFile[] }> {
   const stamp = opts.stamp.replace(/[^0-9A-Za-z]/g, '');
-  const dumpFile = path.join(dir, `${stamp}-database.dump`);
-  const tarFile = path.join(dir, `${stamp}-filestore.tar.gz`);
+  const scratch = path.join(tenantBackupDir(deps.cfg.BACKUP_ROOT, opts.tenant), stamp);
+  await mkdir(scratch, { recursive: true, mode: 0o750 });
+  try {
+    const dumpFile = path.join(scratch, OBJECT_NAMES.database);
+    const tarFile = path.join(scratch, OBJECT_NAMES.filestore);
+    const counts = await dumpDatabase(deps.cfg, opts.database, dumpFile);
+    const files = await listFiles(opts.filestoreDir);
+    await archiveFolder(opts.filestoreDir, tarFile);
 
-  const url = new URL(deps.cfg.ERP_DATABASE_URL);
-  const pgDump = deps.cfg.PG_BIN ? path.join(deps.cfg.PG_BIN, 'pg_dump') : 'pg_dump';
-  // the password goes through the environment, never the command line (visible in `ps`)
-  await run(
-    pgDump,
-    [
-      '--format=custom',
-      '--no-owner',
-      `--file=${dumpFile}`,
-      '--host',
-      url.hostname,
-      '--port',
-      url.port || '5432',
-      '--username',
-      decodeURIComponent(url.username),
-      opts.database,
-    ],
-    { env: { ...process.env, PGPASSWORD: decodeURIComponent(url.password) }, maxBuffer: 1024 * 1024 },
-  );
-  const filestoreExists = await stat(opts.filestoreDir).then(
+    const backupId = `${opts.tenant}/${stamp}`;
+    const prefix = `${opts.tier}/${backupId}`;
+    const database = await deps.store.putFile(`${prefix}/${OBJECT_NAMES.database}`, dumpFile);
+    const filestore = await deps.store.putFile(`${prefix}/${OBJECT_NAMES.filestore}`, tarFile);
+    const recorded = await recordBackup(deps, { ...opts, backupId, figures: { counts, files } }, [
+      ['database', database],
+      ['filestore', filestore],
+    ]);
+    return { backupId, files: recorded };
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+/**
+ * `pg_dump` of the database in a snapshot exported by a read-only transaction, in which the main
+ * models are counted too: the counts are exactly those of the dump.
+ */
+async function dumpDatabase(cfg: Config, database: string, file: string): Promise<Record<string, number>> {
+  const db = new pg.Client({ connectionString: databaseUrl(cfg.ERP_DATABASE_URL, database) });
+  await db.connect();
+  try {
+    await db.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    const { rows } = await db.query<{ snapshot: string }>('SELECT pg_export_snapshot() AS snapshot');
+    const counts = await countMainModels(db);
+    const url = new URL(cfg.ERP_DATABASE_URL);
+    const pgDump = cfg.PG_BIN ? path.join(cfg.PG_BIN, 'pg_dump') : 'pg_dump';
+    // the password goes through the environment, never the command line (visible in `ps`)
+    await run(
+      pgDump,
+      [
+        '--format=custom',
+        '--no-owner',
+        `--snapshot=${rows[0]!.snapshot}`,
+        `--file=${file}`,
+        '--host',
+        url.hostname,
+        '--port',
+        url.port || '5432',
+        '--username',
+        decodeURIComponent(url.username),
+        database,
+      ],
+      { env: { ...process.env, PGPASSWORD: decodeURIComponent(url.password) }, maxBuffer: 1024 * 1024 },
+    );
+    await db.query('COMMIT');
+    return counts;
+  } finally {
+    await db.end();
+  }
+}
+
+/** A tar.gz of `dir` (its folder name inside), or an empty archive when there is no such folder. */
+async function archiveFolder(dir: string, file: string): Promise<void> {
+  const exists = await stat(dir).then(
     (s) => s.isDirectory(),
     () => false,
   );
-  const tarArgs = filestoreExists
-    ? ['-czf', tarFile, '-C', path.dirname(opts.filestoreDir), path.basename(opts.filestoreDir)]
-    : ['-czf', tarFile, '--files-from', '/dev/null'];
+  const tarArgs = exists
+    ? ['-czf', file, '-C', path.dirname(dir), path.basename(dir)]
+    : ['-czf', file, '--files-from', '/dev/null'];
   await run('tar', tarArgs);
-
-  const days = retentionDays(deps.cfg, opts.tier);
-  const files: BackupFile[] = [];
-  for (const [kind, file] of [
-    ['database', dumpFile],
-    ['filestore', tarFile],
-  ] as const) {
-    const { size } = await stat(file);
-    const { rows } = await deps.pool.query<{ expires_at: Date }>(
-      `INSERT INTO tenant_backups (tenant, tier, kind, path, size_bytes, expires_at)
-       VALUES ($1, $2, $3, $4, $5, now() + make_interval(days => $6))
-       ON CONFLICT (path) DO UPDATE SET size_bytes = EXCLUDED.size_bytes
-       RETURNING expires_at`,
-      [opts.tenant, opts.tier, kind, file, size, days],
-    );
-    files.push({ kind, path: file, sizeBytes: size, expiresAt: rows[0]!.expires_at.toISOString() });
-  }
-  return files;
 }
 
-/** Deletes every backup whose retention has ended (file, then row). Returns the deleted paths. */
-export async function deleteExpiredBackups(deps: { pool: pg.Pool; cfg: Config }, now = new Date()): Promise<string[]> {
-  const { rows } = await deps.pool.query<{ id: string; path: string }>(
-    'SELECT id, path FROM tenant_backups WHERE expires_at <= $1 ORDER BY id',
+/** Both objects of a backup in one transaction: a backup is listed whole or not at all. */
+async function recordBackup(
+  deps: BackupDeps,
+  opts: { tenant: string; tier: Tier; backupId: string; figures: BackupFigures },
+  objects: [BackupFile['kind'], { key: string; sha256: string; sizeBytes: number }][],
+): Promise<BackupFile[]> {
+  const days = retentionDays(deps.cfg, opts.tier);
+  return withTransaction(deps.pool, async (client) => {
+    await client.query(
+      `INSERT INTO tenant_backup_figures (backup_id, tenant, figures) VALUES ($1, $2, $3)
+       ON CONFLICT (backup_id) DO UPDATE SET figures = EXCLUDED.figures`,
+      [opts.backupId, opts.tenant, JSON.stringify(opts.figures)],
+    );
+    const files: BackupFile[] = [];
+    for (const [kind, object] of objects) {
+      const { rows } = await client.query<{ expires_at: Date }>(
+        `INSERT INTO tenant_backups (tenant, tier, kind, path, size_bytes, expires_at, storage, sha256, backup_id)
+         VALUES ($1, $2, $3, $4, $5, now() + make_interval(days => $6), 'object-store', $7, $8)
+         ON CONFLICT (path) DO UPDATE SET size_bytes = EXCLUDED.size_bytes, sha256 = EXCLUDED.sha256
+         RETURNING expires_at`,
+        [opts.tenant, opts.tier, kind, object.key, object.sizeBytes, days, object.sha256, opts.backupId],
+      );
+      files.push({
+        kind,
+        path: object.key,
+        sizeBytes: object.sizeBytes,
+        sha256: object.sha256,
+        expiresAt: rows[0]!.expires_at.toISOString(),
+      });
+    }
+    return files;
+  });
+}
+
+/**
+ * Deletes every backup whose retention has ended (object or file, then row). Returns what was
+ * deleted (object keys, or paths of backups kept in the worker's folder before the object store).
+ */
+export async function deleteExpiredBackups(deps: BackupDeps, now = new Date()): Promise<string[]> {
+  const { rows } = await deps.pool.query<{ id: string; path: string; storage: 'local' | 'object-store' }>(
+    'SELECT id, path, storage FROM tenant_backups WHERE expires_at <= $1 ORDER BY id',
     [now],
   );
   const root = path.resolve(deps.cfg.BACKUP_ROOT);
   const deleted: string[] = [];
   for (const row of rows) {
-    // only files inside the backup store are ever deleted
-    if (path.relative(root, path.resolve(row.path)).startsWith('..')) continue;
-    await rm(row.path, { force: true });
+    if (row.storage === 'object-store') await deps.store.delete(row.path);
+    else {
+      // only files inside the backup folder are ever deleted
+      if (path.relative(root, path.resolve(row.path)).startsWith('..')) continue;
+      await rm(row.path, { force: true });
+    }
     await deps.pool.query('DELETE FROM tenant_backups WHERE id = $1', [row.id]);
     deleted.push(row.path);
   }

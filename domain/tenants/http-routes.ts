@@ -115,11 +115,16 @@ export interface RoutedTenant {
   erpVersion: string;
 }
 
-/** Every tenant with a route, by name: the tenants whose ERPs the platform's ERP jobs visit (sweep, rule rewrite). */
+/**
+ * Every tenant with a route, by name: the tenants whose ERPs the platform's ERP jobs visit (sweep,
+ * rule rewrite). A backup restored as a staging copy (`tenant_restores`) is not among them: its
+ * ERP's events are not the customer's.
+ */
 export async function routedTenants(pool: pg.Pool): Promise<RoutedTenant[]> {
   const { rows } = await pool.query<RoutedTenant>(
     `SELECT r.tenant, r.host, r.database, w.slug AS workspace, t.erp_version AS "erpVersion"
        FROM tenant_routes r JOIN tenants t ON t.name = r.tenant LEFT JOIN workspaces w ON w.id = t.workspace_id
+      WHERE NOT EXISTS (SELECT 1 FROM tenant_restores x WHERE x.name = r.tenant)
       ORDER BY r.tenant`,
   );
   return rows;

@@ -1,7 +1,8 @@
 /**
  * Deprovisioning (§3.2): cancel starts the soak timer; when it ends (or on delete after the
  * cancel) the route, the database, the filestore folder and the backup schedule go, the chat room
- * is archived, and the stored backups stay until the retention schedule finds them expired.
+ * is archived, and the stored backups (in the object store) stay until the retention schedule finds
+ * them expired and deletes them there.
  * Reactivating during the soak keeps everything.
  */
 import { existsSync, statSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { ScheduleNotFoundError } from '@temporalio/client';
 import { startApi } from '../../api/server.js';
 import { ensureBackupRetentionSchedule } from '../../domain/tenants/backup-schedules.js';
 import { parseConfig } from '../../lib/config.js';
+import { backupObjectStore, type ObjectStore } from '../../lib/object-store.js';
 import { freePort } from '../../scripts/local-servers.js';
 import {
   applyYaml,
@@ -31,9 +33,11 @@ import { testKeys } from '../support/service-keys.js';
 let p: TenantPlatform;
 /** A second account API whose applies carry a 3-second soak period (the platform's own keeps 1 hour). */
 let shortSoak: Awaited<ReturnType<typeof startApi>>;
+let store: ObjectStore;
 
 beforeAll(async () => {
   p = await startTenantPlatform({ TENANT_SOAK_PERIOD: '1h' });
+  store = backupObjectStore(p.cfg);
   const port = await freePort();
   shortSoak = await startApi(
     parseConfig({
@@ -46,6 +50,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  store?.close();
   await shortSoak?.close();
   await p?.close();
 });
@@ -89,8 +94,9 @@ async function provisionWithBackup(name: string, api = p.api) {
 
 const backups = async (name: string) =>
   (
-    await p.pool.query<{ kind: string; path: string; days: number }>(
-      `SELECT kind, path, extract(day FROM expires_at - created_at)::int AS days FROM tenant_backups WHERE tenant = $1 ORDER BY id`,
+    await p.pool.query<{ kind: string; path: string; size: number; days: number }>(
+      `SELECT kind, path, size_bytes::int AS size, extract(day FROM expires_at - created_at)::int AS days
+         FROM tenant_backups WHERE tenant = $1 ORDER BY id`,
       [name],
     )
   ).rows;
@@ -102,7 +108,8 @@ group('cancel → soak → deprovision', () => {
     const scheduled = await backups(name);
     expect(scheduled.map((b) => b.kind)).toEqual(['database', 'filestore']);
     expect(scheduled.every((b) => b.days === 90)).toBe(true); // pro tier retention
-    expect(statSync(scheduled[0]!.path).size).toBeGreaterThan(0);
+    expect(scheduled[0]!.size).toBeGreaterThan(0);
+    for (const b of scheduled) expect(await store.exists(b.path)).toBe(true);
 
     const cancelled = await ops(p, 'POST', `/api/ops/tenant-clients/${name}/cancel`);
     expect(cancelled.statusCode).toBe(202);
@@ -129,7 +136,7 @@ group('cancel → soak → deprovision', () => {
     // the backups stay: the scheduled ones and the final one taken before the database was dropped
     const kept = await backups(name);
     expect(kept.length).toBe(4);
-    for (const b of kept) expect(existsSync(b.path)).toBe(true);
+    for (const b of kept) expect(await store.exists(b.path)).toBe(true);
 
     // the final state stays readable, and the tenant cannot be touched again
     const described = await describe(p, name);
@@ -228,10 +235,10 @@ group('backup retention', () => {
     try {
       await schedule.trigger();
       await expect.poll(async () => (await backups(name)).length, { timeout: 30_000 }).toBe(0);
-      for (const b of expired) expect(existsSync(b.path)).toBe(false);
+      for (const b of expired) expect(await store.exists(b.path)).toBe(false);
       const others = await backups(other);
       expect(others.length).toBe(2);
-      for (const b of others) expect(existsSync(b.path)).toBe(true);
+      for (const b of others) expect(await store.exists(b.path)).toBe(true);
     } finally {
       await schedule.delete();
     }

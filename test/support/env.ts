@@ -21,6 +21,7 @@ export async function testConfig(overrides: Record<string, string> = {}): Promis
     NOTIFICATIONS_PORT: String(notificationsPort),
     NOTIFICATIONS_URL: `http://127.0.0.1:${notificationsPort}`,
     SMTP_PORT: String(smtpPort),
+    ...inject('objectStoreEnv'),
     ...overrides,
   });
 }

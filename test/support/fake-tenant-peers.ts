@@ -175,11 +175,13 @@ export class FakeTenantPeers {
         streamId: '1-0',
       })),
       createTenantBackup: run('createTenantBackup', ({ tenant }) => ({
+        backupId: `${tenant}/final`,
         files: [
           {
             kind: 'database' as const,
-            path: `/backups/${tenant}.dump`,
+            path: `pro/${tenant}/final/database.dump`,
             sizeBytes: 1,
+            sha256: '0'.repeat(64),
             expiresAt: '2099-01-01T00:00:00.000Z',
           },
         ],

@@ -36,6 +36,23 @@ describe('configuration', () => {
     expect(parseConfig({ DATA_DIR: '/srv/plana', FILESTORE_ROOT: '/mnt/files' }).FILESTORE_ROOT).toBe('/mnt/files');
   });
 
+  it('keeps backups in the local SeaweedFS in development, and in AWS S3 (SDK credentials) in production unless told otherwise', () => {
+    expect(parseConfig({})).toMatchObject({
+      BACKUP_S3_ENDPOINT: 'http://127.0.0.1:8333',
+      BACKUP_S3_BUCKET: 'plana-backups',
+      BACKUP_S3_ACCESS_KEY_ID: 'plana-dev',
+    });
+    const production = parseConfig({ NODE_ENV: 'production' });
+    expect(production.BACKUP_S3_ENDPOINT).toBeUndefined();
+    expect(production.BACKUP_S3_ACCESS_KEY_ID).toBeUndefined();
+    const elsewhere = parseConfig({ BACKUP_S3_ENDPOINT: 'https://s3.eu-central-1.amazonaws.com' });
+    expect(elsewhere.BACKUP_S3_ENDPOINT).toBe('https://s3.eu-central-1.amazonaws.com');
+    expect(elsewhere.BACKUP_S3_ACCESS_KEY_ID).toBeUndefined();
+    expect(() => parseConfig({ BACKUP_S3_BUCKET: 'Not_A_Bucket' })).toThrow(
+      /BACKUP_S3_BUCKET: must be an S3 bucket name/,
+    );
+  });
+
   it('keeps npm run dev on real Odoo apart from the stand-in: its own DATA_DIR (a stand-in tenant database is no Odoo database)', () => {
     expect(parseConfig({})).toMatchObject({ DATA_DIR: '.data', FILESTORE_ROOT: '.data/filestore' });
     expect(parseConfig({ ERP_BACKEND: 'odoo' })).toMatchObject({

@@ -1,0 +1,30 @@
+/** Restores of a backup as a new tenant: the restore itself and its recorded state (domain/tenants/restores.ts). */
+import { ApplicationFailure } from '@temporalio/common';
+import { Context } from '@temporalio/activity';
+import { ChecksumMismatchError } from '../lib/object-store.js';
+import { recordRestoreState, restoreBackupInto, type StoredBackup } from '../domain/tenants/restores.js';
+import type { PlatformDeps } from './deps.js';
+
+export const RestoreErrorType = { BackupCorrupt: 'BackupCorrupt' } as const;
+
+export const createTenantRestoreActivities = ({ config, platformPool, erpAdminPool, backupStore }: PlatformDeps) => ({
+  /** Objects fetched and verified, pg_restore into a fresh database, the filestore unpacked; a corrupt object is refused for good. */
+  async restoreBackup(input: { name: string; database: string; backup: StoredBackup }) {
+    Context.current().heartbeat();
+    try {
+      return await restoreBackupInto({ cfg: config, store: backupStore, erpAdmin: erpAdminPool }, input);
+    } catch (err) {
+      if (err instanceof ChecksumMismatchError)
+        throw ApplicationFailure.create({
+          type: RestoreErrorType.BackupCorrupt,
+          message: err.message,
+          nonRetryable: true,
+        });
+      throw err;
+    }
+  },
+
+  async recordRestoreState(input: Parameters<typeof recordRestoreState>[1]) {
+    await recordRestoreState(platformPool, input);
+  },
+});

@@ -1,0 +1,187 @@
+/**
+ * Backups and restores for operators (ops service key): a tenant's stored backups, a backup (or the
+ * latest) restored as a new tenant, the restored copies (kept on request, otherwise torn down), and
+ * the backup drills' results.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { keepRestore, startRestore } from '../../../domain/tenants/restore-start.js';
+import { getRestore, listBackups, listRestores } from '../../../domain/tenants/restores.js';
+import { listDrills } from '../../../domain/tenants/backup-drills.js';
+import { AppError } from '../../../lib/errors.js';
+import { temporalUiLink } from '../../../lib/temporal.js';
+import { restoreWorkflowId } from '../../../domain/tenants/restore-workflow-contract.js';
+import { TenantName, problemRef } from '../../schemas/common.js';
+import { access } from '../../plugins/access.js';
+
+const BackupId = Type.String({
+  pattern: '^[a-z0-9-]{1,30}/[0-9A-Za-z]{1,40}$',
+  maxLength: 71,
+  title: 'a backup id as listed by GET /api/ops/tenants/{name}/backups (e.g. acme/20261126T101500000Z)',
+  description: 'The backup to restore (default: the latest within retention)',
+});
+
+const BackupObject = Type.Object({ key: Type.String(), sha256: Type.String(), sizeBytes: Type.Integer() });
+const Backup = Type.Object({
+  backupId: Type.String(),
+  tenant: Type.String(),
+  tier: Type.String(),
+  createdAt: Type.String({ format: 'date-time' }),
+  expiresAt: Type.String({ format: 'date-time' }),
+  database: BackupObject,
+  filestore: BackupObject,
+});
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+const Restore = Type.Object({
+  name: Type.String({ description: 'The restored copy: a tenant of its own' }),
+  sourceTenant: Type.String(),
+  backupId: Type.String({ description: 'The backup the copy came from' }),
+  host: Type.String(),
+  state: Type.Union([
+    Type.Literal('restoring'),
+    Type.Literal('ready'),
+    Type.Literal('failed'),
+    Type.Literal('torn-down'),
+  ]),
+  keep: Type.Boolean(),
+  expiresAt: Nullable(Type.String({ format: 'date-time' })),
+  error: Nullable(Type.String()),
+  requestedAt: Type.String({ format: 'date-time' }),
+  restoredAt: Nullable(Type.String({ format: 'date-time' })),
+  tornDownAt: Nullable(Type.String({ format: 'date-time' })),
+});
+const Drill = Type.Object({
+  tenant: Type.String(),
+  backupId: Nullable(Type.String()),
+  outcome: Type.Union([Type.Literal('passed'), Type.Literal('mismatch'), Type.Literal('failed')]),
+  mismatches: Type.Array(Type.String()),
+  error: Nullable(Type.String()),
+  durationMs: Type.Integer(),
+  finishedAt: Type.String({ format: 'date-time' }),
+});
+const StartedRestore = Type.Object({
+  restore: Restore,
+  workflowId: Type.String(),
+  temporalUiUrl: Type.String(),
+});
+
+export default async function opsRestoreRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const restoreDeps = () => ({
+    pool: app.deps.pool,
+    temporal: app.deps.temporal,
+    taskQueue: app.deps.config.TEMPORAL_TASK_QUEUE,
+    tenantDomain: app.deps.config.TENANT_DOMAIN,
+  });
+
+  app.get(
+    '/api/ops/tenants/:name/backups',
+    {
+      config: { access: access.service('operator') },
+      schema: {
+        tags: ['ops'],
+        summary: "A tenant's stored backups within retention, newest first (a deprovisioned tenant's too)",
+        params: Type.Object({ name: TenantName }),
+        response: { 200: Type.Object({ items: Type.Array(Backup) }), 401: problemRef },
+      },
+    },
+    async (req) => ({ items: await listBackups(app.deps.pool, req.params.name) }),
+  );
+
+  app.post(
+    '/api/ops/tenants/:name/restores',
+    {
+      config: { access: access.service('operator') },
+      schema: {
+        tags: ['ops'],
+        summary:
+          'Restore a backup of the tenant (or its latest) as a new, separate tenant; torn down after keepForMinutes unless kept. 404 without a backup, 409 while another restore of the tenant runs',
+        params: Type.Object({ name: TenantName }),
+        body: Type.Optional(
+          Type.Object(
+            {
+              backupId: Type.Optional(BackupId),
+              keepForMinutes: Type.Optional(
+                Type.Integer({ minimum: 1, maximum: 43_200, description: 'Default: RESTORE_KEEP_FOR (1 day)' }),
+              ),
+            },
+            { additionalProperties: false },
+          ),
+        ),
+        response: { 202: StartedRestore, 401: problemRef, 409: problemRef },
+      },
+    },
+    async (req, reply) => {
+      const { config } = app.deps;
+      const body = req.body ?? {};
+      const started = await startRestore(restoreDeps(), {
+        source: req.params.name,
+        backupId: body.backupId,
+        keepForMs: body.keepForMinutes ? body.keepForMinutes * 60_000 : config.RESTORE_KEEP_FOR,
+      });
+      req.log.info({ tenant: req.params.name, restore: started.restore.name }, 'restore started');
+      return reply.code(202).send({ ...started, temporalUiUrl: temporalUiLink(config, started.workflowId) });
+    },
+  );
+
+  app.get(
+    '/api/ops/tenants/:name/restores',
+    {
+      config: { access: access.service('operator') },
+      schema: {
+        tags: ['ops'],
+        summary: "The tenant's restored copies, newest first",
+        params: Type.Object({ name: TenantName }),
+        response: { 200: Type.Object({ items: Type.Array(Restore) }), 401: problemRef },
+      },
+    },
+    async (req) => ({ items: await listRestores(app.deps.pool, req.params.name) }),
+  );
+
+  app.get(
+    '/api/ops/restores/:name',
+    {
+      config: { access: access.service('operator') },
+      schema: {
+        tags: ['ops'],
+        summary: 'One restored copy: where it is, which backup it came from, until when it stays',
+        params: Type.Object({ name: TenantName }),
+        response: { 200: Type.Intersect([Restore, Type.Object({ temporalUiUrl: Type.String() })]), 401: problemRef },
+      },
+    },
+    async (req) => {
+      const restore = await getRestore(app.deps.pool, req.params.name);
+      if (!restore) throw new AppError('NOT_FOUND', `no restore named "${req.params.name}"`);
+      return { ...restore, temporalUiUrl: temporalUiLink(app.deps.config, restoreWorkflowId(restore.name)) };
+    },
+  );
+
+  app.post(
+    '/api/ops/restores/:name/keep',
+    {
+      config: { access: access.service('operator') },
+      schema: {
+        tags: ['ops'],
+        summary: 'Keep a restored copy: it is not torn down when its time is up',
+        params: Type.Object({ name: TenantName }),
+        response: { 200: Restore, 401: problemRef, 409: problemRef },
+      },
+    },
+    async (req) => keepRestore(restoreDeps(), req.params.name),
+  );
+
+  app.get(
+    '/api/ops/tenants/:name/drills',
+    {
+      config: { access: access.service('operator') },
+      schema: {
+        tags: ['ops'],
+        summary: "The tenant's backup drills, newest first (the last drill, its outcome and duration first)",
+        params: Type.Object({ name: TenantName }),
+        response: { 200: Type.Object({ items: Type.Array(Drill) }), 401: problemRef },
+      },
+    },
+    async (req) => ({ items: await listDrills(app.deps.pool, req.params.name) }),
+  );
+}

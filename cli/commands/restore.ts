@@ -1,0 +1,85 @@
+import type { Command } from 'commander';
+import { opsRequest } from '../ops-client.js';
+import { outputOption, pattern, positiveInteger, tenantName } from '../arguments.js';
+
+interface Restore {
+  name: string;
+  sourceTenant: string;
+  backupId: string;
+  host: string;
+  state: string;
+  keep: boolean;
+  expiresAt: string | null;
+}
+
+export function register(program: Command) {
+  program
+    .command('restore')
+    .description("restore a tenant's backup (default: its latest) as a new, separate tenant (a staging copy)")
+    .argument(
+      '<tenant>',
+      'tenant name (= subdomain); a deprovisioned tenant works too, within its retention',
+      tenantName,
+    )
+    .option(
+      '--backup <id>',
+      'the backup to restore, as listed by `backups <tenant>` (e.g. acme/20261126T101500000Z)',
+      pattern(/^[a-z0-9-]{1,30}\/[0-9A-Za-z]{1,40}$/, 'It must be a backup id such as acme/20261126T101500000Z.'),
+    )
+    .option(
+      '--keep-for <minutes>',
+      'tear the copy down after this many minutes (default: RESTORE_KEEP_FOR)',
+      positiveInteger,
+    )
+    .addOption(outputOption(['text', 'json']))
+    .action(async (tenant: string, opts: { backup?: string; keepFor?: number; output: string }) => {
+      const started = await opsRequest<{ restore: Restore; workflowId: string; temporalUiUrl: string }>(
+        'POST',
+        `/api/ops/tenants/${encodeURIComponent(tenant)}/restores`,
+        { backupId: opts.backup, keepForMinutes: opts.keepFor },
+        { 'params.name': '<tenant>', 'body.backupId': '--backup', 'body.keepForMinutes': '--keep-for' },
+      );
+      if (opts.output === 'json') return console.log(JSON.stringify(started, null, 2));
+      console.log(`Restore of tenant ${tenant} started: backup ${started.restore.backupId} → ${started.restore.name}`);
+      console.log(`  host:        ${started.restore.host} (routed once restored)`);
+      console.log(`  workflow id: ${started.workflowId}`);
+      console.log(`  Temporal UI: ${started.temporalUiUrl}`);
+      console.log(`  keep it:     npm run cli -- restore-keep ${started.restore.name}`);
+    });
+
+  program
+    .command('restore-keep')
+    .description('keep a restored copy: it is not torn down when its time is up')
+    .argument('<name>', 'the restored copy (as `restore` printed it)', tenantName)
+    .addOption(outputOption(['text', 'json']))
+    .action(async (name: string, opts: { output: string }) => {
+      const kept = await opsRequest<Restore>('POST', `/api/ops/restores/${encodeURIComponent(name)}/keep`, undefined, {
+        'params.name': '<name>',
+      });
+      if (opts.output === 'json') return console.log(JSON.stringify(kept, null, 2));
+      console.log(`Restore ${kept.name} (backup ${kept.backupId} of ${kept.sourceTenant}) is kept: ${kept.state}.`);
+    });
+
+  program
+    .command('backups')
+    .description("a tenant's stored backups within retention, newest first")
+    .argument('<tenant>', 'tenant name (= subdomain)', tenantName)
+    .addOption(outputOption(['text', 'json']))
+    .action(async (tenant: string, opts: { output: string }) => {
+      const { items } = await opsRequest<{
+        items: {
+          backupId: string;
+          createdAt: string;
+          expiresAt: string;
+          database: { sizeBytes: number };
+          filestore: { sizeBytes: number };
+        }[];
+      }>('GET', `/api/ops/tenants/${encodeURIComponent(tenant)}/backups`, undefined, { 'params.name': '<tenant>' });
+      if (opts.output === 'json') return console.log(JSON.stringify(items, null, 2));
+      if (!items.length) return console.log(`Tenant ${tenant} has no backup within its retention.`);
+      for (const b of items)
+        console.log(
+          `${b.backupId}  taken ${b.createdAt}  kept until ${b.expiresAt}  database ${b.database.sizeBytes} B, filestore ${b.filestore.sizeBytes} B`,
+        );
+    });
+}

@@ -1,0 +1,33 @@
+/**
+ * The restore workflow as its starters see it (workflows/restore-tenant-backup.ts): type name,
+ * id, input and the `keep` signal; and the backup drill's workflow types and schedules. Types and message names only, so the workflow sandbox bundles it.
+ */
+import { defineSignal } from '@temporalio/workflow';
+import type { RestoreRequest } from './restores.js';
+import type { Tier } from './types.js';
+
+export const RESTORE_TENANT_BACKUP_WORKFLOW = 'restoreTenantBackup';
+
+/** One workflow per restored copy, named after it (`<source>-r<hex>`). */
+export const restoreWorkflowId = (name: string) => `restore:${name}`;
+
+export type RestoreTenantBackupInput = RestoreRequest;
+
+export interface RestoreTenantBackupResult {
+  name: string;
+  host: string;
+  backupId: string;
+  outcome: 'kept' | 'torn-down';
+}
+
+export type RestoreTenantBackupWorkflow = (input: RestoreTenantBackupInput) => Promise<RestoreTenantBackupResult>;
+
+/** Keep the copy: it is not torn down when its time is up. */
+export const keepRestoreSignal = defineSignal('keep');
+
+// ---- the backup drill (workflows/drill-backups.ts) ----
+
+export const DRILL_BACKUPS_WORKFLOW = 'drillBackups';
+export const DRILL_TENANT_BACKUP_WORKFLOW = 'drillTenantBackup';
+/** One schedule per tier, e.g. `backup-drill-starter`. */
+export const drillScheduleId = (tier: Tier) => `backup-drill-${tier}`;
