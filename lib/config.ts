@@ -439,7 +439,8 @@ export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
-  const localStore = result.data.NODE_ENV === 'development' && !result.data.BACKUP_S3_ENDPOINT ? LOCAL_OBJECT_STORE : {};
+  const localStore =
+    result.data.NODE_ENV === 'development' && !result.data.BACKUP_S3_ENDPOINT ? LOCAL_OBJECT_STORE : {};
   return { ...result.data, ...localStore, ...derivedSettings(result.data) };
 }
 

@@ -109,7 +109,9 @@ process.on('SIGTERM', () => void shutdown());
 
 startServersInOwnProcessGroups();
 try {
-  step(`starting PostgreSQL, Redis, the Temporal dev server, a Kubernetes API server and the SeaweedFS object store (data in ${dataDir})`);
+  step(
+    `starting PostgreSQL, Redis, the Temporal dev server, a Kubernetes API server and the SeaweedFS object store (data in ${dataDir})`,
+  );
   const temporalPort = Number(cfg.TEMPORAL_ADDRESS.split(':').pop());
   const db = new URL(cfg.DATABASE_URL);
   const [kube] = await Promise.all([
