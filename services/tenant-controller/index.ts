@@ -95,7 +95,59 @@ export async function startTenantController(
   const core = kc.makeApiClient(CoreV1Api);
   const selector = cfg.TENANT_CONTROLLER_LABEL_SELECTOR;
 
-  const informer = makeInformer<TenantClientObject>(
+  const informer = watchTenantClients(kc, custom, selector);
+  /** What was applied (or refused) per object, so a generation is applied once per controller life. */
+  const applied = new Map<string, AppliedGeneration>();
+  const reconciler = new Reconciler(deps, custom, core, applied, log, identity);
+
+  let stopped = false;
+  let closing: Promise<void> | undefined;
+  const passes = serialPasses(
+    async () => {
+      const leading = election.isLeader();
+      log.debug({ leading, objects: informer.list().length }, 'pass');
+      if (leading) await reconciler.pass([...informer.list()]).catch((err) => logFailure(log, err));
+    },
+    () => stopped,
+  );
+  const election = electLeader(kc, {
+    namespace: cfg.KUBERNETES_NAMESPACE,
+    name: cfg.TENANT_CONTROLLER_LEASE,
+    identity,
+    leaseDurationMs: cfg.TENANT_CONTROLLER_LEASE_DURATION,
+    log,
+    onChange: (leading) => leading && passes.trigger(),
+  });
+
+  informer.on('add', () => void passes.trigger());
+  informer.on('update', () => void passes.trigger());
+  informer.on('delete', (obj) => applied.delete(obj.metadata.name));
+  restartOnError(informer, log, () => stopped);
+  await startInformer(informer, log);
+  const resync = setInterval(() => void passes.trigger(), cfg.TENANT_CONTROLLER_RESYNC);
+  log.info({ identity, selector, lease: cfg.TENANT_CONTROLLER_LEASE }, 'TenantClient controller started');
+
+  return {
+    isLeader: () => election.isLeader(),
+    resync: () => passes.trigger(),
+    close() {
+      closing ??= (async () => {
+        stopped = true;
+        clearInterval(resync);
+        await passes.idle();
+        await informer.stop();
+        await election.stop();
+        await temporal.connection.close();
+        await pool.end();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** An informer on every TenantClient (of the label selector, if any). */
+function watchTenantClients(kc: KubeConfig, custom: CustomObjectsApi, selector: string | undefined) {
+  return makeInformer<TenantClientObject>(
     kc,
     `/apis/${gvr.group}/${gvr.version}/${gvr.plural}`,
     () =>
@@ -104,26 +156,14 @@ export async function startTenantController(
       >,
     selector,
   );
-  /** What was applied (or refused) per object, so a generation is applied once per controller life. */
-  const applied = new Map<string, AppliedGeneration>();
-  const reconciler = new Reconciler(deps, custom, core, applied, log, identity);
+}
 
-  let stopped = false;
-  let closing: Promise<void> | undefined;
+/** One pass at a time; a trigger during a pass runs another after it. */
+function serialPasses(pass: () => Promise<void>, isStopped: () => boolean) {
   let running: Promise<void> | undefined;
   let again = false;
-  const election = electLeader(kc, {
-    namespace: cfg.KUBERNETES_NAMESPACE,
-    name: cfg.TENANT_CONTROLLER_LEASE,
-    identity,
-    leaseDurationMs: cfg.TENANT_CONTROLLER_LEASE_DURATION,
-    log,
-    onChange: (leading) => leading && trigger(),
-  });
-
-  /** One pass over every TenantClient at a time; a trigger during a pass runs another after it. */
   function trigger(): Promise<void> {
-    if (stopped) return Promise.resolve();
+    if (isStopped()) return Promise.resolve();
     if (running) {
       again = true;
       return running;
@@ -133,46 +173,28 @@ export async function startTenantController(
       await Promise.resolve();
       do {
         again = false;
-        const leading = election.isLeader();
-        log.debug({ leading, objects: informer.list().length }, 'pass');
-        if (leading) await reconciler.pass([...informer.list()]).catch((err) => logFailure(log, err));
-      } while (again && !stopped);
+        await pass();
+      } while (again && !isStopped());
       running = undefined;
     })();
     return running;
   }
+  return { trigger, idle: () => running ?? Promise.resolve() };
+}
 
-  informer.on('add', () => void trigger());
-  informer.on('update', () => void trigger());
-  informer.on('delete', (obj) => applied.delete(obj.metadata.name));
+/** The informer stops on an error it cannot resume from (the API server away): start it again. */
+function restartOnError(
+  informer: { on(event: 'error', cb: (err: unknown) => void): void; start(): Promise<void> },
+  log: Logger,
+  isStopped: () => boolean,
+) {
   informer.on('error', (err: unknown) => {
-    if (stopped) return; // stopping aborts the watch, which reports itself as an error
-    // the informer stops on an error it cannot resume from (the API server away): start it again
+    if (isStopped()) return; // stopping aborts the watch, which reports itself as an error
     log.warn({ err: (err as Error)?.message ?? String(err) }, 'TenantClient watch failed; restarting it');
     setTimeout(() => {
-      if (!stopped) informer.start().catch((e: unknown) => log.warn({ err: String(e) }, 'restart failed'));
+      if (!isStopped()) informer.start().catch((e: unknown) => log.warn({ err: String(e) }, 'restart failed'));
     }, 1_000);
   });
-  await startInformer(informer, log);
-  const resync = setInterval(() => void trigger(), cfg.TENANT_CONTROLLER_RESYNC);
-  log.info({ identity, selector, lease: cfg.TENANT_CONTROLLER_LEASE }, 'TenantClient controller started');
-
-  return {
-    isLeader: () => election.isLeader(),
-    resync: () => trigger(),
-    close() {
-      closing ??= (async () => {
-        stopped = true;
-        clearInterval(resync);
-        await running;
-        await informer.stop();
-        await election.stop();
-        await temporal.connection.close();
-        await pool.end();
-      })();
-      return closing;
-    },
-  };
 }
 
 /** The first list may fail while the API server starts: keep trying, as the informer itself would. */

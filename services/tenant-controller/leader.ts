@@ -13,17 +13,76 @@ export interface LeaderElection {
   stop(): Promise<void>;
 }
 
-export function electLeader(
-  kc: KubeConfig,
-  opts: {
-    namespace: string;
-    name: string;
-    identity: string;
-    leaseDurationMs: number;
-    log: Logger;
-    onChange?: (leading: boolean) => void;
-  },
-): LeaderElection {
+interface LeaseOptions {
+  namespace: string;
+  name: string;
+  identity: string;
+  leaseDurationMs: number;
+  log: Logger;
+  onChange?: (leading: boolean) => void;
+}
+
+/** The Lease's spec as `identity` holds it from now (a takeover counts as a transition). */
+function heldLeaseSpec(identity: string, durationSeconds: number, previous?: V1Lease) {
+  const now = new V1MicroTime();
+  const holder = previous?.spec?.holderIdentity;
+  return {
+    holderIdentity: identity,
+    leaseDurationSeconds: durationSeconds,
+    renewTime: now,
+    acquireTime: holder === identity ? (previous?.spec?.acquireTime ?? now) : now,
+    leaseTransitions: (previous?.spec?.leaseTransitions ?? 0) + (holder && holder !== identity ? 1 : 0),
+  };
+}
+
+/** Creates, renews or takes over the expired Lease; false while another replica holds it. */
+async function tryAcquireOrRenew(
+  api: CoordinationV1Api,
+  opts: LeaseOptions,
+  durationSeconds: number,
+): Promise<boolean> {
+  let lease: V1Lease;
+  try {
+    lease = await api.readNamespacedLease({ name: opts.name, namespace: opts.namespace });
+  } catch (err) {
+    if (!(err instanceof ApiException) || err.code !== 404) throw err;
+    await api.createNamespacedLease({
+      namespace: opts.namespace,
+      body: {
+        metadata: { name: opts.name, namespace: opts.namespace },
+        spec: heldLeaseSpec(opts.identity, durationSeconds),
+      },
+    });
+    return true;
+  }
+  const holder = lease.spec?.holderIdentity;
+  const renewed = lease.spec?.renewTime ? new Date(lease.spec.renewTime).getTime() : 0;
+  const expired = Date.now() > renewed + (lease.spec?.leaseDurationSeconds ?? durationSeconds) * 1000;
+  if (holder && holder !== opts.identity && !expired) return false;
+  await api.replaceNamespacedLease({
+    name: opts.name,
+    namespace: opts.namespace,
+    body: { ...lease, spec: heldLeaseSpec(opts.identity, durationSeconds, lease) },
+  });
+  return true;
+}
+
+/** Hands the Lease over at once on a clean stop: the next replica need not wait for it to expire. */
+async function releaseLease(api: CoordinationV1Api, opts: LeaseOptions): Promise<void> {
+  try {
+    const lease = await api.readNamespacedLease({ name: opts.name, namespace: opts.namespace });
+    if (lease.spec?.holderIdentity === opts.identity)
+      await api.replaceNamespacedLease({
+        name: opts.name,
+        namespace: opts.namespace,
+        body: { ...lease, spec: { ...lease.spec, holderIdentity: undefined, renewTime: undefined } },
+      });
+  } catch {
+    /* it expires on its own */
+  }
+}
+
+export function electLeader(kc: KubeConfig, opts: LeaseOptions): LeaderElection {
   const api = kc.makeApiClient(CoordinationV1Api);
   const renewMs = Math.max(200, Math.floor(opts.leaseDurationMs / 3));
   const durationSeconds = Math.max(1, Math.round(opts.leaseDurationMs / 1000));
@@ -40,47 +99,11 @@ export function electLeader(
     opts.onChange?.(next);
   };
 
-  const spec = (previous?: V1Lease) => {
-    const now = new V1MicroTime();
-    const holder = previous?.spec?.holderIdentity;
-    return {
-      holderIdentity: opts.identity,
-      leaseDurationSeconds: durationSeconds,
-      renewTime: now,
-      acquireTime: holder === opts.identity ? (previous?.spec?.acquireTime ?? now) : now,
-      leaseTransitions: (previous?.spec?.leaseTransitions ?? 0) + (holder && holder !== opts.identity ? 1 : 0),
-    };
-  };
-
-  async function tryAcquireOrRenew(): Promise<boolean> {
-    let lease: V1Lease;
-    try {
-      lease = await api.readNamespacedLease({ name: opts.name, namespace: opts.namespace });
-    } catch (err) {
-      if (!(err instanceof ApiException) || err.code !== 404) throw err;
-      await api.createNamespacedLease({
-        namespace: opts.namespace,
-        body: { metadata: { name: opts.name, namespace: opts.namespace }, spec: spec() },
-      });
-      return true;
-    }
-    const holder = lease.spec?.holderIdentity;
-    const renewed = lease.spec?.renewTime ? new Date(lease.spec.renewTime).getTime() : 0;
-    const expired = Date.now() > renewed + (lease.spec?.leaseDurationSeconds ?? durationSeconds) * 1000;
-    if (holder && holder !== opts.identity && !expired) return false;
-    await api.replaceNamespacedLease({
-      name: opts.name,
-      namespace: opts.namespace,
-      body: { ...lease, spec: spec(lease) },
-    });
-    return true;
-  }
-
   const loop = (async () => {
     while (!stopped) {
       const attemptAt = Date.now();
       try {
-        const ok = await tryAcquireOrRenew();
+        const ok = await tryAcquireOrRenew(api, opts, durationSeconds);
         if (ok) renewedAt = attemptAt;
         setLeading(ok);
       } catch (err) {
@@ -100,20 +123,7 @@ export function electLeader(
       stopped = true;
       stopping.abort();
       await loop;
-      if (leading) {
-        // hand over at once: the next replica need not wait for the Lease to expire
-        try {
-          const lease = await api.readNamespacedLease({ name: opts.name, namespace: opts.namespace });
-          if (lease.spec?.holderIdentity === opts.identity)
-            await api.replaceNamespacedLease({
-              name: opts.name,
-              namespace: opts.namespace,
-              body: { ...lease, spec: { ...lease.spec, holderIdentity: undefined, renewTime: undefined } },
-            });
-        } catch {
-          /* it expires on its own */
-        }
-      }
+      if (leading) await releaseLease(api, opts);
       setLeading(false);
     },
   };

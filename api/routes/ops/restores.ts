@@ -66,15 +66,19 @@ const StartedRestore = Type.Object({
   temporalUiUrl: Type.String(),
 });
 
-export default async function opsRestoreRoutes(fastify: FastifyInstance) {
-  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  const restoreDeps = () => ({
-    pool: app.deps.pool,
-    temporal: app.deps.temporal,
-    taskQueue: app.deps.config.TEMPORAL_TASK_QUEUE,
-    tenantDomain: app.deps.config.TENANT_DOMAIN,
-  });
+/** What a restore needs of the API's dependencies. */
+function restoreDeps(fastify: FastifyInstance) {
+  return {
+    pool: fastify.deps.pool,
+    temporal: fastify.deps.temporal,
+    taskQueue: fastify.deps.config.TEMPORAL_TASK_QUEUE,
+    tenantDomain: fastify.deps.config.TENANT_DOMAIN,
+  };
+}
 
+/** A tenant's stored backups. */
+function listBackupsRoute(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.get(
     '/api/ops/tenants/:name/backups',
     {
@@ -88,7 +92,11 @@ export default async function opsRestoreRoutes(fastify: FastifyInstance) {
     },
     async (req) => ({ items: await listBackups(app.deps.pool, req.params.name) }),
   );
+}
 
+/** Start a restore of a tenant's backup as a new tenant. */
+function startRestoreRoute(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.post(
     '/api/ops/tenants/:name/restores',
     {
@@ -115,7 +123,7 @@ export default async function opsRestoreRoutes(fastify: FastifyInstance) {
     async (req, reply) => {
       const { config } = app.deps;
       const body = req.body ?? {};
-      const started = await startRestore(restoreDeps(), {
+      const started = await startRestore(restoreDeps(app), {
         source: req.params.name,
         backupId: body.backupId,
         keepForMs: body.keepForMinutes ? body.keepForMinutes * 60_000 : config.RESTORE_KEEP_FOR,
@@ -124,7 +132,11 @@ export default async function opsRestoreRoutes(fastify: FastifyInstance) {
       return reply.code(202).send({ ...started, temporalUiUrl: temporalUiLink(config, started.workflowId) });
     },
   );
+}
 
+/** A tenant's restored copies. */
+function listRestoresRoute(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.get(
     '/api/ops/tenants/:name/restores',
     {
@@ -138,7 +150,11 @@ export default async function opsRestoreRoutes(fastify: FastifyInstance) {
     },
     async (req) => ({ items: await listRestores(app.deps.pool, req.params.name) }),
   );
+}
 
+/** One restored copy. */
+function getRestoreRoute(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.get(
     '/api/ops/restores/:name',
     {
@@ -156,7 +172,11 @@ export default async function opsRestoreRoutes(fastify: FastifyInstance) {
       return { ...restore, temporalUiUrl: temporalUiLink(app.deps.config, restoreWorkflowId(restore.name)) };
     },
   );
+}
 
+/** Keep a restored copy past its time. */
+function keepRestoreRoute(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.post(
     '/api/ops/restores/:name/keep',
     {
@@ -168,9 +188,13 @@ export default async function opsRestoreRoutes(fastify: FastifyInstance) {
         response: { 200: Restore, 401: problemRef, 409: problemRef },
       },
     },
-    async (req) => keepRestore(restoreDeps(), req.params.name),
+    async (req) => keepRestore(restoreDeps(app), req.params.name),
   );
+}
 
+/** A tenant's backup drills. */
+function listDrillsRoute(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.get(
     '/api/ops/tenants/:name/drills',
     {
@@ -184,4 +208,13 @@ export default async function opsRestoreRoutes(fastify: FastifyInstance) {
     },
     async (req) => ({ items: await listDrills(app.deps.pool, req.params.name) }),
   );
+}
+
+export default async function opsRestoreRoutes(fastify: FastifyInstance) {
+  listBackupsRoute(fastify);
+  startRestoreRoute(fastify);
+  listRestoresRoute(fastify);
+  getRestoreRoute(fastify);
+  keepRestoreRoute(fastify);
+  listDrillsRoute(fastify);
 }

@@ -7,7 +7,7 @@
  * (RFC 9110 §10.2.2), so no request log holds it; opening a page changes nothing (mail scanners
  * open links): the page's form posts the token to the API.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError } from '../../../lib/errors.js';
@@ -18,89 +18,71 @@ import { PORTAL_PATH } from '../web/index.js';
 
 const redirect = (description: string) => ({ 302: Type.Null({ description }) });
 
-export default async function linkPageRoutes(fastify: FastifyInstance) {
+/** On to the portal's page at `location`; never cached (the next link may differ). */
+function sendOn(reply: FastifyReply, location: string) {
+  return reply.code(302).header('location', location).header('cache-control', 'no-store').send(null);
+}
+
+/** `/w/<slug>/<page>`: on to the portal's page of that workspace; 404 for a workspace that does not exist. */
+function workspaceLinkRoute(fastify: FastifyInstance, page: 'join' | 'activate', summary: string) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-
   app.get(
-    '/w/:slug/join',
+    `/w/:slug/${page}`,
     {
       config: { access: access.public },
       schema: {
         tags: ['team'],
-        summary:
-          'Where an invitation e-mail links (the token is in the fragment): on to the portal’s accept-and-set-password page',
+        summary,
         params: Type.Object({ slug: TenantName }),
-        response: { ...redirect('to /app/w/<slug>/join'), 404: Type.Ref('Problem') },
+        response: { ...redirect(`to /app/w/<slug>/${page}`), 404: Type.Ref('Problem') },
       },
     },
     async (req, reply) => {
       const workspace = await findWorkspace(app.deps.pool, req.params.slug);
       if (!workspace) throw new AppError('NOT_FOUND', `There is no workspace "${req.params.slug}".`);
-      return reply
-        .code(302)
-        .header('location', `${PORTAL_PATH}w/${workspace.slug}/join`)
-        .header('cache-control', 'no-store')
-        .send(null);
+      return sendOn(reply, `${PORTAL_PATH}w/${workspace.slug}/${page}`);
     },
   );
+}
 
-  app.get(
-    '/w/:slug/activate',
+/** `/account/<page>`: on to the portal's page of that name. */
+function accountLinkRoute(
+  fastify: FastifyInstance,
+  page: 'reset-password' | 'confirm-email',
+  tag: string,
+  summary: string,
+) {
+  fastify.get(
+    `/account/${page}`,
     {
       config: { access: access.public },
-      schema: {
-        tags: ['team'],
-        summary:
-          'Where a welcome e-mail’s activation link points (the token is in the fragment): on to the portal’s choose-a-password page',
-        params: Type.Object({ slug: TenantName }),
-        response: { ...redirect('to /app/w/<slug>/activate'), 404: Type.Ref('Problem') },
-      },
+      schema: { tags: [tag], summary, response: redirect(`to /app/account/${page}`) },
     },
-    async (req, reply) => {
-      const workspace = await findWorkspace(app.deps.pool, req.params.slug);
-      if (!workspace) throw new AppError('NOT_FOUND', `There is no workspace "${req.params.slug}".`);
-      return reply
-        .code(302)
-        .header('location', `${PORTAL_PATH}w/${workspace.slug}/activate`)
-        .header('cache-control', 'no-store')
-        .send(null);
-    },
+    async (_req, reply) => sendOn(reply, `${PORTAL_PATH}account/${page}`),
   );
+}
 
-  app.get(
-    '/account/reset-password',
-    {
-      config: { access: access.public },
-      schema: {
-        tags: ['auth'],
-        summary: 'Where a password link points (the token is in the fragment): on to the portal’s new-password page',
-        response: redirect('to /app/account/reset-password'),
-      },
-    },
-    async (_req, reply) =>
-      reply
-        .code(302)
-        .header('location', `${PORTAL_PATH}account/reset-password`)
-        .header('cache-control', 'no-store')
-        .send(null),
+export default async function linkPageRoutes(fastify: FastifyInstance) {
+  workspaceLinkRoute(
+    fastify,
+    'join',
+    'Where an invitation e-mail links (the token is in the fragment): on to the portal’s accept-and-set-password page',
   );
-
-  app.get(
-    '/account/confirm-email',
-    {
-      config: { access: access.public },
-      schema: {
-        tags: ['profile'],
-        summary:
-          'Where an e-mail confirmation links (the token is in the fragment): on to the portal’s confirmation page',
-        response: redirect('to /app/account/confirm-email'),
-      },
-    },
-    async (_req, reply) =>
-      reply
-        .code(302)
-        .header('location', `${PORTAL_PATH}account/confirm-email`)
-        .header('cache-control', 'no-store')
-        .send(null),
+  workspaceLinkRoute(
+    fastify,
+    'activate',
+    'Where a welcome e-mail’s activation link points (the token is in the fragment): on to the portal’s choose-a-password page',
+  );
+  accountLinkRoute(
+    fastify,
+    'reset-password',
+    'auth',
+    'Where a password link points (the token is in the fragment): on to the portal’s new-password page',
+  );
+  accountLinkRoute(
+    fastify,
+    'confirm-email',
+    'profile',
+    'Where an e-mail confirmation links (the token is in the fragment): on to the portal’s confirmation page',
   );
 }
