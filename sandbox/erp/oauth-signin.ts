@@ -24,7 +24,7 @@ import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import { html, text } from './http.js';
 import type { ErpServices } from './services.js';
 import type { Route } from './tenant-databases.js';
-import { sessionCookie } from './web-client.js';
+import { sessionCookie, type LoginProvider } from './web-client.js';
 
 interface ProviderRow {
   id: number;
@@ -39,12 +39,6 @@ interface ProviderRow {
   code_verifier: string | null;
   css_class: string | null;
   body: string;
-}
-
-export interface LoginProvider {
-  body: string;
-  cssClass: string;
-  authLink: string;
 }
 
 /** Odoo's `request.httprequest.url_root`: scheme (X-Forwarded-Proto behind a proxy) and Host. */

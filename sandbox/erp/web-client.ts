@@ -8,7 +8,6 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpError, html, json, readBody } from './http.js';
-import type { LoginProvider } from './oauth-signin.js';
 import { SESSION_TTL_MS } from './credentials.js';
 import { OdooError, accessDenied, accessError, attributeError, toFault } from './odoo-errors.js';
 import { checkArgs, type ErpServices } from './services.js';
@@ -134,6 +133,13 @@ const OAUTH_ERRORS: Record<string, string> = {
 };
 
 /** `GET /web/login`: Odoo's login form for the tenant's database, its OAuth providers' links and auth_oauth's error. */
+/** A "Sign in with …" link on the login page (Odoo's `list_providers`), made by oauth-signin.ts. */
+export interface LoginProvider {
+  body: string;
+  cssClass: string;
+  authLink: string;
+}
+
 export const loginPage = (route: Route, providers: LoginProvider[] = [], oauthError?: string | null) => {
   const error = oauthError ? OAUTH_ERRORS[oauthError] : undefined;
   const links = providers
