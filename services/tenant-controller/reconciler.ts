@@ -1,0 +1,264 @@
+/**
+ * One pass of the TenantClient controller over every object (services/tenant-controller/index.ts):
+ * apply new generations, bring each status subresource to the workflow's mirror, publish new steps
+ * as Events, and hold the deletion finalizer until the tenant is deprovisioned.
+ */
+import {
+  type CoreV1Api,
+  type CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubernetesObject,
+} from '@kubernetes/client-node';
+import { AppError } from '../../lib/errors.js';
+import { type Logger } from '../../lib/logger.js';
+import { temporalUiLink } from '../../lib/temporal.js';
+import { applyTenantClient, runTenantAction } from '../../domain/tenants/operator-actions.js';
+import { problemsDetail, validateTenantClient } from '../../domain/tenants/tenant-client.js';
+import {
+  TENANT_CLIENT_FINALIZER,
+  TENANT_CLIENT_GROUP,
+  TENANT_CLIENT_PLURAL,
+  TENANT_CLIENT_VERSION,
+} from '../../domain/tenants/tenant-client-crd.js';
+import { readMirroredStatuses, type MirroredTenant } from '../../domain/tenants/tenant-records.js';
+import type { OperationDeps } from '../../domain/tenants/tenant-workflow-start.js';
+import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type StepRecord } from '../../domain/tenants/types.js';
+import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
+import {
+  desiredStatus,
+  statusChanged,
+  unpublishedSteps,
+  type AppliedGeneration,
+  type KubeTenantStatus,
+} from './status.js';
+
+export interface TenantClientObject extends KubernetesObject {
+  metadata: NonNullable<KubernetesObject['metadata']> & { name: string; uid: string; generation: number };
+  spec: Record<string, unknown>;
+  status?: KubeTenantStatus;
+}
+
+export const gvr = { group: TENANT_CLIENT_GROUP, version: TENANT_CLIENT_VERSION, plural: TENANT_CLIENT_PLURAL };
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** Applies at once: a burst of 200 new TenantClients is not applied one by one. */
+const CONCURRENCY = 8;
+
+export class Reconciler {
+  constructor(
+    private readonly deps: OperationDeps,
+    private readonly custom: CustomObjectsApi,
+    private readonly core: CoreV1Api,
+    private readonly applied: Map<string, AppliedGeneration>,
+    private readonly log: Logger,
+    private readonly identity: string,
+  ) {}
+
+  /** Applies what is new, then brings every status (and finalizer) up to date with the workflows. */
+  async pass(objects: TenantClientObject[]): Promise<void> {
+    await inBatches(objects, CONCURRENCY, (obj) => this.applyIfNew(obj));
+    const mirrors = await readMirroredStatuses(
+      this.deps.pool,
+      objects.map((o) => o.metadata.name),
+    );
+    await inBatches(objects, CONCURRENCY, (obj) => this.sync(obj, mirrors.get(obj.metadata.name)));
+  }
+
+  private async applyIfNew(obj: TenantClientObject): Promise<void> {
+    const { name, uid, generation } = obj.metadata;
+    if (obj.metadata.deletionTimestamp) return;
+    if (!obj.metadata.finalizers?.includes(TENANT_CLIENT_FINALIZER)) await this.addFinalizer(obj);
+    const known = this.applied.get(name);
+    if (known && known.uid === uid && known.generation === generation) return;
+    const outcome = await this.apply(obj);
+    this.applied.set(name, { uid, generation, ...outcome });
+    if (outcome.refusal !== undefined)
+      await this.event(obj, 'Warning', 'ApplyRefused', `generation ${generation} not applied: ${outcome.refusal}`);
+    else
+      await this.event(
+        obj,
+        'Normal',
+        'Applied',
+        `generation ${generation} ${outcome.result} (workflow ${tenantWorkflowId(name)}, ${this.uiLink(name)})`,
+      );
+  }
+
+  private async apply(
+    obj: TenantClientObject,
+  ): Promise<{ result?: string; platformGeneration?: number; refusal?: string }> {
+    const doc = {
+      apiVersion: TENANT_CLIENT_API_VERSION,
+      kind: TENANT_CLIENT_KIND,
+      metadata: { name: obj.metadata.name },
+      spec: obj.spec,
+    };
+    const valid = validateTenantClient(doc);
+    if (!valid.ok) return { refusal: problemsDetail(valid.problems) };
+    try {
+      const r = await applyTenantClient(this.deps, valid.value);
+      return { result: r.result, platformGeneration: r.generation };
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'CONFLICT') return { refusal: err.message };
+      throw err;
+    }
+  }
+
+  private async sync(obj: TenantClientObject, mirror: MirroredTenant | undefined): Promise<void> {
+    const { name } = obj.metadata;
+    const deleting = Boolean(obj.metadata.deletionTimestamp);
+    if (deleting && !obj.metadata.finalizers?.includes(TENANT_CLIENT_FINALIZER)) return;
+    const applied = this.applied.get(name);
+    if (deleting) {
+      const done = await this.advanceDeletion(obj, mirror, applied);
+      if (done) return;
+    }
+    const next = desiredStatus({
+      generation: obj.metadata.generation,
+      deleting,
+      previous: obj.status,
+      mirror,
+      applied: applied?.uid === obj.metadata.uid ? applied : undefined,
+      workflowId: tenantWorkflowId(name),
+      temporalUiUrl: this.uiLink(name),
+      now: new Date().toISOString(),
+    });
+    const steps = unpublishedSteps(mirror?.status.steps ?? [], obj.status?.lastEventStepAt);
+    for (const step of steps) await this.stepEvent(obj, step);
+    if (steps.length) next.lastEventStepAt = steps[steps.length - 1]!.at;
+    if (!statusChanged(obj.status, next)) return;
+    await this.custom.patchClusterCustomObjectStatus(
+      { ...gvr, name, body: { status: next }, fieldManager: 'tenant-controller' },
+      mergePatch,
+    );
+  }
+
+  /**
+   * A TenantClient being deleted: cancel the tenant (its soak period runs), and once the workflow
+   * reports it deprovisioned, or nothing was ever created for this object, remove the finalizer.
+   * True when the finalizer was removed.
+   */
+  private async advanceDeletion(
+    obj: TenantClientObject,
+    mirror: MirroredTenant | undefined,
+    applied: AppliedGeneration | undefined,
+  ): Promise<boolean> {
+    const { name } = obj.metadata;
+    const neverCreated = !mirror || (applied?.uid === obj.metadata.uid && applied.platformGeneration === undefined);
+    if (neverCreated || mirror.status.phase === 'Deprovisioned') {
+      await this.removeFinalizer(obj);
+      await this.event(
+        obj,
+        'Normal',
+        'FinalizerRemoved',
+        neverCreated ? 'nothing was created for it' : `deprovisioned at ${mirror.status.deprovisionedAt ?? 'now'}`,
+      );
+      return true;
+    }
+    if (['Provisioning', 'Ready', 'Unavailable'].includes(mirror.status.phase)) {
+      try {
+        const status = await runTenantAction(this.deps, name, 'cancel');
+        await this.event(
+          obj,
+          'Normal',
+          'Deleting',
+          `cancelled: deprovisioning at ${status.deprovisionAt} (workflow ${tenantWorkflowId(name)}, ${this.uiLink(name)})`,
+        );
+      } catch (err) {
+        // already cancelled by someone else: the mirror says so on the next pass
+        if (!(err instanceof AppError && err.code === 'CONFLICT')) throw err;
+      }
+    }
+    return false;
+  }
+
+  private async addFinalizer(obj: TenantClientObject) {
+    const finalizers = [...(obj.metadata.finalizers ?? []), TENANT_CLIENT_FINALIZER];
+    await this.patchMetadata(obj, { finalizers });
+  }
+
+  private async removeFinalizer(obj: TenantClientObject) {
+    const finalizers = (obj.metadata.finalizers ?? []).filter((f) => f !== TENANT_CLIENT_FINALIZER);
+    await this.patchMetadata(obj, { finalizers });
+    this.applied.delete(obj.metadata.name);
+  }
+
+  /** A merge patch that holds only if the object is still the version we read (else 409, next pass). */
+  private async patchMetadata(obj: TenantClientObject, metadata: Record<string, unknown>) {
+    await this.custom.patchClusterCustomObject(
+      {
+        ...gvr,
+        name: obj.metadata.name,
+        body: { metadata: { ...metadata, resourceVersion: obj.metadata.resourceVersion } },
+        fieldManager: 'tenant-controller',
+      },
+      mergePatch,
+    );
+  }
+
+  private stepEvent(obj: TenantClientObject, step: StepRecord) {
+    const reason = step.step.replace(/(^|[-_ :])(\w)/g, (_m, _s, c: string) => c.toUpperCase()).replace(/\W/g, '');
+    return this.event(
+      obj,
+      step.outcome === 'failed' ? 'Warning' : 'Normal',
+      reason || 'Step',
+      `${step.outcome}: ${step.message} (workflow ${tenantWorkflowId(obj.metadata.name)}, ${this.uiLink(obj.metadata.name)})`,
+      step.at,
+    );
+  }
+
+  /** An Event on the TenantClient (cluster-scoped objects' Events live in `default`). */
+  private async event(
+    obj: TenantClientObject,
+    type: 'Normal' | 'Warning',
+    reason: string,
+    message: string,
+    at?: string,
+  ) {
+    const time = new Date(at ?? Date.now());
+    try {
+      await this.core.createNamespacedEvent({
+        namespace: 'default',
+        body: {
+          metadata: { generateName: `${obj.metadata.name}.`, namespace: 'default' },
+          involvedObject: {
+            apiVersion: TENANT_CLIENT_API_VERSION,
+            kind: TENANT_CLIENT_KIND,
+            name: obj.metadata.name,
+            uid: obj.metadata.uid,
+            resourceVersion: obj.metadata.resourceVersion,
+          },
+          type,
+          reason: reason.slice(0, 128),
+          message: message.slice(0, 1024),
+          firstTimestamp: time,
+          lastTimestamp: time,
+          count: 1,
+          source: { component: 'tenant-controller' },
+          reportingComponent: `${TENANT_CLIENT_GROUP}/tenant-controller`,
+          reportingInstance: this.identity.slice(0, 128),
+        },
+      });
+    } catch (err) {
+      // an Event is a courtesy: losing one never blocks the reconcile
+      this.log.warn({ err: (err as Error).message, reason }, 'event not recorded');
+    }
+  }
+
+  private uiLink(name: string) {
+    return temporalUiLink(this.deps.config, tenantWorkflowId(name));
+  }
+}
+
+async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  let firstError: unknown;
+  const lanes = Array.from({ length: Math.min(size, items.length) }, async () => {
+    while (next < items.length) {
+      const item = items[next++]!;
+      // one object's failure (a 409 on a stale version, the API server away) never stops the others
+      await fn(item).catch((err: unknown) => (firstError ??= err));
+    }
+  });
+  await Promise.all(lanes);
+  if (firstError) throw firstError;
+}
