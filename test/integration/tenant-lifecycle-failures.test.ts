@@ -248,10 +248,11 @@ describe('a peer away for longer than its retries last', () => {
 describe('a tenant whose template is missing', () => {
   it('installs its database from scratch, route first; the readiness deadline counts from the end of the install', async () => {
     peers.templatesMissing = true;
-    // longer than the deadline, and an ERP that needs a moment after it (one probe sees it unhealthy)
-    peers.slow.set('installTenantDatabase', 2_500);
+    // longer than the deadline, and an ERP that needs a moment after it (one probe sees it unhealthy);
+    // the deadline leaves the steps after the install (API user, rules, sign-in, room) room on a busy machine
+    peers.slow.set('installTenantDatabase', 6_000);
     peers.unhealthyProbes = 1;
-    const { name, handle } = await start('scratch', { readyDeadlineMs: 1_500 });
+    const { name, handle } = await start('scratch', { readyDeadlineMs: 4_000 });
     const ready = await waitForStatus(handle, (s) => isReady(s) && s.phase === 'Ready');
     expect(ready.resources.database).toMatchObject({
       synced: 'True',

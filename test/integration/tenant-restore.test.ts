@@ -307,6 +307,15 @@ it('a drill that finds other figures, or cannot restore, alerts the operators an
 
 it('each tier has its drill schedule, at the configured interval', async () => {
   const opts = { taskQueue: p.cfg.TEMPORAL_TASK_QUEUE, everyMs: 7 * 86_400_000 };
+  const deleteDrillSchedules = async () => {
+    for (const tier of ['starter', 'pro', 'enterprise'])
+      await p.temporal.schedule
+        .getHandle(`backup-drill-${tier}`)
+        .delete()
+        .catch(() => {});
+  };
+  // the ids are the same in the whole namespace: a worker another test file started may have made them
+  await deleteDrillSchedules();
   try {
     expect(await ensureBackupDrillSchedules(p.temporal, opts)).toEqual({
       'backup-drill-starter': 'created',
@@ -321,10 +330,6 @@ it('each tier has its drill schedule, at the configured interval', async () => {
     expect(pro.spec.intervals?.[0]?.every).toBe(86_400_000);
     expect(pro.action).toMatchObject({ type: 'startWorkflow', workflowType: 'drillBackups', args: [{ tier: 'pro' }] });
   } finally {
-    for (const tier of ['starter', 'pro', 'enterprise'])
-      await p.temporal.schedule
-        .getHandle(`backup-drill-${tier}`)
-        .delete()
-        .catch(() => {});
+    await deleteDrillSchedules();
   }
 });
