@@ -64,6 +64,8 @@ const secrets = new Set<string>();
 
 beforeAll(async () => {
   api = await startTestApi({
+    // an unexpected 500 of the API is printed with its stack (the API logs it at level error)
+    LOG_LEVEL: 'error',
     EVENTS_PORT: String(await freePort()),
     SERVICE_KEY_ROTATION_EVERY_DAYS: '30',
     ...shortRotationTimings({ quietMs: 1500, deadlineMs: 5000 }),
@@ -343,7 +345,7 @@ interface ListedPair {
 }
 async function listed(pair: { caller: string; target: string }): Promise<ListedPair> {
   const res = await fetch(`${api.base}/api/ops/service-keys`, { headers: { 'x-api-key': testKeys.operator } });
-  expect(res.status).toBe(200);
+  if (res.status !== 200) expect.fail(`GET /api/ops/service-keys answered ${res.status}: ${await res.text()}`);
   const { pairs } = (await res.json()) as { pairs: ListedPair[] };
   return pairs.find((p) => p.caller === pair.caller && p.target === pair.target)!;
 }
