@@ -7,9 +7,9 @@
  * (its keep-alive connection must not hold the close until the deadline).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { freePort } from '../../scripts/local-servers.js';
 import { listKeys } from '../../domain/service-keys/key-registry.js';
 import { startTestApi, type TestApi } from '../support/api.js';
@@ -22,16 +22,47 @@ const PAIR = { caller: 'account-api', target: 'banking' };
 
 let api: TestApi;
 let bankingPort: number;
+/**
+ * Holds the banking port between the tests' banking processes: the API's BANKING_URL is fixed, and
+ * another test file's freePort() could otherwise hand the same port to its own banking service,
+ * whose usage this test would then count.
+ */
+let portHolder: Server | undefined;
+async function holdBankingPort() {
+  const holder = createServer();
+  await new Promise<void>((resolve, reject) => {
+    holder.once('error', reject).listen(bankingPort, '127.0.0.1', () => resolve());
+  });
+  portHolder = holder;
+}
+async function releaseBankingPort() {
+  const holder = portHolder;
+  portHolder = undefined;
+  if (holder) await new Promise((resolve) => holder.close(resolve));
+}
 let token: string;
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
   bankingPort = await freePort();
+  await holdBankingPort();
   api = await startTestApi({ BANKING_URL: `http://127.0.0.1:${bankingPort}` });
   const a = await adminOfNewWorkspace(api.base, api.pool);
   token = (await createKey(api.base, a.accessToken, { name: 'bank', scopes: ['banking:read'] })).token;
 });
+afterEach(async () => {
+  // the test's banking process has stopped (or is killed here): hold the port again
+  for (const c of children)
+    if (c.exitCode === null && c.signalCode === null)
+      try {
+        process.kill(-c.pid!, 'SIGKILL');
+      } catch {
+        /* gone already */
+      }
+  for (let tries = 0; tries < 50 && !portHolder; tries++) await holdBankingPort().catch(() => sleep(100));
+});
 afterAll(async () => {
+  await releaseBankingPort();
   for (const c of children) if (c.exitCode === null) process.kill(-c.pid!, 'SIGKILL');
   await api?.close();
 });
@@ -50,6 +81,7 @@ async function startBankingProcess(
     SERVICE_KEY_USAGE_FLUSH_MS: '60000',
     ...extraEnv,
   };
+  await releaseBankingPort();
   // through the tsx CLI, as `npm run start:*` runs a service, in a process group of its own (a
   // terminal's Ctrl-C signals the whole group: tsx and the service)
   const child = spawn(`${root}node_modules/.bin/tsx`, [`${root}services/banking/server.ts`], {
