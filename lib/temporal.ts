@@ -1,4 +1,10 @@
-import { Client, Connection } from '@temporalio/client';
+import {
+  Client,
+  Connection,
+  ScheduleNotFoundError,
+  isGrpcServiceError,
+  type ScheduleDescription,
+} from '@temporalio/client';
 import type { Config } from './config.js';
 
 export async function connectTemporal(cfg: Pick<Config, 'TEMPORAL_ADDRESS' | 'TEMPORAL_NAMESPACE'>): Promise<Client> {
@@ -17,4 +23,27 @@ export function temporalUiLink(
   workflowId: string,
 ): string {
   return `${cfg.TEMPORAL_UI_URL}/namespaces/${encodeURIComponent(cfg.TEMPORAL_NAMESPACE)}/workflows/${encodeURIComponent(workflowId)}`;
+}
+
+/** gRPC's status code 9 (grpc/status.proto). */
+const GRPC_FAILED_PRECONDITION = 9;
+
+/**
+ * A schedule's description, or undefined when it does not exist. A schedule deleted while it is
+ * described is absent too: Temporal then answers FAILED_PRECONDITION ("Workflow execution closed
+ * before WorkflowTaskStarted event") instead of NOT_FOUND, because its workflow closed between the
+ * server's two reads.
+ */
+export async function describeScheduleIfPresent(
+  client: Client,
+  scheduleId: string,
+): Promise<ScheduleDescription | undefined> {
+  try {
+    return await client.schedule.getHandle(scheduleId).describe();
+  } catch (err) {
+    if (err instanceof ScheduleNotFoundError) return undefined;
+    const cause = (err as { cause?: unknown }).cause;
+    if (isGrpcServiceError(cause) && cause.code === GRPC_FAILED_PRECONDITION) return undefined;
+    throw err;
+  }
 }

@@ -7,9 +7,10 @@
  * offset from their name, so they do not all rotate in the same minute.
  */
 import { createHash } from 'node:crypto';
-import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import { ANNUAL_ROTATION_WORKFLOW, rotationScheduleId } from './workflow-contract.js';
 import { SERVICE_KEY_INVENTORY } from './inventory.js';
+import { describeScheduleIfPresent } from '../../lib/temporal.js';
 
 type Pair = { caller: string; target: string };
 
@@ -72,12 +73,7 @@ export async function ensureRotationSchedules(
 
 /** When the pair's schedule next rotates it (undefined without a schedule). */
 export async function nextRotation(client: Client, pair: Pair): Promise<Date | undefined> {
-  try {
-    const d = await client.schedule.getHandle(rotationScheduleId(pair.caller, pair.target)).describe();
-    if (d.state.paused) return undefined;
-    return d.info.nextActionTimes[0];
-  } catch (err) {
-    if (err instanceof ScheduleNotFoundError) return undefined;
-    throw err;
-  }
+  const d = await describeScheduleIfPresent(client, rotationScheduleId(pair.caller, pair.target));
+  if (!d || d.state.paused) return undefined;
+  return d.info.nextActionTimes[0];
 }

@@ -4,6 +4,7 @@
  * running `pruneExpiredBackups`). Creating and deleting are idempotent.
  */
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { describeScheduleIfPresent } from '../../lib/temporal.js';
 import { searchAttributes } from '../workflow-search-attributes.js';
 import {
   BACKUP_RETENTION_SCHEDULE_ID,
@@ -63,13 +64,7 @@ export async function deleteBackupSchedule(client: Client, tenant: string): Prom
 }
 
 export async function backupScheduleExists(client: Client, tenant: string): Promise<boolean> {
-  try {
-    await client.schedule.getHandle(backupScheduleId(tenant)).describe();
-    return true;
-  } catch (err) {
-    if (err instanceof ScheduleNotFoundError) return false;
-    throw err;
-  }
+  return (await describeScheduleIfPresent(client, backupScheduleId(tenant))) !== undefined;
 }
 
 /** The daily retention job; the worker ensures it at start-up. */
