@@ -315,7 +315,7 @@ Ctrl-C stops everything.
 
 /** The TenantClient controller (services/tenant-controller) as a child process; its log beside the servers'. */
 function startTenantControllerProcess(kubeconfigPath: string) {
-  process.env.TENANT_CONTROLLER_KUBECONFIG = kubeconfigPath;
+  process.env.KUBECONFIG = kubeconfigPath;
   return new ManagedProcess(
     'tenant-controller',
     process.execPath,

@@ -22,12 +22,13 @@ import {
   ApiException,
   CoreV1Api,
   CustomObjectsApi,
-  KubeConfig,
+  type KubeConfig,
   makeInformer,
   type KubernetesListObject,
 } from '@kubernetes/client-node';
 import { config as loadConfig, type Config } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
+import { kubeCredentials } from '../../lib/kube-config.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
 import { closeOnSignals } from '../../lib/shutdown.js';
 import { connectTemporal } from '../../lib/temporal.js';
@@ -45,20 +46,14 @@ export interface TenantController {
   close(): Promise<void>;
 }
 
-export function kubeConfigFor(cfg: Pick<Config, 'TENANT_CONTROLLER_KUBECONFIG'>): KubeConfig {
-  const kc = new KubeConfig();
-  if (cfg.TENANT_CONTROLLER_KUBECONFIG) kc.loadFromFile(cfg.TENANT_CONTROLLER_KUBECONFIG);
-  else kc.loadFromDefault();
-  return kc;
-}
-
 export async function startTenantController(
   cfg: Config = loadConfig(),
   opts: { identity?: string; log?: Logger } = {},
 ): Promise<TenantController> {
   const log = opts.log ?? createLogger({ name: 'tenant-controller', level: cfg.LOG_LEVEL });
   const identity = opts.identity ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 6)}`;
-  const kc = kubeConfigFor(cfg);
+  // KUBECONFIG's credentials, else the pod's service account: the platform's one lookup
+  const kc = kubeCredentials(cfg.KUBECONFIG).kubeConfig;
   const pool = createPool(cfg.DATABASE_URL, 4);
   const temporal = await connectTemporal(cfg);
   const deps: OperationDeps = { pool, temporal, config: cfg };

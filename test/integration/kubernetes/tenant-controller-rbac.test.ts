@@ -30,7 +30,7 @@ beforeAll(async () => {
   const asController = serviceAccountKubeconfig(tempDir('controller-sa'), 'plana', 'plana-tenant-controller');
   p = await startTenantPlatform({
     ...scope.env,
-    TENANT_CONTROLLER_KUBECONFIG: asController,
+    KUBECONFIG: asController,
     TENANT_CONTROLLER_LEASE: 'tenant-controller',
     KUBERNETES_NAMESPACE: 'plana',
     TENANT_SOAK_PERIOD: '3s',
