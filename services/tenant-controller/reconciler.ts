@@ -3,43 +3,22 @@
  * apply new generations, bring each status subresource to the workflow's mirror, publish new steps
  * as Events, and hold the deletion finalizer until the tenant is deprovisioned.
  */
-import {
-  type CoreV1Api,
-  type CustomObjectsApi,
-  PatchStrategy,
-  setHeaderOptions,
-  type KubernetesObject,
-} from '@kubernetes/client-node';
+import { type CoreV1Api, type CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { AppError } from '../../lib/errors.js';
 import { type Logger } from '../../lib/logger.js';
 import { temporalUiLink } from '../../lib/temporal.js';
 import { applyTenantClient, runTenantAction } from '../../domain/tenants/operator-actions.js';
 import { problemsDetail, validateTenantClient } from '../../domain/tenants/tenant-client.js';
-import {
-  TENANT_CLIENT_FINALIZER,
-  TENANT_CLIENT_GROUP,
-  TENANT_CLIENT_PLURAL,
-  TENANT_CLIENT_VERSION,
-} from '../../domain/tenants/tenant-client-crd.js';
+import { TENANT_CLIENT_FINALIZER, TENANT_CLIENT_GROUP } from '../../domain/tenants/tenant-client-crd.js';
+import { tenantClientGvr, type TenantClientObject } from '../../domain/tenants/tenant-client-api.js';
 import { readMirroredStatuses, type MirroredTenant } from '../../domain/tenants/tenant-records.js';
 import type { OperationDeps } from '../../domain/tenants/tenant-workflow-start.js';
 import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type StepRecord } from '../../domain/tenants/types.js';
 import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
-import {
-  desiredStatus,
-  statusChanged,
-  unpublishedSteps,
-  type AppliedGeneration,
-  type KubeTenantStatus,
-} from './status.js';
+import { desiredStatus, statusChanged, unpublishedSteps, type AppliedGeneration } from './status.js';
 
-export interface TenantClientObject extends KubernetesObject {
-  metadata: NonNullable<KubernetesObject['metadata']> & { name: string; uid: string; generation: number };
-  spec: Record<string, unknown>;
-  status?: KubeTenantStatus;
-}
-
-export const gvr = { group: TENANT_CLIENT_GROUP, version: TENANT_CLIENT_VERSION, plural: TENANT_CLIENT_PLURAL };
+export type { TenantClientObject } from '../../domain/tenants/tenant-client-api.js';
+export const gvr = tenantClientGvr;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 /** Applies at once: a burst of 200 new TenantClients is not applied one by one. */
 const CONCURRENCY = 8;
