@@ -61,7 +61,7 @@ export async function startTenantController(
   const core = kc.makeApiClient(CoreV1Api);
   const selector = cfg.TENANT_CONTROLLER_LABEL_SELECTOR;
 
-  const informer = watchTenantClients(kc, custom, selector);
+  const informer = watchTenantClients(kc, custom, selector, log);
   /** What was applied (or refused) per object, so a generation is applied once per controller life. */
   const applied = new Map<string, AppliedGeneration>();
   const reconciler = new Reconciler(deps, custom, core, applied, log, identity);
@@ -111,15 +111,28 @@ export async function startTenantController(
   };
 }
 
-/** An informer on every TenantClient (of the label selector, if any). */
-function watchTenantClients(kc: KubeConfig, custom: CustomObjectsApi, selector: string | undefined) {
+/**
+ * An informer on every TenantClient (of the label selector, if any). It lists once at the start,
+ * then watches from the list's resourceVersion; a watch that expired (410 Gone: etcd compacted
+ * past it) makes it list again, which is logged.
+ */
+function watchTenantClients(kc: KubeConfig, custom: CustomObjectsApi, selector: string | undefined, log: Logger) {
+  let lists = 0;
   return makeInformer<TenantClientObject>(
     kc,
     `/apis/${gvr.group}/${gvr.version}/${gvr.plural}`,
-    () =>
-      custom.listClusterCustomObject({ ...gvr, labelSelector: selector }) as Promise<
-        KubernetesListObject<TenantClientObject>
-      >,
+    async () => {
+      const list = (await custom.listClusterCustomObject({
+        ...gvr,
+        labelSelector: selector,
+      })) as KubernetesListObject<TenantClientObject>;
+      lists++;
+      log.info(
+        { objects: list.items.length, resourceVersion: list.metadata?.resourceVersion, relist: lists > 1 },
+        lists > 1 ? 'TenantClients listed again (the watch expired)' : 'TenantClients listed',
+      );
+      return list;
+    },
     selector,
   );
 }
