@@ -29,12 +29,25 @@ export const tenantClientGvr = {
   plural: TENANT_CLIENT_PLURAL,
 };
 
+/** A composed object on the Kubernetes API, owned by the TenantClient, and whether it is in place. */
+export interface ComposedObjectState {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  /** Set once the object exists (a later pass that finds it gone knows it was deleted). */
+  uid?: string;
+  synced: 'True' | 'False';
+  message: string;
+}
+
 /** The status subresource the controller writes. */
 export interface KubeTenantStatus {
   observedGeneration?: number;
   phase?: string;
   conditions?: Condition[];
   resources?: Partial<Record<ResourceKind, ResourceState>>;
+  objects?: { chatRoom?: ComposedObjectState };
   currentStep?: string;
   workflowId?: string;
   temporalUiUrl?: string;

@@ -1,20 +1,37 @@
 /**
  * One pass of the TenantClient controller over every object (services/tenant-controller/index.ts):
- * apply new generations, bring each status subresource to the workflow's mirror, publish new steps
- * as Events, and hold the deletion finalizer until the tenant is deprovisioned.
+ * apply new generations, bring each status subresource to the workflow's mirror, keep the composed
+ * objects it owns (the chat-room Job), publish new steps as Events, and hold the deletion finalizer
+ * until the tenant is deprovisioned.
  */
-import { type CoreV1Api, type CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import {
+  type BatchV1Api,
+  type CoreV1Api,
+  type CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import { AppError } from '../../lib/errors.js';
 import { type Logger } from '../../lib/logger.js';
 import { temporalUiLink } from '../../lib/temporal.js';
 import { applyTenantClient, runTenantAction } from '../../domain/tenants/operator-actions.js';
 import { problemsDetail, validateTenantClient } from '../../domain/tenants/tenant-client.js';
 import { TENANT_CLIENT_FINALIZER, TENANT_CLIENT_GROUP } from '../../domain/tenants/tenant-client-crd.js';
-import { tenantClientGvr, type TenantClientObject } from '../../domain/tenants/tenant-client-api.js';
+import {
+  tenantClientGvr,
+  type ComposedObjectState,
+  type TenantClientObject,
+} from '../../domain/tenants/tenant-client-api.js';
 import { readMirroredStatuses, type MirroredTenant } from '../../domain/tenants/tenant-records.js';
 import type { OperationDeps } from '../../domain/tenants/tenant-workflow-start.js';
-import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type StepRecord } from '../../domain/tenants/types.js';
+import {
+  TENANT_CLIENT_API_VERSION,
+  TENANT_CLIENT_KIND,
+  type ResourceState,
+  type StepRecord,
+} from '../../domain/tenants/types.js';
 import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
+import { deleteChatRoomJob, ensureChatRoomJob } from './chat-room-job.js';
 import { desiredStatus, statusChanged, unpublishedSteps, type AppliedGeneration } from './status.js';
 
 export type { TenantClientObject } from '../../domain/tenants/tenant-client-api.js';
@@ -28,6 +45,7 @@ export class Reconciler {
     private readonly deps: OperationDeps,
     private readonly custom: CustomObjectsApi,
     private readonly core: CoreV1Api,
+    private readonly batch: BatchV1Api,
     private readonly applied: Map<string, AppliedGeneration>,
     private readonly log: Logger,
     private readonly identity: string,
@@ -101,6 +119,9 @@ export class Reconciler {
       temporalUiUrl: this.uiLink(name),
       now: new Date().toISOString(),
     });
+    const room = mirror?.status.resources?.chatRoom;
+    if (!deleting && room && (room.state === 'Created' || room.state === 'Failed'))
+      next.objects = { ...next.objects, chatRoom: await this.keepChatRoomJob(obj, room) };
     const steps = unpublishedSteps(mirror?.status.steps ?? [], obj.status?.lastEventStepAt);
     for (const step of steps) await this.stepEvent(obj, step);
     if (steps.length) next.lastEventStepAt = steps[steps.length - 1]!.at;
@@ -109,6 +130,27 @@ export class Reconciler {
       { ...gvr, name, body: { status: next }, fieldManager: 'tenant-controller' },
       mergePatch,
     );
+  }
+
+  /** The chat-room Job (chat-room-job.ts); one found deleted makes the workflow create the room again. */
+  private async keepChatRoomJob(obj: TenantClientObject, room: ResourceState): Promise<ComposedObjectState> {
+    const { name } = obj.metadata;
+    const job = await ensureChatRoomJob(this.batch, obj, room);
+    if (job.deleted) {
+      try {
+        await runTenantAction(this.deps, name, 'retry-chat-room');
+        await this.event(
+          obj,
+          'Normal',
+          'ChatRoomRetried',
+          `Job ${job.state.namespace}/${job.state.name} was deleted: the chat room is created again (workflow ${tenantWorkflowId(name)}, ${this.uiLink(name)})`,
+        );
+      } catch (err) {
+        // a cancelled or deprovisioned tenant has no room to retry: the Job stays made
+        if (!(err instanceof AppError && err.code === 'CONFLICT')) throw err;
+      }
+    }
+    return job.state;
   }
 
   /**
@@ -124,6 +166,10 @@ export class Reconciler {
     const { name } = obj.metadata;
     const neverCreated = !mirror || (applied?.uid === obj.metadata.uid && applied.platformGeneration === undefined);
     if (neverCreated || mirror.status.phase === 'Deprovisioned') {
+      await deleteChatRoomJob(this.batch, obj).catch((err: Error) =>
+        // its owner reference lets a cluster's garbage collector remove it later
+        this.log.warn({ err: err.message, tenant: name }, 'chat-room Job not deleted'),
+      );
       await this.removeFinalizer(obj);
       await this.event(
         obj,

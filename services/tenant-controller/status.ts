@@ -98,6 +98,8 @@ export function desiredStatus(input: StatusInput): KubeTenantStatus {
     phase: seen?.phase,
     conditions,
     resources: seen ? pickResources(seen.resources) : undefined,
+    // the controller's own (reconciler.ts), kept until it writes them again
+    objects: previous?.objects,
     currentStep: seen?.currentStep,
     workflowId: input.workflowId,
     temporalUiUrl: input.temporalUiUrl,

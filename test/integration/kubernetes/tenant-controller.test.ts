@@ -6,6 +6,7 @@
  * the tenant is deprovisioned; two controllers elect one leader.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { V1Job } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tenantWorkflowId } from '../../../domain/tenants/workflow-contract.js';
 import { startTenantController, type TenantController } from '../../../services/tenant-controller/index.js';
@@ -72,6 +73,60 @@ describe('the TenantClient controller', () => {
     expect(await workflowRuns(name)).toBe(1);
   });
 
+  it('keeps the chat room as a Job owned by the TenantClient; deleting the Job creates the room and the Job again', async () => {
+    const name = uniqueTenant('room');
+    const job = () => {
+      const r = kube(['get', 'job', `chat-room-${name}`, '-n', 'plana-odoo-18', '-o', 'json']);
+      return r.ok ? (JSON.parse(r.out) as V1Job) : undefined;
+    };
+    await p.stopChat();
+    try {
+      kube(['apply', '-f', '-'], tenantClientJson(name, scope.label, { projectId: 77 }));
+      const failed = await waitForTenantClient(
+        name,
+        (o) => ready(o) && o?.status?.resources?.chatRoom?.state === 'Failed' && !!o.status.objects?.chatRoom?.uid,
+      );
+      const made = job()!;
+      expect(made.metadata?.ownerReferences).toEqual([
+        {
+          apiVersion: 'plana.dev/v1alpha1',
+          kind: 'TenantClient',
+          name,
+          uid: failed!.metadata.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ]);
+      expect(made.spec?.suspend).toBe(true); // the platform makes the room: no pod ever runs for it
+      expect(failed?.status?.objects?.chatRoom).toEqual({
+        apiVersion: 'batch/v1',
+        kind: 'Job',
+        namespace: 'plana-odoo-18',
+        name: `chat-room-${name}`,
+        uid: made.metadata?.uid,
+        synced: 'True',
+        message: `the chat room support-${name}-000077: Failed`,
+      });
+    } finally {
+      await p.startChat();
+    }
+    expect(p.chatChannels().filter((c) => c.name === `support-${name}-000077`)).toHaveLength(0);
+
+    // §3.2: retrying the chat room is deleting its Job
+    const first = job()!.metadata!.uid!;
+    expect(kube(['delete', 'job', `chat-room-${name}`, '-n', 'plana-odoo-18', '--wait=false']).ok).toBe(true);
+    const after = await waitForTenantClient(
+      name,
+      (o) =>
+        o?.status?.resources?.chatRoom?.state === 'Created' &&
+        ![undefined, first].includes(o.status.objects?.chatRoom?.uid),
+    );
+    expect(after?.status?.objects?.chatRoom).toMatchObject({ synced: 'True', uid: job()?.metadata?.uid });
+    expect(p.chatChannels().filter((c) => c.name === `support-${name}-000077`)).toHaveLength(1);
+    expect(tenantClientEvents(name).filter((e) => e.reason === 'ChatRoomRetried')).toHaveLength(1);
+    expect(await workflowRuns(name)).toBe(1);
+  });
+
   it('shows a subdomain taken elsewhere as Synced=False and creates nothing', async () => {
     const name = uniqueTenant('taken');
     await p.pool.query('INSERT INTO subdomain_reservations (subdomain, owner_uid) VALUES ($1, gen_random_uuid())', [
@@ -114,6 +169,8 @@ describe('the TenantClient controller', () => {
     const { rows } = await p.pool.query('SELECT phase FROM tenant_clients WHERE name = $1', [name]);
     expect(rows[0]?.phase).toBe('Deprovisioned');
     expect(await workflowRuns(name)).toBe(1);
+    // its chat-room Job went with it
+    expect(kube(['get', 'job', `chat-room-${name}`, '-n', 'plana-odoo-18']).ok).toBe(false);
 
     // applied again under the same name: refused with a condition (a name is used once), nothing created
     kube(['apply', '-f', '-'], tenantClientJson(name, scope.label));
