@@ -60,7 +60,7 @@ export function describeTenant(t: TenantClientObject, events: TenantClientEvent[
 
   lines.push('Events:');
   const table = plainTable(['AT', 'TYPE', 'REASON', 'MESSAGE'], { indent: 2 });
-  for (const e of events.slice(-15)) table.push([e.at, e.type, e.reason, e.message]);
+  for (const e of events) table.push([e.at, e.type, e.reason, e.message]);
   lines.push(table.toString());
   return lines.join('\n');
 }

@@ -32,7 +32,13 @@ import {
 } from '../../domain/tenants/types.js';
 import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
 import { deleteChatRoomJob, ensureChatRoomJob } from './chat-room-job.js';
-import { desiredStatus, statusChanged, unpublishedSteps, type AppliedGeneration } from './status.js';
+import {
+  desiredStatus,
+  statusChanged,
+  unpublishedSteps,
+  type AppliedGeneration,
+  type KubeTenantStatus,
+} from './status.js';
 
 export type { TenantClientObject } from '../../domain/tenants/tenant-client-api.js';
 export const gvr = tenantClientGvr;
@@ -50,6 +56,9 @@ export class Reconciler {
     private readonly log: Logger,
     private readonly identity: string,
   ) {}
+
+  /** Per object (uid): the newest workflow step this controller has published as an Event. */
+  private readonly publishedUpTo = new Map<string, string>();
 
   /** Applies what is new, then brings every status (and finalizer) up to date with the workflows. */
   async pass(objects: TenantClientObject[]): Promise<void> {
@@ -122,14 +131,31 @@ export class Reconciler {
     const room = mirror?.status.resources?.chatRoom;
     if (!deleting && room && (room.state === 'Created' || room.state === 'Failed'))
       next.objects = { ...next.objects, chatRoom: await this.keepChatRoomJob(obj, room) };
-    const steps = unpublishedSteps(mirror?.status.steps ?? [], obj.status?.lastEventStepAt);
-    for (const step of steps) await this.stepEvent(obj, step);
-    if (steps.length) next.lastEventStepAt = steps[steps.length - 1]!.at;
+    await this.publishSteps(obj, mirror, next);
     if (!statusChanged(obj.status, next)) return;
     await this.custom.patchClusterCustomObjectStatus(
       { ...gvr, name, body: { status: next }, fieldManager: 'tenant-controller' },
       mergePatch,
     );
+  }
+
+  /**
+   * New workflow steps as Events, each once: after the newest already published, as the object's
+   * status says or, when the cached object has not yet seen that status write, as this controller
+   * remembers (a pass over a stale cache would otherwise publish them all again).
+   */
+  private async publishSteps(obj: TenantClientObject, mirror: MirroredTenant | undefined, next: KubeTenantStatus) {
+    const { uid } = obj.metadata;
+    const watermark = [obj.status?.lastEventStepAt, this.publishedUpTo.get(uid)]
+      .filter((at): at is string => at !== undefined)
+      .sort()
+      .at(-1);
+    for (const step of unpublishedSteps(mirror?.status.steps ?? [], watermark)) {
+      await this.stepEvent(obj, step);
+      this.publishedUpTo.set(uid, step.at);
+    }
+    const publishedUpTo = this.publishedUpTo.get(uid) ?? watermark;
+    if (publishedUpTo) next.lastEventStepAt = publishedUpTo;
   }
 
   /** The chat-room Job (chat-room-job.ts); one found deleted makes the workflow create the room again. */
@@ -205,6 +231,7 @@ export class Reconciler {
     const finalizers = (obj.metadata.finalizers ?? []).filter((f) => f !== TENANT_CLIENT_FINALIZER);
     await this.patchMetadata(obj, { finalizers });
     this.applied.delete(obj.metadata.name);
+    this.publishedUpTo.delete(obj.metadata.uid);
   }
 
   /** A merge patch that holds only if the object is still the version we read (else 409, next pass). */

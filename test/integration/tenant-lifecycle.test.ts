@@ -356,7 +356,8 @@ group('the operator CLI', () => {
     writeFileSync(file, tenantYaml(name, { tier: 'enterprise' }, p.kube.label));
 
     expect(await cli('apply', '-f', file)).toContain(`tenantclient.plana.dev/${name} created (generation 1)`);
-    await waitForStatus(p, name, isReady);
+    // what get and describe read: the TenantClient's status, which follows the workflow's
+    await waitForKubeTenant(p, name, (o) => kubeCondition(o, 'Ready')?.status === 'True');
     expect(await cli('apply', '-f', file)).toContain(`tenantclient.plana.dev/${name} unchanged (generation 1)`);
 
     const table = await cli('get', 'tenants');
