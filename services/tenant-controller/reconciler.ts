@@ -151,7 +151,8 @@ export class Reconciler {
       .sort()
       .at(-1);
     for (const step of unpublishedSteps(mirror?.status.steps ?? [], watermark)) {
-      await this.stepEvent(obj, step);
+      // one not recorded (the API server away) and the ones after it wait for the next pass
+      if (!(await this.stepEvent(obj, step))) break;
       this.publishedUpTo.set(uid, step.at);
     }
     const publishedUpTo = this.publishedUpTo.get(uid) ?? watermark;
@@ -258,7 +259,7 @@ export class Reconciler {
     );
   }
 
-  /** An Event on the TenantClient (cluster-scoped objects' Events live in `default`). */
+  /** An Event on the TenantClient (cluster-scoped objects' Events live in `default`); true once recorded. */
   private async event(
     obj: TenantClientObject,
     type: 'Normal' | 'Warning',
@@ -290,9 +291,11 @@ export class Reconciler {
           reportingInstance: this.identity.slice(0, 128),
         },
       });
+      return true;
     } catch (err) {
       // an Event is a courtesy: losing one never blocks the reconcile
       this.log.warn({ err: (err as Error).message, reason }, 'event not recorded');
+      return false;
     }
   }
 
