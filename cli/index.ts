@@ -3,6 +3,7 @@
  * exports `register(program)`.
  */
 import { Command, CommanderError } from 'commander';
+import { AppError } from '../lib/errors.js';
 import { OpsApiError } from './ops-client.js';
 import { register as resendWelcome } from './commands/resend-welcome.js';
 import { register as restore } from './commands/restore.js';
@@ -40,8 +41,8 @@ export function buildCli(): Command {
 }
 
 /**
- * Runs one command line and returns its exit code: 0; 4 when the API says the thing does not
- * exist; 1 for anything else (a usage mistake as commander says it, else `error: …`).
+ * Runs one command line and returns its exit code: 0; 4 when the API (the ops API, or the
+ * Kubernetes API for TenantClients) says the thing does not exist; 1 for anything else (a usage mistake as commander says it, else `error: …`).
  */
 export async function runCli(argv: string[]): Promise<number> {
   try {
@@ -51,6 +52,7 @@ export async function runCli(argv: string[]): Promise<number> {
     if (err instanceof CommanderError) return err.exitCode; // commander has said what was wrong (or shown the help)
     console.error(`error: ${(err as Error).message}`);
     if (err instanceof OpsApiError) return err.status === 404 ? 4 : 1;
+    if (err instanceof AppError) return err.code === 'NOT_FOUND' ? 4 : 1;
     return 1;
   }
 }

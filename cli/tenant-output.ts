@@ -1,6 +1,6 @@
 /** How the CLI shows TenantClients: kubectl-like tables and a `describe` page. */
 import { InvalidArgumentError } from 'commander';
-import type { TenantClientResource, TenantClientSummary } from '../domain/tenants/operator-actions.js';
+import type { TenantClientEvent, TenantClientObject, TenantClientRow } from '../domain/tenants/tenant-client-api.js';
 import { resourceKinds } from '../domain/tenants/types.js';
 import { age, plainTable } from './table.js';
 
@@ -15,49 +15,52 @@ export function tenantResource(resource: string): string {
   return resource;
 }
 
-export function tenantTable(items: TenantClientSummary[]): string {
+export function tenantTable(items: TenantClientRow[]): string {
   const table = plainTable(['NAME', 'SYNCED', 'READY', 'PHASE', 'AGE']);
   for (const t of items) table.push([t.name, t.synced, t.ready, t.phase, age(t.createdAt)]);
   return table.toString();
 }
 
-export function describeTenant(t: TenantClientResource): string {
+/** `describe tenant`: the object, its status as the controller wrote it, and its Events (the workflow's steps). */
+export function describeTenant(t: TenantClientObject, events: TenantClientEvent[]): string {
   const lines: string[] = [];
   const kv = (k: string, v: unknown) => lines.push(`${`${k}:`.padEnd(22)}${v ?? ''}`);
+  const status = t.status ?? {};
+  const created = String(t.metadata.creationTimestamp ?? '');
   kv('Name', t.metadata.name);
   kv('API Version', t.apiVersion);
   kv('Kind', t.kind);
   kv('UID', t.metadata.uid);
-  kv('Created', `${t.metadata.creationTimestamp} (${age(t.metadata.creationTimestamp)} ago)`);
-  kv('Generation', `${t.metadata.generation} (observed ${t.status.observedGeneration})`);
-  kv('Phase', t.status.phase);
-  kv('Current step', t.status.currentStep);
-  if (t.status.cancelledAt) kv('Cancelled', t.status.cancelledAt);
-  if (t.status.deprovisionAt) kv('Deprovision at', t.status.deprovisionAt);
-  if (t.status.deprovisionedAt) kv('Deprovisioned', t.status.deprovisionedAt);
-  if (t.status.provisionedEventId) kv('Provisioned event', t.status.provisionedEventId);
-  kv('Workflow', `${t.workflowId} (status from the ${t.statusSource})`);
-  kv('Temporal UI', t.temporalUiUrl);
+  kv('Created', `${created} (${age(created)} ago)`);
+  kv('Generation', `${t.metadata.generation} (observed ${status.observedGeneration ?? 0})`);
+  if (t.metadata.deletionTimestamp) kv('Deleting since', t.metadata.deletionTimestamp);
+  kv('Phase', status.phase);
+  kv('Current step', status.currentStep);
+  if (status.cancelledAt) kv('Cancelled', status.cancelledAt);
+  if (status.deprovisionAt) kv('Deprovision at', status.deprovisionAt);
+  if (status.deprovisionedAt) kv('Deprovisioned', status.deprovisionedAt);
+  kv('Workflow', status.workflowId);
+  kv('Temporal UI', status.temporalUiUrl);
   lines.push('Spec:');
-  for (const [k, v] of Object.entries(t.spec)) lines.push(`  ${k.padEnd(20)}${v}`);
+  for (const [k, v] of Object.entries(t.spec)) lines.push(`  ${k.padEnd(20)}${String(v)}`);
 
   lines.push('Conditions:');
   const conditions = plainTable(['TYPE', 'STATUS', 'REASON', 'GEN', 'LAST TRANSITION', 'MESSAGE'], { indent: 2 });
-  for (const c of t.status.conditions)
+  for (const c of status.conditions ?? [])
     conditions.push([c.type, c.status, c.reason, c.observedGeneration, c.lastTransitionTime, c.message]);
   lines.push(conditions.toString());
 
   lines.push('Resources:');
   const resources = plainTable(['RESOURCE', 'SYNCED', 'STATE', 'NAME', 'MESSAGE'], { indent: 2 });
   for (const kind of resourceKinds) {
-    const r = t.status.resources?.[kind];
+    const r = status.resources?.[kind];
     if (r) resources.push([kind, r.synced, r.state, r.externalName, r.message]);
   }
   lines.push(resources.toString());
 
-  lines.push('Recent steps:');
-  const steps = plainTable(['AT', 'STEP', 'OUTCOME', 'MESSAGE'], { indent: 2 });
-  for (const s of t.status.steps.slice(-15)) steps.push([s.at, s.step, s.outcome, s.message]);
-  lines.push(steps.toString());
+  lines.push('Events:');
+  const table = plainTable(['AT', 'TYPE', 'REASON', 'MESSAGE'], { indent: 2 });
+  for (const e of events) table.push([e.at, e.type, e.reason, e.message]);
+  lines.push(table.toString());
   return lines.join('\n');
 }

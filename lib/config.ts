@@ -381,12 +381,11 @@ export const configSchema = z.object({
   /** The longest wait between two reconciles of a tenant that is not Ready (exponential backoff up to this). */
   TENANT_RECONCILE_BACKOFF_MAX: duration.prefault('5 minutes'),
   /**
-   * The TenantClient controller (services/tenant-controller): the kubeconfig it uses (unset: the
-   * pod's service account, or $KUBECONFIG), how often it compares every TenantClient with its
+   * The TenantClient controller (services/tenant-controller), with KUBECONFIG's credentials (unset:
+   * the pod's service account; lib/kube-config.ts): how often it compares every TenantClient with its
    * workflow's status, the Lease (in KUBERNETES_NAMESPACE) that elects one leader among replicas,
    * and an optional label selector (e.g. `plana.dev/shard=a`) for the TenantClients it owns.
    */
-  TENANT_CONTROLLER_KUBECONFIG: z.string().min(1).optional(),
   TENANT_CONTROLLER_RESYNC: duration.prefault('2 seconds'),
   TENANT_CONTROLLER_LEASE: z
     .string()

@@ -287,7 +287,7 @@ Next steps (in another terminal):
   kubectl describe tenantclient ${DEMO.tenant}              # its conditions, composed resources and Events (the workflow's steps)
   kubectl apply -f examples/tenant-acme.yaml         # provision a tenant of your own; \`kubectl get tc acme -w\` to watch it
   kubectl delete tenantclient acme --wait=false      # cancel it: Ready=False Deleting until deprovisioned after the soak period
-  npm run cli -- describe tenant ${DEMO.tenant}                # the same with the workflow's live status and Temporal UI link
+  npm run cli -- describe tenant ${DEMO.tenant}                # the same from the CLI (the same Kubernetes API), with the Temporal UI link
   npm run cli -- resend-welcome ${DEMO.tenant}      # support: send the demo welcome e-mail again
   npm run cli -- erp post-invoice ${DEMO.tenant} --amount 120   # an invoice.posted from the demo ERP to the workspace's webhooks
                                                      #   (receivers on 127.0.0.1 may be registered here: WEBHOOK_ALLOWED_ADDRESSES=${cfg.WEBHOOK_ALLOWED_ADDRESSES || '(none)'})
@@ -315,7 +315,7 @@ Ctrl-C stops everything.
 
 /** The TenantClient controller (services/tenant-controller) as a child process; its log beside the servers'. */
 function startTenantControllerProcess(kubeconfigPath: string) {
-  process.env.TENANT_CONTROLLER_KUBECONFIG = kubeconfigPath;
+  process.env.KUBECONFIG = kubeconfigPath;
   return new ManagedProcess(
     'tenant-controller',
     process.execPath,

@@ -46,11 +46,20 @@ export interface KubernetesServer {
   /** kube-apiserver's and etcd's process ids (for figures such as their RSS and CPU time). */
   pid: number;
   etcdPid: number;
+  /** etcd's client URL (http://127.0.0.1:<port>; its v3 JSON gateway answers there too). */
+  etcdUrl: string;
   stop(): Promise<void>;
 }
 
-/** etcd and kube-apiserver under `dir`; the API server on `port` (a free one when omitted). */
-export async function startKubernetes(opts: { dir: string; port?: number }): Promise<KubernetesServer> {
+/**
+ * etcd and kube-apiserver under `dir`; the API server on `port` (a free one when omitted), with
+ * `extraArgs` after its own (a test's, e.g. `--watch-cache=false`).
+ */
+export async function startKubernetes(opts: {
+  dir: string;
+  port?: number;
+  extraArgs?: string[];
+}): Promise<KubernetesServer> {
   mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
   const [port, etcdClientPort, etcdPeerPort] = await Promise.all([opts.port ?? freePort(), freePort(), freePort()]);
   const etcd = await startEtcd(path.join(opts.dir, 'etcd'), etcdClientPort, etcdPeerPort);
@@ -61,7 +70,7 @@ export async function startKubernetes(opts: { dir: string; port?: number }): Pro
     const apiserver = new ManagedProcess(
       'kube-apiserver',
       findKubeBinary('kube-apiserver'),
-      apiServerArgs({ port, etcdClientPort, certDir, files }),
+      [...apiServerArgs({ port, etcdClientPort, certDir, files }), ...(opts.extraArgs ?? [])],
       path.join(opts.dir, 'kube-apiserver.log'),
       path.join(opts.dir, 'kube-apiserver.pid'),
     );
@@ -79,6 +88,7 @@ export async function startKubernetes(opts: { dir: string; port?: number }): Pro
       readyAfterMs,
       pid: apiserver.child.pid ?? 0,
       etcdPid: etcd.child.pid ?? 0,
+      etcdUrl: `http://127.0.0.1:${etcdClientPort}`,
       stop: async () => {
         await apiserver.stop();
         await etcd.stop();

@@ -1,6 +1,6 @@
 /**
  * Demo data for `npm run dev`: workspace `demo` and its admin admin@demo.test (seedDemo), then its
- * tenant `demo`, a TenantClient provisioned through the ops API as any other (applyDemoTenant).
+ * tenant `demo`, a TenantClient applied on the Kubernetes API as any other (applyDemoTenantClient).
  * Idempotent: running it again changes nothing but what it was told to.
  */
 import { randomBytes } from 'node:crypto';
@@ -12,10 +12,9 @@ import type { Config } from '../lib/config.js';
 import { databaseUrl, tenantHostname } from '../domain/erp/tenant-database.js';
 import { odooSchemaUpgradeSql } from '../sandbox/erp/models.js';
 import type { TenantClient } from '../domain/tenants/tenant-client.js';
-import type { TenantClientSummary } from '../domain/tenants/operator-actions.js';
 import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type Tier } from '../domain/tenants/types.js';
-import { opsRequest } from '../cli/ops-client.js';
-import { kubectl } from './local-kubernetes.js';
+import { kubeCredentials } from '../lib/kube-config.js';
+import { TenantClientApi } from '../domain/tenants/tenant-client-api.js';
 import { ensureErpTemplates } from './erp-templates.js';
 
 export const DEMO = {
@@ -82,22 +81,23 @@ export function demoTenantClient(tier: Tier): TenantClient {
 }
 
 /**
- * The demo TenantClient applied with kubectl to the platform's Kubernetes API (the TenantClient
- * controller provisions it), then waited on until its status says Ready for this generation.
+ * The demo TenantClient applied on the platform's Kubernetes API, as `kubectl apply` does (the
+ * TenantClient controller provisions it), then waited on until its status says Ready for this
+ * generation. Idempotent: on a restart the same spec is `unchanged`. `labels` go on the object
+ * (a controller's label selector).
  */
 export async function applyDemoTenantClient(
   kubeconfigPath: string,
   tier: Tier,
   timeoutMs = 120_000,
+  labels?: Record<string, string>,
 ): Promise<{ result: string; phase: string; ready: string }> {
-  const out = kubectl(kubeconfigPath, ['apply', '-f', '-'], JSON.stringify(demoTenantClient(tier)));
-  const result = /\b(created|configured|unchanged)\b/.exec(out)?.[1] ?? 'applied';
+  const { kubeConfig, source } = kubeCredentials(kubeconfigPath);
+  const api = new TenantClientApi(kubeConfig, source);
+  const { result } = await api.apply({ metadata: { name: DEMO.tenant, labels }, spec: demoTenantClient(tier).spec });
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const obj = JSON.parse(kubectl(kubeconfigPath, ['get', 'tenantclient', DEMO.tenant, '-o', 'json'])) as {
-      metadata: { generation: number };
-      status?: { observedGeneration?: number; phase?: string; conditions?: { type: string; status: string }[] };
-    };
+    const obj = await api.get(DEMO.tenant);
     const current = obj.status?.observedGeneration === obj.metadata.generation;
     const ready = current ? (obj.status?.conditions?.find((c) => c.type === 'Ready')?.status ?? 'Unknown') : 'Unknown';
     if (ready === 'True' || Date.now() > deadline) return { result, phase: obj.status?.phase ?? 'Pending', ready };
@@ -124,31 +124,5 @@ export async function prepareDemoErp(cfg: Pick<Config, 'ERP_DATABASE_URL' | 'TEN
     await demoDb.query(odooSchemaUpgradeSql('18'));
   } finally {
     await demoDb.end();
-  }
-}
-
-/**
- * Provisions the demo tenant the way an operator's `apply` does (the ops API, its workflow
- * tenant:demo: database, route, API user, tier modules and event rules, filestore, backups, chat
- * room, client.provisioned), idempotently: on a restart the same spec is `unchanged`. Waits until
- * it is Ready or `timeoutMs` passes; answers how the apply went and the phase it reached.
- */
-export async function applyDemoTenant(
-  tier: Tier,
-  timeoutMs = 120_000,
-): Promise<{ result: string; phase: string; ready: string }> {
-  const applied = await opsRequest<{ result: string; generation: number }>(
-    'POST',
-    '/api/ops/tenant-clients',
-    demoTenantClient(tier),
-  );
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const summary = await opsRequest<TenantClientSummary>('GET', `/api/ops/tenant-clients/${DEMO.tenant}?view=summary`);
-    // a changed spec (another tier) is Ready once the workflow has reconciled it: until then the
-    // status still shows the previous generation's Ready
-    const ready = summary.observedGeneration >= applied.generation ? summary.ready : 'Unknown';
-    if (ready === 'True' || Date.now() > deadline) return { result: applied.result, phase: summary.phase, ready };
-    await sleep(500);
   }
 }

@@ -1,13 +1,17 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
+import { parse } from 'yaml';
 import { parseTenantClient } from '../../domain/tenants/tenant-client.js';
-import { opsRequest } from '../ops-client.js';
+import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
+import { config } from '../../lib/config.js';
+import { temporalUiLink } from '../../lib/temporal.js';
+import { tenantClientApi } from '../kube-client.js';
 import { outputOption } from '../arguments.js';
 
 export function register(program: Command) {
   program
     .command('apply')
-    .description('create or update a TenantClient from a YAML or JSON file (idempotent, like kubectl apply)')
+    .description('create or update a TenantClient on the Kubernetes API from a YAML or JSON file (like kubectl apply)')
     .requiredOption('-f, --filename <file>', 'the TenantClient resource (YAML or JSON; - for stdin)')
     .addOption(outputOption(['text', 'json']))
     .action(async (opts: { filename: string; output: string }) => {
@@ -17,17 +21,24 @@ export function register(program: Command) {
         const lines = parsed.problems.map((p) => `  ${p.field}: ${p.message}`);
         throw new Error(`${opts.filename} is not a valid TenantClient:\n${lines.join('\n')}`);
       }
-      const applied = await opsRequest<{
-        result: string;
-        name: string;
-        generation: number;
-        workflowId: string;
-        temporalUiUrl: string;
-      }>('POST', '/api/ops/tenant-clients', parsed.value);
-      if (opts.output === 'json') return console.log(JSON.stringify(applied, null, 2));
-      console.log(`tenantclient.plana.dev/${applied.name} ${applied.result} (generation ${applied.generation})`);
-      console.log(`  workflow ${applied.workflowId}: ${applied.temporalUiUrl}`);
+      const { name } = parsed.value.metadata;
+      const applied = await tenantClientApi().apply({
+        metadata: { name, labels: labelsOf(text) },
+        spec: parsed.value.spec,
+      });
+      const workflowId = tenantWorkflowId(name);
+      const answer = { ...applied, name, workflowId, temporalUiUrl: temporalUiLink(config(), workflowId) };
+      if (opts.output === 'json') return console.log(JSON.stringify(answer, null, 2));
+      console.log(`tenantclient.plana.dev/${name} ${answer.result} (generation ${answer.generation})`);
+      console.log(`  workflow ${answer.workflowId}: ${answer.temporalUiUrl}`);
     });
+}
+
+/** The resource's metadata.labels as written (a controller's label selector may depend on them). */
+function labelsOf(text: string): Record<string, string> | undefined {
+  const labels = (parse(text) as { metadata?: { labels?: unknown } }).metadata?.labels;
+  if (!labels || typeof labels !== 'object') return undefined;
+  return Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, String(v)]));
 }
 
 async function readStdin(): Promise<string> {

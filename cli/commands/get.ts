@@ -1,25 +1,24 @@
 import type { Command } from 'commander';
-import type { TenantClientResource, TenantClientSummary } from '../../domain/tenants/operator-actions.js';
-import { opsRequest } from '../ops-client.js';
+import { tenantClientRow } from '../../domain/tenants/tenant-client-api.js';
+import { tenantClientApi } from '../kube-client.js';
 import { tenantResource, tenantTable } from '../tenant-output.js';
 import { outputOption, tenantName } from '../arguments.js';
 
 export function register(program: Command) {
   program
     .command('get')
-    .description('list TenantClients (NAME, SYNCED, READY, PHASE, AGE), or one of them')
+    .description('list TenantClients on the Kubernetes API (NAME, SYNCED, READY, PHASE, AGE), or one of them')
     .argument('<resource>', 'tenants', tenantResource)
     .argument('[name]', 'a tenant name', tenantName)
     .addOption(outputOption(['table', 'json']))
     .action(async (_resource: string, name: string | undefined, opts: { output: string }) => {
+      const api = tenantClientApi();
       if (name) {
-        const path = `/api/ops/tenant-clients/${encodeURIComponent(name)}`;
-        if (opts.output === 'json')
-          return console.log(JSON.stringify(await opsRequest<TenantClientResource>('GET', path), null, 2));
-        return console.log(tenantTable([await opsRequest<TenantClientSummary>('GET', `${path}?view=summary`)]));
+        const obj = await api.get(name);
+        return console.log(opts.output === 'json' ? JSON.stringify(obj, null, 2) : tenantTable([tenantClientRow(obj)]));
       }
-      const { items } = await opsRequest<{ items: TenantClientSummary[] }>('GET', '/api/ops/tenant-clients');
+      const items = await api.list();
       if (opts.output === 'json') return console.log(JSON.stringify({ items }, null, 2));
-      console.log(items.length ? tenantTable(items) : 'No TenantClients found.');
+      console.log(items.length ? tenantTable(items.map(tenantClientRow)) : 'No TenantClients found.');
     });
 }

@@ -100,6 +100,20 @@ const specSchema: Schema = {
   },
 };
 
+/** A composed object the controller keeps on the Kubernetes API, owned by the TenantClient. */
+const composedObjectSchema: Schema = {
+  type: 'object',
+  properties: {
+    apiVersion: { type: 'string' },
+    kind: { type: 'string' },
+    namespace: { type: 'string' },
+    name: { type: 'string' },
+    uid: { type: 'string' },
+    synced: { type: 'string', enum: ['True', 'False', 'Unknown'] },
+    message: { type: 'string' },
+  },
+};
+
 const statusSchema: Schema = {
   type: 'object',
   properties: {
@@ -115,6 +129,12 @@ const statusSchema: Schema = {
       type: 'object',
       description: `The composed resources (${resourceKinds.join(', ')}), each with its own Synced state.`,
       properties: Object.fromEntries(resourceKinds.map((k) => [k, resourceStateSchema])),
+    },
+    objects: {
+      type: 'object',
+      description:
+        'The composed objects on the Kubernetes API, owned by this TenantClient (chatRoom: the support chat-room Job; deleting it retries the room), each with its own Synced state.',
+      properties: { chatRoom: composedObjectSchema },
     },
     currentStep: { type: 'string' },
     workflowId: { type: 'string' },

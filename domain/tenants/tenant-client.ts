@@ -1,8 +1,8 @@
 /**
  * The TenantClient resource (§2.3, API version v1alpha1): parsing from YAML or JSON and validation
- * with one clear message per problem. Pure: used by the CLI, the ops API and the tests alike. The
- * rules are written once, as the zod schema below; the ops API's OpenAPI document shows its JSON
- * Schema form (`tenantClientJsonSchema`), so what is documented is what is validated.
+ * with one clear message per problem. Pure: used by the CLI, the controller and the tests alike. The
+ * rules are written once, as the zod schema below; the CRD's schema (tenant-client-crd.ts) says the
+ * same to the Kubernetes API server.
  *
  *   apiVersion: plana.dev/v1alpha1
  *   kind: TenantClient
@@ -75,7 +75,7 @@ const specSchema = z.strictObject(
       .union([z.enum(erpVersions, ERP_VERSION), z.literal(erpVersions.map(Number), ERP_VERSION)], ERP_VERSION)
       .transform((v) => String(v))
       .prefault('18'),
-    // no trimming: what is valid is exactly what the OpenAPI document says (tenantClientJsonSchema)
+    // no trimming: what is valid is exactly what the CRD's schema says (tenant-client-crd.ts)
     ownerEmail: z
       .string(required('an e-mail address'))
       .max(320, 'must be at most 320 characters')
@@ -117,16 +117,6 @@ const resourceSchema = z
       });
     }
   });
-
-/**
- * The JSON Schema form of the rules, for the ops API's OpenAPI document: what a request may be
- * (`io: 'input'`: erpVersion optional, as a string or a number). What JSON Schema cannot say
- * (spec.subdomain equal to metadata.name) is left to the description.
- */
-export const tenantClientJsonSchema: Record<string, unknown> = (() => {
-  const { $schema: _dialect, ...schema } = z.toJSONSchema(resourceSchema, { io: 'input' });
-  return schema;
-})();
 
 /** Validates an already parsed document (e.g. a JSON body). */
 export function validateTenantClient(input: unknown): ValidationResult {

@@ -20,14 +20,16 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import {
   ApiException,
+  BatchV1Api,
   CoreV1Api,
   CustomObjectsApi,
-  KubeConfig,
+  type KubeConfig,
   makeInformer,
   type KubernetesListObject,
 } from '@kubernetes/client-node';
 import { config as loadConfig, type Config } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
+import { kubeCredentials } from '../../lib/kube-config.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
 import { closeOnSignals } from '../../lib/shutdown.js';
 import { connectTemporal } from '../../lib/temporal.js';
@@ -45,31 +47,26 @@ export interface TenantController {
   close(): Promise<void>;
 }
 
-export function kubeConfigFor(cfg: Pick<Config, 'TENANT_CONTROLLER_KUBECONFIG'>): KubeConfig {
-  const kc = new KubeConfig();
-  if (cfg.TENANT_CONTROLLER_KUBECONFIG) kc.loadFromFile(cfg.TENANT_CONTROLLER_KUBECONFIG);
-  else kc.loadFromDefault();
-  return kc;
-}
-
 export async function startTenantController(
   cfg: Config = loadConfig(),
   opts: { identity?: string; log?: Logger } = {},
 ): Promise<TenantController> {
   const log = opts.log ?? createLogger({ name: 'tenant-controller', level: cfg.LOG_LEVEL });
   const identity = opts.identity ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 6)}`;
-  const kc = kubeConfigFor(cfg);
+  // KUBECONFIG's credentials, else the pod's service account: the platform's one lookup
+  const kc = kubeCredentials(cfg.KUBECONFIG).kubeConfig;
   const pool = createPool(cfg.DATABASE_URL, 4);
   const temporal = await connectTemporal(cfg);
   const deps: OperationDeps = { pool, temporal, config: cfg };
   const custom = kc.makeApiClient(CustomObjectsApi);
   const core = kc.makeApiClient(CoreV1Api);
+  const batch = kc.makeApiClient(BatchV1Api);
   const selector = cfg.TENANT_CONTROLLER_LABEL_SELECTOR;
 
-  const informer = watchTenantClients(kc, custom, selector);
+  const informer = watchTenantClients(kc, custom, selector, log);
   /** What was applied (or refused) per object, so a generation is applied once per controller life. */
   const applied = new Map<string, AppliedGeneration>();
-  const reconciler = new Reconciler(deps, custom, core, applied, log, identity);
+  const reconciler = new Reconciler(deps, custom, core, batch, applied, log, identity);
 
   let stopped = false;
   let closing: Promise<void> | undefined;
@@ -116,15 +113,28 @@ export async function startTenantController(
   };
 }
 
-/** An informer on every TenantClient (of the label selector, if any). */
-function watchTenantClients(kc: KubeConfig, custom: CustomObjectsApi, selector: string | undefined) {
+/**
+ * An informer on every TenantClient (of the label selector, if any). It lists once at the start,
+ * then watches from the list's resourceVersion; a watch that expired (410 Gone: etcd compacted
+ * past it) makes it list again, which is logged.
+ */
+function watchTenantClients(kc: KubeConfig, custom: CustomObjectsApi, selector: string | undefined, log: Logger) {
+  let lists = 0;
   return makeInformer<TenantClientObject>(
     kc,
     `/apis/${gvr.group}/${gvr.version}/${gvr.plural}`,
-    () =>
-      custom.listClusterCustomObject({ ...gvr, labelSelector: selector }) as Promise<
-        KubernetesListObject<TenantClientObject>
-      >,
+    async () => {
+      const list = (await custom.listClusterCustomObject({
+        ...gvr,
+        labelSelector: selector,
+      })) as KubernetesListObject<TenantClientObject>;
+      lists++;
+      log.info(
+        { objects: list.items.length, resourceVersion: list.metadata?.resourceVersion, relist: lists > 1 },
+        lists > 1 ? 'TenantClients listed again (the watch expired)' : 'TenantClients listed',
+      );
+      return list;
+    },
     selector,
   );
 }

@@ -1,30 +1,37 @@
 /**
  * One pass of the TenantClient controller over every object (services/tenant-controller/index.ts):
- * apply new generations, bring each status subresource to the workflow's mirror, publish new steps
- * as Events, and hold the deletion finalizer until the tenant is deprovisioned.
+ * apply new generations, bring each status subresource to the workflow's mirror, keep the composed
+ * objects it owns (the chat-room Job), publish new steps as Events, and hold the deletion finalizer
+ * until the tenant is deprovisioned.
  */
 import {
+  type BatchV1Api,
   type CoreV1Api,
   type CustomObjectsApi,
   PatchStrategy,
   setHeaderOptions,
-  type KubernetesObject,
 } from '@kubernetes/client-node';
 import { AppError } from '../../lib/errors.js';
 import { type Logger } from '../../lib/logger.js';
 import { temporalUiLink } from '../../lib/temporal.js';
 import { applyTenantClient, runTenantAction } from '../../domain/tenants/operator-actions.js';
 import { problemsDetail, validateTenantClient } from '../../domain/tenants/tenant-client.js';
+import { TENANT_CLIENT_FINALIZER, TENANT_CLIENT_GROUP } from '../../domain/tenants/tenant-client-crd.js';
 import {
-  TENANT_CLIENT_FINALIZER,
-  TENANT_CLIENT_GROUP,
-  TENANT_CLIENT_PLURAL,
-  TENANT_CLIENT_VERSION,
-} from '../../domain/tenants/tenant-client-crd.js';
+  tenantClientGvr,
+  type ComposedObjectState,
+  type TenantClientObject,
+} from '../../domain/tenants/tenant-client-api.js';
 import { readMirroredStatuses, type MirroredTenant } from '../../domain/tenants/tenant-records.js';
 import type { OperationDeps } from '../../domain/tenants/tenant-workflow-start.js';
-import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type StepRecord } from '../../domain/tenants/types.js';
+import {
+  TENANT_CLIENT_API_VERSION,
+  TENANT_CLIENT_KIND,
+  type ResourceState,
+  type StepRecord,
+} from '../../domain/tenants/types.js';
 import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
+import { deleteChatRoomJob, ensureChatRoomJob } from './chat-room-job.js';
 import {
   desiredStatus,
   statusChanged,
@@ -33,13 +40,8 @@ import {
   type KubeTenantStatus,
 } from './status.js';
 
-export interface TenantClientObject extends KubernetesObject {
-  metadata: NonNullable<KubernetesObject['metadata']> & { name: string; uid: string; generation: number };
-  spec: Record<string, unknown>;
-  status?: KubeTenantStatus;
-}
-
-export const gvr = { group: TENANT_CLIENT_GROUP, version: TENANT_CLIENT_VERSION, plural: TENANT_CLIENT_PLURAL };
+export type { TenantClientObject } from '../../domain/tenants/tenant-client-api.js';
+export const gvr = tenantClientGvr;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 /** Applies at once: a burst of 200 new TenantClients is not applied one by one. */
 const CONCURRENCY = 8;
@@ -49,10 +51,14 @@ export class Reconciler {
     private readonly deps: OperationDeps,
     private readonly custom: CustomObjectsApi,
     private readonly core: CoreV1Api,
+    private readonly batch: BatchV1Api,
     private readonly applied: Map<string, AppliedGeneration>,
     private readonly log: Logger,
     private readonly identity: string,
   ) {}
+
+  /** Per object (uid): the newest workflow step this controller has published as an Event. */
+  private readonly publishedUpTo = new Map<string, string>();
 
   /** Applies what is new, then brings every status (and finalizer) up to date with the workflows. */
   async pass(objects: TenantClientObject[]): Promise<void> {
@@ -122,14 +128,56 @@ export class Reconciler {
       temporalUiUrl: this.uiLink(name),
       now: new Date().toISOString(),
     });
-    const steps = unpublishedSteps(mirror?.status.steps ?? [], obj.status?.lastEventStepAt);
-    for (const step of steps) await this.stepEvent(obj, step);
-    if (steps.length) next.lastEventStepAt = steps[steps.length - 1]!.at;
+    const room = mirror?.status.resources?.chatRoom;
+    if (!deleting && room && (room.state === 'Created' || room.state === 'Failed'))
+      next.objects = { ...next.objects, chatRoom: await this.keepChatRoomJob(obj, room) };
+    await this.publishSteps(obj, mirror, next);
     if (!statusChanged(obj.status, next)) return;
     await this.custom.patchClusterCustomObjectStatus(
       { ...gvr, name, body: { status: next }, fieldManager: 'tenant-controller' },
       mergePatch,
     );
+  }
+
+  /**
+   * New workflow steps as Events, each once: after the newest already published, as the object's
+   * status says or, when the cached object has not yet seen that status write, as this controller
+   * remembers (a pass over a stale cache would otherwise publish them all again).
+   */
+  private async publishSteps(obj: TenantClientObject, mirror: MirroredTenant | undefined, next: KubeTenantStatus) {
+    const { uid } = obj.metadata;
+    const watermark = [obj.status?.lastEventStepAt, this.publishedUpTo.get(uid)]
+      .filter((at): at is string => at !== undefined)
+      .sort()
+      .at(-1);
+    for (const step of unpublishedSteps(mirror?.status.steps ?? [], watermark)) {
+      // one not recorded (the API server away) and the ones after it wait for the next pass
+      if (!(await this.stepEvent(obj, step))) break;
+      this.publishedUpTo.set(uid, step.at);
+    }
+    const publishedUpTo = this.publishedUpTo.get(uid) ?? watermark;
+    if (publishedUpTo) next.lastEventStepAt = publishedUpTo;
+  }
+
+  /** The chat-room Job (chat-room-job.ts); one found deleted makes the workflow create the room again. */
+  private async keepChatRoomJob(obj: TenantClientObject, room: ResourceState): Promise<ComposedObjectState> {
+    const { name } = obj.metadata;
+    const job = await ensureChatRoomJob(this.batch, obj, room);
+    if (job.deleted) {
+      try {
+        await runTenantAction(this.deps, name, 'retry-chat-room');
+        await this.event(
+          obj,
+          'Normal',
+          'ChatRoomRetried',
+          `Job ${job.state.namespace}/${job.state.name} was deleted: the chat room is created again (workflow ${tenantWorkflowId(name)}, ${this.uiLink(name)})`,
+        );
+      } catch (err) {
+        // a cancelled or deprovisioned tenant has no room to retry: the Job stays made
+        if (!(err instanceof AppError && err.code === 'CONFLICT')) throw err;
+      }
+    }
+    return job.state;
   }
 
   /**
@@ -145,6 +193,10 @@ export class Reconciler {
     const { name } = obj.metadata;
     const neverCreated = !mirror || (applied?.uid === obj.metadata.uid && applied.platformGeneration === undefined);
     if (neverCreated || mirror.status.phase === 'Deprovisioned') {
+      await deleteChatRoomJob(this.batch, obj).catch((err: Error) =>
+        // its owner reference lets a cluster's garbage collector remove it later
+        this.log.warn({ err: err.message, tenant: name }, 'chat-room Job not deleted'),
+      );
       await this.removeFinalizer(obj);
       await this.event(
         obj,
@@ -180,6 +232,7 @@ export class Reconciler {
     const finalizers = (obj.metadata.finalizers ?? []).filter((f) => f !== TENANT_CLIENT_FINALIZER);
     await this.patchMetadata(obj, { finalizers });
     this.applied.delete(obj.metadata.name);
+    this.publishedUpTo.delete(obj.metadata.uid);
   }
 
   /** A merge patch that holds only if the object is still the version we read (else 409, next pass). */
@@ -206,7 +259,7 @@ export class Reconciler {
     );
   }
 
-  /** An Event on the TenantClient (cluster-scoped objects' Events live in `default`). */
+  /** An Event on the TenantClient (cluster-scoped objects' Events live in `default`); true once recorded. */
   private async event(
     obj: TenantClientObject,
     type: 'Normal' | 'Warning',
@@ -238,9 +291,11 @@ export class Reconciler {
           reportingInstance: this.identity.slice(0, 128),
         },
       });
+      return true;
     } catch (err) {
       // an Event is a courtesy: losing one never blocks the reconcile
       this.log.warn({ err: (err as Error).message, reason }, 'event not recorded');
+      return false;
     }
   }
 

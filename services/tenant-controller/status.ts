@@ -5,6 +5,7 @@
  * Synced=False, and Ready=False reason Deleting while the finalizer waits for deprovisioning.
  * Pure, so it is checked without a cluster.
  */
+import type { KubeTenantStatus } from '../../domain/tenants/tenant-client-api.js';
 import type { MirroredTenant } from '../../domain/tenants/tenant-records.js';
 import {
   resourceKinds,
@@ -15,20 +16,7 @@ import {
   type StepRecord,
 } from '../../domain/tenants/types.js';
 
-export interface KubeTenantStatus {
-  observedGeneration?: number;
-  phase?: string;
-  conditions?: Condition[];
-  resources?: Partial<Record<ResourceKind, ResourceState>>;
-  currentStep?: string;
-  workflowId?: string;
-  temporalUiUrl?: string;
-  readyAt?: string;
-  cancelledAt?: string;
-  deprovisionAt?: string;
-  deprovisionedAt?: string;
-  lastEventStepAt?: string;
-}
+export type { KubeTenantStatus };
 
 /** What the controller knows of a TenantClient beyond the object and the mirror. */
 export interface AppliedGeneration {
@@ -110,6 +98,8 @@ export function desiredStatus(input: StatusInput): KubeTenantStatus {
     phase: seen?.phase,
     conditions,
     resources: seen ? pickResources(seen.resources) : undefined,
+    // the controller's own (reconciler.ts), kept until it writes them again
+    objects: previous?.objects,
     currentStep: seen?.currentStep,
     workflowId: input.workflowId,
     temporalUiUrl: input.temporalUiUrl,

@@ -93,7 +93,7 @@ try {
     FILESTORE_ROOT: path.join(dir, 'filestore'),
     BACKUP_ROOT: path.join(dir, 'backups'),
     TENANT_PROBE_INTERVAL: '100ms',
-    TENANT_CONTROLLER_KUBECONFIG: kube.kubeconfigPath,
+    KUBECONFIG: kube.kubeconfigPath,
     TENANT_CONTROLLER_RESYNC: '500ms',
     KUBERNETES_NAMESPACE: 'default',
   };

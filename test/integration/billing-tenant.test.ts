@@ -14,11 +14,10 @@ import { tenantAdminPassword } from '../../domain/erp/api-user.js';
 import { createErpClient } from '../../domain/erp/client.js';
 import { queryTenantDb } from '../support/erp-tenant.js';
 import {
-  applyYaml,
+  applyTenant,
   describe as describeTenant,
   isReady,
   startTenantPlatform,
-  tenantYaml,
   uniqueTenant,
   waitForStatus,
   type TenantPlatform,
@@ -123,7 +122,7 @@ beforeAll(async () => {
   p = await startTenantPlatform();
   name = uniqueTenant('bill');
   host = `${name}.${p.cfg.TENANT_DOMAIN}`;
-  expect((await applyYaml(p, tenantYaml(name, { tier: 'starter' }))).statusCode).toBe(201);
+  expect(await applyTenant(p, name, { tier: 'starter' })).toBe('created');
   // Ready, and the provisioning callback has created the workspace entry (slug = tenant name)
   await until(async () => {
     const { rows } = await p.pool.query<{ status: Parameters<typeof isReady>[0] }>(

@@ -4,10 +4,15 @@
  * request is sent, and what the API still refuses names the flag the field came from. Runs the
  * CLI's program (runCli, as `npm run cli` does) against a real account API.
  */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../cli/index.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { testKeys } from '../support/service-keys.js';
+import { kubeconfigPath } from '../support/kubernetes.js';
+import { tempDir } from '../support/env.js';
 
 let api: TestApi;
 
@@ -156,8 +161,30 @@ describe('CLI errors in the CLI’s terms', () => {
   });
 
   it('says what does not exist, with exit code 4', async () => {
-    const out = await cli(['describe', 'tenant', 'no-such-tenant']);
+    const out = await cli(['describe', 'tenant', 'no-such-tenant'], { KUBECONFIG: kubeconfigPath() });
     expect(out.code).toBe(4);
-    expect(out.stderr).toMatch(/^error: .*no-such-tenant/m);
+    expect(out.stderr).toBe('error: TenantClient "no-such-tenant" does not exist.\n');
+  });
+
+  it('says where the tenant commands look for the Kubernetes API when nothing says', async () => {
+    const out = await cli(['get', 'tenants'], { KUBECONFIG: '' });
+    expect(out.code).toBe(1);
+    expect(out.stderr).toBe(
+      'error: No Kubernetes credentials: set KUBECONFIG, or run in a pod (KUBERNETES_SERVICE_HOST is not set).\n',
+    );
+  });
+
+  it('an API server that does not answer: which one, and what to start', async () => {
+    const dir = tempDir('cli-kubeconfig');
+    const file = path.join(dir, 'kubeconfig');
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfigPath());
+    kc.clusters.forEach((c) => Object.assign(c, { server: 'https://127.0.0.1:9' }));
+    writeFileSync(file, kc.exportConfig());
+    const out = await cli(['get', 'tenants'], { KUBECONFIG: file });
+    expect(out.code).toBe(1);
+    expect(out.stderr).toMatch(
+      /^error: Cannot reach the Kubernetes API with the kubeconfig .*kubeconfig \(user [^)]+\) \(.*\)\. Is `npm run dev` running\?\n$/,
+    );
   });
 });

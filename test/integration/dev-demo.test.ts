@@ -1,6 +1,6 @@
 /**
- * `npm run dev`'s demo: the tenant `demo` is a TenantClient like any other, provisioned through the
- * ops API (applyDemoTenant), so `describe tenant demo` and `retry chat-room demo` work and a
+ * `npm run dev`'s demo: the tenant `demo` is a TenantClient like any other, applied on the
+ * Kubernetes API and provisioned by the controller (applyDemoTenantClient), so `describe tenant demo` and `retry chat-room demo` work and a
  * restart changes nothing; and `erp post-invoice demo` makes an invoice.posted happen through the
  * real path (the ERP's automation rule → event ingestion → dispatcher) to a receiver on loopback.
  */
@@ -12,11 +12,10 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { startDispatcher, type Dispatcher } from '../../services/webhooks/dispatcher.js';
-import { opsRequest } from '../../cli/ops-client.js';
-import type { TenantClientResource } from '../../domain/tenants/operator-actions.js';
-import { applyDemoTenant, DEMO, prepareDemoErp, seedDemo } from '../../scripts/seed.js';
+import { applyDemoTenantClient, DEMO, prepareDemoErp, seedDemo } from '../../scripts/seed.js';
 import { configEnv, startTenantPlatform, type TenantPlatform } from '../support/tenant-platform.js';
 import { testKeys } from '../support/service-keys.js';
+import { kubeconfigPath } from '../support/kubernetes.js';
 import { addUser, call, login } from '../support/workspace-api.js';
 import { startReceiver, type Receiver } from '../support/webhooks.js';
 
@@ -24,6 +23,13 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 let p: TenantPlatform;
 let dispatcher: Dispatcher;
 let receiver: Receiver;
+
+/** The demo TenantClient applied as `npm run dev` applies it, labelled for this file's controller. */
+async function applyDemoTenant(tier: 'pro' | 'starter', timeoutMs: number) {
+  await p.kube.controller();
+  const [key, value] = p.kube.label.split('=') as [string, string];
+  return applyDemoTenantClient(kubeconfigPath(), tier, timeoutMs, { [key]: value });
+}
 
 beforeAll(async () => {
   p = await startTenantPlatform({ WEBHOOK_ALLOWED_ADDRESSES: '127.0.0.1/32' });
@@ -54,6 +60,7 @@ async function cli(args: string[]) {
           ...configEnv(p.cfg),
           PLANA_API_URL: p.cfg.API_PUBLIC_URL,
           OPS_API_KEY: testKeys.operator,
+          KUBECONFIG: kubeconfigPath(),
           LOG_LEVEL: 'silent',
         },
       },
@@ -143,8 +150,8 @@ describe('the demo tenant', () => {
     { timeout: 120_000 },
     async () => {
       expect(await applyDemoTenant('starter', 60_000)).toEqual({ result: 'configured', phase: 'Ready', ready: 'True' });
-      const resource = await opsRequest<TenantClientResource>('GET', `/api/ops/tenant-clients/${DEMO.tenant}`);
-      expect(resource.status.conditions.find((c) => c.type === 'Ready')).toMatchObject({
+      const resource = await p.kube.api.get(DEMO.tenant);
+      expect(resource.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
         status: 'True',
         observedGeneration: resource.metadata.generation,
       });

@@ -16,10 +16,9 @@ import { backupObjectStore, ChecksumMismatchError, type ObjectStore } from '../.
 import { tempDir } from '../support/env.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import {
-  applyYaml,
+  applyTenant,
   isReady,
   startTenantPlatform,
-  tenantYaml,
   uniqueTenant,
   waitForStatus,
   type TenantPlatform,
@@ -63,7 +62,7 @@ const backups = async (name: string) =>
   ).rows;
 
 async function readyTenantWithAttachment(name: string, tier = 'starter') {
-  expect((await applyYaml(p, tenantYaml(name, { tier }))).statusCode).toBe(201);
+  expect(await applyTenant(p, name, { tier })).toBe('created');
   await waitForStatus(p, name, isReady);
   const folder = path.join(path.resolve(p.cfg.FILESTORE_ROOT), name, 'ab');
   mkdirSync(folder, { recursive: true });

@@ -7,12 +7,11 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import pg from 'pg';
 import {
-  applyYaml,
+  applyTenant,
   condition,
   isReady,
   runErpDatabaseUrl,
   startTenantPlatform,
-  tenantYaml,
   uniqueTenant,
   waitForStatus,
   type TenantPlatform,
@@ -38,7 +37,7 @@ async function rename(from: string, to: string) {
 
 it('a Ready tenant whose database disappears turns Ready=False naming it, and Ready again when it is back', async () => {
   const name = uniqueTenant('lost');
-  expect((await applyYaml(p, tenantYaml(name, { tier: 'starter' }))).statusCode).toBe(201);
+  expect(await applyTenant(p, name, { tier: 'starter' })).toBe('created');
   await waitForStatus(p, name, (s) => isReady(s) && s.phase === 'Ready');
   const database = `${name}.${p.cfg.TENANT_DOMAIN}`;
 

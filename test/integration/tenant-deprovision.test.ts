@@ -1,6 +1,6 @@
 /**
- * Deprovisioning (§3.2): cancel starts the soak timer; when it ends (or on delete after the
- * cancel) the route, the database, the filestore folder and the backup schedule go, the chat room
+ * Deprovisioning (§3.2): cancel (or `kubectl delete` of the TenantClient) starts the soak timer
+ * (3 s here); when it ends the route, the database, the filestore folder and the backup schedule go, the chat room
  * is archived, and the stored backups (in the object store) stay until the retention schedule finds
  * them expired and deletes them there.
  * Reactivating during the soak keeps everything.
@@ -9,49 +9,34 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe as group, expect, it } from 'vitest';
 import { ScheduleNotFoundError } from '@temporalio/client';
-import { startApi } from '../../api/server.js';
 import { ensureBackupRetentionSchedule } from '../../domain/tenants/backup-schedules.js';
-import { parseConfig } from '../../lib/config.js';
 import { backupObjectStore, type ObjectStore } from '../../lib/object-store.js';
-import { freePort } from '../../scripts/local-servers.js';
 import {
-  applyYaml,
-  configEnv,
+  applyTenant,
+  deleteTenant,
+  kubeCondition,
+  waitForKubeTenant,
   condition,
   describe,
   health,
   isReady,
   ops,
   startTenantPlatform,
-  tenantYaml,
   uniqueTenant,
   waitForStatus,
   type TenantPlatform,
 } from '../support/tenant-platform.js';
-import { testKeys } from '../support/service-keys.js';
 
 let p: TenantPlatform;
-/** A second account API whose applies carry a 3-second soak period (the platform's own keeps 1 hour). */
-let shortSoak: Awaited<ReturnType<typeof startApi>>;
 let store: ObjectStore;
 
 beforeAll(async () => {
-  p = await startTenantPlatform({ TENANT_SOAK_PERIOD: '1h' });
+  p = await startTenantPlatform({ TENANT_SOAK_PERIOD: '3s' });
   store = backupObjectStore(p.cfg);
-  const port = await freePort();
-  shortSoak = await startApi(
-    parseConfig({
-      ...configEnv(p.cfg),
-      TENANT_SOAK_PERIOD: '3s',
-      API_PORT: String(port),
-      API_PUBLIC_URL: `http://127.0.0.1:${port}`,
-    }),
-  );
 });
 
 afterAll(async () => {
   store?.close();
-  await shortSoak?.close();
   await p?.close();
 });
 
@@ -72,14 +57,8 @@ const scheduleExists = (name: string) =>
 const folder = (name: string) => path.join(path.resolve(p.cfg.FILESTORE_ROOT), name);
 const room = (name: string) => p.chatChannels().find((c) => c.name === `support-${name}-000042`);
 
-async function provisionWithBackup(name: string, api = p.api) {
-  const res = await api.app.inject({
-    method: 'POST',
-    url: '/api/ops/tenant-clients',
-    headers: { 'x-api-key': testKeys.operator, 'content-type': 'application/yaml' },
-    payload: tenantYaml(name, { tier: 'pro' }),
-  });
-  expect(res.statusCode).toBe(201);
+async function provisionWithBackup(name: string) {
+  expect(await applyTenant(p, name, { tier: 'pro' })).toBe('created');
   await waitForStatus(p, name, isReady);
   // one scheduled backup, run now through the tenant's own schedule
   await p.temporal.schedule.getHandle(`backup:${name}`).trigger();
@@ -104,7 +83,7 @@ const backups = async (name: string) =>
 group('cancel → soak → deprovision', () => {
   it('removes the route, the database, the folder and the schedule, archives the chat room and keeps the backups', async () => {
     const name = uniqueTenant('bye');
-    await provisionWithBackup(name, shortSoak);
+    await provisionWithBackup(name);
     const scheduled = await backups(name);
     expect(scheduled.map((b) => b.kind)).toEqual(['database', 'filestore']);
     expect(scheduled.every((b) => b.days === 90)).toBe(true); // pro tier retention
@@ -154,9 +133,10 @@ group('cancel → soak → deprovision', () => {
     );
     const list = (await ops(p, 'GET', '/api/ops/tenant-clients')).json().items;
     expect(list).toContainEqual(expect.objectContaining({ name, phase: 'Deprovisioned', ready: 'False' }));
-    const reapply = await applyYaml(p, tenantYaml(name, { tier: 'pro' }));
-    expect(reapply.statusCode).toBe(409);
-    expect(reapply.json().detail).toBe(
+    // a new spec for it is refused with a condition, and nothing starts again
+    expect(await applyTenant(p, name, { tier: 'enterprise' })).toBe('configured');
+    const refused = await waitForKubeTenant(p, name, (o) => kubeCondition(o, 'Synced')?.status === 'False');
+    expect(kubeCondition(refused, 'Synced')?.message).toBe(
       `TenantClient "${name}" is deprovisioned; a name is used once (its status and stored backups keep it): apply the tenant under a new name.`,
     );
     expect((await ops(p, 'POST', `/api/ops/tenant-clients/${name}/reactivate`)).statusCode).toBe(409);
@@ -164,7 +144,7 @@ group('cancel → soak → deprovision', () => {
 
   it('reactivate during the soak stops the timer and keeps everything', async () => {
     const name = uniqueTenant('stay');
-    await provisionWithBackup(name, shortSoak);
+    await provisionWithBackup(name);
     const cancelled = (await ops(p, 'POST', `/api/ops/tenant-clients/${name}/cancel`)).json();
     const reactivated = await ops(p, 'POST', `/api/ops/tenant-clients/${name}/reactivate`);
     expect(reactivated.statusCode).toBe(202);
@@ -185,29 +165,25 @@ group('cancel → soak → deprovision', () => {
     expect(status.steps.map((s) => s.step)).not.toContain('drop-database');
   });
 
-  it('delete needs a cancel first; after the cancel it deprovisions at once, without waiting for the soak', async () => {
+  it('kubectl delete cancels the tenant: the object stays Deleting through the soak, then it is deprovisioned and gone', async () => {
     const name = uniqueTenant('del');
-    await applyYaml(p, tenantYaml(name)); // the platform API: 1-hour soak
+    expect(await applyTenant(p, name)).toBe('created');
     await waitForStatus(p, name, isReady);
 
-    const refused = await ops(p, 'DELETE', `/api/ops/tenant-clients/${name}`);
-    expect(refused.statusCode).toBe(409);
-    expect(refused.json().detail).toContain('is active: cancel it first');
-    expect(await databaseExists(name)).toBe(true);
-
-    const cancelled = (await ops(p, 'POST', `/api/ops/tenant-clients/${name}/cancel`)).json();
-    expect(Date.parse(cancelled.status.deprovisionAt) - Date.parse(cancelled.status.cancelledAt)).toBe(3_600_000);
+    await deleteTenant(p, name);
+    const deleting = await waitForKubeTenant(p, name, (o) => kubeCondition(o, 'Ready')?.reason === 'Deleting');
+    expect(deleting?.metadata.deletionTimestamp).toBeTruthy();
+    const cancelled = await waitForStatus(p, name, (s) => s.phase === 'Cancelled');
+    expect(Date.parse(cancelled.deprovisionAt!) - Date.parse(cancelled.cancelledAt!)).toBe(3_000);
     const again = await ops(p, 'POST', `/api/ops/tenant-clients/${name}/cancel`);
     expect(again.statusCode).toBe(409);
     expect(again.json().detail).toContain('is already cancelled');
-    const changed = await applyYaml(p, tenantYaml(name, { ownerName: 'Someone Else' }));
-    expect(changed.statusCode).toBe(409);
-    expect(changed.json().detail).toBe(
-      `TenantClient "${name}" is cancelled; reactivate it before applying a new spec.`,
+    await expect(applyTenant(p, name, { ownerName: 'Someone Else' })).rejects.toThrow(
+      `TenantClient "${name}" is being deleted (deprovisioning); apply it again once it is gone.`,
     );
 
-    expect((await ops(p, 'DELETE', `/api/ops/tenant-clients/${name}`)).statusCode).toBe(202);
-    await waitForStatus(p, name, (s) => s.phase === 'Deprovisioned');
+    await waitForKubeTenant(p, name, (o) => o === undefined);
+    expect((await waitForStatus(p, name, (s) => s.phase === 'Deprovisioned')).phase).toBe('Deprovisioned');
     expect(await databaseExists(name)).toBe(false);
     expect(await scheduleExists(name)).toBe(false);
   });

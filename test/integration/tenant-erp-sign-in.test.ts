@@ -13,11 +13,10 @@ import { Browser } from '../support/http-browser.js';
 import { addUser, call } from '../support/workspace-api.js';
 import { queryTenantDb } from '../support/erp-tenant.js';
 import {
-  applyYaml,
+  applyTenant,
   condition,
   isReady,
   startTenantPlatform,
-  tenantYaml,
   uniqueTenant,
   waitForStatus,
   type TenantPlatform,
@@ -49,7 +48,7 @@ async function signIn(b: Browser, name: string, email: string) {
 
 /** Applies the tenant again with another owner name: a new generation, reconciled. */
 async function reconcileAgain(name: string, generation: number) {
-  await applyYaml(p, tenantYaml(name, { ownerName: `Owner ${generation}` }));
+  await applyTenant(p, name, { ownerName: `Owner ${generation}` });
   return waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === generation);
 }
 
@@ -63,7 +62,7 @@ async function workspaceOf(name: string) {
 describe('the erpSignIn resource', () => {
   it("is the ERP's client at the provider and its provider record; members become ERP users, removed ones are archived", async () => {
     const name = uniqueTenant('signin');
-    await applyYaml(p, tenantYaml(name));
+    await applyTenant(p, name);
     const ready = await waitForStatus(p, name, (s) => isReady(s) && s.resources.erpSignIn?.state === 'Created');
     expect(ready.resources.erpSignIn).toMatchObject({ synced: 'True', externalName: `erp-${name}` });
     const client = await p.pool.query('SELECT redirect_uri FROM oidc_clients WHERE tenant = $1', [name]);
@@ -107,7 +106,7 @@ describe('the erpSignIn resource', () => {
     const name = uniqueTenant('nosignin');
     await p.stopAuth();
     try {
-      await applyYaml(p, tenantYaml(name));
+      await applyTenant(p, name);
       const ready = await waitForStatus(p, name, (s) => isReady(s) && s.resources.erpSignIn?.state === 'Failed');
       expect(ready.resources.erpSignIn).toMatchObject({ synced: 'False', state: 'Failed' });
       expect(ready.resources.erpSignIn.message).toContain('does not answer');
@@ -127,7 +126,7 @@ describe('the erpSignIn resource', () => {
 describe('Open ERP from the portal', () => {
   it('signs a member who joined since the last reconcile in to their ERP without a second password; the link works once', async () => {
     const name = uniqueTenant('open');
-    await applyYaml(p, tenantYaml(name));
+    await applyTenant(p, name);
     await waitForStatus(p, name, (s) => isReady(s) && s.resources.erpSignIn?.state === 'Created');
     await expect.poll(() => workspaceOf(name), { timeout: 20_000 }).toBeTruthy();
     const workspaceId = await workspaceOf(name);
@@ -159,7 +158,7 @@ describe('Open ERP from the portal', () => {
 
   it('without the hand-off the provider asks for the password; a workspace without an ERP gets 404', async () => {
     const name = uniqueTenant('nohandoff');
-    await applyYaml(p, tenantYaml(name));
+    await applyTenant(p, name);
     await waitForStatus(p, name, (s) => isReady(s) && s.resources.erpSignIn?.state === 'Created');
     const b = new Browser({ localDomain: p.cfg.TENANT_DOMAIN });
     const page = await b.request(`${baseUrl(name)}/web/login`);

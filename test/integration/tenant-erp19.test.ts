@@ -7,11 +7,10 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { loadErpApiCredentials } from '../../domain/erp/api-user.js';
 import {
-  applyYaml,
+  applyTenant,
   condition,
   isReady,
   startTenantPlatform,
-  tenantYaml,
   uniqueTenant,
   waitForStatus,
   type TenantPlatform,
@@ -28,7 +27,7 @@ afterAll(async () => {
 
 it('a 19 tenant turns Ready with an API key and its dashboards read over JSON-2, never XML-RPC', async () => {
   const name = uniqueTenant('v19');
-  expect((await applyYaml(p, tenantYaml(name, { erpVersion: '19' }))).statusCode).toBe(201);
+  expect(await applyTenant(p, name, { erpVersion: '19' })).toBe('created');
   const status = await waitForStatus(p, name, isReady);
   expect(condition(status, 'Ready')).toMatchObject({ status: 'True' });
   const host = status.resources.route.externalName.split('/')[1]!;

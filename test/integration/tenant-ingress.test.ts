@@ -14,11 +14,10 @@ import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
 import { createLogger } from '../../lib/logger.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import {
-  applyYaml,
+  applyTenant,
   isReady,
   runErpDatabaseUrl,
   startTenantPlatform,
-  tenantYaml,
   uniqueTenant,
   waitForStatus,
   type TenantPlatform,
@@ -86,7 +85,7 @@ describe('the tenant ingress in front of an ERP', () => {
   let host: string;
 
   it('provisions a tenant through it: Ready, the API user made in a web session through the ingress', async () => {
-    expect((await applyYaml(p, tenantYaml(name))).statusCode).toBe(201);
+    expect(await applyTenant(p, name)).toBe('created');
     const ready = await waitForStatus(p, name, isReady, 60_000);
     host = ready.resources.database.externalName;
     expect(ready.steps.find((s) => s.step === 'ensure-api-user')?.outcome).toBe('ok');

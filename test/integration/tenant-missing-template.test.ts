@@ -23,13 +23,12 @@ import { freePort, startPostgres, type PostgresServer } from '../../scripts/loca
 import type { TenantStatus } from '../../domain/tenants/types.js';
 import { tempDir } from '../support/env.js';
 import {
-  applyYaml,
+  applyTenant,
   condition,
   configEnv,
   health,
   isReady,
   startTenantPlatform,
-  tenantYaml,
   uniqueTenant,
   waitForStatus,
   type TenantPlatform,
@@ -143,7 +142,7 @@ it(
     const name = uniqueTenant('scratch');
     const host = hostOf(name);
     const applied = Date.now();
-    expect((await applyYaml(p, tenantYaml(name, { tier: 'pro', erpVersion: '17' }))).statusCode).toBe(201);
+    expect(await applyTenant(p, name, { tier: 'pro', erpVersion: '17' })).toBe('created');
 
     // while the install runs: the route is up, the database is not; Ready says why; the activity heartbeats its progress
     const installing = await waitForStatus(p, name, (s) => s.currentStep === 'install-database');
@@ -203,7 +202,7 @@ it(
     // the next tenant of that tier × version clones again, and has what the installed one has
     const next = uniqueTenant('clone');
     const nextApplied = Date.now();
-    expect((await applyYaml(p, tenantYaml(next, { tier: 'pro', erpVersion: '17' }))).statusCode).toBe(201);
+    expect(await applyTenant(p, next, { tier: 'pro', erpVersion: '17' })).toBe('created');
     const cloned = await waitForStatus(p, next, isReady, 60_000);
     const cloneMs = Date.now() - nextApplied;
     expect(cloned.resources.database.message).toBe('cloned from erp_tpl_pro_17');
@@ -238,7 +237,7 @@ it('two tenants of the same missing tier × version applied together install sid
   const names = [uniqueTenant('pair'), uniqueTenant('pair')];
   await Promise.all(
     names.map(async (name) =>
-      expect((await applyYaml(p, tenantYaml(name, { tier: 'starter', erpVersion: '19' }))).statusCode).toBe(201),
+      expect(await applyTenant(p, name, { tier: 'starter', erpVersion: '19' })).toBe('created'),
     ),
   );
   const ready = await Promise.all(names.map((name) => waitForStatus(p, name, isReady, 120_000)));
@@ -269,7 +268,7 @@ it(
     });
     const name = uniqueTenant('killed');
     const host = hostOf(name);
-    expect((await applyYaml(p, tenantYaml(name, { tier: 'enterprise', erpVersion: '18' }))).statusCode).toBe(201);
+    expect(await applyTenant(p, name, { tier: 'enterprise', erpVersion: '18' })).toBe('created');
     // caught in the middle of its 15 modules
     await expect
       .poll(async () => (await installHeartbeat(name))?.progress ?? '', { timeout: 150_000 })

@@ -19,12 +19,12 @@ import { ensureBackupDrillSchedules } from '../../domain/tenants/backup-schedule
 import type { DrillResult } from '../../domain/tenants/backup-drills.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import {
-  applyYaml,
+  applyTenant,
+  deprovisionNow,
   isReady,
   mailsTo,
   ops,
   startTenantPlatform,
-  tenantYaml,
   uniqueTenant,
   waitForStatus,
   type TenantPlatform,
@@ -67,7 +67,7 @@ const databaseExists = async (database: string) =>
 /** A Ready tenant with a partner and an attachment, backed up once; returns its backup id. */
 async function backedUpTenant(prefix: string): Promise<{ name: string; backupId: string }> {
   const name = uniqueTenant(prefix);
-  expect((await applyYaml(p, tenantYaml(name))).statusCode).toBe(201);
+  expect(await applyTenant(p, name)).toBe('created');
   await waitForStatus(p, name, isReady);
   await inTenantDb(hostOf(name), (db) => db.query(`INSERT INTO res_partner (name) VALUES ('Before the backup')`));
   mkdirSync(path.dirname(attachment(name)), { recursive: true });
@@ -221,8 +221,7 @@ it('with the object store down the restore waits, nothing is routed, a second re
 
 it("restores a deprovisioned tenant's backup within its retention, as a new tenant", async () => {
   const { name, backupId } = await backedUpTenant('rsgone');
-  expect((await ops(p, 'POST', `/api/ops/tenant-clients/${name}/cancel`)).statusCode).toBe(202);
-  expect((await ops(p, 'DELETE', `/api/ops/tenant-clients/${name}`)).statusCode).toBe(202);
+  await deprovisionNow(p, name);
   await waitForStatus(p, name, (s) => s.phase === 'Deprovisioned', 90_000);
   expect(await databaseExists(hostOf(name))).toBe(false);
 

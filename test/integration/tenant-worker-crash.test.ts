@@ -11,14 +11,13 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import type { Config } from '../../lib/config.js';
 import {
-  applyYaml,
+  applyTenant,
   configEnv,
   describe,
   health,
   isReady,
   mailsTo,
   startTenantPlatform,
-  tenantYaml,
   uniqueTenant,
   waitForStatus,
   type TenantPlatform,
@@ -66,7 +65,7 @@ it(
     try {
       await lock.query('BEGIN');
       await lock.query('LOCK TABLE tenant_routes IN EXCLUSIVE MODE');
-      expect((await applyYaml(p, tenantYaml(name))).statusCode).toBe(201);
+      expect(await applyTenant(p, name)).toBe('created');
       // the route comes right after the database (the API user is made through it)
       await waitForStatus(p, name, (s) => s.resources.database.state === 'Created', 120_000);
       // the worker's createRoute is now waiting for the table

@@ -31,14 +31,13 @@ import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { ensureOdooTemplate, ODOO_TEMPLATE_MARK } from '../../scripts/odoo-templates.js';
 import { ODOO_HOW_TO, odooRuntime, startOdoo, type OdooServer } from '../support/odoo-server.js';
 import {
-  applyYaml,
+  applyTenant,
+  deprovisionNow,
   condition,
   health,
   isReady,
-  ops,
   runErpDatabaseUrl,
   startTenantPlatform,
-  tenantYaml,
   uniqueTenant,
   waitForStatus,
   type TenantPlatform,
@@ -121,7 +120,7 @@ describe('a tenant on real Odoo 18', () => {
 
   it('turns Ready: database cloned from the Odoo-built template with its own identity and filestore, API user, route', async () => {
     const started = Date.now();
-    expect((await applyYaml(p, tenantYaml(name, { tier: 'starter', erpVersion: '18' }))).statusCode).toBe(201);
+    expect(await applyTenant(p, name, { tier: 'starter', erpVersion: '18' })).toBe('created');
     const ready = await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined, 240_000);
     figures.push(`time to Ready for one tenant: ${((Date.now() - started) / 1000).toFixed(1)} s`);
     // where the time went: each step's end, from the apply
@@ -541,7 +540,7 @@ describe('a tenant on real Odoo 18', () => {
 
   it('a tier change to pro installs the pro modules in the tenant database (Odoo installs them itself)', async () => {
     const started = Date.now();
-    expect((await applyYaml(p, tenantYaml(name, { tier: 'pro', erpVersion: '18' }))).statusCode).toBe(200);
+    expect(await applyTenant(p, name, { tier: 'pro', erpVersion: '18' })).toBe('configured');
     const ready = await waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === 2, 600_000);
     figures.push(
       `tier change starter → pro on real Odoo: Ready at generation 2 in ${((Date.now() - started) / 1000).toFixed(1)} s`,
@@ -569,8 +568,7 @@ describe('a tenant on real Odoo 18', () => {
   });
 
   it('deprovisioning drops the database and its filestore', async () => {
-    expect((await ops(p, 'POST', `/api/ops/tenant-clients/${name}/cancel`)).statusCode).toBe(202);
-    expect((await ops(p, 'DELETE', `/api/ops/tenant-clients/${name}`)).statusCode).toBeLessThan(300);
+    await deprovisionNow(p, name);
     await waitForStatus(p, name, (s) => s.phase === 'Deprovisioned', 120_000);
     expect((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [host])).rowCount).toBe(0);
     expect(existsSync(path.join(dataDir, 'filestore', host))).toBe(false);
@@ -581,10 +579,8 @@ describe('ten tenants applied at once on real Odoo 18', () => {
   it('all turn Ready, each with its own database and an API user that authenticates', async () => {
     const names = Array.from({ length: 10 }, () => uniqueTenant('ten'));
     const started = Date.now();
-    const applied = await Promise.all(
-      names.map((n) => applyYaml(p, tenantYaml(n, { tier: 'starter', erpVersion: '18' }))),
-    );
-    expect(applied.map((r) => r.statusCode)).toEqual(names.map(() => 201));
+    const applied = await Promise.all(names.map((n) => applyTenant(p, n, { tier: 'starter', erpVersion: '18' })));
+    expect(applied).toEqual(names.map(() => 'created'));
     const readyAfter = await Promise.all(
       names.map(async (n) => {
         await waitForStatus(p, n, (s) => isReady(s) && s.provisionedEventId !== undefined, 300_000);
@@ -625,7 +621,7 @@ describe('a tenant whose template is missing, on real Odoo 18', () => {
     const name = uniqueTenant('scratch');
     const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
     const started = Date.now();
-    expect((await applyYaml(p, tenantYaml(name, { tier: 'pro', erpVersion: '18' }))).statusCode).toBe(201);
+    expect(await applyTenant(p, name, { tier: 'pro', erpVersion: '18' })).toBe('created');
     await waitForStatus(p, name, (s) => s.currentStep === 'install-database', 60_000);
     await expect
       .poll(async () => (await health(p, host)).detail, { timeout: 60_000 })
@@ -639,7 +635,7 @@ describe('a tenant whose template is missing, on real Odoo 18', () => {
 
     const next = uniqueTenant('clone');
     const nextStarted = Date.now();
-    expect((await applyYaml(p, tenantYaml(next, { tier: 'pro', erpVersion: '18' }))).statusCode).toBe(201);
+    expect(await applyTenant(p, next, { tier: 'pro', erpVersion: '18' })).toBe('created');
     const cloned = await waitForStatus(p, next, (s) => isReady(s) && s.provisionedEventId !== undefined, 300_000);
     const cloneMs = Date.now() - nextStarted;
     expect(cloned.resources.database.message).toBe('cloned from erp_tpl_pro_18');

@@ -26,7 +26,7 @@ export function controllerScope() {
   return {
     label: `plana.dev/test-scope=${scope}`,
     env: {
-      TENANT_CONTROLLER_KUBECONFIG: kubeconfigPath(),
+      KUBECONFIG: kubeconfigPath(),
       TENANT_CONTROLLER_LABEL_SELECTOR: `plana.dev/test-scope=${scope}`,
       TENANT_CONTROLLER_LEASE: `tenant-controller-${scope}`,
       TENANT_CONTROLLER_RESYNC: '300ms',

@@ -25,9 +25,19 @@ import { startEvents } from '../../services/events/server.js';
 import { startNotifications } from '../../services/notifications/server.js';
 import { freePort } from '../../scripts/local-servers.js';
 import { restartableWorker } from './worker.js';
-import type { TenantStatus } from '../../domain/tenants/types.js';
+import type { Condition, TenantStatus } from '../../domain/tenants/types.js';
+import {
+  TenantClientApi,
+  type KubeApplyResult,
+  type TenantClientObject,
+} from '../../domain/tenants/tenant-client-api.js';
+import { runTenantAction } from '../../domain/tenants/operator-actions.js';
+import { kubeCredentials } from '../../lib/kube-config.js';
+import { AppError } from '../../lib/errors.js';
+import { startTenantController, type TenantController } from '../../services/tenant-controller/index.js';
 import { tempDir, testConfig } from './env.js';
 import { testKeys } from './service-keys.js';
+import { controllerScope } from './kubernetes.js';
 
 type Closer = () => Promise<unknown>;
 
@@ -50,6 +60,12 @@ export interface TenantPlatform {
   stopChat(): Promise<void>;
   startWorker(): Promise<void>;
   stopWorker(): Promise<void>;
+  /**
+   * This file's TenantClients on the run's Kubernetes API server: labelled with `label`, which the
+   * platform's controller (started on the first apply) selects, so files running at once never
+   * reconcile each other's objects.
+   */
+  kube: { label: string; api: TenantClientApi; controller(): Promise<TenantController> };
   /** Starts the auth service (the platform's OpenID provider) again, on the same port. */
   startAuth(): Promise<void>;
   stopAuth(): Promise<void>;
@@ -123,6 +139,11 @@ export async function startTenantPlatform(
   const consumer = await startProvisionedConsumer(cfg);
   closers.push(() => consumer.close());
 
+  const scope = controllerScope();
+  const kubeApi = new TenantClientApi(kubeCredentials(scope.env.KUBECONFIG).kubeConfig, 'the test kubeconfig');
+  let controller: Promise<TenantController> | undefined;
+  closers.push(async () => (await controller)?.close());
+
   const chatDir = tempDir('chat');
   let chat: ChatStandIn | undefined;
   let auth: Awaited<ReturnType<typeof startAuth>> | undefined;
@@ -157,6 +178,14 @@ export async function startTenantPlatform(
     },
     startWorker: worker.start,
     stopWorker: worker.stop,
+    kube: {
+      label: scope.label,
+      api: kubeApi,
+      controller: () =>
+        (controller ??= testConfig({ ...configEnv(cfg), ...scope.env }).then((c) =>
+          startTenantController(c, { log: quietLogger() }),
+        )),
+    },
     async startAuth() {
       auth = await startAuth(cfg);
     },
@@ -205,7 +234,8 @@ export function configEnv(cfg: Config): Record<string, string> {
 
 export const uniqueTenant = (prefix = 't') => `${prefix}-${randomUUID().slice(0, 8)}`;
 
-export function tenantYaml(name: string, spec: Partial<Record<string, string | number>> = {}): string {
+/** The TenantClient as a YAML file; with `label` (key=value), in metadata.labels (a controller's selector). */
+export function tenantYaml(name: string, spec: Partial<Record<string, string | number>> = {}, label?: string): string {
   const s = {
     subdomain: name,
     projectId: 42,
@@ -216,17 +246,85 @@ export function tenantYaml(name: string, spec: Partial<Record<string, string | n
     ...spec,
   };
   const lines = Object.entries(s).map(([k, v]) => `  ${k}: ${typeof v === 'string' ? JSON.stringify(v) : v}`);
-  return `apiVersion: plana.dev/v1alpha1\nkind: TenantClient\nmetadata:\n  name: ${name}\nspec:\n${lines.join('\n')}\n`;
+  const labels = label ? `  labels:\n    ${label.replace('=', ': ')}\n` : '';
+  return `apiVersion: plana.dev/v1alpha1\nkind: TenantClient\nmetadata:\n  name: ${name}\n${labels}spec:\n${lines.join('\n')}\n`;
 }
 
-/** POST the resource as YAML to the ops API, as the CLI's peers would. */
-export function applyYaml(p: TenantPlatform, yaml: string) {
-  return p.api.app.inject({
-    method: 'POST',
-    url: '/api/ops/tenant-clients',
-    headers: { 'x-api-key': testKeys.operator, 'content-type': 'application/yaml' },
-    payload: yaml,
+/** The TenantClient as `kubectl apply -f` would send it, labelled for this file's controller. */
+export function tenantManifest(p: TenantPlatform, name: string, spec: Partial<Record<string, string | number>> = {}) {
+  const [key, value] = p.kube.label.split('=') as [string, string];
+  return {
+    metadata: { name, labels: { [key]: value } },
+    spec: {
+      subdomain: name,
+      projectId: 42,
+      tier: 'starter',
+      erpVersion: '18',
+      ownerEmail: `owner@${name}.test`,
+      ownerName: 'Ada Owner',
+      ...spec,
+    } as never,
+  };
+}
+
+/**
+ * Applies a TenantClient on the Kubernetes API (what `kubectl apply` does) with this file's
+ * controller running, which starts or updates its workflow: `created`, `configured` or `unchanged`.
+ */
+export async function applyTenant(
+  p: TenantPlatform,
+  name: string,
+  spec: Partial<Record<string, string | number>> = {},
+): Promise<KubeApplyResult> {
+  await p.kube.controller();
+  return (await p.kube.api.apply(tenantManifest(p, name, spec))).result;
+}
+
+/** `kubectl delete tenantclient <name> --wait=false`: the controller cancels it (the soak period runs). */
+export async function deleteTenant(p: TenantPlatform, name: string): Promise<void> {
+  await p.kube.controller();
+  await p.kube.api.delete(name);
+}
+
+/**
+ * Deletes the TenantClient and deprovisions it now rather than after the soak period: once the
+ * controller has cancelled it, the workflow is told to deprovision (the signal an operator's
+ * "deprovision now" sends); then the finalizer goes and the object with it.
+ */
+export async function deprovisionNow(p: TenantPlatform, name: string): Promise<void> {
+  await deleteTenant(p, name);
+  await waitForStatus(p, name, (s) => s.phase === 'Cancelled' || s.phase.startsWith('Deprovision'));
+  await runTenantAction({ pool: p.pool, temporal: p.temporal, config: p.cfg }, name, 'delete').catch((err) => {
+    // already deprovisioning (or done): nothing left to ask for
+    if (!(err instanceof AppError && err.code === 'CONFLICT')) throw err;
   });
+  await waitForKubeTenant(p, name, (o) => o === undefined);
+}
+
+export const kubeCondition = (obj: TenantClientObject | undefined, type: Condition['type']) =>
+  obj?.status?.conditions?.find((c) => c.type === type);
+
+/** Waits until the TenantClient on the Kubernetes API (or its absence) satisfies `predicate`. */
+export async function waitForKubeTenant(
+  p: TenantPlatform,
+  name: string,
+  predicate: (obj: TenantClientObject | undefined) => boolean,
+  timeout = 60_000,
+): Promise<TenantClientObject | undefined> {
+  let last: TenantClientObject | undefined;
+  await expect
+    .poll(
+      async () => {
+        last = await p.kube.api.get(name).catch(() => undefined);
+        return predicate(last);
+      },
+      { timeout, interval: 250 },
+    )
+    .toBe(true)
+    .catch((err: Error) => {
+      throw new Error(`${err.message}\nlast seen: ${JSON.stringify(last?.status ?? last)}`);
+    });
+  return last;
 }
 
 export function ops(p: TenantPlatform, method: 'GET' | 'POST' | 'DELETE', url: string) {

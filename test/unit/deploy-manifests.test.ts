@@ -42,7 +42,7 @@ const compose = parse(readFileSync(path.resolve(deployDir, '../../docker-compose
 };
 /** Names only Kubernetes sets (its secret store) or only compose sets (the controller's mounted kubeconfig). */
 const KUBERNETES_ONLY = ['SECRET_STORE', 'KUBERNETES_NAMESPACE'];
-const COMPOSE_ONLY = ['TENANT_CONTROLLER_KUBECONFIG'];
+const COMPOSE_ONLY = ['KUBECONFIG'];
 
 describe('deploy/kubernetes', () => {
   it('holds the TenantClient CRD as domain/tenants/tenant-client-crd.ts defines it (npm run deploy:manifests)', () => {

@@ -1,21 +1,15 @@
 /**
- * The ops API for TenantClients, guarded by the ops service key: apply (JSON or YAML),
- * list, get (with the live status), and the lifecycle actions. The CLI calls exactly these.
+ * The ops API for TenantClients, guarded by the ops service key: list and get (the workflow's live
+ * status) and the support actions (cancel, reactivate, retry the chat room), each answering its
+ * workflow id and Temporal UI link. A TenantClient is created, changed and deleted on the
+ * Kubernetes API only (kubectl, or the CLI's apply/delete; services/tenant-controller).
  */
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { AppError } from '../../../lib/errors.js';
 import { temporalUiLink } from '../../../lib/temporal.js';
 import { tenantWorkflowId } from '../../../domain/tenants/workflow-contract.js';
 import {
-  parseTenantClient,
-  problemsDetail,
-  tenantClientJsonSchema,
-  validateTenantClient,
-} from '../../../domain/tenants/tenant-client.js';
-import {
-  applyTenantClient,
   getTenantClient,
   getTenantClientSummary,
   listTenantClients,
@@ -24,12 +18,6 @@ import {
 } from '../../../domain/tenants/operator-actions.js';
 import { TenantName } from '../../schemas/common.js';
 import { access } from '../../plugins/access.js';
-
-/**
- * The body is validated by the handler (JSON or YAML text) with the domain's rules, which the
- * route's schema shows in their JSON Schema form (domain/tenants/tenant-client.ts).
- */
-const handlerValidates = () => () => true;
 
 const Summary = Type.Object({
   name: Type.String(),
@@ -102,23 +90,12 @@ const TenantClientResource = Type.Object({
   temporalUiUrl: Type.String(),
 });
 
-/** The content types of a YAML TenantClient (application/json is every route's). */
-const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml'];
-
 const problems = {
   400: Type.Ref('Problem'),
   401: Type.Ref('Problem'),
   404: Type.Ref('Problem'),
   409: Type.Ref('Problem'),
 };
-
-const Applied = Type.Object({
-  result: Type.String(),
-  name: Type.String(),
-  generation: Type.Integer(),
-  workflowId: Type.String(),
-  temporalUiUrl: Type.String(),
-});
 
 /** The lifecycle actions: one route each, answering 202 with the status the action leaves. */
 const tenantActions: { method: 'post' | 'delete'; url: string; action: TenantAction; summary: string }[] = [
@@ -139,12 +116,6 @@ const tenantActions: { method: 'post' | 'delete'; url: string; action: TenantAct
     url: '/api/ops/tenant-clients/:name/retry-chat-room',
     action: 'retry-chat-room',
     summary: 'Create the support chat room again on the next reconcile',
-  },
-  {
-    method: 'delete',
-    url: '/api/ops/tenant-clients/:name',
-    action: 'delete',
-    summary: 'Deprovision a cancelled tenant now instead of at the end of the soak period',
   },
 ];
 
@@ -184,44 +155,6 @@ function registerTenantActions(fastify: FastifyInstance) {
 
 export default async function opsTenantClientRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  // `kubectl apply`-style: the resource may come as YAML as well as JSON (any other type: a 415
-  // that lists these)
-  app.addContentTypeParser(YAML_TYPES, { parseAs: 'string' }, (_req, body, done) => done(null, body));
-
-  app.post(
-    '/api/ops/tenant-clients',
-    {
-      config: { access: access.service('operator'), contentTypes: ['application/json', ...YAML_TYPES] },
-      validatorCompiler: handlerValidates,
-      schema: {
-        tags: ['ops'],
-        summary: 'Apply a TenantClient (create, or update its spec; the same spec again changes nothing)',
-        description: `Body: the TenantClient resource as JSON, or as YAML (Content-Type ${YAML_TYPES.join(', ')}). A name is a DNS label; a deleted (deprovisioned) tenant's name cannot be applied again (409).`,
-        body: tenantClientJsonSchema,
-        response: {
-          200: Applied,
-          201: Applied,
-          ...problems,
-        },
-      },
-    },
-    async (req, reply) => {
-      // a YAML body arrives as its text
-      const parsed = typeof req.body === 'string' ? parseTenantClient(req.body) : validateTenantClient(req.body);
-      if (!parsed.ok) {
-        throw new AppError('BAD_REQUEST', `Invalid TenantClient: ${problemsDetail(parsed.problems)}`, {
-          errors: parsed.problems,
-        });
-      }
-      const applied = await applyTenantClient(app.deps, parsed.value);
-      req.log.info(
-        { tenant: applied.name, result: applied.result, generation: applied.generation },
-        'TenantClient applied',
-      );
-      return reply.code(applied.result === 'created' ? 201 : 200).send(applied);
-    },
-  );
-
   app.get(
     '/api/ops/tenant-clients',
     {

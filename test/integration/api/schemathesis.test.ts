@@ -39,9 +39,8 @@ const credentials: Record<string, string[]> = {};
 let configFile: string;
 
 /**
- * A valid apply starts a real tenant's workflow in the run's shared Temporal and database: the
- * TenantClient apply is tested here with schema-violating bodies only (its valid path is what
- * test/integration/tenant-lifecycle.test.ts covers). The execution log's cursor is opaque.
+ * The execution log's cursor is opaque. (TenantClients are applied on the Kubernetes API, not
+ * here: test/integration/tenant-lifecycle.test.ts.)
  */
 const CONFIG = `
 # The run shares PostgreSQL and Temporal with the other test files: values taken from responses
@@ -55,11 +54,6 @@ extra-data-sources = { responses = false }
 extra-data-sources = { responses = false }
 [phases.stateful]
 enabled = false
-
-[[operations]]
-include-path = "/api/ops/tenant-clients"
-include-method = "POST"
-generation = { mode = "negative" }
 
 # a cursor is opaque: a string the API did not return is refused with 400 by design
 [[operations]]

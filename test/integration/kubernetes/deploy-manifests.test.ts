@@ -79,9 +79,8 @@ describe('deploy/kubernetes on the real API server', () => {
     ['get', 'leases.coordination.k8s.io', { ns: 'plana', name: 'tenant-controller' }],
     ['update', 'leases.coordination.k8s.io', { ns: 'plana', name: 'tenant-controller' }],
     ['create', 'jobs.batch', { ns: 'plana-odoo-18' }],
-    ['delete', 'cronjobs.batch', { ns: 'plana-odoo-17' }],
-    ['create', 'secrets', { ns: 'plana-odoo-19' }],
-    ['patch', 'httproutes.gateway.networking.k8s.io', { ns: 'plana-odoo-18' }],
+    ['get', 'jobs.batch', { ns: 'plana-odoo-17' }],
+    ['delete', 'jobs.batch', { ns: 'plana-odoo-19' }],
   ] as const)('the controller may %s %s %o', (verb, resource, opts) => {
     expect(canI(controller, verb, resource, opts)).toBe('yes');
   });
@@ -96,6 +95,11 @@ describe('deploy/kubernetes on the real API server', () => {
     ['get', 'leases.coordination.k8s.io', { ns: 'plana', name: 'someone-elses-lease' }],
     ['update', 'leases.coordination.k8s.io', { ns: 'kube-system' }],
     ['create', 'jobs.batch', { ns: 'plana' }],
+    ['patch', 'jobs.batch', { ns: 'plana-odoo-18' }], // a Job is made or deleted, never changed
+    ['list', 'jobs.batch', { ns: 'plana-odoo-18' }],
+    ['create', 'cronjobs.batch', { ns: 'plana-odoo-17' }], // no other composed object yet
+    ['create', 'secrets', { ns: 'plana-odoo-19' }],
+    ['patch', 'httproutes.gateway.networking.k8s.io', { ns: 'plana-odoo-18' }],
     ['create', 'deployments.apps', { ns: 'plana-odoo-18' }],
     ['create', 'pods', { ns: 'plana-odoo-18' }],
     ['list', 'namespaces', {}],

@@ -32,7 +32,7 @@ beforeAll(async () => {
   kube = await startKubernetes({ dir, port });
   installTenantClientCrd(kube.kubeconfigPath);
   p = await startTenantPlatform({
-    TENANT_CONTROLLER_KUBECONFIG: kube.kubeconfigPath,
+    KUBECONFIG: kube.kubeconfigPath,
     TENANT_CONTROLLER_LEASE: 'tenant-controller',
     TENANT_CONTROLLER_RESYNC: '300ms',
     TENANT_CONTROLLER_LEASE_DURATION: '3s',

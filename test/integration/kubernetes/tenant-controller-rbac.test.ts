@@ -30,7 +30,7 @@ beforeAll(async () => {
   const asController = serviceAccountKubeconfig(tempDir('controller-sa'), 'plana', 'plana-tenant-controller');
   p = await startTenantPlatform({
     ...scope.env,
-    TENANT_CONTROLLER_KUBECONFIG: asController,
+    KUBECONFIG: asController,
     TENANT_CONTROLLER_LEASE: 'tenant-controller',
     KUBERNETES_NAMESPACE: 'plana',
     TENANT_SOAK_PERIOD: '3s',
@@ -44,10 +44,14 @@ afterAll(async () => {
 });
 
 describe('the controller as its ServiceAccount (deploy/kubernetes RBAC)', () => {
-  it('provisions a TenantClient to Ready, records Events, holds its Lease, and completes a deletion', async () => {
+  it('provisions a TenantClient to Ready, keeps its chat-room Job, records Events, holds its Lease, and completes a deletion', async () => {
     const name = uniqueTenant('rbac');
     expect(kube(['apply', '-f', '-'], tenantClientJson(name, scope.label)).ok).toBe(true);
-    const obj = await waitForTenantClient(name, (o) => kubeCondition(o, 'Ready')?.status === 'True');
+    const obj = await waitForTenantClient(
+      name,
+      (o) => kubeCondition(o, 'Ready')?.status === 'True' && o?.status?.objects?.chatRoom !== undefined,
+    );
+    expect(obj?.status?.objects?.chatRoom).toMatchObject({ kind: 'Job', namespace: 'plana-odoo-18', synced: 'True' });
     expect(obj?.metadata.finalizers).toContain('plana.dev/deprovision');
     expect(tenantClientEvents(name).length).toBeGreaterThan(0);
     const lease = JSON.parse(adminKube(['get', 'lease', 'tenant-controller', '-n', 'plana', '-o', 'json'])) as {
@@ -57,5 +61,6 @@ describe('the controller as its ServiceAccount (deploy/kubernetes RBAC)', () => 
 
     expect(kube(['delete', 'tc', name, '--wait=false']).ok).toBe(true);
     await waitForTenantClient(name, (o) => o === undefined, 90_000);
+    expect(() => adminKube(['get', 'job', `chat-room-${name}`, '-n', 'plana-odoo-18'])).toThrow();
   }, 150_000);
 });

@@ -6,13 +6,23 @@
  * the tenant is deprovisioned; two controllers elect one leader.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type V1Job } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { Reconciler } from '../../../services/tenant-controller/reconciler.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tenantWorkflowId } from '../../../domain/tenants/workflow-contract.js';
 import { startTenantController, type TenantController } from '../../../services/tenant-controller/index.js';
-import { startTenantPlatform, uniqueTenant, type TenantPlatform } from '../../support/tenant-platform.js';
+import {
+  startTenantPlatform,
+  uniqueTenant,
+  waitForStatus,
+  type TenantPlatform,
+} from '../../support/tenant-platform.js';
 import {
   controllerScope,
+  getTenantClient,
   kube,
+  kubeconfigPath,
   kubeCondition,
   tenantClientEvents,
   tenantClientJson,
@@ -72,6 +82,89 @@ describe('the TenantClient controller', () => {
     expect(await workflowRuns(name)).toBe(1);
   });
 
+  it('keeps the chat room as a Job owned by the TenantClient; deleting the Job creates the room and the Job again', async () => {
+    const name = uniqueTenant('room');
+    const job = () => {
+      const r = kube(['get', 'job', `chat-room-${name}`, '-n', 'plana-odoo-18', '-o', 'json']);
+      return r.ok ? (JSON.parse(r.out) as V1Job) : undefined;
+    };
+    await p.stopChat();
+    try {
+      kube(['apply', '-f', '-'], tenantClientJson(name, scope.label, { projectId: 77 }));
+      const failed = await waitForTenantClient(
+        name,
+        (o) => ready(o) && o?.status?.resources?.chatRoom?.state === 'Failed' && !!o.status.objects?.chatRoom?.uid,
+      );
+      const made = job()!;
+      expect(made.metadata?.ownerReferences).toEqual([
+        {
+          apiVersion: 'plana.dev/v1alpha1',
+          kind: 'TenantClient',
+          name,
+          uid: failed!.metadata.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ]);
+      expect(made.spec?.suspend).toBe(true); // the platform makes the room: no pod ever runs for it
+      expect(failed?.status?.objects?.chatRoom).toEqual({
+        apiVersion: 'batch/v1',
+        kind: 'Job',
+        namespace: 'plana-odoo-18',
+        name: `chat-room-${name}`,
+        uid: made.metadata?.uid,
+        synced: 'True',
+        message: `the chat room support-${name}-000077: Failed`,
+      });
+    } finally {
+      await p.startChat();
+    }
+    expect(p.chatChannels().filter((c) => c.name === `support-${name}-000077`)).toHaveLength(0);
+
+    // §3.2: retrying the chat room is deleting its Job
+    const first = job()!.metadata!.uid!;
+    expect(kube(['delete', 'job', `chat-room-${name}`, '-n', 'plana-odoo-18', '--wait=false']).ok).toBe(true);
+    const after = await waitForTenantClient(
+      name,
+      (o) =>
+        o?.status?.resources?.chatRoom?.state === 'Created' &&
+        ![undefined, first].includes(o.status.objects?.chatRoom?.uid),
+    );
+    expect(after?.status?.objects?.chatRoom).toMatchObject({ synced: 'True', uid: job()?.metadata?.uid });
+    expect(p.chatChannels().filter((c) => c.name === `support-${name}-000077`)).toHaveLength(1);
+    expect(tenantClientEvents(name).filter((e) => e.reason === 'ChatRoomRetried')).toHaveLength(1);
+    expect(await workflowRuns(name)).toBe(1);
+  });
+
+  it('publishes each workflow step as one Event, even when its cached object trails its own status writes', async () => {
+    // a pass over the same cached object again (the informer has not yet seen the status the last
+    // pass wrote, as on a busy API server): no step is published twice
+    const name = uniqueTenant('once');
+    const label = `${scope.label}-stale`; // no running controller selects it
+    kube(['apply', '-f', '-'], tenantClientJson(name, label));
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfigPath());
+    const reconciler = new Reconciler(
+      { pool: p.pool, temporal: p.temporal, config: p.cfg },
+      kc.makeApiClient(CustomObjectsApi),
+      kc.makeApiClient(CoreV1Api),
+      kc.makeApiClient(BatchV1Api),
+      new Map(),
+      pino({ level: 'silent' }) as never,
+      'stale-cache',
+    );
+    await reconciler.pass([getTenantClient(name)!]); // the finalizer and the apply
+    await reconciler.pass([getTenantClient(name)!]);
+    await waitForStatus(p, name, (s) => s.phase === 'Ready' && s.provisionedEventId !== undefined);
+    // the object as a cache holds it before it sees the status writes: no status yet
+    const cached = { ...getTenantClient(name)!, status: undefined };
+    await reconciler.pass([cached]);
+    await reconciler.pass([cached]);
+    const reasons = tenantClientEvents(name).map((e) => e.reason);
+    expect(reasons).toEqual(expect.arrayContaining(['Applied', 'ReserveSubdomain', 'PublishProvisionedEvent']));
+    expect(reasons.filter((r, i) => reasons.indexOf(r) !== i)).toEqual([]);
+  });
+
   it('shows a subdomain taken elsewhere as Synced=False and creates nothing', async () => {
     const name = uniqueTenant('taken');
     await p.pool.query('INSERT INTO subdomain_reservations (subdomain, owner_uid) VALUES ($1, gen_random_uuid())', [
@@ -114,6 +207,8 @@ describe('the TenantClient controller', () => {
     const { rows } = await p.pool.query('SELECT phase FROM tenant_clients WHERE name = $1', [name]);
     expect(rows[0]?.phase).toBe('Deprovisioned');
     expect(await workflowRuns(name)).toBe(1);
+    // its chat-room Job went with it
+    expect(kube(['get', 'job', `chat-room-${name}`, '-n', 'plana-odoo-18']).ok).toBe(false);
 
     // applied again under the same name: refused with a condition (a name is used once), nothing created
     kube(['apply', '-f', '-'], tenantClientJson(name, scope.label));
