@@ -2,7 +2,9 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
 import { ChecksumMismatchError } from '../lib/object-store.js';
-import { recordRestoreState, restoreBackupInto, type StoredBackup } from '../domain/tenants/restores.js';
+import type { StoredBackup } from '../domain/tenants/backup-catalog.js';
+import { recordRestoreState } from '../domain/tenants/restore-records.js';
+import { restoreBackupInto } from '../domain/tenants/restores.js';
 import type { PlatformDeps } from './deps.js';
 
 export const RestoreErrorType = { BackupCorrupt: 'BackupCorrupt' } as const;

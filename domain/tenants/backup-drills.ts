@@ -11,7 +11,8 @@ import type { ObjectStore } from '../../lib/object-store.js';
 import { databaseUrl, dropTenantDatabase, tenantHostname } from '../erp/tenant-database.js';
 import { compareFigures, countMainModels, listFiles, type BackupFigures } from './backup-figures.js';
 import { filestorePath, wipeFilestore } from './filestore.js';
-import { findBackup, restoreBackupInto } from './restores.js';
+import { findBackup } from './backup-catalog.js';
+import { restoreBackupInto } from './restores.js';
 import type { Tier } from './types.js';
 
 export type DrillOutcome = 'passed' | 'mismatch' | 'failed';

@@ -12,16 +12,16 @@ import {
   restoreWorkflowId,
   type RestoreTenantBackupWorkflow,
 } from './restore-workflow-contract.js';
+import { BackupNotFoundError } from './backup-catalog.js';
 import {
   abandonRestore,
-  BackupNotFoundError,
   getRestore,
   markRestoreKept,
   requestRestore,
   RestoreConflictError,
   RestoreNotFoundError,
   type RestoreRecord,
-} from './restores.js';
+} from './restore-records.js';
 
 export interface RestoreDeps {
   pool: pg.Pool;

@@ -3,7 +3,7 @@
  * id, input and the `keep` signal; and the backup drill's workflow types and schedules. Types and message names only, so the workflow sandbox bundles it.
  */
 import { defineSignal } from '@temporalio/workflow';
-import type { RestoreRequest } from './restores.js';
+import type { RestoreRequest } from './restore-records.js';
 import type { Tier } from './types.js';
 
 export const RESTORE_TENANT_BACKUP_WORKFLOW = 'restoreTenantBackup';

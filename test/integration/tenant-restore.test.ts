@@ -8,36 +8,22 @@
  * into a scratch tenant, compared with the figures recorded when it was taken, torn down, operators
  * alerted on a mismatch or a failure, the results listed per tenant.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import pg from 'pg';
-import { databaseUrl } from '../../domain/erp/tenant-database.js';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { routedTenants, routeOfHost } from '../../domain/tenants/http-routes.js';
 import { ensureBackupDrillSchedules } from '../../domain/tenants/backup-schedules.js';
 import type { DrillResult } from '../../domain/tenants/backup-drills.js';
-import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
-import {
-  applyYaml,
-  isReady,
-  mailsTo,
-  ops,
-  startTenantPlatform,
-  tenantYaml,
-  uniqueTenant,
-  waitForStatus,
-  type TenantPlatform,
-} from '../support/tenant-platform.js';
+import * as backupSupport from '../support/backups.js';
+import type { TcpProxy } from '../support/tcp-proxy.js';
+import { mailsTo, ops, uniqueTenant, waitForStatus, type TenantPlatform } from '../support/tenant-platform.js';
 import { testKeys } from '../support/service-keys.js';
 
 let p: TenantPlatform;
 let relay: TcpProxy;
 
 beforeAll(async () => {
-  const endpoint = new URL(inject('objectStoreEnv').BACKUP_S3_ENDPOINT!);
-  relay = await startTcpProxy({ host: endpoint.hostname, port: Number(endpoint.port) });
-  p = await startTenantPlatform({ BACKUP_S3_ENDPOINT: relay.url, RESTORE_KEEP_FOR: '6s' });
+  ({ p, relay } = await backupSupport.startBackupPlatform({ RESTORE_KEEP_FOR: '6s' }));
 });
 
 afterAll(async () => {
@@ -45,18 +31,10 @@ afterAll(async () => {
   await relay?.close();
 });
 
-const hostOf = (name: string) => `${name}.${p.cfg.TENANT_DOMAIN}`;
-const attachment = (name: string) => path.join(path.resolve(p.cfg.FILESTORE_ROOT), name, 'ab', 'invoice-0001.pdf');
-
-async function inTenantDb<T>(database: string, fn: (db: pg.Client) => Promise<T>): Promise<T> {
-  const db = new pg.Client({ connectionString: databaseUrl(p.cfg.ERP_DATABASE_URL, database) });
-  await db.connect();
-  try {
-    return await fn(db);
-  } finally {
-    await db.end();
-  }
-}
+const hostOf = (name: string) => backupSupport.hostOf(p, name);
+const attachment = (name: string) => backupSupport.attachmentPath(p, name);
+const inTenantDb = <T>(database: string, fn: Parameters<typeof backupSupport.inTenantDb<T>>[2]) =>
+  backupSupport.inTenantDb(p, database, fn);
 const partnerNames = (database: string) =>
   inTenantDb(database, async (db) =>
     (await db.query<{ name: string }>('SELECT name FROM res_partner')).rows.map((r) => r.name),
@@ -67,40 +45,9 @@ const databaseExists = async (database: string) =>
 /** A Ready tenant with a partner and an attachment, backed up once; returns its backup id. */
 async function backedUpTenant(prefix: string): Promise<{ name: string; backupId: string }> {
   const name = uniqueTenant(prefix);
-  expect((await applyYaml(p, tenantYaml(name))).statusCode).toBe(201);
-  await waitForStatus(p, name, isReady);
+  await backupSupport.readyTenantWithAttachment(p, name, { attachment: 'invoice as it was' });
   await inTenantDb(hostOf(name), (db) => db.query(`INSERT INTO res_partner (name) VALUES ('Before the backup')`));
-  mkdirSync(path.dirname(attachment(name)), { recursive: true });
-  writeFileSync(attachment(name), 'invoice as it was');
-  await p.temporal.schedule.getHandle(`backup:${name}`).trigger();
-  let backupId = '';
-  await expect
-    .poll(
-      async () => {
-        const { rows } = await p.pool.query<{ backup_id: string }>(
-          'SELECT backup_id FROM tenant_backups WHERE tenant = $1',
-          [name],
-        );
-        backupId = rows[0]?.backup_id ?? '';
-        return rows.length;
-      },
-      { timeout: 60_000 },
-    )
-    .toBe(2);
-  return { name, backupId };
-}
-
-/** Changes an object behind the platform's back (what bit rot or a tampering would do). */
-async function overwriteObject(key: string, body: string) {
-  const env = inject('objectStoreEnv');
-  const s3 = new S3Client({
-    endpoint: env.BACKUP_S3_ENDPOINT,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: env.BACKUP_S3_ACCESS_KEY_ID!, secretAccessKey: env.BACKUP_S3_SECRET_ACCESS_KEY! },
-  });
-  await s3.send(new PutObjectCommand({ Bucket: env.BACKUP_S3_BUCKET, Key: key, Body: body }));
-  s3.destroy();
+  return { name, backupId: await backupSupport.backUpNow(p, name) };
 }
 
 const restore = (name: string, body: Record<string, unknown> = {}) =>
@@ -181,7 +128,7 @@ it('refuses a corrupt backup: the checksum does not match, nothing is left route
     `SELECT path FROM tenant_backups WHERE backup_id = $1 AND kind = 'filestore'`,
     [backupId],
   );
-  await overwriteObject(rows[0]!.path, 'bit rot');
+  await backupSupport.overwriteObject(rows[0]!.path, 'bit rot');
 
   const copy = (await restore(name, { backupId })).json().restore.name as string;
   await waitForRestore(copy, 'failed');
@@ -291,7 +238,7 @@ it('a drill that finds other figures, or cannot restore, alerts the operators an
     `SELECT path FROM tenant_backups WHERE backup_id = $1 AND kind = 'database'`,
     [backupId],
   );
-  await overwriteObject(rows[0]!.path, 'not a dump any more');
+  await backupSupport.overwriteObject(rows[0]!.path, 'not a dump any more');
   const failed = await drill(name, 'corrupt');
   expect(failed.outcome).toBe('failed');
   expect(failed.error).toContain(`object ${rows[0]!.path} is corrupt`);
