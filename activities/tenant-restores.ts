@@ -1,8 +1,9 @@
-/** Restores of a backup as a new tenant: the restore itself and its recorded state (domain/tenants/restores.ts). */
+/** Restores of a backup, as a new tenant or in place: the restore itself, the in-place switch and the recorded state. */
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
 import { ChecksumMismatchError } from '../lib/object-store.js';
 import type { StoredBackup } from '../domain/tenants/backup-catalog.js';
+import { releaseInPlaceNames, switchInPlace } from '../domain/tenants/restore-in-place.js';
 import { recordRestoreState } from '../domain/tenants/restore-records.js';
 import { restoreBackupInto } from '../domain/tenants/restores.js';
 import type { PlatformDeps } from './deps.js';
@@ -28,5 +29,14 @@ export const createTenantRestoreActivities = ({ config, platformPool, erpAdminPo
 
   async recordRestoreState(input: Parameters<typeof recordRestoreState>[1]) {
     await recordRestoreState(platformPool, input);
+  },
+
+  /** In place: the tenant's database and folder set aside, the restored ones renamed into their place. */
+  async switchInPlace(input: Parameters<typeof switchInPlace>[1]) {
+    await switchInPlace({ admin: erpAdminPool, filestoreRoot: config.FILESTORE_ROOT }, input);
+  },
+
+  async releaseInPlaceNames(input: { names: string[] }) {
+    await releaseInPlaceNames(platformPool, input.names);
   },
 });

@@ -55,40 +55,23 @@ export async function requestRestore(
   }>('SELECT project_id, tier, erp_version, owner_email, owner_name FROM tenants WHERE name = $1', [opts.source]);
   const source = tenants[0];
   if (!source) throw new BackupNotFoundError(`tenant "${opts.source}" does not exist`);
-  const backup = await findBackup(pool, opts.source, opts.backupId);
-  if (!backup)
-    throw new BackupNotFoundError(
-      opts.backupId
-        ? `tenant "${opts.source}" has no backup "${opts.backupId}" within its retention`
-        : `tenant "${opts.source}" has no backup within its retention`,
-    );
+  const backup = await backupToRestore(pool, opts.source, opts.backupId);
   const name = `${opts.source.slice(0, 22).replace(/-+$/, '')}-r${randomBytes(3).toString('hex')}`;
   const host = tenantHostname(name, opts.tenantDomain);
-  try {
-    await withTransaction(pool, async (db) => {
-      await db.query('INSERT INTO subdomain_reservations (subdomain, owner_uid) VALUES ($1, $2)', [name, randomUUID()]);
-      await db.query(
-        `INSERT INTO tenants (name, project_id, tier, erp_version, owner_email, owner_name)
+  await recordRunningRestore(pool, opts.source, async (db) => {
+    await db.query('INSERT INTO subdomain_reservations (subdomain, owner_uid) VALUES ($1, $2)', [name, randomUUID()]);
+    await db.query(
+      `INSERT INTO tenants (name, project_id, tier, erp_version, owner_email, owner_name)
          VALUES ($1, $2, $3, $4, $5, $6)`,
-        [name, source.project_id, source.tier, source.erp_version, source.owner_email, source.owner_name],
-      );
-      await db.query('INSERT INTO tenant_restores (name, source_tenant, backup_id, host) VALUES ($1, $2, $3, $4)', [
-        name,
-        opts.source,
-        backup.backupId,
-        host,
-      ]);
-    });
-  } catch (err) {
-    if ((err as { constraint?: string }).constraint === 'tenant_restores_one_at_a_time') {
-      const { rows } = await pool.query<{ name: string }>(
-        `SELECT name FROM tenant_restores WHERE source_tenant = $1 AND state = 'restoring'`,
-        [opts.source],
-      );
-      throw new RestoreConflictError(opts.source, rows[0]?.name ?? 'unknown');
-    }
-    throw err;
-  }
+      [name, source.project_id, source.tier, source.erp_version, source.owner_email, source.owner_name],
+    );
+    await db.query('INSERT INTO tenant_restores (name, source_tenant, backup_id, host) VALUES ($1, $2, $3, $4)', [
+      name,
+      opts.source,
+      backup.backupId,
+      host,
+    ]);
+  });
   return {
     name,
     source: opts.source,
@@ -99,6 +82,39 @@ export async function requestRestore(
     backup,
     keepForMs: opts.keepForMs,
   };
+}
+
+/** The tenant's backup `backupId` (or its latest) within retention, or BackupNotFoundError. */
+export async function backupToRestore(pool: pg.Pool, tenant: string, backupId?: string): Promise<StoredBackup> {
+  const backup = await findBackup(pool, tenant, backupId);
+  if (!backup)
+    throw new BackupNotFoundError(
+      backupId
+        ? `tenant "${tenant}" has no backup "${backupId}" within its retention`
+        : `tenant "${tenant}" has no backup within its retention`,
+    );
+  return backup;
+}
+
+/**
+ * Runs `record` (the inserts of a restore's records) in one transaction; a restore of `source`
+ * still running (copy or in place) makes the partial unique index refuse it: RestoreConflictError.
+ */
+export async function recordRunningRestore(
+  pool: pg.Pool,
+  source: string,
+  record: (db: pg.PoolClient) => Promise<void>,
+): Promise<void> {
+  try {
+    await withTransaction(pool, record);
+  } catch (err) {
+    if ((err as { constraint?: string }).constraint !== 'tenant_restores_one_at_a_time') throw err;
+    const { rows } = await pool.query<{ name: string }>(
+      `SELECT name FROM tenant_restores WHERE source_tenant = $1 AND state = 'restoring'`,
+      [source],
+    );
+    throw new RestoreConflictError(source, rows[0]?.name ?? 'unknown');
+  }
 }
 
 /** A restore request that could not be started (the workflow did not start): its records go. */
@@ -112,27 +128,34 @@ export async function abandonRestore(pool: pg.Pool, name: string): Promise<void>
 
 export type RestoreState = 'restoring' | 'ready' | 'failed' | 'torn-down';
 
-/** Records where the restore is (ready: until when it is kept; failed: why). */
+/** Records where the restore is (ready: until when a copy is kept; failed: why; in place: its safety backup once taken). */
 export async function recordRestoreState(
   pool: pg.Pool,
-  opts: { name: string; state: Exclude<RestoreState, 'restoring'>; expiresAt?: string; error?: string },
+  opts: { name: string; state: RestoreState; expiresAt?: string; error?: string; safetyBackupId?: string },
 ): Promise<void> {
   await pool.query(
     `UPDATE tenant_restores
         SET state = $2,
             expires_at = coalesce($3::timestamptz, expires_at),
             error = $4,
+            safety_backup_id = coalesce($5, safety_backup_id),
             restored_at = CASE WHEN $2 = 'ready' THEN now() ELSE restored_at END,
             torn_down_at = CASE WHEN $2 = 'torn-down' THEN now() ELSE torn_down_at END
       WHERE name = $1`,
-    [opts.name, opts.state, opts.expiresAt ?? null, opts.error ?? null],
+    [opts.name, opts.state, opts.expiresAt ?? null, opts.error ?? null, opts.safetyBackupId ?? null],
   );
 }
 
+export type RestoreMode = 'copy' | 'in-place';
+
 export interface RestoreRecord {
+  /** The copy (a tenant of its own), or for an in-place restore the staging name it was restored under. */
   name: string;
+  mode: RestoreMode;
   sourceTenant: string;
   backupId: string;
+  /** In place: the backup taken of what the restore replaced. */
+  safetyBackupId: string | null;
   host: string;
   state: RestoreState;
   keep: boolean;
@@ -143,11 +166,13 @@ export interface RestoreRecord {
   tornDownAt: string | null;
 }
 
-const restoreColumns = `name, source_tenant, backup_id, host, state, keep, expires_at, error, requested_at, restored_at, torn_down_at`;
+const restoreColumns = `name, mode, source_tenant, backup_id, safety_backup_id, host, state, keep, expires_at, error, requested_at, restored_at, torn_down_at`;
 type RestoreRow = {
   name: string;
+  mode: RestoreMode;
   source_tenant: string;
   backup_id: string;
+  safety_backup_id: string | null;
   host: string;
   state: RestoreState;
   keep: boolean;
@@ -160,8 +185,10 @@ type RestoreRow = {
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 const toRecord = (r: RestoreRow): RestoreRecord => ({
   name: r.name,
+  mode: r.mode,
   sourceTenant: r.source_tenant,
   backupId: r.backup_id,
+  safetyBackupId: r.safety_backup_id,
   host: r.host,
   state: r.state,
   keep: r.keep,
