@@ -120,6 +120,32 @@ export function register(program: Command) {
     });
 
   program
+    .command('drills')
+    .description("a tenant's backup drills, newest first: the last drill, its outcome and duration")
+    .argument('<tenant>', 'tenant name (= subdomain)', tenantName)
+    .addOption(outputOption(['text', 'json']))
+    .action(async (tenant: string, opts: { output: string }) => {
+      const { items } = await opsRequest<{
+        items: {
+          backupId: string | null;
+          outcome: string;
+          mismatches: string[];
+          error: string | null;
+          durationMs: number;
+          finishedAt: string;
+        }[];
+      }>('GET', `/api/ops/tenants/${encodeURIComponent(tenant)}/drills`, undefined, { 'params.name': '<tenant>' });
+      if (opts.output === 'json') return console.log(JSON.stringify(items, null, 2));
+      if (!items.length) return console.log(`Tenant ${tenant} has not been drilled yet.`);
+      for (const d of items) {
+        console.log(
+          `${d.finishedAt}  ${d.outcome}  ${(d.durationMs / 1000).toFixed(1)} s  backup ${d.backupId ?? '(none)'}`,
+        );
+        for (const line of [...(d.error ? [d.error] : []), ...d.mismatches]) console.log(`    ${line}`);
+      }
+    });
+
+  program
     .command('backups')
     .description("a tenant's stored backups within retention, newest first")
     .argument('<tenant>', 'tenant name (= subdomain)', tenantName)
