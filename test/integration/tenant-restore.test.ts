@@ -252,6 +252,42 @@ it('a drill that finds other figures, or cannot restore, alerts the operators an
   expect(listed.map((d: DrillResult) => d.outcome)).toEqual(['failed', 'mismatch']);
 }, 180_000);
 
+it('the drill compares the dashboards (KPIs, cash flow, alerts) recorded with the backup with those of the restored copy', async () => {
+  const { name, backupId } = await backedUpTenant('drdash');
+  const figures = async () =>
+    (
+      await p.pool.query<{ figures: { dashboards: Record<string, { [k: string]: unknown }> | null } }>(
+        'SELECT figures FROM tenant_backup_figures WHERE backup_id = $1',
+        [backupId],
+      )
+    ).rows[0]!.figures;
+  const today = new Date().toISOString().slice(0, 10);
+  // read through the ERP as the portal's dashboards are, as of the backup's day
+  const recorded = (await figures()).dashboards!;
+  expect(recorded).toMatchObject({
+    today,
+    kpis: { workspace: name, asOf: today, revenue: expect.any(Number) },
+    cashflow: { workspace: name, months: expect.any(Array) },
+    alerts: { workspace: name },
+  });
+  const passed = await drill(name, 'dash-ok');
+  expect(passed).toMatchObject({ outcome: 'passed', mismatches: [] });
+
+  // a backup that restores other KPIs than it was taken with is a mismatch, named figure by figure
+  const revenue = recorded.kpis!.revenue as number;
+  await p.pool.query(
+    `UPDATE tenant_backup_figures SET figures = jsonb_set(figures, '{dashboards,kpis,revenue}', '123456.78') WHERE backup_id = $1`,
+    [backupId],
+  );
+  const mismatch = await drill(name, 'dash-mismatch');
+  expect(mismatch.outcome).toBe('mismatch');
+  expect(mismatch.mismatches).toEqual([
+    `dashboards kpis as of ${today}: revenue 123456.78 in the backup, ${revenue} restored`,
+  ]);
+  expect(await scratchLeft(name)).toBe(0);
+  expect((await p.pool.query('SELECT 1 FROM tenants WHERE name LIKE $1', [`${name}-d%`])).rows).toEqual([]);
+}, 180_000);
+
 it('each tier has its drill schedule, at the configured interval', async () => {
   const opts = { taskQueue: p.cfg.TEMPORAL_TASK_QUEUE, everyMs: 7 * 86_400_000 };
   const deleteDrillSchedules = async () => {
