@@ -5,7 +5,7 @@ import { ChecksumMismatchError } from '../lib/object-store.js';
 import type { StoredBackup } from '../domain/tenants/backup-catalog.js';
 import { releaseInPlaceNames, switchInPlace } from '../domain/tenants/restore-in-place.js';
 import { recordRestoreState } from '../domain/tenants/restore-records.js';
-import { restoreBackupInto } from '../domain/tenants/restores.js';
+import { neutralizeRestoredCopy, restoreBackupInto } from '../domain/tenants/restores.js';
 import type { PlatformDeps } from './deps.js';
 
 export const RestoreErrorType = { BackupCorrupt: 'BackupCorrupt' } as const;
@@ -25,6 +25,11 @@ export const createTenantRestoreActivities = ({ config, platformPool, erpAdminPo
         });
       throw err;
     }
+  },
+
+  /** A copy must not reach the outside world: its ERP database neutralised as Odoo's `neutralize` does. */
+  async neutralizeRestoredCopy(input: { database: string }) {
+    return { done: await neutralizeRestoredCopy(config, input.database) };
   },
 
   async recordRestoreState(input: Parameters<typeof recordRestoreState>[1]) {

@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import type { Config } from '../../lib/config.js';
 import type { ObjectStore } from '../../lib/object-store.js';
+import { neutralizeErpDatabase } from '../erp/neutralize.js';
 import { databaseUrl, dropTenantDatabase } from '../erp/tenant-database.js';
 import type { StoredBackup } from './backup-catalog.js';
 import { filestorePath } from './filestore.js';
@@ -74,4 +75,15 @@ async function unpackFilestore(root: string, name: string, archive: string): Pro
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true, mode: 0o750 });
   await run('tar', ['-xzf', archive, '-C', dir, '--strip-components=1', '--no-same-owner']);
+}
+
+/** A restored copy's ERP database neutralised (no e-mail, scheduled actions, webhooks, payments): erp/neutralize.ts. */
+export async function neutralizeRestoredCopy(cfg: Config, database: string): Promise<string[]> {
+  const db = new pg.Client({ connectionString: databaseUrl(cfg.ERP_DATABASE_URL, database) });
+  await db.connect();
+  try {
+    return await neutralizeErpDatabase(db);
+  } finally {
+    await db.end();
+  }
 }

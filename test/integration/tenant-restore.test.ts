@@ -85,6 +85,24 @@ it('restores the backup as a new tenant with its own database, filestore and rou
   expect(await partnerNames(hostOf(copy))).not.toContain('After the backup');
   expect(readFileSync(attachment(copy), 'utf8')).toBe('invoice as it was');
   expect(await routeOfHost(p.pool, hostOf(copy))).toMatchObject({ tenant: copy, database: hostOf(copy) });
+  // neutralised as Odoo's neutralize does: its automation rules post no webhooks; the source's still do
+  const webhookUrls = (database: string) =>
+    inTenantDb(database, async (db) => ({
+      urls: (
+        await db.query<{ webhook_url: string }>(`SELECT webhook_url FROM ir_act_server WHERE state = 'webhook'`)
+      ).rows.map((r) => r.webhook_url),
+      neutralized: (
+        await db.query<{ value: string }>(`SELECT value FROM ir_config_parameter WHERE key = 'database.is_neutralized'`)
+      ).rows.map((r) => r.value),
+    }));
+  const source = await webhookUrls(hostOf(name));
+  expect(source.urls.length).toBeGreaterThan(0);
+  expect(source.urls).not.toContain('neutralization - disable webhook');
+  expect(source.neutralized).toEqual([]);
+  expect(await webhookUrls(hostOf(copy))).toEqual({
+    urls: source.urls.map(() => 'neutralization - disable webhook'),
+    neutralized: ['true'],
+  });
   // a copy, not the customer's ERP: the ERP event jobs (sweep, rule rewrite) leave it alone
   const routed = (await routedTenants(p.pool)).map((t) => t.tenant);
   expect(routed).toContain(name);
@@ -108,6 +126,7 @@ it('restores the backup as a new tenant with its own database, filestore and rou
     e.userMetadata?.summary?.data ? [Buffer.from(e.userMetadata.summary.data).toString()] : [],
   );
   expect(summaries.join('\n')).toContain(`Fetch backup ${backupId} of ${name} (SHA-256 checked)`);
+  expect(summaries.join('\n')).toContain(`Neutralise ${hostOf(copy)} as Odoo's neutralize does`);
 }, 180_000);
 
 it('a kept copy stays past its time', async () => {
