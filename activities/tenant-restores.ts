@@ -38,7 +38,7 @@ export const createTenantRestoreActivities = ({ config, platformPool, erpAdminPo
 
   /** In place: the tenant's database and folder set aside, the restored ones renamed into their place. */
   async switchInPlace(input: Parameters<typeof switchInPlace>[1]) {
-    await switchInPlace({ admin: erpAdminPool, filestoreRoot: config.FILESTORE_ROOT }, input);
+    await switchInPlace({ admin: erpAdminPool, filestores: config }, input);
   },
 
   async releaseInPlaceNames(input: { names: string[] }) {

@@ -6,6 +6,7 @@
  * `tenant_backup_drills` (last drill, outcome, duration per tenant).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import pg from 'pg';
 import type { Config } from '../../lib/config.js';
 import type { ObjectStore } from '../../lib/object-store.js';
@@ -14,7 +15,7 @@ import { databaseUrl, dropTenantDatabase, tenantHostname } from '../erp/tenant-d
 import { withTransaction } from '../../lib/db.js';
 import { createTableRouteDriver } from './http-routes.js';
 import { compareFigures, countMainModels, listFiles, type BackupFigures } from './backup-figures.js';
-import { filestorePath, wipeFilestore } from './filestore.js';
+import { erpFilestorePath, wipeFilestore } from './filestore.js';
 import { findBackup } from './backup-catalog.js';
 import { restoreBackupInto } from './restores.js';
 import { routeNamespace, type ErpVersion, type Tier } from './types.js';
@@ -49,7 +50,7 @@ export async function drillLatestBackup(deps: DrillDeps, tenant: string): Promis
       const recorded = await recordedFigures(deps.pool, backup.backupId);
       const restored: BackupFigures = {
         counts: await countsOf(deps.cfg, database),
-        files: await listFiles(filestorePath(deps.cfg.FILESTORE_ROOT, scratch)),
+        files: await listFiles(erpFilestorePath(deps.cfg, scratch, database)),
         dashboards: recorded?.dashboards
           ? await scratchDashboards(deps, { tenant, scratch, database, today: recorded.dashboards.today })
           : null,
@@ -63,6 +64,7 @@ export async function drillLatestBackup(deps: DrillDeps, tenant: string): Promis
     } finally {
       await dropTenantDatabase(deps.erpAdmin, database);
       await wipeFilestore(deps.cfg.FILESTORE_ROOT, scratch);
+      await rm(erpFilestorePath(deps.cfg, scratch, database), { recursive: true, force: true });
       await releaseScratch(deps.pool, scratch);
     }
   }

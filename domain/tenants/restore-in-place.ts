@@ -11,7 +11,7 @@ import { rename, stat } from 'node:fs/promises';
 import pg from 'pg';
 import { dropTenantDatabase, tenantDatabaseExists, tenantHostname } from '../erp/tenant-database.js';
 import type { StoredBackup } from './backup-catalog.js';
-import { filestorePath } from './filestore.js';
+import { erpFilestorePath, type ErpFilestoreSettings } from './filestore.js';
 import { routeOfTenant } from './http-routes.js';
 import { backupToRestore, recordRunningRestore } from './restore-records.js';
 import type { ErpVersion, TenantPhase, Tier } from './types.js';
@@ -138,10 +138,10 @@ async function renameDatabase(admin: pg.Pool, from: string, to: string): Promise
  * ones renamed into their place. Idempotent: a retried attempt finishes what an earlier one began.
  */
 export async function switchInPlace(
-  deps: { admin: pg.Pool; filestoreRoot: string },
+  deps: { admin: pg.Pool; filestores: ErpFilestoreSettings },
   opts: { tenant: string; database: string; staging: NamedPlace; replaced: NamedPlace },
 ): Promise<void> {
-  const { admin, filestoreRoot } = deps;
+  const { admin, filestores } = deps;
   if (await tenantDatabaseExists(admin, opts.staging.database)) {
     if (await tenantDatabaseExists(admin, opts.replaced.database))
       // the tenant's own database is already set aside: one under its name now was made meanwhile
@@ -151,10 +151,11 @@ export async function switchInPlace(
       await renameDatabase(admin, opts.database, opts.replaced.database);
     await renameDatabase(admin, opts.staging.database, opts.database);
   }
-  const live = filestorePath(filestoreRoot, opts.tenant);
-  const staged = filestorePath(filestoreRoot, opts.staging.name);
+  const live = erpFilestorePath(filestores, opts.tenant, opts.database);
+  const staged = erpFilestorePath(filestores, opts.staging.name, opts.staging.database);
   if (await exists(staged)) {
-    if (await exists(live)) await rename(live, filestorePath(filestoreRoot, opts.replaced.name));
+    if (await exists(live))
+      await rename(live, erpFilestorePath(filestores, opts.replaced.name, opts.replaced.database));
     await rename(staged, live);
   }
 }

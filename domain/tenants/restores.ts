@@ -13,7 +13,7 @@ import type { ObjectStore } from '../../lib/object-store.js';
 import { neutralizeErpDatabase } from '../erp/neutralize.js';
 import { databaseUrl, dropTenantDatabase } from '../erp/tenant-database.js';
 import type { StoredBackup } from './backup-catalog.js';
-import { filestorePath } from './filestore.js';
+import { erpFilestorePath } from './filestore.js';
 
 const run = promisify(execFile);
 
@@ -38,7 +38,7 @@ export async function restoreBackupInto(
     await dropTenantDatabase(deps.erpAdmin, opts.database);
     await deps.erpAdmin.query(`CREATE DATABASE ${pg.escapeIdentifier(opts.database)} TEMPLATE template0`);
     await pgRestore(deps.cfg, opts.database, dump);
-    await unpackFilestore(deps.cfg.FILESTORE_ROOT, opts.name, archive);
+    await unpackFilestore(erpFilestorePath(deps.cfg, opts.name, opts.database), archive);
     return { databaseBytes: database.sizeBytes, filestoreBytes: filestore.sizeBytes };
   } finally {
     await rm(scratch, { recursive: true, force: true });
@@ -69,9 +69,8 @@ async function pgRestore(cfg: Config, database: string, dump: string): Promise<v
   );
 }
 
-/** The archive holds `<source>/…`: its content goes into FILESTORE_ROOT/<name>, emptied first. */
-async function unpackFilestore(root: string, name: string, archive: string): Promise<void> {
-  const dir = filestorePath(root, name);
+/** The archive holds `<folder>/…`: its content goes into `dir` (the copy's ERP filestore), emptied first. */
+async function unpackFilestore(dir: string, archive: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true, mode: 0o750 });
   await run('tar', ['-xzf', archive, '-C', dir, '--strip-components=1', '--no-same-owner']);
