@@ -2,7 +2,7 @@
 import { Context } from '@temporalio/activity';
 import { backupTenant, deleteExpiredBackups } from '../domain/tenants/backups.js';
 import { createBackupSchedule, deleteBackupSchedule } from '../domain/tenants/backup-schedules.js';
-import { filestorePath } from '../domain/tenants/filestore.js';
+import { erpFilestorePath } from '../domain/tenants/filestore.js';
 import type { BackupTenantInput } from '../domain/tenants/workflow-contract.js';
 import type { PlatformDeps } from './deps.js';
 
@@ -28,7 +28,7 @@ export const createTenantBackupActivities = ({ config, temporal, platformPool, b
     Context.current().heartbeat();
     return backupTenant(
       { pool: platformPool, cfg: config, store: backupStore },
-      { ...input, filestoreDir: filestorePath(config.FILESTORE_ROOT, input.tenant) },
+      { ...input, filestoreDir: erpFilestorePath(config, input.tenant, input.database) },
     );
   },
 

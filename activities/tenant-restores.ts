@@ -1,8 +1,11 @@
-/** Restores of a backup as a new tenant: the restore itself and its recorded state (domain/tenants/restores.ts). */
+/** Restores of a backup, as a new tenant or in place: the restore itself, the in-place switch and the recorded state. */
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
 import { ChecksumMismatchError } from '../lib/object-store.js';
-import { recordRestoreState, restoreBackupInto, type StoredBackup } from '../domain/tenants/restores.js';
+import type { StoredBackup } from '../domain/tenants/backup-catalog.js';
+import { releaseInPlaceNames, switchInPlace } from '../domain/tenants/restore-in-place.js';
+import { recordRestoreState } from '../domain/tenants/restore-records.js';
+import { neutralizeRestoredCopy, restoreBackupInto } from '../domain/tenants/restores.js';
 import type { PlatformDeps } from './deps.js';
 
 export const RestoreErrorType = { BackupCorrupt: 'BackupCorrupt' } as const;
@@ -24,7 +27,21 @@ export const createTenantRestoreActivities = ({ config, platformPool, erpAdminPo
     }
   },
 
+  /** A copy must not reach the outside world: its ERP database neutralised as Odoo's `neutralize` does. */
+  async neutralizeRestoredCopy(input: { database: string }) {
+    return { done: await neutralizeRestoredCopy(config, input.database) };
+  },
+
   async recordRestoreState(input: Parameters<typeof recordRestoreState>[1]) {
     await recordRestoreState(platformPool, input);
+  },
+
+  /** In place: the tenant's database and folder set aside, the restored ones renamed into their place. */
+  async switchInPlace(input: Parameters<typeof switchInPlace>[1]) {
+    await switchInPlace({ admin: erpAdminPool, filestores: config }, input);
+  },
+
+  async releaseInPlaceNames(input: { names: string[] }) {
+    await releaseInPlaceNames(platformPool, input.names);
   },
 });

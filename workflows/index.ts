@@ -4,8 +4,12 @@ import type { SendWelcomeEmailWorkflow } from '../domain/notifications/workflow-
 import type { RotateServiceKeyWorkflow } from '../domain/service-keys/workflow-contract.js';
 import type { BackupTenantWorkflow, TenantLifecycleWorkflow } from '../domain/tenants/workflow-contract.js';
 import type { WebhookDeliveryWorkflow } from '../domain/webhooks/workflow-contract.js';
-import type { RestoreTenantBackupWorkflow } from '../domain/tenants/restore-workflow-contract.js';
+import type {
+  RestoreTenantBackupWorkflow,
+  RestoreTenantInPlaceWorkflow,
+} from '../domain/tenants/restore-workflow-contract.js';
 import { restoreTenantBackup } from './restore-tenant-backup.js';
+import { restoreTenantInPlace } from './restore-tenant-in-place.js';
 import { sendWelcomeEmail } from './send-welcome-email.js';
 import { tenantLifecycle } from './tenant-lifecycle/index.js';
 import { backupTenant } from './backup-tenant.js';
@@ -21,6 +25,7 @@ export {
   dunWorkspace,
   webhookDelivery,
   restoreTenantBackup,
+  restoreTenantInPlace,
 };
 export { drillBackups, drillTenantBackup } from './drill-backups.js';
 export { pruneExpiredBackups } from './prune-expired-backups.js';
@@ -45,4 +50,5 @@ export type WorkflowsMeetTheirContracts = [
   Meets<DunWorkspaceWorkflow, typeof dunWorkspace>,
   Meets<WebhookDeliveryWorkflow, typeof webhookDelivery>,
   Meets<RestoreTenantBackupWorkflow, typeof restoreTenantBackup>,
+  Meets<RestoreTenantInPlaceWorkflow, typeof restoreTenantInPlace>,
 ];

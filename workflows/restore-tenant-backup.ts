@@ -2,6 +2,7 @@ import {
   ApplicationFailure,
   condition,
   log,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -33,7 +34,8 @@ const step = proxyActivities<Activities>({
 
 /**
  * A tenant's backup restored as a new tenant (`restore:<name>`), step by step: the backup's objects
- * fetched and checked, restored into the copy's own database and filestore folder, routed only then,
+ * fetched and checked, restored into the copy's own database and filestore folder, neutralised (a
+ * copy sends no e-mail, runs no scheduled actions, posts no webhooks, charges nothing), routed only then,
  * kept for `keepForMs` and torn down unless the `keep` signal arrives. A failure tears down what was
  * made (nothing half-restored stays routed) and fails the workflow.
  */
@@ -57,6 +59,15 @@ export async function restoreTenantBackup(input: RestoreTenantBackupInput): Prom
       },
       [{ name, database, backup }],
     );
+    if (patched('neutralize-restored-copy')) {
+      at('neutralize');
+      await step.neutralizeRestoredCopy.executeWithOptions(
+        {
+          summary: `Neutralise ${database} as Odoo's neutralize does: no e-mail, scheduled actions, webhooks or payments`,
+        },
+        [{ database }],
+      );
+    }
     at('route');
     await step.createRoute.executeWithOptions({ summary: `Route ${host} → database ${database}` }, [
       { host, tenant: name, namespace: routeNamespace(input.erpVersion), database },

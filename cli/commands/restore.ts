@@ -1,9 +1,10 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { opsRequest } from '../ops-client.js';
 import { outputOption, pattern, positiveInteger, tenantName } from '../arguments.js';
 
 interface Restore {
   name: string;
+  mode: 'copy' | 'in-place';
   sourceTenant: string;
   backupId: string;
   host: string;
@@ -12,10 +13,35 @@ interface Restore {
   expiresAt: string | null;
 }
 
+interface RestoreOptions {
+  backup?: string;
+  keepFor?: number;
+  inPlace?: boolean;
+  confirm?: string;
+  output: string;
+}
+
+async function restoreInPlace(tenant: string, opts: RestoreOptions) {
+  const started = await opsRequest<{ restore: Restore & { host: string }; workflowId: string; temporalUiUrl: string }>(
+    'POST',
+    `/api/ops/tenants/${encodeURIComponent(tenant)}/restore-in-place`,
+    { backupId: opts.backup, confirm: opts.confirm },
+    { 'params.name': '<tenant>', 'body.backupId': '--backup', 'body.confirm': '--confirm' },
+  );
+  if (opts.output === 'json') return console.log(JSON.stringify(started, null, 2));
+  console.log(`In-place restore of tenant ${tenant} started: backup ${started.restore.backupId} → ${tenant}`);
+  console.log(`  first:       a safety backup of ${tenant} as it is now (listed by \`backups ${tenant}\`)`);
+  console.log(`  workflow id: ${started.workflowId}`);
+  console.log(`  Temporal UI: ${started.temporalUiUrl}`);
+  console.log(`  follow it:   npm run cli -- restores ${tenant}`);
+}
+
 export function register(program: Command) {
   program
     .command('restore')
-    .description("restore a tenant's backup (default: its latest) as a new, separate tenant (a staging copy)")
+    .description(
+      "restore a tenant's backup (default: its latest) as a new, separate tenant (a staging copy), or with --in-place into the tenant itself",
+    )
     .argument(
       '<tenant>',
       'tenant name (= subdomain); a deprovisioned tenant works too, within its retention',
@@ -26,13 +52,25 @@ export function register(program: Command) {
       'the backup to restore, as listed by `backups <tenant>` (e.g. acme/20261126T101500000Z)',
       pattern(/^[a-z0-9-]{1,30}\/[0-9A-Za-z]{1,40}$/, 'It must be a backup id such as acme/20261126T101500000Z.'),
     )
+    .addOption(
+      new Option('--keep-for <minutes>', 'tear the copy down after this many minutes (default: RESTORE_KEEP_FOR)')
+        .argParser(positiveInteger)
+        .conflicts('inPlace'),
+    )
     .option(
-      '--keep-for <minutes>',
-      'tear the copy down after this many minutes (default: RESTORE_KEEP_FOR)',
-      positiveInteger,
+      '--in-place',
+      'restore into the tenant itself, replacing its database and filestore (a safety backup of them is taken first); only for a cancelled tenant unless --confirm',
+    )
+    .addOption(
+      new Option(
+        '--confirm <tenant>',
+        "with --in-place: the tenant's name, to replace the data of a tenant not cancelled",
+      ),
     )
     .addOption(outputOption(['text', 'json']))
-    .action(async (tenant: string, opts: { backup?: string; keepFor?: number; output: string }) => {
+    .action(async (tenant: string, opts: RestoreOptions) => {
+      if (opts.inPlace) return restoreInPlace(tenant, opts);
+      if (opts.confirm !== undefined) throw new Error('--confirm goes with --in-place.');
       const started = await opsRequest<{ restore: Restore; workflowId: string; temporalUiUrl: string }>(
         'POST',
         `/api/ops/tenants/${encodeURIComponent(tenant)}/restores`,
@@ -58,6 +96,53 @@ export function register(program: Command) {
       });
       if (opts.output === 'json') return console.log(JSON.stringify(kept, null, 2));
       console.log(`Restore ${kept.name} (backup ${kept.backupId} of ${kept.sourceTenant}) is kept: ${kept.state}.`);
+    });
+
+  program
+    .command('restores')
+    .description("a tenant's restores (copies and in place), newest first")
+    .argument('<tenant>', 'tenant name (= subdomain)', tenantName)
+    .addOption(outputOption(['text', 'json']))
+    .action(async (tenant: string, opts: { output: string }) => {
+      const { items } = await opsRequest<{
+        items: (Restore & { safetyBackupId: string | null; error: string | null })[];
+      }>('GET', `/api/ops/tenants/${encodeURIComponent(tenant)}/restores`, undefined, { 'params.name': '<tenant>' });
+      if (opts.output === 'json') return console.log(JSON.stringify(items, null, 2));
+      if (!items.length) return console.log(`Tenant ${tenant} has not been restored.`);
+      for (const r of items)
+        console.log(
+          [
+            `${r.name}  ${r.mode}  ${r.state}  backup ${r.backupId}`,
+            r.safetyBackupId ? `  safety backup ${r.safetyBackupId}` : '',
+            r.error ? `  error: ${r.error}` : '',
+          ].join(''),
+        );
+    });
+
+  program
+    .command('drills')
+    .description("a tenant's backup drills, newest first: the last drill, its outcome and duration")
+    .argument('<tenant>', 'tenant name (= subdomain)', tenantName)
+    .addOption(outputOption(['text', 'json']))
+    .action(async (tenant: string, opts: { output: string }) => {
+      const { items } = await opsRequest<{
+        items: {
+          backupId: string | null;
+          outcome: string;
+          mismatches: string[];
+          error: string | null;
+          durationMs: number;
+          finishedAt: string;
+        }[];
+      }>('GET', `/api/ops/tenants/${encodeURIComponent(tenant)}/drills`, undefined, { 'params.name': '<tenant>' });
+      if (opts.output === 'json') return console.log(JSON.stringify(items, null, 2));
+      if (!items.length) return console.log(`Tenant ${tenant} has not been drilled yet.`);
+      for (const d of items) {
+        console.log(
+          `${d.finishedAt}  ${d.outcome}  ${(d.durationMs / 1000).toFixed(1)} s  backup ${d.backupId ?? '(none)'}`,
+        );
+        for (const line of [...(d.error ? [d.error] : []), ...d.mismatches]) console.log(`    ${line}`);
+      }
     });
 
   program

@@ -1,18 +1,24 @@
 /**
  * The backup drill: a tenant's latest backup restored into a scratch tenant (a reserved name
- * `<tenant>-d<hex>`, its own database and filestore folder, never routed), measured as the backup
+ * `<tenant>-d<hex>`, its own database and filestore folder; routed only while its dashboards are
+ * read through the ERP, `tenant_drill_scratches` keeping the ERP jobs away), measured as the backup
  * was when it was taken (backup-figures.ts), compared, torn down, and the outcome recorded in
  * `tenant_backup_drills` (last drill, outcome, duration per tenant).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import pg from 'pg';
 import type { Config } from '../../lib/config.js';
 import type { ObjectStore } from '../../lib/object-store.js';
+import { readDashboardSnapshot, type DashboardSnapshot } from '../erp/dashboard-snapshot.js';
 import { databaseUrl, dropTenantDatabase, tenantHostname } from '../erp/tenant-database.js';
+import { withTransaction } from '../../lib/db.js';
+import { createTableRouteDriver } from './http-routes.js';
 import { compareFigures, countMainModels, listFiles, type BackupFigures } from './backup-figures.js';
-import { filestorePath, wipeFilestore } from './filestore.js';
-import { findBackup, restoreBackupInto } from './restores.js';
-import type { Tier } from './types.js';
+import { erpFilestorePath, wipeFilestore } from './filestore.js';
+import { findBackup } from './backup-catalog.js';
+import { restoreBackupInto } from './restores.js';
+import { routeNamespace, type ErpVersion, type Tier } from './types.js';
 
 export type DrillOutcome = 'passed' | 'mismatch' | 'failed';
 
@@ -41,11 +47,14 @@ export async function drillLatestBackup(deps: DrillDeps, tenant: string): Promis
     const database = tenantHostname(scratch, deps.cfg.TENANT_DOMAIN);
     try {
       await restoreBackupInto(deps, { name: scratch, database, backup });
+      const recorded = await recordedFigures(deps.pool, backup.backupId);
       const restored: BackupFigures = {
         counts: await countsOf(deps.cfg, database),
-        files: await listFiles(filestorePath(deps.cfg.FILESTORE_ROOT, scratch)),
+        files: await listFiles(erpFilestorePath(deps.cfg, scratch, database)),
+        dashboards: recorded?.dashboards
+          ? await scratchDashboards(deps, { tenant, scratch, database, today: recorded.dashboards.today })
+          : null,
       };
-      const recorded = await recordedFigures(deps.pool, backup.backupId);
       mismatches = recorded
         ? compareFigures(recorded, restored)
         : [`no figures were recorded with backup ${backup.backupId}`];
@@ -55,7 +64,8 @@ export async function drillLatestBackup(deps: DrillDeps, tenant: string): Promis
     } finally {
       await dropTenantDatabase(deps.erpAdmin, database);
       await wipeFilestore(deps.cfg.FILESTORE_ROOT, scratch);
-      await deps.pool.query('DELETE FROM subdomain_reservations WHERE subdomain = $1', [scratch]);
+      await rm(erpFilestorePath(deps.cfg, scratch, database), { recursive: true, force: true });
+      await releaseScratch(deps.pool, scratch);
     }
   }
   const durationMs = Date.now() - startedAt.getTime();
@@ -75,15 +85,68 @@ export async function drillLatestBackup(deps: DrillDeps, tenant: string): Promis
   };
 }
 
-/** A scratch name no tenant has or can take meanwhile: reserved like a subdomain for the drill's length. */
+/**
+ * A scratch name no tenant has or can take meanwhile, reserved like a subdomain for the drill's
+ * length, with a `tenants` row (its route needs one) listed as a drill's scratch.
+ */
 async function reserveScratchName(pool: pg.Pool, tenant: string): Promise<string> {
   for (;;) {
     const name = `${tenant.slice(0, 22).replace(/-+$/, '')}-d${randomBytes(3).toString('hex')}`;
-    const res = await pool.query(
-      'INSERT INTO subdomain_reservations (subdomain, owner_uid) VALUES ($1, $2) ON CONFLICT DO NOTHING',
-      [name, randomUUID()],
+    const reserved = await withTransaction(pool, async (db) => {
+      const res = await db.query(
+        'INSERT INTO subdomain_reservations (subdomain, owner_uid) VALUES ($1, $2) ON CONFLICT DO NOTHING',
+        [name, randomUUID()],
+      );
+      if (!res.rowCount) return false;
+      await db.query('INSERT INTO tenant_drill_scratches (name, source_tenant) VALUES ($1, $2)', [name, tenant]);
+      await db.query(
+        `INSERT INTO tenants (name, project_id, tier, erp_version, owner_email, owner_name)
+         SELECT $1, project_id, tier, erp_version, owner_email, owner_name FROM tenants WHERE name = $2`,
+        [name, tenant],
+      );
+      return true;
+    });
+    if (reserved) return name;
+  }
+}
+
+/** The scratch's route (cascading from its `tenants` row), rows and reservation go. */
+async function releaseScratch(pool: pg.Pool, scratch: string): Promise<void> {
+  await withTransaction(pool, async (db) => {
+    await db.query('DELETE FROM tenants WHERE name = $1', [scratch]);
+    await db.query('DELETE FROM tenant_drill_scratches WHERE name = $1', [scratch]);
+    await db.query('DELETE FROM subdomain_reservations WHERE subdomain = $1', [scratch]);
+  });
+}
+
+/**
+ * The restored copy's dashboards as of the backup's day: the scratch routed for the read (signed
+ * in as the source's API user, whose key the copy holds), its route removed after.
+ */
+async function scratchDashboards(
+  deps: DrillDeps,
+  opts: { tenant: string; scratch: string; database: string; today: string },
+): Promise<DashboardSnapshot | null> {
+  const { rows } = await deps.pool.query<{ erp_version: ErpVersion }>(
+    'SELECT erp_version FROM tenants WHERE name = $1',
+    [opts.tenant],
+  );
+  const erpVersion = rows[0]!.erp_version;
+  const routes = createTableRouteDriver(deps.pool);
+  const host = opts.database;
+  await routes.createRoute({
+    host,
+    tenant: opts.scratch,
+    namespace: routeNamespace(erpVersion),
+    database: opts.database,
+  });
+  try {
+    return await readDashboardSnapshot(
+      { pool: deps.pool, config: deps.cfg },
+      { tenant: opts.tenant, host, database: opts.database, erpVersion, today: opts.today },
     );
-    if (res.rowCount) return name;
+  } finally {
+    await routes.removeRoute(opts.scratch);
   }
 }
 
@@ -110,6 +173,7 @@ export async function drillTenantsOfTier(pool: pg.Pool, tier: Tier): Promise<str
   const { rows } = await pool.query<{ tenant: string }>(
     `SELECT r.tenant FROM tenant_routes r JOIN tenants t ON t.name = r.tenant
       WHERE t.tier = $1 AND NOT EXISTS (SELECT 1 FROM tenant_restores x WHERE x.name = r.tenant)
+        AND NOT EXISTS (SELECT 1 FROM tenant_drill_scratches d WHERE d.name = r.tenant)
       ORDER BY r.tenant`,
     [tier],
   );

@@ -15,7 +15,11 @@ import type { Config } from '../../lib/config.js';
 import { withTransaction } from '../../lib/db.js';
 import type { ObjectStore } from '../../lib/object-store.js';
 import { databaseUrl } from '../erp/tenant-database.js';
-import { countMainModels, listFiles, type BackupFigures } from './backup-figures.js';
+import { countMainModels, listFiles, steadyDashboards, type BackupFigures } from './backup-figures.js';
+import { readDashboardSnapshot, type DashboardSnapshot } from '../erp/dashboard-snapshot.js';
+import { isoDay } from '../erp/dashboard-figures.js';
+import { routeOfTenant } from './http-routes.js';
+import { erpVersionOfNamespace } from './types.js';
 import type { Tier } from './types.js';
 
 const run = promisify(execFile);
@@ -68,7 +72,9 @@ export async function backupTenant(
   try {
     const dumpFile = path.join(scratch, OBJECT_NAMES.database);
     const tarFile = path.join(scratch, OBJECT_NAMES.filestore);
+    const dashboardsBefore = await dashboardsNow(deps, opts.tenant);
     const counts = await dumpDatabase(deps.cfg, opts.database, dumpFile);
+    const dashboards = steadyDashboards(dashboardsBefore, await dashboardsNow(deps, opts.tenant));
     const files = await listFiles(opts.filestoreDir);
     await archiveFolder(opts.filestoreDir, tarFile);
 
@@ -76,7 +82,7 @@ export async function backupTenant(
     const prefix = `${opts.tier}/${backupId}`;
     const database = await deps.store.putFile(`${prefix}/${OBJECT_NAMES.database}`, dumpFile);
     const filestore = await deps.store.putFile(`${prefix}/${OBJECT_NAMES.filestore}`, tarFile);
-    const recorded = await recordBackup(deps, { ...opts, backupId, figures: { counts, files } }, [
+    const recorded = await recordBackup(deps, { ...opts, backupId, figures: { counts, files, dashboards } }, [
       ['database', database],
       ['filestore', filestore],
     ]);
@@ -84,6 +90,22 @@ export async function backupTenant(
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+/** The tenant's dashboards as of today, or null (no route or API user, the ERP unreachable): never a reason to fail a backup. */
+async function dashboardsNow(deps: BackupDeps, tenant: string): Promise<DashboardSnapshot | null> {
+  const route = await routeOfTenant(deps.pool, tenant);
+  if (!route) return null;
+  return readDashboardSnapshot(
+    { pool: deps.pool, config: deps.cfg },
+    {
+      tenant,
+      host: route.host,
+      database: route.database,
+      erpVersion: erpVersionOfNamespace(route.namespace),
+      today: isoDay(new Date()),
+    },
+  ).catch(() => null);
 }
 
 /**

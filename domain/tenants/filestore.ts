@@ -42,3 +42,22 @@ export async function wipeFilestore(root: string, tenant: string): Promise<{ pat
   await rm(dir, { recursive: true, force: true });
   return { path: dir, wiped: existed };
 }
+
+/** What decides where a tenant's ERP keeps its attachments. */
+export type ErpFilestoreSettings = { ERP_BACKEND: 'standin' | 'odoo'; FILESTORE_ROOT: string; ODOO_DATA_DIR: string };
+
+const DATABASE = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+
+/**
+ * The folder holding the attachments of the tenant's ERP (what a backup archives and a restore
+ * fills): real Odoo keeps them under ODOO_DATA_DIR/filestore/<database>, the stand-in's tenant in
+ * FILESTORE_ROOT/<tenant>. Checked to stay directly inside its root, like `filestorePath`.
+ */
+export function erpFilestorePath(cfg: ErpFilestoreSettings, tenant: string, database: string): string {
+  if (cfg.ERP_BACKEND !== 'odoo') return filestorePath(cfg.FILESTORE_ROOT, tenant);
+  const base = path.resolve(cfg.ODOO_DATA_DIR, 'filestore');
+  const dir = path.resolve(base, database);
+  if (!DATABASE.test(database) || path.dirname(dir) !== base)
+    throw new FilestorePathError(`refusing Odoo filestore path for database ${JSON.stringify(database)}`);
+  return dir;
+}

@@ -117,14 +117,15 @@ export interface RoutedTenant {
 
 /**
  * Every tenant with a route, by name: the tenants whose ERPs the platform's ERP jobs visit (sweep,
- * rule rewrite). A backup restored as a staging copy (`tenant_restores`) is not among them: its
- * ERP's events are not the customer's.
+ * rule rewrite). A backup restored as a staging copy (`tenant_restores`) or a drill's scratch
+ * tenant (`tenant_drill_scratches`) is not among them: its ERP's events are not the customer's.
  */
 export async function routedTenants(pool: pg.Pool): Promise<RoutedTenant[]> {
   const { rows } = await pool.query<RoutedTenant>(
     `SELECT r.tenant, r.host, r.database, w.slug AS workspace, t.erp_version AS "erpVersion"
        FROM tenant_routes r JOIN tenants t ON t.name = r.tenant LEFT JOIN workspaces w ON w.id = t.workspace_id
       WHERE NOT EXISTS (SELECT 1 FROM tenant_restores x WHERE x.name = r.tenant)
+        AND NOT EXISTS (SELECT 1 FROM tenant_drill_scratches d WHERE d.name = r.tenant)
       ORDER BY r.tenant`,
   );
   return rows;

@@ -23,7 +23,8 @@ import { backupObjectStore } from '../../lib/object-store.js';
 import { cloneTenantDatabase, tenantHostname } from '../../domain/erp/tenant-database.js';
 import { backupTenant } from '../../domain/tenants/backups.js';
 import { drillLatestBackup } from '../../domain/tenants/backup-drills.js';
-import { findBackup, restoreBackupInto } from '../../domain/tenants/restores.js';
+import { findBackup } from '../../domain/tenants/backup-catalog.js';
+import { restoreBackupInto } from '../../domain/tenants/restores.js';
 import { ensureErpTemplates } from '../../scripts/erp-templates.js';
 import {
   findPgBin,

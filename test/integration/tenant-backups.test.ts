@@ -6,23 +6,16 @@
  * whose content changed is refused on read.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { parseConfig } from '../../lib/config.js';
 import { backupObjectStore, ChecksumMismatchError, type ObjectStore } from '../../lib/object-store.js';
+import { backupRows, overwriteObject, readyTenantWithAttachment, startBackupPlatform } from '../support/backups.js';
 import { tempDir } from '../support/env.js';
-import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
-import {
-  applyTenant,
-  isReady,
-  startTenantPlatform,
-  uniqueTenant,
-  waitForStatus,
-  type TenantPlatform,
-} from '../support/tenant-platform.js';
+import type { TcpProxy } from '../support/tcp-proxy.js';
+import { uniqueTenant, type TenantPlatform } from '../support/tenant-platform.js';
 
 let p: TenantPlatform;
 let relay: TcpProxy;
@@ -30,9 +23,7 @@ let relay: TcpProxy;
 let store: ObjectStore;
 
 beforeAll(async () => {
-  const endpoint = new URL(inject('objectStoreEnv').BACKUP_S3_ENDPOINT!);
-  relay = await startTcpProxy({ host: endpoint.hostname, port: Number(endpoint.port) });
-  p = await startTenantPlatform({ BACKUP_S3_ENDPOINT: relay.url });
+  ({ p, relay } = await startBackupPlatform());
   store = backupObjectStore(parseConfig({ NODE_ENV: 'test', ...inject('objectStoreEnv') }));
 });
 
@@ -42,32 +33,9 @@ afterAll(async () => {
   await relay?.close();
 });
 
-interface BackupRow {
-  kind: string;
-  path: string;
-  storage: string;
-  sha256: string;
-  backup_id: string;
-  size_bytes: string;
-  days: number;
-}
-const backups = async (name: string) =>
-  (
-    await p.pool.query<BackupRow>(
-      `SELECT kind, path, storage, sha256, backup_id, size_bytes,
-              extract(day FROM expires_at - created_at)::int AS days
-         FROM tenant_backups WHERE tenant = $1 ORDER BY id`,
-      [name],
-    )
-  ).rows;
-
-async function readyTenantWithAttachment(name: string, tier = 'starter') {
-  expect(await applyTenant(p, name, { tier })).toBe('created');
-  await waitForStatus(p, name, isReady);
-  const folder = path.join(path.resolve(p.cfg.FILESTORE_ROOT), name, 'ab');
-  mkdirSync(folder, { recursive: true });
-  writeFileSync(path.join(folder, 'invoice-0001.pdf'), 'an attachment of the tenant');
-}
+const backups = (name: string) => backupRows(p, name);
+const tenantWithAttachment = (name: string, tier = 'starter') =>
+  readyTenantWithAttachment(p, name, { tier, attachment: 'an attachment of the tenant' });
 
 /** The backup workflow the tenant's schedule started (its last one). */
 async function runningBackup(name: string) {
@@ -78,7 +46,7 @@ async function runningBackup(name: string) {
 
 it('a scheduled backup stores the dump and the filestore archive in the object store, checksummed, for the tier retention', async () => {
   const name = uniqueTenant('bk');
-  await readyTenantWithAttachment(name, 'pro');
+  await tenantWithAttachment(name, 'pro');
   await p.temporal.schedule.getHandle(`backup:${name}`).trigger();
   await expect.poll(async () => (await backups(name)).length, { timeout: 60_000 }).toBe(2);
 
@@ -107,7 +75,7 @@ it('a scheduled backup stores the dump and the filestore archive in the object s
 
 it('with the object store down, the backup retries and records nothing until the store is back', async () => {
   const name = uniqueTenant('bkdown');
-  await readyTenantWithAttachment(name);
+  await tenantWithAttachment(name);
   await relay.down();
   try {
     await p.temporal.schedule.getHandle(`backup:${name}`).trigger();
@@ -136,20 +104,12 @@ it('with the object store down, the backup retries and records nothing until the
 
 it('an object whose content changed in the store is refused on read (checksum mismatch)', async () => {
   const name = uniqueTenant('bkbad');
-  await readyTenantWithAttachment(name);
+  await tenantWithAttachment(name);
   await p.temporal.schedule.getHandle(`backup:${name}`).trigger();
   await expect.poll(async () => (await backups(name)).length, { timeout: 60_000 }).toBe(2);
   const [database] = await backups(name);
 
-  const env = inject('objectStoreEnv');
-  const s3 = new S3Client({
-    endpoint: env.BACKUP_S3_ENDPOINT,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: env.BACKUP_S3_ACCESS_KEY_ID!, secretAccessKey: env.BACKUP_S3_SECRET_ACCESS_KEY! },
-  });
-  await s3.send(new PutObjectCommand({ Bucket: env.BACKUP_S3_BUCKET, Key: database!.path, Body: 'not the dump' }));
-  s3.destroy();
+  await overwriteObject(database!.path, 'not the dump');
 
   const file = path.join(tempDir('corrupt'), 'database.dump');
   const read = store.getFile(database!.path, file, database!.sha256);

@@ -8,23 +8,18 @@
  * into a scratch tenant, compared with the figures recorded when it was taken, torn down, operators
  * alerted on a mismatch or a failure, the results listed per tenant.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import pg from 'pg';
-import { databaseUrl } from '../../domain/erp/tenant-database.js';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { routedTenants, routeOfHost } from '../../domain/tenants/http-routes.js';
 import { ensureBackupDrillSchedules } from '../../domain/tenants/backup-schedules.js';
 import type { DrillResult } from '../../domain/tenants/backup-drills.js';
-import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import * as backupSupport from '../support/backups.js';
+import type { TcpProxy } from '../support/tcp-proxy.js';
 import {
-  applyTenant,
   deprovisionNow,
-  isReady,
   mailsTo,
   ops,
-  startTenantPlatform,
   uniqueTenant,
   waitForStatus,
   type TenantPlatform,
@@ -35,9 +30,7 @@ let p: TenantPlatform;
 let relay: TcpProxy;
 
 beforeAll(async () => {
-  const endpoint = new URL(inject('objectStoreEnv').BACKUP_S3_ENDPOINT!);
-  relay = await startTcpProxy({ host: endpoint.hostname, port: Number(endpoint.port) });
-  p = await startTenantPlatform({ BACKUP_S3_ENDPOINT: relay.url, RESTORE_KEEP_FOR: '6s' });
+  ({ p, relay } = await backupSupport.startBackupPlatform({ RESTORE_KEEP_FOR: '6s' }));
 });
 
 afterAll(async () => {
@@ -45,18 +38,10 @@ afterAll(async () => {
   await relay?.close();
 });
 
-const hostOf = (name: string) => `${name}.${p.cfg.TENANT_DOMAIN}`;
-const attachment = (name: string) => path.join(path.resolve(p.cfg.FILESTORE_ROOT), name, 'ab', 'invoice-0001.pdf');
-
-async function inTenantDb<T>(database: string, fn: (db: pg.Client) => Promise<T>): Promise<T> {
-  const db = new pg.Client({ connectionString: databaseUrl(p.cfg.ERP_DATABASE_URL, database) });
-  await db.connect();
-  try {
-    return await fn(db);
-  } finally {
-    await db.end();
-  }
-}
+const hostOf = (name: string) => backupSupport.hostOf(p, name);
+const attachment = (name: string) => backupSupport.attachmentPath(p, name);
+const inTenantDb = <T>(database: string, fn: Parameters<typeof backupSupport.inTenantDb<T>>[2]) =>
+  backupSupport.inTenantDb(p, database, fn);
 const partnerNames = (database: string) =>
   inTenantDb(database, async (db) =>
     (await db.query<{ name: string }>('SELECT name FROM res_partner')).rows.map((r) => r.name),
@@ -67,40 +52,9 @@ const databaseExists = async (database: string) =>
 /** A Ready tenant with a partner and an attachment, backed up once; returns its backup id. */
 async function backedUpTenant(prefix: string): Promise<{ name: string; backupId: string }> {
   const name = uniqueTenant(prefix);
-  expect(await applyTenant(p, name)).toBe('created');
-  await waitForStatus(p, name, isReady);
+  await backupSupport.readyTenantWithAttachment(p, name, { attachment: 'invoice as it was' });
   await inTenantDb(hostOf(name), (db) => db.query(`INSERT INTO res_partner (name) VALUES ('Before the backup')`));
-  mkdirSync(path.dirname(attachment(name)), { recursive: true });
-  writeFileSync(attachment(name), 'invoice as it was');
-  await p.temporal.schedule.getHandle(`backup:${name}`).trigger();
-  let backupId = '';
-  await expect
-    .poll(
-      async () => {
-        const { rows } = await p.pool.query<{ backup_id: string }>(
-          'SELECT backup_id FROM tenant_backups WHERE tenant = $1',
-          [name],
-        );
-        backupId = rows[0]?.backup_id ?? '';
-        return rows.length;
-      },
-      { timeout: 60_000 },
-    )
-    .toBe(2);
-  return { name, backupId };
-}
-
-/** Changes an object behind the platform's back (what bit rot or a tampering would do). */
-async function overwriteObject(key: string, body: string) {
-  const env = inject('objectStoreEnv');
-  const s3 = new S3Client({
-    endpoint: env.BACKUP_S3_ENDPOINT,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: env.BACKUP_S3_ACCESS_KEY_ID!, secretAccessKey: env.BACKUP_S3_SECRET_ACCESS_KEY! },
-  });
-  await s3.send(new PutObjectCommand({ Bucket: env.BACKUP_S3_BUCKET, Key: key, Body: body }));
-  s3.destroy();
+  return { name, backupId: await backupSupport.backUpNow(p, name) };
 }
 
 const restore = (name: string, body: Record<string, unknown> = {}) =>
@@ -138,6 +92,24 @@ it('restores the backup as a new tenant with its own database, filestore and rou
   expect(await partnerNames(hostOf(copy))).not.toContain('After the backup');
   expect(readFileSync(attachment(copy), 'utf8')).toBe('invoice as it was');
   expect(await routeOfHost(p.pool, hostOf(copy))).toMatchObject({ tenant: copy, database: hostOf(copy) });
+  // neutralised as Odoo's neutralize does: its automation rules post no webhooks; the source's still do
+  const webhookUrls = (database: string) =>
+    inTenantDb(database, async (db) => ({
+      urls: (
+        await db.query<{ webhook_url: string }>(`SELECT webhook_url FROM ir_act_server WHERE state = 'webhook'`)
+      ).rows.map((r) => r.webhook_url),
+      neutralized: (
+        await db.query<{ value: string }>(`SELECT value FROM ir_config_parameter WHERE key = 'database.is_neutralized'`)
+      ).rows.map((r) => r.value),
+    }));
+  const source = await webhookUrls(hostOf(name));
+  expect(source.urls.length).toBeGreaterThan(0);
+  expect(source.urls).not.toContain('neutralization - disable webhook');
+  expect(source.neutralized).toEqual([]);
+  expect(await webhookUrls(hostOf(copy))).toEqual({
+    urls: source.urls.map(() => 'neutralization - disable webhook'),
+    neutralized: ['true'],
+  });
   // a copy, not the customer's ERP: the ERP event jobs (sweep, rule rewrite) leave it alone
   const routed = (await routedTenants(p.pool)).map((t) => t.tenant);
   expect(routed).toContain(name);
@@ -161,6 +133,7 @@ it('restores the backup as a new tenant with its own database, filestore and rou
     e.userMetadata?.summary?.data ? [Buffer.from(e.userMetadata.summary.data).toString()] : [],
   );
   expect(summaries.join('\n')).toContain(`Fetch backup ${backupId} of ${name} (SHA-256 checked)`);
+  expect(summaries.join('\n')).toContain(`Neutralise ${hostOf(copy)} as Odoo's neutralize does`);
 }, 180_000);
 
 it('a kept copy stays past its time', async () => {
@@ -181,7 +154,7 @@ it('refuses a corrupt backup: the checksum does not match, nothing is left route
     `SELECT path FROM tenant_backups WHERE backup_id = $1 AND kind = 'filestore'`,
     [backupId],
   );
-  await overwriteObject(rows[0]!.path, 'bit rot');
+  await backupSupport.overwriteObject(rows[0]!.path, 'bit rot');
 
   const copy = (await restore(name, { backupId })).json().restore.name as string;
   await waitForRestore(copy, 'failed');
@@ -290,7 +263,7 @@ it('a drill that finds other figures, or cannot restore, alerts the operators an
     `SELECT path FROM tenant_backups WHERE backup_id = $1 AND kind = 'database'`,
     [backupId],
   );
-  await overwriteObject(rows[0]!.path, 'not a dump any more');
+  await backupSupport.overwriteObject(rows[0]!.path, 'not a dump any more');
   const failed = await drill(name, 'corrupt');
   expect(failed.outcome).toBe('failed');
   expect(failed.error).toContain(`object ${rows[0]!.path} is corrupt`);
@@ -302,6 +275,42 @@ it('a drill that finds other figures, or cannot restore, alerts the operators an
   expect(await scratchLeft(name)).toBe(0);
   const listed = (await ops(p, 'GET', `/api/ops/tenants/${name}/drills`)).json().items;
   expect(listed.map((d: DrillResult) => d.outcome)).toEqual(['failed', 'mismatch']);
+}, 180_000);
+
+it('the drill compares the dashboards (KPIs, cash flow, alerts) recorded with the backup with those of the restored copy', async () => {
+  const { name, backupId } = await backedUpTenant('drdash');
+  const figures = async () =>
+    (
+      await p.pool.query<{ figures: { dashboards: Record<string, { [k: string]: unknown }> | null } }>(
+        'SELECT figures FROM tenant_backup_figures WHERE backup_id = $1',
+        [backupId],
+      )
+    ).rows[0]!.figures;
+  const today = new Date().toISOString().slice(0, 10);
+  // read through the ERP as the portal's dashboards are, as of the backup's day
+  const recorded = (await figures()).dashboards!;
+  expect(recorded).toMatchObject({
+    today,
+    kpis: { workspace: name, asOf: today, revenue: expect.any(Number) },
+    cashflow: { workspace: name, months: expect.any(Array) },
+    alerts: { workspace: name },
+  });
+  const passed = await drill(name, 'dash-ok');
+  expect(passed).toMatchObject({ outcome: 'passed', mismatches: [] });
+
+  // a backup that restores other KPIs than it was taken with is a mismatch, named figure by figure
+  const revenue = recorded.kpis!.revenue as number;
+  await p.pool.query(
+    `UPDATE tenant_backup_figures SET figures = jsonb_set(figures, '{dashboards,kpis,revenue}', '123456.78') WHERE backup_id = $1`,
+    [backupId],
+  );
+  const mismatch = await drill(name, 'dash-mismatch');
+  expect(mismatch.outcome).toBe('mismatch');
+  expect(mismatch.mismatches).toEqual([
+    `dashboards kpis as of ${today}: revenue 123456.78 in the backup, ${revenue} restored`,
+  ]);
+  expect(await scratchLeft(name)).toBe(0);
+  expect((await p.pool.query('SELECT 1 FROM tenants WHERE name LIKE $1', [`${name}-d%`])).rows).toEqual([]);
 }, 180_000);
 
 it('each tier has its drill schedule, at the configured interval', async () => {

@@ -5,7 +5,8 @@
  * Odoo (database cloned from a template Odoo built, its filestore, a read-only API user made
  * through Odoo's models, the route); the dashboards equal what this test computes from Odoo's own
  * records (with an invoice in a foreign currency); a deleted database turns Ready=False naming it;
- * deprovisioning drops it. Figures (template build, time to Ready, dashboard latency) are printed.
+ * deprovisioning drops it; a backup (Odoo's filestore in it) restores as a new tenant and drills.
+ * Figures (template build, time to Ready, dashboard latency, backup, restore, drill) are printed.
  */
 import { existsSync, mkdtempSync } from 'node:fs';
 import http from 'node:http';
@@ -29,11 +30,14 @@ import { ErpUnreachable, createErpClient, type ErpClient, type ErpFault } from '
 import { createJson2Client } from '../../domain/erp/json2.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { ensureOdooTemplate, ODOO_TEMPLATE_MARK } from '../../scripts/odoo-templates.js';
+import type { DrillResult } from '../../domain/tenants/backup-drills.js';
 import { ODOO_HOW_TO, odooRuntime, startOdoo, type OdooServer } from '../support/odoo-server.js';
+import { testKeys } from '../support/service-keys.js';
 import {
   applyTenant,
   deprovisionNow,
   condition,
+  ops,
   health,
   isReady,
   runErpDatabaseUrl,
@@ -537,6 +541,84 @@ describe('a tenant on real Odoo 18', () => {
       `KPIs latency uncached p50 ${percentile(uncached, 0.5).toFixed(0)} ms p99 ${percentile(uncached, 0.99).toFixed(0)} ms; cached p50 ${percentile(cached, 0.5).toFixed(1)} ms p99 ${percentile(cached, 0.99).toFixed(1)} ms`,
     );
   });
+
+  it("a backup holds Odoo's filestore: restored as a new tenant, the copy has the backup's records and the attachment's content; its drill passes", async () => {
+    const content = 'an invoice scan kept in the Odoo filestore';
+    const attachmentId = await root.executeKw<number>('ir.attachment', 'create', [
+      { name: 'scan.txt', datas: Buffer.from(content).toString('base64'), mimetype: 'text/plain' },
+    ]);
+    const [stored] = await rootDb(host, 'SELECT store_fname FROM ir_attachment WHERE id = $1', [attachmentId]);
+    expect(existsSync(path.join(dataDir, 'filestore', host, String(stored!.store_fname)))).toBe(true);
+    await root.executeKw('res.partner', 'create', [{ name: 'Before the backup' }]);
+
+    let started = Date.now();
+    await p.temporal.schedule.getHandle(`backup:${name}`).trigger();
+    const backupRows = async () =>
+      (
+        await p.pool.query<{ backup_id: string; kind: string; size_bytes: string }>(
+          'SELECT backup_id, kind, size_bytes FROM tenant_backups WHERE tenant = $1 ORDER BY id',
+          [name],
+        )
+      ).rows;
+    await expect.poll(async () => (await backupRows()).length, { timeout: 180_000, interval: 500 }).toBe(2);
+    const rows = await backupRows();
+    figures.push(
+      `backup on real Odoo: ${((Date.now() - started) / 1000).toFixed(1)} s (database ${rows[0]!.size_bytes} B, filestore ${rows[1]!.size_bytes} B)`,
+    );
+    // the filestore recorded with the backup is Odoo's
+    const { rows: recorded } = await p.pool.query<{ figures: { files: Record<string, number> } }>(
+      'SELECT figures FROM tenant_backup_figures WHERE backup_id = $1',
+      [rows[0]!.backup_id],
+    );
+    expect(recorded[0]!.figures.files[String(stored!.store_fname)]).toBe(content.length);
+
+    // the tenant changes after its backup
+    await root.executeKw('res.partner', 'create', [{ name: 'After the backup' }]);
+    await root.executeKw('ir.attachment', 'unlink', [[attachmentId]]);
+
+    started = Date.now();
+    const res = await p.api.app.inject({
+      method: 'POST',
+      url: `/api/ops/tenants/${name}/restores`,
+      headers: { 'x-api-key': testKeys.operator, 'content-type': 'application/json' },
+      payload: {},
+    });
+    expect(res.statusCode).toBe(202);
+    const copy = res.json().restore.name as string;
+    await expect
+      .poll(async () => (await ops(p, 'GET', `/api/ops/restores/${copy}`)).json().state, {
+        timeout: 300_000,
+        interval: 500,
+      })
+      .toBe('ready');
+    figures.push(`restore as a new tenant on real Odoo: ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    const copyHost = `${copy}.${p.cfg.TENANT_DOMAIN}`;
+    const partners = (await rootDb(copyHost, 'SELECT name FROM res_partner')).map((r) => r.name);
+    expect(partners).toContain('Before the backup');
+    expect(partners).not.toContain('After the backup');
+    // Odoo serves the attachment of the copy from the copy's own filestore
+    const copyRoot = createErpClient({
+      baseUrl: odoo.url,
+      host: copyHost,
+      db: copyHost,
+      login: 'admin',
+      password: tenantAdminPassword(p.cfg.SECRETS_KEY, host),
+    });
+    const [read] = await copyRoot.executeKw<{ datas: string }[]>('ir.attachment', 'read', [[attachmentId]], {
+      fields: ['datas'],
+    });
+    expect(Buffer.from(read!.datas, 'base64').toString()).toBe(content);
+    expect(existsSync(path.join(dataDir, 'filestore', copyHost, String(stored!.store_fname)))).toBe(true);
+
+    // the drill restores the latest backup (the one above) and finds its figures, dashboards included
+    started = Date.now();
+    const drill = await p.temporal.workflow.execute<(input: { tenant: string }) => Promise<DrillResult>>(
+      'drillTenantBackup',
+      { workflowId: `drill:${name}:odoo`, taskQueue: p.cfg.TEMPORAL_TASK_QUEUE, args: [{ tenant: name }] },
+    );
+    figures.push(`drill on real Odoo: ${drill.outcome} in ${(drill.durationMs / 1000).toFixed(1)} s`);
+    expect(drill).toMatchObject({ outcome: 'passed', mismatches: [], error: null });
+  }, 600_000);
 
   it('a tier change to pro installs the pro modules in the tenant database (Odoo installs them itself)', async () => {
     const started = Date.now();

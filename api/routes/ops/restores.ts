@@ -6,8 +6,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { keepRestore, startRestore } from '../../../domain/tenants/restore-start.js';
-import { getRestore, listBackups, listRestores } from '../../../domain/tenants/restores.js';
+import { keepRestore, startRestore, startRestoreInPlace } from '../../../domain/tenants/restore-start.js';
+import { listBackups } from '../../../domain/tenants/backup-catalog.js';
+import { getRestore, listRestores } from '../../../domain/tenants/restore-records.js';
 import { listDrills } from '../../../domain/tenants/backup-drills.js';
 import { AppError } from '../../../lib/errors.js';
 import { temporalUiLink } from '../../../lib/temporal.js';
@@ -34,9 +35,15 @@ const Backup = Type.Object({
 });
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const Restore = Type.Object({
-  name: Type.String({ description: 'The restored copy: a tenant of its own' }),
+  name: Type.String({
+    description: 'The restored copy, a tenant of its own; in place, the staging name the backup was restored under',
+  }),
+  mode: Type.Union([Type.Literal('copy'), Type.Literal('in-place')]),
   sourceTenant: Type.String(),
-  backupId: Type.String({ description: 'The backup the copy came from' }),
+  backupId: Type.String({ description: 'The backup the copy (or the tenant, in place) came from' }),
+  safetyBackupId: Nullable(
+    Type.String({ description: 'In place: the backup taken of what the restore replaced, once taken' }),
+  ),
   host: Type.String(),
   state: Type.Union([
     Type.Literal('restoring'),
@@ -134,6 +141,48 @@ function startRestoreRoute(fastify: FastifyInstance) {
   );
 }
 
+/** Start a restore of a tenant's backup into the tenant itself. */
+function startRestoreInPlaceRoute(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  app.post(
+    '/api/ops/tenants/:name/restore-in-place',
+    {
+      config: { access: access.service('operator') },
+      schema: {
+        tags: ['ops'],
+        summary:
+          "Restore a backup of the tenant (or its latest) into the tenant itself, replacing its database and filestore after a safety backup of them. Only for a cancelled tenant, or with confirm set to the tenant's name (400 for another name, 409 without); 404 without a backup, 409 while another restore of the tenant runs",
+        params: Type.Object({ name: TenantName }),
+        body: Type.Optional(
+          Type.Object(
+            {
+              backupId: Type.Optional(BackupId),
+              confirm: Type.Optional(
+                Type.String({
+                  maxLength: 30,
+                  description: "The tenant's name: needed unless the tenant is cancelled (its data is replaced)",
+                }),
+              ),
+            },
+            { additionalProperties: false },
+          ),
+        ),
+        response: { 202: StartedRestore, 400: problemRef, 401: problemRef, 404: problemRef, 409: problemRef },
+      },
+    },
+    async (req, reply) => {
+      const body = req.body ?? {};
+      const started = await startRestoreInPlace(restoreDeps(app), {
+        tenant: req.params.name,
+        backupId: body.backupId,
+        confirm: body.confirm,
+      });
+      req.log.info({ tenant: req.params.name, restore: started.restore.name }, 'in-place restore started');
+      return reply.code(202).send({ ...started, temporalUiUrl: temporalUiLink(app.deps.config, started.workflowId) });
+    },
+  );
+}
+
 /** A tenant's restored copies. */
 function listRestoresRoute(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -143,7 +192,7 @@ function listRestoresRoute(fastify: FastifyInstance) {
       config: { access: access.service('operator') },
       schema: {
         tags: ['ops'],
-        summary: "The tenant's restored copies, newest first",
+        summary: "The tenant's restores (copies and in place), newest first",
         params: Type.Object({ name: TenantName }),
         response: { 200: Type.Object({ items: Type.Array(Restore) }), 401: problemRef },
       },
@@ -213,6 +262,7 @@ function listDrillsRoute(fastify: FastifyInstance) {
 export default async function opsRestoreRoutes(fastify: FastifyInstance) {
   listBackupsRoute(fastify);
   startRestoreRoute(fastify);
+  startRestoreInPlaceRoute(fastify);
   listRestoresRoute(fastify);
   getRestoreRoute(fastify);
   keepRestoreRoute(fastify);

@@ -1192,7 +1192,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenant's restored copies, newest first */
+        /** The tenant's restores (copies and in place), newest first */
         get: {
             parameters: {
                 query?: never;
@@ -1213,11 +1213,13 @@ export interface paths {
                     content: {
                         "application/json": {
                             items: {
-                                /** @description The restored copy: a tenant of its own */
+                                /** @description The restored copy, a tenant of its own; in place, the staging name the backup was restored under */
                                 name: string;
+                                mode: "copy" | "in-place";
                                 sourceTenant: string;
-                                /** @description The backup the copy came from */
+                                /** @description The backup the copy (or the tenant, in place) came from */
                                 backupId: string;
+                                safetyBackupId: string | null;
                                 host: string;
                                 state: "restoring" | "ready" | "failed" | "torn-down";
                                 keep: boolean;
@@ -1330,11 +1332,175 @@ export interface paths {
                     content: {
                         "application/json": {
                             restore: {
-                                /** @description The restored copy: a tenant of its own */
+                                /** @description The restored copy, a tenant of its own; in place, the staging name the backup was restored under */
                                 name: string;
+                                mode: "copy" | "in-place";
                                 sourceTenant: string;
-                                /** @description The backup the copy came from */
+                                /** @description The backup the copy (or the tenant, in place) came from */
                                 backupId: string;
+                                safetyBackupId: string | null;
+                                host: string;
+                                state: "restoring" | "ready" | "failed" | "torn-down";
+                                keep: boolean;
+                                expiresAt: string | null;
+                                error: string | null;
+                                /** Format: date-time */
+                                requestedAt: string;
+                                restoredAt: string | null;
+                                tornDownAt: string | null;
+                            };
+                            workflowId: string;
+                            temporalUiUrl: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                414: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/ops/tenants/{name}/restore-in-place": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Restore a backup of the tenant (or its latest) into the tenant itself, replacing its database and filestore after a safety backup of them. Only for a cancelled tenant, or with confirm set to the tenant's name (400 for another name, 409 without); 404 without a backup, 409 while another restore of the tenant runs */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description TenantClient name (= subdomain, = workspace slug): a DNS label of at most 30 characters */
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * a backup id as listed by GET /api/ops/tenants/{name}/backups (e.g. acme/20261126T101500000Z)
+                         * @description The backup to restore (default: the latest within retention)
+                         */
+                        backupId?: string;
+                        /** @description The tenant's name: needed unless the tenant is cancelled (its data is replaced) */
+                        confirm?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            restore: {
+                                /** @description The restored copy, a tenant of its own; in place, the staging name the backup was restored under */
+                                name: string;
+                                mode: "copy" | "in-place";
+                                sourceTenant: string;
+                                /** @description The backup the copy (or the tenant, in place) came from */
+                                backupId: string;
+                                safetyBackupId: string | null;
                                 host: string;
                                 state: "restoring" | "ready" | "failed" | "torn-down";
                                 keep: boolean;
@@ -1475,11 +1641,13 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description The restored copy: a tenant of its own */
+                            /** @description The restored copy, a tenant of its own; in place, the staging name the backup was restored under */
                             name: string;
+                            mode: "copy" | "in-place";
                             sourceTenant: string;
-                            /** @description The backup the copy came from */
+                            /** @description The backup the copy (or the tenant, in place) came from */
                             backupId: string;
+                            safetyBackupId: string | null;
                             host: string;
                             state: "restoring" | "ready" | "failed" | "torn-down";
                             keep: boolean;
@@ -1596,11 +1764,13 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** @description The restored copy: a tenant of its own */
+                            /** @description The restored copy, a tenant of its own; in place, the staging name the backup was restored under */
                             name: string;
+                            mode: "copy" | "in-place";
                             sourceTenant: string;
-                            /** @description The backup the copy came from */
+                            /** @description The backup the copy (or the tenant, in place) came from */
                             backupId: string;
+                            safetyBackupId: string | null;
                             host: string;
                             state: "restoring" | "ready" | "failed" | "torn-down";
                             keep: boolean;
