@@ -37,6 +37,7 @@ import { ODOO_HOW_TO, odooRuntime, startOdoo, type OdooServer } from '../support
 import { launchChromium } from '../support/chromium.js';
 import { screenshotsDir } from '../support/portal.js';
 import { addUser } from '../support/workspace-api.js';
+import { Browser as HttpBrowser, linkTo } from '../support/http-browser.js';
 import {
   applyYaml,
   condition,
@@ -711,6 +712,30 @@ describe("signing in to a tenant's real Odoo 18 through the platform's OpenID pr
       .toContain('You do not have access to this database or your invitation has expired');
     expect(await sessionLogin(page)).toBe(false);
     await context.close();
+  });
+
+  it("figures: the owner's sign-in to real Odoo through the provider (login page → provider → /auth_oauth/signin → web client)", async () => {
+    const b = new HttpBrowser({ localDomain: p.cfg.TENANT_DOMAIN });
+    const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
+    const signIn = async () => {
+      b.forget(host); // no Odoo session; the provider's is kept
+      const started = performance.now();
+      const page = await b.request(`${base}/web/login`);
+      const link = linkTo(await page.res.text(), ERP_PROVIDER_BUTTON);
+      expect(link, "Odoo's login page links the provider").toBeTruthy();
+      let landed = await b.request(link!);
+      if (landed.url.startsWith(`${oidcProviderIssuer(p.cfg)}/interaction/`))
+        landed = await b.submit(landed, { email: owner.email, password: PASSWORD });
+      expect(landed.url).toBe(`${base}/web`);
+      expect(await landed.res.text()).toContain(`"username": "${owner.email}"`);
+      return performance.now() - started;
+    };
+    const typed = await signIn();
+    const withSession: number[] = [];
+    for (let i = 0; i < 20; i++) withSession.push(await signIn());
+    figures.push(
+      `ERP sign-in through the provider (HTTP, real Odoo): password typed at the provider ${typed.toFixed(0)} ms; with a provider session p50 ${percentile(withSession, 0.5).toFixed(0)} ms, p99 ${percentile(withSession, 0.99).toFixed(0)} ms (n=20)`,
+    );
   });
 });
 
