@@ -737,6 +737,24 @@ describe("signing in to a tenant's real Odoo 18 through the platform's OpenID pr
       `ERP sign-in through the provider (HTTP, real Odoo): password typed at the provider ${typed.toFixed(0)} ms; with a provider session p50 ${percentile(withSession, 0.5).toFixed(0)} ms, p99 ${percentile(withSession, 0.99).toFixed(0)} ms (n=20)`,
     );
   });
+
+  it("after a rotation of the provider's signing key Odoo's auth_oidc verifies ID tokens of the new key (it fetches the JWKS again for a new kid)", async () => {
+    const jwks = async () =>
+      ((await (await fetch(`${oidcProviderIssuer(p.cfg)}/jwks/`)).json()) as { keys: { kid: string }[] }).keys.map(
+        (k) => k.kid,
+      );
+    const before = await jwks();
+    const rotated = await ops(p, 'POST', '/api/ops/oidc-provider/signing-keys/rotate');
+    expect(rotated.statusCode).toBe(201);
+    const { kid } = rotated.json() as { kid: string };
+    await expect.poll(jwks, { timeout: 15_000 }).toEqual([kid, ...before]);
+    const b = new HttpBrowser({ localDomain: p.cfg.TENANT_DOMAIN });
+    const page = await b.request(`${base}/web/login`);
+    const provider = await b.request(linkTo(await page.res.text(), ERP_PROVIDER_BUTTON)!);
+    const landed = await b.submit(provider, { email: owner.email, password: PASSWORD });
+    expect(landed.url).toBe(`${base}/web`);
+    expect(await landed.res.text()).toContain(`"username": "${owner.email}"`);
+  });
 });
 
 describe('ten tenants applied at once on real Odoo 18', () => {
