@@ -26,6 +26,7 @@ import opsUserRoutes from './routes/ops/users.js';
 import opsRateLimitRoutes from './routes/ops/rate-limits.js';
 import opsExecutionLogRoutes from './routes/ops/execution-log.js';
 import opsServiceKeyRoutes from './routes/ops/service-keys.js';
+import opsOidcSigningKeyRoutes from './routes/ops/oidc-signing-keys.js';
 import provisionedWebhookRoutes from './routes/webhooks/provisioned.js';
 import workspacePageRoutes from './routes/portal/workspace-page.js';
 import { portalMail } from './plugins/portal-mail.js';
@@ -78,6 +79,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(opsRateLimitRoutes);
   await app.register(opsExecutionLogRoutes);
   await app.register(opsServiceKeyRoutes);
+  await app.register(opsOidcSigningKeyRoutes);
   await app.register(opsBankImportRoutes);
   await app.register(provisionedWebhookRoutes);
   await app.register(workspacePageRoutes);

@@ -16,6 +16,7 @@ import { register as rateLimits } from './commands/rate-limits.js';
 import { register as executionLog } from './commands/execution-log.js';
 import { register as serviceKeys } from './commands/service-keys.js';
 import { register as rotateKey } from './commands/rotate-key.js';
+import { register as signingKeys } from './commands/signing-keys.js';
 import { register as webhooks } from './commands/webhooks.js';
 import { register as bankImport } from './commands/bank-import.js';
 import { register as erp } from './commands/erp.js';
@@ -26,6 +27,7 @@ export function buildCli(): Command {
   resendWelcome(program);
   restore(program);
   rotateKey(program);
+  signingKeys(program);
   apply(program);
   get(program);
   describe(program);

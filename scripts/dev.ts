@@ -8,7 +8,7 @@ import { existsSync, readFileSync, writeFileSync, mkdirSync, chmodSync } from 'n
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { config as loadConfig } from '../lib/config.js';
+import { config as loadConfig, parseConfig } from '../lib/config.js';
 import { createPool } from '../lib/db.js';
 import { migrate } from '../lib/migrate.js';
 import { ensureServiceKeys } from '../domain/service-keys/bootstrap.js';
@@ -31,7 +31,9 @@ import {
 import { installTenantClientCrd } from './tenant-client-crd.js';
 import { applyDemoTenantClient, prepareDemoErp, seedDemo, DEMO } from './seed.js';
 import { buildDevOdooTemplates, ensureDevOdoo } from './dev-odoo.js';
+import { devTenantDomain, resolvesToLoopback } from './dev-tenant-domain.js';
 import { tenantHostname } from '../domain/erp/tenant-database.js';
+import { tenantBaseUrl } from '../domain/identity/oidc-clients.js';
 import { startTenantIngress } from '../services/tenant-ingress/server.js';
 import { startErpStandIn } from '../sandbox/erp/server.js';
 import {
@@ -59,6 +61,8 @@ import { connectTemporal } from '../lib/temporal.js';
 import { build as buildPortal } from 'vite';
 
 const started = Date.now();
+// the tenants' host names: under .localhost, which a person's browser resolves to this machine (dev-tenant-domain.ts)
+process.env.TENANT_DOMAIN = devTenantDomain(path.resolve(parseConfig().DATA_DIR));
 const cfg = loadConfig();
 const dataDir = path.resolve(cfg.DATA_DIR);
 mkdirSync(dataDir, { recursive: true });
@@ -271,6 +275,7 @@ try {
   Notifications   ${cfg.NOTIFICATIONS_URL}
   Auth service    ${cfg.AUTH_URL}            (login/refresh for internal services, X-API-Key; docs at /swagger)
   Tenant ERP      ${erp.url}            (${cfg.ERP_BACKEND === 'odoo' ? `tenant ingress in front of real Odoo 18 at ${cfg.ODOO_UPSTREAM_URL}` : 'Odoo XML-RPC stand-in'}; demo tenant ${demoHost})
+  Demo ERP        ${tenantBaseUrl(cfg, demoHost)}/web/login   (${resolvesToLoopback(cfg.TENANT_DOMAIN) ? `the portal's Open ERP goes here; *.${cfg.TENANT_DOMAIN} resolves to this machine in Chromium and Firefox` : `for the portal's Open ERP, map the tenants' hosts to 127.0.0.1, e.g. in /etc/hosts: 127.0.0.1 ${demoHost}`})
   Events          ${cfg.EVENTS_URL}            (stream "${cfg.EVENTS_STREAM}"; GET /api/v1/events/info with X-API-Key)
   Banking         ${cfg.BANKING_URL}            (banks: ${cfg.BANKING_BANKS}; GET /api/banking/adapters with a banking:read key)
   Bank stand-in   ${bank.url}            (NextGenPSD2 XS2A; SCA pages at /sca/<authorisation>)

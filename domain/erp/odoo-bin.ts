@@ -26,7 +26,13 @@ export interface OdooRuntime {
 export const ODOO_VERSION: ErpVersion = '18';
 
 /** The comment of a template built by Odoo (a stand-in template of the same name has another). */
-export const ODOO_TEMPLATE_MARK = JSON.stringify({ plana: 'odoo-template', odoo: '18.0', layout: 3 }); // 3: base_automation (event rules)
+export const ODOO_TEMPLATE_MARK = JSON.stringify({ plana: 'odoo-template', odoo: '18.0', layout: 4 }); // 3: base_automation (event rules), 4: auth_oidc
+
+/**
+ * OCA's auth_oidc (installed into the venv by scripts/odoo-setup.sh): the ERP signs in through the
+ * platform's OpenID provider with it (domain/identity/erp-sign-in.ts). Every tier's database has it.
+ */
+export const ODOO_SIGN_IN_MODULE = 'auth_oidc';
 
 /** Python run by `odoo-bin shell` on a new database (Odoo's ORM, committed at the end). */
 const ODOO_SETUP_SHELL = (adminPassword: string) => `
@@ -82,7 +88,7 @@ export function runOdooBin(
   });
 }
 
-/** `odoo-bin -i` with the tier's modules into the new `database`, then the admin's password and the EUR company. */
+/** `odoo-bin -i` with the tier's modules and auth_oidc into the new `database`, then the admin's password and the EUR company. */
 export async function installOdooDatabase(
   rt: OdooRuntime,
   opts: {
@@ -109,7 +115,7 @@ export async function installOdooDatabase(
       ...common,
       '--log-handler=odoo.modules.loading:INFO',
       '-i',
-      tierModuleNames(opts.tier).join(','),
+      [...tierModuleNames(opts.tier), ODOO_SIGN_IN_MODULE].join(','),
       '--stop-after-init',
     ],
     { signal: opts.signal, onProgress: opts.onProgress },

@@ -16,6 +16,9 @@ export type PrivateJwk = Record<string, string>;
 /** How long a retired key stays published: a day covers every token and cached JWKS. */
 export const RETIRED_KEY_GRACE_MS = 24 * 3600 * 1000;
 
+/** How often the auth service reads the published keys again: a rotation is in use, everywhere, within this. */
+export const SIGNING_KEYS_REFRESH_MS = 5_000;
+
 const sealingKey = (secretsKey: string) => purposeKey(secretsKey, 'oidc-signing-keys');
 
 function newRsaJwk(): PrivateJwk {
@@ -24,13 +27,14 @@ function newRsaJwk(): PrivateJwk {
   return { ...jwk, kid: randomUUID(), alg: 'RS256', use: 'sig' };
 }
 
-async function insertKey(q: pg.PoolClient, secretsKey: string): Promise<void> {
+async function insertKey(q: pg.PoolClient, secretsKey: string): Promise<string> {
   const jwk = newRsaJwk();
   await q.query('UPDATE oidc_signing_keys SET retired_at = now() WHERE retired_at IS NULL');
   await q.query('INSERT INTO oidc_signing_keys (kid, sealed_jwk) VALUES ($1, $2)', [
     jwk.kid,
     seal(JSON.stringify(jwk), sealingKey(secretsKey)),
   ]);
+  return jwk.kid!;
 }
 
 /**
@@ -52,10 +56,35 @@ export async function signingKeys(pool: pg.Pool, secretsKey: string): Promise<Pr
   });
 }
 
-/** Starts signing with a new key; the previous one stays published for the grace period. */
-export async function rotateSigningKey(pool: pg.Pool, secretsKey: string): Promise<void> {
-  await withTransaction(pool, async (q) => {
+/** Starts signing with a new key; the previous one stays published for the grace period. Answers the new key's id. */
+export async function rotateSigningKey(pool: pg.Pool, secretsKey: string): Promise<string> {
+  return withTransaction(pool, async (q) => {
     await q.query("SELECT pg_advisory_xact_lock(hashtext('oidc_signing_keys'))");
-    await insertKey(q, secretsKey);
+    return insertKey(q, secretsKey);
   });
+}
+
+/** A published key as an operator sees it (its id is public: it is in the JWKS; never the key). */
+export interface PublishedSigningKey {
+  kid: string;
+  state: 'signing' | 'retired';
+  createdAt: string;
+  /** When a retired key leaves the JWKS. */
+  unpublishedAt: string | null;
+}
+
+/** The keys the provider publishes, the signing one first. */
+export async function publishedSigningKeys(pool: pg.Pool): Promise<PublishedSigningKey[]> {
+  const { rows } = await pool.query<{ kid: string; created_at: Date; retired_at: Date | null }>(
+    `SELECT kid, created_at, retired_at FROM oidc_signing_keys
+      WHERE retired_at IS NULL OR retired_at > now() - make_interval(secs => $1)
+      ORDER BY retired_at DESC NULLS FIRST, created_at DESC`,
+    [RETIRED_KEY_GRACE_MS / 1000],
+  );
+  return rows.map((r) => ({
+    kid: r.kid,
+    state: r.retired_at ? 'retired' : 'signing',
+    createdAt: r.created_at.toISOString(),
+    unpublishedAt: r.retired_at ? new Date(r.retired_at.getTime() + RETIRED_KEY_GRACE_MS).toISOString() : null,
+  }));
 }

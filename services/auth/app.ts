@@ -110,6 +110,7 @@ async function registerOidcProvider(app: ServiceApp, deps: AuthDeps, throttle: P
     secretsKey: deps.config.SECRETS_KEY,
     throttle,
   };
+  app.addHook('onClose', async () => provider.close());
   await registerInteractions(app, interactions);
   registerPortalHandoff(app, interactions);
   await mountOidcProvider(app, provider, issuer);

@@ -18,7 +18,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { purposeKey } from '../../lib/secret-box.js';
 import { pgOidcAdapter } from '../../domain/identity/oidc-adapter.js';
 import { ERP_SCOPE_REQUESTED } from '../../domain/identity/oidc-clients.js';
-import { signingKeys } from '../../domain/identity/signing-keys.js';
+import { SIGNING_KEYS_REFRESH_MS, signingKeys, type PrivateJwk } from '../../domain/identity/signing-keys.js';
 import type { ServiceApp } from '../../lib/service-app.js';
 
 /** The provider's paths under the issuer, as the specification names them (§4.8). */
@@ -93,12 +93,46 @@ function renderError(ctx: { type: string; body: string }, out: { error?: string;
 <p>Go back to the application and try again.</p></body></html>`;
 }
 
-/** The configured provider (its keys read or made in PostgreSQL). */
-export async function createOidcProvider(deps: OidcProviderDeps) {
+/**
+ * The configured provider. Its signing keys are read (or made) in PostgreSQL, and read again every
+ * SIGNING_KEYS_REFRESH_MS: when they changed (a rotation by `npm run cli -- rotate-signing-key`, or a
+ * retired key past its grace), a provider with the new key set takes the next requests, so every
+ * replica publishes and signs with the new key without a restart. The provider's records (sessions,
+ * grants, codes) are in PostgreSQL and its cookie keys stay the same, so nothing in flight is lost.
+ */
+export async function createOidcProvider(deps: OidcProviderDeps): Promise<ReloadingOidcProvider> {
+  const load = async () => {
+    const keys = await signingKeys(deps.pool, deps.secretsKey);
+    return { kids: keys.map((k) => k.kid).join(','), provider: configuredProvider(deps, keys) };
+  };
+  let current = await load();
+  let handler = current.provider.callback();
+  const refresh = async () => {
+    const next = await load();
+    if (next.kids === current.kids) return false;
+    deps.log.info({ kids: next.kids.split(',') }, 'oidc provider signing keys changed: new key set in use');
+    current = next;
+    handler = next.provider.callback();
+    return true;
+  };
+  const timer = setInterval(() => {
+    refresh().catch((err: Error) => deps.log.warn({ error: err.message }, 'oidc provider signing keys not read'));
+  }, SIGNING_KEYS_REFRESH_MS);
+  timer.unref();
+  return {
+    callback: () => (req, res) => handler(req, res),
+    interactionDetails: (req, res) => current.provider.interactionDetails(req, res),
+    interactionFinished: (req, res, result) => current.provider.interactionFinished(req, res, result),
+    refreshKeys: refresh,
+    close: () => clearInterval(timer),
+  };
+}
+
+function configuredProvider(deps: OidcProviderDeps, keys: PrivateJwk[]): OidcProvider {
   const mountPath = mountPathOf(deps.issuer);
   const provider = new Provider(deps.issuer, {
     adapter: pgOidcAdapter(deps.pool, deps.secretsKey),
-    jwks: { keys: await signingKeys(deps.pool, deps.secretsKey) },
+    jwks: { keys },
     findAccount: (_ctx: unknown, id: string) => findAccount(deps.pool, id),
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
     cookies: { keys: [purposeKey(deps.secretsKey, 'oidc-provider-cookies')] },
@@ -140,6 +174,14 @@ export interface OidcProvider {
     session?: { accountId?: string };
   }>;
   interactionFinished(req: IncomingMessage, res: ServerResponse, result: Record<string, unknown>): Promise<void>;
+}
+
+/** The provider as the auth service holds it: its signing keys followed in PostgreSQL. */
+export interface ReloadingOidcProvider extends OidcProvider {
+  /** Reads the signing keys now; true when they changed and the new set is in use. */
+  refreshKeys(): Promise<boolean>;
+  /** Stops following the keys. */
+  close(): void;
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
  * "Open ERP" in Chromium: the owner signed in to the portal opens their tenant's ERP (the stand-in,
- * reached by its own host name) and lands in its web client signed in as themselves, through the
+ * reached by its own host name under npm run dev's erp.localhost, which Chromium resolves to this
+ * machine without any host mapping) and lands in its web client signed in as themselves, through the
  * platform's OpenID provider, without typing a password again.
  */
 import { join } from 'node:path';
@@ -18,6 +19,7 @@ import {
   tenantBaseUrl,
 } from '../../domain/identity/oidc-clients.js';
 import { freePort } from '../../scripts/local-servers.js';
+import { DEV_TENANT_DOMAIN } from '../../scripts/dev-tenant-domain.js';
 import { startErpTestBed, type ErpTestBed, type TestTenant } from '../support/erp-tenant.js';
 import { launchChromium } from '../support/chromium.js';
 import { screenshotsDir } from '../support/portal.js';
@@ -36,7 +38,12 @@ beforeAll(async () => {
   const authPort = await freePort();
   bed = await startErpTestBed({
     poolSize: 2,
-    settings: { AUTH_PORT: String(authPort), AUTH_URL: `http://127.0.0.1:${authPort}` },
+    // npm run dev's tenant domain: a browser resolves its hosts to this machine by itself
+    settings: {
+      AUTH_PORT: String(authPort),
+      AUTH_URL: `http://127.0.0.1:${authPort}`,
+      TENANT_DOMAIN: DEV_TENANT_DOMAIN,
+    },
   });
   cfg = { ...bed.cfg, TENANT_BASE_URL: `http://{host}:${new URL(bed.erp.url).port}` };
   api = await startApi(cfg);
@@ -56,7 +63,7 @@ beforeAll(async () => {
   const deps = erpApiUserDeps(cfg, bed.pool, bed.erp.url);
   const providerId = await ensureErpSignInProvider(deps, tenant.database, oidcProviderIssuer(cfg), client);
   await syncErpSignInUsers(deps, tenant.database, providerId, await tenantMembers(bed.pool, tenant.name));
-  browser = await launchChromium([`--host-resolver-rules=MAP *.${cfg.TENANT_DOMAIN} 127.0.0.1`]);
+  browser = await launchChromium(); // no host mapping: <tenant>.erp.localhost is loopback to Chromium
 }, 60_000);
 
 afterAll(async () => {

@@ -4,8 +4,12 @@
  * and the test as the person's browser: discovery at the specification's paths, the authorization
  * code flow with PKCE through the platform's login page, the ID token verified with the JWKS,
  * userinfo; refusals (wrong password, a redirect URI that is not the tenant's, unknown client); keys
- * kept across restarts and rotated with the old one still published.
+ * kept across restarts and rotated with the old one still published, by one command
+ * (`rotate-signing-key`) that the running auth service takes up.
  */
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAuth } from '../../services/auth/server.js';
@@ -15,6 +19,7 @@ import { freePort } from '../../scripts/local-servers.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { Browser } from '../support/http-browser.js';
 import { addUser, addWorkspace } from '../support/workspace-api.js';
+import { testKeys } from '../support/service-keys.js';
 
 let api: TestApi;
 let auth: Awaited<ReturnType<typeof startAuth>>;
@@ -182,5 +187,52 @@ describe('signing keys', () => {
     });
     const header = JSON.parse(Buffer.from(tokens.id_token!.split('.')[0]!, 'base64url').toString());
     expect(header).toMatchObject({ alg: 'RS256', kid: rotated[0] });
+  });
+});
+
+/** `npm run cli -- <args>` as a real process against the test's account API, as an operator. */
+async function cli(args: string[]) {
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  const { stdout } = await promisify(execFile)(`${root}node_modules/.bin/tsx`, [`${root}cli/index.ts`, ...args], {
+    cwd: root,
+    env: { PATH: process.env.PATH, PLANA_API_URL: api.cfg.API_PUBLIC_URL, OPS_API_KEY: testKeys.operator },
+  });
+  return stdout;
+}
+
+describe('rotate-signing-key', () => {
+  it('one command: the running auth service publishes the new key beside the old one and signs with it, no restart', async () => {
+    const jwks = async () =>
+      (await (await fetch(`${issuer}/jwks/`)).json()).keys.map((k: { kid: string }) => k.kid) as string[];
+    const before = await jwks();
+    const rotated = JSON.parse(await cli(['rotate-signing-key', '-o', 'json'])) as {
+      kid: string;
+      inUseWithinSeconds: number;
+      keys: { kid: string; state: string; unpublishedAt: string | null }[];
+    };
+    expect(rotated.keys.map((k) => k.kid)).toEqual([rotated.kid, ...before]);
+    expect(rotated.keys.map((k) => k.state)).toEqual(['signing', ...before.map(() => 'retired')]);
+    expect(Date.parse(rotated.keys[1]!.unpublishedAt!)).toBeGreaterThan(Date.now() + 23 * 3600_000);
+    // the same auth service process: the JWKS has both within the refresh period
+    await expect.poll(jwks, { timeout: (rotated.inUseWithinSeconds + 5) * 1000 }).toEqual([rotated.kid, ...before]);
+
+    const user = await someone();
+    const erp = await tenantErp();
+    const start = await authorizationUrl(erp);
+    const browser = new Browser();
+    const back = await browser.submit(
+      await browser.request(start.url),
+      { email: user.email, password: PASSWORD },
+      erp.redirectUri,
+    );
+    const tokens = await client.authorizationCodeGrant(erp.config, new URL(back.url), {
+      pkceCodeVerifier: start.verifier,
+      expectedState: start.state,
+      expectedNonce: start.nonce,
+    });
+    const header = JSON.parse(Buffer.from(tokens.id_token!.split('.')[0]!, 'base64url').toString());
+    expect(header).toMatchObject({ alg: 'RS256', kid: rotated.kid });
+    // and the listing says the same
+    expect(await cli(['signing-keys'])).toMatch(new RegExp(`${rotated.kid}\\s+signing`));
   });
 });

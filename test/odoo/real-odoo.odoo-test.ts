@@ -12,7 +12,9 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import bcrypt from 'bcrypt';
 import { Redis } from 'ioredis';
+import type { Browser, Page } from 'playwright-core';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { config } from '../../lib/config.js';
@@ -29,10 +31,16 @@ import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { ErpUnreachable, createErpClient, type ErpClient, type ErpFault } from '../../domain/erp/client.js';
 import { createJson2Client } from '../../domain/erp/json2.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
+import { ERP_PROVIDER_BUTTON } from '../../domain/identity/erp-sign-in.js';
+import { oidcProviderIssuer, tenantBaseUrl } from '../../domain/identity/oidc-clients.js';
 import { ensureOdooTemplate, ODOO_TEMPLATE_MARK } from '../../scripts/odoo-templates.js';
 import type { DrillResult } from '../../domain/tenants/backup-drills.js';
 import { ODOO_HOW_TO, odooRuntime, startOdoo, type OdooServer } from '../support/odoo-server.js';
 import { testKeys } from '../support/service-keys.js';
+import { launchChromium } from '../support/chromium.js';
+import { screenshotsDir } from '../support/portal.js';
+import { addUser } from '../support/workspace-api.js';
+import { Browser as HttpBrowser, linkTo } from '../support/http-browser.js';
 import {
   applyTenant,
   deprovisionNow,
@@ -654,6 +662,176 @@ describe('a tenant on real Odoo 18', () => {
     await waitForStatus(p, name, (s) => s.phase === 'Deprovisioned', 120_000);
     expect((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [host])).rowCount).toBe(0);
     expect(existsSync(path.join(dataDir, 'filestore', host))).toBe(false);
+  });
+});
+
+describe("signing in to a tenant's real Odoo 18 through the platform's OpenID provider (OCA auth_oidc)", () => {
+  const name = uniqueTenant('erpsignin');
+  const PASSWORD = 'correct horse battery staple';
+  let browser: Browser;
+  let base: string;
+  let owner: { email: string };
+  let member: { id: string; email: string };
+
+  beforeAll(async () => {
+    browser = await launchChromium([`--host-resolver-rules=MAP *.${p.cfg.TENANT_DOMAIN} 127.0.0.1`]);
+    base = tenantBaseUrl(p.cfg, `${name}.${p.cfg.TENANT_DOMAIN}`);
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  /** The portal's sign-in, then "Open ERP", then the ERP's "Sign in with Plana": where the browser lands. */
+  async function openErp(page: Page, email: string) {
+    await page.goto(`${p.cfg.API_PUBLIC_URL}/app/`);
+    await page.getByLabel('E-mail').fill(email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+    await page.getByRole('button', { name: 'Open ERP' }).click();
+    await page.waitForURL(`${base}/web/login`);
+    await page.getByRole('link', { name: ERP_PROVIDER_BUTTON }).click();
+    await page.waitForURL((url) => !url.pathname.startsWith('/auth_oauth/') && !url.href.startsWith(p.cfg.AUTH_URL));
+  }
+  /** Who Odoo's session says is signed in (its own JSON-RPC), or false. */
+  const sessionLogin = (page: Page) =>
+    page.evaluate(async () => {
+      const res = await fetch('/web/session/get_session_info', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', method: 'call', params: {} }),
+      });
+      const body = (await res.json()) as { result?: { username?: string }; error?: unknown };
+      return body.result?.username ?? false;
+    });
+
+  it('provisioning configures the ERP\'s auth_oidc provider: "Open ERP" in Chromium lands in Odoo\'s web client as the owner', async () => {
+    const started = Date.now();
+    expect(await applyTenant(p, name, { tier: 'starter', erpVersion: '18' })).toBe('created');
+    const ready = await waitForStatus(
+      p,
+      name,
+      (s) => isReady(s) && s.resources.erpSignIn?.state === 'Created',
+      240_000,
+    );
+    expect(ready.resources.erpSignIn).toMatchObject({ synced: 'True', externalName: `erp-${name}` });
+    figures.push(`time to Ready with the ERP sign-in configured: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
+    // what Odoo itself stored for the provider: auth_oidc's code flow against the platform's issuer
+    const [provider] = await rootDb(
+      host,
+      'SELECT flow, client_id, auth_endpoint, token_endpoint, jwks_uri, enabled FROM auth_oauth_provider WHERE client_id = $1',
+      [`erp-${name}`],
+    );
+    const issuer = oidcProviderIssuer(p.cfg);
+    expect(provider).toEqual({
+      flow: 'id_token_code',
+      client_id: `erp-${name}`,
+      auth_endpoint: `${issuer}/authorize/`,
+      token_endpoint: `${issuer}/token/`,
+      jwks_uri: `${issuer}/jwks/`,
+      enabled: true,
+    });
+
+    // the owner: the account the welcome flow made (their password as the activation link sets it)
+    // (the workspace and its owner's account exist once the tenant is provisioned: client.provisioned)
+    const ownerRow = async () =>
+      (
+        await p.pool.query<{ email: string; workspace_id: string }>(
+          `SELECT u.email, m.workspace_id FROM tenants t JOIN memberships m ON m.workspace_id = t.workspace_id
+             JOIN users u ON u.id = m.user_id WHERE t.name = $1 AND m.role = 'admin'`,
+          [name],
+        )
+      ).rows;
+    await expect.poll(ownerRow, { timeout: 30_000 }).toHaveLength(1);
+    const rows = await ownerRow();
+    owner = { email: rows[0]!.email };
+    await p.pool.query('UPDATE users SET password_hash = $2 WHERE email = $1', [
+      owner.email,
+      await bcrypt.hash(PASSWORD, 4),
+    ]);
+    const page = await (await browser.newContext({ viewport: { width: 1280, height: 860 } })).newPage();
+    const signInStarted = performance.now();
+    await openErp(page, owner.email);
+    // Odoo's web client (/web, whose router shows /odoo), its navbar rendered by Odoo's JS
+    expect(new URL(page.url()).pathname).toMatch(/^\/(web|odoo)$/);
+    await page.locator('.o_main_navbar').waitFor({ timeout: 60_000 });
+    figures.push(
+      `portal sign-in + Open ERP + Sign in with Plana to Odoo's web client (Chromium, first time): ${((performance.now() - signInStarted) / 1000).toFixed(1)} s`,
+    );
+    await page.screenshot({ path: path.join(screenshotsDir(), 'open-erp-real-odoo.png') });
+    expect(await sessionLogin(page)).toBe(owner.email);
+    await page.context().close();
+
+    const added = await addUser(p.pool, [{ workspaceId: rows[0]!.workspace_id, role: 'member' }], PASSWORD);
+    member = { id: added.id, email: added.email };
+  });
+
+  it('a member who joined gets in; once removed from the team, the next reconcile ends their Odoo session and they cannot get back in', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await openErp(page, member.email);
+    await page.locator('.o_main_navbar').waitFor({ timeout: 60_000 });
+    expect(await sessionLogin(page)).toBe(member.email);
+
+    await p.pool.query('DELETE FROM memberships WHERE user_id = $1', [member.id]);
+    expect(await applyTenant(p, name, { tier: 'starter', erpVersion: '18', ownerName: 'Owner 2' })).toBe('configured');
+    await waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === 2, 240_000);
+
+    // the old Odoo session is over: the web client sends the browser to Odoo's login page
+    await page.goto(`${base}/odoo`);
+    await page.waitForURL((url) => url.pathname === '/web/login');
+    expect(await sessionLogin(page)).toBe(false);
+    // the provider still knows the person (a platform account), Odoo refuses them: auth_oauth's oauth_error=3
+    await page.getByRole('link', { name: ERP_PROVIDER_BUTTON }).click();
+    await page.waitForURL(`${base}/web/login?oauth_error=3`);
+    await expect
+      .poll(() => page.locator('.alert-danger').innerText())
+      .toContain('You do not have access to this database or your invitation has expired');
+    expect(await sessionLogin(page)).toBe(false);
+    await context.close();
+  });
+
+  it("figures: the owner's sign-in to real Odoo through the provider (login page → provider → /auth_oauth/signin → web client)", async () => {
+    const b = new HttpBrowser({ localDomain: p.cfg.TENANT_DOMAIN });
+    const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
+    const signIn = async () => {
+      b.forget(host); // no Odoo session; the provider's is kept
+      const started = performance.now();
+      const page = await b.request(`${base}/web/login`);
+      const link = linkTo(await page.res.text(), ERP_PROVIDER_BUTTON);
+      expect(link, "Odoo's login page links the provider").toBeTruthy();
+      let landed = await b.request(link!);
+      if (landed.url.startsWith(`${oidcProviderIssuer(p.cfg)}/interaction/`))
+        landed = await b.submit(landed, { email: owner.email, password: PASSWORD });
+      expect(landed.url).toBe(`${base}/web`);
+      expect(await landed.res.text()).toContain(`"username": "${owner.email}"`);
+      return performance.now() - started;
+    };
+    const typed = await signIn();
+    const withSession: number[] = [];
+    for (let i = 0; i < 20; i++) withSession.push(await signIn());
+    figures.push(
+      `ERP sign-in through the provider (HTTP, real Odoo): password typed at the provider ${typed.toFixed(0)} ms; with a provider session p50 ${percentile(withSession, 0.5).toFixed(0)} ms, p99 ${percentile(withSession, 0.99).toFixed(0)} ms (n=20)`,
+    );
+  });
+
+  it("after a rotation of the provider's signing key Odoo's auth_oidc verifies ID tokens of the new key (it fetches the JWKS again for a new kid)", async () => {
+    const jwks = async () =>
+      ((await (await fetch(`${oidcProviderIssuer(p.cfg)}/jwks/`)).json()) as { keys: { kid: string }[] }).keys.map(
+        (k) => k.kid,
+      );
+    const before = await jwks();
+    const rotated = await ops(p, 'POST', '/api/ops/oidc-provider/signing-keys/rotate');
+    expect(rotated.statusCode).toBe(201);
+    const { kid } = rotated.json() as { kid: string };
+    await expect.poll(jwks, { timeout: 15_000 }).toEqual([kid, ...before]);
+    const b = new HttpBrowser({ localDomain: p.cfg.TENANT_DOMAIN });
+    const page = await b.request(`${base}/web/login`);
+    const provider = await b.request(linkTo(await page.res.text(), ERP_PROVIDER_BUTTON)!);
+    const landed = await b.submit(provider, { email: owner.email, password: PASSWORD });
+    expect(landed.url).toBe(`${base}/web`);
+    expect(await landed.res.text()).toContain(`"username": "${owner.email}"`);
   });
 });
 

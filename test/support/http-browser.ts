@@ -47,6 +47,11 @@ export class Browser {
     return this.jar.get(host)?.get(name);
   }
 
+  /** Forgets the cookies of `host` (e.g. the ERP's session, keeping the provider's). */
+  forget(host: string) {
+    this.jar.delete(host);
+  }
+
   setCookie(host: string, name: string, value: string) {
     const cookies = this.jar.get(host) ?? new Map<string, string>();
     cookies.set(name, value);
@@ -105,4 +110,13 @@ export class Browser {
       stopBefore,
     });
   }
+}
+
+/** The target of the link whose text includes `label` on an HTML page (entities in the href decoded), if any. */
+export function linkTo(html: string, label: string): string | undefined {
+  for (const m of html.matchAll(/<a\b[^>]*\bhref="([^"]*)"[^>]*>([\s\S]*?)<\/a>/g)) {
+    if (m[2]!.replace(/<[^>]*>/g, '').includes(label))
+      return m[1]!.replace(/&#(\d+);/g, (_s, c: string) => String.fromCharCode(Number(c))).replace(/&amp;/g, '&');
+  }
+  return undefined;
 }
