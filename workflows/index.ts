@@ -3,7 +3,7 @@ import type { DunWorkspaceWorkflow } from '../domain/billing/workflow-contract.j
 import type { SendWelcomeEmailWorkflow } from '../domain/notifications/workflow-contract.js';
 import type { RotateServiceKeyWorkflow } from '../domain/service-keys/workflow-contract.js';
 import type { BackupTenantWorkflow, TenantLifecycleWorkflow } from '../domain/tenants/workflow-contract.js';
-import type { WebhookDeliveryWorkflow } from '../domain/webhooks/workflow-contract.js';
+import type { WebhookDeliveryWorkflow, WebhookEndpointRetriesWorkflow } from '../domain/webhooks/workflow-contract.js';
 import type { RestoreTenantBackupWorkflow } from '../domain/tenants/restore-workflow-contract.js';
 import { restoreTenantBackup } from './restore-tenant-backup.js';
 import { sendWelcomeEmail } from './send-welcome-email.js';
@@ -12,6 +12,7 @@ import { backupTenant } from './backup-tenant.js';
 import { rotateServiceKey } from './rotate-service-key.js';
 import { dunWorkspace } from './dun-workspace.js';
 import { webhookDelivery } from './webhook-delivery.js';
+import { webhookEndpointRetries } from './webhook-endpoint-retries.js';
 
 export {
   sendWelcomeEmail,
@@ -20,6 +21,7 @@ export {
   rotateServiceKey,
   dunWorkspace,
   webhookDelivery,
+  webhookEndpointRetries,
   restoreTenantBackup,
 };
 export { drillBackups, drillTenantBackup } from './drill-backups.js';
@@ -44,5 +46,6 @@ export type WorkflowsMeetTheirContracts = [
   Meets<RotateServiceKeyWorkflow, typeof rotateServiceKey>,
   Meets<DunWorkspaceWorkflow, typeof dunWorkspace>,
   Meets<WebhookDeliveryWorkflow, typeof webhookDelivery>,
+  Meets<WebhookEndpointRetriesWorkflow, typeof webhookEndpointRetries>,
   Meets<RestoreTenantBackupWorkflow, typeof restoreTenantBackup>,
 ];
