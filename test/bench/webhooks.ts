@@ -18,7 +18,13 @@
  * allows; 420/s is the rate Svix sustained]), BENCH_IN_FLIGHT (32), BENCH_WARM_UP (2 unreported rounds
  * of 1,000 events first, the second with 1 % failing) and BENCH_CPU_PROF (a folder:
  * the dispatcher and the worker write V8 CPU profiles there) tune it; WEBHOOK_ENDPOINT_CONCURRENCY,
- * WEBHOOK_DISPATCH_BATCH, WEBHOOK_DISPATCH_PARALLEL and WEBHOOK_MAX_IN_FLIGHT pass to the dispatcher.
+ * WEBHOOK_DISPATCH_BATCH, WEBHOOK_DISPATCH_PARALLEL, WEBHOOK_MAX_IN_FLIGHT and WEBHOOK_RETRY_SCHEDULE
+ * pass to the dispatcher and the worker.
+ *
+ * Then "receiver down, messages waiting, then back" (outageScenario): BENCH_OUTAGE (10m; 0 skips it,
+ * a shorter one for a quick run, e.g. BENCH_OUTAGE=30s WEBHOOK_RETRY_SCHEDULE=5s,20s,40s,2m,5m),
+ * BENCH_OUTAGE_MESSAGES (5000), BENCH_OUTAGE_WAIT (2h: how long to wait for the drain). With the
+ * default schedule the messages come back on their 30-minute retry.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -46,12 +52,14 @@ const WARM_UP_ROUNDS = Number(process.env.BENCH_WARM_UP ?? 2);
 const OUTAGE_MS = duration.parse(process.env.BENCH_OUTAGE ?? '10m');
 const OUTAGE_MESSAGES = Number(process.env.BENCH_OUTAGE_MESSAGES ?? 5000);
 const OUTAGE_WAIT_MS = duration.parse(process.env.BENCH_OUTAGE_WAIT ?? '2h');
+const RECEIVER_WORK_MS = 5;
 const describeMs = (ms: number) =>
   ms < 1000 ? `${ms.toFixed(0)} ms` : ms < 120_000 ? `${(ms / 1000).toFixed(1)} s` : `${(ms / 60_000).toFixed(1)} min`;
 const scenarios = (
   process.env.BENCH_SCENARIOS ?? '2000x1@0,2000x1@0/420,1000x4@0,2000x1@1,2000x1@1/420,2000x1@10,2000x1@10/420'
 )
   .split(',')
+  .filter((s) => s.trim() !== '')
   .map((s) => {
     const m = /^(\d+)x(\d+)@(\d+(?:\.\d+)?)(?:\/(\d+))?$/.exec(s.trim());
     if (!m) throw new Error(`BENCH_SCENARIOS: "${s}" is not <events>x<endpoints>@<failing %>[/<events per second>]`);
@@ -275,7 +283,8 @@ try {
         }
         deliveries.set(id, (deliveries.get(id) ?? 0) + 1);
         if (!delivered.has(id)) delivered.set(id, performance.now());
-        answer(204);
+        // a receiver that takes RECEIVER_WORK_MS per delivery, so the requests in flight show the sender's concurrency
+        setTimeout(() => answer(204), RECEIVER_WORK_MS);
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -320,7 +329,7 @@ try {
       title,
       `  delivered         ${delivered.size} of ${OUTAGE_MESSAGES}${twice ? `, ${twice} MORE THAN ONCE` : ', each once'}${verifyFailures ? `, ${verifyFailures} FAILED VERIFICATION` : ', every one verified'}; ${failedAnswers} attempts answered 503 while down`,
       `  drain             first delivery ${at.length ? describeMs(at[0]! - back) : '—'} after the receiver was back (the next scheduled retry), last ${at.length ? describeMs(at.at(-1)! - back) : '—'}; the drain itself (first → last) ${at.length ? describeMs(at.at(-1)! - at[0]!) : '—'}`,
-      `  no storm          at most ${mostInFlightAfterBack} requests in flight at the receiver after its return (${mostInFlight} while down; WEBHOOK_ENDPOINT_CONCURRENCY ${cfg.WEBHOOK_ENDPOINT_CONCURRENCY})`,
+      `  no storm          at most ${mostInFlightAfterBack} requests in flight at the receiver after its return, each answered after ${RECEIVER_WORK_MS} ms (${mostInFlight} while down; WEBHOOK_ENDPOINT_CONCURRENCY ${cfg.WEBHOOK_ENDPOINT_CONCURRENCY})`,
       `  CPU per delivery  ${perDelivery(cpuTotal)} ms over the whole scenario: ${Object.entries(cpu)
         .map(([k, v]) => `${k} ${perDelivery(v)}`)
         .join(', ')}`,

@@ -26,7 +26,7 @@ const exited = (c: { once(e: 'exit', f: () => void): unknown }) => new Promise<v
 
 it(
   "a worker killed during the backoff wait: the endpoint's retries resume on another worker and the receiver accepts the event once",
-  { timeout: 120_000 },
+  { timeout: 240_000 },
   async () => {
     const accepted = new Set<string>();
     let accepts = 0;
@@ -41,6 +41,19 @@ it(
     await p.startDispatcher();
     let worker = p.spawn('worker/index.ts');
     try {
+      // the worker polls before the first failure, so the first retry's wait is a timer it started
+      await expect
+        .poll(
+          async () =>
+            (
+              await p.temporal.workflowService.describeTaskQueue({
+                namespace: 'default',
+                taskQueue: { name: p.cfg.TEMPORAL_TASK_QUEUE },
+              })
+            ).pollers?.length ?? 0,
+          { timeout: 60_000, interval: 300 },
+        )
+        .toBeGreaterThan(0);
       const e = await p.workspaceWithEndpoint(receiver.url);
       await p.publish(e.workspace.slug);
       await expect.poll(() => receiver.received.length, { timeout: 15_000 }).toBe(1);
@@ -76,7 +89,7 @@ it(
 );
 
 it(
-  'a dispatcher killed while failed deliveries wait for their retry: the worker delivers every one, once',
+  'a dispatcher killed while failed deliveries wait for their retry: every one delivered once, the restarted dispatcher telling the workflow of those it had not',
   { timeout: 120_000 },
   async () => {
     const EVENTS = 40;
@@ -105,8 +118,11 @@ it(
           { timeout: 30_000, interval: 50 },
         )
         .toBe(EVENTS);
+      // killed right after recording the failures: some endpoint signals may not have gone out; the
+      // dispatcher that comes back (as its deployment restarts it) tells the workflow of the overdue ones
       dispatcher.kill('SIGKILL');
       await exited(dispatcher);
+      await p.startDispatcher();
       await expect
         .poll(
           async () =>
@@ -124,6 +140,7 @@ it(
       expect(receiver.ids().size).toBe(EVENTS);
     } finally {
       if (dispatcher.exitCode === null) dispatcher.kill('SIGKILL');
+      await p.stopDispatcher();
       await p.stopWorker();
       await receiver.close();
     }
