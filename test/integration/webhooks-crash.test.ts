@@ -3,6 +3,7 @@
  * - the worker dies while a delivery waits for its retry (the endpoint workflow's timer, then the
  *   retry activity's own wait): another worker resumes it, and the receiver accepts the event once;
  * - the dispatcher dies while failed deliveries wait for their retry: the worker delivers each once;
+ * - a receiver back after an outage gets the waiting messages within the endpoint's concurrency;
  * - the dispatcher dies in the middle of a burst: a new one claims the unacknowledged entries and
  *   the sweeper hands recorded-but-unattempted deliveries to Temporal; every event is delivered,
  *   none is recorded twice.
@@ -142,6 +143,57 @@ it(
       if (dispatcher.exitCode === null) dispatcher.kill('SIGKILL');
       await p.stopDispatcher();
       await p.stopWorker();
+      await receiver.close();
+    }
+  },
+);
+
+it(
+  'a receiver back after an outage gets the waiting messages at most WEBHOOK_ENDPOINT_CONCURRENCY at a time, each once',
+  { timeout: 180_000 },
+  async () => {
+    const EVENTS = 30;
+    let up = false;
+    let inFlight = 0;
+    let most = 0;
+    const delivered = new Map<string, number>();
+    const receiver = await startReceiver(async (r) => {
+      if (!up) return { status: 503 };
+      inFlight++;
+      most = Math.max(most, inFlight);
+      // a slow receiver: without the limit the due messages would all be in flight at once
+      await new Promise((done) => setTimeout(done, 1_000));
+      inFlight--;
+      const id = String(r.headers['webhook-id']);
+      delivered.set(id, (delivered.get(id) ?? 0) + 1);
+      return { status: 204 };
+    });
+    await p.startDispatcher();
+    const worker = p.spawn('worker/index.ts', { WEBHOOK_ENDPOINT_CONCURRENCY: '4' });
+    try {
+      const e = await p.workspaceWithEndpoint(receiver.url);
+      await Promise.all(Array.from({ length: EVENTS }, () => p.publish(e.workspace.slug)));
+      await expect
+        .poll(
+          async () =>
+            (
+              await p.pool.query(
+                `SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'retrying'`,
+                [e.endpoint.id],
+              )
+            ).rows[0].n,
+          { timeout: 30_000, interval: 100 },
+        )
+        .toBe(EVENTS);
+      up = true;
+      await expect.poll(() => delivered.size, { timeout: 120_000, interval: 200 }).toBe(EVENTS);
+      expect(most).toBeLessThanOrEqual(4);
+      expect(most).toBeGreaterThan(1);
+      expect([...delivered.values()].every((n) => n === 1)).toBe(true);
+    } finally {
+      worker.kill('SIGKILL');
+      await exited(worker);
+      await p.stopDispatcher();
       await receiver.close();
     }
   },
