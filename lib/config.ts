@@ -158,12 +158,15 @@ export const configSchema = z.object({
   WEBHOOK_DISPATCH_BATCH: z.coerce.number().int().min(1).default(200),
   /** Dispatcher: stream reads being recorded at once (the next read does not wait for the previous one's INSERT). */
   WEBHOOK_DISPATCH_PARALLEL: z.coerce.number().int().min(1).max(16).default(4),
-  /** Dispatcher: failed first attempts being handed to their retry workflows at once (workflow starts in flight). */
+  /** Dispatcher: first attempts answered 410 being handed to their delivery workflows at once (workflow starts in flight). */
   WEBHOOK_HANDOFF_CONCURRENCY: z.coerce.number().int().min(1).default(8),
   WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).default(64),
   WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).default(512),
   WEBHOOK_ENDPOINT_QUEUE_MAX: z.coerce.number().int().min(1).default(1_000),
-  /** A delivery still without a first attempt this long after it was recorded is handed to its retry workflow. */
+  /**
+   * A delivery still without a first attempt this long after it was recorded goes on its endpoint's
+   * retry schedule, due now; one overdue by this long gets its endpoint's retry workflow told again.
+   */
   WEBHOOK_SWEEP_AFTER: duration.prefault('1 minute'),
   /** The User-Agent of every attempt. */
   WEBHOOK_USER_AGENT: z.string().default('Plana-Webhooks/1.0'),

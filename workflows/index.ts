@@ -3,7 +3,7 @@ import type { DunWorkspaceWorkflow } from '../domain/billing/workflow-contract.j
 import type { SendWelcomeEmailWorkflow } from '../domain/notifications/workflow-contract.js';
 import type { RotateServiceKeyWorkflow } from '../domain/service-keys/workflow-contract.js';
 import type { BackupTenantWorkflow, TenantLifecycleWorkflow } from '../domain/tenants/workflow-contract.js';
-import type { WebhookDeliveryWorkflow } from '../domain/webhooks/workflow-contract.js';
+import type { WebhookDeliveryWorkflow, WebhookEndpointRetriesWorkflow } from '../domain/webhooks/workflow-contract.js';
 import type {
   RestoreTenantBackupWorkflow,
   RestoreTenantInPlaceWorkflow,
@@ -16,6 +16,7 @@ import { backupTenant } from './backup-tenant.js';
 import { rotateServiceKey } from './rotate-service-key.js';
 import { dunWorkspace } from './dun-workspace.js';
 import { webhookDelivery } from './webhook-delivery.js';
+import { webhookEndpointRetries } from './webhook-endpoint-retries.js';
 
 export {
   sendWelcomeEmail,
@@ -24,6 +25,7 @@ export {
   rotateServiceKey,
   dunWorkspace,
   webhookDelivery,
+  webhookEndpointRetries,
   restoreTenantBackup,
   restoreTenantInPlace,
 };
@@ -49,6 +51,7 @@ export type WorkflowsMeetTheirContracts = [
   Meets<RotateServiceKeyWorkflow, typeof rotateServiceKey>,
   Meets<DunWorkspaceWorkflow, typeof dunWorkspace>,
   Meets<WebhookDeliveryWorkflow, typeof webhookDelivery>,
+  Meets<WebhookEndpointRetriesWorkflow, typeof webhookEndpointRetries>,
   Meets<RestoreTenantBackupWorkflow, typeof restoreTenantBackup>,
   Meets<RestoreTenantInPlaceWorkflow, typeof restoreTenantInPlace>,
 ];

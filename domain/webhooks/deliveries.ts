@@ -61,6 +61,8 @@ export interface RecordedAttempt {
   result: AttemptResult;
   /** The delivery's status after this attempt (null: unchanged). */
   status: DeliveryStatus | null;
+  /** With status 'retrying': when its endpoint's retry workflow makes the next attempt (absent: no such schedule). */
+  nextAttemptAt?: Date;
 }
 
 /**
@@ -79,9 +81,13 @@ export async function recordAttempts(db: Pool | PoolClient, attempts: RecordedAt
        -- workflow may have finished it already
        UPDATE webhook_deliveries d SET attempts = d.attempts + 1,
          status = CASE WHEN u.status = 'retrying' AND d.status <> 'pending' THEN d.status ELSE COALESCE(u.status, d.status) END,
+         -- the endpoint's retry schedule: set for a failure that waits on it (a pending delivery's first
+         -- failure, or a due one failing again), cleared once delivered or failed
+         next_attempt_at = CASE WHEN u.next_at IS NOT NULL AND (d.status = 'pending' OR d.next_attempt_at IS NOT NULL) THEN u.next_at
+                                WHEN u.status IN ('delivered', 'failed') THEN NULL ELSE d.next_attempt_at END,
          last_error = u.error, updated_at = now(),
          delivered_at = CASE WHEN u.status = 'delivered' THEN u.at ELSE d.delivered_at END
-       FROM unnest($1::uuid[], $2::text[], $11::text[], $8::text[], $3::timestamptz[]) AS u(endpoint_id, message_id, status, error, at)
+       FROM unnest($1::uuid[], $2::text[], $11::text[], $8::text[], $3::timestamptz[], $12::timestamptz[]) AS u(endpoint_id, message_id, status, error, at, next_at)
        WHERE d.endpoint_id = u.endpoint_id AND d.message_id = u.message_id
      )
      UPDATE webhook_endpoints e SET failing_since = CASE WHEN u.ok THEN NULL ELSE now() END
@@ -99,6 +105,7 @@ export async function recordAttempts(db: Pool | PoolClient, attempts: RecordedAt
       col((a) => JSON.stringify(a.result.headers)),
       col((a) => a.result.excerpt.replace(/\0/g, '')),
       col((a) => a.status),
+      col((a) => a.nextAttemptAt?.toISOString() ?? null),
     ],
   );
 }
@@ -195,67 +202,4 @@ export async function listAttempts(
     [endpointId, opts.messageId ?? null, opts.before ?? null, opts.limit, TEST_EVENT_TYPE],
   );
   return rows.map((r) => ({ ...r, attemptedAt: r.attemptedAt.toISOString() }));
-}
-
-/** A delivery still `pending` long after it was recorded (its dispatcher died, or its endpoint's queue was full). */
-export interface StalePendingDelivery {
-  endpointId: string;
-  messageId: string;
-  workspaceId: string;
-  /** The workspace's slug (null: the workspace is gone). */
-  workspace: string | null;
-  eventType: string;
-}
-
-/**
- * In one transaction: the deliveries pending for longer than `olderThanMs` (oldest first, at most
- * 500, locked; those another sweeper holds are skipped), of which `handOver` answers the ones it
- * handed to their retry workflows; those turn `retrying`. Answers how many turned. On an error
- * nothing changes (rolled back) and the error is thrown.
- */
-export async function handOverStalePendingDeliveries(
-  pool: Pool,
-  olderThanMs: number,
-  handOver: (stale: StalePendingDelivery[]) => Promise<StalePendingDelivery[]>,
-): Promise<number> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    const { rows } = await client.query<{
-      endpoint_id: string;
-      message_id: string;
-      workspace_id: string;
-      workspace: string | null;
-      event_type: string;
-    }>(
-      `SELECT d.endpoint_id, d.message_id, d.workspace_id, (SELECT slug FROM workspaces w WHERE w.id = d.workspace_id) AS workspace, m.event_type
-         FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
-        WHERE d.status = 'pending' AND d.created_at < now() - ($1::bigint * interval '1 millisecond')
-        ORDER BY d.created_at LIMIT 500 FOR UPDATE OF d SKIP LOCKED`,
-      [olderThanMs],
-    );
-    const handed = await handOver(
-      rows.map((r) => ({
-        endpointId: r.endpoint_id,
-        messageId: r.message_id,
-        workspaceId: r.workspace_id,
-        workspace: r.workspace,
-        eventType: r.event_type,
-      })),
-    );
-    if (handed.length > 0) {
-      await client.query(
-        `UPDATE webhook_deliveries d SET status = 'retrying', updated_at = now() FROM unnest($1::uuid[], $2::text[]) AS u(e, m)
-          WHERE d.endpoint_id = u.e AND d.message_id = u.m AND d.status = 'pending'`,
-        [handed.map((r) => r.endpointId), handed.map((r) => r.messageId)],
-      );
-    }
-    await client.query('COMMIT');
-    return handed.length;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
 }

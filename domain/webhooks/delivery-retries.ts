@@ -12,10 +12,16 @@ import { searchAttributes } from '../workflow-search-attributes.js';
 import { retryDelay, type WebhookAttemptSummary, type WebhookRetrySettings } from './retry-schedule.js';
 import {
   WEBHOOK_DELIVERY_WORKFLOW,
+  WEBHOOK_ENDPOINT_RETRIES_WORKFLOW,
+  WEBHOOK_RETRY_DUE_SIGNAL,
+  webhookEndpointRetriesId,
   webhookWorkflowId,
   type WebhookDeliveryInput,
   type WebhookDeliveryWorkflow,
+  type WebhookEndpointRetriesWorkflow,
+  type WebhookRetryDue,
 } from './workflow-contract.js';
+import type { EndpointToWake } from './retry-queue.js';
 import { AddressPolicy } from './addresses.js';
 import { WebhookSender } from './http-sender.js';
 
@@ -97,6 +103,30 @@ export async function startRetry(
     if (err instanceof WorkflowExecutionAlreadyStartedError) return false;
     throw err;
   }
+}
+
+/**
+ * Tells the endpoint's retry workflow (`webhook-endpoint-retries-<endpointId>`) that a delivery
+ * waiting on its schedule is due at `dueAt`, starting the workflow when none runs (signal-with-start:
+ * one call either way). The deliveries themselves are in PostgreSQL (next_attempt_at) already.
+ */
+export async function wakeEndpointRetries(s: RetryStarter, e: EndpointToWake, dueAt: number): Promise<void> {
+  await s.temporal.workflow.signalWithStart<WebhookEndpointRetriesWorkflow, [WebhookRetryDue]>(
+    WEBHOOK_ENDPOINT_RETRIES_WORKFLOW,
+    {
+      workflowId: webhookEndpointRetriesId(e.endpointId),
+      taskQueue: s.taskQueue,
+      args: [{ endpointId: e.endpointId }],
+      signal: WEBHOOK_RETRY_DUE_SIGNAL,
+      signalArgs: [{ dueAt }],
+      typedSearchAttributes: [
+        ...(e.workspace !== null ? [{ key: searchAttributes.workspace, value: e.workspace }] : []),
+        { key: searchAttributes.workspaceId, value: e.workspaceId },
+        { key: searchAttributes.webhookEndpoint, value: e.endpointId },
+      ],
+      staticSummary: `Webhook retries → endpoint ${e.endpointId}`,
+    },
+  );
 }
 
 /** What a time-range replay answers, so an empty `replayed` is not read as "nothing was sent". */

@@ -21,16 +21,23 @@ export class AttemptRecorder {
     private readonly settled: (a: RecordedAttempt) => void,
   ) {}
 
-  /** Records the attempt with the next batch; a failure is logged (the delivery stays pending for the sweeper). */
-  record(a: RecordedAttempt): Promise<void> {
+  /** Records the attempt with the next batch; answers whether it was recorded (a failure is logged: the delivery stays pending for the sweeper). */
+  record(a: RecordedAttempt): Promise<boolean> {
     this.buffer.push(a);
     const p = new Promise<void>((resolve, reject) => this.waiting.push({ resolve, reject })).finally(() =>
       this.settled(a),
     );
     if (this.buffer.length >= BATCH_MAX) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), FLUSH_AFTER_MS);
-    return p.catch((err: Error) =>
-      this.log.error({ err: err.message }, 'recording attempts failed; their deliveries stay pending for the sweeper'),
+    return p.then(
+      () => true,
+      (err: Error) => {
+        this.log.error(
+          { err: err.message },
+          'recording attempts failed; their deliveries stay pending for the sweeper',
+        );
+        return false;
+      },
     );
   }
 

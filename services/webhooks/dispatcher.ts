@@ -9,13 +9,16 @@
  *      WEBHOOK_ENDPOINT_CONCURRENCY at a time per endpoint (endpoint-lanes.ts, first-attempt.ts),
  *      while 4. the XACK of the whole read travels (a read whose XACK failed is read again and
  *      records nothing new, so nothing is sent twice);
- *   5. the attempts recorded in batches (attempt-recorder.ts); a failed first attempt is handed to
- *      its durable retry workflow in Temporal (`webhook:<endpointId>:<messageId>`) before it is
- *      recorded, a few at a time (handoff-throttle.ts).
- * A delivery left `pending` (this process died between 3 and 5, or its endpoint's queue was full) is
- * handed to its retry workflow by the sweeper once older than WEBHOOK_SWEEP_AFTER
- * (stale-delivery-sweeper.ts). Temporal is therefore off the happy path: a delivered message costs
- * two shared SQL statements and one POST.
+ *   5. the attempts recorded in batches (attempt-recorder.ts); a failed first attempt is recorded
+ *      with the due time of its first retry, and then its endpoint's retry workflow in Temporal
+ *      (`webhook-endpoint-retries-<endpointId>`, one per failing endpoint) is told with a
+ *      signal-with-start, a few failures of an endpoint per signal (retry-waker.ts). A 410 goes to
+ *      the delivery's own workflow (`webhook:<endpointId>:<messageId>`), a few at a time (handoff-throttle.ts).
+ * A delivery left `pending` (this process died between 3 and 5, or its endpoint's queue was full)
+ * is put on its endpoint's schedule by the sweeper once older than WEBHOOK_SWEEP_AFTER, and an
+ * endpoint whose workflow was never told (this process died between 5 and the signal) is told once
+ * its delivery is that overdue (stale-delivery-sweeper.ts). Temporal is therefore off the happy
+ * path: a delivered message costs two shared SQL statements and one POST.
  */
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -26,12 +29,13 @@ import { createLogger, type Logger } from '../../lib/logger.js';
 import { connectTemporal } from '../../lib/temporal.js';
 import { runAsMain } from '../../lib/service-app.js';
 import { ensureGroup } from '../../domain/events/consumer.js';
-import { webhookSender, type RetryStarter } from '../../domain/webhooks/delivery-retries.js';
+import { wakeEndpointRetries, webhookSender, type RetryStarter } from '../../domain/webhooks/delivery-retries.js';
 import { AttemptRecorder } from './attempt-recorder.js';
 import { EndpointDirectory } from './endpoint-directory.js';
 import { EndpointLanes } from './endpoint-lanes.js';
 import { makeFirstAttempt, type FirstAttemptDeps } from './first-attempt.js';
 import { HandOffThrottle } from './handoff-throttle.js';
+import { RetryWaker } from './retry-waker.js';
 import { StaleDeliverySweeper } from './stale-delivery-sweeper.js';
 import { StreamReader, WEBHOOKS_GROUP } from './stream-reader.js';
 
@@ -64,12 +68,14 @@ export async function startDispatcher(
     cfg.WEBHOOK_HANDOFF_CONCURRENCY,
     () => lanes.queuedFirstAttempts,
   );
+  const waker = new RetryWaker(starter, log);
   const recorder = new AttemptRecorder(pool, log, (a) => lanes.release(a.endpointId, a.messageId));
   const attempt: FirstAttemptDeps = {
     sender,
     userAgent: cfg.WEBHOOK_USER_AGENT,
     starter,
     handOffs,
+    waker,
     record: (a) => recorder.record(a),
     log,
   };
@@ -93,7 +99,7 @@ export async function startDispatcher(
   });
   const sweeper = new StaleDeliverySweeper({
     pool,
-    starter,
+    waker: (e) => wakeEndpointRetries(starter, e, Date.now()),
     sweepAfterMs: cfg.WEBHOOK_SWEEP_AFTER,
     held: lanes.held,
     signal,
@@ -112,6 +118,7 @@ export async function startDispatcher(
       await running;
       while (lanes.inFlight > 0) await sleep(20);
       await recorder.flush();
+      await waker.flush();
       sender.close();
       await temporal.connection.close();
       await pool.end();

@@ -1,18 +1,25 @@
 /**
  * The sweeper: deliveries still pending after WEBHOOK_SWEEP_AFTER (their dispatcher died between
- * recording and attempting them, or their endpoint's lane was full) go to their retry workflows.
- * Deliveries this process still holds are left alone.
+ * recording and attempting them, or their endpoint's lane was full) go on their endpoint's retry
+ * schedule, due now; endpoints with a delivery overdue by WEBHOOK_SWEEP_AFTER (their retry workflow
+ * was never told: a dispatcher died between recording a failure and the signal) are told. Either
+ * way the endpoint's retry workflow gets a signal-with-start. Deliveries this process still holds
+ * are left alone.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool } from '../../lib/db.js';
 import type { Logger } from '../../lib/logger.js';
-import { handOverStalePendingDeliveries } from '../../domain/webhooks/deliveries.js';
-import { startRetry, type RetryStarter } from '../../domain/webhooks/delivery-retries.js';
+import {
+  overdueEndpoints,
+  scheduleStalePendingDeliveries,
+  type EndpointToWake,
+} from '../../domain/webhooks/retry-queue.js';
 import { deliveryKey } from './endpoint-lanes.js';
 
 export interface SweeperDeps {
   pool: Pool;
-  starter: RetryStarter;
+  /** Tells the endpoint's retry workflow that deliveries are due now. */
+  waker: (e: EndpointToWake) => Promise<void>;
   sweepAfterMs: number;
   /** Deliveries this process holds (endpoint-lanes.ts deliveryKey). */
   held: ReadonlySet<string>;
@@ -34,14 +41,17 @@ export class StaleDeliverySweeper {
   }
 
   async sweep(): Promise<void> {
-    const { pool, starter, held, log } = this.deps;
+    const { pool, held, log, sweepAfterMs } = this.deps;
     try {
-      const handed = await handOverStalePendingDeliveries(pool, this.deps.sweepAfterMs, async (stale) => {
-        const swept = stale.filter((d) => !held.has(deliveryKey(d.endpointId, d.messageId)));
-        for (const d of swept) await startRetry(starter, { ...d, trigger: 'retry' });
-        return swept;
-      });
-      if (handed > 0) log.info({ deliveries: handed }, 'pending deliveries handed to their retry workflows');
+      const stale = await scheduleStalePendingDeliveries(pool, sweepAfterMs, (e, m) => held.has(deliveryKey(e, m)));
+      const overdue = await overdueEndpoints(pool, sweepAfterMs);
+      const endpoints = new Map([...stale, ...overdue].map((e) => [e.endpointId, e]));
+      for (const e of endpoints.values()) await this.deps.waker(e);
+      if (endpoints.size > 0)
+        log.info(
+          { endpoints: endpoints.size, stalePending: stale.length, overdue: overdue.length },
+          'endpoint retry workflows told of deliveries due',
+        );
     } catch (err) {
       log.error({ err: (err as Error).message }, 'sweeping pending deliveries failed');
     }

@@ -1,13 +1,15 @@
 /**
  * Crashes (SIGKILL) of the processes that deliver webhooks:
- * - the worker dies while a delivery waits for its retry timer: another worker resumes it, and a
- *   receiver deduplicating on webhook-id accepts the event once;
+ * - the worker dies while a delivery waits for its retry (the endpoint workflow's timer, then the
+ *   retry activity's own wait): another worker resumes it, and the receiver accepts the event once;
+ * - the dispatcher dies while failed deliveries wait for their retry: the worker delivers each once;
+ * - a receiver back after an outage gets the waiting messages within the endpoint's concurrency;
  * - the dispatcher dies in the middle of a burst: a new one claims the unacknowledged entries and
  *   the sweeper hands recorded-but-unattempted deliveries to Temporal; every event is delivered,
  *   none is recorded twice.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { webhookWorkflowId } from '../../domain/webhooks/workflow-contract.js';
+import { webhookEndpointRetriesId } from '../../domain/webhooks/workflow-contract.js';
 import { startReceiver, startWebhookPlatform, type WebhookPlatform } from '../support/webhooks.js';
 
 let p: WebhookPlatform;
@@ -24,12 +26,12 @@ afterAll(async () => p?.close());
 const exited = (c: { once(e: 'exit', f: () => void): unknown }) => new Promise<void>((r) => c.once('exit', r));
 
 it(
-  'a worker killed during the backoff wait: the delivery resumes on another worker and the receiver accepts the event once',
-  { timeout: 120_000 },
+  "a worker killed during the backoff wait: the endpoint's retries resume on another worker and the receiver accepts the event once",
+  { timeout: 240_000 },
   async () => {
     const accepted = new Set<string>();
     let accepts = 0;
-    // two failures: the first wait is the run's start delay (held by the server), the second a timer the worker started
+    // two failures: the first wait is the endpoint workflow's timer, the second the retry activity's own wait
     const receiver = await startReceiver((r, n) => {
       if (n <= 2) return { status: 500 };
       const id = String(r.headers['webhook-id']);
@@ -38,32 +40,160 @@ it(
       return { status: 204 };
     });
     await p.startDispatcher();
-    const worker = p.spawn('worker/index.ts');
+    let worker = p.spawn('worker/index.ts');
     try {
+      // the worker polls before the first failure, so the first retry's wait is a timer it started
+      await expect
+        .poll(
+          async () =>
+            (
+              await p.temporal.workflowService.describeTaskQueue({
+                namespace: 'default',
+                taskQueue: { name: p.cfg.TEMPORAL_TASK_QUEUE },
+              })
+            ).pollers?.length ?? 0,
+          { timeout: 60_000, interval: 300 },
+        )
+        .toBeGreaterThan(0);
       const e = await p.workspaceWithEndpoint(receiver.url);
       await p.publish(e.workspace.slug);
       await expect.poll(() => receiver.received.length, { timeout: 15_000 }).toBe(1);
-      const handle = p.temporal.workflow.getHandle(
-        webhookWorkflowId(e.endpoint.id, String(receiver.received[0]!.headers['webhook-id'])),
-      );
-      // the worker process has made the first retry and started the timer of the second
+      const handle = p.temporal.workflow.getHandle(webhookEndpointRetriesId(e.endpoint.id));
+      // the endpoint's workflow waits on its timer for the first retry: kill the worker then
       await expect
         .poll(async () => (await handle.fetchHistory()).events!.some((ev) => ev.timerStartedEventAttributes), {
-          timeout: 60_000,
+          timeout: 30_000,
           interval: 200,
         })
         .toBe(true);
       worker.kill('SIGKILL');
       await exited(worker);
-      expect(receiver.received).toHaveLength(2);
+      expect(receiver.received).toHaveLength(1);
+      // a new worker makes the first retry (it fails); kill it again while it waits for the second
+      worker = p.spawn('worker/index.ts');
+      await expect.poll(() => receiver.received.length, { timeout: 30_000, interval: 100 }).toBe(2);
+      worker.kill('SIGKILL');
+      await exited(worker);
 
       await p.startWorker();
-      expect(await handle.result()).toEqual({ status: 'delivered', attempts: 3 });
+      expect(await handle.result()).toMatchObject({ status: 'drained', delivered: 1, failed: 0 });
       expect(accepts).toBe(1);
       expect(receiver.ids().size).toBe(1);
+      expect(receiver.received).toHaveLength(3);
     } finally {
+      if (worker.exitCode === null) worker.kill('SIGKILL');
       await p.stopDispatcher();
       await p.stopWorker();
+      await receiver.close();
+    }
+  },
+);
+
+it(
+  'a dispatcher killed while failed deliveries wait for their retry: every one delivered once, the restarted dispatcher telling the workflow of those it had not',
+  { timeout: 120_000 },
+  async () => {
+    const EVENTS = 40;
+    const failedOnce = new Set<string>();
+    const receiver = await startReceiver((r) => {
+      const id = String(r.headers['webhook-id']);
+      if (failedOnce.has(id)) return { status: 204 };
+      failedOnce.add(id);
+      return { status: 503 };
+    });
+    await p.startWorker();
+    const dispatcher = p.spawn('services/webhooks/dispatcher.ts');
+    try {
+      const e = await p.workspaceWithEndpoint(receiver.url);
+      await Promise.all(Array.from({ length: EVENTS }, () => p.publish(e.workspace.slug)));
+      // every first attempt failed and is recorded, waiting on the endpoint's schedule (4 s)
+      await expect
+        .poll(
+          async () =>
+            (
+              await p.pool.query(
+                `SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'retrying' AND next_attempt_at > now()`,
+                [e.endpoint.id],
+              )
+            ).rows[0].n,
+          { timeout: 30_000, interval: 50 },
+        )
+        .toBe(EVENTS);
+      // killed right after recording the failures: some endpoint signals may not have gone out; the
+      // dispatcher that comes back (as its deployment restarts it) tells the workflow of the overdue ones
+      dispatcher.kill('SIGKILL');
+      await exited(dispatcher);
+      await p.startDispatcher();
+      await expect
+        .poll(
+          async () =>
+            (
+              await p.pool.query(
+                `SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = $1 GROUP BY status`,
+                [e.endpoint.id],
+              )
+            ).rows,
+          { timeout: 60_000, interval: 500 },
+        )
+        .toEqual([{ status: 'delivered', n: EVENTS }]);
+      // each message: one failed first attempt, one delivery
+      expect(receiver.received).toHaveLength(2 * EVENTS);
+      expect(receiver.ids().size).toBe(EVENTS);
+    } finally {
+      if (dispatcher.exitCode === null) dispatcher.kill('SIGKILL');
+      await p.stopDispatcher();
+      await p.stopWorker();
+      await receiver.close();
+    }
+  },
+);
+
+it(
+  'a receiver back after an outage gets the waiting messages at most WEBHOOK_ENDPOINT_CONCURRENCY at a time, each once',
+  { timeout: 180_000 },
+  async () => {
+    const EVENTS = 30;
+    let up = false;
+    let inFlight = 0;
+    let most = 0;
+    const delivered = new Map<string, number>();
+    const receiver = await startReceiver(async (r) => {
+      if (!up) return { status: 503 };
+      inFlight++;
+      most = Math.max(most, inFlight);
+      // a slow receiver: without the limit the due messages would all be in flight at once
+      await new Promise((done) => setTimeout(done, 1_000));
+      inFlight--;
+      const id = String(r.headers['webhook-id']);
+      delivered.set(id, (delivered.get(id) ?? 0) + 1);
+      return { status: 204 };
+    });
+    await p.startDispatcher();
+    const worker = p.spawn('worker/index.ts', { WEBHOOK_ENDPOINT_CONCURRENCY: '4' });
+    try {
+      const e = await p.workspaceWithEndpoint(receiver.url);
+      await Promise.all(Array.from({ length: EVENTS }, () => p.publish(e.workspace.slug)));
+      await expect
+        .poll(
+          async () =>
+            (
+              await p.pool.query(
+                `SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'retrying'`,
+                [e.endpoint.id],
+              )
+            ).rows[0].n,
+          { timeout: 30_000, interval: 100 },
+        )
+        .toBe(EVENTS);
+      up = true;
+      await expect.poll(() => delivered.size, { timeout: 120_000, interval: 200 }).toBe(EVENTS);
+      expect(most).toBeLessThanOrEqual(4);
+      expect(most).toBeGreaterThan(1);
+      expect([...delivered.values()].every((n) => n === 1)).toBe(true);
+    } finally {
+      worker.kill('SIGKILL');
+      await exited(worker);
+      await p.stopDispatcher();
       await receiver.close();
     }
   },

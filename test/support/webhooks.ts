@@ -33,10 +33,11 @@ export interface Received {
 }
 
 /** An HTTP receiver on loopback: `respond` decides each answer (default 204); every request is kept. */
+type Answer = { status: number; headers?: Record<string, string>; body?: string };
+
 export async function startReceiver(
-  respond: (req: Received, n: number) => { status: number; headers?: Record<string, string>; body?: string } = () => ({
-    status: 204,
-  }),
+  /** The answer to the n-th request (a promise: a receiver that takes its time). */
+  respond: (req: Received, n: number) => Answer | Promise<Answer> = () => ({ status: 204 }),
   host = '127.0.0.1',
   listenPort = 0,
 ) {
@@ -47,9 +48,10 @@ export async function startReceiver(
     req.on('end', () => {
       const r = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
       received.push(r);
-      const answer = respond(r, received.length);
-      res.writeHead(answer.status, answer.headers);
-      res.end(answer.body);
+      void Promise.resolve(respond(r, received.length)).then((answer) => {
+        res.writeHead(answer.status, answer.headers);
+        res.end(answer.body);
+      });
     });
   });
   await new Promise<void>((resolve) => server.listen(listenPort, host, resolve));
