@@ -53,6 +53,11 @@ export class ResourceTable {
     return new Set(resource.methods);
   }
 
+  /** Whether the route `routeUrl` overlaps any more specific resource (one map look-up once known). */
+  shadowsAny(routeUrl: string): boolean {
+    return this.shadowedBy(routeUrl).length > 0;
+  }
+
   /** The methods of the most specific resources matching `path` (empty when none does). */
   allowedMethods(path: string): Set<string> {
     const matching = this.routes.filter((r) => r.pattern.test(path));

@@ -95,7 +95,7 @@ function answerUnroutedMethods(app: FastifyInstance): void {
   app.addHook('onRoute', (route: RouteOptions) => resources.add(route.url, route.method));
   app.addHook('onRequest', (req, reply, done) => {
     const url = req.routeOptions.url;
-    if (!url || !url.includes(':')) return done();
+    if (!url || !url.includes(':') || !resources.shadowsAny(url)) return done();
     const path = req.url.split('?')[0]!;
     const allowed = resources.shadowingMethods(url, path, req.method);
     if (!allowed) return done();

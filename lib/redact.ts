@@ -40,8 +40,21 @@ export function isCredentialParam(name: string, value: string): boolean {
   return CREDENTIAL_NAME.test(normalized(name)) || CREDENTIAL_VALUE.test(value);
 }
 
+/**
+ * Whether `text` may hold anything redactText replaces: every pattern below in one case-insensitive
+ * alternation, so a text that matches none of them (a request URL, nearly always) is scanned once
+ * rather than eight times. Case-insensitive finds a superset of what the patterns find.
+ */
+const MAY_HOLD_SECRET = new RegExp(
+  [URL_USERINFO, BEARER, JWT, WORKSPACE_KEY, WEBHOOK_SECRET, NAMED_SECRET, SERVICE_KEY, EMAIL]
+    .map((r) => `(?:${r.source})`)
+    .join('|'),
+  'i',
+);
+
 /** `text` with credentials and e-mail addresses replaced: for error messages and stacks on log lines. */
 export function redactText(text: string): string {
+  if (!MAY_HOLD_SECRET.test(text)) return text;
   return text
     .replace(URL_USERINFO, '$1[redacted]@')
     .replace(BEARER, '$1 [redacted]')

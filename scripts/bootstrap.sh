@@ -74,6 +74,37 @@ if ! seaweedfs_ok "$SEAWEEDFS_DIR/weed"; then
   say "SeaweedFS ready: $SEAWEEDFS_DIR/weed"
 fi
 
+# 2c. The Temporal server 1.32.1 and its SQL schema tool (MIT), the production-shaped Temporal on
+#     PostgreSQL (scripts/local-temporal-cluster.ts, `npm run dev -- --temporal=cluster`), built with Go at
+#     low priority from the go.temporal.io/server module (no replace directives) downloaded in place.
+TEMPORAL_SERVER_VERSION=1.32.1
+TEMPORAL_SERVER_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/plana/temporal-server-${TEMPORAL_SERVER_VERSION}"
+temporal_server_ok() {
+  "$TEMPORAL_SERVER_DIR/temporal-server" --version 2>/dev/null | grep -q "version ${TEMPORAL_SERVER_VERSION}" &&
+    "$TEMPORAL_SERVER_DIR/temporal-sql-tool" --version 2>/dev/null | grep -q "version ${TEMPORAL_SERVER_VERSION}"
+}
+if ! temporal_server_ok; then
+  command -v go >/dev/null || die "Go >= 1.26.8 is needed to build the Temporal server ${TEMPORAL_SERVER_VERSION}"
+  mkdir -p "$TEMPORAL_SERVER_DIR"
+  say "building the Temporal server ${TEMPORAL_SERVER_VERSION} and temporal-sql-tool with Go into $TEMPORAL_SERVER_DIR (nice 19)"
+  say "this takes 10-20 minutes on two shared cores the first time; the packages being compiled are listed below"
+  temporal_server_src() { go mod download -json "go.temporal.io/server@v${TEMPORAL_SERVER_VERSION}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'; }
+  src=$(temporal_server_src) || src=""
+  if [ -z "$src" ]; then
+    say "retrying without the Go checksum database (the server's go.sum still pins every dependency)"
+    src=$(GOSUMDB=off temporal_server_src) || die "could not download go.temporal.io/server@v${TEMPORAL_SERVER_VERSION}"
+  fi
+  for target in server:cmd/server sql-tool:cmd/tools/sql; do
+    out="$TEMPORAL_SERVER_DIR/temporal-${target%%:*}"
+    ( cd "$src" && nice -n 19 go build -v -o "$out.part" "./${target#*:}" 2>&1 | sed -u 's/^/  go: /' ) \
+      || ( cd "$src" && GOSUMDB=off nice -n 19 go build -v -o "$out.part" "./${target#*:}" 2>&1 | sed -u 's/^/  go: /' )
+    [ -x "$out.part" ] || die "could not build $out"
+    mv "$out.part" "$out"
+  done
+  temporal_server_ok || die "$TEMPORAL_SERVER_DIR does not hold the Temporal server ${TEMPORAL_SERVER_VERSION}"
+  say "Temporal server ready: $TEMPORAL_SERVER_DIR"
+fi
+
 # 3. PostgreSQL, Redis and etcd server binaries (the project starts private instances of its own).
 have_postgres() { ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null; }
 have_redis() { command -v redis-server >/dev/null; }

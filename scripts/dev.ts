@@ -29,6 +29,7 @@ import {
   stopAll,
 } from './local-servers.js';
 import { installTenantClientCrd } from './tenant-client-crd.js';
+import { startTemporalCluster, temporalKindOf, temporalPostgresFrom } from './local-temporal-cluster.js';
 import { applyDemoTenantClient, prepareDemoErp, seedDemo, DEMO } from './seed.js';
 import { buildDevOdooTemplates, ensureDevOdoo } from './dev-odoo.js';
 import { devTenantDomain, resolvesToLoopback } from './dev-tenant-domain.js';
@@ -70,6 +71,8 @@ mkdirSync(dataDir, { recursive: true });
 chmodSync(dataDir, 0o755);
 const step = (msg: string) => console.log(`\x1b[36m▸\x1b[0m ${msg}`);
 const portOf = (u: string) => Number(new URL(u).port);
+/** `--temporal=cluster` (or DEV_TEMPORAL=cluster): the production-shaped Temporal instead of the dev server. */
+const temporalKind = temporalKindOf(process.argv.slice(2), process.env.DEV_TEMPORAL);
 
 const isLoopback = (u: string | undefined) => !!u && ['127.0.0.1', 'localhost', '[::1]'].includes(new URL(u).hostname);
 
@@ -114,7 +117,7 @@ process.on('SIGTERM', () => void shutdown());
 startServersInOwnProcessGroups();
 try {
   step(
-    `starting PostgreSQL, Redis, the Temporal dev server, a Kubernetes API server and the SeaweedFS object store (data in ${dataDir})`,
+    `starting PostgreSQL, Redis, ${temporalKind === 'dev' ? 'the Temporal dev server, ' : ''}a Kubernetes API server and the SeaweedFS object store (data in ${dataDir})`,
   );
   const temporalPort = Number(cfg.TEMPORAL_ADDRESS.split(':').pop());
   const db = new URL(cfg.DATABASE_URL);
@@ -128,14 +131,26 @@ try {
       database: db.pathname.slice(1),
     }),
     startRedis({ dir: path.join(dataDir, 'redis'), port: portOf(cfg.REDIS_URL), persistent: true }),
-    startTemporal({
-      dir: path.join(dataDir, 'temporal'),
-      port: temporalPort,
-      uiPort: portOf(cfg.TEMPORAL_UI_URL),
-      persistent: true,
-    }),
+    temporalKind === 'dev'
+      ? startTemporal({
+          dir: path.join(dataDir, 'temporal'),
+          port: temporalPort,
+          uiPort: portOf(cfg.TEMPORAL_UI_URL),
+          persistent: true,
+        })
+      : undefined,
     startLocalObjectStore(),
   ]);
+  if (temporalKind === 'cluster') {
+    step('starting the production-shaped Temporal (Temporal server on PostgreSQL, docs/temporal-cluster.md)');
+    // its databases (temporal, temporal_visibility) on the platform's PostgreSQL server
+    await startTemporalCluster({
+      dir: path.join(dataDir, 'temporal-cluster'),
+      port: temporalPort,
+      postgres: temporalPostgresFrom(cfg.DATABASE_URL),
+      namespace: cfg.TEMPORAL_NAMESPACE,
+    });
+  }
 
   installTenantClientCrd(kube.kubeconfigPath);
   // the controller's Lease lives in the platform's namespace
@@ -269,7 +284,7 @@ try {
   Account API     ${cfg.API_PUBLIC_URL}            (probes: /healthz, /readyz)
   Portal          ${cfg.API_PUBLIC_URL}/app/            (sign in with the demo login below)
   API docs        ${cfg.API_PUBLIC_URL}/docs
-  Temporal UI     ${cfg.TEMPORAL_UI_URL}
+  Temporal UI     ${temporalKind === 'dev' ? cfg.TEMPORAL_UI_URL : `none: the production-shaped Temporal at ${cfg.TEMPORAL_ADDRESS} (temporal --address ${cfg.TEMPORAL_ADDRESS} workflow list)`}
   Kubernetes API  ${kube.server}           (etcd + kube-apiserver v${KUBERNETES_VERSION}; admin kubeconfig below)
   Backups (S3)    ${cfg.BACKUP_S3_ENDPOINT ?? `AWS S3 (${cfg.BACKUP_S3_REGION})`}            (bucket ${cfg.BACKUP_S3_BUCKET}${isLoopback(cfg.BACKUP_S3_ENDPOINT) ? `, SeaweedFS in ${path.join(dataDir, 'seaweedfs')}` : ''})
   Notifications   ${cfg.NOTIFICATIONS_URL}

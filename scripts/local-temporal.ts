@@ -75,7 +75,8 @@ export async function startTemporal(opts: {
   return { address, uiUrl: opts.uiPort ? `http://127.0.0.1:${opts.uiPort}` : undefined, stop: () => proc.stop() };
 }
 
-async function waitForTemporal(address: string, proc: ManagedProcess, timeoutMs = 60_000) {
+/** Waits until the Temporal frontend at `address` answers (or `proc` exits). */
+export async function waitForTemporal(address: string, proc: ManagedProcess, timeoutMs = 60_000) {
   const { Connection } = await import('@temporalio/client');
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;

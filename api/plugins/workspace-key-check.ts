@@ -113,18 +113,25 @@ function refuseOtherWorkspace(req: FastifyRequest, own: { id: string; slug: stri
       `This key belongs to workspace "${own.slug}" and cannot reach workspace "${slug}".`,
     );
   }
-  const header = req.headers['x-workspace'];
-  const query = (req.query as { workspace?: unknown } | undefined)?.workspace;
-  const named = [header, query]
-    .flat()
-    .filter((v): v is string => typeof v === 'string' && v !== '')
-    .find((n) => n !== own.slug && n !== own.id);
+  // checked in place: this runs on every key-authenticated request, most of which name neither
+  const named =
+    otherWorkspaceIn(req.headers['x-workspace'], own) ??
+    otherWorkspaceIn((req.query as { workspace?: unknown } | undefined)?.workspace, own);
   if (named !== undefined) {
     throw new AppError(
       'FORBIDDEN',
       `This key belongs to workspace "${own.slug}"; it cannot act on workspace "${named}" named by X-Workspace or ?workspace= (leave them out, or name the key's own workspace).`,
     );
   }
+}
+
+/** The first workspace that `given` (a header's or query parameter's value, repeated or not) names other than `own`. */
+function otherWorkspaceIn(given: unknown, own: { id: string; slug: string }): string | undefined {
+  if (given === undefined) return undefined;
+  for (const v of Array.isArray(given) ? given : [given]) {
+    if (typeof v === 'string' && v !== '' && v !== own.slug && v !== own.id) return v;
+  }
+  return undefined;
 }
 
 /** One route's key check: the services, the route's pattern, the scope it needs, whether it invokes an agent. */

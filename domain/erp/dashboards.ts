@@ -70,10 +70,16 @@ export class DashboardCache {
     return json;
   }
 
+  /** The answer this process gave for `key` less than a second ago, if any. */
+  recentHit(key: string): Promise<string> | undefined {
+    const hit = this.recent.get(key);
+    return hit && Date.now() - hit.at < RECENT_MS ? hit.json : undefined;
+  }
+
   /** The same, answered from this process when it was asked less than a second ago. */
   recentOrShared(key: string, compute: () => Promise<unknown>): Promise<string> {
-    const hit = this.recent.get(key);
-    if (hit && Date.now() - hit.at < RECENT_MS) return hit.json;
+    const hit = this.recentHit(key);
+    if (hit) return hit;
     const json = this.shared(key, compute);
     this.recent.set(key, { at: Date.now(), json });
     json.catch(() => this.recent.delete(key));
@@ -101,10 +107,12 @@ export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; conf
   }
 
   /** The cache key and computation of a figure (cash flow: 1 to 24 months, 6 by default). */
-  function figureOf(slug: string, figure: FigureName, opts: { months?: number } = {}) {
-    const months = Math.min(Math.max(Math.trunc(opts.months ?? 6), 1), 24);
-    const key = figure === 'cashflow' ? `erp:dashboard:${slug}:cashflow:${months}` : `erp:dashboard:${slug}:${figure}`;
-    return { key, compute: () => compute(slug, figure, months) };
+  const monthsOf = (opts: { months?: number } = {}) => Math.min(Math.max(Math.trunc(opts.months ?? 6), 1), 24);
+  const keyOf = (slug: string, figure: FigureName, months: number) =>
+    figure === 'cashflow' ? `erp:dashboard:${slug}:cashflow:${months}` : `erp:dashboard:${slug}:${figure}`;
+  function figureOf(slug: string, figure: FigureName, opts?: { months?: number }) {
+    const months = monthsOf(opts);
+    return { key: keyOf(slug, figure, months), compute: () => compute(slug, figure, months) };
   }
   const parsed = async <T>(slug: string, figure: FigureName, opts?: { months?: number }): Promise<T> => {
     const { key, compute } = figureOf(slug, figure, opts);
@@ -117,6 +125,9 @@ export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; conf
     alerts: (slug) => parsed<Alerts>(slug, 'alerts'),
     /** Answered from this process when asked less than a second ago (`DashboardCache.recentOrShared`). */
     json(slug, figure, opts) {
+      // a recent answer costs a look-up: no closure for a computation that will not run
+      const recent = cache.recentHit(keyOf(slug, figure, monthsOf(opts)));
+      if (recent) return recent;
       const { key, compute } = figureOf(slug, figure, opts);
       return cache.recentOrShared(key, compute);
     },
