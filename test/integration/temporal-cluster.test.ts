@@ -18,11 +18,10 @@ import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { tempDir } from '../support/env.js';
 import { runScheduleNow } from '../support/schedules.js';
 import {
-  applyYaml,
+  applyTenant,
   isReady,
   mailsTo,
   startTenantPlatform,
-  tenantYaml,
   uniqueTenant,
   waitForStatus,
   type TenantPlatform,
@@ -64,8 +63,7 @@ it('is the Temporal server with PostgreSQL persistence, SQL visibility and the p
 
 it('provisions a tenant to Ready through the worker on it, runs its backup schedule and finds both by search attribute', async () => {
   const name = uniqueTenant('cl');
-  const res = await applyYaml(p, tenantYaml(name, { tier: 'pro' }));
-  expect(res.statusCode).toBe(201);
+  expect(await applyTenant(p, name, { tier: 'pro' })).toBe('created');
   const status = await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined);
   expect(status.resources.backupSchedule).toMatchObject({ synced: 'True', state: 'Created' });
   await expect.poll(() => mailsTo(p, `owner@${name}.test`).length, { timeout: 30_000 }).toBe(1);
