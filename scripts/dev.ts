@@ -206,7 +206,8 @@ try {
   closers.push({ name: 'SMTP sink', close: () => sink.close() });
   const notifications = await startNotifications(cfg);
   closers.push({ name: 'notifications service', close: () => notifications.close() });
-  const api = await startApi(cfg);
+  // billing writes a tier change to the TenantClient on the Kubernetes API
+  const api = await startApi({ ...cfg, KUBECONFIG: kube.kubeconfigPath });
   closers.push({ name: 'account API', close: () => api.close() });
   // the auth service (§4.5): login and refresh for internal services, on the account API's sessions
   const auth = await startAuth(cfg);

@@ -6,6 +6,7 @@ import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import type { Config } from '../../lib/config.js';
 import type { CloudEvent } from '../events/events.js';
+import type { TenantClientApi } from '../tenants/tenant-client-api.js';
 
 /** The CloudEvents' source of everything the billing webhooks publish. */
 export const EVENT_SOURCE = '/plana/billing/stripe';
@@ -16,6 +17,8 @@ export interface BillingDeps {
   config: Config;
   /** Publishes a CloudEvent through the events service (billing-webhooks → events). */
   publish: (event: CloudEvent) => Promise<unknown>;
+  /** The TenantClients on the Kubernetes API, where a tier change is written (made on first use). */
+  tenantClients: () => TenantClientApi;
   log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
 }
 

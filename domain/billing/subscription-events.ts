@@ -5,7 +5,7 @@
 import type Stripe from 'stripe';
 import { AppError } from '../../lib/errors.js';
 import { cloudEvent } from '../events/events.js';
-import { applyTenantClient, runTenantAction } from '../tenants/operator-actions.js';
+import { runTenantAction } from '../tenants/operator-actions.js';
 import type { TenantClientSpec, Tier } from '../tenants/types.js';
 import { clearDunning } from './dunning-runs.js';
 import {
@@ -188,25 +188,37 @@ function publishSubscriptionEvent(
 }
 
 /**
- * DESIGN §5: a tier change updates the TenantClient (generation + 1), and its reconcile brings the
- * tenant to the tier's module set. The same apply path as the ops API; the same tier again changes nothing.
+ * DESIGN §5: a tier change updates the TenantClient (generation + 1) where it lives, on the
+ * Kubernetes API, as `kubectl apply` of the new tier would; the controller applies the new generation
+ * and its reconcile brings the tenant to the tier's module set. Written anywhere else, the object would
+ * keep the old tier (`kubectl get` shows it) and the controller would apply it again. The same tier
+ * again changes nothing.
  */
 async function changeTenantTier(deps: BillingDeps, db: Db, tenant: string, tier: Tier): Promise<string | undefined> {
-  const { rows } = await db.query<{ spec: TenantClientSpec; phase: string }>(
-    'SELECT spec, phase FROM tenant_clients WHERE name = $1',
-    [tenant],
-  );
-  const current = rows[0];
-  if (!current || current.spec.tier === tier) return undefined;
-  if (['Cancelled', 'Deprovisioning', 'Deprovisioned'].includes(current.phase))
-    return `tenant ${tenant} is ${current.phase.toLowerCase()}: tier left at ${current.spec.tier}`;
-  const applied = await applyTenantClient(deps, {
-    apiVersion: 'plana.dev/v1alpha1',
-    kind: 'TenantClient',
-    metadata: { name: tenant },
-    spec: { ...current.spec, tier },
-  } as Parameters<typeof applyTenantClient>[1]);
-  return `tenant ${tenant} tier ${current.spec.tier} → ${tier} (generation ${applied.generation})`;
+  const { rows } = await db.query<{ phase: string }>('SELECT phase FROM tenant_clients WHERE name = $1', [tenant]);
+  const phase = rows[0]?.phase;
+  if (!phase) return undefined;
+  const object = await deps
+    .tenantClients()
+    .get(tenant)
+    .catch((err: unknown) => {
+      // a tenant of the platform's records only (made before TenantClients lived on the Kubernetes
+      // API): nothing to write the tier to; the operator applies its TenantClient
+      if (err instanceof AppError && err.code === 'NOT_FOUND') return undefined;
+      throw err;
+    });
+  if (!object) {
+    deps.log.warn({ tenant, tier }, 'tier change for a tenant without a TenantClient on the Kubernetes API');
+    return `tenant ${tenant} has no TenantClient on the Kubernetes API: tier ${tier} not applied`;
+  }
+  const spec = object.spec as unknown as TenantClientSpec;
+  if (spec.tier === tier) return undefined;
+  if (['Cancelled', 'Deprovisioning', 'Deprovisioned'].includes(phase))
+    return `tenant ${tenant} is ${phase.toLowerCase()}: tier left at ${spec.tier}`;
+  const applied = await deps
+    .tenantClients()
+    .apply({ metadata: { name: tenant, labels: object.metadata.labels }, spec: { ...spec, tier } });
+  return `tenant ${tenant} tier ${spec.tier} → ${tier} (generation ${applied.generation})`;
 }
 
 /** The tenant workflow's cancel (soak period) or reactivate update; already in that state counts as done. */

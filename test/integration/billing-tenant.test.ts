@@ -147,7 +147,12 @@ describe('subscription → tenant', () => {
     expect(await generation()).toEqual({ generation: 1, tier: 'starter' });
     const res = await send(event('customer.subscription.updated', sub(1, 'pro')));
     expect(res.body.outcome).toContain(`tenant ${name} tier starter → pro (generation 2)`);
-    expect(await generation()).toEqual({ generation: 2, tier: 'pro' });
+    // written where the TenantClient lives: `kubectl get tenantclients` shows the new tier
+    const object = await p.kube.api.get(name);
+    expect(object.spec.tier).toBe('pro');
+    expect(object.metadata.generation).toBe(2);
+    // and the controller applies that generation to the tenant
+    await expect.poll(generation, { timeout: 20_000 }).toEqual({ generation: 2, tier: 'pro' });
     const status = await waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === 2);
     expect(status.conditions.find((c) => c.type === 'Synced')).toMatchObject({ status: 'True', observedGeneration: 2 });
     // the reconcile installed the pro modules in the tenant's ERP database (DESIGN §5), as its admin over XML-RPC

@@ -37,7 +37,7 @@ import { AppError } from '../../lib/errors.js';
 import { startTenantController, type TenantController } from '../../services/tenant-controller/index.js';
 import { tempDir, testConfig } from './env.js';
 import { testKeys } from './service-keys.js';
-import { controllerScope } from './kubernetes.js';
+import { controllerScope, kubeconfigPath } from './kubernetes.js';
 
 type Closer = () => Promise<unknown>;
 
@@ -105,6 +105,8 @@ export async function startTenantPlatform(
     TENANT_PROBE_INTERVAL: '200ms',
     TENANT_RECONCILE_BACKOFF_MAX: '2s',
     TENANT_SOAK_PERIOD: '1h',
+    // the account API's billing writes tier changes to the TenantClients on the run's API server
+    KUBECONFIG: kubeconfigPath(),
     ...overrides,
   });
   const closers: Closer[] = [];

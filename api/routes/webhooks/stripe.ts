@@ -12,6 +12,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { processStripeEvent, verifyStripeEvent, type BillingDeps } from '../../../domain/billing/stripe-events.js';
 import { publishEvent } from '../../../domain/events/events.js';
+import { TenantClientApi } from '../../../domain/tenants/tenant-client-api.js';
+import { kubeCredentials } from '../../../lib/kube-config.js';
 import { serviceKeyFor } from '../../../domain/service-keys/secret-store.js';
 import { access } from '../../plugins/access.js';
 
@@ -39,12 +41,19 @@ export default async function stripeWebhookRoutes(fastify: FastifyInstance) {
   );
 
   const eventsKey = serviceKeyFor(app.serviceKeySecrets, BILLING_WEBHOOKS_CALLER, 'events');
+  let tenantClients: TenantClientApi | undefined;
   const billing = (log: BillingDeps['log']): BillingDeps => ({
     pool,
     temporal,
     config,
     log,
     publish: async (event) => publishEvent({ eventsUrl: config.EVENTS_URL, apiKey: await eventsKey() }, event),
+    // KUBECONFIG's credentials, else the pod's service account: read when a tier changes, not at start
+    tenantClients: () => {
+      if (tenantClients) return tenantClients;
+      const { kubeConfig, source } = kubeCredentials(config.KUBECONFIG);
+      return (tenantClients = new TenantClientApi(kubeConfig, source));
+    },
   });
 
   app.post(
