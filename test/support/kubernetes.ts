@@ -62,17 +62,26 @@ export function getTenantClient(name: string): TenantClientObject | undefined {
 export const kubeCondition = (obj: TenantClientObject | undefined, type: Condition['type']) =>
   obj?.status?.conditions?.find((c) => c.type === type);
 
-/** Waits until the TenantClient (or its absence) satisfies `predicate`. */
-export async function waitForTenantClient(
+/** Waits until the TenantClient (or its absence) satisfies `predicate`, read with kubectl. */
+export function waitForTenantClient(
   name: string,
   predicate: (obj: TenantClientObject | undefined) => boolean,
   timeout = 60_000,
 ): Promise<TenantClientObject | undefined> {
+  return pollTenantClient(async () => getTenantClient(name), predicate, timeout);
+}
+
+/** Reads the TenantClient with `read` until `predicate` holds; a timeout names what was seen last. */
+export async function pollTenantClient(
+  read: () => Promise<TenantClientObject | undefined>,
+  predicate: (obj: TenantClientObject | undefined) => boolean,
+  timeout: number,
+): Promise<TenantClientObject | undefined> {
   let last: TenantClientObject | undefined;
   await expect
     .poll(
-      () => {
-        last = getTenantClient(name);
+      async () => {
+        last = await read();
         return predicate(last);
       },
       { timeout, interval: 250 },

@@ -37,7 +37,7 @@ import { AppError } from '../../lib/errors.js';
 import { startTenantController, type TenantController } from '../../services/tenant-controller/index.js';
 import { tempDir, testConfig } from './env.js';
 import { testKeys } from './service-keys.js';
-import { controllerScope, kubeconfigPath } from './kubernetes.js';
+import { controllerScope, kubeconfigPath, pollTenantClient } from './kubernetes.js';
 
 type Closer = () => Promise<unknown>;
 
@@ -307,26 +307,13 @@ export const kubeCondition = (obj: TenantClientObject | undefined, type: Conditi
   obj?.status?.conditions?.find((c) => c.type === type);
 
 /** Waits until the TenantClient on the Kubernetes API (or its absence) satisfies `predicate`. */
-export async function waitForKubeTenant(
+export function waitForKubeTenant(
   p: TenantPlatform,
   name: string,
   predicate: (obj: TenantClientObject | undefined) => boolean,
   timeout = 60_000,
 ): Promise<TenantClientObject | undefined> {
-  let last: TenantClientObject | undefined;
-  await expect
-    .poll(
-      async () => {
-        last = await p.kube.api.get(name).catch(() => undefined);
-        return predicate(last);
-      },
-      { timeout, interval: 250 },
-    )
-    .toBe(true)
-    .catch((err: Error) => {
-      throw new Error(`${err.message}\nlast seen: ${JSON.stringify(last?.status ?? last)}`);
-    });
-  return last;
+  return pollTenantClient(() => p.kube.api.get(name).catch(() => undefined), predicate, timeout);
 }
 
 export function ops(p: TenantPlatform, method: 'GET' | 'POST' | 'DELETE', url: string) {
