@@ -289,7 +289,10 @@ export async function startTemporalCluster(opts: TemporalClusterOptions): Promis
 }
 
 /** Which Temporal `npm run dev` starts: `--temporal=dev|cluster` on its command line, else DEV_TEMPORAL, else the dev server. */
-export function temporalKindOf(args: string[], env: string | undefined): 'dev' | 'cluster' {
+/** Which Temporal `npm run dev` runs: the dev server, or the production-shaped cluster. */
+export type TemporalKind = 'dev' | 'cluster';
+
+export function temporalKindOf(args: string[], env: string | undefined): TemporalKind {
   const flag = args.find((a) => a.startsWith('--temporal='))?.slice('--temporal='.length);
   const kind = flag ?? env ?? 'dev';
   if (kind === 'dev' || kind === 'cluster') return kind;
