@@ -13,7 +13,7 @@ import type { ObjectStore } from '../../lib/object-store.js';
 import { readDashboardSnapshot, type DashboardSnapshot } from '../erp/dashboard-snapshot.js';
 import { databaseUrl, dropTenantDatabase, tenantHostname } from '../erp/tenant-database.js';
 import { withTransaction } from '../../lib/db.js';
-import { createTableRouteDriver } from './http-routes.js';
+import { createTableRouteDriver, routedTenants } from './http-routes.js';
 import { compareFigures, countMainModels, listFiles, type BackupFigures } from './backup-figures.js';
 import { erpFilestorePath, wipeFilestore } from './filestore.js';
 import { findBackup } from './backup-catalog.js';
@@ -170,14 +170,7 @@ async function recordedFigures(pool: pg.Pool, backupId: string): Promise<BackupF
 
 /** The tenants a tier's drill visits: those with a route (live), restored copies aside. */
 export async function drillTenantsOfTier(pool: pg.Pool, tier: Tier): Promise<string[]> {
-  const { rows } = await pool.query<{ tenant: string }>(
-    `SELECT r.tenant FROM tenant_routes r JOIN tenants t ON t.name = r.tenant
-      WHERE t.tier = $1 AND NOT EXISTS (SELECT 1 FROM tenant_restores x WHERE x.name = r.tenant)
-        AND NOT EXISTS (SELECT 1 FROM tenant_drill_scratches d WHERE d.name = r.tenant)
-      ORDER BY r.tenant`,
-    [tier],
-  );
-  return rows.map((r) => r.tenant);
+  return (await routedTenants(pool, { tier })).map((r) => r.tenant);
 }
 
 /** The tenant's drills, newest first. */

@@ -8,7 +8,7 @@
  * look-ups of the ingress, the ERP stand-in, the health probe, the dashboards and the ERP jobs.
  */
 import type pg from 'pg';
-import type { ErpVersion } from './types.js';
+import type { ErpVersion, Tier } from './types.js';
 
 export interface TenantRoute {
   host: string;
@@ -119,14 +119,17 @@ export interface RoutedTenant {
  * Every tenant with a route, by name: the tenants whose ERPs the platform's ERP jobs visit (sweep,
  * rule rewrite). A backup restored as a staging copy (`tenant_restores`) or a drill's scratch
  * tenant (`tenant_drill_scratches`) is not among them: its ERP's events are not the customer's.
+ * `only.tier`: those of one tier (the tier's backup drill).
  */
-export async function routedTenants(pool: pg.Pool): Promise<RoutedTenant[]> {
+export async function routedTenants(pool: pg.Pool, only: { tier?: Tier } = {}): Promise<RoutedTenant[]> {
   const { rows } = await pool.query<RoutedTenant>(
     `SELECT r.tenant, r.host, r.database, w.slug AS workspace, t.erp_version AS "erpVersion"
        FROM tenant_routes r JOIN tenants t ON t.name = r.tenant LEFT JOIN workspaces w ON w.id = t.workspace_id
       WHERE NOT EXISTS (SELECT 1 FROM tenant_restores x WHERE x.name = r.tenant)
         AND NOT EXISTS (SELECT 1 FROM tenant_drill_scratches d WHERE d.name = r.tenant)
+        AND ($1::text IS NULL OR t.tier = $1)
       ORDER BY r.tenant`,
+    [only.tier ?? null],
   );
   return rows;
 }

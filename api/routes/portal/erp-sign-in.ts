@@ -16,6 +16,7 @@ import type { ApiDeps } from '../../plugins/deps.js';
 import { oidcProviderIssuer, tenantBaseUrl } from '../../../domain/identity/oidc-clients.js';
 import { access } from '../../plugins/access.js';
 import { TenantName } from '../../schemas/common.js';
+import { workspaceTenantWithRoute } from '../../../domain/tenants/http-routes.js';
 
 const Problem = Type.Ref('Problem');
 
@@ -58,14 +59,10 @@ export default async function erpSignInRoutes(fastify: FastifyInstance) {
     },
     async (req, reply) => {
       const { pool, redis, config } = app.deps;
-      const { rows } = await pool.query<{ name: string; host: string; database: string }>(
-        `SELECT t.name, r.host, r.database FROM tenants t JOIN tenant_routes r ON r.tenant = t.name
-          WHERE t.workspace_id = $1 ORDER BY r.host LIMIT 1`,
-        [req.memberWorkspace!.id],
-      );
-      if (!rows[0]) throw new AppError('NOT_FOUND', 'This workspace has no ERP yet.');
-      await ensureCallerInErp(app.deps, rows[0]);
-      const erpUrl = `${tenantBaseUrl(config, rows[0].host)}/web/login`;
+      const route = (await workspaceTenantWithRoute(pool, req.memberWorkspace!.slug))?.route;
+      if (!route) throw new AppError('NOT_FOUND', 'This workspace has no ERP yet.');
+      await ensureCallerInErp(app.deps, { name: route.tenant, database: route.database });
+      const erpUrl = `${tenantBaseUrl(config, route.host)}/web/login`;
       const ticket = await issueErpHandoff(redis, { userId: req.user!.id, target: erpUrl });
       const url = `${oidcProviderIssuer(config)}/portal-sign-in?${new URLSearchParams({ handoff_token: ticket })}`;
       return reply.header('cache-control', 'no-store').send({ url, erpUrl });
