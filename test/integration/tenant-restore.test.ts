@@ -13,7 +13,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { routedTenants, routeOfHost } from '../../domain/tenants/http-routes.js';
 import { ensureBackupDrillSchedules } from '../../domain/tenants/backup-schedules.js';
-import type { DrillResult } from '../../domain/tenants/backup-drills.js';
+import { drillTenantsOfTier, type DrillResult } from '../../domain/tenants/backup-drills.js';
 import * as backupSupport from '../support/backups.js';
 import type { TcpProxy } from '../support/tcp-proxy.js';
 import {
@@ -114,6 +114,10 @@ it('restores the backup as a new tenant with its own database, filestore and rou
   const routed = (await routedTenants(p.pool)).map((t) => t.tenant);
   expect(routed).toContain(name);
   expect(routed).not.toContain(copy);
+  // the weekly drill of the tenant's tier (starter) visits it, not its copy; another tier's drill does not
+  expect(await drillTenantsOfTier(p.pool, 'starter')).toContain(name);
+  expect(await drillTenantsOfTier(p.pool, 'starter')).not.toContain(copy);
+  expect(await drillTenantsOfTier(p.pool, 'pro')).not.toContain(name);
   // the source is untouched
   expect(readFileSync(attachment(name), 'utf8')).toBe('invoice changed since');
   expect(await partnerNames(hostOf(name))).toContain('After the backup');
