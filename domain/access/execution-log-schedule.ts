@@ -1,16 +1,16 @@
 /** The daily Temporal Schedule of the execution-log retention; the worker ensures it at start-up. */
 import type { Client } from '@temporalio/client';
-import { ensureIntervalSchedule } from '../temporal-schedule.js';
+import { DAY_MS, ensureIntervalSchedule, type ScheduleOutcome } from '../temporal-schedule.js';
 
 export const EXECUTION_LOG_RETENTION_SCHEDULE_ID = 'execution-log-retention';
 
 export function ensureExecutionLogRetentionSchedule(
   client: Client,
   opts: { taskQueue: string; retentionDays: number; scheduleId?: string },
-): Promise<'created' | 'exists'> {
+): Promise<ScheduleOutcome> {
   return ensureIntervalSchedule(client, {
     scheduleId: opts.scheduleId ?? EXECUTION_LOG_RETENTION_SCHEDULE_ID,
-    every: '1 day',
+    everyMs: DAY_MS,
     workflowType: 'pruneExecutionLog',
     taskQueue: opts.taskQueue,
     summary: `Drop execution-log day partitions older than ${opts.retentionDays} days`,

@@ -17,7 +17,7 @@
  */
 import type pg from 'pg';
 import type { Client } from '@temporalio/client';
-import { ensureIntervalSchedule } from '../temporal-schedule.js';
+import { ensureIntervalSchedule, type ScheduleOutcome } from '../temporal-schedule.js';
 import { publishEvent } from '../events/events.js';
 import { erpClientFor, loadErpApiCredentials } from '../erp/api-user.js';
 import { EVENT_RULES } from './automation-rules.js';
@@ -153,10 +153,10 @@ export async function sweepAll(
 export function ensureErpEventSweepSchedule(
   client: Client,
   opts: { taskQueue: string; everyMs: number; scheduleId?: string },
-): Promise<'created' | 'exists'> {
+): Promise<ScheduleOutcome> {
   return ensureIntervalSchedule(client, {
     scheduleId: opts.scheduleId ?? ERP_EVENTS_SWEEP_SCHEDULE_ID,
-    every: opts.everyMs,
+    everyMs: opts.everyMs,
     workflowType: 'sweepErpEvents',
     taskQueue: opts.taskQueue,
     summary: 'Publish the invoice and payment events the tenant ERPs posted but the platform missed',

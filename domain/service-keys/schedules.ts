@@ -7,14 +7,13 @@
  * offset from their name, so they do not all rotate in the same minute.
  */
 import { createHash } from 'node:crypto';
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { ANNUAL_ROTATION_WORKFLOW, rotationScheduleId } from './workflow-contract.js';
 import { SERVICE_KEY_INVENTORY } from './inventory.js';
 import { describeScheduleIfPresent } from '../../lib/temporal.js';
+import { DAY_MS, ensureIntervalSchedule, type ScheduleOutcome } from '../temporal-schedule.js';
 
 type Pair = { caller: string; target: string };
-
-const DAY_MS = 24 * 3600_000;
 
 /** A stable offset in [0, every) from the pair's name, whole minutes. */
 export function scheduleOffsetMs(pair: Pair, everyMs: number): number {
@@ -23,40 +22,23 @@ export function scheduleOffsetMs(pair: Pair, everyMs: number): number {
   return (h % minutes) * 60_000;
 }
 
-export async function ensureRotationSchedule(
+export function ensureRotationSchedule(
   client: Client,
   pair: Pair,
   opts: { taskQueue: string; everyDays: number },
-): Promise<'created' | 'updated' | 'exists'> {
-  const scheduleId = rotationScheduleId(pair.caller, pair.target);
+): Promise<ScheduleOutcome> {
   const everyMs = opts.everyDays * DAY_MS;
-  const spec = { intervals: [{ every: everyMs, offset: scheduleOffsetMs(pair, everyMs) }] };
-  try {
-    await client.schedule.create({
-      scheduleId,
-      spec,
-      action: {
-        type: 'startWorkflow',
-        workflowType: ANNUAL_ROTATION_WORKFLOW,
-        workflowId: scheduleId,
-        taskQueue: opts.taskQueue,
-        args: [pair],
-        staticSummary: `Scheduled rotation of the ${pair.caller} → ${pair.target} service key`,
-      },
-      policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 day' },
-      state: { note: `${pair.caller} → ${pair.target}: rotate every ${opts.everyDays} days (§5.4)` },
-    });
-    return 'created';
-  } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-  }
-  // the interval (or the task queue) may have changed in the configuration since it was made
-  const handle = client.schedule.getHandle(scheduleId);
-  const described = await handle.describe();
-  const current = described.spec.intervals?.[0];
-  if (current && Number(current.every) === everyMs && described.action.taskQueue === opts.taskQueue) return 'exists';
-  await handle.update((s) => ({ ...s, spec, action: { ...s.action, taskQueue: opts.taskQueue } }));
-  return 'updated';
+  return ensureIntervalSchedule(client, {
+    scheduleId: rotationScheduleId(pair.caller, pair.target),
+    everyMs,
+    offsetMs: scheduleOffsetMs(pair, everyMs),
+    workflowType: ANNUAL_ROTATION_WORKFLOW,
+    taskQueue: opts.taskQueue,
+    args: [pair],
+    summary: `Scheduled rotation of the ${pair.caller} → ${pair.target} service key`,
+    note: `${pair.caller} → ${pair.target}: rotate every ${opts.everyDays} days (§5.4)`,
+    catchupWindow: '1 day',
+  });
 }
 
 /** Ensures the schedule of every live pair of the inventory. */

@@ -6,6 +6,7 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import { describeScheduleIfPresent } from '../../lib/temporal.js';
 import { searchAttributes } from '../workflow-search-attributes.js';
+import { DAY_MS, ensureIntervalSchedule, type ScheduleOutcome } from '../temporal-schedule.js';
 import {
   BACKUP_RETENTION_SCHEDULE_ID,
   BACKUP_TENANT_WORKFLOW,
@@ -68,30 +69,18 @@ export async function backupScheduleExists(client: Client, tenant: string): Prom
 }
 
 /** The daily retention job; the worker ensures it at start-up. */
-export async function ensureBackupRetentionSchedule(
+export function ensureBackupRetentionSchedule(
   client: Client,
   opts: { taskQueue: string; scheduleId?: string },
-): Promise<'created' | 'exists'> {
-  try {
-    await client.schedule.create({
-      scheduleId: opts.scheduleId ?? BACKUP_RETENTION_SCHEDULE_ID,
-      spec: { intervals: [{ every: '1 day' }] },
-      action: {
-        type: 'startWorkflow',
-        workflowType: PRUNE_EXPIRED_BACKUPS_WORKFLOW,
-        workflowId: opts.scheduleId ?? BACKUP_RETENTION_SCHEDULE_ID,
-        taskQueue: opts.taskQueue,
-        args: [],
-        staticSummary: 'Delete stored backups whose tier retention has ended',
-      },
-      policies: { overlap: ScheduleOverlapPolicy.SKIP },
-      state: { note: 'Backup retention: starter 30 days, pro 90 days, enterprise 365 days (configurable)' },
-    });
-    return 'created';
-  } catch (err) {
-    if (err instanceof ScheduleAlreadyRunning) return 'exists';
-    throw err;
-  }
+): Promise<ScheduleOutcome> {
+  return ensureIntervalSchedule(client, {
+    scheduleId: opts.scheduleId ?? BACKUP_RETENTION_SCHEDULE_ID,
+    everyMs: DAY_MS,
+    workflowType: PRUNE_EXPIRED_BACKUPS_WORKFLOW,
+    taskQueue: opts.taskQueue,
+    summary: 'Delete stored backups whose tier retention has ended',
+    note: 'Backup retention: starter 30 days, pro 90 days, enterprise 365 days (configurable)',
+  });
 }
 
 /**
@@ -102,43 +91,18 @@ export async function ensureBackupRetentionSchedule(
 export async function ensureBackupDrillSchedules(
   client: Client,
   opts: { taskQueue: string; everyMs: number; tiers?: readonly Tier[] },
-): Promise<Record<string, 'created' | 'updated' | 'exists'>> {
-  const outcomes: Record<string, 'created' | 'updated' | 'exists'> = {};
-  for (const tier of opts.tiers ?? tiers) {
-    const scheduleId = drillScheduleId(tier);
-    const spec = { intervals: [{ every: opts.everyMs }] };
-    try {
-      await client.schedule.create({
-        scheduleId,
-        spec,
-        action: {
-          type: 'startWorkflow',
-          workflowType: DRILL_BACKUPS_WORKFLOW,
-          workflowId: scheduleId,
-          taskQueue: opts.taskQueue,
-          args: [{ tier }],
-          staticSummary: `Backup drill of the ${tier} tenants: restore each latest backup into a scratch tenant and compare`,
-          typedSearchAttributes: [{ key: searchAttributes.tier, value: tier }],
-        },
-        policies: { overlap: ScheduleOverlapPolicy.SKIP },
-        state: {
-          note: `Backup drill (${tier}): a restore of every live tenant's latest backup, compared and torn down`,
-        },
-      });
-      outcomes[scheduleId] = 'created';
-      continue;
-    } catch (err) {
-      if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-    }
-    const handle = client.schedule.getHandle(scheduleId);
-    const current = await handle.describe();
-    const every = current.spec.intervals?.[0]?.every;
-    if (every === opts.everyMs) {
-      outcomes[scheduleId] = 'exists';
-      continue;
-    }
-    await handle.update((prev) => ({ ...prev, spec }));
-    outcomes[scheduleId] = 'updated';
-  }
+): Promise<Record<string, ScheduleOutcome>> {
+  const outcomes: Record<string, ScheduleOutcome> = {};
+  for (const tier of opts.tiers ?? tiers)
+    outcomes[drillScheduleId(tier)] = await ensureIntervalSchedule(client, {
+      scheduleId: drillScheduleId(tier),
+      everyMs: opts.everyMs,
+      workflowType: DRILL_BACKUPS_WORKFLOW,
+      taskQueue: opts.taskQueue,
+      args: [{ tier }],
+      summary: `Backup drill of the ${tier} tenants: restore each latest backup into a scratch tenant and compare`,
+      note: `Backup drill (${tier}): a restore of every live tenant's latest backup, compared and torn down`,
+      searchAttributes: [{ key: searchAttributes.tier, value: tier }],
+    });
   return outcomes;
 }

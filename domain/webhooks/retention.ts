@@ -6,7 +6,7 @@
  */
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import { ensureIntervalSchedule } from '../temporal-schedule.js';
+import { DAY_MS, ensureIntervalSchedule, type ScheduleOutcome } from '../temporal-schedule.js';
 
 export const WEBHOOK_RETENTION_SCHEDULE_ID = 'webhook-retention';
 const BATCH = 5_000;
@@ -51,10 +51,10 @@ export async function deleteExpiredWebhookHistory(
 export function ensureWebhookRetentionSchedule(
   client: Client,
   opts: { taskQueue: string; retentionDays: number; scheduleId?: string },
-): Promise<'created' | 'exists'> {
+): Promise<ScheduleOutcome> {
   return ensureIntervalSchedule(client, {
     scheduleId: opts.scheduleId ?? WEBHOOK_RETENTION_SCHEDULE_ID,
-    every: '1 day',
+    everyMs: DAY_MS,
     workflowType: 'pruneWebhookHistory',
     taskQueue: opts.taskQueue,
     summary: `Delete webhook messages and attempts older than ${opts.retentionDays} days (finished deliveries only)`,

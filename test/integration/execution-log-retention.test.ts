@@ -82,6 +82,11 @@ describe('the execution-log-retention schedule', () => {
       const now = await partitions();
       expect(now).not.toContain(old);
       expect(now).toContain(kept);
+      // a worker started with another task queue brings the schedule to it (the configuration changed)
+      const moved = { taskQueue: `${cfg.TEMPORAL_TASK_QUEUE}-moved`, retentionDays: 90, scheduleId };
+      expect(await ensureExecutionLogRetentionSchedule(temporal, moved)).toBe('updated');
+      expect((await schedule.describe()).action).toMatchObject({ taskQueue: moved.taskQueue });
+      expect(await ensureExecutionLogRetentionSchedule(temporal, moved)).toBe('exists');
     } finally {
       await schedule.delete();
     }
