@@ -5,16 +5,10 @@
 import type { Command } from 'commander';
 import { opsRequest } from '../ops-client.js';
 import { positiveInteger, positiveNumber, tenantName } from '../arguments.js';
+import type { Limits as EffectiveLimits } from '../../domain/access/rate-limit-overrides.js';
 
-interface Limits {
-  burst: number;
-  perSecond: number;
-  agentPerMinute: number;
-  workspaceBurst: number;
-  workspacePerSecond: number;
-  maxApiKeys: number;
-  overridden: boolean;
-}
+/** The workspace's limits as the ops API answers them: the effective figures, and whether an override sets them. */
+type Limits = EffectiveLimits & { overridden: boolean };
 
 const path = (ws: string) => `/api/ops/workspaces/${encodeURIComponent(ws)}/rate-limits`;
 const terms = {
