@@ -22,6 +22,7 @@ import { migrate } from '../../lib/migrate.js';
 import { duration } from '../../lib/setting-kinds.js';
 import { connectTemporal } from '../../lib/temporal.js';
 import { createApiKey } from '../../domain/access/api-keys.js';
+import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { startErpStandIn } from '../../sandbox/erp/server.js';
@@ -156,6 +157,21 @@ async function dashboardKey(pool: ReturnType<typeof createPool>, tenant: string)
   return { url: `${API_URL.value}/api/portal/odoo/${slug}/kpis`, token: key.token };
 }
 
+/** What the unrecovered workflows wait for: their pending activities, attempts and last failures (at most 5 workflows). */
+async function explainWaits(temporal: Client, workflowIds: string[]): Promise<void> {
+  for (const id of workflowIds.slice(0, 5)) {
+    const d = await temporal.workflow.getHandle(id).describe();
+    if (d.status.name !== 'RUNNING') continue;
+    const pending = (d.raw.pendingActivities ?? []).map(
+      (a) =>
+        `${a.activityType?.name} attempt ${a.attempt}${a.lastFailure?.message ? ` (last failure: ${a.lastFailure.message.slice(0, 120)})` : ''}`,
+    );
+    console.log(
+      `  still waiting: ${id}: ${pending.length ? pending.join('; ') : 'no activity pending (a timer or a signal)'}`,
+    );
+  }
+}
+
 async function workflowsEndedBadly(temporal: Client): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   for (const status of ['Failed', 'TimedOut', 'Terminated'])
@@ -169,13 +185,22 @@ async function rotationDone(temporal: Client, workflowId: string): Promise<boole
 }
 
 /** Polls each condition until it holds (or RECOVERY_WAIT_MS passes); returns when each first held, in ms after `since`. */
-async function waitForRecovery(since: number, conditions: Record<string, () => Promise<boolean>>) {
+async function waitForRecovery(
+  since: number,
+  conditions: Record<string, () => Promise<boolean>>,
+  explain: () => Promise<void>,
+) {
+  let explained = Date.now();
   const heldAfter: Record<string, number | undefined> = Object.fromEntries(
     Object.keys(conditions).map((k) => [k, undefined]),
   );
   while (Date.now() - since < RECOVERY_WAIT_MS && Object.values(heldAfter).includes(undefined)) {
     for (const [what, holds] of Object.entries(conditions))
       if (heldAfter[what] === undefined && (await holds())) heldAfter[what] = Math.max(0, Date.now() - since);
+    if (Date.now() - explained > 30_000) {
+      explained = Date.now();
+      await explain().catch((err) => console.log(`  (could not say what it waits for: ${String(err)})`));
+    }
     await sleep(500);
   }
   return heldAfter;
@@ -218,11 +243,19 @@ try {
   step(`${processes.kills.length} kills; waiting for the recovery (at most ${RECOVERY_WAIT_MS / 1000} s)`);
   await producing;
 
-  const recovery = await waitForRecovery(lastKill, {
-    'tenants Ready': async () => (await tenants.poll().catch(() => 0)) === TENANTS,
-    'messages delivered': async () => webhooks.deliveries.size === EVENTS,
-    'rotation ended': () => rotationDone(temporal, rotationId),
-  });
+  const recovery = await waitForRecovery(
+    lastKill,
+    {
+      'tenants Ready': async () => (await tenants.poll().catch(() => 0)) === TENANTS,
+      'messages delivered': async () => webhooks.deliveries.size === EVENTS,
+      'rotation ended': () => rotationDone(temporal, rotationId),
+    },
+    () =>
+      explainWaits(temporal, [
+        ...names.filter((n) => !tenants.readyAfter.has(n)).map((n) => tenantWorkflowId(n)),
+        rotationId,
+      ]),
+  );
   dashboards.stop();
   await reading;
 
