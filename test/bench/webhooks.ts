@@ -11,7 +11,8 @@
  * event → delivered p50/p99 (from the send of the event), how long after the failed attempt the
  * failed ones were delivered, and CPU per delivery from /proc for the dispatcher, worker, events
  * service, Temporal, PostgreSQL and Redis (and, apart, the bench's own sender + receivers), each
- * printed beside the Svix row of ANCHORS.md.
+ * printed beside the Svix row of ANCHORS.md; with one endpoint, where a message's time went, stage by
+ * stage (webhook-burst-breakdown.ts).
  *
  * BENCH_SCENARIOS ("2000x1@0,2000x1@0/420,1000x4@0,2000x1@1,2000x1@1/420,2000x1@10,2000x1@10/420" by default:
  * events x endpoints @ failing % [/ events per second: paced instead of as fast as BENCH_IN_FLIGHT
