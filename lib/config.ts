@@ -160,7 +160,11 @@ export const configSchema = z.object({
   WEBHOOK_DISPATCH_PARALLEL: z.coerce.number().int().min(1).max(16).default(4),
   /** Dispatcher: first attempts answered 410 being handed to their delivery workflows at once (workflow starts in flight). */
   WEBHOOK_HANDOFF_CONCURRENCY: z.coerce.number().int().min(1).default(8),
-  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).default(64),
+  /**
+   * Requests in flight per endpoint (first attempts, and each retry batch). 256: at 64 a burst's
+   * first attempts waited in the lane longer than anywhere else (docs/benchmarks.md).
+   */
+  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).default(256),
   WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).default(512),
   WEBHOOK_ENDPOINT_QUEUE_MAX: z.coerce.number().int().min(1).default(1_000),
   /**

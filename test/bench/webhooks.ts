@@ -11,7 +11,8 @@
  * event → delivered p50/p99 (from the send of the event), how long after the failed attempt the
  * failed ones were delivered, and CPU per delivery from /proc for the dispatcher, worker, events
  * service, Temporal, PostgreSQL and Redis (and, apart, the bench's own sender + receivers), each
- * printed beside the Svix row of ANCHORS.md.
+ * printed beside the Svix row of ANCHORS.md; with one endpoint, where a message's time went, stage by
+ * stage (webhook-burst-breakdown.ts).
  *
  * BENCH_SCENARIOS ("2000x1@0,2000x1@0/420,1000x4@0,2000x1@1,2000x1@1/420,2000x1@10,2000x1@10/420" by default:
  * events x endpoints @ failing % [/ events per second: paced instead of as fast as BENCH_IN_FLIGHT
@@ -21,7 +22,7 @@
  * WEBHOOK_DISPATCH_BATCH, WEBHOOK_DISPATCH_PARALLEL, WEBHOOK_MAX_IN_FLIGHT and WEBHOOK_RETRY_SCHEDULE
  * pass to the dispatcher and the worker.
  *
- * Then "receiver down, messages waiting, then back" (outageScenario): BENCH_OUTAGE (10m; 0 skips it,
+ * Then "receiver down, messages waiting, then back" (webhook-outage.ts): BENCH_OUTAGE (10m; 0 skips it,
  * a shorter one for a quick run, e.g. BENCH_OUTAGE=30s WEBHOOK_RETRY_SCHEDULE=5s,20s,40s,2m,5m),
  * BENCH_OUTAGE_MESSAGES (5000), BENCH_OUTAGE_WAIT (2h: how long to wait for the drain). With the
  * default schedule the messages come back on their 30-minute retry.
@@ -35,7 +36,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Webhook } from 'standardwebhooks';
 import { parseConfig } from '../../lib/config.js';
-import { duration } from '../../lib/setting-kinds.js';
 import { createPool } from '../../lib/db.js';
 import { migrate } from '../../lib/migrate.js';
 import { freePort, startThrowAwayServers, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
@@ -44,17 +44,14 @@ import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { EndpointRepository } from '../../domain/webhooks/endpoints.js';
 import { messageIdOf } from '../../domain/webhooks/signing.js';
 import { percentile } from './percentile.js';
+import { burstBreakdown } from './webhook-burst-breakdown.js';
+import { OUTAGE_MS, outageScenario } from './webhook-outage.js';
+import { Redis } from 'ioredis';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 32);
 const WARM_UP_ROUNDS = Number(process.env.BENCH_WARM_UP ?? 2);
 /** The outage scenario: how long the receiver is down (0: skip it), how many messages, how long to wait for the drain. */
-const OUTAGE_MS = duration.parse(process.env.BENCH_OUTAGE ?? '10m');
-const OUTAGE_MESSAGES = Number(process.env.BENCH_OUTAGE_MESSAGES ?? 5000);
-const OUTAGE_WAIT_MS = duration.parse(process.env.BENCH_OUTAGE_WAIT ?? '2h');
-const RECEIVER_WORK_MS = 5;
-const describeMs = (ms: number) =>
-  ms < 1000 ? `${ms.toFixed(0)} ms` : ms < 120_000 ? `${(ms / 1000).toFixed(1)} s` : `${(ms / 60_000).toFixed(1)} min`;
 const scenarios = (
   process.env.BENCH_SCENARIOS ?? '2000x1@0,2000x1@0/420,1000x4@0,2000x1@1,2000x1@1/420,2000x1@10,2000x1@10/420'
 )
@@ -113,6 +110,7 @@ try {
   step('starting PostgreSQL, Redis and the Temporal dev server');
   const { pg, redis, temporal } = await startThrowAwayServers(dir);
   const pool = createPool(pg.url, 4);
+  const streamRedis = new Redis(redis.url);
   await migrate(pool);
   const [eventsPort, notificationsPort] = await Promise.all([freePort(), freePort()]);
   const env: Record<string, string> = {
@@ -240,101 +238,6 @@ try {
       );
     });
 
-  /**
-   * "Receiver down, messages waiting, then back": BENCH_OUTAGE_MESSAGES events to one endpoint whose
-   * receiver answers 503 for BENCH_OUTAGE from the first send, then 204 (verifying); time to drain
-   * from the receiver's return, CPU per delivery over the whole scenario, most requests in flight at
-   * the receiver, and every message delivered once.
-   */
-  async function outageScenario(): Promise<string> {
-    const slug = `bench-${randomUUID().slice(0, 8)}`;
-    const ws = (
-      await pool.query<{ id: string }>('INSERT INTO workspaces (slug, name) VALUES ($1, $1) RETURNING id', [slug])
-    ).rows[0]!.id;
-    let down = true;
-    let inFlight = 0;
-    let mostInFlight = 0;
-    let mostInFlightAfterBack = 0;
-    let failedAnswers = 0;
-    let verifyFailures = 0;
-    const delivered = new Map<string, number>();
-    const deliveries = new Map<string, number>();
-    const verifier: { webhook?: Webhook } = {};
-    const server = http.createServer((req, res) => {
-      inFlight++;
-      mostInFlight = Math.max(mostInFlight, inFlight);
-      if (!down) mostInFlightAfterBack = Math.max(mostInFlightAfterBack, inFlight);
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const answer = (status: number) => {
-          inFlight--;
-          res.writeHead(status).end();
-        };
-        if (down) {
-          failedAnswers++;
-          return answer(503);
-        }
-        const id = String(req.headers['webhook-id']);
-        try {
-          verifier.webhook!.verify(Buffer.concat(chunks).toString('utf8'), req.headers as Record<string, string>);
-        } catch {
-          verifyFailures++;
-        }
-        deliveries.set(id, (deliveries.get(id) ?? 0) + 1);
-        if (!delivered.has(id)) delivered.set(id, performance.now());
-        // a receiver that takes RECEIVER_WORK_MS per delivery, so the requests in flight show the sender's concurrency
-        setTimeout(() => answer(204), RECEIVER_WORK_MS);
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const { secret } = await repo.create(ws, {
-      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    });
-    verifier.webhook = new Webhook(secret);
-    await new Promise((r) => setTimeout(r, 1_200));
-    const title = `receiver down ${describeMs(OUTAGE_MS)} (BENCH_OUTAGE${process.env.BENCH_OUTAGE ? `=${process.env.BENCH_OUTAGE}` : ' default'}), ${OUTAGE_MESSAGES} messages waiting, then back; retry schedule ${cfg.WEBHOOK_RETRY_SCHEDULE.map(describeMs).join(', ')}`;
-    step(title);
-    const before = cpuNow();
-    const start = performance.now();
-    const agent = new http.Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: IN_FLIGHT }, async () => {
-        while (next < OUTAGE_MESSAGES) {
-          const n = next++;
-          await postEvent(agent, slug, `bench-${slug}-${n}`, n);
-        }
-      }),
-    );
-    agent.destroy();
-    const untilBack = start + OUTAGE_MS - performance.now();
-    if (untilBack > 0) await new Promise((r) => setTimeout(r, untilBack));
-    down = false;
-    const back = performance.now();
-    step(
-      `receiver back after ${describeMs(back - start)}; waiting for the drain (at most ${describeMs(OUTAGE_WAIT_MS)})`,
-    );
-    const deadline = Date.now() + OUTAGE_WAIT_MS;
-    while (delivered.size < OUTAGE_MESSAGES && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-    const after = cpuNow();
-    server.closeAllConnections();
-    server.close();
-    const at = [...delivered.values()].sort((a, b) => a - b);
-    const cpu = Object.fromEntries(Object.keys(after).map((k) => [k, after[k]! - before[k]!]));
-    const cpuTotal = Object.values(cpu).reduce((a, b) => a + b, 0);
-    const perDelivery = (sec: number) => ((sec * 1000) / Math.max(1, delivered.size)).toFixed(2);
-    const twice = [...deliveries.values()].filter((n) => n > 1).length;
-    return [
-      title,
-      `  delivered         ${delivered.size} of ${OUTAGE_MESSAGES}${twice ? `, ${twice} MORE THAN ONCE` : ', each once'}${verifyFailures ? `, ${verifyFailures} FAILED VERIFICATION` : ', every one verified'}; ${failedAnswers} attempts answered 503 while down`,
-      `  drain             first delivery ${at.length ? describeMs(at[0]! - back) : '—'} after the receiver was back (the next scheduled retry), last ${at.length ? describeMs(at.at(-1)! - back) : '—'}; the drain itself (first → last) ${at.length ? describeMs(at.at(-1)! - at[0]!) : '—'}`,
-      `  no storm          at most ${mostInFlightAfterBack} requests in flight at the receiver after its return, each answered after ${RECEIVER_WORK_MS} ms (${mostInFlight} while down; WEBHOOK_ENDPOINT_CONCURRENCY ${cfg.WEBHOOK_ENDPOINT_CONCURRENCY})`,
-      `  CPU per delivery  ${perDelivery(cpuTotal)} ms over the whole scenario: ${Object.entries(cpu)
-        .map(([k, v]) => `${k} ${perDelivery(v)}`)
-        .join(', ')}`,
-    ].join('\n');
-  }
   // warm-up rounds first (JIT of every Node process, connections, caches), not reported: the first
   // burst after a start ran at a third of the rate of the next one (the events service spent 0.3 ms
   // CPU per event instead of 0.05); from the second on 1 % fail, so the retry path (Temporal client,
@@ -449,6 +352,20 @@ try {
       .flatMap(([key, at]) => (firstDelivered.has(key) ? [firstDelivered.get(key)! - at] : []))
       .sort((a, b) => a - b);
     const svix = svixAnchor.scenarios[`${sc.events}x${sc.endpoints}@${sc.failing}`];
+    // stage by stage (one endpoint: a message has one first attempt), the messages delivered at their first attempt
+    const wall = (t: number) => performance.timeOrigin + t;
+    const breakdown =
+      sc.warmUp || sc.endpoints > 1
+        ? []
+        : await burstBreakdown(pool, streamRedis, cfg.EVENTS_STREAM, {
+            sentAt: new Map([...sentAt].map(([id, t]) => [id, wall(t)])),
+            deliveredAt: new Map(
+              [...firstDelivered].flatMap(([key, t]) => {
+                const id = key.slice(key.indexOf(':') + 1);
+                return key.startsWith('0:') && !failing.has(id) ? [[id, wall(t)] as const] : [];
+              }),
+            ),
+          });
     if (!sc.warmUp)
       results.push(
         [
@@ -460,6 +377,7 @@ try {
                 `  failed ones       ${retried.length} delivered on their retry ${fmt(retried[0]!)}–${fmt(retried.at(-1)!)} after the failed attempt (median ${fmt(retried[Math.floor(retried.length / 2)]!)})`,
               ]
             : []),
+          ...breakdown,
           `  Svix (${svixAnchor.measured}) ${svix ?? '—'}${sc.rate ? " (Svix's rows are its 32-in-flight bursts: its API accepted 317–382 events/s)" : ''}`,
           `  CPU per delivery  ${Object.entries(cpu)
             .map(([k, v]) => `${k} ${perDelivery(v)}`)
@@ -467,8 +385,10 @@ try {
         ].join('\n'),
       );
   }
-  if (OUTAGE_MS > 0) results.push(await outageScenario());
+  if (OUTAGE_MS > 0)
+    results.push(await outageScenario({ pool, repo, cfg, cpuNow, postEvent, inFlight: IN_FLIGHT, step }));
   await client.connection.close();
+  streamRedis.disconnect();
   await pool.end();
 
   console.log(`

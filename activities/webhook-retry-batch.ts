@@ -1,0 +1,146 @@
+/**
+ * The endpoint's retry workflow's activity (workflows/webhook-endpoint-retries.ts): the endpoint's
+ * due messages, retried in batches, each batch's attempts and next due times recorded in PostgreSQL.
+ */
+import { Context } from '@temporalio/activity';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pLimit from 'p-limit';
+import { sendingEndpoints, type SendingEndpoint } from '../domain/webhooks/endpoints.js';
+import { recordAttempts, type RecordedAttempt } from '../domain/webhooks/deliveries.js';
+import { webhookHeaders } from '../domain/webhooks/signing.js';
+import { alertWorkspaceAdmins } from '../domain/webhooks/alerts.js';
+import { retryDelay, type WebhookRetrySettings } from '../domain/webhooks/retry-schedule.js';
+import { retrySettings } from '../domain/webhooks/delivery-retries.js';
+import { dueDeliveries, failWaitingDeliveries, nextDue, type DueDelivery } from '../domain/webhooks/retry-queue.js';
+import {
+  disableGoneEndpoint,
+  disableIfFailingTooLong,
+  runKey,
+  type DeliveryEndpoint,
+  type WebhookActivityDeps,
+} from './webhook-endpoint-state.js';
+
+/** Due messages taken per batch (each batch: one SELECT, the POSTs, one INSERT of their attempts). */
+const RETRY_BATCH = 200;
+/** The activity waits itself for a message due within this, rather than returning to the workflow's timer. */
+const LINGER_MS = 5_000;
+/** After this long the activity returns (the next batch is another activity in the history). */
+const RUN_MAX_MS = 60_000;
+
+export interface DueDeliveriesOutcome {
+  attempts: number;
+  delivered: number;
+  /** Messages failed for good by this call (retries used up, 410, endpoint disabled). */
+  failed: number;
+  endpointDisabled: boolean;
+  /** When the next waiting message is due (epoch ms), null: none waits. */
+  nextDueAt: number | null;
+}
+
+/** One retry of a due message: POST it and answer the attempt to record with its next due time. */
+async function retryOne(
+  deps: WebhookActivityDeps,
+  endpoint: SendingEndpoint,
+  d: DueDelivery,
+  settings: WebhookRetrySettings,
+): Promise<RecordedAttempt> {
+  const attemptedAt = new Date();
+  const headers = webhookHeaders({
+    secrets: endpoint.secrets,
+    msgId: d.messageId,
+    body: d.payload,
+    userAgent: deps.config.WEBHOOK_USER_AGENT,
+  });
+  const result = await deps.sender.send(endpoint.url, headers, d.payload);
+  const recorded = { endpointId: endpoint.id, messageId: d.messageId, trigger: 'retry' as const, attemptedAt, result };
+  if (result.outcome === 'ok') return { ...recorded, status: 'delivered' };
+  if (result.outcome === 'gone') return { ...recorded, status: 'failed' };
+  // attempts made before this one = the index of the wait after it
+  const delay = retryDelay(settings, d.attempts, result, Math.random);
+  if (delay === undefined) return { ...recorded, status: 'failed' };
+  return {
+    ...recorded,
+    status: 'retrying',
+    nextAttemptAt: new Date(attemptedAt.getTime() + result.durationMs + delay),
+  };
+}
+
+/**
+ * The endpoint's due messages, in batches of RETRY_BATCH with at most WEBHOOK_ENDPOINT_CONCURRENCY
+ * POSTs at a time; each batch's attempts recorded in one statement with their next due times (a
+ * worker killed mid-batch: the retried activity takes only what is still due). Waits itself for
+ * messages due within LINGER_MS; returns when the next is due later, after RUN_MAX_MS, or when the
+ * endpoint is disabled (410, failing for WEBHOOK_DISABLE_AFTER, disabled or deleted meanwhile: its
+ * waiting messages fail). Messages whose retries are used up fail, and the admins are alerted.
+ */
+export async function deliverDueWebhooks(
+  deps: WebhookActivityDeps,
+  input: { endpointId: string },
+): Promise<DueDeliveriesOutcome> {
+  const { pool, config } = deps;
+  const started = Date.now();
+  const settings = retrySettings(config);
+  const slots = pLimit(config.WEBHOOK_ENDPOINT_CONCURRENCY);
+  const out: DueDeliveriesOutcome = { attempts: 0, delivered: 0, failed: 0, endpointDisabled: false, nextDueAt: null };
+  const heartbeat = () => Context.current().heartbeat(out);
+  for (;;) {
+    const [endpoint] = await sendingEndpoints(pool, config.SECRETS_KEY, { id: input.endpointId });
+    if (!endpoint || !endpoint.enabled) {
+      out.failed += await failWaitingDeliveries(
+        pool,
+        input.endpointId,
+        endpoint ? 'endpoint disabled' : 'endpoint deleted',
+      );
+      return { ...out, endpointDisabled: true };
+    }
+    const due = await dueDeliveries(pool, endpoint.id, RETRY_BATCH);
+    if (due.length === 0) {
+      const next = await nextDue(pool, endpoint.id);
+      if (next.dueAt === null) return out;
+      const wait = Math.max(0, next.dueAt.getTime() - next.now.getTime());
+      if (wait > LINGER_MS || Date.now() - started > RUN_MAX_MS) return { ...out, nextDueAt: Date.now() + wait };
+      heartbeat();
+      await sleep(wait);
+      continue;
+    }
+    const attempts = await Promise.all(due.map((d) => slots(() => retryOne(deps, endpoint, d, settings))));
+    await recordAttempts(pool, attempts);
+    heartbeat();
+    out.attempts += attempts.length;
+    out.delivered += attempts.filter((a) => a.status === 'delivered').length;
+    const exhausted = attempts.filter((a) => a.status === 'failed' && a.result.outcome !== 'gone');
+    out.failed += attempts.filter((a) => a.status === 'failed').length;
+    const gone = attempts.find((a) => a.result.outcome === 'gone');
+    const idem = runKey();
+    if (gone) {
+      await disableGoneEndpoint(deps, endpoint, gone.messageId, idem);
+      out.failed += await failWaitingDeliveries(pool, endpoint.id, 'the receiver answered 410 Gone');
+      return { ...out, endpointDisabled: true };
+    }
+    const lastFailure = attempts.filter((a) => a.status !== 'delivered').at(-1);
+    if (lastFailure && (await disableIfFailingTooLong(deps, endpoint, lastFailure.result.error, idem))) {
+      out.failed += await failWaitingDeliveries(pool, endpoint.id, 'endpoint disabled: failing for too long');
+      return { ...out, endpointDisabled: true };
+    }
+    if (exhausted.length > 0) await alertRetriesUsedUp(deps, endpoint, exhausted, settings.scheduleMs.length + 1);
+  }
+}
+
+/** Tells the admins which messages failed for good (one alert per batch; one message: its id in the title). */
+async function alertRetriesUsedUp(
+  deps: WebhookActivityDeps,
+  endpoint: DeliveryEndpoint,
+  failed: RecordedAttempt[],
+  attempts: number,
+): Promise<void> {
+  const ids = failed.map((a) => a.messageId);
+  const one = ids.length === 1;
+  await alertWorkspaceAdmins(deps, endpoint.workspaceId, {
+    severity: 'warning',
+    title: one ? `Webhook delivery failed: ${ids[0]}` : `Webhook delivery failed: ${ids.length} messages`,
+    message:
+      `${one ? `Message ${ids[0]}` : `${ids.length} messages (${ids.slice(0, 20).join(', ')}${ids.length > 20 ? ', …' : ''})`} could not be delivered to ${endpoint.url} (${endpoint.id}) after ${attempts} attempts. ` +
+      `Last error: ${failed.at(-1)!.result.error}. Replay ${one ? 'it' : 'them'} with POST /api/portal/webhooks/${endpoint.id}/replay once the endpoint works.`,
+    idempotencyKey: `webhook-failed:${endpoint.id}:${ids[0]}`,
+  });
+}
