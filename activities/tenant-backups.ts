@@ -6,6 +6,8 @@ import { erpFilestorePath } from '../domain/tenants/filestore.js';
 import type { BackupTenantInput } from '../domain/tenants/workflow-contract.js';
 import type { PlatformDeps } from './deps.js';
 
+const DAY_MS = 24 * 3600_000;
+
 export const createTenantBackupActivities = ({ config, temporal, platformPool, backupStore }: PlatformDeps) => ({
   async createBackupSchedule(input: BackupTenantInput) {
     const outcome = await createBackupSchedule(temporal, {
@@ -32,9 +34,13 @@ export const createTenantBackupActivities = ({ config, temporal, platformPool, b
     );
   },
 
-  /** Deletes the stored backups whose tier retention has ended. */
+  /**
+   * Deletes the stored backups whose tier retention has ended, and aborts the multipart uploads a
+   * backup left unfinished a day ago or more (its retries ran out while the store was away).
+   */
   async deleteExpiredBackups() {
     const deleted = await deleteExpiredBackups({ pool: platformPool, cfg: config, store: backupStore });
-    return { deleted: deleted.length, paths: deleted };
+    const abortedUploads = await backupStore.abortIncompleteUploads({ initiatedBefore: new Date(Date.now() - DAY_MS) });
+    return { deleted: deleted.length, paths: deleted, abortedUploads };
   },
 });

@@ -27,9 +27,9 @@ export const createTenantRestoreActivities = ({ config, platformPool, erpAdminPo
     }
   },
 
-  /** A copy must not reach the outside world: its ERP database neutralised as Odoo's `neutralize` does. */
+  /** A copy must not reach the outside world: each installed module's neutralize script run on its ERP database, as `odoo-bin neutralize` does. */
   async neutralizeRestoredCopy(input: { database: string }) {
-    return { done: await neutralizeRestoredCopy(config, input.database) };
+    return { modules: await neutralizeRestoredCopy(config, input.database) };
   },
 
   async recordRestoreState(input: Parameters<typeof recordRestoreState>[1]) {

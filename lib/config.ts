@@ -367,6 +367,8 @@ export const configSchema = z.object({
   BACKUP_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   /** Path-style addressing (http://endpoint/bucket/key), which most S3-compatible stores need; default true when an endpoint is set. */
   BACKUP_S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).optional(),
+  /** Backup objects larger than this go up as an S3 multipart upload in parts of this size (MiB; S3's parts are 5 MiB to 5 GiB, one PUT at most 5 GiB). */
+  BACKUP_S3_PART_SIZE_MB: z.coerce.number().int().min(5).max(5120).default(16),
   /** How often each tenant's backup schedule (`backup:<tenant>`) runs. */
   BACKUP_INTERVAL: duration.prefault('1 day'),
   /** How long stored backups are kept per tier (§8: starter 30 days, pro 90 days; enterprise is our choice: 365 days). */

@@ -8,7 +8,8 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { backupObjectStore } from '../lib/object-store.js';
+import { configSchema } from '../lib/config.js';
+import { backupObjectStore, objectStoreSettings } from '../lib/object-store.js';
 import { freePort, ManagedProcess, waitForPort } from './managed-process.js';
 
 /** SeaweedFS 4.53 (the Go module proxy serves it as this pseudo-version: its tags are not semver). */
@@ -98,7 +99,7 @@ export async function startSeaweedfs(opts: {
 
 /** The S3 port listens before the filer behind it answers: the bucket is created once it does. */
 async function createBucketWhenReady(env: Record<string, string>, proc: ManagedProcess): Promise<void> {
-  const store = backupObjectStore({ BACKUP_S3_REGION: 'us-east-1', ...env } as Parameters<typeof backupObjectStore>[0]);
+  const store = backupObjectStore(configSchema.pick(objectStoreSettings).parse(env));
   const deadline = Date.now() + 60_000;
   try {
     for (;;) {

@@ -36,7 +36,23 @@ async function restoreInPlace(tenant: string, opts: RestoreOptions) {
   console.log(`  follow it:   npm run cli -- restores ${tenant}`);
 }
 
-export function register(program: Command) {
+async function restoreAsCopy(tenant: string, opts: RestoreOptions) {
+  if (opts.confirm !== undefined) throw new Error('--confirm goes with --in-place.');
+  const started = await opsRequest<{ restore: Restore; workflowId: string; temporalUiUrl: string }>(
+    'POST',
+    `/api/ops/tenants/${encodeURIComponent(tenant)}/restores`,
+    { backupId: opts.backup, keepForMinutes: opts.keepFor },
+    { 'params.name': '<tenant>', 'body.backupId': '--backup', 'body.keepForMinutes': '--keep-for' },
+  );
+  if (opts.output === 'json') return console.log(JSON.stringify(started, null, 2));
+  console.log(`Restore of tenant ${tenant} started: backup ${started.restore.backupId} → ${started.restore.name}`);
+  console.log(`  host:        ${started.restore.host} (routed once restored)`);
+  console.log(`  workflow id: ${started.workflowId}`);
+  console.log(`  Temporal UI: ${started.temporalUiUrl}`);
+  console.log(`  keep it:     npm run cli -- restore-keep ${started.restore.name}`);
+}
+
+function registerRestore(program: Command) {
   program
     .command('restore')
     .description(
@@ -68,23 +84,12 @@ export function register(program: Command) {
       ),
     )
     .addOption(outputOption(['text', 'json']))
-    .action(async (tenant: string, opts: RestoreOptions) => {
-      if (opts.inPlace) return restoreInPlace(tenant, opts);
-      if (opts.confirm !== undefined) throw new Error('--confirm goes with --in-place.');
-      const started = await opsRequest<{ restore: Restore; workflowId: string; temporalUiUrl: string }>(
-        'POST',
-        `/api/ops/tenants/${encodeURIComponent(tenant)}/restores`,
-        { backupId: opts.backup, keepForMinutes: opts.keepFor },
-        { 'params.name': '<tenant>', 'body.backupId': '--backup', 'body.keepForMinutes': '--keep-for' },
-      );
-      if (opts.output === 'json') return console.log(JSON.stringify(started, null, 2));
-      console.log(`Restore of tenant ${tenant} started: backup ${started.restore.backupId} → ${started.restore.name}`);
-      console.log(`  host:        ${started.restore.host} (routed once restored)`);
-      console.log(`  workflow id: ${started.workflowId}`);
-      console.log(`  Temporal UI: ${started.temporalUiUrl}`);
-      console.log(`  keep it:     npm run cli -- restore-keep ${started.restore.name}`);
-    });
+    .action((tenant: string, opts: RestoreOptions) =>
+      opts.inPlace ? restoreInPlace(tenant, opts) : restoreAsCopy(tenant, opts),
+    );
+}
 
+function registerRestoreKeep(program: Command) {
   program
     .command('restore-keep')
     .description('keep a restored copy: it is not torn down when its time is up')
@@ -97,7 +102,9 @@ export function register(program: Command) {
       if (opts.output === 'json') return console.log(JSON.stringify(kept, null, 2));
       console.log(`Restore ${kept.name} (backup ${kept.backupId} of ${kept.sourceTenant}) is kept: ${kept.state}.`);
     });
+}
 
+function registerRestores(program: Command) {
   program
     .command('restores')
     .description("a tenant's restores (copies and in place), newest first")
@@ -118,7 +125,9 @@ export function register(program: Command) {
           ].join(''),
         );
     });
+}
 
+function registerDrills(program: Command) {
   program
     .command('drills')
     .description("a tenant's backup drills, newest first: the last drill, its outcome and duration")
@@ -144,7 +153,9 @@ export function register(program: Command) {
         for (const line of [...(d.error ? [d.error] : []), ...d.mismatches]) console.log(`    ${line}`);
       }
     });
+}
 
+function registerBackups(program: Command) {
   program
     .command('backups')
     .description("a tenant's stored backups within retention, newest first")
@@ -167,4 +178,13 @@ export function register(program: Command) {
           `${b.backupId}  taken ${b.createdAt}  kept until ${b.expiresAt}  database ${b.database.sizeBytes} B, filestore ${b.filestore.sizeBytes} B`,
         );
     });
+}
+
+/** The backup and restore commands: restore (as a copy or in place), restore-keep, restores, drills, backups. */
+export function register(program: Command) {
+  registerRestore(program);
+  registerRestoreKeep(program);
+  registerRestores(program);
+  registerDrills(program);
+  registerBackups(program);
 }

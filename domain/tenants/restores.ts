@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import type { Config } from '../../lib/config.js';
 import type { ObjectStore } from '../../lib/object-store.js';
-import { neutralizeErpDatabase } from '../erp/neutralize.js';
+import { erpAddonsPath, neutralizeErpDatabase } from '../erp/neutralize.js';
 import { databaseUrl, dropTenantDatabase } from '../erp/tenant-database.js';
 import type { StoredBackup } from './backup-catalog.js';
 import { erpFilestorePath } from './filestore.js';
@@ -76,12 +76,13 @@ async function unpackFilestore(dir: string, archive: string): Promise<void> {
   await run('tar', ['-xzf', archive, '-C', dir, '--strip-components=1', '--no-same-owner']);
 }
 
-/** A restored copy's ERP database neutralised (no e-mail, scheduled actions, webhooks, payments): erp/neutralize.ts. */
+/** A restored copy's ERP database neutralised by each installed module's script (erp/neutralize.ts); answers those modules. */
 export async function neutralizeRestoredCopy(cfg: Config, database: string): Promise<string[]> {
+  const addonsPath = erpAddonsPath(cfg);
   const db = new pg.Client({ connectionString: databaseUrl(cfg.ERP_DATABASE_URL, database) });
   await db.connect();
   try {
-    return await neutralizeErpDatabase(db);
+    return await neutralizeErpDatabase(db, addonsPath);
   } finally {
     await db.end();
   }

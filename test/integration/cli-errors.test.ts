@@ -129,6 +129,27 @@ describe('CLI errors in the CLI’s terms', () => {
       ['say what to replay: --message <id>, or --since <time>'],
     ],
     ['an unknown --output', ['service-keys', '-o', 'yaml'], ["--output <format>'", 'table, json']],
+    [
+      'restore with a --backup that is no backup id',
+      ['restore', 'acme', '--backup', 'latest'],
+      ["'--backup <id>'", 'backup id such as acme/20261126T101500000Z'],
+    ],
+    [
+      'restore with a --keep-for that is no number',
+      ['restore', 'acme', '--keep-for', 'soon'],
+      ["'--keep-for <minutes>'", 'whole number'],
+    ],
+    [
+      'restore with --keep-for and --in-place',
+      ['restore', 'acme', '--in-place', '--keep-for', '5'],
+      ['--keep-for', 'cannot be used with', '--in-place'],
+    ],
+    [
+      'restore with --confirm but not --in-place',
+      ['restore', 'acme', '--confirm', 'acme'],
+      ['--confirm goes with --in-place.'],
+    ],
+    ['drills of a name that is no tenant name', ['drills', 'Bad_Name'], ["'tenant'", 'A tenant name']],
   ])('refuses %s before calling the API, naming the flag or argument', async (_label, args, expected) => {
     const out = await cli(args);
     expect(out.code).toBe(1);

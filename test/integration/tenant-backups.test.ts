@@ -3,27 +3,44 @@
  * filestore archive in the S3 store (the run's SeaweedFS, reached through a relay the test can cut),
  * each with its SHA-256, recorded together once both are stored, kept for the tier's retention.
  * With the store down the backup retries and records nothing until the store is back; an object
- * whose content changed is refused on read.
+ * whose content changed is refused on read. An archive larger than one part (5 MiB here) goes up as
+ * a multipart upload and comes back byte-identical; cut mid-upload, it leaves no upload unfinished.
  */
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { parseConfig } from '../../lib/config.js';
 import { backupObjectStore, ChecksumMismatchError, type ObjectStore } from '../../lib/object-store.js';
-import { backupRows, overwriteObject, readyTenantWithAttachment, startBackupPlatform } from '../support/backups.js';
+import {
+  attachmentPath,
+  backupRows,
+  backUpNow,
+  incompleteUploads,
+  overwriteObject,
+  partsOfObject,
+  startMultipartUpload,
+  readyTenantWithAttachment,
+  startBackupPlatform,
+} from '../support/backups.js';
 import { tempDir } from '../support/env.js';
 import type { TcpProxy } from '../support/tcp-proxy.js';
 import { uniqueTenant, type TenantPlatform } from '../support/tenant-platform.js';
+import { testKeys } from '../support/service-keys.js';
 
 let p: TenantPlatform;
 let relay: TcpProxy;
 /** The run's store, reached directly (not through the relay). */
 let store: ObjectStore;
 
+const MiB = 1024 * 1024;
+/** Objects larger than this go up in parts of this size: a 12 MiB archive is three parts. */
+const PART_SIZE_MB = '5';
+
 beforeAll(async () => {
-  ({ p, relay } = await startBackupPlatform());
+  ({ p, relay } = await startBackupPlatform({ BACKUP_S3_PART_SIZE_MB: PART_SIZE_MB }));
   store = backupObjectStore(parseConfig({ NODE_ENV: 'test', ...inject('objectStoreEnv') }));
 });
 
@@ -115,4 +132,93 @@ it('an object whose content changed in the store is refused on read (checksum mi
   const read = store.getFile(database!.path, file, database!.sha256);
   await expect(read).rejects.toBeInstanceOf(ChecksumMismatchError);
   await expect(read).rejects.toThrow(`object ${database!.path} is corrupt`);
+});
+
+/** The attachment as the tenant's filestore archive in the store holds it. */
+async function attachmentInStoredArchive(name: string, key: string, sha256: string): Promise<Buffer> {
+  const dir = tempDir('archive');
+  const archive = path.join(dir, 'filestore.tar.gz');
+  await store.getFile(key, archive, sha256);
+  execFileSync('tar', ['-xzf', archive, '-C', dir]);
+  return readFileSync(path.join(dir, name, 'ab', 'invoice-0001.pdf'));
+}
+
+it('an archive larger than one part goes up as a multipart upload (5 MiB parts) and restores byte-identical', async () => {
+  const name = uniqueTenant('bkbig');
+  const attachment = randomBytes(12 * MiB);
+  await readyTenantWithAttachment(p, name, { attachment });
+  const backupId = await backUpNow(p, name);
+
+  const [database, filestore] = await backups(name);
+  expect(Number(filestore!.size_bytes)).toBeGreaterThan(12 * MiB);
+  expect(await partsOfObject(filestore!.path)).toBe(3);
+  expect(await partsOfObject(database!.path)).toBe(1);
+  expect(await incompleteUploads(`starter/${name}/`)).toEqual([]);
+  expect((await attachmentInStoredArchive(name, filestore!.path, filestore!.sha256)).equals(attachment)).toBe(true);
+
+  // restored as a new tenant, the attachment is the one backed up, byte for byte
+  const res = await p.api.app.inject({
+    method: 'POST',
+    url: `/api/ops/tenants/${name}/restores`,
+    headers: { 'x-api-key': testKeys.operator, 'content-type': 'application/json' },
+    payload: { backupId },
+  });
+  expect(res.statusCode).toBe(202);
+  const copy = res.json().restore.name as string;
+  await expect
+    .poll(
+      async () =>
+        (
+          await p.api.app.inject({ url: `/api/ops/restores/${copy}`, headers: { 'x-api-key': testKeys.operator } })
+        ).json().state,
+      {
+        timeout: 90_000,
+        interval: 250,
+      },
+    )
+    .toBe('ready');
+  expect(readFileSync(attachmentPath(p, copy)).equals(attachment)).toBe(true);
+}, 180_000);
+
+it('with the store going down mid-upload, the backup retries, records nothing half-made and leaves no multipart upload unfinished', async () => {
+  const name = uniqueTenant('bkcut');
+  const attachment = randomBytes(12 * MiB);
+  await readyTenantWithAttachment(p, name, { attachment });
+  // the store goes away once 8 MiB of the backup are on their way: mid-way through the archive's parts
+  const cut = relay.downAfter(8 * MiB);
+  try {
+    await p.temporal.schedule.getHandle(`backup:${name}`).trigger();
+    await cut;
+    let run: Awaited<ReturnType<typeof runningBackup>> = null;
+    await expect
+      .poll(
+        async () => {
+          run ??= await runningBackup(name);
+          const pending = run ? (await run.describe()).raw.pendingActivities?.[0] : undefined;
+          return pending?.attempt ?? 0;
+        },
+        { timeout: 60_000, interval: 500 },
+      )
+      .toBeGreaterThanOrEqual(2);
+    expect(await backups(name)).toEqual([]);
+    // the upload cut short is still in the store: it could not be aborted while the store was unreachable
+    expect(await incompleteUploads(`starter/${name}/`)).toEqual([expect.stringMatching(/\/filestore\.tar\.gz$/)]);
+  } finally {
+    await relay.up();
+  }
+  // the store back: the next attempt aborts what was left, stores and records the whole backup
+  await expect.poll(async () => (await backups(name)).length, { timeout: 90_000 }).toBe(2);
+  expect(await incompleteUploads(`starter/${name}/`)).toEqual([]);
+  const [, filestore] = await backups(name);
+  expect(await partsOfObject(filestore!.path)).toBe(3);
+  expect((await attachmentInStoredArchive(name, filestore!.path, filestore!.sha256)).equals(attachment)).toBe(true);
+}, 180_000);
+
+it('the prune aborts multipart uploads left unfinished (older than the given time) and leaves newer ones', async () => {
+  const key = `starter/${uniqueTenant('bkstale')}/20261126T000000000Z/filestore.tar.gz`;
+  await startMultipartUpload(key);
+  expect(await store.abortIncompleteUploads({ initiatedBefore: new Date(Date.now() - 3600_000) })).not.toContain(key);
+  expect(await incompleteUploads(key)).toEqual([key]);
+  expect(await store.abortIncompleteUploads({ initiatedBefore: new Date(Date.now() + 60_000) })).toContain(key);
+  expect(await incompleteUploads(key)).toEqual([]);
 });

@@ -604,6 +604,29 @@ describe('a tenant on real Odoo 18', () => {
     const partners = (await rootDb(copyHost, 'SELECT name FROM res_partner')).map((r) => r.name);
     expect(partners).toContain('Before the backup');
     expect(partners).not.toContain('After the backup');
+    // neutralised as odoo-bin neutralize does: every installed module's data/neutralize.sql ran on the copy
+    const neutralization = async (database: string) =>
+      (
+        await rootDb(
+          database,
+          `SELECT (SELECT value FROM ir_config_parameter WHERE key = 'database.is_neutralized') AS flag,
+                  (SELECT array_agg(name ORDER BY name) FROM ir_mail_server WHERE active) AS mail_servers,
+                  (SELECT count(*)::int FROM ir_cron WHERE active) AS crons,
+                  (SELECT count(*)::int FROM auth_oauth_provider WHERE enabled) AS oauth_providers,
+                  (SELECT bool_and(active) FROM ir_ui_view WHERE key = 'web.neutralize_banner') AS banner`,
+        )
+      )[0]!;
+    const source = await neutralization(host);
+    expect(source).toMatchObject({ flag: null, mail_servers: null });
+    expect(source.crons).toBeGreaterThan(1);
+    expect(source.oauth_providers).toBeGreaterThan(0);
+    expect(await neutralization(copyHost)).toEqual({
+      flag: 'true',
+      mail_servers: ['neutralization - disable emails'],
+      crons: 1, // the autovacuum
+      oauth_providers: 0,
+      banner: true,
+    });
     // Odoo serves the attachment of the copy from the copy's own filestore
     const copyRoot = createErpClient({
       baseUrl: odoo.url,

@@ -6,7 +6,13 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect, inject } from 'vitest';
-import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import {
+  CreateMultipartUploadCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import pg from 'pg';
 import { databaseUrl } from '../../domain/erp/tenant-database.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
@@ -46,7 +52,7 @@ export async function inTenantDb<T>(
 export async function readyTenantWithAttachment(
   p: TenantPlatform,
   name: string,
-  opts: { tier?: string; attachment: string },
+  opts: { tier?: string; attachment: string | Buffer },
 ): Promise<void> {
   expect(await applyTenant(p, name, { tier: opts.tier ?? 'starter' })).toBe('created');
   await waitForStatus(p, name, isReady);
@@ -81,8 +87,8 @@ export async function backUpNow(p: TenantPlatform, name: string, count = 2): Pro
   return (await backupRows(p, name)).at(-1)!.backup_id;
 }
 
-/** Changes an object behind the platform's back (what bit rot or a tampering would do). */
-export async function overwriteObject(key: string, body: string): Promise<void> {
+/** The run's object store, reached directly (not through a relay), as a plain S3 client. */
+async function withStore<T>(fn: (s3: S3Client, bucket: string) => Promise<T>): Promise<T> {
   const env = inject('objectStoreEnv');
   const s3 = new S3Client({
     endpoint: env.BACKUP_S3_ENDPOINT,
@@ -90,6 +96,31 @@ export async function overwriteObject(key: string, body: string): Promise<void> 
     forcePathStyle: true,
     credentials: { accessKeyId: env.BACKUP_S3_ACCESS_KEY_ID!, secretAccessKey: env.BACKUP_S3_SECRET_ACCESS_KEY! },
   });
-  await s3.send(new PutObjectCommand({ Bucket: env.BACKUP_S3_BUCKET, Key: key, Body: body }));
-  s3.destroy();
+  try {
+    return await fn(s3, env.BACKUP_S3_BUCKET!);
+  } finally {
+    s3.destroy();
+  }
+}
+
+/** Changes an object behind the platform's back (what bit rot or a tampering would do). */
+export async function overwriteObject(key: string, body: string): Promise<void> {
+  await withStore((s3, Bucket) => s3.send(new PutObjectCommand({ Bucket, Key: key, Body: body })));
+}
+
+/** How many parts the store holds the object in (1: it was one PUT), from its ETag (`"…-<parts>"` for a multipart object). */
+export async function partsOfObject(key: string): Promise<number> {
+  const head = await withStore((s3, Bucket) => s3.send(new HeadObjectCommand({ Bucket, Key: key })));
+  return Number(/-(\d+)"?$/.exec(head.ETag ?? '')?.[1] ?? 1);
+}
+
+/** The keys of the multipart uploads the store holds unfinished under `prefix` (ListMultipartUploads). */
+export async function incompleteUploads(prefix: string): Promise<string[]> {
+  const page = await withStore((s3, Bucket) => s3.send(new ListMultipartUploadsCommand({ Bucket, Prefix: prefix })));
+  return (page.Uploads ?? []).map((u) => u.Key!);
+}
+
+/** Starts a multipart upload of `key` and leaves it unfinished (what an upload cut short leaves). */
+export async function startMultipartUpload(key: string): Promise<void> {
+  await withStore((s3, Bucket) => s3.send(new CreateMultipartUploadCommand({ Bucket, Key: key })));
 }

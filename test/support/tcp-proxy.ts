@@ -9,6 +9,8 @@ export interface TcpProxy {
   /** http://127.0.0.1:<port> */
   url: string;
   down(): Promise<void>;
+  /** Goes down once `bytes` more have been relayed towards the server (e.g. mid-upload); resolves when it has. */
+  downAfter(bytes: number): Promise<void>;
   up(): Promise<void>;
   close(): Promise<void>;
 }
@@ -17,8 +19,14 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   const port = await freePort();
   const sockets = new Set<Socket>();
   let server: Server | undefined;
+  let cutAfter: { bytes: number; cut: () => void } | undefined;
   const relay = (client: Socket) => {
     const upstream = connect(target.port, target.host);
+    client.on('data', (chunk: Buffer) => {
+      if (!cutAfter) return;
+      cutAfter.bytes -= chunk.length;
+      if (cutAfter.bytes <= 0) cutAfter.cut();
+    });
     for (const s of [client, upstream]) {
       sockets.add(s);
       s.on('close', () => sockets.delete(s));
@@ -40,6 +48,16 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
     server = undefined;
   };
+  const downAfter = (bytes: number) =>
+    new Promise<void>((resolve) => {
+      cutAfter = {
+        bytes,
+        cut: () => {
+          cutAfter = undefined;
+          void down().then(resolve);
+        },
+      };
+    });
   await up();
-  return { url: `http://127.0.0.1:${port}`, up, down, close: down };
+  return { url: `http://127.0.0.1:${port}`, up, down, downAfter, close: down };
 }
