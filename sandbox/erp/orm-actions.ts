@@ -1,5 +1,5 @@
 /** The buttons the platform presses through the ORM: an invoice's Confirm, the Apps screen's install and update. */
-import { CATALOGUE_MODULES } from '../../domain/billing/tiers.js';
+import { STAND_IN_ADDONS } from './demo-data.js';
 import { registerModelSql } from './models.js';
 import { missingRecords, userError } from './odoo-errors.js';
 import { idsOf, modelsFor, type Method } from './orm-context.js';
@@ -58,11 +58,11 @@ export const actionMethods: Record<string, Method> = {
     return { type: 'ir.actions.client', tag: 'reload', params: { menu_id: false } };
   },
 
-  /** Odoo's `update_list`: modules of the addons path (here: the catalogue) that the database does not list yet are added, not installed. */
+  /** Odoo's `update_list`: modules of the addons path (STAND_IN_ADDONS) that the database does not list yet are added, not installed. */
   async update_list(ctx) {
     const { rows } = await ctx.db.query<{ name: string }>('SELECT name FROM ir_module_module');
     const known = new Set(rows.map((r) => r.name));
-    const added = CATALOGUE_MODULES.filter((mod) => !known.has(mod.name));
+    const added = STAND_IN_ADDONS.filter((mod) => !known.has(mod.name));
     for (const mod of added) {
       await ctx.db.query(
         `INSERT INTO ir_module_module (name, shortdesc, state, application, sequence) VALUES ($1, $2, 'uninstalled', $3, 100)`,
