@@ -52,8 +52,8 @@ export async function ensureErpSignInModule(deps: ErpApiUserDeps, database: stri
 /**
  * Odoo's sign-up scope (auth_signup, Settings › Customer Account): with 'b2c', auth_oauth makes a
  * new (portal) user for anyone the provider signs in who has no ERP user, which would let any
- * platform account, or a removed member, into a tenant's ERP; 'b2b' (Odoo's default, which an
- * administrator may change) signs in only the users provisioning made.
+ * platform account into a tenant's ERP. auth_signup's install data sets 'b2c' (real Odoo 18: every
+ * template has it) and an administrator may set it again; 'b2b' signs in only the users provisioning made.
  */
 export const ERP_INVITATION_SCOPE = { key: 'auth_signup.invitation_scope', value: 'b2b' } as const;
 

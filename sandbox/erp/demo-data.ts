@@ -9,6 +9,7 @@ import type { ErpVersion, Tier } from '../../domain/tenants/types.js';
 import { CATALOGUE_MODULES, TIERS, type ErpModule } from '../../domain/billing/tiers.js';
 import { ODOO_SIGN_IN_MODULE } from '../../domain/erp/odoo-bin.js';
 import { irModelRows } from './models.js';
+import { INVITATION_SCOPE_KEY } from './oauth-signup.js';
 
 export type Row = Record<string, string | number | boolean | null>;
 export type Tables = Record<string, Row[]>;
@@ -265,6 +266,8 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
       },
       { id: 2, key: 'database.secret', value: `template-secret-${tier}-${version}` },
       { id: 3, key: 'database.create_date', value: `${today} 00:00:00` },
+      // auth_signup's install data (a dependency of auth_oidc): free sign-up, as on real Odoo 18
+      { id: 4, key: INVITATION_SCOPE_KEY, value: 'b2c' },
     ],
     account_account: [
       {

@@ -1,7 +1,8 @@
 /**
  * auth_oauth's sign-up of someone the provider signed in who has no ERP user (`_auth_oauth_signin`
  * → auth_signup's `signup` → `_signup_create_user`, Odoo 18): allowed only when the database's
- * invitation scope (`ir.config_parameter` `auth_signup.invitation_scope`, default 'b2b') is 'b2c';
+ * invitation scope (`ir.config_parameter` `auth_signup.invitation_scope`; 'b2b' when unset, but
+ * auth_signup's install data sets 'b2c', so every fresh Odoo database has free sign-up) is 'b2c';
  * else auth_signup's "Signup is not allowed for uninvited users", which auth_oauth turns into
  * AccessDenied (oauth_error=3). The new user is a copy of the portal template user (a share user
  * without internal groups) whose login is the validation's email, else `provider_<id>_user_<sub>`
