@@ -5,7 +5,12 @@
  * workspace's members (domain/identity/erp-sign-in.ts).
  */
 import { erpApiUserDeps } from '../domain/erp/admin-session.js';
-import { ensureErpSignInProvider, syncErpSignInUsers, tenantMembers } from '../domain/identity/erp-sign-in.js';
+import {
+  ensureErpSignInModule,
+  ensureErpSignInProvider,
+  syncErpSignInUsers,
+  tenantMembers,
+} from '../domain/identity/erp-sign-in.js';
 import {
   ensureTenantClient,
   erpRedirectUri,
@@ -28,21 +33,25 @@ async function checkProvider(issuer: string): Promise<void> {
 }
 
 export const createTenantSignInActivities = ({ config, platformPool }: PlatformDeps) => ({
-  /** The ERP's client at the provider, its provider record and its members' users (all idempotent). */
+  /**
+   * The ERP's client at the provider, the ERP's sign-in module (installed when missing: minutes on
+   * real Odoo), its provider record and its members' users (all idempotent).
+   */
   async ensureErpSignIn(input: { tenant: string; database: string; host: string }) {
     const issuer = oidcProviderIssuer(config);
     await checkProvider(issuer);
     const redirectUri = erpRedirectUri(tenantBaseUrl(config, input.host));
     const client = await ensureTenantClient(platformPool, config.SECRETS_KEY, input.tenant, redirectUri);
     const deps = erpApiUserDeps(config, platformPool);
-    const providerId = await ensureErpSignInProvider(deps, input.database, issuer, client);
+    const moduleInstalled = await ensureErpSignInModule(deps, input.database);
+    const { providerId, replacedScope } = await ensureErpSignInProvider(deps, input.database, issuer, client);
     const users = await syncErpSignInUsers(
       deps,
       input.database,
       providerId,
       await tenantMembers(platformPool, input.tenant),
     );
-    return { clientId: client.clientId, redirectUri, providerId, ...users };
+    return { clientId: client.clientId, redirectUri, providerId, moduleInstalled, replacedScope, ...users };
   },
 
   /** Deprovisioning: the client goes (its ERP goes with the database). */

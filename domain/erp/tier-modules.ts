@@ -1,50 +1,26 @@
 /**
  * A tenant ERP's module set for its tier (DESIGN §5: a tier change is reconciled into the ERP, not
  * only recorded). Through Odoo's own models in a web session as the tenant database's `admin`
- * (`adminSession` of api-user.ts): `ir.module.module` is read for the tier's modules; those not installed
- * are installed with `button_immediate_install` (one call, so Odoo resolves their dependencies and
- * reloads its registry once); a module the database does not list yet is looked for with
- * `update_list` (Odoo scans its addons path) first.
+ * (`adminSession` of api-user.ts): the tier's modules not installed are installed (modules.ts).
  *
  * A downgrade uninstalls nothing: uninstalling an Odoo module drops its tables and with them the
  * customer's records (sales orders, stock moves, …). The higher tier's modules stay installed and
  * are reported as `kept`; what the lower tier changes is the platform's side (backup retention, the
- * tier the SaaS endpoints and the portal show). A module the ERP does not have at all (not in its
- * addons path, e.g. a community module missing from a real Odoo) cannot be installed by retrying:
- * it is reported as `unavailable`, and the rest is installed.
+ * tier the SaaS endpoints and the portal show). A module the ERP does not have at all (e.g. a
+ * community module missing from a real Odoo) is reported as `unavailable`, and the rest is installed.
  */
 import type { Tier } from '../tenants/types.js';
 import { CATALOGUE_MODULES, tierModuleNames } from '../billing/tiers.js';
 import { adminSession, tenantAdminPassword, type ErpApiUserDeps } from './admin-session.js';
-import type { ErpSession } from './client.js';
+import { installModules, listedModules, MODULE_INSTALL_TIMEOUT_MS, type ModulesInstall } from './modules.js';
 import { ensureEventRules, type EventRulesResult } from '../erp-events/automation-rules.js';
 
-/** Installing modules on real Odoo loads their data: minutes, not seconds. */
-export const MODULE_INSTALL_TIMEOUT_MS = 9 * 60_000;
-
-export interface TierModulesResult {
-  /** Installed by this call. */
-  installed: string[];
-  /** The tier's modules that were installed already. */
-  present: number;
+export interface TierModulesResult extends ModulesInstall {
   /** Installed modules of a higher tier, left installed (a downgrade keeps data). */
   kept: string[];
-  /** The tier's modules the ERP does not have (not in its addons path). */
-  unavailable: string[];
   /** The event rules (event-rules.ts), when asked for: they need base_automation, a module of every tier. */
   eventRules?: EventRulesResult;
 }
-
-interface ModuleRow {
-  id: number;
-  name: string;
-  state: string;
-}
-
-const listed = (admin: ErpSession, names: string[]) =>
-  admin.callKw<ModuleRow[]>('ir.module.module', 'search_read', [[['name', 'in', names]]], {
-    fields: ['name', 'state'],
-  });
 
 export async function ensureTierModules(
   deps: ErpApiUserDeps,
@@ -55,26 +31,10 @@ export async function ensureTierModules(
   const { session: admin, templatePassword } = await adminSession(deps, opts.database, {
     timeoutMs: MODULE_INSTALL_TIMEOUT_MS,
   });
-  let rows = await listed(admin, wanted);
-  if (rows.length < wanted.length) {
-    await admin.callKw('ir.module.module', 'update_list', []);
-    rows = await listed(admin, wanted);
-  }
-  const byName = new Map(rows.map((r) => [r.name, r]));
-  const unavailable = wanted.filter((name) => !byName.has(name) || byName.get(name)!.state === 'uninstallable');
-  const toInstall = rows.filter((r) => r.state !== 'installed' && r.state !== 'uninstallable');
-  if (toInstall.length) {
-    await admin.callKw('ir.module.module', 'button_immediate_install', [toInstall.map((r) => r.id)]);
-    const after = await listed(
-      admin,
-      toInstall.map((r) => r.name),
-    );
-    const still = after.filter((r) => r.state !== 'installed').map((r) => `${r.name} (${r.state})`);
-    if (still.length) throw new Error(`the ERP of ${opts.database} did not install ${still.join(', ')}`);
-  }
+  const modules = await installModules(admin, opts.database, wanted);
   const higher = CATALOGUE_MODULES.map((mod) => mod.name).filter((name) => !wanted.includes(name));
   const kept = higher.length
-    ? (await listed(admin, higher))
+    ? (await listedModules(admin, higher))
         .filter((r) => r.state === 'installed')
         .map((r) => r.name)
         .sort()
@@ -87,11 +47,5 @@ export async function ensureTierModules(
       [admin.uid],
       { password: tenantAdminPassword(deps.secretsKey, opts.database) },
     ]);
-  return {
-    installed: toInstall.map((r) => r.name).sort(),
-    present: rows.filter((r) => r.state === 'installed').length,
-    kept,
-    unavailable,
-    eventRules,
-  };
+  return { ...modules, kept, eventRules };
 }

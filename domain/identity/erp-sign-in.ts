@@ -9,6 +9,9 @@
 import type pg from 'pg';
 import { adminSession, erpMajorVersion, groupsField, type ErpApiUserDeps } from '../erp/admin-session.js';
 import { groupIds } from '../erp/api-user.js';
+import type { ErpSession } from '../erp/client.js';
+import { installModules, MODULE_INSTALL_TIMEOUT_MS } from '../erp/modules.js';
+import { ODOO_SIGN_IN_MODULE } from '../erp/odoo-bin.js';
 import { ERP_SCOPE_REQUESTED, tenantClientId, type TenantOidcClient } from './oidc-clients.js';
 
 /** The login button's label on the ERP's login page. */
@@ -31,14 +34,56 @@ export function erpProviderValues(issuer: string, client: TenantOidcClient) {
   };
 }
 
-/** Creates the ERP's provider for this client, or brings it up to date; answers its id. */
+/**
+ * The ERP's sign-in module installed (a database cloned from a template made before the module was
+ * part of it has no `auth.oauth.provider`: Odoo answers 404 Not Found to every call on it). Answers
+ * whether this call installed it; an ERP without the module in its addons path is an error naming it.
+ */
+export async function ensureErpSignInModule(deps: ErpApiUserDeps, database: string): Promise<boolean> {
+  const { session } = await adminSession(deps, database, { timeoutMs: MODULE_INSTALL_TIMEOUT_MS });
+  const { installed, unavailable } = await installModules(session, database, [ODOO_SIGN_IN_MODULE]);
+  if (unavailable.length)
+    throw new Error(
+      `the ERP of ${database} does not have the sign-in module ${ODOO_SIGN_IN_MODULE} (not in its addons path)`,
+    );
+  return installed.length > 0;
+}
+
+/**
+ * Odoo's sign-up scope (auth_signup, Settings › Customer Account): with 'b2c', auth_oauth makes a
+ * new (portal) user for anyone the provider signs in who has no ERP user, which would let any
+ * platform account into a tenant's ERP. auth_signup's install data sets 'b2c' (real Odoo 18: every
+ * template has it) and an administrator may set it again; 'b2b' signs in only the users provisioning made.
+ */
+export const ERP_INVITATION_SCOPE = { key: 'auth_signup.invitation_scope', value: 'b2b' } as const;
+
+/** Sets the ERP's sign-up scope to ERP_INVITATION_SCOPE; answers the value it replaced, if any. */
+async function pinInvitationScope(session: ErpSession): Promise<string | undefined> {
+  const { key, value } = ERP_INVITATION_SCOPE;
+  const [param] = await session.callKw<{ id: number; value: string }[]>(
+    'ir.config_parameter',
+    'search_read',
+    [[['key', '=', key]]],
+    { fields: ['value'] },
+  );
+  if (param?.value === value) return undefined;
+  if (param) await session.callKw('ir.config_parameter', 'write', [[param.id], { value }]);
+  else await session.callKw('ir.config_parameter', 'create', [{ key, value }]);
+  return param?.value;
+}
+
+/**
+ * Creates the ERP's provider for this client, or brings it up to date, and pins the sign-up scope;
+ * answers the provider's id and the sign-up scope it replaced (undefined when it was right).
+ */
 export async function ensureErpSignInProvider(
   deps: ErpApiUserDeps,
   database: string,
   issuer: string,
   client: TenantOidcClient,
-): Promise<number> {
+): Promise<{ providerId: number; replacedScope?: string }> {
   const { session } = await adminSession(deps, database);
+  const replacedScope = await pinInvitationScope(session);
   const values = erpProviderValues(issuer, client);
   const existing = await session.callKw<{ id: number }[]>(
     'auth.oauth.provider',
@@ -48,9 +93,9 @@ export async function ensureErpSignInProvider(
   );
   if (existing[0]) {
     await session.callKw('auth.oauth.provider', 'write', [[existing[0].id], values]);
-    return existing[0].id;
+    return { providerId: existing[0].id, replacedScope };
   }
-  return session.callKw<number>('auth.oauth.provider', 'create', [values]);
+  return { providerId: await session.callKw<number>('auth.oauth.provider', 'create', [values]), replacedScope };
 }
 
 /** A workspace member as the ERP gets them: admins with settings rights, members as internal users. */

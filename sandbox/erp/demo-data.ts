@@ -6,8 +6,10 @@
  * balance, and the module list (the tier's installed, the catalogue's others not). Same tier, version and day → same rows.
  */
 import type { ErpVersion, Tier } from '../../domain/tenants/types.js';
-import { CATALOGUE_MODULES, TIERS } from '../../domain/billing/tiers.js';
+import { CATALOGUE_MODULES, TIERS, type ErpModule } from '../../domain/billing/tiers.js';
+import { ODOO_SIGN_IN_MODULE } from '../../domain/erp/odoo-bin.js';
 import { irModelRows } from './models.js';
+import { INVITATION_SCOPE_KEY } from './oauth-signup.js';
 
 export type Row = Record<string, string | number | boolean | null>;
 export type Tables = Record<string, Row[]>;
@@ -93,17 +95,26 @@ const companyNames = {
   enterprise: 'Enterprise Demo Group SE',
 } as const;
 
-/** The installed modules per tier: the platform's tier catalogue (domain/billing/tiers.ts). */
+/**
+ * The stand-in's addons path: the tier catalogue and OCA's auth_oidc (the ERP's sign-in through the
+ * platform's provider; listed as one module with the auth_oauth it extends).
+ */
+export const STAND_IN_ADDONS: readonly ErpModule[] = [
+  ...CATALOGUE_MODULES,
+  { name: ODOO_SIGN_IN_MODULE, title: 'Authentication OpenID Connect', application: false },
+];
+
+/** The installed modules per tier: the tier catalogue's (domain/billing/tiers.ts) and the sign-in module, as odoo-bin -i installs them. */
 const installedByTier = Object.fromEntries(
-  TIERS.map((t) => [t.code, new Set(t.modules.map((mod) => mod.name))]),
+  TIERS.map((t) => [t.code, new Set([...t.modules.map((mod) => mod.name), ODOO_SIGN_IN_MODULE])]),
 ) as Record<Tier, Set<string>>;
 
 /**
- * `ir.module.module` as Odoo lists it: every module of the addons path (here: the catalogue), the
- * tier's installed, the others not installed (a tier change installs them, domain/erp/tier-modules.ts).
+ * `ir.module.module` as Odoo lists it: every module of the addons path, the tier's installed, the
+ * others not installed (a tier change installs them, domain/erp/tier-modules.ts).
  */
 export function moduleRows(tier: Tier, version: ErpVersion): Row[] {
-  return CATALOGUE_MODULES.map((mod, i) => {
+  return STAND_IN_ADDONS.map((mod, i) => {
     const installed = installedByTier[tier].has(mod.name);
     return {
       id: i + 1,
@@ -255,6 +266,8 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
       },
       { id: 2, key: 'database.secret', value: `template-secret-${tier}-${version}` },
       { id: 3, key: 'database.create_date', value: `${today} 00:00:00` },
+      // auth_signup's install data (a dependency of auth_oidc): free sign-up, as on real Odoo 18
+      { id: 4, key: INVITATION_SCOPE_KEY, value: 'b2c' },
     ],
     account_account: [
       {

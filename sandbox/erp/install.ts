@@ -16,7 +16,7 @@ import { odooSchemaSql } from './models.js';
 import { demoData, type Row } from './demo-data.js';
 
 /** Bump when the schema or the demo data changes: templates of an older layout are rebuilt. */
-export const STAND_IN_LAYOUT = 9; // 7: res_groups.api_key_duration, res_users_apikeys; 8: ir.model(.fields), base.automation, ir.actions.server, stock.move; 9: auth.oauth.provider, res_users.oauth_*
+export const STAND_IN_LAYOUT = 10; // 7: res_groups.api_key_duration, res_users_apikeys; 8: ir.model(.fields), base.automation, ir.actions.server, stock.move; 9: auth.oauth.provider, res_users.oauth_*; 10: auth_oidc listed and installed
 
 /** What the comment of a stand-in template says (scripts/erp-templates.ts reads it back). */
 export interface StandInTemplateInfo {

@@ -13,6 +13,7 @@
  * and meaning in 17, 18 and 19.
  */
 import type { ErpVersion } from '../../domain/tenants/types.js';
+import { ODOO_SIGN_IN_MODULE } from '../../domain/erp/odoo-bin.js';
 
 export type FieldType =
   | 'integer'
@@ -198,6 +199,7 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
       description: 'OAuth2 provider',
       order: 'sequence, name',
       recName: 'name',
+      module: ODOO_SIGN_IN_MODULE,
       fields: {
         ...common(),
         name: { type: 'char', string: 'Provider name', required: true },

@@ -21,7 +21,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import { ODOO_SIGN_IN_MODULE } from '../../domain/erp/odoo-bin.js';
 import { html, text } from './http.js';
+import { signUpUninvited } from './oauth-signup.js';
 import type { ErpServices } from './services.js';
 import type { Route } from './tenant-databases.js';
 import { sessionCookie, type LoginProvider } from './web-client.js';
@@ -53,6 +55,9 @@ const unquotePlus = (s: string) => decodeURIComponent(s.replace(/\+/g, ' '));
 
 const challengeOf = (verifier: string) => createHash('sha256').update(verifier, 'ascii').digest('base64url');
 
+/** The database has the sign-in module installed (without it Odoo has neither the providers nor their routes). */
+const MODULE_INSTALLED = `EXISTS (SELECT 1 FROM ir_module_module WHERE name = $1 AND state = 'installed')`;
+
 /** The enabled providers with their links (`list_providers`; none when the model is not installed). */
 export async function loginProviders(
   erp: ErpServices,
@@ -62,7 +67,10 @@ export async function loginProviders(
 ): Promise<LoginProvider[]> {
   const rows = await erp.tenants
     .onTenantDb(route, (db) =>
-      db.query<ProviderRow>('SELECT * FROM auth_oauth_provider WHERE enabled ORDER BY sequence, name'),
+      db.query<ProviderRow>(
+        `SELECT * FROM auth_oauth_provider WHERE enabled AND ${MODULE_INSTALLED} ORDER BY sequence, name`,
+        [ODOO_SIGN_IN_MODULE],
+      ),
     )
     .then((r) => r.rows)
     .catch(() => [] as ProviderRow[]);
@@ -104,8 +112,12 @@ const FRAGMENT_PAGE = `<html><head><script>
 
 class AccessDenied extends Error {}
 
-/** `GET /auth_oauth/signin` (any other method fails Odoo's CSRF check). */
+/** `GET /auth_oauth/signin` (any other method fails Odoo's CSRF check); 404 without the module, as Odoo's routing. */
 export async function oauthSignin(erp: ErpServices, route: Route, req: IncomingMessage, res: ServerResponse) {
+  const installed = await erp.tenants.onTenantDb(route, (db) =>
+    db.query(`SELECT ${MODULE_INSTALLED}`, [ODOO_SIGN_IN_MODULE]).then((r) => Object.values(r.rows[0])[0] === true),
+  );
+  if (!installed) return text(res, 404, '404 Not Found\n');
   if (req.method !== 'GET' && req.method !== 'HEAD')
     return text(res, 400, '400 Bad Request: Session expired (invalid CSRF token)\n');
   const params = Object.fromEntries(new URL(req.url ?? '/', 'http://x').searchParams);
@@ -152,8 +164,12 @@ async function signedInUser(
       'SELECT id FROM res_users WHERE oauth_uid = $1 AND oauth_provider_id = $2 AND active',
       [claims.sub, provider.id],
     );
-    // no such user: auth_signup refuses uninvited users (the default b2b invitation scope)
-    if (!rows[0]) throw new AccessDenied('Signup is not allowed for uninvited users');
+    // no such user: auth_signup signs them up with the 'b2c' invitation scope, else refuses them
+    if (!rows[0]) {
+      const signedUp = await signUpUninvited(db, provider.id, { ...claims, sub: claims.sub! }, tokens.access_token!);
+      if (signedUp === undefined) throw new AccessDenied('Signup is not allowed for uninvited users');
+      return signedUp;
+    }
     await db.query('UPDATE res_users SET oauth_access_token = $2 WHERE id = $1', [rows[0].id, tokens.access_token]);
     return rows[0].id;
   });

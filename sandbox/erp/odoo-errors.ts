@@ -35,6 +35,16 @@ export const valueError = (message: string) => new OdooError(1, message, 'ValueE
 export const typeError = (message: string) => new OdooError(1, message, 'TypeError');
 export const attributeError = (message: string) => new OdooError(1, message, 'AttributeError');
 
+/**
+ * An ORM call on a model the database's registry does not have (its module is not installed):
+ * `execute_kw` answers UserError; `/web/dataset/call_kw` answers werkzeug's NotFound (web-client.ts).
+ */
+export class UnknownModelError extends OdooError {
+  constructor(model: string) {
+    super(2, `Object ${model} doesn't exist`, 'odoo.exceptions.UserError');
+  }
+}
+
 /** Anything thrown while answering a call, as the fault Odoo would send (code 1 for non-Odoo errors). */
 export function toFault(err: unknown): OdooError {
   if (err instanceof OdooError) return err;

@@ -1,5 +1,7 @@
 /** The buttons the platform presses through the ORM: an invoice's Confirm, the Apps screen's install and update. */
-import { CATALOGUE_MODULES } from '../../domain/billing/tiers.js';
+import { ODOO_SIGN_IN_MODULE } from '../../domain/erp/odoo-bin.js';
+import { STAND_IN_ADDONS } from './demo-data.js';
+import { INVITATION_SCOPE_KEY } from './oauth-signup.js';
 import { registerModelSql } from './models.js';
 import { missingRecords, userError } from './odoo-errors.js';
 import { idsOf, modelsFor, type Method } from './orm-context.js';
@@ -51,6 +53,12 @@ export const actionMethods: Record<string, Method> = {
         WHERE id = ANY($1) AND state IN ('uninstalled', 'to install', 'to upgrade')`,
       [ids, `${ctx.version}.0.1.0`],
     );
+    // auth_signup's install data (auth_oidc depends on it): free sign-up, unless the database has a scope already
+    if (rows.some((r) => r.name === ODOO_SIGN_IN_MODULE && r.state !== 'installed'))
+      await ctx.db.query(
+        `INSERT INTO ir_config_parameter (key, value) SELECT $1::varchar, 'b2c' WHERE NOT EXISTS (SELECT 1 FROM ir_config_parameter WHERE key = $1::varchar)`,
+        [INVITATION_SCOPE_KEY],
+      );
     // the models the installed modules bring now exist (ir.model, ir.model.fields)
     for (const m of Object.values(modelsFor(ctx.version))) {
       if (m.module && rows.some((r) => r.name === m.module)) await ctx.db.query(registerModelSql(m));
@@ -58,11 +66,11 @@ export const actionMethods: Record<string, Method> = {
     return { type: 'ir.actions.client', tag: 'reload', params: { menu_id: false } };
   },
 
-  /** Odoo's `update_list`: modules of the addons path (here: the catalogue) that the database does not list yet are added, not installed. */
+  /** Odoo's `update_list`: modules of the addons path (STAND_IN_ADDONS) that the database does not list yet are added, not installed. */
   async update_list(ctx) {
     const { rows } = await ctx.db.query<{ name: string }>('SELECT name FROM ir_module_module');
     const known = new Set(rows.map((r) => r.name));
-    const added = CATALOGUE_MODULES.filter((mod) => !known.has(mod.name));
+    const added = STAND_IN_ADDONS.filter((mod) => !known.has(mod.name));
     for (const mod of added) {
       await ctx.db.query(
         `INSERT INTO ir_module_module (name, shortdesc, state, application, sequence) VALUES ($1, $2, 'uninstalled', $3, 100)`,

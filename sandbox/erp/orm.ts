@@ -6,7 +6,7 @@
  * values are `false`, many2one values `[id, display name]`, dates `YYYY-MM-DD` strings.
  */
 import type { ErpVersion } from '../../domain/tenants/types.js';
-import { accessError, attributeError, typeError, userError } from './odoo-errors.js';
+import { accessError, attributeError, typeError, UnknownModelError } from './odoo-errors.js';
 import { checkAccess, type Mode } from './security.js';
 import { modelsFor, type Kwargs, type Method, type OrmContext } from './orm-context.js';
 import { readMethods } from './orm-read.js';
@@ -52,8 +52,7 @@ export async function executeKw(
 ): Promise<unknown> {
   const models = modelsFor(ctx.version);
   const model = models[modelName];
-  if (!model || (model.module && !(await moduleInstalled(ctx, model.module))))
-    throw userError(`Object ${modelName} doesn't exist`);
+  if (!model || (model.module && !(await moduleInstalled(ctx, model.module)))) throw new UnknownModelError(modelName);
   if (method.startsWith('_')) throw accessError(`Private methods (such as ${method}) cannot be called remotely.`);
   const signature = signatures[method];
   if (

@@ -9,7 +9,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpError, html, json, readBody } from './http.js';
 import { SESSION_TTL_MS } from './credentials.js';
-import { OdooError, accessDenied, accessError, attributeError, toFault } from './odoo-errors.js';
+import { OdooError, UnknownModelError, accessDenied, accessError, attributeError, toFault } from './odoo-errors.js';
 import { checkArgs, type ErpServices } from './services.js';
 import type { Route } from './tenant-databases.js';
 
@@ -27,6 +27,19 @@ const SESSION_EXPIRED = {
       arguments: ['Session expired'],
       context: {},
     },
+  },
+};
+
+/** Odoo's `/web/dataset/call_kw` for a model its registry does not have (`_call_kw_readonly`: werkzeug's NotFound). */
+const NOT_FOUND = {
+  code: 404,
+  message: '404: Not Found',
+  data: {
+    name: 'werkzeug.exceptions.NotFound',
+    message:
+      '404 Not Found: The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again.',
+    arguments: [],
+    context: {},
   },
 };
 
@@ -58,6 +71,7 @@ export async function webJsonRpc(
     return json(res, 200, { jsonrpc: '2.0', id, result: result ?? null });
   } catch (err) {
     if (err instanceof HttpError) throw err;
+    if (err instanceof UnknownModelError) return json(res, 200, { jsonrpc: '2.0', id, error: NOT_FOUND });
     const fault = toFault(err);
     if (fault.pythonType === 'Exception') erp.log.error({ err }, 'json-rpc call failed');
     return json(res, 200, {

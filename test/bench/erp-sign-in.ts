@@ -83,7 +83,7 @@ try {
   const base = tenantBaseUrl(cfg, host);
   const client = await ensureTenantClient(bench.pool, cfg.SECRETS_KEY, 'bench', erpRedirectUri(base));
   const deps = erpApiUserDeps(cfg, bench.pool, bench.erp.url);
-  const providerId = await ensureErpSignInProvider(deps, host, oidcProviderIssuer(cfg), client);
+  const { providerId } = await ensureErpSignInProvider(deps, host, oidcProviderIssuer(cfg), client);
   await syncErpSignInUsers(deps, host, providerId, await tenantMembers(bench.pool, 'bench'));
 
   /** One sign-in from the ERP's login page to its web client, without an ERP session; the browser keeps its provider session. */

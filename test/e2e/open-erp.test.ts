@@ -61,7 +61,7 @@ beforeAll(async () => {
     erpRedirectUri(tenantBaseUrl(cfg, tenant.host)),
   );
   const deps = erpApiUserDeps(cfg, bed.pool, bed.erp.url);
-  const providerId = await ensureErpSignInProvider(deps, tenant.database, oidcProviderIssuer(cfg), client);
+  const { providerId } = await ensureErpSignInProvider(deps, tenant.database, oidcProviderIssuer(cfg), client);
   await syncErpSignInUsers(deps, tenant.database, providerId, await tenantMembers(bed.pool, tenant.name));
   browser = await launchChromium(); // no host mapping: <tenant>.erp.localhost is loopback to Chromium
 }, 60_000);

@@ -29,12 +29,12 @@ beforeAll(async () => {
   tenant = await bed.provision({ tier: 'starter', version: '18' });
   baseUrl = `http://${tenant.host}:${new URL(bed.erp.url).port}`;
   const client = await ensureTenantClient(bed.pool, bed.cfg.SECRETS_KEY, tenant.name, erpRedirectUri(baseUrl));
-  providerId = await ensureErpSignInProvider(
+  ({ providerId } = await ensureErpSignInProvider(
     erpApiUserDeps(bed.cfg, bed.pool, bed.erp.url),
     tenant.database,
     oidcProviderIssuer(bed.cfg),
     client,
-  );
+  ));
 }, 60_000);
 afterAll(async () => {
   await auth?.close();

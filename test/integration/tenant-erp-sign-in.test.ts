@@ -6,9 +6,14 @@
  * the tenant still turns Ready, the resource says what is missing, and the next reconcile makes it.
  * Real Temporal, PostgreSQL, auth service and ERP stand-in; a browser resolving the tenant's host.
  */
+import bcrypt from 'bcrypt';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminSession, erpApiUserDeps } from '../../domain/erp/admin-session.js';
+import { ODOO_SIGN_IN_MODULE } from '../../domain/erp/odoo-bin.js';
+import { templateDatabaseName } from '../../domain/erp/tenant-database.js';
 import { oidcProviderIssuer } from '../../domain/identity/oidc-clients.js';
-import { ERP_PROVIDER_BUTTON } from '../../domain/identity/erp-sign-in.js';
+import { ERP_INVITATION_SCOPE, ERP_PROVIDER_BUTTON } from '../../domain/identity/erp-sign-in.js';
 import { Browser } from '../support/http-browser.js';
 import { addUser, call } from '../support/workspace-api.js';
 import { queryTenantDb } from '../support/erp-tenant.js';
@@ -120,6 +125,127 @@ describe('the erpSignIn resource', () => {
     const again = await reconcileAgain(name, 2);
     expect(again.resources.erpSignIn).toMatchObject({ synced: 'True', state: 'Created', externalName: `erp-${name}` });
     expect(condition(again, 'Synced')?.message).toBe('');
+  });
+});
+
+describe("the ERP's sign-up scope", () => {
+  it('every reconcile sets it back to b2b: with b2c Odoo makes a user for any platform account that signs in; after the reconcile it refuses them', async () => {
+    const name = uniqueTenant('scope');
+    const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
+    await applyTenant(p, name);
+    await waitForStatus(p, name, (s) => isReady(s) && s.resources.erpSignIn?.state === 'Created');
+    await expect.poll(() => workspaceOf(name), { timeout: 20_000 }).toBeTruthy();
+    const member = await addUser(p.pool, [{ workspaceId: await workspaceOf(name), role: 'member' }], PASSWORD);
+    await reconcileAgain(name, 2);
+    await p.pool.query('DELETE FROM memberships WHERE user_id = $1', [member.id]);
+    await reconcileAgain(name, 3);
+    // people with a platform account who are not members of this workspace
+    const other = await p.pool.query<{ id: string }>(
+      "INSERT INTO workspaces (slug, name) VALUES ($1, 'Other') RETURNING id",
+      [uniqueTenant('other')],
+    );
+    const [stranger, another] = [
+      await addUser(p.pool, [{ workspaceId: other.rows[0]!.id, role: 'admin' }], PASSWORD),
+      await addUser(p.pool, [{ workspaceId: other.rows[0]!.id, role: 'member' }], PASSWORD),
+    ];
+    const erpUsers = (uid: string) =>
+      queryTenantDb<{ active: boolean }>(p.cfg, host, 'SELECT active FROM res_users WHERE oauth_uid = $1 ORDER BY id', [
+        uid,
+      ]).then((rows) => rows.map((u) => u.active));
+
+    // an ERP administrator opens sign-up to everyone (Settings › Customer Account: free sign up)
+    const { session } = await adminSession(erpApiUserDeps(p.cfg, p.pool), host);
+    const [param] = await session.callKw<{ id: number }[]>('ir.config_parameter', 'search_read', [
+      [['key', '=', ERP_INVITATION_SCOPE.key]],
+    ]);
+    if (param) await session.callKw('ir.config_parameter', 'write', [[param.id], { value: 'b2c' }]);
+    else await session.callKw('ir.config_parameter', 'create', [{ key: ERP_INVITATION_SCOPE.key, value: 'b2c' }]);
+    // with b2c the stranger is signed up, as a new (portal) user
+    const landed = await signIn(new Browser({ localDomain: p.cfg.TENANT_DOMAIN }), name, stranger.email);
+    expect(landed.url).toBe(`${baseUrl(name)}/web`);
+    expect(await erpUsers(stranger.id)).toEqual([true]);
+    // (the removed member is not: their archived ERP user holds their subject, unique per provider)
+    const removed = await signIn(new Browser({ localDomain: p.cfg.TENANT_DOMAIN }), name, member.email);
+    expect(removed.url).toBe(`${baseUrl(name)}/web/login?oauth_error=3`);
+    expect(await erpUsers(member.id)).toEqual([false]);
+
+    const ready = await reconcileAgain(name, 4);
+    expect(await erpUsers(stranger.id)).toEqual([false]);
+    const refused = await signIn(new Browser({ localDomain: p.cfg.TENANT_DOMAIN }), name, another.email);
+    expect(refused.url).toBe(`${baseUrl(name)}/web/login?oauth_error=3`);
+    expect(await erpUsers(another.id)).toEqual([]);
+    expect(ready.steps.filter((s) => s.step === 'ensure-erp-sign-in').at(-1)?.message).toContain(
+      'sign-up scope b2b (was b2c)',
+    );
+    expect(
+      await queryTenantDb(p.cfg, host, 'SELECT value FROM ir_config_parameter WHERE key = $1', [
+        ERP_INVITATION_SCOPE.key,
+      ]),
+    ).toEqual([{ value: 'b2b' }]);
+  });
+});
+
+describe('a tenant whose ERP lacks the sign-in module', () => {
+  it('cloned from a template made before the module was part of it: the reconcile installs the module and members sign in', async () => {
+    const name = uniqueTenant('oldtpl');
+    const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
+    // the tenant database as a clone of an older template: Odoo does not list auth_oidc (no auth.oauth.provider)
+    const admin = new pg.Client({ connectionString: p.cfg.ERP_DATABASE_URL });
+    await admin.connect();
+    try {
+      await admin.query(
+        `CREATE DATABASE ${pg.escapeIdentifier(host)} TEMPLATE ${pg.escapeIdentifier(templateDatabaseName('starter', '18'))}`,
+      );
+    } finally {
+      await admin.end();
+    }
+    await queryTenantDb(p.cfg, host, 'DELETE FROM ir_module_module WHERE name = $1', [ODOO_SIGN_IN_MODULE]);
+    await queryTenantDb(p.cfg, host, "DELETE FROM ir_model_fields WHERE model = 'auth.oauth.provider'");
+    await queryTenantDb(p.cfg, host, "DELETE FROM ir_model WHERE model = 'auth.oauth.provider'");
+
+    await applyTenant(p, name);
+    const ready = await waitForStatus(p, name, (s) => isReady(s) && s.resources.erpSignIn?.state !== 'Pending');
+    expect(ready.resources.erpSignIn).toMatchObject({ synced: 'True', state: 'Created', externalName: `erp-${name}` });
+    expect(ready.steps.filter((s) => s.step === 'ensure-erp-sign-in').at(-1)?.message).toContain(
+      'sign-in module installed',
+    );
+    const modules = await queryTenantDb(p.cfg, host, 'SELECT state FROM ir_module_module WHERE name = $1', [
+      ODOO_SIGN_IN_MODULE,
+    ]);
+    expect(modules).toEqual([{ state: 'installed' }]);
+    // the owner's account exists once the tenant is Ready (client.provisioned): their ERP user comes next reconcile
+    await expect.poll(() => workspaceOf(name), { timeout: 20_000 }).toBeTruthy();
+    await reconcileAgain(name, 2);
+
+    // the owner signs in to the ERP through the provider
+    await p.pool.query('UPDATE users SET password_hash = $2 WHERE email = $1', [
+      `owner@${name}.test`,
+      await bcrypt.hash(PASSWORD, 4),
+    ]);
+    const landed = await signIn(new Browser({ localDomain: p.cfg.TENANT_DOMAIN }), name, `owner@${name}.test`);
+    expect(landed.url).toBe(`${baseUrl(name)}/web`);
+    expect(await landed.res.text()).toContain(`data-login="owner@${name}.test"`);
+  });
+
+  it('the ERP stand-in answers as Odoo 18 without the module: call_kw on its model is 404 Not Found, no provider link, /auth_oauth/signin 404', async () => {
+    const name = uniqueTenant('nomodule');
+    const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
+    await applyTenant(p, name);
+    await waitForStatus(p, name, (s) => isReady(s) && s.resources.erpSignIn?.state === 'Created');
+    await queryTenantDb(p.cfg, host, "UPDATE ir_module_module SET state = 'uninstalled' WHERE name = $1", [
+      ODOO_SIGN_IN_MODULE,
+    ]);
+    const deps = erpApiUserDeps(p.cfg, p.pool);
+    const { session } = await adminSession(deps, host);
+    await expect(session.callKw('auth.oauth.provider', 'search_read', [[]], { fields: ['id'] })).rejects.toThrow(
+      'werkzeug.exceptions.NotFound: 404 Not Found',
+    );
+    const page = await new Browser({ localDomain: p.cfg.TENANT_DOMAIN }).request(`${baseUrl(name)}/web/login`);
+    expect(await page.res.text()).not.toContain(ERP_PROVIDER_BUTTON);
+    const signin = await new Browser({ localDomain: p.cfg.TENANT_DOMAIN }).request(
+      `${baseUrl(name)}/auth_oauth/signin?state=%7B%7D`,
+    );
+    expect(signin.res.status).toBe(404);
   });
 });
 

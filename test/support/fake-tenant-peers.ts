@@ -158,6 +158,8 @@ export class FakeTenantPeers {
         clientId: `erp-${tenant}`,
         redirectUri: `http://${host}/auth_oauth/signin`,
         providerId: 1,
+        moduleInstalled: false,
+        replacedScope: undefined,
         created: 0,
         updated: 0,
         archived: 0,

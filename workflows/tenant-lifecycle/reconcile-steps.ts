@@ -243,11 +243,17 @@ const ensureErpSignIn = reconcileStep({
     "the ERP signs in through the platform's OpenID provider: its client, the ERP's provider, the members' ERP users",
   call: ({ activities, name, database, host }) =>
     activities.nonFatal.ensureErpSignIn.executeWithOptions(
-      { summary: `OIDC client of ${name}'s ERP, its provider and members' users (non-fatal)` },
+      {
+        summary: `OIDC client of ${name}'s ERP, its sign-in module, provider and members' users (non-fatal)`,
+        // the module's install when it is missing takes minutes on real Odoo (patched: earlier runs gave 30 s)
+        ...(patched('erp-sign-in-module') && { startToCloseTimeout: '10 minutes' }),
+      },
       [{ tenant: name, database, host }],
     ),
   record: ({ tenant }, signIn) => {
-    const users = `users ${signIn.created} created, ${signIn.updated} kept, ${signIn.archived} archived`;
+    const installed = signIn.moduleInstalled ? 'sign-in module installed; ' : '';
+    const scope = signIn.replacedScope ? `sign-up scope b2b (was ${signIn.replacedScope}); ` : '';
+    const users = `${installed}${scope}users ${signIn.created} created, ${signIn.updated} kept, ${signIn.archived} archived`;
     tenant.setResource('erpSignIn', {
       externalName: signIn.clientId,
       synced: 'True',
