@@ -59,9 +59,12 @@ import { startAgents } from '../services/agents/server.js';
 import { startData } from '../services/data/server.js';
 import { createWorker, ensureWorkerSchedules, installRuntimeLogger, startRevokedKeyAlerter } from '../worker/index.js';
 import { connectTemporal } from '../lib/temporal.js';
+import { startMetricsServer } from '../lib/metrics.js';
 import { build as buildPortal } from 'vite';
 
 const started = Date.now();
+/** `npm run dev`'s metrics server when METRICS_PORT is unset (the SDK's and the controller's on the next two ports). */
+const DEV_METRICS_PORT = 9464;
 // the tenants' host names: under .localhost, which a person's browser resolves to this machine (dev-tenant-domain.ts)
 process.env.TENANT_DOMAIN = devTenantDomain(path.resolve(parseConfig().DATA_DIR));
 const cfg = loadConfig();
@@ -244,8 +247,14 @@ try {
   closers.push({ name: 'data service', close: () => data.close() });
   const agents = await startAgents(cfg);
   closers.push({ name: 'agents service', close: () => agents.close() });
+  // one metrics server for the services, the API and the worker of this process; the SDK's worker
+  // metrics and the controller (its own process) on the next two ports (docs/operators.md, Metrics)
+  const metricsPort = cfg.METRICS_PORT ?? DEV_METRICS_PORT;
+  const metrics = await startMetricsServer({ port: metricsPort, host: cfg.METRICS_HOST });
+  closers.push({ name: 'metrics server', close: () => metrics.close() });
+  const temporalMetrics = `${cfg.METRICS_HOST}:${cfg.TEMPORAL_METRICS_PORT ?? metricsPort + 1}`;
   const workerLog = createLogger({ name: 'worker' });
-  installRuntimeLogger(workerLog);
+  installRuntimeLogger(workerLog, { temporalMetrics });
   const { worker, connection, closeDeps } = await createWorker(cfg);
   const running = worker.run();
   const alerter = startRevokedKeyAlerter(cfg, workerLog);
@@ -265,7 +274,7 @@ try {
   await scheduler.connection.close();
   // the TenantClient controller, a process of its own (as in a cluster): TenantClients on the
   // Kubernetes API drive the tenant workflows
-  const controller = startTenantControllerProcess(kube.kubeconfigPath);
+  const controller = startTenantControllerProcess(kube.kubeconfigPath, metricsPort + 2);
   closers.push({ name: 'tenant controller', close: () => controller.stop() });
   // the demo tenant: a TenantClient applied with kubectl like any other (unchanged on a restart)
   step(`provisioning the demo tenant "${DEMO.tenant}" (kubectl apply, workflow tenant:${DEMO.tenant})`);
@@ -299,6 +308,7 @@ try {
   Data service    ${cfg.DATA_URL}            (the agents' tools read the workspace's ERP figures here)
   LLM stand-in    ${llm.url}   (OpenAI Chat Completions, deterministic; sandbox/llm)
   Support chat    ${chat.url}            (Mattermost API v4 stand-in, team ${chat.teamId}; rooms in ${path.join(dataDir, 'chat')})
+  Metrics         ${metrics.url}   (Prometheus: API, services, worker activities; Temporal SDK at http://${temporalMetrics}/metrics, controller on port ${metricsPort + 2})
   Mail (SMTP sink) 127.0.0.1:${cfg.SMTP_PORT}, messages land in ${mailDir}
   Demo login      ${DEMO.adminEmail} / ${adminPassword}${cfg.DEV_ADMIN_PASSWORD ? ' (from DEV_ADMIN_PASSWORD)' : ''}
 
@@ -335,8 +345,9 @@ Ctrl-C stops everything.
 }
 
 /** The TenantClient controller (services/tenant-controller) as a child process; its log beside the servers'. */
-function startTenantControllerProcess(kubeconfigPath: string) {
+function startTenantControllerProcess(kubeconfigPath: string, metricsPort: number) {
   process.env.KUBECONFIG = kubeconfigPath;
+  process.env.METRICS_PORT = String(metricsPort);
   return new ManagedProcess(
     'tenant-controller',
     process.execPath,
