@@ -1,6 +1,6 @@
 /**
- * Reading a process's Prometheus metrics as a scraper would: GET /metrics, then the value of a
- * metric's samples whose labels match (summed over the samples that match).
+ * Reading a process's Prometheus metrics as a scraper would: GET /metrics, then a metric's samples
+ * (labels and value), or the sum of those whose labels match.
  */
 
 /** The exposition text of a metrics endpoint (throws unless answered 200). */
@@ -18,17 +18,22 @@ function labelsOf(inner: string): Record<string, string> {
   return labels;
 }
 
-/** The sum of the samples of `name` whose labels include `labels` (0 when none). */
-export function sampleValue(text: string, name: string, labels: Record<string, string> = {}): number {
-  let sum = 0;
+/** Every sample of `name`: its labels and value. */
+export function samples(text: string, name: string): { labels: Record<string, string>; value: number }[] {
+  const found: { labels: Record<string, string>; value: number }[] = [];
   for (const line of text.split('\n')) {
     if (!line.startsWith(name)) continue;
     const m = /^(\w+)(?:\{(.*)\})? (\S+)/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const got = labelsOf(m[2] ?? '');
-    if (Object.entries(labels).every(([k, v]) => got[k] === v)) sum += Number(m[3]);
+    if (m && m[1] === name) found.push({ labels: labelsOf(m[2] ?? ''), value: Number(m[3]) });
   }
-  return sum;
+  return found;
+}
+
+/** The sum of the samples of `name` whose labels include `labels` (0 when none). */
+export function sampleValue(text: string, name: string, labels: Record<string, string> = {}): number {
+  return samples(text, name)
+    .filter((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+    .reduce((sum, s) => sum + s.value, 0);
 }
 
 /** The value of a sample, scraped now. */
