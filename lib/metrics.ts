@@ -15,17 +15,23 @@ export const metricsRegistry = client.register;
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-const httpRequests = new client.Counter({
-  name: 'plana_http_requests_total',
-  help: 'HTTP requests answered, by service, method, route template and status code',
-  labelNames: ['service', 'method', 'route', 'status'] as const,
-});
-
 const httpDuration = new client.Histogram({
   name: 'plana_http_request_duration_seconds',
   help: 'Time from a request received to its answer sent, by service, method, route template and status code',
   labelNames: ['service', 'method', 'route', 'status'] as const,
   buckets: LATENCY_BUCKETS,
+});
+
+/** The request counts, read from the histogram's counts at each scrape (one observation per request on the hot path). */
+new client.Counter({
+  name: 'plana_http_requests_total',
+  help: 'HTTP requests answered, by service, method, route template and status code',
+  labelNames: ['service', 'method', 'route', 'status'] as const,
+  async collect() {
+    this.reset();
+    for (const v of (await httpDuration.get()).values)
+      if (v.metricName === 'plana_http_request_duration_seconds_count') this.inc(v.labels, v.value);
+  },
 });
 
 /** Webhook attempts recorded (domain/webhooks/deliveries.ts), by outcome (`ok`, `http`, `timeout`, …) and trigger. */
@@ -58,33 +64,25 @@ function routeOf(request: FastifyRequest): string {
 
 type HttpLabel = 'service' | 'method' | 'route' | 'status';
 
-interface RouteSeries {
-  count: client.Counter.Internal;
-  duration: client.Histogram.Internal<HttpLabel>;
-}
-
 /**
  * Counts and times every request of the app it is registered on, labelled `service` (the process
  * part: `account-api`, `events`, …). The labelled series are kept per method, route and status so
- * that a request costs a map lookup, an increment and an observation.
+ * that a request costs a map lookup and one observation (its count is the histogram's).
  */
 export const httpMetrics = fp<{ service: string }>(
   async (app: FastifyInstance, { service }: { service: string }) => {
-    const series = new Map<string, RouteSeries>();
-    const seriesOf = (method: string, route: string, status: number): RouteSeries => {
+    const series = new Map<string, client.Histogram.Internal<HttpLabel>>();
+    const seriesOf = (method: string, route: string, status: number) => {
       const key = `${method} ${status} ${route}`;
       let s = series.get(key);
       if (!s) {
-        const labels = [service, method, route, String(status)];
-        s = { count: httpRequests.labels(...labels), duration: httpDuration.labels(...labels) };
+        s = httpDuration.labels(service, method, route, String(status));
         series.set(key, s);
       }
       return s;
     };
     app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
-      const s = seriesOf(request.method, routeOf(request), reply.statusCode);
-      s.count.inc();
-      s.duration.observe(reply.elapsedTime / 1000);
+      seriesOf(request.method, routeOf(request), reply.statusCode).observe(reply.elapsedTime / 1000);
       done();
     });
   },
