@@ -4,6 +4,7 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import { problemDetails, serverOptions } from '../lib/http.js';
+import { httpMetrics } from '../lib/metrics.js';
 import { ProblemSchema } from './schemas/common.js';
 import { openapi } from './plugins/openapi.js';
 import { problemResponses } from './plugins/problem-responses.js';
@@ -53,6 +54,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   app.decorate('deps', deps);
   app.addSchema(ProblemSchema);
   await app.register(problemDetails);
+  // every request counted and timed by route template (GET /metrics on METRICS_PORT, lib/metrics.ts)
+  await app.register(httpMetrics, { service: 'account-api' });
   // before any authentication: a credential in a query string is a 400, whatever the route
   await app.register(queryCredentials);
   await app.register(openapi);

@@ -6,6 +6,7 @@ import { createPool } from '../lib/db.js';
 import { connectTemporal } from '../lib/temporal.js';
 import { buildApp } from './app.js';
 import { closeOnSignals } from '../lib/shutdown.js';
+import { startConfiguredMetricsServer } from '../lib/metrics.js';
 
 /** `logStream`: where the log lines go (default standard output). */
 export async function startApi(config: Config = loadConfig(), { logStream }: { logStream?: DestinationStream } = {}) {
@@ -32,5 +33,9 @@ const SHUTDOWN_DEADLINE_MS = 15_000;
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const api = await startApi();
-  closeOnSignals(() => api.close(), { deadlineMs: SHUTDOWN_DEADLINE_MS, log: (msg) => api.app.log.error(msg) });
+  const metrics = await startConfiguredMetricsServer(loadConfig());
+  closeOnSignals(() => api.close().then(() => metrics?.close()), {
+    deadlineMs: SHUTDOWN_DEADLINE_MS,
+    log: (msg) => api.app.log.error(msg),
+  });
 }

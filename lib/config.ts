@@ -24,6 +24,15 @@ export const configSchema = z.object({
   /** `npm run dev`'s private Kubernetes API server (https on loopback; its kubeconfig is DATA_DIR/kubernetes/kubeconfig). */
   DEV_KUBE_APISERVER_PORT: port.default(6443),
 
+  /**
+   * Prometheus metrics (lib/metrics.ts): each platform process answers GET /metrics on
+   * METRICS_HOST:METRICS_PORT when METRICS_PORT is set (unset: no metrics server); the worker's
+   * Temporal SDK metrics on TEMPORAL_METRICS_PORT (same host) when that is set.
+   */
+  METRICS_PORT: port.optional(),
+  METRICS_HOST: z.string().default('127.0.0.1'),
+  TEMPORAL_METRICS_PORT: port.optional(),
+
   API_HOST: z.string().default('127.0.0.1'),
   API_PORT: port.default(3000),
   API_PUBLIC_URL: url.default('http://127.0.0.1:3000'),

@@ -1,16 +1,20 @@
 /**
  * The shared frame of the platform's internal services: a Fastify app with the platform's server
- * options (one log line per request, request ids, body limit) and RFC 9457 problem answers, and the
- * way a service's module runs as a process (started when run directly, stopped on SIGINT/SIGTERM:
- * ./shutdown.ts).
+ * options (one log line per request, request ids, body limit), RFC 9457 problem answers and request
+ * metrics (lib/metrics.ts), and the way a service's module runs as a process (started when run
+ * directly with its metrics server on METRICS_PORT, stopped on SIGINT/SIGTERM: ./shutdown.ts).
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { DestinationStream } from 'pino';
 import { jsonParser, problemDetails, serverOptions } from './http.js';
 import { closeOnSignals } from './shutdown.js';
+import { httpMetrics, startConfiguredMetricsServer } from './metrics.js';
+import { config as loadConfig } from './config.js';
 
 export interface ServiceAppOptions {
+  /** The service's name in its metrics (the `service` label of plana_http_requests_total, lib/metrics.ts). */
+  service: string;
   /** Where the log lines go (default standard output). */
   logStream?: DestinationStream;
   /** Accept only these JSON content types (any other body type is answered 415). */
@@ -18,11 +22,12 @@ export interface ServiceAppOptions {
 }
 
 /** A service's Fastify app: the platform's server options and problem details, TypeBox schemas. */
-export async function buildServiceApp(logLevel: string | undefined, opts: ServiceAppOptions = {}) {
+export async function buildServiceApp(logLevel: string | undefined, opts: ServiceAppOptions) {
   const app = Fastify(
     serverOptions(logLevel ?? 'info', { stream: opts.logStream }),
   ).withTypeProvider<TypeBoxTypeProvider>();
   await app.register(problemDetails);
+  await app.register(httpMetrics, { service: opts.service });
   if (opts.jsonOnly) {
     // without the default text/plain parser, any other type is answered 415
     app.removeAllContentTypeParsers();
@@ -33,11 +38,18 @@ export async function buildServiceApp(logLevel: string | undefined, opts: Servic
 
 export type ServiceApp = Awaited<ReturnType<typeof buildServiceApp>>;
 
-/** When the module at `moduleUrl` is the process's entry point: starts it, and stops it on SIGINT or SIGTERM (closeOnSignals). */
+/**
+ * When the module at `moduleUrl` is the process's entry point: starts it and its metrics server
+ * (METRICS_PORT, lib/metrics.ts), and stops both on SIGINT or SIGTERM (closeOnSignals).
+ */
 export async function runAsMain(moduleUrl: string, start: () => Promise<{ close(): Promise<unknown> }>): Promise<void> {
   if (moduleUrl !== `file://${process.argv[1]}`) return;
   const running = await start();
-  closeOnSignals(() => running.close());
+  const metrics = await startConfiguredMetricsServer(loadConfig());
+  closeOnSignals(async () => {
+    await running.close();
+    await metrics?.close();
+  });
 }
 
 /** A service's `close()`: stops its parts one after the other, in the order given. */

@@ -21,6 +21,7 @@ export interface DevBanner {
   llmUrl: string;
   adminPassword: string;
   demoSubscription: string;
+  metrics: { metricsUrl: string; temporalMetrics: string; controllerMetricsPort: number };
 }
 
 export function printDevBanner(cfg: Config, b: DevBanner): void {
@@ -65,6 +66,7 @@ function whereEverythingIs(cfg: Config, b: DevBanner): string {
   Data service    ${cfg.DATA_URL}            (the agents' tools read the workspace's ERP figures here)
   LLM stand-in    ${b.llmUrl}   (OpenAI Chat Completions, deterministic; sandbox/llm)
   Support chat    ${b.chat.url}            (Mattermost API v4 stand-in, team ${b.chat.teamId}; rooms in ${path.join(b.dataDir, 'chat')})
+  Metrics         ${b.metrics.metricsUrl}   (Prometheus: API, services, worker activities; Temporal SDK at http://${b.metrics.temporalMetrics}/metrics, controller on port ${b.metrics.controllerMetricsPort})
   Mail (SMTP sink) 127.0.0.1:${cfg.SMTP_PORT}, messages land in ${b.mailDir}
   Demo login      ${DEMO.adminEmail} / ${b.adminPassword}${cfg.DEV_ADMIN_PASSWORD ? ' (from DEV_ADMIN_PASSWORD)' : ''}
 `;

@@ -13,6 +13,7 @@ import { createPool } from '../lib/db.js';
 import { migrate } from '../lib/migrate.js';
 import { createLogger } from '../lib/logger.js';
 import { connectTemporal } from '../lib/temporal.js';
+import { startMetricsServer } from '../lib/metrics.js';
 import { ensureServiceKeys } from '../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../domain/service-keys/secret-store.js';
 import { legacyKeySeeds } from '../domain/erp-events/ingestion.js';
@@ -137,15 +138,29 @@ export async function startDevServices(cfg: Config, kubeconfigPath: string, data
   return { mailDir, chat, bank, llm };
 }
 
-/** The worker, its schedules (backups' and the execution log's retention, the service keys' rotation), and the controller. */
+/** `npm run dev`'s metrics server when METRICS_PORT is unset (the SDK's and the controller's on the next two ports). */
+const DEV_METRICS_PORT = 9464;
+
+/**
+ * The worker, its schedules (backups' and the execution log's retention, the service keys' rotation),
+ * the controller, and the metrics: one server for the services, the API and the worker of this
+ * process; the SDK's worker metrics and the controller (its own process) on the next two ports
+ * (docs/operators.md, Metrics).
+ */
 export async function startDevWorkerAndController(
   cfg: Config,
   kubeconfigPath: string,
   dataDir: string,
   shutdown: DevShutdown,
 ) {
+  const metricsPort = cfg.METRICS_PORT ?? DEV_METRICS_PORT;
+  const metrics = shutdown.add(
+    'metrics server',
+    await startMetricsServer({ port: metricsPort, host: cfg.METRICS_HOST }),
+  );
+  const temporalMetrics = `${cfg.METRICS_HOST}:${cfg.TEMPORAL_METRICS_PORT ?? metricsPort + 1}`;
   const workerLog = createLogger({ name: 'worker' });
-  installRuntimeLogger(workerLog);
+  installRuntimeLogger(workerLog, { temporalMetrics });
   const { worker, connection, closeDeps } = await createWorker(cfg);
   const running = worker.run();
   const alerter = startRevokedKeyAlerter(cfg, workerLog);
@@ -164,13 +179,15 @@ export async function startDevWorkerAndController(
   await scheduler.connection.close();
   // the TenantClient controller, a process of its own (as in a cluster): TenantClients on the
   // Kubernetes API drive the tenant workflows
-  const controller = startTenantControllerProcess(kubeconfigPath, dataDir);
+  const controller = startTenantControllerProcess(kubeconfigPath, dataDir, metricsPort + 2);
   shutdown.add('tenant controller', { close: () => controller.stop() });
+  return { metricsUrl: metrics.url, temporalMetrics, controllerMetricsPort: metricsPort + 2 };
 }
 
 /** The TenantClient controller (services/tenant-controller) as a child process; its log beside the servers'. */
-function startTenantControllerProcess(kubeconfigPath: string, dataDir: string) {
+function startTenantControllerProcess(kubeconfigPath: string, dataDir: string, metricsPort: number) {
   process.env.KUBECONFIG = kubeconfigPath;
+  process.env.METRICS_PORT = String(metricsPort);
   return new ManagedProcess(
     'tenant-controller',
     process.execPath,

@@ -52,7 +52,7 @@ try {
 
   step('starting the SMTP sink, the notifications service, the account API, the auth service and the worker');
   const services = await startDevServices(cfg, kube.kubeconfigPath, dataDir, shutdown);
-  await startDevWorkerAndController(cfg, kube.kubeconfigPath, dataDir, shutdown);
+  const metrics = await startDevWorkerAndController(cfg, kube.kubeconfigPath, dataDir, shutdown);
   const demo = await provisionDemoTenant(cfg, kube.kubeconfigPath, step);
 
   printDevBanner(cfg, {
@@ -67,6 +67,7 @@ try {
     llmUrl: services.llm.url,
     adminPassword,
     demoSubscription: demo.subscription,
+    metrics,
   });
   // real Odoo: the other tiers' templates, built while the platform runs (stopped with it)
   if (cfg.ERP_BACKEND === 'odoo') {

@@ -28,19 +28,37 @@ import type { Client } from '@temporalio/client';
 import { connectTemporal } from '../lib/temporal.js';
 import { ensureSearchAttributes } from './search-attributes.js';
 import { erpInstallerFor } from './erp-installer.js';
+import { activityMetrics } from './activity-metrics.js';
+import { startConfiguredMetricsServer } from '../lib/metrics.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
-/** Routes the SDK's and the worker's logs into pino (call once per process, before any worker). */
-export function installRuntimeLogger(logger: Logger) {
+/**
+ * Routes the SDK's and the worker's logs into pino, and serves the SDK's worker metrics (task slots,
+ * poll and schedule-to-start latencies, …) for Prometheus at `temporalMetrics` (host:port) when
+ * given (call once per process, before any worker).
+ */
+export function installRuntimeLogger(logger: Logger, { temporalMetrics }: { temporalMetrics?: string } = {}) {
   const level = (process.env.TEMPORAL_LOG_LEVEL ?? 'INFO') as LogLevel;
   Runtime.install({
+    ...(temporalMetrics
+      ? {
+          telemetryOptions: { metrics: { prometheus: { bindAddress: temporalMetrics, useSecondsForDurations: true } } },
+        }
+      : {}),
     logger: new DefaultLogger(level, ({ level: l, message, meta }) => {
       const method =
         l === 'TRACE' ? 'trace' : l === 'DEBUG' ? 'debug' : l === 'WARN' ? 'warn' : l === 'ERROR' ? 'error' : 'info';
       logger[method]({ ...meta, component: 'temporal' }, message);
     }),
   });
+}
+
+/** Where the SDK serves its worker metrics: METRICS_HOST:TEMPORAL_METRICS_PORT (none when unset). */
+export function temporalMetricsAddress(config: Config): string | undefined {
+  return config.TEMPORAL_METRICS_PORT === undefined
+    ? undefined
+    : `${config.METRICS_HOST}:${config.TEMPORAL_METRICS_PORT}`;
 }
 
 export async function createWorker(
@@ -63,6 +81,8 @@ export async function createWorker(
     ...(options.workflowBundle
       ? { workflowBundle: options.workflowBundle }
       : { workflowsPath: options.workflowsPath ?? workflowsPath }),
+    // each activity attempt's queue wait and run time (the provisioning steps') in the metrics
+    interceptors: { activity: [activityMetrics] },
     shutdownGraceTime: '10 seconds',
     // a long activity's heartbeat details (a from-scratch install's progress) reach the server, and
     // so the Temporal UI's pending activity, within seconds rather than at 80% of its heartbeat timeout
@@ -117,7 +137,8 @@ export async function ensureWorkerSchedules(client: Client, config: Config) {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const config = loadConfig();
   const logger = createLogger({ name: 'worker' });
-  installRuntimeLogger(logger);
+  installRuntimeLogger(logger, { temporalMetrics: temporalMetricsAddress(config) });
+  const metrics = await startConfiguredMetricsServer(config);
   const client = await connectTemporal(config);
   const added = await ensureSearchAttributes(client, config.TEMPORAL_NAMESPACE);
   if (added.length) logger.info({ added }, 'registered search attributes');
@@ -130,4 +151,5 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   await alerter.stop();
   await connection.close();
   await closeDeps();
+  await metrics?.close();
 }

@@ -5,6 +5,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import type { AttemptResult } from './http-sender.js';
+import { webhookAttempts } from '../../lib/metrics.js';
 
 export type DeliveryStatus = 'pending' | 'retrying' | 'delivered' | 'failed';
 export type Trigger = 'dispatcher' | 'retry' | 'replay' | 'test';
@@ -108,6 +109,7 @@ export async function recordAttempts(db: Pool | PoolClient, attempts: RecordedAt
       col((a) => a.nextAttemptAt?.toISOString() ?? null),
     ],
   );
+  for (const a of attempts) webhookAttempts.inc({ outcome: a.result.outcome, trigger: a.trigger });
 }
 
 export async function setDeliveryStatus(

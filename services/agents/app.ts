@@ -62,7 +62,7 @@ const Headers = Type.Object({
 const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
 export async function buildAgentsApp(deps: AgentsDeps): Promise<FastifyInstance> {
-  const app = await buildServiceApp(deps.logLevel, { logStream: deps.logStream });
+  const app = await buildServiceApp(deps.logLevel, { service: 'agents', logStream: deps.logStream });
   registerProbes(app as unknown as FastifyInstance, { name: 'postgres', ping: () => deps.pool.query('SELECT 1') });
   await registerKeyedRoutes(app, deps.serviceKeys, { callers: AGENTS_CALLERS }, (agents) => {
     agents.post(

@@ -78,7 +78,7 @@ const sessionBody = (s: IssuedSession) => ({
 });
 
 export async function buildAuthApp(deps: AuthDeps): Promise<FastifyInstance> {
-  const app = await buildServiceApp(deps.config.LOG_LEVEL, { logStream: deps.logStream });
+  const app = await buildServiceApp(deps.config.LOG_LEVEL, { service: 'auth', logStream: deps.logStream });
   app.addSchema(ProblemSchema);
   await registerOpenApi(app);
   registerReadiness(app, deps);

@@ -66,7 +66,7 @@ export function publicConsent(c: Consent) {
 }
 
 export async function buildBankingApp(deps: BankingDeps): Promise<FastifyInstance> {
-  const app = await buildServiceApp(deps.logLevel, { logStream: deps.logStream });
+  const app = await buildServiceApp(deps.logLevel, { service: 'banking', logStream: deps.logStream });
   const reads = new ConsentReads(new ConsentStore(deps.pool, deps.secretsKey), deps.adapters);
   app.get('/healthz', async () => ({ status: 'ok' as const }));
   app.get('/readyz', async (_req, reply) => {

@@ -42,7 +42,7 @@ export interface DataDeps {
 const errors = serviceProblemResponses;
 
 export async function buildDataApp(deps: DataDeps): Promise<FastifyInstance> {
-  const app = await buildServiceApp(deps.logLevel, { logStream: deps.logStream });
+  const app = await buildServiceApp(deps.logLevel, { service: 'data', logStream: deps.logStream });
 
   registerProbes(app as unknown as FastifyInstance, { name: 'postgres', ping: () => deps.pool.query('SELECT 1') });
 

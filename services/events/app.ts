@@ -36,7 +36,11 @@ export interface EventsDeps {
 const JSON_TYPES = ['application/cloudevents+json', 'application/json'];
 
 export async function buildEventsApp(deps: EventsDeps): Promise<FastifyInstance> {
-  const app = await buildServiceApp(deps.logLevel, { jsonOnly: JSON_TYPES, logStream: deps.logStream });
+  const app = await buildServiceApp(deps.logLevel, {
+    service: 'events',
+    jsonOnly: JSON_TYPES,
+    logStream: deps.logStream,
+  });
   const startedAt = Date.now();
   const publisher = new EventPublisher(deps);
   registerProbes(app as unknown as FastifyInstance, { name: 'redis', ping: () => deps.redis.ping() });

@@ -42,7 +42,7 @@ const IdempotencyHeaders = Type.Object({
 });
 
 export async function buildNotificationsApp(deps: NotificationsDeps): Promise<FastifyInstance> {
-  const app = await buildServiceApp(deps.logLevel, { logStream: deps.logStream });
+  const app = await buildServiceApp(deps.logLevel, { service: 'notifications', logStream: deps.logStream });
   const mail = new IdempotentMailer(deps.mailer, deps.redis);
   app.get('/healthz', { schema: { response: { 200: Type.Object({ status: Type.Literal('ok') }) } } }, async () => ({
     status: 'ok' as const,

@@ -31,7 +31,7 @@ import { config as loadConfig, type Config } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
 import { kubeCredentials } from '../../lib/kube-config.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
-import { closeOnSignals } from '../../lib/shutdown.js';
+import { runAsMain } from '../../lib/service-app.js';
 import { connectTemporal } from '../../lib/temporal.js';
 import type { OperationDeps } from '../../domain/tenants/tenant-workflow-start.js';
 import { electLeader } from './leader.js';
@@ -199,7 +199,4 @@ function logFailure(log: Logger, err: unknown) {
   );
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const controller = await startTenantController();
-  closeOnSignals(() => controller.close());
-}
+await runAsMain(import.meta.url, () => startTenantController());

@@ -17,6 +17,7 @@ import { HostRouteCache } from '../../domain/tenants/host-route-cache.js';
 import type { TenantRoute } from '../../domain/tenants/http-routes.js';
 import { handleError, serverOptions } from '../../lib/http.js';
 import type { DestinationStream } from 'pino';
+import { httpMetrics } from '../../lib/metrics.js';
 
 export interface TenantIngressOptions {
   platform: pg.Pool;
@@ -45,6 +46,8 @@ export async function buildTenantIngress(opts: TenantIngressOptions) {
   // the platform's one error mapper: a failure of the ingress itself (its route look-up) is a
   // problem answer and a "request failed" line with the error's stack (lib/http.ts)
   app.setErrorHandler(handleError);
+  // every request counted and timed by route template (GET /metrics on METRICS_PORT, lib/metrics.ts)
+  await app.register(httpMetrics, { service: 'tenant-ingress' });
   // bodies go to Odoo as they came (XML-RPC, JSON-RPC, uploads): no parsing here
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_req, payload, done) => done(null, payload));

@@ -28,6 +28,7 @@ import { createPool } from '../../lib/db.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
 import { connectTemporal } from '../../lib/temporal.js';
 import { runAsMain } from '../../lib/service-app.js';
+import { watchStreamGroup } from '../../lib/metrics.js';
 import { ensureGroup } from '../../domain/events/consumer.js';
 import { wakeEndpointRetries, webhookSender, type RetryStarter } from '../../domain/webhooks/delivery-retries.js';
 import { AttemptRecorder } from './attempt-recorder.js';
@@ -106,6 +107,8 @@ export async function startDispatcher(
     log,
   });
 
+  // the delivery queue's depth in the metrics: the group's pending entries and lag (lib/metrics.ts)
+  const unwatch = watchStreamGroup({ redis, stream, group: WEBHOOKS_GROUP });
   const running = Promise.all([streamReader.run(), sweeper.run()]);
   log.info({ stream, group: WEBHOOKS_GROUP, consumer }, 'dispatching webhooks');
 
@@ -113,6 +116,7 @@ export async function startDispatcher(
     consumer,
     async close() {
       controller.abort();
+      unwatch();
       reader.disconnect();
       lanes.wake();
       await running;

@@ -12,7 +12,8 @@
  *   3. GET /api/portal/apikeys/self                — the key path alone.
  *
  * Prints, per route, requests/s, p50/p99 latency, the API process's CPU time per request (from
- * /proc) and the size of an answer; the ratio of the dashboard call to the trivial route by
+ * /proc; the requests as the API counted them in its Prometheus metrics, plana_http_requests_total
+ * on its METRICS_PORT, with the route template it counted them under) and the size of an answer; the ratio of the dashboard call to the trivial route by
  * throughput (target ≥ 60 %) and by requests per API CPU-second, each the median of the rounds;
  * plus the bcrypt cost and the latency of a key's first call in a process against a warm one.
  * The workspace gets a rate-limit override (granted by arrangement) so the bucket does not throttle
@@ -29,6 +30,7 @@ import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { parseConfig } from '../../lib/config.js';
 import { BENCH_SLUG, addBenchTenant, startBenchErp } from './bench-tenant.js';
+import { samples, scrape } from '../support/metrics-scrape.js';
 import { freePort, startThrowAwayServers, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -68,6 +70,34 @@ function apiCpuSeconds(): number {
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks (USER_HZ = 100)
 }
 
+interface Round {
+  result: autocannon.Result;
+  /** API CPU seconds spent in the round. */
+  cpu: number;
+  /** Requests the API answered 200 in the round, and the route template it counted them under. */
+  served: number;
+  route: string;
+}
+
+/** plana_http_requests_total of the account API answered 200, by route template. */
+function answeredByRoute(metrics: string): Map<string, number> {
+  const byRoute = new Map<string, number>();
+  for (const { labels, value } of samples(metrics, 'plana_http_requests_total'))
+    if (labels.service === 'account-api' && labels.status === '200')
+      byRoute.set(labels.route!, (byRoute.get(labels.route!) ?? 0) + value);
+  return byRoute;
+}
+
+/** The route whose count grew most between two scrapes (the one loaded in the round), and by how much. */
+function busiestRoute(before: Map<string, number>, after: Map<string, number>): { route: string; served: number } {
+  let best = { route: '(none)', served: 0 };
+  for (const [route, n] of after) {
+    const served = n - (before.get(route) ?? 0);
+    if (served > best.served) best = { route, served };
+  }
+  return best;
+}
+
 function load(
   title: string,
   url: string,
@@ -85,6 +115,7 @@ try {
   step('starting PostgreSQL, Redis and Temporal');
   const { pg, redis, temporal } = await startThrowAwayServers(dir);
   const apiPort = await freePort();
+  const metricsPort = await freePort();
   const env = {
     NODE_ENV: 'production',
     LOG_LEVEL: 'info',
@@ -94,6 +125,7 @@ try {
     ERP_DATABASE_URL: pg.urlFor('postgres'),
     API_PORT: String(apiPort),
     API_PUBLIC_URL: `http://127.0.0.1:${apiPort}`,
+    METRICS_PORT: String(metricsPort),
   };
   step('building an ERP template, a tenant database and the ERP stand-in');
   const bench = await startBenchErp(pg);
@@ -167,13 +199,17 @@ try {
   step(`warming up, then ${ROUNDS} alternating rounds of ${DURATION} s per route with ${CONNECTIONS} connections`);
   for (const r of routes) await load(`warm-up ${r.name}`, r.url, r.headers, WARM_UP);
   // alternate short rounds so that every route sees the same background load on a shared machine;
-  // each round also notes the CPU time the API process spent on it
-  const runs = routes.map(() => [] as { result: autocannon.Result; cpu: number }[]);
+  // each round also notes the CPU time the API process spent on it, and the requests the API
+  // answered 200 in it by its own metrics (scraped outside the CPU window)
+  const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+  const runs = routes.map(() => [] as Round[]);
   for (let i = 0; i < ROUNDS; i++) {
     for (const [j, r] of routes.entries()) {
+      const before = answeredByRoute(await scrape(metricsUrl));
       const cpuBefore = apiCpuSeconds();
       const result = await load(r.name, r.url, r.headers, DURATION);
-      runs[j]!.push({ result, cpu: apiCpuSeconds() - cpuBefore });
+      const cpu = apiCpuSeconds() - cpuBefore;
+      runs[j]!.push({ result, cpu, ...busiestRoute(before, answeredByRoute(await scrape(metricsUrl))) });
     }
   }
   const bad = runs.flat().reduce((n, { result }) => n + result.non2xx + result.errors, 0);
@@ -185,16 +221,15 @@ try {
       : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
   };
   const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
-  const cpuPerRequest = (round: { result: autocannon.Result; cpu: number }) => round.cpu / round.result.requests.total;
+  const cpuPerRequest = (round: Round) => round.cpu / round.served;
   // each round against the trivial route's round of the same turn; the median, so that a burst of
   // background load on a shared machine hits one round, not the figure
-  const throughputRatios = (j: number) =>
-    runs[j]!.map((round, i) => round.result.requests.total / runs[0]![i]!.result.requests.total);
+  const throughputRatios = (j: number) => runs[j]!.map((round, i) => round.served / runs[0]![i]!.served);
   const capacityRatios = (j: number) => runs[j]!.map((round, i) => cpuPerRequest(runs[0]![i]!) / cpuPerRequest(round));
   const lines = routes.map((r, j) => {
     const rounds = runs[j]!;
     const seconds = rounds.reduce((n, { result }) => n + result.duration, 0);
-    const rps = rounds.reduce((n, { result }) => n + result.requests.total, 0) / seconds;
+    const rps = rounds.reduce((n, { served }) => n + served, 0) / seconds;
     const p50 = Math.max(...rounds.map(({ result }) => result.latency.p50));
     const p99 = Math.max(...rounds.map(({ result }) => result.latency.p99));
     const busy = rounds.reduce((n, { cpu }) => n + cpu, 0) / seconds;
@@ -211,13 +246,15 @@ try {
             .sort((a, b) => a - b)
             .map((x) => (x * 100).toFixed(0))
             .join('/')})`;
-    return `  ${r.name.padEnd(48)} ${figures}${ratio}`;
+    const counted = `      counted by the API as ${[...new Set(rounds.map((x) => x.route))].join(', ')}: ${rounds.reduce((n, x) => n + x.served, 0)} answered 200 (autocannon: ${rounds.reduce((n, { result }) => n + result['2xx'], 0)})`;
+    return `  ${r.name.padEnd(48)} ${figures}${ratio}\n${counted}`;
   });
   const dashboardRatio = median(throughputRatios(1));
   const dashboardCapacity = median(capacityRatios(1));
 
   console.log(`
-bench:auth — ${CONNECTIONS} connections, ${ROUNDS} × ${DURATION} s per route (alternating), API in its own process, log level info
+bench:auth — requests as counted by the API's /metrics (plana_http_requests_total, status 200), load ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}
+  ${CONNECTIONS} connections, ${ROUNDS} × ${DURATION} s per route (alternating), API in its own process, log level info
 ${lines.join('\n')}
   key-authenticated dashboard call / trivial route (median of the rounds):
     throughput ${pct(dashboardRatio)}   target ≥ 60 %: ${dashboardRatio >= 0.6 ? 'OK' : 'BELOW TARGET'}

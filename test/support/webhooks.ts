@@ -125,9 +125,9 @@ export async function startWebhookPlatform(
     },
     startWorker: worker.start,
     stopWorker: worker.stop,
-    /** `worker/index.ts` or `services/webhooks/dispatcher.ts` as a process of its own, to be killed. */
+    /** `worker/index.ts`, `services/webhooks/dispatcher.ts` or `api/server.ts` as a process of its own, to be killed. */
     spawn(
-      file: 'worker/index.ts' | 'services/webhooks/dispatcher.ts',
+      file: 'worker/index.ts' | 'services/webhooks/dispatcher.ts' | 'api/server.ts',
       extra: Record<string, string> = {},
     ): ChildProcess {
       const env = {

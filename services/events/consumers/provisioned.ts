@@ -20,7 +20,8 @@ import { startFirstWelcomeEmail } from '../../../domain/notifications/welcome.js
 import type { SecretStore } from '../../../domain/service-keys/secret-store.js';
 import { createSecretStore } from '../../../domain/service-keys/secret-store-factory.js';
 import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../../../domain/tenants/provisioned-event.js';
-import { closeOnSignals } from '../../../lib/shutdown.js';
+import { runAsMain } from '../../../lib/service-app.js';
+import { watchStreamGroup } from '../../../lib/metrics.js';
 
 export const PROVISIONING_GROUP = 'provisioning';
 /** This consumer's name in the service-key inventory (domain/service-keys/inventory.ts). */
@@ -113,11 +114,14 @@ export async function startProvisionedConsumer(cfg: Config = loadConfig(), opts:
     log,
   });
   log.info({ stream: cfg.EVENTS_STREAM, group: PROVISIONING_GROUP, consumer }, 'consuming client.provisioned');
+  // the group's pending entries and lag in the queue gauges (lib/metrics.ts)
+  const unwatch = watchStreamGroup({ redis, stream: cfg.EVENTS_STREAM, group: PROVISIONING_GROUP });
 
   return {
     consumer,
     async close() {
       controller.abort();
+      unwatch();
       await running;
       await temporal.connection.close();
       await pool.end();
@@ -126,7 +130,4 @@ export async function startProvisionedConsumer(cfg: Config = loadConfig(), opts:
   };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const svc = await startProvisionedConsumer();
-  closeOnSignals(() => svc.close());
-}
+await runAsMain(import.meta.url, () => startProvisionedConsumer());
