@@ -16,7 +16,7 @@ import { type Logger } from '../../lib/logger.js';
 import { temporalUiLink } from '../../lib/temporal.js';
 import { applyTenantClient, runTenantAction } from '../../domain/tenants/operator-actions.js';
 import { problemsDetail, validateTenantClient } from '../../domain/tenants/tenant-client.js';
-import { TENANT_CLIENT_FINALIZER, TENANT_CLIENT_GROUP } from '../../domain/tenants/tenant-client-crd.js';
+import { TENANT_CLIENT_FINALIZER } from '../../domain/tenants/tenant-client-crd.js';
 import {
   tenantClientGvr,
   type ComposedObjectState,
@@ -24,14 +24,11 @@ import {
 } from '../../domain/tenants/tenant-client-api.js';
 import { readMirroredStatuses, type MirroredTenant } from '../../domain/tenants/tenant-records.js';
 import type { OperationDeps } from '../../domain/tenants/tenant-workflow-start.js';
-import {
-  TENANT_CLIENT_API_VERSION,
-  TENANT_CLIENT_KIND,
-  type ResourceState,
-  type StepRecord,
-} from '../../domain/tenants/types.js';
+import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type ResourceState } from '../../domain/tenants/types.js';
 import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
 import { deleteChatRoomJob, ensureChatRoomJob } from './chat-room-job.js';
+import { TenantClientEvents } from './events.js';
+import { inBatches } from './in-batches.js';
 import {
   desiredStatus,
   statusChanged,
@@ -54,8 +51,12 @@ export class Reconciler {
     private readonly batch: BatchV1Api,
     private readonly applied: Map<string, AppliedGeneration>,
     private readonly log: Logger,
-    private readonly identity: string,
-  ) {}
+    identity: string,
+  ) {
+    this.events = new TenantClientEvents(core, log, identity);
+  }
+
+  private readonly events: TenantClientEvents;
 
   /** Per object (uid): the newest workflow step this controller has published as an Event. */
   private readonly publishedUpTo = new Map<string, string>();
@@ -79,9 +80,14 @@ export class Reconciler {
     const outcome = await this.apply(obj);
     this.applied.set(name, { uid, generation, ...outcome });
     if (outcome.refusal !== undefined)
-      await this.event(obj, 'Warning', 'ApplyRefused', `generation ${generation} not applied: ${outcome.refusal}`);
+      await this.events.record(
+        obj,
+        'Warning',
+        'ApplyRefused',
+        `generation ${generation} not applied: ${outcome.refusal}`,
+      );
     else
-      await this.event(
+      await this.events.record(
         obj,
         'Normal',
         'Applied',
@@ -152,7 +158,7 @@ export class Reconciler {
       .at(-1);
     for (const step of unpublishedSteps(mirror?.status.steps ?? [], watermark)) {
       // one not recorded (the API server away) and the ones after it wait for the next pass
-      if (!(await this.stepEvent(obj, step))) break;
+      if (!(await this.events.step(obj, step, this.uiLink(obj.metadata.name)))) break;
       this.publishedUpTo.set(uid, step.at);
     }
     const publishedUpTo = this.publishedUpTo.get(uid) ?? watermark;
@@ -166,7 +172,7 @@ export class Reconciler {
     if (job.deleted) {
       try {
         await runTenantAction(this.deps, name, 'retry-chat-room');
-        await this.event(
+        await this.events.record(
           obj,
           'Normal',
           'ChatRoomRetried',
@@ -198,7 +204,7 @@ export class Reconciler {
         this.log.warn({ err: err.message, tenant: name }, 'chat-room Job not deleted'),
       );
       await this.removeFinalizer(obj);
-      await this.event(
+      await this.events.record(
         obj,
         'Normal',
         'FinalizerRemoved',
@@ -209,7 +215,7 @@ export class Reconciler {
     if (['Provisioning', 'Ready', 'Unavailable'].includes(mirror.status.phase)) {
       try {
         const status = await runTenantAction(this.deps, name, 'cancel');
-        await this.event(
+        await this.events.record(
           obj,
           'Normal',
           'Deleting',
@@ -248,72 +254,7 @@ export class Reconciler {
     );
   }
 
-  private stepEvent(obj: TenantClientObject, step: StepRecord) {
-    const reason = step.step.replace(/(^|[-_ :])(\w)/g, (_m, _s, c: string) => c.toUpperCase()).replace(/\W/g, '');
-    return this.event(
-      obj,
-      step.outcome === 'failed' ? 'Warning' : 'Normal',
-      reason || 'Step',
-      `${step.outcome}: ${step.message} (workflow ${tenantWorkflowId(obj.metadata.name)}, ${this.uiLink(obj.metadata.name)})`,
-      step.at,
-    );
-  }
-
-  /** An Event on the TenantClient (cluster-scoped objects' Events live in `default`); true once recorded. */
-  private async event(
-    obj: TenantClientObject,
-    type: 'Normal' | 'Warning',
-    reason: string,
-    message: string,
-    at?: string,
-  ) {
-    const time = new Date(at ?? Date.now());
-    try {
-      await this.core.createNamespacedEvent({
-        namespace: 'default',
-        body: {
-          metadata: { generateName: `${obj.metadata.name}.`, namespace: 'default' },
-          involvedObject: {
-            apiVersion: TENANT_CLIENT_API_VERSION,
-            kind: TENANT_CLIENT_KIND,
-            name: obj.metadata.name,
-            uid: obj.metadata.uid,
-            resourceVersion: obj.metadata.resourceVersion,
-          },
-          type,
-          reason: reason.slice(0, 128),
-          message: message.slice(0, 1024),
-          firstTimestamp: time,
-          lastTimestamp: time,
-          count: 1,
-          source: { component: 'tenant-controller' },
-          reportingComponent: `${TENANT_CLIENT_GROUP}/tenant-controller`,
-          reportingInstance: this.identity.slice(0, 128),
-        },
-      });
-      return true;
-    } catch (err) {
-      // an Event is a courtesy: losing one never blocks the reconcile
-      this.log.warn({ err: (err as Error).message, reason }, 'event not recorded');
-      return false;
-    }
-  }
-
   private uiLink(name: string) {
     return temporalUiLink(this.deps.config, tenantWorkflowId(name));
   }
-}
-
-async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let firstError: unknown;
-  const lanes = Array.from({ length: Math.min(size, items.length) }, async () => {
-    while (next < items.length) {
-      const item = items[next++]!;
-      // one object's failure (a 409 on a stale version, the API server away) never stops the others
-      await fn(item).catch((err: unknown) => (firstError ??= err));
-    }
-  });
-  await Promise.all(lanes);
-  if (firstError) throw firstError;
 }
