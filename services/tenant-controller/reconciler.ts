@@ -8,6 +8,7 @@ import {
   type BatchV1Api,
   type CoreV1Api,
   type CustomObjectsApi,
+  type KubernetesObjectApi,
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
@@ -22,11 +23,13 @@ import {
   type ComposedObjectState,
   type TenantClientObject,
 } from '../../domain/tenants/tenant-client-api.js';
+import { erpApiCredentialVersions, type ErpApiCredentialVersion } from '../../domain/erp/api-user.js';
 import { readMirroredStatuses, type MirroredTenant } from '../../domain/tenants/tenant-records.js';
 import type { OperationDeps } from '../../domain/tenants/tenant-workflow-start.js';
 import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type ResourceState } from '../../domain/tenants/types.js';
 import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
 import { deleteChatRoomJob, ensureChatRoomJob } from './chat-room-job.js';
+import { deleteKeptObjects, keepObject, plannedObjects, type KeptObjectKey } from './composed-objects.js';
 import { TenantClientEvents } from './events.js';
 import { inBatches } from './in-batches.js';
 import {
@@ -49,6 +52,7 @@ export class Reconciler {
     private readonly custom: CustomObjectsApi,
     private readonly core: CoreV1Api,
     private readonly batch: BatchV1Api,
+    private readonly objects: KubernetesObjectApi,
     private readonly applied: Map<string, AppliedGeneration>,
     private readonly log: Logger,
     identity: string,
@@ -64,11 +68,14 @@ export class Reconciler {
   /** Applies what is new, then brings every status (and finalizer) up to date with the workflows. */
   async pass(objects: TenantClientObject[]): Promise<void> {
     await inBatches(objects, CONCURRENCY, (obj) => this.applyIfNew(obj));
-    const mirrors = await readMirroredStatuses(
-      this.deps.pool,
-      objects.map((o) => o.metadata.name),
+    const names = objects.map((o) => o.metadata.name);
+    const [mirrors, credentials] = await Promise.all([
+      readMirroredStatuses(this.deps.pool, names),
+      erpApiCredentialVersions(this.deps.pool, names),
+    ]);
+    await inBatches(objects, CONCURRENCY, (obj) =>
+      this.sync(obj, mirrors.get(obj.metadata.name), credentials.get(obj.metadata.name)),
     );
-    await inBatches(objects, CONCURRENCY, (obj) => this.sync(obj, mirrors.get(obj.metadata.name)));
   }
 
   private async applyIfNew(obj: TenantClientObject): Promise<void> {
@@ -115,7 +122,11 @@ export class Reconciler {
     }
   }
 
-  private async sync(obj: TenantClientObject, mirror: MirroredTenant | undefined): Promise<void> {
+  private async sync(
+    obj: TenantClientObject,
+    mirror: MirroredTenant | undefined,
+    credentials: ErpApiCredentialVersion | undefined,
+  ): Promise<void> {
     const { name } = obj.metadata;
     const deleting = Boolean(obj.metadata.deletionTimestamp);
     if (deleting && !obj.metadata.finalizers?.includes(TENANT_CLIENT_FINALIZER)) return;
@@ -137,6 +148,7 @@ export class Reconciler {
     const room = mirror?.status.resources?.chatRoom;
     if (!deleting && room && (room.state === 'Created' || room.state === 'Failed'))
       next.objects = { ...next.objects, chatRoom: await this.keepChatRoomJob(obj, room) };
+    if (!deleting && mirror) next.objects = { ...next.objects, ...(await this.keepObjects(obj, mirror, credentials)) };
     await this.publishSteps(obj, mirror, next);
     if (!statusChanged(obj.status, next)) return;
     await this.custom.patchClusterCustomObjectStatus(
@@ -163,6 +175,29 @@ export class Reconciler {
     }
     const publishedUpTo = this.publishedUpTo.get(uid) ?? watermark;
     if (publishedUpTo) next.lastEventStepAt = publishedUpTo;
+  }
+
+  /** The route, backup schedule and API user's Secret (composed-objects.ts); one deleted is made again. */
+  private async keepObjects(
+    obj: TenantClientObject,
+    mirror: MirroredTenant,
+    credentials: ErpApiCredentialVersion | undefined,
+  ): Promise<Partial<Record<KeptObjectKey, ComposedObjectState>>> {
+    const kept: Partial<Record<KeptObjectKey, ComposedObjectState>> = {};
+    for (const plan of plannedObjects(this.deps, obj, mirror, credentials)) {
+      const { key, state, recreated } = await keepObject(this.objects, obj.status?.objects?.[plan.key], plan);
+      kept[key] = state;
+      if (state.synced === 'False')
+        this.log.warn({ tenant: obj.metadata.name, object: key, err: state.message }, 'composed object not kept');
+      if (recreated)
+        await this.events.record(
+          obj,
+          'Normal',
+          'ObjectRecreated',
+          `${state.kind} ${state.namespace}/${state.name} was deleted: made again`,
+        );
+    }
+    return kept;
   }
 
   /** The chat-room Job (chat-room-job.ts); one found deleted makes the workflow create the room again. */
@@ -199,6 +234,9 @@ export class Reconciler {
     const { name } = obj.metadata;
     const neverCreated = !mirror || (applied?.uid === obj.metadata.uid && applied.platformGeneration === undefined);
     if (neverCreated || mirror.status.phase === 'Deprovisioned') {
+      await deleteKeptObjects(this.objects, obj).catch((err: Error) =>
+        this.log.warn({ err: err.message, tenant: name }, 'composed objects not deleted'),
+      );
       await deleteChatRoomJob(this.batch, obj).catch((err: Error) =>
         // its owner reference lets a cluster's garbage collector remove it later
         this.log.warn({ err: err.message, tenant: name }, 'chat-room Job not deleted'),
