@@ -248,3 +248,21 @@ export function erpClientFor(
     return createJson2Client({ baseUrl, host, db, login: credentials.login, apiKey: credentials.apiKey, timeoutMs });
   return createErpClient({ baseUrl, host, db, login: credentials.login, password: credentials.password, timeoutMs });
 }
+
+/** What identifies the stored API user credentials (never the password or key), per tenant. */
+export interface ErpApiCredentialVersion {
+  login: string;
+  apiKeyExpiresAt: Date | null;
+}
+
+/** The stored API users of these tenants, in one query, without opening any secret. */
+export async function erpApiCredentialVersions(
+  platform: pg.Pool,
+  tenants: string[],
+): Promise<Map<string, ErpApiCredentialVersion>> {
+  const res = await platform.query<{ tenant: string; login: string; api_key_expires_at: Date | null }>(
+    'SELECT tenant, login, api_key_expires_at FROM tenant_erp_credentials WHERE tenant = ANY($1)',
+    [tenants],
+  );
+  return new Map(res.rows.map((r) => [r.tenant, { login: r.login, apiKeyExpiresAt: r.api_key_expires_at }]));
+}

@@ -13,7 +13,12 @@ import {
 } from '@kubernetes/client-node';
 import { AppError } from '../../lib/errors.js';
 import { sameSpec } from './tenant-client.js';
-import { TENANT_CLIENT_GROUP, TENANT_CLIENT_PLURAL, TENANT_CLIENT_VERSION } from './tenant-client-crd.js';
+import {
+  TENANT_CLIENT_GROUP,
+  TENANT_CLIENT_PLURAL,
+  TENANT_CLIENT_VERSION,
+  type ComposedObjectKey,
+} from './tenant-client-crd.js';
 import {
   TENANT_CLIENT_API_VERSION,
   TENANT_CLIENT_KIND,
@@ -47,7 +52,7 @@ export interface KubeTenantStatus {
   phase?: string;
   conditions?: Condition[];
   resources?: Partial<Record<ResourceKind, ResourceState>>;
-  objects?: { chatRoom?: ComposedObjectState };
+  objects?: Partial<Record<ComposedObjectKey, ComposedObjectState>>;
   currentStep?: string;
   workflowId?: string;
   temporalUiUrl?: string;

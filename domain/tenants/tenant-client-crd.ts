@@ -114,6 +114,13 @@ const composedObjectSchema: Schema = {
   },
 };
 
+/**
+ * The composed objects on the Kubernetes API, owned by the TenantClient: its route (Ingress), backup
+ * schedule (CronJob), ERP API user's credentials (Secret) and support chat room (Job).
+ */
+export const composedObjectKeys = ['route', 'backupSchedule', 'apiUserSecret', 'chatRoom'] as const;
+export type ComposedObjectKey = (typeof composedObjectKeys)[number];
+
 const statusSchema: Schema = {
   type: 'object',
   properties: {
@@ -133,8 +140,8 @@ const statusSchema: Schema = {
     objects: {
       type: 'object',
       description:
-        'The composed objects on the Kubernetes API, owned by this TenantClient (chatRoom: the support chat-room Job; deleting it retries the room), each with its own Synced state.',
-      properties: { chatRoom: composedObjectSchema },
+        "The composed objects on the Kubernetes API, in namespace plana-odoo-<erpVersion>, owned by this TenantClient, each with its own Synced state: route (the Ingress of its host), backupSchedule (a suspended CronJob mirroring its Temporal schedule), apiUserSecret (the Secret with the ERP API user's credentials), chatRoom (the support chat-room Job; deleting it retries the room). A deleted one is made again by the next reconcile.",
+      properties: Object.fromEntries(composedObjectKeys.map((k) => [k, composedObjectSchema])),
     },
     currentStep: { type: 'string' },
     workflowId: { type: 'string' },

@@ -21,6 +21,7 @@ import { randomUUID } from 'node:crypto';
 import {
   ApiException,
   BatchV1Api,
+  KubernetesObjectApi,
   CoreV1Api,
   CustomObjectsApi,
   type KubeConfig,
@@ -61,12 +62,13 @@ export async function startTenantController(
   const custom = kc.makeApiClient(CustomObjectsApi);
   const core = kc.makeApiClient(CoreV1Api);
   const batch = kc.makeApiClient(BatchV1Api);
+  const objects = KubernetesObjectApi.makeApiClient(kc);
   const selector = cfg.TENANT_CONTROLLER_LABEL_SELECTOR;
 
   const informer = watchTenantClients(kc, custom, selector, log);
   /** What was applied (or refused) per object, so a generation is applied once per controller life. */
   const applied = new Map<string, AppliedGeneration>();
-  const reconciler = new Reconciler(deps, custom, core, batch, applied, log, identity);
+  const reconciler = new Reconciler(deps, custom, core, batch, objects, applied, log, identity);
 
   let stopped = false;
   let closing: Promise<void> | undefined;

@@ -8,6 +8,7 @@ import {
   type BatchV1Api,
   type CoreV1Api,
   type CustomObjectsApi,
+  type KubernetesObjectApi,
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
@@ -16,22 +17,21 @@ import { type Logger } from '../../lib/logger.js';
 import { temporalUiLink } from '../../lib/temporal.js';
 import { applyTenantClient, runTenantAction } from '../../domain/tenants/operator-actions.js';
 import { problemsDetail, validateTenantClient } from '../../domain/tenants/tenant-client.js';
-import { TENANT_CLIENT_FINALIZER, TENANT_CLIENT_GROUP } from '../../domain/tenants/tenant-client-crd.js';
+import { TENANT_CLIENT_FINALIZER } from '../../domain/tenants/tenant-client-crd.js';
 import {
   tenantClientGvr,
   type ComposedObjectState,
   type TenantClientObject,
 } from '../../domain/tenants/tenant-client-api.js';
+import { erpApiCredentialVersions, type ErpApiCredentialVersion } from '../../domain/erp/api-user.js';
 import { readMirroredStatuses, type MirroredTenant } from '../../domain/tenants/tenant-records.js';
 import type { OperationDeps } from '../../domain/tenants/tenant-workflow-start.js';
-import {
-  TENANT_CLIENT_API_VERSION,
-  TENANT_CLIENT_KIND,
-  type ResourceState,
-  type StepRecord,
-} from '../../domain/tenants/types.js';
+import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type ResourceState } from '../../domain/tenants/types.js';
 import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
 import { deleteChatRoomJob, ensureChatRoomJob } from './chat-room-job.js';
+import { deleteKeptObjects, keepObject, plannedObjects, type KeptObjectKey } from './composed-objects.js';
+import { TenantClientEvents } from './events.js';
+import { inBatches } from './in-batches.js';
 import {
   desiredStatus,
   statusChanged,
@@ -52,10 +52,15 @@ export class Reconciler {
     private readonly custom: CustomObjectsApi,
     private readonly core: CoreV1Api,
     private readonly batch: BatchV1Api,
+    private readonly objects: KubernetesObjectApi,
     private readonly applied: Map<string, AppliedGeneration>,
     private readonly log: Logger,
-    private readonly identity: string,
-  ) {}
+    identity: string,
+  ) {
+    this.events = new TenantClientEvents(core, log, identity);
+  }
+
+  private readonly events: TenantClientEvents;
 
   /** Per object (uid): the newest workflow step this controller has published as an Event. */
   private readonly publishedUpTo = new Map<string, string>();
@@ -63,11 +68,14 @@ export class Reconciler {
   /** Applies what is new, then brings every status (and finalizer) up to date with the workflows. */
   async pass(objects: TenantClientObject[]): Promise<void> {
     await inBatches(objects, CONCURRENCY, (obj) => this.applyIfNew(obj));
-    const mirrors = await readMirroredStatuses(
-      this.deps.pool,
-      objects.map((o) => o.metadata.name),
+    const names = objects.map((o) => o.metadata.name);
+    const [mirrors, credentials] = await Promise.all([
+      readMirroredStatuses(this.deps.pool, names),
+      erpApiCredentialVersions(this.deps.pool, names),
+    ]);
+    await inBatches(objects, CONCURRENCY, (obj) =>
+      this.sync(obj, mirrors.get(obj.metadata.name), credentials.get(obj.metadata.name)),
     );
-    await inBatches(objects, CONCURRENCY, (obj) => this.sync(obj, mirrors.get(obj.metadata.name)));
   }
 
   private async applyIfNew(obj: TenantClientObject): Promise<void> {
@@ -79,9 +87,14 @@ export class Reconciler {
     const outcome = await this.apply(obj);
     this.applied.set(name, { uid, generation, ...outcome });
     if (outcome.refusal !== undefined)
-      await this.event(obj, 'Warning', 'ApplyRefused', `generation ${generation} not applied: ${outcome.refusal}`);
+      await this.events.record(
+        obj,
+        'Warning',
+        'ApplyRefused',
+        `generation ${generation} not applied: ${outcome.refusal}`,
+      );
     else
-      await this.event(
+      await this.events.record(
         obj,
         'Normal',
         'Applied',
@@ -109,7 +122,11 @@ export class Reconciler {
     }
   }
 
-  private async sync(obj: TenantClientObject, mirror: MirroredTenant | undefined): Promise<void> {
+  private async sync(
+    obj: TenantClientObject,
+    mirror: MirroredTenant | undefined,
+    credentials: ErpApiCredentialVersion | undefined,
+  ): Promise<void> {
     const { name } = obj.metadata;
     const deleting = Boolean(obj.metadata.deletionTimestamp);
     if (deleting && !obj.metadata.finalizers?.includes(TENANT_CLIENT_FINALIZER)) return;
@@ -131,6 +148,7 @@ export class Reconciler {
     const room = mirror?.status.resources?.chatRoom;
     if (!deleting && room && (room.state === 'Created' || room.state === 'Failed'))
       next.objects = { ...next.objects, chatRoom: await this.keepChatRoomJob(obj, room) };
+    if (!deleting && mirror) next.objects = { ...next.objects, ...(await this.keepObjects(obj, mirror, credentials)) };
     await this.publishSteps(obj, mirror, next);
     if (!statusChanged(obj.status, next)) return;
     await this.custom.patchClusterCustomObjectStatus(
@@ -152,11 +170,34 @@ export class Reconciler {
       .at(-1);
     for (const step of unpublishedSteps(mirror?.status.steps ?? [], watermark)) {
       // one not recorded (the API server away) and the ones after it wait for the next pass
-      if (!(await this.stepEvent(obj, step))) break;
+      if (!(await this.events.step(obj, step, this.uiLink(obj.metadata.name)))) break;
       this.publishedUpTo.set(uid, step.at);
     }
     const publishedUpTo = this.publishedUpTo.get(uid) ?? watermark;
     if (publishedUpTo) next.lastEventStepAt = publishedUpTo;
+  }
+
+  /** The route, backup schedule and API user's Secret (composed-objects.ts); one deleted is made again. */
+  private async keepObjects(
+    obj: TenantClientObject,
+    mirror: MirroredTenant,
+    credentials: ErpApiCredentialVersion | undefined,
+  ): Promise<Partial<Record<KeptObjectKey, ComposedObjectState>>> {
+    const kept: Partial<Record<KeptObjectKey, ComposedObjectState>> = {};
+    for (const plan of plannedObjects(this.deps, obj, mirror, credentials)) {
+      const { key, state, recreated } = await keepObject(this.objects, obj.status?.objects?.[plan.key], plan);
+      kept[key] = state;
+      if (state.synced === 'False')
+        this.log.warn({ tenant: obj.metadata.name, object: key, err: state.message }, 'composed object not kept');
+      if (recreated)
+        await this.events.record(
+          obj,
+          'Normal',
+          'ObjectRecreated',
+          `${state.kind} ${state.namespace}/${state.name} was deleted: made again`,
+        );
+    }
+    return kept;
   }
 
   /** The chat-room Job (chat-room-job.ts); one found deleted makes the workflow create the room again. */
@@ -166,7 +207,7 @@ export class Reconciler {
     if (job.deleted) {
       try {
         await runTenantAction(this.deps, name, 'retry-chat-room');
-        await this.event(
+        await this.events.record(
           obj,
           'Normal',
           'ChatRoomRetried',
@@ -193,12 +234,15 @@ export class Reconciler {
     const { name } = obj.metadata;
     const neverCreated = !mirror || (applied?.uid === obj.metadata.uid && applied.platformGeneration === undefined);
     if (neverCreated || mirror.status.phase === 'Deprovisioned') {
+      await deleteKeptObjects(this.objects, obj).catch((err: Error) =>
+        this.log.warn({ err: err.message, tenant: name }, 'composed objects not deleted'),
+      );
       await deleteChatRoomJob(this.batch, obj).catch((err: Error) =>
         // its owner reference lets a cluster's garbage collector remove it later
         this.log.warn({ err: err.message, tenant: name }, 'chat-room Job not deleted'),
       );
       await this.removeFinalizer(obj);
-      await this.event(
+      await this.events.record(
         obj,
         'Normal',
         'FinalizerRemoved',
@@ -209,7 +253,7 @@ export class Reconciler {
     if (['Provisioning', 'Ready', 'Unavailable'].includes(mirror.status.phase)) {
       try {
         const status = await runTenantAction(this.deps, name, 'cancel');
-        await this.event(
+        await this.events.record(
           obj,
           'Normal',
           'Deleting',
@@ -248,72 +292,7 @@ export class Reconciler {
     );
   }
 
-  private stepEvent(obj: TenantClientObject, step: StepRecord) {
-    const reason = step.step.replace(/(^|[-_ :])(\w)/g, (_m, _s, c: string) => c.toUpperCase()).replace(/\W/g, '');
-    return this.event(
-      obj,
-      step.outcome === 'failed' ? 'Warning' : 'Normal',
-      reason || 'Step',
-      `${step.outcome}: ${step.message} (workflow ${tenantWorkflowId(obj.metadata.name)}, ${this.uiLink(obj.metadata.name)})`,
-      step.at,
-    );
-  }
-
-  /** An Event on the TenantClient (cluster-scoped objects' Events live in `default`); true once recorded. */
-  private async event(
-    obj: TenantClientObject,
-    type: 'Normal' | 'Warning',
-    reason: string,
-    message: string,
-    at?: string,
-  ) {
-    const time = new Date(at ?? Date.now());
-    try {
-      await this.core.createNamespacedEvent({
-        namespace: 'default',
-        body: {
-          metadata: { generateName: `${obj.metadata.name}.`, namespace: 'default' },
-          involvedObject: {
-            apiVersion: TENANT_CLIENT_API_VERSION,
-            kind: TENANT_CLIENT_KIND,
-            name: obj.metadata.name,
-            uid: obj.metadata.uid,
-            resourceVersion: obj.metadata.resourceVersion,
-          },
-          type,
-          reason: reason.slice(0, 128),
-          message: message.slice(0, 1024),
-          firstTimestamp: time,
-          lastTimestamp: time,
-          count: 1,
-          source: { component: 'tenant-controller' },
-          reportingComponent: `${TENANT_CLIENT_GROUP}/tenant-controller`,
-          reportingInstance: this.identity.slice(0, 128),
-        },
-      });
-      return true;
-    } catch (err) {
-      // an Event is a courtesy: losing one never blocks the reconcile
-      this.log.warn({ err: (err as Error).message, reason }, 'event not recorded');
-      return false;
-    }
-  }
-
   private uiLink(name: string) {
     return temporalUiLink(this.deps.config, tenantWorkflowId(name));
   }
-}
-
-async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let firstError: unknown;
-  const lanes = Array.from({ length: Math.min(size, items.length) }, async () => {
-    while (next < items.length) {
-      const item = items[next++]!;
-      // one object's failure (a 409 on a stale version, the API server away) never stops the others
-      await fn(item).catch((err: unknown) => (firstError ??= err));
-    }
-  });
-  await Promise.all(lanes);
-  if (firstError) throw firstError;
 }

@@ -43,14 +43,19 @@ const compose = parse(readFileSync(path.resolve(deployDir, '../../docker-compose
 /** Names only Kubernetes sets (its secret store) or only compose sets (the controller's mounted kubeconfig). */
 const KUBERNETES_ONLY = ['SECRET_STORE', 'KUBERNETES_NAMESPACE'];
 const COMPOSE_ONLY = ['KUBECONFIG'];
+/** The processes that call another service with a service key (domain/service-keys/inventory.ts); the others hold none. */
+const SERVICE_KEY_CALLERS = ['api', 'worker', 'agents', 'tenant-ingress', 'provisioned-consumer'];
 
 describe('deploy/kubernetes', () => {
   it('holds the TenantClient CRD as domain/tenants/tenant-client-crd.ts defines it (npm run deploy:manifests)', () => {
     expect(readFileSync(path.join(deployDir, CRD_MANIFEST), 'utf8')).toBe(crdManifest());
   });
 
-  it('runs the controller, the worker, the API and the migration', () => {
-    expect(workloads.map((w) => w.metadata.name).sort()).toEqual(['api', 'migrate', 'tenant-controller', 'worker']);
+  it('runs every platform process of docker-compose.yml (the services of its image), and nothing else', () => {
+    const processes = Object.entries(compose.services)
+      .filter(([, s]) => s.image === 'plana/control-plane:0.1.0')
+      .map(([name]) => name);
+    expect(workloads.map((w) => w.metadata.name).sort()).toEqual(processes.sort());
   });
 
   it('keeps service keys in Kubernetes Secrets of its own namespace', () => {
@@ -91,7 +96,7 @@ describe('deploy/kubernetes', () => {
 
     it('mounts its service-key Secrets (optional) where the secret store reads them', () => {
       const mount = container.volumeMounts?.find((m) => m.name === 'service-keys');
-      if (name === 'tenant-controller' || name === 'migrate') return expect(mount).toBeUndefined();
+      if (!SERVICE_KEY_CALLERS.includes(name)) return expect(mount).toBeUndefined();
       expect(mount?.mountPath).toBe(parseConfig({}).SECRETS_MOUNT_DIR);
       const sources = pod.volumes!.find((v) => v.name === 'service-keys')!.projected!.sources;
       for (const s of sources)

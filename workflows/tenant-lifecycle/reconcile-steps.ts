@@ -6,125 +6,12 @@
  */
 import { patched } from '@temporalio/workflow';
 import { chatRoomName } from '../../domain/tenants/chat-room.js';
-import { backupScheduleId, type TenantClientSpec } from '../../domain/tenants/types.js';
-import type { LifecycleActivities } from './activities.js';
-import { resourceStep, type ResourceStep } from './resource-step.js';
+import { backupScheduleId } from '../../domain/tenants/types.js';
+import { cloneDatabase, installFromScratch } from './database-steps.js';
+import { reconcileStep, type ReconcileStep, type ReconcileStepContext } from './reconcile-step-context.js';
 import type { TenantState } from './state.js';
 
-/** What the steps of one reconcile work on: the spec as it was when the reconcile began. */
-export interface ReconcileStepContext {
-  tenant: TenantState;
-  activities: LifecycleActivities;
-  name: string;
-  spec: TenantClientSpec;
-  /** The reserved hostname. */
-  host: string;
-  /** The tenant database (named like the host). */
-  database: string;
-  /** The route's namespace, plana-odoo-<erpVersion>. */
-  namespace: string;
-  /** How long a tenant has to turn Ready once it makes progress (the apply, a finished install). */
-  readyDeadlineMs: number;
-  /** Set by the clone step when the template of tier × version is missing: the database is installed from scratch. */
-  missingTemplate?: string;
-}
-
-type ReconcileStep = ResourceStep<ReconcileStepContext, unknown>;
-
-/** A row of the table, its result's type taken from its activity call. */
-const reconcileStep = <Result>(step: ResourceStep<ReconcileStepContext, Result>): ReconcileStep => resourceStep(step);
-
-const cloneDatabase = reconcileStep({
-  name: 'clone-database',
-  resource: 'database',
-  ensures: 'the tenant database, cloned from the template of tier × version',
-  call: ({ activities, database, spec }) =>
-    activities.reconcileStep.cloneTenantDatabase.executeWithOptions(
-      {
-        startToCloseTimeout: '5 minutes',
-        summary: `CREATE DATABASE "${database}" from the ${spec.tier}/${spec.erpVersion} template`,
-      },
-      [{ database, spec }],
-    ),
-  record: (context, db) => {
-    const { tenant, database } = context;
-    // the tier's modules are then installed from scratch (patched: earlier runs waited for the template)
-    if (db.outcome === 'template-missing' && patched('install-from-scratch')) {
-      context.missingTemplate = db.template;
-      recordInstallPending(context, db.template);
-      return;
-    }
-    if (db.outcome === 'template-missing') {
-      const message = `template database "${db.template}" does not exist`;
-      tenant.setResource('database', { externalName: database, synced: 'False', state: 'Failed', message });
-      tenant.recordStep('clone-database', 'failed', message);
-      return;
-    }
-    // an existing database keeps saying where it came from (after a tier change it is not this tier's template)
-    const previous = tenant.state.resources.database;
-    const message =
-      db.outcome === 'created' || previous.state !== 'Created' || !madeFromTemplateOrScratch(previous.message)
-        ? `cloned from ${db.template}`
-        : previous.message;
-    tenant.setResource('database', { externalName: database, synced: 'True', state: 'Created', message });
-    tenant.recordStep('clone-database', 'ok', db.outcome === 'created' ? `created from ${db.template}` : 'exists');
-  },
-});
-
-const INSTALLED_FROM_SCRATCH = 'installed from scratch';
-
-/** Where an existing database came from, as its resource says: a template, or an install from scratch. */
-const madeFromTemplateOrScratch = (message: string) =>
-  message.startsWith('cloned from') || message.startsWith(INSTALLED_FROM_SCRATCH);
-
-const installingMessage = ({ spec }: ReconcileStepContext, template: string) =>
-  `installing the ${spec.tier} module set from scratch (template database "${template}" does not exist)`;
-
-/** The template is missing: the database is pending until the install (the next steps) has made it. */
-function recordInstallPending(context: ReconcileStepContext, template: string): void {
-  const { tenant, database } = context;
-  const message = installingMessage(context, template);
-  tenant.setResource('database', { externalName: database, synced: 'False', state: 'Pending', message });
-  tenant.recordStep(
-    'clone-database',
-    'skipped',
-    `template database "${template}" does not exist: installing from scratch`,
-  );
-}
-
-/**
- * The template is missing: the ERP installs the tier's modules into the new database itself
- * (domain/erp/from-scratch.ts), minutes on real Odoo. Its route is made first, so the tenant's
- * /web/health answers 503 meanwhile (the route is up, its database is not); Ready says why. The
- * readiness deadline counts from the last progress: a finished install starts it again.
- */
-const installFromScratch = reconcileStep({
-  name: 'install-database',
-  resource: 'database',
-  ensures: "the tenant database, with the tier's modules installed from scratch by the ERP (no template to clone)",
-  call: async (context) => {
-    const { tenant, activities, database, spec, missingTemplate } = context;
-    tenant.setReady(
-      'False',
-      'Creating',
-      `database: ${installingMessage(context, missingTemplate!)}; /web/health answers 503 until it is done`,
-    );
-    await tenant.mirror();
-    return activities.install.installTenantDatabase.executeWithOptions(
-      { summary: `Install the ${spec.tier} modules into ${database} from scratch (no template ${missingTemplate})` },
-      [{ database, spec }],
-    );
-  },
-  record: ({ tenant, database, readyDeadlineMs }, db) => {
-    const message = `${INSTALLED_FROM_SCRATCH} (template ${db.missingTemplate} was missing)`;
-    tenant.setResource('database', { externalName: database, synced: 'True', state: 'Created', message });
-    tenant.state.deadlineAt = Math.max(tenant.state.deadlineAt, Date.now() + readyDeadlineMs);
-    const done = db.outcome === 'installed' ? `installed in ${Math.round(db.installMs / 1000)}s` : 'exists';
-    const parts = [db.attempt > 1 ? `${done} (attempt ${db.attempt})` : done];
-    if (db.template) parts.push(`template ${db.template.name} made from it in ${db.template.ms} ms`);
-    tenant.recordStep('install-database', 'ok', parts.join('; '));
-  },
-});
+export type { ReconcileStepContext } from './reconcile-step-context.js';
 
 const ensureApiUser = reconcileStep({
   name: 'ensure-api-user',

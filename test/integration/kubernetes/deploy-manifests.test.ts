@@ -4,13 +4,26 @@
  * the RBAC applied, each ServiceAccount can do what its process needs and nothing more
  * (the SubjectAccessReview of `kubectl auth can-i --as=system:serviceaccount:…`).
  */
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { parse } from 'yaml';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { kubectl } from '../../../scripts/local-servers.js';
 import { adminKubeconfig, manifestsDir } from '../../support/service-accounts.js';
 
 const files = readdirSync(manifestsDir).filter((f) => f.endsWith('.yaml'));
+const composeFile = path.join(manifestsDir, '..', '..', 'docker-compose.yml');
+
+/** The platform's processes in docker-compose.yml (the services built from its image). */
+const composeProcesses = () => {
+  const compose = parse(readFileSync(composeFile, 'utf8'), { merge: true }) as {
+    services: Record<string, { image?: string; command?: string[] }>;
+  };
+  return Object.entries(compose.services)
+    .filter(([, s]) => s.image === 'plana/control-plane:0.1.0')
+    .map(([name, s]) => ({ name, command: s.command ?? [] }));
+};
+const processes = composeProcesses().map((s) => s.name);
 const apply = (args: string[]) => kubectl(adminKubeconfig(), ['apply', ...args]);
 
 /**
@@ -53,7 +66,8 @@ function canI(
 beforeAll(() => {
   // namespaced objects need their namespace to exist, even for a dry run; RBAC is real for can-i
   apply(['-f', path.join(manifestsDir, 'namespaces.yaml')]);
-  for (const f of ['service-keys-rbac.yaml', 'tenant-controller-rbac.yaml']) apply(['-f', path.join(manifestsDir, f)]);
+  for (const f of files.filter((f) => !['tenantclient-crd.yaml', 'namespaces.yaml'].includes(f)))
+    apply(['-f', path.join(manifestsDir, f)]);
 });
 
 describe('deploy/kubernetes on the real API server', () => {
@@ -81,6 +95,12 @@ describe('deploy/kubernetes on the real API server', () => {
     ['create', 'jobs.batch', { ns: 'plana-odoo-18' }],
     ['get', 'jobs.batch', { ns: 'plana-odoo-17' }],
     ['delete', 'jobs.batch', { ns: 'plana-odoo-19' }],
+    ['create', 'cronjobs.batch', { ns: 'plana-odoo-17' }],
+    ['update', 'cronjobs.batch', { ns: 'plana-odoo-18' }],
+    ['get', 'ingresses.networking.k8s.io', { ns: 'plana-odoo-18' }],
+    ['update', 'ingresses.networking.k8s.io', { ns: 'plana-odoo-19' }],
+    ['create', 'secrets', { ns: 'plana-odoo-19' }],
+    ['delete', 'secrets', { ns: 'plana-odoo-18' }],
   ] as const)('the controller may %s %s %o', (verb, resource, opts) => {
     expect(canI(controller, verb, resource, opts)).toBe('yes');
   });
@@ -97,8 +117,10 @@ describe('deploy/kubernetes on the real API server', () => {
     ['create', 'jobs.batch', { ns: 'plana' }],
     ['patch', 'jobs.batch', { ns: 'plana-odoo-18' }], // a Job is made or deleted, never changed
     ['list', 'jobs.batch', { ns: 'plana-odoo-18' }],
-    ['create', 'cronjobs.batch', { ns: 'plana-odoo-17' }], // no other composed object yet
-    ['create', 'secrets', { ns: 'plana-odoo-19' }],
+    ['list', 'secrets', { ns: 'plana-odoo-18' }], // read by name only, never listed or watched
+    ['watch', 'secrets', { ns: 'plana-odoo-18' }],
+    ['create', 'ingresses.networking.k8s.io', { ns: 'plana' }],
+    ['create', 'cronjobs.batch', { ns: 'default' }],
     ['patch', 'httproutes.gateway.networking.k8s.io', { ns: 'plana-odoo-18' }],
     ['create', 'deployments.apps', { ns: 'plana-odoo-18' }],
     ['create', 'pods', { ns: 'plana-odoo-18' }],
@@ -116,8 +138,18 @@ describe('deploy/kubernetes on the real API server', () => {
     expect(canI(sa, 'list', TC)).toBe('no');
   });
 
-  it('the API has no Kubernetes access at all', () => {
+  it("the API may read a TenantClient and write its spec (billing's tier change), nothing else", () => {
+    for (const verb of ['get', 'update', 'patch']) expect(canI('plana-api', verb, TC), verb).toBe('yes');
+    for (const verb of ['list', 'watch', 'create', 'delete']) expect(canI('plana-api', verb, TC), verb).toBe('no');
+    expect(canI('plana-api', 'update', TC, { subresource: 'status' })).toBe('no');
     expect(canI('plana-api', 'get', 'secrets', { ns: 'plana' })).toBe('no');
-    expect(canI('plana-api', 'list', TC)).toBe('no');
   });
+
+  it.each(processes.filter((p) => !['api', 'worker', 'tenant-controller', 'migrate'].includes(p)))(
+    '%s has no Kubernetes access at all',
+    (name) => {
+      expect(canI(`plana-${name}`, 'get', TC)).toBe('no');
+      expect(canI(`plana-${name}`, 'get', 'secrets', { ns: 'plana' })).toBe('no');
+    },
+  );
 });

@@ -21,6 +21,7 @@ import { manifestsDir, serviceAccountKubeconfig, kube as adminKube } from '../..
 import { tempDir } from '../../support/env.js';
 
 const scope = controllerScope();
+const composed = ['chatRoom', 'route', 'backupSchedule', 'apiUserSecret'] as const;
 let p: TenantPlatform;
 let controller: TenantController;
 
@@ -44,14 +45,21 @@ afterAll(async () => {
 });
 
 describe('the controller as its ServiceAccount (deploy/kubernetes RBAC)', () => {
-  it('provisions a TenantClient to Ready, keeps its chat-room Job, records Events, holds its Lease, and completes a deletion', async () => {
+  it('provisions a TenantClient to Ready, keeps its composed objects, records Events, holds its Lease, and completes a deletion', async () => {
     const name = uniqueTenant('rbac');
     expect(kube(['apply', '-f', '-'], tenantClientJson(name, scope.label)).ok).toBe(true);
     const obj = await waitForTenantClient(
       name,
-      (o) => kubeCondition(o, 'Ready')?.status === 'True' && o?.status?.objects?.chatRoom !== undefined,
+      (o) =>
+        kubeCondition(o, 'Ready')?.status === 'True' &&
+        composed.every((k) => o?.status?.objects?.[k]?.synced === 'True'),
     );
-    expect(obj?.status?.objects?.chatRoom).toMatchObject({ kind: 'Job', namespace: 'plana-odoo-18', synced: 'True' });
+    expect(obj?.status?.objects).toMatchObject({
+      chatRoom: { kind: 'Job', namespace: 'plana-odoo-18', synced: 'True' },
+      route: { kind: 'Ingress', namespace: 'plana-odoo-18', synced: 'True' },
+      backupSchedule: { kind: 'CronJob', namespace: 'plana-odoo-18', synced: 'True' },
+      apiUserSecret: { kind: 'Secret', namespace: 'plana-odoo-18', synced: 'True' },
+    });
     expect(obj?.metadata.finalizers).toContain('plana.dev/deprovision');
     expect(tenantClientEvents(name).length).toBeGreaterThan(0);
     const lease = JSON.parse(adminKube(['get', 'lease', 'tenant-controller', '-n', 'plana', '-o', 'json'])) as {
@@ -59,8 +67,25 @@ describe('the controller as its ServiceAccount (deploy/kubernetes RBAC)', () => 
     };
     expect(lease.spec.holderIdentity).toBe('controller-as-its-service-account');
 
+    // a tier change replaces the backup CronJob (its retention is the tier's)
+    const retention = () =>
+      (
+        JSON.parse(adminKube(['get', 'cronjob', `backup-${name}`, '-n', 'plana-odoo-18', '-o', 'json'])) as {
+          metadata: { annotations: Record<string, string> };
+        }
+      ).metadata.annotations['plana.dev/retention-days'];
+    expect(retention()).toBe(String(p.cfg.BACKUP_RETENTION_STARTER_DAYS));
+    expect(kube(['patch', 'tc', name, '--type=merge', '-p', '{"spec":{"tier":"enterprise"}}']).ok).toBe(true);
+    await expect.poll(retention, { timeout: 60_000 }).toBe(String(p.cfg.BACKUP_RETENTION_ENTERPRISE_DAYS));
+
     expect(kube(['delete', 'tc', name, '--wait=false']).ok).toBe(true);
     await waitForTenantClient(name, (o) => o === undefined, 90_000);
-    expect(() => adminKube(['get', 'job', `chat-room-${name}`, '-n', 'plana-odoo-18'])).toThrow();
+    for (const object of [
+      `job/chat-room-${name}`,
+      `ingress/tenant-${name}`,
+      `cronjob/backup-${name}`,
+      `secret/erp-api-user-${name}`,
+    ])
+      expect(() => adminKube(['get', object, '-n', 'plana-odoo-18'])).toThrow();
   }, 150_000);
 });

@@ -6,7 +6,14 @@
  * the tenant is deprovisioned; two controllers elect one leader.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type V1Job } from '@kubernetes/client-node';
+import {
+  BatchV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  KubernetesObjectApi,
+  type V1Job,
+} from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Reconciler } from '../../../services/tenant-controller/reconciler.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,6 +36,13 @@ import {
   waitForTenantClient,
 } from '../../support/kubernetes.js';
 import { testConfig } from '../../support/env.js';
+import { loadErpApiCredentials } from '../../../domain/erp/api-user.js';
+
+interface KubeObject {
+  metadata: { uid?: string; ownerReferences?: unknown[]; annotations?: Record<string, string> };
+  spec?: Record<string, unknown>;
+  data?: Record<string, string>;
+}
 
 const scope = controllerScope();
 let p: TenantPlatform;
@@ -136,6 +150,92 @@ describe('the TenantClient controller', () => {
     expect(await workflowRuns(name)).toBe(1);
   });
 
+  it('keeps the route, backup schedule and API user Secret as objects owned by the TenantClient; a deleted one comes back', async () => {
+    const name = uniqueTenant('objs');
+    kube(['apply', '-f', '-'], tenantClientJson(name, scope.label, { tier: 'pro' }));
+    const keys = ['route', 'backupSchedule', 'apiUserSecret'] as const;
+    const obj = await waitForTenantClient(
+      name,
+      (o) => ready(o) && keys.every((k) => o?.status?.objects?.[k]?.synced === 'True'),
+    );
+    const get = (kind: string, object: string) => {
+      const r = kube(['get', kind, object, '-n', 'plana-odoo-18', '-o', 'json']);
+      return r.ok ? (JSON.parse(r.out) as KubeObject) : undefined;
+    };
+    const owner = [
+      {
+        apiVersion: 'plana.dev/v1alpha1',
+        kind: 'TenantClient',
+        name,
+        uid: obj!.metadata.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ];
+    const host = obj!.status!.resources!.route!.externalName.split('/')[1];
+    const ingress = get('ingress', `tenant-${name}`)!;
+    expect(ingress.metadata.ownerReferences).toEqual(owner);
+    expect(ingress.spec).toMatchObject({
+      rules: [
+        { host, http: { paths: [{ path: '/', backend: { service: { name: 'odoo', port: { number: 8069 } } } }] } },
+      ],
+    });
+    const cron = get('cronjob', `backup-${name}`)!;
+    expect(cron.metadata.ownerReferences).toEqual(owner);
+    expect(cron.metadata.annotations).toMatchObject({
+      'plana.dev/temporal-schedule-id': `backup:${name}`,
+      'plana.dev/retention-days': String(p.cfg.BACKUP_RETENTION_PRO_DAYS),
+    });
+    expect(cron.spec).toMatchObject({ suspend: true });
+    const schedule = await p.temporal.schedule.getHandle(`backup:${name}`).describe();
+    expect(cron.metadata.annotations?.['plana.dev/interval']).toBeDefined();
+    expect(schedule.spec.intervals?.[0]?.every).toBe(p.cfg.BACKUP_INTERVAL);
+    const secret = get('secret', `erp-api-user-${name}`)!;
+    expect(secret.metadata.ownerReferences).toEqual(owner);
+    const stored = await loadErpApiCredentials(p.pool, p.cfg.SECRETS_KEY, name);
+    const data = secret.data as Record<string, string>;
+    expect(Buffer.from(data.username!, 'base64').toString()).toBe(stored!.login);
+    expect(Buffer.from(data.password!, 'base64').toString()).toBe(stored!.password);
+    // the password is in the Secret only: not in the status, the Events or kubectl describe
+    expect(JSON.stringify(getTenantClient(name))).not.toContain(stored!.password);
+    expect(JSON.stringify(tenantClientEvents(name))).not.toContain(stored!.password);
+    expect(kube(['describe', 'tc', name]).out).not.toContain(stored!.password);
+    expect(obj?.status?.objects?.apiUserSecret).toMatchObject({
+      kind: 'Secret',
+      namespace: 'plana-odoo-18',
+      name: `erp-api-user-${name}`,
+      uid: secret.metadata.uid,
+    });
+
+    // each deleted object is made again by the next reconcile, with an Event
+    const before = { ingress: ingress.metadata.uid, cronjob: cron.metadata.uid, secret: secret.metadata.uid };
+    for (const [kind, object] of [
+      ['ingress', `tenant-${name}`],
+      ['cronjob', `backup-${name}`],
+      ['secret', `erp-api-user-${name}`],
+    ] as const) {
+      expect(kube(['delete', kind, object, '-n', 'plana-odoo-18']).ok).toBe(true);
+      await expect.poll(() => get(kind, object)?.metadata.uid, { timeout: 15_000 }).not.toBeUndefined();
+      expect(get(kind, object)!.metadata.uid).not.toBe(before[kind]);
+    }
+    await expect
+      .poll(() => tenantClientEvents(name).filter((e) => e.reason === 'ObjectRecreated').length, { timeout: 10_000 })
+      .toBe(3);
+    const after = await waitForTenantClient(name, (o) => o?.status?.objects?.route?.uid !== before.ingress);
+    expect(after?.status?.objects?.route).toMatchObject({
+      synced: 'True',
+      uid: get('ingress', `tenant-${name}`)!.metadata.uid,
+    });
+    expect(await workflowRuns(name)).toBe(1);
+
+    // deprovisioning removes them
+    expect(kube(['delete', 'tc', name, '--wait=false']).ok).toBe(true);
+    await expect.poll(() => getTenantClient(name), { timeout: 60_000, interval: 500 }).toBeUndefined();
+    expect(get('ingress', `tenant-${name}`)).toBeUndefined();
+    expect(get('cronjob', `backup-${name}`)).toBeUndefined();
+    expect(get('secret', `erp-api-user-${name}`)).toBeUndefined();
+  });
+
   it('publishes each workflow step as one Event, even when its cached object trails its own status writes', async () => {
     // a pass over the same cached object again (the informer has not yet seen the status the last
     // pass wrote, as on a busy API server): no step is published twice
@@ -149,6 +249,7 @@ describe('the TenantClient controller', () => {
       kc.makeApiClient(CustomObjectsApi),
       kc.makeApiClient(CoreV1Api),
       kc.makeApiClient(BatchV1Api),
+      KubernetesObjectApi.makeApiClient(kc),
       new Map(),
       pino({ level: 'silent' }) as never,
       'stale-cache',
