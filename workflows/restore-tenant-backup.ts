@@ -8,6 +8,7 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
+import { restoreBackup } from './shared/restore-backup-activity.js';
 import {
   keepRestoreSignal,
   type RestoreTenantBackupInput,
@@ -16,17 +17,6 @@ import {
 import { routeNamespace } from '../domain/tenants/types.js';
 import { searchAttributes } from '../domain/workflow-search-attributes.js';
 
-/** The restore: the object store down is waited out (attempts every minute at most); a corrupt object fails it at once. */
-const { restoreBackup } = proxyActivities<Activities>({
-  startToCloseTimeout: '1 hour',
-  heartbeatTimeout: '10 minutes',
-  retry: {
-    initialInterval: '5 seconds',
-    backoffCoefficient: 2,
-    maximumInterval: '1 minute',
-    nonRetryableErrorTypes: ['BackupCorrupt'],
-  },
-});
 const step = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
   retry: { initialInterval: '2 seconds', maximumInterval: '1 minute' },

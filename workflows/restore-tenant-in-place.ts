@@ -1,20 +1,10 @@
 import { ApplicationFailure, log, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
+import { restoreBackup } from './shared/restore-backup-activity.js';
 import type { InPlaceRestoreRequest } from '../domain/tenants/restore-in-place.js';
 import type { RestoreTenantInPlaceResult } from '../domain/tenants/restore-workflow-contract.js';
 import { searchAttributes } from '../domain/workflow-search-attributes.js';
 
-/** The object store down is waited out (attempts every minute at most); a corrupt object fails the restore at once. */
-const { restoreBackup } = proxyActivities<Activities>({
-  startToCloseTimeout: '1 hour',
-  heartbeatTimeout: '10 minutes',
-  retry: {
-    initialInterval: '5 seconds',
-    backoffCoefficient: 2,
-    maximumInterval: '1 minute',
-    nonRetryableErrorTypes: ['BackupCorrupt'],
-  },
-});
 /** The safety backup: the store down is waited out the same way. */
 const { createTenantBackup } = proxyActivities<Activities>({
   startToCloseTimeout: '30 minutes',
