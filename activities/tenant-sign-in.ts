@@ -17,20 +17,9 @@ import {
   oidcProviderIssuer,
   removeTenantClient,
   tenantBaseUrl,
+  whyProviderUnavailable,
 } from '../domain/identity/oidc-clients.js';
 import type { PlatformDeps } from './deps.js';
-
-/** The provider answers its discovery document (the ERP needs it at sign-in); else why not, for the resource's message. */
-async function checkProvider(issuer: string): Promise<void> {
-  const url = `${issuer}/.well-known/openid-configuration`;
-  const res = await fetch(url, { signal: AbortSignal.timeout(5_000) }).catch((err: Error) => {
-    throw new Error(
-      `the OpenID provider ${issuer} does not answer (${err.cause ?? err.message}): the ERP's client is not created yet`,
-    );
-  });
-  if (!res.ok)
-    throw new Error(`the OpenID provider ${issuer} answered HTTP ${res.status}: the ERP's client is not created yet`);
-}
 
 export const createTenantSignInActivities = ({ config, platformPool }: PlatformDeps) => ({
   /**
@@ -39,7 +28,8 @@ export const createTenantSignInActivities = ({ config, platformPool }: PlatformD
    */
   async ensureErpSignIn(input: { tenant: string; database: string; host: string }) {
     const issuer = oidcProviderIssuer(config);
-    await checkProvider(issuer);
+    const unavailable = await whyProviderUnavailable(issuer);
+    if (unavailable) throw new Error(`${unavailable}: the ERP's client is not created yet`);
     const redirectUri = erpRedirectUri(tenantBaseUrl(config, input.host));
     const client = await ensureTenantClient(platformPool, config.SECRETS_KEY, input.tenant, redirectUri);
     const deps = erpApiUserDeps(config, platformPool);

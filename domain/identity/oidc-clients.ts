@@ -81,6 +81,20 @@ export async function clientMetadata(
 export const oidcProviderIssuer = (cfg: { OIDC_PROVIDER_ISSUER?: string; AUTH_URL: string }) =>
   (cfg.OIDC_PROVIDER_ISSUER ?? `${cfg.AUTH_URL.replace(/\/+$/, '')}/application/o`).replace(/\/+$/, '');
 
+/**
+ * Whether the provider answers its discovery document (what an ERP's sign-in starts with): undefined
+ * when it does, else why not, in words for a status message.
+ */
+export async function whyProviderUnavailable(issuer: string): Promise<string | undefined> {
+  const res = await fetch(`${issuer}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(5_000) }).catch(
+    (err: Error) => err,
+  );
+  if (res instanceof Error)
+    return `the OpenID provider ${issuer} does not answer (${String(res.cause ?? res.message)})`;
+  await res.arrayBuffer();
+  return res.ok ? undefined : `the OpenID provider ${issuer} answered HTTP ${res.status}`;
+}
+
 /** What the ERPs ask the provider for (the provider grants all of it to a first-party client). */
 export const ERP_SCOPE_REQUESTED = 'openid email profile';
 

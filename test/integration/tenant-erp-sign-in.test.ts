@@ -282,6 +282,37 @@ describe('Open ERP from the portal', () => {
     expect(await again.res.text()).toContain('expired or was already used');
   });
 
+  it('with the provider down, Open ERP answers 503 saying so instead of a link the browser could not follow', async () => {
+    const name = uniqueTenant('openoff');
+    await applyTenant(p, name);
+    await waitForStatus(p, name, (s) => isReady(s) && s.resources.erpSignIn?.state === 'Created');
+    await expect.poll(() => workspaceOf(name), { timeout: 20_000 }).toBeTruthy();
+    const workspaceId = await workspaceOf(name);
+    const member = await addUser(p.pool, [{ workspaceId, role: 'member' }], PASSWORD);
+    const slug = (await p.pool.query<{ slug: string }>('SELECT slug FROM workspaces WHERE id = $1', [workspaceId]))
+      .rows[0]!.slug;
+    const login = await call(p.cfg.API_PUBLIC_URL, 'POST', '/api/auth/login', {
+      body: { email: member.email, password: PASSWORD },
+    });
+    const open = () =>
+      call(p.cfg.API_PUBLIC_URL, 'POST', `/api/portal/erp/sign-in?workspace=${slug}`, {
+        token: login.body.accessToken,
+      });
+    await p.stopAuth();
+    try {
+      const refused = await open();
+      expect(refused.status).toBe(503);
+      expect(refused.body).toMatchObject({
+        status: 503,
+        detail: "The platform's sign-in service does not answer; try again in a minute.",
+      });
+      expect(refused.body.url).toBeUndefined();
+    } finally {
+      await p.startAuth();
+    }
+    expect((await open()).status).toBe(200);
+  });
+
   it('without the hand-off the provider asks for the password; a workspace without an ERP gets 404', async () => {
     const name = uniqueTenant('nohandoff');
     await applyTenant(p, name);

@@ -13,7 +13,7 @@ import { erpApiUserDeps } from '../../../domain/erp/admin-session.js';
 import { issueErpHandoff } from '../../../domain/identity/erp-handoff.js';
 import { syncTenantErpUsers } from '../../../domain/identity/erp-sign-in.js';
 import type { ApiDeps } from '../../plugins/deps.js';
-import { oidcProviderIssuer, tenantBaseUrl } from '../../../domain/identity/oidc-clients.js';
+import { oidcProviderIssuer, tenantBaseUrl, whyProviderUnavailable } from '../../../domain/identity/oidc-clients.js';
 import { access } from '../../plugins/access.js';
 import { TenantName } from '../../schemas/common.js';
 import { workspaceTenantWithRoute } from '../../../domain/tenants/http-routes.js';
@@ -62,6 +62,9 @@ export default async function erpSignInRoutes(fastify: FastifyInstance) {
       const route = (await workspaceTenantWithRoute(pool, req.memberWorkspace!.slug))?.route;
       if (!route) throw new AppError('NOT_FOUND', 'This workspace has no ERP yet.');
       await ensureCallerInErp(app.deps, { name: route.tenant, database: route.database });
+      // the link leads to the provider: a provider that does not answer would leave the browser on an error of its own
+      if (await whyProviderUnavailable(oidcProviderIssuer(config)))
+        throw new AppError('UNAVAILABLE', "The platform's sign-in service does not answer; try again in a minute.");
       const erpUrl = `${tenantBaseUrl(config, route.host)}/web/login`;
       const ticket = await issueErpHandoff(redis, { userId: req.user!.id, target: erpUrl });
       const url = `${oidcProviderIssuer(config)}/portal-sign-in?${new URLSearchParams({ handoff_token: ticket })}`;
