@@ -273,7 +273,7 @@ try {
   const rotation = (await temporal.workflow.getHandle(rotationId).describe()).status.name;
   const { answers } = dashboards;
   console.log(`
-npm run bench:chaos (load average ${loadAverage()}; goals from issue 26 in brackets)
+npm run bench:chaos (load average ${loadAverage()}; the goals in brackets)
   kills (SIGKILL, restarted at once)  ${processes.kills.length}: ${Object.entries(killsBy)
     .map(([k, n]) => `${k} ${n}`)
     .join(', ')}
