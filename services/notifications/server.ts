@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import type { DestinationStream } from 'pino';
 import { config } from '../../lib/config.js';
 import { createPool, withTransaction } from '../../lib/db.js';
 import { issueActivationLink } from '../../domain/portal/activation.js';
@@ -10,8 +11,11 @@ import { logRedisErrors, runAsMain, stopInOrder } from '../../lib/service-app.js
 export const NOTIFICATIONS_TARGET = 'notifications';
 const DAY_MS = 86_400_000;
 
-/** Starts the notifications service; returns a function that stops it. */
-export async function startNotifications(cfg = config()) {
+/**
+ * Starts the notifications service; returns a function that stops it.
+ * `logStream`: where the log lines go (default standard output).
+ */
+export async function startNotifications(cfg = config(), { logStream }: { logStream?: DestinationStream } = {}) {
   const redis = new Redis(cfg.REDIS_URL, { lazyConnect: false, maxRetriesPerRequest: 2 });
   // the registry of accepted service keys (and their usage) lives in the platform database
   const pool = createPool(cfg.DATABASE_URL, 3);
@@ -27,6 +31,7 @@ export async function startNotifications(cfg = config()) {
         issueActivationLink(db, { publicUrl: cfg.API_PUBLIC_URL, ttlMs: cfg.ACTIVATION_LINK_TTL_DAYS * DAY_MS }, owner),
       ),
     logLevel: cfg.LOG_LEVEL,
+    logStream,
   });
   logRedisErrors(redis, app.log);
   await app.listen({ host: cfg.NOTIFICATIONS_HOST, port: cfg.NOTIFICATIONS_PORT });

@@ -177,6 +177,26 @@ describe('GET /api/auth/oidc/callback', () => {
     expect(victim.cookie('127.0.0.1', 'plana_refresh')).toBeUndefined();
   });
 
+  it('refuses an ID token whose nonce is not the one this login sent (401), though state and PKCE match', async () => {
+    const ws = await addWorkspace(pool);
+    const user = await addUser(pool, [{ workspaceId: ws.id, role: 'admin' }]);
+    const browser = new Browser();
+    const authorize = new URL(
+      (await browser.request(`${cfg.API_PUBLIC_URL}/api/auth/oidc/start`, { stopBefore: issuer })).url,
+    );
+    // the authorization request reaches the provider with another nonce, which its ID token then carries
+    authorize.searchParams.set('nonce', `${authorize.searchParams.get('nonce')}-other`);
+    const loginPage = await browser.request(authorize.toString());
+    expect(loginPage.url.startsWith(`${issuer}/interaction/`)).toBe(true);
+    const consentPage = await browser.submit(loginPage, { login: user.email, password: 'x' });
+    const callback = await browser.submit(consentPage, {}, `${cfg.API_PUBLIC_URL}/api/auth/oidc/callback`);
+    expect(new URL(callback.url).searchParams.get('code')).toBeTruthy();
+    const back = await browser.request(callback.url);
+    expect(back.res.status).toBe(401);
+    expect(await back.res.json()).toMatchObject({ detail: 'The identity provider did not confirm this login.' });
+    expect(browser.cookie('127.0.0.1', 'plana_refresh')).toBeUndefined();
+  });
+
   it.each([
     ['no login in progress (no state cookie)', undefined],
     ['a forged state cookie', 'eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIn0..AAAA.BBBB.CCCC'],
