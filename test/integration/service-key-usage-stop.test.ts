@@ -161,8 +161,10 @@ it('a second SIGINT while the service closes (tsx relays a Ctrl-C its child did 
     expect(await exited).toBe(0);
     await inFlight;
 
+    // at least this service's 4 calls (3 adapters, the consent): other test files' services verify the
+    // same pair's key in the shared database and may flush their own uses meanwhile
     const after = await currentKey();
-    expect(after.useCount - before.useCount).toBe(4);
+    expect(after.useCount - before.useCount).toBeGreaterThanOrEqual(4);
   } finally {
     await new Promise((r) => slowBank.close(r));
   }
