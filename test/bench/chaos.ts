@@ -34,7 +34,8 @@ import { installTenantClientCrd } from '../../scripts/tenant-client-crd.js';
 import { startProvisionedConsumer } from '../../services/events/consumers/provisioned.js';
 import { startNotifications } from '../../services/notifications/server.js';
 import { killAtRandom, PlatformProcesses } from './chaos/processes.js';
-import { DashboardLoad, ownerOf, startRotation, TenantLoad, WebhookLoad } from './chaos/workloads.js';
+import { DashboardLoad, startRotation, TenantLoad, WebhookLoad } from './chaos/workloads.js';
+import { ownerOf } from './tenant-clients.js';
 
 const TENANTS = Number(process.env.BENCH_CHAOS_TENANTS ?? 50);
 const EVENTS = Number(process.env.BENCH_CHAOS_EVENTS ?? 5000);

@@ -28,7 +28,7 @@ import { startChatStandIn } from '../../sandbox/chat/server.js';
 import { startErpStandIn } from '../../sandbox/erp/server.js';
 import { startSmtpSink } from '../../sandbox/smtp/sink.js';
 import { ensureErpTemplates } from '../../scripts/erp-templates.js';
-import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { createTenantClient, readyTenantClients, tenantClientsApi } from './tenant-clients.js';
 import { freePort, startThrowAwayServers, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
 import { installTenantClientCrd } from '../../scripts/tenant-client-crd.js';
 import { startProvisionedConsumer } from '../../services/events/consumers/provisioned.js';
@@ -150,53 +150,19 @@ try {
   });
   const controllerPid = controller.pid!;
 
-  const kc = new KubeConfig();
-  kc.loadFromFile(kube.kubeconfigPath);
-  const custom = kc.makeApiClient(CustomObjectsApi);
-  const gvr = { group: 'plana.dev', version: 'v1alpha1', plural: 'tenantclients' };
-
-  async function apply(name: string): Promise<void> {
-    await custom.createClusterCustomObject({
-      ...gvr,
-      body: {
-        apiVersion: 'plana.dev/v1alpha1',
-        kind: 'TenantClient',
-        metadata: { name },
-        spec: {
-          subdomain: name,
-          projectId: 1,
-          tier: 'starter',
-          erpVersion: '18',
-          ownerEmail: `owner@${name}.test`,
-          ownerName: 'Bench Owner',
-        },
-      },
-    });
-  }
-
-  type Listed = {
-    items: {
-      metadata: { name: string; generation: number };
-      status?: { observedGeneration?: number; conditions?: { type: string; status: string }[] };
-    }[];
-  };
-  const readyOnTheApiServer = (o: Listed['items'][number]) =>
-    o.status?.observedGeneration === o.metadata.generation &&
-    o.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+  const custom = tenantClientsApi(kube.kubeconfigPath);
 
   /** Applies the tenants at once; resolves with each one's time from its apply to Ready=True. */
   async function provision(names: string[]): Promise<number[]> {
     const t0 = Date.now();
-    await Promise.all(names.map(apply));
+    await Promise.all(names.map((name) => createTenantClient(custom, name, 'Bench Owner')));
     const readyAfter = new Map<string, number>();
     while (readyAfter.size < names.length) {
       if (Date.now() - t0 > 300_000)
         throw new Error(`only ${readyAfter.size} of ${names.length} tenants Ready after 5 minutes`);
       // what an operator sees: the status on the API server (kubectl get tenantclients)
-      const listed = (await custom.listClusterCustomObject(gvr)) as Listed;
-      for (const o of listed.items)
-        if (names.includes(o.metadata.name) && readyOnTheApiServer(o) && !readyAfter.has(o.metadata.name))
-          readyAfter.set(o.metadata.name, Date.now() - t0);
+      for (const name of await readyTenantClients(custom))
+        if (names.includes(name) && !readyAfter.has(name)) readyAfter.set(name, Date.now() - t0);
       await new Promise((r) => setTimeout(r, 50));
     }
     return names.map((n) => readyAfter.get(n)!);

@@ -9,7 +9,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type pg from 'pg';
 import { Webhook } from 'standardwebhooks';
-import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import type { CustomObjectsApi } from '@kubernetes/client-node';
+import { createTenantClient, readyTenantClients, tenantClientsApi } from '../tenant-clients.js';
 import { EndpointRepository } from '../../../domain/webhooks/endpoints.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -24,8 +25,6 @@ async function postUntilAccepted(url: string, headers: Record<string, string>, b
   }
 }
 
-const GVR = { group: 'plana.dev', version: 'v1alpha1', plural: 'tenantclients' };
-
 export class TenantLoad {
   private readonly api: CustomObjectsApi;
   readonly readyAfter = new Map<string, number>();
@@ -35,56 +34,22 @@ export class TenantLoad {
     kubeconfigPath: string,
     readonly names: string[],
   ) {
-    const kc = new KubeConfig();
-    kc.loadFromFile(kubeconfigPath);
-    this.api = kc.makeApiClient(CustomObjectsApi);
+    this.api = tenantClientsApi(kubeconfigPath);
   }
 
   async applyAll(): Promise<void> {
     this.startedAt = Date.now();
-    await Promise.all(
-      this.names.map((name) =>
-        this.api.createClusterCustomObject({
-          ...GVR,
-          body: {
-            apiVersion: 'plana.dev/v1alpha1',
-            kind: 'TenantClient',
-            metadata: { name },
-            spec: {
-              subdomain: name,
-              projectId: 1,
-              tier: 'starter',
-              erpVersion: '18',
-              ownerEmail: ownerOf(name),
-              ownerName: 'Chaos Owner',
-            },
-          },
-        }),
-      ),
-    );
+    await Promise.all(this.names.map((name) => createTenantClient(this.api, name, 'Chaos Owner')));
   }
 
   /** Reads the statuses on the API server (what `kubectl get tenantclients` shows); returns how many are Ready. */
   async poll(): Promise<number> {
-    type Listed = {
-      items: {
-        metadata: { name: string; generation: number };
-        status?: { observedGeneration?: number; conditions?: { type: string; status: string }[] };
-      }[];
-    };
-    const listed = (await this.api.listClusterCustomObject(GVR)) as Listed;
-    for (const o of listed.items) {
-      const ready =
-        o.status?.observedGeneration === o.metadata.generation &&
-        o.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
-      if (ready && this.names.includes(o.metadata.name) && !this.readyAfter.has(o.metadata.name))
-        this.readyAfter.set(o.metadata.name, Date.now() - this.startedAt);
-    }
+    for (const name of await readyTenantClients(this.api))
+      if (this.names.includes(name) && !this.readyAfter.has(name))
+        this.readyAfter.set(name, Date.now() - this.startedAt);
     return this.readyAfter.size;
   }
 }
-
-export const ownerOf = (tenant: string) => `owner@${tenant}.test`;
 
 /** One workspace, one endpoint, one verifying receiver; a deterministic 1 in `failingEvery` messages fails its first attempt. */
 export class WebhookLoad {
