@@ -67,6 +67,17 @@ async function mailsArrive(email: string, n: number) {
   await expect.poll(() => portal.mailsTo(email).length, { timeout: 15_000 }).toBe(n);
 }
 
+/**
+ * `n` reset links of `email` mailed and stored: the mail is sent inside the transaction that stores
+ * its link (so a link that could not be mailed is not kept), so it can arrive a moment before the commit.
+ */
+async function resetLinksArrive(email: string, userId: string, n: number) {
+  await mailsArrive(email, n);
+  const stored = async () =>
+    (await portal.pool.query('SELECT 1 FROM password_resets WHERE user_id = $1', [userId])).rowCount;
+  await expect.poll(stored, { timeout: 5_000 }).toBe(n);
+}
+
 /** A POST to the API from a loopback address of its own (so the per-client limit of one test is its own). */
 function postFrom(localAddress: string, path: string, body: unknown) {
   const url = new URL(path, base);
@@ -218,7 +229,7 @@ describe('forgot your password', () => {
 
     const asked = await forgot(user.email.toUpperCase());
     expect(asked.status).toBe(202);
-    await mailsArrive(user.email, 1);
+    await resetLinksArrive(user.email, user.id, 1);
     const { link, token } = resetLinkIn(user.email);
     expect(link.startsWith(`${base}/account/reset-password#token=`)).toBe(true);
     const stored = await portal.pool.query('SELECT token_hash FROM password_resets WHERE user_id = $1', [user.id]);
@@ -259,10 +270,10 @@ describe('forgot your password', () => {
     const workspace = await addWorkspace(portal.pool);
     const user = await addUser(portal.pool, [{ workspaceId: workspace.id, role: 'member' }]);
     await forgot(user.email);
-    await mailsArrive(user.email, 1);
+    await resetLinksArrive(user.email, user.id, 1);
     const first = resetLinkIn(user.email).token;
     await forgot(user.email);
-    await mailsArrive(user.email, 2);
+    await resetLinksArrive(user.email, user.id, 2);
     const second = resetLinkIn(user.email).token;
     const replaced = await reset(first, 'a brand new password');
     expect(replaced.status).toBe(410);
