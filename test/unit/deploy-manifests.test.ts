@@ -11,10 +11,13 @@ import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { configSchema, parseConfig } from '../../lib/config.js';
 import { CRD_MANIFEST, crdManifest, deployDir } from '../../scripts/deploy-manifests.js';
+import { erpVersions } from '../../domain/tenants/types.js';
+import { ERP_SERVICE } from '../../services/tenant-controller/composed-manifests.js';
 
 interface Container {
   image: string;
   command: string[];
+  ports?: { name: string; containerPort: number }[];
   envFrom?: { configMapRef?: { name: string } }[];
   env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
   volumeMounts?: { name: string; mountPath: string }[];
@@ -28,7 +31,12 @@ interface Obj {
   kind: string;
   metadata: { name: string; namespace?: string };
   data?: Record<string, string>;
-  spec?: { template?: { spec: PodSpec } };
+  spec?: {
+    template?: { metadata: { annotations?: Record<string, string> }; spec: PodSpec };
+    type?: string;
+    externalName?: string;
+    ports?: { port: number }[];
+  };
 }
 
 const objects: Obj[] = readdirSync(deployDir)
@@ -63,6 +71,24 @@ describe('deploy/kubernetes', () => {
     expect(Object.values(configMap.data!).filter((v) => /127\.0\.0\.1|localhost/.test(v))).toEqual([]);
   });
 
+  it("gives every version namespace the ERP Service the tenants' routes go to, through the tenant ingress", () => {
+    for (const version of erpVersions) {
+      const service = objects.find(
+        (o) =>
+          o.kind === 'Service' &&
+          o.metadata.name === ERP_SERVICE.name &&
+          o.metadata.namespace === `plana-odoo-${version}`,
+      );
+      expect(service?.spec).toMatchObject({
+        type: 'ExternalName',
+        externalName: 'tenant-ingress.plana.svc.cluster.local',
+        ports: [{ port: ERP_SERVICE.port }],
+      });
+    }
+    const tenantIngress = objects.find((o) => o.kind === 'Service' && o.metadata.name === 'tenant-ingress');
+    expect(tenantIngress?.spec?.ports).toMatchObject([{ port: ERP_SERVICE.port }]);
+  });
+
   describe.each(workloads.map((w) => [w.metadata.name, w] as const))('%s', (name, workload) => {
     const pod = workload.spec!.template!.spec;
     const container = pod.containers[0]!;
@@ -87,6 +113,18 @@ describe('deploy/kubernetes', () => {
       for (const e of secretRefs) expect(e.valueFrom!.secretKeyRef).toEqual({ name: 'plana-env', key: e.name });
       const fromSecret = Object.fromEntries(secretRefs.map((e) => [e.name, filledSecret(e.name)]));
       expect(() => parseConfig({ ...configMap.data, ...fromSecret })).not.toThrow();
+    });
+
+    it('serves its Prometheus metrics on the configured ports, annotated for scraping (Deployments)', () => {
+      if (workload.kind !== 'Deployment')
+        return expect(container.ports?.find((p) => p.name === 'metrics')).toBeUndefined();
+      const port = (portName: string) => container.ports?.find((p) => p.name === portName)?.containerPort;
+      expect(port('metrics')).toBe(Number(configMap.data!.METRICS_PORT));
+      if (name === 'worker') expect(port('sdk-metrics')).toBe(Number(configMap.data!.TEMPORAL_METRICS_PORT));
+      expect(workload.spec!.template!.metadata.annotations).toEqual({
+        'prometheus.io/scrape': 'true',
+        'prometheus.io/port': configMap.data!.METRICS_PORT,
+      });
     });
 
     it('runs as a ServiceAccount the manifests define', () => {
