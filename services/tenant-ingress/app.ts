@@ -9,7 +9,7 @@
  * too (Odoo's bus). The ERP stand-in plays this part itself in the default local mode.
  */
 import type { IncomingMessage } from 'node:http';
-import fastifyHttpProxy from '@fastify/http-proxy';
+import fastifyHttpProxy, { type FastifyHttpProxyOptions } from '@fastify/http-proxy';
 import Fastify from 'fastify';
 import type pg from 'pg';
 import { forwardSaas, type SaasForwarding } from './saas.js';
@@ -80,7 +80,10 @@ export async function buildTenantIngress(opts: TenantIngressOptions) {
     upstream: opts.upstream,
     websocket: true,
     // Odoo picks the tenant database by the Host the client sent
-    replyOptions: { rewriteRequestHeaders: (req, headers) => ({ ...headers, host: req.headers.host ?? headers.host }) },
+    replyOptions: {
+      rewriteRequestHeaders: (req, headers) => ({ ...headers, host: req.headers.host ?? headers.host }),
+      onError: answerProxyError,
+    },
     wsClientOptions: {
       rewriteRequestHeaders: (headers: Record<string, string>, req: IncomingMessage) => ({
         ...headers,
@@ -90,6 +93,23 @@ export async function buildTenantIngress(opts: TenantIngressOptions) {
   });
   return app;
 }
+
+/**
+ * The ERP could not be reached or answer: a 5xx through the platform's error mapper (logged with
+ * its stack). When the client went away first (a browser closed mid-upload, which aborts the
+ * request to the ERP), nobody waits for an answer and nothing failed here: one line says so.
+ */
+const answerProxyError: NonNullable<NonNullable<FastifyHttpProxyOptions['replyOptions']>['onError']> = (
+  reply,
+  { error },
+) => {
+  if (reply.request.raw.destroyed || reply.raw.destroyed) {
+    const cause = (error as { cause?: { code?: string } }).cause;
+    reply.request.log.info({ code: cause?.code }, 'client went away before the ERP answered');
+    return;
+  }
+  void reply.send(error);
+};
 
 function readAll(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {

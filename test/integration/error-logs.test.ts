@@ -5,6 +5,8 @@
  * refusal (4xx) is the request's one line, without a stack. The servers are the real apps, logging
  * to a stream the test reads.
  */
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -271,6 +273,43 @@ describe('the internal services', () => {
       expectRefusalLine(log.lines, line.reqId as string, 404);
     } finally {
       await app.close();
+    }
+  });
+
+  it('tenant-ingress: a client that goes away mid-upload is one info line, not a failure', async () => {
+    // an ERP that answers a POST once it has the whole body, as Odoo does
+    const erp = createServer((req, res) => {
+      req.on('error', () => {});
+      req.resume().on('end', () => res.end('ok'));
+    });
+    await new Promise<void>((resolve) => erp.listen(0, '127.0.0.1', resolve));
+    const log = logCapture();
+    const route = { host: 'acme.erp.example.test', tenant: 'acme', namespace: 'plana-odoo-18', database: 'acme' };
+    const app = await buildTenantIngress({
+      platform: { query: async () => ({ rows: [route] }) } as never,
+      upstream: `http://127.0.0.1:${(erp.address() as AddressInfo).port}`,
+      saas: {} as never,
+      logLevel: 'info',
+      logStream: log.stream,
+    });
+    try {
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      const upload = request({
+        host: '127.0.0.1',
+        port: (app.server.address() as AddressInfo).port,
+        method: 'POST',
+        path: '/web/binary/upload_attachment',
+        headers: { host: route.host, 'content-length': '1000000' },
+      });
+      upload.on('error', () => {});
+      upload.write(Buffer.alloc(10_000));
+      await expect.poll(() => log.lines.some((l) => l.msg === 'fetching from remote server')).toBe(true);
+      upload.destroy();
+      await expect.poll(() => log.lines.find((l) => l.msg === 'client went away before the ERP answered')).toBeTruthy();
+      expect(log.lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+    } finally {
+      await app.close();
+      erp.close();
     }
   });
 });
