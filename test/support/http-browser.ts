@@ -87,6 +87,9 @@ export class Browser {
       if (res.status >= 300 && res.status < 400 && location) {
         current = new URL(location, current);
         if (init.stopBefore && current.toString().startsWith(init.stopBefore)) return { url: current.toString(), res };
+        // read the redirect's body, as a browser does: one left unread pauses undici's connection,
+        // which trips its assert(!this.paused) when the server then closes the socket
+        await res.arrayBuffer();
         method = 'GET';
         body = undefined;
         continue;
