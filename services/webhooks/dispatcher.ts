@@ -25,13 +25,14 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { config as loadConfig, type Config } from '../../lib/config.js';
-import { createPool } from '../../lib/db.js';
+import { createPool, type Pool } from '../../lib/db.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
 import { connectTemporal } from '../../lib/temporal.js';
 import { runAsMain } from '../../lib/service-app.js';
 import { watchStreamGroup } from '../../lib/metrics.js';
 import { ensureGroup } from '../../domain/events/consumer.js';
 import { wakeEndpointRetries, webhookSender, type RetryStarter } from '../../domain/webhooks/delivery-retries.js';
+import type { WebhookSender } from '../../domain/webhooks/http-sender.js';
 import { AttemptRecorder } from './attempt-recorder.js';
 import { EndpointDirectory } from './endpoint-directory.js';
 import { EndpointLanes } from './endpoint-lanes.js';
@@ -69,27 +70,7 @@ export async function startDispatcher(
   const lease = new DispatcherLease(pool, consumer, cfg.WEBHOOK_SWEEP_AFTER, log);
   await lease.take();
 
-  // the lanes and the hand-offs know each other: a hand-off yields while first attempts queue
-  const handOffs: HandOffThrottle = new HandOffThrottle(
-    cfg.WEBHOOK_HANDOFF_CONCURRENCY,
-    () => lanes.queuedFirstAttempts,
-  );
-  const waker = new RetryWaker(starter, log);
-  const recorder = new AttemptRecorder(pool, log, (a) => lanes.release(a.endpointId, a.messageId));
-  const attempt: FirstAttemptDeps = {
-    sender,
-    userAgent: cfg.WEBHOOK_USER_AGENT,
-    starter,
-    handOffs,
-    waker,
-    record: (a) => recorder.record(a),
-    log,
-  };
-  const lanes: EndpointLanes = new EndpointLanes(
-    cfg,
-    (job, answered) => makeFirstAttempt(attempt, job, answered),
-    () => handOffs.kick(),
-  );
+  const { lanes, recorder, waker } = firstAttempts(cfg, pool, sender, starter, log);
   const directory = new EndpointDirectory(pool, cfg.SECRETS_KEY);
   const streamReader = new StreamReader({
     redis,
@@ -136,6 +117,34 @@ export async function startDispatcher(
       redis.disconnect();
     },
   };
+}
+
+/**
+ * The first attempts' parts: the endpoint lanes, the recorder (a recorded attempt's delivery leaves
+ * the lanes' held set), the retry waker and the hand-offs, which yield while first attempts queue.
+ */
+function firstAttempts(cfg: Config, pool: Pool, sender: WebhookSender, starter: RetryStarter, log: Logger) {
+  const handOffs: HandOffThrottle = new HandOffThrottle(
+    cfg.WEBHOOK_HANDOFF_CONCURRENCY,
+    () => lanes.queuedFirstAttempts,
+  );
+  const waker = new RetryWaker(starter, log);
+  const recorder = new AttemptRecorder(pool, log, (a) => lanes.release(a.endpointId, a.messageId));
+  const attempt: FirstAttemptDeps = {
+    sender,
+    userAgent: cfg.WEBHOOK_USER_AGENT,
+    starter,
+    handOffs,
+    waker,
+    record: (a) => recorder.record(a),
+    log,
+  };
+  const lanes: EndpointLanes = new EndpointLanes(
+    cfg,
+    (job, answered) => makeFirstAttempt(attempt, job, answered),
+    () => handOffs.kick(),
+  );
+  return { lanes, recorder, waker };
 }
 
 await runAsMain(import.meta.url, () => startDispatcher());
