@@ -23,11 +23,13 @@ export interface NewMessage {
 
 /**
  * Records messages and their deliveries (idempotent: a message or delivery recorded before is
- * left as it is) and answers the deliveries that are new, i.e. whose first attempt is still to be made.
+ * left as it is) and answers the deliveries that are new, i.e. whose first attempt is still to be
+ * made by `dispatcher` (it holds them while its lease runs: dispatcher-leases.ts).
  */
 export async function recordMessages(
   pool: Pool,
   messages: NewMessage[],
+  dispatcher: string,
 ): Promise<{ endpointId: string; messageId: string }[]> {
   if (messages.length === 0) return [];
   const pairs = messages.flatMap((m) => m.endpointIds.map((e) => [e, m.id, m.workspaceId] as const));
@@ -37,8 +39,8 @@ export async function recordMessages(
        SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[])
        ON CONFLICT (id) DO NOTHING
      )
-     INSERT INTO webhook_deliveries (endpoint_id, message_id, workspace_id)
-     SELECT * FROM unnest($5::uuid[], $6::text[], $7::uuid[])
+     INSERT INTO webhook_deliveries (endpoint_id, message_id, workspace_id, dispatcher)
+     SELECT e, m, w, $8 FROM unnest($5::uuid[], $6::text[], $7::uuid[]) AS u(e, m, w)
      ON CONFLICT (endpoint_id, message_id) DO NOTHING
      RETURNING endpoint_id, message_id`,
     [
@@ -49,6 +51,7 @@ export async function recordMessages(
       pairs.map((p) => p[0]),
       pairs.map((p) => p[1]),
       pairs.map((p) => p[2]),
+      dispatcher,
     ],
   );
   return rows.map((r) => ({ endpointId: r.endpoint_id, messageId: r.message_id }));

@@ -63,24 +63,29 @@ const endpointsToWake = (rows: { endpoint_id: string; workspace_id: string; work
   rows.map((r) => ({ endpointId: r.endpoint_id, workspaceId: r.workspace_id, workspace: r.workspace }));
 
 /**
- * Deliveries pending for longer than `olderThanMs` (their dispatcher died before recording their
- * first attempt, or their endpoint's lane was full), except those `held` by this process: put on
- * their endpoint's schedule, due now (at most 500 at a time; those another sweeper holds are
- * skipped). Answers their endpoints.
+ * Deliveries pending for longer than `olderThanMs` that no live dispatcher holds: their dispatcher
+ * died before recording their first attempt (its lease lapsed), or it is `self` and no longer `held`
+ * by this process (its endpoint's lane was full, or this is a new process under the same name). A
+ * delivery waiting in another live dispatcher's lane is left to it. Put on their endpoint's
+ * schedule, due now (at most 500 at a time; those another sweeper is taking are skipped). Answers
+ * their endpoints.
  */
 export async function scheduleStalePendingDeliveries(
   pool: Pool,
   olderThanMs: number,
+  self: string,
   held: (endpointId: string, messageId: string) => boolean,
 ): Promise<EndpointToWake[]> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
     const { rows } = await client.query<{ endpoint_id: string; message_id: string }>(
-      `SELECT endpoint_id, message_id FROM webhook_deliveries
+      `SELECT endpoint_id, message_id FROM webhook_deliveries d
         WHERE status = 'pending' AND created_at < now() - ($1::bigint * interval '1 millisecond')
+          AND (d.dispatcher IS NULL OR d.dispatcher = $2 OR NOT EXISTS (
+                SELECT 1 FROM webhook_dispatchers l WHERE l.consumer = d.dispatcher AND l.lease_until > now()))
         ORDER BY created_at LIMIT 500 FOR UPDATE SKIP LOCKED`,
-      [olderThanMs],
+      [olderThanMs, self],
     );
     const stale = rows.filter((r) => !held(r.endpoint_id, r.message_id));
     const { rows: endpoints } = await client.query<{

@@ -4,7 +4,8 @@
  * schedule, due now; endpoints with a delivery overdue by WEBHOOK_SWEEP_AFTER (their retry workflow
  * was never told: a dispatcher died between recording a failure and the signal) are told. Either
  * way the endpoint's retry workflow gets a signal-with-start. Deliveries this process still holds
- * are left alone.
+ * are left alone, and so are those another live dispatcher holds (its lease runs: they may wait in
+ * its lanes).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool } from '../../lib/db.js';
@@ -21,6 +22,8 @@ export interface SweeperDeps {
   /** Tells the endpoint's retry workflow that deliveries are due now. */
   waker: (e: EndpointToWake) => Promise<void>;
   sweepAfterMs: number;
+  /** This dispatcher's name (its lease: dispatcher-lease.ts). */
+  consumer: string;
   /** Deliveries this process holds (endpoint-lanes.ts deliveryKey). */
   held: ReadonlySet<string>;
   signal: AbortSignal;
@@ -41,9 +44,11 @@ export class StaleDeliverySweeper {
   }
 
   async sweep(): Promise<void> {
-    const { pool, held, log, sweepAfterMs } = this.deps;
+    const { pool, consumer, held, log, sweepAfterMs } = this.deps;
     try {
-      const stale = await scheduleStalePendingDeliveries(pool, sweepAfterMs, (e, m) => held.has(deliveryKey(e, m)));
+      const stale = await scheduleStalePendingDeliveries(pool, sweepAfterMs, consumer, (e, m) =>
+        held.has(deliveryKey(e, m)),
+      );
       const overdue = await overdueEndpoints(pool, sweepAfterMs);
       const endpoints = new Map([...stale, ...overdue].map((e) => [e.endpointId, e]));
       for (const e of endpoints.values()) await this.deps.waker(e);

@@ -150,7 +150,7 @@ export class StreamReader {
   private async dispatch(entries: RawEntry[]) {
     if (entries.length === 0) return;
     const messages = await this.messagesOf(entries);
-    const fresh = await recordMessages(this.deps.pool, messages);
+    const fresh = await recordMessages(this.deps.pool, messages, this.deps.consumer);
     // recorded: the first attempts start now, while the acknowledgement travels (a failed XACK
     // leaves the entries pending; read again, they record nothing new and are acknowledged then)
     const byId = new Map(messages.map((m) => [m.id, m]));

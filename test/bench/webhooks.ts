@@ -16,7 +16,8 @@
  *
  * BENCH_SCENARIOS ("2000x1@0,2000x1@0/420,1000x4@0,2000x1@1,2000x1@1/420,2000x1@10,2000x1@10/420" by default:
  * events x endpoints @ failing % [/ events per second: paced instead of as fast as BENCH_IN_FLIGHT
- * allows; 420/s is the rate Svix sustained]), BENCH_IN_FLIGHT (32), BENCH_WARM_UP (2 unreported rounds
+ * allows; 420/s is the rate Svix sustained]), BENCH_REPLICAS (1: how many dispatchers and how many
+ * workers, each its own process; their CPU is summed per kind), BENCH_IN_FLIGHT (32), BENCH_WARM_UP (2 unreported rounds
  * of 1,000 events first, the second with 1 % failing) and BENCH_CPU_PROF (a folder:
  * the dispatcher and the worker write V8 CPU profiles there) tune it; WEBHOOK_ENDPOINT_CONCURRENCY,
  * WEBHOOK_DISPATCH_BATCH, WEBHOOK_DISPATCH_PARALLEL, WEBHOOK_MAX_IN_FLIGHT and WEBHOOK_RETRY_SCHEDULE
@@ -29,7 +30,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -44,6 +45,7 @@ import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { EndpointRepository } from '../../domain/webhooks/endpoints.js';
 import { messageIdOf } from '../../domain/webhooks/signing.js';
 import { percentile } from './percentile.js';
+import { cpuSecondsByName } from './process-cpu.js';
 import { burstBreakdown } from './webhook-burst-breakdown.js';
 import { OUTAGE_MS, outageScenario } from './webhook-outage.js';
 import { Redis } from 'ioredis';
@@ -51,6 +53,8 @@ import { Redis } from 'ioredis';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 32);
 const WARM_UP_ROUNDS = Number(process.env.BENCH_WARM_UP ?? 2);
+/** How many dispatchers and how many workers run (each its own process). */
+const REPLICAS = Number(process.env.BENCH_REPLICAS ?? 1);
 /** The outage scenario: how long the receiver is down (0: skip it), how many messages, how long to wait for the drain. */
 const scenarios = (
   process.env.BENCH_SCENARIOS ?? '2000x1@0,2000x1@0/420,1000x4@0,2000x1@1,2000x1@1/420,2000x1@10,2000x1@10/420'
@@ -75,35 +79,6 @@ const svixAnchor = JSON.parse(readFileSync(new URL('./anchors/svix-webhooks.json
 const dir = throwAwayDir('plana-bench-webhooks-');
 const children: ChildProcess[] = [];
 const step = (s: string) => console.error(`[bench:webhooks] ${s}`);
-
-// ---- CPU from /proc: a process and all its descendants ----
-const TICK = 100; // USER_HZ
-function processTable(): Map<number, { ppid: number; ticks: number }> {
-  const table = new Map<number, { ppid: number; ticks: number }>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      table.set(Number(name), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) });
-    } catch {
-      // gone
-    }
-  }
-  return table;
-}
-function treeSeconds(table: Map<number, { ppid: number; ticks: number }>, rootPid: number): number {
-  let ticks = 0;
-  for (const [pid, p] of table) {
-    for (let q: number | undefined = pid, hops = 0; q && hops < 10; q = table.get(q)?.ppid, hops++) {
-      if (q === rootPid) {
-        ticks += p.ticks;
-        break;
-      }
-    }
-  }
-  return ticks / TICK;
-}
 
 const loadBefore = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 try {
@@ -165,7 +140,7 @@ try {
   };
   step('starting the events service, the webhook dispatcher and the worker (own processes)');
   const events = run('events service', 'services/events/server.ts');
-  const worker = run('worker', 'worker/index.ts');
+  const workers = Array.from({ length: REPLICAS }, () => run('worker', 'worker/index.ts'));
   for (;;) {
     if (
       await fetch(`${cfg.EVENTS_URL}/healthz`).then(
@@ -176,34 +151,28 @@ try {
       break;
     await new Promise((r) => setTimeout(r, 200));
   }
-  const dispatcher = run('dispatcher', 'services/webhooks/dispatcher.ts');
-  // the worker is ready once it polls its task queue
+  const dispatchers = Array.from({ length: REPLICAS }, () => run('dispatcher', 'services/webhooks/dispatcher.ts'));
+  // the workers are ready once each polls the task queue
   const { Connection, Client } = await import('@temporalio/client');
   const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
   for (;;) {
     const d = await client.connection.workflowService
       .describeTaskQueue({ namespace: 'default', taskQueue: { name: 'bench-webhooks' } })
       .catch(() => undefined);
-    if ((d?.pollers?.length ?? 0) > 0) break;
+    if (new Set(d?.pollers?.map((p) => p.identity)).size >= REPLICAS) break;
     await new Promise((r) => setTimeout(r, 300));
   }
   await new Promise((r) => setTimeout(r, 1_000));
 
-  const pidsOf = () => ({
-    dispatcher: dispatcher.child.pid!,
-    worker: worker.child.pid!,
-    'events service': events.child.pid!,
-    temporal: Number(readFileSync(path.join(dir, 'temporal', 'temporal.pid'), 'utf8')),
-    postgresql: Number(readFileSync(path.join(dir, 'postgres', 'postgres.pid'), 'utf8')),
-    redis: Number(readFileSync(path.join(dir, 'redis', 'redis.pid'), 'utf8')),
+  const pidsOf = (): Record<string, number[]> => ({
+    dispatcher: dispatchers.map((d) => d.child.pid!),
+    worker: workers.map((w) => w.child.pid!),
+    'events service': [events.child.pid!],
+    temporal: [Number(readFileSync(path.join(dir, 'temporal', 'temporal.pid'), 'utf8'))],
+    postgresql: [Number(readFileSync(path.join(dir, 'postgres', 'postgres.pid'), 'utf8'))],
+    redis: [Number(readFileSync(path.join(dir, 'redis', 'redis.pid'), 'utf8'))],
   });
-  const cpuNow = () => {
-    const table = processTable();
-    return Object.fromEntries(Object.entries(pidsOf()).map(([k, pid]) => [k, treeSeconds(table, pid)])) as Record<
-      string,
-      number
-    >;
-  };
+  const cpuNow = () => cpuSecondsByName(pidsOf());
 
   const repo = new EndpointRepository(pool, cfg.SECRETS_KEY);
   const results: string[] = [];
@@ -392,7 +361,7 @@ try {
   await pool.end();
 
   console.log(`
-Webhook delivery (npm run bench:webhooks; first attempt from the dispatcher, retries in one Temporal workflow per failing endpoint (batches from its schedule in PostgreSQL); load average before: ${loadBefore})
+Webhook delivery (npm run bench:webhooks; ${REPLICAS} dispatcher(s) and ${REPLICAS} worker(s); first attempt from the dispatcher, retries in one Temporal workflow per failing endpoint (batches from its schedule in PostgreSQL); load average before: ${loadBefore})
 
 ${results.join('\n\n')}
 
