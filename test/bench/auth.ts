@@ -38,6 +38,7 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8);
 const WARM_UP = Number(process.env.BENCH_WARM_UP ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const ONLY = process.env.BENCH_ONLY;
 const started = Date.now();
 const step = (msg: string) => console.log(`▸ ${msg} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
 
@@ -191,11 +192,14 @@ try {
   const kpisUrl = `${base}/api/portal/odoo/${slug}/kpis`;
   await timeCall(kpisUrl); // fills the dashboard cache
 
-  const routes = [
+  const allRoutes = [
     { name: 'GET /healthz (no auth)', url: `${base}/healthz`, headers: {} },
     { name: `GET /api/portal/odoo/${slug}/kpis (ws_live_ key)`, url: kpisUrl, headers: auth },
     { name: 'GET /api/portal/apikeys/self (ws_live_ key)', url: selfUrl, headers: auth },
   ];
+  // BENCH_ONLY: load one route alone (its name contains the text), e.g. to profile it by itself
+  const routes = ONLY ? allRoutes.filter((r) => r.name.includes(ONLY)) : allRoutes;
+  if (routes.length === 0) throw new Error(`BENCH_ONLY=${ONLY} names none of the routes`);
   step(`warming up, then ${ROUNDS} alternating rounds of ${DURATION} s per route with ${CONNECTIONS} connections`);
   for (const r of routes) await load(`warm-up ${r.name}`, r.url, r.headers, WARM_UP);
   // alternate short rounds so that every route sees the same background load on a shared machine;
@@ -240,7 +244,7 @@ try {
     const figures = `${rps.toFixed(0).padStart(6)} req/s  p50 ${String(p50).padStart(3)} ms  p99 ${String(p99).padStart(3)} ms  API CPU ${costUs.toFixed(0).padStart(3)} µs/req (busy ${pct(busy)}), ${bytes.toFixed(0)} B/answer`;
     const ratios = throughputRatios(j);
     const ratio =
-      j === 0
+      j === 0 || ONLY
         ? ''
         : `  ratio ${pct(median(ratios))} (rounds ${[...ratios]
             .sort((a, b) => a - b)
@@ -249,16 +253,24 @@ try {
     const counted = `      counted by the API as ${[...new Set(rounds.map((x) => x.route))].join(', ')}: ${rounds.reduce((n, x) => n + x.served, 0)} answered 200 (autocannon: ${rounds.reduce((n, { result }) => n + result['2xx'], 0)})`;
     return `  ${r.name.padEnd(48)} ${figures}${ratio}\n${counted}`;
   });
-  const dashboardRatio = median(throughputRatios(1));
-  const dashboardCapacity = median(capacityRatios(1));
+  const dashboardRatio = ONLY ? NaN : median(throughputRatios(1));
+  const dashboardCapacity = ONLY ? NaN : median(capacityRatios(1));
+  const rounds = (xs: number[]) =>
+    [...xs]
+      .sort((a, b) => a - b)
+      .map((x) => (x * 100).toFixed(0))
+      .join('/');
+  const summary = ONLY
+    ? `  BENCH_ONLY=${ONLY}: one route alone, no ratio`
+    : `  key-authenticated dashboard call / trivial route (median of the rounds):
+    throughput ${pct(dashboardRatio)}   target ≥ 60 %: ${dashboardRatio >= 0.6 ? 'OK' : 'BELOW TARGET'}
+    requests per API CPU-second ${pct(dashboardCapacity)} (rounds ${rounds(capacityRatios(1))}; what one API core sustains, whatever else the machine runs; goal ≥ 80 %)`;
 
   console.log(`
 bench:auth — requests as counted by the API's /metrics (plana_http_requests_total, status 200), load ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}
   ${CONNECTIONS} connections, ${ROUNDS} × ${DURATION} s per route (alternating), API in its own process, log level info
 ${lines.join('\n')}
-  key-authenticated dashboard call / trivial route (median of the rounds):
-    throughput ${pct(dashboardRatio)}   target ≥ 60 %: ${dashboardRatio >= 0.6 ? 'OK' : 'BELOW TARGET'}
-    requests per API CPU-second ${pct(dashboardCapacity)} (what one API core sustains, whatever else the machine runs)
+${summary}
 
   bcrypt cost ${cfg.BCRYPT_COST}: a key's first call in a process ${first.toFixed(1)} ms (bcrypt), then p50 ${warm[10]!.toFixed(1)} ms (cache)
   total ${((Date.now() - started) / 1000).toFixed(1)} s`);
