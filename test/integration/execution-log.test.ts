@@ -74,8 +74,10 @@ describe('GET /api/portal/execution-log', () => {
     const { workspace, accessToken } = await adminOfNewWorkspace(base, pool);
     const log = new ExecutionLog({ pool, log: api.app.log, flushMs: 60_000, partitionsAhead: 1 });
     const route = 'GET /odd\tpath\nwith\\N and \\ backslashes\r';
+    // a millisecond below 100: the time is written with its three digits (.007, not .7)
+    const occurredAt = Date.now() - (Date.now() % 1000) + 7;
     log.record({
-      occurredAt: new Date(),
+      occurredAt,
       workspaceId: workspace.id,
       keyPrefix: 'ws_live_ODD',
       method: 'GET',
@@ -87,7 +89,13 @@ describe('GET /api/portal/execution-log', () => {
     await log.close();
     const items = (await readLog(accessToken)).body.items;
     expect(items).toEqual([
-      expect.objectContaining({ route, requestId: 'req\\1', keyPrefix: 'ws_live_ODD', latencyMs: 1.5 }),
+      expect.objectContaining({
+        route,
+        requestId: 'req\\1',
+        keyPrefix: 'ws_live_ODD',
+        latencyMs: 1.5,
+        occurredAt: new Date(occurredAt).toISOString(),
+      }),
     ]);
   });
 
