@@ -15,7 +15,7 @@ import { problem, type ErrorCode } from './errors.js';
 import { BODY_LIMIT, MAX_PARAM_LENGTH } from './http-limits.js';
 import { sendProblem } from './http-problems.js';
 import { failureContext, OneLinePerRequest } from './http-request-log.js';
-import { redactPaths, serializers } from './logger.js';
+import { serializers, serverRedactPaths } from './logger.js';
 
 function requestIdOf(headers: Record<string, string | string[] | undefined>): string {
   const given = headers['x-request-id'];
@@ -53,7 +53,7 @@ export function serverOptions(
     logger: {
       level: logLevel,
       ...(stream ? { stream } : {}),
-      redact: { paths: redactPaths, censor: '[redacted]' },
+      redact: { paths: serverRedactPaths, censor: '[redacted]' },
       // Fastify's type wants message and stack on an error line: the platform's lines leave them out
       serializers: serializers as unknown as NonNullable<
         Exclude<FastifyServerOptions['logger'], boolean | undefined>

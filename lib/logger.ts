@@ -23,6 +23,15 @@ export const redactPaths = [
   'body.token',
 ];
 
+/**
+ * The paths a Fastify server's logger redacts: the same but those under `req` and `res`, which its
+ * serializers reduce to method and URL (`requestSerializer`, URL credentials redacted) and to the
+ * status code (Fastify's own) before redaction, so those paths can never match. Each path costs
+ * every line that has its first key: pino's redaction (@pinojs/redact) walks them on each line,
+ * and every request's "request completed" line has both `req` and `res`.
+ */
+export const serverRedactPaths = redactPaths.filter((p) => !p.startsWith('req.') && !p.startsWith('res.'));
+
 /** How deep a chain of `cause`s is followed on a log line. */
 const MAX_CAUSES = 3;
 

@@ -153,7 +153,7 @@ export class WorkspaceCallLog extends OneLinePerRequest {
     const { workspace, apiKey } = request;
     if (!workspace || !apiKey) return;
     request.server.workspaceAuth.executionLog.record({
-      occurredAt: new Date(),
+      occurredAt: Date.now(),
       workspaceId: workspace.id,
       keyPrefix: apiKey.prefix,
       method: request.method,

@@ -31,9 +31,12 @@ export interface DashboardService {
   alerts(workspaceSlug: string): Promise<Alerts>;
 }
 
-/** The service with its figures also as JSON text, the way the API sends them. */
+/**
+ * The service with its figures also as JSON text, the way the API sends them: the text itself when
+ * this process has it at hand (answered less than a second ago), so the route can answer at once.
+ */
 export interface DashboardAnswers extends DashboardService {
-  json(workspaceSlug: string, figure: FigureName, opts?: { months?: number }): Promise<string>;
+  json(workspaceSlug: string, figure: FigureName, opts?: { months?: number }): string | Promise<string>;
 }
 
 /** Answers from a service made elsewhere (the tests' stand-ins): its figures as they come, uncached. */
@@ -57,7 +60,7 @@ const RECENT_MAX = 10_000;
  * first requests share one computation. Failures are not kept.
  */
 export class DashboardCache {
-  private readonly recent = new Map<string, { at: number; json: Promise<string> }>();
+  private readonly recent = new Map<string, { at: number; json: Promise<string>; text?: string }>();
 
   constructor(private readonly redis: Redis) {}
 
@@ -70,19 +73,23 @@ export class DashboardCache {
     return json;
   }
 
-  /** The answer this process gave for `key` less than a second ago, if any. */
-  recentHit(key: string): Promise<string> | undefined {
+  /** The answer this process gave for `key` less than a second ago, if any: its text once it came. */
+  recentHit(key: string): string | Promise<string> | undefined {
     const hit = this.recent.get(key);
-    return hit && Date.now() - hit.at < RECENT_MS ? hit.json : undefined;
+    return hit && Date.now() - hit.at < RECENT_MS ? (hit.text ?? hit.json) : undefined;
   }
 
   /** The same, answered from this process when it was asked less than a second ago. */
-  recentOrShared(key: string, compute: () => Promise<unknown>): Promise<string> {
+  recentOrShared(key: string, compute: () => Promise<unknown>): string | Promise<string> {
     const hit = this.recentHit(key);
     if (hit) return hit;
     const json = this.shared(key, compute);
-    this.recent.set(key, { at: Date.now(), json });
-    json.catch(() => this.recent.delete(key));
+    const entry: { at: number; json: Promise<string>; text?: string } = { at: Date.now(), json };
+    this.recent.set(key, entry);
+    json.then(
+      (text) => (entry.text = text),
+      () => this.recent.delete(key),
+    );
     if (this.recent.size > RECENT_MAX) this.recent.delete(this.recent.keys().next().value!);
     return json;
   }

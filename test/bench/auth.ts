@@ -11,14 +11,15 @@
  *      dashboard figures from the dashboard caches;
  *   3. GET /api/portal/apikeys/self                — the key path alone.
  *
- * Prints, per route, requests/s, p50/p99 latency, the API process's CPU time per request (from
- * /proc; the requests as the API counted them in its Prometheus metrics, plana_http_requests_total
+ * Prints, per route, requests/s, p50/p99 latency, the API process's CPU time per request and its
+ * kernel part (from /proc; the requests as the API counted them in its Prometheus metrics, plana_http_requests_total
  * on its METRICS_PORT, with the route template it counted them under) and the size of an answer; the ratio of the dashboard call to the trivial route by
  * throughput (target ≥ 60 %) and by requests per API CPU-second, each the median of the rounds;
  * plus the bcrypt cost and the latency of a key's first call in a process against a warm one.
  * The workspace gets a rate-limit override (granted by arrangement) so the bucket does not throttle
- * the run. BENCH_ROUNDS, BENCH_DURATION (s), BENCH_WARM_UP (s), BENCH_CONNECTIONS and
- * BENCH_API_NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") tune it.
+ * the run. BENCH_ROUNDS, BENCH_DURATION (s), BENCH_WARM_UP (s), BENCH_CONNECTIONS,
+ * BENCH_API_NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") and BENCH_ONLY (one route
+ * alone, by a part of its name: `healthz`, `kpis`, `self`; to profile it by itself) tune it.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
@@ -38,6 +39,7 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8);
 const WARM_UP = Number(process.env.BENCH_WARM_UP ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const ONLY = process.env.BENCH_ONLY;
 const started = Date.now();
 const step = (msg: string) => console.log(`▸ ${msg} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
 
@@ -63,17 +65,18 @@ async function waitForApi(url: string) {
   throw new Error('the API did not start');
 }
 
-/** CPU seconds (user + system) the API process used so far, from /proc (Linux). */
-function apiCpuSeconds(): number {
+/** CPU seconds the API process used so far, from /proc (Linux): in its own code (user) and in the kernel (system). */
+function apiCpuSeconds(): { user: number; system: number } {
   const stat = readFileSync(`/proc/${apiProcess!.pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks (USER_HZ = 100)
+  return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 }; // utime, stime in clock ticks (USER_HZ = 100)
 }
 
 interface Round {
   result: autocannon.Result;
-  /** API CPU seconds spent in the round. */
+  /** API CPU seconds spent in the round (user + system), and the system part (the kernel: sockets, writes). */
   cpu: number;
+  system: number;
   /** Requests the API answered 200 in the round, and the route template it counted them under. */
   served: number;
   route: string;
@@ -191,11 +194,14 @@ try {
   const kpisUrl = `${base}/api/portal/odoo/${slug}/kpis`;
   await timeCall(kpisUrl); // fills the dashboard cache
 
-  const routes = [
+  const allRoutes = [
     { name: 'GET /healthz (no auth)', url: `${base}/healthz`, headers: {} },
     { name: `GET /api/portal/odoo/${slug}/kpis (ws_live_ key)`, url: kpisUrl, headers: auth },
     { name: 'GET /api/portal/apikeys/self (ws_live_ key)', url: selfUrl, headers: auth },
   ];
+  // BENCH_ONLY: load one route alone (its name contains the text), e.g. to profile it by itself
+  const routes = ONLY ? allRoutes.filter((r) => r.name.includes(ONLY)) : allRoutes;
+  if (routes.length === 0) throw new Error(`BENCH_ONLY=${ONLY} names none of the routes`);
   step(`warming up, then ${ROUNDS} alternating rounds of ${DURATION} s per route with ${CONNECTIONS} connections`);
   for (const r of routes) await load(`warm-up ${r.name}`, r.url, r.headers, WARM_UP);
   // alternate short rounds so that every route sees the same background load on a shared machine;
@@ -208,8 +214,10 @@ try {
       const before = answeredByRoute(await scrape(metricsUrl));
       const cpuBefore = apiCpuSeconds();
       const result = await load(r.name, r.url, r.headers, DURATION);
-      const cpu = apiCpuSeconds() - cpuBefore;
-      runs[j]!.push({ result, cpu, ...busiestRoute(before, answeredByRoute(await scrape(metricsUrl))) });
+      const cpuAfter = apiCpuSeconds();
+      const system = cpuAfter.system - cpuBefore.system;
+      const cpu = cpuAfter.user - cpuBefore.user + system;
+      runs[j]!.push({ result, cpu, system, ...busiestRoute(before, answeredByRoute(await scrape(metricsUrl))) });
     }
   }
   const bad = runs.flat().reduce((n, { result }) => n + result.non2xx + result.errors, 0);
@@ -234,13 +242,14 @@ try {
     const p99 = Math.max(...rounds.map(({ result }) => result.latency.p99));
     const busy = rounds.reduce((n, { cpu }) => n + cpu, 0) / seconds;
     const costUs = median(rounds.map(cpuPerRequest)) * 1e6;
+    const systemUs = median(rounds.map((round) => round.system / round.served)) * 1e6;
     const bytes =
       rounds.reduce((n, { result }) => n + result.throughput.total, 0) /
       rounds.reduce((n, { result }) => n + result.requests.total, 0);
-    const figures = `${rps.toFixed(0).padStart(6)} req/s  p50 ${String(p50).padStart(3)} ms  p99 ${String(p99).padStart(3)} ms  API CPU ${costUs.toFixed(0).padStart(3)} µs/req (busy ${pct(busy)}), ${bytes.toFixed(0)} B/answer`;
+    const figures = `${rps.toFixed(0).padStart(6)} req/s  p50 ${String(p50).padStart(3)} ms  p99 ${String(p99).padStart(3)} ms  API CPU ${costUs.toFixed(0).padStart(3)} µs/req (kernel ${systemUs.toFixed(0)}; busy ${pct(busy)}), ${bytes.toFixed(0)} B/answer`;
     const ratios = throughputRatios(j);
     const ratio =
-      j === 0
+      j === 0 || ONLY
         ? ''
         : `  ratio ${pct(median(ratios))} (rounds ${[...ratios]
             .sort((a, b) => a - b)
@@ -249,16 +258,24 @@ try {
     const counted = `      counted by the API as ${[...new Set(rounds.map((x) => x.route))].join(', ')}: ${rounds.reduce((n, x) => n + x.served, 0)} answered 200 (autocannon: ${rounds.reduce((n, { result }) => n + result['2xx'], 0)})`;
     return `  ${r.name.padEnd(48)} ${figures}${ratio}\n${counted}`;
   });
-  const dashboardRatio = median(throughputRatios(1));
-  const dashboardCapacity = median(capacityRatios(1));
+  const dashboardRatio = ONLY ? NaN : median(throughputRatios(1));
+  const dashboardCapacity = ONLY ? NaN : median(capacityRatios(1));
+  const rounds = (xs: number[]) =>
+    [...xs]
+      .sort((a, b) => a - b)
+      .map((x) => (x * 100).toFixed(0))
+      .join('/');
+  const summary = ONLY
+    ? `  BENCH_ONLY=${ONLY}: one route alone, no ratio`
+    : `  key-authenticated dashboard call / trivial route (median of the rounds):
+    throughput ${pct(dashboardRatio)}   target ≥ 60 %: ${dashboardRatio >= 0.6 ? 'OK' : 'BELOW TARGET'}
+    requests per API CPU-second ${pct(dashboardCapacity)} (rounds ${rounds(capacityRatios(1))}; what one API core sustains, whatever else the machine runs; goal ≥ 80 %)`;
 
   console.log(`
 bench:auth — requests as counted by the API's /metrics (plana_http_requests_total, status 200), load ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}
   ${CONNECTIONS} connections, ${ROUNDS} × ${DURATION} s per route (alternating), API in its own process, log level info
 ${lines.join('\n')}
-  key-authenticated dashboard call / trivial route (median of the rounds):
-    throughput ${pct(dashboardRatio)}   target ≥ 60 %: ${dashboardRatio >= 0.6 ? 'OK' : 'BELOW TARGET'}
-    requests per API CPU-second ${pct(dashboardCapacity)} (what one API core sustains, whatever else the machine runs)
+${summary}
 
   bcrypt cost ${cfg.BCRYPT_COST}: a key's first call in a process ${first.toFixed(1)} ms (bcrypt), then p50 ${warm[10]!.toFixed(1)} ms (cache)
   total ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -74,8 +74,10 @@ describe('GET /api/portal/execution-log', () => {
     const { workspace, accessToken } = await adminOfNewWorkspace(base, pool);
     const log = new ExecutionLog({ pool, log: api.app.log, flushMs: 60_000, partitionsAhead: 1 });
     const route = 'GET /odd\tpath\nwith\\N and \\ backslashes\r';
+    // a millisecond below 100: the time is written with its three digits (.007, not .7)
+    const occurredAt = Date.now() - (Date.now() % 1000) + 7;
     log.record({
-      occurredAt: new Date(),
+      occurredAt,
       workspaceId: workspace.id,
       keyPrefix: 'ws_live_ODD',
       method: 'GET',
@@ -87,8 +89,45 @@ describe('GET /api/portal/execution-log', () => {
     await log.close();
     const items = (await readLog(accessToken)).body.items;
     expect(items).toEqual([
-      expect.objectContaining({ route, requestId: 'req\\1', keyPrefix: 'ws_live_ODD', latencyMs: 1.5 }),
+      expect.objectContaining({
+        route,
+        requestId: 'req\\1',
+        keyPrefix: 'ws_live_ODD',
+        latencyMs: 1.5,
+        occurredAt: new Date(occurredAt).toISOString(),
+      }),
     ]);
+  });
+
+  it('keeps every call of a burst, in order, when the API closes before its next flush (as on SIGTERM)', async () => {
+    // its own API whose buffer is written only when it closes: the close (what SIGTERM runs) must write it all
+    const closing = await startTestApi({ EXECUTION_LOG_FLUSH_MS: '600000' });
+    let closed = false;
+    try {
+      const { workspace, accessToken } = await adminOfNewWorkspace(closing.base, pool);
+      const key = await createKey(closing.base, accessToken);
+      const self = () => call(closing.base, 'GET', '/api/portal/apikeys/self', { token: key.token });
+      const burst = await Promise.all(Array.from({ length: 40 }, self));
+      const sequential = [];
+      for (let i = 0; i < 10; i++) sequential.push(await self());
+      const requestIds = (calls: { status: number; headers: Headers }[]) =>
+        calls.map((c) => (expect(c.status).toBe(200), c.headers.get('x-request-id')!));
+      expect((await pool.query('SELECT 1 FROM execution_log WHERE workspace_id = $1', [workspace.id])).rowCount).toBe(
+        0,
+      );
+
+      await closing.close();
+      closed = true;
+      const { rows } = await pool.query<{ requestId: string }>(
+        'SELECT request_id AS "requestId" FROM execution_log WHERE workspace_id = $1 ORDER BY occurred_at, id',
+        [workspace.id],
+      );
+      expect(rows.map((r) => r.requestId).sort()).toEqual(requestIds([...burst, ...sequential]).sort());
+      // the calls made one after the other are the last ten, in the order they were made
+      expect(rows.slice(-10).map((r) => r.requestId)).toEqual(requestIds(sequential));
+    } finally {
+      if (!closed) await closing.close();
+    }
   });
 
   it('pages newest first with a cursor, without gaps or repeats', async () => {
