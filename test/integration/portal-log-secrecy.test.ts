@@ -98,6 +98,15 @@ describe('logs of the portal', () => {
     // a forgotten password: the link's token, used twice, and the new password
     expect((await call(base, 'POST', '/api/auth/password/forgot', { body: { email: moved } })).status).toBe(202);
     await expect.poll(() => mailsTo(moved).length, { timeout: 15_000 }).toBe(2);
+    // the mail is sent inside the transaction that stores its link: it can arrive a moment before the commit
+    const stored = async () =>
+      (
+        await pool.query(
+          'SELECT 1 FROM password_resets r JOIN users u ON u.id = r.user_id WHERE lower(u.email) = lower($1)',
+          [moved],
+        )
+      ).rowCount;
+    await expect.poll(stored, { timeout: 5_000 }).toBe(1);
     const reset = linkIn(mailsTo(moved)[1], `${base}/account/reset-password`).token;
     secrets.push(reset, 'a password chosen by a link');
     for (const expected of [200, 409])
