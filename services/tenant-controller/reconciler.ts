@@ -32,6 +32,7 @@ import { deleteChatRoomJob, ensureChatRoomJob } from './chat-room-job.js';
 import { deleteKeptObjects, keepObject, plannedObjects, type KeptObjectKey } from './composed-objects.js';
 import { TenantClientEvents } from './events.js';
 import { inBatches } from './in-batches.js';
+import type { ComposedObjectCache } from './object-cache.js';
 import {
   desiredStatus,
   statusChanged,
@@ -56,6 +57,7 @@ export class Reconciler {
     private readonly applied: Map<string, AppliedGeneration>,
     private readonly log: Logger,
     identity: string,
+    private readonly cache: ComposedObjectCache,
   ) {
     this.events = new TenantClientEvents(core, log, identity);
   }
@@ -185,7 +187,12 @@ export class Reconciler {
   ): Promise<Partial<Record<KeptObjectKey, ComposedObjectState>>> {
     const kept: Partial<Record<KeptObjectKey, ComposedObjectState>> = {};
     for (const plan of plannedObjects(this.deps, obj, mirror, credentials)) {
-      const { key, state, recreated } = await keepObject(this.objects, obj.status?.objects?.[plan.key], plan);
+      const { key, state, recreated } = await keepObject(
+        this.objects,
+        this.cache,
+        obj.status?.objects?.[plan.key],
+        plan,
+      );
       kept[key] = state;
       if (state.synced === 'False')
         this.log.warn({ tenant: obj.metadata.name, object: key, err: state.message }, 'composed object not kept');
@@ -203,7 +210,7 @@ export class Reconciler {
   /** The chat-room Job (chat-room-job.ts); one found deleted makes the workflow create the room again. */
   private async keepChatRoomJob(obj: TenantClientObject, room: ResourceState): Promise<ComposedObjectState> {
     const { name } = obj.metadata;
-    const job = await ensureChatRoomJob(this.batch, obj, room);
+    const job = await ensureChatRoomJob(this.batch, this.cache, obj, room);
     if (job.deleted) {
       try {
         await runTenantAction(this.deps, name, 'retry-chat-room');
