@@ -35,7 +35,7 @@ import { startChatStandIn } from '../../sandbox/chat/server.js';
 import { startErpStandIn } from '../../sandbox/erp/server.js';
 import { startSmtpSink } from '../../sandbox/smtp/sink.js';
 import { ensureErpTemplates } from '../../scripts/erp-templates.js';
-import { createTenantClient, readyTenantClients, tenantClientsApi } from './tenant-clients.js';
+import { createTenantClient, tenantClientsApi, watchReady } from './tenant-clients.js';
 import { freePort, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
 import { installTenantClientCrd } from '../../scripts/tenant-client-crd.js';
 import { startProvisionedConsumer } from '../../services/events/consumers/provisioned.js';
@@ -186,16 +186,18 @@ try {
   closers.push(() => temporalConnection.close());
   const temporal = new Client({ connection: temporalConnection });
 
+  // Ready as an operator sees it: the status on the API server (kubectl get tenantclients -w)
+  const readyAt = new Map<string, number>();
+  closers.push(await watchReady(kube.kubeconfigPath, (name) => readyAt.set(name, Date.now())));
+
   /** Applies the tenants at once; each one's time from its apply to Ready=True, and the ones not Ready in time. */
   async function provision(names: string[]): Promise<{ times: number[]; notReady: string[] }> {
     const t0 = Date.now();
     await Promise.all(names.map((name) => createTenantClient(custom, name, 'Bench Owner')));
     const readyAfter = new Map<string, number>();
     while (readyAfter.size < names.length && Date.now() - t0 < TIMEOUT_MS) {
-      // what an operator sees: the status on the API server (kubectl get tenantclients)
-      for (const name of await readyTenantClients(custom))
-        if (names.includes(name) && !readyAfter.has(name)) readyAfter.set(name, Date.now() - t0);
-      await new Promise((r) => setTimeout(r, 50));
+      for (const name of names) if (readyAt.has(name)) readyAfter.set(name, readyAt.get(name)! - t0);
+      await new Promise((r) => setTimeout(r, 100));
     }
     const notReady = names.filter((n) => !readyAfter.has(n));
     if (notReady.length) {
