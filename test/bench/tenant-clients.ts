@@ -70,7 +70,12 @@ export async function watchReady(
   };
   informer.on('add', check);
   informer.on('update', check);
-  informer.on('error', () => setTimeout(() => void informer.start().catch(() => undefined), 1_000));
+  let stopped = false;
+  // (stopping aborts the watch, which reports itself as an error: not restarted then)
+  informer.on('error', () => setTimeout(() => stopped || void informer.start().catch(() => undefined), 1_000));
   await informer.start();
-  return () => informer.stop();
+  return () => {
+    stopped = true;
+    return informer.stop();
+  };
 }
