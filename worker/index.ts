@@ -29,6 +29,7 @@ import { connectTemporal } from '../lib/temporal.js';
 import { ensureSearchAttributes } from './search-attributes.js';
 import { erpInstallerFor } from './erp-installer.js';
 import { activityMetrics } from './activity-metrics.js';
+import { heartbeatsWhileRunning } from './activity-heartbeats.js';
 import { startConfiguredMetricsServer } from '../lib/metrics.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -81,8 +82,9 @@ export async function createWorker(
     ...(options.workflowBundle
       ? { workflowBundle: options.workflowBundle }
       : { workflowsPath: options.workflowsPath ?? workflowsPath }),
-    // each activity attempt's queue wait and run time (the provisioning steps') in the metrics
-    interceptors: { activity: [activityMetrics] },
+    // each activity attempt's queue wait and run time (the provisioning steps') in the metrics; and
+    // heartbeats for the quick steps, so one on a worker that died is retried within seconds
+    interceptors: { activity: [activityMetrics, heartbeatsWhileRunning] },
     shutdownGraceTime: '10 seconds',
     // a long activity's heartbeat details (a from-scratch install's progress) reach the server, and
     // so the Temporal UI's pending activity, within seconds rather than at 80% of its heartbeat timeout

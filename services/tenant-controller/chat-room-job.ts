@@ -11,6 +11,7 @@
 import { ApiException, type BatchV1Api, type V1Job } from '@kubernetes/client-node';
 import type { ComposedObjectState, TenantClientObject } from '../../domain/tenants/tenant-client-api.js';
 import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type ResourceState } from '../../domain/tenants/types.js';
+import type { ComposedObjectCache } from './object-cache.js';
 
 export const chatRoomJobName = (tenant: string) => `chat-room-${tenant}`;
 export const tenantNamespace = (erpVersion: unknown) => `plana-odoo-${String(erpVersion ?? '18')}`;
@@ -22,8 +23,10 @@ export interface ChatRoomJobOutcome {
   deleted: boolean;
 }
 
+/** Reads the Job (from the informers' cache, object-cache.ts); makes it when missing. */
 export async function ensureChatRoomJob(
   batch: BatchV1Api,
+  cache: ComposedObjectCache,
   obj: TenantClientObject,
   room: ResourceState,
 ): Promise<ChatRoomJobOutcome> {
@@ -32,13 +35,10 @@ export async function ensureChatRoomJob(
   const base = { apiVersion: 'batch/v1', kind: 'Job', namespace, name };
   const recorded = obj.status?.objects?.chatRoom;
   try {
-    const found = await readJob(batch, namespace, name);
+    const found = await cache.read(base);
     if (found) return { state: { ...base, uid: found.metadata?.uid, ...inPlace(room) }, deleted: false };
-    const created = await batch.createNamespacedJob({
-      namespace,
-      body: chatRoomJob(obj, room, namespace, name),
-      fieldManager: 'tenant-controller',
-    });
+    const created = await createOrRead(batch, chatRoomJob(obj, room, namespace, name));
+    cache.noteMade(base, created);
     return {
       state: { ...base, uid: created.metadata?.uid, ...inPlace(room) },
       deleted: recorded?.uid !== undefined && recorded.uid !== created.metadata?.uid,
@@ -67,12 +67,14 @@ const inPlace = (room: ResourceState) => ({
   message: `the chat room ${room.externalName}: ${room.state}`,
 });
 
-async function readJob(batch: BatchV1Api, namespace: string, name: string): Promise<V1Job | undefined> {
+/** Creates the Job; one already there (made a moment ago, not in the cache yet) is read instead. */
+async function createOrRead(batch: BatchV1Api, body: V1Job): Promise<V1Job> {
+  const { namespace, name } = body.metadata as { namespace: string; name: string };
   try {
-    return await batch.readNamespacedJob({ namespace, name });
+    return await batch.createNamespacedJob({ namespace, body, fieldManager: 'tenant-controller' });
   } catch (err) {
-    if (err instanceof ApiException && err.code === 404) return undefined;
-    throw err;
+    if (!(err instanceof ApiException && err.code === 409)) throw err;
+    return batch.readNamespacedJob({ namespace, name });
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * Keeps a TenantClient's composed objects (composed-manifests.ts) on the Kubernetes API: each pass
- * reads each object the mirror says is due; one missing is made (again: a deleted one comes back
+ * reads each object the mirror says is due (from the informers' cache, object-cache.ts); one missing is made (again: a deleted one comes back
  * on the next pass, with an Event), one made from an older revision is replaced. Each answers its
  * own Synced state for `status.objects`. A Secret's data never goes into a status, Event or log.
  */
@@ -22,6 +22,7 @@ import {
   routeIngress,
   routeObjectName,
 } from './composed-manifests.js';
+import { readIfPresent, type ComposedObjectCache } from './object-cache.js';
 
 export type KeptObjectKey = 'route' | 'backupSchedule' | 'apiUserSecret';
 const FIELD_MANAGER = 'tenant-controller';
@@ -123,13 +124,14 @@ export function plannedObjects(
 /** Reads the object; makes it when missing, replaces it when made from another revision. */
 export async function keepObject(
   api: KubernetesObjectApi,
+  cache: ComposedObjectCache,
   recorded: ComposedObjectState | undefined,
   plan: ObjectPlan,
 ): Promise<KeptObject> {
   const { key, apiVersion, kind, namespace, name } = plan;
   const base = { apiVersion, kind, namespace, name };
   try {
-    const found = await readIfPresent(api, base);
+    const found = await cache.read(base);
     if (found?.metadata?.annotations?.[REVISION_ANNOTATION] === plan.revision)
       return {
         key,
@@ -144,7 +146,8 @@ export async function keepObject(
           undefined,
           FIELD_MANAGER,
         )
-      : await api.create(body, undefined, undefined, FIELD_MANAGER);
+      : await createOrRead(api, body, base);
+    cache.noteMade(base, made);
     const uid = made.metadata?.uid;
     const recreated = !found && recorded?.uid !== undefined && recorded.uid !== uid;
     return { key, state: { ...base, uid, synced: 'True', message: plan.message }, recreated };
@@ -172,19 +175,19 @@ export async function deleteKeptObjects(api: KubernetesObjectApi, obj: TenantCli
   }
 }
 
-async function readIfPresent(
+/** Creates the object; one already there (made a moment ago, not in the cache yet) is read instead. */
+async function createOrRead(
   api: KubernetesObjectApi,
-  o: { apiVersion: string; kind: string; namespace: string; name: string },
-): Promise<KubernetesObject | undefined> {
+  body: KubernetesObject,
+  ref: { apiVersion: string; kind: string; namespace: string; name: string },
+): Promise<KubernetesObject> {
   try {
-    return await api.read({
-      apiVersion: o.apiVersion,
-      kind: o.kind,
-      metadata: { namespace: o.namespace, name: o.name },
-    });
+    return await api.create(body, undefined, undefined, FIELD_MANAGER);
   } catch (err) {
-    if (err instanceof ApiException && err.code === 404) return undefined;
-    throw err;
+    if (!(err instanceof ApiException && err.code === 409)) throw err;
+    const existing = await readIfPresent(api, ref);
+    if (!existing) throw err;
+    return existing;
   }
 }
 

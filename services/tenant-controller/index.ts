@@ -36,6 +36,7 @@ import { runAsMain } from '../../lib/service-app.js';
 import { connectTemporal } from '../../lib/temporal.js';
 import type { OperationDeps } from '../../domain/tenants/tenant-workflow-start.js';
 import { electLeader } from './leader.js';
+import { ComposedObjectCache } from './object-cache.js';
 import { type AppliedGeneration } from './status.js';
 import { gvr, Reconciler, type TenantClientObject } from './reconciler.js';
 
@@ -68,7 +69,9 @@ export async function startTenantController(
   const informer = watchTenantClients(kc, custom, selector, log);
   /** What was applied (or refused) per object, so a generation is applied once per controller life. */
   const applied = new Map<string, AppliedGeneration>();
-  const reconciler = new Reconciler(deps, custom, core, batch, objects, applied, log, identity);
+  // the composed objects from informers; one deleted on the API server triggers a pass
+  const cache = new ComposedObjectCache(kc, objects, log, () => void passes.trigger());
+  const reconciler = new Reconciler(deps, custom, core, batch, objects, applied, log, identity, cache);
 
   let stopped = false;
   let closing: Promise<void> | undefined;
@@ -106,6 +109,7 @@ export async function startTenantController(
         clearInterval(resync);
         await passes.idle();
         await informer.stop();
+        await cache.stop();
         await election.stop();
         await temporal.connection.close();
         await pool.end();

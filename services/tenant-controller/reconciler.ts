@@ -9,8 +9,6 @@ import {
   type CoreV1Api,
   type CustomObjectsApi,
   type KubernetesObjectApi,
-  PatchStrategy,
-  setHeaderOptions,
 } from '@kubernetes/client-node';
 import { AppError } from '../../lib/errors.js';
 import { type Logger } from '../../lib/logger.js';
@@ -32,6 +30,8 @@ import { deleteChatRoomJob, ensureChatRoomJob } from './chat-room-job.js';
 import { deleteKeptObjects, keepObject, plannedObjects, type KeptObjectKey } from './composed-objects.js';
 import { TenantClientEvents } from './events.js';
 import { inBatches } from './in-batches.js';
+import { patchMetadata, patchStatus } from './merge-patch.js';
+import type { ComposedObjectCache } from './object-cache.js';
 import {
   desiredStatus,
   statusChanged,
@@ -42,7 +42,6 @@ import {
 
 export type { TenantClientObject } from '../../domain/tenants/tenant-client-api.js';
 export const gvr = tenantClientGvr;
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 /** Applies at once: a burst of 200 new TenantClients is not applied one by one. */
 const CONCURRENCY = 8;
 
@@ -56,6 +55,7 @@ export class Reconciler {
     private readonly applied: Map<string, AppliedGeneration>,
     private readonly log: Logger,
     identity: string,
+    private readonly cache: ComposedObjectCache,
   ) {
     this.events = new TenantClientEvents(core, log, identity);
   }
@@ -151,10 +151,7 @@ export class Reconciler {
     if (!deleting && mirror) next.objects = { ...next.objects, ...(await this.keepObjects(obj, mirror, credentials)) };
     await this.publishSteps(obj, mirror, next);
     if (!statusChanged(obj.status, next)) return;
-    await this.custom.patchClusterCustomObjectStatus(
-      { ...gvr, name, body: { status: next }, fieldManager: 'tenant-controller' },
-      mergePatch,
-    );
+    await patchStatus(this.custom, name, next);
   }
 
   /**
@@ -185,7 +182,12 @@ export class Reconciler {
   ): Promise<Partial<Record<KeptObjectKey, ComposedObjectState>>> {
     const kept: Partial<Record<KeptObjectKey, ComposedObjectState>> = {};
     for (const plan of plannedObjects(this.deps, obj, mirror, credentials)) {
-      const { key, state, recreated } = await keepObject(this.objects, obj.status?.objects?.[plan.key], plan);
+      const { key, state, recreated } = await keepObject(
+        this.objects,
+        this.cache,
+        obj.status?.objects?.[plan.key],
+        plan,
+      );
       kept[key] = state;
       if (state.synced === 'False')
         this.log.warn({ tenant: obj.metadata.name, object: key, err: state.message }, 'composed object not kept');
@@ -203,7 +205,7 @@ export class Reconciler {
   /** The chat-room Job (chat-room-job.ts); one found deleted makes the workflow create the room again. */
   private async keepChatRoomJob(obj: TenantClientObject, room: ResourceState): Promise<ComposedObjectState> {
     const { name } = obj.metadata;
-    const job = await ensureChatRoomJob(this.batch, obj, room);
+    const job = await ensureChatRoomJob(this.batch, this.cache, obj, room);
     if (job.deleted) {
       try {
         await runTenantAction(this.deps, name, 'retry-chat-room');
@@ -269,27 +271,14 @@ export class Reconciler {
 
   private async addFinalizer(obj: TenantClientObject) {
     const finalizers = [...(obj.metadata.finalizers ?? []), TENANT_CLIENT_FINALIZER];
-    await this.patchMetadata(obj, { finalizers });
+    await patchMetadata(this.custom, obj, { finalizers });
   }
 
   private async removeFinalizer(obj: TenantClientObject) {
     const finalizers = (obj.metadata.finalizers ?? []).filter((f) => f !== TENANT_CLIENT_FINALIZER);
-    await this.patchMetadata(obj, { finalizers });
+    await patchMetadata(this.custom, obj, { finalizers });
     this.applied.delete(obj.metadata.name);
     this.publishedUpTo.delete(obj.metadata.uid);
-  }
-
-  /** A merge patch that holds only if the object is still the version we read (else 409, next pass). */
-  private async patchMetadata(obj: TenantClientObject, metadata: Record<string, unknown>) {
-    await this.custom.patchClusterCustomObject(
-      {
-        ...gvr,
-        name: obj.metadata.name,
-        body: { metadata: { ...metadata, resourceVersion: obj.metadata.resourceVersion } },
-        fieldManager: 'tenant-controller',
-      },
-      mergePatch,
-    );
   }
 
   private uiLink(name: string) {

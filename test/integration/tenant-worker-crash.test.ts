@@ -4,12 +4,14 @@
  * each resource, one `client.provisioned` event and one welcome e-mail.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
+import { temporal as proto } from '@temporalio/proto';
 import type { Config } from '../../lib/config.js';
+import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
 import {
   applyTenant,
   configEnv,
@@ -23,6 +25,7 @@ import {
   type TenantPlatform,
 } from '../support/tenant-platform.js';
 
+const TimeoutType = proto.api.enums.v1.TimeoutType;
 const root = fileURLToPath(new URL('../..', import.meta.url));
 let p: TenantPlatform;
 let child: ChildProcess | undefined;
@@ -41,6 +44,22 @@ function startWorkerProcess(cfg: Config): ChildProcess {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   return proc;
+}
+
+/** Waits until the named pending activity of the tenant's workflow is scheduled again (attempt 2+); how and when its attempt ended. */
+async function retryOf(name: string, activity: string, timeoutMs: number) {
+  const handle = p.temporal.workflow.getHandle(tenantWorkflowId(name));
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { raw } = await handle.describe();
+    const pending = raw.pendingActivities?.find((a) => a.activityType?.name === activity);
+    if (pending && (pending.attempt ?? 1) >= 2) {
+      const type = pending.lastFailure?.timeoutFailureInfo?.timeoutType;
+      return { atMs: Date.now(), timeoutType: type === undefined || type === null ? 'none' : TimeoutType[type] };
+    }
+    if (Date.now() > deadline) throw new Error(`${activity} of ${name} not retried within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
 
 beforeAll(async () => {
@@ -87,6 +106,13 @@ it(
       await lock.query('ROLLBACK');
       lock.release();
     }
+    const killedAt = Date.now();
+
+    // the step's heartbeats stopped with the worker: Temporal schedules its retry within seconds
+    // (the heartbeat timeout), not after the step's 30 s start-to-close timeout
+    const retried = await retryOf(name, 'createRoute', 25_000);
+    expect(retried.timeoutType).toBe('TIMEOUT_TYPE_HEARTBEAT');
+    expect(retried.atMs - killedAt).toBeLessThan(20_000);
 
     // with no worker to answer the status query, describe shows the status mirrored in PostgreSQL
     const whileDown = await describe(p, name);
@@ -98,6 +124,12 @@ it(
     // another worker takes over (the killed step is retried once its attempt times out)
     await p.startWorker();
     const status = await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined, 120_000);
+    // a replay fixture (docs/developers.md): a step retried after its heartbeat timeout
+    if (process.env.RECORD_HISTORIES) {
+      const history = await p.temporal.workflow.getHandle(tenantWorkflowId(name)).fetchHistory();
+      const fixture = path.join(root, 'test/fixtures/histories/tenant-lifecycle-worker-killed-mid-step.json');
+      writeFileSync(fixture, JSON.stringify(history, null, 2) + '\n');
+    }
     expect(status.steps.filter((s) => s.step === 'clone-database' && s.outcome === 'ok')).toHaveLength(1);
 
     const one = async (sql: string, params: unknown[]) => (await p.pool.query(sql, params)).rows[0].n;

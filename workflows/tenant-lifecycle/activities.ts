@@ -12,17 +12,23 @@
  * - `nonFatal`: the chat room; a failure is recorded on the room, provisioning goes on.
  * - `recordTenantStatus`: the status mirror, a local activity retried until PostgreSQL answers.
  */
-import { proxyActivities, proxyLocalActivities, type ActivityOptions } from '@temporalio/workflow';
+import { patched, proxyActivities, proxyLocalActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { Activities } from '../../activities/index.js';
 import type { LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
 import { retryIntervals } from '../shared/retry-intervals.js';
 
 export function lifecycleActivities(settings: LifecycleSettings) {
   const intervals = (initial: string, maximum: string) => retryIntervals(settings.retryIntervals, initial, maximum);
+  // the worker heartbeats for a quick step while it runs (worker/activity-heartbeats.ts), so a step
+  // on a worker that died is retried after this long, not after its start-to-close timeout
+  // (patched: earlier runs scheduled their steps without it)
+  const heartbeats: Partial<ActivityOptions> = patched('quick-step-heartbeats')
+    ? { heartbeatTimeout: '10 seconds' }
+    : {};
 
   const reconcileStep: ActivityOptions = {
-    // short: a worker that dies mid-step has the step retried on another worker after this long
     startToCloseTimeout: '30 seconds',
+    ...heartbeats,
     retry: { ...intervals('500 milliseconds', '10 seconds'), backoffCoefficient: 2, maximumAttempts: 4 },
   };
   const mustFinish: ActivityOptions = {
@@ -40,6 +46,7 @@ export function lifecycleActivities(settings: LifecycleSettings) {
   };
   const nonFatal: ActivityOptions = {
     startToCloseTimeout: '30 seconds',
+    ...heartbeats,
     retry: { ...intervals('500 milliseconds', '10 seconds'), backoffCoefficient: 2, maximumAttempts: 3 },
   };
 

@@ -101,6 +101,12 @@ describe('deploy/kubernetes on the real API server', () => {
     ['update', 'ingresses.networking.k8s.io', { ns: 'plana-odoo-19' }],
     ['create', 'secrets', { ns: 'plana-odoo-19' }],
     ['delete', 'secrets', { ns: 'plana-odoo-18' }],
+    // the informers of its composed objects (services/tenant-controller/object-cache.ts)
+    ['list', 'jobs.batch', { ns: 'plana-odoo-18' }],
+    ['watch', 'cronjobs.batch', { ns: 'plana-odoo-17' }],
+    ['watch', 'ingresses.networking.k8s.io', { ns: 'plana-odoo-19' }],
+    ['list', 'secrets', { ns: 'plana-odoo-18' }],
+    ['watch', 'secrets', { ns: 'plana-odoo-18' }],
   ] as const)('the controller may %s %s %o', (verb, resource, opts) => {
     expect(canI(controller, verb, resource, opts)).toBe('yes');
   });
@@ -116,9 +122,9 @@ describe('deploy/kubernetes on the real API server', () => {
     ['update', 'leases.coordination.k8s.io', { ns: 'kube-system' }],
     ['create', 'jobs.batch', { ns: 'plana' }],
     ['patch', 'jobs.batch', { ns: 'plana-odoo-18' }], // a Job is made or deleted, never changed
-    ['list', 'jobs.batch', { ns: 'plana-odoo-18' }],
-    ['list', 'secrets', { ns: 'plana-odoo-18' }], // read by name only, never listed or watched
-    ['watch', 'secrets', { ns: 'plana-odoo-18' }],
+    ['list', 'jobs.batch', { ns: 'plana' }], // composed objects live in the version namespaces only
+    ['list', 'secrets', { ns: 'plana' }],
+    ['watch', 'secrets', { ns: 'default' }],
     ['create', 'ingresses.networking.k8s.io', { ns: 'plana' }],
     ['create', 'cronjobs.batch', { ns: 'default' }],
     ['patch', 'httproutes.gateway.networking.k8s.io', { ns: 'plana-odoo-18' }],

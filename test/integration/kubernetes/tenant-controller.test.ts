@@ -16,7 +16,8 @@ import {
 } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Reconciler } from '../../../services/tenant-controller/reconciler.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ComposedObjectCache } from '../../../services/tenant-controller/object-cache.js';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { tenantWorkflowId } from '../../../domain/tenants/workflow-contract.js';
 import { startTenantController, type TenantController } from '../../../services/tenant-controller/index.js';
 import {
@@ -244,15 +245,20 @@ describe('the TenantClient controller', () => {
     kube(['apply', '-f', '-'], tenantClientJson(name, label));
     const kc = new KubeConfig();
     kc.loadFromFile(kubeconfigPath());
+    const objectApi = KubernetesObjectApi.makeApiClient(kc);
+    const log = pino({ level: 'silent' }) as never;
+    const cache = new ComposedObjectCache(kc, objectApi, log, () => {});
+    onTestFinished(() => cache.stop());
     const reconciler = new Reconciler(
       { pool: p.pool, temporal: p.temporal, config: p.cfg },
       kc.makeApiClient(CustomObjectsApi),
       kc.makeApiClient(CoreV1Api),
       kc.makeApiClient(BatchV1Api),
-      KubernetesObjectApi.makeApiClient(kc),
+      objectApi,
       new Map(),
-      pino({ level: 'silent' }) as never,
+      log,
       'stale-cache',
+      cache,
     );
     await reconciler.pass([getTenantClient(name)!]); // the finalizer and the apply
     await reconciler.pass([getTenantClient(name)!]);
