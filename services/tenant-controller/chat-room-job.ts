@@ -25,7 +25,6 @@ export interface ChatRoomJobOutcome {
 
 /** Reads the Job (from the informers' cache, object-cache.ts); makes it when missing. */
 export async function ensureChatRoomJob(
-  batch: BatchV1Api,
   cache: ComposedObjectCache,
   obj: TenantClientObject,
   room: ResourceState,
@@ -37,8 +36,7 @@ export async function ensureChatRoomJob(
   try {
     const found = await cache.read(base);
     if (found) return { state: { ...base, uid: found.metadata?.uid, ...inPlace(room) }, deleted: false };
-    const created = await createOrRead(batch, chatRoomJob(obj, room, namespace, name));
-    cache.noteMade(base, created);
+    const created = await cache.create(base, chatRoomJob(obj, room, namespace, name));
     return {
       state: { ...base, uid: created.metadata?.uid, ...inPlace(room) },
       deleted: recorded?.uid !== undefined && recorded.uid !== created.metadata?.uid,
@@ -66,17 +64,6 @@ const inPlace = (room: ResourceState) => ({
   synced: 'True' as const,
   message: `the chat room ${room.externalName}: ${room.state}`,
 });
-
-/** Creates the Job; one already there (made a moment ago, not in the cache yet) is read instead. */
-async function createOrRead(batch: BatchV1Api, body: V1Job): Promise<V1Job> {
-  const { namespace, name } = body.metadata as { namespace: string; name: string };
-  try {
-    return await batch.createNamespacedJob({ namespace, body, fieldManager: 'tenant-controller' });
-  } catch (err) {
-    if (!(err instanceof ApiException && err.code === 409)) throw err;
-    return batch.readNamespacedJob({ namespace, name });
-  }
-}
 
 function chatRoomJob(obj: TenantClientObject, room: ResourceState, namespace: string, name: string): V1Job {
   const labels = {

@@ -22,7 +22,7 @@ import {
   routeIngress,
   routeObjectName,
 } from './composed-manifests.js';
-import { readIfPresent, type ComposedObjectCache } from './object-cache.js';
+import type { ComposedObjectCache } from './object-cache.js';
 
 export type KeptObjectKey = 'route' | 'backupSchedule' | 'apiUserSecret';
 const FIELD_MANAGER = 'tenant-controller';
@@ -139,18 +139,23 @@ export async function keepObject(
         recreated: false,
       };
     const body = await plan.build();
-    const made = found
-      ? await api.replace(
-          { ...body, metadata: { ...body.metadata, resourceVersion: found.metadata?.resourceVersion } },
-          undefined,
-          undefined,
-          FIELD_MANAGER,
-        )
-      : await createOrRead(api, body, base);
+    if (!found) {
+      const made = await cache.create(base, body);
+      const recreated = recorded?.uid !== undefined && recorded.uid !== made.metadata?.uid;
+      return { key, state: { ...base, uid: made.metadata?.uid, synced: 'True', message: plan.message }, recreated };
+    }
+    const made = await api.replace(
+      { ...body, metadata: { ...body.metadata, resourceVersion: found.metadata?.resourceVersion } },
+      undefined,
+      undefined,
+      FIELD_MANAGER,
+    );
     cache.noteMade(base, made);
-    const uid = made.metadata?.uid;
-    const recreated = !found && recorded?.uid !== undefined && recorded.uid !== uid;
-    return { key, state: { ...base, uid, synced: 'True', message: plan.message }, recreated };
+    return {
+      key,
+      state: { ...base, uid: made.metadata?.uid, synced: 'True', message: plan.message },
+      recreated: false,
+    };
   } catch (err) {
     const message = `cannot keep the ${kind}: ${apiMessage(err)}`;
     return { key, state: { ...base, uid: recorded?.uid, synced: 'False', message }, recreated: false };
@@ -172,22 +177,6 @@ export async function deleteKeptObjects(api: KubernetesObjectApi, obj: TenantCli
     } catch (err) {
       if (!(err instanceof ApiException && err.code === 404)) throw err;
     }
-  }
-}
-
-/** Creates the object; one already there (made a moment ago, not in the cache yet) is read instead. */
-async function createOrRead(
-  api: KubernetesObjectApi,
-  body: KubernetesObject,
-  ref: { apiVersion: string; kind: string; namespace: string; name: string },
-): Promise<KubernetesObject> {
-  try {
-    return await api.create(body, undefined, undefined, FIELD_MANAGER);
-  } catch (err) {
-    if (!(err instanceof ApiException && err.code === 409)) throw err;
-    const existing = await readIfPresent(api, ref);
-    if (!existing) throw err;
-    return existing;
   }
 }
 

@@ -30,6 +30,7 @@ export interface ObjectRef {
 /** The REST plural of each composed kind (the watch's path). */
 const PLURALS: Record<string, string> = { Job: 'jobs', CronJob: 'cronjobs', Ingress: 'ingresses', Secret: 'secrets' };
 const SELECTOR = 'plana.dev/tenant';
+const FIELD_MANAGER = 'tenant-controller';
 /** How long an object this controller made is served while the watch has not reported it yet. */
 const OVERLAY_MS = 60_000;
 /** A watch that failed is started again after this long. */
@@ -81,6 +82,24 @@ export class ComposedObjectCache {
   /** The object this controller has just created or replaced: served until the watch reports it. */
   noteMade(ref: ObjectRef, object: KubernetesObject): void {
     this.made.set(objectKey(ref), { object, at: Date.now() });
+  }
+
+  /**
+   * Creates the object (one already there, made a moment ago and not in the cache yet, is read
+   * instead) and serves it until the watch reports it.
+   */
+  async create(ref: ObjectRef, body: KubernetesObject): Promise<KubernetesObject> {
+    let made: KubernetesObject;
+    try {
+      made = await this.api.create(body, undefined, undefined, FIELD_MANAGER);
+    } catch (err) {
+      if (!(err instanceof ApiException && err.code === 409)) throw err;
+      const existing = await readIfPresent(this.api, ref);
+      if (!existing) throw err;
+      made = existing;
+    }
+    this.noteMade(ref, made);
+    return made;
   }
 
   async stop(): Promise<void> {

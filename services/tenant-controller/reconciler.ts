@@ -205,7 +205,7 @@ export class Reconciler {
   /** The chat-room Job (chat-room-job.ts); one found deleted makes the workflow create the room again. */
   private async keepChatRoomJob(obj: TenantClientObject, room: ResourceState): Promise<ComposedObjectState> {
     const { name } = obj.metadata;
-    const job = await ensureChatRoomJob(this.batch, this.cache, obj, room);
+    const job = await ensureChatRoomJob(this.cache, obj, room);
     if (job.deleted) {
       try {
         await runTenantAction(this.deps, name, 'retry-chat-room');
