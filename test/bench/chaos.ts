@@ -5,8 +5,8 @@
  * sink, notifications, ERP and chat stand-ins and the provisioned consumer in this one). While
  * BENCH_CHAOS_TENANTS (50) TenantClients provision, BENCH_CHAOS_EVENTS (5,000) webhook events are
  * delivered (1 in 100 first attempts answered 500), a service-key rotation runs and dashboards are
- * read, one of the five processes chosen at random is killed with SIGKILL every BENCH_CHAOS_KILL_EVERY
- * (10 s) for BENCH_CHAOS_DURATION (3 min) and restarted at once. Then it waits (at most
+ * read, one of the five processes chosen at random (each kind once in every five kills) is killed with
+ * SIGKILL every BENCH_CHAOS_KILL_EVERY (10 s) for BENCH_CHAOS_DURATION (3 min) and restarted at once. Then it waits (at most
  * BENCH_CHAOS_RECOVERY_WAIT, 10 min) for every tenant Ready, every message delivered and the
  * rotation done, and prints: tenants Ready, failed workflows, welcome e-mails per owner, webhook
  * messages never delivered and delivered more than once, dashboard reads answered 5xx, the time to
