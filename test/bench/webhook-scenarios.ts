@@ -79,6 +79,8 @@ interface Receipts {
   failedAt: Map<string, number>;
   verifyFailures: number;
   lastDelivery: number;
+  /** TCP connections the receivers accepted. */
+  connections: number;
 }
 
 /** The messages failing their first attempt, exactly the share: event n when ⌊(n+1)·share⌋ > ⌊n·share⌋ (every 100th at 1 %). */
@@ -94,7 +96,7 @@ function failingMessages(sc: Scenario, slug: string): Set<string> {
 /** Receiver `i`: 500 to a failing message's first attempt, else verifies and answers 204. */
 function receiver(i: number, failing: Set<string>, seen: Receipts, verifier: { webhook?: Webhook }) {
   const seenFailure = new Set<string>();
-  return http.createServer((req, res) => {
+  const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -119,6 +121,8 @@ function receiver(i: number, failing: Set<string>, seen: Receipts, verifier: { w
       res.writeHead(204).end();
     });
   });
+  server.on('connection', () => seen.connections++);
+  return server;
 }
 
 /** Workspace `slug` with the scenario's endpoints, each with its listening receiver. */
@@ -172,7 +176,13 @@ export async function runScenario(
   step: (s: string) => void,
   title: string,
 ): Promise<ScenarioRun> {
-  const seen: Receipts = { firstDelivered: new Map(), failedAt: new Map(), verifyFailures: 0, lastDelivery: 0 };
+  const seen: Receipts = {
+    firstDelivered: new Map(),
+    failedAt: new Map(),
+    verifyFailures: 0,
+    lastDelivery: 0,
+    connections: 0,
+  };
   const slug = `bench-${randomUUID().slice(0, 8)}`;
   const failing = failingMessages(sc, slug);
   const servers = await receivers(bench, sc, slug, failing, seen);
@@ -209,7 +219,7 @@ export async function runScenario(
       .sort((a, b) => a - b),
     cpu: Object.fromEntries(Object.keys(after).map((k) => [k, after[k]! - before[k]!])),
     selfSeconds: (self.user + self.system) / 1e6,
-    breakdown: await breakdownOf(bench, sc, sentAt, seen.firstDelivered, failing),
+    breakdown: await breakdownOf(bench, sc, sentAt, seen, failing),
   };
 }
 
@@ -218,7 +228,7 @@ async function breakdownOf(
   bench: WebhookBench,
   sc: Scenario,
   sentAt: Map<string, number>,
-  firstDelivered: Map<string, number>,
+  seen: Receipts,
   failing: Set<string>,
 ): Promise<string[]> {
   if (sc.warmUp || sc.endpoints > 1) return [];
@@ -226,10 +236,11 @@ async function breakdownOf(
   return burstBreakdown(bench.pool, bench.streamRedis, bench.cfg.EVENTS_STREAM, {
     sentAt: new Map([...sentAt].map(([id, t]) => [id, wall(t)])),
     deliveredAt: new Map(
-      [...firstDelivered].flatMap(([key, t]) => {
+      [...seen.firstDelivered].flatMap(([key, t]) => {
         const id = key.slice(key.indexOf(':') + 1);
         return key.startsWith('0:') && !failing.has(id) ? [[id, wall(t)] as const] : [];
       }),
     ),
+    connections: seen.connections,
   });
 }
