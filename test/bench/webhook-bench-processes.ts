@@ -22,8 +22,9 @@ import { cpuSecondsByName } from './process-cpu.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const TASK_QUEUE = 'bench-webhooks';
-/** The dispatcher's knobs, passed to the dispatchers and workers when given. */
+/** The dispatcher's knobs and the events service's EVENTS_NICE, passed to the platform processes when given. */
 const KNOBS = [
+  'EVENTS_NICE',
   'WEBHOOK_ENDPOINT_CONCURRENCY',
   'WEBHOOK_DISPATCH_BATCH',
   'WEBHOOK_DISPATCH_PARALLEL',
