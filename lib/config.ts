@@ -133,7 +133,7 @@ export const configSchema = z.object({
    * gets the CPU first and a burst waits at the intake instead of queueing in the stream
    * (docs/benchmarks.md). Where each process has its own cgroup, CPU weights do this instead.
    */
-  EVENTS_NICE: z.coerce.number().int().min(0).max(19).default(10),
+  EVENTS_NICE: z.coerce.number().int().min(0).max(19).default(5),
 
   /**
    * Tenant webhooks (domain/webhooks, services/webhooks). URLs must be https unless

@@ -1,6 +1,6 @@
 /**
  * The events service run as its own process yields the CPU to the delivery path: it lowers its
- * priority to nice EVENTS_NICE (10 by default), never raising it, and still takes events.
+ * priority to nice EVENTS_NICE (5 by default), never raising it, and still takes events.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -59,10 +59,10 @@ const niceOf = (pid: number) => {
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
 };
 
-it('runs at nice 10 by default, at EVENTS_NICE when given, and never above its starting priority', async () => {
+it('runs at nice 5 by default, at EVENTS_NICE when given, and never above its starting priority', async () => {
   const started = getPriority();
   const byDefault = await eventsProcess();
-  expect(niceOf(byDefault.pid!)).toBe(Math.max(started, 10));
+  expect(niceOf(byDefault.pid!)).toBe(Math.max(started, 5));
   const asStarted = await eventsProcess({ EVENTS_NICE: '0' });
   expect(niceOf(asStarted.pid!)).toBe(started);
 }, 90_000);
