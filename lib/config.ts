@@ -127,6 +127,13 @@ export const configSchema = z.object({
     .default(7 * 24 * 3600),
   /** Consumers reclaim an entry another consumer read but did not acknowledge for this long (XAUTOCLAIM). */
   EVENTS_CLAIM_IDLE_MS: z.coerce.number().int().min(100).default(60_000),
+  /**
+   * The events service, run as its own process, lowers its CPU priority to this nice value (0: as
+   * started), so on a shared host the delivery path (webhook dispatcher, PostgreSQL, the receivers)
+   * gets the CPU first and a burst waits at the intake instead of queueing in the stream
+   * (docs/benchmarks.md). Where each process has its own cgroup, CPU weights do this instead.
+   */
+  EVENTS_NICE: z.coerce.number().int().min(0).max(19).default(5),
 
   /**
    * Tenant webhooks (domain/webhooks, services/webhooks). URLs must be https unless

@@ -1,3 +1,4 @@
+import { getPriority, setPriority } from 'node:os';
 import { Redis } from 'ioredis';
 import { config } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
@@ -64,4 +65,17 @@ export async function startEvents(cfg = config(), opts: { ingestionPair?: Ingest
   };
 }
 
-await runAsMain(import.meta.url, () => startEvents());
+/**
+ * Lowers this process's CPU priority to nice `nice` (never raises it: a service started lower
+ * stays there). The intake yields the CPU to the delivery path on a shared host: with the two at
+ * the same priority, a burst's events came in faster than they were delivered and queued.
+ */
+export function yieldCpuToDelivery(nice: number): void {
+  if (getPriority() < nice) setPriority(nice);
+}
+
+await runAsMain(import.meta.url, () => {
+  const cfg = config();
+  yieldCpuToDelivery(cfg.EVENTS_NICE);
+  return startEvents(cfg);
+});

@@ -14,6 +14,8 @@ export interface BurstTimes {
   sentAt: Map<string, number>;
   /** Wall-clock ms of each message's first verified delivery at the receiver, by message id. */
   deliveredAt: Map<string, number>;
+  /** TCP connections the receiver accepted during the burst (each costs both sides a handshake). */
+  connections: number;
 }
 
 type Stage = { name: string; ms: number[] };
@@ -101,7 +103,7 @@ export async function burstBreakdown(pool: Pool, redis: Redis, stream: string, t
   const meanInFlight = rows.reduce((n, r) => n + r.answeredAfter, 0) / 1000 / postSpan;
   const answered = rows.map((r) => r.answeredAfter).sort((a, b) => a - b);
   return [
-    `  POST → answered   p50 ${fmt(percentile(answered, 0.5))} p99 ${fmt(percentile(answered, 0.99))}; ${meanInFlight.toFixed(0)} in flight on average while POSTing (the lane allows WEBHOOK_ENDPOINT_CONCURRENCY)`,
+    `  POST → answered   p50 ${fmt(percentile(answered, 0.5))} p99 ${fmt(percentile(answered, 0.99))}; ${meanInFlight.toFixed(0)} in flight on average while POSTing (the lane allows WEBHOOK_ENDPOINT_CONCURRENCY) over ${times.connections} connections`,
     `  where time goes   ${stages
       .map((s) => {
         const sorted = [...s.ms].sort((a, b) => a - b);
