@@ -68,10 +68,30 @@ export function errorSerializer(err: unknown, depth = 0): Record<string, unknown
   return out;
 }
 
+/**
+ * Request URLs seen to hold no credential: a server sees few distinct URLs, so each is scanned
+ * once rather than on every request's line. Only URLs the redaction leaves as they are, so that
+ * no credential is kept; forgotten all at once when full (a caller can send any URL).
+ */
+const cleanUrls = new Set<string>();
+const CLEAN_URLS_MAX = 1_000;
+const CLEAN_URL_MAX_LENGTH = 256;
+
+/** `url` with its credentials redacted (lib/redact.ts), scanned once per distinct URL. */
+function redactedUrl(url: string): string {
+  if (cleanUrls.has(url)) return url;
+  const redacted = redactUrl(url);
+  if (redacted === url && url.length <= CLEAN_URL_MAX_LENGTH) {
+    if (cleanUrls.size >= CLEAN_URLS_MAX) cleanUrls.clear();
+    cleanUrls.add(url);
+  }
+  return redacted;
+}
+
 /** A request on a log line: method and URL, with credentials in the URL redacted (lib/redact.ts). */
 export function requestSerializer(req: unknown): Record<string, unknown> {
   const r = (req ?? {}) as { method?: unknown; url?: unknown };
-  return { method: r.method, url: typeof r.url === 'string' ? redactUrl(r.url) : r.url };
+  return { method: r.method, url: typeof r.url === 'string' ? redactedUrl(r.url) : r.url };
 }
 
 export const serializers = { err: (err: unknown) => errorSerializer(err), req: requestSerializer };

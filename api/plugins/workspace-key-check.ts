@@ -50,10 +50,12 @@ export function presentsWorkspaceKey(req: FastifyRequest): boolean {
   );
 }
 
+/** `Bearer ` in any case, followed by the credential (checked in place: no text built per request). */
+const BEARER_SCHEME = /^bearer /i;
+
 function bearerToken(req: FastifyRequest, reply: FastifyReply): string {
   const header = req.headers.authorization;
-  const token =
-    header && header.length > 7 && header.slice(0, 7).toLowerCase() === 'bearer ' ? header.slice(7).trim() : undefined;
+  const token = header && header.length > 7 && BEARER_SCHEME.test(header) ? header.slice(7).trim() : undefined;
   if (token && token.startsWith(TOKEN_PREFIX)) return token;
   reply.header('www-authenticate', 'Bearer');
   throw invalidKey();

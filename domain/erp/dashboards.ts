@@ -32,11 +32,12 @@ export interface DashboardService {
 }
 
 /**
- * The service with its figures also as JSON text, the way the API sends them: the text itself when
- * this process has it at hand (answered less than a second ago), so the route can answer at once.
+ * The service with its figures also as JSON (UTF-8 bytes), the way the API sends them: the bytes
+ * themselves when this process has them at hand (answered less than a second ago), so the route can
+ * answer at once, and every answer of that second sends the same bytes (no text to encode again).
  */
 export interface DashboardAnswers extends DashboardService {
-  json(workspaceSlug: string, figure: FigureName, opts?: { months?: number }): string | Promise<string>;
+  json(workspaceSlug: string, figure: FigureName, opts?: { months?: number }): Buffer | Promise<Buffer>;
 }
 
 /** Answers from a service made elsewhere (the tests' stand-ins): its figures as they come, uncached. */
@@ -44,7 +45,7 @@ export function answersOf(service: DashboardService): DashboardAnswers {
   return {
     ...service,
     json: async (slug, figure, opts) =>
-      JSON.stringify(await (figure === 'cashflow' ? service.cashflow(slug, opts) : service[figure](slug))),
+      Buffer.from(JSON.stringify(await (figure === 'cashflow' ? service.cashflow(slug, opts) : service[figure](slug)))),
   };
 }
 
@@ -52,42 +53,49 @@ export const DASHBOARD_CACHE_SECONDS = 30;
 const RECENT_MS = 1_000;
 const RECENT_MAX = 10_000;
 
+/** A figure this process answered: when it was asked, and its JSON bytes (once they came). */
+interface RecentAnswer {
+  at: number;
+  json: Promise<Buffer>;
+  bytes?: Buffer;
+}
+
 /**
- * The dashboards' cache: each figure of each workspace as JSON text, in Redis for
+ * The dashboards' cache: each figure of each workspace as JSON, in Redis for
  * DASHBOARD_CACHE_SECONDS (shared by every replica; key `erp:dashboard:<slug>:<figure>`). The
- * API's answers are also kept in this process for a second in front of it: a busy workspace's
- * figure costs one Redis read a second per replica, no parsing or serializing, and concurrent
- * first requests share one computation. Failures are not kept.
+ * API's answers are also kept in this process for a second in front of it, as the bytes sent: a
+ * busy workspace's figure costs one Redis read a second per replica, no parsing, serializing or
+ * encoding, and concurrent first requests share one computation. Failures are not kept.
  */
 export class DashboardCache {
-  private readonly recent = new Map<string, { at: number; json: Promise<string>; text?: string }>();
+  private readonly recent = new Map<string, RecentAnswer>();
 
   constructor(private readonly redis: Redis) {}
 
   /** From Redis, else computed and stored there. */
-  async shared(key: string, compute: () => Promise<unknown>): Promise<string> {
-    const hit = await this.redis.get(key);
-    if (hit) return hit;
-    const json = JSON.stringify(await compute());
+  async shared(key: string, compute: () => Promise<unknown>): Promise<Buffer> {
+    const hit = await this.redis.getBuffer(key);
+    if (hit && hit.length > 0) return hit;
+    const json = Buffer.from(JSON.stringify(await compute()));
     await this.redis.set(key, json, 'EX', DASHBOARD_CACHE_SECONDS);
     return json;
   }
 
-  /** The answer this process gave for `key` less than a second ago, if any: its text once it came. */
-  recentHit(key: string): string | Promise<string> | undefined {
+  /** The answer this process gave for `key` less than a second ago, if any: its bytes once they came. */
+  recentHit(key: string): Buffer | Promise<Buffer> | undefined {
     const hit = this.recent.get(key);
-    return hit && Date.now() - hit.at < RECENT_MS ? (hit.text ?? hit.json) : undefined;
+    return hit && Date.now() - hit.at < RECENT_MS ? (hit.bytes ?? hit.json) : undefined;
   }
 
   /** The same, answered from this process when it was asked less than a second ago. */
-  recentOrShared(key: string, compute: () => Promise<unknown>): string | Promise<string> {
+  recentOrShared(key: string, compute: () => Promise<unknown>): Buffer | Promise<Buffer> {
     const hit = this.recentHit(key);
     if (hit) return hit;
     const json = this.shared(key, compute);
-    const entry: { at: number; json: Promise<string>; text?: string } = { at: Date.now(), json };
+    const entry: RecentAnswer = { at: Date.now(), json };
     this.recent.set(key, entry);
     json.then(
-      (text) => (entry.text = text),
+      (bytes) => (entry.bytes = bytes),
       () => this.recent.delete(key),
     );
     if (this.recent.size > RECENT_MAX) this.recent.delete(this.recent.keys().next().value!);
@@ -123,7 +131,7 @@ export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; conf
   }
   const parsed = async <T>(slug: string, figure: FigureName, opts?: { months?: number }): Promise<T> => {
     const { key, compute } = figureOf(slug, figure, opts);
-    return JSON.parse(await cache.shared(key, compute)) as T;
+    return JSON.parse((await cache.shared(key, compute)).toString('utf8')) as T;
   };
 
   return {

@@ -18,8 +18,9 @@
  * plus the bcrypt cost and the latency of a key's first call in a process against a warm one.
  * The workspace gets a rate-limit override (granted by arrangement) so the bucket does not throttle
  * the run. BENCH_ROUNDS, BENCH_DURATION (s), BENCH_WARM_UP (s), BENCH_CONNECTIONS,
- * BENCH_API_NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") and BENCH_ONLY (one route
- * alone, by a part of its name: `healthz`, `kpis`, `self`; to profile it by itself) tune it.
+ * BENCH_API_NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") and BENCH_ONLY (routes by a part
+ * of their name, comma-separated: `kpis` alone to profile it, `healthz,kpis` for the ratio) tune it.
+ * The ratio of all rounds pooled is printed too: one run's rounds vary by ±15 points on a shared machine.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
@@ -39,7 +40,7 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8);
 const WARM_UP = Number(process.env.BENCH_WARM_UP ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
-const ONLY = process.env.BENCH_ONLY;
+const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
 const started = Date.now();
 const step = (msg: string) => console.log(`▸ ${msg} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
 
@@ -199,9 +200,11 @@ try {
     { name: `GET /api/portal/odoo/${slug}/kpis (ws_live_ key)`, url: kpisUrl, headers: auth },
     { name: 'GET /api/portal/apikeys/self (ws_live_ key)', url: selfUrl, headers: auth },
   ];
-  // BENCH_ONLY: load one route alone (its name contains the text), e.g. to profile it by itself
-  const routes = ONLY ? allRoutes.filter((r) => r.name.includes(ONLY)) : allRoutes;
+  // BENCH_ONLY: load only the routes whose name contains one of the texts, e.g. one to profile it by itself
+  const routes = ONLY ? allRoutes.filter((r) => ONLY.some((part) => r.name.includes(part))) : allRoutes;
   if (routes.length === 0) throw new Error(`BENCH_ONLY=${ONLY} names none of the routes`);
+  // the ratios need the trivial route (first) and the dashboard call
+  const dashboard = routes[0] === allRoutes[0] ? routes.indexOf(allRoutes[1]!) : -1;
   step(`warming up, then ${ROUNDS} alternating rounds of ${DURATION} s per route with ${CONNECTIONS} connections`);
   for (const r of routes) await load(`warm-up ${r.name}`, r.url, r.headers, WARM_UP);
   // alternate short rounds so that every route sees the same background load on a shared machine;
@@ -249,7 +252,7 @@ try {
     const figures = `${rps.toFixed(0).padStart(6)} req/s  p50 ${String(p50).padStart(3)} ms  p99 ${String(p99).padStart(3)} ms  API CPU ${costUs.toFixed(0).padStart(3)} µs/req (kernel ${systemUs.toFixed(0)}; busy ${pct(busy)}), ${bytes.toFixed(0)} B/answer`;
     const ratios = throughputRatios(j);
     const ratio =
-      j === 0 || ONLY
+      j === 0 || dashboard < 0
         ? ''
         : `  ratio ${pct(median(ratios))} (rounds ${[...ratios]
             .sort((a, b) => a - b)
@@ -258,18 +261,23 @@ try {
     const counted = `      counted by the API as ${[...new Set(rounds.map((x) => x.route))].join(', ')}: ${rounds.reduce((n, x) => n + x.served, 0)} answered 200 (autocannon: ${rounds.reduce((n, { result }) => n + result['2xx'], 0)})`;
     return `  ${r.name.padEnd(48)} ${figures}${ratio}\n${counted}`;
   });
-  const dashboardRatio = ONLY ? NaN : median(throughputRatios(1));
-  const dashboardCapacity = ONLY ? NaN : median(capacityRatios(1));
+  const dashboardRatio = dashboard < 0 ? NaN : median(throughputRatios(dashboard));
+  const dashboardCapacity = dashboard < 0 ? NaN : median(capacityRatios(dashboard));
+  const pooledCost = (j: number) =>
+    runs[j]!.reduce((n, r) => n + r.cpu, 0) / runs[j]!.reduce((n, r) => n + r.served, 0);
+  const pooledCapacity = dashboard < 0 ? NaN : pooledCost(0) / pooledCost(dashboard);
   const rounds = (xs: number[]) =>
     [...xs]
       .sort((a, b) => a - b)
       .map((x) => (x * 100).toFixed(0))
       .join('/');
-  const summary = ONLY
-    ? `  BENCH_ONLY=${ONLY}: one route alone, no ratio`
-    : `  key-authenticated dashboard call / trivial route (median of the rounds):
+  const summary =
+    dashboard < 0
+      ? `  BENCH_ONLY=${ONLY}: no ratio`
+      : `  key-authenticated dashboard call / trivial route (median of the rounds):
     throughput ${pct(dashboardRatio)}   target ≥ 60 %: ${dashboardRatio >= 0.6 ? 'OK' : 'BELOW TARGET'}
-    requests per API CPU-second ${pct(dashboardCapacity)} (rounds ${rounds(capacityRatios(1))}; what one API core sustains, whatever else the machine runs; goal ≥ 80 %)`;
+    requests per API CPU-second ${pct(dashboardCapacity)} (rounds ${rounds(capacityRatios(dashboard))}; what one API core sustains, whatever else the machine runs; goal ≥ 80 %)
+    requests per API CPU-second, all rounds pooled ${pct(pooledCapacity)} (${(pooledCost(0) * 1e6).toFixed(1)} / ${(pooledCost(dashboard) * 1e6).toFixed(1)} µs per request)`;
 
   console.log(`
 bench:auth — requests as counted by the API's /metrics (plana_http_requests_total, status 200), load ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}

@@ -96,6 +96,11 @@ describe('bad keys: one 401 that does not say which', () => {
     });
     // the live key still works: a wrong guess at it does not lock it
     expect((await call(baseB, 'GET', '/api/portal/apikeys/self', { token: live.token })).status).toBe(200);
+    // the scheme's name is case-insensitive (RFC 9110 §11.1)
+    for (const scheme of ['bearer', 'BEARER', 'BeArEr']) {
+      const headers = { authorization: `${scheme} ${live.token}` };
+      expect((await call(baseB, 'GET', '/api/portal/apikeys/self', { headers })).status, scheme).toBe(200);
+    }
   });
 
   it('does not let a user access token in where a workspace key is needed', async () => {

@@ -49,6 +49,23 @@ describe('GET /api/portal/odoo/:slug/{kpis,cashflow,alerts} with a dashboard:rea
       expect(typeof res.body[figure]).toBe('number');
     expect(res.body.cashJournals.length).toBeGreaterThan(0);
     expect(res.headers.get('ratelimit-limit')).toBe('100');
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+  });
+
+  it('answers a figure asked again within the second with the same JSON, its type and length', async () => {
+    const answers: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const res = await fetch(`${base}/api/portal/odoo/${tenant.workspace}/alerts`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      const text = await res.text();
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(Number(res.headers.get('content-length'))).toBe(Buffer.byteLength(text));
+      expect(JSON.parse(text).workspace).toBe(tenant.workspace);
+      answers.push(text);
+    }
+    expect(answers[1]).toBe(answers[0]);
   });
 
   it('cashflow: one entry per month asked for', async () => {

@@ -65,6 +65,25 @@ describe("a server's log lines", () => {
     for (const line of lines) for (const secret of SECRETS) expect(line).not.toContain(secret);
   });
 
+  it('redact the URL of every request, the same URL repeated or not (each distinct clean URL is scanned once)', async () => {
+    const lines: string[] = [];
+    const stream = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const app = Fastify(serverOptions('info', { stream }));
+    await app.register(problemDetails);
+    app.get('/t/:id', async () => ({ ok: true }));
+    const urls = ['/t/1?page=2', '/t/1?page=2', '/t/ws_live_ABCDEFGH12345678?token=s3cret-query-token'];
+    for (const url of [...urls, ...urls]) expect((await app.inject({ method: 'GET', url })).statusCode).toBe(200);
+    await app.close();
+    const logged = lines.filter((l) => l.includes('request completed')).map((l) => JSON.parse(l).req.url);
+    const redacted = ['/t/1?page=2', '/t/1?page=2', '/t/ws_live_ABCDEFGH[redacted]?token=[redacted]'];
+    expect(logged).toEqual([...redacted, ...redacted]);
+  });
+
   it('replace the named paths: headers and credentials logged at the top level or in a body', async () => {
     const lines = await linesOf((req) =>
       req.log.info(

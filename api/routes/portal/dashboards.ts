@@ -65,13 +65,14 @@ export default async function dashboardRoutes(app: FastifyInstance) {
     ? answersOf(app.deps.dashboardService)
     : createDashboardService({ pool: app.deps.pool, config: app.deps.config, redis: app.workspaceAuth.redis });
   /**
-   * The figure as JSON text, from the dashboard cache (domain/erp/dashboards.ts): at once when this
-   * process answered it less than a second ago (no promise to wait for), else when it comes.
+   * The figure's JSON bytes, from the dashboard cache (domain/erp/dashboards.ts): at once when this
+   * process answered it less than a second ago (no promise to wait for, the same bytes: nothing
+   * serialized or encoded per request), else when they come.
    */
   const send = (req: FigureRequest, reply: FastifyReply, figure: FigureName): Promise<void> | undefined => {
     const json = service.json(req.params.slug, figure, { months: req.query?.months });
-    if (typeof json === 'string') return void reply.type(JSON_TYPE).send(json);
-    return json.then((text) => void reply.type(JSON_TYPE).send(text));
+    if (Buffer.isBuffer(json)) return void reply.type(JSON_TYPE).send(json);
+    return json.then((bytes) => void reply.type(JSON_TYPE).send(bytes));
   };
   const memberOf = async (userId: string, slug: string) => {
     const [row] = await membershipsOf(app.deps.pool, userId, slug);
