@@ -1,19 +1,23 @@
 /**
  * The worker process is killed (SIGKILL) in the middle of provisioning, while it is creating the
  * tenant's route, and another worker takes over: the tenant still turns Ready with exactly one of
- * each resource, one `client.provisioned` event and one welcome e-mail.
+ * each resource, one `client.provisioned` event and one welcome e-mail. And killed in the middle of
+ * deprovisioning (a must-finish step): the step is retried within seconds, the teardown completes.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { temporal as proto } from '@temporalio/proto';
 import { Redis } from 'ioredis';
 import type { Config } from '../../lib/config.js';
 import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
+import { runTenantAction } from '../../domain/tenants/operator-actions.js';
 import {
   applyTenant,
   configEnv,
+  deleteTenant,
   describe,
   health,
   isReady,
@@ -25,6 +29,7 @@ import {
 } from '../support/tenant-platform.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
+const TimeoutType = proto.api.enums.v1.TimeoutType;
 let p: TenantPlatform;
 let child: ChildProcess | undefined;
 
@@ -42,6 +47,57 @@ function startWorkerProcess(cfg: Config): ChildProcess {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   return proc;
+}
+
+/** Waits until the named pending activity of the tenant's workflow is scheduled again (attempt 2+); how and when its attempt ended. */
+async function retryOf(name: string, activity: string, timeoutMs: number) {
+  const handle = p.temporal.workflow.getHandle(tenantWorkflowId(name));
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { raw } = await handle.describe();
+    const pending = raw.pendingActivities?.find((a) => a.activityType?.name === activity);
+    if (pending && (pending.attempt ?? 1) >= 2) {
+      const type = pending.lastFailure?.timeoutFailureInfo?.timeoutType;
+      return { atMs: Date.now(), timeoutType: type === undefined || type === null ? 'none' : TimeoutType[type] };
+    }
+    if (Date.now() > deadline) throw new Error(`${activity} of ${name} not retried within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** Holds the route table until `during` has run (a worker's route step waits for it meanwhile). */
+async function withRoutesLocked(during: () => Promise<void>): Promise<void> {
+  const lock = await p.pool.connect();
+  try {
+    await lock.query('BEGIN');
+    await lock.query('LOCK TABLE tenant_routes IN EXCLUSIVE MODE');
+    await during();
+  } finally {
+    await lock.query('ROLLBACK');
+    lock.release();
+  }
+}
+
+/** Until a statement waits for the route table's lock. */
+const routeStepWaiting = () =>
+  expect
+    .poll(
+      async () =>
+        (
+          await p.pool.query(
+            `SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'tenant_routes'::regclass AND NOT granted`,
+          )
+        ).rows[0].n,
+      { timeout: 30_000 },
+    )
+    .toBeGreaterThan(0);
+
+/** Kills the worker process (SIGKILL); when. */
+async function killWorkerProcess(): Promise<number> {
+  child!.kill('SIGKILL');
+  await new Promise((resolve) => child!.once('exit', resolve));
+  child = undefined;
+  return Date.now();
 }
 
 /** When the tenant's route row was made (polled), once it is there. */
@@ -73,33 +129,14 @@ it(
     child = startWorkerProcess(p.cfg);
 
     // hold the route table so the worker is caught inside its createRoute step
-    const lock = await p.pool.connect();
-    try {
-      await lock.query('BEGIN');
-      await lock.query('LOCK TABLE tenant_routes IN EXCLUSIVE MODE');
+    let killedAt = 0;
+    await withRoutesLocked(async () => {
       expect(await applyTenant(p, name)).toBe('created');
       // the route comes right after the database (the API user is made through it)
       await waitForStatus(p, name, (s) => s.resources.database.state === 'Created', 120_000);
-      // the worker's createRoute is now waiting for the table
-      await expect
-        .poll(
-          async () =>
-            (
-              await p.pool.query(
-                `SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'tenant_routes'::regclass AND NOT granted`,
-              )
-            ).rows[0].n,
-          { timeout: 30_000 },
-        )
-        .toBeGreaterThan(0);
-      child.kill('SIGKILL');
-      await new Promise((resolve) => child!.once('exit', resolve));
-      child = undefined;
-    } finally {
-      await lock.query('ROLLBACK');
-      lock.release();
-    }
-    const killedAt = Date.now();
+      await routeStepWaiting();
+      killedAt = await killWorkerProcess();
+    });
 
     // with no worker to answer the status query, describe shows the status mirrored in PostgreSQL
     const whileDown = await describe(p, name);
@@ -149,5 +186,36 @@ it(
     // and it stays one: nothing else arrives while the consumer keeps running
     const firstMail = mailsTo(p, `owner@${name}.test`)[0];
     expect(firstMail?.subject).toContain(name);
+  },
+);
+
+it(
+  'a must-finish step (deprovisioning) on a killed worker is retried after its heartbeat timeout, not its 2 minutes',
+  { timeout: 180_000 },
+  async () => {
+    await p.stopWorker();
+    const name = uniqueTenant('crashdown');
+    child = startWorkerProcess(p.cfg);
+    expect(await applyTenant(p, name)).toBe('created');
+    await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined, 120_000);
+
+    let killedAt = 0;
+    // the worker's remove-route step waits for the route table when it is killed
+    await withRoutesLocked(async () => {
+      await deleteTenant(p, name);
+      await waitForStatus(p, name, (s) => s.phase === 'Cancelled', 60_000);
+      await runTenantAction({ pool: p.pool, temporal: p.temporal, config: p.cfg }, name, 'delete');
+      await routeStepWaiting();
+      killedAt = await killWorkerProcess();
+    });
+
+    const retried = await retryOf(name, 'removeRoute', 30_000);
+    expect(retried.timeoutType).toBe('TIMEOUT_TYPE_HEARTBEAT');
+    expect(retried.atMs - killedAt).toBeLessThan(20_000);
+
+    await p.startWorker();
+    await waitForStatus(p, name, (s) => s.phase === 'Deprovisioned', 120_000);
+    const routes = await p.pool.query(`SELECT 1 FROM tenant_routes WHERE tenant = $1`, [name]);
+    expect(routes.rows).toHaveLength(0);
   },
 );

@@ -6,7 +6,8 @@
  *   ReconcileError with the cause) and the next reconcile tries again.
  * - `mustFinish`: retried without limit, with a capped interval: steps that have to happen however
  *   long a peer is away (the `client.provisioned` event, every deprovisioning step). Only a
- *   non-retryable `ApplicationFailure` (a business reason) ever reaches the workflow.
+ *   non-retryable `ApplicationFailure` (a business reason) ever reaches the workflow. The worker
+ *   heartbeats for them as for the quick steps.
  * - `install`: the from-scratch install of a tenant database (long; heartbeats, so a worker killed
  *   mid-install has it retried on another).
  * - `nonFatal`: the chat room; a failure is recorded on the room, provisioning goes on.
@@ -50,6 +51,9 @@ export function lifecycleActivities(settings: LifecycleSettings) {
   };
   const mustFinish: ActivityOptions = {
     startToCloseTimeout: '2 minutes',
+    // so one on a worker that died is retried after 10 s, not after 2 minutes (patched: earlier runs
+    // scheduled them without it)
+    ...(patched('must-finish-heartbeats') ? { heartbeatTimeout: '10 seconds' } : {}),
     // no maximumAttempts: retried until it succeeds or fails for a business reason
     retry: { ...intervals('1 second', '1 minute'), backoffCoefficient: 2 },
   };
