@@ -83,6 +83,17 @@ export interface MirroredTenant {
   /** The generation of the spec last applied (the platform's count, not Kubernetes'). */
   generation: number;
   status: TenantStatus;
+  /** The row's version (PostgreSQL's xmin: a new one on every write of the row). */
+  version: string;
+}
+
+/** The version (see MirroredTenant) of each named TenantClient's row, to read again only the rows that changed. */
+export async function readMirrorVersions(pool: pg.Pool, names: string[]): Promise<Map<string, string>> {
+  const { rows } = await pool.query<{ name: string; version: string }>(
+    `SELECT name, xmin::text AS version FROM tenant_clients WHERE name = ANY($1)`,
+    [names],
+  );
+  return new Map(rows.map((r) => [r.name, r.version]));
 }
 
 /** The mirrored status of each named TenantClient that has a row (one query for all). */
@@ -96,8 +107,9 @@ export async function readMirroredStatuses(pool: pg.Pool, names: string[]): Prom
     resources: TenantStatus['resources'];
     steps: TenantStatus['steps'];
     status: Partial<TenantStatus>;
+    version: string;
   }>(
-    `SELECT name, generation, observed_generation, phase, conditions, resources, steps, status
+    `SELECT name, generation, observed_generation, phase, conditions, resources, steps, status, xmin::text AS version
        FROM tenant_clients WHERE name = ANY($1)`,
     [names],
   );
@@ -107,6 +119,7 @@ export async function readMirroredStatuses(pool: pg.Pool, names: string[]): Prom
       {
         name: r.name,
         generation: r.generation,
+        version: r.version,
         status: {
           currentStep: 'queued',
           ...r.status,

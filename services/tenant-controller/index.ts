@@ -92,9 +92,7 @@ export async function startTenantController(
     onChange: (leading) => leading && passes.trigger(),
   });
 
-  informer.on('add', () => void passes.trigger());
-  informer.on('update', () => void passes.trigger());
-  informer.on('delete', (obj) => applied.delete(obj.metadata.name));
+  triggerOnIntentChange(informer, applied, () => void passes.trigger());
   restartOnError(informer, log, () => stopped);
   await startInformer(informer, log);
   const resync = setInterval(() => void passes.trigger(), cfg.TENANT_CONTROLLER_RESYNC);
@@ -143,6 +141,36 @@ function watchTenantClients(kc: KubeConfig, custom: CustomObjectsApi, selector: 
     },
     selector,
   );
+}
+
+/**
+ * A pass for what the controller acts on (a new object, a new generation, a deletion, finalizers,
+ * labels); not for a status change: those are its own writes, and a pass for each would make every
+ * burst of status writes a burst of passes over every object.
+ */
+function triggerOnIntentChange(
+  informer: ReturnType<typeof watchTenantClients>,
+  applied: Map<string, AppliedGeneration>,
+  trigger: () => void,
+) {
+  const intents = new Map<string, string>();
+  const onChange = (obj: TenantClientObject) => {
+    const intent = intentOf(obj);
+    if (intents.get(obj.metadata.uid) === intent) return;
+    intents.set(obj.metadata.uid, intent);
+    trigger();
+  };
+  informer.on('add', onChange);
+  informer.on('update', onChange);
+  informer.on('delete', (obj) => {
+    intents.delete(obj.metadata.uid);
+    applied.delete(obj.metadata.name);
+  });
+}
+
+/** What of a TenantClient the controller acts on: its spec (generation), deletion, finalizers and labels. */
+function intentOf({ metadata }: TenantClientObject): string {
+  return JSON.stringify([metadata.generation, metadata.deletionTimestamp, metadata.finalizers, metadata.labels]);
 }
 
 /** One pass at a time; a trigger during a pass runs another after it. */

@@ -22,7 +22,7 @@ import {
   type TenantClientObject,
 } from '../../domain/tenants/tenant-client-api.js';
 import { erpApiCredentialVersions, type ErpApiCredentialVersion } from '../../domain/erp/api-user.js';
-import { readMirroredStatuses, type MirroredTenant } from '../../domain/tenants/tenant-records.js';
+import { type MirroredTenant } from '../../domain/tenants/tenant-records.js';
 import type { OperationDeps } from '../../domain/tenants/tenant-workflow-start.js';
 import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type ResourceState } from '../../domain/tenants/types.js';
 import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
@@ -30,6 +30,7 @@ import { deleteChatRoomJob, ensureChatRoomJob } from './chat-room-job.js';
 import { deleteKeptObjects, keepObject, plannedObjects, type KeptObjectKey } from './composed-objects.js';
 import { TenantClientEvents } from './events.js';
 import { inBatches } from './in-batches.js';
+import { MirrorReader } from './mirror-reader.js';
 import { patchMetadata, patchStatus } from './merge-patch.js';
 import type { ComposedObjectCache } from './object-cache.js';
 import {
@@ -58,7 +59,10 @@ export class Reconciler {
     private readonly cache: ComposedObjectCache,
   ) {
     this.events = new TenantClientEvents(core, log, identity);
+    this.mirrors = new MirrorReader(deps.pool);
   }
+
+  private readonly mirrors: MirrorReader;
 
   private readonly events: TenantClientEvents;
 
@@ -70,7 +74,7 @@ export class Reconciler {
     await inBatches(objects, CONCURRENCY, (obj) => this.applyIfNew(obj));
     const names = objects.map((o) => o.metadata.name);
     const [mirrors, credentials] = await Promise.all([
-      readMirroredStatuses(this.deps.pool, names),
+      this.mirrors.read(names),
       erpApiCredentialVersions(this.deps.pool, names),
     ]);
     await inBatches(objects, CONCURRENCY, (obj) =>

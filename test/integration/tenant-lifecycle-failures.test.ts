@@ -388,10 +388,11 @@ describe('operator actions racing a reconcile', () => {
   });
 
   it('cancel and delete while a step runs: the reconcile ends, then the tenant is deprovisioned', async () => {
-    peers.slow.set('createFilestore', 1_500);
+    // a step that is an activity of its own (a local one holds the workflow task, and so the query, while it runs)
+    peers.slow.set('ensureTierModules', 1_500);
     try {
       const { handle } = await start('race-delete');
-      await waitForStatus(handle, (s) => s.currentStep === 'create-filestore');
+      await waitForStatus(handle, (s) => s.currentStep === 'ensure-tier-modules');
       await handle.executeUpdate(cancelUpdate);
       await handle.executeUpdate(deleteUpdate);
       const final = await handle.result();
@@ -402,7 +403,7 @@ describe('operator actions racing a reconcile', () => {
       expect(final.steps.map((s) => s.step)).not.toContain('publish-provisioned-event');
       expect(await runStatus(handle)).toBe('COMPLETED');
     } finally {
-      peers.slow.delete('createFilestore');
+      peers.slow.delete('ensureTierModules');
     }
   });
 

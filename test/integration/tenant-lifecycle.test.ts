@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe as group, expect, it, vi } from 'vitest';
 import pg from 'pg';
 import { Worker } from '@temporalio/worker';
+import { temporal as proto } from '@temporalio/proto';
 import { ScheduleNotFoundError } from '@temporalio/client';
 import { buildCli } from '../../cli/index.js';
 import { chatRoomName } from '../../domain/tenants/chat-room.js';
@@ -275,6 +276,29 @@ group('apply a TenantClient', () => {
     const history = await p.temporal.workflow.getHandle(tenantWorkflowId(name)).fetchHistory();
     const { workflowBundle } = await import('../support/env.js');
     await Worker.runReplayHistory({ workflowBundle: workflowBundle() }, history, tenantWorkflowId(name));
+  });
+
+  it('provisions in a few workflow tasks: the quick steps run as local activities inside them', async () => {
+    const name = uniqueTenant('tasks');
+    await applyTenant(p, name);
+    await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined);
+    const events = (await p.temporal.workflow.getHandle(tenantWorkflowId(name)).fetchHistory()).events ?? [];
+    const EventType = proto.api.enums.v1.EventType;
+    const scheduled = events
+      .filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+      .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name);
+    for (const quick of [
+      'reserveSubdomain',
+      'createRoute',
+      'createFilestore',
+      'createBackupSchedule',
+      'ensureChatRoom',
+    ])
+      expect(scheduled).not.toContain(quick);
+    // the start, then one after each activity: the clone, the API user, the tier's modules, the
+    // sign-in, the probe and the event (one per step, 12 or more, when every step was an activity)
+    const tasks = events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED).length;
+    expect(tasks).toBeLessThanOrEqual(8);
   });
 });
 

@@ -1,20 +1,23 @@
 /**
  * The worker process is killed (SIGKILL) in the middle of provisioning, while it is creating the
  * tenant's route, and another worker takes over: the tenant still turns Ready with exactly one of
- * each resource, one `client.provisioned` event and one welcome e-mail.
+ * each resource, one `client.provisioned` event and one welcome e-mail. And killed in the middle of
+ * deprovisioning (a must-finish step): the step is retried within seconds, the teardown completes.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
 import { temporal as proto } from '@temporalio/proto';
+import { Redis } from 'ioredis';
 import type { Config } from '../../lib/config.js';
 import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
+import { runTenantAction } from '../../domain/tenants/operator-actions.js';
 import {
   applyTenant,
   configEnv,
+  deleteTenant,
   describe,
   health,
   isReady,
@@ -25,8 +28,8 @@ import {
   type TenantPlatform,
 } from '../support/tenant-platform.js';
 
-const TimeoutType = proto.api.enums.v1.TimeoutType;
 const root = fileURLToPath(new URL('../..', import.meta.url));
+const TimeoutType = proto.api.enums.v1.TimeoutType;
 let p: TenantPlatform;
 let child: ChildProcess | undefined;
 
@@ -62,6 +65,52 @@ async function retryOf(name: string, activity: string, timeoutMs: number) {
   }
 }
 
+/** Holds the route table until `during` has run (a worker's route step waits for it meanwhile). */
+async function withRoutesLocked(during: () => Promise<void>): Promise<void> {
+  const lock = await p.pool.connect();
+  try {
+    await lock.query('BEGIN');
+    await lock.query('LOCK TABLE tenant_routes IN EXCLUSIVE MODE');
+    await during();
+  } finally {
+    await lock.query('ROLLBACK');
+    lock.release();
+  }
+}
+
+/** Until a statement waits for the route table's lock. */
+const routeStepWaiting = () =>
+  expect
+    .poll(
+      async () =>
+        (
+          await p.pool.query(
+            `SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'tenant_routes'::regclass AND NOT granted`,
+          )
+        ).rows[0].n,
+      { timeout: 30_000 },
+    )
+    .toBeGreaterThan(0);
+
+/** Kills the worker process (SIGKILL); when. */
+async function killWorkerProcess(): Promise<number> {
+  child!.kill('SIGKILL');
+  await new Promise((resolve) => child!.once('exit', resolve));
+  child = undefined;
+  return Date.now();
+}
+
+/** When the tenant's route row was made (polled), once it is there. */
+async function routeMadeAfter(name: string, since: number, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await p.pool.query(`SELECT 1 FROM tenant_routes WHERE tenant = $1`, [name]);
+    if (rows.length) return Date.now();
+    if (Date.now() > deadline) throw new Error(`no route for ${name} ${Date.now() - since} ms after the kill`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 beforeAll(async () => {
   p = await startTenantPlatform({}, { worker: false });
 });
@@ -80,39 +129,14 @@ it(
     child = startWorkerProcess(p.cfg);
 
     // hold the route table so the worker is caught inside its createRoute step
-    const lock = await p.pool.connect();
-    try {
-      await lock.query('BEGIN');
-      await lock.query('LOCK TABLE tenant_routes IN EXCLUSIVE MODE');
+    let killedAt = 0;
+    await withRoutesLocked(async () => {
       expect(await applyTenant(p, name)).toBe('created');
       // the route comes right after the database (the API user is made through it)
       await waitForStatus(p, name, (s) => s.resources.database.state === 'Created', 120_000);
-      // the worker's createRoute is now waiting for the table
-      await expect
-        .poll(
-          async () =>
-            (
-              await p.pool.query(
-                `SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'tenant_routes'::regclass AND NOT granted`,
-              )
-            ).rows[0].n,
-          { timeout: 30_000 },
-        )
-        .toBeGreaterThan(0);
-      child.kill('SIGKILL');
-      await new Promise((resolve) => child!.once('exit', resolve));
-      child = undefined;
-    } finally {
-      await lock.query('ROLLBACK');
-      lock.release();
-    }
-    const killedAt = Date.now();
-
-    // the step's heartbeats stopped with the worker: Temporal schedules its retry within seconds
-    // (the heartbeat timeout), not after the step's 30 s start-to-close timeout
-    const retried = await retryOf(name, 'createRoute', 25_000);
-    expect(retried.timeoutType).toBe('TIMEOUT_TYPE_HEARTBEAT');
-    expect(retried.atMs - killedAt).toBeLessThan(20_000);
+      await routeStepWaiting();
+      killedAt = await killWorkerProcess();
+    });
 
     // with no worker to answer the status query, describe shows the status mirrored in PostgreSQL
     const whileDown = await describe(p, name);
@@ -121,13 +145,17 @@ it(
     expect(whileDown.status.resources.apiUser).toMatchObject({ state: 'Pending' });
     expect(whileDown.status.resources.route).toMatchObject({ state: 'Pending' });
 
-    // another worker takes over (the killed step is retried once its attempt times out)
+    // another worker takes over: the killed step runs again within seconds of the kill (a local
+    // activity's workflow task times out; an activity's heartbeats stop), not after the step's
+    // 30 s start-to-close timeout
     await p.startWorker();
+    const routed = await routeMadeAfter(name, killedAt, 60_000);
+    expect(routed - killedAt).toBeLessThan(25_000);
     const status = await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined, 120_000);
-    // a replay fixture (docs/developers.md): a step retried after its heartbeat timeout
+    // a replay fixture (docs/developers.md): the quick steps as local activities, one redone after a kill
     if (process.env.RECORD_HISTORIES) {
       const history = await p.temporal.workflow.getHandle(tenantWorkflowId(name)).fetchHistory();
-      const fixture = path.join(root, 'test/fixtures/histories/tenant-lifecycle-worker-killed-mid-step.json');
+      const fixture = path.join(root, 'test/fixtures/histories/tenant-lifecycle-local-step-worker-killed.json');
       writeFileSync(fixture, JSON.stringify(history, null, 2) + '\n');
     }
     expect(status.steps.filter((s) => s.step === 'clone-database' && s.outcome === 'ok')).toHaveLength(1);
@@ -158,5 +186,36 @@ it(
     // and it stays one: nothing else arrives while the consumer keeps running
     const firstMail = mailsTo(p, `owner@${name}.test`)[0];
     expect(firstMail?.subject).toContain(name);
+  },
+);
+
+it(
+  'a must-finish step (deprovisioning) on a killed worker is retried after its heartbeat timeout, not its 2 minutes',
+  { timeout: 180_000 },
+  async () => {
+    await p.stopWorker();
+    const name = uniqueTenant('crashdown');
+    child = startWorkerProcess(p.cfg);
+    expect(await applyTenant(p, name)).toBe('created');
+    await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined, 120_000);
+
+    let killedAt = 0;
+    // the worker's remove-route step waits for the route table when it is killed
+    await withRoutesLocked(async () => {
+      await deleteTenant(p, name);
+      await waitForStatus(p, name, (s) => s.phase === 'Cancelled', 60_000);
+      await runTenantAction({ pool: p.pool, temporal: p.temporal, config: p.cfg }, name, 'delete');
+      await routeStepWaiting();
+      killedAt = await killWorkerProcess();
+    });
+
+    const retried = await retryOf(name, 'removeRoute', 30_000);
+    expect(retried.timeoutType).toBe('TIMEOUT_TYPE_HEARTBEAT');
+    expect(retried.atMs - killedAt).toBeLessThan(20_000);
+
+    await p.startWorker();
+    await waitForStatus(p, name, (s) => s.phase === 'Deprovisioned', 120_000);
+    const routes = await p.pool.query(`SELECT 1 FROM tenant_routes WHERE tenant = $1`, [name]);
+    expect(routes.rows).toHaveLength(0);
   },
 );

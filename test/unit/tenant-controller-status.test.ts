@@ -34,7 +34,7 @@ const input = (over: Partial<StatusInput> = {}): StatusInput => ({
   generation: 3,
   deleting: false,
   previous: undefined,
-  mirror: { name: 'acme', generation: 1, status: workflowStatus() },
+  mirror: { name: 'acme', generation: 1, version: '1', status: workflowStatus() },
   applied: { uid: 'u', generation: 3, platformGeneration: 1 },
   workflowId: 'tenant:acme',
   temporalUiUrl: 'http://ui/tenant%3Aacme',
@@ -75,6 +75,7 @@ describe('the status the controller writes', () => {
     const mirror = {
       name: 'acme',
       generation: 1,
+      version: '1',
       status: workflowStatus({ phase: 'Cancelled', deprovisionAt: '2026-12-26T10:00:00.000Z' }),
     };
     const s = desiredStatus(input({ deleting: true, mirror }));

@@ -10,9 +10,12 @@ export function failureMessage(err: unknown): string {
   return cause instanceof Error ? cause.message : String(cause);
 }
 
-/** The type of the `ApplicationFailure` an activity raised (a business reason), if it raised one. */
+/**
+ * The type of the `ApplicationFailure` an activity raised (a business reason), if it raised one: the
+ * cause of an activity's failure, or the failure itself when the activity ran locally (a local
+ * activity's failure reaches the workflow as the activity raised it).
+ */
 export function failureType(err: unknown): string | undefined {
-  return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure
-    ? (err.cause.type ?? undefined)
-    : undefined;
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
 }

@@ -6,16 +6,34 @@
  *   ReconcileError with the cause) and the next reconcile tries again.
  * - `mustFinish`: retried without limit, with a capped interval: steps that have to happen however
  *   long a peer is away (the `client.provisioned` event, every deprovisioning step). Only a
- *   non-retryable `ApplicationFailure` (a business reason) ever reaches the workflow.
+ *   non-retryable `ApplicationFailure` (a business reason) ever reaches the workflow. The worker
+ *   heartbeats for them as for the quick steps.
  * - `install`: the from-scratch install of a tenant database (long; heartbeats, so a worker killed
  *   mid-install has it retried on another).
  * - `nonFatal`: the chat room; a failure is recorded on the room, provisioning goes on.
+ * - `quickStep` / `quickNonFatal`: the reconcile steps that are one or two calls to a peer (the
+ *   subdomain's reservation, the route, the filestore folder, the backup schedule, the chat room),
+ *   with the policies of `reconcileStep` / `nonFatal`, as local activities: they run inside the
+ *   workflow task that reaches them, so a reconcile takes a few workflow tasks instead of one per step.
+ *   A worker that dies during one loses its workflow task, which times out and is replayed on another
+ *   worker (the step runs again: every step is idempotent).
  * - `recordTenantStatus`: the status mirror, a local activity retried until PostgreSQL answers.
  */
-import { patched, proxyActivities, proxyLocalActivities, type ActivityOptions } from '@temporalio/workflow';
+import {
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  type ActivityInterfaceFor,
+  type ActivityOptions,
+  type LocalActivityInterfaceFor,
+  type LocalActivityOptions,
+} from '@temporalio/workflow';
 import type { Activities } from '../../activities/index.js';
 import type { LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
 import { retryIntervals } from '../shared/retry-intervals.js';
+
+/** A quick step's proxy: local activities, or (in runs from before) activities of their own. */
+type QuickSteps = ActivityInterfaceFor<Activities> | LocalActivityInterfaceFor<Activities>;
 
 export function lifecycleActivities(settings: LifecycleSettings) {
   const intervals = (initial: string, maximum: string) => retryIntervals(settings.retryIntervals, initial, maximum);
@@ -33,6 +51,9 @@ export function lifecycleActivities(settings: LifecycleSettings) {
   };
   const mustFinish: ActivityOptions = {
     startToCloseTimeout: '2 minutes',
+    // so one on a worker that died is retried after 10 s, not after 2 minutes (patched: earlier runs
+    // scheduled them without it)
+    ...(patched('must-finish-heartbeats') ? { heartbeatTimeout: '10 seconds' } : {}),
     // no maximumAttempts: retried until it succeeds or fails for a business reason
     retry: { ...intervals('1 second', '1 minute'), backoffCoefficient: 2 },
   };
@@ -50,8 +71,23 @@ export function lifecycleActivities(settings: LifecycleSettings) {
     retry: { ...intervals('500 milliseconds', '10 seconds'), backoffCoefficient: 2, maximumAttempts: 3 },
   };
 
+  const quickRetry = (step: ActivityOptions): LocalActivityOptions => ({
+    startToCloseTimeout: step.startToCloseTimeout,
+    retry: step.retry,
+  });
+  // patched: earlier runs scheduled the quick steps as activities of their own
+  const quickLocally = patched('quick-steps-local');
+  const quickStep: QuickSteps = quickLocally
+    ? proxyLocalActivities<Activities>(quickRetry(reconcileStep))
+    : proxyActivities<Activities>(reconcileStep);
+  const quickNonFatal: QuickSteps = quickLocally
+    ? proxyLocalActivities<Activities>(quickRetry(nonFatal))
+    : proxyActivities<Activities>(nonFatal);
+
   return {
     reconcileStep: proxyActivities<Activities>(reconcileStep),
+    quickStep,
+    quickNonFatal,
     mustFinish: proxyActivities<Activities>(mustFinish),
     install: proxyActivities<Activities>(install),
     nonFatal: proxyActivities<Activities>(nonFatal),

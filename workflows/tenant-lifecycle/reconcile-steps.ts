@@ -43,7 +43,7 @@ const createRoute = reconcileStep({
   resource: 'route',
   ensures: 'the route host → database, in namespace plana-odoo-<erpVersion>',
   call: ({ activities, host, name, namespace, database }) =>
-    activities.reconcileStep.createRoute.executeWithOptions({ summary: `Route ${host} in ${namespace}` }, [
+    activities.quickStep.createRoute.executeWithOptions({ summary: `Route ${host} in ${namespace}` }, [
       { host, tenant: name, namespace, database },
     ]),
   record: ({ tenant, host, namespace, database }, route) => {
@@ -93,7 +93,7 @@ const createFilestore = reconcileStep({
   resource: 'filestore',
   ensures: "the tenant's filestore folder",
   call: ({ activities, name }) =>
-    activities.reconcileStep.createFilestore.executeWithOptions({ summary: `Create the filestore folder of ${name}` }, [
+    activities.quickStep.createFilestore.executeWithOptions({ summary: `Create the filestore folder of ${name}` }, [
       { tenant: name },
     ]),
   record: ({ tenant }, filestore) => {
@@ -107,10 +107,9 @@ const createBackupSchedule = reconcileStep({
   resource: 'backupSchedule',
   ensures: "the tenant's backup schedule, at its tier's frequency",
   call: ({ activities, name, spec, database }) =>
-    activities.reconcileStep.createBackupSchedule.executeWithOptions(
-      { summary: `Schedule ${backupScheduleId(name)}` },
-      [{ tenant: name, tier: spec.tier, database }],
-    ),
+    activities.quickStep.createBackupSchedule.executeWithOptions({ summary: `Schedule ${backupScheduleId(name)}` }, [
+      { tenant: name, tier: spec.tier, database },
+    ]),
   record: ({ tenant }, schedule) => {
     tenant.setResource('backupSchedule', {
       externalName: schedule.scheduleId,
@@ -160,7 +159,7 @@ const ensureChatRoom = reconcileStep({
     tenant.state.chatRetry = false;
     const roomName = chatRoomName(spec.subdomain, spec.projectId);
     tenant.state.resources.chatRoom.externalName = roomName;
-    return activities.nonFatal.ensureChatRoom.executeWithOptions(
+    return activities.quickNonFatal.ensureChatRoom.executeWithOptions(
       { summary: `Create chat room ${roomName} (non-fatal)` },
       [{ spec }],
     );

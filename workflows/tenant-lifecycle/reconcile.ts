@@ -108,7 +108,7 @@ async function reserveSubdomain(
   const state = tenant.state;
   tenant.setCurrentStep('reserve-subdomain');
   try {
-    const reserved = await activities.reconcileStep.reserveSubdomain.executeWithOptions(
+    const reserved = await activities.quickStep.reserveSubdomain.executeWithOptions(
       { summary: `Reserve subdomain ${spec.subdomain}` },
       [{ name, uid, spec }],
     );

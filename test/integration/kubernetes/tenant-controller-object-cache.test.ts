@@ -1,6 +1,7 @@
 /**
  * The controller's composed objects come from informers (services/tenant-controller/object-cache.ts):
- * a pass over a Ready tenant reads none of its four objects from the API server, and one deleted
+ * a pass over a Ready tenant reads none of its four objects from the API server (nor its status
+ * mirror from PostgreSQL, unless the workflow wrote it since), and one deleted
  * there is reported by the watch, so the next pass makes it again. Passes are run by hand on a
  * TenantClient that no running controller selects, through API clients that count their reads.
  */
@@ -9,7 +10,13 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Reconciler } from '../../../services/tenant-controller/reconciler.js';
 import { ComposedObjectCache } from '../../../services/tenant-controller/object-cache.js';
-import { startTenantPlatform, uniqueTenant, type TenantPlatform } from '../../support/tenant-platform.js';
+import {
+  isReady,
+  startTenantPlatform,
+  uniqueTenant,
+  waitForStatus,
+  type TenantPlatform,
+} from '../../support/tenant-platform.js';
 import {
   controllerScope,
   getTenantClient,
@@ -24,8 +31,8 @@ const composed = ['chatRoom', 'route', 'backupSchedule', 'apiUserSecret'] as con
 let p: TenantPlatform;
 let cache: ComposedObjectCache;
 let reconciler: Reconciler;
-/** GETs of composed objects the passes made, and the watch's reports of a change. */
-const counts = { reads: 0, changes: 0 };
+/** GETs of composed objects the passes made, the watch's reports of a change, the status rows read from PostgreSQL. */
+const counts = { reads: 0, changes: 0, statusRows: 0 };
 
 beforeAll(async () => {
   p = await startTenantPlatform({ ...scope.env });
@@ -45,8 +52,15 @@ beforeAll(async () => {
   }) as typeof batch.readNamespacedJob;
   const log = pino({ level: 'silent' }) as never;
   cache = new ComposedObjectCache(kc, objects, log, () => counts.changes++);
+  // the passes' pool, counting the mirrored status rows it returns
+  const pool = Object.create(p.pool) as typeof p.pool;
+  pool.query = (async (...args: Parameters<typeof p.pool.query>) => {
+    const res = await (p.pool.query as (...a: unknown[]) => Promise<{ rows: unknown[] }>)(...args);
+    if (String(args[0]).includes('SELECT name, generation, observed_generation')) counts.statusRows += res.rows.length;
+    return res;
+  }) as typeof p.pool.query;
   reconciler = new Reconciler(
-    { pool: p.pool, temporal: p.temporal, config: p.cfg },
+    { pool, temporal: p.temporal, config: p.cfg },
     kc.makeApiClient(CustomObjectsApi),
     kc.makeApiClient(CoreV1Api),
     batch,
@@ -80,11 +94,15 @@ it('reads a Ready tenant’s composed objects from its informers, and makes one 
   };
   await expect.poll(async () => (await pass(), inPlace()), { timeout: 90_000, interval: 300 }).toBe(true);
 
-  // steady state: passes read the objects from memory
+  // steady state (the workflow has written its last status): passes read the objects from memory
+  await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined);
   await pass(); // (one more, so the watch has reported the objects the last passes made)
   counts.reads = 0;
+  counts.statusRows = 0;
   for (let i = 0; i < 5; i++) await pass();
   expect(counts.reads).toBe(0);
+  // and the workflow's mirror, unchanged, is not read (nor parsed) again
+  expect(counts.statusRows).toBe(0);
 
   // deleted on the API server: the watch says so, and the next pass makes it again
   const before = ingressUid(name);
