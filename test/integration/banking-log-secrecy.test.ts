@@ -3,7 +3,7 @@
  * whole consent flow, reads and a bank refusal, its log never holds the bank's Consent-ID (the
  * credential that reads the accounts) or the caller's service key.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { inject } from 'vitest';
@@ -13,10 +13,12 @@ import { parseConfig } from '../../lib/config.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { freePort } from '../../scripts/local-servers.js';
 import { startBankStandIn, type BankStandIn } from '../../sandbox/bank/server.js';
+import { startServiceProcess } from '../support/service-process.js';
 import { addWorkspace } from '../support/workspace-api.js';
 
 let child: ChildProcess;
-let output = '';
+/** The service's output so far. */
+let output = () => '';
 let pool: Pool;
 let bank: BankStandIn;
 let url: string;
@@ -27,30 +29,25 @@ beforeAll(async () => {
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
   const root = fileURLToPath(new URL('../../', import.meta.url));
-  child = spawn(process.execPath, ['--import', 'tsx', `${root}services/banking/server.ts`], {
-    cwd: root,
-    env: {
-      PATH: process.env.PATH,
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'debug',
-      DATABASE_URL: inject('databaseUrl'),
-      BANKING_PORT: String(port),
-      BANKING_BANKS: `sandbox=${bank.url}`,
+  const service = await startServiceProcess(
+    'banking service',
+    process.execPath,
+    ['--import', 'tsx', `${root}services/banking/server.ts`],
+    {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH,
+        NODE_ENV: 'test',
+        LOG_LEVEL: 'debug',
+        DATABASE_URL: inject('databaseUrl'),
+        BANKING_PORT: String(port),
+        BANKING_BANKS: `sandbox=${bank.url}`,
+      },
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  const deadline = Date.now() + 30_000;
-  while (
-    !(await fetch(`${url}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    ))
-  ) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`banking service did not start:\n${output}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+    `${url}/healthz`,
+  );
+  child = service.child;
+  output = service.output;
 });
 
 afterAll(async () => {
@@ -99,7 +96,7 @@ it("never logs the bank's Consent-ID or the service key", async () => {
   );
   const bankConsentId = open(rows[0]!.bank_consent_sealed, cfg.SECRETS_KEY);
   await new Promise((r) => setTimeout(r, 200)); // let the last lines arrive
-  expect(output).toContain(consent.consentId); // the workspace's consent id is logged; the bank's is not
-  expect(output).not.toContain(bankConsentId);
-  expect(output).not.toContain(serviceKey);
+  expect(output()).toContain(consent.consentId); // the workspace's consent id is logged; the bank's is not
+  expect(output()).not.toContain(bankConsentId);
+  expect(output()).not.toContain(serviceKey);
 });

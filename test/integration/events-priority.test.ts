@@ -2,14 +2,14 @@
  * The events service run as its own process yields the CPU to the delivery path: it lowers its
  * priority to nice EVENTS_NICE (5 by default), never raising it, and still takes events.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterEach, expect, it } from 'vitest';
 import { freePort } from '../../scripts/local-servers.js';
 import { testConfig } from '../support/env.js';
+import { startServiceProcess } from '../support/service-process.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const children: ChildProcess[] = [];
@@ -22,34 +22,26 @@ async function eventsProcess(env: Record<string, string> = {}) {
   const c = await testConfig();
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  let output = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', `${root}services/events/server.ts`], {
-    cwd: root,
-    env: {
-      PATH: process.env.PATH,
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'warn',
-      DATABASE_URL: c.DATABASE_URL,
-      REDIS_URL: c.REDIS_URL,
-      EVENTS_PORT: String(port),
-      EVENTS_URL: url,
-      ...env,
+  const { child } = await startServiceProcess(
+    'events service',
+    process.execPath,
+    ['--import', 'tsx', `${root}services/events/server.ts`],
+    {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH,
+        NODE_ENV: 'test',
+        LOG_LEVEL: 'warn',
+        DATABASE_URL: c.DATABASE_URL,
+        REDIS_URL: c.REDIS_URL,
+        EVENTS_PORT: String(port),
+        EVENTS_URL: url,
+        ...env,
+      },
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+    `${url}/healthz`,
+  );
   children.push(child);
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  const deadline = Date.now() + 30_000;
-  while (
-    !(await fetch(`${url}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    ))
-  ) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`events service did not start:\n${output}`);
-    await sleep(100);
-  }
   return child;
 }
 

@@ -6,13 +6,14 @@
  * SIGINT comes while the service closes (tsx relays a Ctrl-C to its child) and a call is in flight
  * (its keep-alive connection must not hold the close until the deadline).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { freePort } from '../../scripts/local-servers.js';
 import { listKeys } from '../../domain/service-keys/key-registry.js';
 import { startTestApi, type TestApi } from '../support/api.js';
+import { startServiceProcess, type ServiceProcess } from '../support/service-process.js';
 import { configEnv } from '../support/tenant-platform.js';
 import { adminOfNewWorkspace, call, createKey } from '../support/workspace-api.js';
 
@@ -67,10 +68,7 @@ afterAll(async () => {
   await api?.close();
 });
 
-async function startBankingProcess(
-  extraEnv: Record<string, string> = {},
-): Promise<{ child: ChildProcess; output: () => string }> {
-  let output = '';
+async function startBankingProcess(extraEnv: Record<string, string> = {}): Promise<ServiceProcess> {
   const env = {
     ...configEnv(api.cfg),
     PATH: process.env.PATH!,
@@ -84,28 +82,15 @@ async function startBankingProcess(
   await releaseBankingPort();
   // through the tsx CLI, as `npm run start:*` runs a service, in a process group of its own (a
   // terminal's Ctrl-C signals the whole group: tsx and the service)
-  const child = spawn(`${root}node_modules/.bin/tsx`, [`${root}services/banking/server.ts`], {
-    cwd: root,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  children.push(child);
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`banking service did not start:\n${output}`);
-    if (
-      await fetch(`http://127.0.0.1:${bankingPort}/healthz`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      break;
-    await sleep(100);
-  }
-  return { child, output: () => output };
+  const service = await startServiceProcess(
+    'banking service',
+    `${root}node_modules/.bin/tsx`,
+    [`${root}services/banking/server.ts`],
+    { cwd: root, env, detached: true },
+    `http://127.0.0.1:${bankingPort}/healthz`,
+  );
+  children.push(service.child);
+  return service;
 }
 
 const currentKey = async () => (await listKeys(api.pool, PAIR)).find((k) => k.state === 'current')!;

@@ -5,7 +5,7 @@
  * running service through NOTIFY (the periodic reload is set to a minute here, so only NOTIFY can
  * do it in time), records last use after a flush, and never shows a key in a body, a list or a log.
  */
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +19,7 @@ import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { startNotifications } from '../../services/notifications/server.js';
 import { startEvents } from '../../services/events/server.js';
 import { startTestApi, type TestApi } from '../support/api.js';
+import { startServiceProcess } from '../support/service-process.js';
 import { testConfig } from '../support/env.js';
 import { testKeys } from '../support/service-keys.js';
 
@@ -310,40 +311,33 @@ describe('operators', () => {
 
 describe('the events service as a process, logging at trace level', () => {
   let child: ChildProcess;
-  let output = '';
+  let output = () => '';
   let url: string;
 
   beforeAll(async () => {
     const c = await testConfig();
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
-    child = spawn(process.execPath, ['--import', 'tsx', `${root}services/events/server.ts`], {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH,
-        NODE_ENV: 'test',
-        LOG_LEVEL: 'trace',
-        DATABASE_URL: c.DATABASE_URL,
-        REDIS_URL: c.REDIS_URL,
-        EVENTS_PORT: String(port),
-        EVENTS_URL: url,
+    const service = await startServiceProcess(
+      'events service',
+      process.execPath,
+      ['--import', 'tsx', `${root}services/events/server.ts`],
+      {
+        cwd: root,
+        env: {
+          PATH: process.env.PATH,
+          NODE_ENV: 'test',
+          LOG_LEVEL: 'trace',
+          DATABASE_URL: c.DATABASE_URL,
+          REDIS_URL: c.REDIS_URL,
+          EVENTS_PORT: String(port),
+          EVENTS_URL: url,
+        },
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout!.on('data', (d) => (output += d));
-    child.stderr!.on('data', (d) => (output += d));
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`events service did not start:\n${output}`);
-      if (
-        await fetch(`${url}/healthz`).then(
-          (r) => r.ok,
-          () => false,
-        )
-      )
-        break;
-      await sleep(100);
-    }
+      `${url}/healthz`,
+    );
+    child = service.child;
+    output = service.output;
   });
 
   afterAll(() => {
@@ -360,8 +354,8 @@ describe('the events service as a process, logging at trace level', () => {
     expect((await fetch(`${url}/api/v1/events/info`, { headers: { 'x-api-key': revoked.key } })).status).toBe(401);
     expect((await fetch(`${url}/api/v1/events/info`, { headers: { 'x-api-key': unknown } })).status).toBe(401);
     await sleep(200);
-    expect(output).toContain(valid.keyId);
-    expect(output).toContain(valid.caller);
-    for (const s of [...secrets, unknown]) expect(output).not.toContain(s);
+    expect(output()).toContain(valid.keyId);
+    expect(output()).toContain(valid.caller);
+    for (const s of [...secrets, unknown]) expect(output()).not.toContain(s);
   });
 });

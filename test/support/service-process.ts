@@ -1,0 +1,44 @@
+/**
+ * A platform service started as its own process, as production runs it: its output kept for the
+ * test's assertions and messages, ready once its /healthz answers.
+ */
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  /** Everything it wrote to stdout and stderr so far. */
+  output: () => string;
+}
+
+const answers = (url: string) =>
+  fetch(url).then(
+    (r) => r.ok,
+    () => false,
+  );
+
+/**
+ * Spawns `command args` with `options` and waits up to 30 s for `healthUrl` to answer 2xx; a process
+ * that exits first or never answers is killed and the error carries its output.
+ */
+export async function startServiceProcess(
+  name: string,
+  command: string,
+  args: string[],
+  options: SpawnOptions,
+  healthUrl: string,
+): Promise<ServiceProcess> {
+  let output = '';
+  const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const deadline = Date.now() + 30_000;
+  while (!(await answers(healthUrl))) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      throw new Error(`${name} did not start:\n${output}`);
+    }
+    await sleep(100);
+  }
+  return { child, output: () => output };
+}
