@@ -5,42 +5,17 @@
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { afterEach, expect, it } from 'vitest';
-import { freePort } from '../../scripts/local-servers.js';
-import { testConfig } from '../support/env.js';
-import { startServiceProcess } from '../support/service-process.js';
+import { startEventsProcess } from '../support/service-process.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 const children: ChildProcess[] = [];
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGTERM');
 });
 
-/** Starts `services/events/server.ts` as a process with `env` added; resolves once it answers /healthz. */
+/** The events service as a process with `env` added, stopped after the test. */
 async function eventsProcess(env: Record<string, string> = {}) {
-  const c = await testConfig();
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const { child } = await startServiceProcess(
-    'events service',
-    process.execPath,
-    ['--import', 'tsx', `${root}services/events/server.ts`],
-    {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH,
-        NODE_ENV: 'test',
-        LOG_LEVEL: 'warn',
-        DATABASE_URL: c.DATABASE_URL,
-        REDIS_URL: c.REDIS_URL,
-        EVENTS_PORT: String(port),
-        EVENTS_URL: url,
-        ...env,
-      },
-    },
-    `${url}/healthz`,
-  );
+  const { child } = await startEventsProcess(env);
   children.push(child);
   return child;
 }

@@ -19,8 +19,7 @@ import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { startNotifications } from '../../services/notifications/server.js';
 import { startEvents } from '../../services/events/server.js';
 import { startTestApi, type TestApi } from '../support/api.js';
-import { startServiceProcess } from '../support/service-process.js';
-import { testConfig } from '../support/env.js';
+import { startEventsProcess } from '../support/service-process.js';
 import { testKeys } from '../support/service-keys.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -315,27 +314,8 @@ describe('the events service as a process, logging at trace level', () => {
   let url: string;
 
   beforeAll(async () => {
-    const c = await testConfig();
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    const service = await startServiceProcess(
-      'events service',
-      process.execPath,
-      ['--import', 'tsx', `${root}services/events/server.ts`],
-      {
-        cwd: root,
-        env: {
-          PATH: process.env.PATH,
-          NODE_ENV: 'test',
-          LOG_LEVEL: 'trace',
-          DATABASE_URL: c.DATABASE_URL,
-          REDIS_URL: c.REDIS_URL,
-          EVENTS_PORT: String(port),
-          EVENTS_URL: url,
-        },
-      },
-      `${url}/healthz`,
-    );
+    const service = await startEventsProcess({ LOG_LEVEL: 'trace' });
+    url = service.url;
     child = service.child;
     output = service.output;
   });

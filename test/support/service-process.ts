@@ -4,6 +4,9 @@
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../../scripts/local-servers.js';
+import { testConfig } from './env.js';
 
 export interface ServiceProcess {
   child: ChildProcess;
@@ -41,4 +44,36 @@ export async function startServiceProcess(
     await sleep(100);
   }
   return { child, output: () => output };
+}
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+/**
+ * The events service (`services/events/server.ts`) as its own process on a free port, on the test
+ * run's PostgreSQL and Redis, with `env` added (LOG_LEVEL warn unless given).
+ */
+export async function startEventsProcess(env: Record<string, string> = {}): Promise<ServiceProcess & { url: string }> {
+  const c = await testConfig();
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const service = await startServiceProcess(
+    'events service',
+    process.execPath,
+    ['--import', 'tsx', `${root}services/events/server.ts`],
+    {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH,
+        NODE_ENV: 'test',
+        LOG_LEVEL: 'warn',
+        DATABASE_URL: c.DATABASE_URL,
+        REDIS_URL: c.REDIS_URL,
+        EVENTS_PORT: String(port),
+        EVENTS_URL: url,
+        ...env,
+      },
+    },
+    `${url}/healthz`,
+  );
+  return { ...service, url };
 }
