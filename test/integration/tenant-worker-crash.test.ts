@@ -27,6 +27,7 @@ import {
   waitForStatus,
   type TenantPlatform,
 } from '../support/tenant-platform.js';
+import { lockWaiters } from '../support/db-locks.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const TimeoutType = proto.api.enums.v1.TimeoutType;
@@ -80,17 +81,7 @@ async function withRoutesLocked(during: () => Promise<void>): Promise<void> {
 
 /** Until a statement waits for the route table's lock. */
 const routeStepWaiting = () =>
-  expect
-    .poll(
-      async () =>
-        (
-          await p.pool.query(
-            `SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'tenant_routes'::regclass AND NOT granted`,
-          )
-        ).rows[0].n,
-      { timeout: 30_000 },
-    )
-    .toBeGreaterThan(0);
+  expect.poll(() => lockWaiters(p.pool, 'tenant_routes'), { timeout: 30_000 }).toBeGreaterThan(0);
 
 /** Kills the worker process (SIGKILL); when. */
 async function killWorkerProcess(): Promise<number> {

@@ -26,6 +26,7 @@ import {
   tenantClientJson,
   waitForTenantClient,
 } from '../../support/kubernetes.js';
+import { lockWaiters } from '../../support/db-locks.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 const scope = controllerScope();
@@ -77,17 +78,7 @@ it('killed inside a reconcile and inside a delete: one workflow, the delete comp
     await lock.query('BEGIN');
     await lock.query('LOCK TABLE tenant_clients IN EXCLUSIVE MODE');
     expect(kube(['apply', '-f', '-'], tenantClientJson(name, scope.label)).ok).toBe(true);
-    await expect
-      .poll(
-        async () =>
-          (
-            await p.pool.query(
-              `SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'tenant_clients'::regclass AND NOT granted`,
-            )
-          ).rows[0].n,
-        { timeout: 60_000 },
-      )
-      .toBeGreaterThan(0);
+    await expect.poll(() => lockWaiters(p.pool, 'tenant_clients'), { timeout: 60_000 }).toBeGreaterThan(0);
     await killController();
   } finally {
     await lock.query('ROLLBACK');
