@@ -11,7 +11,8 @@ import { problemDetails, serverOptions } from '../../lib/http.js';
 
 const SECRETS = ['Bearer s3cret-bearer-token', 'sid=s3cret-session', 'hunter2-password', 's3cret-query-token'];
 
-async function linesOf(log: (req: { log: { info(obj: object, msg: string): void } }) => void): Promise<string[]> {
+/** A stream that keeps every log line written to it. */
+function lineSink(): { lines: string[]; stream: Writable } {
   const lines: string[] = [];
   const stream = new Writable({
     write(chunk, _enc, done) {
@@ -19,6 +20,11 @@ async function linesOf(log: (req: { log: { info(obj: object, msg: string): void 
       done();
     },
   });
+  return { lines, stream };
+}
+
+async function linesOf(log: (req: { log: { info(obj: object, msg: string): void } }) => void): Promise<string[]> {
+  const { lines, stream } = lineSink();
   const app = Fastify(serverOptions('info', { stream }));
   await app.register(problemDetails);
   app.get('/t', async (req) => {
@@ -66,13 +72,7 @@ describe("a server's log lines", () => {
   });
 
   it('redact the URL of every request, the same URL repeated or not (each distinct clean URL is scanned once)', async () => {
-    const lines: string[] = [];
-    const stream = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
+    const { lines, stream } = lineSink();
     const app = Fastify(serverOptions('info', { stream }));
     await app.register(problemDetails);
     app.get('/t/:id', async () => ({ ok: true }));
