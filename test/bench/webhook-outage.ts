@@ -7,10 +7,9 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import type { Config } from '../../lib/config.js';
-import type { Pool } from '../../lib/db.js';
 import { duration } from '../../lib/setting-kinds.js';
 import type { EndpointRepository } from '../../domain/webhooks/endpoints.js';
+import type { WebhookBench } from './webhook-bench-processes.js';
 
 export const OUTAGE_MS = duration.parse(process.env.BENCH_OUTAGE ?? '10m');
 const OUTAGE_MESSAGES = Number(process.env.BENCH_OUTAGE_MESSAGES ?? 5000);
@@ -20,16 +19,12 @@ export const describeMs = (ms: number) =>
   ms < 1000 ? `${ms.toFixed(0)} ms` : ms < 120_000 ? `${(ms / 1000).toFixed(1)} s` : `${(ms / 60_000).toFixed(1)} min`;
 
 /** What the scenario takes from the bench: its servers, its event sender and its CPU reading. */
-export interface OutageBench {
-  pool: Pool;
+export type OutageBench = Pick<WebhookBench, 'pool' | 'cfg' | 'cpuNow' | 'postEvent'> & {
   repo: EndpointRepository;
-  cfg: Config;
-  cpuNow: () => Record<string, number>;
-  postEvent: (agent: http.Agent, slug: string, id: string, n: number) => Promise<void>;
   /** Events posted at once. */
   inFlight: number;
   step: (s: string) => void;
-}
+};
 
 /**
  * "Receiver down, messages waiting, then back": BENCH_OUTAGE_MESSAGES events to one endpoint whose
