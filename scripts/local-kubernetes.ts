@@ -261,5 +261,6 @@ export function kubectl(kubeconfigPath: string, args: string[], input?: string):
     input,
     env: { ...process.env, KUBECONFIG: kubeconfigPath },
     stdio: ['pipe', 'pipe', 'pipe'],
+    maxBuffer: 64 * 1024 * 1024, // `get --raw /metrics` is over a megabyte
   });
 }

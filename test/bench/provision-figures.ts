@@ -138,3 +138,48 @@ export async function explainNotReady(temporal: Client, pool: Pool, names: strin
   }
   return lines;
 }
+
+/** The API server's requests between two scrapes of its /metrics (`apiserver_request_total`), by verb and resource. */
+export function apiServerRequests(before: string, after: string, perTenant: number): string {
+  const counts = (text: string) => {
+    const byKind = new Map<string, number>();
+    for (const line of text.split('\n')) {
+      if (!line.startsWith('apiserver_request_total{')) continue;
+      const label = (name: string) => new RegExp(`[{,]${name}="([^"]*)"`).exec(line)?.[1] ?? '';
+      const sub = label('subresource');
+      const kind = `${label('verb')} ${label('resource')}${sub ? `/${sub}` : ''}`;
+      byKind.set(kind, (byKind.get(kind) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+    }
+    return byKind;
+  };
+  const [b, a] = [counts(before), counts(after)];
+  const rows = [...a]
+    .map(([kind, n]) => [kind, (n - (b.get(kind) ?? 0)) / perTenant] as const)
+    .filter(([, n]) => n >= 0.05)
+    .sort(([, x], [, y]) => y - x);
+  const total = rows.reduce((s, [, n]) => s + n, 0);
+  return [
+    `    ${total.toFixed(1)} in all per tenant`,
+    ...rows.map(([kind, n]) => `    ${kind.padEnd(44)}${n.toFixed(1).padStart(6)}`),
+  ].join('\n');
+}
+
+/** Per step, the mean time from the previous step's end (the creation for the first) to its own end. */
+export async function stepBreakdown(pool: Pool, names: string[]): Promise<string> {
+  const { rows } = await pool.query<{ steps: { step: string; at: string }[]; created_at: Date }>(
+    `SELECT steps, created_at FROM tenant_clients WHERE name = ANY($1)`,
+    [names],
+  );
+  const perStep = new Map<string, number[]>();
+  for (const r of rows) {
+    let previous = r.created_at.getTime();
+    for (const st of r.steps) {
+      const at = Date.parse(st.at);
+      perStep.set(st.step, [...(perStep.get(st.step) ?? []), at - previous]);
+      previous = at;
+    }
+  }
+  return [...perStep]
+    .map(([name, ds]) => `    ${name.padEnd(34)}${(ds.reduce((a, b) => a + b, 0) / ds.length / 1000).toFixed(2)} s`)
+    .join('\n');
+}

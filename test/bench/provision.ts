@@ -11,9 +11,11 @@
  *      p50/p99 time to Ready, the CPU time per tenant of every process (API server, etcd,
  *      PostgreSQL with its backends, Redis, Temporal, controller, worker, and this process with
  *      the account API, services and stand-ins), each step's wait in Temporal's task queue and its
- *      run time (the worker's metrics), the workflow tasks' queue wait, and the worker's resident
- *      memory (current and peak, from /proc). Tenants not Ready within BENCH_TIMEOUT (default
- *      5 minutes, 10 at 200) are listed with what their workflows wait for.
+ *      run time (the worker's metrics), the workflow tasks' queue wait, the API server's requests
+ *      per tenant by verb and resource (its /metrics), and the worker's resident memory (current and
+ *      peak, from /proc). Tenants not Ready within BENCH_TIMEOUT (default 5 minutes, 10 at 200) are
+ *      listed with what their workflows wait for. BENCH_CPU_PROFILE=<folder> has the worker and the
+ *      controller write V8 CPU profiles there and prints the burst's window on their clock.
  *
  * Prints the figures beside the anchors (ANCHORS.md: 200 at once, p99 50.9 s); asserts nothing.
  */
@@ -36,16 +38,18 @@ import { startErpStandIn } from '../../sandbox/erp/server.js';
 import { startSmtpSink } from '../../sandbox/smtp/sink.js';
 import { ensureErpTemplates } from '../../scripts/erp-templates.js';
 import { createTenantClient, tenantClientsApi, watchReady } from './tenant-clients.js';
-import { freePort, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
+import { freePort, kubectl, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
 import { installTenantClientCrd } from '../../scripts/tenant-client-crd.js';
 import { startProvisionedConsumer } from '../../services/events/consumers/provisioned.js';
 import { startEvents } from '../../services/events/server.js';
 import { startNotifications } from '../../services/notifications/server.js';
 import {
   activityFigures,
+  apiServerRequests,
   explainNotReady,
   memoryOf,
   scrape,
+  stepBreakdown,
   treeCpuSeconds,
   workflowTaskWait,
 } from './provision-figures.js';
@@ -56,6 +60,10 @@ const TENANTS = Number(process.env.BENCH_TENANTS ?? 20);
 const TEMPORAL_KIND = temporalKindFromEnv(process.env.BENCH_TEMPORAL);
 /** How long the burst may take before the tenants not Ready are listed (seconds). */
 const TIMEOUT_MS = Number(process.env.BENCH_TIMEOUT ?? (TENANTS > 50 ? 600 : 300)) * 1000;
+/** BENCH_CPU_PROFILE=<folder>: the worker and the controller write V8 CPU profiles there (`--cpu-prof`). */
+const profileArgs = process.env.BENCH_CPU_PROFILE
+  ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`]
+  : [];
 const started = Date.now();
 const load = () =>
   loadavg()
@@ -161,7 +169,7 @@ try {
   closers.push(() => consumer.close());
 
   step('starting the worker process');
-  worker = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'worker/index.ts')], {
+  worker = spawn(process.execPath, [...profileArgs, '--import', 'tsx', path.join(root, 'worker/index.ts')], {
     cwd: root,
     env: {
       ...process.env,
@@ -174,11 +182,15 @@ try {
   });
   const workerPid = worker.pid!;
   step('starting the TenantClient controller process');
-  controller = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'services/tenant-controller/index.ts')], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  controller = spawn(
+    process.execPath,
+    [...profileArgs, '--import', 'tsx', path.join(root, 'services/tenant-controller/index.ts')],
+    {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
   const controllerPid = controller.pid!;
 
   const custom = tenantClientsApi(kube.kubeconfigPath);
@@ -221,18 +233,26 @@ try {
   const ownCpuBefore = process.cpuUsage();
   const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
   const sdkMetricsUrl = `http://127.0.0.1:${sdkMetricsPort}/metrics`;
+  const apiServerMetrics = () => kubectl(kube.kubeconfigPath, ['get', '--raw', '/metrics']);
   const [metricsBefore, sdkBefore] = await Promise.all([scrape(metricsUrl), scrape(sdkMetricsUrl)]);
+  const apiServerBefore = apiServerMetrics();
   const loadBefore = load();
   const names = Array.from({ length: TENANTS }, (_, i) => `bench-${String(i + 1).padStart(3, '0')}`);
   const t0 = Date.now();
+  const profileWindowStart = process.hrtime.bigint() / 1000n;
   const { times, notReady } = await provision(names);
   const total = Date.now() - t0;
+  if (profileArgs.length)
+    console.log(
+      `  CPU profiles: the burst is ${profileWindowStart}–${process.hrtime.bigint() / 1000n} µs (their clock)`,
+    );
   const loadAfter = load();
   const cpu = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, treeCpuSeconds(pid) - cpuBefore[k]!]));
   const own = process.cpuUsage(ownCpuBefore);
   cpu['bench process (account API, services, stand-ins)'] = (own.user + own.system) / 1e6;
   const cpuTotal = Object.values(cpu).reduce((a, b) => a + b, 0);
   const [metricsAfter, sdkAfter] = await Promise.all([scrape(metricsUrl), scrape(sdkMetricsUrl)]);
+  const apiServerAfter = apiServerMetrics();
   const memory = memoryOf(workerPid);
   const apiServerMemory = memoryOf(kube.pid);
   const workflowTasks = workflowTaskWait(sdkBefore, sdkAfter);
@@ -254,6 +274,8 @@ ${Object.entries(cpu)
   worker RSS now / peak                 ${memory.rssMb.toFixed(0)} MB / ${memory.peakMb.toFixed(0)} MB
   API server RSS now / peak             ${apiServerMemory.rssMb.toFixed(0)} MB / ${apiServerMemory.peakMb.toFixed(0)} MB
   workflow tasks                        ${workflowTasks.tasks} (${(workflowTasks.tasks / TENANTS).toFixed(1)} per tenant), mean queue wait ${workflowTasks.meanMs.toFixed(0)} ms
+  API server requests per tenant (its /metrics), by verb and resource:
+${apiServerRequests(apiServerBefore, apiServerAfter, TENANTS)}
   activities (the steps), slowest queue wait first:
 ${activityFigures(metricsBefore, metricsAfter)}
   mean time per step since the previous one (the workflow's step records):
@@ -267,24 +289,4 @@ ${await stepBreakdown(pool, names)}
   for (const close of closers.reverse()) await close().catch(() => {});
   await stopAll();
   rmSync(dir, { recursive: true, force: true });
-}
-
-/** Per step, the mean time from the previous step's end (the creation for the first) to its own end. */
-async function stepBreakdown(pool: ReturnType<typeof createPool>, names: string[]): Promise<string> {
-  const { rows } = await pool.query<{ steps: { step: string; at: string }[]; created_at: Date }>(
-    `SELECT steps, created_at FROM tenant_clients WHERE name = ANY($1)`,
-    [names],
-  );
-  const perStep = new Map<string, number[]>();
-  for (const r of rows) {
-    let previous = r.created_at.getTime();
-    for (const st of r.steps) {
-      const at = Date.parse(st.at);
-      perStep.set(st.step, [...(perStep.get(st.step) ?? []), at - previous]);
-      previous = at;
-    }
-  }
-  return [...perStep]
-    .map(([name, ds]) => `    ${name.padEnd(34)}${(ds.reduce((a, b) => a + b, 0) / ds.length / 1000).toFixed(2)} s`)
-    .join('\n');
 }
