@@ -11,15 +11,7 @@
  * step is an idempotent activity, so a worker crash anywhere only repeats a step. Time comes from
  * the SDK's deterministic clock (`Date` inside the workflow sandbox).
  */
-import {
-  allHandlersFinished,
-  condition,
-  continueAsNew,
-  log,
-  patched,
-  upsertSearchAttributes,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, log, patched, workflowInfo } from '@temporalio/workflow';
 import { type TenantLifecycleInput } from '../../domain/tenants/workflow-contract.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { type TenantStatus } from '../../domain/tenants/types.js';
@@ -123,6 +115,7 @@ async function waitForNextRound(
 ): Promise<void> {
   const state = tenant.state;
   const wakeUp = () => tenant.needsReconcile || tenant.isCancelled || tenant.hasUnmirroredChanges;
+  tenant.showCurrentStep();
   if (outcome === 'not-ready') {
     // exponential back-off, but never past the readiness deadline, so it is reported on time
     const backoff = Math.min(
@@ -180,7 +173,7 @@ export async function tenantLifecycle(input: TenantLifecycleInput): Promise<Tena
 
   setMessageHandlers(tenant, input);
 
-  upsertSearchAttributes([
+  tenant.setSearchAttributes([
     { key: searchAttributes.tenant, value: state.name },
     { key: searchAttributes.workspace, value: state.name },
   ]);

@@ -40,6 +40,7 @@ const ensureApiUser = reconcileStep({
 
 const createRoute = reconcileStep({
   name: 'create-route',
+  quick: true,
   resource: 'route',
   ensures: 'the route host → database, in namespace plana-odoo-<erpVersion>',
   call: ({ activities, host, name, namespace, database }) =>
@@ -90,6 +91,7 @@ const ensureTierModules = reconcileStep({
 
 const createFilestore = reconcileStep({
   name: 'create-filestore',
+  quick: true,
   resource: 'filestore',
   ensures: "the tenant's filestore folder",
   call: ({ activities, name }) =>
@@ -104,6 +106,7 @@ const createFilestore = reconcileStep({
 
 const createBackupSchedule = reconcileStep({
   name: 'create-backup-schedule',
+  quick: true,
   resource: 'backupSchedule',
   ensures: "the tenant's backup schedule, at its tier's frequency",
   call: ({ activities, name, spec, database }) =>
@@ -153,6 +156,7 @@ const ensureErpSignIn = reconcileStep({
 /** Non-fatal: a failure stays on the room (Synced stays True); retry-chat-room tries again. */
 const ensureChatRoom = reconcileStep({
   name: 'ensure-chat-room',
+  quick: true,
   resource: 'chatRoom',
   ensures: "the tenant's support chat room",
   call: ({ tenant, activities, spec }) => {

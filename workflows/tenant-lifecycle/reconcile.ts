@@ -6,7 +6,7 @@
  * once. Every step is idempotent; a step that fails is recorded on its resource and in the
  * conditions, never thrown out of the workflow.
  */
-import { patched, upsertSearchAttributes } from '@temporalio/workflow';
+import { patched } from '@temporalio/workflow';
 import type { LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import {
@@ -90,7 +90,7 @@ function startReconcile(tenant: TenantState, { spec }: Target): void {
   const state = tenant.state;
   if (state.phase !== 'Cancelled' && !tenant.isReady)
     state.phase = Date.now() >= state.deadlineAt ? 'Unavailable' : 'Provisioning';
-  upsertSearchAttributes([
+  tenant.setSearchAttributes([
     { key: searchAttributes.tier, value: spec.tier },
     { key: searchAttributes.erpVersion, value: spec.erpVersion },
   ]);
@@ -106,7 +106,7 @@ async function reserveSubdomain(
   { uid, activities }: ReconcileContext,
 ): Promise<ReconcileOutcome | undefined> {
   const state = tenant.state;
-  tenant.setCurrentStep('reserve-subdomain');
+  tenant.setCurrentStep('reserve-subdomain', { quick: true });
   try {
     const reserved = await activities.quickStep.reserveSubdomain.executeWithOptions(
       { summary: `Reserve subdomain ${spec.subdomain}` },

@@ -9,6 +9,11 @@ import type { TenantState } from './state.js';
 export interface ResourceStep<Context, Result> {
   /** Shown as the current step (and its search attribute) and in the recent steps. */
   name: string;
+  /**
+   * A quick step (a local activity inside the workflow task that reaches it): neither a value of the
+   * `CurrentStep` search attribute nor mirrored on its own (the next step or wait does both).
+   */
+  quick?: boolean;
   /** The resource whose state the step sets, and on which a failure is kept. */
   resource: ResourceKind;
   /** What holds once the step has succeeded. */
@@ -26,7 +31,8 @@ export function resourceStep<Context, Result>(step: ResourceStep<Context, Result
 
 /**
  * Runs one step: shown as the current step; its result recorded; a failure handed to `onFailure`
- * (with the activity's own message), never thrown. Then the status is mirrored.
+ * (with the activity's own message), never thrown. Then the status is mirrored (after a quick step:
+ * by the next step or wait).
  */
 export async function runResourceStep<Context>(
   tenant: TenantState,
@@ -34,11 +40,14 @@ export async function runResourceStep<Context>(
   step: ResourceStep<Context, unknown>,
   onFailure: (err: unknown) => void,
 ): Promise<void> {
-  tenant.setCurrentStep(step.name);
+  const quick = step.quick === true;
+  // what the quick steps before this one changed is mirrored before the workflow waits on it
+  if (!quick && tenant.mirrorsOnlyWhenWaiting) await tenant.mirror();
+  tenant.setCurrentStep(step.name, { quick });
   try {
     step.record(context, await step.call(context));
   } catch (err) {
     onFailure(err);
   }
-  await tenant.mirror();
+  if (!quick || !tenant.mirrorsOnlyWhenWaiting) await tenant.mirror();
 }

@@ -4,7 +4,8 @@
  * a search attribute, so the Temporal UI can list tenants by step). Pure apart from the search
  * attribute and the status mirror, which runs the `recordTenantStatus` local activity.
  */
-import { upsertSearchAttributes } from '@temporalio/workflow';
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
+import { patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { LifecycleState, TenantLifecycleInput } from '../../domain/tenants/workflow-contract.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import {
@@ -34,6 +35,14 @@ export class TenantState {
   needsReconcile: boolean;
   /** The status changed since it was last mirrored to PostgreSQL. */
   private statusChanged = true;
+  /**
+   * The status is published where the workflow waits: search attributes are upserted only when
+   * their value changes, `CurrentStep` only for the steps the workflow waits on, and a quick step (a
+   * local activity inside the workflow task that reaches it) is mirrored with the next step or wait.
+   * Each upsert is a command and a visibility write, each mirror a marker and a PostgreSQL write
+   * (patched: earlier runs upserted and mirrored at every step).
+   */
+  private readonly publishesWhenWaiting = patched('status-published-when-waiting');
 
   constructor(
     readonly state: LifecycleState,
@@ -109,6 +118,11 @@ export class TenantState {
     return this.condition('Ready')?.status === 'True';
   }
 
+  /** Whether a quick step leaves its status to the next step or wait to mirror. */
+  get mirrorsOnlyWhenWaiting(): boolean {
+    return this.publishesWhenWaiting;
+  }
+
   get hasUnmirroredChanges(): boolean {
     return this.statusChanged;
   }
@@ -152,10 +166,26 @@ export class TenantState {
     });
   }
 
-  /** The step shown in the status and in the `CurrentStep` search attribute. */
-  setCurrentStep(step: string): void {
+  /** The step shown in the status and (unless quick) in the `CurrentStep` search attribute. */
+  setCurrentStep(step: string, { quick = false } = {}): void {
     this.state.currentStep = step;
-    upsertSearchAttributes([{ key: searchAttributes.currentStep, value: step }]);
+    if (quick && this.publishesWhenWaiting) return;
+    this.setSearchAttributes([{ key: searchAttributes.currentStep, value: step }]);
+  }
+
+  /** The `CurrentStep` search attribute brought up to the status's step (before the workflow waits). */
+  showCurrentStep(): void {
+    if (this.publishesWhenWaiting)
+      this.setSearchAttributes([{ key: searchAttributes.currentStep, value: this.state.currentStep }]);
+  }
+
+  /** Upserts the search attributes whose value changed (all of them on earlier runs). */
+  setSearchAttributes(pairs: SearchAttributeUpdatePair[]): void {
+    const current = workflowInfo().typedSearchAttributes;
+    const changed = this.publishesWhenWaiting
+      ? pairs.filter(({ key, value }) => JSON.stringify(current.get(key)) !== JSON.stringify(value))
+      : pairs;
+    if (changed.length) upsertSearchAttributes(changed);
   }
 
   setSynced(status: 'True' | 'False', message: string, generation: number): void {

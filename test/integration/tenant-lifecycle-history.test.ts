@@ -1,0 +1,133 @@
+/**
+ * What one reconcile costs in the tenant workflow's history, with fake peers (test/support/fake-tenant-peers.ts)
+ * on the run's real Temporal dev server: the `CurrentStep` search attribute (a command and a
+ * visibility write each) names the steps the workflow waits on, once each; the attributes the start
+ * set are not upserted again; a quick step (a local activity) is mirrored with the next step, and
+ * the last mirrored status is the one the workflow holds.
+ *
+ * With RECORD_HISTORIES=1 the history is written to test/fixtures/histories, where the replay test
+ * keeps the current code honest against it.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { statusQuery, tenantWorkflowId, type LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
+import { searchAttributes } from '../../domain/workflow-search-attributes.js';
+import type { tenantLifecycle } from '../../workflows/index.js';
+import { FakeTenantPeers } from '../support/fake-tenant-peers.js';
+import { workflowBundle } from '../support/env.js';
+
+const taskQueue = `lifecycle-history-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+const peers = new FakeTenantPeers();
+let client: Client;
+let connection: Connection;
+let worker: Worker;
+let workerRun: Promise<void>;
+let workerConnection: NativeConnection;
+
+beforeAll(async () => {
+  const address = inject('temporalAddress');
+  workerConnection = await NativeConnection.connect({ address });
+  worker = await Worker.create({
+    connection: workerConnection,
+    taskQueue,
+    workflowBundle: workflowBundle(),
+    activities: peers.activities(),
+  });
+  workerRun = worker.run();
+  connection = await Connection.connect({ address });
+  client = new Client({ connection });
+});
+
+afterAll(async () => {
+  worker?.shutdown();
+  await workerRun;
+  await workerConnection?.close();
+  await connection?.close();
+});
+
+const settings: LifecycleSettings = {
+  readyDeadlineMs: 60_000,
+  soakPeriodMs: 3_600_000,
+  probeIntervalMs: 100,
+  reconcileBackoffMaxMs: 500,
+  retryIntervals: { initialMs: 20, maximumMs: 100 },
+};
+
+/** Starts a tenant workflow the way the controller does (its search attributes set at the start). */
+async function start() {
+  const name = `history-${Date.now().toString(36)}`;
+  const spec = {
+    subdomain: name,
+    projectId: 42,
+    tier: 'pro' as const,
+    erpVersion: '18' as const,
+    ownerEmail: `owner@${name}.test`,
+    ownerName: 'Owner',
+  };
+  const handle = await client.workflow.start<typeof tenantLifecycle>('tenantLifecycle', {
+    workflowId: tenantWorkflowId(name),
+    taskQueue,
+    args: [{ name, uid: `uid-${name}`, generation: 1, spec, settings }],
+    typedSearchAttributes: [
+      { key: searchAttributes.tenant, value: name },
+      { key: searchAttributes.workspace, value: name },
+      { key: searchAttributes.tier, value: spec.tier },
+      { key: searchAttributes.erpVersion, value: spec.erpVersion },
+      { key: searchAttributes.currentStep, value: 'queued' },
+    ],
+  });
+  return { name, handle };
+}
+
+/** The search attributes each upsert of the history set, by name, in order (JSON-encoded values). */
+function upserts(history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>>) {
+  return (history.events ?? []).flatMap((event) => {
+    const fields = event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields;
+    if (!fields) return [];
+    return [
+      Object.fromEntries(
+        Object.entries(fields).map(([key, payload]) => [key, Buffer.from(payload.data ?? []).toString()]),
+      ),
+    ];
+  });
+}
+
+describe('one reconcile in the history', () => {
+  it('CurrentStep names each step the workflow waits on once; the start attributes are not set again; the mirror ends on the held status', async () => {
+    const { name, handle } = await start();
+    await expect.poll(() => handle.query(statusQuery).then((s) => s.currentStep), { timeout: 30_000 }).toBe('ready');
+
+    const history = await handle.fetchHistory();
+    const set = upserts(history);
+    const steps = set.flatMap((fields) => (fields.CurrentStep ? [JSON.parse(fields.CurrentStep) as string] : []));
+    expect(steps).toEqual([
+      'clone-database',
+      'ensure-api-user',
+      'ensure-tier-modules',
+      'ensure-erp-sign-in',
+      'probe-health',
+      'publish-provisioned-event',
+      'ready',
+    ]);
+    for (const key of ['Tenant', 'Workspace', 'Tier', 'ErpVersion'])
+      expect(set.filter((fields) => key in fields)).toEqual([]);
+
+    const status = await handle.query(statusQuery);
+    const mirrored = peers.mirrored.get(name)!;
+    expect(mirrored.at(-1)).toEqual(status);
+    // the quick steps are mirrored with the step after them, not each on its own (10 before)
+    expect(mirrored.length).toBeLessThanOrEqual(9);
+
+    const { typedSearchAttributes } = await handle.describe();
+    expect(typedSearchAttributes.get(searchAttributes.currentStep)).toBe('ready');
+
+    if (process.env.RECORD_HISTORIES) {
+      const fixtures = path.resolve(import.meta.dirname, '../fixtures/histories');
+      const file = path.join(fixtures, 'tenant-lifecycle-status-published-when-waiting.json');
+      writeFileSync(file, JSON.stringify(history, null, 2) + '\n');
+    }
+  });
+});
