@@ -2,20 +2,20 @@
  * `npm run bench:provision`: how fast a TenantClient applied to the Kubernetes API becomes a Ready
  * tenant. Starts its own PostgreSQL, Redis, Temporal dev server and Kubernetes API server (etcd +
  * kube-apiserver, with the TenantClient CRD) in a throw-away folder, the events service with its
- * consumer, the notifications service with the SMTP sink, the ERP and chat stand-ins and the
- * account API in this process, and the worker and the TenantClient controller as processes of
- * their own (so their memory and CPU time are their own). Then:
+ * consumer, the notifications service and the account API in this process, and as processes of
+ * their own (so their memory and CPU time are their own) the worker, the TenantClient controller and
+ * the peers outside the platform (the ERP and chat stand-ins and the SMTP sink). Then:
  *
  *   1. one tenant: time from its creation on the API server to Ready=True in its status there;
  *   2. BENCH_TENANTS (default 20) TenantClients created at once: total time until all are Ready,
  *      p50/p99 time to Ready, the CPU time per tenant of every process (API server, etcd,
- *      PostgreSQL with its backends, Redis, Temporal, controller, worker, and this process with
- *      the account API, services and stand-ins), each step's wait in Temporal's task queue and its
+ *      PostgreSQL with its backends, Redis, Temporal, controller, worker, the stand-ins, and this
+ *      process with the account API and services), each step's wait in Temporal's task queue and its
  *      run time (the worker's metrics), the workflow tasks' queue wait, the API server's requests
  *      per tenant by verb and resource (its /metrics), and the worker's resident memory (current and
  *      peak, from /proc). Tenants not Ready within BENCH_TIMEOUT (default 5 minutes, 10 at 200) are
- *      listed with what their workflows wait for. BENCH_CPU_PROFILE=<folder> has the worker and the
- *      controller write V8 CPU profiles there and prints the burst's window on their clock.
+ *      listed with what their workflows wait for. BENCH_CPU_PROFILE=<folder> has the worker, the
+ *      controller and the stand-ins write V8 CPU profiles there and prints the burst's window on their clock.
  *
  * Prints the figures beside the anchors (ANCHORS.md: 200 at once, p99 50.9 s); asserts nothing.
  */
@@ -29,13 +29,9 @@ import { startApi } from '../../api/server.js';
 import { startAuth } from '../../services/auth/server.js';
 import { parseConfig } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
-import { createLogger } from '../../lib/logger.js';
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { migrate } from '../../lib/migrate.js';
-import { startChatStandIn } from '../../sandbox/chat/server.js';
-import { startErpStandIn } from '../../sandbox/erp/server.js';
-import { startSmtpSink } from '../../sandbox/smtp/sink.js';
 import { ensureErpTemplates } from '../../scripts/erp-templates.js';
 import { createTenantClient, tenantClientsApi, watchReady } from './tenant-clients.js';
 import { freePort, kubectl, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
@@ -60,7 +56,7 @@ const TENANTS = Number(process.env.BENCH_TENANTS ?? 20);
 const TEMPORAL_KIND = temporalKindFromEnv(process.env.BENCH_TEMPORAL);
 /** How long the burst may take before the tenants not Ready are listed (seconds). */
 const TIMEOUT_MS = Number(process.env.BENCH_TIMEOUT ?? (TENANTS > 50 ? 600 : 300)) * 1000;
-/** BENCH_CPU_PROFILE=<folder>: the worker and the controller write V8 CPU profiles there (`--cpu-prof`). */
+/** BENCH_CPU_PROFILE=<folder>: the worker, the controller and the stand-ins write V8 CPU profiles there (`--cpu-prof`). */
 const profileArgs = process.env.BENCH_CPU_PROFILE
   ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`]
   : [];
@@ -72,8 +68,7 @@ const load = () =>
 const step = (msg: string) => console.log(`▸ ${msg} (${((Date.now() - started) / 1000).toFixed(1)} s, load ${load()})`);
 
 const dir = throwAwayDir('plana-bench-provision-');
-let worker: ChildProcess | undefined;
-let controller: ChildProcess | undefined;
+const children: ChildProcess[] = [];
 const closers: (() => Promise<unknown>)[] = [];
 
 const percentile = (sorted: number[], p: number) =>
@@ -128,6 +123,16 @@ try {
     KUBERNETES_NAMESPACE: 'default',
   };
   const cfg = parseConfig(env);
+  /** A Node process of the bench (worker, controller, stand-ins) with its environment; stopped when the bench ends. */
+  const spawnNode = (script: string, extraEnv: Record<string, string> = {}, { stdout = false } = {}) => {
+    const child = spawn(process.execPath, [...profileArgs, '--import', 'tsx', path.join(root, script)], {
+      cwd: root,
+      env: { ...process.env, ...env, ...extraEnv },
+      stdio: ['ignore', stdout ? 'pipe' : 'ignore', 'inherit'],
+    });
+    children.push(child);
+    return child;
+  };
 
   step('migrating and building the starter/18 template');
   const pool = createPool(cfg.DATABASE_URL, 4);
@@ -137,10 +142,14 @@ try {
   await ensureServiceKeys(pool, secrets);
   await ensureErpTemplates(cfg.ERP_DATABASE_URL, { tiers: ['starter'], versions: ['18'] });
 
-  step('starting the services (the OpenID provider among them), the stand-ins and the account API');
-  const quiet = createLogger({ level: 'silent' });
-  const sink = await startSmtpSink({ port: smtpPort, dir: path.join(dir, 'mail') });
-  closers.push(() => sink.close());
+  step('starting the ERP, chat and mail stand-ins (one process: the peers outside the platform)');
+  const peers = spawnNode('test/bench/peers-process.ts', { BENCH_DIR: dir }, { stdout: true });
+  await new Promise<void>((resolve, reject) => {
+    peers.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
+    peers.once('exit', (code) => reject(new Error(`the stand-ins' process exited (${code}) before it was ready`)));
+  });
+
+  step('starting the services (the OpenID provider among them) and the account API');
   const notifications = await startNotifications(cfg);
   closers.push(() => notifications.close());
   // the platform's OpenID provider: each tenant's ERP sign-in step registers its client there
@@ -148,50 +157,19 @@ try {
   closers.push(() => auth.close());
   const events = await startEvents(cfg);
   closers.push(() => events.close());
-  const erp = await startErpStandIn({
-    host: '127.0.0.1',
-    port: erpPort,
-    platformDatabaseUrl: cfg.DATABASE_URL,
-    erpDatabaseUrl: cfg.ERP_DATABASE_URL,
-    logger: quiet,
-  });
-  closers.push(() => erp.close());
-  const chat = await startChatStandIn({
-    host: '127.0.0.1',
-    port: chatPort,
-    token: cfg.CHAT_TOKEN,
-    teamId: cfg.CHAT_TEAM_ID,
-  });
-  closers.push(() => chat.close());
   const api = await startApi(cfg);
   closers.push(() => api.close());
   const consumer = await startProvisionedConsumer(cfg);
   closers.push(() => consumer.close());
 
   step('starting the worker process');
-  worker = spawn(process.execPath, [...profileArgs, '--import', 'tsx', path.join(root, 'worker/index.ts')], {
-    cwd: root,
-    env: {
-      ...process.env,
-      ...env,
-      TEMPORAL_LOG_LEVEL: 'WARN',
-      METRICS_PORT: String(metricsPort),
-      TEMPORAL_METRICS_PORT: String(sdkMetricsPort),
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
+  const worker = spawnNode('worker/index.ts', {
+    TEMPORAL_LOG_LEVEL: 'WARN',
+    METRICS_PORT: String(metricsPort),
+    TEMPORAL_METRICS_PORT: String(sdkMetricsPort),
   });
-  const workerPid = worker.pid!;
   step('starting the TenantClient controller process');
-  controller = spawn(
-    process.execPath,
-    [...profileArgs, '--import', 'tsx', path.join(root, 'services/tenant-controller/index.ts')],
-    {
-      cwd: root,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
-  const controllerPid = controller.pid!;
+  const controller = spawnNode('services/tenant-controller/index.ts');
 
   const custom = tenantClientsApi(kube.kubeconfigPath);
   const temporalConnection = await Connection.connect({ address: servers.temporalAddress });
@@ -228,7 +206,12 @@ try {
   } = await provision(['bench-one']);
 
   step(`${TENANTS} tenants applied at once`);
-  const pids: Record<string, number> = { ...servers.pids, controller: controllerPid, worker: workerPid };
+  const pids: Record<string, number> = {
+    ...servers.pids,
+    controller: controller.pid!,
+    worker: worker.pid!,
+    'stand-ins: ERP, chat, mail (outside the platform)': peers.pid!,
+  };
   const cpuBefore = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, treeCpuSeconds(pid)]));
   const ownCpuBefore = process.cpuUsage();
   const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
@@ -249,11 +232,11 @@ try {
   const loadAfter = load();
   const cpu = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, treeCpuSeconds(pid) - cpuBefore[k]!]));
   const own = process.cpuUsage(ownCpuBefore);
-  cpu['bench process (account API, services, stand-ins)'] = (own.user + own.system) / 1e6;
+  cpu['bench process (account API, services)'] = (own.user + own.system) / 1e6;
   const cpuTotal = Object.values(cpu).reduce((a, b) => a + b, 0);
   const [metricsAfter, sdkAfter] = await Promise.all([scrape(metricsUrl), scrape(sdkMetricsUrl)]);
   const apiServerAfter = apiServerMetrics();
-  const memory = memoryOf(workerPid);
+  const memory = memoryOf(worker.pid!);
   const apiServerMemory = memoryOf(kube.pid);
   const workflowTasks = workflowTaskWait(sdkBefore, sdkAfter);
   const perTenant = (s: number) => `${((s / TENANTS) * 1000).toFixed(0)} ms`;
@@ -282,10 +265,11 @@ ${activityFigures(metricsBefore, metricsAfter)}
 ${await stepBreakdown(pool, names)}
 `);
 } finally {
-  controller?.kill('SIGTERM');
-  await new Promise((r) => (controller && controller.exitCode === null ? controller.once('exit', r) : r(undefined)));
-  worker?.kill('SIGTERM');
-  await new Promise((r) => (worker && worker.exitCode === null ? worker.once('exit', r) : r(undefined)));
+  for (const child of children.reverse()) {
+    const exited = new Promise((r) => (child.exitCode === null ? child.once('exit', r) : r(undefined)));
+    child.kill('SIGTERM');
+    await exited;
+  }
   for (const close of closers.reverse()) await close().catch(() => {});
   await stopAll();
   rmSync(dir, { recursive: true, force: true });
