@@ -1,6 +1,6 @@
 /**
  * What one reconcile costs in the tenant workflow's history, with fake peers (test/support/fake-tenant-peers.ts)
- * on the run's real Temporal dev server: the `CurrentStep` search attribute (a command and a
+ * on the run's real Temporal dev server: one patch for all the lifecycle's changes; the `CurrentStep` search attribute (a command and a
  * visibility write each) names the steps the workflow waits on, once each; the attributes the start
  * set are not upserted again; a quick step (a local activity) is mirrored with the next step, and
  * the last mirrored status is the one the workflow holds.
@@ -16,6 +16,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { statusQuery, tenantWorkflowId, type LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import type { tenantLifecycle } from '../../workflows/index.js';
+import { ALL_LIFECYCLE_CHANGES } from '../../workflows/tenant-lifecycle/changes.js';
 import { FakeTenantPeers } from '../support/fake-tenant-peers.js';
 import { workflowBundle } from '../support/env.js';
 
@@ -124,9 +125,19 @@ describe('one reconcile in the history', () => {
     const { typedSearchAttributes } = await handle.describe();
     expect(typedSearchAttributes.get(searchAttributes.currentStep)).toBe('ready');
 
+    // one patch stands for all the lifecycle's changes: one marker and one TemporalChangeVersion
+    // upsert in the run, not one of each per change (12 changes; 8 of each were in a reconcile before)
+    const patchMarkers = (history.events ?? []).filter(
+      (event) => event.markerRecordedEventAttributes?.markerName === 'core_patch',
+    );
+    expect(patchMarkers).toHaveLength(1);
+    expect(set.filter((fields) => 'TemporalChangeVersion' in fields)).toEqual([
+      { TemporalChangeVersion: JSON.stringify([ALL_LIFECYCLE_CHANGES]) },
+    ]);
+
     if (process.env.RECORD_HISTORIES) {
       const fixtures = path.resolve(import.meta.dirname, '../fixtures/histories');
-      const file = path.join(fixtures, 'tenant-lifecycle-status-published-when-waiting.json');
+      const file = path.join(fixtures, 'tenant-lifecycle-changes-in-one-patch.json');
       writeFileSync(file, JSON.stringify(history, null, 2) + '\n');
     }
   });

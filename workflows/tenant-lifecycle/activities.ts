@@ -20,7 +20,6 @@
  * - `recordTenantStatus`: the status mirror, a local activity retried until PostgreSQL answers.
  */
 import {
-  patched,
   proxyActivities,
   proxyLocalActivities,
   type ActivityInterfaceFor,
@@ -31,16 +30,17 @@ import {
 import type { Activities } from '../../activities/index.js';
 import type { LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
 import { retryIntervals } from '../shared/retry-intervals.js';
+import type { LifecycleChanges } from './changes.js';
 
 /** A quick step's proxy: local activities, or (in runs from before) activities of their own. */
 type QuickSteps = ActivityInterfaceFor<Activities> | LocalActivityInterfaceFor<Activities>;
 
-export function lifecycleActivities(settings: LifecycleSettings) {
+export function lifecycleActivities(settings: LifecycleSettings, changes: LifecycleChanges) {
   const intervals = (initial: string, maximum: string) => retryIntervals(settings.retryIntervals, initial, maximum);
   // the worker heartbeats for a quick step while it runs (worker/activity-heartbeats.ts), so a step
   // on a worker that died is retried after this long, not after its start-to-close timeout
   // (patched: earlier runs scheduled their steps without it)
-  const heartbeats: Partial<ActivityOptions> = patched('quick-step-heartbeats')
+  const heartbeats: Partial<ActivityOptions> = changes.has('quick-step-heartbeats')
     ? { heartbeatTimeout: '10 seconds' }
     : {};
 
@@ -53,7 +53,7 @@ export function lifecycleActivities(settings: LifecycleSettings) {
     startToCloseTimeout: '2 minutes',
     // so one on a worker that died is retried after 10 s, not after 2 minutes (patched: earlier runs
     // scheduled them without it)
-    ...(patched('must-finish-heartbeats') ? { heartbeatTimeout: '10 seconds' } : {}),
+    ...(changes.has('must-finish-heartbeats') ? { heartbeatTimeout: '10 seconds' } : {}),
     // no maximumAttempts: retried until it succeeds or fails for a business reason
     retry: { ...intervals('1 second', '1 minute'), backoffCoefficient: 2 },
   };
@@ -76,7 +76,7 @@ export function lifecycleActivities(settings: LifecycleSettings) {
     retry: step.retry,
   });
   // patched: earlier runs scheduled the quick steps as activities of their own
-  const quickLocally = patched('quick-steps-local');
+  const quickLocally = changes.has('quick-steps-local');
   const quickStep: QuickSteps = quickLocally
     ? proxyLocalActivities<Activities>(quickRetry(reconcileStep))
     : proxyActivities<Activities>(reconcileStep);

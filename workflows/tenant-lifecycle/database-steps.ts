@@ -2,7 +2,6 @@
  * The reconcile steps on the tenant database (reconcile-steps.ts runs them): cloned from the
  * template of tier × version, or, when that template is missing, installed from scratch by the ERP.
  */
-import { patched } from '@temporalio/workflow';
 import { reconcileStep, type ReconcileStepContext } from './reconcile-step-context.js';
 
 export const cloneDatabase = reconcileStep({
@@ -20,7 +19,7 @@ export const cloneDatabase = reconcileStep({
   record: (context, db) => {
     const { tenant, database } = context;
     // the tier's modules are then installed from scratch (patched: earlier runs waited for the template)
-    if (db.outcome === 'template-missing' && patched('install-from-scratch')) {
+    if (db.outcome === 'template-missing' && tenant.changes.has('install-from-scratch')) {
       context.missingTemplate = db.template;
       recordInstallPending(context, db.template);
       return;

@@ -9,7 +9,6 @@
  * resource, the other steps still run, and the tenant ends Deprovisioned with Synced=False naming
  * what was left behind, so a half-made tenant is deprovisioned to nothing it did create.
  */
-import { patched } from '@temporalio/workflow';
 import { chatRoomName } from '../../domain/tenants/chat-room.js';
 import { backupScheduleId, type TenantClientSpec } from '../../domain/tenants/types.js';
 import { failureMessage } from '../shared/activity-failures.js';
@@ -124,7 +123,7 @@ export async function deprovision(tenant: TenantState, activities: LifecycleActi
   await tenant.mirror();
 
   if (state.resources.database.state === 'Created') await finalBackup(context);
-  const steps = patched('erp-sign-in') ? [...teardownSteps, removeErpSignIn] : teardownSteps;
+  const steps = tenant.changes.has('erp-sign-in') ? [...teardownSteps, removeErpSignIn] : teardownSteps;
   for (const step of steps) {
     // a business failure is kept on the resource and the next step runs
     await runResourceStep(tenant, context, step, (err) => {

@@ -11,11 +11,12 @@
  * step is an idempotent activity, so a worker crash anywhere only repeats a step. Time comes from
  * the SDK's deterministic clock (`Date` inside the workflow sandbox).
  */
-import { allHandlersFinished, condition, continueAsNew, log, patched, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, log, workflowInfo } from '@temporalio/workflow';
 import { type TenantLifecycleInput } from '../../domain/tenants/workflow-contract.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { type TenantStatus } from '../../domain/tenants/types.js';
 import { lifecycleActivities, type LifecycleActivities } from './activities.js';
+import { LifecycleChanges } from './changes.js';
 import { deprovision } from './deprovision.js';
 import { failureMessage } from '../shared/activity-failures.js';
 import { reconcile, type ReconcileOutcome } from './reconcile.js';
@@ -65,9 +66,15 @@ async function probeWhileReady(tenant: TenantState, activities: LifecycleActivit
  * The tenant's state: fresh on the first run, carried over a continue-as-new otherwise (then
  * reconciled again if what woke the last run was not reconciled before it continued).
  */
-function startTenantState(input: TenantLifecycleInput, activities: LifecycleActivities): TenantState {
-  const tenant = new TenantState(input.carried ?? TenantState.initial(input), (status) =>
-    activities.recordTenantStatus({ name: input.name, uid: input.uid, status }),
+function startTenantState(
+  input: TenantLifecycleInput,
+  activities: LifecycleActivities,
+  changes: LifecycleChanges,
+): TenantState {
+  const tenant = new TenantState(
+    input.carried ?? TenantState.initial(input),
+    (status) => activities.recordTenantStatus({ name: input.name, uid: input.uid, status }),
+    changes,
   );
   const state = tenant.state;
   if (!input.carried) tenant.needsReconcile = true;
@@ -75,7 +82,7 @@ function startTenantState(input: TenantLifecycleInput, activities: LifecycleActi
   // chat-room retry (patched: runs that continued as new before this fix did not carry it)
   else if (
     (state.chatRetry || state.observedGeneration < state.generation) &&
-    patched('reconcile-what-woke-the-last-run')
+    changes.has('reconcile-what-woke-the-last-run')
   )
     tenant.needsReconcile = true;
   return tenant;
@@ -127,7 +134,7 @@ async function waitForNextRound(
     await condition(wakeUp, Math.max(wait, 1), {
       summary: `Back off ${Math.round(wait / 1000)}s before reconciling ${state.name} again`,
     });
-  } else if (outcome === 'ready' && patched('probe-while-ready')) {
+  } else if (outcome === 'ready' && tenant.changes.has('probe-while-ready')) {
     // a Ready tenant whose database vanishes or breaks is noticed (earlier runs only waited)
     tenant.setCurrentStep('ready');
     const interval = settings.readyProbeIntervalMs ?? READY_PROBE_INTERVAL_MS;
@@ -167,8 +174,9 @@ async function continueAsNewIfHistoryIsLong(tenant: TenantState, input: TenantLi
 /** Provisions, keeps and finally deprovisions one tenant. Returns the final status. */
 export async function tenantLifecycle(input: TenantLifecycleInput): Promise<TenantStatus> {
   const { settings } = input;
-  const activities = lifecycleActivities(settings);
-  const tenant = startTenantState(input, activities);
+  const changes = LifecycleChanges.ofThisRun();
+  const activities = lifecycleActivities(settings, changes);
+  const tenant = startTenantState(input, activities, changes);
   const state = tenant.state;
 
   setMessageHandlers(tenant, input);

@@ -4,7 +4,6 @@
  * resource's state (hence the Synced condition, reconcile.ts). `reconcileSteps` says which run and
  * in which order; the runner is `reconcile`.
  */
-import { patched } from '@temporalio/workflow';
 import { chatRoomName } from '../../domain/tenants/chat-room.js';
 import { backupScheduleId } from '../../domain/tenants/types.js';
 import { cloneDatabase, installFromScratch } from './database-steps.js';
@@ -130,12 +129,12 @@ const ensureErpSignIn = reconcileStep({
   resource: 'erpSignIn',
   ensures:
     "the ERP signs in through the platform's OpenID provider: its client, the ERP's provider, the members' ERP users",
-  call: ({ activities, name, database, host }) =>
+  call: ({ tenant, activities, name, database, host }) =>
     activities.nonFatal.ensureErpSignIn.executeWithOptions(
       {
         summary: `OIDC client of ${name}'s ERP, its sign-in module, provider and members' users (non-fatal)`,
         // the module's install when it is missing takes minutes on real Odoo (patched: earlier runs gave 30 s)
-        ...(patched('erp-sign-in-module') && { startToCloseTimeout: '10 minutes' }),
+        ...(tenant.changes.has('erp-sign-in-module') && { startToCloseTimeout: '10 minutes' }),
       },
       [{ tenant: name, database, host }],
     ),
@@ -188,14 +187,14 @@ export function* reconcileSteps(tenant: TenantState, context: ReconcileStepConte
   if (context.missingTemplate) yield* [createRoute, installFromScratch, ensureApiUser];
   // the API user is made over XML-RPC as the tenant's admin, through the tenant's route: the route
   // comes first (patched: earlier runs made the user by SQL before the route)
-  else if (patched('api-user-through-the-route')) yield* [createRoute, ensureApiUser];
+  else if (tenant.changes.has('api-user-through-the-route')) yield* [createRoute, ensureApiUser];
   else yield* [ensureApiUser, createRoute];
   // patched: earlier runs only cloned by tier
-  if (patched('tier-modules')) yield ensureTierModules;
+  if (tenant.changes.has('tier-modules')) yield ensureTierModules;
   yield createFilestore;
   yield createBackupSchedule;
   // patched: earlier runs had no sign-in through the platform's provider
-  if (patched('erp-sign-in')) yield ensureErpSignIn;
+  if (tenant.changes.has('erp-sign-in')) yield ensureErpSignIn;
   const chatRoom = tenant.state.resources.chatRoom;
   if (chatRoom.state !== 'Created' || tenant.state.chatRetry) yield ensureChatRoom;
 }

@@ -6,7 +6,6 @@
  * once. Every step is idempotent; a step that fails is recorded on its resource and in the
  * conditions, never thrown out of the workflow.
  */
-import { patched } from '@temporalio/workflow';
 import type { LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import {
@@ -175,7 +174,7 @@ async function becomeReady(
   await tenant.mirror();
   // a tenant cancelled during this reconcile gets no event, hence no welcome e-mail; a
   // reactivation reconciles again and emits it then (patched: earlier runs emitted it anyway)
-  const cancelledMeanwhile = tenant.isCancelled && patched('no-provisioned-event-when-cancelled');
+  const cancelledMeanwhile = tenant.isCancelled && tenant.changes.has('no-provisioned-event-when-cancelled');
   if (!state.provisionedEventId && !cancelledMeanwhile) {
     tenant.setCurrentStep('publish-provisioned-event');
     // must finish: the event leads to the welcome e-mail and the portal entry, however long the

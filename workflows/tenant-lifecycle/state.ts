@@ -5,8 +5,9 @@
  * attribute and the status mirror, which runs the `recordTenantStatus` local activity.
  */
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
-import { patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { LifecycleState, TenantLifecycleInput } from '../../domain/tenants/workflow-contract.js';
+import type { LifecycleChanges } from './changes.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import {
   newResources,
@@ -42,12 +43,15 @@ export class TenantState {
    * Each upsert is a command and a visibility write, each mirror a marker and a PostgreSQL write
    * (patched: earlier runs upserted and mirrored at every step).
    */
-  private readonly publishesWhenWaiting = patched('status-published-when-waiting');
+  private readonly publishesWhenWaiting: boolean;
 
   constructor(
     readonly state: LifecycleState,
     private readonly mirrorStatus: MirrorStatus,
+    /** Which of the lifecycle's changes this run has (workflows/tenant-lifecycle/changes.ts). */
+    readonly changes: LifecycleChanges,
   ) {
+    this.publishesWhenWaiting = changes.has('status-published-when-waiting');
     this.needsReconcile = state.phase !== 'Ready';
     // a state from before a resource kind existed (erpSignIn) gets it as not reconciled yet
     for (const kind of resourceKinds) state.resources[kind] ??= pendingResource(nowIso());
