@@ -16,7 +16,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { statusQuery, tenantWorkflowId, type LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import type { tenantLifecycle } from '../../workflows/index.js';
-import { ALL_LIFECYCLE_CHANGES } from '../../workflows/tenant-lifecycle/changes.js';
+import { CURRENT_BASELINE } from '../../workflows/tenant-lifecycle/changes.js';
 import { FakeTenantPeers } from '../support/fake-tenant-peers.js';
 import { workflowBundle } from '../support/env.js';
 
@@ -132,7 +132,7 @@ describe('one reconcile in the history', () => {
     );
     expect(patchMarkers).toHaveLength(1);
     expect(set.filter((fields) => 'TemporalChangeVersion' in fields)).toEqual([
-      { TemporalChangeVersion: JSON.stringify([ALL_LIFECYCLE_CHANGES]) },
+      { TemporalChangeVersion: JSON.stringify([CURRENT_BASELINE]) },
     ]);
 
     if (process.env.RECORD_HISTORIES) {
