@@ -21,9 +21,11 @@
  * BENCH_API_NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") and BENCH_ONLY (routes by a part
  * of their name, comma-separated: `kpis` alone to profile it, `healthz,kpis` for the ratio) tune it.
  * The ratio of all rounds pooled is printed too: one run's rounds vary by ±15 points on a shared machine.
+ * BENCH_API_STDOUT=<file> sends the API's standard output (its log lines, and V8's figures per garbage
+ * collection with BENCH_API_NODE_OPTIONS=--trace-gc-nvp) to that file instead of /dev/null.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { openSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -64,6 +66,12 @@ async function waitForApi(url: string) {
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('the API did not start');
+}
+
+/** Where the API's standard output (its log lines) goes: BENCH_API_STDOUT's file, else /dev/null. */
+function apiStdout(): 'ignore' | number {
+  const file = process.env.BENCH_API_STDOUT;
+  return file ? openSync(file, 'w') : 'ignore';
 }
 
 /** CPU seconds the API process used so far, from /proc (Linux): in its own code (user) and in the kernel (system). */
@@ -157,7 +165,7 @@ try {
   apiProcess = spawn(process.execPath, [...nodeOptions, '--import', 'tsx', path.join(root, 'api/server.ts')], {
     cwd: root,
     env: { PATH: process.env.PATH, ...env, ERP_URL: erp.url },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', apiStdout(), 'inherit'],
   });
   const base = cfg.API_PUBLIC_URL;
   await waitForApi(base);
