@@ -55,12 +55,17 @@ export async function signalWithStartTenant(
     workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
     staticSummary: `Tenant ${name}: ${spec.tier} tier, ERP ${spec.erpVersion}`,
     staticDetails: `TenantClient ${name} (uid ${row.uid})\nOwner: ${spec.ownerName} <${spec.ownerEmail}>\nProject: ${spec.projectId}`,
-    typedSearchAttributes: [
-      { key: searchAttributes.tenant, value: name },
-      { key: searchAttributes.workspace, value: name },
-      { key: searchAttributes.tier, value: spec.tier },
-      { key: searchAttributes.erpVersion, value: spec.erpVersion },
-      { key: searchAttributes.currentStep, value: 'queued' },
-    ],
+    typedSearchAttributes: startSearchAttributes(name, spec),
   });
+}
+
+/** The search attributes a tenant workflow starts with: who it is, its tier and version, queued. */
+export function startSearchAttributes(name: string, spec: Pick<Spec, 'tier' | 'erpVersion'>) {
+  return [
+    { key: searchAttributes.tenant, value: name },
+    { key: searchAttributes.workspace, value: name },
+    { key: searchAttributes.tier, value: spec.tier },
+    { key: searchAttributes.erpVersion, value: spec.erpVersion },
+    { key: searchAttributes.currentStep, value: 'queued' },
+  ];
 }

@@ -14,9 +14,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { Client, Connection, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { afterEach, describe, expect, it } from 'vitest';
+import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { TenantErrorType, type TenantStatus } from '../../domain/tenants/types.js';
 import {
   applySignal,
@@ -29,39 +28,13 @@ import {
   type LifecycleSettings,
 } from '../../domain/tenants/workflow-contract.js';
 import type { tenantLifecycle } from '../../workflows/index.js';
-import { FakeTenantPeers } from '../support/fake-tenant-peers.js';
-import { workflowBundle } from '../support/env.js';
+import { useLifecycleWorker } from '../support/lifecycle-worker.js';
 
-const taskQueue = `lifecycle-failures-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-const peers = new FakeTenantPeers();
-let client: Client;
-let connection: Connection;
-let worker: Worker;
-let workerRun: Promise<void>;
-let workerConnection: NativeConnection;
-
-beforeAll(async () => {
-  const address = inject('temporalAddress');
-  workerConnection = await NativeConnection.connect({ address });
-  worker = await Worker.create({
-    connection: workerConnection,
-    taskQueue,
-    workflowBundle: workflowBundle(),
-    activities: peers.activities(),
-  });
-  workerRun = worker.run();
-  connection = await Connection.connect({ address });
-  client = new Client({ connection });
-});
+const lifecycle = useLifecycleWorker('lifecycle-failures');
+const { taskQueue, peers } = lifecycle;
+const client = () => lifecycle.client;
 
 afterEach(() => peers.reset());
-
-afterAll(async () => {
-  worker?.shutdown();
-  await workerRun;
-  await workerConnection?.close();
-  await connection?.close();
-});
 
 const settings = (overrides: Partial<LifecycleSettings> = {}): LifecycleSettings => ({
   readyDeadlineMs: 60_000,
@@ -77,7 +50,7 @@ const uniqueName = (prefix: string) => `${prefix}-${Date.now().toString(36)}${(n
 
 async function start(prefix: string, overrides: Partial<LifecycleSettings> = {}) {
   const name = uniqueName(prefix);
-  const handle = await client.workflow.start<typeof tenantLifecycle>('tenantLifecycle', {
+  const handle = await client().workflow.start<typeof tenantLifecycle>('tenantLifecycle', {
     workflowId: tenantWorkflowId(name),
     taskQueue,
     args: [
@@ -143,7 +116,7 @@ async function runStatus(handle: Handle): Promise<string> {
 
 async function recordHistory(handle: Handle, file: string, runId?: string): Promise<void> {
   if (!process.env.RECORD_HISTORIES) return;
-  const history = await client.workflow.getHandle(handle.workflowId, runId).fetchHistory();
+  const history = await client().workflow.getHandle(handle.workflowId, runId).fetchHistory();
   const fixtures = path.resolve(import.meta.dirname, '../fixtures/histories');
   writeFileSync(path.join(fixtures, `${file}.json`), JSON.stringify(history, null, 2) + '\n');
 }

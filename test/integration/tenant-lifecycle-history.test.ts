@@ -10,44 +10,18 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { describe, expect, it } from 'vitest';
+import { type WorkflowHandle } from '@temporalio/client';
 import { statusQuery, tenantWorkflowId, type LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
+import { startSearchAttributes } from '../../domain/tenants/tenant-workflow-start.js';
 import type { tenantLifecycle } from '../../workflows/index.js';
 import { CURRENT_BASELINE } from '../../workflows/tenant-lifecycle/changes.js';
-import { FakeTenantPeers } from '../support/fake-tenant-peers.js';
-import { workflowBundle } from '../support/env.js';
+import { useLifecycleWorker } from '../support/lifecycle-worker.js';
 
-const taskQueue = `lifecycle-history-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-const peers = new FakeTenantPeers();
-let client: Client;
-let connection: Connection;
-let worker: Worker;
-let workerRun: Promise<void>;
-let workerConnection: NativeConnection;
-
-beforeAll(async () => {
-  const address = inject('temporalAddress');
-  workerConnection = await NativeConnection.connect({ address });
-  worker = await Worker.create({
-    connection: workerConnection,
-    taskQueue,
-    workflowBundle: workflowBundle(),
-    activities: peers.activities(),
-  });
-  workerRun = worker.run();
-  connection = await Connection.connect({ address });
-  client = new Client({ connection });
-});
-
-afterAll(async () => {
-  worker?.shutdown();
-  await workerRun;
-  await workerConnection?.close();
-  await connection?.close();
-});
+const lifecycle = useLifecycleWorker('lifecycle-history');
+const { taskQueue, peers } = lifecycle;
+const client = () => lifecycle.client;
 
 const settings: LifecycleSettings = {
   readyDeadlineMs: 60_000,
@@ -68,17 +42,11 @@ async function start() {
     ownerEmail: `owner@${name}.test`,
     ownerName: 'Owner',
   };
-  const handle = await client.workflow.start<typeof tenantLifecycle>('tenantLifecycle', {
+  const handle = await client().workflow.start<typeof tenantLifecycle>('tenantLifecycle', {
     workflowId: tenantWorkflowId(name),
     taskQueue,
     args: [{ name, uid: `uid-${name}`, generation: 1, spec, settings }],
-    typedSearchAttributes: [
-      { key: searchAttributes.tenant, value: name },
-      { key: searchAttributes.workspace, value: name },
-      { key: searchAttributes.tier, value: spec.tier },
-      { key: searchAttributes.erpVersion, value: spec.erpVersion },
-      { key: searchAttributes.currentStep, value: 'queued' },
-    ],
+    typedSearchAttributes: startSearchAttributes(name, spec),
   });
   return { name, handle };
 }
