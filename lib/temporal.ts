@@ -25,25 +25,35 @@ export function temporalUiLink(
   return `${cfg.TEMPORAL_UI_URL}/namespaces/${encodeURIComponent(cfg.TEMPORAL_NAMESPACE)}/workflows/${encodeURIComponent(workflowId)}`;
 }
 
-/** gRPC's status code 9 (grpc/status.proto). */
+/** gRPC's status codes 4 and 9 (grpc/status.proto). */
+const GRPC_DEADLINE_EXCEEDED = 4;
 const GRPC_FAILED_PRECONDITION = 9;
+
+const grpcCodeOf = (err: unknown) => {
+  const cause = (err as { cause?: unknown }).cause;
+  return isGrpcServiceError(cause) ? cause.code : undefined;
+};
 
 /**
  * A schedule's description, or undefined when it does not exist. A schedule deleted while it is
  * described is absent too: Temporal then answers FAILED_PRECONDITION ("Workflow execution closed
  * before WorkflowTaskStarted event") instead of NOT_FOUND, because its workflow closed between the
- * server's two reads.
+ * server's two reads, or its query of the closing workflow runs into the server's deadline
+ * (DEADLINE_EXCEEDED): asked once more, it says NOT_FOUND (a schedule that is there is described).
  */
 export async function describeScheduleIfPresent(
   client: Client,
   scheduleId: string,
+  retryAfterDeadline = true,
 ): Promise<ScheduleDescription | undefined> {
   try {
     return await client.schedule.getHandle(scheduleId).describe();
   } catch (err) {
     if (err instanceof ScheduleNotFoundError) return undefined;
-    const cause = (err as { cause?: unknown }).cause;
-    if (isGrpcServiceError(cause) && cause.code === GRPC_FAILED_PRECONDITION) return undefined;
+    const code = grpcCodeOf(err);
+    if (code === GRPC_FAILED_PRECONDITION) return undefined;
+    if (code === GRPC_DEADLINE_EXCEEDED && retryAfterDeadline)
+      return describeScheduleIfPresent(client, scheduleId, false);
     throw err;
   }
 }
