@@ -41,15 +41,7 @@ export async function startBenchServers(dir: string, kind: TemporalKind): Promis
     freePort().then((port) => startRedis({ dir: path.join(dir, 'redis'), port })),
     startKubernetes({ dir: path.join(dir, 'kubernetes') }),
   ]);
-  const temporalDir = path.join(dir, 'temporal');
-  const temporal =
-    kind === 'dev'
-      ? await startTemporal({ dir: temporalDir, port: await freePort() })
-      : await startTemporalCluster({
-          dir: temporalDir,
-          port: await freePort(),
-          postgres: temporalPostgresFrom(pg.urlFor('postgres')),
-        });
+  const temporal = await startTemporalOfKind(path.join(dir, 'temporal'), kind, pg);
   return {
     pg,
     kube,
@@ -60,7 +52,28 @@ export async function startBenchServers(dir: string, kind: TemporalKind): Promis
       etcd: kube.etcdPid,
       PostgreSQL: pidFromFile(path.join(dir, 'postgres', 'postgres.pid')),
       Redis: pidFromFile(path.join(dir, 'redis', 'redis.pid')),
-      Temporal: pidFromFile(path.join(temporalDir, kind === 'dev' ? 'temporal.pid' : 'temporal-server.pid')),
+      Temporal: temporal.pid,
     },
+  };
+}
+
+/**
+ * One of the two Temporal shapes in `dir` on a free port: the dev server, or the production-shaped
+ * server with its databases on `pg` (required for it). With the pid of its process.
+ */
+export async function startTemporalOfKind(
+  dir: string,
+  kind: TemporalKind,
+  pg?: PostgresServer,
+): Promise<{ address: string; pid: number }> {
+  const port = await freePort();
+  if (kind === 'cluster' && !pg) throw new Error('the production-shaped Temporal needs a PostgreSQL');
+  const server =
+    kind === 'dev'
+      ? await startTemporal({ dir, port })
+      : await startTemporalCluster({ dir, port, postgres: temporalPostgresFrom(pg!.urlFor('postgres')) });
+  return {
+    address: server.address,
+    pid: pidFromFile(path.join(dir, kind === 'dev' ? 'temporal.pid' : 'temporal-server.pid')),
   };
 }

@@ -13,10 +13,9 @@ import { loadavg } from 'node:os';
 import { rmSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { freePort, startPostgres, startTemporal, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
-import { startTemporalCluster, temporalPostgresFrom } from '../../scripts/local-temporal-cluster.js';
+import { freePort, startPostgres, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
 import { pidFromFile, treeCpuSeconds } from './provision-figures.js';
-import { temporalKindFromEnv } from './provision-servers.js';
+import { startTemporalOfKind, temporalKindFromEnv } from './provision-servers.js';
 
 const WORKFLOWS = Number(process.env.BENCH_WORKFLOWS ?? 200);
 const KIND = temporalKindFromEnv(process.env.BENCH_TEMPORAL);
@@ -28,26 +27,15 @@ const SHAPES: [number, number][] = [
 ];
 const dir = throwAwayDir('plana-bench-temporal-floor-');
 
-/** The Temporal server of the chosen shape, and the processes whose CPU is Temporal's. */
+/** The Temporal server of the chosen shape, and the processes whose CPU is Temporal's (its PostgreSQL's too, for the cluster). */
 async function startServer(): Promise<{ address: string; pids: number[] }> {
-  const temporalDir = path.join(dir, 'temporal');
   if (KIND === 'dev') {
-    const server = await startTemporal({ dir: temporalDir, port: await freePort() });
-    return { address: server.address, pids: [pidFromFile(path.join(temporalDir, 'temporal.pid'))] };
+    const server = await startTemporalOfKind(path.join(dir, 'temporal'), KIND);
+    return { address: server.address, pids: [server.pid] };
   }
   const pg = await startPostgres({ dir: path.join(dir, 'postgres'), port: await freePort() });
-  const server = await startTemporalCluster({
-    dir: temporalDir,
-    port: await freePort(),
-    postgres: temporalPostgresFrom(pg.urlFor('postgres')),
-  });
-  return {
-    address: server.address,
-    pids: [
-      pidFromFile(path.join(temporalDir, 'temporal-server.pid')),
-      pidFromFile(path.join(dir, 'postgres', 'postgres.pid')),
-    ],
-  };
+  const server = await startTemporalOfKind(path.join(dir, 'temporal'), KIND, pg);
+  return { address: server.address, pids: [server.pid, pidFromFile(path.join(dir, 'postgres', 'postgres.pid'))] };
 }
 
 Runtime.install({ logger: new DefaultLogger('WARN') });

@@ -4,7 +4,6 @@
  * credential that reads the accounts) or the caller's service key.
  */
 import type { ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { createPool, type Pool } from '../../lib/db.js';
@@ -13,7 +12,7 @@ import { parseConfig } from '../../lib/config.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { freePort } from '../../scripts/local-servers.js';
 import { startBankStandIn, type BankStandIn } from '../../sandbox/bank/server.js';
-import { startServiceProcess } from '../support/service-process.js';
+import { startNodeService } from '../support/service-process.js';
 import { addWorkspace } from '../support/workspace-api.js';
 
 let child: ChildProcess;
@@ -28,21 +27,14 @@ beforeAll(async () => {
   bank = await startBankStandIn({ bankId: 'sandbox' });
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
-  const root = fileURLToPath(new URL('../../', import.meta.url));
-  const service = await startServiceProcess(
+  const service = await startNodeService(
     'banking service',
-    process.execPath,
-    ['--import', 'tsx', `${root}services/banking/server.ts`],
+    'services/banking/server.ts',
     {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH,
-        NODE_ENV: 'test',
-        LOG_LEVEL: 'debug',
-        DATABASE_URL: inject('databaseUrl'),
-        BANKING_PORT: String(port),
-        BANKING_BANKS: `sandbox=${bank.url}`,
-      },
+      LOG_LEVEL: 'debug',
+      DATABASE_URL: inject('databaseUrl'),
+      BANKING_PORT: String(port),
+      BANKING_BANKS: `sandbox=${bank.url}`,
     },
     `${url}/healthz`,
   );

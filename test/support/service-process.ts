@@ -49,6 +49,25 @@ export async function startServiceProcess(
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
 /**
+ * The platform service `script` (a path from the repository's root) run by Node with tsx, as its
+ * own process in the test environment (PATH, NODE_ENV=test and `env`), ready once `healthUrl` answers.
+ */
+export function startNodeService(
+  name: string,
+  script: string,
+  env: Record<string, string>,
+  healthUrl: string,
+): Promise<ServiceProcess> {
+  return startServiceProcess(
+    name,
+    process.execPath,
+    ['--import', 'tsx', `${root}${script}`],
+    { cwd: root, env: { PATH: process.env.PATH, NODE_ENV: 'test', ...env } },
+    healthUrl,
+  );
+}
+
+/**
  * The events service (`services/events/server.ts`) as its own process on a free port, on the test
  * run's PostgreSQL and Redis, with `env` added (LOG_LEVEL warn unless given).
  */
@@ -56,22 +75,16 @@ export async function startEventsProcess(env: Record<string, string> = {}): Prom
   const c = await testConfig();
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const service = await startServiceProcess(
+  const service = await startNodeService(
     'events service',
-    process.execPath,
-    ['--import', 'tsx', `${root}services/events/server.ts`],
+    'services/events/server.ts',
     {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH,
-        NODE_ENV: 'test',
-        LOG_LEVEL: 'warn',
-        DATABASE_URL: c.DATABASE_URL,
-        REDIS_URL: c.REDIS_URL,
-        EVENTS_PORT: String(port),
-        EVENTS_URL: url,
-        ...env,
-      },
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: c.DATABASE_URL,
+      REDIS_URL: c.REDIS_URL,
+      EVENTS_PORT: String(port),
+      EVENTS_URL: url,
+      ...env,
     },
     `${url}/healthz`,
   );
