@@ -411,7 +411,7 @@ export const configSchema = z.object({
    * workflow's status, the Lease (in KUBERNETES_NAMESPACE) that elects one leader among replicas,
    * and an optional label selector (e.g. `plana.dev/shard=a`) for the TenantClients it owns.
    */
-  TENANT_CONTROLLER_RESYNC: duration.prefault('2 seconds'),
+  TENANT_CONTROLLER_RESYNC: duration.prefault('30 seconds'),
   TENANT_CONTROLLER_LEASE: z
     .string()
     .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a Lease name')

@@ -27,3 +27,70 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
     client.release();
   }
 }
+
+export interface ChannelListener {
+  close(): Promise<void>;
+}
+
+/**
+ * LISTEN on a channel with a connection of its own (never one of a pool's), calling `onNotice` with
+ * each notification's payload. A lost connection is made again every `retryMs`; `onReconnect` runs
+ * once it listens again, since notifications sent meanwhile are lost. Resolves once it listens.
+ */
+export async function listenToChannel(
+  connectionString: string,
+  channel: string,
+  handlers: { onNotice: (payload: string) => void; onReconnect: () => void; onError: (err: Error) => void },
+  retryMs = 1_000,
+): Promise<ChannelListener> {
+  let closed = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+
+  async function connect(): Promise<void> {
+    const c = new pg.Client({ connectionString });
+    const lost = (err?: Error) => {
+      if (client !== c) return;
+      client = undefined;
+      c.end().catch(() => {});
+      if (err) handlers.onError(err);
+      if (!closed) retry = setTimeout(() => void reconnect(), retryMs);
+    };
+    c.on('error', lost);
+    c.on('end', () => lost());
+    c.on('notification', (msg) => msg.channel === channel && handlers.onNotice(msg.payload ?? ''));
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    } catch (err) {
+      c.removeAllListeners();
+      await c.end().catch(() => {});
+      throw err;
+    }
+    client = c;
+  }
+
+  async function reconnect(): Promise<void> {
+    try {
+      await connect();
+      handlers.onReconnect();
+    } catch (err) {
+      handlers.onError(err as Error);
+      if (!closed) retry = setTimeout(() => void reconnect(), retryMs);
+    }
+  }
+
+  await connect();
+  return {
+    async close() {
+      closed = true;
+      clearTimeout(retry);
+      const c = client;
+      client = undefined;
+      if (c) {
+        c.removeAllListeners('notification');
+        await c.end().catch(() => {});
+      }
+    },
+  };
+}

@@ -198,3 +198,37 @@ export function watchStreamGroup(w: WatchedStreamGroup): () => void {
   watchedGroups.add(w);
   return () => watchedGroups.delete(w);
 }
+
+/** The TenantClient controller's reconciles (services/tenant-controller), in controller-runtime's terms. */
+export const tenantControllerReconciles = new client.Counter({
+  name: 'plana_tenant_controller_reconciles_total',
+  help: 'TenantClient reconciles, by result (success, error)',
+  labelNames: ['result'] as const,
+});
+
+export const tenantControllerReconcileErrors = new client.Counter({
+  name: 'plana_tenant_controller_reconcile_errors_total',
+  help: 'TenantClient reconciles that failed (each is retried with its own backoff)',
+});
+
+export const tenantControllerReconcileDuration = new client.Histogram({
+  name: 'plana_tenant_controller_reconcile_duration_seconds',
+  help: 'Time one TenantClient reconcile took',
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+});
+
+const controllerQueues = new Set<() => number>();
+
+new client.Gauge({
+  name: 'plana_tenant_controller_queue_depth',
+  help: 'TenantClients waiting in the controller work queue (not counting retries waiting for their backoff)',
+  collect() {
+    this.set([...controllerQueues].reduce((sum, depth) => sum + depth(), 0));
+  },
+});
+
+/** Adds a controller's work queue to the depth gauge until the returned function is called. */
+export function watchControllerQueue(depth: () => number): () => void {
+  controllerQueues.add(depth);
+  return () => controllerQueues.delete(depth);
+}

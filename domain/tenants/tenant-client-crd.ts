@@ -6,7 +6,7 @@
  * same thing. test/integration/kubernetes/tenant-client-crd.test.ts keeps the two in step: every
  * case of its table is refused or accepted by both.
  */
-import { MAX_NAME_LENGTH, NAME_MESSAGES } from './tenant-client.js';
+import { CONTROL_CHARACTERS_MESSAGE, MAX_NAME_LENGTH, NAME_MESSAGES } from './tenant-client.js';
 import { erpVersions, resourceKinds, TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, tiers } from './types.js';
 
 export const TENANT_CLIENT_GROUP = TENANT_CLIENT_API_VERSION.split('/')[0]!;
@@ -23,16 +23,22 @@ type Schema = Record<string, unknown>;
 
 const celString = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
+/** The tenant-name rules, with the CLI's messages (spec.subdomain and metadata.name). */
+const nameRules = [
+  { rule: 'size(self) > 0', message: NAME_MESSAGES.empty },
+  { rule: `size(self) <= ${MAX_NAME_LENGTH}`, message: NAME_MESSAGES.tooLong },
+  { rule: `self.matches('^[a-z0-9-]+$')`, message: NAME_MESSAGES.charset },
+  // one message per mistake: the hyphen rule speaks only once the characters are right
+  { rule: `!self.matches('^[a-z0-9-]+$') || self.matches(${celString(DNS_LABEL)})`, message: NAME_MESSAGES.hyphen },
+];
+
+/** Refuses control characters (RE2's \p{Cc}), as the zod schema does: PostgreSQL cannot store U+0000. */
+const printable = { rule: `!self.matches('\\\\p{Cc}')`, message: CONTROL_CHARACTERS_MESSAGE };
+
 const nameSchema = (description: string): Schema => ({
   type: 'string',
   description,
-  'x-kubernetes-validations': [
-    { rule: 'size(self) > 0', message: NAME_MESSAGES.empty },
-    { rule: `size(self) <= ${MAX_NAME_LENGTH}`, message: NAME_MESSAGES.tooLong },
-    { rule: `self.matches('^[a-z0-9-]+$')`, message: NAME_MESSAGES.charset },
-    // one message per mistake: the hyphen rule speaks only once the characters are right
-    { rule: `!self.matches('^[a-z0-9-]+$') || self.matches(${celString(DNS_LABEL)})`, message: NAME_MESSAGES.hyphen },
-  ],
+  'x-kubernetes-validations': nameRules,
   // bounds the cost of the rules above (the API server estimates it from maxLength)
   maxLength: 253,
 });
@@ -86,6 +92,7 @@ const specSchema: Schema = {
       type: 'string',
       maxLength: 320,
       'x-kubernetes-validations': [
+        printable,
         { rule: `self.matches(${celString(EMAIL)})`, message: 'must be an e-mail address such as owner@example.com' },
       ],
     },
@@ -94,6 +101,7 @@ const specSchema: Schema = {
       maxLength: 200,
       'x-kubernetes-validations': [
         { rule: 'size(self) > 0', message: 'must not be empty' },
+        printable,
         { rule: `self.matches('\\\\S')`, message: 'must not be blank' },
       ],
     },
@@ -203,7 +211,11 @@ export function tenantClientCrd() {
               properties: {
                 apiVersion: { type: 'string' },
                 kind: { type: 'string' },
-                metadata: { type: 'object' },
+                // the API server's own check of a name (a DNS subdomain) speaks in regex words; these say the CLI's
+                metadata: {
+                  type: 'object',
+                  properties: { name: { type: 'string', 'x-kubernetes-validations': nameRules } },
+                },
                 spec: specSchema,
                 status: statusSchema,
               },

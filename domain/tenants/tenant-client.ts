@@ -58,7 +58,16 @@ export const tenantNameSchema = z
   .regex(/^(?!-)[\s\S]*[^-]$/, NAME_MESSAGES.hyphen)
   .describe('TenantClient name (= subdomain, = workspace slug): a DNS label of at most 30 characters');
 
-const ERP_VERSION = { error: 'must be one of "17", "18" (default), "19"' };
+const ERP_VERSION = {
+  error: (issue: { input: unknown }) =>
+    typeof issue.input === 'number'
+      ? `must be a string: quote it ("${issue.input}"); one of "17", "18" (default), "19"`
+      : 'must be one of "17", "18" (default), "19"',
+};
+/** No control characters (U+0000–U+001F, U+007F–U+009F) in any string: PostgreSQL, logs and terminals take none of them. */
+export const CONTROL_CHARACTERS = /\p{Cc}/u;
+export const CONTROL_CHARACTERS_MESSAGE = 'must not contain control characters';
+const noControlCharacters = (s: string) => !CONTROL_CHARACTERS.test(s);
 
 const specSchema = z.strictObject(
   {
@@ -70,20 +79,19 @@ const specSchema = z.strictObject(
       .max(2_147_483_647, 'must be at most 2147483647')
       .describe('chat room support-<subdomain>-<projectId padded to 6 digits>'),
     tier: z.enum(tiers, required('one of starter, pro, enterprise')),
-    // YAML reads an unquoted 18 as a number: accept both and keep the string.
-    erpVersion: z
-      .union([z.enum(erpVersions, ERP_VERSION), z.literal(erpVersions.map(Number), ERP_VERSION)], ERP_VERSION)
-      .transform((v) => String(v))
-      .prefault('18'),
+    // a string, as the API server's schema says: an unquoted 18 is refused by both
+    erpVersion: z.enum(erpVersions, ERP_VERSION).prefault('18'),
     // no trimming: what is valid is exactly what the CRD's schema says (tenant-client-crd.ts)
     ownerEmail: z
       .string(required('an e-mail address'))
       .max(320, 'must be at most 320 characters')
+      .refine(noControlCharacters, CONTROL_CHARACTERS_MESSAGE)
       .regex(EMAIL, 'must be an e-mail address such as owner@example.com'),
     ownerName: z
       .string(required('a display name'))
       .min(1, 'must not be empty')
       .max(200, 'must be at most 200 characters')
+      .refine(noControlCharacters, CONTROL_CHARACTERS_MESSAGE)
       .regex(/^$|\S/, 'must not be blank'),
   },
   {

@@ -3,7 +3,8 @@
  * `tenants` row the rest of the platform refers to, and the status mirror in `tenant_clients`.
  */
 import type pg from 'pg';
-import { withTransaction } from '../../lib/db.js';
+import { listenToChannel, withTransaction, type ChannelListener } from '../../lib/db.js';
+import type { Logger } from '../../lib/logger.js';
 import { tenantHostname } from '../erp/tenant-database.js';
 import type { TenantClientSpec, TenantStatus } from './types.js';
 
@@ -83,17 +84,26 @@ export interface MirroredTenant {
   /** The generation of the spec last applied (the platform's count, not Kubernetes'). */
   generation: number;
   status: TenantStatus;
-  /** The row's version (PostgreSQL's xmin: a new one on every write of the row). */
-  version: string;
 }
 
-/** The version (see MirroredTenant) of each named TenantClient's row, to read again only the rows that changed. */
-export async function readMirrorVersions(pool: pg.Pool, names: string[]): Promise<Map<string, string>> {
-  const { rows } = await pool.query<{ name: string; version: string }>(
-    `SELECT name, xmin::text AS version FROM tenant_clients WHERE name = ANY($1)`,
-    [names],
-  );
-  return new Map(rows.map((r) => [r.name, r.version]));
+/**
+ * Calls `onWrite` with a TenantClient's name each time its row is written (the spec, or the status
+ * its workflow mirrors: migrations/852_tenant_client_write_notices.sql); `onReconnect` when writes
+ * may have been missed (the connection was lost and made again).
+ */
+export function watchTenantStatusWrites(
+  databaseUrl: string,
+  log: Logger,
+  on: { onWrite: (name: string) => void; onReconnect: () => void },
+): Promise<ChannelListener> {
+  return listenToChannel(databaseUrl, 'tenant_client_writes', {
+    onNotice: on.onWrite,
+    onReconnect: () => {
+      log.info('listening to TenantClient writes again');
+      on.onReconnect();
+    },
+    onError: (err) => log.warn({ err: err.message }, 'TenantClient writes: connection lost; listening again'),
+  });
 }
 
 /** The mirrored status of each named TenantClient that has a row (one query for all). */
@@ -107,9 +117,8 @@ export async function readMirroredStatuses(pool: pg.Pool, names: string[]): Prom
     resources: TenantStatus['resources'];
     steps: TenantStatus['steps'];
     status: Partial<TenantStatus>;
-    version: string;
   }>(
-    `SELECT name, generation, observed_generation, phase, conditions, resources, steps, status, xmin::text AS version
+    `SELECT name, generation, observed_generation, phase, conditions, resources, steps, status
        FROM tenant_clients WHERE name = ANY($1)`,
     [names],
   );
@@ -119,7 +128,6 @@ export async function readMirroredStatuses(pool: pg.Pool, names: string[]): Prom
       {
         name: r.name,
         generation: r.generation,
-        version: r.version,
         status: {
           currentStep: 'queued',
           ...r.status,

@@ -2,6 +2,11 @@
  * The TenantClient's Events (what `kubectl describe` shows): the controller's own (Applied,
  * Deleting, FinalizerRemoved, …) and one per workflow step. A cluster-scoped object's Events live
  * in namespace `default`. An Event is a courtesy: one not recorded never blocks the reconcile.
+ *
+ * An Event's timestamps keep whole seconds only, and `kubectl describe` sorts by them, keeping the
+ * API server's order (by name) among equal ones. So each Event is named as client-go's recorder
+ * names them, `<object>.<UnixNano in hex>`, from a time that strictly increases per object: the
+ * list comes back in the order the Events happened and kubectl leaves it so.
  */
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from '../../lib/logger.js';
@@ -11,6 +16,9 @@ import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type StepRecord } from '
 import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
 
 export class TenantClientEvents {
+  /** Per object (uid): the last Event's time, in microseconds since the epoch. */
+  private readonly lastMicros = new Map<string, number>();
+
   constructor(
     private readonly core: CoreV1Api,
     private readonly log: Logger,
@@ -37,12 +45,16 @@ export class TenantClientEvents {
     message: string,
     at?: string,
   ): Promise<boolean> {
-    const time = new Date(at ?? Date.now());
+    const micros = this.nextMicros(obj.metadata.uid, new Date(at ?? Date.now()));
+    const time = new Date(Math.floor(micros / 1000));
     try {
       await this.core.createNamespacedEvent({
         namespace: 'default',
         body: {
-          metadata: { generateName: `${obj.metadata.name}.`, namespace: 'default' },
+          metadata: {
+            name: `${obj.metadata.name}.${(BigInt(micros) * 1000n).toString(16).padStart(16, '0')}`,
+            namespace: 'default',
+          },
           involvedObject: {
             apiVersion: TENANT_CLIENT_API_VERSION,
             kind: TENANT_CLIENT_KIND,
@@ -66,5 +78,12 @@ export class TenantClientEvents {
       this.log.warn({ err: (err as Error).message, reason }, 'event not recorded');
       return false;
     }
+  }
+
+  /** `at` in microseconds, made later than the object's previous Event by a microsecond where needed. */
+  private nextMicros(uid: string, at: Date): number {
+    const micros = Math.max(at.getTime() * 1000, (this.lastMicros.get(uid) ?? 0) + 1);
+    this.lastMicros.set(uid, micros);
+    return micros;
   }
 }

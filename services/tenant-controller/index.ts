@@ -1,25 +1,26 @@
 /**
  * The TenantClient controller: TenantClients on the Kubernetes API (tenantclients.plana.dev) drive
  * the tenant lifecycle workflow `tenant:<name>`, as a Crossplane provider drives its managed
- * resources.
+ * resources, in controller-runtime's shape: every trigger queues a TenantClient's name, and a
+ * work queue (work-queue.ts) reconciles one object at a time per name, a failing one retried with
+ * its own backoff while the others go on.
  *
  * - An informer (@kubernetes/client-node's ListWatch: it resumes its watch from the last
- *   resourceVersion and lists again on 410 Gone) keeps every TenantClient in memory.
- * - A new object or a new metadata.generation is applied through the platform's one entry
- *   (domain/tenants/operator-actions.ts applyTenantClient: signal-with-start of the workflow whose id
- *   is the business key, so never a second workflow for one resource). What the schema cannot say
- *   (an immutable field changed, a name used before) is refused there and shows as Synced=False.
- * - Every resync, each TenantClient's status subresource is brought to what the workflow last
- *   mirrored (conditions with Kubernetes' observedGeneration, phase, composed resources), and each
- *   new workflow step becomes an Event on the object, with the workflow id and Temporal UI link.
- * - Deletion holds the finalizer plana.dev/deprovision: the tenant is cancelled (the soak period
- *   of §3.2 runs), Ready=False reason Deleting, and the finalizer goes once it is deprovisioned.
- * - Replicas elect one leader through a coordination.k8s.io Lease; only the leader writes.
+ *   resourceVersion and lists again on 410 Gone) keeps every TenantClient in memory; a new object,
+ *   a new generation, a deletion, finalizers or labels queue its name.
+ * - The workflow's status mirror (PostgreSQL's `tenant_clients`) notifies each write
+ *   (LISTEN tenant_client_writes): the name is queued, so its status and Events follow at once.
+ * - A composed object deleted on the API server queues its owner (object-cache.ts); every
+ *   TENANT_CONTROLLER_RESYNC all names are queued again, as a safety net.
+ * - The reconcile (reconciler.ts) applies a new generation through the platform's one entry
+ *   (domain/tenants/operator-actions.ts applyTenantClient), writes the status subresource and the
+ *   Events, keeps the composed objects and holds the finalizer plana.dev/deprovision until the
+ *   tenant is deprovisioned.
+ * - Replicas elect one leader through a coordination.k8s.io Lease; only the leader reconciles.
  */
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import {
-  ApiException,
   BatchV1Api,
   KubernetesObjectApi,
   CoreV1Api,
@@ -32,22 +33,36 @@ import { config as loadConfig, type Config } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
 import { kubeCredentials } from '../../lib/kube-config.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
+import {
+  tenantControllerReconcileDuration,
+  tenantControllerReconcileErrors,
+  tenantControllerReconciles,
+  watchControllerQueue,
+} from '../../lib/metrics.js';
 import { runAsMain } from '../../lib/service-app.js';
 import { connectTemporal } from '../../lib/temporal.js';
 import type { OperationDeps } from '../../domain/tenants/tenant-workflow-start.js';
+import { watchTenantStatusWrites } from '../../domain/tenants/tenant-records.js';
 import { electLeader } from './leader.js';
 import { ComposedObjectCache } from './object-cache.js';
 import { type AppliedGeneration } from './status.js';
 import { gvr, Reconciler, type TenantClientObject } from './reconciler.js';
+import { WorkQueue } from './work-queue.js';
 
 export type { TenantClientObject } from './reconciler.js';
 
 export interface TenantController {
   isLeader(): boolean;
-  /** Runs one pass now (tests); resolves when it is done. */
+  /** Queues every TenantClient now (tests); resolves when the queue is idle. */
   resync(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** TenantClients reconciled at once: a burst of 200 new ones is not applied one by one. */
+const CONCURRENCY = 8;
+/** A failed reconcile's first retry; each further failure doubles it, up to the cap. */
+const RETRY_BASE_MS = 1_000;
+const RETRY_MAX_MS = 5 * 60_000;
 
 export async function startTenantController(
   cfg: Config = loadConfig(),
@@ -66,46 +81,69 @@ export async function startTenantController(
   const objects = KubernetesObjectApi.makeApiClient(kc);
   const selector = cfg.TENANT_CONTROLLER_LABEL_SELECTOR;
 
+  let stopped = false;
+  let closing: Promise<void> | undefined;
   const informer = watchTenantClients(kc, custom, selector, log);
   /** What was applied (or refused) per object, so a generation is applied once per controller life. */
   const applied = new Map<string, AppliedGeneration>();
-  // the composed objects from informers; one deleted on the API server triggers a pass
-  const cache = new ComposedObjectCache(kc, objects, log, () => void passes.trigger());
+  // the composed objects from informers; one deleted on the API server queues its TenantClient
+  const cache = new ComposedObjectCache(kc, objects, log, (name) => queue.add(name));
   const reconciler = new Reconciler(deps, custom, core, batch, objects, applied, log, identity, cache);
 
-  let stopped = false;
-  let closing: Promise<void> | undefined;
-  const passes = serialPasses(
-    async () => {
-      const leading = election.isLeader();
-      log.debug({ leading, objects: informer.list().length }, 'pass');
-      if (leading) await reconciler.pass([...informer.list()]).catch((err) => logFailure(log, err));
+  const queue: WorkQueue = new WorkQueue(
+    async (name): Promise<void> => {
+      if (!election.isLeader()) return;
+      const obj = informer.get(name);
+      if (!obj) return queue.forget(name);
+      const done = tenantControllerReconcileDuration.startTimer();
+      try {
+        await reconciler.reconcile(obj);
+        tenantControllerReconciles.inc({ result: 'success' });
+      } catch (err) {
+        tenantControllerReconciles.inc({ result: 'error' });
+        tenantControllerReconcileErrors.inc();
+        throw err;
+      } finally {
+        done();
+      }
     },
-    () => stopped,
+    { concurrency: CONCURRENCY, baseDelayMs: RETRY_BASE_MS, maxDelayMs: RETRY_MAX_MS },
   );
+  const unwatchQueue = watchControllerQueue(() => queue.depth());
+  const queueAll = (how: 'add' | 'refresh') => {
+    for (const obj of informer.list()) queue[how](obj.metadata.name);
+  };
   const election = electLeader(kc, {
     namespace: cfg.KUBERNETES_NAMESPACE,
     name: cfg.TENANT_CONTROLLER_LEASE,
     identity,
     leaseDurationMs: cfg.TENANT_CONTROLLER_LEASE_DURATION,
     log,
-    onChange: (leading) => leading && passes.trigger(),
+    onChange: (leading) => leading && queueAll('add'),
   });
 
-  triggerOnIntentChange(informer, applied, () => void passes.trigger());
+  queueOnIntentChange(informer, applied, queue);
   restartOnError(informer, log, () => stopped);
+  // a notification missed while the listener reconnected is caught by queueing everything again
+  const statusWrites = await watchTenantStatusWrites(cfg.DATABASE_URL, log, {
+    onWrite: (name) => queue.add(name),
+    onReconnect: () => queueAll('add'),
+  });
   await startInformer(informer, log);
-  const resync = setInterval(() => void passes.trigger(), cfg.TENANT_CONTROLLER_RESYNC);
+  queueAll('add');
+  const resync = setInterval(() => queueAll('refresh'), cfg.TENANT_CONTROLLER_RESYNC);
   log.info({ identity, selector, lease: cfg.TENANT_CONTROLLER_LEASE }, 'TenantClient controller started');
 
   return {
     isLeader: () => election.isLeader(),
-    resync: () => passes.trigger(),
+    resync: () => (queueAll('add'), queue.idle()),
     close() {
       closing ??= (async () => {
         stopped = true;
         clearInterval(resync);
-        await passes.idle();
+        await queue.stop();
+        unwatchQueue();
+        await statusWrites.close();
         await informer.stop();
         await cache.stop();
         await election.stop();
@@ -144,57 +182,33 @@ function watchTenantClients(kc: KubeConfig, custom: CustomObjectsApi, selector: 
 }
 
 /**
- * A pass for what the controller acts on (a new object, a new generation, a deletion, finalizers,
- * labels); not for a status change: those are its own writes, and a pass for each would make every
- * burst of status writes a burst of passes over every object.
+ * Queues a TenantClient for what the controller acts on (a new object, a new generation, a deletion,
+ * finalizers, labels); not for a status change: those are its own writes.
  */
-function triggerOnIntentChange(
+function queueOnIntentChange(
   informer: ReturnType<typeof watchTenantClients>,
   applied: Map<string, AppliedGeneration>,
-  trigger: () => void,
+  queue: WorkQueue,
 ) {
   const intents = new Map<string, string>();
   const onChange = (obj: TenantClientObject) => {
     const intent = intentOf(obj);
     if (intents.get(obj.metadata.uid) === intent) return;
     intents.set(obj.metadata.uid, intent);
-    trigger();
+    queue.add(obj.metadata.name);
   };
   informer.on('add', onChange);
   informer.on('update', onChange);
   informer.on('delete', (obj) => {
     intents.delete(obj.metadata.uid);
     applied.delete(obj.metadata.name);
+    queue.forget(obj.metadata.name);
   });
 }
 
 /** What of a TenantClient the controller acts on: its spec (generation), deletion, finalizers and labels. */
 function intentOf({ metadata }: TenantClientObject): string {
   return JSON.stringify([metadata.generation, metadata.deletionTimestamp, metadata.finalizers, metadata.labels]);
-}
-
-/** One pass at a time; a trigger during a pass runs another after it. */
-function serialPasses(pass: () => Promise<void>, isStopped: () => boolean) {
-  let running: Promise<void> | undefined;
-  let again = false;
-  function trigger(): Promise<void> {
-    if (isStopped()) return Promise.resolve();
-    if (running) {
-      again = true;
-      return running;
-    }
-    running = (async () => {
-      // yield first: a pass with nothing to await would otherwise finish before `running` is set
-      await Promise.resolve();
-      do {
-        again = false;
-        await pass();
-      } while (again && !isStopped());
-      running = undefined;
-    })();
-    return running;
-  }
-  return { trigger, idle: () => running ?? Promise.resolve() };
 }
 
 /** The informer stops on an error it cannot resume from (the API server away): start it again. */
@@ -224,13 +238,6 @@ async function startInformer(informer: { start(): Promise<void> }, log: Logger) 
       await new Promise((r) => setTimeout(r, 1_000));
     }
   }
-}
-
-function logFailure(log: Logger, err: unknown) {
-  log.warn(
-    { err: err instanceof ApiException ? `${err.code} ${String(err.body)}` : (err as Error).message },
-    'pass failed',
-  );
 }
 
 await runAsMain(import.meta.url, () => startTenantController());

@@ -3,7 +3,7 @@
  * Secret) as the controller last saw them: one informer (a list, then a watch from its
  * resourceVersion, again on 410 Gone) per kind and version namespace, as client-go's shared
  * informers do. A pass reads its objects from memory instead of a GET per object per tenant per
- * pass; one deleted is reported by the watch, which triggers a pass (so it comes back at once).
+ * reconcile; one deleted is reported by the watch, which queues its TenantClient (so it comes back at once).
  *
  * Only objects labelled `plana.dev/tenant` are kept. An object this controller has just made is
  * served until the watch has it (at most OVERLAY_MS), so a pass does not make it twice. While an
@@ -58,8 +58,8 @@ export class ComposedObjectCache {
     private readonly kc: KubeConfig,
     private readonly api: KubernetesObjectApi,
     private readonly log: Logger,
-    /** Called when an object changes or goes on the API server (the controller runs a pass). */
-    private readonly onChange: () => void,
+    /** Called with the owning TenantClient's name when an object goes on the API server (it is reconciled). */
+    private readonly onDelete: (tenant: string) => void,
   ) {}
 
   /** The object, from the cache when it is in step, else from the API server; undefined when absent. */
@@ -127,7 +127,8 @@ export class ComposedObjectCache {
     informer.on('update', forget);
     informer.on('delete', (o) => {
       forget(o);
-      this.onChange();
+      const tenant = o.metadata?.labels?.[SELECTOR];
+      if (tenant) this.onDelete(tenant);
     });
     // a failed list or watch (the API server away, no list permission): GETs meanwhile, started again
     informer.on('error', (err: unknown) => this.failed(watched, id, err));

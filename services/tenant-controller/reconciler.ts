@@ -1,10 +1,12 @@
 /**
- * One pass of the TenantClient controller over every object (services/tenant-controller/index.ts):
- * apply new generations, bring each status subresource to the workflow's mirror, keep the composed
- * objects it owns (the chat-room Job), publish new steps as Events, and hold the deletion finalizer
- * until the tenant is deprovisioned.
+ * The reconcile of one TenantClient (services/tenant-controller/index.ts runs it from its work
+ * queue): apply a new generation, bring the status subresource to the workflow's mirror, keep the
+ * composed objects it owns, publish new steps as Events, and hold the deletion finalizer until the
+ * tenant is deprovisioned. A reconcile that fails says so on its own object (Synced=False reason
+ * ReconcileError, a Warning Event) and is retried by the queue with backoff; no other object waits.
  */
 import {
+  ApiException,
   type BatchV1Api,
   type CoreV1Api,
   type CustomObjectsApi,
@@ -22,19 +24,18 @@ import {
   type TenantClientObject,
 } from '../../domain/tenants/tenant-client-api.js';
 import { erpApiCredentialVersions, type ErpApiCredentialVersion } from '../../domain/erp/api-user.js';
-import { type MirroredTenant } from '../../domain/tenants/tenant-records.js';
+import { readMirroredStatuses, type MirroredTenant } from '../../domain/tenants/tenant-records.js';
 import type { OperationDeps } from '../../domain/tenants/tenant-workflow-start.js';
 import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type ResourceState } from '../../domain/tenants/types.js';
 import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
 import { deleteChatRoomJob, ensureChatRoomJob } from './chat-room-job.js';
 import { deleteKeptObjects, keepObject, plannedObjects, type KeptObjectKey } from './composed-objects.js';
 import { TenantClientEvents } from './events.js';
-import { inBatches } from './in-batches.js';
-import { MirrorReader } from './mirror-reader.js';
 import { patchMetadata, patchStatus } from './merge-patch.js';
 import type { ComposedObjectCache } from './object-cache.js';
 import {
   desiredStatus,
+  failedStatus,
   statusChanged,
   unpublishedSteps,
   type AppliedGeneration,
@@ -43,8 +44,6 @@ import {
 
 export type { TenantClientObject } from '../../domain/tenants/tenant-client-api.js';
 export const gvr = tenantClientGvr;
-/** Applies at once: a burst of 200 new TenantClients is not applied one by one. */
-const CONCURRENCY = 8;
 
 export class Reconciler {
   constructor(
@@ -59,27 +58,48 @@ export class Reconciler {
     private readonly cache: ComposedObjectCache,
   ) {
     this.events = new TenantClientEvents(core, log, identity);
-    this.mirrors = new MirrorReader(deps.pool);
   }
-
-  private readonly mirrors: MirrorReader;
 
   private readonly events: TenantClientEvents;
 
   /** Per object (uid): the newest workflow step this controller has published as an Event. */
   private readonly publishedUpTo = new Map<string, string>();
 
-  /** Applies what is new, then brings every status (and finalizer) up to date with the workflows. */
-  async pass(objects: TenantClientObject[]): Promise<void> {
-    await inBatches(objects, CONCURRENCY, (obj) => this.applyIfNew(obj));
-    const names = objects.map((o) => o.metadata.name);
-    const [mirrors, credentials] = await Promise.all([
-      this.mirrors.read(names),
-      erpApiCredentialVersions(this.deps.pool, names),
-    ]);
-    await inBatches(objects, CONCURRENCY, (obj) =>
-      this.sync(obj, mirrors.get(obj.metadata.name), credentials.get(obj.metadata.name)),
-    );
+  /**
+   * Applies what is new, then brings the object's status (and finalizer) up to date with its
+   * workflow. A failure is recorded on the object (see recordFailure) and thrown for the queue's backoff.
+   */
+  async reconcile(obj: TenantClientObject): Promise<void> {
+    const { name } = obj.metadata;
+    try {
+      await this.applyIfNew(obj);
+      const [mirrors, credentials] = await Promise.all([
+        readMirroredStatuses(this.deps.pool, [name]),
+        erpApiCredentialVersions(this.deps.pool, [name]),
+      ]);
+      await this.sync(obj, mirrors.get(name), credentials.get(name));
+    } catch (err) {
+      await this.recordFailure(obj, err);
+      throw err;
+    }
+  }
+
+  /**
+   * Synced=False reason ReconcileError with what failed, and a Warning Event when that message is
+   * new, so `kubectl get` and `kubectl describe` say why this object is stuck. Best effort: with the
+   * API server away the queue's retry is all there is.
+   */
+  private async recordFailure(obj: TenantClientObject, err: unknown): Promise<void> {
+    const message = failureMessage(err);
+    this.log.warn({ tenant: obj.metadata.name, err: message }, 'reconcile failed; retrying with backoff');
+    const next = failedStatus(obj.status, obj.metadata.generation, message, new Date().toISOString());
+    if (!statusChanged(obj.status, next)) return;
+    try {
+      await patchStatus(this.custom, obj.metadata.name, next);
+      await this.events.record(obj, 'Warning', 'ReconcileError', message);
+    } catch (patchErr) {
+      this.log.warn({ tenant: obj.metadata.name, err: failureMessage(patchErr) }, 'reconcile failure not recorded');
+    }
   }
 
   private async applyIfNew(obj: TenantClientObject): Promise<void> {
@@ -288,4 +308,15 @@ export class Reconciler {
   private uiLink(name: string) {
     return temporalUiLink(this.deps.config, tenantWorkflowId(name));
   }
+}
+
+/** What failed, for a condition and an Event: the API server's answer or the error's message, bounded. */
+export function failureMessage(err: unknown): string {
+  const text =
+    err instanceof ApiException
+      ? `${err.code} ${typeof err.body === 'string' ? err.body : JSON.stringify(err.body)}`
+      : err instanceof Error
+        ? err.message
+        : String(err);
+  return text.slice(0, 512);
 }

@@ -54,6 +54,13 @@ export function desiredStatus(input: StatusInput): KubeTenantStatus {
   for (const c of seen?.conditions ?? [])
     conditions = setCondition(conditions, { ...c, observedGeneration }, c.lastTransitionTime);
   if (!seen) {
+    // the controller's part succeeded (a ReconcileError of an earlier try no longer holds)
+    if (applied && applied.refusal === undefined)
+      conditions = setCondition(
+        conditions,
+        { type: 'Synced', status: 'True', reason: 'ReconcileSuccess', message: 'applied', observedGeneration },
+        now,
+      );
     conditions = setCondition(
       conditions,
       {
@@ -109,6 +116,37 @@ export function desiredStatus(input: StatusInput): KubeTenantStatus {
     deprovisionedAt: seen?.deprovisionedAt,
     lastEventStepAt: previous?.lastEventStepAt,
   });
+}
+
+/**
+ * The status of an object whose reconcile failed: Synced=False reason ReconcileError with what
+ * failed (Ready=False reason Creating if it had no Ready yet); the rest as it was.
+ */
+export function failedStatus(
+  previous: KubeTenantStatus | undefined,
+  generation: number,
+  message: string,
+  now: string,
+): KubeTenantStatus {
+  const observedGeneration = previous?.observedGeneration ?? 0;
+  let conditions = setCondition(
+    previous?.conditions ?? [],
+    { type: 'Synced', status: 'False', reason: 'ReconcileError', message, observedGeneration },
+    now,
+  );
+  if (!conditions.some((c) => c.type === 'Ready'))
+    conditions = setCondition(
+      conditions,
+      {
+        type: 'Ready',
+        status: 'False',
+        reason: 'Creating',
+        message: `generation ${generation} not reconciled yet`,
+        observedGeneration,
+      },
+      now,
+    );
+  return { ...previous, observedGeneration, conditions };
 }
 
 /** The workflow's steps not yet published as Events (after `lastEventStepAt`), oldest first. */

@@ -29,7 +29,6 @@ export function controllerScope() {
       KUBECONFIG: kubeconfigPath(),
       TENANT_CONTROLLER_LABEL_SELECTOR: `plana.dev/test-scope=${scope}`,
       TENANT_CONTROLLER_LEASE: `tenant-controller-${scope}`,
-      TENANT_CONTROLLER_RESYNC: '300ms',
       TENANT_CONTROLLER_LEASE_DURATION: '3s',
       KUBERNETES_NAMESPACE: 'default',
     },

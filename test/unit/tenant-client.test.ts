@@ -42,7 +42,7 @@ describe('parseTenantClient', () => {
     });
   });
 
-  it('reads the same resource as JSON, and an unquoted YAML erpVersion as the string it means', () => {
+  it('reads the same resource as JSON, and refuses an unquoted YAML erpVersion as the API server does', () => {
     const json = JSON.stringify({
       apiVersion: 'plana.dev/v1alpha1',
       kind: 'TenantClient',
@@ -57,10 +57,33 @@ describe('parseTenantClient', () => {
       },
     });
     expect(parseTenantClient(json)).toMatchObject({ ok: true, value: { spec: { erpVersion: '17' } } });
-    expect(parseTenantClient(yaml(`${good}  erpVersion: 19\n`))).toMatchObject({
-      ok: true,
-      value: { spec: { erpVersion: '19' } },
+    expect(parseTenantClient(yaml(`${good}  erpVersion: 19\n`))).toEqual({
+      ok: false,
+      problems: [
+        {
+          field: 'spec.erpVersion',
+          message: 'must be a string: quote it ("19"); one of "17", "18" (default), "19"',
+        },
+      ],
     });
+  });
+
+  it('refuses control characters in the owner fields (PostgreSQL cannot store U+0000)', () => {
+    const doc = (ownerName: string, ownerEmail = 'o@l.test') => ({
+      apiVersion: 'plana.dev/v1alpha1',
+      kind: 'TenantClient',
+      metadata: { name: 'ctl' },
+      spec: { subdomain: 'ctl', projectId: 1, tier: 'starter', erpVersion: '18', ownerEmail, ownerName },
+    });
+    expect(validateTenantClient(doc('A\u0000B'))).toEqual({
+      ok: false,
+      problems: [{ field: 'spec.ownerName', message: 'must not contain control characters' }],
+    });
+    expect(validateTenantClient(doc('Ada', 'a\u001b@l.test'))).toMatchObject({
+      ok: false,
+      problems: [{ field: 'spec.ownerEmail', message: 'must not contain control characters' }],
+    });
+    expect(validateTenantClient(doc('Zoë Ünal-Ørsted')).ok).toBe(true);
   });
 
   it('accepts a 30-character subdomain with digits and hyphens', () => {

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   desiredStatus,
+  failedStatus,
   statusChanged,
   unpublishedSteps,
   type StatusInput,
@@ -34,7 +35,7 @@ const input = (over: Partial<StatusInput> = {}): StatusInput => ({
   generation: 3,
   deleting: false,
   previous: undefined,
-  mirror: { name: 'acme', generation: 1, version: '1', status: workflowStatus() },
+  mirror: { name: 'acme', generation: 1, status: workflowStatus() },
   applied: { uid: 'u', generation: 3, platformGeneration: 1 },
   workflowId: 'tenant:acme',
   temporalUiUrl: 'http://ui/tenant%3Aacme',
@@ -75,7 +76,6 @@ describe('the status the controller writes', () => {
     const mirror = {
       name: 'acme',
       generation: 1,
-      version: '1',
       status: workflowStatus({ phase: 'Cancelled', deprovisionAt: '2026-12-26T10:00:00.000Z' }),
     };
     const s = desiredStatus(input({ deleting: true, mirror }));
@@ -99,5 +99,38 @@ describe('the status the controller writes', () => {
     ];
     expect(unpublishedSteps(steps, undefined).map((s) => s.step)).toEqual(['a', 'b']);
     expect(unpublishedSteps(steps, '2026-11-26T10:00:01.000Z').map((s) => s.step)).toEqual(['b']);
+  });
+
+  it('shows a failed reconcile as Synced=False ReconcileError, and a later success without a mirror clears it', () => {
+    const failed = failedStatus(undefined, 1, 'invalid input syntax for type json', '2026-11-26T11:00:00.000Z');
+    expect(failed.conditions).toEqual([
+      expect.objectContaining({
+        type: 'Synced',
+        status: 'False',
+        reason: 'ReconcileError',
+        message: 'invalid input syntax for type json',
+      }),
+      expect.objectContaining({ type: 'Ready', status: 'False', reason: 'Creating' }),
+    ]);
+    const next = desiredStatus(
+      input({
+        generation: 1,
+        previous: failed,
+        mirror: undefined,
+        applied: { uid: 'u', generation: 1, platformGeneration: 1 },
+      }),
+    );
+    expect(next.conditions?.find((c) => c.type === 'Synced')).toMatchObject({
+      status: 'True',
+      reason: 'ReconcileSuccess',
+    });
+  });
+
+  it('keeps the rest of the status when a reconcile fails', () => {
+    const ready = desiredStatus(input());
+    const failed = failedStatus(ready, 3, 'etcdserver: request timed out', '2026-11-26T12:00:00.000Z');
+    expect(failed.phase).toBe('Ready');
+    expect(failed.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'True', reason: 'Available' });
+    expect(failed.conditions?.find((c) => c.type === 'Synced')).toMatchObject({ status: 'False' });
   });
 });

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { parse } from 'yaml';
 import { kubectl } from '../../../scripts/local-servers.js';
-import { validateTenantClient } from '../../../domain/tenants/tenant-client.js';
+import { NAME_MESSAGES, validateTenantClient } from '../../../domain/tenants/tenant-client.js';
 
 const run = (args: string[], input?: string) => {
   try {
@@ -88,6 +88,11 @@ describe('the TenantClient CRD', () => {
     ['owner e-mail invalid', resource('mail', { ownerEmail: 'not-an-address' })],
     ['owner name missing', resource('owner', { ownerName: undefined })],
     ['owner name blank', resource('owner', { ownerName: '   ' })],
+    ['owner name with U+0000', resource('owner', { ownerName: 'A\u0000B' })],
+    ['owner name with an escape character', resource('owner', { ownerName: 'A\u001b[31mB' })],
+    ['owner e-mail with a line feed', resource('mail', { ownerEmail: 'a@b.test\nBcc: c@d.test' })],
+    ['owner name with accents', resource('owner', { ownerName: 'Zoë Ørsted' })],
+    ['ERP version unquoted', resource('erp', { erpVersion: 18 })],
   ];
   it.each(cases)('agrees with the zod schema: %s', (_label, doc) => {
     const zod = validateTenantClient(doc);
@@ -99,9 +104,23 @@ describe('the TenantClient CRD', () => {
       // required fields: the API server words "Required"; the rest: the same message
       if (/is required/.test(zod.problems[0]!.message)) expect(answer.out).toContain(`${field}: Required`);
       else if (field === 'spec.tier') expect(answer.out).toContain('spec.tier: Unsupported value: "gold"');
+      else if (field === 'spec.erpVersion' && typeof doc.spec.erpVersion === 'number')
+        expect(answer.out).toContain('spec.erpVersion: Invalid value: "integer"');
       else if (field === 'spec.erpVersion') expect(answer.out).toContain('spec.erpVersion: Unsupported value: "16"');
       else if (field === 'spec.projectId') expect(answer.out).toMatch(/spec\.projectId: (Invalid value|Unsupported)/);
       else expect(answer.out).toContain(message);
     }
+  });
+
+  it.each([
+    ['Acme', NAME_MESSAGES.charset],
+    ['acme.example', NAME_MESSAGES.charset],
+    ['a'.repeat(31), NAME_MESSAGES.tooLong],
+  ])('refuses metadata.name %s with the CLI message', (name, message) => {
+    const doc = { ...resource('x', {}), metadata: { name } };
+    const answer = run(['apply', '--dry-run=server', '-f', '-'], JSON.stringify(doc));
+    expect(answer.ok).toBe(false);
+    expect(answer.out).toContain(`metadata.name: Invalid value: "string": ${message}`);
+    expect(validateTenantClient(doc)).toMatchObject({ ok: false, problems: [{ field: 'metadata.name', message }] });
   });
 });

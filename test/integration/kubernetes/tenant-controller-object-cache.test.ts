@@ -1,9 +1,8 @@
 /**
  * The controller's composed objects come from informers (services/tenant-controller/object-cache.ts):
- * a pass over a Ready tenant reads none of its four objects from the API server (nor its status
- * mirror from PostgreSQL, unless the workflow wrote it since), and one deleted
- * there is reported by the watch, so the next pass makes it again. Passes are run by hand on a
- * TenantClient that no running controller selects, through API clients that count their reads.
+ * a reconcile of a Ready tenant reads none of its four objects from the API server, and one deleted
+ * there is reported by the watch, so the next reconcile makes it again. Reconciles are run by hand on
+ * a TenantClient that no running controller selects, through API clients that count their reads.
  */
 import { BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import { pino } from 'pino';
@@ -31,8 +30,8 @@ const composed = ['chatRoom', 'route', 'backupSchedule', 'apiUserSecret'] as con
 let p: TenantPlatform;
 let cache: ComposedObjectCache;
 let reconciler: Reconciler;
-/** GETs of composed objects the passes made, the watch's reports of a change, the status rows read from PostgreSQL. */
-const counts = { reads: 0, changes: 0, statusRows: 0 };
+/** GETs of composed objects the reconciles made, the watch's reports of a deletion. */
+const counts = { reads: 0, changes: 0 };
 
 beforeAll(async () => {
   p = await startTenantPlatform({ ...scope.env });
@@ -52,15 +51,8 @@ beforeAll(async () => {
   }) as typeof batch.readNamespacedJob;
   const log = pino({ level: 'silent' }) as never;
   cache = new ComposedObjectCache(kc, objects, log, () => counts.changes++);
-  // the passes' pool, counting the mirrored status rows it returns
-  const pool = Object.create(p.pool) as typeof p.pool;
-  pool.query = (async (...args: Parameters<typeof p.pool.query>) => {
-    const res = await (p.pool.query as (...a: unknown[]) => Promise<{ rows: unknown[] }>)(...args);
-    if (String(args[0]).includes('SELECT name, generation, observed_generation')) counts.statusRows += res.rows.length;
-    return res;
-  }) as typeof p.pool.query;
   reconciler = new Reconciler(
-    { pool, temporal: p.temporal, config: p.cfg },
+    { pool: p.pool, temporal: p.temporal, config: p.cfg },
     kc.makeApiClient(CustomObjectsApi),
     kc.makeApiClient(CoreV1Api),
     batch,
@@ -85,7 +77,7 @@ const ingressUid = (name: string) => {
 it('reads a Ready tenant’s composed objects from its informers, and makes one deleted again once the watch reports it', async () => {
   const name = uniqueTenant('cache');
   kube(['apply', '-f', '-'], tenantClientJson(name, `${scope.label}-cache`)); // no running controller selects it
-  const pass = () => reconciler.pass([getTenantClient(name)!]);
+  const pass = () => reconciler.reconcile(getTenantClient(name)!);
   const inPlace = () => {
     const o = getTenantClient(name);
     return (
@@ -94,17 +86,14 @@ it('reads a Ready tenant’s composed objects from its informers, and makes one 
   };
   await expect.poll(async () => (await pass(), inPlace()), { timeout: 90_000, interval: 300 }).toBe(true);
 
-  // steady state (the workflow has written its last status): passes read the objects from memory
+  // steady state (the workflow has written its last status): reconciles read the objects from memory
   await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined);
-  await pass(); // (one more, so the watch has reported the objects the last passes made)
+  await pass(); // (one more, so the watch has reported the objects the last reconciles made)
   counts.reads = 0;
-  counts.statusRows = 0;
   for (let i = 0; i < 5; i++) await pass();
   expect(counts.reads).toBe(0);
-  // and the workflow's mirror, unchanged, is not read (nor parsed) again
-  expect(counts.statusRows).toBe(0);
 
-  // deleted on the API server: the watch says so, and the next pass makes it again
+  // deleted on the API server: the watch says so, and the next reconcile makes it again
   const before = ingressUid(name);
   const changes = counts.changes;
   expect(kube(['delete', 'ingress', `tenant-${name}`, '-n', 'plana-odoo-18']).ok).toBe(true);

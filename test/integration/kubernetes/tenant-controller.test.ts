@@ -37,6 +37,7 @@ import {
   waitForTenantClient,
 } from '../../support/kubernetes.js';
 import { testConfig } from '../../support/env.js';
+import { metricsRegistry } from '../../../lib/metrics.js';
 import { loadErpApiCredentials } from '../../../domain/erp/api-user.js';
 
 interface KubeObject {
@@ -93,9 +94,57 @@ describe('the TenantClient controller', () => {
       .poll(() => tenantClientEvents(name).map((e) => e.reason), { timeout: 10_000 })
       .toEqual(expect.arrayContaining(['Applied', 'ReserveSubdomain']));
     expect(tenantClientEvents(name).every((e) => e.message.includes(`workflow tenant:${name}`))).toBe(true);
-    expect(kube(['describe', 'tc', name]).out).toMatch(/Events:[\s\S]*ReserveSubdomain/);
+    // in the order they happened, though several share one second
+    await expect
+      .poll(() => kube(['describe', 'tc', name]).out, { timeout: 15_000 })
+      .toMatch(/Events:[\s\S]*Applied[\s\S]*ReserveSubdomain[\s\S]*CloneDatabase[\s\S]*PublishProvisionedEvent/);
     expect(await workflowRuns(name)).toBe(1);
   });
+
+  it('goes on with every other TenantClient while one cannot be stored, says why on that one, and retries it with backoff', async () => {
+    // the platform refuses to store these two names (as it refused a U+0000 before the CRD did)
+    const [poison, deleted, after] = [uniqueTenant('poison'), uniqueTenant('gone'), uniqueTenant('after')];
+    const constraint = `refuse_${poison.replace(/-/g, '_')}`;
+    await p.pool.query(
+      `ALTER TABLE tenant_clients ADD CONSTRAINT ${constraint} CHECK (name NOT IN ('${poison}', '${deleted}'))`,
+    );
+    onTestFinished(async () => {
+      await p.pool.query(`ALTER TABLE tenant_clients DROP CONSTRAINT IF EXISTS ${constraint}`);
+    });
+    kube(['apply', '-f', '-'], tenantClientJson(poison, scope.label));
+    kube(['apply', '-f', '-'], tenantClientJson(deleted, scope.label));
+    kube(['apply', '-f', '-'], tenantClientJson(after, scope.label));
+
+    const stuck = await waitForTenantClient(poison, (o) => kubeCondition(o, 'Synced')?.reason === 'ReconcileError');
+    expect(kubeCondition(stuck, 'Synced')).toMatchObject({
+      status: 'False',
+      message: expect.stringContaining(`violates check constraint "${constraint}"`),
+    });
+    expect(kube(['get', 'tc', poison, '--no-headers']).out.trim().split(/\s+/).slice(1, 3)).toEqual(['False', 'False']);
+    // the one applied after it is provisioned as if it were not there
+    expect(ready(await waitForTenantClient(after, ready))).toBe(true);
+    const warnings = tenantClientEvents(poison).filter((e) => e.reason === 'ReconcileError');
+    expect(warnings.length).toBeGreaterThanOrEqual(1);
+    expect(warnings.every((e) => e.type === 'Warning')).toBe(true);
+    // retried with backoff, not every resync: a few Events, each for a failed try whose message changed
+    expect(warnings.length).toBeLessThan(5);
+
+    // the controller's metrics count the failures and the queue
+    const metrics = await metricsRegistry.metrics();
+    expect(metrics).toMatch(/^plana_tenant_controller_reconcile_errors_total [1-9]/m);
+    expect(metrics).toMatch(/^plana_tenant_controller_reconciles_total\{result="success"\} [1-9]/m);
+    expect(metrics).toMatch(/^plana_tenant_controller_queue_depth \d+/m);
+
+    // one that keeps failing can still be deleted (nothing was created for it)
+    expect(kube(['delete', 'tc', deleted, '--wait=false']).ok).toBe(true);
+    await expect.poll(() => getTenantClient(deleted), { timeout: 30_000, interval: 500 }).toBeUndefined();
+
+    // once the platform can store it, a retry provisions it
+    await p.pool.query(`ALTER TABLE tenant_clients DROP CONSTRAINT ${constraint}`);
+    const fixed = await waitForTenantClient(poison, ready, 120_000);
+    expect(kubeCondition(fixed, 'Synced')).toMatchObject({ status: 'True' });
+    expect(await workflowRuns(poison)).toBe(1);
+  }, 180_000);
 
   it('keeps the chat room as a Job owned by the TenantClient; deleting the Job creates the room and the Job again', async () => {
     const name = uniqueTenant('room');
@@ -238,8 +287,8 @@ describe('the TenantClient controller', () => {
   });
 
   it('publishes each workflow step as one Event, even when its cached object trails its own status writes', async () => {
-    // a pass over the same cached object again (the informer has not yet seen the status the last
-    // pass wrote, as on a busy API server): no step is published twice
+    // a reconcile of the same cached object again (the informer has not yet seen the status the last
+    // reconcile wrote, as on a busy API server): no step is published twice
     const name = uniqueTenant('once');
     const label = `${scope.label}-stale`; // no running controller selects it
     kube(['apply', '-f', '-'], tenantClientJson(name, label));
@@ -260,13 +309,13 @@ describe('the TenantClient controller', () => {
       'stale-cache',
       cache,
     );
-    await reconciler.pass([getTenantClient(name)!]); // the finalizer and the apply
-    await reconciler.pass([getTenantClient(name)!]);
+    await reconciler.reconcile(getTenantClient(name)!); // the finalizer and the apply
+    await reconciler.reconcile(getTenantClient(name)!);
     await waitForStatus(p, name, (s) => s.phase === 'Ready' && s.provisionedEventId !== undefined);
     // the object as a cache holds it before it sees the status writes: no status yet
     const cached = { ...getTenantClient(name)!, status: undefined };
-    await reconciler.pass([cached]);
-    await reconciler.pass([cached]);
+    await reconciler.reconcile(cached);
+    await reconciler.reconcile(cached);
     const reasons = tenantClientEvents(name).map((e) => e.reason);
     expect(reasons).toEqual(expect.arrayContaining(['Applied', 'ReserveSubdomain', 'PublishProvisionedEvent']));
     expect(reasons.filter((r, i) => reasons.indexOf(r) !== i)).toEqual([]);
