@@ -4,7 +4,7 @@
  * request is sent, and what the API still refuses names the flag the field came from. Runs the
  * CLI's program (runCli, as `npm run cli` does) against a real account API.
  */
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -188,11 +188,27 @@ describe('CLI errors in the CLI’s terms', () => {
   });
 
   it('says where the tenant commands look for the Kubernetes API when nothing says', async () => {
-    const out = await cli(['get', 'tenants'], { KUBECONFIG: '' });
+    const dataDir = tempDir('cli-no-dev');
+    const out = await cli(['get', 'tenants'], { KUBECONFIG: '', DATA_DIR: dataDir });
     expect(out.code).toBe(1);
     expect(out.stderr).toBe(
-      'error: No Kubernetes credentials: set KUBECONFIG, or run in a pod (KUBERNETES_SERVICE_HOST is not set).\n',
+      `error: No Kubernetes credentials: set KUBECONFIG, or start \`npm run dev\` (its kubeconfig ${path.join(dataDir, 'kubernetes', 'kubeconfig')} does not exist), or run in a pod (KUBERNETES_SERVICE_HOST is not set).\n`,
     );
+  });
+
+  it('without KUBECONFIG, the tenant commands use the running npm run dev’s kubeconfig, and say so', async () => {
+    // a second terminal without the banner's export line: DATA_DIR/kubernetes/kubeconfig is npm run dev's
+    const dataDir = tempDir('cli-dev');
+    mkdirSync(path.join(dataDir, 'kubernetes'));
+    const devKubeconfig = path.join(dataDir, 'kubernetes', 'kubeconfig');
+    copyFileSync(kubeconfigPath(), devKubeconfig);
+    const out = await cli(['describe', 'tenant', 'no-such-tenant'], { KUBECONFIG: '', DATA_DIR: dataDir });
+    // it reached the API server: the TenantClient does not exist there
+    expect(out.stderr).toBe(
+      `Using the kubeconfig of npm run dev: ${devKubeconfig} (KUBECONFIG is not set)\n` +
+        'error: TenantClient "no-such-tenant" does not exist.\n',
+    );
+    expect(out.code).toBe(4);
   });
 
   it('an API server that does not answer: which one, and what to start', async () => {
