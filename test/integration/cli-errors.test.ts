@@ -5,7 +5,10 @@
  * CLI's program (runCli, as `npm run cli` does) against a real account API.
  */
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../cli/index.js';
@@ -179,6 +182,43 @@ describe('CLI errors in the CLI’s terms', () => {
     ]);
     expect(reset.code).toBe(1);
     expect(reset.stderr).toContain('error: --reset-password needs the password (PLANA_USER_PASSWORD or the prompt)');
+  });
+
+  it('apply -f of a file that is not there: says so in words, with the usage exit code', async () => {
+    const file = path.join(tempDir('cli-apply'), 'no-such-tenant.yaml');
+    const out = await cli(['apply', '-f', file]);
+    expect(out.code).toBe(1);
+    expect(out.stderr).toBe(`error: no such file: ${file}\n`);
+  });
+
+  it('erp post-invoice of a tenant that does not exist: exit code 4, as documented', async () => {
+    // as a process of its own, on the run's database (the command reads DATABASE_URL, not the ops API)
+    const root = fileURLToPath(new URL('../../', import.meta.url));
+    const out = await promisify(execFile)(
+      `${root}node_modules/.bin/tsx`,
+      [`${root}cli/index.ts`, 'erp', 'post-invoice', 'nosuch'],
+      { cwd: root, env: { PATH: process.env.PATH, DATABASE_URL: api.cfg.DATABASE_URL } },
+    ).then(
+      () => ({ code: 0, stderr: '' }),
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(out.stderr).toBe('error: tenant nosuch does not exist (npm run cli -- get tenants lists them)\n');
+    expect(out.code).toBe(4);
+  });
+
+  it('a replay body with both messageId and since: the API names since, the field that does not go with the rest', async () => {
+    const res = await fetch(`${api.cfg.API_PUBLIC_URL}/api/ops/webhooks/${ENDPOINT}/replay`, {
+      method: 'POST',
+      headers: { 'x-api-key': testKeys.operator, 'content-type': 'application/json' },
+      body: JSON.stringify({ messageId: 'msg_1', since: 'x' }),
+    });
+    expect(res.status).toBe(400);
+    expect((await res.json()).errors).toEqual([
+      {
+        field: 'body.since',
+        message: 'cannot be sent with messageId: the request takes messageId, or since (and until)',
+      },
+    ]);
   });
 
   it('says what does not exist, with exit code 4', async () => {
