@@ -726,7 +726,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Stop the soak timer of a cancelled tenant; everything stays */
+        /** Stop the soak timer of a cancelled tenant; everything stays. 409 while its TenantClient is being deleted (kubectl delete): its controller would cancel it again */
         post: {
             parameters: {
                 query?: never;
