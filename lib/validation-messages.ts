@@ -3,9 +3,10 @@
  * field, in the caller's terms (`body.since`, `params.name`, `query.limit`): what was wrong and
  * what is accepted.
  *
- * - anyOf/oneOf: the alternative the caller evidently meant (the one whose errors reach deepest
- *   into what was sent, then the one with fewest errors) stands for the union; a union of constants
- *   or of types reads as one "must be one of" / "must be a … or a …";
+ * - anyOf/oneOf: the alternative the caller evidently meant (the one that takes everything sent
+ *   but the fields of another alternative, which are then said not to go with it; else the one
+ *   whose errors reach deepest into what was sent, then the one with fewest errors) stands for the
+ *   union; a union of constants or of types reads as one "must be one of" / "must be a … or a …";
  * - enums are listed when short (at most MAX_LISTED values); otherwise the schema's description
  *   (an example) and where the list is (the OpenAPI document);
  * - a pattern is described by the schema's `title` (what the value must be, e.g. "a DNS label: …"),
@@ -148,6 +149,8 @@ function sentence(issue: ValidationIssue): string {
       return `must be a multiple of ${String(p.multipleOf)}`;
     case 'unmatched':
       return 'is not in any of the accepted forms';
+    case 'otherFormField':
+      return `cannot be sent with ${(p.sentWith as string[]).join(' and ')}: the request takes ${String(p.forms)}`;
     default:
       return issue.message ?? 'is not valid';
   }
@@ -155,9 +158,32 @@ function sentence(issue: ValidationIssue): string {
 
 const depth = (issue: ValidationIssue) => (issue.instancePath === '' ? 0 : issue.instancePath.split('/').length - 1);
 
+/** The fields of each alternative of a union of objects (none for an alternative that is no object). */
+function alternativeFields(union: ValidationIssue): { fields: string[]; required: string[] }[] {
+  const alternatives = Array.isArray(union.schema) ? (union.schema as Record<string, unknown>[]) : [];
+  return alternatives.map((alt) => ({
+    fields: Object.keys((alt?.properties as Record<string, unknown> | undefined) ?? {}),
+    required: Array.isArray(alt?.required) ? (alt.required as string[]) : [],
+  }));
+}
+
+/** "messageId, or since (and until)": what each alternative takes. */
+function formsInWords(alternatives: { fields: string[]; required: string[] }[]): string {
+  const forms = alternatives
+    .filter((a) => a.fields.length > 0)
+    .map(({ fields, required }) => {
+      const optional = fields.filter((f) => !required.includes(f));
+      if (required.length === 0) return optional.join(' and ');
+      return `${required.join(' and ')}${optional.length ? ` (and ${optional.join(', ')})` : ''}`;
+    });
+  return forms.length <= 2 ? forms.join(', or ') : `${forms.slice(0, -1).join(', ')}, or ${forms.at(-1)}`;
+}
+
 /**
  * The issues that stand for one union (anyOf/oneOf) error at `unionPath`: a union of constants
  * or of plain types becomes one enum or type issue; otherwise the alternative the caller meant.
+ * An alternative whose only issues are fields of another alternative (the caller sent the fields
+ * of two forms together) is the one meant, and those fields are named as not going with it.
  */
 function collapseUnion(union: ValidationIssue, branches: Map<string, ValidationIssue[]>): ValidationIssue[] {
   const all = [...branches.values()];
@@ -170,6 +196,23 @@ function collapseUnion(union: ValidationIssue, branches: Map<string, ValidationI
   }
   if (all.length > 0 && all.every((b) => atUnion(b) && b[0]!.keyword === 'type')) {
     return [{ ...union, keyword: 'type', params: { type: all.map((b) => String(b[0]!.params.type)).join(',') } }];
+  }
+  const alternatives = alternativeFields(union);
+  const ofAnotherForm = (i: ValidationIssue) =>
+    i.keyword === 'additionalProperties' &&
+    i.instancePath === union.instancePath &&
+    alternatives.some((a) => a.fields.includes(String(i.params.additionalProperty)));
+  const fitting = all.filter((issues) => issues.every(ofAnotherForm)).sort((a, b) => a.length - b.length)[0];
+  if (fitting) {
+    const sent = union.data && typeof union.data === 'object' ? Object.keys(union.data) : [];
+    const own = Object.keys(fitting[0]!.parentSchema?.properties ?? {});
+    const sentWith = own.filter((f) => sent.includes(f));
+    if (sentWith.length > 0)
+      return fitting.map((i) => ({
+        ...i,
+        keyword: 'otherFormField',
+        params: { ...i.params, sentWith, forms: formsInWords(alternatives) },
+      }));
   }
   let best: ValidationIssue[] | undefined;
   for (const issues of all) {

@@ -53,7 +53,7 @@ export async function startDevServers(
       namespace: cfg.TEMPORAL_NAMESPACE,
     });
   }
-  installTenantClientCrd(kube.kubeconfigPath);
+  await installTenantClientCrd(kube.kubeconfigPath);
   // the controller's Lease lives in the platform's namespace
   const namespace = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: cfg.KUBERNETES_NAMESPACE } };
   kubectl(kube.kubeconfigPath, ['apply', '-f', '-'], JSON.stringify(namespace));

@@ -7,6 +7,20 @@ import { stopAll } from './local-servers.js';
 
 const CLOSE_TIMEOUT_MS = 15_000;
 
+/**
+ * Standard output and error closed under us are no reason to stop half-way: `npm run dev | tee
+ * dev.log` loses its reader on Ctrl-C (tee gets the interrupt too), and a write to a pipe without a
+ * reader fails with EPIPE, which, unhandled, ends the process in the middle of its shutdown, its
+ * servers killed and their pid files left behind. What is written after that is lost; the
+ * shutdown goes on. Any other error on them is thrown as before.
+ */
+export function keepGoingWhenOutputCloses(): void {
+  for (const stream of [process.stdout, process.stderr])
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err;
+    });
+}
+
 export interface Closable {
   close(): Promise<unknown>;
 }

@@ -13,7 +13,7 @@ import { startServersInOwnProcessGroups } from './local-servers.js';
 import { temporalKindOf } from './local-temporal-cluster.js';
 import { buildDevOdooTemplates } from './dev-odoo.js';
 import { devTenantDomain } from './dev-tenant-domain.js';
-import { DevShutdown } from './dev-shutdown.js';
+import { DevShutdown, keepGoingWhenOutputCloses } from './dev-shutdown.js';
 import { startDevServers } from './dev-servers.js';
 import { prepareDatabase, startDevErp, startDevServices, startDevWorkerAndController } from './dev-platform.js';
 import { provisionDemoTenant } from './dev-demo.js';
@@ -32,6 +32,7 @@ const step = (msg: string) => console.log(`\x1b[36m▸\x1b[0m ${msg}`);
 const temporalKind = temporalKindOf(process.argv.slice(2), process.env.DEV_TEMPORAL);
 
 const shutdown = new DevShutdown();
+keepGoingWhenOutputCloses();
 process.on('SIGINT', () => void shutdown.stop());
 process.on('SIGTERM', () => void shutdown.stop());
 

@@ -93,10 +93,15 @@ export class ManagedProcess {
     this.child.once('exit', () => {
       this.exited = true;
       running.delete(this);
-      rmSync(this.pidFile, { force: true });
+      this.forgetPidFile();
     });
     running.add(this);
     installExitHooks();
+  }
+
+  /** Removes the pid file (the process is stopped, or killed outright with the parent). */
+  forgetPidFile(): void {
+    rmSync(this.pidFile, { force: true });
   }
 
   async stop(timeoutMs = 10_000): Promise<void> {
@@ -123,9 +128,13 @@ let hooksInstalled = false;
 function installExitHooks() {
   if (hooksInstalled) return;
   hooksInstalled = true;
-  // Last resort when the parent exits without stopping its servers: no orphans.
+  // Last resort when the parent exits without stopping its servers: no orphans, and no pid files
+  // of processes that are gone (the child's own exit event never comes once the parent has exited).
   process.on('exit', () => {
-    for (const p of running) p.child.kill('SIGKILL');
+    for (const p of running) {
+      p.child.kill('SIGKILL');
+      p.forgetPidFile();
+    }
   });
 }
 

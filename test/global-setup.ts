@@ -41,7 +41,7 @@ export default async function setup(project: TestProject) {
       startThrowAwayObjectStore(dir),
       bundleWorkflowCode({ workflowsPath, logger: quietLogger }),
     ]);
-    installTenantClientCrd(kube.kubeconfigPath);
+    await installTenantClientCrd(kube.kubeconfigPath);
     const pool = createPool(pg.url, 2);
     await migrate(pool);
     // first start: every pair of the inventory gets its key (registry + secret store), as `npm run dev` does

@@ -15,7 +15,7 @@ export function register(program: Command) {
     .requiredOption('-f, --filename <file>', 'the TenantClient resource (YAML or JSON; - for stdin)')
     .addOption(outputOption(['text', 'json']))
     .action(async (opts: { filename: string; output: string }) => {
-      const text = opts.filename === '-' ? await readStdin() : await readFile(opts.filename, 'utf8');
+      const text = opts.filename === '-' ? await readStdin() : await readResourceFile(opts.filename);
       const parsed = parseTenantClient(text);
       if (!parsed.ok) {
         const lines = parsed.problems.map((p) => `  ${p.field}: ${p.message}`);
@@ -39,6 +39,19 @@ function labelsOf(text: string): Record<string, string> | undefined {
   const labels = (parse(text) as { metadata?: { labels?: unknown } }).metadata?.labels;
   if (!labels || typeof labels !== 'object') return undefined;
   return Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, String(v)]));
+}
+
+/** The file's text; a file that cannot be read is said in words ("no such file: x.yaml"), not as a raw ENOENT. */
+async function readResourceFile(file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new Error(`no such file: ${file}`);
+    if (code === 'EISDIR') throw new Error(`${file} is a folder, not a file`);
+    if (code === 'EACCES') throw new Error(`cannot read ${file}: permission denied`);
+    throw new Error(`cannot read ${file}: ${code ?? (err as Error).message}`);
+  }
 }
 
 async function readStdin(): Promise<string> {

@@ -10,7 +10,8 @@ import { config } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
 import { erpApiUserDeps } from '../../domain/erp/api-user.js';
 import { postCustomerInvoice } from '../../domain/erp/customer-invoice.js';
-import { routedTenants } from '../../domain/tenants/http-routes.js';
+import { routedTenants, tenantWithRoute } from '../../domain/tenants/http-routes.js';
+import { AppError } from '../../lib/errors.js';
 import { outputOption, positiveNumber, tenantName } from '../arguments.js';
 
 export function register(program: Command) {
@@ -31,8 +32,12 @@ export function register(program: Command) {
       const pool = createPool(cfg.DATABASE_URL, 1);
       try {
         const route = (await routedTenants(pool)).find((r) => r.tenant === tenant);
-        if (!route)
+        if (!route) {
+          // exit code 4 for a tenant that does not exist; 1 for one whose ERP is not routed (yet, or any more)
+          if (!(await tenantWithRoute(pool, tenant)))
+            throw new AppError('NOT_FOUND', `tenant ${tenant} does not exist (npm run cli -- get tenants lists them)`);
           throw new Error(`tenant ${tenant} has no ERP route: is it provisioned? (npm run cli -- get tenants)`);
+        }
         const invoice = await postCustomerInvoice(erpApiUserDeps(cfg, pool), {
           database: route.database,
           amount: opts.amount,

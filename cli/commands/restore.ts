@@ -180,8 +180,32 @@ function registerBackups(program: Command) {
     });
 }
 
-/** The backup and restore commands: restore (as a copy or in place), restore-keep, restores, drills, backups. */
+function registerBackup(program: Command) {
+  program
+    .command('backup')
+    .description(
+      'back a tenant up now, as its backup schedule does (workflow backup:<tenant>:manual-<time>); `backups <tenant>` lists it once stored',
+    )
+    .argument('<tenant>', 'tenant name (= subdomain)', tenantName)
+    .addOption(outputOption(['text', 'json']))
+    .action(async (tenant: string, opts: { output: string }) => {
+      const started = await opsRequest<{ workflowId: string; scheduleId: string; temporalUiUrl: string }>(
+        'POST',
+        `/api/ops/tenants/${encodeURIComponent(tenant)}/backups`,
+        undefined,
+        { 'params.name': '<tenant>' },
+      );
+      if (opts.output === 'json') return console.log(JSON.stringify(started, null, 2));
+      console.log(`Backup of tenant ${tenant} started (the action of schedule ${started.scheduleId}, now).`);
+      console.log(`  workflow id: ${started.workflowId}`);
+      console.log(`  Temporal UI: ${started.temporalUiUrl}`);
+      console.log(`  follow it:   npm run cli -- backups ${tenant}   (listed once stored)`);
+    });
+}
+
+/** The backup and restore commands: backup (now), restore (as a copy or in place), restore-keep, restores, drills, backups. */
 export function register(program: Command) {
+  registerBackup(program);
   registerRestore(program);
   registerRestoreKeep(program);
   registerRestores(program);

@@ -57,7 +57,7 @@ const API_URL = { value: '' };
 async function startStack() {
   step('starting PostgreSQL, Redis, Temporal and the Kubernetes API server');
   const { pg, redis, temporal, kube } = await startThrowAwayServers(dir);
-  installTenantClientCrd(kube.kubeconfigPath);
+  await installTenantClientCrd(kube.kubeconfigPath);
   const env = await processEnv({ pg, redis, temporal, kubeconfigPath: kube.kubeconfigPath });
   const cfg = parseConfig(env);
   const pool = createPool(cfg.DATABASE_URL, 4);

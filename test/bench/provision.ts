@@ -79,7 +79,7 @@ try {
   step(`starting PostgreSQL, Redis, Temporal (${TEMPORAL_KIND}) and the Kubernetes API server`);
   const servers = await startBenchServers(dir, TEMPORAL_KIND);
   const { pg, kube } = servers;
-  installTenantClientCrd(kube.kubeconfigPath);
+  await installTenantClientCrd(kube.kubeconfigPath);
   step(`Kubernetes API server ready ${secs(kube.readyAfterMs)} after its start`);
   const [apiPort, notificationsPort, smtpPort, eventsPort, erpPort, chatPort, metricsPort, sdkMetricsPort, authPort] =
     (await Promise.all(Array.from({ length: 9 }, () => freePort()))) as number[] as [

@@ -4,8 +4,11 @@
  * request is sent, and what the API still refuses names the flag the field came from. Runs the
  * CLI's program (runCli, as `npm run cli` does) against a real account API.
  */
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../cli/index.js';
@@ -181,6 +184,43 @@ describe('CLI errors in the CLI’s terms', () => {
     expect(reset.stderr).toContain('error: --reset-password needs the password (PLANA_USER_PASSWORD or the prompt)');
   });
 
+  it('apply -f of a file that is not there: says so in words, with the usage exit code', async () => {
+    const file = path.join(tempDir('cli-apply'), 'no-such-tenant.yaml');
+    const out = await cli(['apply', '-f', file]);
+    expect(out.code).toBe(1);
+    expect(out.stderr).toBe(`error: no such file: ${file}\n`);
+  });
+
+  it('erp post-invoice of a tenant that does not exist: exit code 4, as documented', async () => {
+    // as a process of its own, on the run's database (the command reads DATABASE_URL, not the ops API)
+    const root = fileURLToPath(new URL('../../', import.meta.url));
+    const out = await promisify(execFile)(
+      `${root}node_modules/.bin/tsx`,
+      [`${root}cli/index.ts`, 'erp', 'post-invoice', 'nosuch'],
+      { cwd: root, env: { PATH: process.env.PATH, DATABASE_URL: api.cfg.DATABASE_URL } },
+    ).then(
+      () => ({ code: 0, stderr: '' }),
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(out.stderr).toBe('error: tenant nosuch does not exist (npm run cli -- get tenants lists them)\n');
+    expect(out.code).toBe(4);
+  });
+
+  it('a replay body with both messageId and since: the API names since, the field that does not go with the rest', async () => {
+    const res = await fetch(`${api.cfg.API_PUBLIC_URL}/api/ops/webhooks/${ENDPOINT}/replay`, {
+      method: 'POST',
+      headers: { 'x-api-key': testKeys.operator, 'content-type': 'application/json' },
+      body: JSON.stringify({ messageId: 'msg_1', since: 'x' }),
+    });
+    expect(res.status).toBe(400);
+    expect((await res.json()).errors).toEqual([
+      {
+        field: 'body.since',
+        message: 'cannot be sent with messageId: the request takes messageId, or since (and until)',
+      },
+    ]);
+  });
+
   it('says what does not exist, with exit code 4', async () => {
     const out = await cli(['describe', 'tenant', 'no-such-tenant'], { KUBECONFIG: kubeconfigPath() });
     expect(out.code).toBe(4);
@@ -188,11 +228,27 @@ describe('CLI errors in the CLI’s terms', () => {
   });
 
   it('says where the tenant commands look for the Kubernetes API when nothing says', async () => {
-    const out = await cli(['get', 'tenants'], { KUBECONFIG: '' });
+    const dataDir = tempDir('cli-no-dev');
+    const out = await cli(['get', 'tenants'], { KUBECONFIG: '', DATA_DIR: dataDir });
     expect(out.code).toBe(1);
     expect(out.stderr).toBe(
-      'error: No Kubernetes credentials: set KUBECONFIG, or run in a pod (KUBERNETES_SERVICE_HOST is not set).\n',
+      `error: No Kubernetes credentials: set KUBECONFIG, or start \`npm run dev\` (its kubeconfig ${path.join(dataDir, 'kubernetes', 'kubeconfig')} does not exist), or run in a pod (KUBERNETES_SERVICE_HOST is not set).\n`,
     );
+  });
+
+  it('without KUBECONFIG, the tenant commands use the running npm run dev’s kubeconfig, and say so', async () => {
+    // a second terminal without the banner's export line: DATA_DIR/kubernetes/kubeconfig is npm run dev's
+    const dataDir = tempDir('cli-dev');
+    mkdirSync(path.join(dataDir, 'kubernetes'));
+    const devKubeconfig = path.join(dataDir, 'kubernetes', 'kubeconfig');
+    copyFileSync(kubeconfigPath(), devKubeconfig);
+    const out = await cli(['describe', 'tenant', 'no-such-tenant'], { KUBECONFIG: '', DATA_DIR: dataDir });
+    // it reached the API server: the TenantClient does not exist there
+    expect(out.stderr).toBe(
+      `Using the kubeconfig of npm run dev: ${devKubeconfig} (KUBECONFIG is not set)\n` +
+        'error: TenantClient "no-such-tenant" does not exist.\n',
+    );
+    expect(out.code).toBe(4);
   });
 
   it('an API server that does not answer: which one, and what to start', async () => {

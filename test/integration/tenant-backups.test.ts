@@ -10,7 +10,9 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { runCli } from '../../cli/index.js';
+import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { inject } from 'vitest';
 import { parseConfig } from '../../lib/config.js';
 import { backupObjectStore, ChecksumMismatchError, type ObjectStore } from '../../lib/object-store.js';
@@ -221,4 +223,62 @@ it('the prune aborts multipart uploads left unfinished (older than the given tim
   expect(await incompleteUploads(key)).toEqual([key]);
   expect(await store.abortIncompleteUploads({ initiatedBefore: new Date(Date.now() + 60_000) })).toContain(key);
   expect(await incompleteUploads(key)).toEqual([]);
+});
+
+/** Runs `npm run cli -- <args>` in this process against the platform's ops API; its exit code and what it printed. */
+async function cli(...args: string[]): Promise<{ code: number; out: string }> {
+  process.env.PLANA_API_URL = p.cfg.API_PUBLIC_URL;
+  process.env.OPS_API_KEY = testKeys.operator;
+  const lines: string[] = [];
+  const say = (...a: unknown[]) => void lines.push(a.join(' '));
+  const log = vi.spyOn(console, 'log').mockImplementation(say);
+  const error = vi.spyOn(console, 'error').mockImplementation(say);
+  try {
+    return { code: await runCli(args), out: lines.join('\n') };
+  } finally {
+    log.mockRestore();
+    error.mockRestore();
+  }
+}
+
+it('backup <tenant> backs it up now as its schedule does: workflow backup:<tenant>:manual-<time>, stored and listed', async () => {
+  const name = uniqueTenant('bknow');
+  await tenantWithAttachment(name, 'pro');
+  expect(await backups(name)).toEqual([]);
+
+  const started = await cli('backup', name);
+  expect(started.code).toBe(0);
+  const workflowId = /workflow id: (\S+)/.exec(started.out)?.[1];
+  expect(workflowId).toMatch(new RegExp(`^backup:${name}:manual-\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$`));
+  expect(started.out).toContain(
+    `Temporal UI: ${p.cfg.TEMPORAL_UI_URL}/namespaces/default/workflows/${encodeURIComponent(workflowId!)}`,
+  );
+
+  // the schedule's action: the backupTenant workflow with the schedule's input and search attributes
+  const run = p.temporal.workflow.getHandle(workflowId!);
+  await run.result();
+  const described = await run.describe();
+  expect(described.type).toBe('backupTenant');
+  expect(described.typedSearchAttributes.get(searchAttributes.tenant)).toBe(name);
+  expect(described.typedSearchAttributes.get(searchAttributes.tier)).toBe('pro');
+  const rows = await backups(name);
+  expect(rows.map((r) => r.kind)).toEqual(['database', 'filestore']);
+  for (const row of rows) expect(row).toMatchObject({ storage: 'object-store', days: 90 });
+  expect((await cli('backups', name)).out).toContain(rows[0]!.backup_id);
+
+  // the ops route answers the same way; a tenant the platform does not know is a 404 (CLI exit code 4)
+  const again = await p.api.app.inject({
+    method: 'POST',
+    url: `/api/ops/tenants/${name}/backups`,
+    headers: { 'x-api-key': testKeys.operator },
+  });
+  expect(again.statusCode).toBe(202);
+  expect(again.json()).toMatchObject({
+    tenant: name,
+    workflowId: expect.stringMatching(new RegExp(`^backup:${name}:manual-`)),
+    scheduleId: `backup:${name}`,
+    temporalUiUrl: expect.stringContaining(p.cfg.TEMPORAL_UI_URL),
+  });
+  const unknown = await cli('backup', 'no-such-tenant');
+  expect(unknown).toEqual({ code: 4, out: 'error: Tenant "no-such-tenant" is not known to the platform.' });
 });

@@ -12,13 +12,14 @@ import pg from 'pg';
 import { Worker } from '@temporalio/worker';
 import { temporal as proto } from '@temporalio/proto';
 import { ScheduleNotFoundError } from '@temporalio/client';
-import { buildCli } from '../../cli/index.js';
+import { buildCli, runCli } from '../../cli/index.js';
 import { chatRoomName } from '../../domain/tenants/chat-room.js';
 import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { tempDir } from '../support/env.js';
 import {
   applyTenant,
+  deleteTenant,
   deprovisionNow,
   kubeCondition,
   waitForKubeTenant,
@@ -426,5 +427,48 @@ group('the operator CLI', () => {
     await expect(cli('apply', '-f', file)).rejects.toThrow(
       `${file} is not a valid TenantClient:\n  spec.tier: must be one of starter, pro, enterprise`,
     );
+  });
+
+  it('reactivate after kubectl delete is refused (409, CLI exit 1) saying why, and the tenant stays cancelled', async () => {
+    const name = uniqueTenant('delre');
+    expect(await applyTenant(p, name)).toBe('created');
+    await waitForStatus(p, name, isReady);
+    await deleteTenant(p, name);
+    await waitForStatus(p, name, (s) => s.phase === 'Cancelled');
+
+    const refused = await ops(p, 'POST', `/api/ops/tenant-clients/${name}/reactivate`);
+    expect(refused.statusCode).toBe(409);
+    expect(refused.headers['content-type']).toContain('application/problem+json');
+    expect(refused.json().detail).toMatch(
+      new RegExp(
+        `^Cannot reactivate TenantClient "${name}": it is being deleted \\(kubectl delete at [^)]+\\), and its controller cancels the tenant again`,
+      ),
+    );
+    expect(refused.json().detail).toContain(`npm run cli -- backup ${name}`);
+
+    process.env.PLANA_API_URL = p.cfg.API_PUBLIC_URL;
+    process.env.OPS_API_KEY = testKeys.operator;
+    const said: string[] = [];
+    const error = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void said.push(a.join(' ')));
+    const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void said.push(a.join(' ')));
+    let code: number;
+    try {
+      code = await runCli(['reactivate', 'tenant', name]);
+    } finally {
+      error.mockRestore();
+      log.mockRestore();
+    }
+    expect(code).toBe(1);
+    expect(said.join('\n')).toMatch(
+      new RegExp(`^error: Cannot reactivate TenantClient "${name}": it is being deleted`),
+    );
+    expect(said.join('\n')).not.toContain('reactivated');
+
+    // what the controller would have undone was never done: still cancelled, no reactivate step, Deleting
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const status = (await describe(p, name)).status;
+    expect(status.phase).toBe('Cancelled');
+    expect(status.steps.map((s) => s.step)).not.toContain('reactivate');
+    expect(kubeCondition(await p.kube.api.get(name), 'Ready')?.reason).toBe('Deleting');
   });
 });

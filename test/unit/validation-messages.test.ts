@@ -66,6 +66,31 @@ describe('describeValidation', async () => {
     ]);
   });
 
+  it('an anyOf sent with the fields of two alternatives: the field that does not go with the one that fits', async () => {
+    const replay = Type.Union([
+      Type.Object({ messageId: Type.String({ pattern: '^msg_' }) }, { additionalProperties: false }),
+      Type.Object(
+        { since: Type.String({ format: 'date-time' }), until: Type.Optional(Type.String({ format: 'date-time' })) },
+        { additionalProperties: false },
+      ),
+    ]);
+    // messageId is a field of this request, and a good one: the problem is `since`
+    expect(await problems(replay, { messageId: 'msg_1', since: 'x' })).toEqual([
+      {
+        field: 'body.since',
+        message: 'cannot be sent with messageId: the request takes messageId, or since (and until)',
+      },
+    ]);
+    expect(
+      await problems(replay, { since: '2026-01-31T09:00:00Z', until: '2026-02-01T09:00:00Z', messageId: 'x' }),
+    ).toEqual([
+      {
+        field: 'body.messageId',
+        message: 'cannot be sent with since and until: the request takes messageId, or since (and until)',
+      },
+    ]);
+  });
+
   it('a union of constants reads as one list; a union of types as one type', async () => {
     expect(
       await problems(

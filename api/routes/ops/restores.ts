@@ -1,6 +1,6 @@
 /**
- * Backups and restores for operators (ops service key): a tenant's stored backups, a backup (or the
- * latest) restored as a new tenant, the restored copies (kept on request, otherwise torn down), and
+ * Backups and restores for operators (ops service key): a tenant's stored backups, a backup taken
+ * now, a backup (or the latest) restored as a new tenant, the restored copies (kept on request, otherwise torn down), and
  * the backup drills' results.
  */
 import type { FastifyInstance } from 'fastify';
@@ -8,6 +8,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { keepRestore, startRestore, startRestoreInPlace } from '../../../domain/tenants/restore-start.js';
 import { listBackups } from '../../../domain/tenants/backup-catalog.js';
+import { startBackupNow } from '../../../domain/tenants/backup-start.js';
 import { getRestore, listRestores } from '../../../domain/tenants/restore-records.js';
 import { listDrills } from '../../../domain/tenants/backup-drills.js';
 import { AppError } from '../../../lib/errors.js';
@@ -98,6 +99,40 @@ function listBackupsRoute(fastify: FastifyInstance) {
       },
     },
     async (req) => ({ items: await listBackups(app.deps.pool, req.params.name) }),
+  );
+}
+
+/** Take a backup of a tenant now, as its schedule does. */
+function startBackupRoute(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  app.post(
+    '/api/ops/tenants/:name/backups',
+    {
+      config: { access: access.service('operator') },
+      schema: {
+        tags: ['ops'],
+        summary:
+          "Back the tenant up now: its backup schedule's action (workflow backupTenant) started at once as backup:<tenant>:manual-<time>; listed under GET …/backups once stored. 404 for an unknown tenant, 409 for one without a backup schedule (provisioning, deprovisioned)",
+        params: Type.Object({ name: TenantName }),
+        response: {
+          202: Type.Object({
+            tenant: Type.String(),
+            workflowId: Type.String(),
+            runId: Type.String(),
+            scheduleId: Type.String({ description: 'The schedule whose action was started; its own runs go on' }),
+            temporalUiUrl: Type.String(),
+          }),
+          401: problemRef,
+          404: problemRef,
+          409: problemRef,
+        },
+      },
+    },
+    async (req, reply) => {
+      const started = await startBackupNow(app.deps, req.params.name);
+      req.log.info({ tenant: started.tenant, workflowId: started.workflowId }, 'backup started');
+      return reply.code(202).send({ ...started, temporalUiUrl: temporalUiLink(app.deps.config, started.workflowId) });
+    },
   );
 }
 
@@ -261,6 +296,7 @@ function listDrillsRoute(fastify: FastifyInstance) {
 
 export default async function opsRestoreRoutes(fastify: FastifyInstance) {
   listBackupsRoute(fastify);
+  startBackupRoute(fastify);
   startRestoreRoute(fastify);
   startRestoreInPlaceRoute(fastify);
   listRestoresRoute(fastify);

@@ -30,7 +30,7 @@ beforeAll(async () => {
   dir = tempDir('kube-outage');
   port = await freePort();
   kube = await startKubernetes({ dir, port });
-  installTenantClientCrd(kube.kubeconfigPath);
+  await installTenantClientCrd(kube.kubeconfigPath);
   p = await startTenantPlatform({
     KUBECONFIG: kube.kubeconfigPath,
     TENANT_CONTROLLER_LEASE: 'tenant-controller',

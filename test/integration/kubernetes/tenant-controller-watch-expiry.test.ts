@@ -36,7 +36,7 @@ const log = logCapture();
 beforeAll(async () => {
   const dir = tempDir('kube-watch-expiry');
   kube = await startKubernetes({ dir, extraArgs: ['--watch-cache=false'] });
-  installTenantClientCrd(kube.kubeconfigPath);
+  await installTenantClientCrd(kube.kubeconfigPath);
   relay = await startTcpProxy({ host: '127.0.0.1', port: Number(new URL(kube.server).port) });
   // the controller reaches the API server through the relay (the serving certificate names 127.0.0.1)
   const kc = new KubeConfig();
