@@ -227,6 +227,8 @@ export async function readExecutionLog(
   return {
     items: page.map(({ internalId: _, ...r }) => ({ ...r, occurredAt: r.occurredAt.toISOString() })),
     nextCursor:
-      rows.length > opts.limit && last ? executionLogCursor(opts.secretsKey, workspaceId, last.occurredAt, last.internalId) : null,
+      rows.length > opts.limit && last
+        ? executionLogCursor(opts.secretsKey, workspaceId, last.occurredAt, last.internalId)
+        : null,
   };
 }
