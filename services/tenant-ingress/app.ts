@@ -10,12 +10,12 @@
  */
 import type { IncomingMessage } from 'node:http';
 import fastifyHttpProxy, { type FastifyHttpProxyOptions } from '@fastify/http-proxy';
-import Fastify from 'fastify';
+import Fastify, { type FastifyError } from 'fastify';
 import type pg from 'pg';
 import { forwardSaas, type SaasForwarding } from './saas.js';
 import { HostRouteCache } from '../../domain/tenants/host-route-cache.js';
 import type { TenantRoute } from '../../domain/tenants/http-routes.js';
-import { handleError, serverOptions } from '../../lib/http.js';
+import { failureContext, handleError, isClientAbort, serverOptions } from '../../lib/http.js';
 import type { DestinationStream } from 'pino';
 import { httpMetrics } from '../../lib/metrics.js';
 
@@ -44,8 +44,17 @@ export async function buildTenantIngress(opts: TenantIngressOptions) {
 
   const app = Fastify({ ...serverOptions(opts.logLevel, { stream: opts.logStream }), bodyLimit: 64 * 1024 * 1024 });
   // the platform's one error mapper: a failure of the ingress itself (its route look-up) is a
-  // problem answer and a "request failed" line with the error's stack (lib/http.ts)
-  app.setErrorHandler(handleError);
+  // problem answer and a "request failed" line with the error's stack (lib/http.ts). The client's
+  // abort mid-response is neither: the ERP's answer had begun (its headers read, no byte of it sent
+  // on yet) when the browser went away; closing our response destroyed the ERP's body stream,
+  // which ends with UND_ERR_ABORTED. Nobody waits for an answer and nothing failed here.
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (isClientAbort(err, reply)) {
+      req.log.info({ ...failureContext(req), code: err.code }, 'client went away before the response was complete');
+      return;
+    }
+    return handleError(err, req, reply);
+  });
   // every request counted and timed by route template (GET /metrics on METRICS_PORT, lib/metrics.ts)
   await app.register(httpMetrics, { service: 'tenant-ingress' });
   // bodies go to Odoo as they came (XML-RPC, JSON-RPC, uploads): no parsing here
