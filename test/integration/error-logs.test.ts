@@ -5,6 +5,7 @@
  * refusal (4xx) is the request's one line, without a stack. The servers are the real apps, logging
  * to a stream the test reads.
  */
+import { randomBytes } from 'node:crypto';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
@@ -255,6 +256,7 @@ describe('the internal services', () => {
       platform: platform as never,
       upstream: 'http://127.0.0.1:9',
       saas: {} as never,
+      sessionKey: randomBytes(32).toString('base64'),
       logLevel: 'info',
       logStream: log.stream,
     });
@@ -300,6 +302,7 @@ describe('the internal services', () => {
         platform: { query: async () => ({ rows: [route] }) } as never,
         upstream: `http://127.0.0.1:${(erp.address() as AddressInfo).port}`,
         saas: {} as never,
+        sessionKey: randomBytes(32).toString('base64'),
         logLevel: 'debug',
         logStream: log.stream,
       });
@@ -346,6 +349,7 @@ describe('the internal services', () => {
       platform: { query: async () => ({ rows: [route] }) } as never,
       upstream: `http://127.0.0.1:${(erp.address() as AddressInfo).port}`,
       saas: {} as never,
+      sessionKey: randomBytes(32).toString('base64'),
       logLevel: 'info',
       logStream: log.stream,
     });
