@@ -20,6 +20,22 @@ export class OneLinePerRequest extends LogController {
     if (error) reply.log.error({ ...line, ...failureContext(request), err: error }, 'request errored');
     else reply.log.info(line, 'request completed');
   }
+  /**
+   * A streamed answer that ended early: when the client went away (its connection closed, which
+   * destroys the stream being sent: a proxied body from undici then ends with UND_ERR_ABORTED),
+   * that is the client's abort, one info line, not Fastify's warning that a response "terminated
+   * with an error".
+   */
+  override streamError(error: Error & { code?: string }, request: FastifyRequest, reply: FastifyReply) {
+    if (isClientAbort(error, reply)) {
+      reply.log.info(
+        { ...this.completedLine(request, reply), code: error.code },
+        'client went away before the response was complete',
+      );
+      return;
+    }
+    super.streamError(error, request, reply);
+  }
   protected completedLine(request: FastifyRequest, reply: FastifyReply): Record<string, unknown> {
     // the `req` serializer (lib/logger.ts) redacts the URL's credentials
     const line: Record<string, unknown> = {
@@ -35,6 +51,15 @@ export class OneLinePerRequest extends LogController {
     }
     return line;
   }
+}
+
+/**
+ * Whether an error is the client's abort: the client is gone (its request or our response to it
+ * destroyed) and the error is undici's UND_ERR_ABORTED, how a body we were streaming from a peer
+ * ends when we destroy it because nobody reads it any more.
+ */
+export function isClientAbort(error: { code?: string }, reply: FastifyReply): boolean {
+  return error.code === 'UND_ERR_ABORTED' && (reply.request.raw.destroyed || reply.raw.destroyed);
 }
 
 /** What a failure's log line names of its request: method, route pattern (else the redacted path) and request id. */

@@ -32,7 +32,7 @@ import { methodNotAllowed, ResourceTable } from './http-resources.js';
 import { checkText } from './http-text.js';
 
 export { BODY_LIMIT, MAX_DEPTH, MAX_PARAM_LENGTH } from './http-limits.js';
-export { failureContext, OneLinePerRequest } from './http-request-log.js';
+export { failureContext, isClientAbort, OneLinePerRequest } from './http-request-log.js';
 export { handleError, sendProblem } from './http-problems.js';
 export { serverOptions, type LogOptions } from './http-server-options.js';
 export { SAFE_TEXT_PATTERN, textProblem } from './http-text.js';

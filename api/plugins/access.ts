@@ -31,6 +31,7 @@ import type { Scope } from '../../domain/access/api-keys.js';
 import { requireServiceKey } from '../../domain/service-keys/service-key-auth.js';
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { requireUser, requireWorkspaceAdmin, requireWorkspaceMember } from './user-auth.js';
+import { refuseAmbiguousWorkspace } from './named-workspace.js';
 import { presentsWorkspaceKey } from './workspace-key-check.js';
 
 /**
@@ -99,7 +100,9 @@ function security(declared: Access): Record<string, string[]>[] {
 }
 
 async function userUnlessKey(req: FastifyRequest) {
-  if (!presentsWorkspaceKey(req)) await requireUser(req);
+  if (presentsWorkspaceKey(req)) return;
+  await requireUser(req);
+  await refuseAmbiguousWorkspace(req);
 }
 async function adminUnlessKey(req: FastifyRequest) {
   if (!presentsWorkspaceKey(req)) await requireWorkspaceAdmin(req);
@@ -132,9 +135,14 @@ export const accessControl = fp(
       return hook;
     };
     const ours = (h: unknown) =>
-      [requireUser, requireWorkspaceAdmin, requireWorkspaceMember, userUnlessKey, adminUnlessKey].includes(
-        h as never,
-      ) || [...serviceHooks.values()].includes(h as never);
+      [
+        requireUser,
+        refuseAmbiguousWorkspace,
+        requireWorkspaceAdmin,
+        requireWorkspaceMember,
+        userUnlessKey,
+        adminUnlessKey,
+      ].includes(h as never) || [...serviceHooks.values()].includes(h as never);
 
     app.addHook('onRoute', (route: RouteOptions) => {
       const declared = route.config?.access;
@@ -152,10 +160,16 @@ export const accessControl = fp(
       if ([route.onRequest].flat().some(ours)) return;
       const existing = [route.onRequest ?? []].flat();
       if (declared.kind === 'user') {
-        route.onRequest = [requireUser as onRequestHookHandler, ...existing];
-        // the membership look-up reads X-Workspace / ?workspace=, so it runs once they are validated
+        // the membership look-up reads X-Workspace / ?workspace=, so it runs once they are validated;
+        // naming two workspaces is refused before that (a repeated ?workspace= would fail validation
+        // without saying which values clash)
         const workspaceCheck =
           declared.role === 'admin' ? requireWorkspaceAdmin : declared.workspace ? requireWorkspaceMember : undefined;
+        route.onRequest = [
+          requireUser as onRequestHookHandler,
+          ...(workspaceCheck ? [refuseAmbiguousWorkspace as onRequestHookHandler] : []),
+          ...existing,
+        ];
         if (workspaceCheck)
           route.preHandler = [workspaceCheck as preHandlerHookHandler, ...[route.preHandler ?? []].flat()];
       } else if (declared.kind === 'adminOrKey') {

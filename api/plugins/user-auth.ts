@@ -5,13 +5,15 @@
  * never manage keys, team or settings.
  *
  * Which workspace: the `X-Workspace` header (or `?workspace=`) names it by slug; when absent and
- * the user belongs to exactly one workspace, that one. Otherwise 400 asking for it.
+ * the user belongs to exactly one workspace, that one. Otherwise 400 asking for it; a request naming
+ * two different workspaces (header and query, or either twice) is a 400 naming both (named-workspace.ts).
  */
 import type { FastifyRequest } from 'fastify';
 import { TOKEN_PREFIX } from '../../domain/access/api-keys.js';
 import { AppError } from '../../lib/errors.js';
 import { verifyAccessSession } from '../../domain/access/login-sessions.js';
 import { membershipsOf } from '../../domain/access/workspaces.js';
+import { namedWorkspace } from './named-workspace.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -64,9 +66,7 @@ async function workspaceMembership(
   req: FastifyRequest,
 ): Promise<{ id: string; slug: string; role: 'admin' | 'member' }> {
   if (!req.user) throw new AppError('UNAUTHORIZED', 'This endpoint needs an interactive login.');
-  const header = req.headers['x-workspace'];
-  const query = (req.query as { workspace?: unknown } | undefined)?.workspace;
-  const slug = typeof header === 'string' && header ? header : typeof query === 'string' && query ? query : undefined;
+  const slug = namedWorkspace(req);
   const rows = await membershipsOf(req.server.deps.pool, req.user.id, slug);
   if (!slug && rows.length > 1) {
     throw new AppError(

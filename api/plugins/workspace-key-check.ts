@@ -16,6 +16,7 @@ import type { RevocationFeed } from '../../domain/access/key-revocations.js';
 import type { BucketResult, Limits, RateLimits } from '../../domain/access/rate-limits.js';
 import { workspaceSuspended, type WorkspaceStanding } from '../../domain/billing/standing.js';
 import { AppError } from '../../lib/errors.js';
+import { ambiguousWorkspace, workspacesNamed } from './named-workspace.js';
 
 /** What the key check needs (the plugin's `app.workspaceAuth`). */
 export interface KeyCheckDeps {
@@ -106,6 +107,7 @@ async function admitAgentInvocation(rateLimits: RateLimits, reply: FastifyReply,
  * The workspace binding: a `:slug` in the path, and a workspace named by X-Workspace or
  * `?workspace=` (slug or id), must be the key's own workspace, else 403 (rather than 404: the
  * caller learns nothing about the other workspace either way, and nobody believes they acted on it).
+ * Naming two different workspaces there is a 400 naming both (the key's own slug and id are one).
  */
 function refuseOtherWorkspace(req: FastifyRequest, own: { id: string; slug: string }) {
   const slug = (req.params as { slug?: string } | undefined)?.slug;
@@ -115,25 +117,16 @@ function refuseOtherWorkspace(req: FastifyRequest, own: { id: string; slug: stri
       `This key belongs to workspace "${own.slug}" and cannot reach workspace "${slug}".`,
     );
   }
-  // checked in place: this runs on every key-authenticated request, most of which name neither
-  const named =
-    otherWorkspaceIn(req.headers['x-workspace'], own) ??
-    otherWorkspaceIn((req.query as { workspace?: unknown } | undefined)?.workspace, own);
-  if (named !== undefined) {
+  const named = workspacesNamed(req);
+  if (named.length === 0) return;
+  const others = named.filter((v) => v !== own.slug && v !== own.id);
+  if (others.length > 1 || (others.length === 1 && named.length > 1)) throw ambiguousWorkspace(named);
+  if (others.length === 1) {
     throw new AppError(
       'FORBIDDEN',
-      `This key belongs to workspace "${own.slug}"; it cannot act on workspace "${named}" named by X-Workspace or ?workspace= (leave them out, or name the key's own workspace).`,
+      `This key belongs to workspace "${own.slug}"; it cannot act on workspace "${others[0]}" named by X-Workspace or ?workspace= (leave them out, or name the key's own workspace).`,
     );
   }
-}
-
-/** The first workspace that `given` (a header's or query parameter's value, repeated or not) names other than `own`. */
-function otherWorkspaceIn(given: unknown, own: { id: string; slug: string }): string | undefined {
-  if (given === undefined) return undefined;
-  for (const v of Array.isArray(given) ? given : [given]) {
-    if (typeof v === 'string' && v !== '' && v !== own.slug && v !== own.id) return v;
-  }
-  return undefined;
 }
 
 /** One route's key check: the services, the route's pattern, the scope it needs, whether it invokes an agent. */

@@ -161,18 +161,19 @@ export interface ExecutionLogFilter {
   until?: string;
 }
 
-const CURSOR_PURPOSE = 'plana execution-log cursor v1';
+const CURSOR_PURPOSE = 'plana execution-log cursor v2';
 
 /**
- * A page's cursor: the (occurred_at, internal id) of its last item, sealed (AES-256-GCM under a key
- * derived from SECRETS_KEY), so it is opaque and cannot be forged: the internal id counts every
- * workspace's calls and is never shown.
+ * A page's cursor: the workspace it was issued for and the (occurred_at, internal id) of the page's
+ * last item, sealed (AES-256-GCM under a key derived from SECRETS_KEY), so it is opaque and cannot
+ * be forged: the internal id counts every workspace's calls and is never shown. Another workspace's
+ * cursor is refused exactly as a forged one.
  */
-export function executionLogCursor(secretsKey: string, at: Date, internalId: string): string {
-  return seal(`${at.toISOString()}|${internalId}`, purposeKey(secretsKey, CURSOR_PURPOSE));
+export function executionLogCursor(secretsKey: string, workspaceId: string, at: Date, internalId: string): string {
+  return seal(`${workspaceId}|${at.toISOString()}|${internalId}`, purposeKey(secretsKey, CURSOR_PURPOSE));
 }
 
-function openCursor(secretsKey: string, cursor: string): [string, string] {
+function openCursor(secretsKey: string, workspaceId: string, cursor: string): [string, string] {
   const invalid = () =>
     new AppError('BAD_REQUEST', 'cursor is not one this API returned; use nextCursor of the previous page.');
   let decoded: string[];
@@ -181,8 +182,10 @@ function openCursor(secretsKey: string, cursor: string): [string, string] {
   } catch {
     throw invalid();
   }
-  if (decoded.length !== 2 || Number.isNaN(Date.parse(decoded[0]!)) || !/^\d+$/.test(decoded[1]!)) throw invalid();
-  return [decoded[0]!, decoded[1]!];
+  const [issuedFor, at, id] = decoded;
+  if (decoded.length !== 3 || issuedFor !== workspaceId || Number.isNaN(Date.parse(at!)) || !/^\d+$/.test(id!))
+    throw invalid();
+  return [at!, id!];
 }
 
 /**
@@ -194,7 +197,7 @@ export async function readExecutionLog(
   workspaceId: string,
   opts: { limit: number; cursor?: string; secretsKey: string } & ExecutionLogFilter,
 ): Promise<ExecutionLogPage> {
-  const before = opts.cursor ? openCursor(opts.secretsKey, opts.cursor) : undefined;
+  const before = opts.cursor ? openCursor(opts.secretsKey, workspaceId, opts.cursor) : undefined;
   const { rows } = await pool.query<
     Omit<ExecutionRecord, 'workspaceId' | 'occurredAt'> & { id: string; internalId: string; occurredAt: Date }
   >(
@@ -224,6 +227,8 @@ export async function readExecutionLog(
   return {
     items: page.map(({ internalId: _, ...r }) => ({ ...r, occurredAt: r.occurredAt.toISOString() })),
     nextCursor:
-      rows.length > opts.limit && last ? executionLogCursor(opts.secretsKey, last.occurredAt, last.internalId) : null,
+      rows.length > opts.limit && last
+        ? executionLogCursor(opts.secretsKey, workspaceId, last.occurredAt, last.internalId)
+        : null,
   };
 }

@@ -77,6 +77,21 @@ export async function clientMetadata(
   };
 }
 
+/**
+ * Whether the account is a member (any role) of the workspace whose tenant's ERP the client is:
+ * the provider signs only them in to that ERP (a code for anyone else would reach an ERP that has
+ * no user for them at best).
+ */
+export async function isClientWorkspaceMember(pool: pg.Pool, clientId: string, userId: string): Promise<boolean> {
+  const { rowCount } = await pool.query(
+    `SELECT 1 FROM oidc_clients c JOIN tenants t ON t.name = c.tenant
+       JOIN memberships m ON m.workspace_id = t.workspace_id
+      WHERE c.client_id = $1 AND m.user_id = $2`,
+    [clientId, userId],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
 /** The platform's OpenID provider's issuer: OIDC_PROVIDER_ISSUER, else the auth service's `/application/o`. */
 export const oidcProviderIssuer = (cfg: { OIDC_PROVIDER_ISSUER?: string; AUTH_URL: string }) =>
   (cfg.OIDC_PROVIDER_ISSUER ?? `${cfg.AUTH_URL.replace(/\/+$/, '')}/application/o`).replace(/\/+$/, '');

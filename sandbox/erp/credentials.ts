@@ -121,7 +121,28 @@ export class WebSessions {
     return sid;
   }
 
-  /** The request's web session of this tenant's database, while it lasts (else forgotten). */
+  /**
+   * What the tenant ingress does in front of Odoo (services/tenant-ingress/session-cookies.ts), for
+   * the stand-in when it plays the ingress itself: a `session_id` this host did not issue (a session
+   * of another tenant's database) is left out of the request, which is then signed out here, and the
+   * session stays valid on its own host. Odoo itself, as `live` below, logs such a session out.
+   */
+  ignoreForeign(route: Route, req: IncomingMessage): void {
+    const sid = erpSessionId(req);
+    const session = sid ? this.sessions.get(sid) : undefined;
+    if (!session || session.database === route.database) return;
+    const kept = (req.headers.cookie ?? '')
+      .split(';')
+      .map((c) => c.trim())
+      .filter((c) => c !== '' && !c.startsWith('session_id='));
+    if (kept.length > 0) req.headers.cookie = kept.join('; ');
+    else delete req.headers.cookie;
+  }
+
+  /**
+   * The request's web session of this tenant's database, while it lasts (else forgotten). As Odoo
+   * with its dbfilter, a session of another database is logged out (forgotten) too.
+   */
   async live(route: Route, req: IncomingMessage): Promise<WebSession | undefined> {
     const sid = erpSessionId(req);
     const session = sid ? this.sessions.get(sid) : undefined;

@@ -7,7 +7,8 @@
  * the health probe (503 while the tenant database is being installed or missing), shows a login page
  * with its OAuth providers and signs people in through them (`/auth_oauth/signin`, oauth-signin.ts:
  * Odoo's auth_oauth with OCA's auth_oidc), then into the web client (`/web`, `/odoo`). A host without
- * a route gets 404 on every path.
+ * a route gets 404 on every path. Playing the tenant ingress too (unless `behindIngress`), it leaves
+ * out a session cookie of another tenant's database, which Odoo itself would log out.
  *
  * API keys (sandbox/erp/apikeys.ts) are made in a web session as Odoo makes them and are accepted
  * in XML-RPC's password slot (17+, after the password, as Odoo's `_check_credentials`). Version 19
@@ -56,6 +57,12 @@ export interface ErpStandInOptions {
    * Unset, those endpoints answer 503.
    */
   saas?: { accountApiUrl: string; key?: () => Promise<string>; secretsKey?: string };
+  /**
+   * True when the tenant ingress stands in front (as in front of real Odoo): the stand-in then plays
+   * Odoo alone, which logs out a session sent to another tenant's host. Unset, it plays the ingress
+   * too, which leaves such a session out of the request (WebSessions.ignoreForeign).
+   */
+  behindIngress?: boolean;
 }
 
 export async function startErpStandIn(opts: ErpStandInOptions): Promise<ErpStandIn> {
@@ -97,6 +104,7 @@ export async function startErpStandIn(opts: ErpStandInOptions): Promise<ErpStand
     const path = (req.url ?? '/').split('?')[0]!;
     const route = host ? await tenants.routeFor(host) : null;
     if (!route) return text(res, 404, `404 Not Found: no tenant at ${host || '(no Host header)'}\n`);
+    if (!opts.behindIngress) erp.sessions.ignoreForeign(route, req);
     count(host, path);
     return routeRequest(erp, saas, tenants, route, path, req, res);
   }

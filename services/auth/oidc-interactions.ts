@@ -4,7 +4,7 @@
  * e-mail and password (the same accounts, hashes and throttle as the portal's sign-in), or, when
  * the browser carries a portal hand-off (erp-handoff.ts: the person already signed in to the portal
  * opened their ERP), finishes the login without asking. Consent is never asked: the relying
- * parties are the tenants' own ERPs (oidc-provider.ts, firstPartyGrant).
+ * parties are the tenants' own ERPs (oidc-provider.ts, memberGrant: members of the tenant's workspace only).
  */
 import { parse as parseForm } from 'node:querystring';
 import type pg from 'pg';

@@ -8,16 +8,17 @@
  *
  * The platform keeps the accounts (`findAccount` reads the users table) and renders login itself
  * (oidc-interactions.ts); every client is a tenant's own ERP (first party), so consent is granted
- * without asking. Signing keys, clients and the provider's records live in PostgreSQL
- * (domain/identity).
+ * without asking, to members of the tenant's workspace only: anyone else's authorization request
+ * ends with `error=access_denied` at the ERP's redirect URI, and no code for that ERP is issued.
+ * Signing keys, clients and the provider's records live in PostgreSQL (domain/identity).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import Provider from 'oidc-provider';
+import Provider, { errors } from 'oidc-provider';
 import type pg from 'pg';
 import type { FastifyBaseLogger } from 'fastify';
 import { purposeKey } from '../../lib/secret-box.js';
 import { pgOidcAdapter } from '../../domain/identity/oidc-adapter.js';
-import { ERP_SCOPE_REQUESTED } from '../../domain/identity/oidc-clients.js';
+import { ERP_SCOPE_REQUESTED, isClientWorkspaceMember } from '../../domain/identity/oidc-clients.js';
 import { SIGNING_KEYS_REFRESH_MS, signingKeys, type PrivateJwk } from '../../domain/identity/signing-keys.js';
 import type { ServiceApp } from '../../lib/service-app.js';
 
@@ -57,9 +58,19 @@ interface GrantClass {
   find(id: string): Promise<GrantLike | undefined>;
 }
 
-/** Consent for a first-party client: the grant exists (or is made) with everything the ERP asks for. */
-async function firstPartyGrant(ctx: OidcCtx): Promise<GrantLike> {
+/**
+ * Consent for a first-party client, given to the members of its tenant's workspace: the grant
+ * exists (or is made) with everything the ERP asks for. oidc-provider asks for it on every
+ * authorization request of a signed-in account (after a login, and when the provider's session is
+ * still open), before any code is issued: anyone else gets `access_denied`, which the provider
+ * sends to the client's redirect URI (RFC 6749 §4.1.2.1) with the request's state.
+ */
+async function memberGrant(pool: pg.Pool, ctx: OidcCtx): Promise<GrantLike> {
   const { client, session, result, provider } = ctx.oidc;
+  if (!(await isClientWorkspaceMember(pool, client.clientId, session.accountId)))
+    throw new errors.AccessDenied(
+      "The signed-in account is not a member of this ERP's workspace; ask a workspace admin to invite it.",
+    );
   const grantId = result?.consent?.grantId ?? session.grantIdFor(client.clientId);
   const existing = grantId ? await provider.Grant.find(grantId) : undefined;
   if (existing) return existing;
@@ -142,7 +153,7 @@ function configuredProvider(deps: OidcProviderDeps, keys: PrivateJwk[]): OidcPro
     interactions: {
       url: (_ctx: unknown, interaction: { uid: string }) => `${mountPath}/interaction/${interaction.uid}`,
     },
-    loadExistingGrant: firstPartyGrant,
+    loadExistingGrant: (ctx: OidcCtx) => memberGrant(deps.pool, ctx),
     features: { devInteractions: { enabled: false }, rpInitiatedLogout: { enabled: true } },
     ttl: {
       Interaction: 600,

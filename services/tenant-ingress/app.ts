@@ -6,16 +6,19 @@
  * from scratch or is missing is a 503 (§7). `/svc/saas/…` (§4.7) is answered from the platform's own
  * tier and subscription data (forwarded to the account API, ./saas.ts); everything else
  * goes to Odoo unchanged, Host included (`--db-filter=^%h$` picks the database by it), websockets
- * too (Odoo's bus). The ERP stand-in plays this part itself in the default local mode.
+ * too (Odoo's bus), but for Odoo's session cookie, which is bound to the host that issued it
+ * (./session-cookies.ts: Odoo logs out a session sent to another tenant's host; here it is left out
+ * instead). The ERP stand-in plays this part itself in the default local mode.
  */
 import type { IncomingMessage } from 'node:http';
 import fastifyHttpProxy, { type FastifyHttpProxyOptions } from '@fastify/http-proxy';
-import Fastify from 'fastify';
+import Fastify, { type FastifyError } from 'fastify';
 import type pg from 'pg';
 import { forwardSaas, type SaasForwarding } from './saas.js';
+import { HostBoundSessions } from './session-cookies.js';
 import { HostRouteCache } from '../../domain/tenants/host-route-cache.js';
 import type { TenantRoute } from '../../domain/tenants/http-routes.js';
-import { handleError, serverOptions } from '../../lib/http.js';
+import { failureContext, handleError, isClientAbort, serverOptions } from '../../lib/http.js';
 import type { DestinationStream } from 'pino';
 import { httpMetrics } from '../../lib/metrics.js';
 
@@ -29,23 +32,45 @@ export interface TenantIngressOptions {
    * undefined: `/web/health` then answers 503 (§7), as Odoo's own answers 200 for any Host.
    */
   unservedReason?: (database: string) => Promise<string | undefined>;
+  /**
+   * The key binding the ERP's session cookies to the host that issued them (./session-cookies.ts):
+   * purposeKey(SECRETS_KEY, ERP_SESSION_KEY_PURPOSE), the same on every replica.
+   */
+  sessionKey: string;
   logLevel: string;
   /** Where the log lines go (default standard output). */
   logStream?: DestinationStream;
 }
 
+/** What `sessionKey` is derived for from SECRETS_KEY. */
+export const ERP_SESSION_KEY_PURPOSE = 'plana tenant-ingress erp session cookies v1';
+
+/** The tenant host a request names (its Host without the port, lower case). */
+const hostOf = (req: { headers: { host?: string } } | undefined) =>
+  (req?.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
+
 export async function buildTenantIngress(opts: TenantIngressOptions) {
   const routes = new HostRouteCache(opts.platform);
+  const sessions = new HostBoundSessions(opts.sessionKey);
   async function routeOf(req: IncomingMessage): Promise<TenantRoute | null> {
-    const host = (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
+    const host = hostOf(req);
     if (!host) return null;
     return routes.routeOf(host);
   }
 
   const app = Fastify({ ...serverOptions(opts.logLevel, { stream: opts.logStream }), bodyLimit: 64 * 1024 * 1024 });
   // the platform's one error mapper: a failure of the ingress itself (its route look-up) is a
-  // problem answer and a "request failed" line with the error's stack (lib/http.ts)
-  app.setErrorHandler(handleError);
+  // problem answer and a "request failed" line with the error's stack (lib/http.ts). The client's
+  // abort mid-response is neither: the ERP's answer had begun (its headers read, no byte of it sent
+  // on yet) when the browser went away; closing our response destroyed the ERP's body stream,
+  // which ends with UND_ERR_ABORTED. Nobody waits for an answer and nothing failed here.
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (isClientAbort(err, reply)) {
+      req.log.info({ ...failureContext(req), code: err.code }, 'client went away before the response was complete');
+      return;
+    }
+    return handleError(err, req, reply);
+  });
   // every request counted and timed by route template (GET /metrics on METRICS_PORT, lib/metrics.ts)
   await app.register(httpMetrics, { service: 'tenant-ingress' });
   // bodies go to Odoo as they came (XML-RPC, JSON-RPC, uploads): no parsing here
@@ -61,6 +86,10 @@ export async function buildTenantIngress(opts: TenantIngressOptions) {
         .code(404)
         .type('text/plain; charset=utf-8')
         .send(`404 Not Found: no tenant at ${req.headers.host ?? '(no Host header)'}\n`);
+    // the ERP sees only a session this host issued (./session-cookies.ts); the SaaS forwarding too
+    const cookie = sessions.admit(req.headers.cookie, hostOf(req.raw));
+    if (cookie === undefined) delete req.headers.cookie;
+    else req.headers.cookie = cookie;
     const tenant = route.tenant;
     const path = req.url.split('?')[0]!;
     if (path === '/web/health' && req.method === 'GET') {
@@ -82,6 +111,11 @@ export async function buildTenantIngress(opts: TenantIngressOptions) {
     // Odoo picks the tenant database by the Host the client sent
     replyOptions: {
       rewriteRequestHeaders: (req, headers) => ({ ...headers, host: req.headers.host ?? headers.host }),
+      // the ERP's session cookies leave bound to the host that issued them
+      rewriteHeaders: (headers, req) =>
+        headers['set-cookie'] === undefined
+          ? headers
+          : { ...headers, 'set-cookie': sessions.bindAll(headers['set-cookie'], hostOf(req?.raw)) },
       onError: answerProxyError,
     },
     wsClientOptions: {

@@ -3,7 +3,8 @@ import { createPool } from '../../lib/db.js';
 import { serviceKeysLog } from '../../domain/service-keys/service-verifier.js';
 import { PgSecretStore, serviceKeyFor } from '../../domain/service-keys/secret-store.js';
 import { holderOptions, reportingStore } from '../../domain/service-keys/holders.js';
-import { buildTenantIngress } from './app.js';
+import { buildTenantIngress, ERP_SESSION_KEY_PURPOSE } from './app.js';
+import { purposeKey } from '../../lib/secret-box.js';
 import { unservedDatabaseReason } from '../../domain/erp/from-scratch.js';
 import { sessionAtErp } from './saas.js';
 import { runAsMain } from '../../lib/service-app.js';
@@ -34,6 +35,7 @@ export async function startTenantIngress(cfg = config()) {
       loggedIn: sessionAtErp(cfg.ODOO_UPSTREAM_URL),
     },
     unservedReason: (database) => unservedDatabaseReason(erpAdmin, database),
+    sessionKey: purposeKey(cfg.SECRETS_KEY, ERP_SESSION_KEY_PURPOSE),
     logLevel: cfg.LOG_LEVEL,
   });
   await app.listen({ host: cfg.ERP_HOST, port: cfg.ERP_PORT });

@@ -41,9 +41,19 @@ afterAll(async () => {
   await bed?.close();
 });
 
-/** A platform account, and (unless `inErp` is false) its ERP user linked by oauth_uid. */
-async function person(inErp = true) {
-  const user = await addUser(bed.pool, [], PASSWORD);
+/**
+ * A member of the tenant's workspace (unless `member` is false), and (unless `inErp` is false) its
+ * ERP user linked by oauth_uid.
+ */
+async function person(inErp = true, member = true) {
+  const { rows } = await bed.pool.query<{ workspace_id: string }>('SELECT workspace_id FROM tenants WHERE name = $1', [
+    tenant.name,
+  ]);
+  const user = await addUser(
+    bed.pool,
+    member ? [{ workspaceId: rows[0]!.workspace_id, role: 'member' }] : [],
+    PASSWORD,
+  );
   let erpUserId: number | undefined;
   if (inErp) {
     const { session } = await adminSession(erpApiUserDeps(bed.cfg, bed.pool, bed.erp.url), tenant.database);
@@ -108,7 +118,21 @@ describe('/auth_oauth/signin', () => {
     expect(b.cookie(tenant.host, 'session_id')).toBeTruthy();
   });
 
-  it('an account without an ERP user: back to the login page with oauth_error=3 and its message', async () => {
+  it("an account that is not a member of the tenant's workspace: the provider answers access_denied, the ERP its login page with oauth_error=2, no session", async () => {
+    const outsider = await person(true, false);
+    const b = browser();
+    const page = await b.request(await providerLink(b));
+    const refused = await b.submit(page, { email: outsider.email, password: PASSWORD }, `${baseUrl}/auth_oauth/signin`);
+    const callback = new URL(refused.url);
+    expect(callback.searchParams.get('error')).toBe('access_denied');
+    expect(callback.searchParams.get('code')).toBeNull();
+    const landed = await b.request(refused.url);
+    expect(landed.url).toBe(`${baseUrl}/web/login?oauth_error=2`);
+    expect(await landed.res.text()).toContain('Access Denied');
+    expect(b.cookie(tenant.host, 'session_id')).toBeUndefined();
+  });
+
+  it('a member without an ERP user (joined since the last reconcile): back to the login page with oauth_error=3 and its message', async () => {
     const stranger = await person(false);
     const b = browser();
     const landed = await signIn(b, stranger);

@@ -15,7 +15,12 @@ import {
   xmlRpcCall,
   type ErpClient,
 } from '../../domain/erp/client.js';
-import { ensureErpBankImportUser, erpApiUserDeps, loadErpCredentials } from '../../domain/erp/api-user.js';
+import {
+  ensureErpBankImportUser,
+  erpApiUserDeps,
+  loadErpCredentials,
+  tenantAdminPassword,
+} from '../../domain/erp/api-user.js';
 import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
 import { dropTenantDatabase, tenantHostname } from '../../domain/erp/tenant-database.js';
 import { XmlRpcFault, parseMethodResponse } from '../../domain/erp/xmlrpc-wire.js';
@@ -59,6 +64,35 @@ function get(
         );
       },
     );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** A request with a cookie, as a browser sends it: status, body, the session cookie set, the redirect. */
+function send(
+  path: string,
+  host: string,
+  body: string | undefined,
+  cookie?: string,
+  method = 'POST',
+): Promise<{ status: number; body: string; cookie?: string; location?: string }> {
+  const url = new URL(erp.url);
+  const headers: Record<string, string> = { host, 'content-type': 'application/json' };
+  if (cookie) headers.cookie = cookie;
+  return new Promise((resolve, reject) => {
+    const req = request({ hostname: url.hostname, port: url.port, path, method, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          body: Buffer.concat(chunks).toString(),
+          cookie: res.headers['set-cookie']?.find((c) => c.startsWith('session_id='))?.split(';')[0],
+          location: res.headers.location,
+        }),
+      );
+    });
     req.on('error', reject);
     req.end(body);
   });
@@ -218,6 +252,35 @@ describe('routing and the health probe', () => {
     const ended = await session.callKw('res.company', 'search', [[]]).catch((e: unknown) => e as ErpFault);
     expect(ended).toMatchObject({ code: 3 });
     expect((ended as ErpFault).message).toContain('Session expired');
+  });
+
+  it("ignores another tenant's session cookie (it plays the tenant ingress): signed out on that host, the session still valid on its own", async () => {
+    const [a, b] = [
+      await bed.provision({ tier: 'starter', version: '18' }),
+      await bed.provision({ tier: 'starter', version: '18' }),
+    ];
+    const rpc = (host: string, path: string, cookie?: string, params: unknown = {}) =>
+      send(path, host, JSON.stringify({ jsonrpc: '2.0', method: 'call', params }), cookie);
+    const login = await rpc(a.host, '/web/session/authenticate', undefined, {
+      db: a.database,
+      login: 'admin',
+      password: tenantAdminPassword(cfg.SECRETS_KEY, a.database),
+    });
+    const cookie = login.cookie!;
+    expect(cookie).toMatch(/^session_id=/);
+    const uid = (host: string) =>
+      rpc(host, '/web/session/get_session_info', cookie).then(
+        (r) => JSON.parse(r.body) as { result?: { uid?: number }; error?: unknown },
+      );
+    expect((await uid(a.host)).result?.uid).toBeGreaterThan(0);
+    // on the other tenant's host: signed out (Odoo's session-expired answer, its login page)
+    expect((await uid(b.host)).error).toMatchObject({ data: { name: 'odoo.http.SessionExpiredException' } });
+    const web = await send('/odoo', b.host, undefined, cookie, 'GET');
+    expect(web.status).toBe(303);
+    expect(web.location).toMatch(/^\/web\/login/);
+    // and still signed in on its own host
+    expect((await uid(a.host)).result?.uid).toBeGreaterThan(0);
+    expect((await send('/odoo', a.host, undefined, cookie, 'GET')).status).toBe(200);
   });
 
   it('serves an HTML login page', async () => {

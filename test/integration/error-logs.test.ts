@@ -5,6 +5,7 @@
  * refusal (4xx) is the request's one line, without a stack. The servers are the real apps, logging
  * to a stream the test reads.
  */
+import { randomBytes } from 'node:crypto';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
@@ -255,6 +256,7 @@ describe('the internal services', () => {
       platform: platform as never,
       upstream: 'http://127.0.0.1:9',
       saas: {} as never,
+      sessionKey: randomBytes(32).toString('base64'),
       logLevel: 'info',
       logStream: log.stream,
     });
@@ -276,6 +278,64 @@ describe('the internal services', () => {
     }
   });
 
+  it.each([
+    // a JSON-RPC call whose request the ingress read whole: Fastify then took the ERP's aborted body for a failure (a 500)
+    ['POST', '/web/dataset/call_kw', '{"jsonrpc":"2.0","method":"call","params":{}}'],
+    ['GET', '/web/content/42', undefined],
+  ] as const)(
+    'tenant-ingress: a client that goes away mid-response (%s %s: the ERP has answered its headers, not yet its body) is one info line, no 500, no error line',
+    async (method, path, body) => {
+      // an ERP whose answer starts at once and takes its time to finish (a report being rendered)
+      const erp = createServer((req, res) => {
+        req.on('error', () => {});
+        req.resume().on('end', () => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.flushHeaders();
+          const later = setTimeout(() => res.end('{"jsonrpc":"2.0","result":true}'), 5_000);
+          res.on('close', () => clearTimeout(later));
+        });
+      });
+      await new Promise<void>((resolve) => erp.listen(0, '127.0.0.1', resolve));
+      const log = logCapture();
+      const route = { host: 'acme.erp.example.test', tenant: 'acme', namespace: 'plana-odoo-18', database: 'acme' };
+      const app = await buildTenantIngress({
+        platform: { query: async () => ({ rows: [route] }) } as never,
+        upstream: `http://127.0.0.1:${(erp.address() as AddressInfo).port}`,
+        saas: {} as never,
+        sessionKey: randomBytes(32).toString('base64'),
+        logLevel: 'debug',
+        logStream: log.stream,
+      });
+      try {
+        await app.listen({ host: '127.0.0.1', port: 0 });
+        const browser = request({
+          host: '127.0.0.1',
+          port: (app.server.address() as AddressInfo).port,
+          method,
+          path,
+          headers: { host: route.host, ...(body ? { 'content-type': 'application/json' } : {}) },
+        });
+        browser.on('error', () => {});
+        browser.end(body);
+        // the ingress has the ERP's status and headers, and streams its body on
+        await expect.poll(() => log.lines.some((l) => l.msg === 'response received')).toBe(true);
+        browser.destroy();
+        const abort = await expect
+          .poll(() => log.lines.find((l) => l.msg === 'client went away before the response was complete'))
+          .toBeTruthy()
+          .then(() => log.lines.find((l) => l.msg === 'client went away before the response was complete')!);
+        expect(abort).toMatchObject({ level: 30, code: 'UND_ERR_ABORTED' });
+        // give a late failure line the time to be written
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect(log.lines.filter((l) => (l.level as number) >= 40)).toEqual([]);
+        expect(log.lines.filter((l) => JSON.stringify(l).includes('"statusCode":500'))).toEqual([]);
+      } finally {
+        await app.close();
+        erp.close();
+      }
+    },
+  );
+
   it('tenant-ingress: a client that goes away mid-upload is one info line, not a failure', async () => {
     // an ERP that answers a POST once it has the whole body, as Odoo does
     const erp = createServer((req, res) => {
@@ -289,6 +349,7 @@ describe('the internal services', () => {
       platform: { query: async () => ({ rows: [route] }) } as never,
       upstream: `http://127.0.0.1:${(erp.address() as AddressInfo).port}`,
       saas: {} as never,
+      sessionKey: randomBytes(32).toString('base64'),
       logLevel: 'info',
       logStream: log.stream,
     });

@@ -3,7 +3,8 @@
  * PostgreSQL and Redis, with a certified relying-party library (openid-client) as a tenant's ERP
  * and the test as the person's browser: discovery at the specification's paths, the authorization
  * code flow with PKCE through the platform's login page, the ID token verified with the JWKS,
- * userinfo; refusals (wrong password, a redirect URI that is not the tenant's, unknown client); keys
+ * userinfo; refusals (wrong password, a person who is not a member of the ERP's workspace, a
+ * redirect URI that is not the tenant's, unknown client); keys
  * kept across restarts and rotated with the old one still published, by one command
  * (`rotate-signing-key`) that the running auth service takes up.
  */
@@ -18,7 +19,8 @@ import { rotateSigningKey } from '../../domain/identity/signing-keys.js';
 import { freePort } from '../../scripts/local-servers.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { Browser } from '../support/http-browser.js';
-import { addUser, addWorkspace } from '../support/workspace-api.js';
+import { addUser } from '../support/workspace-api.js';
+import { createWorkspaceWithTenant } from '../support/erp-tenant.js';
 import { testKeys } from '../support/service-keys.js';
 
 let api: TestApi;
@@ -37,13 +39,17 @@ afterAll(async () => {
   await api?.close();
 });
 
-async function someone() {
-  const ws = await addWorkspace(api.pool);
-  return addUser(api.pool, [{ workspaceId: ws.id, role: 'admin' }], PASSWORD);
+/** A member of the ERP's workspace (the people the provider signs in to that ERP). */
+async function someone(erp: { workspaceId: string }, role: 'admin' | 'member' = 'admin') {
+  return addUser(api.pool, [{ workspaceId: erp.workspaceId, role }], PASSWORD);
 }
 
-/** A tenant's ERP as a relying party: its client at the provider, discovered by openid-client. */
-async function tenantErp(tenant = `t${Math.random().toString(36).slice(2, 8)}`) {
+/** A tenant's ERP as a relying party (its workspace and tenant rows): its client at the provider, discovered by openid-client. */
+async function tenantErp() {
+  const tenant = await createWorkspaceWithTenant(api.pool, { tier: 'starter', version: '18' });
+  const { rows } = await api.pool.query<{ workspace_id: string }>('SELECT workspace_id FROM tenants WHERE name = $1', [
+    tenant,
+  ]);
   const redirectUri = erpRedirectUri(`http://${tenant}.erp.plana.test`);
   const c = await ensureTenantClient(api.pool, api.cfg.SECRETS_KEY, tenant, redirectUri);
   const config = await client.discovery(
@@ -55,7 +61,7 @@ async function tenantErp(tenant = `t${Math.random().toString(36).slice(2, 8)}`) 
       execute: [client.allowInsecureRequests],
     },
   );
-  return { tenant, redirectUri, config, clientId: c.clientId };
+  return { tenant, workspaceId: rows[0]!.workspace_id, redirectUri, config, clientId: c.clientId };
 }
 
 async function authorizationUrl(erp: Awaited<ReturnType<typeof tenantErp>>, redirectUri = erp.redirectUri) {
@@ -93,8 +99,8 @@ describe('discovery and JWKS', () => {
 
 describe('authorization code flow with PKCE', () => {
   it('signs the platform account in through the login page: code → ID token (JWKS) → userinfo', async () => {
-    const user = await someone();
     const erp = await tenantErp();
+    const user = await someone(erp);
     const start = await authorizationUrl(erp);
     const browser = new Browser();
     const loginPage = await browser.request(start.url);
@@ -117,8 +123,8 @@ describe('authorization code flow with PKCE', () => {
   });
 
   it('a second authorization in the same browser needs no login (the provider session)', async () => {
-    const user = await someone();
     const erp = await tenantErp();
+    const user = await someone(erp);
     const browser = new Browser();
     const first = await authorizationUrl(erp);
     await browser.submit(await browser.request(first.url), { email: user.email, password: PASSWORD }, erp.redirectUri);
@@ -127,9 +133,57 @@ describe('authorization code flow with PKCE', () => {
     expect(new URL(url).searchParams.get('code')).toBeTruthy();
   });
 
-  it('a wrong password shows the login page again with 401, and no code', async () => {
-    const user = await someone();
+  it("refuses a person who is not a member of the ERP's workspace: access_denied at the ERP's redirect URI, no code", async () => {
     const erp = await tenantErp();
+    const other = await tenantErp();
+    // an admin of another tenant's workspace, and an account of no workspace at all
+    for (const outsider of [await someone(other), await addUser(api.pool, [], PASSWORD)]) {
+      const start = await authorizationUrl(erp);
+      const browser = new Browser();
+      const page = await browser.request(start.url);
+      const back = await browser.submit(page, { email: outsider.email, password: PASSWORD }, erp.redirectUri);
+      const callback = new URL(back.url);
+      expect(`${callback.origin}${callback.pathname}`).toBe(erp.redirectUri);
+      expect(Object.fromEntries(callback.searchParams)).toEqual({
+        error: 'access_denied',
+        error_description: expect.stringContaining("not a member of this ERP's workspace"),
+        state: start.state,
+        iss: issuer,
+      });
+      // with the provider's session still open (signed in above), asking again is refused the same way
+      const again = await authorizationUrl(erp);
+      const { url } = await browser.request(again.url, { stopBefore: erp.redirectUri });
+      expect(new URL(url).searchParams.get('error')).toBe('access_denied');
+      expect(new URL(url).searchParams.get('code')).toBeNull();
+    }
+  });
+
+  it("signs a member in to their own ERP, and refuses them another tenant's ERP in the same browser session", async () => {
+    const own = await tenantErp();
+    const other = await tenantErp();
+    const member = await someone(own, 'member');
+    const browser = new Browser();
+    const first = await authorizationUrl(own);
+    const back = await browser.submit(
+      await browser.request(first.url),
+      { email: member.email, password: PASSWORD },
+      own.redirectUri,
+    );
+    expect(new URL(back.url).searchParams.get('code')).toBeTruthy();
+    const foreign = await authorizationUrl(other);
+    const { url } = await browser.request(foreign.url, { stopBefore: other.redirectUri });
+    expect(`${new URL(url).origin}${new URL(url).pathname}`).toBe(other.redirectUri);
+    expect(new URL(url).searchParams.get('error')).toBe('access_denied');
+    expect(new URL(url).searchParams.get('code')).toBeNull();
+    // and a removed member is refused from then on
+    await api.pool.query('DELETE FROM memberships WHERE user_id = $1', [member.id]);
+    const after = await browser.request((await authorizationUrl(own)).url, { stopBefore: own.redirectUri });
+    expect(new URL(after.url).searchParams.get('error')).toBe('access_denied');
+  });
+
+  it('a wrong password shows the login page again with 401, and no code', async () => {
+    const erp = await tenantErp();
+    const user = await someone(erp);
     const browser = new Browser();
     const page = await browser.request((await authorizationUrl(erp)).url);
     const again = await browser.submit(page, { email: user.email, password: 'wrong' }, erp.redirectUri);
@@ -171,8 +225,8 @@ describe('signing keys', () => {
     expect(rotated).toHaveLength(before.length + 1);
     expect(rotated.slice(1)).toEqual(before);
 
-    const user = await someone();
     const erp = await tenantErp();
+    const user = await someone(erp);
     const start = await authorizationUrl(erp);
     const browser = new Browser();
     const back = await browser.submit(
@@ -216,8 +270,8 @@ describe('rotate-signing-key', () => {
     // the same auth service process: the JWKS has both within the refresh period
     await expect.poll(jwks, { timeout: (rotated.inUseWithinSeconds + 5) * 1000 }).toEqual([rotated.kid, ...before]);
 
-    const user = await someone();
     const erp = await tenantErp();
+    const user = await someone(erp);
     const start = await authorizationUrl(erp);
     const browser = new Browser();
     const back = await browser.submit(

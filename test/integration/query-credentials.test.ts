@@ -4,6 +4,7 @@
  * the account API, an internal service and the tenant ingress. The OAuth redirect (the OIDC
  * callback's `code` and `state`) is the one query that carries such values, and is not refused.
  */
+import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -133,6 +134,7 @@ describe('the internal services and the tenant ingress', () => {
       platform: platform as never,
       upstream: 'http://127.0.0.1:9',
       saas: {} as never,
+      sessionKey: randomBytes(32).toString('base64'),
       logLevel: 'info',
       logStream: log.stream,
     });

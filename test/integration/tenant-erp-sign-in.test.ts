@@ -104,7 +104,8 @@ describe('the erpSignIn resource', () => {
     await p.pool.query('DELETE FROM memberships WHERE user_id = $1', [member.id]);
     await reconcileAgain(name, 3);
     expect((await b.request(`${baseUrl(name)}/odoo`)).url).toBe(`${baseUrl(name)}/web/login?redirect=%2Fodoo%3F`);
-    expect((await signIn(b, name, member.email)).url).toBe(`${baseUrl(name)}/web/login?oauth_error=3`);
+    // no longer a member: the provider refuses them (access_denied), so the ERP's code exchange fails
+    expect((await signIn(b, name, member.email)).url).toBe(`${baseUrl(name)}/web/login?oauth_error=2`);
   });
 
   it('with the provider down the tenant turns Ready, the resource says what is missing, the next reconcile makes it', async () => {
@@ -129,7 +130,7 @@ describe('the erpSignIn resource', () => {
 });
 
 describe("the ERP's sign-up scope", () => {
-  it('every reconcile sets it back to b2b: with b2c Odoo makes a user for any platform account that signs in; after the reconcile it refuses them', async () => {
+  it('every reconcile sets it back to b2b; with b2c a non-member still gets no ERP user, the provider refuses them first', async () => {
     const name = uniqueTenant('scope');
     const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
     await applyTenant(p, name);
@@ -160,19 +161,19 @@ describe("the ERP's sign-up scope", () => {
     ]);
     if (param) await session.callKw('ir.config_parameter', 'write', [[param.id], { value: 'b2c' }]);
     else await session.callKw('ir.config_parameter', 'create', [{ key: ERP_INVITATION_SCOPE.key, value: 'b2c' }]);
-    // with b2c the stranger is signed up, as a new (portal) user
-    const landed = await signIn(new Browser({ localDomain: p.cfg.TENANT_DOMAIN }), name, stranger.email);
-    expect(landed.url).toBe(`${baseUrl(name)}/web`);
-    expect(await erpUsers(stranger.id)).toEqual([true]);
-    // (the removed member is not: their archived ERP user holds their subject, unique per provider)
-    const removed = await signIn(new Browser({ localDomain: p.cfg.TENANT_DOMAIN }), name, member.email);
-    expect(removed.url).toBe(`${baseUrl(name)}/web/login?oauth_error=3`);
+    // even with b2c no code for this ERP reaches a non-member: the provider refuses them
+    // (access_denied), so Odoo never gets to sign them up; nor the removed member
+    for (const outsider of [stranger, member]) {
+      const landed = await signIn(new Browser({ localDomain: p.cfg.TENANT_DOMAIN }), name, outsider.email);
+      expect(landed.url).toBe(`${baseUrl(name)}/web/login?oauth_error=2`);
+    }
+    expect(await erpUsers(stranger.id)).toEqual([]);
     expect(await erpUsers(member.id)).toEqual([false]);
 
+    // and the reconcile pins b2b again (what keeps Odoo from making users of its own)
     const ready = await reconcileAgain(name, 4);
-    expect(await erpUsers(stranger.id)).toEqual([false]);
     const refused = await signIn(new Browser({ localDomain: p.cfg.TENANT_DOMAIN }), name, another.email);
-    expect(refused.url).toBe(`${baseUrl(name)}/web/login?oauth_error=3`);
+    expect(refused.url).toBe(`${baseUrl(name)}/web/login?oauth_error=2`);
     expect(await erpUsers(another.id)).toEqual([]);
     expect(ready.steps.filter((s) => s.step === 'ensure-erp-sign-in').at(-1)?.message).toContain(
       'sign-up scope b2b (was b2c)',

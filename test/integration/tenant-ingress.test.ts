@@ -5,6 +5,7 @@
  * reach the right database by Host); its host answers /svc/saas from the platform's data; a host
  * without a route is a 404; /web/health of a route whose database is not there is a 503.
  */
+import { randomBytes } from 'node:crypto';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
@@ -41,6 +42,8 @@ beforeAll(async () => {
     platformDatabaseUrl: cfg.DATABASE_URL,
     erpDatabaseUrl: runErpDatabaseUrl(),
     logger: createLogger({ name: 'odoo', level: 'warn' }),
+    // Odoo alone: a session sent to another tenant's host is logged out, as by Odoo's dbfilter
+    behindIngress: true,
   });
   p = await startTenantPlatform({}, { ingressTo: odoo.url });
   await p.startWorker();
@@ -137,6 +140,40 @@ describe('the tenant ingress in front of an ERP', () => {
     expect(JSON.parse(ok.body)).toMatchObject({ job, tenant: name, progress: 5 });
   });
 
+  it("one tenant's ERP session cookie sent to another tenant's host: signed out there, and still valid on its own host (Odoo behind it would have logged it out)", async () => {
+    const other = uniqueTenant('ing2');
+    expect(await applyTenant(p, other)).toBe('created');
+    const otherHost = (await waitForStatus(p, other, isReady, 60_000)).resources.database.externalName;
+    const login = await call(host, 'POST', '/web/session/authenticate', {
+      body: {
+        jsonrpc: '2.0',
+        method: 'call',
+        params: { db: host, login: 'admin', password: tenantAdminPassword(p.cfg.SECRETS_KEY, host) },
+      },
+    });
+    const cookie = login.cookie!;
+    expect(cookie).toMatch(/^session_id=/);
+    const sessionInfo = async (h: string) =>
+      JSON.parse(
+        (
+          await call(h, 'POST', '/web/session/get_session_info', {
+            cookie,
+            body: { jsonrpc: '2.0', method: 'call', params: {} },
+          })
+        ).body,
+      ) as { result?: { uid?: number }; error?: unknown };
+    expect((await sessionInfo(host)).result?.uid).toBeGreaterThan(0);
+    // the other tenant's host: signed out (the ERP never sees the session)
+    expect((await sessionInfo(otherHost)).error).toMatchObject({ data: { name: 'odoo.http.SessionExpiredException' } });
+    expect((await call(otherHost, 'GET', '/svc/saas/tiers', { cookie })).status).toBe(401);
+    // its own host: still signed in
+    expect((await sessionInfo(host)).result?.uid).toBeGreaterThan(0);
+    expect((await call(host, 'GET', '/svc/saas/tiers', { cookie })).status).toBe(200);
+    // the session id the ERP issued, without the ingress's binding, is not taken either
+    const bare = cookie.slice(0, cookie.lastIndexOf('.'));
+    expect((await call(host, 'GET', '/svc/saas/tiers', { cookie: bare })).status).toBe(401);
+  });
+
   it('sends everything else to the ERP with the Host unchanged, and 404s a host without a route', async () => {
     const login = await call(host, 'GET', '/web/login');
     expect(login.status).toBe(200);
@@ -162,6 +199,7 @@ describe('/web/health of a routed tenant whose database is not there (§7)', () 
       upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
       saas: { accountApiUrl: p.cfg.ACCOUNT_API_URL, key: async () => '', loggedIn: async () => false },
       unservedReason: (database) => unservedDatabaseReason(erpAdmin, database),
+      sessionKey: randomBytes(32).toString('base64'),
       logLevel: 'warn',
     });
     const name = await createWorkspaceWithTenant(p.pool, { tier: 'starter', version: '18' });

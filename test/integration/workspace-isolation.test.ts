@@ -3,7 +3,8 @@
  * of workspaces: each with an admin and a member logged in, a key of every scope (`*`), a webhook
  * endpoint with attempts, and execution-log entries. Nothing of one workspace can be read, changed
  * or deleted from the other, a foreign id answers exactly like an unknown one, and a request that
- * names the other workspace is refused rather than quietly served for the caller's own.
+ * names the other workspace is refused rather than quietly served for the caller's own, and one
+ * that names two workspaces is refused as ambiguous rather than answered for either.
  *
  * Elsewhere: every /api route's callers (no credentials, wrong role, wrong kind of key, the ops
  * routes without the operator key) in api/route-security.test.ts; the internal services without
@@ -206,21 +207,101 @@ describe('workspace isolation, both directions', () => {
     }
   });
 
-  it("forged and foreign cursors: the other workspace's cursor or attempt id shows nothing of it, a forged cursor is a 400", async () => {
+  it('a request naming two different workspaces (X-Workspace and ?workspace=, or ?workspace= twice) is refused as ambiguous: 400 naming both, for sessions and keys, nothing written', async () => {
     for (const [dir, x, y] of directions()) {
-      const log = await call(
+      const before = (await portal.pool.query('SELECT count(*)::int AS n FROM webhook_endpoints')).rows[0].n;
+      const both = [x.workspace.slug, y.workspace.slug];
+      const expectAmbiguous = (res: HttpResult, what: string) => {
+        expect(res.status, `${dir} ${what}`).toBe(400);
+        expect(res.headers.get('content-type'), `${dir} ${what}`).toContain('application/problem+json');
+        expect(res.body, `${dir} ${what}`).toMatchObject({ status: 400, code: 'BAD_REQUEST', workspaces: both });
+        for (const slug of both) expect(res.body.detail, `${dir} ${what}`).toContain(`"${slug}"`);
+      };
+      // the admin's session, header and query (the header's workspace was answered)
+      expectAmbiguous(
+        await call(base, 'GET', `/api/portal/team?workspace=${y.workspace.slug}`, admin(x)),
+        'session: header + query',
+      );
+      expectAmbiguous(
+        await call(base, 'GET', `/api/portal/team?workspace=${x.workspace.slug}&workspace=${y.workspace.slug}`, {
+          token: x.adminToken,
+        }),
+        'session: query twice',
+      );
+      expectAmbiguous(
+        await call(base, 'GET', `/api/portal/execution-log?workspace=${y.workspace.slug}`, admin(x)),
+        'session: execution log',
+      );
+      expectAmbiguous(
+        await call(base, 'POST', `/api/portal/webhooks?workspace=${y.workspace.slug}`, {
+          ...admin(x),
+          body: { url: `https://probe-${randomUUID().slice(0, 8)}.example.com/in` },
+        }),
+        'session: webhook create',
+      );
+      // a key: its own workspace and the other one together
+      expectAmbiguous(
+        await call(base, 'POST', `/api/portal/webhooks?workspace=${y.workspace.slug}`, {
+          token: x.key.token,
+          headers: { 'x-workspace': x.workspace.slug },
+          body: { url: `https://probe-${randomUUID().slice(0, 8)}.example.com/in` },
+        }),
+        'key: header + query',
+      );
+      expectAmbiguous(
+        await call(base, 'GET', `/api/portal/webhooks?workspace=${x.workspace.slug}&workspace=${y.workspace.slug}`, {
+          token: x.key.token,
+        }),
+        'key: query twice',
+      );
+      expect((await portal.pool.query('SELECT count(*)::int AS n FROM webhook_endpoints')).rows[0].n, dir).toBe(before);
+      // one workspace named twice is not ambiguous (and the key's own slug and id are one workspace)
+      expect((await call(base, 'GET', `/api/portal/team?workspace=${x.workspace.slug}`, admin(x))).status, dir).toBe(
+        200,
+      );
+      expect(
+        (
+          await call(base, 'GET', `/api/portal/webhooks?workspace=${x.workspace.id}`, {
+            token: x.key.token,
+            headers: { 'x-workspace': x.workspace.slug },
+          })
+        ).status,
+        dir,
+      ).toBe(200);
+    }
+  });
+
+  it("forged and foreign cursors: the other workspace's cursor is refused as a forged one (400), its attempt id shows nothing of it", async () => {
+    for (const [dir, x, y] of directions()) {
+      const forged = Buffer.from(`${new Date().toISOString()}|1`).toString('base64url');
+      const refusedForged = await call(base, 'GET', `/api/portal/execution-log?cursor=${forged}`, admin(x));
+      expect(refusedForged.status, dir).toBe(400);
+      const foreign = await call(
         base,
         'GET',
         `/api/portal/execution-log?limit=50&cursor=${encodeURIComponent(y.logCursor)}`,
         admin(x),
       );
-      expect(log.status, dir).toBe(200);
+      expect(foreign.status, dir).toBe(400);
+      expect(foreign.headers.get('content-type'), dir).toContain('application/problem+json');
+      expect(foreign.body, dir).not.toHaveProperty('items');
+      expect({ type: foreign.body.type, code: foreign.body.code, detail: foreign.body.detail }, dir).toEqual({
+        type: refusedForged.body.type,
+        code: refusedForged.body.code,
+        detail: refusedForged.body.detail,
+      });
+      // the cursor still pages its own workspace's log
       expect(
-        log.body.items.every((i: { keyPrefix: string }) => i.keyPrefix !== y.key.prefix),
+        (
+          await call(
+            base,
+            'GET',
+            `/api/portal/execution-log?limit=50&cursor=${encodeURIComponent(y.logCursor)}`,
+            admin(y),
+          )
+        ).status,
         dir,
-      ).toBe(true);
-      const forged = Buffer.from(`${new Date().toISOString()}|1`).toString('base64url');
-      expect((await call(base, 'GET', `/api/portal/execution-log?cursor=${forged}`, admin(x))).status, dir).toBe(400);
+      ).toBe(200);
       const attempts = await call(
         base,
         'GET',

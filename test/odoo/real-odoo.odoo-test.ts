@@ -805,12 +805,11 @@ describe("signing in to a tenant's real Odoo 18 through the platform's OpenID pr
     await page.goto(`${base}/odoo`);
     await page.waitForURL((url) => url.pathname === '/web/login');
     expect(await sessionLogin(page)).toBe(false);
-    // the provider still knows the person (a platform account), Odoo refuses them: auth_oauth's oauth_error=3
+    // no longer a member: the provider refuses them (error=access_denied, no code), and auth_oidc's
+    // code exchange without a code fails: auth_oauth's oauth_error=2
     await page.getByRole('link', { name: ERP_PROVIDER_BUTTON }).click();
-    await page.waitForURL(`${base}/web/login?oauth_error=3`);
-    await expect
-      .poll(() => page.locator('.alert-danger').innerText())
-      .toContain('You do not have access to this database or your invitation has expired');
+    await page.waitForURL(`${base}/web/login?oauth_error=2`);
+    await expect.poll(() => page.locator('.alert-danger').innerText()).toContain('Access Denied');
     expect(await sessionLogin(page)).toBe(false);
     await context.close();
   });
