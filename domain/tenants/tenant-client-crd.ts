@@ -122,11 +122,8 @@ const composedObjectSchema: Schema = {
   },
 };
 
-/**
- * The composed objects on the Kubernetes API, owned by the TenantClient: its route (Ingress), backup
- * schedule (CronJob), ERP API user's credentials (Secret) and support chat room (Job).
- */
-export const composedObjectKeys = ['route', 'backupSchedule', 'apiUserSecret', 'chatRoom'] as const;
+/** The composed objects on the Kubernetes API, owned by the TenantClient: its route (Ingress) and ERP API user's credentials (Secret). */
+export const composedObjectKeys = ['route', 'apiUserSecret'] as const;
 export type ComposedObjectKey = (typeof composedObjectKeys)[number];
 
 const statusSchema: Schema = {
@@ -148,7 +145,7 @@ const statusSchema: Schema = {
     objects: {
       type: 'object',
       description:
-        "The composed objects on the Kubernetes API, in namespace plana-odoo-<erpVersion>, owned by this TenantClient, each with its own Synced state: route (the Ingress of its host), backupSchedule (a suspended CronJob mirroring its Temporal schedule), apiUserSecret (the Secret with the ERP API user's credentials), chatRoom (the support chat-room Job; deleting it retries the room). A deleted one is made again by the next reconcile.",
+        "The composed objects on the Kubernetes API, in namespace plana-odoo-<erpVersion>, owned by this TenantClient, each with its own Synced state: route (the Ingress of its host) and apiUserSecret (the Secret with the ERP API user's credentials). A deleted one is made again by the next reconcile.",
       properties: Object.fromEntries(composedObjectKeys.map((k) => [k, composedObjectSchema])),
     },
     currentStep: { type: 'string' },

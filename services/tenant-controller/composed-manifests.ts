@@ -2,12 +2,11 @@
  * The composed objects of a TenantClient on the Kubernetes API, as manifests, each in the namespace
  * of the tenant's ERP version (plana-odoo-<erpVersion>) and owned by its TenantClient:
  * - route: a networking.k8s.io/v1 Ingress, the tenant's host → that version's ERP Service;
- * - backupSchedule: a batch/v1 CronJob, suspended (the Temporal schedule runs the backups), with
- *   that schedule's interval and the tier's retention, annotated with the Temporal schedule's id;
  * - apiUserSecret: the Secret with the ERP API user's credentials.
- * The platform executes the steps; these are what an operator sees, deletes and RBAC governs.
+ * Each does what its kind says on a cluster (the Ingress routes, the Secret holds the credentials);
+ * what only Temporal does (backups, the chat room) has no object pretending to do it.
  */
-import type { KubernetesObject, V1CronJob, V1Ingress, V1Secret } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Ingress, V1Secret } from '@kubernetes/client-node';
 import type { TenantClientObject } from '../../domain/tenants/tenant-client-api.js';
 import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND } from '../../domain/tenants/types.js';
 
@@ -17,7 +16,6 @@ export const ERP_SERVICE = { name: 'odoo', port: 8069 } as const;
 export const REVISION_ANNOTATION = 'plana.dev/revision';
 
 export const routeObjectName = (tenant: string) => `tenant-${tenant}`;
-export const backupCronJobName = (tenant: string) => `backup-${tenant}`;
 export const apiUserSecretName = (tenant: string) => `erp-api-user-${tenant}`;
 
 /** Labels, annotations and the owner reference every composed object carries. */
@@ -81,51 +79,6 @@ export function routeIngress(
   };
 }
 
-export interface BackupScheduleShape {
-  namespace: string;
-  scheduleId: string;
-  everyMs: number;
-  retentionDays: number;
-  revision: string;
-}
-
-export function backupCronJob(owner: TenantClientObject, s: BackupScheduleShape): V1CronJob {
-  const labels = { 'plana.dev/tenant': owner.metadata.name, 'plana.dev/resource': 'backupSchedule' };
-  return {
-    apiVersion: 'batch/v1',
-    kind: 'CronJob',
-    metadata: composedMetadata(owner, 'backupSchedule', {
-      name: backupCronJobName(owner.metadata.name),
-      namespace: s.namespace,
-      revision: s.revision,
-      annotations: {
-        'plana.dev/temporal-schedule-id': s.scheduleId,
-        'plana.dev/interval': formatInterval(s.everyMs),
-        'plana.dev/retention-days': String(s.retentionDays),
-      },
-    }),
-    spec: {
-      schedule: cronFor(s.everyMs),
-      // the Temporal schedule runs the backups: no Job is ever started from this CronJob
-      suspend: true,
-      concurrencyPolicy: 'Forbid',
-      jobTemplate: {
-        metadata: { labels },
-        spec: {
-          backoffLimit: 0,
-          template: {
-            metadata: { labels },
-            spec: {
-              restartPolicy: 'Never',
-              containers: [{ name: 'backup', image: 'plana/platform:latest', command: ['true'] }],
-            },
-          },
-        },
-      },
-    },
-  };
-}
-
 export function apiUserSecret(
   owner: TenantClientObject,
   s: { namespace: string; revision: string; login: string; password: string; apiKey: string | null },
@@ -141,31 +94,4 @@ export function apiUserSecret(
     type: 'kubernetes.io/basic-auth',
     stringData: { username: s.login, password: s.password, ...(s.apiKey ? { apiKey: s.apiKey } : {}) },
   };
-}
-
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
-const DAY = 24 * HOUR;
-
-/**
- * The cron schedule nearest to a Temporal interval: every d days, every h hours (h dividing 24),
- * every m minutes (m dividing 60); the exact interval is the `plana.dev/interval` annotation.
- */
-export function cronFor(everyMs: number): string {
-  if (everyMs >= DAY && everyMs % DAY === 0) return everyMs === DAY ? '0 0 * * *' : `0 0 */${everyMs / DAY} * *`;
-  const hours = Math.round(everyMs / HOUR);
-  if (everyMs >= HOUR && 24 % hours === 0) return hours === 1 ? '0 * * * *' : `0 */${hours} * * *`;
-  const minutes = Math.max(1, Math.round(everyMs / MINUTE));
-  if (minutes < 60 && 60 % minutes === 0) return minutes === 1 ? '* * * * *' : `*/${minutes} * * * *`;
-  return '0 * * * *';
-}
-
-function formatInterval(ms: number): string {
-  for (const [unit, size] of [
-    ['d', DAY],
-    ['h', HOUR],
-    ['m', MINUTE],
-  ] as const)
-    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
-  return `${ms / 1000}s`;
 }

@@ -1,30 +1,27 @@
 /**
- * Keeps a TenantClient's composed objects (composed-manifests.ts) on the Kubernetes API: each pass
- * reads each object the mirror says is due (from the informers' cache, object-cache.ts); one missing is made (again: a deleted one comes back
- * on the next pass, with an Event), one made from an older revision is replaced. Each answers its
+ * Keeps a TenantClient's composed objects (composed-manifests.ts) on the Kubernetes API: each
+ * reconcile reads each object the mirror says is due (from the informers' cache, object-cache.ts);
+ * one missing is made (again: a deleted one comes back on the next reconcile, with an Event), one
+ * made from an older revision is replaced. Each answers its
  * own Synced state for `status.objects`. A Secret's data never goes into a status, Event or log.
  */
 import { ApiException, type KubernetesObject, type KubernetesObjectApi } from '@kubernetes/client-node';
-import { retentionDays } from '../../domain/tenants/backups.js';
 import { loadErpApiCredentials, type ErpApiCredentialVersion } from '../../domain/erp/api-user.js';
 import type { ComposedObjectState, TenantClientObject } from '../../domain/tenants/tenant-client-api.js';
 import type { MirroredTenant } from '../../domain/tenants/tenant-records.js';
 import type { OperationDeps } from '../../domain/tenants/tenant-workflow-start.js';
-import { routeNamespace, type ErpVersion, type Tier } from '../../domain/tenants/types.js';
-import { describeScheduleIfPresent } from '../../lib/temporal.js';
+import { routeNamespace, type ErpVersion } from '../../domain/tenants/types.js';
 import {
   ERP_SERVICE,
   REVISION_ANNOTATION,
   apiUserSecret,
   apiUserSecretName,
-  backupCronJob,
-  backupCronJobName,
   routeIngress,
   routeObjectName,
 } from './composed-manifests.js';
 import type { ComposedObjectCache } from './object-cache.js';
 
-export type KeptObjectKey = 'route' | 'backupSchedule' | 'apiUserSecret';
+export type KeptObjectKey = 'route' | 'apiUserSecret';
 const FIELD_MANAGER = 'tenant-controller';
 
 /** One composed object as the pass wants it: where, its revision, and how to make it (read lazily). */
@@ -71,34 +68,6 @@ export function plannedObjects(
       revision,
       message: `${host} → Service ${ERP_SERVICE.name}:${ERP_SERVICE.port}`,
       build: () => Promise.resolve(routeIngress(obj, { namespace, host, database, revision })),
-    });
-  }
-  const schedule = resources.backupSchedule;
-  if (schedule?.state === 'Created') {
-    const tier = obj.spec.tier as Tier;
-    const scheduleId = schedule.externalName;
-    const revision = `${scheduleId} (${tier}, every ${deps.config.BACKUP_INTERVAL} ms)`;
-    plans.push({
-      key: 'backupSchedule',
-      apiVersion: 'batch/v1',
-      kind: 'CronJob',
-      namespace,
-      name: backupCronJobName(tenant),
-      revision,
-      message: `Temporal schedule ${scheduleId}, backups kept ${retentionDays(deps.config, tier)} days`,
-      build: async () => {
-        const described = await describeScheduleIfPresent(deps.temporal, scheduleId);
-        const every = described?.spec.intervals?.[0]?.every;
-        if (every === undefined) throw new Error(`the Temporal schedule ${scheduleId} has no interval`);
-        const retention = retentionDays(deps.config, tier);
-        return backupCronJob(obj, {
-          namespace,
-          scheduleId,
-          everyMs: Number(every),
-          retentionDays: retention,
-          revision,
-        });
-      },
     });
   }
   if (resources.apiUser?.state === 'Created' && credentials) {
@@ -168,7 +137,6 @@ export async function deleteKeptObjects(api: KubernetesObjectApi, obj: TenantCli
   const namespace = routeNamespace(String(obj.spec.erpVersion ?? '18') as ErpVersion);
   const objects = [
     { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: { namespace, name: routeObjectName(tenant) } },
-    { apiVersion: 'batch/v1', kind: 'CronJob', metadata: { namespace, name: backupCronJobName(tenant) } },
     { apiVersion: 'v1', kind: 'Secret', metadata: { namespace, name: apiUserSecretName(tenant) } },
   ];
   for (const o of objects) {

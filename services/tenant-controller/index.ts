@@ -21,7 +21,6 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import {
-  BatchV1Api,
   KubernetesObjectApi,
   CoreV1Api,
   CustomObjectsApi,
@@ -77,7 +76,6 @@ export async function startTenantController(
   const deps: OperationDeps = { pool, temporal, config: cfg };
   const custom = kc.makeApiClient(CustomObjectsApi);
   const core = kc.makeApiClient(CoreV1Api);
-  const batch = kc.makeApiClient(BatchV1Api);
   const objects = KubernetesObjectApi.makeApiClient(kc);
   const selector = cfg.TENANT_CONTROLLER_LABEL_SELECTOR;
 
@@ -88,7 +86,7 @@ export async function startTenantController(
   const applied = new Map<string, AppliedGeneration>();
   // the composed objects from informers; one deleted on the API server queues its TenantClient
   const cache = new ComposedObjectCache(kc, objects, log, (name) => queue.add(name));
-  const reconciler = new Reconciler(deps, custom, core, batch, objects, applied, log, identity, cache);
+  const reconciler = new Reconciler(deps, custom, core, objects, applied, log, identity, cache);
 
   const queue: WorkQueue = new WorkQueue(
     async (name): Promise<void> => {

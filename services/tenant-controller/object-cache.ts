@@ -1,6 +1,5 @@
 /**
- * The composed objects (the chat-room Job, the route's Ingress, the backup CronJob, the API user's
- * Secret) as the controller last saw them: one informer (a list, then a watch from its
+ * The composed objects (the route's Ingress, the API user's Secret) as the controller last saw them: one informer (a list, then a watch from its
  * resourceVersion, again on 410 Gone) per kind and version namespace, as client-go's shared
  * informers do. A pass reads its objects from memory instead of a GET per object per tenant per
  * reconcile; one deleted is reported by the watch, which queues its TenantClient (so it comes back at once).
@@ -28,7 +27,7 @@ export interface ObjectRef {
 }
 
 /** The REST plural of each composed kind (the watch's path). */
-const PLURALS: Record<string, string> = { Job: 'jobs', CronJob: 'cronjobs', Ingress: 'ingresses', Secret: 'secrets' };
+const PLURALS: Record<string, string> = { Ingress: 'ingresses', Secret: 'secrets' };
 const SELECTOR = 'plana.dev/tenant';
 const FIELD_MANAGER = 'tenant-controller';
 /** How long an object this controller made is served while the watch has not reported it yet. */

@@ -5,13 +5,7 @@
  * tenant is deprovisioned. A reconcile that fails says so on its own object (Synced=False reason
  * ReconcileError, a Warning Event) and is retried by the queue with backoff; no other object waits.
  */
-import {
-  ApiException,
-  type BatchV1Api,
-  type CoreV1Api,
-  type CustomObjectsApi,
-  type KubernetesObjectApi,
-} from '@kubernetes/client-node';
+import { ApiException, type CoreV1Api, type CustomObjectsApi, type KubernetesObjectApi } from '@kubernetes/client-node';
 import { AppError } from '../../lib/errors.js';
 import { type Logger } from '../../lib/logger.js';
 import { temporalUiLink } from '../../lib/temporal.js';
@@ -26,9 +20,8 @@ import {
 import { erpApiCredentialVersions, type ErpApiCredentialVersion } from '../../domain/erp/api-user.js';
 import { readMirroredStatuses, type MirroredTenant } from '../../domain/tenants/tenant-records.js';
 import type { OperationDeps } from '../../domain/tenants/tenant-workflow-start.js';
-import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type ResourceState } from '../../domain/tenants/types.js';
+import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND } from '../../domain/tenants/types.js';
 import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
-import { deleteChatRoomJob, ensureChatRoomJob } from './chat-room-job.js';
 import { deleteKeptObjects, keepObject, plannedObjects, type KeptObjectKey } from './composed-objects.js';
 import { TenantClientEvents } from './events.js';
 import { patchMetadata, patchStatus } from './merge-patch.js';
@@ -50,7 +43,6 @@ export class Reconciler {
     private readonly deps: OperationDeps,
     private readonly custom: CustomObjectsApi,
     private readonly core: CoreV1Api,
-    private readonly batch: BatchV1Api,
     private readonly objects: KubernetesObjectApi,
     private readonly applied: Map<string, AppliedGeneration>,
     private readonly log: Logger,
@@ -169,9 +161,6 @@ export class Reconciler {
       temporalUiUrl: this.uiLink(name),
       now: new Date().toISOString(),
     });
-    const room = mirror?.status.resources?.chatRoom;
-    if (!deleting && room && (room.state === 'Created' || room.state === 'Failed'))
-      next.objects = { ...next.objects, chatRoom: await this.keepChatRoomJob(obj, room) };
     if (!deleting && mirror) next.objects = { ...next.objects, ...(await this.keepObjects(obj, mirror, credentials)) };
     await this.publishSteps(obj, mirror, next);
     if (!statusChanged(obj.status, next)) return;
@@ -226,27 +215,6 @@ export class Reconciler {
     return kept;
   }
 
-  /** The chat-room Job (chat-room-job.ts); one found deleted makes the workflow create the room again. */
-  private async keepChatRoomJob(obj: TenantClientObject, room: ResourceState): Promise<ComposedObjectState> {
-    const { name } = obj.metadata;
-    const job = await ensureChatRoomJob(this.cache, obj, room);
-    if (job.deleted) {
-      try {
-        await runTenantAction(this.deps, name, 'retry-chat-room');
-        await this.events.record(
-          obj,
-          'Normal',
-          'ChatRoomRetried',
-          `Job ${job.state.namespace}/${job.state.name} was deleted: the chat room is created again (workflow ${tenantWorkflowId(name)}, ${this.uiLink(name)})`,
-        );
-      } catch (err) {
-        // a cancelled or deprovisioned tenant has no room to retry: the Job stays made
-        if (!(err instanceof AppError && err.code === 'CONFLICT')) throw err;
-      }
-    }
-    return job.state;
-  }
-
   /**
    * A TenantClient being deleted: cancel the tenant (its soak period runs), and once the workflow
    * reports it deprovisioned, or nothing was ever created for this object, remove the finalizer.
@@ -262,10 +230,6 @@ export class Reconciler {
     if (neverCreated || mirror.status.phase === 'Deprovisioned') {
       await deleteKeptObjects(this.objects, obj).catch((err: Error) =>
         this.log.warn({ err: err.message, tenant: name }, 'composed objects not deleted'),
-      );
-      await deleteChatRoomJob(this.batch, obj).catch((err: Error) =>
-        // its owner reference lets a cluster's garbage collector remove it later
-        this.log.warn({ err: err.message, tenant: name }, 'chat-room Job not deleted'),
       );
       await this.removeFinalizer(obj);
       await this.events.record(

@@ -21,7 +21,7 @@ import { manifestsDir, serviceAccountKubeconfig, kube as adminKube } from '../..
 import { tempDir } from '../../support/env.js';
 
 const scope = controllerScope();
-const composed = ['chatRoom', 'route', 'backupSchedule', 'apiUserSecret'] as const;
+const composed = ['route', 'apiUserSecret'] as const;
 let p: TenantPlatform;
 let controller: TenantController;
 
@@ -55,9 +55,7 @@ describe('the controller as its ServiceAccount (deploy/kubernetes RBAC)', () => 
         composed.every((k) => o?.status?.objects?.[k]?.synced === 'True'),
     );
     expect(obj?.status?.objects).toMatchObject({
-      chatRoom: { kind: 'Job', namespace: 'plana-odoo-18', synced: 'True' },
       route: { kind: 'Ingress', namespace: 'plana-odoo-18', synced: 'True' },
-      backupSchedule: { kind: 'CronJob', namespace: 'plana-odoo-18', synced: 'True' },
       apiUserSecret: { kind: 'Secret', namespace: 'plana-odoo-18', synced: 'True' },
     });
     expect(obj?.metadata.finalizers).toContain('plana.dev/deprovision');
@@ -67,25 +65,16 @@ describe('the controller as its ServiceAccount (deploy/kubernetes RBAC)', () => 
     };
     expect(lease.spec.holderIdentity).toBe('controller-as-its-service-account');
 
-    // a tier change replaces the backup CronJob (its retention is the tier's)
-    const retention = () =>
-      (
-        JSON.parse(adminKube(['get', 'cronjob', `backup-${name}`, '-n', 'plana-odoo-18', '-o', 'json'])) as {
-          metadata: { annotations: Record<string, string> };
-        }
-      ).metadata.annotations['plana.dev/retention-days'];
-    expect(retention()).toBe(String(p.cfg.BACKUP_RETENTION_STARTER_DAYS));
+    // a tier change is applied and its status written back
     expect(kube(['patch', 'tc', name, '--type=merge', '-p', '{"spec":{"tier":"enterprise"}}']).ok).toBe(true);
-    await expect.poll(retention, { timeout: 60_000 }).toBe(String(p.cfg.BACKUP_RETENTION_ENTERPRISE_DAYS));
+    await waitForTenantClient(
+      name,
+      (o) => o?.status?.observedGeneration === 2 && kubeCondition(o, 'Ready')?.status === 'True',
+    );
 
     expect(kube(['delete', 'tc', name, '--wait=false']).ok).toBe(true);
     await waitForTenantClient(name, (o) => o === undefined, 90_000);
-    for (const object of [
-      `job/chat-room-${name}`,
-      `ingress/tenant-${name}`,
-      `cronjob/backup-${name}`,
-      `secret/erp-api-user-${name}`,
-    ])
+    for (const object of [`ingress/tenant-${name}`, `secret/erp-api-user-${name}`])
       expect(() => adminKube(['get', object, '-n', 'plana-odoo-18'])).toThrow();
   }, 150_000);
 });
