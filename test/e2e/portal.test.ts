@@ -177,7 +177,7 @@ describe('the workspace portal in Chromium', () => {
     await page.screenshot({ path: join(shots, 'api-keys.png') });
   });
 
-  it('shows the calls of the key in the execution log, filtered by its prefix', async () => {
+  it('shows the calls of the key in the execution log, filtered by its prefix, every column and filter fitting at 1280 px', async () => {
     await page.getByRole('link', { name: 'Execution log' }).click();
     await page.getByLabel('Key prefix').fill(prefix);
     await page.getByRole('button', { name: 'Filter' }).click();
@@ -190,6 +190,23 @@ describe('the workspace portal in Chromium', () => {
     await page.getByLabel('Key prefix').fill(prefix);
     await page.getByRole('button', { name: 'Filter' }).click();
     await row.first().waitFor();
+    // at 1280 px everything fits: no column hidden in the table's scroll box, no date field cut short
+    const cut = await page.evaluate(() => ({
+      scrolledTables: [...document.querySelectorAll('.table-wrap')].filter((w) => w.scrollWidth > w.clientWidth + 1)
+        .length,
+      shortDateFields: [...document.querySelectorAll<HTMLInputElement>('input[type="datetime-local"]')]
+        .filter((input) => {
+          const natural = input.cloneNode() as HTMLInputElement;
+          natural.style.cssText = 'position: absolute; width: auto';
+          document.body.append(natural);
+          const needs = natural.getBoundingClientRect().width;
+          natural.remove();
+          return input.getBoundingClientRect().width + 1 < needs;
+        })
+        .map((input) => input.name),
+    }));
+    expect(cut).toEqual({ scrolledTables: 0, shortDateFields: [] });
+    expect(await cellsOffScreen(page)).toEqual([]);
     await page.screenshot({ path: join(shots, 'execution-log.png') });
   });
 
