@@ -537,7 +537,19 @@ describe('subscription and invoices page', () => {
         .filter({ hasText: /^Loading/ })
         .first()
         .waitFor({ state: 'detached' });
-      // nothing sticks out of the page (wide tables and the menu scroll inside their own box)
+      // the whole menu on the screen, on as many lines as it takes: no section's link cut off or scrolled away
+      const menu = await page.getByRole('navigation', { name: 'Workspace' }).evaluate((nav) => {
+        const width = document.documentElement.clientWidth;
+        return {
+          links: nav.querySelectorAll('a').length,
+          off: [...nav.querySelectorAll('a')]
+            .filter((a) => a.getBoundingClientRect().right > width + 1 || a.getBoundingClientRect().left < -1)
+            .map((a) => a.textContent),
+          scrolls: [nav, ...nav.querySelectorAll('*')].some((el) => el.scrollWidth > el.clientWidth + 1),
+        };
+      });
+      expect({ section, menu }).toEqual({ section, menu: { links: 9, off: [], scrolls: false } });
+      // nothing sticks out of the page (wide tables scroll inside their own box)
       const sticking = await page.evaluate(() => {
         const width = document.documentElement.clientWidth;
         const scrolls = (el: Element | null): boolean =>
