@@ -61,43 +61,96 @@ export async function acceptInvitation(
   });
 }
 
+/** An invitation's row as its token finds it. */
+type InvitationRow = OpenInvitation & { accepted_at: Date | null; revoked_at: Date | null; expired: boolean };
+
+const selectByToken = `SELECT id, workspace_id, email, role, purpose, accepted_at, revoked_at, expires_at <= now() AS expired
+                         FROM workspace_invitations WHERE token_hash = $1`;
+
+const NOT_A_LINK =
+  'This invitation link is not valid: it may have been replaced by a newer invitation. Use the link of the latest invitation e-mail.';
+
+/** What a link can still do: be accepted (open), or nothing any more, and why. */
+export type LinkState = 'open' | 'used' | 'replaced' | 'revoked' | 'expired';
+
+/** Why a link no longer works, in its holder's terms (an owner's activation link or a team invitation), and what to do. */
+function deadLink(
+  inv: InvitationRow,
+): { state: Exclude<LinkState, 'open'>; code: 'CONFLICT' | 'GONE'; message: string } | undefined {
+  const activation = inv.purpose === 'activation';
+  if (inv.accepted_at)
+    return {
+      state: 'used',
+      code: 'CONFLICT',
+      message: activation
+        ? 'This link was used already: your password is set. Sign in, or ask for a new link.'
+        : 'This invitation was accepted already; log in instead.',
+    };
+  if (inv.revoked_at)
+    return activation
+      ? {
+          state: 'replaced',
+          code: 'GONE',
+          message: 'This link was replaced by a newer one: use the latest welcome e-mail, or ask for a new link.',
+        }
+      : {
+          state: 'revoked',
+          code: 'GONE',
+          message: 'This invitation was revoked; ask an admin of the workspace for a new one.',
+        };
+  if (inv.expired)
+    return {
+      state: 'expired',
+      code: 'GONE',
+      message: activation
+        ? 'This link has expired: ask for a new one.'
+        : 'This invitation has expired; ask an admin of the workspace to invite you again.',
+    };
+  return undefined;
+}
+
 /** The token's invitation, locked for this transaction; 404, 409 or 410 when it cannot be accepted. */
 async function lockOpenInvitation(db: pg.PoolClient, token: string): Promise<OpenInvitation> {
-  const found = await db.query<
-    OpenInvitation & { accepted_at: Date | null; revoked_at: Date | null; expired: boolean }
-  >(
-    `SELECT id, workspace_id, email, role, purpose, accepted_at, revoked_at, expires_at <= now() AS expired
-       FROM workspace_invitations WHERE token_hash = $1 FOR UPDATE`,
-    [hashLinkToken(token)],
-  );
-  const inv = found.rows[0];
-  if (!inv)
-    throw new AppError(
-      'NOT_FOUND',
-      'This invitation link is not valid: it may have been replaced by a newer invitation. Use the link of the latest invitation e-mail.',
-    );
-  if (inv.purpose === 'activation') return openActivation(inv);
-  if (inv.accepted_at) throw new AppError('CONFLICT', 'This invitation was accepted already; log in instead.');
-  if (inv.revoked_at)
-    throw new AppError('GONE', 'This invitation was revoked; ask an admin of the workspace for a new one.');
-  if (inv.expired)
-    throw new AppError('GONE', 'This invitation has expired; ask an admin of the workspace to invite you again.');
+  const inv = (await db.query<InvitationRow>(`${selectByToken} FOR UPDATE`, [hashLinkToken(token)])).rows[0];
+  if (!inv) throw new AppError('NOT_FOUND', NOT_A_LINK);
+  const dead = deadLink(inv);
+  if (dead) throw new AppError(dead.code, dead.message);
   return inv;
 }
 
-/** An owner's activation link, in the owner's terms: used, replaced by a newer one, or expired. */
-function openActivation(
-  inv: OpenInvitation & { accepted_at: Date | null; revoked_at: Date | null; expired: boolean },
-): OpenInvitation {
-  if (inv.accepted_at)
-    throw new AppError('CONFLICT', 'This link was used already: your password is set. Sign in, or ask for a new link.');
-  if (inv.revoked_at)
-    throw new AppError(
-      'GONE',
-      'This link was replaced by a newer one: use the latest welcome e-mail, or ask for a new link.',
-    );
-  if (inv.expired) throw new AppError('GONE', 'This link has expired: ask for a new one.');
-  return inv;
+export interface InvitationLinkState {
+  purpose: 'team' | 'activation';
+  state: LinkState;
+  /** what the link's holder is told (for a dead link the same words as the acceptance's problem) */
+  message: string;
+  /** whether "send me a new link" (renewLink in activation.ts) mails one: not for a team invitation revoked or expired */
+  renewable: boolean;
+}
+
+/**
+ * What a link's token can still do, without using it (a page shows a dead link as such before
+ * anyone types a password): 404 for a token that is not (or no longer) an invitation's.
+ */
+export async function invitationLinkState(pool: pg.Pool, token: string): Promise<InvitationLinkState> {
+  const inv = (await pool.query<InvitationRow>(selectByToken, [hashLinkToken(token)])).rows[0];
+  if (!inv) throw new AppError('NOT_FOUND', NOT_A_LINK);
+  const dead = deadLink(inv);
+  if (!dead)
+    return {
+      purpose: inv.purpose,
+      state: 'open',
+      message:
+        inv.purpose === 'activation'
+          ? 'This link works: choose your password.'
+          : 'This invitation is open: join the workspace.',
+      renewable: false,
+    };
+  return {
+    purpose: inv.purpose,
+    state: dead.state,
+    message: dead.message,
+    renewable: inv.purpose === 'activation' || dead.state === 'used',
+  };
 }
 
 /** The invited address's account: proved by its password (401 otherwise), or made with `name` and `password`. */

@@ -2,8 +2,9 @@
  * One identity in Chromium (Debian's, driven by playwright-core) on the real platform: a
  * TenantClient applied turns Ready, the owner's welcome e-mail (read from the SMTP stand-in)
  * carries the activation link, which opens the portal's page to choose a password and lands on the
- * workspace's dashboard; the used link's page offers a new one; "Forgot your password?" mails a
- * link by which the owner chooses a new password, signed in, and the earlier session ends.
+ * workspace's dashboard; the used link's page says so before any password is typed and offers a
+ * new one; "Forgot your password?" mails a link by which the owner chooses a new password, signed
+ * in, and the earlier session ends.
  *
  * Screenshots go to a temporary folder, or to docs/screenshots/ with PORTAL_SCREENSHOTS=1.
  */
@@ -76,12 +77,14 @@ describe('from the welcome e-mail to the dashboard, in Chromium', () => {
     expect(ownerPage.url()).not.toContain('token');
   });
 
-  it('the used link opens a page that says so and sends a new link', async () => {
+  it('the used link opens a page that says so at once, without a password form, and sends a new link', async () => {
     const page = await newPage();
     await page.goto(activation);
-    await page.getByLabel('Password').fill('someone else tries this');
-    await page.getByRole('button', { name: 'Set my password' }).click();
-    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/This link was used already/);
+    await expect
+      .poll(() => page.getByRole('alert').textContent())
+      .toBe('This link was used already: your password is set. Sign in, or ask for a new link.');
+    expect(await page.getByLabel('Password').count()).toBe(0);
+    expect(await page.getByRole('link', { name: 'Sign in' }).getAttribute('href')).toBe(`/app/w/${tenant}/`);
     await page.screenshot({ path: join(shots, 'activate-used.png') });
     await page.getByRole('button', { name: 'Send me a new link' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toMatch(/A new link is on its way/);

@@ -299,7 +299,7 @@ describe('team page and the invitation link', () => {
     await page.screenshot({ path: join(shots, 'team.png'), fullPage: true });
   });
 
-  it('re-invites and revokes: the revoked link answers with a clear message', async () => {
+  it('re-invites and revokes: the revoked link’s page says so at once, without a form', async () => {
     const other = `other-${randomUUID().slice(0, 8)}@example.test`;
     await page.getByRole('button', { name: 'Invite someone' }).click();
     await page.getByRole('dialog').getByLabel('E-mail').fill(other);
@@ -328,9 +328,13 @@ describe('team page and the invitation link', () => {
     const stranger = await browser.newContext();
     const tab = await stranger.newPage();
     await tab.goto(link);
-    await tab.getByLabel(/Password/).fill('some long password');
-    await tab.getByRole('button', { name: 'Join the workspace' }).click();
-    await expect.poll(() => tab.getByRole('alert').textContent()).toMatch(/revoked/i);
+    // said at once, with what to do, and no form: only an admin can invite again
+    await expect
+      .poll(() => tab.getByRole('alert').textContent())
+      .toBe('This invitation was revoked; ask an admin of the workspace for a new one.');
+    expect(await tab.getByLabel(/Password/).count()).toBe(0);
+    expect(await tab.getByRole('button', { name: 'Send me a new link' }).count()).toBe(0);
+    await tab.getByRole('link', { name: 'Sign in' }).waitFor();
     await stranger.close();
   });
 
@@ -398,33 +402,54 @@ describe('team page and the invitation link', () => {
     expect(await page.locator(`tr[data-invitation="${invitee}"]`).count()).toBe(0);
   });
 
-  it('lets the admin make the member an admin and back; the last admin cannot step down or leave, and the page says why', async () => {
+  it('lets the admin make the member an admin and back; the only admin is offered no way to step down or leave, and the API refuses both', async () => {
     const row = page.locator(`tr[data-member="${invitee}"]`);
     const role = row.locator('td').nth(2);
+    const mine = page.locator(`tr[data-member="${owner.email}"]`);
+    expect(await mine.textContent()).toContain('(you)');
+    const ownButtons = () =>
+      Promise.all([
+        page.getByRole('button', { name: `Make ${owner.email} a member` }).count(),
+        page.getByRole('button', { name: `Remove ${owner.email}` }).count(),
+      ]);
+    // the owner is the only admin: nothing on offer that would leave the workspace without one, and the row says why
     expect(await role.textContent()).toBe('member');
+    expect(await ownButtons()).toEqual([0, 0]);
+    expect(await mine.locator('[data-only-admin]').textContent()).toBe(
+      'The only admin: make another member admin before stepping down or leaving.',
+    );
+    await page.screenshot({ path: join(shots, 'team-only-admin.png'), fullPage: true });
+
     await page.getByRole('button', { name: `Make ${invitee} an admin` }).click();
     await page.getByText('Grace Hopper is an admin now.').waitFor();
     await expect.poll(() => role.textContent()).toBe('admin');
+    // two admins: either may step down or leave
+    await expect.poll(ownButtons).toEqual([1, 1]);
+    expect(await mine.locator('[data-only-admin]').count()).toBe(0);
     await page.getByRole('button', { name: `Make ${invitee} a member` }).click();
     await page.getByText('Grace Hopper is a member now (no admin actions).').waitFor();
     await expect.poll(() => role.textContent()).toBe('member');
+    await expect.poll(ownButtons).toEqual([0, 0]);
 
-    // the owner is the only admin now: the API's 409 is shown as its message
-    const mine = page.locator(`tr[data-member="${owner.email}"]`);
-    expect(await mine.textContent()).toContain('(you)');
-    await page.getByRole('button', { name: `Make ${owner.email} a member` }).click();
-    await expect
-      .poll(() => page.getByRole('alert').textContent())
-      .toMatch(`The last admin of workspace "${workspace.slug}" cannot be demoted: make another member admin first.`);
-    expect(await mine.locator('td').nth(2).textContent()).toBe('admin');
-    await page.getByRole('button', { name: `Remove ${owner.email}` }).click();
-    const dialog = page.getByRole('dialog');
-    expect(await dialog.textContent()).toContain('You lose access to this workspace at once');
-    await dialog.getByRole('button', { name: 'Leave the workspace' }).click();
-    await expect
-      .poll(() => dialog.getByRole('alert').textContent())
-      .toMatch(`The last admin of workspace "${workspace.slug}" cannot be removed: make another member admin first.`);
-    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    // and the API refuses both to the only admin with a problem
+    const token = await login(base, owner);
+    const { rows } = await p.pool.query<{ id: string }>('SELECT id FROM users WHERE email = $1', [owner.email]);
+    const query = `?workspace=${workspace.slug}`;
+    const demoted = await call(base, 'PATCH', `/api/portal/team/${rows[0]!.id}${query}`, {
+      token,
+      body: { role: 'member' },
+    });
+    const removed = await call(base, 'DELETE', `/api/portal/team/${rows[0]!.id}${query}`, { token });
+    for (const [res, what] of [
+      [demoted, 'demoted'],
+      [removed, 'removed'],
+    ] as const) {
+      expect(res.status).toBe(409);
+      expect(res.headers.get('content-type')).toContain('application/problem+json');
+      expect(res.body.detail).toBe(
+        `The last admin of workspace "${workspace.slug}" cannot be ${what}: make another member admin first.`,
+      );
+    }
     await page.reload();
     await mine.waitFor();
     expect(await mine.locator('td').nth(2).textContent()).toBe('admin');
@@ -512,7 +537,19 @@ describe('subscription and invoices page', () => {
         .filter({ hasText: /^Loading/ })
         .first()
         .waitFor({ state: 'detached' });
-      // nothing sticks out of the page (wide tables and the menu scroll inside their own box)
+      // the whole menu on the screen, on as many lines as it takes: no section's link cut off or scrolled away
+      const menu = await page.getByRole('navigation', { name: 'Workspace' }).evaluate((nav) => {
+        const width = document.documentElement.clientWidth;
+        return {
+          links: nav.querySelectorAll('a').length,
+          off: [...nav.querySelectorAll('a')]
+            .filter((a) => a.getBoundingClientRect().right > width + 1 || a.getBoundingClientRect().left < -1)
+            .map((a) => a.textContent),
+          scrolls: [nav, ...nav.querySelectorAll('*')].some((el) => el.scrollWidth > el.clientWidth + 1),
+        };
+      });
+      expect({ section, menu }).toEqual({ section, menu: { links: 9, off: [], scrolls: false } });
+      // nothing sticks out of the page (wide tables scroll inside their own box)
       const sticking = await page.evaluate(() => {
         const width = document.documentElement.clientWidth;
         const scrolls = (el: Element | null): boolean =>

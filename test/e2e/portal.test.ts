@@ -46,6 +46,13 @@ afterAll(async () => {
   await bed?.close();
 });
 
+/** An amount as the browser's locale writes it in `currency` (what the portal shows everywhere). */
+const moneyIn = (p: Page, n: number, currency: string) =>
+  p.evaluate(([amount, cur]) => new Intl.NumberFormat(undefined, { style: 'currency', currency: cur }).format(amount), [
+    n,
+    currency,
+  ] as const);
+
 /** A workspace-API call from outside the browser, as a key's owner would make it. */
 const withKey = (token: string) => call(base, 'GET', `/api/portal/odoo/${tenant.workspace}/kpis`, { token });
 
@@ -86,8 +93,9 @@ describe('the workspace portal in Chromium', () => {
     await chart.waitFor();
     const { inflow, outflow, net } = expected.body.totals as { inflow: number; outflow: number; net: number };
     expect(inflow + outflow).toBeGreaterThan(0);
+    const money = (n: number, currency = expected.body.currency as string) => moneyIn(page, n, currency);
     expect(await chart.getAttribute('aria-label')).toBe(
-      `Cash flow per month in ${expected.body.currency}: in ${inflow}, out ${outflow}, net ${net} in total`,
+      `Cash flow per month in ${expected.body.currency}: in ${await money(inflow)}, out ${await money(outflow)}, net ${await money(net)} in total`,
     );
     // the dashboard shows what a script calling the API without `months` gets: the last 6 months
     expect(expected.body.months).toHaveLength(6);
@@ -116,16 +124,18 @@ describe('the workspace portal in Chromium', () => {
       const cells = await rows.nth(i).locator('td').allTextContents();
       expect(cells[0]).toContain(c.name);
       expect(cells[1]).toBe(c.currency);
-      expect(cells[3]).toBe(
-        await page.evaluate(
-          ([n, cur]) =>
-            new Intl.NumberFormat(undefined, { style: 'currency', currency: cur as string }).format(n as number),
-          [c.receivables, c.currency],
-        ),
-      );
+      expect(cells[3]).toBe(await money(c.receivables, c.currency));
     }
     await page.getByRole('heading', { name: 'Alerts' }).waitFor();
-    await expect.poll(() => page.locator('.alerts li, .empty').count()).toBeGreaterThan(0);
+    // the alert's amount in the same format as every other amount (the demo data has overdue invoices)
+    const alerts = await call(base, 'GET', `/api/portal/workspaces/${tenant.workspace}/dashboard/alerts`, {
+      token: await login(base, owner),
+    });
+    const overdue = alerts.body.overdueInvoices as { count: number; total: number };
+    expect(overdue.count).toBeGreaterThan(0);
+    const alert = page.locator('.alerts li').first();
+    await expect.poll(() => alert.textContent()).toContain(`overdue (${await money(overdue.total)})`);
+    expect(await page.locator('.alerts').textContent()).not.toMatch(/\d\.\d\d [A-Z]{3}\b/);
     await page.screenshot({ path: join(shots, 'dashboard.png'), fullPage: true });
   });
 
@@ -167,7 +177,7 @@ describe('the workspace portal in Chromium', () => {
     await page.screenshot({ path: join(shots, 'api-keys.png') });
   });
 
-  it('shows the calls of the key in the execution log, filtered by its prefix', async () => {
+  it('shows the calls of the key in the execution log, filtered by its prefix, every column and filter fitting at 1280 px', async () => {
     await page.getByRole('link', { name: 'Execution log' }).click();
     await page.getByLabel('Key prefix').fill(prefix);
     await page.getByRole('button', { name: 'Filter' }).click();
@@ -180,6 +190,23 @@ describe('the workspace portal in Chromium', () => {
     await page.getByLabel('Key prefix').fill(prefix);
     await page.getByRole('button', { name: 'Filter' }).click();
     await row.first().waitFor();
+    // at 1280 px everything fits: no column hidden in the table's scroll box, no date field cut short
+    const cut = await page.evaluate(() => ({
+      scrolledTables: [...document.querySelectorAll('.table-wrap')].filter((w) => w.scrollWidth > w.clientWidth + 1)
+        .length,
+      shortDateFields: [...document.querySelectorAll<HTMLInputElement>('input[type="datetime-local"]')]
+        .filter((input) => {
+          const natural = input.cloneNode() as HTMLInputElement;
+          natural.style.cssText = 'position: absolute; width: auto';
+          document.body.append(natural);
+          const needs = natural.getBoundingClientRect().width;
+          natural.remove();
+          return input.getBoundingClientRect().width + 1 < needs;
+        })
+        .map((input) => input.name),
+    }));
+    expect(cut).toEqual({ scrolledTables: 0, shortDateFields: [] });
+    expect(await cellsOffScreen(page)).toEqual([]);
     await page.screenshot({ path: join(shots, 'execution-log.png') });
   });
 

@@ -59,6 +59,7 @@ const resetLinkIn = (email: string, nth = -1) => linkIn(portal.mailsTo(email).at
 const activate = (token: string, password = PASSWORD) =>
   call(base, 'POST', '/api/portal/team/invitations/accept', { body: { token, password } });
 // from a client address of its own each: the per-client limit (4 an hour here) is the last test's
+const check = (token: string) => call(base, 'POST', '/api/portal/team/invitations/check', { body: { token } });
 const renew = (token: string) => postFrom(someLoopback(), '/api/portal/team/invitations/renew', { token });
 const tampered = (token: string) => token.slice(0, -2) + (token.endsWith('AA') ? 'BB' : 'AA');
 
@@ -203,6 +204,57 @@ describe('the owner’s activation link in the welcome e-mail', () => {
     expect((await renew(tampered(token))).status).toBe(404);
     // the real link still works
     expect((await activate(token)).status).toBe(200);
+  });
+
+  it('tells what a link can still do without using it: open, used, replaced, expired; a tampered one is 404', async () => {
+    const owner = await newOwner();
+    await welcome(owner.email, owner.workspace.slug);
+    const first = activationIn(owner.email).token;
+    const open = await check(first);
+    expect(open.status).toBe(200);
+    expect(open.body).toEqual({
+      purpose: 'activation',
+      state: 'open',
+      message: 'This link works: choose your password.',
+      renewable: false,
+    });
+    // asking again changes nothing: the link is still open
+    expect((await check(first)).body.state).toBe('open');
+
+    await welcome(owner.email, owner.workspace.slug);
+    const second = activationIn(owner.email).token;
+    expect((await check(first)).body).toEqual({
+      purpose: 'activation',
+      state: 'replaced',
+      message: (await activate(first)).body.detail,
+      renewable: true,
+    });
+    expect((await check(first)).body.message).toContain('This link was replaced by a newer one');
+
+    const expired = await newOwner();
+    await welcome(expired.email, expired.workspace.slug);
+    const late = activationIn(expired.email).token;
+    await portal.pool.query(
+      `UPDATE workspace_invitations SET expires_at = now() - interval '1 second' WHERE lower(email) = lower($1)`,
+      [expired.email],
+    );
+    expect((await check(late)).body).toMatchObject({
+      state: 'expired',
+      message: 'This link has expired: ask for a new one.',
+      renewable: true,
+    });
+
+    expect((await activate(second)).status).toBe(200);
+    expect((await check(second)).body).toEqual({
+      purpose: 'activation',
+      state: 'used',
+      message: 'This link was used already: your password is set. Sign in, or ask for a new link.',
+      renewable: true,
+    });
+
+    const unknown = await check(tampered(second));
+    expect(unknown.status).toBe(404);
+    expect(unknown.headers.get('content-type')).toContain('application/problem+json');
   });
 
   it('an owner who has a password already gets the welcome without a link', async () => {

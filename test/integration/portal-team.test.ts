@@ -33,6 +33,7 @@ function invitationToken(email: string, nth = -1) {
 }
 
 const accept = (body: Record<string, unknown>) => call(base, 'POST', '/api/portal/team/invitations/accept', { body });
+const check = (token: string) => call(base, 'POST', '/api/portal/team/invitations/check', { body: { token } });
 
 describe('inviting and accepting', () => {
   it('mails a single-use link to /w/<slug>/join; accepting creates the user, joins the workspace and logs in', async () => {
@@ -193,6 +194,47 @@ describe('inviting and accepting', () => {
       workspace: { slug: a.workspace.slug, role: 'member' },
     });
     expect(await login(base, b.admin)).toBeTruthy();
+  });
+
+  it("a link's state, asked without using it: open, then accepted (a new link mails a password link), or revoked and expired (an admin invites again)", async () => {
+    const a = await adminOfNewWorkspace(base, portal.pool);
+    const [accepted, revoked, expired] = [newAddress(), newAddress(), newAddress()];
+    const ids: Record<string, string> = {};
+    for (const email of [accepted, revoked, expired]) ids[email] = (await invite(a.accessToken, email)).body.id;
+    const tokenOf = (email: string) => invitationToken(email).token;
+
+    expect((await check(tokenOf(accepted))).body).toEqual({
+      purpose: 'team',
+      state: 'open',
+      message: 'This invitation is open: join the workspace.',
+      renewable: false,
+    });
+    // checking used nothing: the link is accepted afterwards, once
+    expect((await accept({ token: tokenOf(accepted), name: 'Ada', password: 'a long enough password' })).status).toBe(
+      200,
+    );
+    expect((await check(tokenOf(accepted))).body).toEqual({
+      purpose: 'team',
+      state: 'used',
+      message: 'This invitation was accepted already; log in instead.',
+      renewable: true,
+    });
+
+    await call(base, 'DELETE', `/api/portal/team/invitations/${ids[revoked]}`, { token: a.accessToken });
+    expect((await check(tokenOf(revoked))).body).toEqual({
+      purpose: 'team',
+      state: 'revoked',
+      message: 'This invitation was revoked; ask an admin of the workspace for a new one.',
+      renewable: false,
+    });
+    await portal.pool.query(`UPDATE workspace_invitations SET expires_at = now() - interval '1 second' WHERE id = $1`, [
+      ids[expired],
+    ]);
+    expect((await check(tokenOf(expired))).body).toMatchObject({ state: 'expired', renewable: false });
+    // the acceptance's problem says the same as the check
+    expect(
+      (await accept({ token: tokenOf(expired), name: 'Late', password: 'a long enough password' })).body.detail,
+    ).toBe((await check(tokenOf(expired))).body.message);
   });
 
   it('refuses bad input with 400 and creates nothing', async () => {

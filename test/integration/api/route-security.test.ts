@@ -87,6 +87,8 @@ it('every /api route declares who may call it, and only the login round trip and
     'POST /api/auth/refresh',
     'POST /api/portal/profile/email/confirm',
     'POST /api/portal/team/invitations/accept',
+    // what a link can still do, asked without using it (portal-activation.test.ts)
+    'POST /api/portal/team/invitations/check',
     // a new link in place of a dead one, to that link's own address only
     'POST /api/portal/team/invitations/renew',
     // no platform credential: every event must carry Stripe's signature over its raw body (billing-api.test.ts)

@@ -94,7 +94,7 @@ include-name = ["POST /api/auth/login", "POST /api/auth/password/forgot", "POST 
 checks = { positive_data_acceptance = { expected-statuses = ["2xx", 400, 401, 403, 404, 429] } }
 # a link's token the API did not issue is unknown (404) by design
 [[operations]]
-include-name = ["POST /api/auth/password/reset", "POST /api/portal/profile/email/confirm", "POST /api/portal/team/invitations/accept"]
+include-name = ["POST /api/auth/password/reset", "POST /api/portal/profile/email/confirm", "POST /api/portal/team/invitations/accept", "POST /api/portal/team/invitations/check"]
 checks = { positive_data_acceptance = { expected-statuses = ["2xx", 400, 401, 403, 404] } }
 # states the document cannot say: a person invited or a member already (409); a tenant that is not
 # cancelled and not confirmed, or restoring already (409)

@@ -8943,6 +8943,114 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/portal/team/invitations/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * What an activation or invitation link can still do, by its token, without using it
+         * @description Changes nothing: the link stays as it was. 404: not a valid link (or replaced by a re-invite). The answer of POST /api/portal/team/invitations/accept for a dead link carries the same `message`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        token: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description activation: an owner's welcome e-mail; team: an invitation from an admin */
+                            purpose: "activation" | "team";
+                            /** @description open: accepting it works; used: accepted already (sign in); replaced: an activation link a newer one replaced; revoked: a team invitation an admin revoked; expired */
+                            state: "open" | "used" | "replaced" | "revoked" | "expired";
+                            /** @description what to tell the link's holder: for a dead link, what to do */
+                            message: string;
+                            /** @description whether POST /api/portal/team/invitations/renew mails a new link (false for an open link, and for a team invitation revoked or expired: an admin invites again) */
+                            renewable: boolean;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["def-0"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/w/{slug}/join": {
         parameters: {
             query?: never;

@@ -55,6 +55,9 @@ export function CashflowChart({ data }: { data: Cashflow }) {
         maintainAspectRatio: false,
         animation: false,
         scales: { x: { stacked: true }, y: { stacked: false, title: { display: true, text: data.currency } } },
+        plugins: {
+          tooltip: { callbacks: { label: (item) => `${item.dataset.label ?? ''}: ${money(item.parsed.y ?? 0)}` } },
+        },
       },
     });
     return () => chart.destroy();
@@ -66,7 +69,7 @@ export function CashflowChart({ data }: { data: Cashflow }) {
         <canvas
           ref={canvas}
           role="img"
-          aria-label={`Cash flow per month in ${data.currency}: in ${t.inflow}, out ${t.outflow}, net ${t.net} in total`}
+          aria-label={`Cash flow per month in ${data.currency}: in ${money(t.inflow)}, out ${money(t.outflow)}, net ${money(t.net)} in total`}
           data-months={data.months.length}
           data-net={t.net}
         />

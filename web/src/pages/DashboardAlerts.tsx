@@ -1,7 +1,11 @@
-/** The dashboard's alerts, with the oldest overdue invoices and unreconciled bank lines behind them. */
+/**
+ * The dashboard's alerts, with the oldest overdue invoices and unreconciled bank lines behind them.
+ * An alert's sentence is written here from its figures, with the portal's money format (format.ts);
+ * the API's `message` (plain figures, for scripts) is shown only for a kind the portal does not know.
+ */
 import type { paths } from '../api/schema';
 import { numeric, Table } from '../components';
-import { formatAmount } from '../format';
+import { formatAmount, plural } from '../format';
 
 type Alerts =
   paths['/api/portal/workspaces/{slug}/dashboard/alerts']['get']['responses']['200']['content']['application/json'];
@@ -13,7 +17,7 @@ export function AlertList({ alerts }: { alerts: Alerts }) {
       <ul className="alerts">
         {alerts.alerts.map((a) => (
           <li key={a.kind} className={`alert ${a.severity}`}>
-            <strong>{a.severity}</strong> {a.message}{' '}
+            <strong>{a.severity}</strong> {sentenceOf(a, alerts, money)}{' '}
             <a href={`#${a.kind === 'overdue_invoices' ? 'overdue' : 'unreconciled'}`}>details</a>
           </li>
         ))}
@@ -26,6 +30,15 @@ export function AlertList({ alerts }: { alerts: Alerts }) {
       )}
     </>
   );
+}
+
+/** "7 customer invoices are overdue (€33,184.38); the oldest by 121 days" */
+function sentenceOf(alert: Alerts['alerts'][number], alerts: Alerts, money: (n: number) => string): string {
+  const overdue = alerts.overdueInvoices;
+  const oldest = overdue.oldest[0];
+  if (alert.kind === 'overdue_invoices' && oldest)
+    return `${plural(overdue.count, 'customer invoice')} ${overdue.count === 1 ? 'is' : 'are'} overdue (${money(overdue.total)}); the oldest by ${plural(oldest.daysOverdue, 'day')}`;
+  return alert.message;
 }
 
 function OverdueInvoices({

@@ -1,5 +1,5 @@
 /** The workspace's execution log (admins): every call made with its keys, filterable, newest first. */
-import { useState, type FormEvent } from 'react';
+import { Fragment, useState, type FormEvent } from 'react';
 import { api, call } from '../api/client';
 import type { paths } from '../api/schema';
 import { ErrorMessage, Loaded, numeric, Table } from '../components';
@@ -112,6 +112,20 @@ function LogFilters({ onApply }: { onApply: (form: FormData) => void }) {
   );
 }
 
+/** A route that may break onto more lines after each slash (and nowhere inside a segment). */
+const breakAfterSlashes = (route: string) =>
+  route.split('/').map((part, i) => (
+    <Fragment key={i}>
+      {i > 0 && (
+        <>
+          /<wbr />
+        </>
+      )}
+      {part}
+    </Fragment>
+  ));
+
+/** The calls: the route and the request id wrap, so every column fits the page (a long one still scrolls in its box). */
 function LogTable({ rows }: { rows: Row[] }) {
   return (
     <Table columns={['Time', 'Key', 'Call', numeric('Status'), numeric('Latency'), 'Request id']}>
@@ -121,12 +135,12 @@ function LogTable({ rows }: { rows: Row[] }) {
           <td>
             <code>{r.keyPrefix}</code>
           </td>
-          <td>
-            {r.method} <code>{r.route}</code>
+          <td className="soft-wrap">
+            {r.method} <code>{breakAfterSlashes(r.route)}</code>
           </td>
           <td className={`num status s${String(r.status)[0]}`}>{r.status}</td>
           <td className="num">{r.latencyMs.toFixed(1)} ms</td>
-          <td className="muted small">{r.requestId}</td>
+          <td className="soft-wrap muted small">{r.requestId}</td>
         </tr>
       ))}
     </Table>

@@ -2,8 +2,8 @@
  * The team: every member sees who is in the workspace and their roles; admins also change a
  * member's role, remove a member (after a confirmation: they lose access at once), see the open
  * invitations and invite (admin or member), re-invite and revoke. A member is shown none of that
- * (and the API refuses it: 403). The last admin can be neither demoted nor removed: the API's 409
- * is shown as its message.
+ * (and the API refuses it: 403). The only admin is offered neither "Make member" nor "Remove" (the
+ * workspace would have no admin; the API refuses both with 409), and the row says why.
  */
 import { useState } from 'react';
 import { api, call, currentUser } from '../api/client';
@@ -100,6 +100,7 @@ interface MemberActions {
 
 /** The members; with `admin`, each row has its role switch and Remove. */
 function MemberTable({ members, me, admin }: { members: Member[]; me: string | undefined; admin?: MemberActions }) {
+  const onlyAdmin = members.filter((m) => m.role === 'admin').length === 1;
   return (
     <Table columns={['Name', 'E-mail', 'Role', 'Joined', ...(admin ? [ACTIONS] : [])]} caption="Members">
       {members.map((m) => (
@@ -110,11 +111,16 @@ function MemberTable({ members, me, admin }: { members: Member[]; me: string | u
           <td>{m.email}</td>
           <td>{m.role}</td>
           <td>{formatDate(m.joinedAt)}</td>
-          {admin && (
-            <td>
-              <MemberButtons member={m} actions={admin} />
-            </td>
-          )}
+          {admin &&
+            (onlyAdmin && m.role === 'admin' ? (
+              <td className="wrap muted small" data-only-admin>
+                The only admin: make another member admin before stepping down or leaving.
+              </td>
+            ) : (
+              <td>
+                <MemberButtons member={m} actions={admin} />
+              </td>
+            ))}
         </tr>
       ))}
     </Table>
