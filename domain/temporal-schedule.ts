@@ -29,7 +29,7 @@ export interface IntervalSchedule {
 
 export type ScheduleOutcome = 'created' | 'updated' | 'exists';
 
-/** Creates the schedule, or brings an existing one to this interval and task queue; a run still going when the next is due is skipped. */
+/** Creates the schedule, or brings an existing one to this interval, workflow and task queue; a run still going when the next is due is skipped. */
 export async function ensureIntervalSchedule(client: Client, s: IntervalSchedule): Promise<ScheduleOutcome> {
   const spec = { intervals: [{ every: s.everyMs, ...(s.offsetMs !== undefined && { offset: s.offsetMs }) }] };
   try {
@@ -41,8 +41,18 @@ export async function ensureIntervalSchedule(client: Client, s: IntervalSchedule
   const handle = client.schedule.getHandle(s.scheduleId);
   const described = await handle.describe();
   const current = described.spec.intervals?.[0];
-  if (current && Number(current.every) === s.everyMs && described.action.taskQueue === s.taskQueue) return 'exists';
-  await handle.update((prev) => ({ ...prev, spec, action: { ...prev.action, taskQueue: s.taskQueue } }));
+  const args = s.args ?? [];
+  const sameAction =
+    described.action.type === 'startWorkflow' &&
+    described.action.workflowType === s.workflowType &&
+    JSON.stringify(described.action.args ?? []) === JSON.stringify(args);
+  if (current && Number(current.every) === s.everyMs && described.action.taskQueue === s.taskQueue && sameAction)
+    return 'exists';
+  await handle.update((prev) => ({
+    ...prev,
+    spec,
+    action: { ...prev.action, workflowType: s.workflowType, args, taskQueue: s.taskQueue },
+  }));
   return 'updated';
 }
 

@@ -1,5 +1,6 @@
 /** Every workflow the worker registers (its single `workflowsPath`). */
 import type { DunWorkspaceWorkflow } from '../domain/billing/workflow-contract.js';
+import type { ApplyRetentionWorkflow } from '../domain/retention-workflow-contract.js';
 import type { SendWelcomeEmailWorkflow } from '../domain/notifications/workflow-contract.js';
 import type { RotateServiceKeyWorkflow } from '../domain/service-keys/workflow-contract.js';
 import type { BackupTenantWorkflow, TenantLifecycleWorkflow } from '../domain/tenants/workflow-contract.js';
@@ -17,6 +18,7 @@ import { rotateServiceKey } from './rotate-service-key.js';
 import { dunWorkspace } from './dun-workspace.js';
 import { webhookDelivery } from './webhook-delivery.js';
 import { webhookEndpointRetries } from './webhook-endpoint-retries.js';
+import { applyRetention } from './apply-retention.js';
 
 export {
   sendWelcomeEmail,
@@ -28,12 +30,10 @@ export {
   webhookEndpointRetries,
   restoreTenantBackup,
   restoreTenantInPlace,
+  applyRetention,
 };
 export { drillBackups, drillTenantBackup } from './drill-backups.js';
-export { pruneExpiredBackups } from './prune-expired-backups.js';
-export { pruneExecutionLog } from './prune-execution-log.js';
 export { annualServiceKeyRotation } from './annual-service-key-rotation.js';
-export { pruneWebhookHistory } from './prune-webhook-history.js';
 export { sweepErpEvents } from './sweep-erp-events.js';
 
 /** Compiles only when `Implementation` can be called as its `Contract` says. */
@@ -54,4 +54,5 @@ export type WorkflowsMeetTheirContracts = [
   Meets<WebhookEndpointRetriesWorkflow, typeof webhookEndpointRetries>,
   Meets<RestoreTenantBackupWorkflow, typeof restoreTenantBackup>,
   Meets<RestoreTenantInPlaceWorkflow, typeof restoreTenantInPlace>,
+  Meets<ApplyRetentionWorkflow, typeof applyRetention>,
 ];

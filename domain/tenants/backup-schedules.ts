@@ -1,18 +1,14 @@
 /**
  * Temporal Schedules for backups: one per tenant (`backup:<tenant>`, every BACKUP_INTERVAL,
  * running the `backupTenant` workflow) and one for the whole platform (`backup-retention`, daily,
- * running `pruneExpiredBackups`). Creating and deleting are idempotent.
+ * running `applyRetention('backups')`). Creating and deleting are idempotent.
  */
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import { describeScheduleIfPresent } from '../../lib/temporal.js';
 import { searchAttributes } from '../workflow-search-attributes.js';
 import { DAY_MS, ensureIntervalSchedule, type ScheduleOutcome } from '../temporal-schedule.js';
-import {
-  BACKUP_RETENTION_SCHEDULE_ID,
-  BACKUP_TENANT_WORKFLOW,
-  PRUNE_EXPIRED_BACKUPS_WORKFLOW,
-  type BackupTenantInput,
-} from './workflow-contract.js';
+import { APPLY_RETENTION_WORKFLOW } from '../retention-workflow-contract.js';
+import { BACKUP_RETENTION_SCHEDULE_ID, BACKUP_TENANT_WORKFLOW, type BackupTenantInput } from './workflow-contract.js';
 import { backupScheduleId, tiers, type Tier } from './types.js';
 import { DRILL_BACKUPS_WORKFLOW, drillScheduleId } from './restore-workflow-contract.js';
 
@@ -76,7 +72,8 @@ export function ensureBackupRetentionSchedule(
   return ensureIntervalSchedule(client, {
     scheduleId: opts.scheduleId ?? BACKUP_RETENTION_SCHEDULE_ID,
     everyMs: DAY_MS,
-    workflowType: PRUNE_EXPIRED_BACKUPS_WORKFLOW,
+    workflowType: APPLY_RETENTION_WORKFLOW,
+    args: ['backups'],
     taskQueue: opts.taskQueue,
     summary: 'Delete stored backups whose tier retention has ended',
     note: 'Backup retention: starter 30 days, pro 90 days, enterprise 365 days (configurable)',

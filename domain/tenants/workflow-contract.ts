@@ -74,12 +74,10 @@ export const deleteUpdate = defineUpdate<TenantStatus>('delete');
 /** Create the chat room again on the next reconcile. */
 export const retryChatRoomUpdate = defineUpdate<TenantStatus>('retryChatRoom');
 
-// ---- backups (workflows/backup-tenant.ts, workflows/prune-expired-backups.ts) ----
+// ---- backups (workflows/backup-tenant.ts; their retention: workflows/apply-retention.ts) ----
 
 /** The workflow type the per-tenant backup schedules run. */
 export const BACKUP_TENANT_WORKFLOW = 'backupTenant';
-/** The workflow type the platform's backup retention schedule runs. */
-export const PRUNE_EXPIRED_BACKUPS_WORKFLOW = 'pruneExpiredBackups';
 
 export interface BackupTenantInput {
   tenant: string;

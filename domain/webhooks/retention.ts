@@ -2,11 +2,12 @@
  * Webhook history retention: messages older than the retention whose deliveries have all ended
  * (delivered or failed; never one still pending or retrying) are deleted with their deliveries, and
  * attempts older than the retention with them. In batches, so a large backlog never holds a long
- * lock. Run daily by the `webhook-retention` schedule (workflows/prune-webhook-history.ts).
+ * lock. Run daily by the `webhook-retention` schedule (workflows/apply-retention.ts).
  */
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { DAY_MS, ensureIntervalSchedule, type ScheduleOutcome } from '../temporal-schedule.js';
+import { APPLY_RETENTION_WORKFLOW } from '../retention-workflow-contract.js';
 
 export const WEBHOOK_RETENTION_SCHEDULE_ID = 'webhook-retention';
 const BATCH = 5_000;
@@ -55,7 +56,8 @@ export function ensureWebhookRetentionSchedule(
   return ensureIntervalSchedule(client, {
     scheduleId: opts.scheduleId ?? WEBHOOK_RETENTION_SCHEDULE_ID,
     everyMs: DAY_MS,
-    workflowType: 'pruneWebhookHistory',
+    workflowType: APPLY_RETENTION_WORKFLOW,
+    args: ['webhook-history'],
     taskQueue: opts.taskQueue,
     summary: `Delete webhook messages and attempts older than ${opts.retentionDays} days (finished deliveries only)`,
     note: `Webhook history: ${opts.retentionDays}-day retention (WEBHOOK_RETENTION_DAYS)`,

@@ -1,6 +1,6 @@
 /**
  * The execution-log retention as the platform runs it: a Temporal Schedule starts
- * `pruneExecutionLog` on the real dev server, a real worker runs its activity, and the day
+ * `applyRetention('execution-log')` on the real dev server, a real worker runs its activity, and the day
  * partitions past 90 days are gone from the real PostgreSQL.
  */
 import { randomUUID } from 'node:crypto';
@@ -48,7 +48,7 @@ const partitions = async () =>
   ).rows.map((r) => r.name);
 
 describe('the execution-log-retention schedule', () => {
-  it('runs pruneExecutionLog, which drops the partitions older than 90 days and keeps the recent ones', async () => {
+  it('runs the execution-log retention, which drops the partitions older than 90 days and keeps the recent ones', async () => {
     const day = (daysAgo: number) => new Date(Date.now() - daysAgo * 86_400_000).toISOString().slice(0, 10);
     await pool.query('SELECT execution_log_ensure_partitions($1::date, 1)', [day(95)]);
     await pool.query('SELECT execution_log_ensure_partitions($1::date, 1)', [day(60)]);

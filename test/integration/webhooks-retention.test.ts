@@ -1,6 +1,6 @@
 /**
  * Webhook history retention as the platform runs it: the `webhook-retention` Temporal Schedule
- * starts `pruneWebhookHistory` on the real dev server, a real worker deletes from the real
+ * starts `applyRetention('webhook-history')` on the real dev server, a real worker deletes from the real
  * PostgreSQL the messages (with their deliveries) and attempts past WEBHOOK_RETENTION_DAYS whose
  * deliveries have ended, and keeps a delivery still retrying and everything recent; the portal's
  * attempts list then shows only what is kept.
