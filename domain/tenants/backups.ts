@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import type { Config } from '../../lib/config.js';
 import { withTransaction } from '../../lib/db.js';
+import { runPgTool } from '../../lib/pg-tools.js';
 import type { ObjectStore } from '../../lib/object-store.js';
 import { databaseUrl } from '../erp/tenant-database.js';
 import { countMainModels, listFiles, steadyDashboards, type BackupFigures } from './backup-figures.js';
@@ -119,26 +120,13 @@ async function dumpDatabase(cfg: Config, database: string, file: string): Promis
     await db.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     const { rows } = await db.query<{ snapshot: string }>('SELECT pg_export_snapshot() AS snapshot');
     const counts = await countMainModels(db);
-    const url = new URL(cfg.ERP_DATABASE_URL);
-    const pgDump = cfg.PG_BIN ? path.join(cfg.PG_BIN, 'pg_dump') : 'pg_dump';
-    // the password goes through the environment, never the command line (visible in `ps`)
-    await run(
-      pgDump,
-      [
-        '--format=custom',
-        '--no-owner',
-        `--snapshot=${rows[0]!.snapshot}`,
-        `--file=${file}`,
-        '--host',
-        url.hostname,
-        '--port',
-        url.port || '5432',
-        '--username',
-        decodeURIComponent(url.username),
-        database,
-      ],
-      { env: { ...process.env, PGPASSWORD: decodeURIComponent(url.password) }, maxBuffer: 1024 * 1024 },
-    );
+    await runPgTool('pg_dump', { serverUrl: cfg.ERP_DATABASE_URL, pgBin: cfg.PG_BIN }, [
+      '--format=custom',
+      '--no-owner',
+      `--snapshot=${rows[0]!.snapshot}`,
+      `--file=${file}`,
+      database,
+    ]);
     await db.query('COMMIT');
     return counts;
   } finally {

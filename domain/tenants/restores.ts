@@ -9,6 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import type { Config } from '../../lib/config.js';
+import { runPgTool } from '../../lib/pg-tools.js';
 import type { ObjectStore } from '../../lib/object-store.js';
 import { erpAddonsPath, neutralizeErpDatabase } from '../erp/neutralize.js';
 import { databaseUrl, dropTenantDatabase } from '../erp/tenant-database.js';
@@ -46,27 +47,14 @@ export async function restoreBackupInto(
 }
 
 async function pgRestore(cfg: Config, database: string, dump: string): Promise<void> {
-  const url = new URL(databaseUrl(cfg.ERP_DATABASE_URL, database));
-  const bin = cfg.PG_BIN ? path.join(cfg.PG_BIN, 'pg_restore') : 'pg_restore';
-  // the password goes through the environment, never the command line (visible in `ps`)
-  await run(
-    bin,
-    [
-      '--no-owner',
-      '--no-privileges',
-      '--exit-on-error',
-      '--host',
-      url.hostname,
-      '--port',
-      url.port || '5432',
-      '--username',
-      decodeURIComponent(url.username),
-      '--dbname',
-      database,
-      dump,
-    ],
-    { env: { ...process.env, PGPASSWORD: decodeURIComponent(url.password) }, maxBuffer: 4 * 1024 * 1024 },
-  );
+  await runPgTool('pg_restore', { serverUrl: cfg.ERP_DATABASE_URL, pgBin: cfg.PG_BIN, maxBuffer: 4 * 1024 * 1024 }, [
+    '--no-owner',
+    '--no-privileges',
+    '--exit-on-error',
+    '--dbname',
+    database,
+    dump,
+  ]);
 }
 
 /** The archive holds `<folder>/…`: its content goes into `dir` (the copy's ERP filestore), emptied first. */
