@@ -1,6 +1,6 @@
 /**
  * What one reconcile costs in the tenant workflow's history, with fake peers (test/support/fake-tenant-peers.ts)
- * on the run's real Temporal dev server: one patch for all the lifecycle's changes; the `CurrentStep` search attribute (a command and a
+ * on the run's real Temporal dev server: no patch markers (the first release's epoch); the `CurrentStep` search attribute (a command and a
  * visibility write each) names the steps the workflow waits on, once each; the attributes the start
  * set are not upserted again; a quick step (a local activity) is mirrored with the next step, and
  * the last mirrored status is the one the workflow holds.
@@ -16,7 +16,6 @@ import { statusQuery, tenantWorkflowId, type LifecycleSettings } from '../../dom
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { startSearchAttributes } from '../../domain/tenants/tenant-workflow-start.js';
 import type { tenantLifecycle } from '../../workflows/index.js';
-import { CURRENT_BASELINE } from '../../workflows/tenant-lifecycle/changes.js';
 import { useLifecycleWorker } from '../support/lifecycle-worker.js';
 
 const lifecycle = useLifecycleWorker('lifecycle-history');
@@ -87,25 +86,22 @@ describe('one reconcile in the history', () => {
     const status = await handle.query(statusQuery);
     const mirrored = peers.mirrored.get(name)!;
     expect(mirrored.at(-1)).toEqual(status);
-    // the quick steps are mirrored with the step after them, not each on its own (10 before)
+    // the quick steps are mirrored with the step after them, not each on its own
     expect(mirrored.length).toBeLessThanOrEqual(9);
 
     const { typedSearchAttributes } = await handle.describe();
     expect(typedSearchAttributes.get(searchAttributes.currentStep)).toBe('ready');
 
-    // one patch stands for all the lifecycle's changes: one marker and one TemporalChangeVersion
-    // upsert in the run, not one of each per change (12 changes; 8 of each were in a reconcile before)
+    // the epoch: no patch markers and no TemporalChangeVersion upserts until a change is versioned
     const patchMarkers = (history.events ?? []).filter(
       (event) => event.markerRecordedEventAttributes?.markerName === 'core_patch',
     );
-    expect(patchMarkers).toHaveLength(1);
-    expect(set.filter((fields) => 'TemporalChangeVersion' in fields)).toEqual([
-      { TemporalChangeVersion: JSON.stringify([CURRENT_BASELINE]) },
-    ]);
+    expect(patchMarkers).toEqual([]);
+    expect(set.filter((fields) => 'TemporalChangeVersion' in fields)).toEqual([]);
 
     if (process.env.RECORD_HISTORIES) {
       const fixtures = path.resolve(import.meta.dirname, '../fixtures/histories');
-      const file = path.join(fixtures, 'tenant-lifecycle-changes-in-one-patch.json');
+      const file = path.join(fixtures, 'tenant-lifecycle.json');
       writeFileSync(file, JSON.stringify(history, null, 2) + '\n');
     }
   });

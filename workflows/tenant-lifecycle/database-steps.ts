@@ -18,16 +18,10 @@ export const cloneDatabase = reconcileStep({
     ),
   record: (context, db) => {
     const { tenant, database } = context;
-    // the tier's modules are then installed from scratch (patched: earlier runs waited for the template)
-    if (db.outcome === 'template-missing' && tenant.changes.has('install-from-scratch')) {
+    // no template: the tier's modules are installed from scratch (the next steps)
+    if (db.outcome === 'template-missing') {
       context.missingTemplate = db.template;
       recordInstallPending(context, db.template);
-      return;
-    }
-    if (db.outcome === 'template-missing') {
-      const message = `template database "${db.template}" does not exist`;
-      tenant.setResource('database', { externalName: database, synced: 'False', state: 'Failed', message });
-      tenant.recordStep('clone-database', 'failed', message);
       return;
     }
     // an existing database keeps saying where it came from (after a tier change it is not this tier's template)

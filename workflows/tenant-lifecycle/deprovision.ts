@@ -87,22 +87,20 @@ const teardownSteps = [
       tenant.recordStep('delete-backup-schedule', 'ok', deleted.outcome);
     },
   }),
+  teardownStep({
+    name: 'remove-erp-sign-in',
+    resource: 'erpSignIn',
+    ensures: "no OIDC client of the tenant's ERP at the platform's provider",
+    call: ({ activities, name }) =>
+      activities.mustFinish.removeErpSignIn.executeWithOptions({ summary: `Remove the OIDC client of ${name}'s ERP` }, [
+        { tenant: name },
+      ]),
+    record: ({ tenant }, removed) => {
+      tenant.setResourceDeleted('erpSignIn', removed.removed ? 'client removed' : 'there was no client');
+      tenant.recordStep('remove-erp-sign-in', 'ok', removed.removed ? 'removed' : 'absent');
+    },
+  }),
 ];
-
-/** The ERP's OIDC client removed (patched: earlier runs had none to remove). */
-const removeErpSignIn = teardownStep({
-  name: 'remove-erp-sign-in',
-  resource: 'erpSignIn',
-  ensures: "no OIDC client of the tenant's ERP at the platform's provider",
-  call: ({ activities, name }) =>
-    activities.mustFinish.removeErpSignIn.executeWithOptions({ summary: `Remove the OIDC client of ${name}'s ERP` }, [
-      { tenant: name },
-    ]),
-  record: ({ tenant }, removed) => {
-    tenant.setResourceDeleted('erpSignIn', removed.removed ? 'client removed' : 'there was no client');
-    tenant.recordStep('remove-erp-sign-in', 'ok', removed.removed ? 'removed' : 'absent');
-  },
-});
 
 export async function deprovision(tenant: TenantState, activities: LifecycleActivities): Promise<void> {
   const state = tenant.state;
@@ -123,8 +121,7 @@ export async function deprovision(tenant: TenantState, activities: LifecycleActi
   await tenant.mirror();
 
   if (state.resources.database.state === 'Created') await finalBackup(context);
-  const steps = tenant.changes.has('erp-sign-in') ? [...teardownSteps, removeErpSignIn] : teardownSteps;
-  for (const step of steps) {
+  for (const step of teardownSteps) {
     // a business failure is kept on the resource and the next step runs
     await runResourceStep(tenant, context, step, (err) => {
       const message = failureMessage(err);

@@ -173,9 +173,8 @@ async function becomeReady(
   tenant.setReady('True', 'Available', '');
   await tenant.mirror();
   // a tenant cancelled during this reconcile gets no event, hence no welcome e-mail; a
-  // reactivation reconciles again and emits it then (patched: earlier runs emitted it anyway)
-  const cancelledMeanwhile = tenant.isCancelled && tenant.changes.has('no-provisioned-event-when-cancelled');
-  if (!state.provisionedEventId && !cancelledMeanwhile) {
+  // reactivation reconciles again and emits it then
+  if (!state.provisionedEventId && !tenant.isCancelled) {
     tenant.setCurrentStep('publish-provisioned-event');
     // must finish: the event leads to the welcome e-mail and the portal entry, however long the
     // events service is away (the pending activity shows its attempts and last failure)

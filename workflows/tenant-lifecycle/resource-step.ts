@@ -42,12 +42,12 @@ export async function runResourceStep<Context>(
 ): Promise<void> {
   const quick = step.quick === true;
   // what the quick steps before this one changed is mirrored before the workflow waits on it
-  if (!quick && tenant.mirrorsOnlyWhenWaiting) await tenant.mirror();
+  if (!quick) await tenant.mirror();
   tenant.setCurrentStep(step.name, { quick });
   try {
     step.record(context, await step.call(context));
   } catch (err) {
     onFailure(err);
   }
-  if (!quick || !tenant.mirrorsOnlyWhenWaiting) await tenant.mirror();
+  if (!quick) await tenant.mirror();
 }
