@@ -12,7 +12,13 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type WorkflowHandle } from '@temporalio/client';
-import { statusQuery, tenantWorkflowId, type LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
+import {
+  applySignal,
+  cancelUpdate,
+  statusQuery,
+  tenantWorkflowId,
+  type LifecycleSettings,
+} from '../../domain/tenants/workflow-contract.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { startSearchAttributes } from '../../domain/tenants/tenant-workflow-start.js';
 import type { tenantLifecycle } from '../../workflows/index.js';
@@ -31,7 +37,7 @@ const settings: LifecycleSettings = {
 };
 
 /** Starts a tenant workflow the way the controller does (its search attributes set at the start). */
-async function start() {
+async function start(overrides: Partial<LifecycleSettings> = {}) {
   const name = `history-${Date.now().toString(36)}`;
   const spec = {
     subdomain: name,
@@ -44,10 +50,10 @@ async function start() {
   const handle = await client().workflow.start<typeof tenantLifecycle>('tenantLifecycle', {
     workflowId: tenantWorkflowId(name),
     taskQueue,
-    args: [{ name, uid: `uid-${name}`, generation: 1, spec, settings }],
+    args: [{ name, uid: `uid-${name}`, generation: 1, spec, settings: { ...settings, ...overrides } }],
     typedSearchAttributes: startSearchAttributes(name, spec),
   });
-  return { name, handle };
+  return { name, handle, spec };
 }
 
 /** The search attributes each upsert of the history set, by name, in order (JSON-encoded values). */
@@ -104,5 +110,26 @@ describe('one reconcile in the history', () => {
       const file = path.join(fixtures, 'tenant-lifecycle.json');
       writeFileSync(file, JSON.stringify(history, null, 2) + '\n');
     }
+  });
+
+  it('the mirrored status names the step the workflow waits at: ready after a reconcile of a Ready tenant and its probes, soak-period once cancelled', async () => {
+    const { name, handle, spec } = await start({ readyProbeIntervalMs: 200 });
+    const lastMirrored = () => peers.mirrored.get(name)?.at(-1);
+    await expect.poll(() => lastMirrored()?.currentStep, { timeout: 30_000 }).toBe('ready');
+
+    // a new generation of a Ready tenant: reconciled, probed, Ready again (its event went out before)
+    await handle.signal(applySignal, { generation: 2, spec });
+    await expect.poll(() => handle.query(statusQuery).then((s) => s.observedGeneration), { timeout: 30_000 }).toBe(2);
+    // a few probes while Ready: each healthy, nothing changes
+    const probes = peers.calls.get('probeTenantHealth') ?? 0;
+    await expect.poll(() => peers.calls.get('probeTenantHealth') ?? 0, { timeout: 10_000 }).toBeGreaterThan(probes + 2);
+    const status = await handle.query(statusQuery);
+    expect(status.currentStep).toBe('ready');
+    expect(lastMirrored()).toEqual(status);
+
+    await handle.executeUpdate(cancelUpdate);
+    await expect.poll(() => lastMirrored()?.currentStep, { timeout: 10_000 }).toBe('soak-period');
+    expect(lastMirrored()).toEqual(await handle.query(statusQuery));
+    await handle.terminate('test over');
   });
 });

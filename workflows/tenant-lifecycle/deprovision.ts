@@ -118,7 +118,6 @@ export async function deprovision(tenant: TenantState, activities: LifecycleActi
     'Deleting',
     'Deprovisioning: route, database, filestore, backup schedule; the chat room is archived',
   );
-  await tenant.mirror();
 
   if (state.resources.database.state === 'Created') await finalBackup(context);
   for (const step of teardownSteps) {
@@ -136,6 +135,7 @@ export async function deprovision(tenant: TenantState, activities: LifecycleActi
 /** A last backup, kept with the others for the tier's retention. */
 async function finalBackup({ tenant, activities, name, spec, database }: TeardownContext): Promise<void> {
   tenant.setCurrentStep('final-backup');
+  await tenant.mirror();
   try {
     const backup = await activities.reconcileStep.createTenantBackup.executeWithOptions(
       { startToCloseTimeout: '10 minutes', summary: `Final backup of ${name} before deprovisioning` },
@@ -146,12 +146,12 @@ async function finalBackup({ tenant, activities, name, spec, database }: Teardow
     // the scheduled backups are still there; a failed last one does not keep the tenant alive
     tenant.recordStep('final-backup', 'failed', failureMessage(err));
   }
-  await tenant.mirror();
 }
 
 /** The chat room archived (inactive), non-fatal like its creation: a failure is recorded, the tenant is deprovisioned regardless. */
 async function archiveChatRoom({ tenant, activities, spec }: TeardownContext): Promise<void> {
   tenant.setCurrentStep('archive-chat-room');
+  await tenant.mirror();
   try {
     const archived = await activities.nonFatal.archiveChatRoom.executeWithOptions(
       { summary: `Archive chat room ${chatRoomName(spec.subdomain, spec.projectId)} (inactive)` },

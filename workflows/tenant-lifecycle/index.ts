@@ -82,8 +82,8 @@ function startTenantState(input: TenantLifecycleInput, activities: LifecycleActi
  */
 async function soakThenDeprovision(tenant: TenantState, activities: LifecycleActivities): Promise<boolean> {
   const state = tenant.state;
-  await tenant.mirror();
   tenant.setCurrentStep('soak-period');
+  await tenant.mirror();
   const remaining = Date.parse(state.deprovisionAt!) - Date.now();
   if (remaining > 0) {
     await condition(() => !tenant.isCancelled || state.deleteRequested, remaining, {
@@ -110,7 +110,10 @@ async function waitForNextRound(
 ): Promise<void> {
   const state = tenant.state;
   const wakeUp = () => tenant.needsReconcile || tenant.isCancelled || tenant.hasUnmirroredChanges;
+  // the step it waits at (after a failed round: the one that failed, or waiting-to-retry), mirrored
+  if (outcome !== 'not-ready') tenant.setCurrentStep(outcome);
   tenant.showCurrentStep();
+  await tenant.mirror();
   if (outcome === 'not-ready') {
     // exponential back-off, but never past the readiness deadline, so it is reported on time
     const backoff = Math.min(
@@ -124,14 +127,12 @@ async function waitForNextRound(
     });
   } else if (outcome === 'ready') {
     // probed, so a Ready tenant whose database vanishes or breaks is noticed
-    tenant.setCurrentStep('ready');
     const interval = settings.readyProbeIntervalMs ?? READY_PROBE_INTERVAL_MS;
     const woken = await condition(() => wakeUp() || workflowInfo().continueAsNewSuggested, interval, {
       summary: `Probe ${state.name} again in ${Math.round(interval / 1000)}s`,
     });
     if (!woken) await probeWhileReady(tenant, activities);
   } else {
-    tenant.setCurrentStep('blocked');
     await condition(() => wakeUp() || workflowInfo().continueAsNewSuggested);
   }
 }

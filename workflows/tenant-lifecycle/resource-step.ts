@@ -31,8 +31,9 @@ export function resourceStep<Context, Result>(step: ResourceStep<Context, Result
 
 /**
  * Runs one step: shown as the current step; its result recorded; a failure handed to `onFailure`
- * (with the activity's own message), never thrown. Then the status is mirrored (after a quick step:
- * by the next step or wait).
+ * (with the activity's own message), never thrown. A step the workflow waits on mirrors the status
+ * first (with what the steps before it changed), so the mirror names the step being waited on; a
+ * quick step's result is mirrored by the next step or wait.
  */
 export async function runResourceStep<Context>(
   tenant: TenantState,
@@ -41,13 +42,11 @@ export async function runResourceStep<Context>(
   onFailure: (err: unknown) => void,
 ): Promise<void> {
   const quick = step.quick === true;
-  // what the quick steps before this one changed is mirrored before the workflow waits on it
-  if (!quick) await tenant.mirror();
   tenant.setCurrentStep(step.name, { quick });
+  if (!quick) await tenant.mirror();
   try {
     step.record(context, await step.call(context));
   } catch (err) {
     onFailure(err);
   }
-  if (!quick) await tenant.mirror();
 }

@@ -148,8 +148,12 @@ export class TenantState {
     });
   }
 
-  /** The step shown in the status and (unless quick) in the `CurrentStep` search attribute. */
+  /**
+   * The step shown in the status and (unless quick) in the `CurrentStep` search attribute. A new step
+   * marks the status changed: the mirror the workflow makes before it waits writes the step it waits at.
+   */
   setCurrentStep(step: string, { quick = false } = {}): void {
+    if (this.state.currentStep !== step) this.statusChanged = true;
     this.state.currentStep = step;
     if (!quick) this.showCurrentStep();
   }
