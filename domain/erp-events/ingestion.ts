@@ -208,7 +208,7 @@ export function presentedToken(authorization: string | undefined): string {
   return colon < 0 ? '' : decoded.slice(colon + 1);
 }
 
-/** Records ERP event ids as seen (migration 612, read by the catch-up sweep, erp-sweep.ts); answers the ones that were not. */
+/** Records ERP event ids as seen (migration 612, read by the catch-up sweep, sweep.ts); answers the ones that were not. */
 export async function markSeen(
   pool: pg.Pool,
   tenant: string,
