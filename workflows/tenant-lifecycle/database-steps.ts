@@ -44,11 +44,15 @@ const madeFromTemplateOrScratch = (message: string) =>
 const installingMessage = ({ spec }: ReconcileStepContext, template: string) =>
   `installing the ${spec.tier} module set from scratch (template database "${template}" does not exist)`;
 
-/** The template is missing: the database is pending until the install (the next steps) has made it. */
+/**
+ * The template is missing: the database is pending until the install (the next steps) has made it,
+ * and Ready says so (the route is made before the install, so /web/health answers 503 meanwhile).
+ */
 function recordInstallPending(context: ReconcileStepContext, template: string): void {
   const { tenant, database } = context;
   const message = installingMessage(context, template);
   tenant.setResource('database', { externalName: database, synced: 'False', state: 'Pending', message });
+  tenant.setReady('False', 'Creating', `database: ${message}; /web/health answers 503 until it is done`);
   tenant.recordStep(
     'clone-database',
     'skipped',
@@ -66,19 +70,11 @@ export const installFromScratch = reconcileStep({
   name: 'install-database',
   resource: 'database',
   ensures: "the tenant database, with the tier's modules installed from scratch by the ERP (no template to clone)",
-  call: async (context) => {
-    const { tenant, activities, database, spec, missingTemplate } = context;
-    tenant.setReady(
-      'False',
-      'Creating',
-      `database: ${installingMessage(context, missingTemplate!)}; /web/health answers 503 until it is done`,
-    );
-    await tenant.mirror();
-    return activities.install.installTenantDatabase.executeWithOptions(
+  call: ({ activities, database, spec, missingTemplate }) =>
+    activities.install.installTenantDatabase.executeWithOptions(
       { summary: `Install the ${spec.tier} modules into ${database} from scratch (no template ${missingTemplate})` },
       [{ database, spec }],
-    );
-  },
+    ),
   record: ({ tenant, database, readyDeadlineMs }, db) => {
     const message = `${INSTALLED_FROM_SCRATCH} (template ${db.missingTemplate} was missing)`;
     tenant.setResource('database', { externalName: database, synced: 'True', state: 'Created', message });
