@@ -1,9 +1,9 @@
 /**
- * A comment that names a file of the repository (`foo-bar.ts`, `domain/x/foo-bar.ts`) must name one
- * that exists: a file renamed or removed leaves comments pointing nowhere. Every .ts/.tsx file
- * git tracks is read (not web/src/api/schema.d.ts, which openapi-typescript generates), its comments
- * found with the TypeScript parser, and each .ts/.tsx name in them looked up among the basenames of
- * the tracked files.
+ * A comment that names a .ts/.tsx file of the repository (its name, with or without its folder)
+ * must name one that exists: a file renamed or removed leaves comments pointing nowhere. Every
+ * .ts/.tsx file git tracks is read (not web/src/api/schema.d.ts, which openapi-typescript
+ * generates), its comments found with the TypeScript parser, and each .ts/.tsx name in them looked
+ * up among the basenames of the tracked files.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
