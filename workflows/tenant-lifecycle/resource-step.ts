@@ -33,7 +33,8 @@ export function resourceStep<Context, Result>(step: ResourceStep<Context, Result
  * Runs one step: shown as the current step; its result recorded; a failure handed to `onFailure`
  * (with the activity's own message), never thrown. A step the workflow waits on mirrors the status
  * first (with what the steps before it changed), so the mirror names the step being waited on; a
- * quick step's result is mirrored by the next step or wait.
+ * quick step mirrors first the result of a waited-on step just before it (so a quick step that hangs
+ * leaves that result visible); a quick step's own result is mirrored by the next step or wait.
  */
 export async function runResourceStep<Context>(
   tenant: TenantState,
@@ -42,6 +43,7 @@ export async function runResourceStep<Context>(
   onFailure: (err: unknown) => void,
 ): Promise<void> {
   const quick = step.quick === true;
+  if (quick) await tenant.mirrorWaitedStepResult();
   tenant.setCurrentStep(step.name, { quick });
   if (!quick) await tenant.mirror();
   try {
@@ -49,4 +51,5 @@ export async function runResourceStep<Context>(
   } catch (err) {
     onFailure(err);
   }
+  if (!quick) tenant.recordedWaitedStep();
 }

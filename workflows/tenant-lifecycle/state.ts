@@ -33,6 +33,8 @@ export class TenantState {
   needsReconcile: boolean;
   /** The status changed since it was last mirrored to PostgreSQL. */
   private statusChanged = true;
+  /** A waited-on step's result is not mirrored yet (a quick step after it mirrors it first). */
+  private waitedStepResult = false;
   constructor(
     readonly state: LifecycleState,
     private readonly mirrorStatus: MirrorStatus,
@@ -221,8 +223,19 @@ export class TenantState {
     return resourceErrors(this.state.resources).filter((e) => !nonFatalResources.some((k) => e.startsWith(`${k}:`)));
   }
 
+  /** A waited-on step has recorded its result. */
+  recordedWaitedStep(): void {
+    this.waitedStepResult = true;
+  }
+
+  /** Before a quick step: the result of the waited-on step before it, mirrored (a quick step that hangs leaves it visible). */
+  async mirrorWaitedStepResult(): Promise<void> {
+    if (this.waitedStepResult) await this.mirror();
+  }
+
   /** Writes the status to PostgreSQL (for `get`, the portal and the API) when it changed. */
   async mirror(): Promise<void> {
+    this.waitedStepResult = false;
     if (!this.statusChanged) return;
     this.statusChanged = false;
     await this.mirrorStatus(this.status());
