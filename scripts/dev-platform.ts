@@ -16,7 +16,6 @@ import { connectTemporal } from '../lib/temporal.js';
 import { startMetricsServer } from '../lib/metrics.js';
 import { ensureServiceKeys } from '../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../domain/service-keys/secret-store.js';
-import { legacyKeySeeds } from '../domain/erp-events/ingestion.js';
 import { startTenantIngress } from '../services/tenant-ingress/server.js';
 import { startNotifications } from '../services/notifications/server.js';
 import { startBanking } from '../services/banking/server.js';
@@ -44,12 +43,7 @@ export async function prepareDatabase(cfg: Config, dataDir: string, step: (msg: 
   try {
     await migrate(pool);
     // first start: every platform caller → target pair gets its service key (registry + local secret store)
-    const newKeys = await ensureServiceKeys(
-      pool,
-      new PgSecretStore(pool, cfg.SECRETS_KEY),
-      undefined,
-      legacyKeySeeds(cfg.SECRETS_KEY),
-    );
+    const newKeys = await ensureServiceKeys(pool, new PgSecretStore(pool, cfg.SECRETS_KEY));
     if (newKeys.length)
       step(`service keys created: ${newKeys.map((k) => `${k.caller}→${k.target} ${k.keyId}`).join(', ')}`);
     const adminPassword = devAdminPassword(cfg, dataDir);

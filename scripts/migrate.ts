@@ -9,20 +9,13 @@ import { createPool } from '../lib/db.js';
 import { migrate } from '../lib/migrate.js';
 import { ensureServiceKeys } from '../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../domain/service-keys/secret-store.js';
-import { legacyKeySeeds } from '../domain/erp-events/ingestion.js';
 import { publishCurrentKeys } from '../domain/service-keys/secret-store-factory.js';
 
 const pool = createPool(config().DATABASE_URL, 1);
 try {
   const applied = await migrate(pool);
   console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
-  // erp → event-ingestion starts from the key the tenants' existing tokens were made with (legacyKeySeeds)
-  const created = await ensureServiceKeys(
-    pool,
-    new PgSecretStore(pool, config().SECRETS_KEY),
-    undefined,
-    legacyKeySeeds(config().SECRETS_KEY),
-  );
+  const created = await ensureServiceKeys(pool, new PgSecretStore(pool, config().SECRETS_KEY));
   if (created.length)
     console.log(`service keys created: ${created.map((k) => `${k.caller}→${k.target} ${k.keyId}`).join(', ')}`);
   // SECRET_STORE=kubernetes: each pair's current key goes to its Secret too (idempotent)

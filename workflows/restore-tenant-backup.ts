@@ -2,7 +2,6 @@ import {
   ApplicationFailure,
   condition,
   log,
-  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -49,15 +48,13 @@ export async function restoreTenantBackup(input: RestoreTenantBackupInput): Prom
       },
       [{ name, database, backup }],
     );
-    if (patched('neutralize-restored-copy')) {
-      at('neutralize');
-      await step.neutralizeRestoredCopy.executeWithOptions(
-        {
-          summary: `Neutralise ${database} as Odoo's neutralize does: no e-mail, scheduled actions, webhooks or payments`,
-        },
-        [{ database }],
-      );
-    }
+    at('neutralize');
+    await step.neutralizeRestoredCopy.executeWithOptions(
+      {
+        summary: `Neutralise ${database} as Odoo's neutralize does: no e-mail, scheduled actions, webhooks or payments`,
+      },
+      [{ database }],
+    );
     at('route');
     await step.createRoute.executeWithOptions({ summary: `Route ${host} → database ${database}` }, [
       { host, tenant: name, namespace: routeNamespace(input.erpVersion), database },

@@ -7,7 +7,7 @@
  *        then wait `acceptWaitMs` (targets reload on NOTIFY at once; this covers one that missed it)
  *   3.   make the new version current in the secret store: consumers pick it up within their TTL
  *   4.   poll the target's own usage records (durable timers) until the consumer has proved the
- *        switch by its pair's switch proof (domain/service-keys/inventory.ts; `calls` when absent):
+ *        switch by its pair's switch proof (domain/service-keys/inventory.ts):
  *        `calls`: the new key id used and the old one silent for `quietPeriodMs`; `holders`: the
  *        old key id silent for the quiet period (at least `holderWindowMs`: every holding process
  *        reports its key more often than that), and the new key id used too if the old one was used
@@ -17,14 +17,14 @@
  *        row either way)
  *   5.   promote the new key (old → previous) and revoke the old one (401 from then on)
  *
- * Reason `exposure` (patched('service-key-exposure-switch'), settings with `exposureNoticeMs`): the
+ * Reason `exposure` (with `exposureNoticeMs` in the settings): the
  * old key's use proves nothing then (it may be the attacker's) and must end within a minute, so no
  * quiet period: step 4 holds once `exposureNoticeMs` (a secret-cache tick plus a usage flush: every
  * running holder has announced the new version by then) has passed since the switch and the new key
  * id was used where the proof needs it (`calls`: always; `holders`: when the old key was held in
  * the holder window before the switch; `per-run` and `rules`: never), polled every `exposurePollMs`.
  *
- * Proof `rules` (erp → event-ingestion, patched('service-key-rules-proof')): right after step 3 the
+ * Proof `rules` (erp → event-ingestion): right after step 3 the
  * rotation rewrites every routed tenant's event rules to the new key's tokens (activity
  * rewriteTenantEventRules); a tenant that could not be updated → roll back. Then the `per-run`
  * rule (the old key id silent for the quiet period), then one more pass over the rules (none may

@@ -3,7 +3,6 @@
  * switched to the new key (step 4 of rotate-service-key.ts), one rule per proof kind
  * (domain/service-keys/inventory.ts), and what it says while it waits. Pure: no activity, no timer.
  */
-import { patched } from '@temporalio/workflow';
 import type { SwitchProof } from '../domain/service-keys/inventory.js';
 import type { RotationInput } from '../domain/service-keys/workflow-contract.js';
 
@@ -40,23 +39,19 @@ export interface KeyUsageRecords {
   keys: Record<string, { lastUsedAt: string | null } | undefined>;
 }
 
-/**
- * The rotation's switch rule. The switch proofs came later: a rotation started before them keeps
- * the rule it started with (an input without `proof` is one of those; `calls` is that rule).
- */
-export function switchRule({ proof: asked, settings }: RotationInput): SwitchRule {
-  const proof = asked && asked !== 'calls' && patched('service-key-switch-proofs') ? asked : 'calls';
+/** The rotation's switch rule: its pair's proof, with the quiet period that proof asks for. */
+export function switchRule({ proof, settings }: RotationInput): SwitchRule {
   const holderWindowMs = settings.holderWindowMs ?? 0;
   const quietMs = proof === 'holders' ? Math.max(settings.quietPeriodMs, holderWindowMs) : settings.quietPeriodMs;
-  return { proof, quietMs, holderWindowMs, rewritesRules: proof === 'rules' && patched('service-key-rules-proof') };
+  return { proof, quietMs, holderWindowMs, rewritesRules: proof === 'rules' };
 }
 
 /**
  * After an exposure the old key's use proves nothing (it may be the attacker's): no quiet period,
- * only the notice window. Rotations started before this rule keep the annual one.
+ * only the notice window.
  */
 export function isExposureRotation({ reason, settings }: RotationInput): boolean {
-  return reason === 'exposure' && settings.exposureNoticeMs !== undefined && patched('service-key-exposure-switch');
+  return reason === 'exposure' && settings.exposureNoticeMs !== undefined;
 }
 
 /** One reading of the records: when each key was last used, and since when the old one is silent. */

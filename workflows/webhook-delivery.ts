@@ -10,11 +10,10 @@
  * ends it; an endpoint disabled meanwhile ends it; the schedule exhausted marks the message failed
  * and alerts the workspace admins.
  */
-import { patched, proxyActivities, proxyLocalActivities, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import { retryDelay, type WebhookAttemptSummary } from '../domain/webhooks/retry-schedule.js';
 import type { WebhookDeliveryInput, WebhookDeliveryResult } from '../domain/webhooks/workflow-contract.js';
-import { searchAttributes } from '../domain/workflow-search-attributes.js';
 
 export { retryDelay };
 
@@ -22,15 +21,14 @@ const activityOptions = {
   startToCloseTimeout: '2 minutes',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1 minute' },
 } as const;
-const { attemptWebhookDelivery, finishWebhookDelivery } = proxyActivities<Activities>(activityOptions);
+const { finishWebhookDelivery } = proxyActivities<Activities>(activityOptions);
 /**
- * The attempt as a local activity (patch `webhook-local-attempts`): it runs in the worker inside the
- * workflow task that the retry timer wakes, and its result is a marker in the history, so a retry
- * costs the server two workflow tasks (start → timer; timer → attempt → done) instead of three
- * workflow tasks and an activity task. An attempt is short (at most WEBHOOK_TIMEOUT_MS); the SDK
- * keeps a longer one's workflow task alive.
+ * The attempt is a local activity: it runs in the worker inside the workflow task that the retry
+ * timer wakes, and its result is a marker in the history, so a retry costs the server two workflow
+ * tasks (start → timer; timer → attempt → done) and no activity task. An attempt is short (at most
+ * WEBHOOK_TIMEOUT_MS); the SDK keeps a longer one's workflow task alive.
  */
-const { attemptWebhookDelivery: attemptWebhookDeliveryLocally } = proxyLocalActivities<Activities>(activityOptions);
+const { attemptWebhookDelivery } = proxyLocalActivities<Activities>(activityOptions);
 
 const describe = (a: WebhookAttemptSummary) => (a.statusCode !== null ? `HTTP ${a.statusCode}` : a.outcome);
 const human = (ms: number) =>
@@ -38,16 +36,7 @@ const human = (ms: number) =>
 
 export async function webhookDelivery(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
   const { endpointId, messageId, settings } = input;
-  // since `webhook-local-attempts`: the search attributes come with the start (domain/webhooks/delivery-retries.ts)
-  const local = patched('webhook-local-attempts');
-  if (!local) {
-    upsertSearchAttributes([
-      { key: searchAttributes.workspace, value: input.workspaceId },
-      { key: searchAttributes.webhookEndpoint, value: endpointId },
-      { key: searchAttributes.eventType, value: input.eventType },
-    ]);
-  }
-  const attempt = local ? attemptWebhookDeliveryLocally : attemptWebhookDelivery;
+  // its search attributes come with the start (domain/webhooks/delivery-retries.ts)
   let attempts = input.firstAttempt ? 1 : 0;
   let last = input.firstAttempt;
   if (last?.outcome === 'gone') {
@@ -65,7 +54,7 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<Webh
         summary: `retry ${n + 1} of ${settings.scheduleMs.length} in ${human(delay)} (last: ${describe(last)})`,
       });
     }
-    last = await attempt.executeWithOptions(
+    last = await attemptWebhookDelivery.executeWithOptions(
       { summary: `POST ${input.eventType} ${messageId} (attempt ${attempts + 1})` },
       [{ endpointId, messageId, trigger: input.trigger === 'replay' && attempts === 0 ? 'replay' : 'retry' }],
     );

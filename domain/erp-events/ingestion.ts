@@ -12,32 +12,15 @@
  * any key the registry accepts (IngestionKeyRing below), and the rotation rewrites every tenant's
  * rules to the new key's tokens (switch proof `rules`, domain/erp-events/ingestion-key-rotation.ts).
  */
-import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import type pg from 'pg';
 import type { CloudEvent } from '../events/events.js';
-import { pairName } from '../service-keys/inventory.js';
 import type { SecretStore } from '../service-keys/secret-store.js';
 import type { ServiceCallerIdentity, ServiceKeyCheck } from '../service-keys/service-key-auth.js';
 
 /** The service-key pair whose key the tenant tokens are made from. */
 export const INGESTION_PAIR = { caller: 'erp', target: 'event-ingestion' } as const;
 export type IngestionPair = { caller: string; target: string };
-
-/**
- * The key the tokens were derived from before the pair was live: HKDF-SHA256 of SECRETS_KEY. The
- * bootstrap registers it as the pair's first key (legacyKeySeeds), so the tokens already in the
- * tenants' rules stay valid until the pair's first rotation replaces it with a random key.
- */
-export function ingestionKey(secretsKey: string): string {
-  return Buffer.from(
-    hkdfSync('sha256', Buffer.from(secretsKey, 'base64'), Buffer.alloc(0), 'plana erp event ingestion v1', 32),
-  ).toString('base64');
-}
-
-/** The bootstrap's seeds (domain/service-keys/bootstrap.ts): the pair's first key is the one the existing tokens come from. */
-export const legacyKeySeeds = (secretsKey: string): Record<string, string> => ({
-  [pairName(INGESTION_PAIR)]: ingestionKey(secretsKey),
-});
 
 /** The pair's current key, from the secret store: what the reconcile writes the tenants' tokens with. */
 export async function currentIngestionKey(
@@ -225,7 +208,7 @@ export function presentedToken(authorization: string | undefined): string {
   return colon < 0 ? '' : decoded.slice(colon + 1);
 }
 
-/** Records ERP event ids as seen (migration 612, read by the catch-up sweep, erp-sweep.ts); answers the ones that were not. */
+/** Records ERP event ids as seen (migration 612, read by the catch-up sweep, sweep.ts); answers the ones that were not. */
 export async function markSeen(
   pool: pg.Pool,
   tenant: string,

@@ -1,8 +1,9 @@
 /**
  * A customer invoice made and posted in a tenant's ERP as its accountant would (the tenant's
  * `admin`, Odoo's web session): `create` with one line, then `action_post` (the Confirm button).
- * The ERP's own automation rule "Plana: invoice.posted" (event-rules.ts) then posts the change to
- * the event ingestion, and the webhook dispatcher delivers it: the path a real invoice takes.
+ * The ERP's own automation rule "Plana: invoice.posted" (domain/erp-events/automation-rules.ts)
+ * then posts the change to the event ingestion, and the webhook dispatcher delivers it: the path a
+ * real invoice takes.
  */
 import { adminSession, type ErpApiUserDeps } from './admin-session.js';
 

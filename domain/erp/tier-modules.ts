@@ -18,7 +18,10 @@ import { ensureEventRules, type EventRulesResult } from '../erp-events/automatio
 export interface TierModulesResult extends ModulesInstall {
   /** Installed modules of a higher tier, left installed (a downgrade keeps data). */
   kept: string[];
-  /** The event rules (event-rules.ts), when asked for: they need base_automation, a module of every tier. */
+  /**
+   * The event rules (domain/erp-events/automation-rules.ts), when asked for: they need
+   * base_automation, a module of every tier.
+   */
   eventRules?: EventRulesResult;
 }
 

@@ -7,23 +7,17 @@
  */
 import type pg from 'pg';
 import { withTransaction } from '../../lib/db.js';
-import { pairName, SERVICE_KEY_INVENTORY, type ServiceKeyPair } from './inventory.js';
-import { createKey, registerKey } from './key-registry.js';
+import { SERVICE_KEY_INVENTORY, type ServiceKeyPair } from './inventory.js';
+import { createKey } from './key-registry.js';
 import type { TransactionalSecretStoreWriter } from './secret-store.js';
 
 const LOCK_ID = 7_233_010;
 
-/**
- * Returns the pairs that got a new key. `seeds` (by pairName) gives a pair its first key instead of
- * a random one: a pair whose key existed before it was in the registry (erp → event-ingestion: the
- * tokens in the tenants' rules were made from a key derived from SECRETS_KEY, legacyKeySeeds in
- * domain/erp-events/ingestion.ts), so what holds it keeps working until the first rotation.
- */
+/** Returns the pairs that got a new key. */
 export async function ensureServiceKeys(
   pool: pg.Pool,
   store: TransactionalSecretStoreWriter,
   pairs: readonly Pick<ServiceKeyPair, 'caller' | 'target'>[] = SERVICE_KEY_INVENTORY.filter((p) => p.live),
-  seeds: Readonly<Record<string, string>> = {},
 ): Promise<{ caller: string; target: string; keyId: string }[]> {
   return withTransaction(pool, async (c) => {
     await c.query('SELECT pg_advisory_xact_lock($1)', [LOCK_ID]);
@@ -43,15 +37,7 @@ export async function ensureServiceKeys(
         `UPDATE service_keys SET state = 'revoked', revoked_at = now() WHERE caller = $1 AND target = $2 AND state = 'current'`,
         [pair.caller, pair.target],
       );
-      // a seed is the pair's very first key only
-      const { rows: before } = await c.query(`SELECT 1 FROM service_keys WHERE caller = $1 AND target = $2 LIMIT 1`, [
-        pair.caller,
-        pair.target,
-      ]);
-      const seed = before.length ? undefined : seeds[pairName(pair)];
-      const { key, record } = seed
-        ? { key: seed, record: await registerKey(c, pair, seed, 'current') }
-        : await createKey(c, pair, 'current');
+      const { key, record } = await createKey(c, pair, 'current');
       await store.put(pair.caller, pair.target, { key, keyId: record.keyId }, true, c);
       created.push({ ...pair, keyId: record.keyId });
     }

@@ -1,7 +1,7 @@
 /**
  * Service-to-service authentication (specification §2.2, §5.4): the caller sends its key in
  * `X-API-Key`; the target looks the key's SHA-256 up among the keys registered for it
- * (registry.ts, verifier.ts). The key itself never reaches a log line, an error body or a table.
+ * (key-registry.ts, verifier.ts). The key itself never reaches a log line, an error body or a table.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

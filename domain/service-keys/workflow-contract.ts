@@ -40,8 +40,8 @@ export interface RotationSettings {
    * `exposure` rotations (docs/operators.md "Service keys", "Switch proof"): how long after the switch every running holder
    * has announced the new version (a secret-cache tick) and its target has written that down (a
    * usage flush). Once the consumer has proved the switch and this has passed, the old key dies,
-   * whatever it is still used for (after an exposure, that use may be the attacker's). Absent
-   * (rotations started before it): the annual rule.
+   * whatever it is still used for (after an exposure, that use may be the attacker's). Absent:
+   * an exposure rotation waits for the quiet period like any other.
    */
   exposureNoticeMs?: number;
   /** `exposure` rotations: how often the usage records are read (a usage flush). */
@@ -54,8 +54,8 @@ export interface RotationInput {
   n: number;
   reason: RotationReason;
   settings: RotationSettings;
-  /** How the consumer proves the switch (inventory.ts); absent (before it existed): `calls`. */
-  proof?: SwitchProof;
+  /** How the consumer proves the switch (inventory.ts). */
+  proof: SwitchProof;
 }
 
 export interface RotationResult {

@@ -7,7 +7,7 @@
  * Only objects labelled `plana.dev/tenant` are kept. An object this controller has just made is
  * served until the watch has it (at most OVERLAY_MS), so a pass does not make it twice. While an
  * informer is not in step with the API server (its first list, a watch that failed and restarts),
- * reads go to the API server with a GET, as before.
+ * reads go to the API server with a GET.
  */
 import {
   ApiException,

@@ -1,7 +1,8 @@
 /**
- * Determinism guard: the current workflow code must replay the histories recorded from earlier
- * versions (test/fixtures/histories/<workflow>.json, as fetched with `handle.fetchHistory()`).
- * A change that would break running executions fails here; version it with `patched()` instead.
+ * Determinism guard: the current workflow code must replay the recorded histories
+ * (test/fixtures/histories/<workflow>.json, as fetched with `handle.fetchHistory()` by the tests
+ * that write them with RECORD_HISTORIES=1). A change that would break running executions fails
+ * here; version it with `patched()` (docs/developers.md, "Workflow replay fixtures").
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';

@@ -29,8 +29,7 @@ import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import { listKeys } from '../../domain/service-keys/key-registry.js';
 import { rotationRecord, startRotation } from '../../domain/service-keys/rotation.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
-import { ingestionKey, ingestionToken } from '../../domain/erp-events/ingestion.js';
-import { pairName } from '../../domain/service-keys/inventory.js';
+import { ingestionToken } from '../../domain/erp-events/ingestion.js';
 import { misuseRecord } from '../../domain/service-keys/misuse.js';
 import { createPool, type Pool } from '../../lib/db.js';
 import { startEvents } from '../../services/events/server.js';
@@ -63,7 +62,6 @@ const SETTINGS: RotationSettings = {
   retryIntervals: { initialMs: 200, maximumMs: 1000 },
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const LEGACY_KEY = ingestionKey(randomBytes(32).toString('base64'));
 
 let cfg: Config;
 let pool: Pool;
@@ -93,12 +91,8 @@ beforeAll(async () => {
   pool = createPool(cfg.DATABASE_URL, 4);
   admin = createPool(cfg.ERP_DATABASE_URL, 2);
   store = new PgSecretStore(pool, cfg.SECRETS_KEY, 0);
-  // the pair's first key, as `db:migrate` makes it: seeded with the key the tokens were derived from
-  // before the pair was live (HKDF of SECRETS_KEY; here of a secrets key of this file's own: key
-  // hashes are unique in the registry)
-  await ensureServiceKeys(pool, store, [PAIR as { caller: string; target: 'event-ingestion' }], {
-    [pairName(PAIR)]: LEGACY_KEY,
-  });
+  // the pair's first key, as `db:migrate` makes it
+  await ensureServiceKeys(pool, store, [PAIR as { caller: string; target: 'event-ingestion' }]);
   events = await startEvents(cfg, { ingestionPair: PAIR });
   // what the ERP logs about its webhook posts (Odoo logs a failed or timed-out post, and that is all)
   const lines = new Writable({
@@ -265,14 +259,6 @@ const rotate = () =>
     PAIR,
     'manual',
   );
-
-it('after an upgrade the pair starts from the key the existing tokens were derived from: the rules written before keep posting', async () => {
-  const first = await store.current(PAIR.caller, PAIR.target);
-  expect(first.key).toBe(LEGACY_KEY);
-  expect(await ruleToken(tenant)).toBe(ingestionToken(LEGACY_KEY, tenant.name));
-  const [spare] = await draftInvoices(tenant, 1);
-  expect((await ingest(tenant, ingestionToken(LEGACY_KEY, tenant.name), spare!)).status).toBe(202);
-});
 
 it("a tenant's invoices posted through XML-RPC reach the stream before, during and after the rotation with none refused; then the rules carry the new key's token, the old token gets 401, the new one 202", async () => {
   const old = await store.current(PAIR.caller, PAIR.target);

@@ -7,7 +7,7 @@
  * workflow is still running (or, once deprovisioned, that it completed rather than failed).
  *
  * Retry intervals are shortened (settings.retryIntervals), so "longer than the retries last" is
- * counted in attempts: the old policy gave up after 4.
+ * counted in attempts: a reconcile step's policy gives up after 4.
  *
  * With RECORD_HISTORIES=1 the histories of these runs are written to test/fixtures/histories,
  * where the replay test keeps the current code honest against them.

@@ -1,6 +1,6 @@
 /**
  * What one reconcile costs in the tenant workflow's history, with fake peers (test/support/fake-tenant-peers.ts)
- * on the run's real Temporal dev server: one patch for all the lifecycle's changes; the `CurrentStep` search attribute (a command and a
+ * on the run's real Temporal dev server: no patch markers (the first release's epoch); the `CurrentStep` search attribute (a command and a
  * visibility write each) names the steps the workflow waits on, once each; the attributes the start
  * set are not upserted again; a quick step (a local activity) is mirrored with the next step, and
  * the last mirrored status is the one the workflow holds.
@@ -12,11 +12,16 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type WorkflowHandle } from '@temporalio/client';
-import { statusQuery, tenantWorkflowId, type LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
+import {
+  applySignal,
+  cancelUpdate,
+  statusQuery,
+  tenantWorkflowId,
+  type LifecycleSettings,
+} from '../../domain/tenants/workflow-contract.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { startSearchAttributes } from '../../domain/tenants/tenant-workflow-start.js';
 import type { tenantLifecycle } from '../../workflows/index.js';
-import { CURRENT_BASELINE } from '../../workflows/tenant-lifecycle/changes.js';
 import { useLifecycleWorker } from '../support/lifecycle-worker.js';
 
 const lifecycle = useLifecycleWorker('lifecycle-history');
@@ -32,7 +37,7 @@ const settings: LifecycleSettings = {
 };
 
 /** Starts a tenant workflow the way the controller does (its search attributes set at the start). */
-async function start() {
+async function start(overrides: Partial<LifecycleSettings> = {}) {
   const name = `history-${Date.now().toString(36)}`;
   const spec = {
     subdomain: name,
@@ -45,10 +50,10 @@ async function start() {
   const handle = await client().workflow.start<typeof tenantLifecycle>('tenantLifecycle', {
     workflowId: tenantWorkflowId(name),
     taskQueue,
-    args: [{ name, uid: `uid-${name}`, generation: 1, spec, settings }],
+    args: [{ name, uid: `uid-${name}`, generation: 1, spec, settings: { ...settings, ...overrides } }],
     typedSearchAttributes: startSearchAttributes(name, spec),
   });
-  return { name, handle };
+  return { name, handle, spec };
 }
 
 /** The search attributes each upsert of the history set, by name, in order (JSON-encoded values). */
@@ -87,26 +92,44 @@ describe('one reconcile in the history', () => {
     const status = await handle.query(statusQuery);
     const mirrored = peers.mirrored.get(name)!;
     expect(mirrored.at(-1)).toEqual(status);
-    // the quick steps are mirrored with the step after them, not each on its own (10 before)
-    expect(mirrored.length).toBeLessThanOrEqual(9);
+    // the quick steps are mirrored with the step after them, not each on its own
+    expect(mirrored.length).toBeLessThanOrEqual(10);
 
     const { typedSearchAttributes } = await handle.describe();
     expect(typedSearchAttributes.get(searchAttributes.currentStep)).toBe('ready');
 
-    // one patch stands for all the lifecycle's changes: one marker and one TemporalChangeVersion
-    // upsert in the run, not one of each per change (12 changes; 8 of each were in a reconcile before)
+    // the epoch: no patch markers and no TemporalChangeVersion upserts until a change is versioned
     const patchMarkers = (history.events ?? []).filter(
       (event) => event.markerRecordedEventAttributes?.markerName === 'core_patch',
     );
-    expect(patchMarkers).toHaveLength(1);
-    expect(set.filter((fields) => 'TemporalChangeVersion' in fields)).toEqual([
-      { TemporalChangeVersion: JSON.stringify([CURRENT_BASELINE]) },
-    ]);
+    expect(patchMarkers).toEqual([]);
+    expect(set.filter((fields) => 'TemporalChangeVersion' in fields)).toEqual([]);
 
     if (process.env.RECORD_HISTORIES) {
       const fixtures = path.resolve(import.meta.dirname, '../fixtures/histories');
-      const file = path.join(fixtures, 'tenant-lifecycle-changes-in-one-patch.json');
+      const file = path.join(fixtures, 'tenant-lifecycle.json');
       writeFileSync(file, JSON.stringify(history, null, 2) + '\n');
     }
+  });
+
+  it('the mirrored status names the step the workflow waits at: ready after a reconcile of a Ready tenant and its probes, soak-period once cancelled', async () => {
+    const { name, handle, spec } = await start({ readyProbeIntervalMs: 200 });
+    const lastMirrored = () => peers.mirrored.get(name)?.at(-1);
+    await expect.poll(() => lastMirrored()?.currentStep, { timeout: 30_000 }).toBe('ready');
+
+    // a new generation of a Ready tenant: reconciled, probed, Ready again (its event went out before)
+    await handle.signal(applySignal, { generation: 2, spec });
+    await expect.poll(() => handle.query(statusQuery).then((s) => s.observedGeneration), { timeout: 30_000 }).toBe(2);
+    // a few probes while Ready: each healthy, nothing changes
+    const probes = peers.calls.get('probeTenantHealth') ?? 0;
+    await expect.poll(() => peers.calls.get('probeTenantHealth') ?? 0, { timeout: 10_000 }).toBeGreaterThan(probes + 2);
+    const status = await handle.query(statusQuery);
+    expect(status.currentStep).toBe('ready');
+    expect(lastMirrored()).toEqual(status);
+
+    await handle.executeUpdate(cancelUpdate);
+    await expect.poll(() => lastMirrored()?.currentStep, { timeout: 10_000 }).toBe('soak-period');
+    expect(lastMirrored()).toEqual(await handle.query(statusQuery));
+    await handle.terminate('test over');
   });
 });

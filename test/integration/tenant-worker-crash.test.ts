@@ -5,7 +5,7 @@
  * deprovisioning (a must-finish step): the step is retried within seconds, the teardown completes.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -28,6 +28,7 @@ import {
   type TenantPlatform,
 } from '../support/tenant-platform.js';
 import { lockWaiters } from '../support/db-locks.js';
+import { recordHistory } from '../support/record-history.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const TimeoutType = proto.api.enums.v1.TimeoutType;
@@ -143,12 +144,11 @@ it(
     const routed = await routeMadeAfter(name, killedAt, 60_000);
     expect(routed - killedAt).toBeLessThan(25_000);
     const status = await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined, 120_000);
-    // a replay fixture (docs/developers.md): the quick steps as local activities, one redone after a kill
-    if (process.env.RECORD_HISTORIES) {
-      const history = await p.temporal.workflow.getHandle(tenantWorkflowId(name)).fetchHistory();
-      const fixture = path.join(root, 'test/fixtures/histories/tenant-lifecycle-local-step-worker-killed.json');
-      writeFileSync(fixture, JSON.stringify(history, null, 2) + '\n');
-    }
+    // a replay fixture: the quick steps as local activities, one redone after a kill
+    await recordHistory(
+      p.temporal.workflow.getHandle(tenantWorkflowId(name)),
+      'tenant-lifecycle-worker-killed-quick-step',
+    );
     expect(status.steps.filter((s) => s.step === 'clone-database' && s.outcome === 'ok')).toHaveLength(1);
 
     const one = async (sql: string, params: unknown[]) => (await p.pool.query(sql, params)).rows[0].n;
@@ -206,6 +206,11 @@ it(
 
     await p.startWorker();
     await waitForStatus(p, name, (s) => s.phase === 'Deprovisioned', 120_000);
+    // a replay fixture: a must-finish step retried after its heartbeat timeout
+    await recordHistory(
+      p.temporal.workflow.getHandle(tenantWorkflowId(name)),
+      'tenant-lifecycle-worker-killed-teardown-step',
+    );
     const routes = await p.pool.query(`SELECT 1 FROM tenant_routes WHERE tenant = $1`, [name]);
     expect(routes.rows).toHaveLength(0);
   },

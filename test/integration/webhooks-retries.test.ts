@@ -4,7 +4,8 @@
  * growing spacing, Retry-After, 429, 410 disabling the endpoint (the delivery's own workflow
  * `webhook:<endpoint>:<message>`), retries exhausted → failed + admins alerted → replay delivers.
  *
- * With RECORD_HISTORIES=1 the endpoint workflow's fail-3-times history is written to test/fixtures/histories.
+ * With RECORD_HISTORIES=1 the endpoint workflow's fail-3-times history, and the per-message workflow's
+ * of a 410 on the first attempt and of a replay, are written to test/fixtures/histories.
  */
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -17,6 +18,7 @@ import { webhookEndpointRetriesId, webhookWorkflowId } from '../../domain/webhoo
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { startReceiver, startWebhookPlatform, type WebhookPlatform } from '../support/webhooks.js';
 import { call } from '../support/workspace-api.js';
+import { recordHistory } from '../support/record-history.js';
 import { testKeys } from '../support/service-keys.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -52,6 +54,13 @@ const deliveryStatus = async (endpointId: string) =>
       [endpointId],
     )
   ).rows;
+/** The message of the endpoint's one delivery. */
+const messageOf = async (endpointId: string) =>
+  (
+    await p.pool.query<{ message_id: string }>('SELECT message_id FROM webhook_deliveries WHERE endpoint_id = $1', [
+      endpointId,
+    ])
+  ).rows[0]!.message_id;
 
 it('fails three times then succeeds: four attempts, spacing growing exponentially, delivered once, every attempt recorded, timers in the history', async () => {
   const receiver = await startReceiver((_r, n) => (n <= 3 ? { status: 500, body: 'database down' } : { status: 204 }));
@@ -136,6 +145,9 @@ it('410 Gone disables the endpoint at once, without retries, and tells the admin
     await expect
       .poll(() => deliveryStatus(e.endpoint.id), { timeout: 10_000 })
       .toEqual([{ status: 'failed', attempts: 1 }]);
+    const gone = p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, await messageOf(e.endpoint.id)));
+    await expect(gone.result()).resolves.toMatchObject({ status: 'endpoint-disabled', attempts: 1 });
+    await recordHistory(gone, 'webhook-delivery-gone');
     // a disabled endpoint gets nothing more (the dispatcher reads endpoints again after at most a second)
     await new Promise((r) => setTimeout(r, 1_200));
     await p.publish(e.workspace.slug);
@@ -223,8 +235,10 @@ it('a receiver down for the whole schedule: failed, admins alerted with the last
       .poll(() => deliveryStatus(e.endpoint.id), { timeout: 10_000 })
       .toEqual([{ status: 'delivered', attempts: 6 }]);
     expect((await attemptsOf(e))[0]).toMatchObject({ trigger: 'replay', statusCode: 204 });
-    const replayRun = (await p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, failedId)).describe())
-      .typedSearchAttributes;
+    const replay = p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, failedId));
+    await expect(replay.result()).resolves.toMatchObject({ status: 'delivered' });
+    await recordHistory(replay, 'webhook-delivery-replay');
+    const replayRun = (await replay.describe()).typedSearchAttributes;
     expect([replayRun.get(searchAttributes.workspace), replayRun.get(searchAttributes.workspaceId)]).toEqual([
       e.workspace.slug,
       e.workspace.id,

@@ -1,6 +1,8 @@
 /**
  * The welcome e-mail end to end on the real servers: ops API → Temporal workflow → activity →
  * notifications service over HTTP → SMTP → the sink's mailbox.
+ *
+ * With RECORD_HISTORIES=1 the first e-mail's history is written to test/fixtures/histories.
  */
 import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
@@ -18,6 +20,7 @@ import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { tempDir, testConfig, workflowBundle } from '../support/env.js';
 import { testKeys } from '../support/service-keys.js';
 import { linkIn } from '../support/portal.js';
+import { recordHistory } from '../support/record-history.js';
 
 let cfg: Config;
 let pool: Pool;
@@ -97,6 +100,7 @@ describe('POST /api/ops/tenants/:name/welcome', () => {
     const history = await handle.fetchHistory();
     const scheduled = history.events?.find((e) => e.activityTaskScheduledEventAttributes);
     expect(scheduled?.activityTaskScheduledEventAttributes?.activityType?.name).toBe('requestWelcomeEmail');
+    await recordHistory(handle, 'send-welcome-email');
   });
 
   it('numbers each resend: a second request is welcome:<tenant>:2 and sends a second e-mail with a new link that kills the old one', async () => {

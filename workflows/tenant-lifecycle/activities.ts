@@ -14,7 +14,7 @@
  * - `quickStep` / `quickNonFatal`: the reconcile steps that are one or two calls to a peer (the
  *   subdomain's reservation, the route, the filestore folder, the backup schedule, the chat room),
  *   with the policies of `reconcileStep` / `nonFatal`, as local activities: they run inside the
- *   workflow task that reaches them, so a reconcile takes a few workflow tasks instead of one per step.
+ *   workflow task that reaches them, so a reconcile takes a few workflow tasks, not one per step.
  *   A worker that dies during one loses its workflow task, which times out and is replayed on another
  *   worker (the step runs again: every step is idempotent).
  * - `recordTenantStatus`: the status mirror, a local activity retried until PostgreSQL answers.
@@ -22,38 +22,25 @@
 import {
   proxyActivities,
   proxyLocalActivities,
-  type ActivityInterfaceFor,
   type ActivityOptions,
-  type LocalActivityInterfaceFor,
   type LocalActivityOptions,
 } from '@temporalio/workflow';
 import type { Activities } from '../../activities/index.js';
 import type { LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
 import { retryIntervals } from '../shared/retry-intervals.js';
-import type { LifecycleChanges } from './changes.js';
 
-/** A quick step's proxy: local activities, or (in runs from before) activities of their own. */
-type QuickSteps = ActivityInterfaceFor<Activities> | LocalActivityInterfaceFor<Activities>;
-
-export function lifecycleActivities(settings: LifecycleSettings, changes: LifecycleChanges) {
+export function lifecycleActivities(settings: LifecycleSettings) {
   const intervals = (initial: string, maximum: string) => retryIntervals(settings.retryIntervals, initial, maximum);
-  // the worker heartbeats for a quick step while it runs (worker/activity-heartbeats.ts), so a step
-  // on a worker that died is retried after this long, not after its start-to-close timeout
-  // (patched: earlier runs scheduled their steps without it)
-  const heartbeats: Partial<ActivityOptions> = changes.has('quick-step-heartbeats')
-    ? { heartbeatTimeout: '10 seconds' }
-    : {};
-
+  // the worker heartbeats for these steps while they run (worker/activity-heartbeats.ts), so a step
+  // on a worker that died is retried after 10 s, not after its start-to-close timeout
   const reconcileStep: ActivityOptions = {
     startToCloseTimeout: '30 seconds',
-    ...heartbeats,
+    heartbeatTimeout: '10 seconds',
     retry: { ...intervals('500 milliseconds', '10 seconds'), backoffCoefficient: 2, maximumAttempts: 4 },
   };
   const mustFinish: ActivityOptions = {
     startToCloseTimeout: '2 minutes',
-    // so one on a worker that died is retried after 10 s, not after 2 minutes (patched: earlier runs
-    // scheduled them without it)
-    ...(changes.has('must-finish-heartbeats') ? { heartbeatTimeout: '10 seconds' } : {}),
+    heartbeatTimeout: '10 seconds',
     // no maximumAttempts: retried until it succeeds or fails for a business reason
     retry: { ...intervals('1 second', '1 minute'), backoffCoefficient: 2 },
   };
@@ -67,7 +54,7 @@ export function lifecycleActivities(settings: LifecycleSettings, changes: Lifecy
   };
   const nonFatal: ActivityOptions = {
     startToCloseTimeout: '30 seconds',
-    ...heartbeats,
+    heartbeatTimeout: '10 seconds',
     retry: { ...intervals('500 milliseconds', '10 seconds'), backoffCoefficient: 2, maximumAttempts: 3 },
   };
 
@@ -75,19 +62,11 @@ export function lifecycleActivities(settings: LifecycleSettings, changes: Lifecy
     startToCloseTimeout: step.startToCloseTimeout,
     retry: step.retry,
   });
-  // patched: earlier runs scheduled the quick steps as activities of their own
-  const quickLocally = changes.has('quick-steps-local');
-  const quickStep: QuickSteps = quickLocally
-    ? proxyLocalActivities<Activities>(quickRetry(reconcileStep))
-    : proxyActivities<Activities>(reconcileStep);
-  const quickNonFatal: QuickSteps = quickLocally
-    ? proxyLocalActivities<Activities>(quickRetry(nonFatal))
-    : proxyActivities<Activities>(nonFatal);
 
   return {
     reconcileStep: proxyActivities<Activities>(reconcileStep),
-    quickStep,
-    quickNonFatal,
+    quickStep: proxyLocalActivities<Activities>(quickRetry(reconcileStep)),
+    quickNonFatal: proxyLocalActivities<Activities>(quickRetry(nonFatal)),
     mustFinish: proxyActivities<Activities>(mustFinish),
     install: proxyActivities<Activities>(install),
     nonFatal: proxyActivities<Activities>(nonFatal),

@@ -18,16 +18,10 @@ export const cloneDatabase = reconcileStep({
     ),
   record: (context, db) => {
     const { tenant, database } = context;
-    // the tier's modules are then installed from scratch (patched: earlier runs waited for the template)
-    if (db.outcome === 'template-missing' && tenant.changes.has('install-from-scratch')) {
+    // no template: the tier's modules are installed from scratch (the next steps)
+    if (db.outcome === 'template-missing') {
       context.missingTemplate = db.template;
       recordInstallPending(context, db.template);
-      return;
-    }
-    if (db.outcome === 'template-missing') {
-      const message = `template database "${db.template}" does not exist`;
-      tenant.setResource('database', { externalName: database, synced: 'False', state: 'Failed', message });
-      tenant.recordStep('clone-database', 'failed', message);
       return;
     }
     // an existing database keeps saying where it came from (after a tier change it is not this tier's template)
@@ -50,11 +44,15 @@ const madeFromTemplateOrScratch = (message: string) =>
 const installingMessage = ({ spec }: ReconcileStepContext, template: string) =>
   `installing the ${spec.tier} module set from scratch (template database "${template}" does not exist)`;
 
-/** The template is missing: the database is pending until the install (the next steps) has made it. */
+/**
+ * The template is missing: the database is pending until the install (the next steps) has made it,
+ * and Ready says so (the route is made before the install, so /web/health answers 503 meanwhile).
+ */
 function recordInstallPending(context: ReconcileStepContext, template: string): void {
   const { tenant, database } = context;
   const message = installingMessage(context, template);
   tenant.setResource('database', { externalName: database, synced: 'False', state: 'Pending', message });
+  tenant.setReady('False', 'Creating', `database: ${message}; /web/health answers 503 until it is done`);
   tenant.recordStep(
     'clone-database',
     'skipped',
@@ -72,19 +70,11 @@ export const installFromScratch = reconcileStep({
   name: 'install-database',
   resource: 'database',
   ensures: "the tenant database, with the tier's modules installed from scratch by the ERP (no template to clone)",
-  call: async (context) => {
-    const { tenant, activities, database, spec, missingTemplate } = context;
-    tenant.setReady(
-      'False',
-      'Creating',
-      `database: ${installingMessage(context, missingTemplate!)}; /web/health answers 503 until it is done`,
-    );
-    await tenant.mirror();
-    return activities.install.installTenantDatabase.executeWithOptions(
+  call: ({ activities, database, spec, missingTemplate }) =>
+    activities.install.installTenantDatabase.executeWithOptions(
       { summary: `Install the ${spec.tier} modules into ${database} from scratch (no template ${missingTemplate})` },
       [{ database, spec }],
-    );
-  },
+    ),
   record: ({ tenant, database, readyDeadlineMs }, db) => {
     const message = `${INSTALLED_FROM_SCRATCH} (template ${db.missingTemplate} was missing)`;
     tenant.setResource('database', { externalName: database, synced: 'True', state: 'Created', message });

@@ -87,22 +87,20 @@ const teardownSteps = [
       tenant.recordStep('delete-backup-schedule', 'ok', deleted.outcome);
     },
   }),
+  teardownStep({
+    name: 'remove-erp-sign-in',
+    resource: 'erpSignIn',
+    ensures: "no OIDC client of the tenant's ERP at the platform's provider",
+    call: ({ activities, name }) =>
+      activities.mustFinish.removeErpSignIn.executeWithOptions({ summary: `Remove the OIDC client of ${name}'s ERP` }, [
+        { tenant: name },
+      ]),
+    record: ({ tenant }, removed) => {
+      tenant.setResourceDeleted('erpSignIn', removed.removed ? 'client removed' : 'there was no client');
+      tenant.recordStep('remove-erp-sign-in', 'ok', removed.removed ? 'removed' : 'absent');
+    },
+  }),
 ];
-
-/** The ERP's OIDC client removed (patched: earlier runs had none to remove). */
-const removeErpSignIn = teardownStep({
-  name: 'remove-erp-sign-in',
-  resource: 'erpSignIn',
-  ensures: "no OIDC client of the tenant's ERP at the platform's provider",
-  call: ({ activities, name }) =>
-    activities.mustFinish.removeErpSignIn.executeWithOptions({ summary: `Remove the OIDC client of ${name}'s ERP` }, [
-      { tenant: name },
-    ]),
-  record: ({ tenant }, removed) => {
-    tenant.setResourceDeleted('erpSignIn', removed.removed ? 'client removed' : 'there was no client');
-    tenant.recordStep('remove-erp-sign-in', 'ok', removed.removed ? 'removed' : 'absent');
-  },
-});
 
 export async function deprovision(tenant: TenantState, activities: LifecycleActivities): Promise<void> {
   const state = tenant.state;
@@ -120,11 +118,9 @@ export async function deprovision(tenant: TenantState, activities: LifecycleActi
     'Deleting',
     'Deprovisioning: route, database, filestore, backup schedule; the chat room is archived',
   );
-  await tenant.mirror();
 
   if (state.resources.database.state === 'Created') await finalBackup(context);
-  const steps = tenant.changes.has('erp-sign-in') ? [...teardownSteps, removeErpSignIn] : teardownSteps;
-  for (const step of steps) {
+  for (const step of teardownSteps) {
     // a business failure is kept on the resource and the next step runs
     await runResourceStep(tenant, context, step, (err) => {
       const message = failureMessage(err);
@@ -139,6 +135,7 @@ export async function deprovision(tenant: TenantState, activities: LifecycleActi
 /** A last backup, kept with the others for the tier's retention. */
 async function finalBackup({ tenant, activities, name, spec, database }: TeardownContext): Promise<void> {
   tenant.setCurrentStep('final-backup');
+  await tenant.mirror();
   try {
     const backup = await activities.reconcileStep.createTenantBackup.executeWithOptions(
       { startToCloseTimeout: '10 minutes', summary: `Final backup of ${name} before deprovisioning` },
@@ -149,12 +146,12 @@ async function finalBackup({ tenant, activities, name, spec, database }: Teardow
     // the scheduled backups are still there; a failed last one does not keep the tenant alive
     tenant.recordStep('final-backup', 'failed', failureMessage(err));
   }
-  await tenant.mirror();
 }
 
 /** The chat room archived (inactive), non-fatal like its creation: a failure is recorded, the tenant is deprovisioned regardless. */
 async function archiveChatRoom({ tenant, activities, spec }: TeardownContext): Promise<void> {
   tenant.setCurrentStep('archive-chat-room');
+  await tenant.mirror();
   try {
     const archived = await activities.nonFatal.archiveChatRoom.executeWithOptions(
       { summary: `Archive chat room ${chatRoomName(spec.subdomain, spec.projectId)} (inactive)` },

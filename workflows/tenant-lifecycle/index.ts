@@ -16,7 +16,6 @@ import { type TenantLifecycleInput } from '../../domain/tenants/workflow-contrac
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { type TenantStatus } from '../../domain/tenants/types.js';
 import { lifecycleActivities, type LifecycleActivities } from './activities.js';
-import { LifecycleChanges } from './changes.js';
 import { deprovision } from './deprovision.js';
 import { failureMessage } from '../shared/activity-failures.js';
 import { reconcile, type ReconcileOutcome } from './reconcile.js';
@@ -66,25 +65,14 @@ async function probeWhileReady(tenant: TenantState, activities: LifecycleActivit
  * The tenant's state: fresh on the first run, carried over a continue-as-new otherwise (then
  * reconciled again if what woke the last run was not reconciled before it continued).
  */
-function startTenantState(
-  input: TenantLifecycleInput,
-  activities: LifecycleActivities,
-  changes: LifecycleChanges,
-): TenantState {
-  const tenant = new TenantState(
-    input.carried ?? TenantState.initial(input),
-    (status) => activities.recordTenantStatus({ name: input.name, uid: input.uid, status }),
-    changes,
+function startTenantState(input: TenantLifecycleInput, activities: LifecycleActivities): TenantState {
+  const tenant = new TenantState(input.carried ?? TenantState.initial(input), (status) =>
+    activities.recordTenantStatus({ name: input.name, uid: input.uid, status }),
   );
   const state = tenant.state;
-  if (!input.carried) tenant.needsReconcile = true;
-  // what woke the last run but was not reconciled before it continued as new: a newer spec, a
-  // chat-room retry (patched: runs that continued as new before this fix did not carry it)
-  else if (
-    (state.chatRetry || state.observedGeneration < state.generation) &&
-    changes.has('reconcile-what-woke-the-last-run')
-  )
-    tenant.needsReconcile = true;
+  // a first run reconciles; a continued one if what woke the last run (a newer spec, a chat-room
+  // retry) was not reconciled before it continued as new
+  if (!input.carried || state.chatRetry || state.observedGeneration < state.generation) tenant.needsReconcile = true;
   return tenant;
 }
 
@@ -94,8 +82,8 @@ function startTenantState(
  */
 async function soakThenDeprovision(tenant: TenantState, activities: LifecycleActivities): Promise<boolean> {
   const state = tenant.state;
-  await tenant.mirror();
   tenant.setCurrentStep('soak-period');
+  await tenant.mirror();
   const remaining = Date.parse(state.deprovisionAt!) - Date.now();
   if (remaining > 0) {
     await condition(() => !tenant.isCancelled || state.deleteRequested, remaining, {
@@ -122,7 +110,10 @@ async function waitForNextRound(
 ): Promise<void> {
   const state = tenant.state;
   const wakeUp = () => tenant.needsReconcile || tenant.isCancelled || tenant.hasUnmirroredChanges;
+  // the step it waits at (after a failed round: the one that failed, or waiting-to-retry), mirrored
+  if (outcome !== 'not-ready') tenant.setCurrentStep(outcome);
   tenant.showCurrentStep();
+  await tenant.mirror();
   if (outcome === 'not-ready') {
     // exponential back-off, but never past the readiness deadline, so it is reported on time
     const backoff = Math.min(
@@ -134,16 +125,14 @@ async function waitForNextRound(
     await condition(wakeUp, Math.max(wait, 1), {
       summary: `Back off ${Math.round(wait / 1000)}s before reconciling ${state.name} again`,
     });
-  } else if (outcome === 'ready' && tenant.changes.has('probe-while-ready')) {
-    // a Ready tenant whose database vanishes or breaks is noticed (earlier runs only waited)
-    tenant.setCurrentStep('ready');
+  } else if (outcome === 'ready') {
+    // probed, so a Ready tenant whose database vanishes or breaks is noticed
     const interval = settings.readyProbeIntervalMs ?? READY_PROBE_INTERVAL_MS;
     const woken = await condition(() => wakeUp() || workflowInfo().continueAsNewSuggested, interval, {
       summary: `Probe ${state.name} again in ${Math.round(interval / 1000)}s`,
     });
     if (!woken) await probeWhileReady(tenant, activities);
   } else {
-    tenant.setCurrentStep(outcome === 'ready' ? 'ready' : 'blocked');
     await condition(() => wakeUp() || workflowInfo().continueAsNewSuggested);
   }
 }
@@ -174,9 +163,8 @@ async function continueAsNewIfHistoryIsLong(tenant: TenantState, input: TenantLi
 /** Provisions, keeps and finally deprovisions one tenant. Returns the final status. */
 export async function tenantLifecycle(input: TenantLifecycleInput): Promise<TenantStatus> {
   const { settings } = input;
-  const changes = LifecycleChanges.ofThisRun();
-  const activities = lifecycleActivities(settings, changes);
-  const tenant = startTenantState(input, activities, changes);
+  const activities = lifecycleActivities(settings);
+  const tenant = startTenantState(input, activities);
   const state = tenant.state;
 
   setMessageHandlers(tenant, input);

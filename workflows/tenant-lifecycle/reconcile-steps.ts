@@ -129,12 +129,12 @@ const ensureErpSignIn = reconcileStep({
   resource: 'erpSignIn',
   ensures:
     "the ERP signs in through the platform's OpenID provider: its client, the ERP's provider, the members' ERP users",
-  call: ({ tenant, activities, name, database, host }) =>
+  call: ({ activities, name, database, host }) =>
     activities.nonFatal.ensureErpSignIn.executeWithOptions(
       {
         summary: `OIDC client of ${name}'s ERP, its sign-in module, provider and members' users (non-fatal)`,
-        // the module's install when it is missing takes minutes on real Odoo (patched: earlier runs gave 30 s)
-        ...(tenant.changes.has('erp-sign-in-module') && { startToCloseTimeout: '10 minutes' }),
+        // the module's install when it is missing takes minutes on real Odoo
+        startToCloseTimeout: '10 minutes',
       },
       [{ tenant: name, database, host }],
     ),
@@ -178,23 +178,19 @@ const ensureChatRoom = reconcileStep({
 });
 
 /**
- * The steps of one reconcile, in order. Lazy: each decision (a patch, the chat room's state) is
- * taken when the step before it has run, as the history of running executions has it.
+ * The steps of one reconcile, in order. Lazy: each decision (a missing template, the chat room's
+ * state) is taken when the step before it has run.
  */
 export function* reconcileSteps(tenant: TenantState, context: ReconcileStepContext): Generator<ReconcileStep> {
   yield cloneDatabase;
-  // no template: the route first (the host answers 503 while the database is installed), then the install
-  if (context.missingTemplate) yield* [createRoute, installFromScratch, ensureApiUser];
   // the API user is made over XML-RPC as the tenant's admin, through the tenant's route: the route
-  // comes first (patched: earlier runs made the user by SQL before the route)
-  else if (tenant.changes.has('api-user-through-the-route')) yield* [createRoute, ensureApiUser];
-  else yield* [ensureApiUser, createRoute];
-  // patched: earlier runs only cloned by tier
-  if (tenant.changes.has('tier-modules')) yield ensureTierModules;
+  // comes first; with no template (the host answers 503 meanwhile) the database is installed between them
+  if (context.missingTemplate) yield* [createRoute, installFromScratch, ensureApiUser];
+  else yield* [createRoute, ensureApiUser];
+  yield ensureTierModules;
   yield createFilestore;
   yield createBackupSchedule;
-  // patched: earlier runs had no sign-in through the platform's provider
-  if (tenant.changes.has('erp-sign-in')) yield ensureErpSignIn;
+  yield ensureErpSignIn;
   const chatRoom = tenant.state.resources.chatRoom;
   if (chatRoom.state !== 'Created' || tenant.state.chatRetry) yield ensureChatRoom;
 }

@@ -77,7 +77,6 @@ export async function reconcile(tenant: TenantState, context: ReconcileContext):
       'Creating',
       unreadyMessage(tenant.state.resources) || 'waiting for the tenant health probe',
     );
-  await tenant.mirror();
 
   const health = await probeReadiness(tenant, context, allInPlace);
   if (health.healthy && allInPlace) return becomeReady(tenant, target, context, health);
@@ -143,6 +142,7 @@ async function probeReadiness(
   const host = state.hostname;
   const database = host;
   tenant.setCurrentStep('probe-health');
+  await tenant.mirror();
   const beforeDeadline = state.deadlineAt - Date.now();
   const windowMs = allInPlace && beforeDeadline > 0 ? beforeDeadline : 0;
   return activities.reconcileStep.probeTenantHealth
@@ -171,12 +171,11 @@ async function becomeReady(
   state.readyAt ??= nowIso();
   if (state.phase !== 'Cancelled') state.phase = 'Ready';
   tenant.setReady('True', 'Available', '');
-  await tenant.mirror();
   // a tenant cancelled during this reconcile gets no event, hence no welcome e-mail; a
-  // reactivation reconciles again and emits it then (patched: earlier runs emitted it anyway)
-  const cancelledMeanwhile = tenant.isCancelled && tenant.changes.has('no-provisioned-event-when-cancelled');
-  if (!state.provisionedEventId && !cancelledMeanwhile) {
+  // reactivation reconciles again and emits it then
+  if (!state.provisionedEventId && !tenant.isCancelled) {
     tenant.setCurrentStep('publish-provisioned-event');
+    await tenant.mirror();
     // must finish: the event leads to the welcome e-mail and the portal entry, however long the
     // events service is away (the pending activity shows its attempts and last failure)
     const published = await activities.mustFinish.publishProvisionedEvent.executeWithOptions(

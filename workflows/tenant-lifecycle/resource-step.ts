@@ -31,8 +31,10 @@ export function resourceStep<Context, Result>(step: ResourceStep<Context, Result
 
 /**
  * Runs one step: shown as the current step; its result recorded; a failure handed to `onFailure`
- * (with the activity's own message), never thrown. Then the status is mirrored (after a quick step:
- * by the next step or wait).
+ * (with the activity's own message), never thrown. A step the workflow waits on mirrors the status
+ * first (with what the steps before it changed), so the mirror names the step being waited on; a
+ * quick step mirrors first the result of a waited-on step just before it (so a quick step that hangs
+ * leaves that result visible); a quick step's own result is mirrored by the next step or wait.
  */
 export async function runResourceStep<Context>(
   tenant: TenantState,
@@ -41,13 +43,13 @@ export async function runResourceStep<Context>(
   onFailure: (err: unknown) => void,
 ): Promise<void> {
   const quick = step.quick === true;
-  // what the quick steps before this one changed is mirrored before the workflow waits on it
-  if (!quick && tenant.mirrorsOnlyWhenWaiting) await tenant.mirror();
+  if (quick) await tenant.mirrorWaitedStepResult();
   tenant.setCurrentStep(step.name, { quick });
+  if (!quick) await tenant.mirror();
   try {
     step.record(context, await step.call(context));
   } catch (err) {
     onFailure(err);
   }
-  if (!quick || !tenant.mirrorsOnlyWhenWaiting) await tenant.mirror();
+  if (!quick) tenant.recordedWaitedStep();
 }

@@ -7,14 +7,11 @@
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { LifecycleState, TenantLifecycleInput } from '../../domain/tenants/workflow-contract.js';
-import type { LifecycleChanges } from './changes.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import {
   newResources,
   nonFatalResources,
-  pendingResource,
   resourceErrors,
-  resourceKinds,
   setCondition,
   type Condition,
   type ReadyReason,
@@ -36,25 +33,13 @@ export class TenantState {
   needsReconcile: boolean;
   /** The status changed since it was last mirrored to PostgreSQL. */
   private statusChanged = true;
-  /**
-   * The status is published where the workflow waits: search attributes are upserted only when
-   * their value changes, `CurrentStep` only for the steps the workflow waits on, and a quick step (a
-   * local activity inside the workflow task that reaches it) is mirrored with the next step or wait.
-   * Each upsert is a command and a visibility write, each mirror a marker and a PostgreSQL write
-   * (patched: earlier runs upserted and mirrored at every step).
-   */
-  private readonly publishesWhenWaiting: boolean;
-
+  /** A waited-on step's result is not mirrored yet (a quick step after it mirrors it first). */
+  private waitedStepResult = false;
   constructor(
     readonly state: LifecycleState,
     private readonly mirrorStatus: MirrorStatus,
-    /** Which of the lifecycle's changes this run has (workflows/tenant-lifecycle/changes.ts). */
-    readonly changes: LifecycleChanges,
   ) {
-    this.publishesWhenWaiting = changes.has('status-published-when-waiting');
     this.needsReconcile = state.phase !== 'Ready';
-    // a state from before a resource kind existed (erpSignIn) gets it as not reconciled yet
-    for (const kind of resourceKinds) state.resources[kind] ??= pendingResource(nowIso());
   }
 
   static initial(input: TenantLifecycleInput): LifecycleState {
@@ -122,11 +107,6 @@ export class TenantState {
     return this.condition('Ready')?.status === 'True';
   }
 
-  /** Whether a quick step leaves its status to the next step or wait to mirror. */
-  get mirrorsOnlyWhenWaiting(): boolean {
-    return this.publishesWhenWaiting;
-  }
-
   get hasUnmirroredChanges(): boolean {
     return this.statusChanged;
   }
@@ -170,25 +150,25 @@ export class TenantState {
     });
   }
 
-  /** The step shown in the status and (unless quick) in the `CurrentStep` search attribute. */
+  /**
+   * The step shown in the status and (unless quick) in the `CurrentStep` search attribute. A new step
+   * marks the status changed: the mirror the workflow makes before it waits writes the step it waits at.
+   */
   setCurrentStep(step: string, { quick = false } = {}): void {
+    if (this.state.currentStep !== step) this.statusChanged = true;
     this.state.currentStep = step;
-    if (quick && this.publishesWhenWaiting) return;
-    this.setSearchAttributes([{ key: searchAttributes.currentStep, value: step }]);
+    if (!quick) this.showCurrentStep();
   }
 
   /** The `CurrentStep` search attribute brought up to the status's step (before the workflow waits). */
   showCurrentStep(): void {
-    if (this.publishesWhenWaiting)
-      this.setSearchAttributes([{ key: searchAttributes.currentStep, value: this.state.currentStep }]);
+    this.setSearchAttributes([{ key: searchAttributes.currentStep, value: this.state.currentStep }]);
   }
 
-  /** Upserts the search attributes whose value changed (all of them on earlier runs). */
+  /** Upserts the search attributes whose value changed (each upsert is a command and a visibility write). */
   setSearchAttributes(pairs: SearchAttributeUpdatePair[]): void {
     const current = workflowInfo().typedSearchAttributes;
-    const changed = this.publishesWhenWaiting
-      ? pairs.filter(({ key, value }) => JSON.stringify(current.get(key)) !== JSON.stringify(value))
-      : pairs;
+    const changed = pairs.filter(({ key, value }) => JSON.stringify(current.get(key)) !== JSON.stringify(value));
     if (changed.length) upsertSearchAttributes(changed);
   }
 
@@ -243,8 +223,19 @@ export class TenantState {
     return resourceErrors(this.state.resources).filter((e) => !nonFatalResources.some((k) => e.startsWith(`${k}:`)));
   }
 
+  /** A waited-on step has recorded its result. */
+  recordedWaitedStep(): void {
+    this.waitedStepResult = true;
+  }
+
+  /** Before a quick step: the result of the waited-on step before it, mirrored (a quick step that hangs leaves it visible). */
+  async mirrorWaitedStepResult(): Promise<void> {
+    if (this.waitedStepResult) await this.mirror();
+  }
+
   /** Writes the status to PostgreSQL (for `get`, the portal and the API) when it changed. */
   async mirror(): Promise<void> {
+    this.waitedStepResult = false;
     if (!this.statusChanged) return;
     this.statusChanged = false;
     await this.mirrorStatus(this.status());
