@@ -3,7 +3,7 @@
  * `X-API-Key`; the target looks the key's SHA-256 up among the keys registered for it
  * (key-registry.ts, verifier.ts). The key itself never reaches a log line, an error body or a table.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../lib/errors.js';
 import { SERVICE_KEY_CHECK_PATH } from './inventory.js';
@@ -14,17 +14,6 @@ export const generateServiceKey = () => randomBytes(32).toString('hex');
 export const newKeyId = () => `sk_${randomBytes(4).toString('hex')}`;
 /** The SHA-256 of a key: a fast hash is enough for 256 random bits (nothing to brute-force). */
 export const hashServiceKey = (key: string) => createHash('sha256').update(key).digest();
-
-/**
- * The check before the registry: the given key against a list of accepted plaintext keys, hashing
- * each one per call. Kept only as the baseline of `npm run bench:service-keys`.
- */
-export function keyMatches(given: string, accepted: readonly string[]): boolean {
-  const g = hashServiceKey(given);
-  let ok = false;
-  for (const k of accepted) ok = timingSafeEqual(g, hashServiceKey(k)) || ok;
-  return ok;
-}
 
 /** Who called, as the request carries it for logs (never the key). */
 export interface ServiceCallerIdentity {
