@@ -4,7 +4,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/odoo/**/*.odoo-test.ts'],
-    globalSetup: ['test/global-setup.ts'],
+    // the portal's build first (the sign-in tests open it), then the run's servers
+    globalSetup: ['test/odoo/global-setup.ts', 'test/global-setup.ts'],
     setupFiles: ['test/support/setup-runtime.ts'],
     pool: 'forks',
     maxWorkers: 1,

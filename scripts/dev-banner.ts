@@ -46,7 +46,7 @@ function whereEverythingIs(cfg: Config, b: DevBanner): string {
       ? `tenant ingress in front of real Odoo 18 at ${cfg.ODOO_UPSTREAM_URL}`
       : 'Odoo XML-RPC stand-in';
   const openErp = resolvesToLoopback(cfg.TENANT_DOMAIN)
-    ? `the portal's Open ERP goes here; *.${cfg.TENANT_DOMAIN} resolves to this machine in Chromium and Firefox`
+    ? `the portal's Open ERP lands in its web client; *.${cfg.TENANT_DOMAIN} resolves to this machine in Chromium and Firefox`
     : `for the portal's Open ERP, map the tenants' hosts to 127.0.0.1, e.g. in /etc/hosts: 127.0.0.1 ${demoHost}`;
   return `
   Account API     ${cfg.API_PUBLIC_URL}            (probes: /healthz, /readyz)

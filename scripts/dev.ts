@@ -7,7 +7,6 @@
  */
 import { mkdirSync, chmodSync } from 'node:fs';
 import path from 'node:path';
-import { build as buildPortal } from 'vite';
 import { config as loadConfig, parseConfig } from '../lib/config.js';
 import { startServersInOwnProcessGroups } from './local-servers.js';
 import { temporalKindOf } from './local-temporal-cluster.js';
@@ -18,6 +17,7 @@ import { startDevServers } from './dev-servers.js';
 import { prepareDatabase, startDevErp, startDevServices, startDevWorkerAndController } from './dev-platform.js';
 import { provisionDemoTenant } from './dev-demo.js';
 import { printDevBanner } from './dev-banner.js';
+import { buildPortal } from './portal-build.js';
 
 const started = Date.now();
 // the tenants' host names: under .localhost, which a person's browser resolves to this machine (dev-tenant-domain.ts)
@@ -49,7 +49,7 @@ try {
   const erp = await startDevErp(cfg, shutdown, step);
 
   step('building the workspace portal (web/ → web/dist, served by the account API at /app/)');
-  await buildPortal({ configFile: new URL('../web/vite.config.ts', import.meta.url).pathname, logLevel: 'warn' });
+  await buildPortal();
 
   step('starting the SMTP sink, the notifications service, the account API, the auth service and the worker');
   const services = await startDevServices(cfg, kube.kubeconfigPath, dataDir, shutdown);

@@ -2,8 +2,9 @@
  * "Open ERP" from the portal: the person signed in to the portal gets a single-use ticket (60 s,
  * kept in Redis by its hash) that the platform's OpenID provider redeems for a short-lived signed
  * cookie on its own origin; while it lasts, the provider's login page signs them in without asking
- * for their password again (services/auth/oidc-interactions.ts), so the ERP's "Sign in with Plana"
- * lands them in the ERP. Never logged: the ticket, the cookie.
+ * for their password again (services/auth/oidc-interactions.ts), and the browser goes on to the
+ * ERP's sign-in through the provider (erp-sign-in.ts, erpSignInStartUrl), which lands them in the
+ * ERP's web client. Never logged: the ticket, the cookie.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -17,7 +18,7 @@ const ticketKey = (ticket: string) => `plana:erp-handoff:${createHash('sha256').
 
 export interface Handoff {
   userId: string;
-  /** Where the browser goes once the provider knows them: the tenant's ERP login page. */
+  /** Where the browser goes once the provider knows them: the tenant ERP's sign-in at the provider. */
   target: string;
 }
 

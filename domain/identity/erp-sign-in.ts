@@ -6,6 +6,7 @@
  * code flow and PKCE (`flow = id_token_code`, `token_endpoint`, `jwks_uri`, `client_secret`), and
  * keeps `/auth_oauth/signin` as the callback. So the ERP gets one provider of that flow.
  */
+import { createHash, randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { adminSession, erpMajorVersion, groupsField, type ErpApiUserDeps } from '../erp/admin-session.js';
 import { groupIds } from '../erp/api-user.js';
@@ -172,22 +173,67 @@ export async function syncErpSignInUsers(
   return counts;
 }
 
+/** The ERP's provider record as its login page reads it (auth_oauth's `list_providers`, auth_oidc's fields). */
+export interface ErpProviderRecord {
+  id: number;
+  client_id: string;
+  auth_endpoint: string;
+  scope: string | false;
+  flow: string;
+  code_verifier: string | false;
+}
+
+const PROVIDER_LINK_FIELDS = ['client_id', 'auth_endpoint', 'scope', 'flow', 'code_verifier'];
+
+/**
+ * Where the ERP's "Sign in with Plana" leads, built as the ERP builds it on its login page: Odoo's
+ * `list_providers` (`redirect_uri` = `{url_root}auth_oauth/signin`, `state` = JSON `{"d": database,
+ * "p": provider id, "r": url-quoted redirect}`, default redirect `{url_root}web`) with auth_oidc's
+ * code flow (`response_type=code`, a nonce, the PKCE challenge of the provider's `code_verifier`).
+ * Odoo binds neither the state nor the nonce to the browser, so a browser sent here comes back to
+ * `/auth_oauth/signin` and is signed in as if it had clicked the button: "Open ERP" starts here and
+ * lands in the ERP's web client. `erp.baseUrl` is the ERP as browsers reach it (Odoo's `url_root`).
+ */
+export function erpSignInStartUrl(provider: ErpProviderRecord, erp: { baseUrl: string; database: string }): string {
+  if (provider.flow !== 'id_token_code')
+    throw new Error(`the ERP's provider ${provider.id} has flow ${provider.flow}, not auth_oidc's id_token_code`);
+  const root = `${erp.baseUrl.replace(/\/+$/, '')}/`;
+  const params = new URLSearchParams({
+    response_type: 'code',
+    client_id: provider.client_id,
+    redirect_uri: `${root}auth_oauth/signin`,
+    scope: provider.scope || '',
+    // werkzeug's url_quote_plus of the redirect, as Odoo's get_state
+    state: JSON.stringify({ d: erp.database, p: provider.id, r: encodeURIComponent(`${root}web`) }),
+    nonce: randomBytes(32).toString('base64url'),
+    code_challenge: createHash('sha256')
+      .update(provider.code_verifier || '', 'ascii')
+      .digest('base64url'),
+    code_challenge_method: 'S256',
+  });
+  return `${provider.auth_endpoint}?${params}`;
+}
+
 /**
  * The ERP users of the tenant's workspace brought up to date now (what the reconcile does), for
- * "Open ERP" by someone who joined since the last reconcile. Undefined when the ERP has no provider
- * for the tenant's client yet (the reconcile has not made the sign-in).
+ * "Open ERP" by someone who joined since the last reconcile, and the ERP's provider record (where
+ * "Open ERP" starts the sign-in, erpSignInStartUrl). Undefined when the ERP has no provider for the
+ * tenant's client yet (the reconcile has not made the sign-in).
  */
 export async function syncTenantErpUsers(
   deps: ErpApiUserDeps,
   tenant: { name: string; database: string },
-): Promise<{ created: number; updated: number; archived: number } | undefined> {
+): Promise<
+  { provider: ErpProviderRecord; synced: { created: number; updated: number; archived: number } } | undefined
+> {
   const { session } = await adminSession(deps, tenant.database);
-  const providers = await session.callKw<{ id: number }[]>(
+  const [provider] = await session.callKw<ErpProviderRecord[]>(
     'auth.oauth.provider',
     'search_read',
     [[['client_id', '=', tenantClientId(tenant.name)]]],
-    { fields: ['id'] },
+    { fields: PROVIDER_LINK_FIELDS },
   );
-  if (!providers[0]) return undefined;
-  return syncErpSignInUsers(deps, tenant.database, providers[0].id, await tenantMembers(deps.platform, tenant.name));
+  if (!provider) return undefined;
+  const members = await tenantMembers(deps.platform, tenant.name);
+  return { provider, synced: await syncErpSignInUsers(deps, tenant.database, provider.id, members) };
 }

@@ -10,6 +10,13 @@ import type { TenantClientSpec, TenantStatus, Tier } from './types.js';
 
 // ---- the tenant lifecycle (workflows/tenant-lifecycle) ----
 
+/**
+ * How long one from-scratch install of a tenant database (its template missing) may run: the
+ * lifecycle's `install` activity's start-to-close timeout, three times §3.2's "about 15 minutes";
+ * a stuck install ends there. Tests that watch an install on real Odoo wait as long.
+ */
+export const TENANT_INSTALL_TIMEOUT_MINUTES = 45;
+
 /** The workflow type the lifecycle is registered under. */
 export const TENANT_LIFECYCLE_WORKFLOW = 'tenantLifecycle';
 

@@ -58,7 +58,8 @@ const handoffExpiredPage = `<!DOCTYPE html>
 
 /**
  * GET `{issuer}/portal-sign-in?handoff_token=…` (erp-handoff.ts; a name the request log redacts): the portal's single-use ticket becomes a
- * short-lived signed cookie on the provider's origin, and the browser goes on to the ERP's login page.
+ * short-lived signed cookie on the provider's origin, and the browser goes on to the hand-off's target
+ * (the ERP's sign-in at this provider, which the cookie then finishes without a form).
  */
 export function registerPortalHandoff(app: ServiceApp, deps: InteractionDeps) {
   const mountPath = mountPathOf(deps.issuer);

@@ -2,7 +2,7 @@
  * "Open ERP" in Chromium: the owner signed in to the portal opens their tenant's ERP (the stand-in,
  * reached by its own host name under npm run dev's erp.localhost, which Chromium resolves to this
  * machine without any host mapping) and lands in its web client signed in as themselves, through the
- * platform's OpenID provider, without typing a password again.
+ * platform's OpenID provider, without typing a password again or clicking anything of the ERP's.
  */
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
@@ -82,12 +82,25 @@ describe('Open ERP in Chromium', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
 
+    // no form or click of the ERP's on the way: "Open ERP" starts the ERP's own sign-in through the provider
+    const erpPages: string[] = [];
+    page.on('framenavigated', (frame) => {
+      if (frame === page.mainFrame() && frame.url().startsWith(tenantBaseUrl(cfg, tenant.host)))
+        erpPages.push(new URL(frame.url()).pathname);
+    });
     await page.getByRole('button', { name: 'Open ERP' }).click();
-    await page.waitForURL(`${tenantBaseUrl(cfg, tenant.host)}/web/login`);
-    await page.getByRole('link', { name: 'Sign in with Plana' }).click();
     await page.waitForURL(`${tenantBaseUrl(cfg, tenant.host)}/web`);
+    expect(erpPages).toEqual(['/web']);
     await page.screenshot({ path: join(shots, 'open-erp.png') });
     expect(await page.locator('.o_user_menu').getAttribute('data-login')).toBe(owner.email);
     expect(await page.getByLabel('Password').count()).toBe(0);
+  });
+
+  it("the ERP's login page stays a usable page: its password form (the ERP's own admin) and the provider's button", async () => {
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${tenantBaseUrl(cfg, tenant.host)}/web/login`);
+    expect(await page.getByLabel('Password').isVisible()).toBe(true);
+    expect(await page.getByRole('link', { name: 'Sign in with Plana' }).isVisible()).toBe(true);
+    await page.context().close();
   });
 });

@@ -14,7 +14,7 @@ import { ODOO_SIGN_IN_MODULE } from '../../domain/erp/odoo-bin.js';
 import { templateDatabaseName } from '../../domain/erp/tenant-database.js';
 import { oidcProviderIssuer } from '../../domain/identity/oidc-clients.js';
 import { ERP_INVITATION_SCOPE, ERP_PROVIDER_BUTTON } from '../../domain/identity/erp-sign-in.js';
-import { Browser } from '../support/http-browser.js';
+import { Browser, linkTo } from '../support/http-browser.js';
 import { addUser, call } from '../support/workspace-api.js';
 import { queryTenantDb } from '../support/erp-tenant.js';
 import {
@@ -268,15 +268,29 @@ describe('Open ERP from the portal', () => {
       token: login.body.accessToken,
     });
     expect(opened.status).toBe(200);
-    expect(opened.body.erpUrl).toBe(`${baseUrl(name)}/web/login`);
+    expect(opened.body.erpUrl).toBe(`${baseUrl(name)}/web`);
 
+    // the link goes through the provider (no password asked) and the ERP's own sign-in, as its
+    // "Sign in with Plana" would, straight into the ERP's web client: no form or click of the ERP's
     const b = new Browser({ localDomain: p.cfg.TENANT_DOMAIN });
-    const erpLogin = await b.request(opened.body.url);
-    expect(erpLogin.url).toBe(`${baseUrl(name)}/web/login`);
-    // the ERP's "Sign in with Plana": no password asked at the provider
-    const landed = await signIn(b, name, 'no-password-typed@example.test');
+    const hops: string[] = [];
+    const landed = await b.request(opened.body.url, { onRedirect: (url) => hops.push(url) });
     expect(landed.url).toBe(`${baseUrl(name)}/web`);
     expect(await landed.res.text()).toContain(`data-login="${admin.email}"`);
+    const issuer = oidcProviderIssuer(p.cfg);
+    const erpHops = hops.filter((url) => !url.startsWith(issuer)).map((url) => new URL(url).pathname);
+    expect(erpHops).toEqual(['/auth_oauth/signin', '/web']);
+    // the state is the one the ERP's login page would have put in its link: the database, provider and redirect
+    const authorize = new URL(hops.find((url) => url.startsWith(`${issuer}/authorize`))!);
+    const page = await new Browser({ localDomain: p.cfg.TENANT_DOMAIN }).request(`${baseUrl(name)}/web/login`);
+    const loginHtml = await page.res.text();
+    const button = new URL(linkTo(loginHtml, ERP_PROVIDER_BUTTON)!);
+    for (const param of ['response_type', 'client_id', 'redirect_uri', 'scope', 'state', 'code_challenge'])
+      expect([param, authorize.searchParams.get(param)]).toEqual([param, button.searchParams.get(param)]);
+
+    // the ERP's login page itself is unchanged: its password form for the ERP's own admin, and the button
+    expect(page.res.status).toBe(200);
+    expect(loginHtml).toMatch(/<input type="password" name="password"/);
 
     const again = await new Browser().request(opened.body.url);
     expect(again.res.status).toBe(400);

@@ -58,10 +58,21 @@ export class Browser {
     this.jar.set(host, cookies);
   }
 
-  /** Follows redirects; with `stopBefore`, returns the first redirect target starting with it instead. */
+  /**
+   * Follows redirects; with `stopBefore`, returns the first redirect target starting with it instead;
+   * `onRedirect` sees every redirect target followed or stopped before.
+   * Every answer's body is read here, as a browser reads every page: the one returned is handed back
+   * buffered, the redirects' are dropped. An undici body left unread pauses its connection, which
+   * trips undici's assert(!this.paused) (an uncatchable error) when the server then closes the socket.
+   */
   async request(
     url: string,
-    init: { method?: string; form?: Record<string, string>; stopBefore?: string } = {},
+    init: {
+      method?: string;
+      form?: Record<string, string>;
+      stopBefore?: string;
+      onRedirect?: (url: string) => void;
+    } = {},
   ): Promise<{ url: string; res: Response }> {
     let current = new URL(url);
     let method = init.method ?? 'GET';
@@ -86,15 +97,15 @@ export class Browser {
       const location = res.headers.get('location');
       if (res.status >= 300 && res.status < 400 && location) {
         current = new URL(location, current);
-        if (init.stopBefore && current.toString().startsWith(init.stopBefore)) return { url: current.toString(), res };
-        // read the redirect's body, as a browser does: one left unread pauses undici's connection,
-        // which trips its assert(!this.paused) when the server then closes the socket
+        init.onRedirect?.(current.toString());
+        if (init.stopBefore && current.toString().startsWith(init.stopBefore))
+          return { url: current.toString(), res: await buffered(res) };
         await res.arrayBuffer();
         method = 'GET';
         body = undefined;
         continue;
       }
-      return { url: current.toString(), res };
+      return { url: current.toString(), res: await buffered(res) };
     }
     throw new Error('too many redirects');
   }
@@ -113,6 +124,17 @@ export class Browser {
       stopBefore,
     });
   }
+}
+
+/** The answer with its body read to the end: a Response of the same status and headers over the bytes. */
+async function buffered(res: Response): Promise<Response> {
+  const bytes = await res.arrayBuffer();
+  const nullBody = [204, 205, 304].includes(res.status);
+  return new Response(nullBody ? null : bytes, {
+    status: res.status,
+    statusText: res.statusText,
+    headers: res.headers,
+  });
 }
 
 /** The target of the link whose text includes `label` on an HTML page (entities in the href decoded), if any. */

@@ -26,7 +26,7 @@ import {
   type LocalActivityOptions,
 } from '@temporalio/workflow';
 import type { Activities } from '../../activities/index.js';
-import type { LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
+import { TENANT_INSTALL_TIMEOUT_MINUTES, type LifecycleSettings } from '../../domain/tenants/workflow-contract.js';
 import { retryIntervals } from '../shared/retry-intervals.js';
 
 export function lifecycleActivities(settings: LifecycleSettings) {
@@ -46,9 +46,9 @@ export function lifecycleActivities(settings: LifecycleSettings) {
   };
   // the from-scratch install of a tenant database (minutes on real Odoo): alive while it heartbeats,
   // so a dead worker's attempt is retried on another after the heartbeat timeout; a stuck one ends
-  // at the start-to-close timeout (three times §3.2's "about 15 minutes")
+  // at the start-to-close timeout (TENANT_INSTALL_TIMEOUT_MINUTES)
   const install: ActivityOptions = {
-    startToCloseTimeout: '45 minutes',
+    startToCloseTimeout: `${TENANT_INSTALL_TIMEOUT_MINUTES} minutes`,
     heartbeatTimeout: '30 seconds',
     retry: { ...intervals('1 second', '30 seconds'), backoffCoefficient: 2, maximumAttempts: 3 },
   };

@@ -7726,7 +7726,7 @@ export interface paths {
                         "application/json": {
                             /** @description follow it at once in the browser; it works once, for 60 s */
                             url: string;
-                            /** @description the ERP's login page, where the link leads */
+                            /** @description the ERP's web client, where the link lands */
                             erpUrl: string;
                         };
                     };

@@ -1,0 +1,10 @@
+/**
+ * The workspace portal's build (web/ → web/dist, which the account API serves at /app/), as
+ * `npm run web:build` makes it: for `npm run dev` and for test runs that open the portal in a
+ * browser outside `npm test` (the real-Odoo suite's global setup).
+ */
+import { build } from 'vite';
+
+export async function buildPortal(): Promise<void> {
+  await build({ configFile: new URL('../web/vite.config.ts', import.meta.url).pathname, logLevel: 'warn' });
+}
