@@ -281,6 +281,13 @@ export const configSchema = z.object({
    * for its template (`npm run odoo:templates`).
    */
   ODOO_SRC: z.string().optional(),
+  /**
+   * The tenant ERP's module folders, comma-separated as Odoo's `--addons-path`: a restored copy is
+   * neutralised by each installed module's `data/neutralize.sql` found there (domain/erp/neutralize.ts).
+   * Unset with ERP_BACKEND=odoo: ODOO_SRC's `addons,odoo/addons`. The ERP stand-in's are set by
+   * whoever starts the platform with it (`npm run dev`, the tests).
+   */
+  ERP_ADDONS_PATH: z.string().min(1).optional(),
   /** The Python odoo-bin runs with (the venv scripts/odoo-setup.sh makes). */
   ODOO_PYTHON: z.string().default(path.join(os.homedir(), '.cache', 'plana', 'odoo-venv', 'bin', 'python')),
   /**

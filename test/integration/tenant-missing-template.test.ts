@@ -261,7 +261,7 @@ it(
   { timeout: 240_000 },
   async () => {
     await p.stopWorker();
-    child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'worker/index.ts')], {
+    child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/worker.ts')], {
       cwd: root,
       env: { ...(process.env as Record<string, string>), ...configEnv(p.cfg), LOG_LEVEL: 'error' },
       stdio: ['ignore', 'ignore', 'inherit'],
