@@ -30,7 +30,7 @@ describe('the platform never imports sandbox/ or scripts/', () => {
     ['workflows/example.ts', `type x = import('../sandbox/erp/server.js').ErpStandIn;`],
     ['cli/example.ts', `import type { ErpStandIn as x } from '../sandbox/erp/server.js';`],
     ['worker/index.ts', `import { standInErpInstaller as x } from '../scripts/erp-stand-in.js';`],
-    ['services/example.ts', `import { migrate as x } from '../scripts/migrate.js';`],
+    ['services/example.ts', `import { ensureErpTemplates as x } from '../scripts/erp-templates.js';`],
     ['api/server.ts', `import x = require('../scripts/local-servers.js');`],
   ])('%s refuses %s', async (file, code) => {
     const errors = await boundaryErrors(file, code);
