@@ -264,7 +264,8 @@ export const configSchema = z.object({
    */
   ERP_ADMIN_PASSWORD: z.string().min(8).default('plana-dev-erp-admin'),
   /**
-   * `standin` (default): the ERP stand-in (sandbox/erp) with its own templates. `odoo`: a real Odoo 18
+   * `standin` (default; development and tests only, refused in production): the ERP stand-in
+   * (sandbox/erp) with its own templates. `odoo`: a real Odoo 18
    * behind the tenant ingress at ERP_URL (Odoo at ODOO_UPSTREAM_URL, `--db-filter=^%h$`) on ERP_DATABASE_URL's server, templates built by Odoo
    * (npm run odoo:templates), filestores under ODOO_DATA_DIR.
    */
