@@ -28,8 +28,7 @@ import { startDispatcher } from '../services/webhooks/dispatcher.js';
 import { startAgents } from '../services/agents/server.js';
 import { startData } from '../services/data/server.js';
 import { createWorker, ensureWorkerSchedules, installRuntimeLogger, startRevokedKeyAlerter } from '../worker/index.js';
-import { standInErpInstaller, startPlatformErpStandIn } from './erp-stand-in.js';
-import { erpInstallerFor } from '../worker/erp-installer.js';
+import { developmentErpInstaller, startPlatformErpStandIn } from './erp-stand-in.js';
 import { startSmtpSink } from '../sandbox/smtp/sink.js';
 import { startBankStandIn } from '../sandbox/bank/server.js';
 import { startChatStandIn } from '../sandbox/chat/server.js';
@@ -156,8 +155,7 @@ export async function startDevWorkerAndController(
   const temporalMetrics = `${cfg.METRICS_HOST}:${cfg.TEMPORAL_METRICS_PORT ?? metricsPort + 1}`;
   const workerLog = createLogger({ name: 'worker' });
   installRuntimeLogger(workerLog, { temporalMetrics });
-  const erpInstaller = cfg.ERP_BACKEND === 'standin' ? standInErpInstaller(cfg) : erpInstallerFor(cfg);
-  const { worker, connection, closeDeps } = await createWorker(cfg, { erpInstaller });
+  const { worker, connection, closeDeps } = await createWorker(cfg, { erpInstaller: developmentErpInstaller(cfg) });
   const running = worker.run();
   const alerter = startRevokedKeyAlerter(cfg, workerLog);
   shutdown.add('worker', {

@@ -14,6 +14,7 @@ import type { ErpInstaller } from '../domain/erp/from-scratch.js';
 import { erpInstallModules } from '../domain/erp/odoo-bin.js';
 import { startErpStandIn, type ErpStandIn, type ErpStandInOptions, type SaasEndpoints } from '../sandbox/erp/server.js';
 import { installStandInDatabase, standInTemplateMark } from '../sandbox/erp/install.js';
+import { erpInstallerFor } from '../worker/erp-installer.js';
 
 const today = () => new Date().toISOString().slice(0, 10);
 
@@ -86,6 +87,10 @@ export function standInErpInstaller(
       }),
   };
 }
+
+/** The installer a development or test worker gets: the stand-in's with ERP_BACKEND=standin, else production's (real Odoo). */
+export const developmentErpInstaller = (cfg: Config): ErpInstaller =>
+  cfg.ERP_BACKEND === 'standin' ? standInErpInstaller(cfg) : erpInstallerFor(cfg);
 
 /** Run directly: `npm run start:erp` on ERP_HOST:ERP_PORT with the platform's configuration. */
 if (import.meta.url === `file://${process.argv[1]}`) {

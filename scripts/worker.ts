@@ -5,14 +5,10 @@
  */
 import { config as loadConfig } from '../lib/config.js';
 import { runWorkerProcess } from '../worker/index.js';
-import { erpInstallerFor } from '../worker/erp-installer.js';
 import { STAND_IN_ADDONS_PATH } from '../sandbox/erp/install.js';
-import { standInErpInstaller } from './erp-stand-in.js';
+import { developmentErpInstaller } from './erp-stand-in.js';
 
 const config = loadConfig();
-if (config.ERP_BACKEND === 'standin')
-  await runWorkerProcess(
-    { ...config, ERP_ADDONS_PATH: config.ERP_ADDONS_PATH ?? STAND_IN_ADDONS_PATH },
-    standInErpInstaller(config),
-  );
-else await runWorkerProcess(config, erpInstallerFor(config));
+const addons =
+  config.ERP_BACKEND === 'standin' ? (config.ERP_ADDONS_PATH ?? STAND_IN_ADDONS_PATH) : config.ERP_ADDONS_PATH;
+await runWorkerProcess({ ...config, ERP_ADDONS_PATH: addons }, developmentErpInstaller(config));

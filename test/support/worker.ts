@@ -2,7 +2,7 @@
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import type { Config } from '../../lib/config.js';
 import { createWorker } from '../../worker/index.js';
-import { standInErpInstaller } from '../../scripts/erp-stand-in.js';
+import { developmentErpInstaller } from '../../scripts/erp-stand-in.js';
 import { workflowBundle } from './env.js';
 
 export function restartableWorker(cfg: Config) {
@@ -12,7 +12,7 @@ export function restartableWorker(cfg: Config) {
     async start() {
       const created = await createWorker(cfg, {
         workflowBundle: workflowBundle(),
-        erpInstaller: standInErpInstaller(cfg),
+        erpInstaller: developmentErpInstaller(cfg),
       });
       worker = { ...created, running: created.worker.run() };
     },
