@@ -1,4 +1,6 @@
-# One image for every platform process (account API, worker, internal services); the command picks one.
+# One image for every platform process (account API, worker, internal services, the migrations job);
+# the command picks one. Production code only: no stand-ins (sandbox/), no development scripts
+# (scripts/), no tests.
 FROM node:24-bookworm-slim AS base
 # pg_dump for tenant backups (worker); tini as PID 1 so signals reach Node and it drains gracefully.
 RUN apt-get update \
@@ -30,8 +32,6 @@ COPY worker ./worker
 COPY workflows ./workflows
 COPY activities ./activities
 COPY services ./services
-COPY sandbox ./sandbox
-COPY scripts ./scripts
 COPY cli ./cli
 # tenant filestores and the backup store (volumes in docker-compose.yml), writable by the app user
 RUN mkdir -p /var/lib/plana/filestore /var/lib/plana/backups && chown -R node:node /var/lib/plana

@@ -1,7 +1,8 @@
 /**
  * One schema for every environment variable the platform reads. Parsed once; a bad or missing
  * variable stops the process with a message that names each one. Defaults are the local ones
- * (`npm run dev`); docker-compose.yml sets every variable explicitly.
+ * (`npm run dev`); docker-compose.yml sets every variable explicitly. With NODE_ENV=production the
+ * ERP stand-in and every development default secret are refused (productionProblems).
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -263,7 +264,8 @@ export const configSchema = z.object({
    */
   ERP_ADMIN_PASSWORD: z.string().min(8).default('plana-dev-erp-admin'),
   /**
-   * `standin` (default): the ERP stand-in (sandbox/erp) with its own templates. `odoo`: a real Odoo 18
+   * `standin` (default; development and tests only, refused in production): the ERP stand-in
+   * (sandbox/erp) with its own templates. `odoo`: a real Odoo 18
    * behind the tenant ingress at ERP_URL (Odoo at ODOO_UPSTREAM_URL, `--db-filter=^%h$`) on ERP_DATABASE_URL's server, templates built by Odoo
    * (npm run odoo:templates), filestores under ODOO_DATA_DIR.
    */
@@ -281,6 +283,13 @@ export const configSchema = z.object({
    * for its template (`npm run odoo:templates`).
    */
   ODOO_SRC: z.string().optional(),
+  /**
+   * The tenant ERP's module folders, comma-separated as Odoo's `--addons-path`: a restored copy is
+   * neutralised by each installed module's `data/neutralize.sql` found there (domain/erp/neutralize.ts).
+   * Unset with ERP_BACKEND=odoo: ODOO_SRC's `addons,odoo/addons`. The ERP stand-in's are set by
+   * whoever starts the platform with it (`npm run dev`, the tests).
+   */
+  ERP_ADDONS_PATH: z.string().min(1).optional(),
   /** The Python odoo-bin runs with (the venv scripts/odoo-setup.sh makes). */
   ODOO_PYTHON: z.string().default(path.join(os.homedir(), '.cache', 'plana', 'odoo-venv', 'bin', 'python')),
   /**
@@ -456,6 +465,46 @@ export const LOCAL_OBJECT_STORE = {
   BACKUP_S3_SECRET_ACCESS_KEY: 'plana-dev-only-backups-secret',
 } as const;
 
+/**
+ * The settings whose development default is a secret written in this repository: in production
+ * each must be set, to something else.
+ */
+export const DEVELOPMENT_DEFAULT_SECRETS = [
+  'SECRETS_KEY',
+  'AUTH_JWT_SECRET',
+  'ERP_ADMIN_PASSWORD',
+  'STRIPE_WEBHOOK_SECRET',
+  'LLM_KEY',
+  'CHAT_TOKEN',
+] as const;
+/** The database URLs, whose development default holds the local server's password. */
+const DEVELOPMENT_DATABASE_URLS = ['DATABASE_URL', 'ERP_DATABASE_URL'] as const;
+
+type ParsedSettings = z.infer<typeof configSchema>;
+let developmentDefaults: ParsedSettings | undefined;
+
+/**
+ * What production (NODE_ENV=production) refuses: the ERP stand-in, which is for development and
+ * tests only, and each development default secret, whether left unset or set to that value.
+ */
+function productionProblems(c: ParsedSettings): string[] {
+  if (c.NODE_ENV !== 'production') return [];
+  const dev = (developmentDefaults ??= configSchema.parse({}));
+  const problems: string[] = [];
+  if (c.ERP_BACKEND === 'standin')
+    problems.push(
+      'ERP_BACKEND: the ERP stand-in (standin) is for development and tests; production runs real Odoo (ERP_BACKEND=odoo)',
+    );
+  for (const name of DEVELOPMENT_DEFAULT_SECRETS)
+    if (c[name] === dev[name]) problems.push(`${name}: the development default is not a secret; set it to your own`);
+  for (const name of DEVELOPMENT_DATABASE_URLS)
+    if (new URL(c[name]).password === new URL(dev[name]).password)
+      problems.push(`${name}: its password is the development default; use your database's own`);
+  if (c.BACKUP_S3_SECRET_ACCESS_KEY === LOCAL_OBJECT_STORE.BACKUP_S3_SECRET_ACCESS_KEY)
+    problems.push('BACKUP_S3_SECRET_ACCESS_KEY: the development default is not a secret; set it to your own');
+  return problems;
+}
+
 /** The configuration of `env`; a bad or missing variable is a ConfigError naming each one. */
 export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const result = configSchema.safeParse(env);
@@ -463,6 +512,9 @@ export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
+  const refused = productionProblems(result.data);
+  if (refused.length)
+    throw new ConfigError(`Invalid configuration for production (NODE_ENV=production):\n  ${refused.join('\n  ')}`);
   const localStore =
     result.data.NODE_ENV === 'development' && !result.data.BACKUP_S3_ENDPOINT ? LOCAL_OBJECT_STORE : {};
   return { ...result.data, ...localStore, ...derivedSettings(result.data) };

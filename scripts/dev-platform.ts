@@ -27,7 +27,7 @@ import { startDispatcher } from '../services/webhooks/dispatcher.js';
 import { startAgents } from '../services/agents/server.js';
 import { startData } from '../services/data/server.js';
 import { createWorker, ensureWorkerSchedules, installRuntimeLogger, startRevokedKeyAlerter } from '../worker/index.js';
-import { startErpStandIn } from '../sandbox/erp/server.js';
+import { developmentErpInstaller, startPlatformErpStandIn } from './erp-stand-in.js';
 import { startSmtpSink } from '../sandbox/smtp/sink.js';
 import { startBankStandIn } from '../sandbox/bank/server.js';
 import { startChatStandIn } from '../sandbox/chat/server.js';
@@ -77,14 +77,8 @@ export async function startDevErp(cfg: Config, shutdown: DevShutdown, step: (msg
     return shutdown.add('tenant ingress', await startTenantIngress(cfg));
   }
   await prepareDemoErp(cfg);
-  const standIn = await startErpStandIn({
-    host: cfg.ERP_HOST,
-    port: cfg.ERP_PORT,
-    platformDatabaseUrl: cfg.DATABASE_URL,
-    erpDatabaseUrl: cfg.ERP_DATABASE_URL,
-    // /svc/saas/… on every tenant host answers from the account API (erp → account-api key from the secret store)
-    saas: { accountApiUrl: cfg.ACCOUNT_API_URL, secretsKey: cfg.SECRETS_KEY },
-  });
+  // /svc/saas/… on every tenant host answers from the account API (erp → account-api key from the secret store)
+  const standIn = await startPlatformErpStandIn(cfg);
   return shutdown.add('ERP stand-in', standIn);
 }
 
@@ -155,7 +149,7 @@ export async function startDevWorkerAndController(
   const temporalMetrics = `${cfg.METRICS_HOST}:${cfg.TEMPORAL_METRICS_PORT ?? metricsPort + 1}`;
   const workerLog = createLogger({ name: 'worker' });
   installRuntimeLogger(workerLog, { temporalMetrics });
-  const { worker, connection, closeDeps } = await createWorker(cfg);
+  const { worker, connection, closeDeps } = await createWorker(cfg, { erpInstaller: developmentErpInstaller(cfg) });
   const running = worker.run();
   const alerter = startRevokedKeyAlerter(cfg, workerLog);
   shutdown.add('worker', {

@@ -18,10 +18,13 @@ import { prepareDatabase, startDevErp, startDevServices, startDevWorkerAndContro
 import { provisionDemoTenant } from './dev-demo.js';
 import { printDevBanner } from './dev-banner.js';
 import { buildPortal } from './portal-build.js';
+import { STAND_IN_ADDONS_PATH } from '../sandbox/erp/install.js';
 
 const started = Date.now();
 // the tenants' host names: under .localhost, which a person's browser resolves to this machine (dev-tenant-domain.ts)
 process.env.TENANT_DOMAIN = devTenantDomain(path.resolve(parseConfig().DATA_DIR));
+// the ERP stand-in's modules: a restored copy is neutralised by their scripts (domain/erp/neutralize.ts)
+if (parseConfig().ERP_BACKEND === 'standin') process.env.ERP_ADDONS_PATH ??= STAND_IN_ADDONS_PATH;
 const cfg = loadConfig();
 const dataDir = path.resolve(cfg.DATA_DIR);
 mkdirSync(dataDir, { recursive: true });

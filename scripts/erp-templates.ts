@@ -11,6 +11,7 @@ import pg from 'pg';
 import { createPool } from '../lib/db.js';
 import { templateDatabaseName } from '../domain/erp/tenant-database.js';
 import { erpVersions, tiers, type ErpVersion, type Tier } from '../domain/tenants/types.js';
+import { erpInstallModules } from '../domain/erp/odoo-bin.js';
 import {
   installStandInDatabase,
   STAND_IN_LAYOUT as LAYOUT,
@@ -88,6 +89,7 @@ async function buildTemplate(
     database: building,
     tier: opts.tier,
     version: opts.version,
+    modules: erpInstallModules(opts.tier),
     today: opts.today,
     adminPassword: opts.adminPassword ?? config().ERP_ADMIN_PASSWORD,
   });

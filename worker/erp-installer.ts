@@ -1,44 +1,29 @@
 /**
- * What installs a tenant database from scratch when its template is missing (domain/erp/from-scratch.ts),
- * for the configured ERP: real Odoo's `odoo-bin -i` from ODOO_SRC (ERP_BACKEND=odoo), or the ERP
- * stand-in's own install steps (those of its template build).
+ * The production worker's installer of a tenant database from scratch, when its template is missing
+ * (domain/erp/from-scratch.ts): real Odoo's `odoo-bin -i` from ODOO_SRC (ERP_BACKEND=odoo). Without
+ * ODOO_SRC, or for the ERP stand-in (whose installer the composition roots in scripts/ and test/
+ * pass to createWorker), the install is unavailable and the tenant waits for its template.
  */
 import type { Config } from '../lib/config.js';
 import { InstallerUnavailableError, type ErpInstaller } from '../domain/erp/from-scratch.js';
 import { odooInstaller } from '../domain/erp/odoo-bin.js';
-import { installStandInDatabase, standInTemplateMark } from '../sandbox/erp/install.js';
 
-const today = () => new Date().toISOString().slice(0, 10);
+const unavailable = (reason: string): ErpInstaller => ({
+  templateMark: () => '',
+  install: () => Promise.reject(new InstallerUnavailableError(reason)),
+});
 
 export function erpInstallerFor(config: Config): ErpInstaller {
-  if (config.ERP_BACKEND === 'odoo') {
-    if (config.ODOO_SRC)
-      return odooInstaller(
-        { src: config.ODOO_SRC, python: config.ODOO_PYTHON, dataDir: config.ODOO_DATA_DIR },
-        { erpDatabaseUrl: config.ERP_DATABASE_URL, adminPassword: config.ERP_ADMIN_PASSWORD },
-      );
-    return {
-      templateMark: () => '',
-      install: () =>
-        Promise.reject(
-          new InstallerUnavailableError(
-            'the worker has no Odoo to install with (set ODOO_SRC), so the tenant waits for its template: build it with `npm run odoo:templates`',
-          ),
-        ),
-    };
-  }
-  return {
-    templateMark: () => standInTemplateMark(today()),
-    install: ({ database, tier, version, onProgress, signal }) =>
-      installStandInDatabase(config.ERP_DATABASE_URL, {
-        database,
-        tier,
-        version,
-        today: today(),
-        adminPassword: config.ERP_ADMIN_PASSWORD,
-        paceMs: config.ERP_STANDIN_MODULE_INSTALL_TIME,
-        onProgress,
-        signal,
-      }),
-  };
+  if (config.ERP_BACKEND !== 'odoo')
+    return unavailable(
+      'this worker installs with real Odoo only (ERP_BACKEND=odoo): the ERP stand-in installs through the development worker (npm run dev, npm run start:worker)',
+    );
+  if (!config.ODOO_SRC)
+    return unavailable(
+      'the worker has no Odoo to install with (set ODOO_SRC), so the tenant waits for its template: build it with `npm run odoo:templates`',
+    );
+  return odooInstaller(
+    { src: config.ODOO_SRC, python: config.ODOO_PYTHON, dataDir: config.ODOO_DATA_DIR },
+    { erpDatabaseUrl: config.ERP_DATABASE_URL, adminPassword: config.ERP_ADMIN_PASSWORD },
+  );
 }

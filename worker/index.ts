@@ -1,6 +1,9 @@
 /**
  * The Temporal worker process: one task queue, every workflow of workflows/index.ts, every
- * activity of createActivities(deps). SDK logs go to pino; SIGINT/SIGTERM drain and stop.
+ * activity of createActivities(deps). SDK logs go to pino; SIGINT/SIGTERM drain and stop. The ERP
+ * installer (a tenant database from scratch) is the caller's choice: run directly, this file passes
+ * real Odoo's (worker/erp-installer.ts); the development worker (scripts/worker.ts) and the tests
+ * pass the ERP stand-in's.
  */
 import { fileURLToPath } from 'node:url';
 import {
@@ -28,6 +31,7 @@ import type { Client } from '@temporalio/client';
 import { connectTemporal } from '../lib/temporal.js';
 import { ensureSearchAttributes } from './search-attributes.js';
 import { erpInstallerFor } from './erp-installer.js';
+import type { ErpInstaller } from '../domain/erp/from-scratch.js';
 import { activityMetrics } from './activity-metrics.js';
 import { heartbeatsWhileRunning } from './activity-heartbeats.js';
 import { startConfiguredMetricsServer } from '../lib/metrics.js';
@@ -62,13 +66,18 @@ export function temporalMetricsAddress(config: Config): string | undefined {
     : `${config.METRICS_HOST}:${config.TEMPORAL_METRICS_PORT}`;
 }
 
+export interface CreateWorkerOptions extends Partial<Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'>> {
+  /** What installs a tenant database whose template is missing; none: such an install fails as unavailable. */
+  erpInstaller?: ErpInstaller;
+}
+
 export async function createWorker(
   config: Config,
-  options: Partial<Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'>> = {},
+  options: CreateWorkerOptions = {},
 ): Promise<{ worker: Worker; connection: NativeConnection; closeDeps: () => Promise<void> }> {
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   // pools on the platform and ERP databases, a Temporal client (schedules), the chat client, the route driver
-  const tenant = { ...(await connectPlatformDeps(config)), erpInstaller: erpInstallerFor(config) };
+  const tenant = { ...(await connectPlatformDeps(config)), erpInstaller: options.erpInstaller };
   const activities = createActivities({
     notificationsUrl: config.NOTIFICATIONS_URL,
     notificationsKey: serviceKeyFor(tenant.secrets, WORKER_CALLER, 'notifications'),
@@ -136,8 +145,8 @@ export async function ensureWorkerSchedules(client: Client, config: Config) {
   await ensureRotationSchedules(client, { taskQueue, everyDays: config.SERVICE_KEY_ROTATION_EVERY_DAYS });
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const config = loadConfig();
+/** The worker process: schedules ensured, then the worker until SIGINT/SIGTERM, with `erpInstaller`. */
+export async function runWorkerProcess(config: Config, erpInstaller: ErpInstaller | undefined): Promise<void> {
   const logger = createLogger({ name: 'worker' });
   installRuntimeLogger(logger, { temporalMetrics: temporalMetricsAddress(config) });
   const metrics = await startConfiguredMetricsServer(config);
@@ -146,7 +155,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   if (added.length) logger.info({ added }, 'registered search attributes');
   await ensureWorkerSchedules(client, config);
   await client.connection.close();
-  const { worker, connection, closeDeps } = await createWorker(config);
+  const { worker, connection, closeDeps } = await createWorker(config, { erpInstaller });
   const alerter = startRevokedKeyAlerter(config, logger);
   // Worker.run() handles SIGINT/SIGTERM itself: it stops polling, lets running tasks finish, then resolves.
   await worker.run();
@@ -154,4 +163,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   await connection.close();
   await closeDeps();
   await metrics?.close();
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const config = loadConfig();
+  await runWorkerProcess(config, erpInstallerFor(config));
 }

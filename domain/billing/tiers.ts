@@ -1,7 +1,7 @@
 /**
  * The platform's tier catalogue: what each tier (§2.3: starter, pro, enterprise) is called and
- * which ERP modules its tenants run. The ERP templates are built from these module lists
- * (sandbox/erp/demo-data.ts), the tenant ERPs' `/svc/saas/tiers` and `/svc/saas/tier/<code>/modules`
+ * which ERP modules its tenants run. The ERP templates and from-scratch installs get these module
+ * lists (`odoo-bin -i`, domain/erp/odoo-bin.ts erpInstallModules; the stand-in's alike), the tenant ERPs' `/svc/saas/tiers` and `/svc/saas/tier/<code>/modules`
  * answer from them, and a subscription's tier comes from its Stripe price's `lookup_key`.
  * Imports nothing, so any layer can use it.
  */

@@ -3,24 +3,28 @@
  * neutralize.py; Odoo.sh does it for staging copies): every installed module's `data/neutralize.sql`,
  * looked up along the addons path, runs in one transaction, so a restored copy sends no e-mail, runs
  * no scheduled action, posts no webhook, charges through no payment provider, signs in through no
- * OAuth provider… whatever its modules say. On real Odoo the scripts are Odoo's own (ODOO_SRC's
- * `addons` and `odoo/addons`); the stand-in's are its modules' (sandbox/erp/addons).
+ * OAuth provider… whatever its modules say. The scripts are the ERP's own: ERP_ADDONS_PATH's folders
+ * (the ERP stand-in's are set there by the composition roots in scripts/ and test/), or on real Odoo
+ * ODOO_SRC's `addons` and `odoo/addons`.
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import type { Config } from '../../lib/config.js';
 
-/** The stand-in ERP's module sources: the neutralize scripts of the modules it has. */
-const STAND_IN_ADDONS = fileURLToPath(new URL('../../sandbox/erp/addons/', import.meta.url));
-
-/** Where modules are looked up, in order, as `--addons-path=addons,odoo/addons` has it for real Odoo. */
-export function erpAddonsPath(cfg: Pick<Config, 'ERP_BACKEND' | 'ODOO_SRC'>): string[] {
-  if (cfg.ERP_BACKEND !== 'odoo') return [STAND_IN_ADDONS];
-  if (!cfg.ODOO_SRC)
-    throw new Error("neutralising a copy on real Odoo needs ODOO_SRC: its modules' data/neutralize.sql are there");
-  return [path.join(cfg.ODOO_SRC, 'addons'), path.join(cfg.ODOO_SRC, 'odoo', 'addons')];
+/** Where modules are looked up, in order, as Odoo's `--addons-path` has it. */
+export function erpAddonsPath(cfg: Pick<Config, 'ERP_BACKEND' | 'ODOO_SRC' | 'ERP_ADDONS_PATH'>): string[] {
+  if (cfg.ERP_ADDONS_PATH)
+    return cfg.ERP_ADDONS_PATH.split(',')
+      .map((dir) => dir.trim())
+      .filter(Boolean);
+  if (cfg.ERP_BACKEND === 'odoo' && cfg.ODOO_SRC)
+    return [path.join(cfg.ODOO_SRC, 'addons'), path.join(cfg.ODOO_SRC, 'odoo', 'addons')];
+  throw new Error(
+    cfg.ERP_BACKEND === 'odoo'
+      ? "neutralising a copy on real Odoo needs ODOO_SRC or ERP_ADDONS_PATH: its modules' data/neutralize.sql are there"
+      : "neutralising a copy needs ERP_ADDONS_PATH: the ERP's module folders, where their data/neutralize.sql are",
+  );
 }
 
 /** The modules Odoo's neutralize treats as installed. */

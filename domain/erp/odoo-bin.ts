@@ -34,6 +34,9 @@ export const ODOO_TEMPLATE_MARK = JSON.stringify({ plana: 'odoo-template', odoo:
  */
 export const ODOO_SIGN_IN_MODULE = 'auth_oidc';
 
+/** What a tier's database is installed with (`odoo-bin -i`): the tier's modules and the sign-in module. */
+export const erpInstallModules = (tier: Tier): string[] => [...tierModuleNames(tier), ODOO_SIGN_IN_MODULE];
+
 /** Python run by `odoo-bin shell` on a new database (Odoo's ORM, committed at the end). */
 const ODOO_SETUP_SHELL = (adminPassword: string) => `
 admin = env.ref('base.user_admin')
@@ -115,7 +118,7 @@ export async function installOdooDatabase(
       ...common,
       '--log-handler=odoo.modules.loading:INFO',
       '-i',
-      [...tierModuleNames(opts.tier), ODOO_SIGN_IN_MODULE].join(','),
+      erpInstallModules(opts.tier).join(','),
       '--stop-after-init',
     ],
     { signal: opts.signal, onProgress: opts.onProgress },

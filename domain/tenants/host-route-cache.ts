@@ -1,6 +1,6 @@
 /**
- * The route of a Host as the tenant ingress and the ERP stand-in read it on every request:
- * `tenant_routes` (./http-routes.ts) read at most once a second per host; a host without a route is
+ * The route of a Host as the tenant ingress reads it on every request (the ERP stand-in reads the
+ * same table with its own query): `tenant_routes` (./http-routes.ts) read at most once a second per host; a host without a route is
  * remembered as such for as long.
  */
 import type pg from 'pg';

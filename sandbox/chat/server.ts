@@ -141,16 +141,18 @@ function answerError(err: Error & { statusCode?: number }, req: FastifyRequest, 
   });
 }
 
-/** Run directly: `tsx sandbox/chat/server.ts` (CHAT_PORT, CHAT_TOKEN, CHAT_TEAM_ID; channels under DATA_DIR/chat). */
+/**
+ * Run directly: `npm run start:chat` (CHAT_HOST, CHAT_PORT, CHAT_TOKEN, CHAT_TEAM_ID, with the
+ * development defaults of `npm run dev`; channels under DATA_DIR/chat).
+ */
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { config } = await import('../../lib/config.js');
-  const cfg = config();
+  const env = process.env;
   const chat = await startChatStandIn({
-    host: cfg.CHAT_HOST,
-    port: cfg.CHAT_PORT,
-    token: cfg.CHAT_TOKEN,
-    teamId: cfg.CHAT_TEAM_ID,
-    dir: path.join(cfg.DATA_DIR, 'chat'),
+    host: env.CHAT_HOST ?? '127.0.0.1',
+    port: Number(env.CHAT_PORT ?? 8065),
+    token: env.CHAT_TOKEN ?? 'dev-chat-bot-token-000000000000',
+    teamId: env.CHAT_TEAM_ID ?? 'planasupportteam0000000000',
+    dir: path.join(process.env.DATA_DIR ?? (process.env.ERP_BACKEND === 'odoo' ? '.data/odoo' : '.data'), 'chat'),
   });
   console.log(`chat stand-in (Mattermost API v4) on ${chat.url}, team ${chat.teamId}`);
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void chat.close());

@@ -19,7 +19,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { hashOdooPassword, verifyOdooPassword } from '../../domain/erp/odoo-password.js';
+import { hashPassword, verifyPassword } from './passwords.js';
 import { OdooError, accessError, userError, valueError } from './odoo-errors.js';
 
 export const API_KEY_INDEX_SIZE = 8;
@@ -41,7 +41,7 @@ export async function checkApiKey(db: pg.Pool, key: string): Promise<number | nu
         AND (k.expiration_date IS NULL OR k.expiration_date >= now() at time zone 'utc')`,
     [key.slice(0, API_KEY_INDEX_SIZE)],
   );
-  for (const row of rows.rows) if (await verifyOdooPassword(key, row.key)) return row.user_id;
+  for (const row of rows.rows) if (await verifyPassword(key, row.key)) return row.user_id;
   return null;
 }
 
@@ -145,7 +145,7 @@ class ApiKeyWizards {
     const stored = await db.query<{ password: string | null }>('SELECT password FROM res_users WHERE id = $1', [
       user.uid,
     ]);
-    if (!check.password || !(await verifyOdooPassword(check.password, stored.rows[0]?.password))) {
+    if (!check.password || !(await verifyPassword(check.password, stored.rows[0]?.password))) {
       throw userError('Incorrect Password, try again or click on Forgot Password to reset your password.');
     }
     this.checks.delete(id);
@@ -159,7 +159,7 @@ class ApiKeyWizards {
         description.name,
         user.uid,
         description.expiration?.toISOString().replace('T', ' ').replace('Z', '') ?? null,
-        hashOdooPassword(key, KEY_ROUNDS),
+        hashPassword(key, KEY_ROUNDS),
         key.slice(0, API_KEY_INDEX_SIZE),
       ],
     );

@@ -4,7 +4,7 @@
  * webhook post per matching record, before the call answers.
  */
 import type pg from 'pg';
-import type { Logger } from '../../lib/logger.js';
+import type { Logger } from 'pino';
 import { loadNone, matching, postWebhook, pythonJson, webhookRules, type WebhookRule } from './automation.js';
 import type { UserRights } from './credentials.js';
 import type { ModelDef } from './models.js';

@@ -6,11 +6,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type pg from 'pg';
-import { verifyOdooPassword } from '../../domain/erp/odoo-password.js';
-import { erpSessionId } from '../../services/tenant-ingress/saas.js';
+import { verifyPassword } from './passwords.js';
 import { checkApiKey } from './apikeys.js';
 import { accessDenied } from './odoo-errors.js';
 import type { Route, TenantDatabases } from './tenant-databases.js';
+
+/** The web session a request carries: Odoo's `session_id` cookie. */
+const sessionIdOf = (req: IncomingMessage): string | undefined =>
+  /(?:^|;\s*)session_id=([^;]+)/.exec(req.headers.cookie ?? '')?.[1];
 
 /** A user as the ORM sees it: groups by external id (implied ones included), allowed companies. */
 export interface UserRights {
@@ -39,7 +42,7 @@ export class Credentials {
     if (typeof login !== 'string' || typeof password !== 'string' || !password) return false;
     const user = res.rows[0];
     if (!user) return false;
-    if (await verifyOdooPassword(password, user.password)) return user.id;
+    if (await verifyPassword(password, user.password)) return user.id;
     // non-interactive (RPC) logins also take one of the user's API keys in the password slot
     return (await this.tenants.onTenantDb(route, (db) => checkApiKey(db, password))) === user.id ? user.id : false;
   }
@@ -59,8 +62,7 @@ export class Credentials {
           .then(
             async (res) =>
               Boolean(res.rows[0]) &&
-              ((await verifyOdooPassword(password, res.rows[0]!.password)) ||
-                (await checkApiKey(db, password)) === uid),
+              ((await verifyPassword(password, res.rows[0]!.password)) || (await checkApiKey(db, password)) === uid),
           );
         check = { ok, until: Date.now() + AUTH_TTL_MS };
         this.verified.set(key, check);
@@ -128,7 +130,7 @@ export class WebSessions {
    * session stays valid on its own host. Odoo itself, as `live` below, logs such a session out.
    */
   ignoreForeign(route: Route, req: IncomingMessage): void {
-    const sid = erpSessionId(req);
+    const sid = sessionIdOf(req);
     const session = sid ? this.sessions.get(sid) : undefined;
     if (!session || session.database === route.database) return;
     const kept = (req.headers.cookie ?? '')
@@ -144,7 +146,7 @@ export class WebSessions {
    * with its dbfilter, a session of another database is logged out (forgotten) too.
    */
   async live(route: Route, req: IncomingMessage): Promise<WebSession | undefined> {
-    const sid = erpSessionId(req);
+    const sid = sessionIdOf(req);
     const session = sid ? this.sessions.get(sid) : undefined;
     if (
       !session ||

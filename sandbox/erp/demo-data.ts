@@ -3,13 +3,16 @@
  * customers and vendors, twelve months of customer invoices, credit notes and vendor bills (draft,
  * posted, cancelled; paid, partially paid, not paid, overdue), their journal items, the bank
  * payments with their bank statement lines (the most recent ones not yet reconciled), an opening
- * balance, and the module list (the tier's installed, the catalogue's others not). Same tier, version and day → same rows.
+ * balance, and the module list (the modules asked for installed, the addons path's others not). The
+ * tier (`starter`, `pro`, `enterprise`: the template's name) sets the company's size and name. Same
+ * tier, version, modules and day → same rows.
  */
-import type { ErpVersion, Tier } from '../../domain/tenants/types.js';
-import { CATALOGUE_MODULES, TIERS, type ErpModule } from '../../domain/billing/tiers.js';
-import { ODOO_SIGN_IN_MODULE } from '../../domain/erp/odoo-bin.js';
 import { irModelRows } from './models.js';
+import { AUTH_OIDC_MODULE, type ErpVersion } from './odoo-series.js';
 import { INVITATION_SCOPE_KEY } from './oauth-signup.js';
+
+/** The template flavours: a bigger company for a bigger tier. */
+export type Tier = 'starter' | 'pro' | 'enterprise';
 
 export type Row = Record<string, string | number | boolean | null>;
 export type Tables = Record<string, Row[]>;
@@ -95,33 +98,51 @@ const companyNames = {
   enterprise: 'Enterprise Demo Group SE',
 } as const;
 
+/** A module of the stand-in's addons path: its technical name, display name, and whether it is an app. */
+export interface AddonModule {
+  name: string;
+  title: string;
+  application: boolean;
+}
+
+const addon = (name: string, title: string, application: boolean): AddonModule => ({ name, title, application });
+
 /**
- * The stand-in's addons path: the tier catalogue and OCA's auth_oidc (the ERP's sign-in through the
- * platform's provider; listed as one module with the auth_oauth it extends).
+ * The stand-in's addons path, as `ir.module.module` lists it after `update_list`: Odoo's modules the
+ * platform's tiers use and OCA's auth_oidc (listed as one module with the auth_oauth it extends).
  */
-export const STAND_IN_ADDONS: readonly ErpModule[] = [
-  ...CATALOGUE_MODULES,
-  { name: ODOO_SIGN_IN_MODULE, title: 'Authentication OpenID Connect', application: false },
+export const STAND_IN_ADDONS: readonly AddonModule[] = [
+  addon('base', 'Base', false),
+  addon('web', 'Web', false),
+  addon('mail', 'Discuss', true),
+  addon('contacts', 'Contacts', true),
+  addon('account', 'Invoicing', true),
+  addon('base_automation', 'Automation Rules', false),
+  addon('sale_management', 'Sales', true),
+  addon('purchase', 'Purchase', true),
+  addon('crm', 'CRM', true),
+  addon('stock', 'Inventory', true),
+  addon('mrp', 'Manufacturing', true),
+  addon('project', 'Project', true),
+  addon('hr', 'Employees', true),
+  addon('hr_expense', 'Expenses', true),
+  addon('website', 'Website', true),
+  addon(AUTH_OIDC_MODULE, 'Authentication OpenID Connect', false),
 ];
 
-/** The installed modules per tier: the tier catalogue's (domain/billing/tiers.ts) and the sign-in module, as odoo-bin -i installs them. */
-const installedByTier = Object.fromEntries(
-  TIERS.map((t) => [t.code, new Set([...t.modules.map((mod) => mod.name), ODOO_SIGN_IN_MODULE])]),
-) as Record<Tier, Set<string>>;
-
 /**
- * `ir.module.module` as Odoo lists it: every module of the addons path, the tier's installed, the
- * others not installed (a tier change installs them, domain/erp/tier-modules.ts).
+ * `ir.module.module` as Odoo lists it: every module of the addons path, those of `installed`
+ * installed, the others not (a tier change installs them, domain/erp/tier-modules.ts).
  */
-export function moduleRows(tier: Tier, version: ErpVersion): Row[] {
+export function moduleRows(installed: ReadonlySet<string>, version: ErpVersion): Row[] {
   return STAND_IN_ADDONS.map((mod, i) => {
-    const installed = installedByTier[tier].has(mod.name);
+    const isInstalled = installed.has(mod.name);
     return {
       id: i + 1,
       name: mod.name,
       shortdesc: mod.title,
-      state: installed ? 'installed' : 'uninstalled',
-      latest_version: installed ? `${version}.0.1.${i % 4}` : null,
+      state: isInstalled ? 'installed' : 'uninstalled',
+      latest_version: isInstalled ? `${version}.0.1.${i % 4}` : null,
       application: mod.application,
       sequence: 10 + i,
     };
@@ -216,8 +237,18 @@ export const ACCOUNTS = {
 } as const;
 export const JOURNALS = { sale: 1, purchase: 2, bank: 3, cash: 4, misc: 5 } as const;
 
-export function demoData(opts: { tier: Tier; version: ErpVersion; today: string; adminPasswordHash: string }): Tables {
+export function demoData(opts: {
+  tier: Tier;
+  version: ErpVersion;
+  /** The modules installed (`odoo-bin -i`); a module not on the addons path is an error, as in Odoo. */
+  modules: readonly string[];
+  today: string;
+  adminPasswordHash: string;
+}): Tables {
   const { tier, version, today } = opts;
+  const unknown = opts.modules.filter((name) => !STAND_IN_ADDONS.some((mod) => mod.name === name));
+  if (unknown.length) throw new Error(`the stand-in's addons path has no module ${unknown.join(', ')}`);
+  const installed = new Set(opts.modules);
   const size = tierSize[tier];
   const rnd = seededRandom(
     [...`${tier}:${version}`].reduce((h, c) => Math.imul(h ^ c.charCodeAt(0), 16777619), 2166136261),
@@ -366,8 +397,8 @@ export function demoData(opts: { tier: Tier; version: ErpVersion; today: string;
     account_move: [],
     account_move_line: [],
     account_bank_statement_line: [],
-    ir_module_module: moduleRows(tier, version),
-    ...irModelRows(version, installedByTier[tier]),
+    ir_module_module: moduleRows(installed, version),
+    ...irModelRows(version, installed),
   };
 
   // partners: the company, the admin, customers, vendors

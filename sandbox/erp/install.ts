@@ -1,19 +1,22 @@
 /**
  * The stand-in's `odoo-bin -i <modules>`: initialises a database with the stand-in's Odoo-shaped
- * tables (models.ts) and the tier's modules with their demo data (demo-data.ts), relative to the day
+ * tables (models.ts) and the given modules with their demo data (demo-data.ts), relative to the day
  * it runs. The template build (scripts/erp-templates.ts) and the from-scratch install of a tenant
- * database (domain/erp/from-scratch.ts) run these same steps. `paceMs` makes each module take that
- * long, as loading a module takes seconds on real Odoo (tests watch an install in progress with it).
+ * database (the worker's installer, as the composition roots in scripts/ and test/ wire it) run
+ * these same steps. `paceMs` makes each module take that long, as loading a module takes seconds on
+ * real Odoo (tests watch an install in progress with it).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { databaseUrl } from '../../domain/erp/tenant-database.js';
-import type { InstallProgress } from '../../domain/erp/from-scratch.js';
-import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
-import { tierModuleNames } from '../../domain/billing/tiers.js';
-import type { ErpVersion, Tier } from '../../domain/tenants/types.js';
+import { demoData, type Row, type Tier } from './demo-data.js';
 import { odooSchemaSql } from './models.js';
-import { demoData, type Row } from './demo-data.js';
+import type { ErpVersion } from './odoo-series.js';
+import { hashPassword } from './passwords.js';
+import { databaseUrl } from './tenant-databases.js';
+
+/** The stand-in's addons path (Odoo's `--addons-path`): its modules' sources, their data/neutralize.sql. */
+export const STAND_IN_ADDONS_PATH = fileURLToPath(new URL('./addons/', import.meta.url));
 
 /** Bump when the schema or the demo data changes: templates of an older layout are rebuilt. */
 export const STAND_IN_LAYOUT = 10; // 7: res_groups.api_key_duration, res_users_apikeys; 8: ir.model(.fields), base.automation, ir.actions.server, stock.move; 9: auth.oauth.provider, res_users.oauth_*; 10: auth_oidc listed and installed
@@ -28,11 +31,21 @@ export interface StandInTemplateInfo {
 export const standInTemplateMark = (builtOn: string) =>
   JSON.stringify({ plana: 'erp-template', layout: STAND_IN_LAYOUT, builtOn } satisfies StandInTemplateInfo);
 
+/** How far an install is, as Odoo's module loading logs it: the module being loaded, its place in the count. */
+export interface InstallProgress {
+  module: string;
+  index: number;
+  total: number;
+}
+
 export interface StandInInstall {
   /** The new database (it must not exist). */
   database: string;
+  /** The template flavour of the demo data (its company's size and name). */
   tier: Tier;
   version: ErpVersion;
+  /** What `odoo-bin -i` is given: the modules to install, in order. */
+  modules: readonly string[];
   /** The day the demo data is relative to (YYYY-MM-DD). */
   today: string;
   /** The admin's password (Odoo's hash of it is stored). */
@@ -56,7 +69,7 @@ export async function installStandInDatabase(erpDatabaseUrl: string, opts: Stand
   try {
     await db.query('BEGIN');
     await db.query(odooSchemaSql(opts.version));
-    const modules = tierModuleNames(opts.tier);
+    const modules = opts.modules;
     for (const [index, module] of modules.entries()) {
       opts.signal?.throwIfAborted();
       opts.onProgress?.({ module, index: index + 1, total: modules.length });
@@ -65,8 +78,9 @@ export async function installStandInDatabase(erpDatabaseUrl: string, opts: Stand
     const tables = demoData({
       tier: opts.tier,
       version: opts.version,
+      modules: opts.modules,
       today: opts.today,
-      adminPasswordHash: hashOdooPassword(opts.adminPassword),
+      adminPasswordHash: hashPassword(opts.adminPassword),
     });
     for (const [table, rows] of Object.entries(tables)) await insertRows(db, table, rows);
     for (const table of Object.keys(tables)) {

@@ -12,8 +12,7 @@
  * `account.bank.statement.line.is_reconciled`, `account.account.account_type`) has the same name
  * and meaning in 17, 18 and 19.
  */
-import type { ErpVersion } from '../../domain/tenants/types.js';
-import { ODOO_SIGN_IN_MODULE } from '../../domain/erp/odoo-bin.js';
+import { AUTH_OIDC_MODULE, type ErpVersion } from './odoo-series.js';
 
 export type FieldType =
   | 'integer'
@@ -199,7 +198,7 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
       description: 'OAuth2 provider',
       order: 'sequence, name',
       recName: 'name',
-      module: ODOO_SIGN_IN_MODULE,
+      module: AUTH_OIDC_MODULE,
       fields: {
         ...common(),
         name: { type: 'char', string: 'Provider name', required: true },

@@ -21,7 +21,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
-import { ODOO_SIGN_IN_MODULE } from '../../domain/erp/odoo-bin.js';
+import { AUTH_OIDC_MODULE } from './odoo-series.js';
 import { html, text } from './http.js';
 import { signUpUninvited } from './oauth-signup.js';
 import type { ErpServices } from './services.js';
@@ -69,7 +69,7 @@ export async function loginProviders(
     .onTenantDb(route, (db) =>
       db.query<ProviderRow>(
         `SELECT * FROM auth_oauth_provider WHERE enabled AND ${MODULE_INSTALLED} ORDER BY sequence, name`,
-        [ODOO_SIGN_IN_MODULE],
+        [AUTH_OIDC_MODULE],
       ),
     )
     .then((r) => r.rows)
@@ -115,7 +115,7 @@ class AccessDenied extends Error {}
 /** `GET /auth_oauth/signin` (any other method fails Odoo's CSRF check); 404 without the module, as Odoo's routing. */
 export async function oauthSignin(erp: ErpServices, route: Route, req: IncomingMessage, res: ServerResponse) {
   const installed = await erp.tenants.onTenantDb(route, (db) =>
-    db.query(`SELECT ${MODULE_INSTALLED}`, [ODOO_SIGN_IN_MODULE]).then((r) => Object.values(r.rows[0])[0] === true),
+    db.query(`SELECT ${MODULE_INSTALLED}`, [AUTH_OIDC_MODULE]).then((r) => Object.values(r.rows[0])[0] === true),
   );
   if (!installed) return text(res, 404, '404 Not Found\n');
   if (req.method !== 'GET' && req.method !== 'HEAD')

@@ -1,5 +1,5 @@
 /** The buttons the platform presses through the ORM: an invoice's Confirm, the Apps screen's install and update. */
-import { ODOO_SIGN_IN_MODULE } from '../../domain/erp/odoo-bin.js';
+import { AUTH_OIDC_MODULE } from './odoo-series.js';
 import { STAND_IN_ADDONS } from './demo-data.js';
 import { INVITATION_SCOPE_KEY } from './oauth-signup.js';
 import { registerModelSql } from './models.js';
@@ -54,7 +54,7 @@ export const actionMethods: Record<string, Method> = {
       [ids, `${ctx.version}.0.1.0`],
     );
     // auth_signup's install data (auth_oidc depends on it): free sign-up, unless the database has a scope already
-    if (rows.some((r) => r.name === ODOO_SIGN_IN_MODULE && r.state !== 'installed'))
+    if (rows.some((r) => r.name === AUTH_OIDC_MODULE && r.state !== 'installed'))
       await ctx.db.query(
         `INSERT INTO ir_config_parameter (key, value) SELECT $1::varchar, 'b2c' WHERE NOT EXISTS (SELECT 1 FROM ir_config_parameter WHERE key = $1::varchar)`,
         [INVITATION_SCOPE_KEY],

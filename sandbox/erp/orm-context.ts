@@ -4,7 +4,7 @@
  * record rules' scope).
  */
 import type pg from 'pg';
-import type { ErpVersion } from '../../domain/tenants/types.js';
+import type { ErpVersion } from './odoo-series.js';
 import { odooModels, type ModelDef } from './models.js';
 import { pyRepr } from './domain.js';
 import { typeError } from './odoo-errors.js';

@@ -3,7 +3,7 @@
  * returns and how they are selected, Odoo's `convert_to_read`, `fields_get`'s descriptions, and the
  * values a create or write may set.
  */
-import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
+import { hashPassword } from './passwords.js';
 import type { FieldDef, ModelDef } from './models.js';
 import { pyRepr, type SqlBuilder } from './domain.js';
 import { typeError, userError, valueError } from './odoo-errors.js';
@@ -82,7 +82,7 @@ export function writableValues(
     if (model.name === 'res.users' && name === 'password') {
       if (typeof value !== 'string' || !value)
         throw userError('Setting empty passwords is not allowed for security reasons!');
-      columns.password = hashOdooPassword(value);
+      columns.password = hashPassword(value);
       continue;
     }
     if (model.name === 'res.users' && (name === 'name' || name === 'email')) continue;

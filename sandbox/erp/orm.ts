@@ -5,7 +5,7 @@
  * read-only API user gets Odoo's AccessError). Results are shaped as Odoo returns them: empty
  * values are `false`, many2one values `[id, display name]`, dates `YYYY-MM-DD` strings.
  */
-import type { ErpVersion } from '../../domain/tenants/types.js';
+import type { ErpVersion } from './odoo-series.js';
 import { accessError, attributeError, typeError, UnknownModelError } from './odoo-errors.js';
 import { checkAccess, type Mode } from './security.js';
 import { modelsFor, type Kwargs, type Method, type OrmContext } from './orm-context.js';

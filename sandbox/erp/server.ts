@@ -10,6 +10,10 @@
  * a route gets 404 on every path. Playing the tenant ingress too (unless `behindIngress`), it leaves
  * out a session cookie of another tenant's database, which Odoo itself would log out.
  *
+ * `/svc/saas/…` belongs to the tenant ingress, which is the platform's: when the stand-in plays the
+ * ingress, whoever starts it passes the platform's forwarding in (`saas`); without it those paths
+ * are 404, as on Odoo itself.
+ *
  * API keys (sandbox/erp/apikeys.ts) are made in a web session as Odoo makes them and are accepted
  * in XML-RPC's password slot (17+, after the password, as Odoo's `_check_credentials`). Version 19
  * also serves JSON-2 (`POST /json/2/<model>/<method>`, `Authorization: bearer <key>`, named
@@ -23,10 +27,8 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createPool } from '../../lib/db.js';
-import { createLogger, type Logger } from '../../lib/logger.js';
-import { forwardSaas, type SaasForwarding } from '../../services/tenant-ingress/saas.js';
-import { PgSecretStore, serviceKeyFor } from '../../domain/service-keys/secret-store.js';
+import pg from 'pg';
+import pino, { type Logger } from 'pino';
 import { apiKeyWizards } from './apikeys.js';
 import { automatedOrmCall } from './automated-call.js';
 import { Credentials, WebSessions } from './credentials.js';
@@ -52,11 +54,10 @@ export interface ErpStandInOptions {
   erpDatabaseUrl: string;
   logger?: Logger;
   /**
-   * Where `/svc/saas/…` goes (the tenant ingress's forwarding, services/tenant-ingress/saas.ts): the account API, with the key `key` gives, or
-   * else the current erp → account-api key from the platform's secret store (`secretsKey`).
-   * Unset, those endpoints answer 503.
+   * The tenant ingress's `/svc/saas/…` endpoints, when the stand-in plays the ingress: the platform's
+   * forwarding, passed in by the composition root (scripts/, test/). Unset, those paths are 404.
    */
-  saas?: { accountApiUrl: string; key?: () => Promise<string>; secretsKey?: string };
+  saas?: SaasEndpoints;
   /**
    * True when the tenant ingress stands in front (as in front of real Odoo): the stand-in then plays
    * Odoo alone, which logs out a session sent to another tenant's host. Unset, it plays the ingress
@@ -65,9 +66,24 @@ export interface ErpStandInOptions {
   behindIngress?: boolean;
 }
 
+/**
+ * Answers one `/svc/saas/…` request of `tenant` (the body already read); false when `path` is not
+ * one of its endpoints. `loggedIn` says whether the request carries a live web session of the
+ * tenant's ERP, as the ingress asks Odoo.
+ */
+export type SaasEndpoints = (request: {
+  tenant: string;
+  path: string;
+  req: IncomingMessage;
+  body: Buffer;
+  res: ServerResponse;
+  loggedIn: () => Promise<boolean>;
+}) => Promise<boolean>;
+
 export async function startErpStandIn(opts: ErpStandInOptions): Promise<ErpStandIn> {
-  const log = opts.logger ?? createLogger({ name: 'erp-stand-in' });
-  const platform = createPool(opts.platformDatabaseUrl, 4);
+  const log = opts.logger ?? pino({ name: 'erp-stand-in' });
+  const platform = new pg.Pool({ connectionString: opts.platformDatabaseUrl, max: 4, idleTimeoutMillis: 30_000 });
+  platform.on('error', () => {});
   const tenants = new TenantDatabases(platform, opts.erpDatabaseUrl);
   const erp: ErpServices = {
     log,
@@ -76,16 +92,6 @@ export async function startErpStandIn(opts: ErpStandInOptions): Promise<ErpStand
     sessions: new WebSessions(tenants),
     wizards: apiKeyWizards(),
     call: automatedOrmCall(tenants, log),
-  };
-  const saas: SaasForwarding | undefined = opts.saas && {
-    accountApiUrl: opts.saas.accountApiUrl,
-    key:
-      opts.saas.key ??
-      serviceKeyFor(new PgSecretStore(platform, opts.saas.secretsKey ?? '', 5_000), 'erp', 'account-api'),
-    loggedIn: async (req) => {
-      const route = await tenants.routeFor(hostOf(req));
-      return route !== null && (await erp.sessions.live(route, req)) !== undefined;
-    },
   };
   const seen = new Map<string, Record<string, number>>();
   const count = (host: string, path: string) => {
@@ -106,7 +112,7 @@ export async function startErpStandIn(opts: ErpStandInOptions): Promise<ErpStand
     if (!route) return text(res, 404, `404 Not Found: no tenant at ${host || '(no Host header)'}\n`);
     if (!opts.behindIngress) erp.sessions.ignoreForeign(route, req);
     count(host, path);
-    return routeRequest(erp, saas, tenants, route, path, req, res);
+    return routeRequest(erp, opts.saas, tenants, route, path, req, res);
   }
 
   const server = createServer((req, res) => {
@@ -157,7 +163,7 @@ async function health(tenants: TenantDatabases, route: Route, res: ServerRespons
 /** One tenant's request, by path and method, to the module that speaks its protocol. */
 async function routeRequest(
   erp: ErpServices,
-  saas: SaasForwarding | undefined,
+  saas: SaasEndpoints | undefined,
   tenants: TenantDatabases,
   route: Route,
   path: string,
@@ -181,9 +187,10 @@ async function routeRequest(
   if (path === '/auth_oauth/signin') return oauthSignin(erp, route, req, res);
   if ((path === '/web' || path === '/odoo' || path.startsWith('/odoo/')) && method === 'GET')
     return webClient(erp, route, req, res);
-  if (path.startsWith('/svc/saas/')) {
+  if (path.startsWith('/svc/saas/') && saas) {
     const body = method === 'POST' ? await readBody(req) : Buffer.alloc(0);
-    if (await forwardSaas(saas, route.tenant, path, req, body, res)) return;
+    const loggedIn = async () => (await erp.sessions.live(route, req)) !== undefined;
+    if (await saas({ tenant: route.tenant, path, req, body, res, loggedIn })) return;
   }
   return text(res, 404, '404 Not Found\n');
 }
@@ -207,18 +214,4 @@ function answerFailure(log: Logger, res: ServerResponse, err: unknown) {
   if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND'].includes(code) || code.startsWith('57P'))
     return text(res, 503, '503 Service Unavailable\n');
   text(res, 500, '500 Internal Server Error\n');
-}
-
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const { config } = await import('../../lib/config.js');
-  const cfg = config();
-  const erp = await startErpStandIn({
-    host: cfg.ERP_HOST,
-    port: cfg.ERP_PORT,
-    platformDatabaseUrl: cfg.DATABASE_URL,
-    erpDatabaseUrl: cfg.ERP_DATABASE_URL,
-    saas: { accountApiUrl: cfg.ACCOUNT_API_URL, secretsKey: cfg.SECRETS_KEY },
-  });
-  console.log(`ERP stand-in listening on ${erp.url}`);
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void erp.close());
 }

@@ -1,5 +1,5 @@
 /** What the ERP stand-in's protocol handlers share: tenants, credentials, sessions, the ORM. */
-import type { Logger } from '../../lib/logger.js';
+import type { Logger } from 'pino';
 import { OdooError } from './odoo-errors.js';
 import type { apiKeyWizards } from './apikeys.js';
 import type { OrmCall } from './automated-call.js';

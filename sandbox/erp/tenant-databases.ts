@@ -1,13 +1,22 @@
 /**
- * Which tenant a Host is (the platform's routes, domain/tenants/host-route-cache.ts: host → database, namespace
- * `plana-odoo-<version>`, cached for a second) and a connection pool per tenant database.
+ * Which tenant a Host is and a connection pool per tenant database. The stand-in reads the
+ * platform's routes as the tenant ingress does in front of real Odoo: a row of `tenant_routes`
+ * (host → tenant, database, namespace `plana-odoo-<series>`), trusted for a second; the query is
+ * the stand-in's own, so a change to that table shows here as a failing stand-in.
  */
 import pg from 'pg';
-import { databaseUrl } from '../../domain/erp/tenant-database.js';
-import { unservedDatabaseReason } from '../../domain/erp/from-scratch.js';
-import { erpVersionOfNamespace, type ErpVersion } from '../../domain/tenants/types.js';
-import { HostRouteCache } from '../../domain/tenants/host-route-cache.js';
+import type { ErpVersion } from './odoo-series.js';
 import { OdooError } from './odoo-errors.js';
+
+/** How long a host's route (or its absence) is trusted before `tenant_routes` is read again. */
+const ROUTE_TTL_MS = 1_000;
+
+/** The URL of `database` on the server of `serverUrl`. */
+export function databaseUrl(serverUrl: string, database: string): string {
+  const url = new URL(serverUrl);
+  url.pathname = `/${encodeURIComponent(database)}`;
+  return url.toString();
+}
 
 export interface Route {
   host: string;
@@ -21,29 +30,52 @@ export class TenantDatabases {
   /** On the ERP server's admin database: whether a route's database is there. */
   private readonly admin: pg.Pool;
 
-  private readonly routes: HostRouteCache;
+  private readonly routes = new Map<string, { route: Route | null; at: number }>();
 
   constructor(
-    platform: pg.Pool,
+    private readonly platform: pg.Pool,
     private readonly erpDatabaseUrl: string,
   ) {
-    this.routes = new HostRouteCache(platform);
     this.admin = new pg.Pool({ connectionString: erpDatabaseUrl, max: 2, idleTimeoutMillis: 2_000 });
     // a connection cut while the pool ends (the server stopping) must not crash the process
     this.admin.on('error', () => {});
     this.admin.on('connect', (client) => client.on('error', () => {}));
   }
 
-  /** Why no worker serves the route's database (being installed from scratch, missing), or undefined. */
-  unservedReason(route: Route): Promise<string | undefined> {
-    return unservedDatabaseReason(this.admin, route.database);
+  /**
+   * Why no ERP worker serves the route's database, or undefined: the platform installs a database
+   * from scratch as `<database>__installing` and renames it when done, or the database is not there.
+   */
+  async unservedReason(route: Route): Promise<string | undefined> {
+    const installing = `${route.database}__installing`;
+    const { rows } = await this.admin.query<{ datname: string }>(
+      'SELECT datname FROM pg_database WHERE datname = ANY($1)',
+      [[route.database, installing]],
+    );
+    const names = new Set(rows.map((r) => r.datname));
+    if (names.has(route.database)) return undefined;
+    if (names.has(installing)) return `database "${route.database}" is being installed from scratch`;
+    return `database "${route.database}" does not exist`;
   }
 
   async routeFor(host: string): Promise<Route | null> {
-    const row = await this.routes.routeOf(host);
-    return row
-      ? { host, tenant: row.tenant, database: row.database, version: erpVersionOfNamespace(row.namespace) }
+    const cached = this.routes.get(host);
+    if (cached && Date.now() - cached.at < ROUTE_TTL_MS) return cached.route;
+    const { rows } = await this.platform.query<{ tenant: string; namespace: string; database: string }>(
+      'SELECT tenant, namespace, database FROM tenant_routes WHERE host = $1',
+      [host],
+    );
+    const row = rows[0];
+    const route = row
+      ? {
+          host,
+          tenant: row.tenant,
+          database: row.database,
+          version: row.namespace.replace(/^plana-odoo-/, '') as ErpVersion,
+        }
       : null;
+    this.routes.set(host, { route, at: Date.now() });
+    return route;
   }
 
   /** Runs `fn` on the tenant database; a missing database becomes Odoo's OperationalError. */

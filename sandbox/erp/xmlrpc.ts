@@ -3,7 +3,7 @@
  * response (`false` for empty values) or a fault (codes 1–4, odoo-errors.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { parseMethodCall, serializeFault, serializeMethodResponse } from '../../domain/erp/xmlrpc-wire.js';
+import { fault as faultResponse, methodResponse, readMethodCall } from './xmlrpc-wire.js';
 import { HttpError, readBody } from './http.js';
 import { OdooError, accessDenied, toFault } from './odoo-errors.js';
 import { checkArgs, type ErpServices } from './services.js';
@@ -18,15 +18,15 @@ export async function xmlrpc(
 ) {
   let reply: string;
   try {
-    const { method, params } = await parseMethodCall(await readBody(req));
+    const { method, params } = await readMethodCall(await readBody(req));
     const result =
       service === 'common' ? await common(erp, route, method, params) : await object(erp, route, method, params);
-    reply = serializeMethodResponse(result === undefined || result === null ? false : result);
+    reply = methodResponse(result === undefined || result === null ? false : result);
   } catch (err) {
     if (err instanceof HttpError) throw err;
     const fault = toFault(err);
     if (fault.pythonType === 'Exception') erp.log.error({ err }, 'xml-rpc call failed');
-    reply = serializeFault(fault.faultCode, fault.faultString);
+    reply = faultResponse(fault.faultCode, fault.faultString);
   }
   res.writeHead(200, { 'content-type': 'text/xml; charset=utf-8' }).end(reply);
 }

@@ -103,20 +103,24 @@ export function writeVolume(dir: string, data: Record<string, string>) {
 }
 
 /**
- * Run directly: `npm run start:kubelet` projects the service-key Secrets of KUBERNETES_NAMESPACE on
- * the API server of KUBECONFIG into DATA_DIR/kubelet/volumes/<name> (point SECRETS_MOUNT_DIR there).
+ * Run directly: `npm run start:kubelet` projects the service-key Secrets of KUBERNETES_NAMESPACE
+ * (default plana) on the API server of KUBECONFIG into DATA_DIR/kubelet/volumes/<name> (DATA_DIR
+ * as `npm run dev` has it; point SECRETS_MOUNT_DIR there).
  */
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { config } = await import('../../lib/config.js');
-  const cfg = config();
-  if (!cfg.KUBECONFIG) throw new Error('Set KUBECONFIG (npm run dev prints it).');
-  const root = path.join(cfg.DATA_DIR, 'kubelet', 'volumes');
+  const { KUBECONFIG, KUBERNETES_NAMESPACE = 'plana' } = process.env;
+  if (!KUBECONFIG) throw new Error('Set KUBECONFIG (npm run dev prints it).');
+  const root = path.join(
+    process.env.DATA_DIR ?? (process.env.ERP_BACKEND === 'odoo' ? '.data/odoo' : '.data'),
+    'kubelet',
+    'volumes',
+  );
   const volumes = await startSecretVolumes({
-    kubeconfigPath: cfg.KUBECONFIG,
-    namespace: cfg.KUBERNETES_NAMESPACE,
+    kubeconfigPath: KUBECONFIG,
+    namespace: KUBERNETES_NAMESPACE,
     root,
     labelSelector: 'plana.dev/secret=service-keys',
   });
-  console.log(`kubelet stand-in: Secret volumes of ${cfg.KUBERNETES_NAMESPACE} under ${root}`);
+  console.log(`kubelet stand-in: Secret volumes of ${KUBERNETES_NAMESPACE} under ${root}`);
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void volumes.stop());
 }

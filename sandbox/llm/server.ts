@@ -16,7 +16,6 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { config } from '../../lib/config.js';
 import { chatCompletion, openAiError, type LlmRequest } from './completions.js';
 
 export type { LlmRequest } from './completions.js';
@@ -72,12 +71,13 @@ export async function startLlmStandIn(
   };
 }
 
+/** Run directly: `npm run start:llm` on LLM_STANDIN_PORT (8091), accepting LLM_KEY, pausing LLM_STANDIN_CHUNK_DELAY_MS (15) between chunks. */
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const cfg = config();
+  const env = process.env;
   const llm = await startLlmStandIn({
-    port: cfg.LLM_STANDIN_PORT,
-    apiKey: cfg.LLM_KEY,
-    chunkDelayMs: cfg.LLM_STANDIN_CHUNK_DELAY_MS,
+    port: Number(env.LLM_STANDIN_PORT ?? 8091),
+    apiKey: env.LLM_KEY ?? 'dev-llm-key-not-secret',
+    chunkDelayMs: Number(env.LLM_STANDIN_CHUNK_DELAY_MS ?? 15),
   });
   console.log(`LLM stand-in (OpenAI Chat Completions) on ${llm.url}`);
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void llm.close());

@@ -16,7 +16,9 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
 import Stripe from 'stripe';
-import type { Tier } from '../../domain/tenants/types.js';
+
+/** The tiers, as the catalogue's prices' `lookup_key`s name them. */
+export type Tier = 'starter' | 'pro' | 'enterprise';
 
 /** Per-seat monthly prices of the stand-in's catalogue, in cents. */
 export const PRICES: Record<Tier, number> = { starter: 2900, pro: 7900, enterprise: 19900 };
@@ -217,11 +219,13 @@ export function sandboxIds(workspace: string, n = 1, file?: string): { customer:
 export const sandboxIdsFile = (dataDir: string) => path.join(dataDir, 'stripe-stand-in-ids.json');
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { config } = await import('../../lib/config.js');
-  const cfg = config();
-  const url = new URL('/api/webhooks/stripe', cfg.ACCOUNT_API_URL).toString();
+  // the account API and the webhook endpoint's signing secret; `npm run dev`'s by default
+  const env = process.env;
+  const url = new URL('/api/webhooks/stripe', env.ACCOUNT_API_URL ?? 'http://127.0.0.1:3000').toString();
+  const secret = env.STRIPE_WEBHOOK_SECRET ?? 'whsec_dev_only_local_webhook_secret';
+  const dataDir = process.env.DATA_DIR ?? (process.env.ERP_BACKEND === 'odoo' ? '.data/odoo' : '.data');
   const send = async (evt: Stripe.Event) => {
-    const res = await sendEvent(url, cfg.STRIPE_WEBHOOK_SECRET, evt);
+    const res = await sendEvent(url, secret, evt);
     console.log(`${evt.type} ${evt.id} → ${res.status} ${JSON.stringify(res.body)}`);
     if (res.status >= 300) process.exitCode = 1;
   };
@@ -234,7 +238,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       .option('--seats <n>', 'seats', '1')
       .option('--n <n>', "the workspace's n-th subscription", '1');
   type Opts = { tier: Tier; seats: string; n: string };
-  const ids = (ws: string, o: Opts) => sandboxIds(ws, Number(o.n), sandboxIdsFile(cfg.DATA_DIR));
+  const ids = (ws: string, o: Opts) => sandboxIds(ws, Number(o.n), sandboxIdsFile(dataDir));
   common(program.command('subscribe <workspace>').description('customer.subscription.created')).action(
     async (ws: string, o: Opts) => {
       await send(

@@ -1,7 +1,7 @@
 /**
- * The tenant ERPs' SaaS endpoints (§4.7 `/svc/saas/…`): the tenant ingress (and the ERP stand-in,
- * which plays the ingress itself) forwards each request to the account API
- * (`/api/saas/<tenant>/…`, api/routes/saas/index.ts), so every tenant answers from the platform's
+ * The tenant ERPs' SaaS endpoints (§4.7 `/svc/saas/…`): the tenant ingress forwards each request
+ * to the account API (`/api/saas/<tenant>/…`, api/routes/saas/index.ts), and so does the ERP
+ * stand-in where it plays the ingress (scripts/erp-stand-in.ts hands it this forwarding), so every tenant answers from the platform's
  * own tier and subscription data; no data is copied into the ERP.
  *
  * The tenant's host is public, and the reads answer the tenant's tier, seats, billing period and

@@ -129,7 +129,8 @@ try {
   const apiPort = await freePort();
   const metricsPort = await freePort();
   const env = {
-    NODE_ENV: 'production',
+    // not production: it refuses the stand-ins and the development secrets this bench runs with
+    NODE_ENV: 'test',
     LOG_LEVEL: 'info',
     DATABASE_URL: pg.url,
     REDIS_URL: redis.url,

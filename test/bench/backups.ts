@@ -134,7 +134,8 @@ try {
     startThrowAwayObjectStore(dir),
   ]);
   const settings = {
-    NODE_ENV: 'production',
+    // not production: it refuses the stand-ins and the development secrets this bench runs with
+    NODE_ENV: 'test',
     DATABASE_URL: pg.url,
     ERP_DATABASE_URL: pg.urlFor('postgres'),
     FILESTORE_ROOT: path.join(dir, 'filestore'),

@@ -95,7 +95,8 @@ async function processEnv(s: {
   const [api, notifications, smtp, events, erp, chat] = await Promise.all(Array.from({ length: 6 }, () => freePort()));
   const local = (port: number) => `http://127.0.0.1:${port}`;
   return {
-    NODE_ENV: 'production',
+    // not production: it refuses the stand-ins and the development secrets this bench runs with
+    NODE_ENV: 'test',
     LOG_LEVEL: 'error',
     TEMPORAL_LOG_LEVEL: 'WARN',
     DATA_DIR: dir,

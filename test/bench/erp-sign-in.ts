@@ -55,7 +55,8 @@ try {
   const bench = await startBenchErp(pg);
   const authPort = await freePort();
   const cfg = parseConfig({
-    NODE_ENV: 'production',
+    // not production: it refuses the stand-ins and the development secrets this bench runs with
+    NODE_ENV: 'test',
     LOG_LEVEL: 'warn',
     DATABASE_URL: pg.url,
     REDIS_URL: redis.url,

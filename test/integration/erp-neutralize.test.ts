@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Config } from '../../lib/config.js';
 import { createPool, type Pool } from '../../lib/db.js';
 import { erpAddonsPath, neutralizeErpDatabase } from '../../domain/erp/neutralize.js';
+import { STAND_IN_ADDONS_PATH } from '../../sandbox/erp/install.js';
 import { cloneTenantDatabase, databaseUrl, dropTenantDatabase } from '../../domain/erp/tenant-database.js';
 import { tempDir } from '../support/env.js';
 import { erpTestConfig, queryTenantDb, uniqueName } from '../support/erp-tenant.js';
@@ -124,10 +125,20 @@ it('a script that fails leaves the database as it was and names its module', asy
   expect(await touched(database)).toEqual([]);
 });
 
-it('on real Odoo the scripts are those of ODOO_SRC, which it then needs', () => {
+it('on real Odoo the scripts are those of ODOO_SRC unless ERP_ADDONS_PATH says where, and one of them is needed', () => {
   expect(erpAddonsPath({ ERP_BACKEND: 'odoo', ODOO_SRC: '/opt/odoo' })).toEqual([
     '/opt/odoo/addons',
     '/opt/odoo/odoo/addons',
   ]);
-  expect(() => erpAddonsPath({ ERP_BACKEND: 'odoo', ODOO_SRC: undefined })).toThrow(/needs ODOO_SRC/);
+  expect(
+    erpAddonsPath({ ERP_BACKEND: 'odoo', ODOO_SRC: '/opt/odoo', ERP_ADDONS_PATH: '/srv/addons, /srv/oca' }),
+  ).toEqual(['/srv/addons', '/srv/oca']);
+  expect(() => erpAddonsPath({ ERP_BACKEND: 'odoo', ODOO_SRC: undefined })).toThrow(
+    /needs ODOO_SRC or ERP_ADDONS_PATH/,
+  );
+});
+
+it("the platform has no addons path of its own: the stand-in's is what its composition root configures", () => {
+  expect(() => erpAddonsPath({ ERP_BACKEND: 'standin', ODOO_SRC: undefined })).toThrow(/needs ERP_ADDONS_PATH/);
+  expect(erpAddonsPath(cfg)).toEqual([STAND_IN_ADDONS_PATH]);
 });

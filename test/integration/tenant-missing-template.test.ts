@@ -167,7 +167,7 @@ it(
     });
     await expect
       .poll(async () => (await installHeartbeat(name))?.progress ?? '', { timeout: 30_000 })
-      .toMatch(/^loading module \w+ \(\d+\/10\)$/);
+      .toMatch(/^loading module \w+ \(\d+\/11\)$/);
 
     const ready = await waitForStatus(p, name, isReady, 120_000);
     const fromScratchMs = Date.now() - applied;
@@ -228,7 +228,7 @@ it(
     expect(new Set([installed.secret, clone.secret, tpl.secret]).size).toBe(3);
     expect(new Set([installed.adminPassword, clone.adminPassword, tpl.adminPassword]).size).toBe(3);
     console.log(
-      `stand-in: Ready from scratch in ${(fromScratchMs / 1000).toFixed(1)} s (10 modules at 600 ms), by clone in ${(cloneMs / 1000).toFixed(1)} s`,
+      `stand-in: Ready from scratch in ${(fromScratchMs / 1000).toFixed(1)} s (11 modules at 600 ms), by clone in ${(cloneMs / 1000).toFixed(1)} s`,
     );
   },
 );
@@ -261,7 +261,7 @@ it(
   { timeout: 240_000 },
   async () => {
     await p.stopWorker();
-    child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'worker/index.ts')], {
+    child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'scripts/worker.ts')], {
       cwd: root,
       env: { ...(process.env as Record<string, string>), ...configEnv(p.cfg), LOG_LEVEL: 'error' },
       stdio: ['ignore', 'ignore', 'inherit'],
@@ -269,10 +269,10 @@ it(
     const name = uniqueTenant('killed');
     const host = hostOf(name);
     expect(await applyTenant(p, name, { tier: 'enterprise', erpVersion: '18' })).toBe('created');
-    // caught in the middle of its 15 modules
+    // caught in the middle of its 16 modules (the tier's 15 and the sign-in module)
     await expect
       .poll(async () => (await installHeartbeat(name))?.progress ?? '', { timeout: 150_000 })
-      .toMatch(/^loading module \w+ \([3-9]\/15\)$/);
+      .toMatch(/^loading module \w+ \([3-9]\/16\)$/);
     child.kill('SIGKILL');
     await new Promise((resolve) => child!.once('exit', resolve));
     child = undefined;

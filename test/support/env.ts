@@ -4,6 +4,7 @@ import path from 'node:path';
 import { inject } from 'vitest';
 import { parseConfig, type Config } from '../../lib/config.js';
 import { freePort } from '../../scripts/local-servers.js';
+import { STAND_IN_ADDONS_PATH } from '../../sandbox/erp/install.js';
 
 export async function testConfig(overrides: Record<string, string> = {}): Promise<Config> {
   const [apiPort, notificationsPort, smtpPort] = await Promise.all([freePort(), freePort(), freePort()]);
@@ -22,6 +23,8 @@ export async function testConfig(overrides: Record<string, string> = {}): Promis
     NOTIFICATIONS_URL: `http://127.0.0.1:${notificationsPort}`,
     SMTP_PORT: String(smtpPort),
     ...inject('objectStoreEnv'),
+    // the ERP stand-in's modules (its neutralize scripts), unless the test runs real Odoo
+    ...(overrides.ERP_BACKEND === 'odoo' ? {} : { ERP_ADDONS_PATH: STAND_IN_ADDONS_PATH }),
     ...overrides,
   });
 }

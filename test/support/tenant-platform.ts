@@ -17,7 +17,8 @@ import type { Config } from '../../lib/config.js';
 import { createPool, type Pool } from '../../lib/db.js';
 import { probeTenant } from '../../activities/tenant-health.js';
 import { startChatStandIn, type ChatStandIn } from '../../sandbox/chat/server.js';
-import { startErpStandIn, type ErpStandIn } from '../../sandbox/erp/server.js';
+import type { ErpStandIn } from '../../sandbox/erp/server.js';
+import { startPlatformErpStandIn } from '../../scripts/erp-stand-in.js';
 import { startTenantIngress } from '../../services/tenant-ingress/server.js';
 import { readMailbox, startSmtpSink, type SmtpSink } from '../../sandbox/smtp/sink.js';
 import { startProvisionedConsumer } from '../../services/events/consumers/provisioned.js';
@@ -127,14 +128,7 @@ export async function startTenantPlatform(
   // front of an ERP at `opts.ingressTo` (real Odoo, as with ERP_BACKEND=odoo)
   const erp: { url: string; close(): Promise<void>; requests?: ErpStandIn['requests'] } = opts.ingressTo
     ? await startTenantIngress({ ...cfg, ERP_HOST: '127.0.0.1', ODOO_UPSTREAM_URL: opts.ingressTo, LOG_LEVEL: 'warn' })
-    : await startErpStandIn({
-        host: '127.0.0.1',
-        port: erpPort,
-        platformDatabaseUrl: cfg.DATABASE_URL,
-        erpDatabaseUrl: cfg.ERP_DATABASE_URL,
-        logger: quietLogger(),
-        saas: { accountApiUrl: cfg.ACCOUNT_API_URL, secretsKey: cfg.SECRETS_KEY },
-      });
+    : await startPlatformErpStandIn(cfg, { host: '127.0.0.1', port: erpPort, logger: quietLogger() });
   closers.push(() => erp.close());
   const api = await startApi(cfg);
   closers.push(() => api.close());

@@ -2,6 +2,7 @@
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import type { Config } from '../../lib/config.js';
 import { createWorker } from '../../worker/index.js';
+import { developmentErpInstaller } from '../../scripts/erp-stand-in.js';
 import { workflowBundle } from './env.js';
 
 export function restartableWorker(cfg: Config) {
@@ -9,7 +10,10 @@ export function restartableWorker(cfg: Config) {
     { worker: Worker; connection: NativeConnection; closeDeps(): Promise<void>; running: Promise<void> } | undefined;
   return {
     async start() {
-      const created = await createWorker(cfg, { workflowBundle: workflowBundle() });
+      const created = await createWorker(cfg, {
+        workflowBundle: workflowBundle(),
+        erpInstaller: developmentErpInstaller(cfg),
+      });
       worker = { ...created, running: created.worker.run() };
     },
     async stop() {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../../lib/config.js';
+import { ConfigError, DEVELOPMENT_DEFAULT_SECRETS, parseConfig } from '../../lib/config.js';
+import { PRODUCTION } from '../support/production-config.js';
 import { urlProblems } from '../../domain/webhooks/addresses.js';
 import { addressPolicy } from '../../domain/webhooks/delivery-retries.js';
 
@@ -42,7 +43,7 @@ describe('configuration', () => {
       BACKUP_S3_BUCKET: 'plana-backups',
       BACKUP_S3_ACCESS_KEY_ID: 'plana-dev',
     });
-    const production = parseConfig({ NODE_ENV: 'production' });
+    const production = parseConfig(PRODUCTION);
     expect(production.BACKUP_S3_ENDPOINT).toBeUndefined();
     expect(production.BACKUP_S3_ACCESS_KEY_ID).toBeUndefined();
     const elsewhere = parseConfig({ BACKUP_S3_ENDPOINT: 'https://s3.eu-central-1.amazonaws.com' });
@@ -66,7 +67,7 @@ describe('configuration', () => {
 
 describe('webhook receivers on this machine', () => {
   const problems = (env: Record<string, string>, url: string) => {
-    const cfg = parseConfig(env);
+    const cfg = parseConfig(env.NODE_ENV === 'production' ? { ...PRODUCTION, ...env } : env);
     return urlProblems(url, { allowHttp: cfg.WEBHOOK_ALLOW_HTTP, policy: addressPolicy(cfg) });
   };
 
@@ -86,5 +87,62 @@ describe('webhook receivers on this machine', () => {
     expect(
       problems({ NODE_ENV: 'development', WEBHOOK_ALLOWED_ADDRESSES: '' }, 'http://127.0.0.1:4000/hook')[0],
     ).toMatch(/loopback/);
+  });
+});
+
+describe('production (NODE_ENV=production)', () => {
+  const refusal = (env: Record<string, string>): string => {
+    try {
+      parseConfig(env);
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      return (err as Error).message;
+    }
+    throw new Error('the configuration was accepted');
+  };
+
+  it('accepts real Odoo and secrets of its own', () => {
+    expect(parseConfig(PRODUCTION)).toMatchObject({ NODE_ENV: 'production', ERP_BACKEND: 'odoo' });
+  });
+
+  it('refuses the ERP stand-in, which is for development and tests', () => {
+    expect(refusal({ ...PRODUCTION, ERP_BACKEND: 'standin' })).toMatch(
+      /^Invalid configuration for production \(NODE_ENV=production\):\n {2}ERP_BACKEND: the ERP stand-in/,
+    );
+  });
+
+  it.each(DEVELOPMENT_DEFAULT_SECRETS)('refuses the development default of %s, set or left unset', (name) => {
+    const defaults = parseConfig({}) as unknown as Record<string, string>;
+    const unset = Object.fromEntries(Object.entries(PRODUCTION).filter(([k]) => k !== name));
+    expect(refusal(unset)).toContain(`\n  ${name}: the development default is not a secret`);
+    expect(refusal({ ...PRODUCTION, [name]: defaults[name]! })).toContain(`${name}: the development default`);
+  });
+
+  it.each(['DATABASE_URL', 'ERP_DATABASE_URL'])("refuses %s with the development server's password", (name) => {
+    expect(refusal({ ...PRODUCTION, [name]: 'postgres://plana:plana@postgresql:5432/plana' })).toContain(
+      `${name}: its password is the development default`,
+    );
+  });
+
+  it('refuses the local object store secret', () => {
+    expect(refusal({ ...PRODUCTION, BACKUP_S3_SECRET_ACCESS_KEY: 'plana-dev-only-backups-secret' })).toContain(
+      'BACKUP_S3_SECRET_ACCESS_KEY: the development default',
+    );
+  });
+
+  it('names every refusal in one error: with nothing set, the stand-in and each development secret', () => {
+    const message = refusal({ NODE_ENV: 'production' });
+    const named = message
+      .split('\n')
+      .slice(1)
+      .map((line) => line.trim().split(':')[0]);
+    expect(named.sort()).toEqual(
+      ['ERP_BACKEND', 'DATABASE_URL', 'ERP_DATABASE_URL', ...DEVELOPMENT_DEFAULT_SECRETS].sort(),
+    );
+  });
+
+  it('is not applied in development or tests', () => {
+    expect(parseConfig({ NODE_ENV: 'test' }).ERP_BACKEND).toBe('standin');
+    expect(parseConfig({}).ERP_BACKEND).toBe('standin');
   });
 });

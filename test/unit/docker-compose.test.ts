@@ -2,7 +2,9 @@
  * docker-compose.yml cannot run on these machines (no Docker engine), so this test checks that it
  * is consistent with the code: services it references exist, every platform container gets a
  * valid configuration that never falls back to a loopback address or a development secret, and
- * every command it runs is a file in the repository.
+ * every command it runs is a file in the repository. The image (Dockerfile) holds production code
+ * only: each command's file, and every module it imports, is in a folder the image copies, and
+ * those are neither the stand-ins (sandbox/), the development scripts (scripts/) nor the tests.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -38,6 +40,34 @@ const interpolate = (value: string | number) =>
     return `${name.toLowerCase()}-from-the-secret-store-0123456789`;
   });
 
+/** The folders the final image stage copies from the build context (`COPY <folder> ./<folder>`). */
+const imageFolders = [
+  ...readFileSync(path.join(root, 'Dockerfile'), 'utf8')
+    .split(/^FROM /m)
+    .at(-1)!
+    .matchAll(/^COPY (?!--from)([\w-]+) \.\/\1$/gm),
+].map((m) => m[1]!);
+
+/** Every module of the repository `entry` reaches through relative imports (static, export-from, import()). */
+function modulesReached(entry: string, seen = new Set<string>()): Set<string> {
+  if (seen.has(entry)) return seen;
+  seen.add(entry);
+  const code = readFileSync(entry, 'utf8');
+  for (const [, spec] of code.matchAll(/(?:from|import)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g)) {
+    const target = path.resolve(path.dirname(entry), spec!).replace(/\.js$/, '.ts');
+    if (existsSync(target) && target.endsWith('.ts')) modulesReached(target, seen);
+    else if (!existsSync(target)) seen.add(target);
+  }
+  return seen;
+}
+
+describe('the image', () => {
+  it('copies production code only: no stand-ins, no development scripts, no tests', () => {
+    expect(imageFolders).toEqual(expect.arrayContaining(['lib', 'domain', 'api', 'worker', 'services', 'cli']));
+    expect(imageFolders.filter((f) => ['sandbox', 'scripts', 'test'].includes(f))).toEqual([]);
+  });
+});
+
 describe('docker-compose.yml', () => {
   it('runs the platform processes and the real servers', () => {
     expect(Object.keys(services)).toEqual(
@@ -71,6 +101,14 @@ describe('docker-compose.yml', () => {
       const file = service.command?.find((part) => part.endsWith('.ts'));
       expect(file).toBeDefined();
       expect(existsSync(path.join(root, file!))).toBe(true);
+    });
+
+    it('runs a file the image holds, and so is every module it imports', () => {
+      const file = service.command!.find((part) => part.endsWith('.ts'))!;
+      const outside = [...modulesReached(path.join(root, file))]
+        .map((m) => path.relative(root, m))
+        .filter((m) => !imageFolders.includes(m.split(path.sep)[0]!));
+      expect(outside).toEqual([]);
     });
 
     it('sets only variables the configuration knows', () => {

@@ -1,7 +1,7 @@
 /**
  * The account API side of the tenant ERPs' SaaS endpoints (§4.7). Each tenant host serves
- * `/svc/saas/…`; in front of the ERP (the stand-in locally: sandbox/erp/saas.ts) those requests
- * are forwarded here with the tenant's name in the path, so every tenant answers from the
+ * `/svc/saas/…`; the tenant ingress in front of the ERP (services/tenant-ingress/saas.ts) forwards
+ * those requests here with the tenant's name in the path, so every tenant answers from the
  * platform's own tier and subscription data:
  *
  * | tenant host                         | here                                          | who                                    |

@@ -1,5 +1,6 @@
 /**
- * `npm run db:migrate` (and the migrate container): applies the numbered SQL migrations to
+ * `npm run db:migrate`, and the migrate container's and Job's command (an operator's one-shot task
+ * of the production image, so it lives here and not in scripts/): applies the numbered SQL migrations to
  * DATABASE_URL, then gives every platform caller → target pair without one a service key
  * (registry + the PostgreSQL secret store; domain/service-keys/bootstrap.ts) and, with
  * SECRET_STORE=kubernetes, publishes the current keys to the Kubernetes Secrets.
