@@ -9,7 +9,6 @@ import type pg from 'pg';
 import { withTransaction } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
 import { temporalUiLink } from '../../lib/temporal.js';
-import type { TenantClientApi } from './tenant-client-api.js';
 import { immutableChanges, problemsDetail, sameSpec, type TenantClient } from './tenant-client.js';
 import {
   signalWithStartTenant,
@@ -22,6 +21,7 @@ import {
   deleteUpdate,
   reactivateUpdate,
   retryChatRoomUpdate,
+  tenantClientDeletedUpdate,
   statusQuery,
   tenantWorkflowId,
 } from './workflow-contract.js';
@@ -222,34 +222,9 @@ const actions = {
   reactivate: reactivateUpdate,
   delete: deleteUpdate,
   'retry-chat-room': retryChatRoomUpdate,
+  'tenantclient-deleted': tenantClientDeletedUpdate,
 } as const;
 export type TenantAction = keyof typeof actions;
-
-/**
- * A TenantClient being deleted (`kubectl delete`: its deletionTimestamp is set and the finalizer
- * holds it until the tenant is deprovisioned) cannot be reactivated: its controller cancels the
- * tenant again on its next pass, so a reactivation would be reported and then undone. 409 saying
- * why and what can be done instead; a TenantClient that is not (or no longer) on the Kubernetes
- * API is not refused here.
- */
-export async function refuseReactivateWhileDeleting(
-  tenantClients: Pick<TenantClientApi, 'get'>,
-  name: string,
-): Promise<void> {
-  const obj = await tenantClients.get(name).catch((err: unknown) => {
-    if (err instanceof AppError && err.code === 'NOT_FOUND') return undefined;
-    throw err;
-  });
-  const deletionTimestamp = obj?.metadata.deletionTimestamp;
-  if (!deletionTimestamp) return;
-  const deletedAt = new Date(deletionTimestamp as unknown as string).toISOString();
-  const deprovisionAt = obj.status?.deprovisionAt;
-  throw new AppError(
-    'CONFLICT',
-    `Cannot reactivate TenantClient "${name}": it is being deleted (kubectl delete at ${deletedAt}), and its controller cancels the tenant again until it is deprovisioned (${deprovisionAt ? `at ${deprovisionAt}` : 'after the soak period'}). A deletion cannot be taken back: to keep the tenant's data, back it up (npm run cli -- backup ${name}) and restore it as a new tenant (npm run cli -- restore ${name}, then restore-keep <copy>). To stop a tenant with a way back, cancel it instead of deleting it.`,
-    { tenant: name, deletionTimestamp: deletedAt },
-  );
-}
 
 /** How long an operator action waits for the tenant's workflow to accept or refuse it. */
 const ACTION_DEADLINE_MS = 10_000;

@@ -98,6 +98,8 @@ export interface TenantStatus {
   currentStep: string;
   readyAt?: string;
   cancelledAt?: string;
+  /** When its TenantClient was deleted (`kubectl delete`): cancelled for good, never reactivated. */
+  tenantClientDeletedAt?: string;
   /** When a cancelled tenant is deprovisioned unless it is reactivated first. */
   deprovisionAt?: string;
   deprovisionedAt?: string;

@@ -76,6 +76,11 @@ export const statusQuery = defineQuery<TenantStatus>('status');
 export const cancelUpdate = defineUpdate<TenantStatus>('cancel');
 /** Stop the soak timer; everything stays. */
 export const reactivateUpdate = defineUpdate<TenantStatus>('reactivate');
+/**
+ * Its TenantClient was deleted (the controller, once the object has a deletionTimestamp): cancelled
+ * if it was not (the soak period runs), and never reactivated from then on.
+ */
+export const tenantClientDeletedUpdate = defineUpdate<TenantStatus>('tenantClientDeleted');
 /** Deprovision now (only after a cancel). */
 export const deleteUpdate = defineUpdate<TenantStatus>('delete');
 /** Create the chat room again on the next reconcile. */

@@ -216,7 +216,8 @@ export class Reconciler {
   }
 
   /**
-   * A TenantClient being deleted: cancel the tenant (its soak period runs), and once the workflow
+   * A TenantClient being deleted: tell its workflow, which cancels the tenant for good (the soak
+   * period runs, no reactivation), and once the workflow
    * reports it deprovisioned, or nothing was ever created for this object, remove the finalizer.
    * True when the finalizer was removed.
    */
@@ -240,17 +241,17 @@ export class Reconciler {
       );
       return true;
     }
-    if (['Provisioning', 'Ready', 'Unavailable'].includes(mirror.status.phase)) {
+    if (!mirror.status.tenantClientDeletedAt && !['Deprovisioning', 'Deprovisioned'].includes(mirror.status.phase)) {
       try {
-        const status = await runTenantAction(this.deps, name, 'cancel');
+        const status = await runTenantAction(this.deps, name, 'tenantclient-deleted');
         await this.events.record(
           obj,
           'Normal',
           'Deleting',
-          `cancelled: deprovisioning at ${status.deprovisionAt} (workflow ${tenantWorkflowId(name)}, ${this.uiLink(name)})`,
+          `cancelled for good: deprovisioning at ${status.deprovisionAt} (workflow ${tenantWorkflowId(name)}, ${this.uiLink(name)})`,
         );
       } catch (err) {
-        // already cancelled by someone else: the mirror says so on the next pass
+        // told already (its mirror trails), or tearing down: the mirror says so on the next reconcile
         if (!(err instanceof AppError && err.code === 'CONFLICT')) throw err;
       }
     }

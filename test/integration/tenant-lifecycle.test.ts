@@ -434,14 +434,15 @@ group('the operator CLI', () => {
     expect(await applyTenant(p, name)).toBe('created');
     await waitForStatus(p, name, isReady);
     await deleteTenant(p, name);
-    await waitForStatus(p, name, (s) => s.phase === 'Cancelled');
+    // the controller tells the workflow its TenantClient is deleted: cancelled for good
+    await waitForStatus(p, name, (s) => s.phase === 'Cancelled' && s.tenantClientDeletedAt !== undefined);
 
     const refused = await ops(p, 'POST', `/api/ops/tenant-clients/${name}/reactivate`);
     expect(refused.statusCode).toBe(409);
     expect(refused.headers['content-type']).toContain('application/problem+json');
     expect(refused.json().detail).toMatch(
       new RegExp(
-        `^Cannot reactivate TenantClient "${name}": it is being deleted \\(kubectl delete at [^)]+\\), and its controller cancels the tenant again`,
+        `^Cannot reactivate TenantClient "${name}": its TenantClient was deleted \\(kubectl delete at [^)]+\\), and a deletion cannot be taken back`,
       ),
     );
     expect(refused.json().detail).toContain(`npm run cli -- backup ${name}`);
@@ -460,11 +461,11 @@ group('the operator CLI', () => {
     }
     expect(code).toBe(1);
     expect(said.join('\n')).toMatch(
-      new RegExp(`^error: Cannot reactivate TenantClient "${name}": it is being deleted`),
+      new RegExp(`^error: Cannot reactivate TenantClient "${name}": its TenantClient was deleted`),
     );
     expect(said.join('\n')).not.toContain('reactivated');
 
-    // what the controller would have undone was never done: still cancelled, no reactivate step, Deleting
+    // refused by the workflow itself: still cancelled, no reactivate step, Deleting
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     const status = (await describe(p, name)).status;
     expect(status.phase).toBe('Cancelled');

@@ -8,6 +8,7 @@ import {
   cancelUpdate,
   deleteUpdate,
   reactivateUpdate,
+  tenantClientDeletedUpdate,
   retryChatRoomUpdate,
   statusQuery,
   type TenantLifecycleInput,
@@ -48,22 +49,25 @@ export function setMessageHandlers(tenant: TenantState, { settings }: TenantLife
   );
 }
 
-/** Cancel (starts the soak period), reactivate (stops it) and delete (ends it now). */
+/** Cancel (starts the soak period), its TenantClient deleted (a cancel for good), reactivate (stops it) and delete (ends it now). */
 function setSoakHandlers(tenant: TenantState, settings: TenantLifecycleInput['settings']): void {
   const state = tenant.state;
   const phase = () => state.phase.toLowerCase();
+  const cancel = () => {
+    state.cancelledAt = nowIso();
+    state.deprovisionAt = new Date(Date.now() + settings.soakPeriodMs).toISOString();
+    state.phase = 'Cancelled';
+    tenant.recordStep(
+      'cancel',
+      'ok',
+      `soak period started; deprovisioning at ${state.deprovisionAt} unless reactivated`,
+    );
+    tenant.touch();
+  };
   setHandler(
     cancelUpdate,
     () => {
-      state.cancelledAt = nowIso();
-      state.deprovisionAt = new Date(Date.now() + settings.soakPeriodMs).toISOString();
-      state.phase = 'Cancelled';
-      tenant.recordStep(
-        'cancel',
-        'ok',
-        `soak period started; deprovisioning at ${state.deprovisionAt} unless reactivated`,
-      );
-      tenant.touch();
+      cancel();
       return tenant.status();
     },
     {
@@ -71,6 +75,23 @@ function setSoakHandlers(tenant: TenantState, settings: TenantLifecycleInput['se
         if (tenant.isTearingDown) throw new Error(`tenant ${state.name} is already ${phase()}`);
         if (tenant.isCancelled)
           throw new Error(`tenant ${state.name} is already cancelled; it is deprovisioned at ${state.deprovisionAt}`);
+      },
+    },
+  );
+
+  setHandler(
+    tenantClientDeletedUpdate,
+    () => {
+      state.tenantClientDeletedAt = nowIso();
+      if (!tenant.isCancelled) cancel();
+      tenant.recordStep('tenantclient-deleted', 'ok', `deprovisioning at ${state.deprovisionAt}; no reactivation`);
+      tenant.touch();
+      return tenant.status();
+    },
+    {
+      validator: () => {
+        if (tenant.isTearingDown) throw new Error(`tenant ${state.name} is already ${phase()}`);
+        if (state.tenantClientDeletedAt) throw new Error(`TenantClient ${state.name} is already known deleted`);
       },
     },
   );
@@ -92,6 +113,10 @@ function setSoakHandlers(tenant: TenantState, settings: TenantLifecycleInput['se
           throw new Error(`tenant ${state.name} is ${phase()}; it can no longer be reactivated`);
         if (!tenant.isCancelled)
           throw new Error(`tenant ${state.name} is not cancelled; there is nothing to reactivate`);
+        if (state.tenantClientDeletedAt)
+          throw new Error(
+            `its TenantClient was deleted (kubectl delete at ${state.tenantClientDeletedAt}), and a deletion cannot be taken back: it is deprovisioned at ${state.deprovisionAt}. To keep the tenant's data, back it up (npm run cli -- backup ${state.name}) and restore it as a new tenant; to stop a tenant with a way back, cancel it instead of deleting it`,
+          );
       },
     },
   );

@@ -13,12 +13,9 @@ import {
   getTenantClient,
   getTenantClientSummary,
   listTenantClients,
-  refuseReactivateWhileDeleting,
   runTenantAction,
   type TenantAction,
 } from '../../../domain/tenants/operator-actions.js';
-import { TenantClientApi } from '../../../domain/tenants/tenant-client-api.js';
-import { kubeCredentials } from '../../../lib/kube-config.js';
 import { TenantName } from '../../schemas/common.js';
 import { access } from '../../plugins/access.js';
 
@@ -113,7 +110,7 @@ const tenantActions: { method: 'post' | 'delete'; url: string; action: TenantAct
     url: '/api/ops/tenant-clients/:name/reactivate',
     action: 'reactivate',
     summary:
-      'Stop the soak timer of a cancelled tenant; everything stays. 409 while its TenantClient is being deleted (kubectl delete): its controller would cancel it again',
+      'Stop the soak timer of a cancelled tenant; everything stays. 409 once its TenantClient was deleted (kubectl delete): a deletion is not taken back',
   },
   {
     method: 'post',
@@ -125,13 +122,6 @@ const tenantActions: { method: 'post' | 'delete'; url: string; action: TenantAct
 
 function registerTenantActions(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
-  // KUBECONFIG's credentials, else the pod's service account: read on the first action that needs them
-  let tenantClients: TenantClientApi | undefined;
-  const kube = () => {
-    if (tenantClients) return tenantClients;
-    const { kubeConfig, source } = kubeCredentials(app.deps.config.KUBECONFIG);
-    return (tenantClients = new TenantClientApi(kubeConfig, source));
-  };
   for (const { method, url, action, summary } of tenantActions) {
     app[method](
       url,
@@ -154,8 +144,6 @@ function registerTenantActions(fastify: FastifyInstance) {
         },
       },
       async (req, reply) => {
-        // a reactivation the controller would undo at once is refused, never reported as done
-        if (action === 'reactivate') await refuseReactivateWhileDeleting(kube(), req.params.name);
         const status = await runTenantAction(app.deps, req.params.name, action);
         req.log.info({ tenant: req.params.name, action }, 'TenantClient action accepted');
         const workflowId = tenantWorkflowId(req.params.name);
