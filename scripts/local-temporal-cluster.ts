@@ -8,7 +8,8 @@
  * missing (the worker's own start-up check, worker/search-attributes.ts). Used by
  * `npm run dev -- --temporal=cluster` and test/integration/temporal-cluster.test.ts; docs/temporal-cluster.md.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
@@ -29,20 +30,18 @@ export const temporalServerCacheDir = path.join(
   `temporal-server-${TEMPORAL_SERVER_VERSION}`,
 );
 
-/** The Temporal server and its SQL schema tool, built into the cache folder on first use (scripts/build-temporal-server.sh). */
-export function findTemporalServer(): { server: string; sqlTool: string } {
+/**
+ * The Temporal server and its SQL schema tool, built into the cache folder on first use
+ * (scripts/build-temporal-server.sh: 10-20 minutes on 2 cores, its progress on this process's output).
+ */
+export async function ensureTemporalServer(): Promise<{ server: string; sqlTool: string }> {
   const server = path.join(temporalServerCacheDir, 'temporal-server');
   const sqlTool = path.join(temporalServerCacheDir, 'temporal-sql-tool');
   if (!existsSync(server) || !existsSync(sqlTool)) {
-    const build = spawnSync(
-      'bash',
-      [fileURLToPath(new URL('build-temporal-server.sh', import.meta.url)), temporalServerCacheDir],
-      {
-        stdio: 'inherit',
-      },
-    );
-    if (build.status !== 0)
-      throw new Error(`could not build the Temporal server ${TEMPORAL_SERVER_VERSION} (see above)`);
+    const script = fileURLToPath(new URL('build-temporal-server.sh', import.meta.url));
+    const build = spawn('bash', [script, temporalServerCacheDir], { stdio: 'inherit' });
+    const [code] = (await once(build, 'exit')) as [number | null];
+    if (code !== 0) throw new Error(`could not build the Temporal server ${TEMPORAL_SERVER_VERSION} (see above)`);
   }
   return { server, sqlTool };
 }
@@ -237,7 +236,7 @@ async function waitForNamespace(client: Client, timeoutMs = 60_000) {
 
 /** The production-shaped Temporal: databases, configuration, server, namespace and search attributes. */
 export async function startTemporalCluster(opts: TemporalClusterOptions): Promise<TemporalCluster> {
-  const { server, sqlTool } = findTemporalServer();
+  const { server, sqlTool } = await ensureTemporalServer();
   const namespace = opts.namespace ?? 'default';
   const databases = opts.databases ?? { main: 'temporal', visibility: 'temporal_visibility' };
   mkdirSync(opts.dir, { recursive: true });

@@ -40,7 +40,8 @@ beforeAll(async () => {
     historyShards: 4,
   });
   p = await startTenantPlatform({ TEMPORAL_ADDRESS: cluster.address });
-}, 180_000);
+  // the first use on a machine builds the Temporal server (scripts/build-temporal-server.sh, 10-20 min)
+}, 45 * 60_000);
 
 afterAll(async () => {
   await p?.close();
