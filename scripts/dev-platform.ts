@@ -32,7 +32,7 @@ import { startSmtpSink } from '../sandbox/smtp/sink.js';
 import { startBankStandIn } from '../sandbox/bank/server.js';
 import { startChatStandIn } from '../sandbox/chat/server.js';
 import { startLlmStandIn } from '../sandbox/llm/server.js';
-import { ManagedProcess } from './local-servers.js';
+import { ManagedProcess, waitForPort } from './managed-process.js';
 import { prepareDemoErp, seedDemo } from './seed.js';
 import { ensureDevOdoo } from './dev-odoo.js';
 import type { DevShutdown } from './dev-shutdown.js';
@@ -169,6 +169,8 @@ export async function startDevWorkerAndController(
   // Kubernetes API drive the tenant workflows
   const controller = startTenantControllerProcess(kubeconfigPath, dataDir, metricsPort + 2);
   shutdown.add('tenant controller', { close: () => controller.stop() });
+  // it serves its metrics once it runs: one that exits at start (a configuration it refuses) stops `npm run dev`
+  await waitForPort(metricsPort + 2, 60_000, controller);
   return { metricsUrl: metrics.url, temporalMetrics, controllerMetricsPort: metricsPort + 2 };
 }
 

@@ -6,5 +6,13 @@
 import { build } from 'vite';
 
 export async function buildPortal(): Promise<void> {
-  await build({ configFile: new URL('../web/vite.config.ts', import.meta.url).pathname, logLevel: 'warn' });
+  // Vite sets NODE_ENV=production in this process for its build; the platform's processes started
+  // after it inherit the environment, and production configuration refuses the development set-up
+  const nodeEnv = process.env.NODE_ENV;
+  try {
+    await build({ configFile: new URL('../web/vite.config.ts', import.meta.url).pathname, logLevel: 'warn' });
+  } finally {
+    if (nodeEnv === undefined) delete process.env.NODE_ENV;
+    else process.env.NODE_ENV = nodeEnv;
+  }
 }
