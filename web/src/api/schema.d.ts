@@ -726,7 +726,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Stop the soak timer of a cancelled tenant; everything stays. 409 while its TenantClient is being deleted (kubectl delete): its controller would cancel it again */
+        /** Stop the soak timer of a cancelled tenant; everything stays. 409 once its TenantClient was deleted (kubectl delete): a deletion is not taken back */
         post: {
             parameters: {
                 query?: never;
