@@ -200,9 +200,18 @@ if [ ! -s "$PSD2_DIR/$PSD2_YAML" ]; then
   mkdir -p "$PSD2_DIR"
   jar="$PSD2_DIR/xs2a-impl-13.4.jar"
   if [ ! -f "$jar" ] || [ "$(sha256sum "$jar" | cut -d' ' -f1)" != "$PSD2_JAR_SHA256" ]; then
-    command -v mvn >/dev/null || die "Maven (mvn) is needed once to fetch $PSD2_ARTIFACT: install it (apt-get install maven)"
+    if ! command -v mvn >/dev/null; then
+      if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        say "installing Debian package maven (to fetch $PSD2_ARTIFACT once)"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends maven >/dev/null
+      else
+        die "Maven (mvn) is needed once to fetch $PSD2_ARTIFACT: install it (e.g. sudo apt-get install maven)"
+      fi
+    fi
     say "fetching the NextGenPSD2 OpenAPI document (in $PSD2_ARTIFACT) with Maven"
-    mvn -q -B dependency:copy -Dartifact="$PSD2_ARTIFACT" -Dtransitive=false -Dmdep.stripVersion=false \
+    mvn -q -B -Dstyle.color=never dependency:copy -Dartifact="$PSD2_ARTIFACT" -Dtransitive=false -Dmdep.stripVersion=false \
       -DoutputDirectory="$PSD2_DIR" || die "Maven could not fetch $PSD2_ARTIFACT"
     [ "$(sha256sum "$jar" | cut -d' ' -f1)" = "$PSD2_JAR_SHA256" ] || { rm -f "$jar"; die "$PSD2_ARTIFACT does not have the pinned SHA-256"; }
   fi
