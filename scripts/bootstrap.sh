@@ -211,8 +211,9 @@ if [ ! -s "$PSD2_DIR/$PSD2_YAML" ]; then
       fi
     fi
     say "fetching the NextGenPSD2 OpenAPI document (in $PSD2_ARTIFACT) with Maven"
-    mvn -q -B -Dstyle.color=never dependency:copy -Dartifact="$PSD2_ARTIFACT" -Dtransitive=false -Dmdep.stripVersion=false \
-      -DoutputDirectory="$PSD2_DIR" || die "Maven could not fetch $PSD2_ARTIFACT"
+    # (-q still prints the terminal's colour resets: they are dropped)
+    mvn -q -B dependency:copy -Dartifact="$PSD2_ARTIFACT" -Dtransitive=false -Dmdep.stripVersion=false \
+      -DoutputDirectory="$PSD2_DIR" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' || die "Maven could not fetch $PSD2_ARTIFACT"
     [ "$(sha256sum "$jar" | cut -d' ' -f1)" = "$PSD2_JAR_SHA256" ] || { rm -f "$jar"; die "$PSD2_ARTIFACT does not have the pinned SHA-256"; }
   fi
   # a jar is a zip: Python's zipfile reads it where unzip is not installed
