@@ -6,7 +6,7 @@
  * to a stream the test reads.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, request } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
@@ -295,17 +295,7 @@ describe('the internal services', () => {
           res.on('close', () => clearTimeout(later));
         });
       });
-      await new Promise<void>((resolve) => erp.listen(0, '127.0.0.1', resolve));
-      const log = logCapture();
-      const route = { host: 'acme.erp.example.test', tenant: 'acme', namespace: 'plana-odoo-18', database: 'acme' };
-      const app = await buildTenantIngress({
-        platform: { query: async () => ({ rows: [route] }) } as never,
-        upstream: `http://127.0.0.1:${(erp.address() as AddressInfo).port}`,
-        saas: {} as never,
-        sessionKey: randomBytes(32).toString('base64'),
-        logLevel: 'debug',
-        logStream: log.stream,
-      });
+      const { log, route, app } = await ingressBefore(erp, 'debug');
       try {
         await app.listen({ host: '127.0.0.1', port: 0 });
         const browser = request({
@@ -342,17 +332,7 @@ describe('the internal services', () => {
       req.on('error', () => {});
       req.resume().on('end', () => res.end('ok'));
     });
-    await new Promise<void>((resolve) => erp.listen(0, '127.0.0.1', resolve));
-    const log = logCapture();
-    const route = { host: 'acme.erp.example.test', tenant: 'acme', namespace: 'plana-odoo-18', database: 'acme' };
-    const app = await buildTenantIngress({
-      platform: { query: async () => ({ rows: [route] }) } as never,
-      upstream: `http://127.0.0.1:${(erp.address() as AddressInfo).port}`,
-      saas: {} as never,
-      sessionKey: randomBytes(32).toString('base64'),
-      logLevel: 'info',
-      logStream: log.stream,
-    });
+    const { log, route, app } = await ingressBefore(erp, 'info');
     try {
       await app.listen({ host: '127.0.0.1', port: 0 });
       const upload = request({
@@ -374,3 +354,19 @@ describe('the internal services', () => {
     }
   });
 });
+
+/** The tenant ingress in front of `erp` (listening on a free port), for one tenant route, its log captured. */
+async function ingressBefore(erp: Server, logLevel: 'debug' | 'info') {
+  await new Promise<void>((resolve) => erp.listen(0, '127.0.0.1', resolve));
+  const log = logCapture();
+  const route = { host: 'acme.erp.example.test', tenant: 'acme', namespace: 'plana-odoo-18', database: 'acme' };
+  const app = await buildTenantIngress({
+    platform: { query: async () => ({ rows: [route] }) } as never,
+    upstream: `http://127.0.0.1:${(erp.address() as AddressInfo).port}`,
+    saas: {} as never,
+    sessionKey: randomBytes(32).toString('base64'),
+    logLevel,
+    logStream: log.stream,
+  });
+  return { log, route, app };
+}
