@@ -1,4 +1,4 @@
-/** The platform's own records of a tenant: the subdomain reservation, the tenants row, the status mirror. */
+/** The platform's own records of a tenant: the subdomain reservation, the tenants row, the published status. */
 import { ApplicationFailure } from '@temporalio/common';
 import { recordTenantStatus, reserveSubdomain, SubdomainTakenError } from '../domain/tenants/tenant-records.js';
 import { TenantErrorType, type TenantClientSpec, type TenantStatus } from '../domain/tenants/types.js';
@@ -20,9 +20,17 @@ export const createTenantRegistryActivities = ({ config, platformPool }: Platfor
     }
   },
 
-  /** A missing row (the apply that started the workflow has not committed yet) is retried. */
-  async recordTenantStatus(input: { name: string; uid: string; status: TenantStatus }): Promise<void> {
+  /** Publishes the workflow's status; the name held by another TenantClient object is a non-retryable failure. */
+  async recordTenantStatus(input: {
+    name: string;
+    uid: string;
+    spec: TenantClientSpec;
+    status: TenantStatus;
+  }): Promise<void> {
     if (!(await recordTenantStatus(platformPool, input)))
-      throw new Error(`tenant_clients row ${input.name} (${input.uid}) not there yet`);
+      throw ApplicationFailure.create({
+        message: `tenant ${input.name} is published by another TenantClient object than ${input.uid}`,
+        nonRetryable: true,
+      });
   },
 });

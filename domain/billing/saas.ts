@@ -17,7 +17,7 @@ export async function requireTenant(
   const { rows } = await db.query<{ name: string; tier: Tier; workspace_id: string | null; slug: string | null }>(
     `SELECT t.name, coalesce(c.spec->>'tier', t.tier) AS tier, w.id AS workspace_id, w.slug
        FROM tenants t
-       LEFT JOIN tenant_clients c ON c.name = t.name
+       LEFT JOIN tenant_status c ON c.name = t.name
        LEFT JOIN workspaces w ON w.id = coalesce(t.workspace_id, (SELECT id FROM workspaces WHERE slug = t.name))
       WHERE t.name = $1`,
     [tenant],

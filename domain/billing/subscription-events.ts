@@ -195,7 +195,7 @@ function publishSubscriptionEvent(
  * again changes nothing.
  */
 async function changeTenantTier(deps: BillingDeps, db: Db, tenant: string, tier: Tier): Promise<string | undefined> {
-  const { rows } = await db.query<{ phase: string }>('SELECT phase FROM tenant_clients WHERE name = $1', [tenant]);
+  const { rows } = await db.query<{ phase: string }>('SELECT phase FROM tenant_status WHERE name = $1', [tenant]);
   const phase = rows[0]?.phase;
   if (!phase) return undefined;
   const object = await deps

@@ -216,7 +216,7 @@ export async function tenantOfWorkspace(
   workspace: { id: string; slug: string },
 ): Promise<string | undefined> {
   const { rows } = await db.query<{ name: string }>(
-    `SELECT c.name FROM tenant_clients c
+    `SELECT c.name FROM tenant_status c
       WHERE c.name IN (SELECT t.name FROM tenants t WHERE t.workspace_id = $1) OR c.name = $2
       ORDER BY (c.name = $2) LIMIT 1`,
     [workspace.id, workspace.slug],

@@ -31,7 +31,7 @@ export const erpIntegration: IntegrationProvider = {
     }>(
       `SELECT t.name AS tenant, t.tier, t.erp_version, c.phase, c.conditions, c.generation, c.observed_generation,
               EXISTS (SELECT 1 FROM tenant_erp_credentials e WHERE e.tenant = t.name) AS api_user
-         FROM tenants t LEFT JOIN tenant_clients c ON c.name = t.name
+         FROM tenants t LEFT JOIN tenant_status c ON c.name = t.name
         WHERE t.workspace_id = $1 ORDER BY t.created_at LIMIT 1`,
       [workspace.id],
     );

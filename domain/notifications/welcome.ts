@@ -46,7 +46,7 @@ function startWelcomeWorkflow(
  * TenantClient (seeded, outside the lifecycle: the demo) is not refused.
  */
 async function refuseUnlessReady(db: Queryable, tenant: string): Promise<void> {
-  const { rows } = await db.query<{ phase: string }>('SELECT phase FROM tenant_clients WHERE name = $1 FOR SHARE', [
+  const { rows } = await db.query<{ phase: string }>('SELECT phase FROM tenant_status WHERE name = $1 FOR SHARE', [
     tenant,
   ]);
   const phase = rows[0]?.phase;

@@ -38,7 +38,7 @@ export async function startBackupNow(
   const schedule = await describeScheduleIfPresent(deps.temporal, scheduleId);
   if (!schedule || schedule.action.type !== 'startWorkflow') {
     const { rows } = await deps.pool.query<{ phase: string | null }>(
-      'SELECT c.phase FROM tenants t LEFT JOIN tenant_clients c ON c.name = t.name WHERE t.name = $1',
+      'SELECT c.phase FROM tenants t LEFT JOIN tenant_status c ON c.name = t.name WHERE t.name = $1',
       [tenant],
     );
     if (!rows[0]) throw new AppError('NOT_FOUND', `Tenant "${tenant}" is not known to the platform.`);

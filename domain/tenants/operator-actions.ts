@@ -1,21 +1,17 @@
 /**
- * What an operator does with TenantClients (the ops API and, through it, the CLI): apply, list,
- * get, and the lifecycle actions. The desired spec and its generation live in `tenant_clients`;
- * the tenant's workflow `tenant:<name>` reconciles it and mirrors its status back.
+ * What reaches a tenant's workflow `tenant:<name>` from outside it: a TenantClient object's spec
+ * (the controller's apply: signal-with-start), the operator actions (ops API, CLI, controller,
+ * billing) as workflow updates, and the reads of its status (`get`, `list`): the workflow's live
+ * answer, or what it last published to `tenant_status`.
  */
-import { isGrpcDeadlineError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { isGrpcDeadlineError, WorkflowUpdateFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type pg from 'pg';
-import { withTransaction } from '../../lib/db.js';
+import type { Config } from '../../lib/config.js';
+import { searchAttributes } from '../workflow-search-attributes.js';
 import { AppError } from '../../lib/errors.js';
 import { temporalUiLink } from '../../lib/temporal.js';
-import { immutableChanges, problemsDetail, sameSpec, type TenantClient } from './tenant-client.js';
-import {
-  signalWithStartTenant,
-  type OperationDeps,
-  type Spec,
-  type StoredGeneration,
-} from './tenant-workflow-start.js';
+import { readTenantStatus, type PublishedTenant } from './tenant-records.js';
 import {
   cancelUpdate,
   deleteUpdate,
@@ -24,17 +20,74 @@ import {
   tenantClientDeletedUpdate,
   statusQuery,
   tenantWorkflowId,
+  applySignal,
+  TENANT_LIFECYCLE_WORKFLOW,
+  type ApplyRequest,
+  type TenantLifecycleInput,
+  type TenantLifecycleWorkflow,
 } from './workflow-contract.js';
 import {
   TENANT_CLIENT_API_VERSION,
   TENANT_CLIENT_KIND,
   type Condition,
+  type ErpVersion,
   type TenantClientSpec,
   type TenantPhase,
+  type Tier,
   type TenantStatus,
 } from './types.js';
 
-export type { OperationDeps } from './tenant-workflow-start.js';
+/** What the operator actions and the TenantClient controller work with. */
+export interface OperationDeps {
+  pool: pg.Pool;
+  temporal: Client;
+  config: Config;
+}
+
+/** Signals the object's spec to the tenant's workflow, starting it when it does not run. */
+export async function signalWithStartTenant(
+  deps: { temporal: Client; config: Config },
+  { name, workflowId, apply }: { name: string; workflowId: string; apply: ApplyRequest },
+): Promise<void> {
+  const { uid, spec } = apply;
+  const input: TenantLifecycleInput = {
+    name,
+    uid,
+    generation: apply.generation,
+    spec,
+    settings: {
+      readyDeadlineMs: deps.config.TENANT_READY_DEADLINE,
+      soakPeriodMs: deps.config.TENANT_SOAK_PERIOD,
+      probeIntervalMs: deps.config.TENANT_PROBE_INTERVAL,
+      readyProbeIntervalMs: deps.config.TENANT_READY_PROBE_INTERVAL,
+      reconcileBackoffMaxMs: deps.config.TENANT_RECONCILE_BACKOFF_MAX,
+      historyLimit: deps.config.TENANT_HISTORY_LIMIT,
+    },
+  };
+  await deps.temporal.workflow.signalWithStart<TenantLifecycleWorkflow, [ApplyRequest]>(TENANT_LIFECYCLE_WORKFLOW, {
+    workflowId,
+    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+    args: [input],
+    signal: applySignal,
+    signalArgs: [apply],
+    // a deprovisioned tenant's workflow is never started again; a failed or terminated one may be
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+    staticSummary: `Tenant ${name}: ${spec.tier} tier, ERP ${spec.erpVersion}`,
+    staticDetails: `TenantClient ${name} (uid ${uid})\nOwner: ${spec.ownerName} <${spec.ownerEmail}>\nProject: ${spec.projectId}`,
+    typedSearchAttributes: startSearchAttributes(name, spec),
+  });
+}
+
+/** The search attributes a tenant workflow starts with: who it is, its tier and version, queued. */
+export function startSearchAttributes(name: string, spec: { tier: Tier; erpVersion: ErpVersion }) {
+  return [
+    { key: searchAttributes.tenant, value: name },
+    { key: searchAttributes.workspace, value: name },
+    { key: searchAttributes.tier, value: spec.tier },
+    { key: searchAttributes.erpVersion, value: spec.erpVersion },
+    { key: searchAttributes.currentStep, value: 'queued' },
+  ];
+}
 
 interface TenantClientRow {
   name: string;
@@ -48,6 +101,9 @@ interface TenantClientRow {
   created_at: Date;
   updated_at: Date;
 }
+
+/** `created`: the tenant had published no status yet (its workflow starts with this spec); `configured`: a new spec for it. */
+export type ApplyResult = 'created' | 'configured';
 
 export interface TenantClientSummary {
   name: string;
@@ -65,13 +121,11 @@ export interface TenantClientResource {
   metadata: { name: string; uid: string; generation: number; creationTimestamp: string };
   spec: TenantClientSpec;
   status: TenantStatus;
-  /** `workflow`: the live answer of the workflow's status query; `mirror`: the copy in PostgreSQL. */
+  /** `workflow`: the live answer of the workflow's status query; `mirror`: what it last published to PostgreSQL. */
   statusSource: 'workflow' | 'mirror';
   workflowId: string;
   temporalUiUrl: string;
 }
-
-export type ApplyResult = 'created' | 'configured' | 'unchanged';
 
 const conditionStatus = (conditions: Condition[], type: Condition['type']) =>
   conditions.find((c) => c.type === type)?.status ?? 'Unknown';
@@ -92,81 +146,53 @@ function summary(row: TenantClientRow): TenantClientSummary {
 const closedPhases: string[] = ['Cancelled', 'Deprovisioning', 'Deprovisioned'];
 
 /**
- * kubectl-apply semantics: a new name creates the TenantClient and starts its workflow; a changed
- * spec raises the generation and is signalled to the workflow; the same spec again changes
- * nothing. The workflow is signalled-with-start inside the transaction, so a failure leaves
- * neither a row without a workflow nor a generation the workflow never saw.
+ * A TenantClient object's spec to its tenant's workflow (the controller calls this for each new
+ * generation): started with it when it does not run, signalled otherwise; the workflow ignores a
+ * generation it has seen. Refused (409) for a closed tenant, or when the name's tenant belongs to
+ * another object.
  */
 export async function applyTenantClient(
   deps: OperationDeps,
-  resource: TenantClient,
-): Promise<{ result: ApplyResult; name: string; generation: number; workflowId: string; temporalUiUrl: string }> {
-  const { name } = resource.metadata;
-  const { spec } = resource;
+  apply: { name: string } & ApplyRequest,
+): Promise<{ result: ApplyResult; workflowId: string; temporalUiUrl: string }> {
+  const { name, ...request } = apply;
+  const published = await readTenantStatus(deps.pool, name);
+  if (published) await checkApply(deps, name, request.uid, published);
   const workflowId = tenantWorkflowId(name);
-  return withTransaction(deps.pool, async (db) => {
-    const { result, row } = await storeSpec(deps, db, name, spec);
-    await signalWithStartTenant(deps, { name, workflowId, row, spec });
-    return {
-      result,
-      name,
-      generation: row.generation,
-      workflowId,
-      temporalUiUrl: temporalUiLink(deps.config, workflowId),
-    };
-  });
+  await signalWithStartTenant(deps, { name, workflowId, apply: request });
+  return {
+    result: published ? 'configured' : 'created',
+    workflowId,
+    temporalUiUrl: temporalUiLink(deps.config, workflowId),
+  };
 }
 
-/** The spec into `tenant_clients`: a new row, a new generation, or nothing when it is the same spec. */
-async function storeSpec(
-  deps: OperationDeps,
-  db: pg.PoolClient,
-  name: string,
-  spec: Spec,
-): Promise<{ result: ApplyResult; row: StoredGeneration }> {
-  const inserted = await db.query<StoredGeneration>(
-    `INSERT INTO tenant_clients (name, spec) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING uid, generation`,
-    [name, JSON.stringify(spec)],
-  );
-  if (inserted.rows[0]) return { result: 'created', row: inserted.rows[0] };
-  // someone else's apply of the same name waits here until ours commits (and vice versa)
-  const current = (await db.query<TenantClientRow>('SELECT * FROM tenant_clients WHERE name = $1 FOR UPDATE', [name]))
-    .rows[0]!;
-  await checkSpecChange(deps, current, spec);
-  if (sameSpec(current.spec, spec))
-    return { result: 'unchanged', row: { uid: current.uid, generation: current.generation } };
-  const updated = await db.query<StoredGeneration>(
-    `UPDATE tenant_clients SET spec = $2, generation = generation + 1, updated_at = now() WHERE name = $1 RETURNING uid, generation`,
-    [name, JSON.stringify(spec)],
-  );
-  return { result: 'configured', row: updated.rows[0]! };
-}
-
-/** 409 for a closed tenant (cancelled, deprovisioned) or a change of an immutable field. */
-async function checkSpecChange(deps: OperationDeps, current: TenantClientRow, spec: Spec): Promise<void> {
-  const { name } = current;
-  // the mirror in PostgreSQL may trail an operator action the workflow has just accepted (a
-  // cancel answered a moment ago): the workflow's own answer decides when the row still looks active
-  const phase = closedPhases.includes(current.phase)
-    ? current.phase
-    : ((await liveStatus(deps.temporal, name))?.phase ?? current.phase);
-  if (closedPhases.includes(phase)) {
+/** 409 for a closed tenant (cancelled, deprovisioned) or one that another TenantClient object made. */
+async function checkApply(deps: OperationDeps, name: string, uid: string, published: PublishedTenant): Promise<void> {
+  // the published status may trail an operator action the workflow has just accepted (a cancel
+  // answered a moment ago): the workflow's own answer decides when it still looks active
+  const phase = closedPhases.includes(published.status.phase)
+    ? published.status.phase
+    : ((await liveStatus(deps.temporal, name))?.phase ?? published.status.phase);
+  if (closedPhases.includes(phase))
     throw new AppError(
       'CONFLICT',
-      `TenantClient "${name}" is ${phase.toLowerCase()}; ${phase === 'Cancelled' ? 'reactivate it before applying a new spec' : 'a name is used once (its status and stored backups keep it): apply the tenant under a new name'}.`,
+      `TenantClient "${name}" is ${phase.toLowerCase()}; ${phase === 'Cancelled' && published.uid === uid ? 'reactivate it before applying a new spec' : 'a name is used once (its status and stored backups keep it): apply the tenant under a new name'}.`,
     );
-  }
-  const immutable = immutableChanges(current.spec, spec);
-  if (immutable.length) throw new AppError('CONFLICT', problemsDetail(immutable), { errors: immutable });
+  if (published.uid !== uid)
+    throw new AppError(
+      'CONFLICT',
+      `TenantClient "${name}" names the tenant of an earlier object (uid ${published.uid}), which is ${phase.toLowerCase()}; a name is used once: apply the tenant under a new name.`,
+    );
 }
 
 export async function listTenantClients(pool: pg.Pool): Promise<TenantClientSummary[]> {
-  const { rows } = await pool.query<TenantClientRow>('SELECT * FROM tenant_clients ORDER BY name');
+  const { rows } = await pool.query<TenantClientRow>('SELECT * FROM tenant_status ORDER BY name');
   return rows.map(summary);
 }
 
 async function loadRow(pool: pg.Pool, name: string): Promise<TenantClientRow> {
-  const { rows } = await pool.query<TenantClientRow>('SELECT * FROM tenant_clients WHERE name = $1', [name]);
+  const { rows } = await pool.query<TenantClientRow>('SELECT * FROM tenant_status WHERE name = $1', [name]);
   if (!rows[0]) throw new AppError('NOT_FOUND', `TenantClient "${name}" does not exist.`);
   return rows[0];
 }
@@ -175,7 +201,7 @@ export async function getTenantClientSummary(pool: pg.Pool, name: string): Promi
   return summary(await loadRow(pool, name));
 }
 
-/** The live status from the workflow's query; the PostgreSQL mirror when the workflow cannot answer quickly. */
+/** The live status from the workflow's query; undefined when the workflow cannot answer quickly. */
 async function liveStatus(temporal: Client, name: string): Promise<TenantStatus | undefined> {
   const query = temporal.workflow.getHandle(tenantWorkflowId(name)).query(statusQuery);
   query.catch(() => {});
@@ -193,13 +219,13 @@ async function liveStatus(temporal: Client, name: string): Promise<TenantStatus 
 export async function getTenantClient(deps: OperationDeps, name: string): Promise<TenantClientResource> {
   const row = await loadRow(deps.pool, name);
   const live = await liveStatus(deps.temporal, name);
-  // before the workflow's first mirror the row holds only the columns' defaults
   const mirrored = {
     resources: {},
     steps: [],
     currentStep: 'queued',
     ...row.status,
     name,
+    generation: row.generation,
     observedGeneration: row.observed_generation,
     phase: row.phase,
     conditions: row.conditions,
@@ -210,7 +236,7 @@ export async function getTenantClient(deps: OperationDeps, name: string): Promis
     kind: TENANT_CLIENT_KIND,
     metadata: { name, uid: row.uid, generation: row.generation, creationTimestamp: row.created_at.toISOString() },
     spec: row.spec,
-    status: { ...(live ?? mirrored), generation: row.generation },
+    status: live ?? mirrored,
     statusSource: live ? 'workflow' : 'mirror',
     workflowId,
     temporalUiUrl: temporalUiLink(deps.config, workflowId),
@@ -238,24 +264,34 @@ export async function runTenantAction(deps: OperationDeps, name: string, action:
       `TenantClient "${name}" is deprovisioned; there is nothing to ${action.replace(/-/g, ' ')}.`,
     );
   }
-  const handle = deps.temporal.workflow.getHandle(tenantWorkflowId(name));
+  return executeTenantUpdate(deps.temporal, name, action.replace(/-/g, ' '), (handle) =>
+    handle.executeUpdate(actions[action]),
+  );
+}
+
+/**
+ * Sends an update to the tenant's workflow and waits for its answer: refused (409) with the
+ * workflow's reason, 503 when no worker answers in time, 409 when the workflow does not run.
+ */
+export async function executeTenantUpdate<Ret>(
+  temporal: Client,
+  name: string,
+  what: string,
+  send: (handle: WorkflowHandle) => Promise<Ret>,
+): Promise<Ret> {
+  const handle = temporal.workflow.getHandle(tenantWorkflowId(name));
   try {
     // the workflow answers within a workflow task; without a worker it never would, so do not wait forever
-    return await deps.temporal.connection.withDeadline(Date.now() + ACTION_DEADLINE_MS, () =>
-      handle.executeUpdate(actions[action]),
-    );
+    return await temporal.connection.withDeadline(Date.now() + ACTION_DEADLINE_MS, () => send(handle));
   } catch (err) {
     if (isGrpcDeadlineError(err) || isGrpcDeadlineError((err as { cause?: unknown }).cause)) {
       throw new AppError(
         'UNAVAILABLE',
-        `The workflow of TenantClient "${name}" did not answer within ${ACTION_DEADLINE_MS / 1000} s (is a worker running?); the ${action.replace(/-/g, ' ')} may still take effect once it does.`,
+        `The workflow of TenantClient "${name}" did not answer within ${ACTION_DEADLINE_MS / 1000} s (is a worker running?); the ${what} may still take effect once it does.`,
       );
     }
     if (err instanceof WorkflowUpdateFailedError) {
-      throw new AppError(
-        'CONFLICT',
-        `Cannot ${action.replace(/-/g, ' ')} TenantClient "${name}": ${err.cause?.message ?? err.message}.`,
-      );
+      throw new AppError('CONFLICT', `Cannot ${what} TenantClient "${name}": ${err.cause?.message ?? err.message}.`);
     }
     if (err instanceof WorkflowNotFoundError) {
       throw new AppError(

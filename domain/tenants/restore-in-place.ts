@@ -61,7 +61,7 @@ export async function requestInPlaceRestore(
 ): Promise<InPlaceRestoreRequest> {
   const { tenant } = opts;
   const { rows } = await pool.query<{ tier: Tier; erp_version: ErpVersion; phase: TenantPhase | null }>(
-    `SELECT t.tier, t.erp_version, c.phase FROM tenants t LEFT JOIN tenant_clients c ON c.name = t.name WHERE t.name = $1`,
+    `SELECT t.tier, t.erp_version, c.phase FROM tenants t LEFT JOIN tenant_status c ON c.name = t.name WHERE t.name = $1`,
     [tenant],
   );
   const row = rows[0];

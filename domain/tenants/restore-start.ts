@@ -1,6 +1,8 @@
 /**
  * Starting a restore (ops API, CLI): the request recorded (restore-records.ts, restore-in-place.ts),
- * then the workflow `restore:<name>` started; errors in the caller's terms (404 no backup, 409 one running).
+ * then the workflow `restore:<name>` started (in place: as the child of the tenant's lifecycle
+ * workflow, which is the only writer of a tenant); errors in the caller's terms (404 no backup, 409
+ * one running or the tenant's workflow refusing it).
  */
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
@@ -9,12 +11,12 @@ import { searchAttributes } from '../workflow-search-attributes.js';
 import {
   keepRestoreSignal,
   RESTORE_TENANT_BACKUP_WORKFLOW,
-  RESTORE_TENANT_IN_PLACE_WORKFLOW,
   restoreWorkflowId,
   type RestoreTenantBackupWorkflow,
-  type RestoreTenantInPlaceWorkflow,
 } from './restore-workflow-contract.js';
 import { InPlaceRestoreRefusedError, requestInPlaceRestore } from './restore-in-place.js';
+import { executeTenantUpdate } from './operator-actions.js';
+import { restoreInPlaceUpdate } from './workflow-contract.js';
 import { BackupNotFoundError } from './backup-catalog.js';
 import {
   abandonRestore,
@@ -84,18 +86,12 @@ export async function startRestoreInPlace(
         : new AppError('CONFLICT', err.message);
     throw translateRequestError(err);
   });
-  const workflowId = restoreWorkflowId(request.name);
+  let workflowId: string;
   try {
-    await deps.temporal.workflow.start<RestoreTenantInPlaceWorkflow>(RESTORE_TENANT_IN_PLACE_WORKFLOW, {
-      workflowId,
-      taskQueue: deps.taskQueue,
-      args: [request],
-      staticSummary: `Restore backup ${request.backup.backupId} of ${request.tenant} in place (safety backup first)`,
-      typedSearchAttributes: [
-        { key: searchAttributes.tenant, value: request.tenant },
-        { key: searchAttributes.tier, value: request.tier },
-      ],
-    });
+    // the tenant's lifecycle workflow runs it as its child, and refuses it when it cannot
+    workflowId = await executeTenantUpdate(deps.temporal, request.tenant, 'restore in place', (handle) =>
+      handle.executeUpdate(restoreInPlaceUpdate, { args: [request] }),
+    );
   } catch (err) {
     await abandonRestore(deps.pool, request.name);
     throw err;

@@ -80,13 +80,26 @@ const specSchema: Schema = {
       minimum: 0,
       maximum: 2_147_483_647,
       description: 'The support chat room is support-<subdomain>-<projectId padded to 6 digits>.',
+      'x-kubernetes-validations': [
+        {
+          rule: 'self == oldSelf',
+          message: 'cannot change once applied: the chat room and the portal entry are keyed by it',
+        },
+      ],
     },
     tier: { type: 'string', enum: [...tiers], description: 'starter | pro | enterprise' },
     erpVersion: {
       type: 'string',
       enum: [...erpVersions],
+      maxLength: 2,
       default: '18',
       description: '"17" (legacy) | "18" (default) | "19" (limited release); a change is a migration, not an apply.',
+      'x-kubernetes-validations': [
+        {
+          rule: 'self == oldSelf',
+          messageExpression: `'cannot change from "' + oldSelf + '" to "' + self + '": an ERP upgrade is a migration, not an apply'`,
+        },
+      ],
     },
     ownerEmail: {
       type: 'string',

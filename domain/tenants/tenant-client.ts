@@ -198,21 +198,3 @@ export function sameSpec(a: TenantClientSpec, b: TenantClientSpec): boolean {
   const keys: (keyof TenantClientSpec)[] = ['subdomain', 'projectId', 'tier', 'erpVersion', 'ownerEmail', 'ownerName'];
   return keys.every((k) => a[k] === b[k]);
 }
-
-/** Fields that cannot change once the tenant exists (its database, room and route depend on them). */
-export function immutableChanges(current: TenantClientSpec, next: TenantClientSpec): ResourceProblem[] {
-  const problems: ResourceProblem[] = [];
-  if (current.erpVersion !== next.erpVersion) {
-    problems.push({
-      field: 'spec.erpVersion',
-      message: `cannot change from "${current.erpVersion}" to "${next.erpVersion}": an ERP upgrade is a migration, not an apply`,
-    });
-  }
-  if (current.projectId !== next.projectId) {
-    problems.push({
-      field: 'spec.projectId',
-      message: `cannot change from ${current.projectId} to ${next.projectId}: the chat room and the portal entry are keyed by it`,
-    });
-  }
-  return problems;
-}

@@ -1,6 +1,7 @@
 /**
  * The platform's own records of a tenant (its repository): the subdomain reservation, the
- * `tenants` row the rest of the platform refers to, and the status mirror in `tenant_clients`.
+ * `tenants` row the rest of the platform refers to, and the status its workflow publishes in
+ * `tenant_status`.
  */
 import type pg from 'pg';
 import { listenToChannel, withTransaction, type ChannelListener } from '../../lib/db.js';
@@ -52,21 +53,29 @@ export async function reserveSubdomain(
 }
 
 /**
- * Mirrors the workflow's status to `tenant_clients` (for `get tenants` and the portal). Only the
- * row of this TenantClient (uid) is written; false when it is not there (yet).
+ * Publishes the workflow's status, with the spec and generation it accepted, to `tenant_status` (its
+ * only writer): for `get tenants`, the portal, the platform's checks and the TenantClient
+ * controller. The row belongs to one TenantClient object (uid); false when another one's row holds
+ * the name.
  */
 export async function recordTenantStatus(
   pool: pg.Pool,
-  input: { name: string; uid: string; status: TenantStatus },
+  input: { name: string; uid: string; spec: TenantClientSpec; status: TenantStatus },
 ): Promise<boolean> {
   const { status } = input;
   const res = await pool.query(
-    `UPDATE tenant_clients
-        SET observed_generation = $3, phase = $4, conditions = $5, resources = $6, steps = $7, status = $8, updated_at = now()
-      WHERE name = $1 AND uid = $2`,
+    `INSERT INTO tenant_status AS s (name, uid, spec, generation, observed_generation, phase, conditions, resources, steps, status)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT (name) DO UPDATE
+        SET spec = EXCLUDED.spec, generation = EXCLUDED.generation, observed_generation = EXCLUDED.observed_generation,
+            phase = EXCLUDED.phase, conditions = EXCLUDED.conditions, resources = EXCLUDED.resources,
+            steps = EXCLUDED.steps, status = EXCLUDED.status, updated_at = now()
+      WHERE s.uid = EXCLUDED.uid`,
     [
       input.name,
       input.uid,
+      JSON.stringify(input.spec),
+      status.generation,
       status.observedGeneration,
       status.phase,
       JSON.stringify(status.conditions),
@@ -78,68 +87,46 @@ export async function recordTenantStatus(
   return Boolean(res.rowCount);
 }
 
-/** A TenantClient's row as the workflow last mirrored it (the TenantClient controller reads these). */
-export interface MirroredTenant {
-  name: string;
-  /** The generation of the spec last applied (the platform's count, not Kubernetes'). */
-  generation: number;
+/** A tenant's status as its workflow last published it, and the TenantClient object (uid) it belongs to. */
+export interface PublishedTenant {
+  uid: string;
   status: TenantStatus;
 }
 
 /**
- * Calls `onWrite` with a TenantClient's name each time its row is written (the spec, or the status
- * its workflow mirrors: migrations/852_tenant_client_write_notices.sql); `onReconnect` when writes
- * may have been missed (the connection was lost and made again).
+ * Calls `onWrite` with a tenant's name each time its workflow publishes its status
+ * (migrations/853_tenant_status.sql); `onReconnect` when writes may have been missed (the
+ * connection was lost and made again).
  */
 export function watchTenantStatusWrites(
   databaseUrl: string,
   log: Logger,
   on: { onWrite: (name: string) => void; onReconnect: () => void },
 ): Promise<ChannelListener> {
-  return listenToChannel(databaseUrl, 'tenant_client_writes', {
+  return listenToChannel(databaseUrl, 'tenant_status_writes', {
     onNotice: on.onWrite,
     onReconnect: () => {
-      log.info('listening to TenantClient writes again');
+      log.info('listening to tenant status writes again');
       on.onReconnect();
     },
-    onError: (err) => log.warn({ err: err.message }, 'TenantClient writes: connection lost; listening again'),
+    onError: (err) => log.warn({ err: err.message }, 'tenant status writes: connection lost; listening again'),
   });
 }
 
-/** The mirrored status of each named TenantClient that has a row (one query for all). */
-export async function readMirroredStatuses(pool: pg.Pool, names: string[]): Promise<Map<string, MirroredTenant>> {
-  const { rows } = await pool.query<{
-    name: string;
-    generation: number;
-    observed_generation: number;
-    phase: TenantStatus['phase'];
-    conditions: TenantStatus['conditions'];
-    resources: TenantStatus['resources'];
-    steps: TenantStatus['steps'];
-    status: Partial<TenantStatus>;
-  }>(
-    `SELECT name, generation, observed_generation, phase, conditions, resources, steps, status
-       FROM tenant_clients WHERE name = ANY($1)`,
-    [names],
+/** The published status of a tenant, if its workflow has published one. */
+export async function readTenantStatus(pool: pg.Pool, name: string): Promise<PublishedTenant | undefined> {
+  const { rows } = await pool.query<
+    { uid: string; status: Partial<TenantStatus> } & Pick<
+      TenantStatus,
+      'generation' | 'observedGeneration' | 'phase' | 'conditions' | 'resources' | 'steps'
+    >
+  >(
+    `SELECT uid, generation, observed_generation AS "observedGeneration", phase, conditions, resources, steps, status
+       FROM tenant_status WHERE name = $1`,
+    [name],
   );
-  return new Map(
-    rows.map((r) => [
-      r.name,
-      {
-        name: r.name,
-        generation: r.generation,
-        status: {
-          currentStep: 'queued',
-          ...r.status,
-          name: r.name,
-          generation: r.generation,
-          observedGeneration: r.observed_generation,
-          phase: r.phase,
-          conditions: r.conditions,
-          resources: r.resources,
-          steps: r.steps,
-        } as TenantStatus,
-      },
-    ]),
-  );
+  const row = rows[0];
+  if (!row) return undefined;
+  const { uid, status, ...columns } = row;
+  return { uid, status: { currentStep: 'queued', ...status, ...columns, name } as TenantStatus };
 }

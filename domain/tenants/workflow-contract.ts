@@ -6,6 +6,7 @@
  * they are safe in client code; no Node built-ins: bundled into the workflow sandbox too.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { InPlaceRestoreRequest } from './restore-in-place.js';
 import type { TenantClientSpec, TenantStatus, Tier } from './types.js';
 
 // ---- the tenant lifecycle (workflows/tenant-lifecycle) ----
@@ -22,7 +23,10 @@ export const TENANT_LIFECYCLE_WORKFLOW = 'tenantLifecycle';
 
 export const tenantWorkflowId = (name: string) => `tenant:${name}`;
 
+/** A TenantClient object's spec at one of its generations (Kubernetes' `metadata.generation`). */
 export interface ApplyRequest {
+  /** The TenantClient object's uid: a workflow takes specs from the object that started it only. */
+  uid: string;
   generation: number;
   spec: TenantClientSpec;
 }
@@ -46,8 +50,9 @@ export interface LifecycleSettings {
 
 export interface TenantLifecycleInput {
   name: string;
-  /** Unique id of this TenantClient (it owns the subdomain reservation). */
+  /** The TenantClient object's uid (it owns the subdomain reservation). */
   uid: string;
+  /** The object's `metadata.generation` of `spec`. */
   generation: number;
   spec: TenantClientSpec;
   settings: LifecycleSettings;
@@ -64,12 +69,14 @@ export interface LifecycleState extends TenantStatus {
   deadlineAt: number;
   chatRetry: boolean;
   deleteRequested: boolean;
+  /** The in-place restore running as this workflow's child (its name), if one does. */
+  restoringInPlace?: string;
 }
 
 /** The signature the workflow implements (checked in workflows/index.ts); typed starts use it. */
 export type TenantLifecycleWorkflow = (input: TenantLifecycleInput) => Promise<TenantStatus>;
 
-/** A new spec (apply); ignored when its generation is not newer than the one the workflow has. */
+/** A new spec (apply); ignored when its generation is not newer than the one the workflow has, or from another object. */
 export const applySignal = defineSignal<[ApplyRequest]>('apply');
 export const statusQuery = defineQuery<TenantStatus>('status');
 /** Customer cancelled: start the soak timer. */
@@ -85,6 +92,13 @@ export const tenantClientDeletedUpdate = defineUpdate<TenantStatus>('tenantClien
 export const deleteUpdate = defineUpdate<TenantStatus>('delete');
 /** Create the chat room again on the next reconcile. */
 export const retryChatRoomUpdate = defineUpdate<TenantStatus>('retryChatRoom');
+/**
+ * Restore a backup into the tenant: the child workflow `restore:<name>` (restore-tenant-in-place.ts)
+ * runs it while this workflow holds every other step of the tenant (reconcile, probe, deprovision),
+ * then reconciles the restored tenant. Answers the child's workflow id; refused unless the tenant is
+ * Ready, Unavailable or Cancelled with no in-place restore running.
+ */
+export const restoreInPlaceUpdate = defineUpdate<string, [InPlaceRestoreRequest]>('restoreInPlace');
 
 // ---- backups (workflows/backup-tenant.ts; their retention: workflows/apply-retention.ts) ----
 

@@ -1,6 +1,6 @@
 /**
  * Keeps a TenantClient's composed objects (composed-manifests.ts) on the Kubernetes API: each
- * reconcile reads each object the mirror says is due (from the informers' cache, object-cache.ts);
+ * reconcile reads each object the workflow's published status says is due (from the informers' cache, object-cache.ts);
  * one missing is made (again: a deleted one comes back on the next reconcile, with an Event), one
  * made from an older revision is replaced. Each answers its
  * own Synced state for `status.objects`. A Secret's data never goes into a status, Event or log.
@@ -8,9 +8,8 @@
 import { ApiException, type KubernetesObject, type KubernetesObjectApi } from '@kubernetes/client-node';
 import { loadErpApiCredentials, type ErpApiCredentialVersion } from '../../domain/erp/api-user.js';
 import type { ComposedObjectState, TenantClientObject } from '../../domain/tenants/tenant-client-api.js';
-import type { MirroredTenant } from '../../domain/tenants/tenant-records.js';
-import type { OperationDeps } from '../../domain/tenants/tenant-workflow-start.js';
-import { routeNamespace, type ErpVersion } from '../../domain/tenants/types.js';
+import type { OperationDeps } from '../../domain/tenants/operator-actions.js';
+import { routeNamespace, type ErpVersion, type TenantStatus } from '../../domain/tenants/types.js';
 import {
   ERP_SERVICE,
   REVISION_ANNOTATION,
@@ -43,16 +42,16 @@ export interface KeptObject {
   recreated: boolean;
 }
 
-/** The objects due for a TenantClient, from what the workflow's mirror says is in place. */
+/** The objects due for a TenantClient, from what its workflow's published status says is in place. */
 export function plannedObjects(
   deps: OperationDeps,
   obj: TenantClientObject,
-  mirror: MirroredTenant,
+  published: TenantStatus,
   credentials: ErpApiCredentialVersion | undefined,
 ): ObjectPlan[] {
   const tenant = obj.metadata.name;
   const namespace = routeNamespace(String(obj.spec.erpVersion ?? '18') as ErpVersion);
-  const { resources } = mirror.status;
+  const { resources } = published;
   const plans: ObjectPlan[] = [];
   const route = resources.route;
   if (route?.state === 'Created') {

@@ -8,8 +8,8 @@
  * - An informer (@kubernetes/client-node's ListWatch: it resumes its watch from the last
  *   resourceVersion and lists again on 410 Gone) keeps every TenantClient in memory; a new object,
  *   a new generation, a deletion, finalizers or labels queue its name.
- * - The workflow's status mirror (PostgreSQL's `tenant_clients`) notifies each write
- *   (LISTEN tenant_client_writes): the name is queued, so its status and Events follow at once.
+ * - Each status the tenant's workflow publishes (PostgreSQL's `tenant_status`) is announced
+ *   (LISTEN tenant_status_writes): the name is queued, so its status and Events follow at once.
  * - A composed object deleted on the API server queues its owner (object-cache.ts); every
  *   TENANT_CONTROLLER_RESYNC all names are queued again, as a safety net.
  * - The reconcile (reconciler.ts) applies a new generation through the platform's one entry
@@ -40,7 +40,7 @@ import {
 } from '../../lib/metrics.js';
 import { runAsMain } from '../../lib/service-app.js';
 import { connectTemporal } from '../../lib/temporal.js';
-import type { OperationDeps } from '../../domain/tenants/tenant-workflow-start.js';
+import type { OperationDeps } from '../../domain/tenants/operator-actions.js';
 import { watchTenantStatusWrites } from '../../domain/tenants/tenant-records.js';
 import { electLeader } from './leader.js';
 import { ComposedObjectCache } from './object-cache.js';

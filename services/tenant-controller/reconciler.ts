@@ -1,15 +1,16 @@
 /**
  * The reconcile of one TenantClient (services/tenant-controller/index.ts runs it from its work
- * queue): apply a new generation, bring the status subresource to the workflow's mirror, keep the
+ * queue): apply a new generation, bring the status subresource to what the workflow published, keep the
  * composed objects it owns, publish new steps as Events, and hold the deletion finalizer until the
  * tenant is deprovisioned. A reconcile that fails says so on its own object (Synced=False reason
  * ReconcileError, a Warning Event) and is retried by the queue with backoff; no other object waits.
  */
 import { ApiException, type CoreV1Api, type CustomObjectsApi, type KubernetesObjectApi } from '@kubernetes/client-node';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import { AppError } from '../../lib/errors.js';
 import { type Logger } from '../../lib/logger.js';
 import { temporalUiLink } from '../../lib/temporal.js';
-import { applyTenantClient, runTenantAction } from '../../domain/tenants/operator-actions.js';
+import { applyTenantClient, runTenantAction, type ApplyResult } from '../../domain/tenants/operator-actions.js';
 import { problemsDetail, validateTenantClient } from '../../domain/tenants/tenant-client.js';
 import { TENANT_CLIENT_FINALIZER } from '../../domain/tenants/tenant-client-crd.js';
 import {
@@ -18,9 +19,9 @@ import {
   type TenantClientObject,
 } from '../../domain/tenants/tenant-client-api.js';
 import { erpApiCredentialVersions, type ErpApiCredentialVersion } from '../../domain/erp/api-user.js';
-import { readMirroredStatuses, type MirroredTenant } from '../../domain/tenants/tenant-records.js';
-import type { OperationDeps } from '../../domain/tenants/tenant-workflow-start.js';
-import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND } from '../../domain/tenants/types.js';
+import { readTenantStatus } from '../../domain/tenants/tenant-records.js';
+import type { OperationDeps } from '../../domain/tenants/operator-actions.js';
+import { TENANT_CLIENT_API_VERSION, TENANT_CLIENT_KIND, type TenantStatus } from '../../domain/tenants/types.js';
 import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
 import { deleteKeptObjects, keepObject, plannedObjects, type KeptObjectKey } from './composed-objects.js';
 import { TenantClientEvents } from './events.js';
@@ -65,11 +66,13 @@ export class Reconciler {
     const { name } = obj.metadata;
     try {
       await this.applyIfNew(obj);
-      const [mirrors, credentials] = await Promise.all([
-        readMirroredStatuses(this.deps.pool, [name]),
+      const [published, credentials] = await Promise.all([
+        readTenantStatus(this.deps.pool, name),
         erpApiCredentialVersions(this.deps.pool, [name]),
       ]);
-      await this.sync(obj, mirrors.get(name), credentials.get(name));
+      // another object's tenant under this name (refused on apply) is not this object's status
+      const status = published?.uid === obj.metadata.uid ? published.status : undefined;
+      await this.sync(obj, status, credentials.get(name));
     } catch (err) {
       await this.recordFailure(obj, err);
       throw err;
@@ -118,9 +121,7 @@ export class Reconciler {
       );
   }
 
-  private async apply(
-    obj: TenantClientObject,
-  ): Promise<{ result?: string; platformGeneration?: number; refusal?: string }> {
+  private async apply(obj: TenantClientObject): Promise<{ result?: ApplyResult; refusal?: string }> {
     const doc = {
       apiVersion: TENANT_CLIENT_API_VERSION,
       kind: TENANT_CLIENT_KIND,
@@ -130,8 +131,14 @@ export class Reconciler {
     const valid = validateTenantClient(doc);
     if (!valid.ok) return { refusal: problemsDetail(valid.problems) };
     try {
-      const r = await applyTenantClient(this.deps, valid.value);
-      return { result: r.result, platformGeneration: r.generation };
+      const { uid, generation } = obj.metadata;
+      const { result } = await applyTenantClient(this.deps, {
+        name: obj.metadata.name,
+        uid,
+        generation,
+        spec: valid.value.spec,
+      });
+      return { result };
     } catch (err) {
       if (err instanceof AppError && err.code === 'CONFLICT') return { refusal: err.message };
       throw err;
@@ -140,7 +147,7 @@ export class Reconciler {
 
   private async sync(
     obj: TenantClientObject,
-    mirror: MirroredTenant | undefined,
+    published: TenantStatus | undefined,
     credentials: ErpApiCredentialVersion | undefined,
   ): Promise<void> {
     const { name } = obj.metadata;
@@ -148,21 +155,22 @@ export class Reconciler {
     if (deleting && !obj.metadata.finalizers?.includes(TENANT_CLIENT_FINALIZER)) return;
     const applied = this.applied.get(name);
     if (deleting) {
-      const done = await this.advanceDeletion(obj, mirror, applied);
+      const done = await this.advanceDeletion(obj, published);
       if (done) return;
     }
     const next = desiredStatus({
       generation: obj.metadata.generation,
       deleting,
       previous: obj.status,
-      mirror,
+      published,
       applied: applied?.uid === obj.metadata.uid ? applied : undefined,
       workflowId: tenantWorkflowId(name),
       temporalUiUrl: this.uiLink(name),
       now: new Date().toISOString(),
     });
-    if (!deleting && mirror) next.objects = { ...next.objects, ...(await this.keepObjects(obj, mirror, credentials)) };
-    await this.publishSteps(obj, mirror, next);
+    if (!deleting && published)
+      next.objects = { ...next.objects, ...(await this.keepObjects(obj, published, credentials)) };
+    await this.publishSteps(obj, published, next);
     if (!statusChanged(obj.status, next)) return;
     await patchStatus(this.custom, name, next);
   }
@@ -172,13 +180,13 @@ export class Reconciler {
    * status says or, when the cached object has not yet seen that status write, as this controller
    * remembers (a pass over a stale cache would otherwise publish them all again).
    */
-  private async publishSteps(obj: TenantClientObject, mirror: MirroredTenant | undefined, next: KubeTenantStatus) {
+  private async publishSteps(obj: TenantClientObject, published: TenantStatus | undefined, next: KubeTenantStatus) {
     const { uid } = obj.metadata;
     const watermark = [obj.status?.lastEventStepAt, this.publishedUpTo.get(uid)]
       .filter((at): at is string => at !== undefined)
       .sort()
       .at(-1);
-    for (const step of unpublishedSteps(mirror?.status.steps ?? [], watermark)) {
+    for (const step of unpublishedSteps(published?.steps ?? [], watermark)) {
       // one not recorded (the API server away) and the ones after it wait for the next pass
       if (!(await this.events.step(obj, step, this.uiLink(obj.metadata.name)))) break;
       this.publishedUpTo.set(uid, step.at);
@@ -190,11 +198,11 @@ export class Reconciler {
   /** The route, backup schedule and API user's Secret (composed-objects.ts); one deleted is made again. */
   private async keepObjects(
     obj: TenantClientObject,
-    mirror: MirroredTenant,
+    published: TenantStatus,
     credentials: ErpApiCredentialVersion | undefined,
   ): Promise<Partial<Record<KeptObjectKey, ComposedObjectState>>> {
     const kept: Partial<Record<KeptObjectKey, ComposedObjectState>> = {};
-    for (const plan of plannedObjects(this.deps, obj, mirror, credentials)) {
+    for (const plan of plannedObjects(this.deps, obj, published, credentials)) {
       const { key, state, recreated } = await keepObject(
         this.objects,
         this.cache,
@@ -217,18 +225,13 @@ export class Reconciler {
 
   /**
    * A TenantClient being deleted: tell its workflow, which cancels the tenant for good (the soak
-   * period runs, no reactivation), and once the workflow
-   * reports it deprovisioned, or nothing was ever created for this object, remove the finalizer.
-   * True when the finalizer was removed.
+   * period runs, no reactivation), and once the workflow reports it deprovisioned, or no workflow
+   * was ever started for this object, remove the finalizer. True when the finalizer was removed.
    */
-  private async advanceDeletion(
-    obj: TenantClientObject,
-    mirror: MirroredTenant | undefined,
-    applied: AppliedGeneration | undefined,
-  ): Promise<boolean> {
+  private async advanceDeletion(obj: TenantClientObject, published: TenantStatus | undefined): Promise<boolean> {
     const { name } = obj.metadata;
-    const neverCreated = !mirror || (applied?.uid === obj.metadata.uid && applied.platformGeneration === undefined);
-    if (neverCreated || mirror.status.phase === 'Deprovisioned') {
+    const neverCreated = !published && !(await this.workflowStartedFor(obj));
+    if (neverCreated || published?.phase === 'Deprovisioned') {
       await deleteKeptObjects(this.objects, obj).catch((err: Error) =>
         this.log.warn({ err: err.message, tenant: name }, 'composed objects not deleted'),
       );
@@ -237,11 +240,11 @@ export class Reconciler {
         obj,
         'Normal',
         'FinalizerRemoved',
-        neverCreated ? 'nothing was created for it' : `deprovisioned at ${mirror.status.deprovisionedAt ?? 'now'}`,
+        neverCreated ? 'nothing was created for it' : `deprovisioned at ${published?.deprovisionedAt ?? 'now'}`,
       );
       return true;
     }
-    if (!mirror.status.tenantClientDeletedAt && !['Deprovisioning', 'Deprovisioned'].includes(mirror.status.phase)) {
+    if (!published?.tenantClientDeletedAt && !['Deprovisioning', 'Deprovisioned'].includes(published?.phase ?? '')) {
       try {
         const status = await runTenantAction(this.deps, name, 'tenantclient-deleted');
         await this.events.record(
@@ -251,11 +254,22 @@ export class Reconciler {
           `cancelled for good: deprovisioning at ${status.deprovisionAt} (workflow ${tenantWorkflowId(name)}, ${this.uiLink(name)})`,
         );
       } catch (err) {
-        // told already (its mirror trails), or tearing down: the mirror says so on the next reconcile
+        // told already (what it published trails), or tearing down: its status says so on the next reconcile
         if (!(err instanceof AppError && err.code === 'CONFLICT')) throw err;
       }
     }
     return false;
+  }
+
+  /** True when the tenant's workflow runs for this object (an apply started it; it has not published yet). */
+  private async workflowStartedFor(obj: TenantClientObject): Promise<boolean> {
+    try {
+      const described = await this.deps.temporal.workflow.getHandle(tenantWorkflowId(obj.metadata.name)).describe();
+      return described.status.name === 'RUNNING';
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return false;
+      throw err;
+    }
   }
 
   private async addFinalizer(obj: TenantClientObject) {

@@ -1,12 +1,11 @@
 /**
  * What the TenantClient controller writes to a TenantClient's status subresource: the lifecycle
- * workflow's conditions, phase and per-resource states (its PostgreSQL mirror), with Kubernetes'
- * generation as observedGeneration, a refusal of the controller (a rule the schema cannot say) as
+ * workflow's conditions, phase and per-resource states (what it published), with the generation it
+ * has reconciled as observedGeneration, a refusal of the controller (a rule the schema cannot say) as
  * Synced=False, and Ready=False reason Deleting while the finalizer waits for deprovisioning.
  * Pure, so it is checked without a cluster.
  */
 import type { KubeTenantStatus } from '../../domain/tenants/tenant-client-api.js';
-import type { MirroredTenant } from '../../domain/tenants/tenant-records.js';
 import {
   resourceKinds,
   setCondition,
@@ -14,18 +13,17 @@ import {
   type ResourceKind,
   type ResourceState,
   type StepRecord,
+  type TenantStatus,
 } from '../../domain/tenants/types.js';
 
 export type { KubeTenantStatus };
 
-/** What the controller knows of a TenantClient beyond the object and the mirror. */
+/** What the controller knows of a TenantClient beyond the object and the workflow's published status. */
 export interface AppliedGeneration {
   /** The Kubernetes object (uid) and generation this is about. */
   uid: string;
   generation: number;
-  /** The platform's generation the apply stored (compare with the mirror's observedGeneration). */
-  platformGeneration?: number;
-  /** Why the spec was not applied (Synced=False, nothing created for it). */
+  /** Why the spec was not applied (Synced=False). */
   refusal?: string;
 }
 
@@ -33,7 +31,8 @@ export interface StatusInput {
   generation: number;
   deleting: boolean;
   previous: KubeTenantStatus | undefined;
-  mirror: MirroredTenant | undefined;
+  /** What the tenant's workflow published, when it is this object's tenant. */
+  published: TenantStatus | undefined;
   applied: AppliedGeneration | undefined;
   workflowId: string;
   temporalUiUrl: string;
@@ -41,13 +40,10 @@ export interface StatusInput {
 }
 
 export function desiredStatus(input: StatusInput): KubeTenantStatus {
-  const { previous, mirror, applied, now } = input;
-  const seen = mirror?.status;
+  const { previous, applied, now } = input;
+  const seen = input.published;
   const caughtUp =
-    applied?.refusal !== undefined ||
-    (seen !== undefined &&
-      applied?.platformGeneration !== undefined &&
-      seen.observedGeneration >= applied.platformGeneration);
+    applied?.refusal !== undefined || (seen !== undefined && seen.observedGeneration >= input.generation);
   const observedGeneration = caughtUp ? input.generation : (previous?.observedGeneration ?? 0);
 
   let conditions: Condition[] = (previous?.conditions ?? []).filter((c) => c.type === 'Synced' || c.type === 'Ready');

@@ -109,18 +109,18 @@ export function workflowTaskWait(before: string, after: string): { tasks: number
   return { tasks, meanMs: tasks ? ((a.sum - b.sum) / tasks) * 1000 : 0 };
 }
 
-/** For each tenant not Ready: its phase and current step as the workflow last mirrored them, and its pending activities. */
+/** For each tenant not Ready: its phase and current step as the workflow last published them, and its pending activities. */
 export async function explainNotReady(temporal: Client, pool: Pool, names: string[]): Promise<string[]> {
   const { rows } = await pool.query<{ name: string; phase: string; step: string | null; ready: string | null }>(
     `SELECT name, phase, status->>'currentStep' AS step,
             (SELECT c->>'status' FROM jsonb_array_elements(conditions) c WHERE c->>'type' = 'Ready') AS ready
-       FROM tenant_clients WHERE name = ANY($1)`,
+       FROM tenant_status WHERE name = ANY($1)`,
     [names],
   );
-  const mirrored = new Map(rows.map((r) => [r.name, r]));
+  const published = new Map(rows.map((r) => [r.name, r]));
   const lines: string[] = [];
   for (const name of names) {
-    const status = mirrored.get(name);
+    const status = published.get(name);
     let waits = 'no workflow';
     try {
       const d = await temporal.workflow.getHandle(tenantWorkflowId(name)).describe();
@@ -133,7 +133,7 @@ export async function explainNotReady(temporal: Client, pool: Pool, names: strin
       waits = `no workflow (${(err as Error).message})`;
     }
     lines.push(
-      `    ${name}: ${status ? `mirrored phase ${status.phase}, Ready=${status.ready ?? '?'}, step ${status.step ?? '?'}` : 'no status mirrored'}; ${waits}`,
+      `    ${name}: ${status ? `published phase ${status.phase}, Ready=${status.ready ?? '?'}, step ${status.step ?? '?'}` : 'no status published'}; ${waits}`,
     );
   }
   return lines;
@@ -164,10 +164,10 @@ export function apiServerRequests(before: string, after: string, perTenant: numb
   ].join('\n');
 }
 
-/** Per step, the mean time from the previous step's end (the creation for the first) to its own end. */
+/** Per step, the mean time from the previous step's end (the first published status for the first) to its own end. */
 export async function stepBreakdown(pool: Pool, names: string[]): Promise<string> {
   const { rows } = await pool.query<{ steps: { step: string; at: string }[]; created_at: Date }>(
-    `SELECT steps, created_at FROM tenant_clients WHERE name = ANY($1)`,
+    `SELECT steps, created_at FROM tenant_status WHERE name = ANY($1)`,
     [names],
   );
   const perStep = new Map<string, number[]>();

@@ -304,7 +304,7 @@ describe('the workspace portal in Chromium', () => {
       },
     ];
     await pool.query(
-      `INSERT INTO tenant_clients (name, spec, phase, conditions, generation, observed_generation) VALUES ($1, '{}', 'Unavailable', $2, 3, 2)`,
+      `INSERT INTO tenant_status (name, uid, spec, phase, conditions, generation, observed_generation) VALUES ($1, gen_random_uuid(), '{}', 'Unavailable', $2, 3, 2)`,
       [tenant.name, JSON.stringify(conditions)],
     );
     try {
@@ -330,7 +330,7 @@ describe('the workspace portal in Chromium', () => {
       );
       await page.screenshot({ path: join(shots, 'integrations-erp.png'), fullPage: true });
     } finally {
-      await pool.query('DELETE FROM tenant_clients WHERE name = $1', [tenant.name]);
+      await pool.query('DELETE FROM tenant_status WHERE name = $1', [tenant.name]);
     }
   });
 

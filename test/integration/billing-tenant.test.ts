@@ -34,7 +34,7 @@ const send = (evt: Parameters<typeof sendEvent>[2]) =>
 const generation = async () =>
   (
     await p.pool.query<{ generation: number; tier: string }>(
-      `SELECT generation, spec->>'tier' AS tier FROM tenant_clients WHERE name = $1`,
+      `SELECT generation, spec->>'tier' AS tier FROM tenant_status WHERE name = $1`,
       [name],
     )
   ).rows[0]!;
@@ -126,7 +126,7 @@ beforeAll(async () => {
   // Ready, and the provisioning callback has created the workspace entry (slug = tenant name)
   await until(async () => {
     const { rows } = await p.pool.query<{ status: Parameters<typeof isReady>[0] }>(
-      'SELECT status FROM tenant_clients WHERE name = $1',
+      'SELECT status FROM tenant_status WHERE name = $1',
       [name],
     );
     return rows[0]?.status.conditions !== undefined && isReady(rows[0].status);

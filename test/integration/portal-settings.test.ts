@@ -153,7 +153,7 @@ describe('GET /api/portal/integrations', () => {
       },
     ];
     await api.pool.query(
-      `INSERT INTO tenant_clients (name, spec, phase, conditions, observed_generation) VALUES ($1, '{}', 'Unavailable', $2, 1)`,
+      `INSERT INTO tenant_status (name, uid, spec, generation, phase, conditions, observed_generation) VALUES ($1, gen_random_uuid(), '{}', 1, 'Unavailable', $2, 1)`,
       [tenant, JSON.stringify(conditions)],
     );
     const res = await call(base, 'GET', '/api/portal/integrations', { token: a.member });
@@ -171,7 +171,7 @@ describe('GET /api/portal/integrations', () => {
       'not-configured',
     ]);
 
-    await api.pool.query(`UPDATE tenant_clients SET phase = 'Ready', conditions = '[]' WHERE name = $1`, [tenant]);
+    await api.pool.query(`UPDATE tenant_status SET phase = 'Ready', conditions = '[]' WHERE name = $1`, [tenant]);
     const ready = await call(base, 'GET', '/api/portal/integrations', { token: a.accessToken });
     expect(ready.body.items[0]).toMatchObject({ state: 'connected', details: { phase: 'Ready' } });
   });

@@ -237,9 +237,9 @@ describe('a tenant whose template is missing', () => {
     expect(steps.indexOf('install-database')).toBeLessThan(steps.indexOf('ensure-api-user'));
     expect(peers.count('installTenantDatabase')).toBe(1);
 
-    const mirrored = peers.mirrored.get(name)!;
+    const published = peers.published.get(name)!;
     // while the install ran: the database pending, and Ready=False says why
-    const installing = mirrored.find((s) => s.currentStep === 'install-database');
+    const installing = published.find((s) => s.currentStep === 'install-database');
     expect(installing?.resources.database).toMatchObject({
       synced: 'False',
       state: 'Pending',
@@ -252,7 +252,7 @@ describe('a tenant whose template is missing', () => {
     });
     // never Unavailable nor ReconcileError, though the install outlasted the deadline counted from the apply
     expect(
-      mirrored
+      published
         .filter((s) => s.phase === 'Unavailable' || condition(s, 'Synced').reason === 'ReconcileError')
         .map((s) => ({ phase: s.phase, ready: condition(s, 'Ready').message })),
     ).toEqual([]);
@@ -401,6 +401,7 @@ describe('continue-as-new', () => {
 
     // a new spec arrives while the history is past its limit: the run continues as new first
     await handle.signal(applySignal, {
+      uid: `uid-${name}`,
       generation: 2,
       spec: {
         subdomain: name,
@@ -448,7 +449,7 @@ describe('a tier change', () => {
 
     // the ERP refuses the install for a while: the database is not what generation 2 asks for
     peers.failFor('ensureTierModules', 8, 'the ERP of the tenant answered HTTP 503');
-    await handle.signal(applySignal, { generation: 2, spec: spec('enterprise') });
+    await handle.signal(applySignal, { uid: `uid-${name}`, generation: 2, spec: spec('enterprise') });
     const failing = await waitForStatus(
       handle,
       (s) => s.resources.database.state === 'Failed' && s.currentStep === 'waiting-to-retry',
@@ -475,7 +476,7 @@ describe('a tier change', () => {
     expect(upgraded.resources.database).toMatchObject({ synced: 'True', state: 'Created' });
 
     // a downgrade: nothing is uninstalled, the step says what stays
-    await handle.signal(applySignal, { generation: 3, spec: spec('starter') });
+    await handle.signal(applySignal, { uid: `uid-${name}`, generation: 3, spec: spec('starter') });
     const downgraded = await waitForStatus(
       handle,
       (s) => s.observedGeneration === 3 && isReady(s) && s.currentStep === 'ready',

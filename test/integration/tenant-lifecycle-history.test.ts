@@ -2,8 +2,8 @@
  * What one reconcile costs in the tenant workflow's history, with fake peers (test/support/fake-tenant-peers.ts)
  * on the run's real Temporal dev server: no patch markers (the first release's epoch); the `CurrentStep` search attribute (a command and a
  * visibility write each) names the steps the workflow waits on, once each; the attributes the start
- * set are not upserted again; a quick step (a local activity) is mirrored with the next step, and
- * the last mirrored status is the one the workflow holds.
+ * set are not upserted again; a quick step (a local activity) is published with the next step, and
+ * the last published status is the one the workflow holds.
  *
  * With RECORD_HISTORIES=1 the history is written to test/fixtures/histories, where the replay test
  * keeps the current code honest against it.
@@ -20,7 +20,7 @@ import {
   type LifecycleSettings,
 } from '../../domain/tenants/workflow-contract.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
-import { startSearchAttributes } from '../../domain/tenants/tenant-workflow-start.js';
+import { startSearchAttributes } from '../../domain/tenants/operator-actions.js';
 import type { tenantLifecycle } from '../../workflows/index.js';
 import { useLifecycleWorker } from '../support/lifecycle-worker.js';
 
@@ -70,7 +70,7 @@ function upserts(history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>>) {
 }
 
 describe('one reconcile in the history', () => {
-  it('CurrentStep names each step the workflow waits on once; the start attributes are not set again; the mirror ends on the held status', async () => {
+  it('CurrentStep names each step the workflow waits on once; the start attributes are not set again; the last published status is the held one', async () => {
     const { name, handle } = await start();
     await expect.poll(() => handle.query(statusQuery).then((s) => s.currentStep), { timeout: 30_000 }).toBe('ready');
 
@@ -90,10 +90,10 @@ describe('one reconcile in the history', () => {
       expect(set.filter((fields) => key in fields)).toEqual([]);
 
     const status = await handle.query(statusQuery);
-    const mirrored = peers.mirrored.get(name)!;
-    expect(mirrored.at(-1)).toEqual(status);
-    // the quick steps are mirrored with the step after them, not each on its own
-    expect(mirrored.length).toBeLessThanOrEqual(10);
+    const published = peers.published.get(name)!;
+    expect(published.at(-1)).toEqual(status);
+    // the quick steps are published with the step after them, not each on its own
+    expect(published.length).toBeLessThanOrEqual(10);
 
     const { typedSearchAttributes } = await handle.describe();
     expect(typedSearchAttributes.get(searchAttributes.currentStep)).toBe('ready');
@@ -112,24 +112,24 @@ describe('one reconcile in the history', () => {
     }
   });
 
-  it('the mirrored status names the step the workflow waits at: ready after a reconcile of a Ready tenant and its probes, soak-period once cancelled', async () => {
+  it('the published status names the step the workflow waits at: ready after a reconcile of a Ready tenant and its probes, soak-period once cancelled', async () => {
     const { name, handle, spec } = await start({ readyProbeIntervalMs: 200 });
-    const lastMirrored = () => peers.mirrored.get(name)?.at(-1);
-    await expect.poll(() => lastMirrored()?.currentStep, { timeout: 30_000 }).toBe('ready');
+    const lastPublished = () => peers.published.get(name)?.at(-1);
+    await expect.poll(() => lastPublished()?.currentStep, { timeout: 30_000 }).toBe('ready');
 
     // a new generation of a Ready tenant: reconciled, probed, Ready again (its event went out before)
-    await handle.signal(applySignal, { generation: 2, spec });
+    await handle.signal(applySignal, { uid: `uid-${name}`, generation: 2, spec });
     await expect.poll(() => handle.query(statusQuery).then((s) => s.observedGeneration), { timeout: 30_000 }).toBe(2);
     // a few probes while Ready: each healthy, nothing changes
     const probes = peers.calls.get('probeTenantHealth') ?? 0;
     await expect.poll(() => peers.calls.get('probeTenantHealth') ?? 0, { timeout: 10_000 }).toBeGreaterThan(probes + 2);
     const status = await handle.query(statusQuery);
     expect(status.currentStep).toBe('ready');
-    expect(lastMirrored()).toEqual(status);
+    expect(lastPublished()).toEqual(status);
 
     await handle.executeUpdate(cancelUpdate);
-    await expect.poll(() => lastMirrored()?.currentStep, { timeout: 10_000 }).toBe('soak-period');
-    expect(lastMirrored()).toEqual(await handle.query(statusQuery));
+    await expect.poll(() => lastPublished()?.currentStep, { timeout: 10_000 }).toBe('soak-period');
+    expect(lastPublished()).toEqual(await handle.query(statusQuery));
     await handle.terminate('test over');
   });
 });

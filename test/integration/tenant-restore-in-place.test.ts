@@ -1,6 +1,7 @@
 /**
- * Restore in place (`restore:<tenant>-p<hex>`): a backup restored into the tenant itself, only for
- * a cancelled tenant or with its name as confirmation, after a safety backup of what it replaces.
+ * Restore in place (`restore:<tenant>-p<hex>`, a child of the tenant's lifecycle workflow): a backup
+ * restored into the tenant itself, only for a cancelled tenant or with its name as confirmation,
+ * after a safety backup of what it replaces.
  * Failure paths: a corrupt object or the object store down leave the tenant serving its own data
  * (nothing half-restored is switched in), and two restores of one tenant at once are refused.
  */
@@ -10,7 +11,9 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { routeOfHost } from '../../domain/tenants/http-routes.js';
 import * as backupSupport from '../support/backups.js';
 import type { TcpProxy } from '../support/tcp-proxy.js';
-import { ops, uniqueTenant, waitForStatus, type TenantPlatform } from '../support/tenant-platform.js';
+import { isReady, ops, uniqueTenant, waitForStatus, type TenantPlatform } from '../support/tenant-platform.js';
+import { recordHistory } from '../support/record-history.js';
+import { tenantWorkflowId } from '../../domain/tenants/workflow-contract.js';
 import { testKeys } from '../support/service-keys.js';
 
 let p: TenantPlatform;
@@ -100,6 +103,16 @@ it('with confirmation, restores the backup into the tenant after a safety backup
   expect(await routeOfHost(p.pool, hostOf(name))).toMatchObject({ tenant: name, database: hostOf(name) });
   expect(await leftovers(name)).toEqual([]);
   expect(existsSync(path.resolve(p.cfg.FILESTORE_ROOT, started.name))).toBe(false);
+  // the tenant's lifecycle workflow ran it as its child, recorded its outcome and is Ready again
+  const lifecycle = await waitForStatus(
+    p,
+    name,
+    (s) =>
+      isReady(s) &&
+      s.steps.some((st) => st.step === 'restore-in-place' && st.message.startsWith(`backup ${backupId} restored`)),
+  );
+  expect(lifecycle.phase).toBe('Ready');
+  await recordHistory(p.temporal.workflow.getHandle(tenantWorkflowId(name)), 'tenant-lifecycle-restore-in-place');
 
   // what it replaced was backed up first: restoring that safety backup in place brings it back
   const { safetyBackupId } = await restoreState(started.name);

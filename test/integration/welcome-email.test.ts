@@ -148,7 +148,10 @@ describe('POST /api/ops/tenants/:name/welcome', () => {
     async (phase) => {
       const name = uniqueName();
       await addTenant(name, `owner@${name}.test`);
-      await pool.query(`INSERT INTO tenant_clients (name, spec, phase) VALUES ($1, '{}', $2)`, [name, phase]);
+      await pool.query(
+        `INSERT INTO tenant_status (name, uid, spec, generation, phase) VALUES ($1, gen_random_uuid(), '{}', 1, $2)`,
+        [name, phase],
+      );
       const res = await requestWelcome(name);
       expect(res.statusCode).toBe(409);
       expect(res.headers['content-type']).toContain('application/problem+json');
@@ -164,7 +167,10 @@ describe('POST /api/ops/tenants/:name/welcome', () => {
   it('sends it for a tenant whose TenantClient is Ready', async () => {
     const name = uniqueName();
     await addTenant(name, `owner@${name}.test`);
-    await pool.query(`INSERT INTO tenant_clients (name, spec, phase) VALUES ($1, '{}', 'Ready')`, [name]);
+    await pool.query(
+      `INSERT INTO tenant_status (name, uid, spec, generation, phase) VALUES ($1, gen_random_uuid(), '{}', 1, 'Ready')`,
+      [name],
+    );
     const res = await requestWelcome(name);
     expect(res.statusCode).toBe(202);
     await temporal.workflow.getHandle(res.json().workflowId).result();

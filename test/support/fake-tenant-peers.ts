@@ -3,7 +3,7 @@
  * worker on the run's real Temporal dev server, with activities that answer like the ERP database,
  * the route table, the filestore, the schedules, the chat and the events service would, and that
  * a test can take down (every call fails, as an unreachable peer does), slow down, or make fail for
- * a business reason. Every call is counted; every mirrored status is kept.
+ * a business reason. Every call is counted; every published status is kept.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/common';
@@ -54,9 +54,9 @@ export class FakeTenantPeers {
   templatesMissing = false;
   /** The databases installed from scratch (a later clone finds them: 'exists'). */
   readonly installed = new Set<string>();
-  /** Every status each tenant mirrored, in order. */
-  readonly mirrored = new Map<string, TenantStatus[]>();
-  /** The last status each tenant mirrored. */
+  /** Every status each tenant published, in order. */
+  readonly published = new Map<string, TenantStatus[]>();
+  /** The last status each tenant published. */
   readonly statuses = new Map<string, TenantStatus>();
   /** The ERP modules installed per tenant database (the template's tier's on the first call). */
   readonly modules = new Map<string, Set<string>>();
@@ -199,7 +199,7 @@ export class FakeTenantPeers {
       removeErpSignIn: run('removeErpSignIn', () => ({ removed: true })),
       recordTenantStatus: run('recordTenantStatus', ({ name, status }) => {
         this.statuses.set(name, status);
-        this.mirrored.set(name, [...(this.mirrored.get(name) ?? []), status]);
+        this.published.set(name, [...(this.published.get(name) ?? []), status]);
       }),
     } satisfies FakeActivities;
   }

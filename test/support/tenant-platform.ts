@@ -338,7 +338,7 @@ export async function waitForStatus(
     .poll(
       async () => {
         const { rows } = await p.pool.query<{ status: TenantStatus }>(
-          'SELECT status FROM tenant_clients WHERE name = $1',
+          'SELECT status FROM tenant_status WHERE name = $1',
           [name],
         );
         last = rows[0]?.status;

@@ -35,8 +35,8 @@ const input = (over: Partial<StatusInput> = {}): StatusInput => ({
   generation: 3,
   deleting: false,
   previous: undefined,
-  mirror: { name: 'acme', generation: 1, status: workflowStatus() },
-  applied: { uid: 'u', generation: 3, platformGeneration: 1 },
+  published: workflowStatus({ generation: 3, observedGeneration: 3 }),
+  applied: { uid: 'u', generation: 3 },
   workflowId: 'tenant:acme',
   temporalUiUrl: 'http://ui/tenant%3Aacme',
   now: '2026-11-26T11:00:00.000Z',
@@ -44,7 +44,7 @@ const input = (over: Partial<StatusInput> = {}): StatusInput => ({
 });
 
 describe('the status the controller writes', () => {
-  it("reports Kubernetes' generation once the workflow has seen the spec applied for it", () => {
+  it('reports the generation the workflow has reconciled', () => {
     const s = desiredStatus(input());
     expect(s.observedGeneration).toBe(3);
     expect(s.conditions?.map((c) => [c.type, c.status, c.observedGeneration])).toEqual([
@@ -55,7 +55,10 @@ describe('the status the controller writes', () => {
 
   it('keeps the previous observedGeneration while the workflow has not seen the new spec', () => {
     const s = desiredStatus(
-      input({ applied: { uid: 'u', generation: 3, platformGeneration: 2 }, previous: { observedGeneration: 2 } }),
+      input({
+        published: workflowStatus({ generation: 3, observedGeneration: 2 }),
+        previous: { observedGeneration: 2 },
+      }),
     );
     expect(s.observedGeneration).toBe(2);
   });
@@ -73,12 +76,8 @@ describe('the status the controller writes', () => {
   });
 
   it('says Deleting with the deprovisioning time while the finalizer waits', () => {
-    const mirror = {
-      name: 'acme',
-      generation: 1,
-      status: workflowStatus({ phase: 'Cancelled', deprovisionAt: '2026-12-26T10:00:00.000Z' }),
-    };
-    const s = desiredStatus(input({ deleting: true, mirror }));
+    const published = workflowStatus({ phase: 'Cancelled', deprovisionAt: '2026-12-26T10:00:00.000Z' });
+    const s = desiredStatus(input({ deleting: true, published }));
     expect(s.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
       status: 'False',
       reason: 'Deleting',
@@ -101,7 +100,7 @@ describe('the status the controller writes', () => {
     expect(unpublishedSteps(steps, '2026-11-26T10:00:01.000Z').map((s) => s.step)).toEqual(['b']);
   });
 
-  it('shows a failed reconcile as Synced=False ReconcileError, and a later success without a mirror clears it', () => {
+  it('shows a failed reconcile as Synced=False ReconcileError, and a later success before any published status clears it', () => {
     const failed = failedStatus(undefined, 1, 'invalid input syntax for type json', '2026-11-26T11:00:00.000Z');
     expect(failed.conditions).toEqual([
       expect.objectContaining({
@@ -116,8 +115,8 @@ describe('the status the controller writes', () => {
       input({
         generation: 1,
         previous: failed,
-        mirror: undefined,
-        applied: { uid: 'u', generation: 1, platformGeneration: 1 },
+        published: undefined,
+        applied: { uid: 'u', generation: 1 },
       }),
     );
     expect(next.conditions?.find((c) => c.type === 'Synced')).toMatchObject({

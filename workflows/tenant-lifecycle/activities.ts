@@ -17,7 +17,7 @@
  *   workflow task that reaches them, so a reconcile takes a few workflow tasks, not one per step.
  *   A worker that dies during one loses its workflow task, which times out and is replayed on another
  *   worker (the step runs again: every step is idempotent).
- * - `recordTenantStatus`: the status mirror, a local activity retried until PostgreSQL answers.
+ * - `recordTenantStatus`: the published status, a local activity retried until PostgreSQL answers.
  */
 import {
   proxyActivities,

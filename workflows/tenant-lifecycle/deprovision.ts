@@ -135,7 +135,7 @@ export async function deprovision(tenant: TenantState, activities: LifecycleActi
 /** A last backup, kept with the others for the tier's retention. */
 async function finalBackup({ tenant, activities, name, spec, database }: TeardownContext): Promise<void> {
   tenant.setCurrentStep('final-backup');
-  await tenant.mirror();
+  await tenant.publish();
   try {
     const backup = await activities.reconcileStep.createTenantBackup.executeWithOptions(
       { startToCloseTimeout: '10 minutes', summary: `Final backup of ${name} before deprovisioning` },
@@ -151,7 +151,7 @@ async function finalBackup({ tenant, activities, name, spec, database }: Teardow
 /** The chat room archived (inactive), non-fatal like its creation: a failure is recorded, the tenant is deprovisioned regardless. */
 async function archiveChatRoom({ tenant, activities, spec }: TeardownContext): Promise<void> {
   tenant.setCurrentStep('archive-chat-room');
-  await tenant.mirror();
+  await tenant.publish();
   try {
     const archived = await activities.nonFatal.archiveChatRoom.executeWithOptions(
       { summary: `Archive chat room ${chatRoomName(spec.subdomain, spec.projectId)} (inactive)` },
@@ -171,7 +171,7 @@ async function archiveChatRoom({ tenant, activities, spec }: TeardownContext): P
   }
 }
 
-/** Deprovisioned: Synced=False names what was left behind; the status is mirrored. */
+/** Deprovisioned: Synced=False names what was left behind; the status is published. */
 async function finishDeprovisioning({ tenant, spec }: TeardownContext): Promise<void> {
   const state = tenant.state;
   state.phase = 'Deprovisioned';
@@ -184,5 +184,5 @@ async function finishDeprovisioning({ tenant, spec }: TeardownContext): Promise<
     `Deprovisioned at ${state.deprovisionedAt}; stored backups are kept for the ${spec.tier} tier's retention`,
   );
   tenant.setCurrentStep('deprovisioned');
-  await tenant.mirror();
+  await tenant.publish();
 }

@@ -3,7 +3,8 @@
  * loop: reconcile the composed resources until the tenant is Ready (reconcile.ts), then wait for
  * the next apply or operator action. Cancel starts the soak timer; when it ends (or on delete
  * after a cancel) the tenant is deprovisioned (deprovision.ts) and the workflow returns its final
- * status. Its state and the rules that change it are in state.ts, its message handlers in
+ * status. A restore in place runs as its child (restore-in-place.ts), and nothing else touches the
+ * tenant until it ends. Its state and the rules that change it are in state.ts, its message handlers in
  * message-handlers.ts, its activity policies in activities.ts.
  *
  * It never ends in failure because a peer was away: reconcile steps record their failures as
@@ -19,6 +20,7 @@ import { lifecycleActivities, type LifecycleActivities } from './activities.js';
 import { deprovision } from './deprovision.js';
 import { failureMessage } from '../shared/activity-failures.js';
 import { reconcile, type ReconcileOutcome } from './reconcile.js';
+import { setRestoreInPlaceHandler } from './restore-in-place.js';
 import { setMessageHandlers } from './message-handlers.js';
 import { TenantState } from './state.js';
 
@@ -36,7 +38,7 @@ const READY_PROBE_INTERVAL_MS = 60_000;
 async function probeWhileReady(tenant: TenantState, activities: LifecycleActivities): Promise<void> {
   const state = tenant.state;
   const database = state.hostname;
-  if (!database || tenant.isCancelled) return;
+  if (!database || tenant.isCancelled || state.restoringInPlace) return;
   const health = await activities.reconcileStep.probeTenantHealth
     .executeWithOptions(
       {
@@ -58,7 +60,7 @@ async function probeWhileReady(tenant: TenantState, activities: LifecycleActivit
     tenant.setReady('True', 'Available', '');
     state.phase = 'Ready';
   }
-  await tenant.mirror();
+  await tenant.publish();
 }
 
 /**
@@ -66,8 +68,8 @@ async function probeWhileReady(tenant: TenantState, activities: LifecycleActivit
  * reconciled again if what woke the last run was not reconciled before it continued).
  */
 function startTenantState(input: TenantLifecycleInput, activities: LifecycleActivities): TenantState {
-  const tenant = new TenantState(input.carried ?? TenantState.initial(input), (status) =>
-    activities.recordTenantStatus({ name: input.name, uid: input.uid, status }),
+  const tenant = new TenantState(input.carried ?? TenantState.initial(input), (status, spec) =>
+    activities.recordTenantStatus({ name: input.name, uid: input.uid, spec, status }),
   );
   const state = tenant.state;
   // a first run reconciles; a continued one if what woke the last run (a newer spec, a chat-room
@@ -83,7 +85,7 @@ function startTenantState(input: TenantLifecycleInput, activities: LifecycleActi
 async function soakThenDeprovision(tenant: TenantState, activities: LifecycleActivities): Promise<boolean> {
   const state = tenant.state;
   tenant.setCurrentStep('soak-period');
-  await tenant.mirror();
+  await tenant.publish();
   const remaining = Date.parse(state.deprovisionAt!) - Date.now();
   if (remaining > 0) {
     await condition(() => !tenant.isCancelled || state.deleteRequested, remaining, {
@@ -91,6 +93,7 @@ async function soakThenDeprovision(tenant: TenantState, activities: LifecycleAct
     });
   }
   if (!tenant.isCancelled) return false; // reactivated
+  await untilRestoredInPlace(tenant);
   await deprovision(tenant, activities);
   await condition(allHandlersFinished);
   log.info('tenant deprovisioned', { tenant: state.name });
@@ -109,11 +112,11 @@ async function waitForNextRound(
   activities: LifecycleActivities,
 ): Promise<void> {
   const state = tenant.state;
-  const wakeUp = () => tenant.needsReconcile || tenant.isCancelled || tenant.hasUnmirroredChanges;
-  // the step it waits at (after a failed round: the one that failed, or waiting-to-retry), mirrored
+  const wakeUp = () => tenant.needsReconcile || tenant.isCancelled || tenant.hasUnpublishedChanges;
+  // the step it waits at (after a failed round: the one that failed, or waiting-to-retry), published
   if (outcome !== 'not-ready') tenant.setCurrentStep(outcome);
   tenant.showCurrentStep();
-  await tenant.mirror();
+  await tenant.publish();
   if (outcome === 'not-ready') {
     // exponential back-off, but never past the readiness deadline, so it is reported on time
     const backoff = Math.min(
@@ -137,15 +140,26 @@ async function waitForNextRound(
   }
 }
 
-/** Continues as new (carrying the state) once the history is long; returns otherwise. */
+/** While a restore in place runs: nothing else touches the tenant; what changes meanwhile is published. */
+async function untilRestoredInPlace(tenant: TenantState): Promise<void> {
+  const state = tenant.state;
+  while (state.restoringInPlace) {
+    tenant.setCurrentStep('restore-in-place');
+    await tenant.publish();
+    await condition(() => !state.restoringInPlace || tenant.hasUnpublishedChanges);
+  }
+}
+
+/** Continues as new (carrying the state) once the history is long, and no child runs; returns otherwise. */
 async function continueAsNewIfHistoryIsLong(tenant: TenantState, input: TenantLifecycleInput): Promise<void> {
   const state = tenant.state;
   if (
-    !workflowInfo().continueAsNewSuggested &&
-    workflowInfo().historyLength <= (input.settings.historyLimit ?? HISTORY_LIMIT)
+    state.restoringInPlace ||
+    (!workflowInfo().continueAsNewSuggested &&
+      workflowInfo().historyLength <= (input.settings.historyLimit ?? HISTORY_LIMIT))
   )
     return;
-  await tenant.mirror();
+  await tenant.publish();
   await condition(allHandlersFinished);
   tenant.recordStep(
     'continue-as-new',
@@ -168,6 +182,7 @@ export async function tenantLifecycle(input: TenantLifecycleInput): Promise<Tena
   const state = tenant.state;
 
   setMessageHandlers(tenant, input);
+  setRestoreInPlaceHandler(tenant);
 
   tenant.setSearchAttributes([
     { key: searchAttributes.tenant, value: state.name },
@@ -181,12 +196,13 @@ export async function tenantLifecycle(input: TenantLifecycleInput): Promise<Tena
       continue; // reactivated
     }
 
+    await untilRestoredInPlace(tenant);
     if (tenant.needsReconcile || outcome === 'not-ready') {
       tenant.needsReconcile = false;
       outcome = await reconcile(tenant, { uid: input.uid, settings, activities });
       failedRounds = outcome === 'ready' ? 0 : failedRounds + 1;
     }
-    await tenant.mirror();
+    await tenant.publish();
     if (tenant.isCancelled) continue;
 
     await waitForNextRound(tenant, outcome, failedRounds, input, activities);

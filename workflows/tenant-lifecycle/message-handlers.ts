@@ -16,12 +16,18 @@ import {
 import { nowIso, type TenantState } from './state.js';
 
 /** The status query; apply; cancel, reactivate and delete (setSoakHandlers); retry-chat-room; each update refused where it makes no sense. */
-export function setMessageHandlers(tenant: TenantState, { settings }: TenantLifecycleInput): void {
+export function setMessageHandlers(tenant: TenantState, input: TenantLifecycleInput): void {
+  const { settings } = input;
   const state = tenant.state;
   const phase = () => state.phase.toLowerCase();
   setHandler(statusQuery, () => tenant.status());
 
-  setHandler(applySignal, ({ generation, spec }) => {
+  setHandler(applySignal, ({ uid, generation, spec }) => {
+    if (uid !== input.uid) {
+      tenant.recordStep('apply', 'failed', `ignored: TenantClient object ${uid} is not this tenant's (${input.uid})`);
+      tenant.touch();
+      return;
+    }
     if (generation <= state.generation) return; // the same apply again, or an older one
     state.generation = generation;
     state.spec = spec;

@@ -124,7 +124,7 @@ async function reserveSubdomain(
     tenant.setSynced('False', message, generation);
     tenant.setReady('False', taken ? 'Unavailable' : 'Creating', message);
     if (taken) state.phase = 'Unavailable';
-    await tenant.mirror();
+    await tenant.publish();
     return taken ? 'blocked' : 'not-ready';
   }
 }
@@ -142,7 +142,7 @@ async function probeReadiness(
   const host = state.hostname;
   const database = host;
   tenant.setCurrentStep('probe-health');
-  await tenant.mirror();
+  await tenant.publish();
   const beforeDeadline = state.deadlineAt - Date.now();
   const windowMs = allInPlace && beforeDeadline > 0 ? beforeDeadline : 0;
   return activities.reconcileStep.probeTenantHealth
@@ -175,7 +175,7 @@ async function becomeReady(
   // reactivation reconciles again and emits it then
   if (!state.provisionedEventId && !tenant.isCancelled) {
     tenant.setCurrentStep('publish-provisioned-event');
-    await tenant.mirror();
+    await tenant.publish();
     // must finish: the event leads to the welcome e-mail and the portal entry, however long the
     // events service is away (the pending activity shows its attempts and last failure)
     const published = await activities.mustFinish.publishProvisionedEvent.executeWithOptions(
@@ -191,7 +191,7 @@ async function becomeReady(
     tenant.touch();
   }
   tenant.setCurrentStep('ready');
-  await tenant.mirror();
+  await tenant.publish();
   return 'ready';
 }
 
@@ -221,6 +221,6 @@ async function stayUnready(
     tenant.setReady('False', 'Creating', [unreadyMessage(state.resources), health.detail].filter(Boolean).join('; '));
   }
   tenant.setCurrentStep('waiting-to-retry');
-  await tenant.mirror();
+  await tenant.publish();
   return 'not-ready';
 }

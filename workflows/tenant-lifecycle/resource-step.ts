@@ -11,7 +11,7 @@ export interface ResourceStep<Context, Result> {
   name: string;
   /**
    * A quick step (a local activity inside the workflow task that reaches it): neither a value of the
-   * `CurrentStep` search attribute nor mirrored on its own (the next step or wait does both).
+   * `CurrentStep` search attribute nor published on its own (the next step or wait does both).
    */
   quick?: boolean;
   /** The resource whose state the step sets, and on which a failure is kept. */
@@ -31,10 +31,10 @@ export function resourceStep<Context, Result>(step: ResourceStep<Context, Result
 
 /**
  * Runs one step: shown as the current step; its result recorded; a failure handed to `onFailure`
- * (with the activity's own message), never thrown. A step the workflow waits on mirrors the status
- * first (with what the steps before it changed), so the mirror names the step being waited on; a
- * quick step mirrors first the result of a waited-on step just before it (so a quick step that hangs
- * leaves that result visible); a quick step's own result is mirrored by the next step or wait.
+ * (with the activity's own message), never thrown. A step the workflow waits on publishes the status
+ * first (with what the steps before it changed), so the published status names the step being waited on; a
+ * quick step publishes first the result of a waited-on step just before it (so a quick step that hangs
+ * leaves that result visible); a quick step's own result is published by the next step or wait.
  */
 export async function runResourceStep<Context>(
   tenant: TenantState,
@@ -43,9 +43,9 @@ export async function runResourceStep<Context>(
   onFailure: (err: unknown) => void,
 ): Promise<void> {
   const quick = step.quick === true;
-  if (quick) await tenant.mirrorWaitedStepResult();
+  if (quick) await tenant.publishWaitedStepResult();
   tenant.setCurrentStep(step.name, { quick });
-  if (!quick) await tenant.mirror();
+  if (!quick) await tenant.publish();
   try {
     step.record(context, await step.call(context));
   } catch (err) {

@@ -2,7 +2,7 @@
  * What the tenant lifecycle workflow keeps about its tenant, and the only code that changes it:
  * the steps taken, the per-resource states, the Crossplane conditions and the current step (also
  * a search attribute, so the Temporal UI can list tenants by step). Pure apart from the search
- * attribute and the status mirror, which runs the `recordTenantStatus` local activity.
+ * attribute and the published status, which runs the `recordTenantStatus` local activity.
  */
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
@@ -26,18 +26,18 @@ const RECENT_STEPS = 30;
 
 export const nowIso = () => new Date().toISOString();
 
-type MirrorStatus = (status: TenantStatus) => Promise<void>;
+type PublishStatus = (status: TenantStatus, spec: LifecycleState['spec']) => Promise<void>;
 
 export class TenantState {
   /** Something to reconcile: a new spec, a reactivation, a chat-room retry. */
   needsReconcile: boolean;
-  /** The status changed since it was last mirrored to PostgreSQL. */
+  /** The status changed since it was last published to PostgreSQL. */
   private statusChanged = true;
-  /** A waited-on step's result is not mirrored yet (a quick step after it mirrors it first). */
+  /** A waited-on step's result is not published yet (a quick step after it publishes it first). */
   private waitedStepResult = false;
   constructor(
     readonly state: LifecycleState,
-    private readonly mirrorStatus: MirrorStatus,
+    private readonly publishStatus: PublishStatus,
   ) {
     this.needsReconcile = state.phase !== 'Ready';
   }
@@ -82,7 +82,7 @@ export class TenantState {
     return this.state.name;
   }
 
-  /** The status the `status` query answers and PostgreSQL mirrors (a copy, without the internals). */
+  /** The status the `status` query answers and PostgreSQL publishes (a copy, without the internals). */
   status(): TenantStatus {
     const {
       spec: _spec,
@@ -90,6 +90,7 @@ export class TenantState {
       deadlineAt: _deadline,
       chatRetry: _chatRetry,
       deleteRequested: _delete,
+      restoringInPlace: _restoring,
       ...status
     } = this.state;
     return JSON.parse(JSON.stringify(status)) as TenantStatus;
@@ -107,7 +108,7 @@ export class TenantState {
     return this.condition('Ready')?.status === 'True';
   }
 
-  get hasUnmirroredChanges(): boolean {
+  get hasUnpublishedChanges(): boolean {
     return this.statusChanged;
   }
 
@@ -115,7 +116,7 @@ export class TenantState {
     return this.state.conditions.find((c) => c.type === type);
   }
 
-  /** Marks the status as changed, so the next mirror writes it. */
+  /** Marks the status as changed, so the next publish writes it. */
   touch(): void {
     this.statusChanged = true;
   }
@@ -152,7 +153,7 @@ export class TenantState {
 
   /**
    * The step shown in the status and (unless quick) in the `CurrentStep` search attribute. A new step
-   * marks the status changed: the mirror the workflow makes before it waits writes the step it waits at.
+   * marks the status changed: the published status the workflow makes before it waits writes the step it waits at.
    */
   setCurrentStep(step: string, { quick = false } = {}): void {
     if (this.state.currentStep !== step) this.statusChanged = true;
@@ -228,16 +229,16 @@ export class TenantState {
     this.waitedStepResult = true;
   }
 
-  /** Before a quick step: the result of the waited-on step before it, mirrored (a quick step that hangs leaves it visible). */
-  async mirrorWaitedStepResult(): Promise<void> {
-    if (this.waitedStepResult) await this.mirror();
+  /** Before a quick step: the result of the waited-on step before it, published (a quick step that hangs leaves it visible). */
+  async publishWaitedStepResult(): Promise<void> {
+    if (this.waitedStepResult) await this.publish();
   }
 
   /** Writes the status to PostgreSQL (for `get`, the portal and the API) when it changed. */
-  async mirror(): Promise<void> {
+  async publish(): Promise<void> {
     this.waitedStepResult = false;
     if (!this.statusChanged) return;
     this.statusChanged = false;
-    await this.mirrorStatus(this.status());
+    await this.publishStatus(this.status(), this.state.spec);
   }
 }

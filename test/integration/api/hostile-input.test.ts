@@ -366,7 +366,7 @@ describe('TenantClient names', () => {
         name,
       );
     }
-    expect((await pool.query("SELECT 1 FROM tenant_clients WHERE name IN ('-bad', 'bad-', '-')")).rowCount).toBe(0);
+    expect((await pool.query("SELECT 1 FROM tenant_status WHERE name IN ('-bad', 'bad-', '-')")).rowCount).toBe(0);
   });
 });
 

@@ -95,16 +95,61 @@ describe('the TenantClient controller', () => {
     expect(await workflowRuns(name)).toBe(1);
   });
 
-  it('goes on with every other TenantClient while one cannot be stored, says why on that one, and retries it with backoff', async () => {
-    // the platform refuses to store these two names (as it refused a U+0000 before the CRD did)
+  it('goes on with every other TenantClient while one cannot be reconciled, says why on that one, and retries it with backoff', async () => {
+    // an admission policy of the cluster refuses the controller's writes to two of them
     const [poison, deleted, after] = [uniqueTenant('poison'), uniqueTenant('gone'), uniqueTenant('after')];
-    const constraint = `refuse_${poison.replace(/-/g, '_')}`;
-    await p.pool.query(
-      `ALTER TABLE tenant_clients ADD CONSTRAINT ${constraint} CHECK (name NOT IN ('${poison}', '${deleted}'))`,
+    const probe = uniqueTenant('probe'); // not this file's: no controller touches it
+    const policy = `refuse-${poison}`;
+    const refusal = `refused by this test's admission policy`;
+    kube(
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'List',
+        items: [
+          {
+            apiVersion: 'admissionregistration.k8s.io/v1',
+            kind: 'ValidatingAdmissionPolicy',
+            metadata: { name: policy },
+            spec: {
+              failurePolicy: 'Fail',
+              matchConstraints: {
+                resourceRules: [
+                  {
+                    apiGroups: ['plana.dev'],
+                    apiVersions: ['*'],
+                    operations: ['UPDATE'],
+                    resources: ['tenantclients'],
+                  },
+                ],
+              },
+              validations: [
+                { expression: `!(object.metadata.name in ['${poison}', '${deleted}', '${probe}'])`, message: refusal },
+              ],
+            },
+          },
+          {
+            apiVersion: 'admissionregistration.k8s.io/v1',
+            kind: 'ValidatingAdmissionPolicyBinding',
+            metadata: { name: policy },
+            spec: { policyName: policy, validationActions: ['Deny'] },
+          },
+        ],
+      }),
     );
-    onTestFinished(async () => {
-      await p.pool.query(`ALTER TABLE tenant_clients DROP CONSTRAINT IF EXISTS ${constraint}`);
+    const removePolicy = () => {
+      kube(['delete', 'validatingadmissionpolicybinding', policy, '--ignore-not-found']);
+      kube(['delete', 'validatingadmissionpolicy', policy, '--ignore-not-found']);
+    };
+    onTestFinished(() => {
+      removePolicy();
+      kube(['delete', 'tc', probe, '--ignore-not-found', '--wait=false']);
     });
+    // the policy is in force once an update of the probe is refused
+    kube(['apply', '-f', '-'], tenantClientJson(probe, 'plana.dev/probe=1'));
+    await expect
+      .poll(() => kube(['label', 'tc', probe, `try=${Date.now()}`, '--overwrite']).out, { timeout: 30_000 })
+      .toContain(refusal);
     kube(['apply', '-f', '-'], tenantClientJson(poison, scope.label));
     kube(['apply', '-f', '-'], tenantClientJson(deleted, scope.label));
     kube(['apply', '-f', '-'], tenantClientJson(after, scope.label));
@@ -112,7 +157,7 @@ describe('the TenantClient controller', () => {
     const stuck = await waitForTenantClient(poison, (o) => kubeCondition(o, 'Synced')?.reason === 'ReconcileError');
     expect(kubeCondition(stuck, 'Synced')).toMatchObject({
       status: 'False',
-      message: expect.stringContaining(`violates check constraint "${constraint}"`),
+      message: expect.stringContaining(refusal),
     });
     expect(kube(['get', 'tc', poison, '--no-headers']).out.trim().split(/\s+/).slice(1, 3)).toEqual(['False', 'False']);
     // the one applied after it is provisioned as if it were not there
@@ -133,8 +178,8 @@ describe('the TenantClient controller', () => {
     expect(kube(['delete', 'tc', deleted, '--wait=false']).ok).toBe(true);
     await expect.poll(() => getTenantClient(deleted), { timeout: 30_000, interval: 500 }).toBeUndefined();
 
-    // once the platform can store it, a retry provisions it
-    await p.pool.query(`ALTER TABLE tenant_clients DROP CONSTRAINT ${constraint}`);
+    // once the cluster lets the controller write it, a retry provisions it
+    removePolicy();
     const fixed = await waitForTenantClient(poison, ready, 120_000);
     expect(kubeCondition(fixed, 'Synced')).toMatchObject({ status: 'True' });
     expect(await workflowRuns(poison)).toBe(1);
@@ -296,20 +341,19 @@ describe('the TenantClient controller', () => {
     expect((await p.pool.query('SELECT count(*)::int AS n FROM tenants WHERE name = $1', [name])).rows[0].n).toBe(0);
   });
 
-  it('refuses a change of the ERP version with a condition, and keeps the tenant as it was', async () => {
+  it('refuses a change of the ERP version at the API server, naming the field, and keeps the tenant as it was', async () => {
     const name = uniqueTenant('erp');
     kube(['apply', '-f', '-'], tenantClientJson(name, scope.label));
     await waitForTenantClient(name, ready);
-    kube(['apply', '-f', '-'], tenantClientJson(name, scope.label, { erpVersion: '19' }));
-    const obj = await waitForTenantClient(name, (o) => kubeCondition(o, 'Synced')?.status === 'False');
-    expect(obj?.metadata.generation).toBe(2);
-    expect(kubeCondition(obj, 'Synced')).toMatchObject({
-      reason: 'ReconcileError',
-      observedGeneration: 2,
-      message: 'spec.erpVersion cannot change from "18" to "19": an ERP upgrade is a migration, not an apply',
-    });
+    const refused = kube(['apply', '-f', '-'], tenantClientJson(name, scope.label, { erpVersion: '19' }));
+    expect(refused.ok).toBe(false);
+    expect(refused.out).toContain(
+      'spec.erpVersion: Invalid value: "string": cannot change from "18" to "19": an ERP upgrade is a migration, not an apply',
+    );
+    const obj = getTenantClient(name);
+    expect(obj?.metadata.generation).toBe(1);
+    expect(obj?.spec.erpVersion).toBe('18');
     expect(kubeCondition(obj, 'Ready')?.status).toBe('True');
-    expect(tenantClientEvents(name).some((e) => e.reason === 'ApplyRefused' && e.type === 'Warning')).toBe(true);
   });
 
   it('deletes through the finalizer: Ready=False Deleting until deprovisioned, then the object is gone', async () => {
@@ -321,7 +365,7 @@ describe('the TenantClient controller', () => {
     expect(deleting?.metadata.deletionTimestamp).toBeTruthy();
     expect(kubeCondition(deleting, 'Ready')?.status).toBe('False');
     await waitForTenantClient(name, (o) => o === undefined, 60_000);
-    const { rows } = await p.pool.query('SELECT phase FROM tenant_clients WHERE name = $1', [name]);
+    const { rows } = await p.pool.query('SELECT phase FROM tenant_status WHERE name = $1', [name]);
     expect(rows[0]?.phase).toBe('Deprovisioned');
     expect(await workflowRuns(name)).toBe(1);
     // its chat-room Job went with it
@@ -343,7 +387,7 @@ describe('the TenantClient controller', () => {
     await waitForTenantClient(name, (o) => o?.status?.workflowId !== undefined);
     kube(['delete', 'tc', name, '--wait=false']);
     await waitForTenantClient(name, (o) => o === undefined, 60_000);
-    const { rows } = await p.pool.query('SELECT phase FROM tenant_clients WHERE name = $1', [name]);
+    const { rows } = await p.pool.query('SELECT phase FROM tenant_status WHERE name = $1', [name]);
     expect(rows[0]?.phase).toBe('Deprovisioned');
   });
 
