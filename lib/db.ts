@@ -29,6 +29,8 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
 }
 
 export interface ChannelListener {
+  /** The PostgreSQL backend of the listening connection, while it is up (diagnostics, tests). */
+  readonly pid: number | undefined;
   close(): Promise<void>;
 }
 
@@ -38,7 +40,7 @@ export interface ChannelListener {
  * once it listens again, since notifications sent meanwhile are lost. Resolves once it listens.
  */
 export async function listenToChannel(
-  connectionString: string,
+  connection: string | pg.ClientConfig,
   channel: string,
   handlers: { onNotice: (payload: string) => void; onReconnect: () => void; onError: (err: Error) => void },
   retryMs = 1_000,
@@ -48,7 +50,7 @@ export async function listenToChannel(
   let retry: NodeJS.Timeout | undefined;
 
   async function connect(): Promise<void> {
-    const c = new pg.Client({ connectionString });
+    const c = new pg.Client(typeof connection === 'string' ? { connectionString: connection } : connection);
     const lost = (err?: Error) => {
       if (client !== c) return;
       client = undefined;
@@ -82,6 +84,9 @@ export async function listenToChannel(
 
   await connect();
   return {
+    get pid() {
+      return (client as (pg.Client & { processID?: number }) | undefined)?.processID;
+    },
     async close() {
       closed = true;
       clearTimeout(retry);

@@ -5,7 +5,8 @@
  *
  * - Fresh: LISTEN service_keys (the registry's trigger names the target on every change) reloads
  *   within milliseconds; a periodic reload (SERVICE_KEY_REFRESH_MS, 30 s) bounds staleness if a
- *   notification is lost (listener connection down; it is re-established on the next reload).
+ *   notification is lost (listener connection down; lib/db.ts listenToChannel makes it again
+ *   within the same interval and reloads).
  * - Constant time: the look-up is by the hash of the given key (an attacker cannot steer a SHA-256
  *   toward a stored one), and the stored hash is then compared with timingSafeEqual.
  * - Usage: last use and count per key id in memory, written in one UPDATE every
@@ -16,7 +17,8 @@
  *   turns into an alert mail and an event (misuse.ts).
  */
 import { timingSafeEqual } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
+import { listenToChannel, type ChannelListener } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
 import type { Logger } from '../../lib/logger.js';
 import { acceptedKeys, recordKeyUsage, revokedKeys, type AcceptedKey } from './key-registry.js';
@@ -84,14 +86,16 @@ export class AcceptedKeyTable implements ServiceKeyCheck {
 export const SERVICE_KEYS_CHANNEL = 'service_keys';
 
 export class ServiceKeyVerifier extends AcceptedKeyTable {
-  /** A connection of its own for LISTEN (not one of the pool's: a small pool must not lose a connection to it). */
-  private listener: pg.Client | undefined;
+  /** LISTEN on a connection of its own (not one of the pool's: a small pool must not lose a connection to it). */
+  private channel: ChannelListener | undefined;
   private timers: NodeJS.Timeout[] = [];
   private closed = false;
   private loading: Promise<void> | undefined;
   private reloadAgain = false;
   /** The PostgreSQL backend of the listening connection (diagnostics, tests). */
-  listenerPid: number | undefined;
+  get listenerPid(): number | undefined {
+    return this.channel?.pid;
+  }
   /** When the accepted keys were last loaded (epoch ms). */
   loadedAt = 0;
 
@@ -197,7 +201,6 @@ export class ServiceKeyVerifier extends AcceptedKeyTable {
   private async periodic() {
     if (this.closed) return;
     try {
-      if (!this.listener) await this.listen();
       await this.reload();
     } catch (err) {
       this.opts.log?.warn(
@@ -207,35 +210,23 @@ export class ServiceKeyVerifier extends AcceptedKeyTable {
     }
   }
 
+  /** Reloads on each change of this target's keys, and once listening again after a lost connection. */
   private async listen() {
-    const client = new pg.Client(this.opts.pool.options);
-    const drop = () => {
-      if (this.listener !== client) return;
-      this.listener = undefined;
-      client.removeAllListeners('notification');
-      client.end().catch(() => {});
-    };
-    client.on('error', drop);
-    client.on('end', drop);
-    client.on('notification', (msg) => {
-      if (msg.channel === SERVICE_KEYS_CHANNEL && msg.payload === this.opts.target) {
-        this.reload().catch((err: Error) =>
-          this.opts.log?.warn({ err: err.message, target: this.opts.target }, 'service keys not reloaded'),
-        );
-      }
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${SERVICE_KEYS_CHANNEL}`);
-      this.listenerPid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-    } catch (err) {
-      client.removeAllListeners('notification');
-      await client.end().catch(() => {});
-      throw err;
-    }
-    this.listener = client;
-    // a change between a lost connection and this LISTEN is caught by reloading now
-    if (this.loadedAt) await this.reload();
+    const reload = () =>
+      this.reload().catch((err: Error) =>
+        this.opts.log?.warn({ err: err.message, target: this.opts.target }, 'service keys not reloaded'),
+      );
+    this.channel = await listenToChannel(
+      this.opts.pool.options,
+      SERVICE_KEYS_CHANNEL,
+      {
+        onNotice: (target) => target === this.opts.target && void reload(),
+        onReconnect: () => void reload(),
+        onError: (err) =>
+          this.opts.log?.warn({ err: err.message, target: this.opts.target }, 'service keys: listening again'),
+      },
+      this.opts.refreshMs ?? 30_000,
+    );
   }
 
   async close(): Promise<void> {
@@ -243,11 +234,6 @@ export class ServiceKeyVerifier extends AcceptedKeyTable {
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
     await this.flush();
-    const l = this.listener;
-    this.listener = undefined;
-    if (l) {
-      l.removeAllListeners('notification');
-      await l.end().catch(() => {});
-    }
+    await this.channel?.close();
   }
 }
