@@ -159,6 +159,9 @@ fi
 #     playwright-core: Playwright's own browser download cannot work here).
 command -v chromium >/dev/null || apt_install "the portal's browser tests need Chromium" chromium
 
+# 3c. promtool (Debian's prometheus package) for the alert rules' tests (deploy/prometheus/alerts.test.yml).
+command -v promtool >/dev/null || apt_install "the alert rules' tests need promtool" prometheus
+
 # 4. schemathesis (PyPI) for the API contract test (test/integration/api/schemathesis.test.ts), in a
 #    virtual environment of its own under the cache folder, reused when it holds the pinned version.
 SCHEMATHESIS_VERSION=4.32.5

@@ -33,6 +33,7 @@ import { ensureSearchAttributes } from './search-attributes.js';
 import { erpInstallerFor } from './erp-installer.js';
 import type { ErpInstaller } from '../domain/erp/from-scratch.js';
 import { activityMetrics } from './activity-metrics.js';
+import { watchFleet } from './fleet-metrics.js';
 import { heartbeatsWhileRunning } from './activity-heartbeats.js';
 import { startConfiguredMetricsServer } from '../lib/metrics.js';
 
@@ -157,8 +158,12 @@ export async function runWorkerProcess(config: Config, erpInstaller: ErpInstalle
   await client.connection.close();
   const { worker, connection, closeDeps } = await createWorker(config, { erpInstaller });
   const alerter = startRevokedKeyAlerter(config, logger);
+  const fleetPool = createPool(config.DATABASE_URL, 2);
+  const unwatchFleet = watchFleet(fleetPool);
   // Worker.run() handles SIGINT/SIGTERM itself: it stops polling, lets running tasks finish, then resolves.
   await worker.run();
+  unwatchFleet();
+  await fleetPool.end();
   await alerter.stop();
   await connection.close();
   await closeDeps();
