@@ -9,7 +9,7 @@
  * | `access.user`            | a logged-in user (access token from /api/auth/login)      | requireUser                     |
  * | `access.member`          | a member (any role) of the workspace named by X-Workspace | requireUser, then requireWorkspaceMember |
  * | `access.admin`           | an admin of the workspace named by X-Workspace            | requireUser, then requireWorkspaceAdmin |
- * | `access.key(scope)`      | a `ws_live_` workspace key with that scope (null: any)     | keyCheck (plugins/workspace-key-check.ts) |
+ * | `access.key(scope)`      | a `ws_live_` workspace key with that scope (null: any)     | keyCheck (plugins/workspace-auth.ts) |
  * | `access.adminOrKey(scope)` | an admin (session) of X-Workspace, or a key with the scope (§5.3 `webhooks:write`) | both of the above |
  * | `access.service(...callers)` | an internal caller's service key in X-API-Key (any of those callers) | requireServiceKey (registry) |
  *
@@ -32,7 +32,7 @@ import { requireServiceKey } from '../../domain/service-keys/service-key-auth.js
 import { ServiceKeyVerifier } from '../../domain/service-keys/verifier.js';
 import { requireUser, requireWorkspaceAdmin, requireWorkspaceMember } from './user-auth.js';
 import { refuseAmbiguousWorkspace } from './named-workspace.js';
-import { presentsWorkspaceKey } from './workspace-key-check.js';
+import { presentsWorkspaceKey } from './workspace-auth.js';
 
 /**
  * The internal callers whose service keys the account API takes (target `account-api` in the
@@ -63,7 +63,7 @@ export const access = {
   user: { kind: 'user', role: 'member' },
   member: { kind: 'user', role: 'member', workspace: true },
   admin: { kind: 'user', role: 'admin', workspace: true },
-  /** Checked by `keyCheck` (plugins/workspace-key-check.ts), put on the route by `attachKeyChecks` (plugins/workspace-auth.ts). */
+  /** Checked by `keyCheck` (plugins/workspace-auth.ts), put on the route by `attachKeyChecks` (plugins/workspace-auth.ts). */
   key: (scope: Scope | null): Access => ({ kind: 'workspaceKey', scope }),
   /** DESIGN §5: the one exception where a key may manage something (its own workspace's webhooks). */
   adminOrKey: (scope: Scope): Access => ({ kind: 'adminOrKey', scope }),

@@ -1,15 +1,15 @@
 /**
  * The Workspace API's key authentication (specification §5.1–5.3, §8): every route that declares
- * `config: { access: access.key(scope) }` (api/plugins/access.ts) gets, when it is registered,
+ * `config: { access: access.key(scope) }` (api/plugins/access.ts) gets, when it is registered, one
+ * onRequest hook (`keyCheck`) that runs, in order:
  *
- * 1. key verification (`Authorization: Bearer ws_live_…`; domain/access/api-key-verifier.ts): a missing,
- *    malformed, unknown, wrong or revoked key gets the same 401. Revocations reach every replica
- *    through the revocation feed (domain/access/key-revocations.ts); while a replica cannot trust its feed,
- *    it checks the key's revocation marker in Redis on every request instead;
- * 2. the rate limits (domain/access/rate-limits.ts): the per-key token bucket and the per-workspace one
- *    (all its keys together) on every route (tokens leased from Redis a few at a time when a key is
- *    busy), the per-minute agent limit on agent
- *    invocations; 429 with Retry-After, and RateLimit-* headers on every answer;
+ * 1. key verification (`Authorization: Bearer ws_live_…`; `ApiKeyVerifier` in domain/access/api-keys.ts):
+ *    a missing, malformed, unknown, wrong or revoked key gets the same 401;
+ * 2. the rate limits (domain/access/rate-limits.ts): one Redis call takes a token from the per-key
+ *    token bucket and the per-workspace one (all its keys together) and checks the key's revocation
+ *    marker, so a revoked key is refused on every replica on its next request; the per-minute agent
+ *    limit on agent invocations; 429 with Retry-After, and RateLimit-* headers on every answer;
+ *    without Redis the request is refused (503: neither revocation nor the limits can be checked);
  * 3. the workspace's standing (domain/billing/standing.ts): a suspended workspace (payment failed past
  *    its grace period) gets 403 with a problem of type `workspace-suspended` on every key route;
  * 4. the scope check: 403 naming the scope needed (`*` grants all);
@@ -22,21 +22,32 @@
  *    line per call with the key's workspace id, prefix, method and route, never the token.
  *
  * The request is decorated with `workspace` ({ id, slug }) and `apiKey` ({ id, prefix, scopes }).
- * The check itself, in named pieces, is in plugins/workspace-key-check.ts; this file starts what it
- * needs (`startKeyServices`), attaches it to the routes that declare a key (`attachKeyChecks`) and
- * writes the call log (`WorkspaceCallLog`). Register this plugin before the routes it guards.
+ * Register this plugin before the routes it guards.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
-import { ApiKeyVerifier } from '../../domain/access/api-key-verifier.js';
-import { RevocationFeed } from '../../domain/access/key-revocations.js';
+import {
+  ApiKeyVerifier,
+  grants,
+  invalidKey,
+  TOKEN_PREFIX,
+  type Scope,
+  type VerifiedKey,
+} from '../../domain/access/api-keys.js';
 import { ExecutionLog, ensurePartitions } from '../../domain/access/execution-log.js';
-import { RateLimits } from '../../domain/access/rate-limits.js';
+import { RateLimits, type BucketResult, type Limits } from '../../domain/access/rate-limits.js';
+import { WorkspaceStanding, workspaceSuspended } from '../../domain/billing/standing.js';
+import { AppError } from '../../lib/errors.js';
 import { OneLinePerRequest } from '../../lib/http.js';
-import { WorkspaceStanding } from '../../domain/billing/standing.js';
-import { KEY_CHECK_HOOK, keyCheck, presentsWorkspaceKey, type KeyCheckDeps } from './workspace-key-check.js';
+import { ambiguousWorkspace, workspacesNamed } from './named-workspace.js';
 
+/** What the key check needs. */
+interface KeyCheckDeps {
+  verifier: ApiKeyVerifier;
+  rateLimits: RateLimits;
+  standing: WorkspaceStanding;
+}
 type WorkspaceAuth = KeyCheckDeps & { executionLog: ExecutionLog; redis: Redis };
 
 declare module 'fastify' {
@@ -47,15 +58,166 @@ declare module 'fastify' {
     apiRoute: string | null;
   }
   interface FastifyInstance {
-    /** `redis`: the auto-pipelined connection of the Workspace API's hot path (also for its caches). */
+    /** `redis`: the auto-pipelined connection of the Workspace API's key checks (also for the dashboards' cache). */
     workspaceAuth: WorkspaceAuth;
   }
 }
 
+/** The name of the hook on a route's onRequest list (Fastify copies a GET's hooks to its HEAD). */
+const KEY_CHECK_HOOK = 'workspaceKeyAuth';
+
+/** Routes that count against the per-minute agent limit as well as the bucket. */
+const agentInvocation = (method: string, scope: Scope | null) => scope === 'agents:invoke' && method === 'POST';
+
 /**
- * What the key check needs: its own Redis connection with auto-pipelining (the revocation +
- * bucket calls of concurrent requests issued in the same tick go out in one write), the key
- * verifier, the limits, the workspaces' standing, the execution log and the revocation feed.
+ * Whether the request presents a workspace key: on an adminOrKey route the key check runs for it,
+ * and access.ts checks a user's session only when it is false.
+ */
+export function presentsWorkspaceKey(req: FastifyRequest): boolean {
+  const h = req.headers.authorization;
+  return (
+    typeof h === 'string' &&
+    /^bearer\s+/i.test(h) &&
+    h
+      .replace(/^bearer\s+/i, '')
+      .trim()
+      .startsWith(TOKEN_PREFIX)
+  );
+}
+
+/** `Bearer ` in any case, followed by the credential (checked in place: no text built per request). */
+const BEARER_SCHEME = /^bearer /i;
+
+function bearerToken(req: FastifyRequest, reply: FastifyReply): string {
+  const header = req.headers.authorization;
+  const token = header && header.length > 7 && BEARER_SCHEME.test(header) ? header.slice(7).trim() : undefined;
+  if (token && token.startsWith(TOKEN_PREFIX)) return token;
+  reply.header('www-authenticate', 'Bearer');
+  throw invalidKey();
+}
+
+function setRateLimitHeaders(reply: FastifyReply, r: { limit: number; remaining: number; reset: number }) {
+  reply
+    .header('ratelimit-limit', r.limit)
+    .header('ratelimit-remaining', r.remaining)
+    .header('ratelimit-reset', r.reset);
+}
+
+/** The RateLimit-* headers of the binding bucket; 429 with Retry-After naming the bucket that refused. */
+function admitOrRefuse(reply: FastifyReply, key: VerifiedKey, limits: Limits, bucket: BucketResult) {
+  setRateLimitHeaders(reply, bucket);
+  if (bucket.allowed) return;
+  reply.header('retry-after', bucket.retryAfter);
+  if (bucket.by === 'workspace') {
+    throw new AppError(
+      'RATE_LIMITED',
+      `Workspace "${key.workspace.slug}" exceeded its limit of ${limits.workspaceBurst} requests burst, ${limits.workspacePerSecond}/s sustained, shared by all its keys; retry after ${bucket.retryAfter} s.`,
+      { rateLimit: 'workspace' },
+    );
+  }
+  throw new AppError(
+    'RATE_LIMITED',
+    `This key exceeded its limit of ${limits.burst} requests burst, ${limits.perSecond}/s sustained; retry after ${bucket.retryAfter} s.`,
+    {
+      rateLimit: 'key',
+    },
+  );
+}
+
+/** The per-minute agent limit of `POST` agent invocations (after the bucket). */
+async function admitAgentInvocation(rateLimits: RateLimits, reply: FastifyReply, key: VerifiedKey, limits: Limits) {
+  const agent = await rateLimits.admitAgentInvocation(key.id, limits);
+  setRateLimitHeaders(reply, agent);
+  if (!agent.allowed) {
+    reply.header('retry-after', agent.reset);
+    throw new AppError(
+      'RATE_LIMITED',
+      `This key exceeded its ${agent.limit} agent invocations per minute; retry after ${agent.reset} s.`,
+    );
+  }
+}
+
+/**
+ * The workspace binding: a `:slug` in the path, and a workspace named by X-Workspace or
+ * `?workspace=` (slug or id), must be the key's own workspace, else 403 (rather than 404: the
+ * caller learns nothing about the other workspace either way, and nobody believes they acted on it).
+ * Naming two different workspaces there is a 400 naming both (the key's own slug and id are one).
+ */
+function refuseOtherWorkspace(req: FastifyRequest, own: { id: string; slug: string }) {
+  const slug = (req.params as { slug?: string } | undefined)?.slug;
+  if (slug !== undefined && slug !== own.slug) {
+    throw new AppError(
+      'FORBIDDEN',
+      `This key belongs to workspace "${own.slug}" and cannot reach workspace "${slug}".`,
+    );
+  }
+  const named = workspacesNamed(req);
+  if (named.length === 0) return;
+  const others = named.filter((v) => v !== own.slug && v !== own.id);
+  if (others.length > 1 || (others.length === 1 && named.length > 1)) throw ambiguousWorkspace(named);
+  if (others.length === 1) {
+    throw new AppError(
+      'FORBIDDEN',
+      `This key belongs to workspace "${own.slug}"; it cannot act on workspace "${others[0]}" named by X-Workspace or ?workspace= (leave them out, or name the key's own workspace).`,
+    );
+  }
+}
+
+/** The checks that need no I/O once the key, its limits, its bucket's answer and its standing are known. */
+function authorize(
+  route: { url: string; scope: Scope | null },
+  req: FastifyRequest,
+  reply: FastifyReply,
+  { key, limits, bucket, suspended }: { key: VerifiedKey; limits: Limits; bucket: BucketResult; suspended: boolean },
+) {
+  if (bucket.revoked) {
+    reply.header('www-authenticate', 'Bearer');
+    throw invalidKey();
+  }
+  // what the routes, the execution log and the "request completed" line (lib/http.ts) know
+  // of this call: workspace, key (id, prefix, scopes; never the token) and route
+  req.workspace = key.workspace;
+  req.apiKey = key;
+  req.apiRoute = route.url;
+  admitOrRefuse(reply, key, limits, bucket);
+  if (suspended) throw workspaceSuspended(key.workspace.slug);
+  if (route.scope && !grants(key.scopes, route.scope)) {
+    throw new AppError('FORBIDDEN', `This key lacks the scope "${route.scope}" this endpoint needs.`, {
+      requiredScope: route.scope,
+    });
+  }
+  refuseOtherWorkspace(req, key.workspace);
+}
+
+/** The key check of one route (method, pattern, scope needed). */
+function keyCheck(deps: KeyCheckDeps, method: string, url: string, scope: Scope | null) {
+  const { verifier, rateLimits, standing } = deps;
+  const agents = agentInvocation(method, scope);
+  return async function workspaceKeyAuth(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const token = bearerToken(req, reply);
+    const key = await verifier.verify(token).catch((err: unknown) => {
+      reply.header('www-authenticate', 'Bearer');
+      throw err;
+    });
+    const limits = await rateLimits.limitsFor(key.workspace.id);
+    const bucket = await rateLimits
+      .admitRequest({ id: key.id, workspaceId: key.workspace.id }, limits)
+      .catch((err: unknown) => {
+        // without Redis neither revocation nor the limits can be checked: refuse (fail closed)
+        req.log.error({ err }, 'workspace key check: Redis unavailable');
+        throw new AppError('UNAVAILABLE', 'Workspace API keys cannot be checked right now; retry shortly.');
+      });
+    const suspended = await standing.suspended(key.workspace.id);
+    if (!bucket.revoked) verifier.touch(key.id);
+    authorize({ url, scope }, req, reply, { key, limits, bucket, suspended });
+    if (agents) await admitAgentInvocation(rateLimits, reply, key, limits);
+  };
+}
+
+/**
+ * What the key check needs: its own Redis connection with auto-pipelining (the calls of concurrent
+ * requests issued in the same tick go out in one write), the key verifier, the limits, the
+ * workspaces' standing and the execution log.
  */
 async function startKeyServices(app: FastifyInstance): Promise<WorkspaceAuth & { close(): Promise<void> }> {
   const { config, pool } = app.deps;
@@ -63,7 +225,6 @@ async function startKeyServices(app: FastifyInstance): Promise<WorkspaceAuth & {
   redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis (workspace auth) connection error'));
   const verifier = new ApiKeyVerifier({
     pool,
-    redis,
     cacheTtlMs: config.API_KEY_CACHE_TTL_SECONDS * 1000,
     cacheSize: config.API_KEY_CACHE_SIZE,
     usageFlushMs: config.API_KEY_USAGE_FLUSH_MS,
@@ -77,31 +238,13 @@ async function startKeyServices(app: FastifyInstance): Promise<WorkspaceAuth & {
     flushMs: config.EXECUTION_LOG_FLUSH_MS,
     partitionsAhead: config.EXECUTION_LOG_PARTITIONS_AHEAD,
   });
-  const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 });
-  subscriber.on('error', (err) => app.log.warn({ err: err.message }, 'redis (revocation feed) connection error'));
-  const revocations = new RevocationFeed({
-    redis,
-    subscriber,
-    onRevoked: (keyId) => {
-      verifier.forget(keyId);
-      rateLimits.dropLease(keyId);
-    },
-    onResubscribed: () => {
-      app.log.warn('revocation feed resubscribed: forgetting every verified workspace key');
-      verifier.clear();
-    },
-    onError: (err) => app.log.warn({ err }, 'revocation feed'),
-  });
   await ensurePartitions(pool, config.EXECUTION_LOG_PARTITIONS_AHEAD);
-  await revocations.start();
   const close = async () => {
-    await revocations.close();
-    rateLimits.close();
     await verifier.close();
     await executionLog.close();
     redis.disconnect();
   };
-  return { verifier, rateLimits, executionLog, revocations, redis, standing, close };
+  return { verifier, rateLimits, executionLog, redis, standing, close };
 }
 
 /**
@@ -117,12 +260,11 @@ function attachKeyChecks(deps: KeyCheckDeps) {
     if ([route.onRequest].flat().some((h) => h?.name === KEY_CHECK_HOOK)) return;
     const method = [route.method].flat().find((m) => m !== 'HEAD') ?? 'GET';
     const check = keyCheck(deps, method, route.url, declared.scope);
-    const hook: onRequestHookHandler =
+    const hook =
       declared.kind === 'workspaceKey'
         ? check
-        : function workspaceKeyAuth(req, reply, done) {
-            if (presentsWorkspaceKey(req)) return check.call(this, req, reply, done);
-            done();
+        : async function workspaceKeyAuth(req: FastifyRequest, reply: FastifyReply) {
+            if (presentsWorkspaceKey(req)) await check(req, reply);
           };
     route.onRequest = [hook, ...[route.onRequest ?? []].flat()];
   };

@@ -3,184 +3,142 @@
  *
  * - a token bucket per key (capacity 100, refilled at 30 tokens/s), and one per workspace shared by
  *   all its keys (the same figures by default: §8's limit is the workspace's, so making more keys
- *   does not multiply it; never below the per-key limit), taken from at once by one atomic Redis
- *   call (rate-limit-buckets.ts). A replica leases tokens ahead of need: a busy key costs a call to
- *   Redis per lease, not per request. When the caller cannot trust its revocation feed
- *   (domain/access/key-revocations.ts), the same call also checks the key's revocation marker and
- *   takes exactly one token;
+ *   does not multiply it; never below the per-key limit). Every request takes its token from both
+ *   in one atomic Redis call, a Lua script on Redis's clock (rate-limiter-flexible only has fixed
+ *   windows: its BurstyRateLimiter approximates a bucket with two windows but cannot express a
+ *   continuous refill), which also checks the key's revocation marker (api-keys.ts `revokeApiKey`);
  * - 10 agent invocations per minute per key: rate-limiter-flexible's RateLimiterRedis (a fixed
  *   60-second window, atomic in Redis), which expresses exactly that.
  *
  * Operators raise these limits, and the cap on a workspace's live keys (api-keys.ts), per workspace
- * ("granted by arrangement") in workspace_rate_limits (rate-limit-overrides.ts); a process re-reads
- * an override at most OVERRIDE_TTL_MS after it changed.
+ * ("granted by arrangement") in workspace_rate_limits; a process re-reads an override at most
+ * OVERRIDE_TTL_MS after it changed.
  */
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import {
-  defineAdmitCommand,
-  emptyLease,
-  fill,
-  grantedResult,
-  leaseCap,
-  nextLeaseSize,
-  refusedResult,
-  revokedResult,
-  type AdmitKey,
-  type BucketResult,
-  type Lease,
-  type LimitedKey,
-} from './rate-limit-buckets.js';
-import { effectiveLimits, getLimitOverride, type LimitDefaults, type Limits } from './rate-limit-overrides.js';
-
-export * from './rate-limit-overrides.js';
-export { leaseCap, revokedMarker, type BucketResult, type LimitedKey } from './rate-limit-buckets.js';
+import type { Config } from '../../lib/config.js';
 
 const OVERRIDE_TTL_MS = 10_000;
-const SWEEP_MS = 1_000;
+
+export interface BucketResult {
+  revoked: boolean;
+  allowed: boolean;
+  /** The bucket that binds (the emptier one; when refused, the one that refused). */
+  by: 'key' | 'workspace';
+  limit: number;
+  remaining: number;
+  /** Seconds until the next token (only when refused). */
+  retryAfter: number;
+  /** Seconds until the bucket is full again. */
+  reset: number;
+}
+
+/** A key as the limits see it: its own bucket and its workspace's. */
+export interface LimitedKey {
+  id: string;
+  workspaceId: string;
+}
+
+// Answers {revoked, allowed, remaining, retry ms, reset ms, binding bucket: 1 key, 2 workspace}
+// after checking the key's revocation marker (KEYS[1]) and taking one token from the key's bucket
+// (KEYS[2]) and its workspace's (KEYS[3]) when both hold one.
+const ADMIT_LUA = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return {1, 0, 0, 0, 0, 1} end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function refill(key, capacity, rate)
+  local state = redis.call('HMGET', key, 'tokens', 'ts')
+  local tokens = tonumber(state[1])
+  local ts = tonumber(state[2])
+  if tokens == nil or ts == nil then tokens = capacity; ts = now end
+  return math.min(capacity, tokens + math.max(0, now - ts) * rate / 1000)
+end
+local function store(key, tokens, capacity, rate)
+  redis.call('HSET', key, 'tokens', tostring(tokens), 'ts', tostring(now))
+  redis.call('PEXPIRE', key, math.ceil(capacity * 1000 / rate) + 1000)
+end
+local kcap, krate = tonumber(ARGV[1]), tonumber(ARGV[2])
+local wcap, wrate = tonumber(ARGV[3]), tonumber(ARGV[4])
+local k = refill(KEYS[2], kcap, krate)
+local w = refill(KEYS[3], wcap, wrate)
+local granted = 0
+if k >= 1 and w >= 1 then granted = 1; k = k - 1; w = w - 1 end
+store(KEYS[2], k, kcap, krate)
+store(KEYS[3], w, wcap, wrate)
+local kwait = math.ceil(math.max(0, 1 - k) * 1000 / krate)
+local wwait = math.ceil(math.max(0, 1 - w) * 1000 / wrate)
+local by = 1
+if (granted == 0 and wwait > kwait) or (granted > 0 and math.floor(w) < math.floor(k)) then by = 2 end
+local retry = 0
+if granted == 0 then retry = math.max(kwait, wwait) end
+if by == 2 then
+  return {0, granted, math.floor(w), retry, math.ceil((wcap - w) * 1000 / wrate), 2}
+end
+return {0, granted, math.floor(k), retry, math.ceil((kcap - k) * 1000 / krate), 1}
+`;
+
+export const revokedMarker = (keyId: string) => `apikey:${keyId}:revoked`;
+const bucketKey = (keyId: string) => `ratelimit:${keyId}:bucket`;
+const workspaceBucketKey = (workspaceId: string) => `ratelimit:workspace:${workspaceId}:bucket`;
+
+type AdmitCommand = (
+  revokedKey: string,
+  bucket: string,
+  workspaceBucket: string,
+  capacity: number,
+  rate: number,
+  workspaceCapacity: number,
+  workspaceRate: number,
+) => Promise<number[]>;
 
 export class RateLimits {
   private readonly overrides = new Map<string, { limits: Limits; at: number }>();
   private readonly agentLimiters = new Map<number, RateLimiterRedis>();
-  private readonly admit: AdmitKey;
-  private readonly leases = new Map<string, Lease>();
-  private readonly sweeper: NodeJS.Timeout;
+  private readonly admit: AdmitCommand;
 
   constructor(private readonly deps: { pool: pg.Pool; redis: Redis; config: LimitDefaults }) {
-    this.admit = defineAdmitCommand(deps.redis);
+    const redis = deps.redis as Redis & { admitWorkspaceKey?: AdmitCommand };
+    if (!redis.admitWorkspaceKey) redis.defineCommand('admitWorkspaceKey', { numberOfKeys: 3, lua: ADMIT_LUA });
+    this.admit = redis.admitWorkspaceKey!.bind(redis);
     // Every Lua command this connection runs is defined now, before its first command: with
     // auto-pipelining, ioredis copies the client's commands into a pipeline when it opens one, so a
     // command defined later (RateLimiterRedis defines its own in its constructor) is missing from a
-    // pipeline already open (a lease renewal on its way), and calling it there throws a TypeError
-    // and leaves that pipeline one reply short (an uncaught exception when its replies arrive).
+    // pipeline already open, and calling it there throws a TypeError and leaves that pipeline one
+    // reply short (an uncaught exception when its replies arrive).
     this.agentLimiter(deps.config.RATE_LIMIT_AGENT_PER_MINUTE);
-    // a failed sweep loses a few tokens of an idle key until its bucket refills: nothing to report
-    this.sweeper = setInterval(() => void this.sweepLeases().catch(() => {}), SWEEP_MS);
-    this.sweeper.unref();
-  }
-
-  /** The limits of a workspace when this process read them recently (no I/O), else undefined. */
-  cachedLimitsFor(workspaceId: string): Limits | undefined {
-    const cached = this.overrides.get(workspaceId);
-    if (!cached || Date.now() - cached.at > OVERRIDE_TTL_MS) return undefined;
-    return cached.limits;
   }
 
   /** The limits of a workspace: its operator override, else the configured defaults. */
   async limitsFor(workspaceId: string): Promise<Limits> {
-    const hit = this.cachedLimitsFor(workspaceId);
-    if (hit) return hit;
+    const cached = this.overrides.get(workspaceId);
+    if (cached && Date.now() - cached.at <= OVERRIDE_TTL_MS) return cached.limits;
     const limits = effectiveLimits(this.deps.config, await getLimitOverride(this.deps.pool, workspaceId));
     this.overrides.set(workspaceId, { limits, at: Date.now() });
     return limits;
   }
 
-  /**
-   * Spends a token this replica leased earlier (no I/O), or returns undefined when it holds none
-   * for the key: then call `admitRequest`.
-   */
-  admitFromLease(key: LimitedKey, limits: Limits): BucketResult | undefined {
-    const keyId = key.id;
-    const lease = this.leases.get(keyId);
-    if (!lease || lease.tokens < 1 || lease.expiresAt <= performance.now()) return undefined;
-    lease.tokens--;
-    lease.spent++;
-    // half spent: lease the next tokens now, so that concurrent requests do not all find it empty
-    // (not for small buckets, which lease one token at a time to stay exact)
-    if (lease.tokens < lease.size / 2 && !lease.renewal && leaseCap(limits) > 1) this.renew(keyId, lease, limits);
-    return grantedResult(lease, limits);
-  }
-
-  private renew(keyId: string, lease: Lease, limits: Limits) {
-    const now = performance.now();
-    const size = nextLeaseSize(lease, limits, now);
-    lease.spent = 0;
-    lease.since = now;
-    lease.renewal = this.admit(keyId, lease.workspaceId, limits, size, 0, '0')
-      .then(([, granted, remaining, , resetMs, by]) => {
-        if (this.leases.get(keyId) !== lease) return this.giveBack(keyId, lease.workspaceId, limits, granted!); // dropped or swept meanwhile: hand them back
-        if (granted! >= 1) fill(lease, { granted: granted!, size, limits, remaining, resetMs, by });
-      })
-      .catch(() => {}) // the next request without a leased token asks Redis itself, and reports
-      .finally(() => {
-        lease.renewal = undefined;
-      });
-  }
-
-  /** Returns leased tokens to the key's bucket and its workspace's (each capped at its burst). */
-  private async giveBack(keyId: string, workspaceId: string, limits: Limits, tokens: number): Promise<void> {
-    if (tokens >= 1) await this.admit(keyId, workspaceId, limits, 0, tokens, '0');
-  }
-
-  /**
-   * One atomic Redis call that takes a token, and leases a few more when the key is busy. With
-   * `checkRevoked` it instead checks the key's revocation marker and takes exactly one token.
-   */
-  async admitRequest(key: LimitedKey, limits: Limits, opts: { checkRevoked: boolean }): Promise<BucketResult> {
-    const keyId = key.id;
-    let lease = this.leases.get(keyId);
-    if (lease?.renewal && !opts.checkRevoked) {
-      // the lease ran dry while its renewal is on its way: wait for it rather than ask Redis again
-      await lease.renewal;
-      const leased = this.admitFromLease(key, limits);
-      if (leased) return leased;
-      lease = this.leases.get(keyId);
-    }
-    const now = performance.now();
-    const live = lease && lease.expiresAt > now;
-    const giveBack = lease && !live ? lease.tokens : 0;
-    const size = opts.checkRevoked ? 1 : nextLeaseSize(lease, limits, now);
-    if (lease) {
-      if (!live) lease.tokens = 0;
-      lease.spent = 0;
-      lease.since = now;
-    }
-    // the expired lease's tokens came from the buckets of the workspace it was leased under
+  /** One atomic Redis call: refused when the key is revoked, else a token from both buckets or a refusal. */
+  async admitRequest(key: LimitedKey, limits: Limits): Promise<BucketResult> {
     const [revoked, granted, remaining, retryMs, resetMs, by] = await this.admit(
-      keyId,
-      key.workspaceId,
-      limits,
-      size,
-      giveBack,
-      opts.checkRevoked ? '1' : '0',
+      revokedMarker(key.id),
+      bucketKey(key.id),
+      workspaceBucketKey(key.workspaceId),
+      limits.burst,
+      limits.perSecond,
+      limits.workspaceBurst,
+      limits.workspacePerSecond,
     );
-    if (revoked === 1) {
-      this.leases.delete(keyId);
-      return revokedResult(limits);
-    }
-    lease = this.leases.get(keyId);
-    if (!lease) this.leases.set(keyId, (lease = emptyLease(key.workspaceId, size, now, limits)));
-    // concurrent calls of this replica add up in one lease; a call Redis refused can still spend a
-    // token another one leased meanwhile
-    fill(lease, { granted: granted!, size, limits, remaining, resetMs, by });
-    if (lease.tokens >= 1) {
-      lease.tokens--;
-      lease.spent++;
-      return grantedResult(lease, limits);
-    }
-    return refusedResult(lease, limits, retryMs);
-  }
-
-  /** A revoked key's lease is worthless. */
-  dropLease(keyId: string) {
-    this.leases.delete(keyId);
-  }
-
-  /** Gives the unspent tokens of expired leases back to their buckets. */
-  async sweepLeases(): Promise<void> {
-    const now = performance.now();
-    const returns: Promise<void>[] = [];
-    for (const [keyId, lease] of this.leases) {
-      if (lease.expiresAt > now) continue;
-      this.leases.delete(keyId);
-      returns.push(this.giveBack(keyId, lease.workspaceId, lease.limits, lease.tokens));
-    }
-    await Promise.all(returns);
-  }
-
-  close() {
-    clearInterval(this.sweeper);
+    const binding = by === 2 ? 'workspace' : 'key';
+    return {
+      revoked: revoked === 1,
+      allowed: revoked !== 1 && granted === 1,
+      by: binding,
+      limit: binding === 'workspace' ? limits.workspaceBurst : limits.burst,
+      remaining: remaining!,
+      retryAfter: Math.ceil(retryMs! / 1000),
+      reset: Math.ceil(resetMs! / 1000),
+    };
   }
 
   /**
@@ -225,4 +183,89 @@ export class RateLimits {
       };
     }
   }
+}
+
+// ---- the limits of a workspace: defaults, and the operators' overrides ----
+
+export interface Limits {
+  /** Per key. */
+  burst: number;
+  perSecond: number;
+  agentPerMinute: number;
+  /** Per workspace, all its keys together (never below the per-key figures). */
+  workspaceBurst: number;
+  workspacePerSecond: number;
+  /** The most live keys the workspace may hold. */
+  maxApiKeys: number;
+}
+
+/** What an operator sets for a workspace; a null (or absent) workspace figure is the default. */
+export interface LimitOverride {
+  burst: number;
+  perSecond: number;
+  agentPerMinute: number;
+  workspaceBurst?: number | null;
+  workspacePerSecond?: number | null;
+  maxApiKeys?: number | null;
+}
+
+export type LimitDefaults = Pick<
+  Config,
+  | 'RATE_LIMIT_BURST'
+  | 'RATE_LIMIT_PER_SECOND'
+  | 'RATE_LIMIT_AGENT_PER_MINUTE'
+  | 'RATE_LIMIT_WORKSPACE_BURST'
+  | 'RATE_LIMIT_WORKSPACE_PER_SECOND'
+  | 'API_KEY_MAX_PER_WORKSPACE'
+>;
+
+/** The limits that apply: the override's figures, else the defaults; a workspace's never below one key's. */
+export function effectiveLimits(c: LimitDefaults, o: LimitOverride | undefined): Limits {
+  const burst = o?.burst ?? c.RATE_LIMIT_BURST;
+  const perSecond = o?.perSecond ?? c.RATE_LIMIT_PER_SECOND;
+  return {
+    burst,
+    perSecond,
+    agentPerMinute: o?.agentPerMinute ?? c.RATE_LIMIT_AGENT_PER_MINUTE,
+    workspaceBurst: Math.max(burst, o?.workspaceBurst ?? c.RATE_LIMIT_WORKSPACE_BURST),
+    workspacePerSecond: Math.max(perSecond, o?.workspacePerSecond ?? c.RATE_LIMIT_WORKSPACE_PER_SECOND),
+    maxApiKeys: o?.maxApiKeys ?? c.API_KEY_MAX_PER_WORKSPACE,
+  };
+}
+
+// ---- the per-workspace overrides (ops API), by workspace id ----
+
+const OVERRIDE_COLUMNS = `burst, per_second AS "perSecond", agent_per_minute AS "agentPerMinute", workspace_burst AS "workspaceBurst",
+  workspace_per_second AS "workspacePerSecond", max_api_keys AS "maxApiKeys"`;
+
+export async function getLimitOverride(pool: pg.Pool, workspaceId: string): Promise<LimitOverride | undefined> {
+  const { rows } = await pool.query<LimitOverride>(
+    `SELECT ${OVERRIDE_COLUMNS} FROM workspace_rate_limits WHERE workspace_id = $1`,
+    [workspaceId],
+  );
+  return rows[0];
+}
+
+export async function setLimitOverride(pool: pg.Pool, workspaceId: string, limits: LimitOverride): Promise<void> {
+  await pool.query(
+    `INSERT INTO workspace_rate_limits (workspace_id, burst, per_second, agent_per_minute, workspace_burst, workspace_per_second, max_api_keys)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (workspace_id) DO UPDATE
+       SET burst = EXCLUDED.burst, per_second = EXCLUDED.per_second, agent_per_minute = EXCLUDED.agent_per_minute,
+           workspace_burst = EXCLUDED.workspace_burst, workspace_per_second = EXCLUDED.workspace_per_second,
+           max_api_keys = EXCLUDED.max_api_keys, updated_at = now()`,
+    [
+      workspaceId,
+      limits.burst,
+      limits.perSecond,
+      limits.agentPerMinute,
+      limits.workspaceBurst ?? null,
+      limits.workspacePerSecond ?? null,
+      limits.maxApiKeys ?? null,
+    ],
+  );
+}
+
+export async function removeLimitOverride(pool: pg.Pool, workspaceId: string): Promise<void> {
+  await pool.query('DELETE FROM workspace_rate_limits WHERE workspace_id = $1', [workspaceId]);
 }

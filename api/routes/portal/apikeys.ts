@@ -8,8 +8,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { checkScopes, createApiKey, listApiKeys, SCOPES } from '../../../domain/access/api-keys.js';
-import { revokeApiKey } from '../../../domain/access/api-key-verifier.js';
+import { checkScopes, createApiKey, listApiKeys, revokeApiKey, SCOPES } from '../../../domain/access/api-keys.js';
 import { AppError } from '../../../lib/errors.js';
 import { effectiveLimits, getLimitOverride } from '../../../domain/access/rate-limits.js';
 import { TenantName, Text } from '../../schemas/common.js';
@@ -117,7 +116,7 @@ function createKeyRoute(fastify: FastifyInstance) {
   );
 }
 
-/** Revoking stops the key at once on every replica (the revocation feed) and in this one's cache. */
+/** Revoking stops the key at once on every replica (its revocation marker in Redis). */
 function revokeKeyRoute(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.delete(
@@ -134,15 +133,8 @@ function revokeKeyRoute(fastify: FastifyInstance) {
     },
     async (req, reply) => {
       const ws = req.adminWorkspace!;
-      const { revocations } = app.workspaceAuth;
-      const announce = (keyId: string) => revocations.announce(keyId);
-      const revoked = await revokeApiKey(
-        { pool: app.deps.pool, redis: app.deps.redis, announce },
-        ws.id,
-        req.params.id,
-      );
+      const revoked = await revokeApiKey({ pool: app.deps.pool, redis: app.deps.redis }, ws.id, req.params.id);
       if (!revoked) throw new AppError('NOT_FOUND', `Workspace "${ws.slug}" has no API key ${req.params.id}.`);
-      app.workspaceAuth.verifier.forget(req.params.id);
       req.log.info({ workspaceId: ws.id, keyId: req.params.id }, 'workspace api key revoked');
       return reply.code(204).send(null);
     },
