@@ -5,7 +5,7 @@
  * workspace slug → tenant (tenants.workspace_id) → route host + database (http-routes.ts)
  * → API user (tenant_erp_credentials) → XML-RPC (JSON-2 with the API key on 19+).
  *
- * The reads only fetch; the figures are computed from them by dashboard-figures.ts.
+ * The reads only fetch; the figures are computed from them by dashboards.ts.
  */
 import type pg from 'pg';
 import type { Config } from '../../lib/config.js';
