@@ -1,5 +1,5 @@
 /**
- * The API user's Odoo API key (domain/erp/api-user.ts) and the JSON-2 client (domain/erp/json2.ts)
+ * The API user's Odoo API key (domain/erp/api-user.ts) and the JSON-2 client (domain/erp/client.ts)
  * on the ERP stand-in: on Odoo 19 the key is made as Odoo makes it (description, make_key, the
  * identity check), stored sealed with its expiry, renewed near its end; the readiness probe and the
  * dashboards read over JSON-2 with it and never over XML-RPC; a wrong or expired key, a write, an
@@ -16,8 +16,14 @@ import {
   erpClientFor,
   loadErpApiCredentials,
 } from '../../domain/erp/api-user.js';
-import { ErpFault, ErpUnreachable, createErpClient, openErpSession } from '../../domain/erp/client.js';
-import { createJson2Client, json2Body } from '../../domain/erp/json2.js';
+import {
+  ErpFault,
+  ErpUnreachable,
+  createErpClient,
+  createJson2Client,
+  json2Body,
+  openErpSession,
+} from '../../domain/erp/client.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createTenantHealthActivities, probeTenant, type HealthObservation } from '../../activities/tenant-health.js';

@@ -28,8 +28,13 @@ import {
 } from '../../domain/erp/api-user.js';
 import { sweepTenant } from '../../domain/erp-events/sweep.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
-import { ErpUnreachable, createErpClient, type ErpClient, type ErpFault } from '../../domain/erp/client.js';
-import { createJson2Client } from '../../domain/erp/json2.js';
+import {
+  ErpUnreachable,
+  createErpClient,
+  createJson2Client,
+  type ErpClient,
+  type ErpFault,
+} from '../../domain/erp/client.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { ERP_PROVIDER_BUTTON } from '../../domain/identity/erp-sign-in.js';
 import { oidcProviderIssuer, tenantBaseUrl } from '../../domain/identity/oidc-clients.js';
