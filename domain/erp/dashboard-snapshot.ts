@@ -1,19 +1,19 @@
 /**
  * The dashboards' three figures (KPIs, cash flow, alerts) of one ERP database as of a given day,
- * read and computed exactly as the portal's dashboards are (dashboard-reads.ts, dashboards.ts),
+ * read and computed exactly as the portal's dashboards are (dashboards.ts),
  * uncached: what a backup records of its tenant and what its drill reads back from the restored copy.
  */
 import type pg from 'pg';
 import type { Config } from '../../lib/config.js';
 import type { ErpVersion } from '../tenants/types.js';
 import { erpClientFor, loadErpApiCredentials } from './api-user.js';
-import { TenantErpReads } from './dashboard-reads.js';
 import {
   alertsFigure,
   cashflowFigure,
   cashflowStart,
   isoDay,
   kpisFigure,
+  TenantErpReads,
   type Alerts,
   type Cashflow,
   type FigureOf,
