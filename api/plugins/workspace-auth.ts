@@ -40,7 +40,7 @@ import { RateLimits, type BucketResult, type Limits } from '../../domain/access/
 import { WorkspaceStanding, workspaceSuspended } from '../../domain/billing/standing.js';
 import { AppError } from '../../lib/errors.js';
 import { OneLinePerRequest } from '../../lib/http.js';
-import { ambiguousWorkspace, workspacesNamed } from './named-workspace.js';
+import { ambiguousWorkspace, presentsWorkspaceKey, workspacesNamed } from './access.js';
 
 /** What the key check needs. */
 interface KeyCheckDeps {
@@ -68,22 +68,6 @@ const KEY_CHECK_HOOK = 'workspaceKeyAuth';
 
 /** Routes that count against the per-minute agent limit as well as the bucket. */
 const agentInvocation = (method: string, scope: Scope | null) => scope === 'agents:invoke' && method === 'POST';
-
-/**
- * Whether the request presents a workspace key: on an adminOrKey route the key check runs for it,
- * and access.ts checks a user's session only when it is false.
- */
-export function presentsWorkspaceKey(req: FastifyRequest): boolean {
-  const h = req.headers.authorization;
-  return (
-    typeof h === 'string' &&
-    /^bearer\s+/i.test(h) &&
-    h
-      .replace(/^bearer\s+/i, '')
-      .trim()
-      .startsWith(TOKEN_PREFIX)
-  );
-}
 
 /** `Bearer ` in any case, followed by the credential (checked in place: no text built per request). */
 const BEARER_SCHEME = /^bearer /i;
