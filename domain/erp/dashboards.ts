@@ -10,10 +10,10 @@
  *   `erpFailureAsProblem`;
  * - the figures, computed the way Odoo's accounting dashboard does from what was read: pure
  *   functions, no I/O;
- * - the service: a figure is read through one cache, `DashboardCache` (Redis):
+ * - the service: a figure is read through one cache, in the process (`createDashboardService`):
  *   cached? → answer; else read the tenant ERP → compute → cache → answer.
  */
-import type { Redis } from 'ioredis';
+import { LRUCache } from 'lru-cache';
 import type pg from 'pg';
 import { Type, type Static } from 'typebox';
 import type { Config } from '../../lib/config.js';
@@ -605,36 +605,16 @@ export function answersOf(service: DashboardService): DashboardAnswers {
 export const DASHBOARD_CACHE_SECONDS = 30;
 
 /**
- * The dashboards' one cache: each figure of each workspace as JSON, in Redis for
- * DASHBOARD_CACHE_SECONDS, shared by every replica (key `erp:dashboard:<slug>:<figure>`).
- * Concurrent misses in one process share one computation, so a burst reads the ERP once.
- * Failures are not kept.
+ * The dashboards' service with its one cache: each figure of each workspace as the JSON bytes
+ * sent, kept in this process for `cacheTtlMs` (DASHBOARD_CACHE_SECONDS by default) by lru-cache,
+ * whose `fetch` lets concurrent misses share one ERP read. Failures are not kept.
  */
-class DashboardCache {
-  private readonly computing = new Map<string, Promise<Buffer>>();
-
-  constructor(private readonly redis: Redis) {}
-
-  async get(key: string, compute: () => Promise<unknown>): Promise<Buffer> {
-    const hit = await this.redis.getBuffer(key);
-    if (hit && hit.length > 0) return hit;
-    let computing = this.computing.get(key);
-    if (!computing) {
-      computing = this.computeAndStore(key, compute).finally(() => this.computing.delete(key));
-      this.computing.set(key, computing);
-    }
-    return computing;
-  }
-
-  private async computeAndStore(key: string, compute: () => Promise<unknown>): Promise<Buffer> {
-    const json = Buffer.from(JSON.stringify(await compute()));
-    await this.redis.set(key, json, 'EX', DASHBOARD_CACHE_SECONDS);
-    return json;
-  }
-}
-
-export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; config: Config }): DashboardAnswers {
-  const cache = new DashboardCache(deps.redis);
+export function createDashboardService(deps: { pool: pg.Pool; config: Config; cacheTtlMs?: number }): DashboardAnswers {
+  const cache = new LRUCache<string, Buffer, () => Promise<unknown>>({
+    max: 10_000,
+    ttl: deps.cacheTtlMs ?? DASHBOARD_CACHE_SECONDS * 1000,
+    fetchMethod: async (_key, _stale, { context: compute }) => Buffer.from(JSON.stringify(await compute())),
+  });
 
   /** Reads the workspace's ERP and computes the figure; an ERP failure becomes the caller's problem. */
   async function compute(workspace: string, figure: FigureName, months: number): Promise<Kpis | Cashflow | Alerts> {
@@ -654,8 +634,8 @@ export function createDashboardService(deps: { pool: pg.Pool; redis: Redis; conf
   /** The cached JSON of a figure (cash flow: 1 to 24 months, 6 by default). */
   function json(slug: string, figure: FigureName, opts: { months?: number } = {}): Promise<Buffer> {
     const months = Math.min(Math.max(Math.trunc(opts.months ?? 6), 1), 24);
-    const key = figure === 'cashflow' ? `erp:dashboard:${slug}:cashflow:${months}` : `erp:dashboard:${slug}:${figure}`;
-    return cache.get(key, () => compute(slug, figure, months));
+    const key = figure === 'cashflow' ? `${slug}:cashflow:${months}` : `${slug}:${figure}`;
+    return cache.fetch(key, { context: () => compute(slug, figure, months) }) as Promise<Buffer>;
   }
   const parsed = async <T>(slug: string, figure: FigureName, opts?: { months?: number }): Promise<T> =>
     JSON.parse((await json(slug, figure, opts)).toString('utf8')) as T;

@@ -60,10 +60,9 @@ const figures = [
 type FigureRequest = FastifyRequest<{ Params: { slug: string }; Querystring: { months?: number } }>;
 
 export default async function dashboardRoutes(app: FastifyInstance) {
-  // its Redis cache on the key checks' auto-pipelined connection (see api/plugins/workspace-auth.ts)
   const service = app.deps.dashboardService
     ? answersOf(app.deps.dashboardService)
-    : createDashboardService({ pool: app.deps.pool, config: app.deps.config, redis: app.workspaceAuth.redis });
+    : createDashboardService({ pool: app.deps.pool, config: app.deps.config });
   /** The figure's JSON bytes, from the dashboards' cache (domain/erp/dashboards.ts). */
   const send = async (req: FigureRequest, reply: FastifyReply, figure: FigureName) => {
     const json = await service.json(req.params.slug, figure, { months: req.query?.months });
