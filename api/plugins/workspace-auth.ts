@@ -48,7 +48,7 @@ interface KeyCheckDeps {
   rateLimits: RateLimits;
   standing: WorkspaceStanding;
 }
-type WorkspaceAuth = KeyCheckDeps & { executionLog: ExecutionLog; redis: Redis };
+type WorkspaceAuth = KeyCheckDeps & { executionLog: ExecutionLog };
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -58,7 +58,7 @@ declare module 'fastify' {
     apiRoute: string | null;
   }
   interface FastifyInstance {
-    /** `redis`: the auto-pipelined connection of the Workspace API's key checks (also for the dashboards' cache). */
+    /** The key checks' services; the execution-log route flushes `executionLog` before it reads. */
     workspaceAuth: WorkspaceAuth;
   }
 }
@@ -228,7 +228,7 @@ async function startKeyServices(app: FastifyInstance): Promise<WorkspaceAuth & {
     await executionLog.close();
     redis.disconnect();
   };
-  return { verifier, rateLimits, executionLog, redis, standing, close };
+  return { verifier, rateLimits, executionLog, standing, close };
 }
 
 /**
