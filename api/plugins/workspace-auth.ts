@@ -4,12 +4,13 @@
  * onRequest hook (`keyCheck`) that runs, in order:
  *
  * 1. key verification (`Authorization: Bearer ws_live_…`; `ApiKeyVerifier` in domain/access/api-keys.ts):
- *    a missing, malformed, unknown, wrong or revoked key gets the same 401;
- * 2. the rate limits (domain/access/rate-limits.ts): one Redis call takes a token from the per-key
- *    token bucket and the per-workspace one (all its keys together) and checks the key's revocation
- *    marker, so a revoked key is refused on every replica on its next request; the per-minute agent
- *    limit on agent invocations; 429 with Retry-After, and RateLimit-* headers on every answer;
- *    without Redis the request is refused (503: neither revocation nor the limits can be checked);
+ *    a missing, malformed, unknown, wrong or revoked key gets the same 401. Revocations reach every
+ *    replica through the revocation feed (domain/access/key-revocations.ts); while a replica cannot
+ *    trust its feed, it checks the key's revocation marker in Redis on every request instead;
+ * 2. the rate limits (domain/access/rate-limits.ts): the per-key token bucket and the per-workspace
+ *    one (all its keys together), tokens leased from Redis a few at a time when a key is busy; the
+ *    per-minute agent limit on agent invocations; 429 with Retry-After, and RateLimit-* headers on
+ *    every answer; without Redis a request that needs it is refused (503, fail closed);
  * 3. the workspace's standing (domain/billing/standing.ts): a suspended workspace (payment failed past
  *    its grace period) gets 403 with a problem of type `workspace-suspended` on every key route;
  * 4. the scope check: 403 naming the scope needed (`*` grants all);
@@ -22,9 +23,11 @@
  *    line per call with the key's workspace id, prefix, method and route, never the token.
  *
  * The request is decorated with `workspace` ({ id, slug }) and `apiKey` ({ id, prefix, scopes }).
- * Register this plugin before the routes it guards.
+ * A warm request (key verified before, limits and standing read recently, the revocation feed
+ * fresh, a leased token left) runs synchronously, without I/O or a promise. Register this plugin
+ * before the routes it guards.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
 import {
@@ -36,6 +39,7 @@ import {
   type VerifiedKey,
 } from '../../domain/access/api-keys.js';
 import { ExecutionLog, ensurePartitions } from '../../domain/access/execution-log.js';
+import { RevocationFeed } from '../../domain/access/key-revocations.js';
 import { RateLimits, type BucketResult, type Limits } from '../../domain/access/rate-limits.js';
 import { WorkspaceStanding, workspaceSuspended } from '../../domain/billing/standing.js';
 import { AppError } from '../../lib/errors.js';
@@ -46,6 +50,7 @@ import { ambiguousWorkspace, presentsWorkspaceKey, workspacesNamed } from './acc
 interface KeyCheckDeps {
   verifier: ApiKeyVerifier;
   rateLimits: RateLimits;
+  revocations: RevocationFeed;
   standing: WorkspaceStanding;
 }
 type WorkspaceAuth = KeyCheckDeps & { executionLog: ExecutionLog };
@@ -147,14 +152,31 @@ function refuseOtherWorkspace(req: FastifyRequest, own: { id: string; slug: stri
   }
 }
 
-/** The checks that need no I/O once the key, its limits, its bucket's answer and its standing are known. */
-function authorize(
-  route: { url: string; scope: Scope | null },
-  req: FastifyRequest,
-  reply: FastifyReply,
-  { key, limits, bucket, suspended }: { key: VerifiedKey; limits: Limits; bucket: BucketResult; suspended: boolean },
-) {
+/** A key's buckets: its own and its workspace's. */
+const limitedKey = (key: VerifiedKey) => ({ id: key.id, workspaceId: key.workspace.id });
+
+/** One route's key check: the services, the route's pattern, the scope it needs, whether it invokes an agent. */
+interface RouteCheck {
+  deps: KeyCheckDeps;
+  route: string;
+  scope: Scope | null;
+  agents: boolean;
+}
+
+/** What is known of a request's key once its bucket answered: the key, its limits, the bucket, its workspace's standing. */
+interface KeyAdmission {
+  key: VerifiedKey;
+  limits: Limits;
+  bucket: BucketResult;
+  suspended: boolean;
+}
+
+/** The checks that need no I/O once the key, its limits and a token of its bucket are known. */
+function authorize(check: RouteCheck, req: FastifyRequest, reply: FastifyReply, admission: KeyAdmission) {
+  const { verifier } = check.deps;
+  const { key, limits, bucket, suspended } = admission;
   if (bucket.revoked) {
+    verifier.forget(key.id);
     reply.header('www-authenticate', 'Bearer');
     throw invalidKey();
   }
@@ -162,46 +184,78 @@ function authorize(
   // of this call: workspace, key (id, prefix, scopes; never the token) and route
   req.workspace = key.workspace;
   req.apiKey = key;
-  req.apiRoute = route.url;
+  req.apiRoute = check.route;
+  verifier.touch(key.id);
   admitOrRefuse(reply, key, limits, bucket);
   if (suspended) throw workspaceSuspended(key.workspace.slug);
-  if (route.scope && !grants(key.scopes, route.scope)) {
-    throw new AppError('FORBIDDEN', `This key lacks the scope "${route.scope}" this endpoint needs.`, {
-      requiredScope: route.scope,
+  if (check.scope && !grants(key.scopes, check.scope)) {
+    throw new AppError('FORBIDDEN', `This key lacks the scope "${check.scope}" this endpoint needs.`, {
+      requiredScope: check.scope,
     });
   }
   refuseOtherWorkspace(req, key.workspace);
 }
 
-/** The key check of one route (method, pattern, scope needed). */
-function keyCheck(deps: KeyCheckDeps, method: string, url: string, scope: Scope | null) {
-  const { verifier, rateLimits, standing } = deps;
-  const agents = agentInvocation(method, scope);
-  return async function workspaceKeyAuth(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const token = bearerToken(req, reply);
-    const key = await verifier.verify(token).catch((err: unknown) => {
+/** Whatever needs I/O: bcrypt on first sight, the limits, Redis, the agent limit. */
+async function checkWithIo(
+  check: RouteCheck,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  token: string,
+  cachedKey: VerifiedKey | undefined,
+) {
+  const { verifier, rateLimits, revocations, standing } = check.deps;
+  const key =
+    cachedKey ??
+    (await verifier.verify(token).catch((err) => {
       reply.header('www-authenticate', 'Bearer');
       throw err;
-    });
-    const limits = await rateLimits.limitsFor(key.workspace.id);
-    const bucket = await rateLimits
-      .admitRequest({ id: key.id, workspaceId: key.workspace.id }, limits)
-      .catch((err: unknown) => {
-        // without Redis neither revocation nor the limits can be checked: refuse (fail closed)
-        req.log.error({ err }, 'workspace key check: Redis unavailable');
-        throw new AppError('UNAVAILABLE', 'Workspace API keys cannot be checked right now; retry shortly.');
-      });
-    const suspended = await standing.suspended(key.workspace.id);
-    if (!bucket.revoked) verifier.touch(key.id);
-    authorize({ url, scope }, req, reply, { key, limits, bucket, suspended });
-    if (agents) await admitAgentInvocation(rateLimits, reply, key, limits);
+    }));
+  const limits = rateLimits.cachedLimitsFor(key.workspace.id) ?? (await rateLimits.limitsFor(key.workspace.id));
+  const fresh = revocations.fresh();
+  const bucket =
+    (fresh && rateLimits.admitFromLease(limitedKey(key), limits)) ||
+    (await rateLimits.admitRequest(limitedKey(key), limits, { checkRevoked: !fresh }).catch((err) => {
+      // without Redis neither revocation nor the limits can be checked: refuse (fail closed)
+      req.log.error({ err }, 'workspace key check: Redis unavailable');
+      throw new AppError('UNAVAILABLE', 'Workspace API keys cannot be checked right now; retry shortly.');
+    }));
+  const suspended = await standing.suspended(key.workspace.id);
+  authorize(check, req, reply, { key, limits, bucket, suspended });
+  if (check.agents) await admitAgentInvocation(rateLimits, reply, key, limits);
+}
+
+/** The key check of one route (method, pattern, scope needed). */
+function keyCheck(deps: KeyCheckDeps, method: string, route: string, scope: Scope | null): onRequestHookHandler {
+  const { verifier, rateLimits, revocations, standing } = deps;
+  const check: RouteCheck = { deps, route, scope, agents: agentInvocation(method, scope) };
+
+  // a callback-style hook: the hot path (token verified before, limits read recently, the
+  // revocation feed fresh, a leased token left) runs synchronously, without I/O or a promise
+  const hook: onRequestHookHandler = function workspaceKeyAuth(req, reply, done) {
+    try {
+      const token = bearerToken(req, reply);
+      const key = verifier.cached(token);
+      const limits = key && rateLimits.cachedLimitsFor(key.workspace.id);
+      const suspended = key && standing.cached(key.workspace.id);
+      const bucket =
+        key && limits && suspended !== undefined && !check.agents && revocations.fresh()
+          ? rateLimits.admitFromLease(limitedKey(key), limits)
+          : undefined;
+      if (!bucket) return void checkWithIo(check, req, reply, token, key).then(() => done(), done);
+      authorize(check, req, reply, { key: key!, limits: limits!, bucket, suspended: suspended === true });
+    } catch (err) {
+      return done(err as Error);
+    }
+    done();
   };
+  return hook;
 }
 
 /**
- * What the key check needs: its own Redis connection with auto-pipelining (the calls of concurrent
- * requests issued in the same tick go out in one write), the key verifier, the limits, the
- * workspaces' standing and the execution log.
+ * What the key check needs: its own Redis connection with auto-pipelining (the revocation +
+ * bucket calls of concurrent requests issued in the same tick go out in one write), the key
+ * verifier, the limits, the workspaces' standing, the execution log and the revocation feed.
  */
 async function startKeyServices(app: FastifyInstance): Promise<WorkspaceAuth & { close(): Promise<void> }> {
   const { config, pool } = app.deps;
@@ -209,6 +263,7 @@ async function startKeyServices(app: FastifyInstance): Promise<WorkspaceAuth & {
   redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis (workspace auth) connection error'));
   const verifier = new ApiKeyVerifier({
     pool,
+    redis,
     cacheTtlMs: config.API_KEY_CACHE_TTL_SECONDS * 1000,
     cacheSize: config.API_KEY_CACHE_SIZE,
     usageFlushMs: config.API_KEY_USAGE_FLUSH_MS,
@@ -222,13 +277,31 @@ async function startKeyServices(app: FastifyInstance): Promise<WorkspaceAuth & {
     flushMs: config.EXECUTION_LOG_FLUSH_MS,
     partitionsAhead: config.EXECUTION_LOG_PARTITIONS_AHEAD,
   });
+  const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 });
+  subscriber.on('error', (err) => app.log.warn({ err: err.message }, 'redis (revocation feed) connection error'));
+  const revocations = new RevocationFeed({
+    redis,
+    subscriber,
+    onRevoked: (keyId) => {
+      verifier.forget(keyId);
+      rateLimits.dropLease(keyId);
+    },
+    onResubscribed: () => {
+      app.log.warn('revocation feed resubscribed: forgetting every verified workspace key');
+      verifier.clear();
+    },
+    onError: (err) => app.log.warn({ err }, 'revocation feed'),
+  });
   await ensurePartitions(pool, config.EXECUTION_LOG_PARTITIONS_AHEAD);
+  await revocations.start();
   const close = async () => {
+    await revocations.close();
+    rateLimits.close();
     await verifier.close();
     await executionLog.close();
     redis.disconnect();
   };
-  return { verifier, rateLimits, executionLog, standing, close };
+  return { verifier, rateLimits, executionLog, revocations, standing, close };
 }
 
 /**
@@ -244,11 +317,12 @@ function attachKeyChecks(deps: KeyCheckDeps) {
     if ([route.onRequest].flat().some((h) => h?.name === KEY_CHECK_HOOK)) return;
     const method = [route.method].flat().find((m) => m !== 'HEAD') ?? 'GET';
     const check = keyCheck(deps, method, route.url, declared.scope);
-    const hook =
+    const hook: onRequestHookHandler =
       declared.kind === 'workspaceKey'
         ? check
-        : async function workspaceKeyAuth(req: FastifyRequest, reply: FastifyReply) {
-            if (presentsWorkspaceKey(req)) await check(req, reply);
+        : function workspaceKeyAuth(req, reply, done) {
+            if (presentsWorkspaceKey(req)) return check.call(this, req, reply, done);
+            done();
           };
     route.onRequest = [hook, ...[route.onRequest ?? []].flat()];
   };

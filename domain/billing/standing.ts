@@ -1,7 +1,8 @@
 /**
  * Whether a workspace is suspended (payment failed past its grace period, DESIGN §5), as the
  * Workspace API's key check needs it on every request: read from PostgreSQL and trusted for
- * WORKSPACE_STANDING_CACHE_MS: a suspension or its lifting reaches every API replica within that time.
+ * WORKSPACE_STANDING_CACHE_MS, so a warm request does no I/O and a suspension or its lifting
+ * reaches every API replica within that time.
  */
 import type { Queryable } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
@@ -14,9 +15,16 @@ export class WorkspaceStanding {
     private readonly ttlMs: number,
   ) {}
 
-  async suspended(workspaceId: string): Promise<boolean> {
+  /** True/false when this process read it recently (no I/O), else undefined. */
+  cached(workspaceId: string): boolean | undefined {
     const hit = this.cache.get(workspaceId);
-    if (hit && performance.now() - hit.at <= this.ttlMs) return hit.suspended;
+    if (!hit || performance.now() - hit.at > this.ttlMs) return undefined;
+    return hit.suspended;
+  }
+
+  async suspended(workspaceId: string): Promise<boolean> {
+    const hit = this.cached(workspaceId);
+    if (hit !== undefined) return hit;
     const { rows } = await this.db.query<{ suspended: boolean }>(
       'SELECT suspended_at IS NOT NULL AS suspended FROM subscriptions WHERE workspace_id = $1',
       [workspaceId],

@@ -98,7 +98,8 @@ describe('the token bucket per key', () => {
     expect(statuses.filter((s) => s === 429)).toHaveLength(20);
   });
 
-  it('under sustained load over both replicas, admits what the bucket holds and its refill, no more', async () => {
+  it('leases a busy key a few tokens at a time and still admits no more than the bucket holds, over both replicas', async () => {
+    // 20/s refill: each replica leases up to 5 tokens at once (a quarter second of refill)
     const { key } = await keyWithLimits({ burst: 200, perSecond: 20, agentPerMinute: 10 });
     const started = Date.now();
     let admitted = 0;
@@ -123,7 +124,9 @@ describe('the token bucket per key', () => {
     const refilled = Math.ceil(((Date.now() - started) / 1000) * 20);
     expect(admitted + refused).toBe(300);
     expect(admitted).toBeLessThanOrEqual(200 + refilled);
-    expect(admitted).toBeGreaterThanOrEqual(200);
+    // tokens a replica leased but had no request left to spend on come back later; at worst each
+    // of the 10 concurrent requests per replica leased 5
+    expect(admitted).toBeGreaterThanOrEqual(200 - 2 * 10 * 5);
     expect(refused).toBeGreaterThan(0);
     expect(Math.min(...remaining)).toBeLessThan(20);
   });

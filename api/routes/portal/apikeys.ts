@@ -116,7 +116,7 @@ function createKeyRoute(fastify: FastifyInstance) {
   );
 }
 
-/** Revoking stops the key at once on every replica (its revocation marker in Redis). */
+/** Revoking stops the key at once on every replica (the revocation feed) and in this one's cache. */
 function revokeKeyRoute(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.delete(
@@ -133,8 +133,15 @@ function revokeKeyRoute(fastify: FastifyInstance) {
     },
     async (req, reply) => {
       const ws = req.adminWorkspace!;
-      const revoked = await revokeApiKey({ pool: app.deps.pool, redis: app.deps.redis }, ws.id, req.params.id);
+      const { revocations } = app.workspaceAuth;
+      const announce = (keyId: string) => revocations.announce(keyId);
+      const revoked = await revokeApiKey(
+        { pool: app.deps.pool, redis: app.deps.redis, announce },
+        ws.id,
+        req.params.id,
+      );
       if (!revoked) throw new AppError('NOT_FOUND', `Workspace "${ws.slug}" has no API key ${req.params.id}.`);
+      app.workspaceAuth.verifier.forget(req.params.id);
       req.log.info({ workspaceId: ws.id, keyId: req.params.id }, 'workspace api key revoked');
       return reply.code(204).send(null);
     },
