@@ -20,8 +20,7 @@ import {
   erpApiUserDeps,
   loadErpApiCredentials,
 } from '../domain/erp/api-user.js';
-import { createJson2Client } from '../domain/erp/json2.js';
-import { ErpFault, xmlRpcCall } from '../domain/erp/client.js';
+import { ErpFault, createJson2Client, xmlRpcCall } from '../domain/erp/client.js';
 import { routeOfTenant } from '../domain/tenants/http-routes.js';
 import { erpVersionOfNamespace } from '../domain/tenants/types.js';
 import type { PlatformDeps } from './deps.js';

@@ -3,13 +3,27 @@
  * 32 CSPRNG bytes in unpadded base32 (RFC 4648, `@scure/base`), 52 characters. PostgreSQL keeps
  * the bcrypt hash and a non-secret look-up prefix: `ws_live_` + the first 8 base32 characters.
  * The plaintext leaves the platform once, in the create response.
+ *
+ * Verification (`ApiKeyVerifier`): bcrypt (≈ 80 ms at cost 10) runs only the first time a process
+ * sees a token; after that the process trusts an lru-cache entry keyed by the token's SHA-256
+ * (never the token itself) for at most API_KEY_CACHE_TTL_SECONDS. Revocation (`revokeApiKey`) sets
+ * a marker in Redis, tells every replica through the revocation feed (key-revocations.ts), which
+ * drops the key from their caches, and then deletes the key's row. A verification (cache miss)
+ * checks the marker after bcrypt, so it cannot cache a key revoked meanwhile; while a replica
+ * cannot trust its feed, every request checks the marker (in the same atomic Redis call as the
+ * rate limit, rate-limits.ts). The marker lives far longer than any cache entry. last_used_at is
+ * kept in memory per key and written to PostgreSQL every API_KEY_USAGE_FLUSH_MS by one UPDATE for
+ * all keys used meanwhile.
  */
-import { randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { base32nopad } from '@scure/base';
 import bcrypt from 'bcrypt';
+import type { Redis } from 'ioredis';
+import { LRUCache } from 'lru-cache';
 import type pg from 'pg';
 import { withTransaction } from '../../lib/db.js';
 import { AppError } from '../../lib/errors.js';
+import { revokedMarker } from './rate-limits.js';
 
 export const TOKEN_PREFIX = 'ws_live_';
 const TOKEN_PATTERN = /^ws_live_[A-Z2-7]{52}$/;
@@ -149,4 +163,145 @@ export async function recordKeyUsage(pool: pg.Pool, lastUsed: Map<string, Date>)
        FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, at) WHERE k.id = u.id`,
     [[...lastUsed.keys()], [...lastUsed.values()]],
   );
+}
+
+export interface VerifiedKey {
+  id: string;
+  prefix: string;
+  scopes: string[];
+  workspace: { id: string; slug: string };
+}
+
+/** The one answer for a missing, malformed, unknown, wrong or revoked key: it does not say which. */
+export const INVALID_KEY = 'The workspace API key is missing, malformed, unknown or revoked.';
+export const invalidKey = () => new AppError('UNAUTHORIZED', INVALID_KEY);
+
+const REVOKED_MARKER_TTL_SECONDS = 30 * 24 * 3600;
+
+export class ApiKeyVerifier {
+  /**
+   * Verified keys by the SHA-256 of their token. `fetch` runs bcrypt once for a burst of calls
+   * with one new token, and keeps nothing for a token that does not verify.
+   */
+  private readonly verified: LRUCache<string, VerifiedKey, string>;
+  private lastUsed = new Map<string, number>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly deps: {
+      pool: pg.Pool;
+      redis: Redis;
+      cacheTtlMs: number;
+      cacheSize: number;
+      usageFlushMs: number;
+      onError: (err: unknown) => void;
+    },
+  ) {
+    this.verified = new LRUCache({
+      max: deps.cacheSize,
+      ttl: deps.cacheTtlMs,
+      fetchMethod: (_digest, _stale, { context: token }) => this.verifyWithBcrypt(token),
+    });
+    this.timer = setInterval(() => void this.flushUsage().catch(deps.onError), deps.usageFlushMs);
+    this.timer.unref();
+  }
+
+  /** The key of a token this process verified recently (no I/O), else undefined. */
+  cached(token: string): VerifiedKey | undefined {
+    return this.verified.get(hash('sha256', token, 'base64'));
+  }
+
+  /**
+   * The key a token belongs to, from the cache or (first sight) from PostgreSQL + bcrypt.
+   * Throws the one 401 for anything else. Does not check revocation: the caller does, per request.
+   */
+  async verify(token: string): Promise<VerifiedKey> {
+    if (!lookupPrefix(token)) throw invalidKey();
+    const key = await this.verified.fetch(hash('sha256', token, 'base64'), { context: token });
+    if (!key) throw invalidKey();
+    return key;
+  }
+
+  /** Forgets every cached token of a key (the revoked marker already refuses it). */
+  forget(keyId: string) {
+    for (const [digest, key] of this.verified.entries()) if (key.id === keyId) this.verified.delete(digest);
+  }
+
+  /** Forgets every cached token (the revocation feed may have missed revocations). */
+  clear() {
+    this.verified.clear();
+  }
+
+  touch(keyId: string) {
+    this.lastUsed.set(keyId, Date.now());
+  }
+
+  async flushUsage(): Promise<void> {
+    if (this.lastUsed.size === 0) return;
+    const batch = this.lastUsed;
+    this.lastUsed = new Map();
+    await recordKeyUsage(this.deps.pool, new Map([...batch].map(([id, at]) => [id, new Date(at)])));
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flushUsage().catch(this.deps.onError);
+  }
+
+  /** The key of a token not seen before, or undefined; kept in the cache only once its marker said it is not revoked. */
+  private async verifyWithBcrypt(token: string): Promise<VerifiedKey | undefined> {
+    const stored = await findKeyByPrefix(this.deps.pool, lookupPrefix(token)!);
+    if (!stored || !(await bcrypt.compare(token, stored.tokenHash))) return undefined;
+    // the last await before the key is cached: a revocation whose marker this misses is published
+    // after it, and its message (handled in a later task than this continuation) forgets it again
+    const revoked = await this.deps.redis.exists(revokedMarker(stored.id)).catch(() => {
+      throw new AppError('UNAVAILABLE', 'Workspace API keys cannot be checked right now; retry shortly.');
+    });
+    if (revoked === 1) return undefined;
+    return {
+      id: stored.id,
+      prefix: stored.prefix,
+      scopes: stored.scopes,
+      workspace: { id: stored.workspaceId, slug: stored.workspaceSlug },
+    };
+  }
+}
+
+/**
+ * Revokes a key of a workspace, in one transaction that holds the key's row:
+ *
+ * 1. marks it revoked in Redis (re-verification and replicas that cannot trust their revocation
+ *    feed refuse it from now on);
+ * 2. announces the revocation to every replica and waits for them (`announce`, see
+ *    key-revocations.ts): from then on no replica serves it from its cache;
+ * 3. deletes its row (§3.1: the record is removed) and commits.
+ *
+ * If Redis cannot be reached, nothing is deleted, the marker is taken back, and the caller gets an
+ * error: never a key that half works.
+ */
+export async function revokeApiKey(
+  deps: { pool: pg.Pool; redis: Redis; announce: (keyId: string) => Promise<void> },
+  workspaceId: string,
+  keyId: string,
+): Promise<boolean> {
+  return withTransaction(deps.pool, async (db) => {
+    const { rows } = await db.query<{ id: string }>(
+      'SELECT id FROM workspace_api_keys WHERE id = $1 AND workspace_id = $2 FOR UPDATE',
+      [keyId, workspaceId],
+    );
+    if (!rows[0]) return false;
+    await deps.redis.set(revokedMarker(keyId), '1', 'EX', REVOKED_MARKER_TTL_SECONDS);
+    try {
+      await deps.announce(keyId);
+    } catch (err) {
+      await deps.redis.del(revokedMarker(keyId)).catch(() => {});
+      const unavailable = new AppError(
+        'UNAVAILABLE',
+        'The key could not be revoked on every API replica right now; nothing changed. Retry shortly.',
+      );
+      throw Object.assign(unavailable, { cause: err });
+    }
+    await db.query('DELETE FROM workspace_api_keys WHERE id = $1', [keyId]);
+    return true;
+  });
 }

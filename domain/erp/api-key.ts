@@ -15,8 +15,7 @@ import type pg from 'pg';
 import { withTransaction } from '../../lib/db.js';
 import { open, seal } from '../../lib/secret-box.js';
 import { adminSession, authenticates, erpMajorVersion, groupsField, type ErpApiUserDeps } from './admin-session.js';
-import { createErpClient, openErpSession } from './client.js';
-import { createJson2Client } from './json2.js';
+import { createErpClient, createJson2Client, openErpSession } from './client.js';
 
 /** The first ERP version whose API user reads with an API key (JSON-2). 17 and 18 can make keys too (`force`). */
 export const API_KEY_MIN_VERSION = 19;

@@ -15,7 +15,7 @@
  * way with internal user + accounting bookkeeper (it creates bank statement lines); its password is
  * sealed in `tenant_erp_bank_import_credentials`.
  *
- * On Odoo 19+ the API user also gets an Odoo API key (JSON-2, domain/erp/json2.ts, takes keys only;
+ * On Odoo 19+ the API user also gets an Odoo API key (JSON-2, domain/erp/client.ts, takes keys only;
  * XML-RPC takes one in the password slot from 17 on): api-key.ts.
  */
 import { randomBytes } from 'node:crypto';
@@ -31,8 +31,7 @@ import {
   type ErpApiUserDeps,
 } from './admin-session.js';
 import { API_KEY_MIN_VERSION, ensureErpApiKey } from './api-key.js';
-import { ErpFault, createErpClient, type ErpClient, type ErpSession } from './client.js';
-import { createJson2Client } from './json2.js';
+import { ErpFault, createErpClient, createJson2Client, type ErpClient, type ErpSession } from './client.js';
 
 export { adminSession, erpApiUserDeps, tenantAdminPassword, type ErpApiUserDeps } from './admin-session.js';
 export {

@@ -1,15 +1,24 @@
 /**
  * The dashboards' three figures (KPIs, cash flow, alerts) of one ERP database as of a given day,
- * read and computed exactly as the portal's dashboards are (dashboard-reads.ts, dashboard-figures.ts),
+ * read and computed exactly as the portal's dashboards are (dashboards.ts),
  * uncached: what a backup records of its tenant and what its drill reads back from the restored copy.
  */
 import type pg from 'pg';
 import type { Config } from '../../lib/config.js';
 import type { ErpVersion } from '../tenants/types.js';
 import { erpClientFor, loadErpApiCredentials } from './api-user.js';
-import { alertsFigure, cashflowFigure, cashflowStart, isoDay, kpisFigure, type FigureOf } from './dashboard-figures.js';
-import { TenantErpReads } from './dashboard-reads.js';
-import type { Alerts, Cashflow, Kpis } from './dashboard-schemas.js';
+import {
+  alertsFigure,
+  cashflowFigure,
+  cashflowStart,
+  isoDay,
+  kpisFigure,
+  TenantErpReads,
+  type Alerts,
+  type Cashflow,
+  type FigureOf,
+  type Kpis,
+} from './dashboards.js';
 
 /** The months of cash flow compared (the dashboards' default). */
 const CASHFLOW_MONTHS = 6;

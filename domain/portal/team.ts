@@ -4,7 +4,7 @@
  * demoted nor removed (409). Concurrent changes are serialized on the workspace row, so two admins
  * removing each other at once cannot leave the workspace without one.
  *
- * Removal takes effect at once: the membership is read on every request (api/plugins/user-auth.ts),
+ * Removal takes effect at once: the membership is read on every request (api/plugins/access.ts),
  * and every session of the removed person ends (their refresh tokens are revoked, and with them the
  * access tokens of those sessions; the auth service shares them). A person who belongs to other
  * workspaces too signs in again and keeps those. Workspace API keys belong to the workspace, not to

@@ -18,7 +18,7 @@ import type { ObjectStore } from '../../lib/object-store.js';
 import { databaseUrl } from '../erp/tenant-database.js';
 import { countMainModels, listFiles, steadyDashboards, type BackupFigures } from './backup-figures.js';
 import { readDashboardSnapshot, type DashboardSnapshot } from '../erp/dashboard-snapshot.js';
-import { isoDay } from '../erp/dashboard-figures.js';
+import { isoDay } from '../erp/dashboards.js';
 import { routeOfTenant } from './http-routes.js';
 import { erpVersionOfNamespace } from './types.js';
 import type { Tier } from './types.js';

@@ -1,25 +1,22 @@
-import { Redis } from 'ioredis';
 import { config } from '../../lib/config.js';
 import { createPool } from '../../lib/db.js';
 import { startServiceKeyVerifier } from '../../domain/service-keys/service-verifier.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { WorkspaceGrants } from '../../domain/agents/workspace-grant.js';
 import { buildDataApp, DATA_TARGET } from './app.js';
-import { logRedisErrors, runAsMain, stopInOrder } from '../../lib/service-app.js';
+import { runAsMain, stopInOrder } from '../../lib/service-app.js';
 
 /** Starts the data service; returns a function that stops it. */
 export async function startData(cfg = config()) {
   const pool = createPool(cfg.DATABASE_URL, 5);
-  const redis = new Redis(cfg.REDIS_URL, { maxRetriesPerRequest: 2 });
   const serviceKeys = await startServiceKeyVerifier(DATA_TARGET, pool, cfg);
   const app = await buildDataApp({
     pool,
     serviceKeys,
     grants: new WorkspaceGrants(cfg.SECRETS_KEY),
-    dashboards: createDashboardService({ pool, redis, config: cfg }),
+    dashboards: createDashboardService({ pool, config: cfg }),
     logLevel: cfg.LOG_LEVEL,
   });
-  logRedisErrors(redis, app.log);
   const url = await app.listen({ host: cfg.DATA_HOST, port: cfg.DATA_PORT });
   return {
     app,
@@ -27,7 +24,6 @@ export async function startData(cfg = config()) {
     close: stopInOrder(
       () => app.close(),
       () => serviceKeys.close(),
-      () => redis.disconnect(),
       () => pool.end(),
     ),
   };

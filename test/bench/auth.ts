@@ -8,7 +8,7 @@
  *   1. GET /healthz                                — unauthenticated, trivial;
  *   2. GET /api/portal/odoo/<slug>/kpis            — a workspace key (verified-token cache warm),
  *      revocation feed, token bucket (leased tokens), scope check, execution log, and the
- *      dashboard figures from the dashboard caches;
+ *      dashboard figures from the dashboards' cache;
  *   3. GET /api/portal/apikeys/self                — the key path alone.
  *
  * Prints, per route, requests/s, p50/p99 latency, the API process's CPU time per request and its

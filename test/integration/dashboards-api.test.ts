@@ -52,7 +52,7 @@ describe('GET /api/portal/odoo/:slug/{kpis,cashflow,alerts} with a dashboard:rea
     expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
   });
 
-  it('answers a figure asked again within the second with the same JSON, its type and length', async () => {
+  it('answers a figure asked again while it is cached with the same JSON, its type and length', async () => {
     const answers: string[] = [];
     for (let i = 0; i < 2; i++) {
       const res = await fetch(`${base}/api/portal/odoo/${tenant.workspace}/alerts`, {

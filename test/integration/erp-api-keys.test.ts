@@ -1,11 +1,10 @@
 /**
- * The API user's Odoo API key (domain/erp/api-user.ts) and the JSON-2 client (domain/erp/json2.ts)
+ * The API user's Odoo API key (domain/erp/api-user.ts) and the JSON-2 client (domain/erp/client.ts)
  * on the ERP stand-in: on Odoo 19 the key is made as Odoo makes it (description, make_key, the
  * identity check), stored sealed with its expiry, renewed near its end; the readiness probe and the
  * dashboards read over JSON-2 with it and never over XML-RPC; a wrong or expired key, a write, an
  * unknown method each give the fault the XML-RPC client gives. On 17/18 JSON-2 does not exist.
  */
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pool } from '../../lib/db.js';
 import type { Config } from '../../lib/config.js';
@@ -16,8 +15,14 @@ import {
   erpClientFor,
   loadErpApiCredentials,
 } from '../../domain/erp/api-user.js';
-import { ErpFault, ErpUnreachable, createErpClient, openErpSession } from '../../domain/erp/client.js';
-import { createJson2Client, json2Body } from '../../domain/erp/json2.js';
+import {
+  ErpFault,
+  ErpUnreachable,
+  createErpClient,
+  createJson2Client,
+  json2Body,
+  openErpSession,
+} from '../../domain/erp/client.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createTenantHealthActivities, probeTenant, type HealthObservation } from '../../activities/tenant-health.js';
@@ -90,37 +95,32 @@ describe('the API key of a 19 tenant', () => {
     expect(seen.healthy).toBe(true);
     expect(seen.detail).toContain('answers over JSON-2');
 
-    const redis = new Redis(cfg.REDIS_URL);
-    try {
-      const service = createDashboardService({ pool, redis, config: cfg });
-      const kpis = await service.kpis(t19.workspace);
-      const alerts = await service.alerts(t19.workspace);
-      const cashflow = await service.cashflow(t19.workspace, { months: 3 });
-      expect(kpis.currency).toBeTruthy();
-      expect(alerts.erpVersion).toBe('19');
-      expect(cashflow.months).toHaveLength(3);
-      // the same figures as the password over XML-RPC gives
-      const credentials = (await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!;
-      const viaKey = erpClientFor({ baseUrl: erp.url, host: t19.host, db: t19.database, version: 19 }, credentials);
-      const viaPassword = createErpClient({
-        baseUrl: erp.url,
-        host: t19.host,
-        db: t19.database,
-        login: credentials.login,
-        password: credentials.password,
+    const service = createDashboardService({ pool, config: cfg });
+    const kpis = await service.kpis(t19.workspace);
+    const alerts = await service.alerts(t19.workspace);
+    const cashflow = await service.cashflow(t19.workspace, { months: 3 });
+    expect(kpis.currency).toBeTruthy();
+    expect(alerts.erpVersion).toBe('19');
+    expect(cashflow.months).toHaveLength(3);
+    // the same figures as the password over XML-RPC gives
+    const credentials = (await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!;
+    const viaKey = erpClientFor({ baseUrl: erp.url, host: t19.host, db: t19.database, version: 19 }, credentials);
+    const viaPassword = createErpClient({
+      baseUrl: erp.url,
+      host: t19.host,
+      db: t19.database,
+      login: credentials.login,
+      password: credentials.password,
+    });
+    const read = (c: typeof viaKey) =>
+      c.executeKw('account.move', 'search_read', [[['state', '=', 'posted']], ['name', 'amount_total']], {
+        order: 'id',
+        limit: 5,
       });
-      const read = (c: typeof viaKey) =>
-        c.executeKw('account.move', 'search_read', [[['state', '=', 'posted']], ['name', 'amount_total']], {
-          order: 'id',
-          limit: 5,
-        });
-      const after = erp.requests(t19.host);
-      expect(await read(viaKey)).toEqual(await read(viaPassword));
-      expect((after['/json/2'] ?? 0) - (before['/json/2'] ?? 0)).toBeGreaterThanOrEqual(4);
-      expect((after['/xmlrpc/2/object'] ?? 0) - (before['/xmlrpc/2/object'] ?? 0)).toBe(0);
-    } finally {
-      redis.disconnect();
-    }
+    const after = erp.requests(t19.host);
+    expect(await read(viaKey)).toEqual(await read(viaPassword));
+    expect((after['/json/2'] ?? 0) - (before['/json/2'] ?? 0)).toBeGreaterThanOrEqual(4);
+    expect((after['/xmlrpc/2/object'] ?? 0) - (before['/xmlrpc/2/object'] ?? 0)).toBe(0);
   });
 
   it('a wrong key is access denied (fault 3); a write is an access error (fault 4); an unknown method fault 1; bad parameters fault 2', async () => {

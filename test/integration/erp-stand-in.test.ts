@@ -12,7 +12,9 @@ import {
   ErpUnreachable,
   createErpClient,
   openErpSession,
+  parseMethodResponse,
   xmlRpcCall,
+  XmlRpcFault,
   type ErpClient,
 } from '../../domain/erp/client.js';
 import {
@@ -23,7 +25,6 @@ import {
 } from '../../domain/erp/api-user.js';
 import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
 import { dropTenantDatabase, tenantHostname } from '../../domain/erp/tenant-database.js';
-import { XmlRpcFault, parseMethodResponse } from '../../domain/erp/xmlrpc-wire.js';
 import type { ErpStandIn } from '../../sandbox/erp/server.js';
 import {
   createWorkspaceWithTenant,

@@ -49,7 +49,7 @@ it('a 19 tenant turns Ready with an API key and its dashboards read over JSON-2,
     ).rows[0]?.slug;
   await expect.poll(slugOf, { timeout: 30_000 }).toBe(name);
   const slug = name;
-  const service = createDashboardService({ pool: p.pool, redis: p.redis, config: p.cfg });
+  const service = createDashboardService({ pool: p.pool, config: p.cfg });
   const kpis = await service.kpis(slug);
   expect(kpis.erpVersion).toBe('19');
   await service.alerts(slug);

@@ -52,7 +52,7 @@ describe('the platform never imports sandbox/ or scripts/', () => {
 describe('sandbox/ imports nothing outside sandbox/', () => {
   it.each([
     ['sandbox/erp/server.ts', `import { createPool as x } from '../../lib/db.js';`],
-    ['sandbox/erp/xmlrpc.ts', `import { parseMethodCall as x } from '../../domain/erp/xmlrpc-wire.js';`],
+    ['sandbox/erp/xmlrpc.ts', `import { parseMethodCall as x } from '../../domain/erp/client.js';`],
     ['sandbox/erp/credentials.ts', `import { erpSessionId as x } from '../../services/tenant-ingress/saas.js';`],
     ['sandbox/erp/demo-data.ts', `import type { Tier as x } from '../../domain/tenants/types.js';`],
     ['sandbox/llm/server.ts', `const { config: x } = await import('../../lib/config.js');`],

@@ -18,7 +18,7 @@ import {
   userWithMemberships,
 } from '../../../domain/access/login-sessions.js';
 import { PasswordThrottle } from '../../../domain/access/login-throttle.js';
-import { bearer } from '../../plugins/user-auth.js';
+import { bearer } from '../../plugins/access.js';
 import { TOKEN_PREFIX } from '../../../domain/access/api-keys.js';
 import { Text } from '../../schemas/common.js';
 import { access } from '../../plugins/access.js';

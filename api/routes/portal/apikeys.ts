@@ -8,8 +8,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { checkScopes, createApiKey, listApiKeys, SCOPES } from '../../../domain/access/api-keys.js';
-import { revokeApiKey } from '../../../domain/access/api-key-verifier.js';
+import { checkScopes, createApiKey, listApiKeys, revokeApiKey, SCOPES } from '../../../domain/access/api-keys.js';
 import { AppError } from '../../../lib/errors.js';
 import { effectiveLimits, getLimitOverride } from '../../../domain/access/rate-limits.js';
 import { TenantName, Text } from '../../schemas/common.js';

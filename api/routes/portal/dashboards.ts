@@ -60,19 +60,13 @@ const figures = [
 type FigureRequest = FastifyRequest<{ Params: { slug: string }; Querystring: { months?: number } }>;
 
 export default async function dashboardRoutes(app: FastifyInstance) {
-  // its Redis cache on the hot path's auto-pipelined connection (see api/plugins/workspace-auth.ts)
   const service = app.deps.dashboardService
     ? answersOf(app.deps.dashboardService)
-    : createDashboardService({ pool: app.deps.pool, config: app.deps.config, redis: app.workspaceAuth.redis });
-  /**
-   * The figure's JSON bytes, from the dashboard cache (domain/erp/dashboards.ts): at once when this
-   * process answered it less than a second ago (no promise to wait for, the same bytes: nothing
-   * serialized or encoded per request), else when they come.
-   */
-  const send = (req: FigureRequest, reply: FastifyReply, figure: FigureName): Promise<void> | undefined => {
-    const json = service.json(req.params.slug, figure, { months: req.query?.months });
-    if (Buffer.isBuffer(json)) return void reply.type(JSON_TYPE).send(json);
-    return json.then((bytes) => void reply.type(JSON_TYPE).send(bytes));
+    : createDashboardService({ pool: app.deps.pool, config: app.deps.config });
+  /** The figure's JSON bytes, from the dashboards' cache (domain/erp/dashboards.ts). */
+  const send = async (req: FigureRequest, reply: FastifyReply, figure: FigureName) => {
+    const json = await service.json(req.params.slug, figure, { months: req.query?.months });
+    return reply.type(JSON_TYPE).send(json);
   };
   const memberOf = async (userId: string, slug: string) => {
     const [row] = await membershipsOf(app.deps.pool, userId, slug);
