@@ -14,6 +14,8 @@ import { parse, parseAllDocuments } from 'yaml';
 import { configSchema, parseConfig } from '../../lib/config.js';
 import { deployDir, generatedManifests } from '../../scripts/deploy-manifests.js';
 import { WORKER_SHUTDOWN_GRACE_MS } from '../../worker/index.js';
+import { SERVICE_KEY_INVENTORY } from '../../domain/service-keys/inventory.js';
+import { PLATFORM_PROCESSES } from '../../domain/service-keys/network.js';
 import { erpVersions } from '../../domain/tenants/types.js';
 import { ERP_SERVICE } from '../../services/tenant-controller/composed-manifests.js';
 
@@ -73,8 +75,10 @@ const compose = parse(readFileSync(path.resolve(deployDir, '../../../docker-comp
 /** Names only Kubernetes sets (its secret store) or only compose sets (the controller's mounted kubeconfig). */
 const KUBERNETES_ONLY = ['SECRET_STORE', 'KUBERNETES_NAMESPACE'];
 const COMPOSE_ONLY = ['KUBECONFIG'];
-/** The processes that call another service with a service key (domain/service-keys/inventory.ts); the others hold none. */
-const SERVICE_KEY_CALLERS = ['api', 'worker', 'agents', 'tenant-ingress', 'provisioned-consumer'];
+/** The processes the inventory's pairs call from (domain/service-keys/inventory.ts `from`): they hold service keys, the others none. */
+const SERVICE_KEY_CALLERS: string[] = SERVICE_KEY_INVENTORY.flatMap((p) => p.from).filter((peer) =>
+  (PLATFORM_PROCESSES as readonly string[]).includes(peer),
+);
 
 describe('deploy/kubernetes', () => {
   it.each(Object.keys(generatedManifests()))(
