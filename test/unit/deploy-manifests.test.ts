@@ -95,6 +95,17 @@ describe('deploy/kubernetes', () => {
     expect([...kustomization.resources].sort()).toEqual([...manifestFiles].sort());
   });
 
+  it('holds no Secret: every secret comes from plana-env, which the operator creates', () => {
+    expect(objects.filter((o) => o.kind === 'Secret')).toEqual([]);
+  });
+
+  it("names the migrate Job for the image's version (each release's install or upgrade runs its own)", () => {
+    const job = workloads.find((w) => w.kind === 'Job')!;
+    const tag = job.spec!.template!.spec.containers[0]!.image.split(':')[1];
+    expect(job.metadata.name).toBe(`migrate-${tag}`);
+    for (const w of workloads) expect(w.spec!.template!.spec.containers[0]!.image.split(':')[1]).toBe(tag);
+  });
+
   it('has a PodDisruptionBudget keeping one pod of each replicated Deployment, and none for a single replica', () => {
     const budgets = objects.filter((o) => o.kind === 'PodDisruptionBudget');
     const replicated = deployments.filter((d) => (d.spec!.replicas ?? 1) > 1).map(processOf);
