@@ -95,6 +95,38 @@ describe('deploy/kubernetes', () => {
     expect([...kustomization.resources].sort()).toEqual([...manifestFiles].sort());
   });
 
+  it.each(['production', 'dev'])(
+    "the %s overlay's config.env, merged over plana-config, is a configuration that parses",
+    (overlay) => {
+      const env = Object.fromEntries(
+        readFileSync(path.join(deployDir, '../overlays', overlay, 'config.env'), 'utf8')
+          .split('\n')
+          .filter((l) => l.includes('='))
+          .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+      );
+      expect(Object.keys(env).filter((n) => !(n in configSchema.shape))).toEqual([]);
+      const secrets = Object.fromEntries(
+        ['DATABASE_URL', 'ERP_DATABASE_URL', 'SECRETS_KEY', 'AUTH_JWT_SECRET', 'STRIPE_WEBHOOK_SECRET', 'LLM_KEY']
+          .concat(['CHAT_TOKEN', 'CHAT_TEAM_ID', 'ERP_ADMIN_PASSWORD', 'BANKING_BANKS'])
+          .map((n) => [n, filledSecret(n)]),
+      );
+      expect(() => parseConfig({ ...configMap.data, ...env, ...secrets })).not.toThrow();
+    },
+  );
+
+  it("routes the production overlay's public hosts, those of API_PUBLIC_URL and OIDC_PROVIDER_ISSUER, to the API and the auth service", () => {
+    const overlay = path.join(deployDir, '../overlays/production');
+    const env = readFileSync(path.join(overlay, 'config.env'), 'utf8');
+    const host = (name: string) => new URL(new RegExp(`^${name}=(.*)$`, 'm').exec(env)![1]!).host;
+    const ingress = parse(readFileSync(path.join(overlay, 'ingress.yaml'), 'utf8')) as {
+      spec: { rules: { host: string; http: { paths: { backend: { service: { name: string } } }[] } }[] };
+    };
+    expect(ingress.spec.rules.map((r) => [r.host, r.http.paths[0]!.backend.service.name])).toEqual([
+      [host('API_PUBLIC_URL'), 'api'],
+      [host('OIDC_PROVIDER_ISSUER'), 'auth'],
+    ]);
+  });
+
   it('holds no Secret: every secret comes from plana-env, which the operator creates', () => {
     expect(objects.filter((o) => o.kind === 'Secret')).toEqual([]);
   });
