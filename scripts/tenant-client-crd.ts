@@ -1,6 +1,6 @@
 /**
  * Installs the TenantClient CustomResourceDefinition (domain/tenants/tenant-client-crd.ts) into a
- * Kubernetes API server, with the namespaces of deploy/kubernetes/namespaces.yaml (a tenant's
+ * Kubernetes API server, with the namespaces of deploy/kubernetes/base/namespaces.yaml (a tenant's
  * composed objects live in plana-odoo-<erpVersion>), and waits until it is served (its condition
  * Established is True): `npm run dev` and the test run do this on their private API server. Run directly, prints the CRD as YAML (for manifests):
  * `npx tsx scripts/tenant-client-crd.ts > crd.yaml`.
@@ -15,7 +15,7 @@ export async function installTenantClientCrd(kubeconfigPath: string): Promise<vo
   kubectl(kubeconfigPath, [
     'apply',
     '-f',
-    fileURLToPath(new URL('../deploy/kubernetes/namespaces.yaml', import.meta.url)),
+    fileURLToPath(new URL('../deploy/kubernetes/base/namespaces.yaml', import.meta.url)),
   ]);
   kubectl(
     kubeconfigPath,

@@ -72,6 +72,9 @@ export interface CreateWorkerOptions extends Partial<Pick<WorkerOptions, 'workfl
   erpInstaller?: ErpInstaller;
 }
 
+/** How long a stopping worker lets running activities finish before it cancels them (the pod's grace period covers it). */
+export const WORKER_SHUTDOWN_GRACE_MS = 10_000;
+
 export async function createWorker(
   config: Config,
   options: CreateWorkerOptions = {},
@@ -95,7 +98,7 @@ export async function createWorker(
     // each activity attempt's queue wait and run time (the provisioning steps') in the metrics; and
     // heartbeats for the quick steps, so one on a worker that died is retried within seconds
     interceptors: { activity: [activityMetrics, heartbeatsWhileRunning] },
-    shutdownGraceTime: '10 seconds',
+    shutdownGraceTime: WORKER_SHUTDOWN_GRACE_MS,
     // a long activity's heartbeat details (a from-scratch install's progress) reach the server, and
     // so the Temporal UI's pending activity, within seconds rather than at 80% of its heartbeat timeout
     maxHeartbeatThrottleInterval: '2 seconds',

@@ -4,6 +4,8 @@
  * on first start (bootstrap.ts). A pair that is not `live` is one whose service does not exist yet:
  * it gets its key when its target does (flip `live`).
  */
+import type { NetworkPeer } from './network.js';
+
 export const SERVICE_TARGETS = [
   'account-api',
   'notifications',
@@ -56,7 +58,15 @@ export interface ServiceKeyPair {
   proof: SwitchProof;
 }
 
-export const SERVICE_KEY_INVENTORY: readonly ServiceKeyPair[] = [
+/**
+ * A pair of the platform's inventory: with the pods its calls come from, which the network layer
+ * (§5.1, network.ts) lets reach the target's port and no other pod does.
+ */
+export interface InventoryPair extends ServiceKeyPair {
+  from: readonly NetworkPeer[];
+}
+
+export const SERVICE_KEY_INVENTORY: readonly InventoryPair[] = [
   // the platform's own
   {
     caller: 'operator',
@@ -64,6 +74,7 @@ export const SERVICE_KEY_INVENTORY: readonly ServiceKeyPair[] = [
     live: true,
     what: 'operator CLI → account API ops routes (/api/ops/…)',
     proof: 'per-run',
+    from: ['ingress-controller'], // the CLI runs outside the cluster, at API_PUBLIC_URL
   },
   {
     caller: 'provisioning',
@@ -71,6 +82,7 @@ export const SERVICE_KEY_INVENTORY: readonly ServiceKeyPair[] = [
     live: true,
     what: 'client.provisioned consumer → POST /api/webhooks/provisioned',
     proof: 'holders',
+    from: ['provisioned-consumer'],
   },
   {
     caller: 'erp',
@@ -78,6 +90,7 @@ export const SERVICE_KEY_INVENTORY: readonly ServiceKeyPair[] = [
     live: true,
     what: "tenant ERPs' /svc/saas/* endpoints → account API (/api/saas/…: tiers, modules, subscription)",
     proof: 'holders',
+    from: ['tenant-ingress'],
   },
   {
     caller: 'saas-jobs',
@@ -85,6 +98,7 @@ export const SERVICE_KEY_INVENTORY: readonly ServiceKeyPair[] = [
     live: true,
     what: "platform jobs → tenant ERPs' legacy callbacks (/svc/saas/job/<id>/update, /svc/saas/backup/callback), forwarded to the account API",
     proof: 'per-run',
+    from: ['tenant-ingress'], // posted to the tenant's host, passed through with the caller's key
   },
   {
     caller: 'worker',
@@ -92,6 +106,7 @@ export const SERVICE_KEY_INVENTORY: readonly ServiceKeyPair[] = [
     live: true,
     what: 'Temporal worker (welcome e-mail) → notifications service',
     proof: 'holders',
+    from: ['worker'],
   },
   {
     caller: 'worker',
@@ -99,6 +114,7 @@ export const SERVICE_KEY_INVENTORY: readonly ServiceKeyPair[] = [
     live: true,
     what: 'Temporal worker (client.provisioned) → events service',
     proof: 'holders',
+    from: ['worker'],
   },
   {
     caller: 'operator',
@@ -106,6 +122,7 @@ export const SERVICE_KEY_INVENTORY: readonly ServiceKeyPair[] = [
     live: true,
     what: 'operator tools → auth service (status, a smoke login); other internal services get a pair when they call it',
     proof: 'per-run',
+    from: ['ingress-controller'],
   },
   // §5.4
   {
@@ -114,6 +131,7 @@ export const SERVICE_KEY_INVENTORY: readonly ServiceKeyPair[] = [
     live: true,
     what: 'account API → events service (§5.4)',
     proof: 'holders',
+    from: ['api'],
   },
   {
     caller: 'account-api',
@@ -121,6 +139,7 @@ export const SERVICE_KEY_INVENTORY: readonly ServiceKeyPair[] = [
     live: true,
     what: 'account API → notifications service (§5.4 "callers of the notifications service")',
     proof: 'holders',
+    from: ['api'],
   },
   {
     caller: 'billing-webhooks',
@@ -128,6 +147,7 @@ export const SERVICE_KEY_INVENTORY: readonly ServiceKeyPair[] = [
     live: true,
     what: 'billing webhook receiver → events service (§5.4)',
     proof: 'holders',
+    from: ['api'],
   },
   {
     caller: 'account-api',
@@ -135,6 +155,7 @@ export const SERVICE_KEY_INVENTORY: readonly ServiceKeyPair[] = [
     live: true,
     what: 'account API → banking service (§5.4)',
     proof: 'holders',
+    from: ['api'],
   },
   {
     caller: 'account-api',
@@ -142,14 +163,23 @@ export const SERVICE_KEY_INVENTORY: readonly ServiceKeyPair[] = [
     live: true,
     what: 'account API → agents service (§5.4)',
     proof: 'holders',
+    from: ['api'],
   },
-  { caller: 'agents', target: 'data', live: true, what: 'agents service → data service (§5.4)', proof: 'holders' },
+  {
+    caller: 'agents',
+    target: 'data',
+    live: true,
+    what: 'agents service → data service (§5.4)',
+    proof: 'holders',
+    from: ['agents'],
+  },
   {
     caller: 'erp',
     target: 'event-ingestion',
     live: true,
     what: "tenant ERPs' automation rules → event ingestion (per-tenant HMAC tokens of the key in the rules' URLs)",
     proof: 'rules',
+    from: ['odoo'],
   },
 ];
 

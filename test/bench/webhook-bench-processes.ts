@@ -19,6 +19,7 @@ import { freePort, startThrowAwayServers, stopAll, throwAwayDir } from '../../sc
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { cpuSecondsByName } from './process-cpu.js';
+import { memoryOf } from './provision-figures.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const TASK_QUEUE = 'bench-webhooks';
@@ -40,6 +41,8 @@ export interface WebhookBench {
   cfg: Config;
   /** CPU seconds so far of each kind of process (dispatcher, worker, events service, temporal, postgresql, redis). */
   cpuNow: () => Record<string, number>;
+  /** Peak resident memory so far of the dispatcher, the worker and the events service, in MB (the Kubernetes requests are sized from it). */
+  peakMemoryMb: () => Record<string, number>;
   /** Posts event `id` (an invoice.posted of workspace `slug`) to the events service. */
   postEvent: (agent: http.Agent, slug: string, id: string, n: number) => Promise<void>;
   /** Closes the bench's own connections (the processes and servers stay up until `stopWebhookBench`). */
@@ -148,6 +151,13 @@ export async function startWebhookBench(replicas: number, step: (s: string) => v
     streamRedis,
     cfg,
     cpuNow: () => cpuSecondsByName(pids()),
+    peakMemoryMb: () =>
+      Object.fromEntries(
+        (['dispatcher', 'worker', 'events service'] as const).map((name) => [
+          name,
+          Math.max(...pids()[name].map((pid) => memoryOf(pid).peakMb)),
+        ]),
+      ),
     postEvent: (agent, slug, id, n) => postEvent(cfg.EVENTS_URL, eventsKey, agent, { slug, id, n }),
     async disconnect() {
       await client.connection.close();

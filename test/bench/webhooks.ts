@@ -64,6 +64,8 @@ try {
     const repo = new EndpointRepository(bench.pool, bench.cfg.SECRETS_KEY);
     results.push(await outageScenario({ ...bench, repo, inFlight: IN_FLIGHT, step }));
   }
+  const peaks = Object.entries(bench.peakMemoryMb()).map(([name, mb]) => `${name} ${mb.toFixed(0)} MB`);
+  results.push(`Peak resident memory by process: ${peaks.join(', ')}`);
   await bench.disconnect();
   console.log(benchReport(REPLICAS, loadBefore, results));
 } finally {

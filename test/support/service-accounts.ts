@@ -73,7 +73,7 @@ export function serviceAccountKubeconfig(dir: string, ns: string, name: string):
   });
 }
 
-export const manifestsDir = path.resolve(import.meta.dirname, '../../deploy/kubernetes');
+export const manifestsDir = path.resolve(import.meta.dirname, '../../deploy/kubernetes/base');
 
 /** The objects of one manifest file of deploy/kubernetes. */
 export function manifest(file: string): KubeObject[] {

@@ -1,6 +1,7 @@
 /**
- * The production manifests (deploy/kubernetes) on the run's real Kubernetes API server: each file
- * passes `kubectl apply --dry-run=server` (the API server's own validation and admission), and with
+ * The release (deploy/kubernetes) on the run's real Kubernetes API server: each file of the base and
+ * each overlay as `kubectl kustomize` renders it (what `kubectl apply -k` applies) passes
+ * `kubectl apply --dry-run=server` (the API server's own validation and admission), and with
  * the RBAC applied, each ServiceAccount can do what its process needs and nothing more
  * (the SubjectAccessReview of `kubectl auth can-i --as=system:serviceaccount:…`).
  */
@@ -9,10 +10,11 @@ import { parse } from 'yaml';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { kubectl } from '../../../scripts/local-servers.js';
+import { OVERLAYS, renderRelease } from '../../support/release.js';
 import { adminKubeconfig, manifestsDir } from '../../support/service-accounts.js';
 
-const files = readdirSync(manifestsDir).filter((f) => f.endsWith('.yaml'));
-const composeFile = path.join(manifestsDir, '..', '..', 'docker-compose.yml');
+const files = readdirSync(manifestsDir).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml');
+const composeFile = path.join(manifestsDir, '..', '..', '..', 'docker-compose.yml');
 
 /** The platform's processes in docker-compose.yml (the services built from its image). */
 const composeProcesses = () => {
@@ -24,7 +26,7 @@ const composeProcesses = () => {
     .map(([name, s]) => ({ name, command: s.command ?? [] }));
 };
 const processes = composeProcesses().map((s) => s.name);
-const apply = (args: string[]) => kubectl(adminKubeconfig(), ['apply', ...args]);
+const apply = (args: string[], input?: string) => kubectl(adminKubeconfig(), ['apply', ...args], input);
 
 /**
  * What ServiceAccount `sa` of namespace plana may do: `yes` or `no`. The SubjectAccessReview that
@@ -74,6 +76,18 @@ describe('deploy/kubernetes on the real API server', () => {
   it.each(files)('%s passes kubectl apply --dry-run=server', (file) => {
     const out = apply(['--dry-run=server', '-f', path.join(manifestsDir, file)]);
     expect(out).toMatch(/\(server dry run\)/);
+  });
+
+  it.each(OVERLAYS)('the %s overlay, every object of it, passes kubectl apply --dry-run=server', (overlay) => {
+    const rendered = renderRelease(overlay);
+    const objects = rendered.split(/^---$/m).length;
+    const out = apply(['--dry-run=server', '-f', '-'], rendered);
+    expect(
+      out
+        .trim()
+        .split('\n')
+        .filter((l) => l.endsWith('(server dry run)')),
+    ).toHaveLength(objects);
   });
 
   const controller = 'plana-tenant-controller';

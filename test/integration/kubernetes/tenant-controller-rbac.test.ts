@@ -1,6 +1,6 @@
 /**
  * The TenantClient controller as it runs in production: as ServiceAccount plana-tenant-controller
- * with only the RBAC of deploy/kubernetes/tenant-controller-rbac.yaml (a token from the TokenRequest
+ * with only the RBAC of deploy/kubernetes/base/tenant-controller-rbac.yaml (a token from the TokenRequest
  * API, the Lease `tenant-controller` in namespace plana). With the real workflow, worker, PostgreSQL
  * and Temporal it takes a TenantClient to Ready=True (finalizer, status, Events, Lease) and through
  * its deletion: the least privilege the manifests grant is enough for what the controller does.
