@@ -1,17 +1,16 @@
 /**
- * The endpoint's retry workflow's activity (workflows/webhook-endpoint-retries.ts): the endpoint's
- * due messages, retried in batches, each batch's attempts and next due times recorded in PostgreSQL.
+ * The activities of the endpoint's retry workflow (workflows/webhook-endpoint-retries.ts): the
+ * endpoint's due messages, retried in batches, each batch's attempts and next due times recorded in
+ * PostgreSQL; and the endpoint disabled after its receiver answered a first attempt 410 Gone.
  */
 import { Context } from '@temporalio/activity';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pLimit from 'p-limit';
-import { sendingEndpoints, type SendingEndpoint } from '../domain/webhooks/endpoints.js';
+import { sendingEndpoints } from '../domain/webhooks/endpoints.js';
 import { recordAttempts, type RecordedAttempt } from '../domain/webhooks/deliveries.js';
-import { webhookHeaders } from '../domain/webhooks/signing.js';
+import { attemptDelivery, retrySettings, type AttemptDeps } from '../domain/webhooks/attempt-delivery.js';
 import { alertWorkspaceAdmins } from '../domain/webhooks/alerts.js';
-import { retryDelay, type WebhookRetrySettings } from '../domain/webhooks/retry-schedule.js';
-import { retrySettings } from '../domain/webhooks/delivery-retries.js';
-import { dueDeliveries, failWaitingDeliveries, nextDue, type DueDelivery } from '../domain/webhooks/retry-queue.js';
+import { dueDeliveries, failWaitingDeliveries, nextDue } from '../domain/webhooks/retry-queue.js';
 import {
   disableGoneEndpoint,
   disableIfFailingTooLong,
@@ -37,34 +36,6 @@ export interface DueDeliveriesOutcome {
   nextDueAt: number | null;
 }
 
-/** One retry of a due message: POST it and answer the attempt to record with its next due time. */
-async function retryOne(
-  deps: WebhookActivityDeps,
-  endpoint: SendingEndpoint,
-  d: DueDelivery,
-  settings: WebhookRetrySettings,
-): Promise<RecordedAttempt> {
-  const attemptedAt = new Date();
-  const headers = webhookHeaders({
-    secrets: endpoint.secrets,
-    msgId: d.messageId,
-    body: d.payload,
-    userAgent: deps.config.WEBHOOK_USER_AGENT,
-  });
-  const result = await deps.sender.send(endpoint.url, headers, d.payload);
-  const recorded = { endpointId: endpoint.id, messageId: d.messageId, trigger: 'retry' as const, attemptedAt, result };
-  if (result.outcome === 'ok') return { ...recorded, status: 'delivered' };
-  if (result.outcome === 'gone') return { ...recorded, status: 'failed' };
-  // attempts made before this one = the index of the wait after it
-  const delay = retryDelay(settings, d.attempts, result, Math.random);
-  if (delay === undefined) return { ...recorded, status: 'failed' };
-  return {
-    ...recorded,
-    status: 'retrying',
-    nextAttemptAt: new Date(attemptedAt.getTime() + result.durationMs + delay),
-  };
-}
-
 /**
  * The endpoint's due messages, in batches of RETRY_BATCH with at most WEBHOOK_ENDPOINT_CONCURRENCY
  * POSTs at a time; each batch's attempts recorded in one statement with their next due times (a
@@ -80,6 +51,7 @@ export async function deliverDueWebhooks(
   const { pool, config } = deps;
   const started = Date.now();
   const settings = retrySettings(config);
+  const attemptDeps: AttemptDeps = { sender: deps.sender, userAgent: config.WEBHOOK_USER_AGENT, settings };
   const slots = pLimit(config.WEBHOOK_ENDPOINT_CONCURRENCY);
   const out: DueDeliveriesOutcome = { attempts: 0, delivered: 0, failed: 0, endpointDisabled: false, nextDueAt: null };
   const heartbeat = () => Context.current().heartbeat(out);
@@ -103,7 +75,11 @@ export async function deliverDueWebhooks(
       await sleep(wait);
       continue;
     }
-    const attempts = await Promise.all(due.map((d) => slots(() => retryOne(deps, endpoint, d, settings))));
+    const attempts = await Promise.all(
+      due.map(({ messageId, payload, trigger, attemptsBefore }) =>
+        slots(() => attemptDelivery(attemptDeps, { endpoint, messageId, payload, trigger, attemptsBefore })),
+      ),
+    );
     await recordAttempts(pool, attempts);
     heartbeat();
     out.attempts += attempts.length;
@@ -143,4 +119,17 @@ async function alertRetriesUsedUp(
       `Last error: ${failed.at(-1)!.result.error}. Replay ${one ? 'it' : 'them'} with POST /api/portal/webhooks/${endpoint.id}/replay once the endpoint works.`,
     idempotencyKey: `webhook-failed:${endpoint.id}:${ids[0]}`,
   });
+}
+
+/**
+ * The receiver answered the dispatcher's first attempt of `messageId` 410 Gone: the endpoint is
+ * disabled (its admins told), and its messages waiting for a retry fail; answers how many.
+ */
+export async function disableGoneWebhookEndpoint(
+  deps: WebhookActivityDeps,
+  input: { endpointId: string; messageId: string },
+): Promise<number> {
+  const [endpoint] = await sendingEndpoints(deps.pool, deps.config.SECRETS_KEY, { id: input.endpointId });
+  if (endpoint) await disableGoneEndpoint(deps, endpoint, input.messageId, runKey());
+  return failWaitingDeliveries(deps.pool, input.endpointId, 'the receiver answered 410 Gone');
 }

@@ -8,16 +8,22 @@ import type { Pool } from 'pg';
 
 export interface DueDelivery {
   messageId: string;
-  /** Attempts made so far (the dispatcher's first one included). */
-  attempts: number;
-  eventType: string;
+  /** Attempts made since its schedule started (the dispatcher's first one included; after a replay, since the replay). */
+  attemptsBefore: number;
+  /** `replay`: this attempt is the replay a user asked for. */
+  trigger: 'retry' | 'replay';
   payload: string;
 }
 
 /** The endpoint's deliveries due now, earliest first, at most `limit`. */
 export async function dueDeliveries(pool: Pool, endpointId: string, limit: number): Promise<DueDelivery[]> {
-  const { rows } = await pool.query<{ message_id: string; attempts: number; event_type: string; payload: string }>(
-    `SELECT d.message_id, d.attempts, m.event_type, m.payload
+  const { rows } = await pool.query<{
+    message_id: string;
+    attempts: number;
+    replayed_from: number | null;
+    payload: string;
+  }>(
+    `SELECT d.message_id, d.attempts, d.replayed_from, m.payload
        FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
       WHERE d.endpoint_id = $1 AND d.status = 'retrying' AND d.next_attempt_at <= now()
       ORDER BY d.next_attempt_at LIMIT $2`,
@@ -25,8 +31,8 @@ export async function dueDeliveries(pool: Pool, endpointId: string, limit: numbe
   );
   return rows.map((r) => ({
     messageId: r.message_id,
-    attempts: r.attempts,
-    eventType: r.event_type,
+    attemptsBefore: r.attempts - (r.replayed_from ?? 0),
+    trigger: r.replayed_from === r.attempts ? 'replay' : 'retry',
     payload: r.payload,
   }));
 }

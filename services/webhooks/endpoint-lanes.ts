@@ -2,7 +2,7 @@
  * First attempts, per endpoint: each endpoint has a lane (a queue and the attempts it has in
  * flight), at most WEBHOOK_ENDPOINT_CONCURRENCY at a time, so a slow endpoint queues its own work
  * only. A full lane (WEBHOOK_ENDPOINT_QUEUE_MAX) refuses a delivery: it stays pending, and the
- * sweeper hands it to Temporal. The lanes also count what the process holds, so the stream reader
+ * sweeper hands it to Temporal. The lanes also count what the process holds, so the stream consumer
  * waits while WEBHOOK_MAX_IN_FLIGHT attempts are unfinished.
  */
 import type { SendingEndpoint } from '../../domain/webhooks/endpoints.js';
@@ -27,10 +27,8 @@ export const deliveryKey = (endpointId: string, messageId: string) => `${endpoin
 
 export class EndpointLanes {
   private readonly lanes = new Map<string, { active: number; queue: FirstAttemptJob[] }>();
-  /** Attempts taken and not finished (queued or sending or handing off). */
+  /** Attempts taken and not finished (queued, sending, or telling the retry workflow). */
   inFlight = 0;
-  /** First attempts waiting in the lanes (not yet in flight). */
-  queuedFirstAttempts = 0;
   /** Deliveries this process holds (queued, in flight, or attempted and not yet recorded): not for the sweeper. */
   readonly held = new Set<string>();
   private idle: (() => void) | undefined;
@@ -38,8 +36,6 @@ export class EndpointLanes {
   constructor(
     private readonly limits: LaneLimits,
     private readonly attempt: MakeAttempt,
-    /** Called whenever the last queued first attempt left its lane. */
-    private readonly onQueuesEmpty: () => void,
   ) {}
 
   /** Queues a first attempt; false when the endpoint's lane is full (the delivery stays pending). */
@@ -48,7 +44,6 @@ export class EndpointLanes {
     if (!lane) this.lanes.set(job.endpoint.id, (lane = { active: 0, queue: [] }));
     if (lane.queue.length >= this.limits.WEBHOOK_ENDPOINT_QUEUE_MAX) return false; // left pending: the sweeper hands it to Temporal
     lane.queue.push(job);
-    this.queuedFirstAttempts++;
     this.held.add(deliveryKey(job.endpoint.id, job.messageId));
     this.inFlight++;
     this.pump(job.endpoint.id);
@@ -76,9 +71,8 @@ export class EndpointLanes {
     while (lane.active < this.limits.WEBHOOK_ENDPOINT_CONCURRENCY && lane.queue.length > 0) {
       const job = lane.queue.shift()!;
       lane.active++;
-      if (--this.queuedFirstAttempts === 0) this.onQueuesEmpty();
-      // the endpoint's slot is free once its answer is in; handing a failure to Temporal happens
-      // outside the slot (a slow workflow start must not hold up the endpoint's next deliveries)
+      // the endpoint's slot is free once its answer is in; telling Temporal of a 410 happens
+      // outside the slot (a slow signal must not hold up the endpoint's next deliveries)
       void this.attempt(job, () => {
         lane.active--;
         if (lane.active === 0 && lane.queue.length === 0) this.lanes.delete(endpointId);

@@ -42,7 +42,7 @@ export class RetryWaker {
       Promise.all(
         batch.map(async ({ endpoint, dueAt }) => {
           try {
-            await wakeEndpointRetries(this.starter, endpoint, dueAt);
+            await wakeEndpointRetries(this.starter, endpoint, { dueAt });
             const told = this.told.get(endpoint.endpointId);
             if (told === undefined || told <= Date.now() || dueAt < told) this.told.set(endpoint.endpointId, dueAt);
           } catch (err) {
