@@ -1,12 +1,11 @@
 /**
  * The webhook activities: the endpoint's retry batches and its disabling on 410 Gone
- * (webhook-retry-batch.ts), and the daily jobs beside them (retention, the ERP events catch-up).
+ * (webhook-retries.ts), and the daily jobs beside them (retention, the ERP events catch-up).
  */
 import { Context } from '@temporalio/activity';
 import { deleteExpiredWebhookHistory } from '../domain/webhooks/retention.js';
 import { sweepAll } from '../domain/erp-events/sweep.js';
-import type { WebhookActivityDeps } from './webhook-endpoint-state.js';
-import { deliverDueWebhooks, disableGoneWebhookEndpoint } from './webhook-retry-batch.js';
+import { deliverDueWebhooks, disableGoneWebhookEndpoint, type WebhookActivityDeps } from './webhook-retries.js';
 
 /** The daily retention (schedule `webhook-retention`): old messages and attempts of ended deliveries; idempotent. */
 async function applyWebhookRetention(

@@ -1,11 +1,12 @@
 /**
  * What the dispatcher, the worker and the API share to send and to hand deliveries to Temporal:
- * the sender built from configuration, telling an endpoint's retry workflow,
- * and replay.
+ * the sender built from configuration, telling an endpoint's retry workflow (at once, or a few
+ * failures per signal: RetryWaker), and replay.
  */
 import type { Client } from '@temporalio/client';
 import type { Pool } from 'pg';
 import type { Config } from '../../lib/config.js';
+import type { Logger } from '../../lib/logger.js';
 import { AppError } from '../../lib/errors.js';
 import { searchAttributes } from '../workflow-search-attributes.js';
 import {
@@ -15,7 +16,7 @@ import {
   type WebhookEndpointRetriesWorkflow,
   type WebhookRetryDue,
 } from './workflow-contract.js';
-import type { EndpointToWake } from './retry-queue.js';
+import type { EndpointToWake } from './deliveries.js';
 import { AddressPolicy } from './addresses.js';
 import { WebhookSender } from './http-sender.js';
 
@@ -62,6 +63,62 @@ export async function wakeEndpointRetries(s: RetryStarter, e: EndpointToWake, du
       staticSummary: `Webhook retries → endpoint ${e.endpointId}`,
     },
   );
+}
+
+/**
+ * The dispatcher's RetryWaker tells endpoints' retry workflows when their next recorded failure
+ * is due: the failures of one endpoint within FLUSH_AFTER_MS go in one
+ * signal-with-start carrying the earliest due time, and none is sent while a due time already told
+ * is earlier and still ahead (the workflow's run at that time finds the later ones in PostgreSQL).
+ * A signal that fails is logged: the sweeper tells the workflow once the delivery is overdue.
+ */
+const FLUSH_AFTER_MS = 50;
+
+export class RetryWaker {
+  /** Per endpoint: the earliest due time told to its workflow that is still ahead. */
+  private readonly told = new Map<string, number>();
+  private readonly waiting = new Map<string, { endpoint: EndpointToWake; dueAt: number }>();
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly starter: RetryStarter,
+    private readonly log: Logger,
+  ) {}
+
+  /** A failure of `endpoint`, recorded with its next attempt due at `dueAt` (epoch ms). */
+  due(endpoint: EndpointToWake, dueAt: number): void {
+    const told = this.told.get(endpoint.endpointId);
+    if (told !== undefined && told > Date.now() && told <= dueAt) return;
+    const w = this.waiting.get(endpoint.endpointId);
+    if (!w || dueAt < w.dueAt) this.waiting.set(endpoint.endpointId, { endpoint, dueAt });
+    this.timer ??= setTimeout(() => void this.flush(), FLUSH_AFTER_MS);
+  }
+
+  /** Sends the signals waiting now. */
+  flush(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const batch = [...this.waiting.values()];
+    this.waiting.clear();
+    this.flushing = this.flushing.then(() =>
+      Promise.all(
+        batch.map(async ({ endpoint, dueAt }) => {
+          try {
+            await wakeEndpointRetries(this.starter, endpoint, { dueAt });
+            const told = this.told.get(endpoint.endpointId);
+            if (told === undefined || told <= Date.now() || dueAt < told) this.told.set(endpoint.endpointId, dueAt);
+          } catch (err) {
+            this.log.error(
+              { err: (err as Error).message, endpointId: endpoint.endpointId },
+              'could not tell the endpoint retry workflow; the sweeper will once the delivery is overdue',
+            );
+          }
+        }),
+      ).then(() => {}),
+    );
+    return this.flushing;
+  }
 }
 
 /** What a time-range replay answers, so an empty `replayed` is not read as "nothing was sent". */
