@@ -133,7 +133,7 @@ async function dispatchRead(
   for (const { messageId, endpointId } of fresh) {
     const m = byId.get(messageId)!;
     const endpoint = m.endpoints.find((e) => e.id === endpointId)!;
-    d.lanes.enqueue({ endpoint, messageId, eventType: m.eventType, payload: m.payload });
+    d.lanes.enqueue({ endpoint, messageId, payload: m.payload });
   }
   await ack(entries.map((e) => e.streamId));
 }

@@ -86,7 +86,6 @@ async function firstAttempt(p: FirstAttemptParts, job: FirstAttemptJob, answered
 export interface FirstAttemptJob {
   endpoint: SendingEndpoint;
   messageId: string;
-  eventType: string;
   payload: string;
 }
 
