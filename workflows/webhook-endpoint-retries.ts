@@ -73,8 +73,9 @@ export async function webhookEndpointRetries(
     if (r.endpointDisabled) return { status: 'endpoint-disabled', ...totals };
     if (r.nextDueAt !== null) wakeAt = wakeAt === undefined ? r.nextDueAt : Math.min(wakeAt, r.nextDueAt);
     if (wakeAt === undefined) return { status: 'drained', ...totals };
+    // a 410 signalled during the batch is handled by this run (the new run's input carries no message)
     const info = workflowInfo();
-    if (info.continueAsNewSuggested || info.historyLength > HISTORY_MAX)
+    if (goneMessageId === undefined && (info.continueAsNewSuggested || info.historyLength > HISTORY_MAX))
       await continueAsNew<typeof webhookEndpointRetries>({ endpointId, dueAt: wakeAt });
   }
 }
