@@ -1,18 +1,11 @@
 /**
- * The webhook activities: single deliveries (webhook-attempts.ts), the endpoint's retry batches
- * (webhook-retry-batch.ts), and the daily jobs beside them (retention, the ERP events catch-up).
+ * The webhook activities: the endpoint's retry batches and its disabling on 410 Gone
+ * (webhook-retries.ts), and the daily jobs beside them (retention, the ERP events catch-up).
  */
 import { Context } from '@temporalio/activity';
 import { deleteExpiredWebhookHistory } from '../domain/webhooks/retention.js';
 import { sweepAll } from '../domain/erp-events/sweep.js';
-import type { WebhookActivityDeps } from './webhook-endpoint-state.js';
-import {
-  attemptWebhookDelivery,
-  finishWebhookDelivery,
-  type DeliveryAttemptInput,
-  type FinishDeliveryInput,
-} from './webhook-attempts.js';
-import { deliverDueWebhooks } from './webhook-retry-batch.js';
+import { deliverDueWebhooks, disableGoneWebhookEndpoint, type WebhookActivityDeps } from './webhook-retries.js';
 
 /** The daily retention (schedule `webhook-retention`): old messages and attempts of ended deliveries; idempotent. */
 async function applyWebhookRetention(
@@ -56,6 +49,6 @@ export const createWebhookActivities = (deps: WebhookActivityDeps) => ({
   deliverDueWebhooks: (input: { endpointId: string }) => deliverDueWebhooks(deps, input),
   applyWebhookRetention: () => applyWebhookRetention(deps),
   sweepErpEvents: () => sweepErpEvents(deps),
-  attemptWebhookDelivery: (input: DeliveryAttemptInput) => attemptWebhookDelivery(deps, input),
-  finishWebhookDelivery: (input: FinishDeliveryInput) => finishWebhookDelivery(deps, input),
+  disableGoneWebhookEndpoint: (input: { endpointId: string; messageId: string }) =>
+    disableGoneWebhookEndpoint(deps, input),
 });

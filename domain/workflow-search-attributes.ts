@@ -19,7 +19,6 @@ export const searchAttributes = {
   /** The step the workflow is at (`queued` until its first task). */
   currentStep: defineSearchAttributeKey('CurrentStep', SearchAttributeType.KEYWORD),
   webhookEndpoint: defineSearchAttributeKey('WebhookEndpoint', SearchAttributeType.KEYWORD),
-  eventType: defineSearchAttributeKey('EventType', SearchAttributeType.KEYWORD),
 } as const;
 
 /** `Name=Type` pairs for `temporal server start-dev --search-attribute` and `operator search-attribute create`. */

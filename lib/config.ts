@@ -175,8 +175,6 @@ export const configSchema = z.object({
   WEBHOOK_DISPATCH_BATCH: z.coerce.number().int().min(1).default(200),
   /** Dispatcher: stream reads being recorded at once (the next read does not wait for the previous one's INSERT). */
   WEBHOOK_DISPATCH_PARALLEL: z.coerce.number().int().min(1).max(16).default(4),
-  /** Dispatcher: first attempts answered 410 being handed to their delivery workflows at once (workflow starts in flight). */
-  WEBHOOK_HANDOFF_CONCURRENCY: z.coerce.number().int().min(1).default(8),
   /**
    * Requests in flight per endpoint (first attempts, and each retry batch). 256: at 64 a burst's
    * first attempts waited in the lane longer than anywhere else (docs/benchmarks.md).

@@ -4,7 +4,7 @@ import type { ApplyRetentionWorkflow } from '../domain/retention-workflow-contra
 import type { SendWelcomeEmailWorkflow } from '../domain/notifications/workflow-contract.js';
 import type { RotateServiceKeyWorkflow } from '../domain/service-keys/workflow-contract.js';
 import type { BackupTenantWorkflow, TenantLifecycleWorkflow } from '../domain/tenants/workflow-contract.js';
-import type { WebhookDeliveryWorkflow, WebhookEndpointRetriesWorkflow } from '../domain/webhooks/workflow-contract.js';
+import type { WebhookEndpointRetriesWorkflow } from '../domain/webhooks/workflow-contract.js';
 import type {
   RestoreTenantBackupWorkflow,
   RestoreTenantInPlaceWorkflow,
@@ -16,7 +16,6 @@ import { tenantLifecycle } from './tenant-lifecycle/index.js';
 import { backupTenant } from './backup-tenant.js';
 import { rotateServiceKey } from './rotate-service-key.js';
 import { dunWorkspace } from './dun-workspace.js';
-import { webhookDelivery } from './webhook-delivery.js';
 import { webhookEndpointRetries } from './webhook-endpoint-retries.js';
 import { applyRetention } from './apply-retention.js';
 
@@ -26,7 +25,6 @@ export {
   backupTenant,
   rotateServiceKey,
   dunWorkspace,
-  webhookDelivery,
   webhookEndpointRetries,
   restoreTenantBackup,
   restoreTenantInPlace,
@@ -50,7 +48,6 @@ export type WorkflowsMeetTheirContracts = [
   Meets<BackupTenantWorkflow, typeof backupTenant>,
   Meets<RotateServiceKeyWorkflow, typeof rotateServiceKey>,
   Meets<DunWorkspaceWorkflow, typeof dunWorkspace>,
-  Meets<WebhookDeliveryWorkflow, typeof webhookDelivery>,
   Meets<WebhookEndpointRetriesWorkflow, typeof webhookEndpointRetries>,
   Meets<RestoreTenantBackupWorkflow, typeof restoreTenantBackup>,
   Meets<RestoreTenantInPlaceWorkflow, typeof restoreTenantInPlace>,

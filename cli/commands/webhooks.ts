@@ -46,7 +46,7 @@ export function register(program: Command) {
         );
         if (opts.output === 'json') return console.log(JSON.stringify(result, null, 2));
         console.log(`Replaying ${result.replayed.length} message(s) to endpoint ${endpointId}.`);
-        for (const id of result.replayed) console.log(`  ${id}  workflow webhook:${endpointId}:${id}`);
+        for (const id of result.replayed) console.log(`  ${id}  workflow webhook-endpoint-retries-${endpointId}`);
         if (result.inProgress.length) console.log(`Already being delivered: ${result.inProgress.join(', ')}`);
         if (result.note) console.log(`Note: ${result.note}`);
       },

@@ -1,27 +1,22 @@
 /**
- * What the dispatcher, the worker and the API share to send and to hand a delivery to Temporal:
- * the sender built from configuration, the retry settings, starting a delivery's retry workflow,
- * and replay.
+ * What the dispatcher, the worker and the API share to send and to hand deliveries to Temporal:
+ * the sender built from configuration, telling an endpoint's retry workflow (at once, or a few
+ * failures per signal: RetryWaker), and replay.
  */
 import type { Client } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Pool } from 'pg';
 import type { Config } from '../../lib/config.js';
+import type { Logger } from '../../lib/logger.js';
 import { AppError } from '../../lib/errors.js';
 import { searchAttributes } from '../workflow-search-attributes.js';
-import { retryDelay, type WebhookAttemptSummary, type WebhookRetrySettings } from './retry-schedule.js';
 import {
-  WEBHOOK_DELIVERY_WORKFLOW,
   WEBHOOK_ENDPOINT_RETRIES_WORKFLOW,
   WEBHOOK_RETRY_DUE_SIGNAL,
   webhookEndpointRetriesId,
-  webhookWorkflowId,
-  type WebhookDeliveryInput,
-  type WebhookDeliveryWorkflow,
   type WebhookEndpointRetriesWorkflow,
   type WebhookRetryDue,
 } from './workflow-contract.js';
-import type { EndpointToWake } from './retry-queue.js';
+import type { EndpointToWake } from './deliveries.js';
 import { AddressPolicy } from './addresses.js';
 import { WebhookSender } from './http-sender.js';
 
@@ -39,14 +34,6 @@ export function webhookSender(config: Config): WebhookSender {
   });
 }
 
-export const retrySettings = (config: Config): WebhookRetrySettings => ({
-  scheduleMs: config.WEBHOOK_RETRY_SCHEDULE,
-  jitter: config.WEBHOOK_RETRY_JITTER,
-  retryAfterMinMs: config.WEBHOOK_RETRY_AFTER_MIN,
-  retryAfterMaxMs: config.WEBHOOK_RETRY_AFTER_MAX,
-  slowDownMinMs: config.WEBHOOK_SLOW_DOWN_MIN,
-});
-
 export interface RetryStarter {
   temporal: Client;
   taskQueue: string;
@@ -54,63 +41,12 @@ export interface RetryStarter {
 }
 
 /**
- * Starts the retry workflow of one delivery; true when started, false when one runs already
- * (idempotent: the workflow id is the delivery's business id).
- */
-export async function startRetry(
-  s: RetryStarter,
-  d: {
-    endpointId: string;
-    messageId: string;
-    workspaceId: string;
-    /** The workspace's slug (the `Workspace` search attribute; null: the workspace is gone); the input keeps only the id. */
-    workspace: string | null;
-    eventType: string;
-    firstAttempt?: WebhookAttemptSummary;
-    /** When the first attempt failed (epoch ms): the first retry's wait counts from then. */
-    failedAt?: number;
-    trigger: 'retry' | 'replay';
-  },
-): Promise<boolean> {
-  const settings = retrySettings(s.config);
-  // after a failed first attempt the run starts after the first retry's wait (± jitter) from the
-  // failure: the server holds it durably, no workflow task runs before then (a 410 ends it at once)
-  const { failedAt, workspace, ...rest } = d;
-  const firstDelayMs =
-    d.firstAttempt && d.firstAttempt.outcome !== 'gone'
-      ? retryDelay(settings, 0, d.firstAttempt, Math.random)
-      : undefined;
-  const startDelay =
-    firstDelayMs !== undefined ? Math.max(0, firstDelayMs - (failedAt !== undefined ? Date.now() - failedAt : 0)) : 0;
-  const input: WebhookDeliveryInput = { ...rest, settings, ...(firstDelayMs !== undefined ? { firstDelayMs } : {}) };
-  try {
-    await s.temporal.workflow.start<WebhookDeliveryWorkflow>(WEBHOOK_DELIVERY_WORKFLOW, {
-      workflowId: webhookWorkflowId(d.endpointId, d.messageId),
-      taskQueue: s.taskQueue,
-      args: [input],
-      ...(startDelay > 0 ? { startDelay } : {}),
-      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-      typedSearchAttributes: [
-        ...(workspace !== null ? [{ key: searchAttributes.workspace, value: workspace }] : []),
-        { key: searchAttributes.workspaceId, value: d.workspaceId },
-        { key: searchAttributes.webhookEndpoint, value: d.endpointId },
-        { key: searchAttributes.eventType, value: d.eventType },
-      ],
-      staticSummary: `Webhook ${d.eventType} ${d.messageId} → endpoint ${d.endpointId} (${d.trigger})`,
-    });
-    return true;
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return false;
-    throw err;
-  }
-}
-
-/**
  * Tells the endpoint's retry workflow (`webhook-endpoint-retries-<endpointId>`) that a delivery
- * waiting on its schedule is due at `dueAt`, starting the workflow when none runs (signal-with-start:
- * one call either way). The deliveries themselves are in PostgreSQL (next_attempt_at) already.
+ * waiting on its schedule is due at `dueAt` (or that a first attempt was answered 410 Gone),
+ * starting the workflow when none runs (signal-with-start: one call either way). The deliveries
+ * themselves are in PostgreSQL (next_attempt_at) already.
  */
-export async function wakeEndpointRetries(s: RetryStarter, e: EndpointToWake, dueAt: number): Promise<void> {
+export async function wakeEndpointRetries(s: RetryStarter, e: EndpointToWake, due: WebhookRetryDue): Promise<void> {
   await s.temporal.workflow.signalWithStart<WebhookEndpointRetriesWorkflow, [WebhookRetryDue]>(
     WEBHOOK_ENDPOINT_RETRIES_WORKFLOW,
     {
@@ -118,7 +54,7 @@ export async function wakeEndpointRetries(s: RetryStarter, e: EndpointToWake, du
       taskQueue: s.taskQueue,
       args: [{ endpointId: e.endpointId }],
       signal: WEBHOOK_RETRY_DUE_SIGNAL,
-      signalArgs: [{ dueAt }],
+      signalArgs: [due],
       typedSearchAttributes: [
         ...(e.workspace !== null ? [{ key: searchAttributes.workspace, value: e.workspace }] : []),
         { key: searchAttributes.workspaceId, value: e.workspaceId },
@@ -129,14 +65,72 @@ export async function wakeEndpointRetries(s: RetryStarter, e: EndpointToWake, du
   );
 }
 
+/**
+ * The dispatcher's RetryWaker tells endpoints' retry workflows when their next recorded failure
+ * is due: the failures of one endpoint within FLUSH_AFTER_MS go in one
+ * signal-with-start carrying the earliest due time, and none is sent while a due time already told
+ * is earlier and still ahead (the workflow's run at that time finds the later ones in PostgreSQL).
+ * A signal that fails is logged: the sweeper tells the workflow once the delivery is overdue.
+ */
+const FLUSH_AFTER_MS = 50;
+
+export class RetryWaker {
+  /** Per endpoint: the earliest due time told to its workflow that is still ahead. */
+  private readonly told = new Map<string, number>();
+  private readonly waiting = new Map<string, { endpoint: EndpointToWake; dueAt: number }>();
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly starter: RetryStarter,
+    private readonly log: Logger,
+  ) {}
+
+  /** A failure of `endpoint`, recorded with its next attempt due at `dueAt` (epoch ms). */
+  due(endpoint: EndpointToWake, dueAt: number): void {
+    const told = this.told.get(endpoint.endpointId);
+    if (told !== undefined && told > Date.now() && told <= dueAt) return;
+    const w = this.waiting.get(endpoint.endpointId);
+    if (!w || dueAt < w.dueAt) this.waiting.set(endpoint.endpointId, { endpoint, dueAt });
+    this.timer ??= setTimeout(() => void this.flush(), FLUSH_AFTER_MS);
+  }
+
+  /** Sends the signals waiting now. */
+  flush(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const batch = [...this.waiting.values()];
+    this.waiting.clear();
+    this.flushing = this.flushing.then(() =>
+      Promise.all(
+        batch.map(async ({ endpoint, dueAt }) => {
+          try {
+            await wakeEndpointRetries(this.starter, endpoint, { dueAt });
+            const told = this.told.get(endpoint.endpointId);
+            if (told === undefined || told <= Date.now() || dueAt < told) this.told.set(endpoint.endpointId, dueAt);
+          } catch (err) {
+            this.log.error(
+              { err: (err as Error).message, endpointId: endpoint.endpointId },
+              'could not tell the endpoint retry workflow; the sweeper will once the delivery is overdue',
+            );
+          }
+        }),
+      ).then(() => {}),
+    );
+    return this.flushing;
+  }
+}
+
 /** What a time-range replay answers, so an empty `replayed` is not read as "nothing was sent". */
 export const RANGE_REPLAY_NOTE =
   'A time range replays only messages whose delivery failed (retries used up); delivered and still-retrying ones are left alone. Replay one message by its id to send it again.';
 
 /**
- * Replays one message, or every failed message of an endpoint created in [since, until): each gets
- * a new run of its delivery workflow that attempts at once. Answers the message ids replayed (and,
- * for a range, the note that only failed messages are).
+ * Replays one message, or every failed message of an endpoint created in [since, until): each goes
+ * back on its endpoint's retry schedule, due now, with the whole schedule ahead of it, and the
+ * endpoint's retry workflow is told. A delivery whose first attempt is still to be made (pending)
+ * is in progress and left alone. Answers the message ids replayed (and, for a range, the note that
+ * only failed messages are).
  */
 export async function replay(
   pool: Pool,
@@ -144,38 +138,36 @@ export async function replay(
   endpointId: string,
   what: { messageId: string } | { since: Date; until: Date },
 ): Promise<{ replayed: string[]; inProgress: string[]; note?: string }> {
-  const { rows } = await pool.query<{
-    message_id: string;
-    workspace_id: string;
-    workspace: string | null;
-    event_type: string;
-  }>(
-    `SELECT d.message_id, d.workspace_id, w.slug AS workspace, m.event_type
-       FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id LEFT JOIN workspaces w ON w.id = d.workspace_id
+  const { rows } = await pool.query<{ message_id: string; status: string }>(
+    `SELECT d.message_id, d.status FROM webhook_deliveries d
       WHERE d.endpoint_id = $1 AND ${'messageId' in what ? 'd.message_id = $2' : `d.status = 'failed' AND d.created_at >= $2 AND d.created_at < $3`}
       ORDER BY d.created_at LIMIT 10000`,
     'messageId' in what ? [endpointId, what.messageId] : [endpointId, what.since, what.until],
   );
   if ('messageId' in what && rows.length === 0)
     throw new AppError('NOT_FOUND', `No message ${what.messageId} was sent to this endpoint.`);
-  const replayed: string[] = [];
-  const inProgress: string[] = [];
-  for (const r of rows) {
-    const started = await startRetry(s, {
-      endpointId,
-      messageId: r.message_id,
-      workspaceId: r.workspace_id,
-      workspace: r.workspace,
-      eventType: r.event_type,
-      trigger: 'replay',
-    });
-    if (started) {
-      await pool.query(
-        `UPDATE webhook_deliveries SET status = 'retrying', replays = replays + 1, updated_at = now() WHERE endpoint_id = $1 AND message_id = $2`,
-        [endpointId, r.message_id],
-      );
-      replayed.push(r.message_id);
-    } else inProgress.push(r.message_id);
-  }
-  return 'messageId' in what ? { replayed, inProgress } : { replayed, inProgress, note: RANGE_REPLAY_NOTE };
+  const { rows: replayed } = await pool.query<{ message_id: string; workspace_id: string; workspace: string | null }>(
+    `WITH r AS (
+       UPDATE webhook_deliveries SET status = 'retrying', next_attempt_at = now(), replayed_from = attempts,
+              replays = replays + 1, updated_at = now()
+        WHERE endpoint_id = $1 AND message_id = ANY($2::text[]) AND status <> 'pending'
+        RETURNING message_id, workspace_id, created_at
+     )
+     SELECT r.message_id, r.workspace_id, w.slug AS workspace FROM r LEFT JOIN workspaces w ON w.id = r.workspace_id
+      ORDER BY r.created_at`,
+    [endpointId, rows.map((r) => r.message_id)],
+  );
+  const first = replayed[0];
+  if (first)
+    await wakeEndpointRetries(
+      s,
+      { endpointId, workspaceId: first.workspace_id, workspace: first.workspace },
+      { dueAt: Date.now() },
+    );
+  const ids = new Set(replayed.map((r) => r.message_id));
+  const result = {
+    replayed: replayed.map((r) => r.message_id),
+    inProgress: rows.map((r) => r.message_id).filter((id) => !ids.has(id)),
+  };
+  return 'messageId' in what ? result : { ...result, note: RANGE_REPLAY_NOTE };
 }

@@ -1,12 +1,15 @@
 /**
  * Webhook endpoints of a workspace ("Registration" in the docs): plain SQL. Secrets are sealed with
- * SECRETS_KEY at rest; lists and reads never carry them (only create, reveal and rotate do).
+ * SECRETS_KEY at rest; lists and reads never carry them (only create, reveal and rotate do). Then
+ * what a sender reads of them (sendingEndpoints), and the dispatcher's EndpointDirectory: which
+ * endpoints an event goes to.
  */
 import type { Pool } from 'pg';
 import { AppError } from '../../lib/errors.js';
 import { open, seal } from '../../lib/secret-box.js';
 import { newSecret } from './signing.js';
 import { ERP_EVENT_TYPES } from '../erp-events/ingestion.js';
+import type { CloudEvent } from '../events/events.js';
 
 /**
  * The event types an endpoint can subscribe to: the ones that reach a workspace's endpoints (the
@@ -217,4 +220,68 @@ export async function sendingEndpoints(
     eventTypes: r.event_types,
     secrets: [open(r.s, secretsKey), ...(r.p && r.e && r.e.getTime() > Date.now() ? [open(r.p, secretsKey)] : [])],
   }));
+}
+
+/**
+ * EndpointDirectory: which workspace an event belongs to and which of its endpoints want it, cached briefly: a
+ * workspace's id for a minute (it never changes), its endpoints for ENDPOINTS_TTL_MS (an endpoint turned
+ * off stops receiving within a second). A failed lookup is not cached.
+ */
+const WORKSPACE_TTL_MS = 60_000;
+const ENDPOINTS_TTL_MS = 1_000;
+
+interface Cached<T> {
+  at: number;
+  value: Promise<T>;
+}
+
+export class EndpointDirectory {
+  private readonly workspaces = new Map<string, Cached<string | null>>();
+  private readonly endpoints = new Map<string, Cached<SendingEndpoint[]>>();
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly secretsKey: string,
+  ) {}
+
+  /** The workspace of an event: CloudEvents extension `workspace` (its slug) or `tenant` (its name). */
+  workspaceOf(ev: CloudEvent): Promise<string | null> {
+    const slug = typeof ev.workspace === 'string' ? ev.workspace : undefined;
+    const tenant = typeof ev.tenant === 'string' ? ev.tenant : undefined;
+    if (!slug && !tenant) return Promise.resolve(null);
+    return cached(this.workspaces, slug ? `w:${slug}` : `t:${tenant}`, WORKSPACE_TTL_MS, () =>
+      this.pool
+        .query<{ id: string }>(
+          slug ? 'SELECT id FROM workspaces WHERE slug = $1' : 'SELECT workspace_id AS id FROM tenants WHERE name = $1',
+          [slug ?? tenant],
+        )
+        .then((r) => r.rows[0]?.id ?? null),
+    );
+  }
+
+  /** The workspace's endpoints, enabled or not. */
+  endpointsOf(workspaceId: string): Promise<SendingEndpoint[]> {
+    return cached(this.endpoints, workspaceId, ENDPOINTS_TTL_MS, () =>
+      sendingEndpoints(this.pool, this.secretsKey, { workspaceId }),
+    );
+  }
+
+  /** The workspace of an event and its enabled endpoints subscribed to the event's type (none: null). */
+  async subscribersOf(ev: CloudEvent): Promise<{ workspaceId: string; endpoints: SendingEndpoint[] } | null> {
+    const workspaceId = await this.workspaceOf(ev);
+    if (!workspaceId) return null;
+    const endpoints = (await this.endpointsOf(workspaceId)).filter(
+      (e) => e.enabled && (e.eventTypes === null || e.eventTypes.includes(ev.type)),
+    );
+    return endpoints.length > 0 ? { workspaceId, endpoints } : null;
+  }
+}
+
+function cached<T>(cache: Map<string, Cached<T>>, key: string, ttlMs: number, load: () => Promise<T>): Promise<T> {
+  const hit = cache.get(key);
+  if (hit && Date.now() - hit.at < ttlMs) return hit.value;
+  const value = load();
+  cache.set(key, { at: Date.now(), value });
+  value.catch(() => cache.delete(key));
+  return value;
 }

@@ -10,8 +10,7 @@ import { isIP } from 'node:net';
 import { Agent, errors, type Dispatcher } from 'undici';
 import type { AddressPolicy } from './addresses.js';
 
-export type Outcome =
-  'ok' | 'gone' | 'redirect' | 'http-status' | 'timeout' | 'connection' | 'forbidden-address' | 'endpoint-disabled';
+export type Outcome = 'ok' | 'gone' | 'redirect' | 'http-status' | 'timeout' | 'connection' | 'forbidden-address';
 
 export interface AttemptResult {
   outcome: Outcome;

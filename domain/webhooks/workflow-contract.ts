@@ -1,43 +1,11 @@
 /**
- * The webhook delivery workflow as its starters see it (the implementation:
- * workflows/webhook-delivery.ts): type name, id, input and result. One run per delivery's retries
- * (message × endpoint). No Node built-ins: bundled into the workflow sandbox too.
+ * The webhook retry workflow as its starters see it (the implementation:
+ * workflows/webhook-endpoint-retries.ts): type name, id, signal, input and result. One run per
+ * endpoint with deliveries waiting on its retry schedule (webhook_deliveries.next_attempt_at). No
+ * Node built-ins: bundled into the workflow sandbox too.
  */
-import type { WebhookAttemptSummary, WebhookRetrySettings } from './retry-schedule.js';
 
-export type { WebhookAttemptSummary, WebhookOutcome, WebhookRetrySettings } from './retry-schedule.js';
-
-/** The workflow type `webhookDelivery` is registered under. */
-export const WEBHOOK_DELIVERY_WORKFLOW = 'webhookDelivery';
-
-/** One delivery's retries: `webhook:<endpointId>:<messageId>` (replays reuse it once the earlier run closed). */
-export const webhookWorkflowId = (endpointId: string, messageId: string) => `webhook:${endpointId}:${messageId}`;
-
-export interface WebhookDeliveryInput {
-  endpointId: string;
-  messageId: string;
-  workspaceId: string;
-  eventType: string;
-  settings: WebhookRetrySettings;
-  /** The first attempt the dispatcher made (absent: attempt at once, e.g. a replay or a swept delivery). */
-  firstAttempt?: WebhookAttemptSummary;
-  /**
-   * The wait before the first retry, when the run was started with it as its `startDelay` (the
-   * server holds the run until then, so the wait costs no workflow task); absent: the workflow waits itself.
-   */
-  firstDelayMs?: number;
-  trigger: 'retry' | 'replay';
-}
-
-export interface WebhookDeliveryResult {
-  status: 'delivered' | 'failed' | 'endpoint-disabled';
-  attempts: number;
-}
-
-/** The signature the workflow implements (checked in workflows/index.ts); typed starts use it. */
-export type WebhookDeliveryWorkflow = (input: WebhookDeliveryInput) => Promise<WebhookDeliveryResult>;
-
-/** The retries of every delivery of one endpoint that waits on the endpoint's schedule (webhook_deliveries.next_attempt_at). */
+/** The workflow type `webhookEndpointRetries` is registered under. */
 export const WEBHOOK_ENDPOINT_RETRIES_WORKFLOW = 'webhookEndpointRetries';
 
 /** One endpoint's retries: `webhook-endpoint-retries-<endpointId>` (a new run once the last one ended). */
@@ -47,6 +15,8 @@ export const webhookEndpointRetriesId = (endpointId: string) => `webhook-endpoin
 export const WEBHOOK_RETRY_DUE_SIGNAL = 'due';
 export interface WebhookRetryDue {
   dueAt: number;
+  /** The receiver answered this message's first attempt 410 Gone: the run disables the endpoint and ends. */
+  goneMessageId?: string;
 }
 
 export interface WebhookEndpointRetriesInput {

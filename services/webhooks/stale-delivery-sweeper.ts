@@ -14,17 +14,17 @@ import {
   overdueEndpoints,
   scheduleStalePendingDeliveries,
   type EndpointToWake,
-} from '../../domain/webhooks/retry-queue.js';
-import { deliveryKey } from './endpoint-lanes.js';
+} from '../../domain/webhooks/deliveries.js';
+import { deliveryKey } from './first-attempts.js';
 
 export interface SweeperDeps {
   pool: Pool;
   /** Tells the endpoint's retry workflow that deliveries are due now. */
   waker: (e: EndpointToWake) => Promise<void>;
   sweepAfterMs: number;
-  /** This dispatcher's name (its lease: dispatcher-lease.ts). */
+  /** This dispatcher's name (its lease: dispatcher-leases.ts). */
   consumer: string;
-  /** Deliveries this process holds (endpoint-lanes.ts deliveryKey). */
+  /** Deliveries this process holds (first-attempts.ts deliveryKey). */
   held: ReadonlySet<string>;
   signal: AbortSignal;
   log: Logger;

@@ -1,11 +1,11 @@
 /**
  * Failed deliveries, retried by their endpoint's durable Temporal workflow
  * (`webhook-endpoint-retries-<endpoint>`) on a shortened schedule (200 ms, 400 ms, 800 ms, 1.6 s ± 10 %):
- * growing spacing, Retry-After, 429, 410 disabling the endpoint (the delivery's own workflow
- * `webhook:<endpoint>:<message>`), retries exhausted → failed + admins alerted → replay delivers.
+ * growing spacing, Retry-After, 429, 410 disabling the endpoint (by the same workflow),
+ * retries exhausted → failed + admins alerted → replay delivers.
  *
- * With RECORD_HISTORIES=1 the endpoint workflow's fail-3-times history, and the per-message workflow's
- * of a 410 on the first attempt and of a replay, are written to test/fixtures/histories.
+ * With RECORD_HISTORIES=1 the endpoint workflow's histories of failing 3 times, of a 410 on the
+ * first attempt and of a replay are written to test/fixtures/histories.
  */
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { webhookEndpointRetriesId, webhookWorkflowId } from '../../domain/webhooks/workflow-contract.js';
+import { webhookEndpointRetriesId } from '../../domain/webhooks/workflow-contract.js';
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { startReceiver, startWebhookPlatform, type WebhookPlatform } from '../support/webhooks.js';
 import { call } from '../support/workspace-api.js';
@@ -54,14 +54,6 @@ const deliveryStatus = async (endpointId: string) =>
       [endpointId],
     )
   ).rows;
-/** The message of the endpoint's one delivery. */
-const messageOf = async (endpointId: string) =>
-  (
-    await p.pool.query<{ message_id: string }>('SELECT message_id FROM webhook_deliveries WHERE endpoint_id = $1', [
-      endpointId,
-    ])
-  ).rows[0]!.message_id;
-
 it('fails three times then succeeds: four attempts, spacing growing exponentially, delivered once, every attempt recorded, timers in the history', async () => {
   const receiver = await startReceiver((_r, n) => (n <= 3 ? { status: 500, body: 'database down' } : { status: 204 }));
   try {
@@ -145,9 +137,9 @@ it('410 Gone disables the endpoint at once, without retries, and tells the admin
     await expect
       .poll(() => deliveryStatus(e.endpoint.id), { timeout: 10_000 })
       .toEqual([{ status: 'failed', attempts: 1 }]);
-    const gone = p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, await messageOf(e.endpoint.id)));
-    await expect(gone.result()).resolves.toMatchObject({ status: 'endpoint-disabled', attempts: 1 });
-    await recordHistory(gone, 'webhook-delivery-gone');
+    const gone = p.temporal.workflow.getHandle(webhookEndpointRetriesId(e.endpoint.id));
+    await expect(gone.result()).resolves.toMatchObject({ status: 'endpoint-disabled', attempts: 0 });
+    await recordHistory(gone, 'webhook-endpoint-retries-gone');
     // a disabled endpoint gets nothing more (the dispatcher reads endpoints again after at most a second)
     await new Promise((r) => setTimeout(r, 1_200));
     await p.publish(e.workspace.slug);
@@ -171,12 +163,8 @@ it('a workspace that turned integration notifications off gets no alert when its
     await expect
       .poll(() => deliveryStatus(e.endpoint.id), { timeout: 20_000 })
       .toEqual([{ status: 'failed', attempts: 1 }]);
-    // the delivery's workflow has ended: the alert would have been sent by now
-    const { rows } = await p.pool.query<{ message_id: string }>(
-      'SELECT message_id FROM webhook_deliveries WHERE endpoint_id = $1',
-      [e.endpoint.id],
-    );
-    await p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, rows[0]!.message_id)).result();
+    // the endpoint's retry workflow has ended: the alert would have been sent by now
+    await p.temporal.workflow.getHandle(webhookEndpointRetriesId(e.endpoint.id)).result();
     expect(
       (await call(p.base, 'GET', `/api/portal/webhooks/${e.endpoint.id}`, asAdmin(e.accessToken, e.workspace.slug)))
         .body,
@@ -202,12 +190,6 @@ it('a receiver down for the whole schedule: failed, admins alerted with the last
   expect(mail.subject).toContain('Webhook delivery failed');
   expect(mail.text).toContain('ECONNREFUSED');
   expect((await attemptsOf(e)).every((a) => a.outcome === 'connection')).toBe(true);
-  // the run ends right after marking the message failed and alerting; a replay while it still runs is "in progress"
-  const { message_id: failedId } = (
-    await p.pool.query<{ message_id: string }>('SELECT message_id FROM webhook_deliveries WHERE endpoint_id = $1', [
-      e.endpoint.id,
-    ])
-  ).rows[0]!;
   // the endpoint's retry workflow ends once nothing waits
   expect(await p.temporal.workflow.getHandle(webhookEndpointRetriesId(e.endpoint.id)).result()).toEqual({
     status: 'drained',
@@ -235,9 +217,9 @@ it('a receiver down for the whole schedule: failed, admins alerted with the last
       .poll(() => deliveryStatus(e.endpoint.id), { timeout: 10_000 })
       .toEqual([{ status: 'delivered', attempts: 6 }]);
     expect((await attemptsOf(e))[0]).toMatchObject({ trigger: 'replay', statusCode: 204 });
-    const replay = p.temporal.workflow.getHandle(webhookWorkflowId(e.endpoint.id, failedId));
-    await expect(replay.result()).resolves.toMatchObject({ status: 'delivered' });
-    await recordHistory(replay, 'webhook-delivery-replay');
+    const replay = p.temporal.workflow.getHandle(webhookEndpointRetriesId(e.endpoint.id));
+    await expect(replay.result()).resolves.toEqual({ status: 'drained', attempts: 1, delivered: 1, failed: 0 });
+    await recordHistory(replay, 'webhook-endpoint-retries-replay');
     const replayRun = (await replay.describe()).typedSearchAttributes;
     expect([replayRun.get(searchAttributes.workspace), replayRun.get(searchAttributes.workspaceId)]).toEqual([
       e.workspace.slug,
@@ -275,7 +257,7 @@ it(
           env: { PATH: process.env.PATH, PLANA_API_URL: p.base, OPS_API_KEY: testKeys.operator },
         },
       );
-      expect(stdout).toContain(`webhook:${e.endpoint.id}:${messageId}`);
+      expect(stdout).toContain(`${messageId}  workflow ${webhookEndpointRetriesId(e.endpoint.id)}`);
       await expect
         .poll(() => deliveryStatus(e.endpoint.id), { timeout: 20_000 })
         .toEqual([{ status: 'delivered', attempts: 6 }]);

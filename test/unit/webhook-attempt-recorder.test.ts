@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { Pool } from '../../lib/db.js';
 import { createLogger } from '../../lib/logger.js';
 import type { RecordedAttempt } from '../../domain/webhooks/deliveries.js';
-import { AttemptRecorder } from '../../services/webhooks/attempt-recorder.js';
+import { AttemptRecorder } from '../../services/webhooks/first-attempts.js';
 
 /** A pool whose statements finish when the test says so; it keeps the message ids of each statement. */
 function heldPool() {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../lib/config.js';
-import { retryDelay } from '../../workflows/webhook-delivery.js';
+import { retryDelay } from '../../domain/webhooks/attempt-delivery.js';
 import { AddressPolicy } from '../../domain/webhooks/addresses.js';
 import { parseRetryAfter } from '../../domain/webhooks/http-sender.js';
 

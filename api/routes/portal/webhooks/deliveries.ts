@@ -6,7 +6,7 @@ import { AppError } from '../../../../lib/errors.js';
 import { EndpointRepository, sendingEndpoints } from '../../../../domain/webhooks/endpoints.js';
 import { listAttempts, recordAttempts, TEST_EVENT_TYPE } from '../../../../domain/webhooks/deliveries.js';
 import { replay, webhookSender } from '../../../../domain/webhooks/delivery-retries.js';
-import { webhookHeaders } from '../../../../domain/webhooks/signing.js';
+import { attemptDelivery, retrySettings } from '../../../../domain/webhooks/attempt-delivery.js';
 import { Attempt, errors, Params, ReplayAnswer, ReplayRequest } from './schemas.js';
 import { workspaceId, write } from './caller.js';
 
@@ -42,15 +42,12 @@ function testSendRoute(fastify: FastifyInstance, repo: EndpointRepository, sende
         timestamp: new Date().toISOString(),
         data: { endpointId: endpoint.id, message: 'This is a test event from Plana.' },
       });
-      const attemptedAt = new Date();
-      const result = await sender.send(
-        endpoint.url,
-        webhookHeaders({ secrets: sending!.secrets, msgId: messageId, body, userAgent: config.WEBHOOK_USER_AGENT }),
-        body,
+      const sent = await attemptDelivery(
+        { sender, userAgent: config.WEBHOOK_USER_AGENT, settings: retrySettings(config) },
+        { endpoint: sending!, messageId, payload: body, trigger: 'test', attemptsBefore: 0 },
       );
-      await recordAttempts(pool, [
-        { endpointId: endpoint.id, messageId, trigger: 'test', attemptedAt, result, status: null },
-      ]);
+      // a test send is no delivery: nothing to move on, nothing to retry
+      await recordAttempts(pool, [{ ...sent, status: null, nextAttemptAt: undefined }]);
       const [attempt] = await listAttempts(pool, endpoint.id, { limit: 1, messageId });
       return attempt!;
     },
