@@ -5,13 +5,13 @@
  *
  * 1. key verification (`Authorization: Bearer ws_live_…`; `ApiKeyVerifier` in domain/access/api-keys.ts):
  *    a missing, malformed, unknown, wrong or revoked key gets the same 401. Revocations reach every
- *    replica through the revocation feed (domain/access/key-revocations.ts); while a replica cannot
+ *    replica through the revocation feed (the revocation feed in domain/access/api-keys.ts); while a replica cannot
  *    trust its feed, it checks the key's revocation marker in Redis on every request instead;
- * 2. the rate limits (domain/access/rate-limits.ts): the per-key token bucket and the per-workspace
+ * 2. the rate limits (domain/access/workspace-limits.ts): the per-key token bucket and the per-workspace
  *    one (all its keys together), tokens leased from Redis a few at a time when a key is busy; the
  *    per-minute agent limit on agent invocations; 429 with Retry-After, and RateLimit-* headers on
  *    every answer; without Redis a request that needs it is refused (503, fail closed);
- * 3. the workspace's standing (domain/billing/standing.ts): a suspended workspace (payment failed past
+ * 3. the workspace's standing (domain/access/workspace-limits.ts): a suspended workspace (payment failed past
  *    its grace period) gets 403 with a problem of type `workspace-suspended` on every key route;
  * 4. the scope check: 403 naming the scope needed (`*` grants all);
  * 5. the workspace binding: a `:slug` in the path, and a workspace named by X-Workspace or
@@ -39,9 +39,9 @@ import {
   type VerifiedKey,
 } from '../../domain/access/api-keys.js';
 import { ExecutionLog, ensurePartitions } from '../../domain/access/execution-log.js';
-import { RevocationFeed } from '../../domain/access/key-revocations.js';
-import { RateLimits, type BucketResult, type Limits } from '../../domain/access/rate-limits.js';
-import { WorkspaceStanding, workspaceSuspended } from '../../domain/billing/standing.js';
+import { RevocationFeed } from '../../domain/access/api-keys.js';
+import { RateLimits, type BucketResult, type Limits } from '../../domain/access/workspace-limits.js';
+import { WorkspaceStanding, workspaceSuspended } from '../../domain/access/workspace-limits.js';
 import { AppError } from '../../lib/errors.js';
 import { OneLinePerRequest } from '../../lib/http.js';
 import { ambiguousWorkspace, presentsWorkspaceKey, workspacesNamed } from './access.js';

@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { opsRequest } from '../ops-client.js';
 import { positiveInteger, positiveNumber, tenantName } from '../arguments.js';
-import type { Limits as EffectiveLimits } from '../../domain/access/rate-limits.js';
+import type { Limits as EffectiveLimits } from '../../domain/access/workspace-limits.js';
 
 /** The workspace's limits as the ops API answers them: the effective figures, and whether an override sets them. */
 type Limits = EffectiveLimits & { overridden: boolean };

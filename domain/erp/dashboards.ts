@@ -18,7 +18,7 @@ import type pg from 'pg';
 import { Type, type Static } from 'typebox';
 import type { Config } from '../../lib/config.js';
 import { AppError, type ErrorCode } from '../../lib/errors.js';
-import { erpVersionOfNamespace, type ErpVersion } from '../tenants/types.js';
+import type { ErpVersion } from '../tenants/types.js';
 import { workspaceTenantWithRoute } from '../tenants/http-routes.js';
 import { erpClientFor, loadErpApiCredentials } from './api-user.js';
 import { ErpFault, ErpUnreachable, orNull, type ErpClient, type ErpUnreachableReason } from './client.js';
@@ -236,7 +236,7 @@ export class TenantErpReads {
     if (!row) throw new AppError('NOT_FOUND', `The tenant ERP of workspace ${slug} is not provisioned yet (no route)`);
     const credentials = await loadErpApiCredentials(deps.pool, deps.config.SECRETS_KEY, row.tenant);
     if (!credentials) throw new AppError('NOT_FOUND', `The tenant ERP of workspace ${slug} has no API user yet`);
-    const version = erpVersionOfNamespace(row.namespace);
+    const version = found.erpVersion;
     return new TenantErpReads(
       erpClientFor({ baseUrl: deps.config.ERP_URL, host: row.host, db: row.database, version }, credentials),
       version,

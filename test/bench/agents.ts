@@ -25,7 +25,7 @@ import { parseConfig } from '../../lib/config.js';
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { createApiKey } from '../../domain/access/api-keys.js';
-import { setLimitOverride } from '../../domain/access/rate-limits.js';
+import { setLimitOverride } from '../../domain/access/workspace-limits.js';
 import { WorkspaceGrants } from '../../domain/agents/workspace-grant.js';
 import { addBenchTenant, startBenchErp } from './bench-tenant.js';
 import { freePort, startThrowAwayServers, stopAll, throwAwayDir } from '../../scripts/local-servers.js';

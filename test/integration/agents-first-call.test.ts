@@ -12,7 +12,7 @@ import { inject } from 'vitest';
 import type { startBanking } from '../../services/banking/server.js';
 import { startBankStandIn, type BankStandIn } from '../../sandbox/bank/server.js';
 import { freePort } from '../../scripts/local-servers.js';
-import { RateLimits } from '../../domain/access/rate-limits.js';
+import { RateLimits } from '../../domain/access/workspace-limits.js';
 import type { TestApi } from '../support/api.js';
 import { startApiWithBanking } from '../support/banking.js';
 import { adminOfNewWorkspace, call, createKey } from '../support/workspace-api.js';
@@ -51,7 +51,7 @@ describe('the first agent call of a process', () => {
     expect((await call(api.base, 'GET', '/api/banking/adapters', { token: key })).status).toBe(200);
     // a pace between two commands (0.1 to 0.25 s) at which the consent request leases 2 or 3 tokens:
     // the agent call then spends half of them, so the lease's renewal is on its way to Redis while
-    // the agent limit is checked for the first time (domain/access/rate-limits.ts)
+    // the agent limit is checked for the first time (domain/access/workspace-limits.ts)
     await new Promise((r) => setTimeout(r, 90));
     const consent = await call(api.base, 'POST', '/api/banking/sandbox/consent', {
       token: key,

@@ -1,12 +1,12 @@
 /**
- * The revocation feed on the real Redis (domain/access/key-revocations.ts): an announced revocation has
+ * The revocation feed on the real Redis (the revocation feed in domain/access/api-keys.ts): an announced revocation has
  * reached every registered replica when `announce` returns, and a replica that lost its
  * subscription stops trusting its cache at once and clears it when the subscription is back.
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it, vi } from 'vitest';
-import { RevocationFeed } from '../../domain/access/key-revocations.js';
+import { RevocationFeed } from '../../domain/access/api-keys.js';
 
 const connections: Redis[] = [];
 const feeds: RevocationFeed[] = [];

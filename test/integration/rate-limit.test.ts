@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../lib/config.js';
 import type { Pool } from '../../lib/db.js';
-import { RateLimits } from '../../domain/access/rate-limits.js';
+import { RateLimits } from '../../domain/access/workspace-limits.js';
 import { startTestApi, type TestApi } from '../support/api.js';
 import { adminOfNewWorkspace, call, createKey } from '../support/workspace-api.js';
 import { testKeys } from '../support/service-keys.js';

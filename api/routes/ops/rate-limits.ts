@@ -14,7 +14,7 @@ import {
   getLimitOverride,
   removeLimitOverride,
   setLimitOverride,
-} from '../../../domain/access/rate-limits.js';
+} from '../../../domain/access/workspace-limits.js';
 
 const LimitsSchema = Type.Object({
   burst: Type.Integer({ minimum: 1, maximum: 1_000_000, description: 'bucket capacity per key (requests)' }),

@@ -10,7 +10,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { checkScopes, createApiKey, listApiKeys, revokeApiKey, SCOPES } from '../../../domain/access/api-keys.js';
 import { AppError } from '../../../lib/errors.js';
-import { effectiveLimits, getLimitOverride } from '../../../domain/access/rate-limits.js';
+import { effectiveLimits, getLimitOverride } from '../../../domain/access/workspace-limits.js';
 import { TenantName, Text } from '../../schemas/common.js';
 import { access } from '../../plugins/access.js';
 

@@ -1,5 +1,7 @@
 /**
- * Workspace API limits (specification §8, DESIGN §5), shared by every API replica through Redis:
+ * What a workspace may do through its keys: its Workspace API limits (specification §8, DESIGN §5),
+ * shared by every API replica through Redis, and its standing (below: a suspended workspace's keys
+ * get 403). The limits:
  *
  * - a token bucket per key (capacity 100, refilled at 30 tokens/s), and one per workspace shared by
  *   all its keys (the same figures by default: §8's limit is the workspace's, so making more keys
@@ -8,7 +10,7 @@
  *   BurstyRateLimiter approximates a bucket with two windows but cannot express a continuous
  *   refill). A replica leases tokens ahead of need: a busy key costs a call to
  *   Redis per lease, not per request. When the caller cannot trust its revocation feed
- *   (domain/access/key-revocations.ts), the same call also checks the key's revocation marker and
+ *   (the revocation feed in domain/access/api-keys.ts), the same call also checks the key's revocation marker and
  *   takes exactly one token;
  * - 10 agent invocations per minute per key: rate-limiter-flexible's RateLimiterRedis (a fixed
  *   60-second window, atomic in Redis), which expresses exactly that.
@@ -21,6 +23,8 @@ import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Config } from '../../lib/config.js';
+import type { Queryable } from '../../lib/db.js';
+import { AppError } from '../../lib/errors.js';
 
 const OVERRIDE_TTL_MS = 10_000;
 const SWEEP_MS = 1_000;
@@ -522,3 +526,46 @@ export async function setLimitOverride(pool: pg.Pool, workspaceId: string, limit
 export async function removeLimitOverride(pool: pg.Pool, workspaceId: string): Promise<void> {
   await pool.query('DELETE FROM workspace_rate_limits WHERE workspace_id = $1', [workspaceId]);
 }
+
+/*
+ * ---- the workspace's standing ----
+ *
+ * Whether a workspace is suspended (payment failed past its grace period, DESIGN §5), as the
+ * Workspace API's key check needs it on every request: read from PostgreSQL and trusted for
+ * WORKSPACE_STANDING_CACHE_MS, so a warm request does no I/O and a suspension or its lifting
+ * reaches every API replica within that time.
+ */
+export class WorkspaceStanding {
+  private readonly cache = new Map<string, { suspended: boolean; at: number }>();
+
+  constructor(
+    private readonly db: Queryable,
+    private readonly ttlMs: number,
+  ) {}
+
+  /** True/false when this process read it recently (no I/O), else undefined. */
+  cached(workspaceId: string): boolean | undefined {
+    const hit = this.cache.get(workspaceId);
+    if (!hit || performance.now() - hit.at > this.ttlMs) return undefined;
+    return hit.suspended;
+  }
+
+  async suspended(workspaceId: string): Promise<boolean> {
+    const hit = this.cached(workspaceId);
+    if (hit !== undefined) return hit;
+    const { rows } = await this.db.query<{ suspended: boolean }>(
+      'SELECT suspended_at IS NOT NULL AS suspended FROM subscriptions WHERE workspace_id = $1',
+      [workspaceId],
+    );
+    const suspended = rows[0]?.suspended === true;
+    if (this.cache.size > 50_000) this.cache.clear();
+    this.cache.set(workspaceId, { suspended, at: performance.now() });
+    return suspended;
+  }
+}
+
+export const workspaceSuspended = (slug: string) =>
+  new AppError(
+    'WORKSPACE_SUSPENDED',
+    `Workspace "${slug}" is suspended because a payment failed and its grace period is over; its API keys work again once the open invoice is paid. An admin can still sign in (POST /api/auth/login) and see GET /api/billing/invoices.`,
+  );
