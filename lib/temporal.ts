@@ -25,7 +25,8 @@ export function temporalUiLink(
   return `${cfg.TEMPORAL_UI_URL}/namespaces/${encodeURIComponent(cfg.TEMPORAL_NAMESPACE)}/workflows/${encodeURIComponent(workflowId)}`;
 }
 
-/** gRPC's status codes 4 and 9 (grpc/status.proto). */
+/** gRPC's status codes 1, 4 and 9 (grpc/status.proto). */
+const GRPC_CANCELLED = 1;
 const GRPC_DEADLINE_EXCEEDED = 4;
 const GRPC_FAILED_PRECONDITION = 9;
 
@@ -33,6 +34,15 @@ const grpcCodeOf = (err: unknown) => {
   const cause = (err as { cause?: unknown }).cause;
   return isGrpcServiceError(cause) ? cause.code : undefined;
 };
+
+/**
+ * A call that ran out of the time `connection.withDeadline` gave it: DEADLINE_EXCEEDED, or CANCELLED
+ * for one made after that deadline had passed.
+ */
+export function ranOutOfTime(err: unknown): boolean {
+  const code = isGrpcServiceError(err) ? err.code : grpcCodeOf(err);
+  return code === GRPC_DEADLINE_EXCEEDED || code === GRPC_CANCELLED;
+}
 
 /**
  * A schedule's description, or undefined when it does not exist. A schedule deleted while it is

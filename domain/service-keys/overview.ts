@@ -1,5 +1,6 @@
 /** What operators see of the service keys: every pair of the inventory and its keys (ids, states, use; never a key or a hash). */
-import { isGrpcDeadlineError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { ranOutOfTime } from '../../lib/temporal.js';
 import type { Queryable } from '../../lib/db.js';
 import { SERVICE_KEY_INVENTORY, pairName, switchProofOf, type SwitchProof } from './inventory.js';
 import { listKeys, type ServiceKeyRecord } from './key-registry.js';
@@ -79,7 +80,7 @@ export async function serviceKeyPairs(db: Queryable, temporal?: Client): Promise
         ),
       )
       .catch((err: unknown) => {
-        if (!isGrpcDeadlineError(err) && !isGrpcDeadlineError((err as { cause?: unknown }).cause)) throw err;
+        if (!ranOutOfTime(err)) throw err;
       });
   }
   return [...byPair.values()];
