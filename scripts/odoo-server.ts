@@ -1,6 +1,6 @@
 /**
- * A real Odoo 18 HTTP server (`odoo-bin --db-filter=^%h$`: the database named after the Host
- * serves it, as §4.7 says) started from ODOO_SRC with the cached venv (scripts/odoo-setup.sh), on
+ * A real Odoo HTTP server of the version its source is, 17, 18 or 19 (`odoo-bin --db-filter=^%h$`:
+ * the database named after the Host serves it, as §4.7 says) started from ODOO_SRC with the cached venv (scripts/odoo-setup.sh), on
  * ERP_DATABASE_URL's PostgreSQL. Used by the real-Odoo suite and by `ERP_BACKEND=odoo npm run dev`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';

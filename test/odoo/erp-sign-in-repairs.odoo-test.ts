@@ -1,5 +1,5 @@
 /**
- * Real Odoo 18 (`npm run test:odoo`): what the reconcile's ERP sign-in step repairs. A tenant
+ * Real Odoo, one ERP version per run (`npm run test:odoo`): what the reconcile's ERP sign-in step repairs. A tenant
  * database without OCA's auth_oidc (cloned before the module was part of the template: Odoo
  * answers 404 Not Found on `auth.oauth.provider`) gets the module installed and its members sign
  * in; Odoo's sign-up scope set to 'b2c' signs up any platform account as a new user until the next
@@ -18,7 +18,7 @@ import { templateDatabaseName } from '../../domain/erp/tenant-database.js';
 import { ERP_INVITATION_SCOPE, ERP_PROVIDER_BUTTON } from '../../domain/identity/erp-sign-in.js';
 import { tenantBaseUrl } from '../../domain/identity/oidc-clients.js';
 import { ensureOdooTemplate } from '../../scripts/odoo-templates.js';
-import { ODOO_HOW_TO, odooRuntime, startOdoo, type OdooServer } from '../support/odoo-server.js';
+import { ODOO_HOW_TO, odooRuntime, startOdoo, suiteVersion, type OdooServer } from '../support/odoo-server.js';
 import { addUser } from '../support/workspace-api.js';
 import { Browser, linkTo } from '../support/http-browser.js';
 import {
@@ -93,7 +93,7 @@ async function signIn(email: string) {
 }
 
 async function reconcileAgain(generation: number) {
-  await applyTenant(p, name, { tier: 'starter', erpVersion: '18', ownerName: `Owner ${generation}` });
+  await applyTenant(p, name, { tier: 'starter', erpVersion: suiteVersion, ownerName: `Owner ${generation}` });
   return waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === generation, 600_000);
 }
 
@@ -101,7 +101,7 @@ const workspaceOf = async () =>
   (await p.pool.query<{ workspace_id: string }>('SELECT workspace_id FROM tenants WHERE name = $1', [name])).rows[0]
     ?.workspace_id;
 
-describe('the ERP sign-in step on real Odoo 18', () => {
+describe(`the ERP sign-in step on real Odoo ${suiteVersion}`, () => {
   let member: { id: string; email: string };
 
   it('a tenant database without auth_oidc (Odoo answers 404 Not Found on its model): the reconcile installs it and members sign in', async () => {
@@ -110,7 +110,7 @@ describe('the ERP sign-in step on real Odoo 18', () => {
     await admin.connect();
     try {
       await admin.query(
-        `CREATE DATABASE ${pg.escapeIdentifier(host())} TEMPLATE ${pg.escapeIdentifier(templateDatabaseName('starter', '18'))}`,
+        `CREATE DATABASE ${pg.escapeIdentifier(host())} TEMPLATE ${pg.escapeIdentifier(templateDatabaseName('starter', suiteVersion))}`,
       );
     } finally {
       await admin.end();
@@ -149,7 +149,7 @@ describe('the ERP sign-in step on real Odoo 18', () => {
     expect(String(answer)).toContain('werkzeug.exceptions.NotFound: 404 Not Found');
 
     const applied = Date.now();
-    await applyTenant(p, name, { tier: 'starter', erpVersion: '18' });
+    await applyTenant(p, name, { tier: 'starter', erpVersion: suiteVersion });
     const ready = await waitForStatus(
       p,
       name,

@@ -1,6 +1,6 @@
 /**
  * The real-Odoo suite (`npm run test:odoo`, not part of .ci/run): the platform against a real
- * Odoo 18 (ODOO_SRC or ODOO_URL, see test/support/odoo-server.ts), with the run's real Temporal,
+ * Odoo of one ERP version per run, 17, 18 or 19 (ODOO_SRC or ODOO_URL, see test/support/odoo-server.ts), with the run's real Temporal,
  * PostgreSQL, Redis and services. A TenantClient applied through the ops API becomes Ready on real
  * Odoo (database cloned from a template Odoo built, its filestore, a read-only API user made
  * through Odoo's models, the route); the dashboards equal what this test computes from Odoo's own
@@ -33,10 +33,12 @@ import { createJson2Client } from '../../domain/erp/json2.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { ERP_PROVIDER_BUTTON } from '../../domain/identity/erp-sign-in.js';
 import { oidcProviderIssuer, tenantBaseUrl } from '../../domain/identity/oidc-clients.js';
-import { ensureOdooTemplate, ODOO_TEMPLATE_MARK } from '../../scripts/odoo-templates.js';
+import { ensureOdooTemplate, odooTemplateMark } from '../../scripts/odoo-templates.js';
+import { templateDatabaseName } from '../../domain/erp/tenant-database.js';
+import { groupsField } from '../../domain/erp/admin-session.js';
 import type { DrillResult } from '../../domain/tenants/backup-drills.js';
 import { TENANT_INSTALL_TIMEOUT_MINUTES } from '../../domain/tenants/workflow-contract.js';
-import { ODOO_HOW_TO, odooRuntime, startOdoo, type OdooServer } from '../support/odoo-server.js';
+import { ODOO_HOW_TO, odooRuntime, startOdoo, suiteVersion, type OdooServer } from '../support/odoo-server.js';
 import { testKeys } from '../support/service-keys.js';
 import { launchChromium } from '../support/chromium.js';
 import { screenshotsDir } from '../support/portal.js';
@@ -103,7 +105,7 @@ afterAll(async () => {
   await admin?.end();
   await p?.close();
   await odoo?.close();
-  if (figures.length) console.log(`\nreal Odoo 18 figures:\n  ${figures.join('\n  ')}\n`);
+  if (figures.length) console.log(`\nreal Odoo ${suiteVersion} figures:\n  ${figures.join('\n  ')}\n`);
 });
 
 /** A query on a tenant database as PostgreSQL's admin (for what Odoo's API does not show, e.g. key rows). */
@@ -123,10 +125,11 @@ const fault = (x: Promise<unknown>) =>
   );
 const round2 = (n: number) => Math.round(n * 100) / 100;
 const sum = (rows: Record<string, unknown>[], field: string) => round2(rows.reduce((s, r) => s + Number(r[field]), 0));
+const proTemplate = templateDatabaseName('pro', suiteVersion);
 const percentile = (xs: number[], q: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 
-describe('a tenant on real Odoo 18', () => {
+describe(`a tenant on real Odoo ${suiteVersion}`, () => {
   const name = uniqueTenant('odoo');
   let host: string;
   let api: ErpClient;
@@ -134,7 +137,7 @@ describe('a tenant on real Odoo 18', () => {
 
   it('turns Ready: database cloned from the Odoo-built template with its own identity and filestore, API user, route', async () => {
     const started = Date.now();
-    expect(await applyTenant(p, name, { tier: 'starter', erpVersion: '18' })).toBe('created');
+    expect(await applyTenant(p, name, { tier: 'starter', erpVersion: suiteVersion })).toBe('created');
     const ready = await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined, 240_000);
     figures.push(`time to Ready for one tenant: ${((Date.now() - started) / 1000).toFixed(1)} s`);
     // where the time went: each step's end, from the apply
@@ -152,7 +155,7 @@ describe('a tenant on real Odoo 18', () => {
     expect((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [host])).rowCount).toBe(1);
     expect(existsSync(path.join(dataDir, 'filestore', host))).toBe(true);
     const route = await p.pool.query('SELECT namespace, database FROM tenant_routes WHERE tenant = $1', [name]);
-    expect(route.rows).toEqual([{ namespace: 'plana-odoo-18', database: host }]);
+    expect(route.rows).toEqual([{ namespace: `plana-odoo-${suiteVersion}`, database: host }]);
 
     const credentials = (await loadErpCredentials(p.pool, p.cfg.SECRETS_KEY, name))!;
     api = createErpClient({ baseUrl: odoo.url, host, db: host, ...credentials });
@@ -170,7 +173,9 @@ describe('a tenant on real Odoo 18', () => {
       login: 'admin',
       password: tenantAdminPassword(p.cfg.SECRETS_KEY, host),
     }).executeKw<string>('ir.config_parameter', 'get_param', ['database.uuid']);
-    const tpl = new pg.Client({ connectionString: new URL(`/erp_tpl_starter_18`, erpDatabaseUrl).toString() });
+    const tpl = new pg.Client({
+      connectionString: new URL(`/${templateDatabaseName('starter', suiteVersion)}`, erpDatabaseUrl).toString(),
+    });
     await tpl.connect();
     const tplUuid = (
       await tpl.query<{ value: string }>(`SELECT value FROM ir_config_parameter WHERE key = 'database.uuid'`)
@@ -225,12 +230,9 @@ describe('a tenant on real Odoo 18', () => {
   });
 
   it('has an API user that reads accounting, in the company, and cannot write', async () => {
-    const [me] = await api.executeKw<{ groups_id: number[]; company_ids: number[] }[]>(
-      'res.users',
-      'read',
-      [[await api.authenticate()]],
-      { fields: ['groups_id', 'company_ids'] },
-    );
+    const [me] = await api.executeKw<{ company_ids: number[] }[]>('res.users', 'read', [[await api.authenticate()]], {
+      fields: [groupsField(Number(suiteVersion)), 'company_ids'],
+    });
     const companies = await root.executeKw<number[]>('res.company', 'search', [[]]);
     expect(me!.company_ids.sort()).toEqual(companies.sort());
     expect((await api.executeKw<number[]>('account.move', 'search', [[]])).length).toBeGreaterThan(0);
@@ -240,7 +242,7 @@ describe('a tenant on real Odoo 18', () => {
     expect(move.code).toBe(4);
   });
 
-  it('the API user makes an Odoo API key as Odoo 17+ does (group of 90-day keys, identity check): it authenticates over XML-RPC in the password slot and cannot write; /json/2 does not exist on 18', async () => {
+  it(`the API user makes an Odoo API key as Odoo 17+ does (group of 90-day keys, identity check): it authenticates over XML-RPC in the password slot and cannot write; ${suiteVersion === '19' ? '/json/2 takes it as a bearer and refuses a write' : `/json/2 does not exist on ${suiteVersion}`}`, async () => {
     const startedKey = performance.now();
     const made = await ensureErpApiKey(erpApiUserDeps(p.cfg, p.pool, odoo.url), {
       tenant: name,
@@ -279,20 +281,26 @@ describe('a tenant on real Odoo 18', () => {
       password: 'f'.repeat(40),
     });
     expect((await fault(wrong.authenticate())).code).toBe(3);
-    // Odoo 18 has no JSON-2: its 404 is not Odoo's JSON error, so the client reports no such endpoint
-    const json2 = await createJson2Client({
+    const json2Client = createJson2Client({
       baseUrl: odoo.url,
       host,
       db: host,
       login: credentials.login,
       apiKey: credentials.apiKey!,
-    })
-      .authenticate()
-      .then(
-        () => expect.fail('JSON-2 answered on Odoo 18'),
+    });
+    if (suiteVersion === '19') {
+      // Odoo 19's JSON-2: the key is the bearer, the user the same, its rights the same
+      expect(await json2Client.authenticate()).toBe(await api.authenticate());
+      expect((await json2Client.executeKw<number[]>('account.move', 'search', [[]])).length).toBeGreaterThan(0);
+      expect((await fault(json2Client.executeKw('res.partner', 'create', [[{ name: 'Not allowed' }]]))).code).toBe(4);
+    } else {
+      // Odoo before 19 has no JSON-2: its 404 is not Odoo's JSON error, so the client reports no such endpoint
+      const json2 = await json2Client.authenticate().then(
+        () => expect.fail(`JSON-2 answered on Odoo ${suiteVersion}`),
         (e: unknown) => e,
       );
-    expect(json2).toBeInstanceOf(ErpUnreachable);
+      expect(json2).toBeInstanceOf(ErpUnreachable);
+    }
     // a second ensure keeps the key (valid for more than 30 days)
     expect(
       (await ensureErpApiKey(erpApiUserDeps(p.cfg, p.pool, odoo.url), { tenant: name, database: host, force: true }))
@@ -376,7 +384,7 @@ describe('a tenant on real Odoo 18', () => {
       eventsUrl: p.cfg.EVENTS_URL,
       eventsKey: async () => (await new PgSecretStore(p.pool, p.cfg.SECRETS_KEY).current('worker', 'events')).key,
     };
-    const target = { tenant: name, host, database: host, workspace: null, erpVersion: '18' };
+    const target = { tenant: name, host, database: host, workspace: null, erpVersion: suiteVersion };
     expect(await sweepTenant(deps, target)).toMatchObject({ baseline: true, published: 0 });
     // Odoo's post goes nowhere: the rule's URL points at a closed port (as when the events service is down)
     const [rule] = await root.executeKw<number[]>('base.automation', 'search', [
@@ -655,7 +663,7 @@ describe('a tenant on real Odoo 18', () => {
 
   it('a tier change to pro installs the pro modules in the tenant database (Odoo installs them itself)', async () => {
     const started = Date.now();
-    expect(await applyTenant(p, name, { tier: 'pro', erpVersion: '18' })).toBe('configured');
+    expect(await applyTenant(p, name, { tier: 'pro', erpVersion: suiteVersion })).toBe('configured');
     const ready = await waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === 2, 600_000);
     figures.push(
       `tier change starter → pro on real Odoo: Ready at generation 2 in ${((Date.now() - started) / 1000).toFixed(1)} s`,
@@ -690,7 +698,7 @@ describe('a tenant on real Odoo 18', () => {
   });
 });
 
-describe("signing in to a tenant's real Odoo 18 through the platform's OpenID provider (OCA auth_oidc)", () => {
+describe(`signing in to a tenant's real Odoo ${suiteVersion} through the platform's OpenID provider (OCA auth_oidc)`, () => {
   const name = uniqueTenant('erpsignin');
   const PASSWORD = 'correct horse battery staple';
   let browser: Browser;
@@ -740,7 +748,7 @@ describe("signing in to a tenant's real Odoo 18 through the platform's OpenID pr
 
   it('provisioning configures the ERP\'s auth_oidc provider: "Open ERP" in Chromium lands in Odoo\'s web client as the owner', async () => {
     const started = Date.now();
-    expect(await applyTenant(p, name, { tier: 'starter', erpVersion: '18' })).toBe('created');
+    expect(await applyTenant(p, name, { tier: 'starter', erpVersion: suiteVersion })).toBe('created');
     const ready = await waitForStatus(
       p,
       name,
@@ -808,7 +816,9 @@ describe("signing in to a tenant's real Odoo 18 through the platform's OpenID pr
     expect(await sessionLogin(page)).toBe(member.email);
 
     await p.pool.query('DELETE FROM memberships WHERE user_id = $1', [member.id]);
-    expect(await applyTenant(p, name, { tier: 'starter', erpVersion: '18', ownerName: 'Owner 2' })).toBe('configured');
+    expect(await applyTenant(p, name, { tier: 'starter', erpVersion: suiteVersion, ownerName: 'Owner 2' })).toBe(
+      'configured',
+    );
     await waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === 2, 240_000);
 
     // the old Odoo session is over: the web client sends the browser to Odoo's login page
@@ -906,11 +916,13 @@ describe("signing in to a tenant's real Odoo 18 through the platform's OpenID pr
   });
 });
 
-describe('ten tenants applied at once on real Odoo 18', () => {
+describe(`ten tenants applied at once on real Odoo ${suiteVersion}`, () => {
   it('all turn Ready, each with its own database and an API user that authenticates', async () => {
     const names = Array.from({ length: 10 }, () => uniqueTenant('ten'));
     const started = Date.now();
-    const applied = await Promise.all(names.map((n) => applyTenant(p, n, { tier: 'starter', erpVersion: '18' })));
+    const applied = await Promise.all(
+      names.map((n) => applyTenant(p, n, { tier: 'starter', erpVersion: suiteVersion })),
+    );
     expect(applied).toEqual(names.map(() => 'created'));
     const readyAfter = await Promise.all(
       names.map(async (n) => {
@@ -931,7 +943,7 @@ describe('ten tenants applied at once on real Odoo 18', () => {
   }, 600_000);
 });
 
-describe('a tenant whose template is missing, on real Odoo 18', () => {
+describe(`a tenant whose template is missing, on real Odoo ${suiteVersion}`, () => {
   const INSTALL_LIMIT_MS = TENANT_INSTALL_TIMEOUT_MINUTES * 60_000;
   const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
   const installedModules = async (database: string) =>
@@ -945,17 +957,17 @@ describe('a tenant whose template is missing, on real Odoo 18', () => {
       expect(process.env.ODOO_SRC, 'the worker needs ODOO_SRC to run odoo-bin -i').toBeTruthy();
       // the run's server holds the stand-in's templates (global setup): one that Odoo did not build is no template for Odoo
       const pro = await admin.query<{ info: string | null }>(
-        `SELECT shobj_description(oid, 'pg_database') AS info FROM pg_database WHERE datname = 'erp_tpl_pro_18'`,
+        `SELECT shobj_description(oid, 'pg_database') AS info FROM pg_database WHERE datname = '${proTemplate}'`,
       );
       expect(pro.rows[0]?.info ?? '', 'this test needs the pro template not to be built by Odoo').not.toBe(
-        ODOO_TEMPLATE_MARK,
+        odooTemplateMark(suiteVersion),
       );
-      await admin.query(`ALTER DATABASE erp_tpl_pro_18 IS_TEMPLATE false`).catch(() => {});
-      await admin.query(`DROP DATABASE IF EXISTS erp_tpl_pro_18 WITH (FORCE)`);
+      await admin.query(`ALTER DATABASE ${proTemplate} IS_TEMPLATE false`).catch(() => {});
+      await admin.query(`DROP DATABASE IF EXISTS ${proTemplate} WITH (FORCE)`);
       const name = uniqueTenant('scratch');
       const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
       const started = Date.now();
-      expect(await applyTenant(p, name, { tier: 'pro', erpVersion: '18' })).toBe('created');
+      expect(await applyTenant(p, name, { tier: 'pro', erpVersion: suiteVersion })).toBe('created');
       await waitForStatus(p, name, (s) => s.currentStep === 'install-database', 60_000);
       await expect
         .poll(async () => (await health(p, host)).detail, { timeout: 60_000 })
@@ -968,23 +980,25 @@ describe('a tenant whose template is missing, on real Odoo 18', () => {
         INSTALL_LIMIT_MS + READY_DEADLINE_MS,
       );
       const fromScratchMs = Date.now() - started;
-      expect(ready.resources.database.message).toBe('installed from scratch (template erp_tpl_pro_18 was missing)');
+      expect(ready.resources.database.message).toBe(`installed from scratch (template ${proTemplate} was missing)`);
       const installStep = ready.steps.find((s) => s.step === 'install-database')!;
-      expect(installStep.message).toMatch(/^installed in \d+s; template erp_tpl_pro_18 made from it in \d+ ms$/);
+      expect(installStep.message).toMatch(
+        new RegExp(`^installed in \\d+s; template ${proTemplate} made from it in \\d+ ms$`),
+      );
       expect(await health(p, host)).toMatchObject({ healthy: true, httpStatus: 200 });
 
       const next = uniqueTenant('clone');
       const nextStarted = Date.now();
-      expect(await applyTenant(p, next, { tier: 'pro', erpVersion: '18' })).toBe('created');
+      expect(await applyTenant(p, next, { tier: 'pro', erpVersion: suiteVersion })).toBe('created');
       const cloned = await waitForStatus(p, next, (s) => isReady(s) && s.provisionedEventId !== undefined, 300_000);
       const cloneMs = Date.now() - nextStarted;
-      expect(cloned.resources.database.message).toBe('cloned from erp_tpl_pro_18');
+      expect(cloned.resources.database.message).toBe(`cloned from ${proTemplate}`);
       const nextHost = `${next}.${p.cfg.TENANT_DOMAIN}`;
       expect(await installedModules(host)).toEqual(await installedModules(nextHost));
       expect(await installedModules(host)).toEqual(expect.arrayContaining(tierModuleNames('pro')));
       const uuid = async (db: string) =>
         (await rootDb(db, `SELECT value FROM ir_config_parameter WHERE key = 'database.uuid'`))[0]!.value;
-      expect(new Set([await uuid(host), await uuid(nextHost), await uuid('erp_tpl_pro_18')]).size).toBe(3);
+      expect(new Set([await uuid(host), await uuid(nextHost), await uuid(proTemplate)]).size).toBe(3);
       for (const [n, h] of [
         [name, host],
         [next, nextHost],
@@ -996,7 +1010,7 @@ describe('a tenant whose template is missing, on real Odoo 18', () => {
       }
       const stepAt = (s: typeof ready, step: string) => Date.parse(s.steps.find((x) => x.step === step)!.at);
       figures.push(
-        `pro × 18 from scratch (no template): Ready in ${seconds(fromScratchMs)} (${installStep.message}); ` +
+        `pro × ${suiteVersion} from scratch (no template): Ready in ${seconds(fromScratchMs)} (${installStep.message}); ` +
           `by clone of the template made from it: Ready in ${seconds(cloneMs)}, clone step ${seconds(stepAt(cloned, 'clone-database') - nextStarted)} after the apply`,
       );
     },
