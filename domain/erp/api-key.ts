@@ -18,8 +18,10 @@ import { adminSession, authenticates, erpMajorVersion, groupsField, type ErpApiU
 import { createErpClient, openErpSession } from './client.js';
 import { createJson2Client } from './json2.js';
 
-/** The first ERP version whose API user reads with an API key (JSON-2). 17 and 18 can make keys too (`force`). */
+/** The first ERP version whose API user reads with an API key (JSON-2). 18 can make keys too (`force`). */
 export const API_KEY_MIN_VERSION = 19;
+/** Odoo 17's keys never expire (no `duration`, no `api_key_duration`): no key is made there, even with `force`. */
+export const API_KEY_EXPIRY_MIN_VERSION = 18;
 /** The key's lifetime, in days (one of Odoo's durations), and when it is renewed. */
 export const API_KEY_DAYS = 90;
 export const API_KEY_RENEW_DAYS = 30;
@@ -36,13 +38,14 @@ interface StoredApiUser {
   api_key_expires_at: Date | null;
 }
 
-/** The API user's key on Odoo 19+ (or with `force`): kept while it works and is far from expiry, else made anew. */
+/** The API user's key on Odoo 19+ (or with `force` on 18): kept while it works and is far from expiry, else made anew. */
 export async function ensureErpApiKey(
   deps: ErpApiUserDeps,
   opts: { tenant: string; database: string; force?: boolean; now?: Date },
 ): Promise<{ outcome: ApiKeyOutcome; expiresAt?: Date }> {
   const version = await erpMajorVersion(deps.erpUrl, opts.database);
-  if (version < API_KEY_MIN_VERSION && !opts.force) return { outcome: 'not-used' };
+  if (version < API_KEY_MIN_VERSION && (!opts.force || version < API_KEY_EXPIRY_MIN_VERSION))
+    return { outcome: 'not-used' };
   return withTransaction(deps.platform, async (platform) => {
     await platform.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`api-key:${opts.tenant}`]);
     const row = await storedApiUser(platform, opts.tenant);

@@ -1,5 +1,5 @@
 /**
- * Odoo's API keys (base/models/res_users.py, 17, 18 and 19 alike), as the stand-in serves them:
+ * Odoo's API keys (base/models/res_users.py), as the stand-in serves them, on 18 and 19:
  *
  * - `res.users.apikeys.description` (a wizard: `web_save` {name, duration} as the web client does,
  *   then `make_key`; its `create` is a plain override without `@api.model_create_multi`, so over RPC
@@ -15,6 +15,10 @@
  *   pbkdf2-sha512 hash of 6,000 rounds, with its expiry; `checkApiKey` is Odoo's
  *   `res.users.apikeys._check_credentials` (active user, global scope, not expired).
  *
+ * Odoo 17's keys never expire: its description wizard has `name` only (a `duration` is Odoo's
+ * ValueError "Invalid field 'duration' …", as is `res.groups.api_key_duration`, which 17 has not),
+ * its `create` is the ORM's own (`vals_list` first over RPC), and every key is stored without expiry.
+ *
  * Wizards live in memory (Odoo's are transient records); the key table is the tenant database's.
  */
 import { randomBytes } from 'node:crypto';
@@ -28,6 +32,8 @@ const DURATIONS = [1, 7, 30, 90, 180, 365];
 
 export interface KeyUser {
   database: string;
+  /** The tenant's Odoo series (17 has no key expiry). */
+  version: string;
   uid: number;
   groups: ReadonlySet<string>;
 }
@@ -118,7 +124,13 @@ class ApiKeyWizards {
   ) {
     if (method === 'web_save' && Array.isArray(args[0]) && args[0].length)
       throw userError('The API key description cannot be edited');
-    const given = method === 'web_save' ? (args[1] ?? kwargs.vals) : (args[1] ?? kwargs.vals_list);
+    const legacy = user.version === '17';
+    const given =
+      method === 'web_save'
+        ? (args[1] ?? kwargs.vals)
+        : legacy
+          ? (args[0] ?? kwargs.vals_list)
+          : (args[1] ?? kwargs.vals_list);
     if (given === undefined)
       throw new OdooError(
         1,
@@ -127,11 +139,13 @@ class ApiKeyWizards {
       );
     const list = (Array.isArray(given) ? given : [given]) as Record<string, unknown>[];
     const ids: number[] = [];
-    const max = await maxDuration(db, user);
+    const max = legacy ? 0 : await maxDuration(db, user);
     for (const vals of list) {
+      if (legacy && vals && typeof vals === 'object' && 'duration' in vals)
+        throw valueError(`Invalid field 'duration' on model '${DESCRIPTION}'`);
       if (!vals || typeof vals !== 'object' || typeof vals.name !== 'string' || !vals.name)
         throw userError('The operation cannot be completed: Description is required');
-      const expiration = expirationOf(vals.duration, max);
+      const expiration = legacy ? null : expirationOf(vals.duration, max);
       this.descriptions.set(++this.nextId, { owner: user, name: vals.name, expiration });
       ids.push(this.nextId);
     }

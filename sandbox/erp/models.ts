@@ -8,6 +8,7 @@
  * - 19: `res.users.groups_id` was renamed `group_ids`;
  * - 19: `read_group` is deprecated in favour of `formatted_read_group` (both are served on 19,
  *   only `read_group` on 17 and 18; see sandbox/erp/orm-group.ts).
+ * - 17: API keys never expire: `res.groups` has no `api_key_duration` (sandbox/erp/apikeys.ts).
  * Everything else the dashboards read (`account.move` amounts, `payment_state`, `invoice_date_due`,
  * `account.bank.statement.line.is_reconciled`, `account.account.account_type`) has the same name
  * and meaning in 17, 18 and 19.
@@ -153,8 +154,10 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
       fields: {
         ...common(),
         name: { type: 'char', string: 'Name', required: true },
-        // the longest API key (in days) a member may make; 0 for none of its groups: 1 day
-        api_key_duration: { type: 'float', string: 'API Keys maximum duration days' },
+        // the longest API key (in days) a member may make; 0 for none of its groups: 1 day (18+: 17's keys never expire)
+        ...(version === '17'
+          ? {}
+          : { api_key_duration: { type: 'float' as const, string: 'API Keys maximum duration days' } }),
         implied_ids: {
           type: 'many2many',
           string: 'Inherits',

@@ -81,7 +81,8 @@ export async function webJsonRpc(
         code: 200,
         message: 'Odoo Server Error',
         data: {
-          name: fault.pythonType,
+          // Odoo's serialize_exception: `<module>.<name>`, so Python's own exceptions are `builtins.<name>`
+          name: fault.pythonType.includes('.') ? fault.pythonType : `builtins.${fault.pythonType}`,
           message: fault.message,
           arguments: [fault.message],
           context: {},
@@ -126,7 +127,7 @@ async function callKw(erp: ErpServices, route: Route, uid: number, params: JsonR
   return erp.tenants.onTenantDb(route, async (db) => {
     const answer = await erp.wizards.call(
       db,
-      { database: route.database, ...user },
+      { database: route.database, version: route.version, ...user },
       model,
       method,
       args as unknown[],
