@@ -18,6 +18,7 @@ import { tiers, type ErpVersion, type Tier } from '../domain/tenants/types.js';
 import { tierModuleNames } from '../domain/billing/tiers.js';
 import {
   installOdooDatabase,
+  odooAddonsPathArg,
   odooDbArgs,
   odooSourceVersion,
   odooTemplateMark,
@@ -31,7 +32,7 @@ export const ODOO_TIER_MODULES: Record<Tier, string[]> = {
   enterprise: tierModuleNames('enterprise'),
 };
 
-export { odooDbArgs, odooSourceVersion, odooTemplateMark, type OdooRuntime }; // (their home is domain/erp/odoo-bin.ts)
+export { odooAddonsPathArg, odooDbArgs, odooSourceVersion, odooTemplateMark, type OdooRuntime }; // (their home is domain/erp/odoo-bin.ts)
 
 /** The venv python for an Odoo source (its version's venv), installing the requirements once (cached outside the clone). */
 export function odooPython(src: string): string {

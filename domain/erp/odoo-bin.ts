@@ -7,7 +7,7 @@
  * `Loading module <name> (<i>/<n>)` as it loads each module: that is the install's progress.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { tierModuleNames } from '../billing/tiers.js';
@@ -39,6 +39,13 @@ export function odooSourceVersion(src: string): ErpVersion {
     throw new Error(`${src} is Odoo ${major ?? '(unknown)'}: the platform runs Odoo ${erpVersions.join(', ')}`);
   return version;
 }
+
+/**
+ * Odoo's `--addons-path` for a source folder (relative to it, odoo-bin's working directory): a git
+ * checkout has `addons` and `odoo/addons`, a release archive (Odoo's nightly sdist) all in `odoo/addons`.
+ */
+export const odooAddonsPathArg = (src: string) =>
+  `--addons-path=${['addons', 'odoo/addons'].filter((dir) => existsSync(path.join(src, dir))).join(',')}`;
 
 /** The venv python scripts/odoo-setup.sh makes for an Odoo version (~/.cache/plana/odoo-venv-<version>). */
 export const odooVenvPython = (version: ErpVersion) =>
@@ -125,7 +132,7 @@ export async function installOdooDatabase(
 ): Promise<void> {
   mkdirSync(rt.dataDir, { recursive: true });
   const common = [
-    '--addons-path=addons,odoo/addons',
+    odooAddonsPathArg(rt.src),
     `--data-dir=${rt.dataDir}`,
     ...odooDbArgs(opts.erpDatabaseUrl),
     '-d',

@@ -13,7 +13,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tenantAdminPassword } from '../../domain/erp/admin-session.js';
 import { openErpSession, type ErpSession } from '../../domain/erp/client.js';
-import { ODOO_SIGN_IN_MODULE, odooDbArgs, runOdooBin } from '../../domain/erp/odoo-bin.js';
+import { ODOO_SIGN_IN_MODULE, odooAddonsPathArg, odooDbArgs, runOdooBin } from '../../domain/erp/odoo-bin.js';
 import { templateDatabaseName } from '../../domain/erp/tenant-database.js';
 import { ERP_INVITATION_SCOPE, ERP_PROVIDER_BUTTON } from '../../domain/identity/erp-sign-in.js';
 import { tenantBaseUrl } from '../../domain/identity/oidc-clients.js';
@@ -121,7 +121,7 @@ describe(`the ERP sign-in step on real Odoo ${suiteVersion}`, () => {
       runtime!,
       [
         'shell',
-        '--addons-path=addons,odoo/addons',
+        odooAddonsPathArg(runtime!.src),
         `--data-dir=${dataDir}`,
         ...odooDbArgs(erpDatabaseUrl),
         '-d',
