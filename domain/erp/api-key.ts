@@ -54,7 +54,7 @@ export async function ensureErpApiKey(
     if (validUntil) return { outcome: 'valid' as const, expiresAt: validUntil };
     const password = open(row.password_encrypted, deps.secretsKey);
     await allowLongKeys(deps, opts.database, version, row.login);
-    const apiKey = await makeApiKey(deps, opts.database, { login: row.login, password }, now);
+    const apiKey = await makeApiKey(deps, opts.database, version, { login: row.login, password }, now);
     // Odoo's expiry: today (the ERP's date) + the duration; a day early here keeps the renewal safe
     const expiresAt = new Date(
       Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) + (API_KEY_DAYS - 1) * 86_400_000,
@@ -120,10 +120,15 @@ async function allowLongKeys(deps: ErpApiUserDeps, database: string, version: nu
   await admin.callKw('res.users', 'write', [[users[0]], { [groupsField(version)]: [[4, groupId]] }]);
 }
 
-/** The API user makes its own key, confirming its password (Odoo's identity check); answers the key. */
+/**
+ * The API user makes its own key, confirming its password (Odoo's identity check); answers the key.
+ * The check reads the password from its stored `password` field before 19, from the context of
+ * `run_check` on 19 (where the field is `store=False`: a write is dropped).
+ */
 async function makeApiKey(
   deps: ErpApiUserDeps,
   database: string,
+  version: number,
   user: { login: string; password: string },
   now: Date,
 ): Promise<string> {
@@ -141,8 +146,14 @@ async function makeApiKey(
     [[description]],
   );
   if (action.res_model === 'res.users.identitycheck' && typeof action.res_id === 'number') {
-    await session.callKw('res.users.identitycheck', 'write', [[action.res_id], { password: user.password }]);
-    action = await session.callKw('res.users.identitycheck', 'run_check', [[action.res_id]]);
+    if (version >= 19) {
+      action = await session.callKw('res.users.identitycheck', 'run_check', [[action.res_id]], {
+        context: { password: user.password },
+      });
+    } else {
+      await session.callKw('res.users.identitycheck', 'write', [[action.res_id], { password: user.password }]);
+      action = await session.callKw('res.users.identitycheck', 'run_check', [[action.res_id]]);
+    }
   }
   const apiKey = action.context?.default_key;
   if (typeof apiKey !== 'string' || !apiKey)

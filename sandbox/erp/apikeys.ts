@@ -8,7 +8,8 @@
  *   user's groups (1 day when none sets one; unlimited for the admin); another value is Odoo's
  *   ValueError "Wrong value for …";
  * - `make_key` is `@check_identity`: in a fresh web session it answers the action of a
- *   `res.users.identitycheck` wizard; `write` {password} on it and `run_check` checks the user's own
+ *   `res.users.identitycheck` wizard; `write` {password} on it (on 19: `run_check` with the password
+ *   in its context, the field being `store=False` there) and `run_check` checks the user's own
  *   password (a wrong one: UserError) and then makes the key, answering the action of
  *   `res.users.apikeys.show` whose `context.default_key` is the key (40 hex digits), shown once;
  * - the key is stored in `res_users_apikeys` like Odoo: its first 8 hex digits (`index`) and a
@@ -106,10 +107,18 @@ class ApiKeyWizards {
       if (method === 'write') {
         const [, check] = mine(this.checks, model, user, args[0]);
         const vals = (args[1] ?? kwargs.vals) as { password?: unknown } | undefined;
-        if (typeof vals?.password === 'string') check.password = vals.password;
+        // on 19 `password` is store=False: a write is dropped, run_check reads it from its context
+        if (typeof vals?.password === 'string' && user.version !== '19') check.password = vals.password;
         return true;
       }
-      if (method === 'run_check') return this.runCheck(db, user, args[0] ?? kwargs.ids);
+      if (method === 'run_check') {
+        const context = kwargs.context as { password?: unknown } | undefined;
+        if (user.version === '19') {
+          const [, check] = mine(this.checks, model, user, args[0] ?? kwargs.ids);
+          check.password = typeof context?.password === 'string' ? context.password : undefined;
+        }
+        return this.runCheck(db, user, args[0] ?? kwargs.ids);
+      }
     }
     return undefined;
   }

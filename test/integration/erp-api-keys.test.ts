@@ -295,6 +295,32 @@ describe('the API key flow as Odoo has it', () => {
     expect((missing as ErpUnreachable).reason).toBe('no-route');
   });
 
+  it("on 19 the identity check reads the password from run_check's context: a written password is dropped (store=False)", async () => {
+    const { password, login } = (await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!;
+    const session = await openErpSession({ baseUrl: erp.url, host: t19.host, db: t19.database, login, password });
+    const keyCheck = async () => {
+      const [saved] = await session.callKw<{ id: number }[]>('res.users.apikeys.description', 'web_save', [
+        [],
+        { name: 'x', duration: '1' },
+        {},
+      ]);
+      return (await session.callKw<{ res_id: number }>('res.users.apikeys.description', 'make_key', [[saved!.id]]))
+        .res_id;
+    };
+    const written = await keyCheck();
+    await session.callKw('res.users.identitycheck', 'write', [[written], { password }]);
+    const refused = (await failure(session.callKw('res.users.identitycheck', 'run_check', [[written]]))) as ErpFault;
+    expect(refused.message).toBe('Incorrect Password, try again or click on Forgot Password to reset your password.');
+    const inContext = await keyCheck();
+    const shown = await session.callKw<{ context: { default_key: string } }>(
+      'res.users.identitycheck',
+      'run_check',
+      [[inContext]],
+      { context: { password } },
+    );
+    expect(shown.context.default_key).toMatch(/^[0-9a-f]{40}$/);
+  });
+
   it("on 17 keys never expire, as in Odoo 17's wizard (name only, the ORM's create): the platform makes none, even on demand", async () => {
     expect((await ensureErpApiKey(deps(), { tenant: t17.name, database: t17.database, force: true })).outcome).toBe(
       'not-used',
