@@ -146,6 +146,8 @@ export async function installOdooDatabase(
       '--log-handler=odoo.modules.loading:INFO',
       '-i',
       erpInstallModules(opts.tier).join(','),
+      // Odoo 19 installs without demo data unless asked (17 and 18 load it unless --without-demo)
+      ...(Number(rt.version) >= 19 ? ['--with-demo'] : []),
       '--stop-after-init',
     ],
     { signal: opts.signal, onProgress: opts.onProgress },

@@ -146,7 +146,10 @@ describe(`the ERP sign-in step on real Odoo ${suiteVersion}`, () => {
     const session = await odooAdmin(adminPassword);
     const answer = await session.callKw('auth.oauth.provider', 'search_read', [[]]).catch((e: Error) => e);
     console.log(`real Odoo, call_kw on auth.oauth.provider without the module: ${String(answer)}`);
-    expect(String(answer)).toContain('werkzeug.exceptions.NotFound: 404 Not Found');
+    // a model the database does not have: Odoo 17's call_kw lets the registry's KeyError out, 18 and 19 answer 404
+    expect(String(answer)).toContain(
+      suiteVersion === '17' ? 'builtins.KeyError: auth.oauth.provider' : 'werkzeug.exceptions.NotFound: 404 Not Found',
+    );
 
     const applied = Date.now();
     await applyTenant(p, name, { tier: 'starter', erpVersion: suiteVersion });

@@ -794,7 +794,10 @@ describe(`signing in to a tenant's real Odoo ${suiteVersion} through the platfor
     };
     page.on('framenavigated', seen);
     await page.getByRole('button', { name: 'Open ERP' }).click();
-    await page.waitForURL((url) => url.href.startsWith(base) && !url.pathname.startsWith('/auth_oauth/'));
+    // the web client's first load builds Odoo's asset bundles (tens of seconds on 17 under load): the navbar wait follows
+    await page.waitForURL((url) => url.href.startsWith(base) && !url.pathname.startsWith('/auth_oauth/'), {
+      waitUntil: 'commit',
+    });
     page.off('framenavigated', seen);
     expect(odooPages[0], "Odoo's first page after Open ERP").toMatch(/^\/(web|odoo)$/);
   }
