@@ -1,7 +1,7 @@
 /**
  * Real Odoo, one ERP version per run (`npm run test:odoo`): what the reconcile's ERP sign-in step repairs. A tenant
  * database without OCA's auth_oidc (cloned before the module was part of the template: Odoo
- * answers 404 Not Found on `auth.oauth.provider`) gets the module installed and its members sign
+ * has no `auth.oauth.provider`; 18 and 19 answer 404 Not Found on it, 17 a KeyError) gets the module installed and its members sign
  * in; Odoo's sign-up scope set to 'b2c' signs up any platform account as a new user until the next
  * reconcile sets it back to 'b2b'. Real Temporal, PostgreSQL, auth service; the platform reaches
  * Odoo through the tenant ingress.
@@ -104,7 +104,7 @@ const workspaceOf = async () =>
 describe(`the ERP sign-in step on real Odoo ${suiteVersion}`, () => {
   let member: { id: string; email: string };
 
-  it('a tenant database without auth_oidc (Odoo answers 404 Not Found on its model): the reconcile installs it and members sign in', async () => {
+  it('a tenant database without auth_oidc (Odoo has no model for its providers): the reconcile installs it and members sign in', async () => {
     // the tenant database as cloned from a template made before auth_oidc: the template, without auth_oauth and auth_oidc
     const admin = new pg.Client({ connectionString: erpDatabaseUrl });
     await admin.connect();
