@@ -276,9 +276,10 @@ export const configSchema = z.object({
   /** Odoo's data dir (`filestore/<database>`): tenant filestores are copied from their template's. */
   ODOO_DATA_DIR: z.string().default(path.join(os.homedir(), '.local', 'share', 'plana', 'odoo')),
   /**
-   * With ERP_BACKEND=odoo: a folder holding odoo-bin (Odoo 18.0 Community). The worker runs Odoo's own
-   * install (`odoo-bin -i`) from it when a tenant's template is missing; unset, such a tenant waits
-   * for its template (`npm run odoo:templates`).
+   * With ERP_BACKEND=odoo: a folder holding odoo-bin (Odoo Community 17.0, 18.0 or 19.0; its
+   * odoo/release.py says which). The worker runs Odoo's own install (`odoo-bin -i`) from it when a
+   * tenant of that ERP version has no template; unset, such a tenant waits for its template
+   * (`npm run odoo:templates`).
    */
   ODOO_SRC: z.string().optional(),
   /**
@@ -288,8 +289,8 @@ export const configSchema = z.object({
    * whoever starts the platform with it (`npm run dev`, the tests).
    */
   ERP_ADDONS_PATH: z.string().min(1).optional(),
-  /** The Python odoo-bin runs with (the venv scripts/odoo-setup.sh makes). */
-  ODOO_PYTHON: z.string().default(path.join(os.homedir(), '.cache', 'plana', 'odoo-venv', 'bin', 'python')),
+  /** The Python odoo-bin runs with; unset: the venv scripts/odoo-setup.sh makes for ODOO_SRC's version (~/.cache/plana/odoo-venv-<version>). */
+  ODOO_PYTHON: z.string().optional(),
   /**
    * The ERP stand-in's from-scratch install (a tenant whose template is missing) takes this long per
    * module, as loading a module takes seconds on real Odoo (tests watch an install in progress with it).

@@ -8,8 +8,8 @@
  */
 import type { Config } from '../lib/config.js';
 import { templateDatabaseName } from '../domain/erp/tenant-database.js';
-import { tiers, type Tier } from '../domain/tenants/types.js';
-import { ensureOdooTemplate, odooPython, odooTemplateTiers, type OdooRuntime } from './odoo-templates.js';
+import { tiers, type ErpVersion, type Tier } from '../domain/tenants/types.js';
+import { ensureOdooTemplate, odooRuntimeOf, odooTemplateTiers, type OdooRuntime } from './odoo-templates.js';
 import { odooAnswers, startOdoo, type OdooServer } from './odoo-server.js';
 
 export class OdooNotAvailable extends Error {
@@ -18,11 +18,17 @@ export class OdooNotAvailable extends Error {
 
 type OdooConfig = Pick<Config, 'ODOO_UPSTREAM_URL' | 'ERP_DATABASE_URL' | 'ODOO_DATA_DIR' | 'ERP_ADMIN_PASSWORD'>;
 
-const odooRuntime = (cfg: OdooConfig, odooSrc: string): OdooRuntime => ({
-  src: odooSrc,
-  python: odooPython(odooSrc),
-  dataDir: cfg.ODOO_DATA_DIR,
-});
+/** The dev command's tenants run the default ERP version, so its Odoo is that version. */
+const DEV_ERP_VERSION: ErpVersion = '18';
+
+function odooRuntime(cfg: OdooConfig, odooSrc: string): OdooRuntime {
+  const runtime = odooRuntimeOf(odooSrc, cfg.ODOO_DATA_DIR);
+  if (runtime.version !== DEV_ERP_VERSION)
+    throw new OdooNotAvailable(
+      `ODOO_SRC=${odooSrc} is Odoo ${runtime.version}: npm run dev runs ERP ${DEV_ERP_VERSION} (the default), so it needs Odoo ${DEV_ERP_VERSION}.0`,
+    );
+  return runtime;
+}
 
 const seconds = (ms: number) => `${Math.round(ms / 1000)} s`;
 
@@ -34,7 +40,7 @@ export async function ensureDevOdoo(
   cfg: OdooConfig,
   opts: { odooSrc?: string; tier: Tier; log?: (msg: string) => void },
 ): Promise<OdooServer | undefined> {
-  const template = templateDatabaseName(opts.tier, '18');
+  const template = templateDatabaseName(opts.tier, DEV_ERP_VERSION);
   if (opts.odooSrc) {
     const runtime = odooRuntime(cfg, opts.odooSrc);
     opts.log?.(
@@ -65,7 +71,7 @@ export async function ensureDevOdoo(
         'or drop ERP_BACKEND=odoo to use the ERP stand-in.',
     );
   }
-  if (!(await odooTemplateTiers(cfg.ERP_DATABASE_URL)).includes(opts.tier)) {
+  if (!(await odooTemplateTiers(cfg.ERP_DATABASE_URL, DEV_ERP_VERSION)).includes(opts.tier)) {
     throw new OdooNotAvailable(
       `Odoo answers at ${cfg.ODOO_UPSTREAM_URL}, but the template ${template} the demo tenant is cloned from has not been built by Odoo on ERP_DATABASE_URL's server: build it with \`ODOO_SRC=/path/to/odoo npm run odoo:templates\` (or set ODOO_SRC for npm run dev to do it).`,
     );
@@ -83,10 +89,10 @@ export async function buildDevOdooTemplates(
   cfg: OdooConfig,
   opts: { odooSrc?: string; log: (msg: string) => void; signal?: AbortSignal },
 ): Promise<void> {
-  const present = await odooTemplateTiers(cfg.ERP_DATABASE_URL);
+  const present = await odooTemplateTiers(cfg.ERP_DATABASE_URL, DEV_ERP_VERSION);
   const missing = tiers.filter((tier) => !present.includes(tier));
   if (!missing.length) return;
-  const names = missing.map((tier) => templateDatabaseName(tier, '18')).join(', ');
+  const names = missing.map((tier) => templateDatabaseName(tier, DEV_ERP_VERSION)).join(', ');
   if (!opts.odooSrc) {
     opts.log(
       `no Odoo template for ${missing.join(', ')} (${names}): tenants of those tiers wait for it; build with \`TIERS=${missing.join(',')} ODOO_SRC=/path/to/odoo npm run odoo:templates\``,
@@ -98,7 +104,7 @@ export async function buildDevOdooTemplates(
     `building the Odoo templates ${names} while the platform runs (a tenant of those tiers is Ready once its template is built)`,
   );
   for (const tier of missing) {
-    const template = templateDatabaseName(tier, '18');
+    const template = templateDatabaseName(tier, DEV_ERP_VERSION);
     try {
       const built = await ensureOdooTemplate(runtime, {
         erpDatabaseUrl: cfg.ERP_DATABASE_URL,

@@ -1,13 +1,13 @@
 /**
- * A real Odoo 18 HTTP server (`odoo-bin --db-filter=^%h$`: the database named after the Host
- * serves it, as §4.7 says) started from ODOO_SRC with the cached venv (scripts/odoo-setup.sh), on
+ * A real Odoo HTTP server of the version its source is, 17, 18 or 19 (`odoo-bin --db-filter=^%h$`:
+ * the database named after the Host serves it, as §4.7 says) started from ODOO_SRC with the cached venv (scripts/odoo-setup.sh), on
  * ERP_DATABASE_URL's PostgreSQL. Used by the real-Odoo suite and by `ERP_BACKEND=odoo npm run dev`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { odooDbArgs, type OdooRuntime } from './odoo-templates.js';
+import { odooAddonsPathArg, odooDbArgs, type OdooRuntime } from './odoo-templates.js';
 import { freePort } from './local-servers.js';
 
 export interface OdooServer {
@@ -40,7 +40,7 @@ export async function startOdoo(opts: {
     runtime.python,
     [
       path.join(runtime.src, 'odoo-bin'),
-      '--addons-path=addons,odoo/addons',
+      odooAddonsPathArg(runtime.src),
       `--data-dir=${runtime.dataDir}`,
       ...odooDbArgs(opts.erpDatabaseUrl),
       '--db-filter=^%h$',
@@ -53,6 +53,11 @@ export async function startOdoo(opts: {
   );
   let log = '';
   child.stderr!.on('data', (c: Buffer) => (log = (log + c.toString()).slice(-8_000)));
+  let closing = false;
+  // an Odoo that stops by itself is a failure whoever watches it must be able to read
+  child.once('exit', (code, signal) => {
+    if (!closing) console.error(`odoo-bin (${runtime.src}) stopped by itself (${code ?? signal}):\n${log}`);
+  });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 120 && !(await odooAnswers(url)); i++) {
     if (child.exitCode !== null) throw new Error(`odoo-bin exited with ${child.exitCode}: ${log}`);
@@ -63,6 +68,7 @@ export async function startOdoo(opts: {
     runtime,
     async close() {
       if (child.exitCode !== null) return;
+      closing = true;
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
       await Promise.race([exited, sleep(10_000).then(() => child.kill('SIGKILL'))]);

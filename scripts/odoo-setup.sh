@@ -1,29 +1,43 @@
 #!/usr/bin/env bash
-# Installs Odoo's Python requirements into a cached virtual environment OUTSIDE the clone
-# (like the Temporal CLI cache): ~/.cache/plana/odoo-venv. Odoo itself is never part of the project:
-# point ODOO_SRC at a folder holding odoo-bin (a public copy of Odoo 18.0 Community).
-#   ODOO_SRC=/work/odoo-src bash scripts/odoo-setup.sh
+# Installs one Odoo version's Python requirements into a cached virtual environment OUTSIDE the clone
+# (like the Temporal CLI cache): ~/.cache/plana/odoo-venv-<major> (17, 18 or 19). Odoo itself is never
+# part of the project: the argument (or ODOO_SRC) is a folder holding odoo-bin, a public copy of Odoo
+# Community 17.0, 18.0 or 19.0 (docs/developers.md says which copies and how to check them).
+#   bash scripts/odoo-setup.sh "$ODOO_SRC_17"
 # Prints the venv's python path on success. Idempotent: a venv built for the same requirements is reused,
 # and the Odoo addons the platform needs (ADDONS below) are installed once.
 set -euo pipefail
-: "${ODOO_SRC:?set ODOO_SRC to a folder holding odoo-bin (a copy of Odoo 18.0 Community)}"
-[ -x "$ODOO_SRC/odoo-bin" ] || [ -f "$ODOO_SRC/odoo-bin" ] || { echo "no odoo-bin in ODOO_SRC=$ODOO_SRC" >&2; exit 1; }
-VENV="${ODOO_VENV:-$HOME/.cache/plana/odoo-venv}"
-# Odoo 18 supports Python 3.10-3.12; its 3.12 pins (Ubuntu Noble) all have wheels
+SRC="${1:-${ODOO_SRC:-}}"
+: "${SRC:?pass a folder holding odoo-bin (a copy of Odoo Community 17.0, 18.0 or 19.0)}"
+[ -f "$SRC/odoo-bin" ] || { echo "no odoo-bin in $SRC" >&2; exit 1; }
+# the source's own major version (odoo/release.py: version_info = (18, 0, 0, FINAL, 0, ''))
+MAJOR="$(sed -n 's/^version_info = (\([0-9]*\),.*/\1/p' "$SRC/odoo/release.py")"
+case "$MAJOR" in
+  # each version's pinned requirements have wheels for these interpreters: 17's pins stop at Python 3.11
+  # (Ubuntu Jammy / Debian Bookworm), 18's and 19's have 3.12 pins (Ubuntu Noble)
+  17) PYTHONS=(python3.11 python3.10) ;;
+  18 | 19) PYTHONS=(python3.12 python3.11 python3.10) ;;
+  *) echo "$SRC is Odoo '${MAJOR}': the platform runs Odoo 17, 18 or 19" >&2; exit 1 ;;
+esac
+# OCA's auth_oidc for this version (see below) and its one Python dependency
+ADDONS=("odoo-addon-auth-oidc==$(case "$MAJOR" in 17) echo 17.0.1.2.0.2 ;; 18) echo 18.0.1.1.0.2 ;; 19) echo 19.0.1.0.0.3 ;; esac)")
+ADDON_DEPS=(python-jose==3.5.0)
+VENV="${ODOO_VENV:-$HOME/.cache/plana/odoo-venv-$MAJOR}"
 # (a pyenv shim may exist for a version that is not active: take the first interpreter that really runs)
 PY="${PYTHON:-}"
 if [ -z "$PY" ]; then
-  # Odoo 18's pinned requirements have wheels for 3.12 (Ubuntu Noble): prefer it, also from pyenv
-  for candidate in python3.12 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12*/bin/python3.12 python3.11 python3.10 python3; do
-    if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys' 2>/dev/null; then PY="$(command -v "$candidate")"; break; fi
+  for name in "${PYTHONS[@]}"; do
+    for candidate in "$name" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"${name#python}"*/bin/"$name"; do
+      if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys' 2>/dev/null; then PY="$(command -v "$candidate")"; break 2; fi
+    done
   done
 fi
-: "${PY:?no working python3 (3.10-3.12) found}"
+: "${PY:?no working Python for Odoo $MAJOR found (one of ${PYTHONS[*]})}"
 stamp="$VENV/.requirements.sha256"
 # psycopg2 -> psycopg2-binary (no compiler or libpq headers needed); python-ldap (auth_ldap only) left out.
 req="$(mktemp)"
 trap 'rm -f "$req"' EXIT
-sed -e 's/^psycopg2==\([0-9.]*\)/psycopg2-binary==\1/' -e '/^python-ldap/d' "$ODOO_SRC/requirements.txt" > "$req"
+sed -e 's/^psycopg2==/psycopg2-binary==/' -e '/^python-ldap/d' "$SRC/requirements.txt" > "$req"
 sum="$(sha256sum "$req" | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$sum" ]; then
   mkdir -p "$(dirname "$VENV")"
@@ -38,8 +52,6 @@ fi
 # site-packages/odoo/addons, which Odoo finds through the odoo.addons namespace; --no-deps because the
 # wheel requires the `odoo` distribution, which a source checkout is not. Its one Python dependency
 # (the manifest's external_dependencies) comes with its own dependencies.
-ADDONS=(odoo-addon-auth-oidc==18.0.1.1.0.2)
-ADDON_DEPS=(python-jose==3.5.0)
 addons_stamp="$VENV/.addons"
 if [ "$(cat "$addons_stamp" 2>/dev/null)" != "${ADDONS[*]} ${ADDON_DEPS[*]}" ]; then
   "$VENV/bin/python" -m pip install --quiet --no-deps "${ADDONS[@]}" >&2

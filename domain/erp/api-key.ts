@@ -17,8 +17,10 @@ import { open, seal } from '../../lib/secret-box.js';
 import { adminSession, authenticates, erpMajorVersion, groupsField, type ErpApiUserDeps } from './admin-session.js';
 import { createErpClient, createJson2Client, openErpSession } from './client.js';
 
-/** The first ERP version whose API user reads with an API key (JSON-2). 17 and 18 can make keys too (`force`). */
+/** The first ERP version whose API user reads with an API key (JSON-2). 18 can make keys too (`force`). */
 export const API_KEY_MIN_VERSION = 19;
+/** Odoo 17's keys never expire (no `duration`, no `api_key_duration`): no key is made there, even with `force`. */
+export const API_KEY_EXPIRY_MIN_VERSION = 18;
 /** The key's lifetime, in days (one of Odoo's durations), and when it is renewed. */
 export const API_KEY_DAYS = 90;
 export const API_KEY_RENEW_DAYS = 30;
@@ -35,13 +37,14 @@ interface StoredApiUser {
   api_key_expires_at: Date | null;
 }
 
-/** The API user's key on Odoo 19+ (or with `force`): kept while it works and is far from expiry, else made anew. */
+/** The API user's key on Odoo 19+ (or with `force` on 18): kept while it works and is far from expiry, else made anew. */
 export async function ensureErpApiKey(
   deps: ErpApiUserDeps,
   opts: { tenant: string; database: string; force?: boolean; now?: Date },
 ): Promise<{ outcome: ApiKeyOutcome; expiresAt?: Date }> {
   const version = await erpMajorVersion(deps.erpUrl, opts.database);
-  if (version < API_KEY_MIN_VERSION && !opts.force) return { outcome: 'not-used' };
+  if (version < API_KEY_MIN_VERSION && (!opts.force || version < API_KEY_EXPIRY_MIN_VERSION))
+    return { outcome: 'not-used' };
   return withTransaction(deps.platform, async (platform) => {
     await platform.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`api-key:${opts.tenant}`]);
     const row = await storedApiUser(platform, opts.tenant);
@@ -50,7 +53,7 @@ export async function ensureErpApiKey(
     if (validUntil) return { outcome: 'valid' as const, expiresAt: validUntil };
     const password = open(row.password_encrypted, deps.secretsKey);
     await allowLongKeys(deps, opts.database, version, row.login);
-    const apiKey = await makeApiKey(deps, opts.database, { login: row.login, password }, now);
+    const apiKey = await makeApiKey(deps, opts.database, version, { login: row.login, password }, now);
     // Odoo's expiry: today (the ERP's date) + the duration; a day early here keeps the renewal safe
     const expiresAt = new Date(
       Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) + (API_KEY_DAYS - 1) * 86_400_000,
@@ -116,10 +119,15 @@ async function allowLongKeys(deps: ErpApiUserDeps, database: string, version: nu
   await admin.callKw('res.users', 'write', [[users[0]], { [groupsField(version)]: [[4, groupId]] }]);
 }
 
-/** The API user makes its own key, confirming its password (Odoo's identity check); answers the key. */
+/**
+ * The API user makes its own key, confirming its password (Odoo's identity check); answers the key.
+ * The check reads the password from its stored `password` field before 19, from the context of
+ * `run_check` on 19 (where the field is `store=False`: a write is dropped).
+ */
 async function makeApiKey(
   deps: ErpApiUserDeps,
   database: string,
+  version: number,
   user: { login: string; password: string },
   now: Date,
 ): Promise<string> {
@@ -137,8 +145,14 @@ async function makeApiKey(
     [[description]],
   );
   if (action.res_model === 'res.users.identitycheck' && typeof action.res_id === 'number') {
-    await session.callKw('res.users.identitycheck', 'write', [[action.res_id], { password: user.password }]);
-    action = await session.callKw('res.users.identitycheck', 'run_check', [[action.res_id]]);
+    if (version >= 19) {
+      action = await session.callKw('res.users.identitycheck', 'run_check', [[action.res_id]], {
+        context: { password: user.password },
+      });
+    } else {
+      await session.callKw('res.users.identitycheck', 'write', [[action.res_id], { password: user.password }]);
+      action = await session.callKw('res.users.identitycheck', 'run_check', [[action.res_id]]);
+    }
   }
   const apiKey = action.context?.default_key;
   if (typeof apiKey !== 'string' || !apiKey)

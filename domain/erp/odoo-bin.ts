@@ -7,26 +7,53 @@
  * `Loading module <name> (<i>/<n>)` as it loads each module: that is the install's progress.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { tierModuleNames } from '../billing/tiers.js';
-import type { ErpVersion, Tier } from '../tenants/types.js';
+import { erpVersions, type ErpVersion, type Tier } from '../tenants/types.js';
 import { InstallerUnavailableError, type ErpInstaller, type InstallProgress } from './from-scratch.js';
 
 export interface OdooRuntime {
   /** Folder holding odoo-bin. */
   src: string;
+  /** The ERP version this source is (odooSourceVersion). */
+  version: ErpVersion;
   /** The venv's python (scripts/odoo-setup.sh). */
   python: string;
   /** Odoo's data dir: sessions and `filestore/<database>`. */
   dataDir: string;
 }
 
-/** The ERP version this Odoo source is. */
-export const ODOO_VERSION: ErpVersion = '18';
+/** The ERP version an Odoo source is: the major of `version_info` in its odoo/release.py, one the platform runs. */
+export function odooSourceVersion(src: string): ErpVersion {
+  let release: string;
+  try {
+    release = readFileSync(path.join(src, 'odoo', 'release.py'), 'utf8');
+  } catch {
+    throw new Error(`${src} holds no odoo/release.py: not an Odoo source folder`);
+  }
+  const major = /^version_info = \((\d+),/m.exec(release)?.[1];
+  const version = erpVersions.find((v) => v === major);
+  if (!version)
+    throw new Error(`${src} is Odoo ${major ?? '(unknown)'}: the platform runs Odoo ${erpVersions.join(', ')}`);
+  return version;
+}
 
-/** The comment of a template built by Odoo (a stand-in template of the same name has another). */
-export const ODOO_TEMPLATE_MARK = JSON.stringify({ plana: 'odoo-template', odoo: '18.0', layout: 4 }); // 3: base_automation (event rules), 4: auth_oidc
+/**
+ * Odoo's `--addons-path` for a source folder (relative to it, odoo-bin's working directory): a git
+ * checkout has `addons` and `odoo/addons`, a release archive (Odoo's nightly sdist) all in `odoo/addons`.
+ */
+export const odooAddonsPathArg = (src: string) =>
+  `--addons-path=${['addons', 'odoo/addons'].filter((dir) => existsSync(path.join(src, dir))).join(',')}`;
+
+/** The venv python scripts/odoo-setup.sh makes for an Odoo version (~/.cache/plana/odoo-venv-<version>). */
+export const odooVenvPython = (version: ErpVersion) =>
+  path.join(os.homedir(), '.cache', 'plana', `odoo-venv-${version}`, 'bin', 'python');
+
+/** The comment of a template built by Odoo of this version (a stand-in template of the same name has another). */
+export const odooTemplateMark = (version: ErpVersion) =>
+  JSON.stringify({ plana: 'odoo-template', odoo: `${version}.0`, layout: 4 }); // 3: base_automation (event rules), 4: auth_oidc
 
 /**
  * OCA's auth_oidc (installed into the venv by scripts/odoo-setup.sh): the ERP signs in through the
@@ -105,7 +132,7 @@ export async function installOdooDatabase(
 ): Promise<void> {
   mkdirSync(rt.dataDir, { recursive: true });
   const common = [
-    '--addons-path=addons,odoo/addons',
+    odooAddonsPathArg(rt.src),
     `--data-dir=${rt.dataDir}`,
     ...odooDbArgs(opts.erpDatabaseUrl),
     '-d',
@@ -119,6 +146,8 @@ export async function installOdooDatabase(
       '--log-handler=odoo.modules.loading:INFO',
       '-i',
       erpInstallModules(opts.tier).join(','),
+      // Odoo 19 installs without demo data unless asked (17 and 18 load it unless --without-demo)
+      ...(Number(rt.version) >= 19 ? ['--with-demo'] : []),
       '--stop-after-init',
     ],
     { signal: opts.signal, onProgress: opts.onProgress },
@@ -129,15 +158,15 @@ export async function installOdooDatabase(
   });
 }
 
-/** The from-scratch installer of a real Odoo (ERP_BACKEND=odoo): Odoo 18 only, as its source is. */
+/** The from-scratch installer of a real Odoo (ERP_BACKEND=odoo): the version its source is, only. */
 export function odooInstaller(rt: OdooRuntime, opts: { erpDatabaseUrl: string; adminPassword: string }): ErpInstaller {
   return {
     filestoreRoot: path.join(rt.dataDir, 'filestore'),
-    templateMark: () => ODOO_TEMPLATE_MARK,
+    templateMark: odooTemplateMark,
     async install({ database, tier, version, onProgress, signal }) {
-      if (version !== ODOO_VERSION)
+      if (version !== rt.version)
         throw new InstallerUnavailableError(
-          `this Odoo (ODOO_SRC=${rt.src}) is ${ODOO_VERSION}: it cannot install an ERP ${version} database`,
+          `this Odoo (ODOO_SRC=${rt.src}) is ${rt.version}: it cannot install an ERP ${version} database`,
         );
       await installOdooDatabase(rt, { ...opts, database, tier, onProgress, signal });
     },

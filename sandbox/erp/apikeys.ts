@@ -1,5 +1,5 @@
 /**
- * Odoo's API keys (base/models/res_users.py, 17, 18 and 19 alike), as the stand-in serves them:
+ * Odoo's API keys (base/models/res_users.py), as the stand-in serves them, on 18 and 19:
  *
  * - `res.users.apikeys.description` (a wizard: `web_save` {name, duration} as the web client does,
  *   then `make_key`; its `create` is a plain override without `@api.model_create_multi`, so over RPC
@@ -8,12 +8,17 @@
  *   user's groups (1 day when none sets one; unlimited for the admin); another value is Odoo's
  *   ValueError "Wrong value for …";
  * - `make_key` is `@check_identity`: in a fresh web session it answers the action of a
- *   `res.users.identitycheck` wizard; `write` {password} on it and `run_check` checks the user's own
+ *   `res.users.identitycheck` wizard; `write` {password} on it (on 19: `run_check` with the password
+ *   in its context, the field being `store=False` there) and `run_check` checks the user's own
  *   password (a wrong one: UserError) and then makes the key, answering the action of
  *   `res.users.apikeys.show` whose `context.default_key` is the key (40 hex digits), shown once;
  * - the key is stored in `res_users_apikeys` like Odoo: its first 8 hex digits (`index`) and a
  *   pbkdf2-sha512 hash of 6,000 rounds, with its expiry; `checkApiKey` is Odoo's
  *   `res.users.apikeys._check_credentials` (active user, global scope, not expired).
+ *
+ * Odoo 17's keys never expire: its description wizard has `name` only (a `duration` is Odoo's
+ * ValueError "Invalid field 'duration' …", as is `res.groups.api_key_duration`, which 17 has not),
+ * its `create` is the ORM's own (`vals_list` first over RPC), and every key is stored without expiry.
  *
  * Wizards live in memory (Odoo's are transient records); the key table is the tenant database's.
  */
@@ -28,6 +33,8 @@ const DURATIONS = [1, 7, 30, 90, 180, 365];
 
 export interface KeyUser {
   database: string;
+  /** The tenant's Odoo series (17 has no key expiry). */
+  version: string;
   uid: number;
   groups: ReadonlySet<string>;
 }
@@ -100,10 +107,18 @@ class ApiKeyWizards {
       if (method === 'write') {
         const [, check] = mine(this.checks, model, user, args[0]);
         const vals = (args[1] ?? kwargs.vals) as { password?: unknown } | undefined;
-        if (typeof vals?.password === 'string') check.password = vals.password;
+        // on 19 `password` is store=False: a write is dropped, run_check reads it from its context
+        if (typeof vals?.password === 'string' && user.version !== '19') check.password = vals.password;
         return true;
       }
-      if (method === 'run_check') return this.runCheck(db, user, args[0] ?? kwargs.ids);
+      if (method === 'run_check') {
+        const context = kwargs.context as { password?: unknown } | undefined;
+        if (user.version === '19') {
+          const [, check] = mine(this.checks, model, user, args[0] ?? kwargs.ids);
+          check.password = typeof context?.password === 'string' ? context.password : undefined;
+        }
+        return this.runCheck(db, user, args[0] ?? kwargs.ids);
+      }
     }
     return undefined;
   }
@@ -118,7 +133,13 @@ class ApiKeyWizards {
   ) {
     if (method === 'web_save' && Array.isArray(args[0]) && args[0].length)
       throw userError('The API key description cannot be edited');
-    const given = method === 'web_save' ? (args[1] ?? kwargs.vals) : (args[1] ?? kwargs.vals_list);
+    const legacy = user.version === '17';
+    const given =
+      method === 'web_save'
+        ? (args[1] ?? kwargs.vals)
+        : legacy
+          ? (args[0] ?? kwargs.vals_list)
+          : (args[1] ?? kwargs.vals_list);
     if (given === undefined)
       throw new OdooError(
         1,
@@ -127,11 +148,13 @@ class ApiKeyWizards {
       );
     const list = (Array.isArray(given) ? given : [given]) as Record<string, unknown>[];
     const ids: number[] = [];
-    const max = await maxDuration(db, user);
+    const max = legacy ? 0 : await maxDuration(db, user);
     for (const vals of list) {
+      if (legacy && vals && typeof vals === 'object' && 'duration' in vals)
+        throw valueError(`Invalid field 'duration' on model '${DESCRIPTION}'`);
       if (!vals || typeof vals !== 'object' || typeof vals.name !== 'string' || !vals.name)
         throw userError('The operation cannot be completed: Description is required');
-      const expiration = expirationOf(vals.duration, max);
+      const expiration = legacy ? null : expirationOf(vals.duration, max);
       this.descriptions.set(++this.nextId, { owner: user, name: vals.name, expiration });
       ids.push(this.nextId);
     }

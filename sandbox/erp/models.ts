@@ -8,6 +8,9 @@
  * - 19: `res.users.groups_id` was renamed `group_ids`;
  * - 19: `read_group` is deprecated in favour of `formatted_read_group` (both are served on 19,
  *   only `read_group` on 17 and 18; see sandbox/erp/orm-group.ts).
+ * - 17: API keys never expire: `res.groups` has no `api_key_duration` (sandbox/erp/apikeys.ts).
+ * - OCA auth_oidc: 19.0.1.0.0 has no `end_session_endpoint` on `auth.oauth.provider`; 17.0.1.2.0 adds
+ *   `auth_link_params` (the wheels on PyPI the real-Odoo suite installs).
  * Everything else the dashboards read (`account.move` amounts, `payment_state`, `invoice_date_due`,
  * `account.bank.statement.line.is_reconciled`, `account.account.account_type`) has the same name
  * and meaning in 17, 18 and 19.
@@ -153,8 +156,10 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
       fields: {
         ...common(),
         name: { type: 'char', string: 'Name', required: true },
-        // the longest API key (in days) a member may make; 0 for none of its groups: 1 day
-        api_key_duration: { type: 'float', string: 'API Keys maximum duration days' },
+        // the longest API key (in days) a member may make; 0 for none of its groups: 1 day (18+: 17's keys never expire)
+        ...(version === '17'
+          ? {}
+          : { api_key_duration: { type: 'float' as const, string: 'API Keys maximum duration days' } }),
         implied_ids: {
           type: 'many2many',
           string: 'Inherits',
@@ -210,7 +215,9 @@ export function odooModels(version: ErpVersion): Record<string, ModelDef> {
         data_endpoint: { type: 'char', string: 'Data Endpoint' },
         token_endpoint: { type: 'char', string: 'Token URL' },
         jwks_uri: { type: 'char', string: 'JWKS URL' },
-        end_session_endpoint: { type: 'char', string: 'End Session URL' },
+        // auth_oidc 17.0 and 18.0 have an end-session URL, 19.0 has not; 17.0 also takes extra authorize parameters
+        ...(version === '19' ? {} : { end_session_endpoint: { type: 'char' as const, string: 'End Session URL' } }),
+        ...(version === '17' ? { auth_link_params: { type: 'char' as const, string: 'Auth Link Params' } } : {}),
         code_verifier: { type: 'char', string: 'Code Verifier' },
         flow: {
           type: 'selection',

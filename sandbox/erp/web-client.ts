@@ -30,7 +30,14 @@ const SESSION_EXPIRED = {
   },
 };
 
-/** Odoo's `/web/dataset/call_kw` for a model its registry does not have (`_call_kw_readonly`: werkzeug's NotFound). */
+/** Odoo 17's `/web/dataset/call_kw` for a model its registry does not have: `request.env[model]`'s KeyError. */
+const unknownModel17 = (model: unknown) => ({
+  code: 200,
+  message: 'Odoo Server Error',
+  data: { name: 'builtins.KeyError', message: String(model), arguments: [String(model)], context: {} },
+});
+
+/** Odoo 18+'s `/web/dataset/call_kw` for a model its registry does not have (`_call_kw_readonly`: werkzeug's NotFound). */
 const NOT_FOUND = {
   code: 404,
   message: '404: Not Found',
@@ -58,10 +65,11 @@ export async function webJsonRpc(
   res: ServerResponse,
 ) {
   let id: unknown = null;
+  let params: JsonRpcParams = {};
   try {
     const body = await jsonRpcBody(req);
     id = body.id ?? null;
-    const params = body.params ?? {};
+    params = body.params ?? {};
     if (path === '/web/session/authenticate') return await authenticate(erp, route, id, params, res);
     const session = await erp.sessions.live(route, req);
     if (!session) return json(res, 200, SESSION_EXPIRED);
@@ -71,7 +79,13 @@ export async function webJsonRpc(
     return json(res, 200, { jsonrpc: '2.0', id, result: result ?? null });
   } catch (err) {
     if (err instanceof HttpError) throw err;
-    if (err instanceof UnknownModelError) return json(res, 200, { jsonrpc: '2.0', id, error: NOT_FOUND });
+    if (err instanceof UnknownModelError)
+      return json(res, 200, {
+        jsonrpc: '2.0',
+        id,
+        // Odoo 17 has no readonly check before call_kw: the registry's KeyError comes out as a server error
+        error: route.version === '17' ? unknownModel17(params.model) : NOT_FOUND,
+      });
     const fault = toFault(err);
     if (fault.pythonType === 'Exception') erp.log.error({ err }, 'json-rpc call failed');
     return json(res, 200, {
@@ -81,7 +95,8 @@ export async function webJsonRpc(
         code: 200,
         message: 'Odoo Server Error',
         data: {
-          name: fault.pythonType,
+          // Odoo's serialize_exception: `<module>.<name>`, so Python's own exceptions are `builtins.<name>`
+          name: fault.pythonType.includes('.') ? fault.pythonType : `builtins.${fault.pythonType}`,
           message: fault.message,
           arguments: [fault.message],
           context: {},
@@ -126,7 +141,7 @@ async function callKw(erp: ErpServices, route: Route, uid: number, params: JsonR
   return erp.tenants.onTenantDb(route, async (db) => {
     const answer = await erp.wizards.call(
       db,
-      { database: route.database, ...user },
+      { database: route.database, version: route.version, ...user },
       model,
       method,
       args as unknown[],

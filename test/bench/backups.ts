@@ -30,7 +30,7 @@ import { findBackup } from '../../domain/tenants/backup-catalog.js';
 import { erpFilestorePath } from '../../domain/tenants/filestore.js';
 import { restoreBackupInto } from '../../domain/tenants/restores.js';
 import { ensureErpTemplates } from '../../scripts/erp-templates.js';
-import { ensureOdooTemplate, odooPython } from '../../scripts/odoo-templates.js';
+import { ensureOdooTemplate, odooRuntimeOf } from '../../scripts/odoo-templates.js';
 import {
   findPgBin,
   freePort,
@@ -109,7 +109,7 @@ async function benchStandIn(deps: Deps): Promise<string[]> {
 async function benchRealOdoo(deps: Deps, src: string): Promise<string[]> {
   const cfg = deps.cfg;
   step('building the starter template with real Odoo 18 (odoo-bin -i)');
-  const rt = { src, python: odooPython(src), dataDir: cfg.ODOO_DATA_DIR };
+  const rt = odooRuntimeOf(src, cfg.ODOO_DATA_DIR);
   const built = await ensureOdooTemplate(rt, {
     erpDatabaseUrl: cfg.ERP_DATABASE_URL,
     tier: 'starter',

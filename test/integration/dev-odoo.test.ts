@@ -11,7 +11,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDevOdooTemplates, ensureDevOdoo, OdooNotAvailable } from '../../scripts/dev-odoo.js';
 import { freePort, startPostgres, type PostgresServer } from '../../scripts/local-servers.js';
-import { ODOO_TEMPLATE_MARK } from '../../scripts/odoo-templates.js';
+import { odooTemplateMark } from '../../scripts/odoo-templates.js';
 import { tempDir } from '../support/env.js';
 
 let erpServer: PostgresServer;
@@ -76,7 +76,7 @@ describe('ERP_BACKEND=odoo npm run dev', () => {
   });
 
   it("goes on with an Odoo answering and its template built by Odoo, and names the other tiers' missing templates", async () => {
-    await template('erp_tpl_pro_18', ODOO_TEMPLATE_MARK);
+    await template('erp_tpl_pro_18', odooTemplateMark('18'));
     await expect(ensureDevOdoo(cfg(odooPort), { tier: 'pro' })).resolves.toBeUndefined();
     const said: string[] = [];
     await buildDevOdooTemplates(cfg(odooPort), { log: (msg) => said.push(msg) });

@@ -36,6 +36,7 @@ let pool: Pool;
 let erp: ErpStandIn;
 let t19: TestTenant;
 let t18: TestTenant;
+let t17: TestTenant;
 const deps = () => erpApiUserDeps(cfg, pool, erp.url);
 const failure = (p: Promise<unknown>) =>
   p.then(
@@ -55,6 +56,7 @@ beforeAll(async () => {
   ({ cfg, pool, erp } = bed);
   t19 = await bed.provision({ tier: 'starter', version: '19' });
   t18 = await bed.provision({ tier: 'starter', version: '18' });
+  t17 = await bed.provision({ tier: 'starter', version: '17' });
 });
 afterAll(() => bed?.close());
 
@@ -236,14 +238,14 @@ describe('the API key flow as Odoo has it', () => {
     )) as ErpFault;
     expect([tooLong.code, tooLong.message]).toEqual([
       1,
-      "ValueError: Wrong value for res.users.apikeys.description.duration: '90'",
+      "builtins.ValueError: Wrong value for res.users.apikeys.description.duration: '90'",
     ]);
     // as on real Odoo 18: the wizard's create takes ids first over RPC
     const asModelMethod = (await failure(
       session.callKw('res.users.apikeys.description', 'create', [{ name: 'x', duration: '1' }]),
     )) as ErpFault;
     expect(asModelMethod.message).toBe(
-      "TypeError: APIKeyDescription.create() missing 1 required positional argument: 'vals_list'",
+      "builtins.TypeError: APIKeyDescription.create() missing 1 required positional argument: 'vals_list'",
     );
     const id = await session.callKw<number>('res.users.apikeys.description', 'create', [
       [],
@@ -291,6 +293,69 @@ describe('the API key flow as Odoo has it', () => {
     const missing = await failure(json2(t18, credentials.apiKey!).authenticate());
     expect(missing).toBeInstanceOf(ErpUnreachable);
     expect((missing as ErpUnreachable).reason).toBe('no-route');
+  });
+
+  it("on 19 the identity check reads the password from run_check's context: a written password is dropped (store=False)", async () => {
+    const { password, login } = (await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t19.name))!;
+    const session = await openErpSession({ baseUrl: erp.url, host: t19.host, db: t19.database, login, password });
+    const keyCheck = async () => {
+      const [saved] = await session.callKw<{ id: number }[]>('res.users.apikeys.description', 'web_save', [
+        [],
+        { name: 'x', duration: '1' },
+        {},
+      ]);
+      return (await session.callKw<{ res_id: number }>('res.users.apikeys.description', 'make_key', [[saved!.id]]))
+        .res_id;
+    };
+    const written = await keyCheck();
+    await session.callKw('res.users.identitycheck', 'write', [[written], { password }]);
+    const refused = (await failure(session.callKw('res.users.identitycheck', 'run_check', [[written]]))) as ErpFault;
+    expect(refused.message).toBe('Incorrect Password, try again or click on Forgot Password to reset your password.');
+    const inContext = await keyCheck();
+    const shown = await session.callKw<{ context: { default_key: string } }>(
+      'res.users.identitycheck',
+      'run_check',
+      [[inContext]],
+      { context: { password } },
+    );
+    expect(shown.context.default_key).toMatch(/^[0-9a-f]{40}$/);
+  });
+
+  it("on 17 keys never expire, as in Odoo 17's wizard (name only, the ORM's create): the platform makes none, even on demand", async () => {
+    expect((await ensureErpApiKey(deps(), { tenant: t17.name, database: t17.database, force: true })).outcome).toBe(
+      'not-used',
+    );
+    expect((await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t17.name))!.apiKey).toBeNull();
+    const { password, login } = (await loadErpApiCredentials(pool, cfg.SECRETS_KEY, t17.name))!;
+    const session = await openErpSession({ baseUrl: erp.url, host: t17.host, db: t17.database, login, password });
+    const duration = (await failure(
+      session.callKw('res.users.apikeys.description', 'create', [{ name: 'x', duration: '90' }]),
+    )) as ErpFault;
+    expect(duration.message).toBe(
+      "builtins.ValueError: Invalid field 'duration' on model 'res.users.apikeys.description'",
+    );
+    const id = await session.callKw<number>('res.users.apikeys.description', 'create', [{ name: 'x' }]);
+    const check = await session.callKw<{ res_id: number }>('res.users.apikeys.description', 'make_key', [[id]]);
+    await session.callKw('res.users.identitycheck', 'write', [[check.res_id], { password }]);
+    const shown = await session.callKw<{ context: { default_key: string } }>('res.users.identitycheck', 'run_check', [
+      [check.res_id],
+    ]);
+    const viaKey = createErpClient({
+      baseUrl: erp.url,
+      host: t17.host,
+      db: t17.database,
+      login,
+      password: shown.context.default_key,
+    });
+    expect(await viaKey.authenticate()).toBeGreaterThan(2);
+    const group = (await failure(
+      session.callKw('res.groups', 'search_read', [[]], { fields: ['api_key_duration'] }),
+    )) as ErpFault;
+    expect(group.message).toMatch(/Invalid field 'api_key_duration' on model 'res.groups'/);
+    // a model the database does not have: Odoo 17's call_kw answers the registry's KeyError (18+: 404)
+    expect((await failure(session.callKw('auth.oauth.nothing', 'search_read', [[]]))).message).toBe(
+      'builtins.KeyError: auth.oauth.nothing',
+    );
   });
 });
 

@@ -1,6 +1,6 @@
 /**
  * The real-Odoo suite (`npm run test:odoo`, not part of .ci/run): the platform against a real
- * Odoo 18 (ODOO_SRC or ODOO_URL, see test/support/odoo-server.ts), with the run's real Temporal,
+ * Odoo of one ERP version per run, 17, 18 or 19 (ODOO_SRC or ODOO_URL, see test/support/odoo-server.ts), with the run's real Temporal,
  * PostgreSQL, Redis and services. A TenantClient applied through the ops API becomes Ready on real
  * Odoo (database cloned from a template Odoo built, its filestore, a read-only API user made
  * through Odoo's models, the route); the dashboards equal what this test computes from Odoo's own
@@ -32,16 +32,19 @@ import {
   ErpUnreachable,
   createErpClient,
   createJson2Client,
+  openErpSession,
   type ErpClient,
   type ErpFault,
 } from '../../domain/erp/client.js';
 import { createDashboardService } from '../../domain/erp/dashboards.js';
 import { ERP_PROVIDER_BUTTON } from '../../domain/identity/erp-sign-in.js';
 import { oidcProviderIssuer, tenantBaseUrl } from '../../domain/identity/oidc-clients.js';
-import { ensureOdooTemplate, ODOO_TEMPLATE_MARK } from '../../scripts/odoo-templates.js';
+import { ensureOdooTemplate, odooTemplateMark } from '../../scripts/odoo-templates.js';
+import { templateDatabaseName } from '../../domain/erp/tenant-database.js';
+import { groupsField } from '../../domain/erp/admin-session.js';
 import type { DrillResult } from '../../domain/tenants/backup-drills.js';
 import { TENANT_INSTALL_TIMEOUT_MINUTES } from '../../domain/tenants/workflow-contract.js';
-import { ODOO_HOW_TO, odooRuntime, startOdoo, type OdooServer } from '../support/odoo-server.js';
+import { ODOO_HOW_TO, odooRuntime, startOdoo, suiteVersion, type OdooServer } from '../support/odoo-server.js';
 import { testKeys } from '../support/service-keys.js';
 import { launchChromium } from '../support/chromium.js';
 import { screenshotsDir } from '../support/portal.js';
@@ -108,7 +111,7 @@ afterAll(async () => {
   await admin?.end();
   await p?.close();
   await odoo?.close();
-  if (figures.length) console.log(`\nreal Odoo 18 figures:\n  ${figures.join('\n  ')}\n`);
+  if (figures.length) console.log(`\nreal Odoo ${suiteVersion} figures:\n  ${figures.join('\n  ')}\n`);
 });
 
 /** A query on a tenant database as PostgreSQL's admin (for what Odoo's API does not show, e.g. key rows). */
@@ -128,10 +131,11 @@ const fault = (x: Promise<unknown>) =>
   );
 const round2 = (n: number) => Math.round(n * 100) / 100;
 const sum = (rows: Record<string, unknown>[], field: string) => round2(rows.reduce((s, r) => s + Number(r[field]), 0));
+const proTemplate = templateDatabaseName('pro', suiteVersion);
 const percentile = (xs: number[], q: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 
-describe('a tenant on real Odoo 18', () => {
+describe(`a tenant on real Odoo ${suiteVersion}`, () => {
   const name = uniqueTenant('odoo');
   let host: string;
   let api: ErpClient;
@@ -139,7 +143,7 @@ describe('a tenant on real Odoo 18', () => {
 
   it('turns Ready: database cloned from the Odoo-built template with its own identity and filestore, API user, route', async () => {
     const started = Date.now();
-    expect(await applyTenant(p, name, { tier: 'starter', erpVersion: '18' })).toBe('created');
+    expect(await applyTenant(p, name, { tier: 'starter', erpVersion: suiteVersion })).toBe('created');
     const ready = await waitForStatus(p, name, (s) => isReady(s) && s.provisionedEventId !== undefined, 240_000);
     figures.push(`time to Ready for one tenant: ${((Date.now() - started) / 1000).toFixed(1)} s`);
     // where the time went: each step's end, from the apply
@@ -157,7 +161,7 @@ describe('a tenant on real Odoo 18', () => {
     expect((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [host])).rowCount).toBe(1);
     expect(existsSync(path.join(dataDir, 'filestore', host))).toBe(true);
     const route = await p.pool.query('SELECT namespace, database FROM tenant_routes WHERE tenant = $1', [name]);
-    expect(route.rows).toEqual([{ namespace: 'plana-odoo-18', database: host }]);
+    expect(route.rows).toEqual([{ namespace: `plana-odoo-${suiteVersion}`, database: host }]);
 
     const credentials = (await loadErpCredentials(p.pool, p.cfg.SECRETS_KEY, name))!;
     api = createErpClient({ baseUrl: odoo.url, host, db: host, ...credentials });
@@ -175,7 +179,9 @@ describe('a tenant on real Odoo 18', () => {
       login: 'admin',
       password: tenantAdminPassword(p.cfg.SECRETS_KEY, host),
     }).executeKw<string>('ir.config_parameter', 'get_param', ['database.uuid']);
-    const tpl = new pg.Client({ connectionString: new URL(`/erp_tpl_starter_18`, erpDatabaseUrl).toString() });
+    const tpl = new pg.Client({
+      connectionString: new URL(`/${templateDatabaseName('starter', suiteVersion)}`, erpDatabaseUrl).toString(),
+    });
     await tpl.connect();
     const tplUuid = (
       await tpl.query<{ value: string }>(`SELECT value FROM ir_config_parameter WHERE key = 'database.uuid'`)
@@ -230,12 +236,9 @@ describe('a tenant on real Odoo 18', () => {
   });
 
   it('has an API user that reads accounting, in the company, and cannot write', async () => {
-    const [me] = await api.executeKw<{ groups_id: number[]; company_ids: number[] }[]>(
-      'res.users',
-      'read',
-      [[await api.authenticate()]],
-      { fields: ['groups_id', 'company_ids'] },
-    );
+    const [me] = await api.executeKw<{ company_ids: number[] }[]>('res.users', 'read', [[await api.authenticate()]], {
+      fields: [groupsField(Number(suiteVersion)), 'company_ids'],
+    });
     const companies = await root.executeKw<number[]>('res.company', 'search', [[]]);
     expect(me!.company_ids.sort()).toEqual(companies.sort());
     expect((await api.executeKw<number[]>('account.move', 'search', [[]])).length).toBeGreaterThan(0);
@@ -245,16 +248,74 @@ describe('a tenant on real Odoo 18', () => {
     expect(move.code).toBe(4);
   });
 
-  it('the API user makes an Odoo API key as Odoo 17+ does (group of 90-day keys, identity check): it authenticates over XML-RPC in the password slot and cannot write; /json/2 does not exist on 18', async () => {
+  const keyTitle =
+    suiteVersion === '17'
+      ? "Odoo 17's API keys never expire (its wizard has no duration): the platform makes none, even on demand, and reads with the password; /json/2 does not exist on 17"
+      : `the API user has an Odoo API key made as Odoo ${suiteVersion} makes one (group of 90-day keys, identity check): it authenticates over XML-RPC in the password slot and cannot write; ${suiteVersion === '19' ? '/json/2 takes it as a bearer and refuses a write' : `/json/2 does not exist on ${suiteVersion}`}`;
+  it(keyTitle, async () => {
+    if (suiteVersion === '17') {
+      expect(
+        (await ensureErpApiKey(erpApiUserDeps(p.cfg, p.pool, odoo.url), { tenant: name, database: host, force: true }))
+          .outcome,
+      ).toBe('not-used');
+      const credentials = (await loadErpApiCredentials(p.pool, p.cfg.SECRETS_KEY, name))!;
+      expect(credentials.apiKey).toBeNull();
+      // Odoo 17's own wizard, as the stand-in serves it on 17: no duration, the ORM's create, a key without expiry
+      const session = await openErpSession({ baseUrl: odoo.url, host, db: host, ...credentials });
+      const duration = await fault(
+        session.callKw('res.users.apikeys.description', 'create', [{ name: 'x', duration: '90' }]),
+      );
+      expect(duration.message).toBe(
+        "builtins.ValueError: Invalid field 'duration' on model 'res.users.apikeys.description'",
+      );
+      const id = await session.callKw<number>('res.users.apikeys.description', 'create', [{ name: 'x' }]);
+      const check = await session.callKw<{ res_id: number }>('res.users.apikeys.description', 'make_key', [[id]]);
+      await session.callKw('res.users.identitycheck', 'write', [[check.res_id], { password: credentials.password }]);
+      const shown = await session.callKw<{ context: { default_key: string } }>('res.users.identitycheck', 'run_check', [
+        [check.res_id],
+      ]);
+      const viaKey = createErpClient({
+        baseUrl: odoo.url,
+        host,
+        db: host,
+        login: credentials.login,
+        password: shown.context.default_key,
+      });
+      expect(await viaKey.authenticate()).toBe(await api.authenticate());
+      expect(
+        await rootDb(
+          host,
+          `SELECT column_name FROM information_schema.columns WHERE table_name = 'res_users_apikeys' AND column_name = 'expiration_date'`,
+        ),
+      ).toEqual([]);
+      expect(
+        (await fault(session.callKw('res.groups', 'search_read', [[]], { fields: ['api_key_duration'] }))).message,
+      ).toMatch(/Invalid field 'api_key_duration' on model 'res.groups'/);
+      const json2 = await createJson2Client({
+        baseUrl: odoo.url,
+        host,
+        db: host,
+        login: credentials.login,
+        apiKey: shown.context.default_key,
+      })
+        .authenticate()
+        .then(
+          () => expect.fail('JSON-2 answered on Odoo 17'),
+          (e: unknown) => e,
+        );
+      expect(json2).toBeInstanceOf(ErpUnreachable);
+      return;
+    }
     const startedKey = performance.now();
     const made = await ensureErpApiKey(erpApiUserDeps(p.cfg, p.pool, odoo.url), {
       tenant: name,
       database: host,
       force: true,
     });
-    expect(made.outcome).toBe('created');
+    // on 19 the reconcile made it already (19's API user reads with it); on 18 only on demand
+    expect(made.outcome).toBe(suiteVersion === '19' ? 'valid' : 'created');
     figures.push(
-      `API key made (admin session, group, user session, identity check): ${((performance.now() - startedKey) / 1000).toFixed(1)} s`,
+      `API key ${made.outcome} (made: admin session, group, user session, identity check; valid: one authenticate): ${((performance.now() - startedKey) / 1000).toFixed(1)} s`,
     );
     const credentials = (await loadErpApiCredentials(p.pool, p.cfg.SECRETS_KEY, name))!;
     expect(credentials.apiKey).toMatch(/^[0-9a-f]{40}$/);
@@ -284,20 +345,26 @@ describe('a tenant on real Odoo 18', () => {
       password: 'f'.repeat(40),
     });
     expect((await fault(wrong.authenticate())).code).toBe(3);
-    // Odoo 18 has no JSON-2: its 404 is not Odoo's JSON error, so the client reports no such endpoint
-    const json2 = await createJson2Client({
+    const json2Client = createJson2Client({
       baseUrl: odoo.url,
       host,
       db: host,
       login: credentials.login,
       apiKey: credentials.apiKey!,
-    })
-      .authenticate()
-      .then(
-        () => expect.fail('JSON-2 answered on Odoo 18'),
+    });
+    if (suiteVersion === '19') {
+      // Odoo 19's JSON-2: the key is the bearer, the user the same, its rights the same
+      expect(await json2Client.authenticate()).toBe(await api.authenticate());
+      expect((await json2Client.executeKw<number[]>('account.move', 'search', [[]])).length).toBeGreaterThan(0);
+      expect((await fault(json2Client.executeKw('res.partner', 'create', [[{ name: 'Not allowed' }]]))).code).toBe(4);
+    } else {
+      // Odoo before 19 has no JSON-2: its 404 is not Odoo's JSON error, so the client reports no such endpoint
+      const json2 = await json2Client.authenticate().then(
+        () => expect.fail(`JSON-2 answered on Odoo ${suiteVersion}`),
         (e: unknown) => e,
       );
-    expect(json2).toBeInstanceOf(ErpUnreachable);
+      expect(json2).toBeInstanceOf(ErpUnreachable);
+    }
     // a second ensure keeps the key (valid for more than 30 days)
     expect(
       (await ensureErpApiKey(erpApiUserDeps(p.cfg, p.pool, odoo.url), { tenant: name, database: host, force: true }))
@@ -381,7 +448,7 @@ describe('a tenant on real Odoo 18', () => {
       eventsUrl: p.cfg.EVENTS_URL,
       eventsKey: async () => (await new PgSecretStore(p.pool, p.cfg.SECRETS_KEY).current('worker', 'events')).key,
     };
-    const target = { tenant: name, host, database: host, workspace: null, erpVersion: '18' };
+    const target = { tenant: name, host, database: host, workspace: null, erpVersion: suiteVersion };
     expect(await sweepTenant(deps, target)).toMatchObject({ baseline: true, published: 0 });
     // Odoo's post goes nowhere: the rule's URL points at a closed port (as when the events service is down)
     const [rule] = await root.executeKw<number[]>('base.automation', 'search', [
@@ -660,7 +727,7 @@ describe('a tenant on real Odoo 18', () => {
 
   it('a tier change to pro installs the pro modules in the tenant database (Odoo installs them itself)', async () => {
     const started = Date.now();
-    expect(await applyTenant(p, name, { tier: 'pro', erpVersion: '18' })).toBe('configured');
+    expect(await applyTenant(p, name, { tier: 'pro', erpVersion: suiteVersion })).toBe('configured');
     const ready = await waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === 2, 600_000);
     figures.push(
       `tier change starter → pro on real Odoo: Ready at generation 2 in ${((Date.now() - started) / 1000).toFixed(1)} s`,
@@ -695,7 +762,7 @@ describe('a tenant on real Odoo 18', () => {
   });
 });
 
-describe("signing in to a tenant's real Odoo 18 through the platform's OpenID provider (OCA auth_oidc)", () => {
+describe(`signing in to a tenant's real Odoo ${suiteVersion} through the platform's OpenID provider (OCA auth_oidc)`, () => {
   const name = uniqueTenant('erpsignin');
   const PASSWORD = 'correct horse battery staple';
   let browser: Browser;
@@ -727,7 +794,10 @@ describe("signing in to a tenant's real Odoo 18 through the platform's OpenID pr
     };
     page.on('framenavigated', seen);
     await page.getByRole('button', { name: 'Open ERP' }).click();
-    await page.waitForURL((url) => url.href.startsWith(base) && !url.pathname.startsWith('/auth_oauth/'));
+    // the web client's first load builds Odoo's asset bundles (tens of seconds on 17 under load): the navbar wait follows
+    await page.waitForURL((url) => url.href.startsWith(base) && !url.pathname.startsWith('/auth_oauth/'), {
+      waitUntil: 'commit',
+    });
     page.off('framenavigated', seen);
     expect(odooPages[0], "Odoo's first page after Open ERP").toMatch(/^\/(web|odoo)$/);
   }
@@ -745,7 +815,7 @@ describe("signing in to a tenant's real Odoo 18 through the platform's OpenID pr
 
   it('provisioning configures the ERP\'s auth_oidc provider: "Open ERP" in Chromium lands in Odoo\'s web client as the owner', async () => {
     const started = Date.now();
-    expect(await applyTenant(p, name, { tier: 'starter', erpVersion: '18' })).toBe('created');
+    expect(await applyTenant(p, name, { tier: 'starter', erpVersion: suiteVersion })).toBe('created');
     const ready = await waitForStatus(
       p,
       name,
@@ -813,7 +883,9 @@ describe("signing in to a tenant's real Odoo 18 through the platform's OpenID pr
     expect(await sessionLogin(page)).toBe(member.email);
 
     await p.pool.query('DELETE FROM memberships WHERE user_id = $1', [member.id]);
-    expect(await applyTenant(p, name, { tier: 'starter', erpVersion: '18', ownerName: 'Owner 2' })).toBe('configured');
+    expect(await applyTenant(p, name, { tier: 'starter', erpVersion: suiteVersion, ownerName: 'Owner 2' })).toBe(
+      'configured',
+    );
     await waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === 2, 240_000);
 
     // the old Odoo session is over: the web client sends the browser to Odoo's login page
@@ -911,11 +983,13 @@ describe("signing in to a tenant's real Odoo 18 through the platform's OpenID pr
   });
 });
 
-describe('ten tenants applied at once on real Odoo 18', () => {
+describe(`ten tenants applied at once on real Odoo ${suiteVersion}`, () => {
   it('all turn Ready, each with its own database and an API user that authenticates', async () => {
     const names = Array.from({ length: 10 }, () => uniqueTenant('ten'));
     const started = Date.now();
-    const applied = await Promise.all(names.map((n) => applyTenant(p, n, { tier: 'starter', erpVersion: '18' })));
+    const applied = await Promise.all(
+      names.map((n) => applyTenant(p, n, { tier: 'starter', erpVersion: suiteVersion })),
+    );
     expect(applied).toEqual(names.map(() => 'created'));
     const readyAfter = await Promise.all(
       names.map(async (n) => {
@@ -936,7 +1010,7 @@ describe('ten tenants applied at once on real Odoo 18', () => {
   }, 600_000);
 });
 
-describe('a tenant whose template is missing, on real Odoo 18', () => {
+describe(`a tenant whose template is missing, on real Odoo ${suiteVersion}`, () => {
   const INSTALL_LIMIT_MS = TENANT_INSTALL_TIMEOUT_MINUTES * 60_000;
   const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
   const installedModules = async (database: string) =>
@@ -950,17 +1024,17 @@ describe('a tenant whose template is missing, on real Odoo 18', () => {
       expect(process.env.ODOO_SRC, 'the worker needs ODOO_SRC to run odoo-bin -i').toBeTruthy();
       // the run's server holds the stand-in's templates (global setup): one that Odoo did not build is no template for Odoo
       const pro = await admin.query<{ info: string | null }>(
-        `SELECT shobj_description(oid, 'pg_database') AS info FROM pg_database WHERE datname = 'erp_tpl_pro_18'`,
+        `SELECT shobj_description(oid, 'pg_database') AS info FROM pg_database WHERE datname = '${proTemplate}'`,
       );
       expect(pro.rows[0]?.info ?? '', 'this test needs the pro template not to be built by Odoo').not.toBe(
-        ODOO_TEMPLATE_MARK,
+        odooTemplateMark(suiteVersion),
       );
-      await admin.query(`ALTER DATABASE erp_tpl_pro_18 IS_TEMPLATE false`).catch(() => {});
-      await admin.query(`DROP DATABASE IF EXISTS erp_tpl_pro_18 WITH (FORCE)`);
+      await admin.query(`ALTER DATABASE ${proTemplate} IS_TEMPLATE false`).catch(() => {});
+      await admin.query(`DROP DATABASE IF EXISTS ${proTemplate} WITH (FORCE)`);
       const name = uniqueTenant('scratch');
       const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
       const started = Date.now();
-      expect(await applyTenant(p, name, { tier: 'pro', erpVersion: '18' })).toBe('created');
+      expect(await applyTenant(p, name, { tier: 'pro', erpVersion: suiteVersion })).toBe('created');
       await waitForStatus(p, name, (s) => s.currentStep === 'install-database', 60_000);
       await expect
         .poll(async () => (await health(p, host)).detail, { timeout: 60_000 })
@@ -973,23 +1047,25 @@ describe('a tenant whose template is missing, on real Odoo 18', () => {
         INSTALL_LIMIT_MS + READY_DEADLINE_MS,
       );
       const fromScratchMs = Date.now() - started;
-      expect(ready.resources.database.message).toBe('installed from scratch (template erp_tpl_pro_18 was missing)');
+      expect(ready.resources.database.message).toBe(`installed from scratch (template ${proTemplate} was missing)`);
       const installStep = ready.steps.find((s) => s.step === 'install-database')!;
-      expect(installStep.message).toMatch(/^installed in \d+s; template erp_tpl_pro_18 made from it in \d+ ms$/);
+      expect(installStep.message).toMatch(
+        new RegExp(`^installed in \\d+s; template ${proTemplate} made from it in \\d+ ms$`),
+      );
       expect(await health(p, host)).toMatchObject({ healthy: true, httpStatus: 200 });
 
       const next = uniqueTenant('clone');
       const nextStarted = Date.now();
-      expect(await applyTenant(p, next, { tier: 'pro', erpVersion: '18' })).toBe('created');
+      expect(await applyTenant(p, next, { tier: 'pro', erpVersion: suiteVersion })).toBe('created');
       const cloned = await waitForStatus(p, next, (s) => isReady(s) && s.provisionedEventId !== undefined, 300_000);
       const cloneMs = Date.now() - nextStarted;
-      expect(cloned.resources.database.message).toBe('cloned from erp_tpl_pro_18');
+      expect(cloned.resources.database.message).toBe(`cloned from ${proTemplate}`);
       const nextHost = `${next}.${p.cfg.TENANT_DOMAIN}`;
       expect(await installedModules(host)).toEqual(await installedModules(nextHost));
       expect(await installedModules(host)).toEqual(expect.arrayContaining(tierModuleNames('pro')));
       const uuid = async (db: string) =>
         (await rootDb(db, `SELECT value FROM ir_config_parameter WHERE key = 'database.uuid'`))[0]!.value;
-      expect(new Set([await uuid(host), await uuid(nextHost), await uuid('erp_tpl_pro_18')]).size).toBe(3);
+      expect(new Set([await uuid(host), await uuid(nextHost), await uuid(proTemplate)]).size).toBe(3);
       for (const [n, h] of [
         [name, host],
         [next, nextHost],
@@ -1001,7 +1077,7 @@ describe('a tenant whose template is missing, on real Odoo 18', () => {
       }
       const stepAt = (s: typeof ready, step: string) => Date.parse(s.steps.find((x) => x.step === step)!.at);
       figures.push(
-        `pro × 18 from scratch (no template): Ready in ${seconds(fromScratchMs)} (${installStep.message}); ` +
+        `pro × ${suiteVersion} from scratch (no template): Ready in ${seconds(fromScratchMs)} (${installStep.message}); ` +
           `by clone of the template made from it: Ready in ${seconds(cloneMs)}, clone step ${seconds(stepAt(cloned, 'clone-database') - nextStarted)} after the apply`,
       );
     },
