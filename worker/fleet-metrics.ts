@@ -2,7 +2,8 @@
  * The fleet's state as Prometheus gauges, read from PostgreSQL at each scrape of the worker's
  * `/metrics` (what the platform keeps there survives any restart, so the gauges do too): each
  * tenant's readiness and phase as its workflow published them, its newest backup, its newest backup
- * drill's outcome, and the service-key rotations still running. The alert rules that watch them are
+ * drill's outcome, the service-key rotations still running, each webhook endpoint's backlog and the
+ * endpoints the platform disabled. The alert rules that watch them are
  * in deploy/prometheus/alerts.yml; docs/operators.md ("Alerts") says what to do about each.
  */
 import type pg from 'pg';
@@ -78,5 +79,37 @@ new client.Gauge({
     );
     for (const r of running)
       this.set({ caller: r.caller, target: r.target, workflow_id: r.workflow_id }, seconds(r.started_at));
+  },
+});
+
+new client.Gauge({
+  name: 'plana_webhook_endpoint_backlog',
+  help: 'Deliveries of a webhook endpoint not delivered yet (pending or retrying), for endpoints with any',
+  labelNames: ['endpoint', 'workspace'] as const,
+  async collect() {
+    this.reset();
+    const backlog = await rows<{ endpoint: string; workspace: string; n: number }>(
+      `SELECT d.endpoint_id AS endpoint, w.slug AS workspace, count(*)::int AS n
+         FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+         JOIN workspaces w ON w.id = e.workspace_id
+        WHERE d.status IN ('pending', 'retrying') GROUP BY d.endpoint_id, w.slug`,
+    );
+    for (const b of backlog) this.set({ endpoint: b.endpoint, workspace: b.workspace }, b.n);
+  },
+});
+
+new client.Gauge({
+  name: 'plana_webhook_endpoint_disabled_timestamp_seconds',
+  help: 'When the platform disabled each disabled webhook endpoint (410 Gone, or failing for too long), with the reason',
+  labelNames: ['endpoint', 'workspace', 'reason'] as const,
+  async collect() {
+    this.reset();
+    const disabled = await rows<{ endpoint: string; workspace: string; reason: string; at: Date }>(
+      `SELECT e.id AS endpoint, w.slug AS workspace, e.disabled_reason AS reason, e.updated_at AS at
+         FROM webhook_endpoints e JOIN workspaces w ON w.id = e.workspace_id
+        WHERE NOT e.enabled AND e.disabled_reason IS NOT NULL`,
+    );
+    for (const d of disabled)
+      this.set({ endpoint: d.endpoint, workspace: d.workspace, reason: d.reason }, seconds(d.at));
   },
 });

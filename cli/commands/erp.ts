@@ -58,7 +58,7 @@ export function register(program: Command) {
           "  Look at: GET /api/portal/webhooks/<endpoint>/attempts (the portal's Webhooks page), the events stream",
         );
         console.log(
-          '  (GET /api/v1/events/info), and for a failed delivery the workflow webhook:<endpoint>:<message> in the Temporal UI.',
+          '  (GET /api/v1/events/info), and for a failed delivery the retry workflow of its endpoint, webhook-endpoint-retries-<endpoint>, in the Temporal UI.',
         );
       } finally {
         await pool.end();

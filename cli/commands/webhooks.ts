@@ -6,7 +6,7 @@ export function register(program: Command) {
   program
     .command('replay-webhooks')
     .description(
-      'send a webhook message again (--message, whatever its state), or every FAILED message of an endpoint in a time range (--since; delivered ones are not sent again); workflows webhook:<endpoint>:<message>',
+      'send a webhook message again (--message, whatever its state), or every FAILED message of an endpoint in a time range (--since; delivered ones are not sent again), through the retry workflow of the endpoint, webhook-endpoint-retries-<endpoint>',
     )
     .argument('<endpointId>', 'the webhook endpoint id', uuid('An endpoint id'))
     .addOption(

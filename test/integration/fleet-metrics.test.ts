@@ -70,3 +70,46 @@ it('serves each tenant’s readiness, its newest backup, its newest drill and th
     `plana_service_key_rotation_started_timestamp_seconds{caller="api",target="events",workflow_id="rotate:api:events:${id}"} ${Date.parse('2026-11-29T01:00:00Z') / 1000}`,
   );
 });
+
+it('serves each webhook endpoint’s backlog and the endpoints the platform disabled, not one its owner turned off', async () => {
+  const workspace = (
+    await pool.query<{ id: string }>(`INSERT INTO workspaces (slug, name) VALUES ($1, 'Fleet') RETURNING id`, [
+      `fleet-${id}`,
+    ])
+  ).rows[0]!.id;
+  const endpoint = async (enabled: boolean, reason: string | null) =>
+    (
+      await pool.query<{ id: string }>(
+        `INSERT INTO webhook_endpoints (workspace_id, url, enabled, disabled_reason, secret_sealed, updated_at)
+         VALUES ($1, 'https://receiver.test/hook', $2, $3, 'sealed', '2026-11-29T02:00:00Z') RETURNING id`,
+        [workspace, enabled, reason],
+      )
+    ).rows[0]!.id;
+  const [slow, gone, turnedOff] = [
+    await endpoint(true, null),
+    await endpoint(false, 'the receiver answered 410 Gone'),
+    await endpoint(false, null),
+  ];
+  for (const [n, status] of [
+    [1, 'pending'],
+    [2, 'retrying'],
+    [3, 'delivered'],
+  ] as const) {
+    const message = `msg_fleet_${id}_${n}`;
+    await pool.query(
+      `INSERT INTO webhook_messages (id, workspace_id, event_type, payload) VALUES ($1, $2, 'x', '{}')`,
+      [message, workspace],
+    );
+    await pool.query(
+      `INSERT INTO webhook_deliveries (endpoint_id, message_id, workspace_id, status) VALUES ($1, $2, $3, $4)`,
+      [slow, message, workspace, status],
+    );
+  }
+
+  const text = await metricsRegistry.metrics();
+  expect(text).toContain(`plana_webhook_endpoint_backlog{endpoint="${slow}",workspace="fleet-${id}"} 2`);
+  expect(text).toContain(
+    `plana_webhook_endpoint_disabled_timestamp_seconds{endpoint="${gone}",workspace="fleet-${id}",reason="the receiver answered 410 Gone"} ${Date.parse('2026-11-29T02:00:00Z') / 1000}`,
+  );
+  expect(text).not.toContain(`endpoint="${turnedOff}"`);
+});
