@@ -27,6 +27,7 @@ import { startDispatcher } from '../services/webhooks/dispatcher.js';
 import { startAgents } from '../services/agents/server.js';
 import { startData } from '../services/data/server.js';
 import { createWorker, ensureWorkerSchedules, installRuntimeLogger, startRevokedKeyAlerter } from '../worker/index.js';
+import { watchFleet } from '../worker/fleet-metrics.js';
 import { developmentErpInstaller, startPlatformErpStandIn } from './erp-stand-in.js';
 import { startSmtpSink } from '../sandbox/smtp/sink.js';
 import { startBankStandIn } from '../sandbox/bank/server.js';
@@ -152,11 +153,16 @@ export async function startDevWorkerAndController(
   const { worker, connection, closeDeps } = await createWorker(cfg, { erpInstaller: developmentErpInstaller(cfg) });
   const running = worker.run();
   const alerter = startRevokedKeyAlerter(cfg, workerLog);
+  // the fleet's gauges (worker/fleet-metrics.ts) on this process's metrics, as the worker serves them
+  const fleetPool = createPool(cfg.DATABASE_URL, 2);
+  const unwatchFleet = watchFleet(fleetPool);
   shutdown.add('worker', {
     close: async () => {
       // the SDK stops the worker on SIGINT by itself (its runtime's shutdown signals)
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
+      unwatchFleet();
+      await fleetPool.end();
       await alerter.stop();
       await connection.close();
       await closeDeps();
