@@ -19,97 +19,74 @@ export function watchFleet(pool: pg.Pool): () => void {
   };
 }
 
-/** Rows of `sql` when a pool is watched; none otherwise. */
-async function rows<T extends pg.QueryResultRow>(sql: string): Promise<T[]> {
-  return platformPool ? (await platformPool.query<T>(sql)).rows : [];
+/**
+ * A gauge read with one query at each scrape: `sql` answers one row per series, a column per label
+ * and the series' number as `value` (none while no pool is watched).
+ */
+function sqlGauge<L extends string>(g: { name: string; help: string; labelNames: readonly L[]; sql: string }): void {
+  new client.Gauge({
+    name: g.name,
+    help: g.help,
+    labelNames: g.labelNames,
+    async collect() {
+      this.reset();
+      if (!platformPool) return;
+      const { rows } = await platformPool.query<{ value: number } & Record<string, string | number>>(g.sql);
+      for (const { value, ...labels } of rows) this.set(labels as Partial<Record<L, string>>, value);
+    },
+  });
 }
 
-const seconds = (at: Date) => at.getTime() / 1000;
-
-new client.Gauge({
+sqlGauge({
   name: 'plana_tenant_ready',
   help: 'Whether a tenant is Ready (1) or not (0), with its phase, as its lifecycle workflow published it (deprovisioned tenants left out)',
-  labelNames: ['tenant', 'phase'] as const,
-  async collect() {
-    this.reset();
-    const tenants = await rows<{ name: string; phase: string; ready: boolean }>(
-      `SELECT name, phase, coalesce(conditions @> '[{"type":"Ready","status":"True"}]', false) AS ready
-         FROM tenant_status WHERE phase <> 'Deprovisioned'`,
-    );
-    for (const t of tenants) this.set({ tenant: t.name, phase: t.phase }, t.ready ? 1 : 0);
-  },
+  labelNames: ['tenant', 'phase'],
+  sql: `SELECT name AS tenant, phase,
+               CASE WHEN conditions @> '[{"type":"Ready","status":"True"}]' THEN 1 ELSE 0 END AS value
+          FROM tenant_status WHERE phase <> 'Deprovisioned'`,
 });
 
-new client.Gauge({
+sqlGauge({
   name: 'plana_tenant_last_backup_timestamp_seconds',
   help: 'When the newest stored database backup of a tenant was taken (tenants Ready or Unavailable)',
-  labelNames: ['tenant'] as const,
-  async collect() {
-    this.reset();
-    const backups = await rows<{ tenant: string; at: Date }>(
-      `SELECT s.name AS tenant, max(b.created_at) AS at
-         FROM tenant_status s JOIN tenant_backups b ON b.tenant = s.name AND b.kind = 'database'
-        WHERE s.phase IN ('Ready', 'Unavailable') GROUP BY s.name`,
-    );
-    for (const b of backups) this.set({ tenant: b.tenant }, seconds(b.at));
-  },
+  labelNames: ['tenant'],
+  sql: `SELECT s.name AS tenant, extract(epoch FROM max(b.created_at))::float8 AS value
+          FROM tenant_status s JOIN tenant_backups b ON b.tenant = s.name AND b.kind = 'database'
+         WHERE s.phase IN ('Ready', 'Unavailable') GROUP BY s.name`,
 });
 
-new client.Gauge({
+sqlGauge({
   name: 'plana_backup_drill_failing',
   help: "Whether a tenant's newest backup drill did not pass (1: mismatch or failed; 0: passed)",
-  labelNames: ['tenant', 'outcome'] as const,
-  async collect() {
-    this.reset();
-    const drills = await rows<{ tenant: string; outcome: string }>(
-      `SELECT DISTINCT ON (tenant) tenant, outcome FROM tenant_backup_drills ORDER BY tenant, finished_at DESC`,
-    );
-    for (const d of drills) this.set({ tenant: d.tenant, outcome: d.outcome }, d.outcome === 'passed' ? 0 : 1);
-  },
+  labelNames: ['tenant', 'outcome'],
+  sql: `SELECT DISTINCT ON (tenant) tenant, outcome, CASE WHEN outcome = 'passed' THEN 0 ELSE 1 END AS value
+          FROM tenant_backup_drills ORDER BY tenant, finished_at DESC`,
 });
 
-new client.Gauge({
+sqlGauge({
   name: 'plana_service_key_rotation_started_timestamp_seconds',
   help: 'When each service-key rotation still running started (it waits on its consumer to switch keys)',
-  labelNames: ['caller', 'target', 'workflow_id'] as const,
-  async collect() {
-    this.reset();
-    const running = await rows<{ workflow_id: string; caller: string; target: string; started_at: Date }>(
-      `SELECT workflow_id, caller, target, started_at FROM service_key_rotations WHERE finished_at IS NULL`,
-    );
-    for (const r of running)
-      this.set({ caller: r.caller, target: r.target, workflow_id: r.workflow_id }, seconds(r.started_at));
-  },
+  labelNames: ['caller', 'target', 'workflow_id'],
+  sql: `SELECT caller, target, workflow_id, extract(epoch FROM started_at)::float8 AS value
+          FROM service_key_rotations WHERE finished_at IS NULL`,
 });
 
-new client.Gauge({
+sqlGauge({
   name: 'plana_webhook_endpoint_backlog',
   help: 'Deliveries of a webhook endpoint not delivered yet (pending or retrying), for endpoints with any',
-  labelNames: ['endpoint', 'workspace'] as const,
-  async collect() {
-    this.reset();
-    const backlog = await rows<{ endpoint: string; workspace: string; n: number }>(
-      `SELECT d.endpoint_id AS endpoint, w.slug AS workspace, count(*)::int AS n
-         FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-         JOIN workspaces w ON w.id = e.workspace_id
-        WHERE d.status IN ('pending', 'retrying') GROUP BY d.endpoint_id, w.slug`,
-    );
-    for (const b of backlog) this.set({ endpoint: b.endpoint, workspace: b.workspace }, b.n);
-  },
+  labelNames: ['endpoint', 'workspace'],
+  sql: `SELECT d.endpoint_id::text AS endpoint, w.slug AS workspace, count(*)::int AS value
+          FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+          JOIN workspaces w ON w.id = e.workspace_id
+         WHERE d.status IN ('pending', 'retrying') GROUP BY d.endpoint_id, w.slug`,
 });
 
-new client.Gauge({
+sqlGauge({
   name: 'plana_webhook_endpoint_disabled_timestamp_seconds',
   help: 'When the platform disabled each disabled webhook endpoint (410 Gone, or failing for too long), with the reason',
-  labelNames: ['endpoint', 'workspace', 'reason'] as const,
-  async collect() {
-    this.reset();
-    const disabled = await rows<{ endpoint: string; workspace: string; reason: string; at: Date }>(
-      `SELECT e.id AS endpoint, w.slug AS workspace, e.disabled_reason AS reason, e.updated_at AS at
-         FROM webhook_endpoints e JOIN workspaces w ON w.id = e.workspace_id
-        WHERE NOT e.enabled AND e.disabled_reason IS NOT NULL`,
-    );
-    for (const d of disabled)
-      this.set({ endpoint: d.endpoint, workspace: d.workspace, reason: d.reason }, seconds(d.at));
-  },
+  labelNames: ['endpoint', 'workspace', 'reason'],
+  sql: `SELECT e.id::text AS endpoint, w.slug AS workspace, e.disabled_reason AS reason,
+               extract(epoch FROM e.updated_at)::float8 AS value
+          FROM webhook_endpoints e JOIN workspaces w ON w.id = e.workspace_id
+         WHERE NOT e.enabled AND e.disabled_reason IS NOT NULL`,
 });
