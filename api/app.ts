@@ -5,6 +5,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { problemDetails, serverOptions } from '../lib/http.js';
 import { httpMetrics } from '../lib/metrics.js';
+import { httpTracing } from '../lib/http-tracing.js';
 import { ProblemSchema } from './schemas/common.js';
 import { openapi } from './plugins/openapi.js';
 import { problemResponses } from './plugins/problem-responses.js';
@@ -56,6 +57,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(problemDetails);
   // every request counted and timed by route template (GET /metrics on METRICS_PORT, lib/metrics.ts)
   await app.register(httpMetrics, { service: 'account-api' });
+  await app.register(httpTracing);
   // before any authentication: a credential in a query string is a 400, whatever the route
   await app.register(queryCredentials);
   await app.register(openapi);

@@ -7,6 +7,7 @@ import { connectTemporal } from '../lib/temporal.js';
 import { buildApp } from './app.js';
 import { closeOnSignals } from '../lib/shutdown.js';
 import { startConfiguredMetricsServer } from '../lib/metrics.js';
+import { startTracing } from '../lib/tracing.js';
 
 /** `logStream`: where the log lines go (default standard output). */
 export async function startApi(config: Config = loadConfig(), { logStream }: { logStream?: DestinationStream } = {}) {
@@ -32,6 +33,7 @@ export async function startApi(config: Config = loadConfig(), { logStream }: { l
 const SHUTDOWN_DEADLINE_MS = 15_000;
 
 if (import.meta.url === `file://${process.argv[1]}`) {
+  startTracing('account-api', loadConfig());
   const api = await startApi();
   const metrics = await startConfiguredMetricsServer(loadConfig());
   closeOnSignals(() => api.close().then(() => metrics?.close()), {

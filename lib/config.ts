@@ -34,6 +34,20 @@ export const configSchema = z.object({
   METRICS_HOST: z.string().default('127.0.0.1'),
   TEMPORAL_METRICS_PORT: port.optional(),
 
+  /**
+   * Traces (lib/tracing.ts), under OpenTelemetry's own variable names: `none` (the default) starts
+   * nothing; `zipkin` sends the spans to OTEL_EXPORTER_ZIPKIN_ENDPOINT (Zipkin's v2 JSON API, what
+   * `npm run dev` and the tests run); `otlp` sends them over OTLP/HTTP to the collector that the
+   * exporter's own variables name (OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318).
+   * OTEL_TRACES_SAMPLER_ARG is the share of new traces kept (parent-based: a request that arrives
+   * with a `traceparent` follows its caller's decision).
+   */
+  OTEL_TRACES_EXPORTER: z.enum(['none', 'zipkin', 'otlp']).default('none'),
+  OTEL_EXPORTER_ZIPKIN_ENDPOINT: url.default('http://127.0.0.1:9411/api/v2/spans'),
+  OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).default(1),
+  /** Where an operator opens a trace: the trace link is TRACE_UI_URL/<traceId> (Zipkin's UI by default). */
+  TRACE_UI_URL: url.default('http://127.0.0.1:9411/zipkin/traces'),
+
   API_HOST: z.string().default('127.0.0.1'),
   API_PORT: port.default(3000),
   API_PUBLIC_URL: url.default('http://127.0.0.1:3000'),

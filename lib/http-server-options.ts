@@ -5,7 +5,7 @@
  * parser before Fastify sees a request (malformed request line or header 400, headers too large
  * 431, timeout 408: `clientErrorHandler`, written raw to the socket).
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions, LogController } from 'fastify';
@@ -16,11 +16,29 @@ import { BODY_LIMIT, MAX_PARAM_LENGTH } from './http-limits.js';
 import { sendProblem } from './http-problems.js';
 import { failureContext, OneLinePerRequest } from './http-request-log.js';
 import { serializers, serverRedactPaths } from './logger.js';
+import { tracedServerFactory } from './http-tracing.js';
+import { activeTraceId } from './tracing.js';
 
-function requestIdOf(headers: Record<string, string | string[] | undefined>): string {
+const TRACE_ID = /^(?!0{32})[0-9a-f]{32}$/;
+const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/**
+ * A request's id is its trace id (32 lowercase hex), so a problem body or a log line leads to the
+ * trace: the id of the request's span (lib/http-tracing.ts) while tracing is on; otherwise the
+ * trace id of the caller's `traceparent`, or its `X-Request-Id` when that has a trace id's shape
+ * (the account API passes its own on to the agents service); else a new one of that shape.
+ */
+export function requestIdOf(headers: Record<string, string | string[] | undefined>): string {
+  const traced = activeTraceId();
+  if (traced) return traced;
+  const parent = typeof headers.traceparent === 'string' ? TRACEPARENT.exec(headers.traceparent)?.[1] : undefined;
+  if (parent && TRACE_ID.test(parent)) return parent;
   const given = headers['x-request-id'];
-  return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
+  return typeof given === 'string' && TRACE_ID.test(given) ? given : newRequestId();
 }
+
+/** A new id in a trace id's shape (32 lowercase hex). */
+export const newRequestId = () => randomBytes(16).toString('hex');
 
 /**
  * Fastify's validator, twice: query strings, path parameters and headers are text, so their
@@ -60,6 +78,7 @@ export function serverOptions(
       >['serializers'],
     },
     genReqId: (req) => requestIdOf(req.headers),
+    serverFactory: tracedServerFactory(),
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,
     schemaController: { compilersFactory: { buildValidator: buildValidator as never } },
@@ -114,7 +133,7 @@ function refuseMalformedRequest(
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? ['REQUEST_TIMEOUT', 'The request was not received in time.']
         : ['BAD_REQUEST', 'The request is not valid HTTP/1.1 (malformed request line, header or framing).'];
-  const requestId = randomUUID();
+  const requestId = newRequestId();
   // an expected refusal: its code, no stack
   this.log.info({ code: err.code, requestId }, 'malformed request refused');
   if (socket.writable) {

@@ -10,7 +10,9 @@ import type { DestinationStream } from 'pino';
 import { jsonParser, problemDetails, serverOptions } from './http.js';
 import { closeOnSignals } from './shutdown.js';
 import { httpMetrics, startConfiguredMetricsServer } from './metrics.js';
+import { httpTracing } from './http-tracing.js';
 import { config as loadConfig } from './config.js';
+import { startTracing } from './tracing.js';
 
 export interface ServiceAppOptions {
   /** The service's name in its metrics (the `service` label of plana_http_requests_total, lib/metrics.ts). */
@@ -28,6 +30,7 @@ export async function buildServiceApp(logLevel: string | undefined, opts: Servic
   ).withTypeProvider<TypeBoxTypeProvider>();
   await app.register(problemDetails);
   await app.register(httpMetrics, { service: opts.service });
+  await app.register(httpTracing);
   if (opts.jsonOnly) {
     // without the default text/plain parser, any other type is answered 415
     app.removeAllContentTypeParsers();
@@ -39,11 +42,17 @@ export async function buildServiceApp(logLevel: string | undefined, opts: Servic
 export type ServiceApp = Awaited<ReturnType<typeof buildServiceApp>>;
 
 /**
- * When the module at `moduleUrl` is the process's entry point: starts it and its metrics server
- * (METRICS_PORT, lib/metrics.ts), and stops both on SIGINT or SIGTERM (closeOnSignals).
+ * When the module at `moduleUrl` is the process's entry point: starts tracing as `service` when it
+ * is configured (lib/tracing.ts), then the module and its metrics server (METRICS_PORT,
+ * lib/metrics.ts), and stops both on SIGINT or SIGTERM (closeOnSignals).
  */
-export async function runAsMain(moduleUrl: string, start: () => Promise<{ close(): Promise<unknown> }>): Promise<void> {
+export async function runAsMain(
+  moduleUrl: string,
+  service: string,
+  start: () => Promise<{ close(): Promise<unknown> }>,
+): Promise<void> {
   if (moduleUrl !== `file://${process.argv[1]}`) return;
+  startTracing(service, loadConfig());
   const running = await start();
   const metrics = await startConfiguredMetricsServer(loadConfig());
   closeOnSignals(async () => {

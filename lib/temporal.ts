@@ -5,7 +5,9 @@ import {
   isGrpcServiceError,
   type ScheduleDescription,
 } from '@temporalio/client';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import type { Config } from './config.js';
+import { activeTracing } from './tracing.js';
 
 export async function connectTemporal(cfg: Pick<Config, 'TEMPORAL_ADDRESS' | 'TEMPORAL_NAMESPACE'>): Promise<Client> {
   const connection = await Connection.connect({ address: cfg.TEMPORAL_ADDRESS });
@@ -14,7 +16,9 @@ export async function connectTemporal(cfg: Pick<Config, 'TEMPORAL_ADDRESS' | 'TE
   // set no deadline, metadata or abort signal through it, so turn it off again; withDeadline() and
   // its kind would turn it back on for their call.
   connection.callContextStorage.disable();
-  return new Client({ connection, namespace: cfg.TEMPORAL_NAMESPACE });
+  // while tracing is on, a start, signal or update carries the caller's trace to the workflow
+  const interceptors = activeTracing() ? { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } : undefined;
+  return new Client({ connection, namespace: cfg.TEMPORAL_NAMESPACE, interceptors });
 }
 
 /** Link to a workflow in the Temporal Web UI. */

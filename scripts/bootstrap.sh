@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up used by `npm run dev`, `npm test` and .ci/run: npm packages, the Temporal CLI,
-# PostgreSQL / Redis / etcd server binaries, kube-apiserver + kubectl and SeaweedFS. Fast when
+# PostgreSQL / Redis / etcd server binaries, kube-apiserver + kubectl, SeaweedFS and Zipkin. Fast when
 # everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -175,6 +175,25 @@ if ! "$ST_VENV/bin/schemathesis" --version 2>/dev/null | grep -q "${SCHEMATHESIS
   "$ST_VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==${SCHEMATHESIS_VERSION}" \
     || die "could not install schemathesis ${SCHEMATHESIS_VERSION} from PyPI"
   say "schemathesis ready: $ST_VENV/bin/schemathesis"
+fi
+
+# 2d. Zipkin 3.5.1 (Apache-2.0), the trace store of `npm run dev` and the tests (scripts/local-zipkin.ts):
+#     one executable jar from Maven Central, fetched once (about 130 MB) into the cache folder; it runs
+#     on Java 17+, which Debian's openjdk-17-jre-headless brings where it is missing.
+ZIPKIN_VERSION=3.5.1
+ZIPKIN_ARTIFACT="io.zipkin:zipkin-server:${ZIPKIN_VERSION}:jar:exec"
+ZIPKIN_JAR_SHA256=7ac633a6832647e71e50012a5e3e91fbc7054414955261724526030faf271d8d
+ZIPKIN_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/plana/zipkin-${ZIPKIN_VERSION}"
+ZIPKIN_JAR="$ZIPKIN_DIR/zipkin-server-${ZIPKIN_VERSION}-exec.jar"
+command -v java >/dev/null || apt_install "Zipkin (the local trace store) runs on Java" openjdk-17-jre-headless
+if [ ! -f "$ZIPKIN_JAR" ] || [ "$(sha256sum "$ZIPKIN_JAR" | cut -d' ' -f1)" != "$ZIPKIN_JAR_SHA256" ]; then
+  command -v mvn >/dev/null || apt_install "Maven fetches $ZIPKIN_ARTIFACT once" maven
+  mkdir -p "$ZIPKIN_DIR"
+  say "fetching Zipkin ${ZIPKIN_VERSION} (the local trace store, about 130 MB) with Maven into $ZIPKIN_DIR"
+  mvn -q -B dependency:copy -Dartifact="$ZIPKIN_ARTIFACT" -Dtransitive=false -Dmdep.stripVersion=false \
+    -DoutputDirectory="$ZIPKIN_DIR" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' || die "Maven could not fetch $ZIPKIN_ARTIFACT"
+  [ "$(sha256sum "$ZIPKIN_JAR" | cut -d' ' -f1)" = "$ZIPKIN_JAR_SHA256" ] || { rm -f "$ZIPKIN_JAR"; die "$ZIPKIN_ARTIFACT does not have the pinned SHA-256"; }
+  say "Zipkin ready: $ZIPKIN_JAR"
 fi
 
 # 5. The Berlin Group NextGenPSD2 XS2A 1.3.11 OpenAPI document (CC BY 4.0), which the bank stand-in

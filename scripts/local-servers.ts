@@ -1,13 +1,14 @@
 /**
  * Starts the real servers the platform needs on this machine, on loopback only: a private
  * PostgreSQL cluster, a private Redis, the Temporal dev server, a Kubernetes API server (etcd +
- * kube-apiserver, where TenantClients live) and a SeaweedFS S3 object store for backups. Used by
+ * kube-apiserver, where TenantClients live), a SeaweedFS S3 object store for backups and a Zipkin
+ * trace store. Used by
  * `npm run dev` and by the test run's global setup. Every process started here is stopped when the parent stops,
  * normally or not (signal handlers plus an exit hook), and a pid file lets the next start clean
  * up after a parent that was killed outright.
  *
  * One file per server (local-postgres.ts, local-redis.ts, local-temporal.ts, local-kubernetes.ts,
- * local-seaweedfs.ts)
+ * local-seaweedfs.ts, local-zipkin.ts)
  * beside the process manager they share (managed-process.ts); this one re-exports them and starts all.
  */
 import { randomBytes } from 'node:crypto';
@@ -17,6 +18,7 @@ import { startRedis } from './local-redis.js';
 import { startTemporal } from './local-temporal.js';
 import { startKubernetes } from './local-kubernetes.js';
 import { startSeaweedfs } from './local-seaweedfs.js';
+import { startZipkin } from './local-zipkin.js';
 import { freePort } from './managed-process.js';
 
 export { findPgBin, startPostgres, type PostgresServer } from './local-postgres.js';
@@ -28,6 +30,7 @@ export {
   startSeaweedfs,
   type ObjectStoreServer,
 } from './local-seaweedfs.js';
+export { findZipkin, startZipkin, ZIPKIN_VERSION, zipkinCacheDir, type ZipkinServer } from './local-zipkin.js';
 export {
   findTemporalCli,
   startTemporal,
@@ -68,4 +71,9 @@ export async function startThrowAwayObjectStore(dir: string) {
     accessKeyId: 'plana-test',
     secretAccessKey: randomBytes(18).toString('base64url'),
   });
+}
+
+/** A Zipkin trace store under `dir` on a free loopback port. */
+export async function startThrowAwayZipkin(dir: string) {
+  return startZipkin({ dir: path.join(dir, 'zipkin'), port: await freePort() });
 }

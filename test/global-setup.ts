@@ -7,13 +7,20 @@ import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { startThrowAwayObjectStore, startThrowAwayServers, stopAll, throwAwayDir } from '../scripts/local-servers.js';
+import {
+  startThrowAwayObjectStore,
+  startThrowAwayServers,
+  startThrowAwayZipkin,
+  stopAll,
+  throwAwayDir,
+} from '../scripts/local-servers.js';
 import { createPool } from '../lib/db.js';
 import { migrate } from '../lib/migrate.js';
 import { parseConfig } from '../lib/config.js';
 import { ensureServiceKeys } from '../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../domain/service-keys/secret-store.js';
 import { workflowsPath } from '../worker/index.js';
+import { workflowInterceptorModules } from '../worker/tracing.js';
 import { ensureErpTemplates } from '../scripts/erp-templates.js';
 import { installTenantClientCrd } from '../scripts/tenant-client-crd.js';
 
@@ -28,6 +35,9 @@ declare module 'vitest' {
     dataDir: string;
     /** The BACKUP_S3_* settings of the run's SeaweedFS (the backups' object store). */
     objectStoreEnv: Record<string, string>;
+    /** The run's Zipkin (scripts/local-zipkin.ts): its URL, and the settings that send spans to it. */
+    zipkinUrl: string;
+    zipkinEnv: Record<string, string>;
     /** The current keys of the platform's pairs (bootstrapped here; see test/support/service-keys.ts). */
     serviceKeys: { operator: string; provisioning: string; events: string; notifications: string };
   }
@@ -36,10 +46,11 @@ declare module 'vitest' {
 export default async function setup(project: TestProject) {
   const dir = throwAwayDir('plana-test-');
   try {
-    const [{ pg, redis, temporal, kube }, objectStore, bundle] = await Promise.all([
+    const [{ pg, redis, temporal, kube }, objectStore, zipkin, bundle] = await Promise.all([
       startThrowAwayServers(dir),
       startThrowAwayObjectStore(dir),
-      bundleWorkflowCode({ workflowsPath, logger: quietLogger }),
+      startThrowAwayZipkin(dir),
+      bundleWorkflowCode({ workflowsPath, workflowInterceptorModules, logger: quietLogger }),
     ]);
     await installTenantClientCrd(kube.kubeconfigPath);
     const pool = createPool(pg.url, 2);
@@ -67,6 +78,8 @@ export default async function setup(project: TestProject) {
     project.provide('workflowBundlePath', workflowBundlePath);
     project.provide('dataDir', dir);
     project.provide('objectStoreEnv', objectStore.env);
+    project.provide('zipkinUrl', zipkin.url);
+    project.provide('zipkinEnv', zipkin.env);
     project.provide('serviceKeys', serviceKeys);
   } catch (err) {
     await stopAll();

@@ -36,6 +36,8 @@ import { activityMetrics } from './activity-metrics.js';
 import { watchFleet } from './fleet-metrics.js';
 import { heartbeatsWhileRunning } from './activity-heartbeats.js';
 import { startConfiguredMetricsServer } from '../lib/metrics.js';
+import { startTracing } from '../lib/tracing.js';
+import { activityTracing, workflowInterceptorModules, workflowSpanSinks } from './tracing.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -97,7 +99,12 @@ export async function createWorker(
       : { workflowsPath: options.workflowsPath ?? workflowsPath }),
     // each activity attempt's queue wait and run time (the provisioning steps') in the metrics; and
     // heartbeats for the quick steps, so one on a worker that died is retried within seconds
-    interceptors: { activity: [activityMetrics, heartbeatsWhileRunning] },
+    interceptors: {
+      activity: [activityMetrics, heartbeatsWhileRunning, ...activityTracing()],
+      // bundled already when the caller passes a bundle (test/global-setup.ts)
+      ...(options.workflowBundle ? {} : { workflowModules: workflowInterceptorModules }),
+    },
+    sinks: workflowSpanSinks(),
     shutdownGraceTime: WORKER_SHUTDOWN_GRACE_MS,
     // a long activity's heartbeat details (a from-scratch install's progress) reach the server, and
     // so the Temporal UI's pending activity, within seconds rather than at 80% of its heartbeat timeout
@@ -175,5 +182,6 @@ export async function runWorkerProcess(config: Config, erpInstaller: ErpInstalle
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const config = loadConfig();
+  startTracing('worker', config);
   await runWorkerProcess(config, erpInstallerFor(config));
 }

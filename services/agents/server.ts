@@ -44,4 +44,4 @@ export async function startAgents(cfg = config()) {
   };
 }
 
-await runAsMain(import.meta.url, () => startAgents());
+await runAsMain(import.meta.url, 'agents', () => startAgents());

@@ -29,4 +29,4 @@ export async function startAuth(cfg = config(), { logStream }: { logStream?: Des
   };
 }
 
-await runAsMain(import.meta.url, () => startAuth());
+await runAsMain(import.meta.url, 'auth', () => startAuth());

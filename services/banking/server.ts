@@ -35,4 +35,4 @@ export async function startBanking(cfg = config()) {
   };
 }
 
-await runAsMain(import.meta.url, () => startBanking());
+await runAsMain(import.meta.url, 'banking', () => startBanking());

@@ -29,4 +29,4 @@ export async function startData(cfg = config()) {
   };
 }
 
-await runAsMain(import.meta.url, () => startData());
+await runAsMain(import.meta.url, 'data', () => startData());

@@ -74,7 +74,7 @@ export function yieldCpuToDelivery(nice: number): void {
   if (getPriority() < nice) setPriority(nice);
 }
 
-await runAsMain(import.meta.url, () => {
+await runAsMain(import.meta.url, 'events', () => {
   const cfg = config();
   yieldCpuToDelivery(cfg.EVENTS_NICE);
   return startEvents(cfg);

@@ -48,4 +48,4 @@ export async function startNotifications(cfg = config(), { logStream }: { logStr
   };
 }
 
-await runAsMain(import.meta.url, () => startNotifications());
+await runAsMain(import.meta.url, 'notifications', () => startNotifications());

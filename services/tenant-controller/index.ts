@@ -238,4 +238,4 @@ async function startInformer(informer: { start(): Promise<void> }, log: Logger) 
   }
 }
 
-await runAsMain(import.meta.url, () => startTenantController());
+await runAsMain(import.meta.url, 'tenant-controller', () => startTenantController());

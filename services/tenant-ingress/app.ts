@@ -21,6 +21,7 @@ import type { TenantRoute } from '../../domain/tenants/http-routes.js';
 import { failureContext, handleError, isClientAbort, serverOptions } from '../../lib/http.js';
 import type { DestinationStream } from 'pino';
 import { httpMetrics } from '../../lib/metrics.js';
+import { httpTracing } from '../../lib/http-tracing.js';
 
 export interface TenantIngressOptions {
   platform: pg.Pool;
@@ -73,6 +74,7 @@ export async function buildTenantIngress(opts: TenantIngressOptions) {
   });
   // every request counted and timed by route template (GET /metrics on METRICS_PORT, lib/metrics.ts)
   await app.register(httpMetrics, { service: 'tenant-ingress' });
+  await app.register(httpTracing);
   // bodies go to Odoo as they came (XML-RPC, JSON-RPC, uploads): no parsing here
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_req, payload, done) => done(null, payload));

@@ -50,4 +50,4 @@ export async function startTenantIngress(cfg = config()) {
   };
 }
 
-await runAsMain(import.meta.url, () => startTenantIngress());
+await runAsMain(import.meta.url, 'tenant-ingress', () => startTenantIngress());

@@ -159,4 +159,4 @@ async function messagesOf(
   return messages;
 }
 
-await runAsMain(import.meta.url, () => startDispatcher());
+await runAsMain(import.meta.url, 'webhook-dispatcher', () => startDispatcher());

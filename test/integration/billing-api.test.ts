@@ -15,6 +15,7 @@ import { mailsTo, startTenantPlatform, type TenantPlatform } from '../support/te
 import { workflowBundle } from '../support/env.js';
 import { startTestApi } from '../support/api.js';
 import { addUser, addWorkspace, adminOfNewWorkspace, call, createKey, login } from '../support/workspace-api.js';
+import { workflowSpanSinks } from '../../worker/tracing.js';
 
 let p: TenantPlatform;
 let hook: string;
@@ -328,7 +329,7 @@ describe('dunning', () => {
     expect(await handle.result()).toBe('paid-after-suspension');
     // its history replays with the current code (RECORD_HISTORIES=1 keeps it as a fixture for replay.test.ts)
     const history = await handle.fetchHistory();
-    await Worker.runReplayHistory({ workflowBundle: workflowBundle() }, history, handle.workflowId);
+    await Worker.runReplayHistory({ workflowBundle: workflowBundle(), sinks: workflowSpanSinks() }, history, handle.workflowId);
     if (process.env.RECORD_HISTORIES) {
       writeFileSync(
         path.resolve(import.meta.dirname, '../fixtures/histories/dun-workspace.json'),

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { workflowBundle } from '../support/env.js';
+import { workflowSpanSinks } from '../../worker/tracing.js';
 
 const dir = path.resolve(import.meta.dirname, '../fixtures/histories');
 const fixtures = readdirSync(dir).filter((f) => f.endsWith('.json'));
@@ -19,6 +20,6 @@ describe('workflow replay', () => {
 
   it.each(fixtures)('replays %s with the current code', async (file) => {
     const history = temporal.api.history.v1.History.fromObject(JSON.parse(readFileSync(path.join(dir, file), 'utf8')));
-    await expect(Worker.runReplayHistory({ workflowBundle: workflowBundle() }, history)).resolves.toBeUndefined();
+    await expect(Worker.runReplayHistory({ workflowBundle: workflowBundle(), sinks: workflowSpanSinks() }, history)).resolves.toBeUndefined();
   });
 });

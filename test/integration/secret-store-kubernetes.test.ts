@@ -50,6 +50,7 @@ import {
   testNamespace,
   writeKubeconfig,
 } from '../support/service-accounts.js';
+import { workflowSpanSinks } from '../../worker/tracing.js';
 
 const MINUTE = 60_000;
 
@@ -305,6 +306,7 @@ describe('a rotation (the real workflow on Temporal) with SECRET_STORE=kubernete
       connection: workerConnection,
       taskQueue: cfg.TEMPORAL_TASK_QUEUE,
       workflowBundle: workflowBundle(),
+      sinks: workflowSpanSinks(),
       activities: createRotationActivities({
         pool,
         store,

@@ -8,6 +8,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { FakeTenantPeers } from './fake-tenant-peers.js';
 import { workflowBundle } from './env.js';
+import { workflowSpanSinks } from '../../worker/tracing.js';
 
 export interface LifecycleWorker {
   taskQueue: string;
@@ -32,6 +33,7 @@ export function useLifecycleWorker(name: string): LifecycleWorker {
       connection: workerConnection,
       taskQueue: harness.taskQueue,
       workflowBundle: workflowBundle(),
+      sinks: workflowSpanSinks(),
       activities: harness.peers.activities(),
     });
     workerRun = worker.run();

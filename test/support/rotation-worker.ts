@@ -10,6 +10,7 @@ import { createRotationActivities, type RotationActivityDeps } from '../../activ
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import type { Config } from '../../lib/config.js';
 import { workflowBundle } from './env.js';
+import { workflowSpanSinks } from '../../worker/tracing.js';
 
 export interface TemporalClient {
   client: Client;
@@ -33,6 +34,7 @@ export async function startRotationWorker(taskQueue: string, deps: RotationActiv
     connection,
     taskQueue,
     workflowBundle: workflowBundle(),
+    sinks: workflowSpanSinks(),
     activities: createRotationActivities(deps),
   });
   const running = worker.run();

@@ -130,4 +130,4 @@ export async function startProvisionedConsumer(cfg: Config = loadConfig(), opts:
   };
 }
 
-await runAsMain(import.meta.url, () => startProvisionedConsumer());
+await runAsMain(import.meta.url, 'provisioned-consumer', () => startProvisionedConsumer());
