@@ -42,6 +42,7 @@ import { ExecutionLog, ensurePartitions } from '../../domain/access/execution-lo
 import { RevocationFeed } from '../../domain/access/api-keys.js';
 import { RateLimits, type BucketResult, type Limits } from '../../domain/access/workspace-limits.js';
 import { WorkspaceStanding, workspaceSuspended } from '../../domain/access/workspace-limits.js';
+import { annotateActiveSpan } from '../../lib/tracing.js';
 import { AppError } from '../../lib/errors.js';
 import { OneLinePerRequest } from '../../lib/http.js';
 import { ambiguousWorkspace, presentsWorkspaceKey, workspacesNamed } from './access.js';
@@ -185,6 +186,7 @@ function authorize(check: RouteCheck, req: FastifyRequest, reply: FastifyReply, 
   req.workspace = key.workspace;
   req.apiKey = key;
   req.apiRoute = check.route;
+  annotateActiveSpan({ 'plana.workspace': key.workspace.slug, 'plana.workspace_id': key.workspace.id });
   verifier.touch(key.id);
   admitOrRefuse(reply, key, limits, bucket);
   if (suspended) throw workspaceSuspended(key.workspace.slug);

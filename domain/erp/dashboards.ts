@@ -20,6 +20,7 @@ import type { Config } from '../../lib/config.js';
 import { AppError, type ErrorCode } from '../../lib/errors.js';
 import type { ErpVersion } from '../tenants/types.js';
 import { workspaceTenantWithRoute } from '../tenants/http-routes.js';
+import { annotateActiveSpan } from '../../lib/tracing.js';
 import { erpClientFor, loadErpApiCredentials } from './api-user.js';
 import { ErpFault, ErpUnreachable, orNull, type ErpClient, type ErpUnreachableReason } from './client.js';
 
@@ -234,6 +235,7 @@ export class TenantErpReads {
     if (!found) throw new AppError('NOT_FOUND', `Workspace ${slug} has no tenant ERP`);
     const row = found.route;
     if (!row) throw new AppError('NOT_FOUND', `The tenant ERP of workspace ${slug} is not provisioned yet (no route)`);
+    annotateActiveSpan({ 'plana.tenant': row.tenant });
     const credentials = await loadErpApiCredentials(deps.pool, deps.config.SECRETS_KEY, row.tenant);
     if (!credentials) throw new AppError('NOT_FOUND', `The tenant ERP of workspace ${slug} has no API user yet`);
     const version = found.erpVersion;
