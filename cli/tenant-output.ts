@@ -41,6 +41,7 @@ export function describeTenant(t: TenantClientObject, events: TenantClientEvent[
   if (status.deprovisionedAt) kv('Deprovisioned', status.deprovisionedAt);
   kv('Workflow', status.workflowId);
   kv('Temporal UI', status.temporalUiUrl);
+  if (status.traceUrl) kv('Trace', status.traceUrl);
   lines.push('Spec:');
   for (const [k, v] of Object.entries(t.spec)) lines.push(`  ${k.padEnd(20)}${String(v)}`);
 

@@ -93,6 +93,16 @@ export function activeTraceId(): string | undefined {
   return spanContext && trace.isSpanContextValid(spanContext) ? spanContext.traceId : undefined;
 }
 
+/** The trace id of `span` when it is recorded (sampled and exported): a trace a link can lead to. */
+export function recordedTraceId(span: Span): string | undefined {
+  return span.isRecording() ? span.spanContext().traceId : undefined;
+}
+
+/** Link to a trace in the trace store's UI. */
+export function traceUiLink(cfg: Pick<Config, 'TRACE_UI_URL'>, traceId: string): string {
+  return `${cfg.TRACE_UI_URL}/${traceId}`;
+}
+
 /** Sets attributes (tenant, workspace, …) on the active span, when there is one. */
 export function annotateActiveSpan(attributes: Attributes): void {
   trace.getActiveSpan()?.setAttributes(attributes);

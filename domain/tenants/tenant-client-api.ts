@@ -56,6 +56,9 @@ export interface KubeTenantStatus {
   currentStep?: string;
   workflowId?: string;
   temporalUiUrl?: string;
+  /** The trace of the newest apply, from the controller's reconcile to Ready, and its link. */
+  traceId?: string;
+  traceUrl?: string;
   readyAt?: string;
   cancelledAt?: string;
   deprovisionAt?: string;

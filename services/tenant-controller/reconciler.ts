@@ -10,6 +10,7 @@ import { WorkflowNotFoundError } from '@temporalio/common';
 import { AppError } from '../../lib/errors.js';
 import { type Logger } from '../../lib/logger.js';
 import { temporalUiLink } from '../../lib/temporal.js';
+import { inSpan, recordedTraceId, traceUiLink } from '../../lib/tracing.js';
 import { applyTenantClient, runTenantAction, type ApplyResult } from '../../domain/tenants/operator-actions.js';
 import { problemsDetail, validateTenantClient } from '../../domain/tenants/tenant-client.js';
 import { TENANT_CLIENT_FINALIZER } from '../../domain/tenants/tenant-client-crd.js';
@@ -103,7 +104,7 @@ export class Reconciler {
     if (!obj.metadata.finalizers?.includes(TENANT_CLIENT_FINALIZER)) await this.addFinalizer(obj);
     const known = this.applied.get(name);
     if (known && known.uid === uid && known.generation === generation) return;
-    const outcome = await this.apply(obj);
+    const outcome = await this.applyTraced(obj);
     this.applied.set(name, { uid, generation, ...outcome });
     if (outcome.refusal !== undefined)
       await this.events.record(
@@ -117,8 +118,24 @@ export class Reconciler {
         obj,
         'Normal',
         'Applied',
-        `generation ${generation} ${outcome.result} (workflow ${tenantWorkflowId(name)}, ${this.uiLink(name)})`,
+        `generation ${generation} ${outcome.result} (workflow ${tenantWorkflowId(name)}, ${this.uiLink(name)}${
+          outcome.traceId ? `; trace ${traceUiLink(this.deps.config, outcome.traceId)}` : ''
+        })`,
       );
+  }
+
+  /**
+   * The apply of a new generation in a span of its own: the root of the trace that the lifecycle
+   * workflow's reconcile joins (the signal carries it), up to Ready; its id goes to the status.
+   */
+  private applyTraced(obj: TenantClientObject): Promise<{ result?: ApplyResult; refusal?: string; traceId?: string }> {
+    const { name, generation } = obj.metadata;
+    const attributes = { 'plana.tenant': name, 'plana.generation': generation, temporalWorkflowId: tenantWorkflowId(name) };
+    return inSpan(`reconcile TenantClient ${name}`, attributes, async (span) => {
+      const outcome = await this.apply(obj);
+      if (outcome.refusal !== undefined) span.setAttribute('plana.refusal', outcome.refusal);
+      return { ...outcome, traceId: recordedTraceId(span) };
+    });
   }
 
   private async apply(obj: TenantClientObject): Promise<{ result?: ApplyResult; refusal?: string }> {
@@ -166,6 +183,7 @@ export class Reconciler {
       applied: applied?.uid === obj.metadata.uid ? applied : undefined,
       workflowId: tenantWorkflowId(name),
       temporalUiUrl: this.uiLink(name),
+      traceLink: (traceId) => traceUiLink(this.deps.config, traceId),
       now: new Date().toISOString(),
     });
     if (!deleting && published)

@@ -25,6 +25,8 @@ export interface AppliedGeneration {
   generation: number;
   /** Why the spec was not applied (Synced=False). */
   refusal?: string;
+  /** The trace of the reconcile that applied it, when tracing recorded one. */
+  traceId?: string;
 }
 
 export interface StatusInput {
@@ -36,6 +38,8 @@ export interface StatusInput {
   applied: AppliedGeneration | undefined;
   workflowId: string;
   temporalUiUrl: string;
+  /** The link to a trace in the trace store's UI. */
+  traceLink: (traceId: string) => string;
   now: string;
 }
 
@@ -106,12 +110,23 @@ export function desiredStatus(input: StatusInput): KubeTenantStatus {
     currentStep: seen?.currentStep,
     workflowId: input.workflowId,
     temporalUiUrl: input.temporalUiUrl,
+    ...traceOf(applied, previous, input.traceLink),
     readyAt: seen?.readyAt,
     cancelledAt: seen?.cancelledAt,
     deprovisionAt: seen?.deprovisionAt,
     deprovisionedAt: seen?.deprovisionedAt,
     lastEventStepAt: previous?.lastEventStepAt,
   });
+}
+
+/** The trace of the newest apply: the one this controller recorded, else the one the status names. */
+function traceOf(
+  applied: AppliedGeneration | undefined,
+  previous: KubeTenantStatus | undefined,
+  link: (traceId: string) => string,
+): Pick<KubeTenantStatus, 'traceId' | 'traceUrl'> {
+  if (applied?.traceId) return { traceId: applied.traceId, traceUrl: link(applied.traceId) };
+  return { traceId: previous?.traceId, traceUrl: previous?.traceUrl };
 }
 
 /**

@@ -39,6 +39,7 @@ const input = (over: Partial<StatusInput> = {}): StatusInput => ({
   applied: { uid: 'u', generation: 3 },
   workflowId: 'tenant:acme',
   temporalUiUrl: 'http://ui/tenant%3Aacme',
+  traceLink: (traceId: string) => `http://traces/${traceId}`,
   now: '2026-11-26T11:00:00.000Z',
   ...over,
 });
@@ -89,6 +90,14 @@ describe('the status the controller writes', () => {
   it('is unchanged when written again (no status write on every resync)', () => {
     const first = desiredStatus(input());
     expect(statusChanged(first, desiredStatus(input({ previous: first })))).toBe(false);
+  });
+
+  it("names the trace of the apply, and keeps naming it after the controller's restart", () => {
+    const traceId = 'a'.repeat(32);
+    const applied = desiredStatus(input({ applied: { uid: 'u', generation: 3, traceId } }));
+    expect(applied).toMatchObject({ traceId, traceUrl: `http://traces/${traceId}` });
+    const afterRestart = desiredStatus(input({ applied: undefined, previous: applied }));
+    expect(afterRestart).toMatchObject({ traceId, traceUrl: `http://traces/${traceId}` });
   });
 
   it('publishes each workflow step once', () => {

@@ -23,6 +23,7 @@ import { reconcile, type ReconcileOutcome } from './reconcile.js';
 import { setRestoreInPlaceHandler } from './restore-in-place.js';
 import { setMessageHandlers } from './message-handlers.js';
 import { TenantState } from './state.js';
+import { inTrace } from './reconcile-trace.js';
 
 /** Continue as new past this many history events, unless the settings say otherwise. */
 const HISTORY_LIMIT = 5_000;
@@ -199,8 +200,12 @@ export async function tenantLifecycle(input: TenantLifecycleInput): Promise<Tena
     await untilRestoredInPlace(tenant);
     if (tenant.needsReconcile || outcome === 'not-ready') {
       tenant.needsReconcile = false;
-      outcome = await reconcile(tenant, { uid: input.uid, settings, activities });
+      outcome = await inTrace(tenant.reconcileTrace, `reconcile ${state.name} generation ${state.generation}`, () =>
+        reconcile(tenant, { uid: input.uid, settings, activities }),
+      );
       failedRounds = outcome === 'ready' ? 0 : failedRounds + 1;
+      // the story of that apply ends at Ready; later rounds (probes) are traces of their own
+      if (outcome === 'ready') tenant.reconcileTrace = {};
     }
     await tenant.publish();
     if (tenant.isCancelled) continue;

@@ -14,6 +14,7 @@ import {
   type TenantLifecycleInput,
 } from '../../domain/tenants/workflow-contract.js';
 import { nowIso, type TenantState } from './state.js';
+import { handledMessageTrace } from './reconcile-trace.js';
 
 /** The status query; apply; cancel, reactivate and delete (setSoakHandlers); retry-chat-room; each update refused where it makes no sense. */
 export function setMessageHandlers(tenant: TenantState, input: TenantLifecycleInput): void {
@@ -28,11 +29,17 @@ export function setMessageHandlers(tenant: TenantState, input: TenantLifecycleIn
       tenant.touch();
       return;
     }
-    if (generation <= state.generation) return; // the same apply again, or an older one
+    if (generation < state.generation) return; // an older apply
+    if (generation === state.generation) {
+      // the same apply again; or the one that started this workflow, whose reconcile is pending: its trace
+      if (tenant.needsReconcile) tenant.reconcileTrace = handledMessageTrace();
+      return;
+    }
     state.generation = generation;
     state.spec = spec;
     state.deadlineAt = Date.now() + settings.readyDeadlineMs;
     tenant.needsReconcile = true;
+    tenant.reconcileTrace = handledMessageTrace();
     tenant.touch();
   });
 
@@ -43,6 +50,7 @@ export function setMessageHandlers(tenant: TenantState, input: TenantLifecycleIn
     () => {
       state.chatRetry = true;
       tenant.needsReconcile = true;
+      tenant.reconcileTrace = handledMessageTrace();
       tenant.recordStep('retry-chat-room', 'ok', 'the chat room is created again on this reconcile');
       return tenant.status();
     },
@@ -110,6 +118,7 @@ function setSoakHandlers(tenant: TenantState, settings: TenantLifecycleInput['se
       state.phase = tenant.isReady ? 'Ready' : 'Provisioning';
       tenant.recordStep('reactivate', 'ok', 'soak timer stopped; the tenant stays');
       tenant.needsReconcile = true;
+      tenant.reconcileTrace = handledMessageTrace();
       tenant.touch();
       return tenant.status();
     },

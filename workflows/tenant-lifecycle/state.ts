@@ -20,6 +20,7 @@ import {
   type StepRecord,
   type TenantStatus,
 } from '../../domain/tenants/types.js';
+import type { TraceHeaders } from './reconcile-trace.js';
 
 /** How many recent steps the status keeps. */
 const RECENT_STEPS = 30;
@@ -31,6 +32,8 @@ type PublishStatus = (status: TenantStatus, spec: LifecycleState['spec']) => Pro
 export class TenantState {
   /** Something to reconcile: a new spec, a reactivation, a chat-room retry. */
   needsReconcile: boolean;
+  /** The trace of the message that asked for the reconcile (reconcile-trace.ts); the rounds until Ready run in it. */
+  reconcileTrace: TraceHeaders = {};
   /** The status changed since it was last published to PostgreSQL. */
   private statusChanged = true;
   /** A waited-on step's result is not published yet (a quick step after it publishes it first). */
