@@ -20,6 +20,7 @@ import type { ClientRequest, IncomingMessage } from 'node:http';
 import {
   context,
   propagation,
+  ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
   trace,
@@ -132,6 +133,24 @@ export async function inSpan<T>(name: string, attributes: Attributes, fn: (span:
       span.end();
     }
   });
+}
+
+/** Like inSpan, inside a trace only: without an active span, fn runs as it is (no span, no cost). */
+export function inChildSpan<T>(
+  name: string,
+  attributes: Attributes,
+  fn: (span: Span | undefined) => Promise<T>,
+): Promise<T> {
+  return trace.getActiveSpan() ? inSpan(name, attributes, fn) : fn(undefined);
+}
+
+/**
+ * Runs `fn` in the trace that `carrier` names with its W3C fields (`traceparent`, `tracestate`:
+ * a CloudEvent's distributed-tracing extension, a job's fields); as it is when it names none.
+ */
+export function inTraceOf<T>(carrier: { traceparent?: unknown; tracestate?: unknown } | undefined, fn: () => T): T {
+  if (!running || typeof carrier?.traceparent !== 'string') return fn();
+  return context.with(propagation.extract(ROOT_CONTEXT, carrier), fn);
 }
 
 /** Marks `span` failed with what failed. */

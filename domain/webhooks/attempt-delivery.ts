@@ -9,6 +9,7 @@
  * (± jitter), or the receiver's Retry-After within its clamp, counted from the answer.
  */
 import type { Config } from '../../lib/config.js';
+import { inChildSpan } from '../../lib/tracing.js';
 import type { SendingEndpoint } from './endpoints.js';
 import type { RecordedAttempt, Trigger } from './deliveries.js';
 import type { AttemptResult, WebhookSender } from './http-sender.js';
@@ -82,8 +83,14 @@ export async function attemptDelivery(
     userAgent: deps.userAgent,
   });
   let result;
+  const attributes = { 'plana.webhook.endpoint': d.endpoint.id, 'plana.webhook.message': d.messageId };
   try {
-    result = await deps.sender.send(d.endpoint.url, headers, d.payload);
+    // inside a trace (the event's, or the retry activity's), the attempt is a span of it
+    result = await inChildSpan('webhook attempt', attributes, async (span) => {
+      const sent = await deps.sender.send(d.endpoint.url, headers, d.payload);
+      span?.setAttribute('plana.webhook.outcome', sent.outcome);
+      return sent;
+    });
   } finally {
     answered();
   }

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { CloudEvent } from '../../domain/events/events.js';
 import { EVENT_FIELD } from '../../domain/events/consumer.js';
+import { traceHeaders } from '../../lib/tracing.js';
 
 /** KEYS: stream, dedupe key. ARGV: maxlen, ttl, id, type, envelope. Returns [streamId, duplicate]. */
 const PUBLISH_SCRIPT = `
@@ -35,9 +36,14 @@ export interface StreamSettings {
 export class EventPublisher {
   constructor(private readonly s: StreamSettings) {}
 
-  /** Appends an event once per source + id. */
-  async append(event: CloudEvent): Promise<Published> {
+  /**
+   * Appends an event once per source + id. Published inside a trace, an event without a
+   * `traceparent` of its own carries the trace's (CloudEvents' distributed-tracing extension), so
+   * what it causes downstream (webhook attempts) joins that trace.
+   */
+  async append(published: CloudEvent): Promise<Published> {
     const { redis, stream, maxLen, dedupeTtlSeconds } = this.s;
+    const event = withTraceContext(published);
     const [streamId, duplicate] = (await redis.eval(
       PUBLISH_SCRIPT,
       2,
@@ -55,4 +61,11 @@ export class EventPublisher {
   private dedupeKey(ev: CloudEvent) {
     return `${this.s.stream}:dedupe:${createHash('sha256').update(`${ev.source}\n${ev.id}`).digest('hex')}`;
   }
+}
+
+/** The event with the active trace's `traceparent` (and `tracestate`) when it has none and there is one. */
+function withTraceContext(event: CloudEvent): CloudEvent {
+  if (event.traceparent !== undefined) return event;
+  const trace = traceHeaders();
+  return trace.traceparent ? { ...event, ...trace } : event;
 }

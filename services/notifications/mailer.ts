@@ -1,4 +1,5 @@
 import nodemailer, { type Transporter } from 'nodemailer';
+import { inChildSpan } from '../../lib/tracing.js';
 
 export interface Mail {
   to: string;
@@ -26,8 +27,12 @@ export function createSmtpMailer(opts: { host: string; port: number; from: strin
   });
   return {
     async send(mail) {
-      const info = await transport.sendMail({ from: opts.from, ...mail });
-      return { messageId: info.messageId };
+      // inside a trace, the SMTP exchange is a span of it (the recipient is personal data: not an attribute)
+      return inChildSpan('smtp send', { 'server.address': opts.host, 'server.port': opts.port }, async (span) => {
+        const info = await transport.sendMail({ from: opts.from, ...mail });
+        span?.setAttribute('plana.mail.message_id', info.messageId);
+        return { messageId: info.messageId };
+      });
     },
     close: () => transport.close(),
   };

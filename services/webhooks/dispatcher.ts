@@ -38,7 +38,7 @@ import { recordMessages, type NewMessage } from '../../domain/webhooks/deliverie
 import { EndpointDirectory, type SendingEndpoint } from '../../domain/webhooks/endpoints.js';
 import { DispatcherLease } from '../../domain/webhooks/dispatcher-leases.js';
 import { messageBody, messageIdOf } from '../../domain/webhooks/signing.js';
-import { firstAttempts, type EndpointLanes } from './first-attempts.js';
+import { firstAttempts, type EndpointLanes, type FirstAttemptJob } from './first-attempts.js';
 import { StaleDeliverySweeper } from './stale-delivery-sweeper.js';
 
 export const WEBHOOKS_GROUP = 'webhooks';
@@ -133,7 +133,7 @@ async function dispatchRead(
   for (const { messageId, endpointId } of fresh) {
     const m = byId.get(messageId)!;
     const endpoint = m.endpoints.find((e) => e.id === endpointId)!;
-    d.lanes.enqueue({ endpoint, messageId, payload: m.payload });
+    d.lanes.enqueue({ endpoint, messageId, payload: m.payload, trace: m.trace });
   }
   await ack(entries.map((e) => e.streamId));
 }
@@ -142,7 +142,7 @@ async function dispatchRead(
 async function messagesOf(
   directory: EndpointDirectory,
   entries: StreamEntry[],
-): Promise<(NewMessage & { endpoints: SendingEndpoint[] })[]> {
+): Promise<(NewMessage & { endpoints: SendingEndpoint[]; trace: FirstAttemptJob['trace'] })[]> {
   const messages = [];
   for (const { event: ev } of entries) {
     const subscribers = await directory.subscribersOf(ev);
@@ -154,6 +154,7 @@ async function messagesOf(
       payload: messageBody(ev),
       endpointIds: subscribers.endpoints.map((e) => e.id),
       endpoints: subscribers.endpoints,
+      trace: { traceparent: ev.traceparent, tracestate: ev.tracestate },
     });
   }
   return messages;

@@ -23,6 +23,7 @@ import { recordAttempts, type RecordedAttempt } from '../../domain/webhooks/deli
 import { RetryWaker, wakeEndpointRetries, type RetryStarter } from '../../domain/webhooks/delivery-retries.js';
 import type { SendingEndpoint } from '../../domain/webhooks/endpoints.js';
 import type { WebhookSender } from '../../domain/webhooks/http-sender.js';
+import { inTraceOf } from '../../lib/tracing.js';
 
 /**
  * The first attempts' parts: the endpoint lanes, the recorder (a recorded attempt's delivery leaves
@@ -58,10 +59,9 @@ interface FirstAttemptParts {
  */
 async function firstAttempt(p: FirstAttemptParts, job: FirstAttemptJob, answered: () => void): Promise<void> {
   const { endpoint, messageId, payload } = job;
-  const attempt = await attemptDelivery(
-    p.attempt,
-    { endpoint, messageId, payload, trigger: 'dispatcher', attemptsBefore: 0 },
-    answered,
+  // in the trace of the event that caused it (its `traceparent`), when it came with one
+  const attempt = await inTraceOf(job.trace, () =>
+    attemptDelivery(p.attempt, { endpoint, messageId, payload, trigger: 'dispatcher', attemptsBefore: 0 }, answered),
   );
   const toWake = { endpointId: endpoint.id, workspaceId: endpoint.workspaceId, workspace: endpoint.workspace };
   if (attempt.result.outcome === 'gone') {
@@ -87,6 +87,8 @@ export interface FirstAttemptJob {
   endpoint: SendingEndpoint;
   messageId: string;
   payload: string;
+  /** The trace context of the event (CloudEvents' distributed-tracing extension), if it had one. */
+  trace?: { traceparent?: unknown; tracestate?: unknown };
 }
 
 /** Makes one attempt; calls `answered` once the endpoint answered (its slot is free then). */
