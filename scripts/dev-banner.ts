@@ -66,6 +66,7 @@ function whereEverythingIs(cfg: Config, b: DevBanner): string {
   Data service    ${cfg.DATA_URL}            (the agents' tools read the workspace's ERP figures here)
   LLM stand-in    ${b.llmUrl}   (OpenAI Chat Completions, deterministic; sandbox/llm)
   Support chat    ${b.chat.url}            (Mattermost API v4 stand-in, team ${b.chat.teamId}; rooms in ${path.join(b.dataDir, 'chat')})
+  Traces          ${traces(cfg)}
   Metrics         ${b.metrics.metricsUrl}   (Prometheus: API, services, worker activities; Temporal SDK at http://${b.metrics.temporalMetrics}/metrics, controller on port ${b.metrics.controllerMetricsPort})
   Mail (SMTP sink) 127.0.0.1:${cfg.SMTP_PORT}, messages land in ${b.mailDir}
   Demo login      ${DEMO.adminEmail} / ${b.adminPassword}${cfg.DEV_ADMIN_PASSWORD ? ' (from DEV_ADMIN_PASSWORD)' : ''}
@@ -93,4 +94,11 @@ function nextSteps(cfg: Config, b: DevBanner): string {
   curl -s -H 'Host: ${demoHost}' ${b.erpUrl}/web/health      # the demo tenant's ERP health probe
   ls ${mailDir}    # the e-mails that went out
 `;
+}
+
+/** Where the traces go: a problem body's requestId is a trace id, opened at TRACE_UI_URL/<requestId>. */
+function traces(cfg: Config): string {
+  if (cfg.OTEL_TRACES_EXPORTER === 'none') return 'off (OTEL_TRACES_EXPORTER=none)';
+  const where = cfg.OTEL_TRACES_EXPORTER === 'zipkin' ? `Zipkin at ${new URL(cfg.OTEL_EXPORTER_ZIPKIN_ENDPOINT).origin}` : 'OTLP';
+  return `${cfg.TRACE_UI_URL}/<requestId>   (${where}; sampled ${cfg.OTEL_TRACES_SAMPLER_ARG * 100}%)`;
 }

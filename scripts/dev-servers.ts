@@ -1,11 +1,19 @@
 /**
  * The real servers `npm run dev` runs privately under DATA_DIR: PostgreSQL, Redis, the Temporal dev
  * server (or, with `--temporal=cluster`, the production-shaped Temporal), etcd with kube-apiserver
- * (the TenantClient CRD installed) and SeaweedFS for the backups.
+ * (the TenantClient CRD installed), SeaweedFS for the backups and Zipkin for the traces.
  */
 import path from 'node:path';
 import type { Config } from '../lib/config.js';
-import { kubectl, startKubernetes, startPostgres, startRedis, startSeaweedfs, startTemporal } from './local-servers.js';
+import {
+  kubectl,
+  startKubernetes,
+  startPostgres,
+  startRedis,
+  startSeaweedfs,
+  startTemporal,
+  startZipkin,
+} from './local-servers.js';
 import { installTenantClientCrd } from './tenant-client-crd.js';
 import { startTemporalCluster, temporalPostgresFrom, type TemporalKind } from './local-temporal-cluster.js';
 
@@ -42,6 +50,7 @@ export async function startDevServers(
         })
       : undefined,
     startLocalObjectStore(cfg, dataDir),
+    startLocalTraceStore(cfg, dataDir),
   ]);
   if (temporalKind === 'cluster') {
     step('starting the production-shaped Temporal (Temporal server on PostgreSQL, docs/temporal-cluster.md)');
@@ -70,4 +79,10 @@ async function startLocalObjectStore(cfg: Config, dataDir: string) {
     accessKeyId: cfg.BACKUP_S3_ACCESS_KEY_ID,
     secretAccessKey: cfg.BACKUP_S3_SECRET_ACCESS_KEY,
   });
+}
+
+/** Zipkin for the traces when the platform sends them to a Zipkin on this machine (`npm run dev`'s default). */
+async function startLocalTraceStore(cfg: Config, dataDir: string) {
+  if (cfg.OTEL_TRACES_EXPORTER !== 'zipkin' || !isLoopback(cfg.OTEL_EXPORTER_ZIPKIN_ENDPOINT)) return;
+  await startZipkin({ dir: path.join(dataDir, 'zipkin'), port: portOf(cfg.OTEL_EXPORTER_ZIPKIN_ENDPOINT) });
 }

@@ -8,6 +8,7 @@
 import { mkdirSync, chmodSync } from 'node:fs';
 import path from 'node:path';
 import { config as loadConfig, parseConfig } from '../lib/config.js';
+import { startTracing } from '../lib/tracing.js';
 import { startServersInOwnProcessGroups } from './local-servers.js';
 import { temporalKindOf } from './local-temporal-cluster.js';
 import { buildDevOdooTemplates } from './dev-odoo.js';
@@ -25,7 +26,11 @@ const started = Date.now();
 process.env.TENANT_DOMAIN = devTenantDomain(path.resolve(parseConfig().DATA_DIR));
 // the ERP stand-in's modules: a restored copy is neutralised by their scripts (domain/erp/neutralize.ts)
 if (parseConfig().ERP_BACKEND === 'standin') process.env.ERP_ADDONS_PATH ??= STAND_IN_ADDONS_PATH;
+// traces to the local Zipkin (dev-servers.ts), unless the environment says otherwise
+process.env.OTEL_TRACES_EXPORTER ??= 'zipkin';
 const cfg = loadConfig();
+// first, so that every server, client and worker this process builds is traced (lib/tracing.ts)
+startTracing('plana-dev', cfg);
 const dataDir = path.resolve(cfg.DATA_DIR);
 mkdirSync(dataDir, { recursive: true });
 // PostgreSQL runs as the `postgres` user when we are root, and must reach its folder inside this one
@@ -43,7 +48,7 @@ startServersInOwnProcessGroups();
 try {
   const temporal = temporalKind === 'dev' ? 'the Temporal dev server, ' : '';
   step(
-    `starting PostgreSQL, Redis, ${temporal}a Kubernetes API server and the SeaweedFS object store (data in ${dataDir})`,
+    `starting PostgreSQL, Redis, ${temporal}a Kubernetes API server, the SeaweedFS object store and Zipkin (data in ${dataDir})`,
   );
   const { kube } = await startDevServers(cfg, dataDir, temporalKind, step);
 

@@ -68,6 +68,7 @@ export const OUTSIDE_SELECTORS: Record<OutsidePeer, PolicyPeer> = {
   redis: { podSelector: named('redis') },
   temporal: { podSelector: named('temporal', { 'app.kubernetes.io/component': 'frontend' }) },
   'object-store': { podSelector: named('seaweedfs') },
+  'trace-store': { podSelector: named('zipkin') },
 };
 
 const isOutside = (peer: NetworkPeer): peer is OutsidePeer => (OUTSIDE_PEERS as readonly string[]).includes(peer);

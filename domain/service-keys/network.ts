@@ -9,7 +9,8 @@
  *   pair is one entry there; its policy follows from it.
  * - the paths without a service key (INFRASTRUCTURE_PATHS below): the ingress controller in front of
  *   the public entries, the ERP behind the tenant ingress, PostgreSQL, Redis, Temporal and the object
- *   store from the processes that use them, and Prometheus on every metrics port.
+ *   store from the processes that use them, Prometheus on every metrics port, and every process's
+ *   spans to the trace store.
  */
 import { SERVICE_KEY_INVENTORY, type ServiceTarget } from './inventory.js';
 
@@ -33,8 +34,9 @@ export type PlatformProcess = (typeof PLATFORM_PROCESSES)[number];
 
 /**
  * The pods the platform talks to that it does not run: the cluster's ingress controller, its
- * Prometheus, and the operator's Odoo, PostgreSQL, Redis, Temporal frontend and S3-compatible object
- * store (where they run in the cluster; scripts/network-policies.ts says how each is selected).
+ * Prometheus, and the operator's Odoo, PostgreSQL, Redis, Temporal frontend, S3-compatible object
+ * store and trace store (Zipkin: deploy/kubernetes/base/trace-store.yaml; where they run in the
+ * cluster; scripts/network-policies.ts says how each is selected).
  */
 export const OUTSIDE_PEERS = [
   'ingress-controller',
@@ -44,6 +46,7 @@ export const OUTSIDE_PEERS = [
   'redis',
   'temporal',
   'object-store',
+  'trace-store',
 ] as const;
 export type OutsidePeer = (typeof OUTSIDE_PEERS)[number];
 export type NetworkPeer = PlatformProcess | OutsidePeer;
@@ -62,6 +65,7 @@ export const OUTSIDE_PORTS = {
   redis: 6379,
   temporal: 7233,
   'object-store': 8333,
+  'trace-store': 9411,
 } as const;
 
 /** Where each service-key target listens. */
@@ -132,6 +136,11 @@ export const INFRASTRUCTURE_PATHS: readonly NetworkPath[] = [
     from: ['worker'],
     to: { peer: 'object-store', port: OUTSIDE_PORTS['object-store'] },
     what: 'backups (BACKUP_S3_ENDPOINT)',
+  },
+  {
+    from: DEPLOYMENTS,
+    to: { peer: 'trace-store', port: OUTSIDE_PORTS['trace-store'] },
+    what: "every process's spans (OTEL_TRACES_EXPORTER=zipkin, lib/tracing.ts)",
   },
   ...DEPLOYMENTS.map((p): NetworkPath => ({
     from: ['prometheus'],

@@ -59,7 +59,12 @@ const manifestFiles = readdirSync(deployDir).filter((f) => f.endsWith('.yaml') &
 const objects: Obj[] = manifestFiles.flatMap((f) =>
   parseAllDocuments(readFileSync(path.join(deployDir, f), 'utf8')).map((d) => d.toJS() as Obj),
 );
-const workloads = objects.filter((o) => o.kind === 'Deployment' || o.kind === 'Job');
+/** The platform's workloads: its image's Deployments and Job (not the trace store's Zipkin). */
+const workloads = objects.filter(
+  (o) =>
+    (o.kind === 'Deployment' || o.kind === 'Job') &&
+    o.spec!.template!.spec.containers[0]!.image.startsWith('plana/control-plane:'),
+);
 /** The process a workload runs: its app.kubernetes.io/name (the migrate Job's name carries the version). */
 const processOf = (w: Obj) => w.metadata.labels!['app.kubernetes.io/name']!;
 const deployments = workloads.filter((w) => w.kind === 'Deployment');

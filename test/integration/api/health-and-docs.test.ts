@@ -81,17 +81,28 @@ describe('OpenAPI', () => {
 
 describe('errors', () => {
   it('an unknown route is a 404 problem with the request id', async () => {
-    const res = await api.app.inject({ url: '/nope', headers: { 'x-request-id': 'req-123' } });
+    const given = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const res = await api.app.inject({ url: '/nope', headers: { 'x-request-id': given } });
     expect(res.statusCode).toBe(404);
-    expect(res.headers['x-request-id']).toBe('req-123');
+    expect(res.headers['x-request-id']).toBe(given);
     expect(res.json()).toMatchObject({
       type: expect.stringContaining('not-found'),
       title: 'Not found',
       status: 404,
       code: 'NOT_FOUND',
-      requestId: 'req-123',
+      requestId: given,
       detail: 'No route GET /nope',
     });
+  });
+
+  it("a request id is a trace id: a traceparent's, else a new one for an X-Request-Id of another shape", async () => {
+    const traced = await api.app.inject({
+      url: '/nope',
+      headers: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+    });
+    expect(traced.json().requestId).toBe('0af7651916cd43dd8448eb211c80319c');
+    const other = await api.app.inject({ url: '/nope', headers: { 'x-request-id': 'req-123' } });
+    expect(other.json().requestId).toMatch(/^[0-9a-f]{32}$/);
   });
 
   it('a malformed path parameter is a 400 problem naming it', async () => {

@@ -33,7 +33,10 @@ interface Workload extends ReleaseObject {
 
 const release = releaseObjects('production');
 const policies = release.filter((o) => o.kind === 'NetworkPolicy');
-const workloads = release.filter((o) => o.kind === 'Deployment' || o.kind === 'Job') as Workload[];
+/** The platform's workloads; the trace store's Zipkin (also in the release) is the outside pod `trace-store` below. */
+const workloads = (release.filter((o) => o.kind === 'Deployment' || o.kind === 'Job') as Workload[]).filter(
+  (w) => w.metadata.name !== 'zipkin',
+);
 
 /** The model's pods: `peer` is what the permitted paths call it (undefined: a pod no path names). */
 type Pod = ModelPod & { peer?: NetworkPeer };
@@ -108,6 +111,14 @@ const outsidePods: Pod[] = [
     ip: '10.0.2.7',
     ports: [{ name: 'object-store', port: OUTSIDE_PORTS['object-store'] }],
   },
+  {
+    namespace: 'plana',
+    name: 'zipkin',
+    peer: 'trace-store',
+    labels: app('zipkin'),
+    ip: '10.0.2.9',
+    ports: [{ name: 'trace-store', port: OUTSIDE_PORTS['trace-store'] }],
+  },
   // what no path names: Temporal's history service, a stranger beside the platform and one elsewhere
   {
     namespace: 'plana',
@@ -150,7 +161,18 @@ const outsidePods: Pod[] = [
 ];
 const pods = [...platformPods, ...outsidePods];
 const PROBES = [
-  ...['http', 'metrics', 'sdk-metrics', 'odoo', 'postgresql', 'redis', 'temporal', 'object-store', 'https'].map(
+  ...[
+    'http',
+    'metrics',
+    'sdk-metrics',
+    'odoo',
+    'postgresql',
+    'redis',
+    'temporal',
+    'object-store',
+    'trace-store',
+    'https',
+  ].map(
     (name) => ({ name, protocol: 'TCP' as const }),
   ),
   { name: 'dns', protocol: 'UDP' as const },
@@ -217,6 +239,7 @@ describe("the release's NetworkPolicies, read by cyclonus", () => {
       'plana/postgresql:postgresql',
       'plana/redis:redis',
       'plana/temporal-frontend:temporal',
+      'plana/zipkin:trace-store',
     ]);
   });
 
