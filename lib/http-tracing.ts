@@ -59,7 +59,8 @@ export const httpTracing = fp(
         span.updateName(`${request.method} ${route}`);
         span.setAttribute('http.route', route);
       }
-      if (span && reply.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${reply.statusCode}` });
+      if (span && reply.statusCode >= 500)
+        span.setStatus({ code: SpanStatusCode.ERROR, message: `HTTP ${reply.statusCode}` });
       done();
     });
   },

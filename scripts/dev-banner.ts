@@ -99,6 +99,7 @@ function nextSteps(cfg: Config, b: DevBanner): string {
 /** Where the traces go: a problem body's requestId is a trace id, opened at TRACE_UI_URL/<requestId>. */
 function traces(cfg: Config): string {
   if (cfg.OTEL_TRACES_EXPORTER === 'none') return 'off (OTEL_TRACES_EXPORTER=none)';
-  const where = cfg.OTEL_TRACES_EXPORTER === 'zipkin' ? `Zipkin at ${new URL(cfg.OTEL_EXPORTER_ZIPKIN_ENDPOINT).origin}` : 'OTLP';
+  const where =
+    cfg.OTEL_TRACES_EXPORTER === 'zipkin' ? `Zipkin at ${new URL(cfg.OTEL_EXPORTER_ZIPKIN_ENDPOINT).origin}` : 'OTLP';
   return `${cfg.TRACE_UI_URL}/<requestId>   (${where}; sampled ${cfg.OTEL_TRACES_SAMPLER_ARG * 100}%)`;
 }

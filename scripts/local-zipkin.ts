@@ -85,7 +85,8 @@ async function waitForHealth(url: string, proc: ManagedProcess): Promise<void> {
       () => undefined,
     );
     if (health?.status === 'UP') return;
-    if (Date.now() > deadline) throw new Error(`zipkin was not UP within ${START_TIMEOUT_MS / 1000} s; see ${proc.logFile}`);
+    if (Date.now() > deadline)
+      throw new Error(`zipkin was not UP within ${START_TIMEOUT_MS / 1000} s; see ${proc.logFile}`);
     await sleep(250);
   }
 }

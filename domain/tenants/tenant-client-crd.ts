@@ -164,7 +164,10 @@ const statusSchema: Schema = {
     currentStep: { type: 'string' },
     workflowId: { type: 'string' },
     temporalUiUrl: { type: 'string' },
-    traceId: { type: 'string', description: 'The trace of the newest apply, from the reconcile that applied it to Ready.' },
+    traceId: {
+      type: 'string',
+      description: 'The trace of the newest apply, from the reconcile that applied it to Ready.',
+    },
     traceUrl: { type: 'string', description: "That trace in the trace store's UI." },
     readyAt: { type: 'string', format: 'date-time' },
     cancelledAt: { type: 'string', format: 'date-time' },

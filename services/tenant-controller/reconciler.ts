@@ -130,7 +130,11 @@ export class Reconciler {
    */
   private applyTraced(obj: TenantClientObject): Promise<{ result?: ApplyResult; refusal?: string; traceId?: string }> {
     const { name, generation } = obj.metadata;
-    const attributes = { 'plana.tenant': name, 'plana.generation': generation, temporalWorkflowId: tenantWorkflowId(name) };
+    const attributes = {
+      'plana.tenant': name,
+      'plana.generation': generation,
+      temporalWorkflowId: tenantWorkflowId(name),
+    };
     return inSpan(`reconcile TenantClient ${name}`, attributes, async (span) => {
       const outcome = await this.apply(obj);
       if (outcome.refusal !== undefined) span.setAttribute('plana.refusal', outcome.refusal);

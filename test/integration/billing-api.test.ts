@@ -329,7 +329,11 @@ describe('dunning', () => {
     expect(await handle.result()).toBe('paid-after-suspension');
     // its history replays with the current code (RECORD_HISTORIES=1 keeps it as a fixture for replay.test.ts)
     const history = await handle.fetchHistory();
-    await Worker.runReplayHistory({ workflowBundle: workflowBundle(), sinks: workflowSpanSinks() }, history, handle.workflowId);
+    await Worker.runReplayHistory(
+      { workflowBundle: workflowBundle(), sinks: workflowSpanSinks() },
+      history,
+      handle.workflowId,
+    );
     if (process.env.RECORD_HISTORIES) {
       writeFileSync(
         path.resolve(import.meta.dirname, '../fixtures/histories/dun-workspace.json'),

@@ -20,6 +20,8 @@ describe('workflow replay', () => {
 
   it.each(fixtures)('replays %s with the current code', async (file) => {
     const history = temporal.api.history.v1.History.fromObject(JSON.parse(readFileSync(path.join(dir, file), 'utf8')));
-    await expect(Worker.runReplayHistory({ workflowBundle: workflowBundle(), sinks: workflowSpanSinks() }, history)).resolves.toBeUndefined();
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: workflowBundle(), sinks: workflowSpanSinks() }, history),
+    ).resolves.toBeUndefined();
   });
 });

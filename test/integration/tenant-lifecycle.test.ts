@@ -277,7 +277,11 @@ group('apply a TenantClient', () => {
     await waitForStatus(p, name, (s) => s.phase === 'Deprovisioned');
     const history = await p.temporal.workflow.getHandle(tenantWorkflowId(name)).fetchHistory();
     const { workflowBundle } = await import('../support/env.js');
-    await Worker.runReplayHistory({ workflowBundle: workflowBundle(), sinks: workflowSpanSinks() }, history, tenantWorkflowId(name));
+    await Worker.runReplayHistory(
+      { workflowBundle: workflowBundle(), sinks: workflowSpanSinks() },
+      history,
+      tenantWorkflowId(name),
+    );
   });
 
   it('provisions in a few workflow tasks: the quick steps run as local activities inside them', async () => {

@@ -27,7 +27,10 @@ beforeAll(async () => {
   blackHole = createServer((socket) => sockets.push(socket));
   await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve));
   const { port } = blackHole.address() as { port: number };
-  const store = { OTEL_TRACES_EXPORTER: 'zipkin', OTEL_EXPORTER_ZIPKIN_ENDPOINT: `http://127.0.0.1:${port}/api/v2/spans` };
+  const store = {
+    OTEL_TRACES_EXPORTER: 'zipkin',
+    OTEL_EXPORTER_ZIPKIN_ENDPOINT: `http://127.0.0.1:${port}/api/v2/spans`,
+  };
   const erpCfg = await erpTestConfig();
   pool = createPool(erpCfg.DATABASE_URL, 2);
   admin = createPool(erpCfg.ERP_DATABASE_URL, 2);

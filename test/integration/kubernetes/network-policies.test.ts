@@ -172,9 +172,7 @@ const PROBES = [
     'object-store',
     'trace-store',
     'https',
-  ].map(
-    (name) => ({ name, protocol: 'TCP' as const }),
-  ),
+  ].map((name) => ({ name, protocol: 'TCP' as const })),
   { name: 'dns', protocol: 'UDP' as const },
 ];
 
