@@ -1,10 +1,11 @@
 /**
- * A tenant's provisioning is one trace: the TenantClient names it (its status, `kubectl describe`),
- * and Zipkin's trace of it holds the controller's reconcile that applied the object, the signal
+ * A tenant's provisioning is one trace: the TenantClient names it (its status, `kubectl describe`,
+ * `npm run cli -- describe tenant`), and Zipkin's trace of it holds the controller's reconcile that applied the object, the signal
  * that reached the lifecycle workflow, the workflow's reconcile and each activity it ran, up to Ready.
  */
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import type { Tracing } from '../../lib/tracing.js';
+import { describeTenant } from '../../cli/tenant-output.js';
 import { kubectl } from '../../scripts/local-kubernetes.js';
 import { kubeconfigPath } from '../support/kubernetes.js';
 import {
@@ -48,6 +49,9 @@ it('kubectl apply → Ready is one trace, named by the TenantClient', async () =
   const described = kubectl(kubeconfigPath(), ['describe', 'tenantclient', name]);
   expect(described).toMatch(new RegExp(`Trace URL:\\s+${ready!.status!.traceUrl}\\n`));
   expect(described).toMatch(new RegExp(`Temporal Ui URL:\\s+\\S+workflows/tenant%3A${name}\\n`));
+  // and what `npm run cli -- describe tenant` prints, under the workflow's link
+  const page = describeTenant(ready!, await p.kube.api.events(name));
+  expect(page).toMatch(new RegExp(`Temporal UI:\\s+\\S+\\nTrace:\\s+${ready!.status!.traceUrl}\\n`));
 
   const reconcile = `reconcile ${name} generation 1`;
   const spans = await zipkinTrace(tracing, traceId, (s) => {
