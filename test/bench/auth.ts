@@ -139,6 +139,8 @@ try {
     API_PORT: String(apiPort),
     API_PUBLIC_URL: `http://127.0.0.1:${apiPort}`,
     METRICS_PORT: String(metricsPort),
+    // tracing on for a run with it (docs/operators.md#tracing): e.g. OTEL_TRACES_EXPORTER=zipkin
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('OTEL_'))),
   };
   step('building an ERP template, a tenant database and the ERP stand-in');
   const bench = await startBenchErp(pg);

@@ -31,6 +31,11 @@ const KNOBS = [
   'WEBHOOK_DISPATCH_PARALLEL',
   'WEBHOOK_MAX_IN_FLIGHT',
   'WEBHOOK_RETRY_SCHEDULE',
+  // tracing on for a run with it (docs/operators.md#tracing): e.g. OTEL_TRACES_EXPORTER=zipkin
+  'OTEL_TRACES_EXPORTER',
+  'OTEL_EXPORTER_ZIPKIN_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_TRACES_SAMPLER_ARG',
 ];
 
 export interface WebhookBench {
