@@ -5,7 +5,7 @@
  * parser before Fastify sees a request (malformed request line or header 400, headers too large
  * 431, timeout 408: `clientErrorHandler`, written raw to the socket).
  */
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions, LogController } from 'fastify';
@@ -37,8 +37,20 @@ export function requestIdOf(headers: Record<string, string | string[] | undefine
   return typeof given === 'string' && TRACE_ID.test(given) ? given : newRequestId();
 }
 
+/** Random bytes drawn 4 KiB at a time: an id is a slice of them (randomBytes(16) per id took about 8 µs here). */
+const randomPool = Buffer.alloc(4096);
+let poolUsed = randomPool.length;
+
 /** A new id in a trace id's shape (32 lowercase hex). */
-export const newRequestId = () => randomBytes(16).toString('hex');
+export function newRequestId(): string {
+  if (poolUsed === randomPool.length) {
+    randomFillSync(randomPool);
+    poolUsed = 0;
+  }
+  const id = randomPool.toString('hex', poolUsed, poolUsed + 16);
+  poolUsed += 16;
+  return id;
+}
 
 /**
  * Fastify's validator, twice: query strings, path parameters and headers are text, so their
