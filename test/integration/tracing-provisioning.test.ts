@@ -1,7 +1,8 @@
 /**
  * A tenant's provisioning is one trace: the TenantClient names it (its status, `kubectl describe`,
  * `npm run cli -- describe tenant`), and Zipkin's trace of it holds the controller's reconcile that applied the object, the signal
- * that reached the lifecycle workflow, the workflow's reconcile and each activity it ran, up to Ready.
+ * that reached the lifecycle workflow, the workflow's reconcile and each activity it ran, up to Ready,
+ * and the welcome e-mail that Ready leads to.
  */
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import type { Tracing } from '../../lib/tracing.js';
@@ -56,7 +57,7 @@ it('kubectl apply → Ready is one trace, named by the TenantClient', async () =
   const reconcile = `reconcile ${name} generation 1`;
   const spans = await zipkinTrace(tracing, traceId, (s) => {
     const names = spanNames(s);
-    return names.includes(reconcile) && names.includes('runactivity:probetenanthealth');
+    return names.includes(reconcile) && names.includes('smtp send');
   });
   const names = spanNames(spans);
   expect(names).toContain(`reconcile tenantclient ${name}`);
@@ -72,4 +73,7 @@ it('kubectl apply → Ready is one trace, named by the TenantClient', async () =
   const clone = spans.find((s) => s.name === 'runactivity:clonetenantdatabase')!;
   expect(ancestry(spans, clone)).toContain(reconcile);
   expect(clone.tags).toMatchObject({ temporalWorkflowId: `tenant:${name}` });
+  // what Ready leads to: the client.provisioned event's consumer starts the welcome e-mail, sent over SMTP
+  expect(names).toEqual(expect.arrayContaining(['handle client.provisioned', 'startworkflow:sendwelcomeemail']));
+  expect(names).toContain('smtp send');
 });

@@ -22,6 +22,7 @@ import { createSecretStore } from '../../../domain/service-keys/secret-store-fac
 import { CLIENT_PROVISIONED, type ClientProvisionedData } from '../../../domain/tenants/provisioned-event.js';
 import { runAsMain } from '../../../lib/service-app.js';
 import { watchStreamGroup } from '../../../lib/metrics.js';
+import { inChildSpan, inTraceOf } from '../../../lib/tracing.js';
 
 export const PROVISIONING_GROUP = 'provisioning';
 /** This consumer's name in the service-key inventory (domain/service-keys/inventory.ts). */
@@ -86,8 +87,7 @@ export async function startProvisionedConsumer(cfg: Config = loadConfig(), opts:
   const temporal = await connectTemporal(cfg);
   const consumer = opts.consumer ?? `${hostname()}-${process.pid}`;
 
-  async function handle(event: CloudEvent) {
-    if (event.type !== CLIENT_PROVISIONED) return;
+  async function handleProvisioned(event: CloudEvent) {
     const problems = dataProblems(event.data);
     if (problems.length > 0) {
       log.error({ eventId: event.id, problems }, 'client.provisioned event without usable data; skipped');
@@ -101,6 +101,14 @@ export async function startProvisionedConsumer(cfg: Config = loadConfig(), opts:
       welcome.started ? 'welcome e-mail started' : 'welcome e-mail had been started before',
     );
   }
+
+  // in the trace of the provisioning that published the event (its `traceparent`), when it carries one
+  const handle = async (event: CloudEvent) => {
+    if (event.type !== CLIENT_PROVISIONED) return;
+    await inTraceOf(event, () =>
+      inChildSpan(`handle ${CLIENT_PROVISIONED}`, { 'cloudevents.event_id': event.id }, () => handleProvisioned(event)),
+    );
+  };
 
   const controller = new AbortController();
   const running = runConsumer({
