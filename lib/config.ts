@@ -24,6 +24,8 @@ export const configSchema = z.object({
   TEMPORAL_UI_URL: url.default('http://127.0.0.1:8233'),
   /** `npm run dev`'s private Kubernetes API server (https on loopback; its kubeconfig is DATA_DIR/kubernetes/kubeconfig). */
   DEV_KUBE_APISERVER_PORT: port.default(6443),
+  /** `npm run dev`'s private Prometheus (scripts/local-prometheus.ts): it scrapes the platform and evaluates the alert rules. */
+  DEV_PROMETHEUS_PORT: port.default(9090),
 
   /**
    * Prometheus metrics (lib/metrics.ts): each platform process answers GET /metrics on

@@ -22,6 +22,7 @@ export interface DevBanner {
   adminPassword: string;
   demoSubscription: string;
   metrics: { metricsUrl: string; temporalMetrics: string; controllerMetricsPort: number };
+  prometheusUrl: string;
 }
 
 export function printDevBanner(cfg: Config, b: DevBanner): void {
@@ -67,6 +68,7 @@ function whereEverythingIs(cfg: Config, b: DevBanner): string {
   LLM stand-in    ${b.llmUrl}   (OpenAI Chat Completions, deterministic; sandbox/llm)
   Support chat    ${b.chat.url}            (Mattermost API v4 stand-in, team ${b.chat.teamId}; rooms in ${path.join(b.dataDir, 'chat')})
   Metrics         ${b.metrics.metricsUrl}   (Prometheus: API, services, worker activities; Temporal SDK at http://${b.metrics.temporalMetrics}/metrics, controller on port ${b.metrics.controllerMetricsPort})
+  Prometheus      ${b.prometheusUrl}            (scrapes all three; the alert rules of deploy/prometheus/alerts.yml at /alerts)
   Mail (SMTP sink) 127.0.0.1:${cfg.SMTP_PORT}, messages land in ${b.mailDir}
   Demo login      ${DEMO.adminEmail} / ${b.adminPassword}${cfg.DEV_ADMIN_PASSWORD ? ' (from DEV_ADMIN_PASSWORD)' : ''}
 `;
