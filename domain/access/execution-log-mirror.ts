@@ -87,7 +87,8 @@ export async function shipExecutionLogBatch(pool: pg.Pool, storeUrl: string, lim
                   route, status, latency_ms, request_id
              FROM execution_log
             WHERE (xid, id) > ($1::xid8, $2::bigint) AND xid < pg_snapshot_xmin(pg_current_snapshot())
-            ORDER BY xid, id LIMIT $3`,
+            -- the columns, not the text selected under their names: as text, '100' sorts before '99'
+            ORDER BY execution_log.xid, execution_log.id LIMIT $3`,
           [at.xid, at.id, limit],
         )
       : { rows: [] as Row[] };

@@ -114,6 +114,7 @@ describe('the execution log in the log store', () => {
       route: '/api/portal/odoo/:slug/kpis',
       status: 403,
     });
+    expect(await rawLines(workspace.id)).toHaveLength(3);
     const raw = JSON.stringify(await rawLines(workspace.id));
     expect(raw).toContain(key.prefix);
     expect(raw).not.toContain(key.token.slice(key.prefix.length));
@@ -121,6 +122,22 @@ describe('the execution log in the log store', () => {
     // filters: status and route
     expect((await opsLog(workspace.slug, '?status=403')).body.items).toHaveLength(1);
     expect((await opsLog(workspace.slug, '?route=/apikeys/')).body.items).toHaveLength(2);
+  });
+
+  it('sends each row once, in the order of the numbers, not of their text (9 before 10)', async () => {
+    const { workspace } = await workspaceWithKey();
+    // two rows of one transaction whose ids sort the other way as text
+    await api.pool.query(
+      `INSERT INTO execution_log (id, occurred_at, workspace_id, key_prefix, method, route, status, latency_ms, request_id)
+         OVERRIDING SYSTEM VALUE
+       SELECT n, now(), $1, 'ws_live_ORDER', 'GET', '/x', 200, 1, 'order-' || n FROM unnest(ARRAY[9, 10]) AS n`,
+      [workspace.id],
+    );
+    await shipExecutionLog(api.pool, store.url);
+    await shipExecutionLog(api.pool, store.url);
+    await vi.waitFor(async () => expect(await rawLines(workspace.id)).toHaveLength(2), { timeout: 10_000 });
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(await rawLines(workspace.id)).toHaveLength(2);
   });
 
   it('shows a batch the mirror sent twice (a crash between its POST and its commit) once', async () => {
