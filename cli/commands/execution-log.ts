@@ -57,7 +57,15 @@ export function register(program: Command) {
         if (!items.length) return console.log(`No calls of ${workspace} in the last ${o.since}.`);
         const table = plainTable(['TIME', 'KEY', 'METHOD', 'ROUTE', 'STATUS', 'LATENCY', 'REQUEST ID']);
         for (const c of items)
-          table.push([c.occurredAt, c.keyPrefix, c.method, c.route, c.status, `${c.latencyMs} ms`, c.requestId]);
+          table.push([
+            c.occurredAt,
+            c.keyPrefix,
+            c.method,
+            c.route,
+            c.status,
+            `${c.latencyMs.toFixed(1)} ms`,
+            c.requestId,
+          ]);
         console.log(table.toString());
       },
     );

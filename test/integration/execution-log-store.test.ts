@@ -205,6 +205,7 @@ describe('the execution log in the log store', () => {
     expect(row).toContain(key.prefix);
     expect(row).toContain('/api/portal/apikeys/self');
     expect(row).toContain(answer.headers.get('x-request-id'));
+    expect(row).toMatch(/\s\d+\.\d ms\s/);
 
     const json = await cli(['logs', workspace.slug, '--status', '200', '-o', 'json']);
     expect(JSON.parse(json.out)).toEqual([
