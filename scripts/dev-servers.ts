@@ -1,11 +1,19 @@
 /**
  * The real servers `npm run dev` runs privately under DATA_DIR: PostgreSQL, Redis, the Temporal dev
  * server (or, with `--temporal=cluster`, the production-shaped Temporal), etcd with kube-apiserver
- * (the TenantClient CRD installed) and SeaweedFS for the backups.
+ * (the TenantClient CRD installed), SeaweedFS for the backups and VictoriaLogs, the log store.
  */
 import path from 'node:path';
 import type { Config } from '../lib/config.js';
-import { kubectl, startKubernetes, startPostgres, startRedis, startSeaweedfs, startTemporal } from './local-servers.js';
+import {
+  kubectl,
+  startKubernetes,
+  startPostgres,
+  startRedis,
+  startSeaweedfs,
+  startTemporal,
+  startVictorialogs,
+} from './local-servers.js';
 import { installTenantClientCrd } from './tenant-client-crd.js';
 import { startTemporalCluster, temporalPostgresFrom, type TemporalKind } from './local-temporal-cluster.js';
 
@@ -42,6 +50,7 @@ export async function startDevServers(
         })
       : undefined,
     startLocalObjectStore(cfg, dataDir),
+    startLocalLogStore(cfg, dataDir),
   ]);
   if (temporalKind === 'cluster') {
     step('starting the production-shaped Temporal (Temporal server on PostgreSQL, docs/temporal-cluster.md)');
@@ -70,4 +79,19 @@ async function startLocalObjectStore(cfg: Config, dataDir: string) {
     accessKeyId: cfg.BACKUP_S3_ACCESS_KEY_ID,
     secretAccessKey: cfg.BACKUP_S3_SECRET_ACCESS_KEY,
   });
+}
+
+/**
+ * VictoriaLogs when LOG_STORE_URL is on this machine (the development default), keeping
+ * LOG_STORE_RETENTION; the platform's own log lines go there too (LOG_STORE_URL in this process's
+ * environment, which the controller's process inherits: lib/log-shipper.ts).
+ */
+async function startLocalLogStore(cfg: Config, dataDir: string) {
+  if (!isLoopback(cfg.LOG_STORE_URL)) return;
+  await startVictorialogs({
+    dir: path.join(dataDir, 'victorialogs'),
+    port: portOf(cfg.LOG_STORE_URL!),
+    retention: cfg.LOG_STORE_RETENTION,
+  });
+  process.env.LOG_STORE_URL = cfg.LOG_STORE_URL;
 }

@@ -44,7 +44,7 @@ startServersInOwnProcessGroups();
 try {
   const temporal = temporalKind === 'dev' ? 'the Temporal dev server, ' : '';
   step(
-    `starting PostgreSQL, Redis, ${temporal}a Kubernetes API server and the SeaweedFS object store (data in ${dataDir})`,
+    `starting PostgreSQL, Redis, ${temporal}a Kubernetes API server, the SeaweedFS object store and the VictoriaLogs log store (data in ${dataDir})`,
   );
   const { kube } = await startDevServers(cfg, dataDir, temporalKind, step);
 

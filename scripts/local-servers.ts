@@ -1,13 +1,14 @@
 /**
  * Starts the real servers the platform needs on this machine, on loopback only: a private
  * PostgreSQL cluster, a private Redis, the Temporal dev server, a Kubernetes API server (etcd +
- * kube-apiserver, where TenantClients live) and a SeaweedFS S3 object store for backups. Used by
+ * kube-apiserver, where TenantClients live), a SeaweedFS S3 object store for backups and a
+ * VictoriaLogs log store. Used by
  * `npm run dev` and by the test run's global setup. Every process started here is stopped when the parent stops,
  * normally or not (signal handlers plus an exit hook), and a pid file lets the next start clean
  * up after a parent that was killed outright.
  *
  * One file per server (local-postgres.ts, local-redis.ts, local-temporal.ts, local-kubernetes.ts,
- * local-seaweedfs.ts)
+ * local-seaweedfs.ts, local-victorialogs.ts)
  * beside the process manager they share (managed-process.ts); this one re-exports them and starts all.
  */
 import { randomBytes } from 'node:crypto';
@@ -17,6 +18,7 @@ import { startRedis } from './local-redis.js';
 import { startTemporal } from './local-temporal.js';
 import { startKubernetes } from './local-kubernetes.js';
 import { startSeaweedfs } from './local-seaweedfs.js';
+import { startVictorialogs } from './local-victorialogs.js';
 import { freePort } from './managed-process.js';
 
 export { findPgBin, startPostgres, type PostgresServer } from './local-postgres.js';
@@ -28,6 +30,13 @@ export {
   startSeaweedfs,
   type ObjectStoreServer,
 } from './local-seaweedfs.js';
+export {
+  findVictorialogs,
+  startVictorialogs,
+  VICTORIALOGS_VERSION,
+  victorialogsCacheDir,
+  type LogStoreServer,
+} from './local-victorialogs.js';
 export {
   findTemporalCli,
   startTemporal,
@@ -68,4 +77,9 @@ export async function startThrowAwayObjectStore(dir: string) {
     accessKeyId: 'plana-test',
     secretAccessKey: randomBytes(18).toString('base64url'),
   });
+}
+
+/** A log store (VictoriaLogs) under `dir` on a free loopback port, keeping `retention` (default 90d). */
+export async function startThrowAwayLogStore(dir: string, retention?: string) {
+  return startVictorialogs({ dir: path.join(dir, 'victorialogs'), port: await freePort(), retention });
 }

@@ -1,5 +1,6 @@
 /**
- * Starts the real servers (PostgreSQL, Redis, Temporal, a Kubernetes API server) once for the whole
+ * Starts the real servers (PostgreSQL, Redis, Temporal, a Kubernetes API server, the object store and
+ * the log store) once for the whole
  * test run, on free loopback ports in a throw-away folder, bundles the workflow code once, and tears
  * everything down afterwards (also when tests fail). Test files read the addresses with `inject(...)` (see test/support/env.ts).
  */
@@ -7,7 +8,13 @@ import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { startThrowAwayObjectStore, startThrowAwayServers, stopAll, throwAwayDir } from '../scripts/local-servers.js';
+import {
+  startThrowAwayLogStore,
+  startThrowAwayObjectStore,
+  startThrowAwayServers,
+  stopAll,
+  throwAwayDir,
+} from '../scripts/local-servers.js';
 import { createPool } from '../lib/db.js';
 import { migrate } from '../lib/migrate.js';
 import { parseConfig } from '../lib/config.js';
@@ -28,6 +35,8 @@ declare module 'vitest' {
     dataDir: string;
     /** The BACKUP_S3_* settings of the run's SeaweedFS (the backups' object store). */
     objectStoreEnv: Record<string, string>;
+    /** The run's log store (VictoriaLogs, 90-day retention): LOG_STORE_URL. */
+    logStoreUrl: string;
     /** The current keys of the platform's pairs (bootstrapped here; see test/support/service-keys.ts). */
     serviceKeys: { operator: string; provisioning: string; events: string; notifications: string };
   }
@@ -36,9 +45,10 @@ declare module 'vitest' {
 export default async function setup(project: TestProject) {
   const dir = throwAwayDir('plana-test-');
   try {
-    const [{ pg, redis, temporal, kube }, objectStore, bundle] = await Promise.all([
+    const [{ pg, redis, temporal, kube }, objectStore, logStore, bundle] = await Promise.all([
       startThrowAwayServers(dir),
       startThrowAwayObjectStore(dir),
+      startThrowAwayLogStore(dir),
       bundleWorkflowCode({ workflowsPath, logger: quietLogger }),
     ]);
     await installTenantClientCrd(kube.kubeconfigPath);
@@ -67,6 +77,7 @@ export default async function setup(project: TestProject) {
     project.provide('workflowBundlePath', workflowBundlePath);
     project.provide('dataDir', dir);
     project.provide('objectStoreEnv', objectStore.env);
+    project.provide('logStoreUrl', logStore.url);
     project.provide('serviceKeys', serviceKeys);
   } catch (err) {
     await stopAll();
