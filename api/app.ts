@@ -50,7 +50,11 @@ import webRoutes from './routes/web/index.js';
 export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   // the request log writes each Workspace API call's execution-log record with its log line
   const app = Fastify(
-    serverOptions(deps.config.LOG_LEVEL, { logController: new WorkspaceCallLog(), stream: deps.logStream }),
+    serverOptions(deps.config.LOG_LEVEL, {
+      logController: new WorkspaceCallLog(),
+      stream: deps.logStream,
+      service: 'account-api',
+    }),
   );
   app.decorate('deps', deps);
   app.addSchema(ProblemSchema);

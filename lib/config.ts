@@ -24,6 +24,8 @@ export const configSchema = z.object({
   TEMPORAL_UI_URL: url.default('http://127.0.0.1:8233'),
   /** `npm run dev`'s private Kubernetes API server (https on loopback; its kubeconfig is DATA_DIR/kubernetes/kubeconfig). */
   DEV_KUBE_APISERVER_PORT: port.default(6443),
+  /** `npm run dev`'s private Prometheus (scripts/local-prometheus.ts): it scrapes the platform and evaluates the alert rules. */
+  DEV_PROMETHEUS_PORT: port.default(9090),
 
   /**
    * Prometheus metrics (lib/metrics.ts): each platform process answers GET /metrics on
@@ -368,6 +370,20 @@ export const configSchema = z.object({
   /** Execution log retention (days, §8: 90) and how many daily partitions to create ahead. */
   EXECUTION_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).default(90),
   EXECUTION_LOG_PARTITIONS_AHEAD: z.coerce.number().int().min(1).default(7),
+  /**
+   * The log store (VictoriaLogs, docs/operators.md "Log store"): where the worker mirrors the
+   * execution log from PostgreSQL (every LOG_STORE_MIRROR_INTERVAL_MS, backing off to a minute
+   * while the store is down) and where the CLI and the ops API read it. Unset: no mirror, no
+   * readers. Each process's own log lines go there when its environment has LOG_STORE_URL
+   * (lib/log-shipper.ts). In development it defaults to the store `npm run dev` starts, which keeps
+   * LOG_STORE_RETENTION.
+   */
+  LOG_STORE_URL: url.optional(),
+  LOG_STORE_MIRROR_INTERVAL_MS: z.coerce.number().int().min(50).default(1_000),
+  LOG_STORE_RETENTION: z
+    .string()
+    .regex(/^\d+[dwy]$/, 'must be a VictoriaLogs period of at least a day, e.g. 90d')
+    .default('90d'),
   /** Default Workspace API limits per key (§8); operators override per workspace. */
   RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(100),
   RATE_LIMIT_PER_SECOND: z.coerce.number().positive().default(30),
@@ -478,6 +494,9 @@ export const LOCAL_OBJECT_STORE = {
   BACKUP_S3_SECRET_ACCESS_KEY: 'plana-dev-only-backups-secret',
 } as const;
 
+/** The log store `npm run dev` starts (VictoriaLogs, scripts/local-victorialogs.ts): the development default of LOG_STORE_URL. */
+export const LOCAL_LOG_STORE_URL = 'http://127.0.0.1:9428';
+
 /**
  * The settings whose development default is a secret written in this repository: in production
  * each must be set, to something else.
@@ -528,9 +547,10 @@ export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const refused = productionProblems(result.data);
   if (refused.length)
     throw new ConfigError(`Invalid configuration for production (NODE_ENV=production):\n  ${refused.join('\n  ')}`);
-  const localStore =
-    result.data.NODE_ENV === 'development' && !result.data.BACKUP_S3_ENDPOINT ? LOCAL_OBJECT_STORE : {};
-  return { ...result.data, ...localStore, ...derivedSettings(result.data) };
+  const development = result.data.NODE_ENV === 'development';
+  const localStore = development && !result.data.BACKUP_S3_ENDPOINT ? LOCAL_OBJECT_STORE : {};
+  const localLogStore = development && !result.data.LOG_STORE_URL ? { LOG_STORE_URL: LOCAL_LOG_STORE_URL } : {};
+  return { ...result.data, ...localStore, ...localLogStore, ...derivedSettings(result.data) };
 }
 
 let cached: Config | undefined;

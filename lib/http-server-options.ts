@@ -15,6 +15,7 @@ import { problem, type ErrorCode } from './errors.js';
 import { BODY_LIMIT, MAX_PARAM_LENGTH } from './http-limits.js';
 import { sendProblem } from './http-problems.js';
 import { failureContext, OneLinePerRequest } from './http-request-log.js';
+import { logDestination } from './log-shipper.js';
 import { serializers, serverRedactPaths } from './logger.js';
 import { tracedServerFactory } from './http-tracing.js';
 import { activeTraceId } from './tracing.js';
@@ -70,19 +71,22 @@ function buildValidator(externalSchemas: unknown, options: { customOptions?: Rec
 export interface LogOptions {
   /** The request log (default OneLinePerRequest). */
   logController?: LogController;
-  /** Where the log lines go (default standard output); tests read them here. */
+  /** Where the log lines go (default standard output, and the log store when LOG_STORE_URL is set); tests read them here. */
   stream?: DestinationStream;
+  /** The server's name on its lines in the log store (their stream). */
+  service?: string;
 }
 
 export function serverOptions(
   logLevel: string,
-  { logController = new OneLinePerRequest(), stream }: LogOptions = {},
+  { logController = new OneLinePerRequest(), stream, service = 'platform' }: LogOptions = {},
 ): FastifyServerOptions {
+  const destination = stream ?? logDestination(service);
   return {
     logController,
     logger: {
       level: logLevel,
-      ...(stream ? { stream } : {}),
+      ...(destination ? { stream: destination } : {}),
       redact: { paths: serverRedactPaths, censor: '[redacted]' },
       // Fastify's type wants message and stack on an error line: the platform's lines leave them out
       serializers: serializers as unknown as NonNullable<

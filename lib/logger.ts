@@ -1,4 +1,5 @@
 import pino, { type Logger, type LoggerOptions } from 'pino';
+import { logDestination } from './log-shipper.js';
 import { redactText, redactUrl } from './redact.js';
 
 /**
@@ -96,13 +97,16 @@ export function requestSerializer(req: unknown): Record<string, unknown> {
 
 export const serializers = { err: (err: unknown) => errorSerializer(err), req: requestSerializer };
 
+/** A process's logger: standard output, and the log store when LOG_STORE_URL is set (the `name` as its service). */
 export function createLogger(options: LoggerOptions = {}): Logger {
-  return pino({
+  const opts = {
     level: process.env.LOG_LEVEL ?? 'info',
     redact: { paths: redactPaths, censor: '[redacted]' },
     serializers,
     ...options,
-  });
+  };
+  const destination = logDestination(options.name ?? 'platform');
+  return destination ? pino(opts, destination) : pino(opts);
 }
 
 export type { Logger };

@@ -15,7 +15,7 @@ import { config as loadConfig } from './config.js';
 import { startTracing } from './tracing.js';
 
 export interface ServiceAppOptions {
-  /** The service's name in its metrics (the `service` label of plana_http_requests_total, lib/metrics.ts). */
+  /** The service's name in its metrics (the `service` label of plana_http_requests_total, lib/metrics.ts) and in the log store. */
   service: string;
   /** Where the log lines go (default standard output). */
   logStream?: DestinationStream;
@@ -26,7 +26,7 @@ export interface ServiceAppOptions {
 /** A service's Fastify app: the platform's server options and problem details, TypeBox schemas. */
 export async function buildServiceApp(logLevel: string | undefined, opts: ServiceAppOptions) {
   const app = Fastify(
-    serverOptions(logLevel ?? 'info', { stream: opts.logStream }),
+    serverOptions(logLevel ?? 'info', { stream: opts.logStream, service: opts.service }),
   ).withTypeProvider<TypeBoxTypeProvider>();
   await app.register(problemDetails);
   await app.register(httpMetrics, { service: opts.service });

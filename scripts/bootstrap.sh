@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up used by `npm run dev`, `npm test` and .ci/run: npm packages, the Temporal CLI,
-# PostgreSQL / Redis / etcd server binaries, kube-apiserver + kubectl, SeaweedFS and Zipkin. Fast when
+# PostgreSQL / Redis / etcd server binaries, kube-apiserver + kubectl, SeaweedFS, VictoriaLogs and Zipkin. Fast when
 # everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -99,7 +99,38 @@ if ! seaweedfs_ok "$SEAWEEDFS_DIR/weed"; then
   say "SeaweedFS ready: $SEAWEEDFS_DIR/weed"
 fi
 
-# 2c. The Temporal server of the production-shaped runs (`npm run dev -- --temporal=cluster`, its test and
+# 2c. VictoriaLogs 1.52.1 (Apache-2.0), the log store: the execution log's mirror and every
+#     service's log lines (scripts/local-victorialogs.ts), built with Go at low priority (about a
+#     minute the first time on two cores). Downloaded and built in place as SeaweedFS is, with the
+#     version stamped in so `victoria-logs -version` can say what the cache holds.
+VICTORIALOGS_VERSION=1.52.1
+VICTORIALOGS_MODULE=github.com/VictoriaMetrics/VictoriaLogs@v${VICTORIALOGS_VERSION}
+VICTORIALOGS_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/plana/victorialogs-${VICTORIALOGS_VERSION}"
+victorialogs_ok() { "$1" -version 2>/dev/null | grep -q "victoria-logs-v${VICTORIALOGS_VERSION}"; }
+if ! victorialogs_ok "$VICTORIALOGS_DIR/victoria-logs"; then
+  command -v go >/dev/null || die "Go >= 1.25 is needed to build VictoriaLogs ${VICTORIALOGS_VERSION} (the log store)"
+  mkdir -p "$VICTORIALOGS_DIR"
+  say "building VictoriaLogs ${VICTORIALOGS_VERSION} with Go into $VICTORIALOGS_DIR (nice 19)"
+  say "about a minute on two cores the first time; the packages being compiled are listed below"
+  victorialogs_src() { go mod download -json "$VICTORIALOGS_MODULE" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'; }
+  src=$(victorialogs_src) || src=""
+  if [ -z "$src" ]; then
+    say "retrying without the Go checksum database (VictoriaLogs's go.sum still pins every dependency)"
+    src=$(GOSUMDB=off victorialogs_src) || die "could not download $VICTORIALOGS_MODULE from the Go module proxy"
+  fi
+  victorialogs_build() {
+    ( cd "$src" && nice -n 19 go build -v \
+        -ldflags "-X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=victoria-logs-v${VICTORIALOGS_VERSION}" \
+        -o "$VICTORIALOGS_DIR/victoria-logs.part" ./app/victoria-logs 2>&1 | sed -u 's/^/  go: /' )
+  }
+  victorialogs_build || GOSUMDB=off victorialogs_build
+  [ -x "$VICTORIALOGS_DIR/victoria-logs.part" ] || die "could not build VictoriaLogs ${VICTORIALOGS_VERSION}"
+  mv "$VICTORIALOGS_DIR/victoria-logs.part" "$VICTORIALOGS_DIR/victoria-logs"
+  victorialogs_ok "$VICTORIALOGS_DIR/victoria-logs" || die "$VICTORIALOGS_DIR/victoria-logs is not VictoriaLogs ${VICTORIALOGS_VERSION}"
+  say "VictoriaLogs ready: $VICTORIALOGS_DIR/victoria-logs"
+fi
+
+# 2d. The Temporal server of the production-shaped runs (`npm run dev -- --temporal=cluster`, its test and
 #     bench:provision) is built on first use by scripts/build-temporal-server.sh, not here.
 
 # 3. PostgreSQL, Redis and etcd server binaries (the project starts private instances of its own).

@@ -22,6 +22,7 @@ export interface DevBanner {
   adminPassword: string;
   demoSubscription: string;
   metrics: { metricsUrl: string; temporalMetrics: string; controllerMetricsPort: number };
+  prometheusUrl: string;
 }
 
 export function printDevBanner(cfg: Config, b: DevBanner): void {
@@ -66,11 +67,19 @@ function whereEverythingIs(cfg: Config, b: DevBanner): string {
   Data service    ${cfg.DATA_URL}            (the agents' tools read the workspace's ERP figures here)
   LLM stand-in    ${b.llmUrl}   (OpenAI Chat Completions, deterministic; sandbox/llm)
   Support chat    ${b.chat.url}            (Mattermost API v4 stand-in, team ${b.chat.teamId}; rooms in ${path.join(b.dataDir, 'chat')})
+  Log store       ${logStore(cfg)}
   Traces          ${traces(cfg)}
   Metrics         ${b.metrics.metricsUrl}   (Prometheus: API, services, worker activities; Temporal SDK at http://${b.metrics.temporalMetrics}/metrics, controller on port ${b.metrics.controllerMetricsPort})
+  Prometheus      ${b.prometheusUrl}            (scrapes all three; the alert rules of deploy/prometheus/alerts.yml at /alerts)
   Mail (SMTP sink) 127.0.0.1:${cfg.SMTP_PORT}, messages land in ${b.mailDir}
   Demo login      ${DEMO.adminEmail} / ${b.adminPassword}${cfg.DEV_ADMIN_PASSWORD ? ' (from DEV_ADMIN_PASSWORD)' : ''}
 `;
+}
+
+function logStore(cfg: Config): string {
+  if (!cfg.LOG_STORE_URL) return 'none (LOG_STORE_URL unset)';
+  const ui = isLoopback(cfg.LOG_STORE_URL) ? `${cfg.LOG_STORE_URL}/select/vmui` : cfg.LOG_STORE_URL;
+  return `${ui}   (VictoriaLogs: the execution log and every service's lines, ${cfg.LOG_STORE_RETENTION}; npm run cli -- logs ${DEMO.workspace})`;
 }
 
 function nextSteps(cfg: Config, b: DevBanner): string {

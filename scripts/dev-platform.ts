@@ -26,7 +26,13 @@ import { startProvisionedConsumer } from '../services/events/consumers/provision
 import { startDispatcher } from '../services/webhooks/dispatcher.js';
 import { startAgents } from '../services/agents/server.js';
 import { startData } from '../services/data/server.js';
-import { createWorker, ensureWorkerSchedules, installRuntimeLogger, startRevokedKeyAlerter } from '../worker/index.js';
+import {
+  createWorker,
+  ensureWorkerSchedules,
+  installRuntimeLogger,
+  startConfiguredMirror,
+  startRevokedKeyAlerter,
+} from '../worker/index.js';
 import { watchFleet } from '../worker/fleet-metrics.js';
 import { developmentErpInstaller, startPlatformErpStandIn } from './erp-stand-in.js';
 import { startSmtpSink } from '../sandbox/smtp/sink.js';
@@ -132,9 +138,9 @@ const DEV_METRICS_PORT = 9464;
 
 /**
  * The worker, its schedules (backups' and the execution log's retention, the service keys' rotation),
- * the controller, and the metrics: one server for the services, the API and the worker of this
- * process; the SDK's worker metrics and the controller (its own process) on the next two ports
- * (docs/operators.md, Metrics).
+ * the execution log's mirror to the log store, the controller, and the metrics: one server for the
+ * services, the API and the worker of this process; the SDK's worker metrics and the controller (its
+ * own process) on the next two ports (docs/operators.md, Metrics).
  */
 export async function startDevWorkerAndController(
   cfg: Config,
@@ -156,11 +162,14 @@ export async function startDevWorkerAndController(
   // the fleet's gauges (worker/fleet-metrics.ts) on this process's metrics, as the worker serves them
   const fleetPool = createPool(cfg.DATABASE_URL, 2);
   const unwatchFleet = watchFleet(fleetPool);
+  // the execution log's mirror to the log store, as the worker process runs it
+  const mirror = startConfiguredMirror(cfg, fleetPool, workerLog);
   shutdown.add('worker', {
     close: async () => {
       // the SDK stops the worker on SIGINT by itself (its runtime's shutdown signals)
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
+      await mirror?.stop();
       unwatchFleet();
       await fleetPool.end();
       await alerter.stop();

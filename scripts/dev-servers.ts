@@ -1,7 +1,8 @@
 /**
  * The real servers `npm run dev` runs privately under DATA_DIR: PostgreSQL, Redis, the Temporal dev
  * server (or, with `--temporal=cluster`, the production-shaped Temporal), etcd with kube-apiserver
- * (the TenantClient CRD installed), SeaweedFS for the backups and Zipkin for the traces.
+ * (the TenantClient CRD installed), SeaweedFS for the backups, VictoriaLogs, the log store, and
+ * Zipkin for the traces.
  */
 import path from 'node:path';
 import type { Config } from '../lib/config.js';
@@ -12,6 +13,7 @@ import {
   startRedis,
   startSeaweedfs,
   startTemporal,
+  startVictorialogs,
   startZipkin,
 } from './local-servers.js';
 import { installTenantClientCrd } from './tenant-client-crd.js';
@@ -50,6 +52,7 @@ export async function startDevServers(
         })
       : undefined,
     startLocalObjectStore(cfg, dataDir),
+    startLocalLogStore(cfg, dataDir),
     startLocalTraceStore(cfg, dataDir),
   ]);
   if (temporalKind === 'cluster') {
@@ -79,6 +82,21 @@ async function startLocalObjectStore(cfg: Config, dataDir: string) {
     accessKeyId: cfg.BACKUP_S3_ACCESS_KEY_ID,
     secretAccessKey: cfg.BACKUP_S3_SECRET_ACCESS_KEY,
   });
+}
+
+/**
+ * VictoriaLogs when LOG_STORE_URL is on this machine (the development default), keeping
+ * LOG_STORE_RETENTION; the platform's own log lines go there too (LOG_STORE_URL in this process's
+ * environment, which the controller's process inherits: lib/log-shipper.ts).
+ */
+async function startLocalLogStore(cfg: Config, dataDir: string) {
+  if (!isLoopback(cfg.LOG_STORE_URL)) return;
+  await startVictorialogs({
+    dir: path.join(dataDir, 'victorialogs'),
+    port: portOf(cfg.LOG_STORE_URL!),
+    retention: cfg.LOG_STORE_RETENTION,
+  });
+  process.env.LOG_STORE_URL = cfg.LOG_STORE_URL;
 }
 
 /** Zipkin for the traces when the platform sends them to a Zipkin on this machine (`npm run dev`'s default). */

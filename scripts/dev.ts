@@ -19,6 +19,7 @@ import { prepareDatabase, startDevErp, startDevServices, startDevWorkerAndContro
 import { provisionDemoTenant } from './dev-demo.js';
 import { printDevBanner } from './dev-banner.js';
 import { buildPortal } from './portal-build.js';
+import { startPrometheus } from './local-prometheus.js';
 import { STAND_IN_ADDONS_PATH } from '../sandbox/erp/install.js';
 
 const started = Date.now();
@@ -48,7 +49,7 @@ startServersInOwnProcessGroups();
 try {
   const temporal = temporalKind === 'dev' ? 'the Temporal dev server, ' : '';
   step(
-    `starting PostgreSQL, Redis, ${temporal}a Kubernetes API server, the SeaweedFS object store and Zipkin (data in ${dataDir})`,
+    `starting PostgreSQL, Redis, ${temporal}a Kubernetes API server, the SeaweedFS object store, the VictoriaLogs log store and Zipkin (data in ${dataDir})`,
   );
   const { kube } = await startDevServers(cfg, dataDir, temporalKind, step);
 
@@ -62,6 +63,15 @@ try {
   step('starting the SMTP sink, the notifications service, the account API, the auth service and the worker');
   const services = await startDevServices(cfg, kube.kubeconfigPath, dataDir, shutdown);
   const metrics = await startDevWorkerAndController(cfg, kube.kubeconfigPath, dataDir, shutdown);
+  const prometheus = await startPrometheus({
+    dir: path.join(dataDir, 'prometheus'),
+    port: cfg.DEV_PROMETHEUS_PORT,
+    targets: [
+      new URL(metrics.metricsUrl).host,
+      metrics.temporalMetrics,
+      `${new URL(metrics.metricsUrl).hostname}:${metrics.controllerMetricsPort}`,
+    ],
+  });
   const demo = await provisionDemoTenant(cfg, kube.kubeconfigPath, step);
 
   printDevBanner(cfg, {
@@ -77,6 +87,7 @@ try {
     adminPassword,
     demoSubscription: demo.subscription,
     metrics,
+    prometheusUrl: prometheus.url,
   });
   // real Odoo: the other tiers' templates, built while the platform runs (stopped with it)
   if (cfg.ERP_BACKEND === 'odoo') {

@@ -1,14 +1,14 @@
 /**
  * Starts the real servers the platform needs on this machine, on loopback only: a private
  * PostgreSQL cluster, a private Redis, the Temporal dev server, a Kubernetes API server (etcd +
- * kube-apiserver, where TenantClients live), a SeaweedFS S3 object store for backups and a Zipkin
- * trace store. Used by
+ * kube-apiserver, where TenantClients live), a SeaweedFS S3 object store for backups, a
+ * VictoriaLogs log store and a Zipkin trace store. Used by
  * `npm run dev` and by the test run's global setup. Every process started here is stopped when the parent stops,
  * normally or not (signal handlers plus an exit hook), and a pid file lets the next start clean
  * up after a parent that was killed outright.
  *
  * One file per server (local-postgres.ts, local-redis.ts, local-temporal.ts, local-kubernetes.ts,
- * local-seaweedfs.ts, local-zipkin.ts)
+ * local-seaweedfs.ts, local-victorialogs.ts, local-zipkin.ts)
  * beside the process manager they share (managed-process.ts); this one re-exports them and starts all.
  */
 import { randomBytes } from 'node:crypto';
@@ -18,6 +18,7 @@ import { startRedis } from './local-redis.js';
 import { startTemporal } from './local-temporal.js';
 import { startKubernetes } from './local-kubernetes.js';
 import { startSeaweedfs } from './local-seaweedfs.js';
+import { startVictorialogs } from './local-victorialogs.js';
 import { startZipkin } from './local-zipkin.js';
 import { freePort } from './managed-process.js';
 
@@ -31,6 +32,13 @@ export {
   type ObjectStoreServer,
 } from './local-seaweedfs.js';
 export { findZipkin, startZipkin, ZIPKIN_VERSION, zipkinCacheDir, type ZipkinServer } from './local-zipkin.js';
+export {
+  findVictorialogs,
+  startVictorialogs,
+  VICTORIALOGS_VERSION,
+  victorialogsCacheDir,
+  type LogStoreServer,
+} from './local-victorialogs.js';
 export {
   findTemporalCli,
   startTemporal,
@@ -71,6 +79,11 @@ export async function startThrowAwayObjectStore(dir: string) {
     accessKeyId: 'plana-test',
     secretAccessKey: randomBytes(18).toString('base64url'),
   });
+}
+
+/** A log store (VictoriaLogs) under `dir` on a free loopback port, keeping `retention` (default 90d). */
+export async function startThrowAwayLogStore(dir: string, retention?: string) {
+  return startVictorialogs({ dir: path.join(dir, 'victorialogs'), port: await freePort(), retention });
 }
 
 /** A Zipkin trace store under `dir` on a free loopback port. */

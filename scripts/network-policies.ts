@@ -13,7 +13,7 @@
  * namespace plana; the ingress controller and Prometheus by their usual labels in their own
  * namespaces (ingress-nginx, monitoring); the operator's Odoo, PostgreSQL, Redis, Temporal frontend
  * and object store by their usual chart labels in namespace plana, where they run there (elsewhere
- * their policy selects nothing). docs/operators.md says how an overlay changes a selector.
+ * their policy selects nothing); the release's log store by its own label (victorialogs). docs/operators.md says how an overlay changes a selector.
  */
 import ipaddr from 'ipaddr.js';
 import { stringify } from 'yaml';
@@ -68,6 +68,7 @@ export const OUTSIDE_SELECTORS: Record<OutsidePeer, PolicyPeer> = {
   redis: { podSelector: named('redis') },
   temporal: { podSelector: named('temporal', { 'app.kubernetes.io/component': 'frontend' }) },
   'object-store': { podSelector: named('seaweedfs') },
+  'log-store': { podSelector: named('victorialogs') },
   'trace-store': { podSelector: named('zipkin') },
 };
 

@@ -1,5 +1,6 @@
 /**
- * Starts the real servers (PostgreSQL, Redis, Temporal, a Kubernetes API server) once for the whole
+ * Starts the real servers (PostgreSQL, Redis, Temporal, a Kubernetes API server, the object store and
+ * the log store) once for the whole
  * test run, on free loopback ports in a throw-away folder, bundles the workflow code once, and tears
  * everything down afterwards (also when tests fail). Test files read the addresses with `inject(...)` (see test/support/env.ts).
  */
@@ -8,6 +9,7 @@ import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import {
+  startThrowAwayLogStore,
   startThrowAwayObjectStore,
   startThrowAwayServers,
   startThrowAwayZipkin,
@@ -35,6 +37,8 @@ declare module 'vitest' {
     dataDir: string;
     /** The BACKUP_S3_* settings of the run's SeaweedFS (the backups' object store). */
     objectStoreEnv: Record<string, string>;
+    /** The run's log store (VictoriaLogs, 90-day retention): LOG_STORE_URL. */
+    logStoreUrl: string;
     /** The run's Zipkin (scripts/local-zipkin.ts): its URL, and the settings that send spans to it. */
     zipkinUrl: string;
     zipkinEnv: Record<string, string>;
@@ -46,9 +50,10 @@ declare module 'vitest' {
 export default async function setup(project: TestProject) {
   const dir = throwAwayDir('plana-test-');
   try {
-    const [{ pg, redis, temporal, kube }, objectStore, zipkin, bundle] = await Promise.all([
+    const [{ pg, redis, temporal, kube }, objectStore, logStore, zipkin, bundle] = await Promise.all([
       startThrowAwayServers(dir),
       startThrowAwayObjectStore(dir),
+      startThrowAwayLogStore(dir),
       startThrowAwayZipkin(dir),
       bundleWorkflowCode({ workflowsPath, workflowInterceptorModules, logger: quietLogger }),
     ]);
@@ -78,6 +83,7 @@ export default async function setup(project: TestProject) {
     project.provide('workflowBundlePath', workflowBundlePath);
     project.provide('dataDir', dir);
     project.provide('objectStoreEnv', objectStore.env);
+    project.provide('logStoreUrl', logStore.url);
     project.provide('zipkinUrl', zipkin.url);
     project.provide('zipkinEnv', zipkin.env);
     project.provide('serviceKeys', serviceKeys);

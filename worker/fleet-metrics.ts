@@ -2,9 +2,10 @@
  * The fleet's state as Prometheus gauges, read from PostgreSQL at each scrape of the worker's
  * `/metrics` (what the platform keeps there survives any restart, so the gauges do too): each
  * tenant's readiness and phase as its workflow published them, its newest backup, its newest backup
- * drill's outcome, the service-key rotations still running, each webhook endpoint's backlog and the
- * endpoints the platform disabled. The alert rules that watch them are
- * in deploy/prometheus/alerts.yml; docs/operators.md ("Alerts") says what to do about each.
+ * drill's outcome, the service-key rotations still running, each webhook endpoint's backlog, the
+ * endpoints the platform disabled, and how far the execution log's mirror to the log store is
+ * behind. The alert rules that watch them are in deploy/prometheus/alerts.yml; docs/operators.md
+ * ("Alerts") says what to do about each.
  */
 import type pg from 'pg';
 import client from 'prom-client';
@@ -89,4 +90,13 @@ sqlGauge({
                extract(epoch FROM e.updated_at)::float8 AS value
           FROM webhook_endpoints e JOIN workspaces w ON w.id = e.workspace_id
          WHERE NOT e.enabled AND e.disabled_reason IS NOT NULL`,
+});
+
+sqlGauge({
+  name: 'plana_execution_log_mirror_lag_seconds',
+  help: 'How old the oldest execution-log row not yet in the log store is (0: the mirror has caught up)',
+  labelNames: [],
+  sql: `SELECT coalesce(extract(epoch FROM now() - (
+                 SELECT e.occurred_at FROM execution_log e, execution_log_mirror_cursor c
+                  WHERE (e.xid, e.id) > (c.xid, c.id) ORDER BY e.xid, e.id LIMIT 1)), 0)::float8 AS value`,
 });

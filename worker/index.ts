@@ -28,12 +28,14 @@ import { startMisuseAlerter } from '../domain/service-keys/misuse.js';
 import { createSecretStore } from '../domain/service-keys/secret-store-factory.js';
 import { createPool } from '../lib/db.js';
 import type { Client } from '@temporalio/client';
+import type pg from 'pg';
 import { connectTemporal } from '../lib/temporal.js';
 import { ensureSearchAttributes } from './search-attributes.js';
 import { erpInstallerFor } from './erp-installer.js';
 import type { ErpInstaller } from '../domain/erp/from-scratch.js';
 import { activityMetrics } from './activity-metrics.js';
 import { watchFleet } from './fleet-metrics.js';
+import { startExecutionLogMirror } from '../domain/access/execution-log-mirror.js';
 import { heartbeatsWhileRunning } from './activity-heartbeats.js';
 import { startConfiguredMetricsServer } from '../lib/metrics.js';
 import { startTracing } from '../lib/tracing.js';
@@ -156,6 +158,20 @@ export async function ensureWorkerSchedules(client: Client, config: Config) {
   await ensureRotationSchedules(client, { taskQueue, everyDays: config.SERVICE_KEY_ROTATION_EVERY_DAYS });
 }
 
+/**
+ * The execution log's mirror from PostgreSQL to the log store (domain/access/execution-log-mirror.ts)
+ * when LOG_STORE_URL is set: run by the worker process and `npm run dev`; replicas share one cursor.
+ */
+export function startConfiguredMirror(config: Config, pool: pg.Pool, log: Logger) {
+  if (!config.LOG_STORE_URL) return undefined;
+  return startExecutionLogMirror({
+    pool,
+    storeUrl: config.LOG_STORE_URL,
+    intervalMs: config.LOG_STORE_MIRROR_INTERVAL_MS,
+    log,
+  });
+}
+
 /** The worker process: schedules ensured, then the worker until SIGINT/SIGTERM, with `erpInstaller`. */
 export async function runWorkerProcess(config: Config, erpInstaller: ErpInstaller | undefined): Promise<void> {
   const logger = createLogger({ name: 'worker' });
@@ -170,8 +186,10 @@ export async function runWorkerProcess(config: Config, erpInstaller: ErpInstalle
   const alerter = startRevokedKeyAlerter(config, logger);
   const fleetPool = createPool(config.DATABASE_URL, 2);
   const unwatchFleet = watchFleet(fleetPool);
+  const mirror = startConfiguredMirror(config, fleetPool, logger);
   // Worker.run() handles SIGINT/SIGTERM itself: it stops polling, lets running tasks finish, then resolves.
   await worker.run();
+  await mirror?.stop();
   unwatchFleet();
   await fleetPool.end();
   await alerter.stop();

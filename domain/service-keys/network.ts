@@ -8,9 +8,9 @@
  * - the service-key pairs (inventory.ts): each live pair's `from` pods reach its target's port. A new
  *   pair is one entry there; its policy follows from it.
  * - the paths without a service key (INFRASTRUCTURE_PATHS below): the ingress controller in front of
- *   the public entries, the ERP behind the tenant ingress, PostgreSQL, Redis, Temporal and the object
- *   store from the processes that use them, Prometheus on every metrics port, and every process's
- *   spans to the trace store.
+ *   the public entries, the ERP behind the tenant ingress, PostgreSQL, Redis, Temporal, the object
+ *   store and the log store from the processes that use them, Prometheus on every metrics port, and
+ *   every process's spans to the trace store.
  */
 import { SERVICE_KEY_INVENTORY, type ServiceTarget } from './inventory.js';
 
@@ -33,10 +33,11 @@ export const PLATFORM_PROCESSES = [
 export type PlatformProcess = (typeof PLATFORM_PROCESSES)[number];
 
 /**
- * The pods the platform talks to that it does not run: the cluster's ingress controller, its
- * Prometheus, and the operator's Odoo, PostgreSQL, Redis, Temporal frontend, S3-compatible object
- * store and trace store (Zipkin: deploy/kubernetes/base/trace-store.yaml; where they run in the
- * cluster; scripts/network-policies.ts says how each is selected).
+ * The pods the platform talks to that are not its own image's processes: the cluster's ingress
+ * controller, its Prometheus, the operator's Odoo, PostgreSQL, Redis, Temporal frontend and
+ * S3-compatible object store (where they run in the cluster), the log store (VictoriaLogs, which
+ * the release runs: deploy/kubernetes/base/log-store.yaml) and the trace store (Zipkin:
+ * deploy/kubernetes/base/trace-store.yaml). scripts/network-policies.ts says how each is selected.
  */
 export const OUTSIDE_PEERS = [
   'ingress-controller',
@@ -46,6 +47,7 @@ export const OUTSIDE_PEERS = [
   'redis',
   'temporal',
   'object-store',
+  'log-store',
   'trace-store',
 ] as const;
 export type OutsidePeer = (typeof OUTSIDE_PEERS)[number];
@@ -65,6 +67,7 @@ export const OUTSIDE_PORTS = {
   redis: 6379,
   temporal: 7233,
   'object-store': 8333,
+  'log-store': 9428,
   'trace-store': 9411,
 } as const;
 
@@ -136,6 +139,16 @@ export const INFRASTRUCTURE_PATHS: readonly NetworkPath[] = [
     from: ['worker'],
     to: { peer: 'object-store', port: OUTSIDE_PORTS['object-store'] },
     what: 'backups (BACKUP_S3_ENDPOINT)',
+  },
+  {
+    from: PLATFORM_PROCESSES,
+    to: { peer: 'log-store', port: OUTSIDE_PORTS['log-store'] },
+    what: "every process's log lines; the worker mirrors the execution log, the API reads it (LOG_STORE_URL)",
+  },
+  {
+    from: ['prometheus'],
+    to: { peer: 'log-store', port: OUTSIDE_PORTS['log-store'] },
+    what: "Prometheus scrapes the log store's /metrics",
   },
   {
     from: DEPLOYMENTS,

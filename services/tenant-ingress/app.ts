@@ -59,7 +59,10 @@ export async function buildTenantIngress(opts: TenantIngressOptions) {
     return routes.routeOf(host);
   }
 
-  const app = Fastify({ ...serverOptions(opts.logLevel, { stream: opts.logStream }), bodyLimit: 64 * 1024 * 1024 });
+  const app = Fastify({
+    ...serverOptions(opts.logLevel, { stream: opts.logStream, service: 'tenant-ingress' }),
+    bodyLimit: 64 * 1024 * 1024,
+  });
   // the platform's one error mapper: a failure of the ingress itself (its route look-up) is a
   // problem answer and a "request failed" line with the error's stack (lib/http.ts). The client's
   // abort mid-response is neither: the ERP's answer had begun (its headers read, no byte of it sent

@@ -23,6 +23,7 @@ export async function testConfig(overrides: Record<string, string> = {}): Promis
     NOTIFICATIONS_URL: `http://127.0.0.1:${notificationsPort}`,
     SMTP_PORT: String(smtpPort),
     ...inject('objectStoreEnv'),
+    LOG_STORE_URL: inject('logStoreUrl'),
     // the ERP stand-in's modules (its neutralize scripts), unless the test runs real Odoo
     ...(overrides.ERP_BACKEND === 'odoo' ? {} : { ERP_ADDONS_PATH: STAND_IN_ADDONS_PATH }),
     ...overrides,

@@ -1,15 +1,63 @@
 /**
- * Ops API: run the execution-log retention now (the platform also runs it daily, see
- * worker schedules): creates the partitions ahead and drops the days older than the retention.
+ * Ops API: a workspace's execution log as the log store holds it (the worker mirrors it there from
+ * PostgreSQL, domain/access/execution-log-mirror.ts), and the PostgreSQL retention run now (the
+ * platform also runs it daily, see worker schedules): creates the partitions ahead and drops the
+ * days older than the retention.
  */
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { dropExpiredPartitions, ensurePartitions } from '../../../domain/access/execution-log.js';
+import { readStoredExecutionLog, SINCE_PATTERN } from '../../../domain/access/execution-log-store.js';
+import { getWorkspace } from '../../../domain/access/workspaces.js';
+import { TenantName, Text } from '../../schemas/common.js';
 import { access } from '../../plugins/access.js';
+
+const StoredCall = Type.Object({
+  id: Type.String({ description: "the call's id in the execution log (one line per id)" }),
+  occurredAt: Type.String({ format: 'date-time' }),
+  keyPrefix: Type.String(),
+  method: Type.String(),
+  route: Type.String(),
+  status: Type.Integer(),
+  latencyMs: Type.Number(),
+  requestId: Type.String(),
+});
 
 export default async function opsExecutionLogRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+
+  app.get(
+    '/api/ops/workspaces/:slug/execution-log',
+    {
+      config: { access: access.service('operator') },
+      schema: {
+        tags: ['ops'],
+        summary: "A workspace's execution log from the log store: its calls over a recent period, newest first",
+        params: Type.Object({ slug: TenantName }),
+        querystring: Type.Object({
+          since: Type.String({ pattern: SINCE_PATTERN, default: '1h', description: 'how far back: 30m, 1h, 7d' }),
+          route: Type.Optional(
+            Text({ minLength: 1, maxLength: 200, description: 'routes containing this, e.g. /kpis' }),
+          ),
+          status: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
+          limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }),
+        }),
+        response: {
+          200: Type.Object({ items: Type.Array(StoredCall) }),
+          400: Type.Ref('Problem'),
+          401: Type.Ref('Problem'),
+          404: Type.Ref('Problem'),
+          503: Type.Ref('Problem'),
+        },
+      },
+    },
+    async (req) => {
+      const workspace = await getWorkspace(app.deps.pool, req.params.slug);
+      const items = await readStoredExecutionLog(app.deps.config.LOG_STORE_URL, workspace.id, req.query);
+      return { items };
+    },
+  );
 
   app.post(
     '/api/ops/execution-log/retention',

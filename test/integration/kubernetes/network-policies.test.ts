@@ -3,7 +3,7 @@
  * overlay as `kubectl kustomize` renders it) read by cyclonus, a NetworkPolicy analyzer, for a model
  * of the cluster: a pod of every Deployment and Job of the release, with their labels and named
  * ports, the outside peers (the ingress controller, Prometheus, Odoo, PostgreSQL, Redis, Temporal's
- * frontend, the object store, kube-dns) with their charts' usual labels, a stranger pod in the
+ * frontend, the object store, the log store, kube-dns) with their charts' usual labels, a stranger pod in the
  * platform's namespace and one in another, and three addresses outside the cluster (a public one,
  * a private one and the cloud metadata address). The truth table of every pod to every port of the
  * platform's namespace must be exactly the permitted paths: the service-key inventory's pairs and
@@ -113,10 +113,18 @@ const outsidePods: Pod[] = [
   },
   {
     namespace: 'plana',
+    name: 'victorialogs',
+    peer: 'log-store',
+    labels: app('victorialogs', { 'app.kubernetes.io/part-of': 'plana' }),
+    ip: '10.0.2.9',
+    ports: [{ name: 'log-store', port: OUTSIDE_PORTS['log-store'] }],
+  },
+  {
+    namespace: 'plana',
     name: 'zipkin',
     peer: 'trace-store',
     labels: app('zipkin'),
-    ip: '10.0.2.9',
+    ip: '10.0.2.10',
     ports: [{ name: 'trace-store', port: OUTSIDE_PORTS['trace-store'] }],
   },
   // what no path names: Temporal's history service, a stranger beside the platform and one elsewhere
@@ -170,6 +178,7 @@ const PROBES = [
     'redis',
     'temporal',
     'object-store',
+    'log-store',
     'trace-store',
     'https',
   ].map((name) => ({ name, protocol: 'TCP' as const })),
@@ -237,6 +246,7 @@ describe("the release's NetworkPolicies, read by cyclonus", () => {
       'plana/postgresql:postgresql',
       'plana/redis:redis',
       'plana/temporal-frontend:temporal',
+      'plana/victorialogs:log-store',
       'plana/zipkin:trace-store',
     ]);
   });
