@@ -208,7 +208,7 @@ if ! "$ST_VENV/bin/schemathesis" --version 2>/dev/null | grep -q "${SCHEMATHESIS
   say "schemathesis ready: $ST_VENV/bin/schemathesis"
 fi
 
-# 2d. Zipkin 3.5.1 (Apache-2.0), the trace store of `npm run dev` and the tests (scripts/local-zipkin.ts):
+# 4b. Zipkin 3.5.1 (Apache-2.0), the trace store of `npm run dev` and the tests (scripts/local-zipkin.ts):
 #     one executable jar from Maven Central, fetched once (about 130 MB) into the cache folder; it runs
 #     on Java 17+, which Debian's openjdk-17-jre-headless brings where it is missing.
 ZIPKIN_VERSION=3.5.1
