@@ -27,6 +27,11 @@ export function register(program: Command) {
       pattern(/^[1-5][0-9]{2}$/, 'It is an HTTP status such as 500.'),
     )
     .option(
+      '--request <id>',
+      "only the call with this request id (a problem body's requestId, which is its trace id)",
+      pattern(/^[\w.-]{1,64}$/, "It is a request id as a problem body's requestId gives it."),
+    )
+    .option(
       '--limit <n>',
       'at most this many calls',
       pattern(/^[1-9][0-9]{0,3}$/, 'It is a number from 1 to 1000.'),
@@ -36,11 +41,12 @@ export function register(program: Command) {
     .action(
       async (
         workspace: string,
-        o: { since: string; route?: string; status?: string; limit: string; output: string },
+        o: { since: string; route?: string; status?: string; request?: string; limit: string; output: string },
       ) => {
         const query = new URLSearchParams({ since: o.since, limit: o.limit });
         if (o.route) query.set('route', o.route);
         if (o.status) query.set('status', o.status);
+        if (o.request) query.set('requestId', o.request);
         const { items } = await opsRequest<{ items: StoredCall[] }>(
           'GET',
           `/api/ops/workspaces/${encodeURIComponent(workspace)}/execution-log?${query}`,
@@ -50,6 +56,7 @@ export function register(program: Command) {
             'querystring.since': '--since',
             'querystring.route': '--route',
             'querystring.status': '--status',
+            'querystring.requestId': '--request',
             'querystring.limit': '--limit',
           },
         );

@@ -25,6 +25,8 @@ export interface StoredLogFilter {
   /** Routes containing this. */
   route?: string;
   status?: number;
+  /** The call with this request id (the trace id of a problem body's `requestId`). */
+  requestId?: string;
   limit: number;
 }
 
@@ -39,6 +41,7 @@ export function executionLogQuery(workspaceId: string, filter: StoredLogFilter):
   ];
   if (filter.route !== undefined) where.push(`route:*${logsqlString(filter.route)}*`);
   if (filter.status !== undefined) where.push(`status:=${filter.status}`);
+  if (filter.requestId !== undefined) where.push(`request_id:=${logsqlString(filter.requestId)}`);
   return `${where.join(' ')} | first 1 by (_time desc) partition by (entry_id) | sort by (_time desc) limit ${filter.limit}`;
 }
 

@@ -41,6 +41,12 @@ export default async function opsExecutionLogRoutes(fastify: FastifyInstance) {
             Text({ minLength: 1, maxLength: 200, description: 'routes containing this, e.g. /kpis' }),
           ),
           status: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
+          requestId: Type.Optional(
+            Type.String({
+              pattern: '^[\\w.-]{1,64}$',
+              description: "the call with this request id: a problem body's requestId (its trace id)",
+            }),
+          ),
           limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }),
         }),
         response: {

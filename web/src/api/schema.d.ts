@@ -6022,6 +6022,8 @@ export interface paths {
                     /** @description routes containing this, e.g. /kpis */
                     route?: string;
                     status?: number;
+                    /** @description the call with this request id: a problem body's requestId (its trace id) */
+                    requestId?: string;
                     limit: number;
                 };
                 header?: never;
