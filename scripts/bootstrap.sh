@@ -133,18 +133,22 @@ fi
 # 2d. The Temporal server of the production-shaped runs (`npm run dev -- --temporal=cluster`, its test and
 #     bench:provision) is built on first use by scripts/build-temporal-server.sh, not here.
 
-# 3. PostgreSQL, Redis and etcd server binaries (the project starts private instances of its own).
+# 3. Debian's packages, in one apt-get run (a new machine lacks all of them): PostgreSQL, Redis and
+#    etcd server binaries (the project starts private instances of its own), Chromium for the
+#    portal's browser tests (test/e2e/portal.test.ts, driven by playwright-core: Playwright's own
+#    browser download cannot work here), and prometheus: promtool for the alert rules' tests
+#    (deploy/prometheus/alerts.test.yml) and the server `npm run dev` runs (scripts/local-prometheus.ts).
 have_postgres() { ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null; }
-have_redis() { command -v redis-server >/dev/null; }
-have_etcd() { command -v etcd >/dev/null; }
-if ! have_postgres || ! have_redis || ! have_etcd; then
-  pkgs=()
-  have_postgres || pkgs+=(postgresql)
-  have_redis || pkgs+=(redis-server)
-  have_etcd || pkgs+=(etcd-server)
-  apt_install "the private PostgreSQL, Redis and etcd servers need their binaries" "${pkgs[@]}"
+debs=()
+have_postgres || debs+=(postgresql)
+command -v redis-server >/dev/null || debs+=(redis-server)
+command -v etcd >/dev/null || debs+=(etcd-server)
+command -v chromium >/dev/null || debs+=(chromium)
+{ command -v promtool && command -v prometheus; } >/dev/null || debs+=(prometheus)
+if [ ${#debs[@]} -gt 0 ]; then
+  apt_install "the private servers, the browser tests and the alert rules need them" "${debs[@]}"
   # the packages start system-wide servers; the project runs its own private ones instead
-  for svc in postgresql redis-server etcd; do service "$svc" stop >/dev/null 2>&1 || true; done
+  for svc in postgresql redis-server etcd prometheus; do service "$svc" stop >/dev/null 2>&1 || true; done
 fi
 if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
   # PostgreSQL refuses to run as root; the private cluster runs as this system user.
@@ -185,13 +189,6 @@ if ! kube_ok; then
   kube_ok || die "$KUBE_DIR does not hold kube-apiserver and kubectl v${KUBE_VERSION}"
   say "kube-apiserver and kubectl ready: $KUBE_DIR"
 fi
-
-# 3b. Chromium (Debian's package) for the portal's browser tests (test/e2e/portal.test.ts, driven by
-#     playwright-core: Playwright's own browser download cannot work here).
-command -v chromium >/dev/null || apt_install "the portal's browser tests need Chromium" chromium
-
-# 3c. promtool (Debian's prometheus package) for the alert rules' tests (deploy/prometheus/alerts.test.yml).
-command -v promtool >/dev/null || apt_install "the alert rules' tests need promtool" prometheus
 
 # 4. schemathesis (PyPI) for the API contract test (test/integration/api/schemathesis.test.ts), in a
 #    virtual environment of its own under the cache folder, reused when it holds the pinned version.
