@@ -33,6 +33,8 @@ import bcrypt from 'bcrypt';
 import { ensureServiceKeys } from '../../domain/service-keys/bootstrap.js';
 import { PgSecretStore } from '../../domain/service-keys/secret-store.js';
 import { parseConfig } from '../../lib/config.js';
+import { createLogger } from '../../lib/logger.js';
+import { startConfiguredMirror } from '../../worker/index.js';
 import { BENCH_SLUG, addBenchTenant, startBenchErp } from './bench-tenant.js';
 import { samples, scrape } from '../support/metrics-scrape.js';
 import { freePort, startThrowAwayServers, stopAll, throwAwayDir } from '../../scripts/local-servers.js';
@@ -141,6 +143,9 @@ try {
     METRICS_PORT: String(metricsPort),
     // tracing on for a run with it (docs/operators.md#tracing): e.g. OTEL_TRACES_EXPORTER=zipkin
     ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('OTEL_'))),
+    // the log store for a run with it: the API ships its lines there, and this process runs the
+    // execution log's mirror as the worker would (docs/operators.md, Log store)
+    ...(process.env.LOG_STORE_URL ? { LOG_STORE_URL: process.env.LOG_STORE_URL } : {}),
   };
   step('building an ERP template, a tenant database and the ERP stand-in');
   const bench = await startBenchErp(pg);
@@ -161,6 +166,8 @@ try {
     user.rows[0]!.id,
     workspaceId,
   ]);
+
+  const mirror = startConfiguredMirror(cfg, pool, createLogger({ level: 'warn' }));
 
   step('starting the account API (its own process)');
   // BENCH_API_NODE_OPTIONS: e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the API process
@@ -299,6 +306,7 @@ ${summary}
   bcrypt cost ${cfg.BCRYPT_COST}: a key's first call in a process ${first.toFixed(1)} ms (bcrypt), then p50 ${warm[10]!.toFixed(1)} ms (cache)
   total ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
+  await mirror?.stop();
   await bench.close();
 } catch (err) {
   console.error(`bench:auth failed: ${(err as Error).message}`);

@@ -36,6 +36,8 @@ const KNOBS = [
   'OTEL_EXPORTER_ZIPKIN_ENDPOINT',
   'OTEL_EXPORTER_OTLP_ENDPOINT',
   'OTEL_TRACES_SAMPLER_ARG',
+  // the log store for a run with it: every process ships its lines, the worker mirrors the execution log
+  'LOG_STORE_URL',
 ];
 
 export interface WebhookBench {
