@@ -9,6 +9,17 @@ TEMPORAL_VERSION=1.5.1
 CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/plana/temporal-${TEMPORAL_VERSION}"
 say() { printf '\033[36m[bootstrap]\033[0m %s\n' "$*"; }
 die() { printf '\033[31m[bootstrap] %s\033[0m\n' "$*" >&2; exit 1; }
+# The Go builds (2, 2b, 2c, 3a) run side by side in the background while the other steps go on, and
+# the script waits for them at its end: on two cores a build's downloads and single-threaded link
+# leave a core idle that another build's compiles then use.
+go_builds=()
+in_background() { local name=$1; shift; "$@" & go_builds+=("$!:$name"); }
+wait_for_go_builds() {
+  local b
+  for b in ${go_builds[@]+"${go_builds[@]}"}; do
+    wait "${b%%:*}" || die "building ${b#*:} failed: its lines above say why"
+  done
+}
 # Installs Debian packages when run as root with apt-get; elsewhere stops, saying what they are for.
 apt_install() {
   local why=$1; shift
@@ -50,14 +61,7 @@ if [ -x "$NODE_DIR/bin/node" ] && [ "$(command -v node)" = "$NODE_DIR/bin/node" 
 fi
 
 # 2. The Temporal CLI v1.5.1 (dev server + Web UI).
-temporal_ok() { "$1" --version 2>/dev/null | grep -qE "(version ${TEMPORAL_VERSION}|Server 1\.29\.1)"; }
-if [ -n "${TEMPORAL_CLI:-}" ] && temporal_ok "$TEMPORAL_CLI"; then
-  : # given explicitly
-elif command -v temporal >/dev/null && "$(command -v temporal)" --version 2>/dev/null | grep -q "version ${TEMPORAL_VERSION}"; then
-  : # the right version is on PATH
-elif [ -x "$CACHE_DIR/temporal" ] && temporal_ok "$CACHE_DIR/temporal"; then
-  : # cached build
-else
+build_temporal_cli() {
   mkdir -p "$CACHE_DIR"
   if command -v go >/dev/null; then
     say "building the Temporal CLI v${TEMPORAL_VERSION} with Go into $CACHE_DIR"
@@ -70,6 +74,16 @@ else
   [ -x "$CACHE_DIR/temporal" ] || die "could not build the Temporal CLI: install Go >= 1.25 or put temporal v${TEMPORAL_VERSION} on PATH"
   temporal_ok "$CACHE_DIR/temporal" || die "$CACHE_DIR/temporal is not Temporal CLI v${TEMPORAL_VERSION}"
   say "Temporal CLI ready: $CACHE_DIR/temporal"
+}
+temporal_ok() { "$1" --version 2>/dev/null | grep -qE "(version ${TEMPORAL_VERSION}|Server 1\.29\.1)"; }
+if [ -n "${TEMPORAL_CLI:-}" ] && temporal_ok "$TEMPORAL_CLI"; then
+  : # given explicitly
+elif command -v temporal >/dev/null && "$(command -v temporal)" --version 2>/dev/null | grep -q "version ${TEMPORAL_VERSION}"; then
+  : # the right version is on PATH
+elif [ -x "$CACHE_DIR/temporal" ] && temporal_ok "$CACHE_DIR/temporal"; then
+  : # cached build
+else
+  in_background "the Temporal CLI" build_temporal_cli
 fi
 
 # 2b. SeaweedFS 4.53 (Apache-2.0), the S3-compatible object store backups go to locally
@@ -80,7 +94,7 @@ SEAWEEDFS_VERSION=4.53
 SEAWEEDFS_MODULE=github.com/seaweedfs/seaweedfs@v0.0.0-20261109003541-7506e5f91cd6
 SEAWEEDFS_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/plana/seaweedfs-${SEAWEEDFS_VERSION}"
 seaweedfs_ok() { "$1" version 2>/dev/null | grep -q "${SEAWEEDFS_VERSION}"; }
-if ! seaweedfs_ok "$SEAWEEDFS_DIR/weed"; then
+build_seaweedfs() {
   command -v go >/dev/null || die "Go >= 1.26 is needed to build SeaweedFS ${SEAWEEDFS_VERSION} (the backups' local object store)"
   mkdir -p "$SEAWEEDFS_DIR"
   say "building SeaweedFS ${SEAWEEDFS_VERSION} with Go into $SEAWEEDFS_DIR (nice 19)"
@@ -97,7 +111,8 @@ if ! seaweedfs_ok "$SEAWEEDFS_DIR/weed"; then
   mv "$SEAWEEDFS_DIR/weed.part" "$SEAWEEDFS_DIR/weed"
   seaweedfs_ok "$SEAWEEDFS_DIR/weed" || die "$SEAWEEDFS_DIR/weed is not SeaweedFS ${SEAWEEDFS_VERSION}"
   say "SeaweedFS ready: $SEAWEEDFS_DIR/weed"
-fi
+}
+seaweedfs_ok "$SEAWEEDFS_DIR/weed" || in_background SeaweedFS build_seaweedfs
 
 # 2c. VictoriaLogs 1.52.1 (Apache-2.0), the log store: the execution log's mirror and every
 #     service's log lines (scripts/local-victorialogs.ts), built with Go at low priority (about a
@@ -107,7 +122,7 @@ VICTORIALOGS_VERSION=1.52.1
 VICTORIALOGS_MODULE=github.com/VictoriaMetrics/VictoriaLogs@v${VICTORIALOGS_VERSION}
 VICTORIALOGS_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/plana/victorialogs-${VICTORIALOGS_VERSION}"
 victorialogs_ok() { "$1" -version 2>/dev/null | grep -q "victoria-logs-v${VICTORIALOGS_VERSION}"; }
-if ! victorialogs_ok "$VICTORIALOGS_DIR/victoria-logs"; then
+build_victorialogs() {
   command -v go >/dev/null || die "Go >= 1.25 is needed to build VictoriaLogs ${VICTORIALOGS_VERSION} (the log store)"
   mkdir -p "$VICTORIALOGS_DIR"
   say "building VictoriaLogs ${VICTORIALOGS_VERSION} with Go into $VICTORIALOGS_DIR (nice 19)"
@@ -128,7 +143,8 @@ if ! victorialogs_ok "$VICTORIALOGS_DIR/victoria-logs"; then
   mv "$VICTORIALOGS_DIR/victoria-logs.part" "$VICTORIALOGS_DIR/victoria-logs"
   victorialogs_ok "$VICTORIALOGS_DIR/victoria-logs" || die "$VICTORIALOGS_DIR/victoria-logs is not VictoriaLogs ${VICTORIALOGS_VERSION}"
   say "VictoriaLogs ready: $VICTORIALOGS_DIR/victoria-logs"
-fi
+}
+victorialogs_ok "$VICTORIALOGS_DIR/victoria-logs" || in_background VictoriaLogs build_victorialogs
 
 # 2d. The Temporal server of the production-shaped runs (`npm run dev -- --temporal=cluster`, its test and
 #     bench:provision) is built on first use by scripts/build-temporal-server.sh, not here.
@@ -168,7 +184,7 @@ kube_ok() {
   client=$("$KUBE_DIR/kubectl" version --client 2>/dev/null) || return 1
   [ "$server" = "Kubernetes v${KUBE_VERSION}" ] && [[ "$client" == *"Client Version: v${KUBE_VERSION}"* ]]
 }
-if ! kube_ok; then
+build_kube() {
   command -v go >/dev/null || die "Go >= 1.24 is needed to build kube-apiserver and kubectl v${KUBE_VERSION}"
   mkdir -p "$KUBE_DIR"
   say "building kube-apiserver and kubectl v${KUBE_VERSION} with Go into $KUBE_DIR (once; ~15 min on 2 cores)"
@@ -188,7 +204,8 @@ if ! kube_ok; then
   cp scripts/kube-tools/go.mod scripts/kube-tools/go.sum scripts/kube-tools/tools.go "$KUBE_DIR/"
   kube_ok || die "$KUBE_DIR does not hold kube-apiserver and kubectl v${KUBE_VERSION}"
   say "kube-apiserver and kubectl ready: $KUBE_DIR"
-fi
+}
+kube_ok || in_background "kube-apiserver and kubectl" build_kube
 
 # 4. schemathesis (PyPI) for the API contract test (test/integration/api/schemathesis.test.ts), in a
 #    virtual environment of its own under the cache folder, reused when it holds the pinned version.
@@ -249,3 +266,5 @@ if [ ! -s "$PSD2_DIR/$PSD2_YAML" ]; then
   mv "$PSD2_DIR/$PSD2_YAML.part" "$PSD2_DIR/$PSD2_YAML"
   say "NextGenPSD2 OpenAPI ready: $PSD2_DIR/$PSD2_YAML"
 fi
+
+wait_for_go_builds
