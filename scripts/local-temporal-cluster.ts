@@ -20,7 +20,7 @@ import { Connection, Client } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { stringify } from 'yaml';
 import { ensureSearchAttributes } from '../worker/search-attributes.js';
-import { waitForTemporal, type TemporalServer } from './local-temporal.js';
+import { TEMPORAL_SERVER_ENV, waitForTemporal, type TemporalServer } from './local-temporal.js';
 import { freePort, ManagedProcess } from './managed-process.js';
 
 export const TEMPORAL_SERVER_VERSION = '1.32.1';
@@ -272,6 +272,9 @@ export async function startTemporalCluster(opts: TemporalClusterOptions): Promis
     ['--config-file', configFile, '--allow-no-auth', 'start'],
     logFile,
     path.join(opts.dir, 'temporal-server.pid'),
+    'SIGTERM',
+    {},
+    TEMPORAL_SERVER_ENV,
   );
   const address = `127.0.0.1:${opts.port}`;
   await waitForTemporal(address, proc, 120_000);

@@ -33,6 +33,13 @@ export interface TemporalServer {
   stop(): Promise<void>;
 }
 
+/**
+ * What the Temporal servers started here find in their environment beside ours: no tracing of their
+ * own. They read OTEL_TRACES_EXPORTER too, and refuse to start on the platform's `zipkin`
+ * ("unsupported OTEL exporter"), which `npm run dev` sets for the platform's processes.
+ */
+export const TEMPORAL_SERVER_ENV = { OTEL_TRACES_EXPORTER: 'none' };
+
 /** The Temporal dev server with the platform's search attributes registered. */
 export async function startTemporal(opts: {
   dir: string;
@@ -68,6 +75,9 @@ export async function startTemporal(opts: {
     args,
     path.join(opts.dir, 'temporal.log'),
     path.join(opts.dir, 'temporal.pid'),
+    'SIGTERM',
+    {},
+    TEMPORAL_SERVER_ENV,
   );
   const address = `127.0.0.1:${opts.port}`;
   await waitForTemporal(address, proc);
