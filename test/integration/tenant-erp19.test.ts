@@ -60,4 +60,10 @@ it('a 19 tenant turns Ready with an API key and its dashboards read over JSON-2,
   const after = p.erpRequests(host);
   expect(after['/json/2']! - atReady['/json/2']!).toBeGreaterThanOrEqual(3);
   expect(after['/xmlrpc/2/object'] ?? 0).toBe(0);
+
+  // a reconcile checks the API user's stored password in a web session, not over XML-RPC
+  await applyTenant(p, name, { erpVersion: '19', ownerName: 'Owner 2' });
+  const again = await waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === 2);
+  expect(again.steps.filter((s) => s.step === 'ensure-api-user').at(-1)?.message).toMatch(/ exists$/);
+  expect(p.erpRequests(host)['/xmlrpc/2/common'] ?? 0).toBe(0);
 });
