@@ -489,6 +489,7 @@ describe(`a tenant on real Odoo ${suiteVersion}`, () => {
     // an overdue customer invoice in EUR, in a company whose currency is not EUR
     const [company] = await root.executeKw<{ currency_id: [number, string] }[]>('res.company', 'search_read', [[]], {
       fields: ['currency_id'],
+      order: 'id',
       limit: 1,
     });
     const [eur] = await root.executeKw<number[]>('res.currency', 'search', [
@@ -591,7 +592,7 @@ describe(`a tenant on real Odoo ${suiteVersion}`, () => {
       'res.company',
       'search_read',
       [[]],
-      { fields: ['name', 'currency_id'] },
+      { fields: ['name', 'currency_id'], order: 'id' },
     );
     expect(companies.map((c) => `${c.name} (${c.currency_id[1]})`)).toContain('Plana Demo Europe (EUR)');
     expect(kpis.companies.map((c) => c.currency)).toEqual(companies.map((c) => c.currency_id[1]));
@@ -889,8 +890,9 @@ describe(`signing in to a tenant's real Odoo ${suiteVersion} through the platfor
     );
     await waitForStatus(p, name, (s) => isReady(s) && s.observedGeneration === 2, 240_000);
 
-    // the old Odoo session is over: the web client sends the browser to Odoo's login page
-    await page.goto(`${base}/odoo`);
+    // the old Odoo session is over: the web client (/web on every version; 17 has no /odoo) sends
+    // the browser to Odoo's login page
+    await page.goto(`${base}/web`);
     await page.waitForURL((url) => url.pathname === '/web/login');
     expect(await sessionLogin(page)).toBe(false);
     // no longer a member: the provider refuses them (error=access_denied, no code), and auth_oidc's
