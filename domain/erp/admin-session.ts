@@ -8,7 +8,15 @@
 import { hkdfSync } from 'node:crypto';
 import type pg from 'pg';
 import type { Config } from '../../lib/config.js';
-import { ErpFault, openErpSession, xmlRpcCall, type ErpClient, type ErpSession } from './client.js';
+import {
+  ErpFault,
+  ErpUnreachable,
+  get,
+  openErpSession,
+  xmlRpcCall,
+  type ErpClient,
+  type ErpSession,
+} from './client.js';
 
 export interface ErpApiUserDeps {
   platform: pg.Pool;
@@ -70,12 +78,35 @@ export async function adminSession(
   throw new Error(`the ERP admin of ${database} refused both the tenant's and the template's password`);
 }
 
-/** The ERP's major version (`version` on /xmlrpc/2/common: no login, no password check). */
+/**
+ * The ERP's major version, asked without a login: Odoo 19+ answers `GET /json/version` (its JSON-2
+ * API's; 19 deprecates XML-RPC and logs every call to it); Odoo 17 and 18 have no such route (404)
+ * and answer `version` on /xmlrpc/2/common.
+ */
 export async function erpMajorVersion(erpUrl: string, host: string): Promise<number> {
-  const info = (await xmlRpcCall({ baseUrl: erpUrl, host }, '/xmlrpc/2/common', 'version', [])) as {
-    server_version_info?: unknown[];
-  };
-  return Number(info.server_version_info?.[0] ?? 18);
+  const target = { baseUrl: erpUrl, host };
+  const versionInfo = await get(target, '/json/version').then(
+    (answer) => parsedJson<{ version_info?: unknown[] }>(answer.body)?.version_info,
+    (err: unknown) => {
+      if (err instanceof ErpUnreachable && err.reason === 'no-route') return undefined;
+      throw err;
+    },
+  );
+  const info =
+    versionInfo ??
+    ((await xmlRpcCall(target, '/xmlrpc/2/common', 'version', [])) as { server_version_info?: unknown[] })
+      .server_version_info;
+  const major = Number(info?.[0]);
+  if (!Number.isInteger(major)) throw new ErpUnreachable('bad-answer', `The ERP of ${host} did not say its version`);
+  return major;
+}
+
+function parsedJson<T>(body: Buffer): T | undefined {
+  try {
+    return JSON.parse(body.toString('utf8')) as T;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The res.users field of a user's groups: renamed in Odoo 19. */

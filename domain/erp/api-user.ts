@@ -31,7 +31,14 @@ import {
   type ErpApiUserDeps,
 } from './admin-session.js';
 import { API_KEY_MIN_VERSION, ensureErpApiKey } from './api-key.js';
-import { ErpFault, createErpClient, createJson2Client, type ErpClient, type ErpSession } from './client.js';
+import {
+  ErpFault,
+  createErpClient,
+  createJson2Client,
+  openErpSession,
+  type ErpClient,
+  type ErpSession,
+} from './client.js';
 
 export { adminSession, erpApiUserDeps, tenantAdminPassword, type ErpApiUserDeps } from './admin-session.js';
 export {
@@ -127,11 +134,9 @@ async function ensureErpUser(
     );
     const login = stored.rows[0]?.login ?? role.login(opts.database);
     const known = stored.rows[0] ? open(stored.rows[0].password_encrypted, deps.secretsKey) : undefined;
-    const asUser = (password: string) =>
-      createErpClient({ baseUrl: deps.erpUrl, host: opts.database, db: opts.database, login, password });
 
     try {
-      if (known && (await authenticates(asUser(known)))) return { login, created: false }; // working already: leave it alone
+      if (known && (await logsIn(deps, opts.database, { login, password: known }))) return { login, created: false }; // working already: leave it alone
       const { password, created } = await writeErpUser(deps, opts.database, role, { login, known });
       if (!known) {
         await platform.query(
@@ -146,6 +151,22 @@ async function ensureErpUser(
       throw err;
     }
   });
+}
+
+/**
+ * Whether the user's password logs in: over XML-RPC on Odoo 17 and 18, in a web session on 19+
+ * (which deprecates XML-RPC). Either is one password check on the ERP's side.
+ */
+async function logsIn(deps: ErpApiUserDeps, database: string, user: { login: string; password: string }) {
+  const target = { baseUrl: deps.erpUrl, host: database, db: database, ...user };
+  if ((await erpMajorVersion(deps.erpUrl, database)) < 19) return authenticates(createErpClient(target));
+  return openErpSession(target).then(
+    () => true,
+    (err: unknown) => {
+      if (err instanceof ErpFault && err.code === 3) return false;
+      throw err;
+    },
+  );
 }
 
 /**

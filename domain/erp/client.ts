@@ -141,7 +141,6 @@ export interface ErpClientOptions {
 export interface ErpClient {
   authenticate(): Promise<number>;
   executeKw<T = unknown>(model: string, method: string, args?: unknown[], kwargs?: Record<string, unknown>): Promise<T>;
-  version(): Promise<Record<string, unknown>>;
 }
 
 export interface Answer {
@@ -161,6 +160,22 @@ export function post(
   body: string,
   json404 = false,
 ): Promise<Answer> {
+  return send(target, 'POST', path, headers, body, json404);
+}
+
+/** One GET to the ERP at `baseUrl` for tenant `host`, failing as `post` does. */
+export function get(target: { baseUrl: string; host: string; timeoutMs?: number }, path: string): Promise<Answer> {
+  return send(target, 'GET', path, {}, undefined, false);
+}
+
+function send(
+  target: { baseUrl: string; host: string; timeoutMs?: number },
+  method: 'GET' | 'POST',
+  path: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+  json404: boolean,
+): Promise<Answer> {
   const base = new URL(target.baseUrl);
   const timeoutMs = target.timeoutMs ?? 60_000;
   const host = target.host;
@@ -171,8 +186,8 @@ export function post(
         hostname: base.hostname,
         port: base.port,
         path,
-        method: 'POST',
-        headers: { host, ...headers, 'content-length': Buffer.byteLength(body) },
+        method,
+        headers: { host, ...headers, ...(body === undefined ? {} : { 'content-length': Buffer.byteLength(body) }) },
         timeout: timeoutMs,
       },
       (res) => {
@@ -311,9 +326,6 @@ export function createErpClient(opts: ErpClientOptions): ErpClient {
         kwargs,
       ])) as T;
     },
-    async version() {
-      return (await call('/xmlrpc/2/common', 'version', [])) as Record<string, unknown>;
-    },
   };
 }
 
@@ -445,9 +457,6 @@ export function createJson2Client(opts: Json2ClientOptions): ErpClient {
     },
     async executeKw<T>(model: string, method: string, args: unknown[] = [], kwargs: Record<string, unknown> = {}) {
       return (await call(model, method, json2Body(method, args, kwargs))) as T;
-    },
-    async version() {
-      return (await xmlRpcCall(opts, '/xmlrpc/2/common', 'version', [])) as Record<string, unknown>;
     },
   };
 }

@@ -281,12 +281,16 @@ export class TenantErpReads {
     });
   }
 
-  /** The companies the API user sees, in Odoo's order: the first is the main one. */
+  /**
+   * The companies the API user sees, oldest first: the first is the main one, the company Odoo made
+   * at its install (Odoo's own order is by sequence and name, where any other may come first).
+   */
   async companies(): Promise<Company[]> {
     const companies = await this.client.executeKw<
       { id: number; name: string; currency_id: [number, string] | false }[]
     >('res.company', 'search_read', [[]], {
       fields: ['name', 'currency_id'],
+      order: 'id',
     });
     if (!companies.length)
       throw new AppError(

@@ -53,7 +53,7 @@ export const odooVenvPython = (version: ErpVersion) =>
 
 /** The comment of a template built by Odoo of this version (a stand-in template of the same name has another). */
 export const odooTemplateMark = (version: ErpVersion) =>
-  JSON.stringify({ plana: 'odoo-template', odoo: `${version}.0`, layout: 4 }); // 3: base_automation (event rules), 4: auth_oidc
+  JSON.stringify({ plana: 'odoo-template', odoo: `${version}.0`, layout: 5 }); // 3: base_automation (event rules), 4: auth_oidc, 5: the EUR company's currency kept after its chart
 
 /**
  * OCA's auth_oidc (installed into the venv by scripts/odoo-setup.sh): the ERP signs in through the
@@ -73,6 +73,8 @@ eur.active = True
 europe = env['res.company'].create({'name': 'Plana Demo Europe', 'currency_id': eur.id})
 admin.write({'company_ids': [(4, europe.id)]})
 env['account.chart.template'].try_loading('generic_coa', company=europe, install_demo=False)
+# loading the chart gives a company without entries its fiscal country's currency (generic_coa: the US) on 19
+europe.currency_id = eur
 env.cr.commit()
 `;
 

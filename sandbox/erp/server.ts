@@ -18,7 +18,9 @@
  * in XML-RPC's password slot (17+, after the password, as Odoo's `_check_credentials`). Version 19
  * also serves JSON-2 (`POST /json/2/<model>/<method>`, `Authorization: bearer <key>`, named
  * parameters; errors as HTTP 401/403/404/422/500 with {name, message, arguments, context, debug});
- * on 17 and 18 that path is 404, as on real Odoo 18.
+ * on 17 and 18 that path is 404, as on real Odoo 18. Version 19 also says its version on
+ * `GET /json/version` and `/web/version` (`{version_info, version}`, no login), which 17 and 18 have
+ * not (404; they say it over XML-RPC).
  *
  * This file routes requests; each protocol area has its module: xmlrpc.ts, web-client.ts (login
  * page, web session, call_kw), json2.ts; tenant-databases.ts (Host → tenant database),
@@ -173,6 +175,11 @@ async function routeRequest(
   const method = req.method ?? 'GET';
   if (path.startsWith('/json/2/') && method === 'POST' && Number(route.version) >= 19)
     return json2(erp, route, path, req, res);
+  if ((path === '/json/version' || path === '/web/version') && method === 'GET' && Number(route.version) >= 19)
+    return json(res, 200, {
+      version_info: [Number(route.version), 0, 0, 'final', 0, ''],
+      version: `${route.version}.0`,
+    });
   if (path === '/web/health' && method === 'GET') return health(tenants, route, res);
   if (path === '/xmlrpc/2/common' && method === 'POST') return xmlrpc(erp, route, 'common', req, res);
   if (path === '/xmlrpc/2/object' && method === 'POST') return xmlrpc(erp, route, 'object', req, res);

@@ -23,6 +23,7 @@ import {
   loadErpCredentials,
   tenantAdminPassword,
 } from '../../domain/erp/api-user.js';
+import { erpMajorVersion } from '../../domain/erp/admin-session.js';
 import { hashOdooPassword } from '../../domain/erp/odoo-password.js';
 import { dropTenantDatabase, tenantHostname } from '../../domain/erp/tenant-database.js';
 import type { ErpStandIn } from '../../sandbox/erp/server.js';
@@ -699,6 +700,23 @@ describe('/xmlrpc/2/object execute_kw', () => {
 });
 
 describe('ERP versions', () => {
+  it("the platform reads 19's version from /json/version, never XML-RPC (deprecated on 19), and 18's over XML-RPC", async () => {
+    const t19 = await bed.provision({ tier: 'starter', version: '19' });
+    const xmlRpcOf = (host: string) => erp.requests(host)['/xmlrpc/2/common'] ?? 0;
+    const before19 = xmlRpcOf(t19.host);
+    expect(await erpMajorVersion(erp.url, t19.host)).toBe(19);
+    expect(xmlRpcOf(t19.host)).toBe(before19);
+    expect(JSON.parse((await get('/json/version', t19.host)).body)).toEqual({
+      version_info: [19, 0, 0, 'final', 0, ''],
+      version: '19.0',
+    });
+
+    expect((await get('/json/version', tenant.host)).status).toBe(404);
+    const before18 = xmlRpcOf(tenant.host);
+    expect(await erpMajorVersion(erp.url, tenant.host)).toBe(18);
+    expect(xmlRpcOf(tenant.host)).toBe(before18 + 1);
+  });
+
   it('19 renames res.users.groups_id to group_ids and serves formatted_read_group', async () => {
     const t19 = await bed.provision({ tier: 'starter', version: '19' });
     const c19 = createErpClient({
