@@ -10,6 +10,7 @@ import pLimit from 'p-limit';
 import type { Pool } from 'pg';
 import type { Config } from '../lib/config.js';
 import { describeDuration } from '../lib/durations.js';
+import { inTraceOf } from '../lib/tracing.js';
 import { sendingEndpoints } from '../domain/webhooks/endpoints.js';
 import {
   disableEndpoint,
@@ -159,8 +160,11 @@ export async function deliverDueWebhooks(
       continue;
     }
     const attempts = await Promise.all(
-      due.map(({ messageId, payload, trigger, attemptsBefore }) =>
-        slots(() => attemptDelivery(attemptDeps, { endpoint, messageId, payload, trigger, attemptsBefore })),
+      due.map(({ messageId, payload, trigger, attemptsBefore, trace }) =>
+        // each attempt is a span of the trace of the event that caused the message
+        slots(() =>
+          inTraceOf(trace, () => attemptDelivery(attemptDeps, { endpoint, messageId, payload, trigger, attemptsBefore })),
+        ),
       ),
     );
     await recordAttempts(pool, attempts);

@@ -148,7 +148,10 @@ export function inChildSpan<T>(
  * Runs `fn` in the trace that `carrier` names with its W3C fields (`traceparent`, `tracestate`:
  * a CloudEvent's distributed-tracing extension, a job's fields); as it is when it names none.
  */
-export function inTraceOf<T>(carrier: Readonly<Record<string, unknown>> | undefined, fn: () => T): T {
+export function inTraceOf<T>(
+  carrier: { readonly traceparent?: unknown; readonly tracestate?: unknown } | undefined,
+  fn: () => T,
+): T {
   if (!running || typeof carrier?.traceparent !== 'string') return fn();
   return context.with(propagation.extract(ROOT_CONTEXT, carrier), fn);
 }

@@ -99,6 +99,18 @@ export function isCloudEvent(value: unknown): value is CloudEvent {
   return cloudEventProblems(value).length === 0;
 }
 
+/** W3C trace context, as CloudEvents' distributed-tracing extension carries it. */
+export interface EventTrace {
+  traceparent?: string;
+  tracestate?: string;
+}
+
+/** The trace context an event carries (its `traceparent` and `tracestate` extensions), if any. */
+export function traceOf(ev: CloudEvent): EventTrace {
+  const field = (v: unknown) => (typeof v === 'string' ? v : undefined);
+  return { traceparent: field(ev.traceparent), tracestate: field(ev.tracestate) };
+}
+
 /** A new envelope with `specversion`, `time` and a JSON `datacontenttype` filled in. */
 export function cloudEvent<T>(fields: {
   id: string;

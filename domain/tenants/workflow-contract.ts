@@ -58,6 +58,8 @@ export interface TenantLifecycleInput {
   settings: LifecycleSettings;
   /** The state carried across continue-as-new. */
   carried?: LifecycleState;
+  /** The trace the reconciles run in until Ready (W3C headers), carried across continue-as-new. */
+  carriedTrace?: Record<string, string>;
 }
 
 /** Everything the workflow keeps: the status it reports plus what it needs to go on. */

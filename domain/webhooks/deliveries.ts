@@ -8,6 +8,7 @@
  * deliveries overdue because their workflow was never told).
  */
 import type { Pool, PoolClient } from 'pg';
+import type { EventTrace } from '../events/events.js';
 import type { AttemptResult } from './http-sender.js';
 import { webhookAttempts } from '../../lib/metrics.js';
 
@@ -23,6 +24,8 @@ export interface NewMessage {
   eventType: string;
   payload: string;
   endpointIds: string[];
+  /** The event's trace context (CloudEvents' distributed-tracing extension), when it came with one. */
+  trace?: EventTrace;
 }
 
 /**
@@ -39,8 +42,8 @@ export async function recordMessages(
   const pairs = messages.flatMap((m) => m.endpointIds.map((e) => [e, m.id, m.workspaceId] as const));
   const { rows } = await pool.query<{ endpoint_id: string; message_id: string }>(
     `WITH m AS (
-       INSERT INTO webhook_messages (id, workspace_id, event_type, payload)
-       SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[])
+       INSERT INTO webhook_messages (id, workspace_id, event_type, payload, traceparent, tracestate)
+       SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $9::text[], $10::text[])
        ON CONFLICT (id) DO NOTHING
      )
      INSERT INTO webhook_deliveries (endpoint_id, message_id, workspace_id, dispatcher)
@@ -56,6 +59,8 @@ export async function recordMessages(
       pairs.map((p) => p[1]),
       pairs.map((p) => p[2]),
       dispatcher,
+      messages.map((m) => m.trace?.traceparent ?? null),
+      messages.map((m) => m.trace?.tracestate ?? null),
     ],
   );
   return rows.map((r) => ({ endpointId: r.endpoint_id, messageId: r.message_id }));
@@ -220,6 +225,8 @@ export interface DueDelivery {
   /** `replay`: this attempt is the replay a user asked for. */
   trigger: 'retry' | 'replay';
   payload: string;
+  /** The trace of the event the message came from (the attempt is a span of it). */
+  trace: EventTrace;
 }
 
 /** The endpoint's deliveries due now, earliest first, at most `limit`. */
@@ -229,8 +236,10 @@ export async function dueDeliveries(pool: Pool, endpointId: string, limit: numbe
     attempts: number;
     replayed_from: number | null;
     payload: string;
+    traceparent: string | null;
+    tracestate: string | null;
   }>(
-    `SELECT d.message_id, d.attempts, d.replayed_from, m.payload
+    `SELECT d.message_id, d.attempts, d.replayed_from, m.payload, m.traceparent, m.tracestate
        FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
       WHERE d.endpoint_id = $1 AND d.status = 'retrying' AND d.next_attempt_at <= now()
       ORDER BY d.next_attempt_at LIMIT $2`,
@@ -241,6 +250,7 @@ export async function dueDeliveries(pool: Pool, endpointId: string, limit: numbe
     attemptsBefore: r.attempts - (r.replayed_from ?? 0),
     trigger: r.replayed_from === r.attempts ? 'replay' : 'retry',
     payload: r.payload,
+    trace: { traceparent: r.traceparent ?? undefined, tracestate: r.tracestate ?? undefined },
   }));
 }
 

@@ -33,12 +33,13 @@ import { connectTemporal } from '../../lib/temporal.js';
 import { runAsMain } from '../../lib/service-app.js';
 import { watchStreamGroup } from '../../lib/metrics.js';
 import { consumeStream, ensureGroup, type StreamEntry } from '../../domain/events/consumer.js';
+import { traceOf } from '../../domain/events/events.js';
 import { wakeEndpointRetries, webhookSender, type RetryStarter } from '../../domain/webhooks/delivery-retries.js';
 import { recordMessages, type NewMessage } from '../../domain/webhooks/deliveries.js';
 import { EndpointDirectory, type SendingEndpoint } from '../../domain/webhooks/endpoints.js';
 import { DispatcherLease } from '../../domain/webhooks/dispatcher-leases.js';
 import { messageBody, messageIdOf } from '../../domain/webhooks/signing.js';
-import { firstAttempts, type EndpointLanes, type FirstAttemptJob } from './first-attempts.js';
+import { firstAttempts, type EndpointLanes } from './first-attempts.js';
 import { StaleDeliverySweeper } from './stale-delivery-sweeper.js';
 
 export const WEBHOOKS_GROUP = 'webhooks';
@@ -142,7 +143,7 @@ async function dispatchRead(
 async function messagesOf(
   directory: EndpointDirectory,
   entries: StreamEntry[],
-): Promise<(NewMessage & { endpoints: SendingEndpoint[]; trace: FirstAttemptJob['trace'] })[]> {
+): Promise<(NewMessage & { endpoints: SendingEndpoint[] })[]> {
   const messages = [];
   for (const { event: ev } of entries) {
     const subscribers = await directory.subscribersOf(ev);
@@ -154,7 +155,7 @@ async function messagesOf(
       payload: messageBody(ev),
       endpointIds: subscribers.endpoints.map((e) => e.id),
       endpoints: subscribers.endpoints,
-      trace: { traceparent: ev.traceparent, tracestate: ev.tracestate },
+      trace: traceOf(ev),
     });
   }
   return messages;

@@ -23,6 +23,7 @@ import { recordAttempts, type RecordedAttempt } from '../../domain/webhooks/deli
 import { RetryWaker, wakeEndpointRetries, type RetryStarter } from '../../domain/webhooks/delivery-retries.js';
 import type { SendingEndpoint } from '../../domain/webhooks/endpoints.js';
 import type { WebhookSender } from '../../domain/webhooks/http-sender.js';
+import type { EventTrace } from '../../domain/events/events.js';
 import { inTraceOf } from '../../lib/tracing.js';
 
 /**
@@ -88,7 +89,7 @@ export interface FirstAttemptJob {
   messageId: string;
   payload: string;
   /** The trace context of the event (CloudEvents' distributed-tracing extension), if it had one. */
-  trace?: { traceparent?: unknown; tracestate?: unknown };
+  trace?: EventTrace;
 }
 
 /** Makes one attempt; calls `answered` once the endpoint answered (its slot is free then). */

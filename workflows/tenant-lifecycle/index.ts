@@ -73,6 +73,7 @@ function startTenantState(input: TenantLifecycleInput, activities: LifecycleActi
     activities.recordTenantStatus({ name: input.name, uid: input.uid, spec, status }),
   );
   const state = tenant.state;
+  tenant.reconcileTrace = input.carriedTrace ?? {};
   // a first run reconciles; a continued one if what woke the last run (a newer spec, a chat-room
   // retry) was not reconciled before it continued as new
   if (!input.carried || state.chatRetry || state.observedGeneration < state.generation) tenant.needsReconcile = true;
@@ -172,6 +173,7 @@ async function continueAsNewIfHistoryIsLong(tenant: TenantState, input: TenantLi
     generation: state.generation,
     spec: state.spec,
     carried: state,
+    carriedTrace: tenant.reconcileTrace,
   });
 }
 

@@ -14,7 +14,7 @@ import { config as loadConfig, type Config } from '../../../lib/config.js';
 import { createPool } from '../../../lib/db.js';
 import { createLogger, type Logger } from '../../../lib/logger.js';
 import { connectTemporal } from '../../../lib/temporal.js';
-import type { CloudEvent } from '../../../domain/events/events.js';
+import { traceOf, type CloudEvent } from '../../../domain/events/events.js';
 import { runConsumer } from '../../../domain/events/consumer.js';
 import { startFirstWelcomeEmail } from '../../../domain/notifications/welcome.js';
 import type { SecretStore } from '../../../domain/service-keys/secret-store.js';
@@ -105,7 +105,7 @@ export async function startProvisionedConsumer(cfg: Config = loadConfig(), opts:
   // in the trace of the provisioning that published the event (its `traceparent`), when it carries one
   const handle = async (event: CloudEvent) => {
     if (event.type !== CLIENT_PROVISIONED) return;
-    await inTraceOf(event, () =>
+    await inTraceOf(traceOf(event), () =>
       inChildSpan(`handle ${CLIENT_PROVISIONED}`, { 'cloudevents.event_id': event.id }, () => handleProvisioned(event)),
     );
   };
