@@ -23,6 +23,14 @@
  * The ratio of all rounds pooled is printed too: one run's rounds vary by ±15 points on a shared machine.
  * BENCH_API_STDOUT=<file> sends the API's standard output (its log lines, and V8's figures per garbage
  * collection with BENCH_API_NODE_OPTIONS=--trace-gc-nvp) to that file instead of /dev/null.
+ *
+ * BENCH_RATE=<requests/s> loads at that steady rate instead of as fast as the API answers: the
+ * latency callers see at a load the API carries, where the saturated rounds measure its capacity.
+ *
+ * BENCH_VARIANTS compares configurations in one window: each `;`-separated list of VAR=value pairs
+ * starts one more API process with those variables added (e.g. `OTEL_TRACES_EXPORTER=zipkin
+ * OTEL_TRACES_SAMPLER_ARG=1;LOG_STORE_URL=http://127.0.0.1:9428`), and its routes join the rounds,
+ * so every configuration sees the same background load. Only one process is loaded at a time.
  */
 import { spawn } from 'node:child_process';
 import { openSync, readFileSync, rmSync } from 'node:fs';
@@ -45,11 +53,13 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8);
 const WARM_UP = Number(process.env.BENCH_WARM_UP ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
+/** Requests per second over all connections (a steady load, as callers make it); unset: as fast as the API answers. */
+const RATE = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined;
 const started = Date.now();
 const step = (msg: string) => console.log(`▸ ${msg} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
 
 const dir = throwAwayDir('plana-bench-auth-');
-let apiProcess: ReturnType<typeof spawn> | undefined;
+const apiProcesses: ReturnType<typeof spawn>[] = [];
 
 async function json(url: string, init: RequestInit = {}) {
   const res = await fetch(url, init);
@@ -70,15 +80,35 @@ async function waitForApi(url: string) {
   throw new Error('the API did not start');
 }
 
+/** `A=1 B=2` → { A: '1', B: '2' } (one BENCH_VARIANTS configuration). */
+function variantEnv(text: string): Record<string, string> {
+  return Object.fromEntries(
+    text
+      .trim()
+      .split(/\s+/)
+      .map((pair) => {
+        const at = pair.indexOf('=');
+        if (at < 1) throw new Error(`BENCH_VARIANTS: ${pair} is not VAR=value`);
+        return [pair.slice(0, at), pair.slice(at + 1)];
+      }),
+  );
+}
+
+/** Ports of one more API process. */
+async function apiPorts(): Promise<Record<string, string>> {
+  const port = await freePort();
+  return { API_PORT: String(port), API_PUBLIC_URL: `http://127.0.0.1:${port}`, METRICS_PORT: String(await freePort()) };
+}
+
 /** Where the API's standard output (its log lines) goes: BENCH_API_STDOUT's file, else /dev/null. */
 function apiStdout(): 'ignore' | number {
   const file = process.env.BENCH_API_STDOUT;
   return file ? openSync(file, 'w') : 'ignore';
 }
 
-/** CPU seconds the API process used so far, from /proc (Linux): in its own code (user) and in the kernel (system). */
-function apiCpuSeconds(): { user: number; system: number } {
-  const stat = readFileSync(`/proc/${apiProcess!.pid}/stat`, 'utf8');
+/** CPU seconds an API process used so far, from /proc (Linux): in its own code (user) and in the kernel (system). */
+function apiCpuSeconds(pid: number): { user: number; system: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 }; // utime, stime in clock ticks (USER_HZ = 100)
 }
@@ -119,7 +149,7 @@ function load(
   duration: number,
 ): Promise<autocannon.Result> {
   return new Promise((resolve, reject) => {
-    autocannon({ title, url, headers, connections: CONNECTIONS, duration }, (err, result) =>
+    autocannon({ title, url, headers, connections: CONNECTIONS, duration, overallRate: RATE }, (err, result) =>
       err ? reject(err) : resolve(result),
     );
   });
@@ -167,18 +197,46 @@ try {
     workspaceId,
   ]);
 
-  const mirror = startConfiguredMirror(cfg, pool, createLogger({ level: 'warn' }));
+  // the configurations compared in one window: this run's own, then BENCH_VARIANTS' (header)
+  const variants = [
+    {},
+    ...(process.env.BENCH_VARIANTS ?? '')
+      .split(';')
+      .filter((v) => v.trim())
+      .map(variantEnv),
+  ];
+  const mirrors = variants.map((extra) =>
+    startConfiguredMirror(parseConfig({ ...env, ...extra, ERP_URL: erp.url }), pool, createLogger({ level: 'warn' })),
+  );
 
-  step('starting the account API (its own process)');
-  // BENCH_API_NODE_OPTIONS: e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the API process
-  const nodeOptions = (process.env.BENCH_API_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
-  apiProcess = spawn(process.execPath, [...nodeOptions, '--import', 'tsx', path.join(root, 'api/server.ts')], {
-    cwd: root,
-    env: { PATH: process.env.PATH, ...env, ERP_URL: erp.url },
-    stdio: ['ignore', apiStdout(), 'inherit'],
-  });
+  step(
+    `starting the account API (its own process${variants.length > 1 ? `, one per configuration: ${variants.length}` : ''})`,
+  );
+  const apis = [];
+  for (const extra of variants) apis.push(await startApi(apis.length === 0 ? {} : { ...extra, ...(await apiPorts()) }));
+  async function startApi(extra: Record<string, string>) {
+    const apiEnv: Record<string, string> = { ...env, ERP_URL: erp.url, ...extra };
+    // BENCH_API_NODE_OPTIONS: e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the API process
+    const nodeOptions = (process.env.BENCH_API_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
+    const child = spawn(process.execPath, [...nodeOptions, '--import', 'tsx', path.join(root, 'api/server.ts')], {
+      cwd: root,
+      env: { PATH: process.env.PATH, ...apiEnv },
+      stdio: ['ignore', apiStdout(), 'inherit'],
+    });
+    apiProcesses.push(child);
+    await waitForApi(apiEnv.API_PUBLIC_URL!);
+    const label = Object.entries(extra)
+      .filter(([k]) => !['API_PORT', 'API_PUBLIC_URL', 'METRICS_PORT'].includes(k))
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ');
+    return {
+      pid: child.pid!,
+      base: apiEnv.API_PUBLIC_URL!,
+      metricsUrl: `http://127.0.0.1:${apiEnv.METRICS_PORT}/metrics`,
+      label,
+    };
+  }
   const base = cfg.API_PUBLIC_URL;
-  await waitForApi(base);
 
   const login = await json(`${base}/api/auth/login`, {
     method: 'POST',
@@ -213,32 +271,46 @@ try {
   const kpisUrl = `${base}/api/portal/odoo/${slug}/kpis`;
   await timeCall(kpisUrl); // fills the dashboard cache
 
-  const allRoutes = [
-    { name: 'GET /healthz (no auth)', url: `${base}/healthz`, headers: {} },
-    { name: `GET /api/portal/odoo/${slug}/kpis (ws_live_ key)`, url: kpisUrl, headers: auth },
-    { name: 'GET /api/portal/apikeys/self (ws_live_ key)', url: selfUrl, headers: auth },
-  ];
+  const allRoutes = apis.flatMap((api) => {
+    const tag = api.label ? ` [${api.label}]` : '';
+    return [
+      { name: `GET /healthz (no auth)${tag}`, url: `${api.base}/healthz`, headers: {}, api },
+      {
+        name: `GET /api/portal/odoo/${slug}/kpis (ws_live_ key)${tag}`,
+        url: `${api.base}/api/portal/odoo/${slug}/kpis`,
+        headers: auth,
+        api,
+      },
+      {
+        name: `GET /api/portal/apikeys/self (ws_live_ key)${tag}`,
+        url: `${api.base}/api/portal/apikeys/self`,
+        headers: auth,
+        api,
+      },
+    ];
+  });
   // BENCH_ONLY: load only the routes whose name contains one of the texts, e.g. one to profile it by itself
   const routes = ONLY ? allRoutes.filter((r) => ONLY.some((part) => r.name.includes(part))) : allRoutes;
   if (routes.length === 0) throw new Error(`BENCH_ONLY=${ONLY} names none of the routes`);
   // the ratios need the trivial route (first) and the dashboard call
   const dashboard = routes[0] === allRoutes[0] ? routes.indexOf(allRoutes[1]!) : -1;
+  // each process's key cache and dashboard cache warm (a key's first call in a process pays for bcrypt)
+  for (const api of apis.slice(1)) await timeCall(`${api.base}/api/portal/odoo/${slug}/kpis`);
   step(`warming up, then ${ROUNDS} alternating rounds of ${DURATION} s per route with ${CONNECTIONS} connections`);
   for (const r of routes) await load(`warm-up ${r.name}`, r.url, r.headers, WARM_UP);
   // alternate short rounds so that every route sees the same background load on a shared machine;
   // each round also notes the CPU time the API process spent on it, and the requests the API
   // answered 200 in it by its own metrics (scraped outside the CPU window)
-  const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
   const runs = routes.map(() => [] as Round[]);
   for (let i = 0; i < ROUNDS; i++) {
     for (const [j, r] of routes.entries()) {
-      const before = answeredByRoute(await scrape(metricsUrl));
-      const cpuBefore = apiCpuSeconds();
+      const before = answeredByRoute(await scrape(r.api.metricsUrl));
+      const cpuBefore = apiCpuSeconds(r.api.pid);
       const result = await load(r.name, r.url, r.headers, DURATION);
-      const cpuAfter = apiCpuSeconds();
+      const cpuAfter = apiCpuSeconds(r.api.pid);
       const system = cpuAfter.system - cpuBefore.system;
       const cpu = cpuAfter.user - cpuBefore.user + system;
-      runs[j]!.push({ result, cpu, system, ...busiestRoute(before, answeredByRoute(await scrape(metricsUrl))) });
+      runs[j]!.push({ result, cpu, system, ...busiestRoute(before, answeredByRoute(await scrape(r.api.metricsUrl))) });
     }
   }
   const bad = runs.flat().reduce((n, { result }) => n + result.non2xx + result.errors, 0);
@@ -277,7 +349,7 @@ try {
             .map((x) => (x * 100).toFixed(0))
             .join('/')})`;
     const counted = `      counted by the API as ${[...new Set(rounds.map((x) => x.route))].join(', ')}: ${rounds.reduce((n, x) => n + x.served, 0)} answered 200 (autocannon: ${rounds.reduce((n, { result }) => n + result['2xx'], 0)})`;
-    return `  ${r.name.padEnd(48)} ${figures}${ratio}\n${counted}`;
+    return `  ${r.name}\n    ${figures}${ratio}\n${counted}`;
   });
   const dashboardRatio = dashboard < 0 ? NaN : median(throughputRatios(dashboard));
   const dashboardCapacity = dashboard < 0 ? NaN : median(capacityRatios(dashboard));
@@ -294,27 +366,27 @@ try {
       ? `  BENCH_ONLY=${ONLY}: no ratio`
       : `  key-authenticated dashboard call / trivial route (median of the rounds):
     throughput ${pct(dashboardRatio)}   target ≥ 60 %: ${dashboardRatio >= 0.6 ? 'OK' : 'BELOW TARGET'}
-    requests per API CPU-second ${pct(dashboardCapacity)} (rounds ${rounds(capacityRatios(dashboard))}; what one API core sustains, whatever else the machine runs; goal ≥ 80 %)
+    requests per API CPU-second ${pct(dashboardCapacity)} (rounds ${rounds(capacityRatios(dashboard))}; what one API core sustains, whatever else the machine runs)
     requests per API CPU-second, all rounds pooled ${pct(pooledCapacity)} (${(pooledCost(0) * 1e6).toFixed(1)} / ${(pooledCost(dashboard) * 1e6).toFixed(1)} µs per request)`;
 
   console.log(`
 bench:auth — requests as counted by the API's /metrics (plana_http_requests_total, status 200), load ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}
-  ${CONNECTIONS} connections, ${ROUNDS} × ${DURATION} s per route (alternating), API in its own process, log level info
+  ${CONNECTIONS} connections${RATE ? `, ${RATE} requests/s` : ''}, ${ROUNDS} × ${DURATION} s per route (alternating), API in its own process, log level info
 ${lines.join('\n')}
 ${summary}
 
   bcrypt cost ${cfg.BCRYPT_COST}: a key's first call in a process ${first.toFixed(1)} ms (bcrypt), then p50 ${warm[10]!.toFixed(1)} ms (cache)
   total ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
-  await mirror?.stop();
+  for (const mirror of mirrors) await mirror?.stop();
   await bench.close();
 } catch (err) {
   console.error(`bench:auth failed: ${(err as Error).message}`);
   process.exitCode = 1;
 } finally {
-  if (apiProcess && apiProcess.exitCode === null) {
-    const exited = new Promise((r) => apiProcess!.once('exit', r));
-    apiProcess.kill('SIGTERM');
+  for (const child of apiProcesses.filter((c) => c.exitCode === null)) {
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
     await exited;
   }
   await stopAll();
