@@ -86,10 +86,27 @@ else
   in_background "the Temporal CLI" build_temporal_cli
 fi
 
+# Builds package $3 of Go module $2 (module@version) into the file $4, at low priority, listing the
+# packages it compiles; $5: -ldflags. The module is downloaded and built in place, since a go.mod
+# with replace directives makes `go install pkg@version` refuse it. Where the checksum database is
+# unreachable it retries without it (the module's go.sum still pins every dependency).
+build_module_in_place() {
+  local name=$1 module=$2 package=$3 out=$4 ldflags=${5:-} src
+  module_dir() { go mod download -json "$module" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'; }
+  src=$(module_dir) || src=""
+  if [ -z "$src" ]; then
+    say "retrying without the Go checksum database ($name's go.sum still pins every dependency)"
+    src=$(GOSUMDB=off module_dir) || die "could not download $module from the Go module proxy"
+  fi
+  go_build() { ( cd "$src" && nice -n 19 go build -v -ldflags "$ldflags" -o "$out.part" "$package" 2>&1 | sed -u 's/^/  go: /' ); }
+  go_build || GOSUMDB=off go_build
+  [ -x "$out.part" ] || die "could not build $name"
+  mv "$out.part" "$out"
+}
+
 # 2b. SeaweedFS 4.53 (Apache-2.0), the S3-compatible object store backups go to locally
-#     (scripts/local-seaweedfs.ts), built with Go at low priority. Its tags are not semver, so the Go
-#     module proxy serves the release commit as a pseudo-version; its go.mod has replace directives,
-#     which `go install pkg@version` refuses, so the module is downloaded and built in place.
+#     (scripts/local-seaweedfs.ts). Its tags are not semver, so the Go module proxy serves the
+#     release commit as a pseudo-version.
 SEAWEEDFS_VERSION=4.53
 SEAWEEDFS_MODULE=github.com/seaweedfs/seaweedfs@v0.0.0-20261109003541-7506e5f91cd6
 SEAWEEDFS_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/plana/seaweedfs-${SEAWEEDFS_VERSION}"
@@ -99,25 +116,15 @@ build_seaweedfs() {
   mkdir -p "$SEAWEEDFS_DIR"
   say "building SeaweedFS ${SEAWEEDFS_VERSION} with Go into $SEAWEEDFS_DIR (nice 19)"
   say "this takes 10-40 minutes on two shared cores the first time (the link needs about 2.6 GB); the packages being compiled are listed below"
-  seaweedfs_src() { go mod download -json "$SEAWEEDFS_MODULE" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'; }
-  src=$(seaweedfs_src) || src=""
-  if [ -z "$src" ]; then
-    say "retrying without the Go checksum database (SeaweedFS's go.sum still pins every dependency)"
-    src=$(GOSUMDB=off seaweedfs_src) || die "could not download $SEAWEEDFS_MODULE from the Go module proxy"
-  fi
-  ( cd "$src" && nice -n 19 go build -v -o "$SEAWEEDFS_DIR/weed.part" ./weed 2>&1 | sed -u 's/^/  go: /' ) \
-    || ( cd "$src" && GOSUMDB=off nice -n 19 go build -v -o "$SEAWEEDFS_DIR/weed.part" ./weed 2>&1 | sed -u 's/^/  go: /' )
-  [ -x "$SEAWEEDFS_DIR/weed.part" ] || die "could not build SeaweedFS ${SEAWEEDFS_VERSION}"
-  mv "$SEAWEEDFS_DIR/weed.part" "$SEAWEEDFS_DIR/weed"
+  build_module_in_place SeaweedFS "$SEAWEEDFS_MODULE" ./weed "$SEAWEEDFS_DIR/weed"
   seaweedfs_ok "$SEAWEEDFS_DIR/weed" || die "$SEAWEEDFS_DIR/weed is not SeaweedFS ${SEAWEEDFS_VERSION}"
   say "SeaweedFS ready: $SEAWEEDFS_DIR/weed"
 }
 seaweedfs_ok "$SEAWEEDFS_DIR/weed" || in_background SeaweedFS build_seaweedfs
 
 # 2c. VictoriaLogs 1.52.1 (Apache-2.0), the log store: the execution log's mirror and every
-#     service's log lines (scripts/local-victorialogs.ts), built with Go at low priority (about a
-#     minute the first time on two cores). Downloaded and built in place as SeaweedFS is, with the
-#     version stamped in so `victoria-logs -version` can say what the cache holds.
+#     service's log lines (scripts/local-victorialogs.ts), about a minute the first time on two
+#     cores, with the version stamped in so `victoria-logs -version` can say what the cache holds.
 VICTORIALOGS_VERSION=1.52.1
 VICTORIALOGS_MODULE=github.com/VictoriaMetrics/VictoriaLogs@v${VICTORIALOGS_VERSION}
 VICTORIALOGS_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/plana/victorialogs-${VICTORIALOGS_VERSION}"
@@ -127,20 +134,8 @@ build_victorialogs() {
   mkdir -p "$VICTORIALOGS_DIR"
   say "building VictoriaLogs ${VICTORIALOGS_VERSION} with Go into $VICTORIALOGS_DIR (nice 19)"
   say "about a minute on two cores the first time; the packages being compiled are listed below"
-  victorialogs_src() { go mod download -json "$VICTORIALOGS_MODULE" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'; }
-  src=$(victorialogs_src) || src=""
-  if [ -z "$src" ]; then
-    say "retrying without the Go checksum database (VictoriaLogs's go.sum still pins every dependency)"
-    src=$(GOSUMDB=off victorialogs_src) || die "could not download $VICTORIALOGS_MODULE from the Go module proxy"
-  fi
-  victorialogs_build() {
-    ( cd "$src" && nice -n 19 go build -v \
-        -ldflags "-X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=victoria-logs-v${VICTORIALOGS_VERSION}" \
-        -o "$VICTORIALOGS_DIR/victoria-logs.part" ./app/victoria-logs 2>&1 | sed -u 's/^/  go: /' )
-  }
-  victorialogs_build || GOSUMDB=off victorialogs_build
-  [ -x "$VICTORIALOGS_DIR/victoria-logs.part" ] || die "could not build VictoriaLogs ${VICTORIALOGS_VERSION}"
-  mv "$VICTORIALOGS_DIR/victoria-logs.part" "$VICTORIALOGS_DIR/victoria-logs"
+  build_module_in_place VictoriaLogs "$VICTORIALOGS_MODULE" ./app/victoria-logs "$VICTORIALOGS_DIR/victoria-logs" \
+    "-X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=victoria-logs-v${VICTORIALOGS_VERSION}"
   victorialogs_ok "$VICTORIALOGS_DIR/victoria-logs" || die "$VICTORIALOGS_DIR/victoria-logs is not VictoriaLogs ${VICTORIALOGS_VERSION}"
   say "VictoriaLogs ready: $VICTORIALOGS_DIR/victoria-logs"
 }
