@@ -60,3 +60,15 @@ export const EmailAddress = Type.String({
   maxLength: 254,
   description: 'an e-mail address (local part @ a dotted domain)',
 });
+
+/** One call in a workspace's execution log, as the portal (PostgreSQL) and the ops API (the log store) answer it. */
+export const ExecutionLogCall = Type.Object({
+  id: Type.String({ description: "the call's id in the execution log (one line per id)" }),
+  occurredAt: Type.String({ format: 'date-time' }),
+  keyPrefix: Type.String(),
+  method: Type.String(),
+  route: Type.String(),
+  status: Type.Integer(),
+  latencyMs: Type.Number(),
+  requestId: Type.String({ description: "the request's id, its trace id too (what a problem body's requestId names)" }),
+});

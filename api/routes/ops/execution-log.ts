@@ -10,19 +10,8 @@ import { Type } from 'typebox';
 import { dropExpiredPartitions, ensurePartitions } from '../../../domain/access/execution-log.js';
 import { readStoredExecutionLog, SINCE_PATTERN } from '../../../domain/access/execution-log-store.js';
 import { getWorkspace } from '../../../domain/access/workspaces.js';
-import { TenantName, Text } from '../../schemas/common.js';
+import { ExecutionLogCall, TenantName, Text } from '../../schemas/common.js';
 import { access } from '../../plugins/access.js';
-
-const StoredCall = Type.Object({
-  id: Type.String({ description: "the call's id in the execution log (one line per id)" }),
-  occurredAt: Type.String({ format: 'date-time' }),
-  keyPrefix: Type.String(),
-  method: Type.String(),
-  route: Type.String(),
-  status: Type.Integer(),
-  latencyMs: Type.Number(),
-  requestId: Type.String(),
-});
 
 export default async function opsExecutionLogRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -50,7 +39,7 @@ export default async function opsExecutionLogRoutes(fastify: FastifyInstance) {
           limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }),
         }),
         response: {
-          200: Type.Object({ items: Type.Array(StoredCall) }),
+          200: Type.Object({ items: Type.Array(ExecutionLogCall) }),
           400: Type.Ref('Problem'),
           401: Type.Ref('Problem'),
           404: Type.Ref('Problem'),

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { readExecutionLog } from '../../../domain/access/execution-log.js';
-import { TenantName, Text } from '../../schemas/common.js';
+import { ExecutionLogCall, TenantName, Text } from '../../schemas/common.js';
 import { access } from '../../plugins/access.js';
 import { AppError } from '../../../lib/errors.js';
 
@@ -52,18 +52,7 @@ export default async function executionLogRoutes(fastify: FastifyInstance) {
         }),
         response: {
           200: Type.Object({
-            items: Type.Array(
-              Type.Object({
-                id: Type.String(),
-                occurredAt: Type.String({ format: 'date-time' }),
-                keyPrefix: Type.String(),
-                method: Type.String(),
-                route: Type.String(),
-                status: Type.Integer(),
-                latencyMs: Type.Number(),
-                requestId: Type.String(),
-              }),
-            ),
+            items: Type.Array(ExecutionLogCall),
             nextCursor: Type.Union([Type.String(), Type.Null()]),
           }),
           400: Type.Ref('Problem'),

@@ -3519,6 +3519,7 @@ export interface paths {
                     content: {
                         "application/json": {
                             items: {
+                                /** @description the call's id in the execution log (one line per id) */
                                 id: string;
                                 /** Format: date-time */
                                 occurredAt: string;
@@ -3527,6 +3528,7 @@ export interface paths {
                                 route: string;
                                 status: number;
                                 latencyMs: number;
+                                /** @description the request's id, its trace id too (what a problem body's requestId names) */
                                 requestId: string;
                             }[];
                             nextCursor: string | null;
@@ -6052,6 +6054,7 @@ export interface paths {
                                 route: string;
                                 status: number;
                                 latencyMs: number;
+                                /** @description the request's id, its trace id too (what a problem body's requestId names) */
                                 requestId: string;
                             }[];
                         };
