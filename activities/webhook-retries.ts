@@ -163,7 +163,9 @@ export async function deliverDueWebhooks(
       due.map(({ messageId, payload, trigger, attemptsBefore, trace }) =>
         // each attempt is a span of the trace of the event that caused the message
         slots(() =>
-          inTraceOf(trace, () => attemptDelivery(attemptDeps, { endpoint, messageId, payload, trigger, attemptsBefore })),
+          inTraceOf(trace, () =>
+            attemptDelivery(attemptDeps, { endpoint, messageId, payload, trigger, attemptsBefore }),
+          ),
         ),
       ),
     );
