@@ -123,10 +123,14 @@ export async function buildTenantIngress(opts: TenantIngressOptions) {
           : { ...headers, 'set-cookie': sessions.bindAll(headers['set-cookie'], hostOf(req?.raw)) },
       onError: answerProxyError,
     },
+    // Odoo's bus (/websocket): the handshake goes on with the Host (the database), the Origin (Odoo
+    // refuses a handshake without one) and the session this host issued (the bus serves a session)
     wsClientOptions: {
       rewriteRequestHeaders: (headers: Record<string, string>, req: IncomingMessage) => ({
         ...headers,
         host: req.headers.host ?? '',
+        ...(req.headers.origin ? { origin: req.headers.origin } : {}),
+        ...(req.headers.cookie ? { cookie: req.headers.cookie } : {}),
       }),
     },
   });

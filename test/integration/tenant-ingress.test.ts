@@ -5,7 +5,7 @@
  * reach the right database by Host); its host answers /svc/saas from the platform's data; a host
  * without a route is a 404; /web/health of a route whose database is not there is a 503.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
@@ -28,6 +28,7 @@ import { tenantAdminPassword } from '../../domain/erp/api-user.js';
 import { unservedDatabaseReason } from '../../domain/erp/from-scratch.js';
 import { createPool } from '../../lib/db.js';
 import { buildTenantIngress } from '../../services/tenant-ingress/app.js';
+import { HostBoundSessions } from '../../services/tenant-ingress/session-cookies.js';
 import { createWorkspaceWithTenant } from '../support/erp-tenant.js';
 
 let odoo: ErpStandIn;
@@ -230,6 +231,80 @@ describe('/web/health of a routed tenant whose database is not there (§7)', () 
       await erpAdmin.query(`DROP DATABASE IF EXISTS ${id(`${host}__installing`)}`);
       await ingress.close();
       await erpAdmin.end();
+      await new Promise((resolve) => upstream.close(resolve));
+    }
+  });
+});
+
+describe("Odoo's bus websocket through the ingress", () => {
+  it('reaches the ERP with the Host, the Origin and the session this host issued (Odoo refuses a handshake without an Origin, and serves the bus only to a session)', async () => {
+    // the ERP: records the handshake it gets and completes it (RFC 6455 §4.2.2)
+    const handshakes: Record<string, string | string[] | undefined>[] = [];
+    const upstream = createServer();
+    upstream.on('upgrade', (req, socket) => {
+      handshakes.push(req.headers);
+      const accept = createHash('sha1')
+        .update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`)
+        .digest('base64');
+      socket.end(
+        `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`,
+      );
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    const sessionKey = randomBytes(32).toString('base64');
+    const ingress = await buildTenantIngress({
+      platform: p.pool,
+      upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+      saas: { accountApiUrl: p.cfg.ACCOUNT_API_URL, key: async () => '', loggedIn: async () => false },
+      sessionKey,
+      logLevel: 'warn',
+    });
+    const name = await createWorkspaceWithTenant(p.pool, { tier: 'starter', version: '18' });
+    const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
+    await p.pool.query(
+      `INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-18', $1)`,
+      [host, name],
+    );
+    // the cookie the ingress gave this browser for the ERP's session `s3ss10n` on this host
+    const [bound] = new HostBoundSessions(sessionKey).bindAll('session_id=s3ss10n; Path=/; HttpOnly', host);
+    const cookie = bound!.split(';')[0]!;
+    try {
+      await ingress.listen({ host: '127.0.0.1', port: 0 });
+      const { port } = ingress.server.address() as AddressInfo;
+      // the web client's worker opening /websocket, as a browser sends it
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = request({
+          hostname: '127.0.0.1',
+          port,
+          path: '/websocket?version=18.0-2',
+          headers: {
+            host,
+            origin: `http://${host}`,
+            cookie: `frontend_lang=en_US; ${cookie}`,
+            connection: 'Upgrade',
+            upgrade: 'websocket',
+            'sec-websocket-version': '13',
+            'sec-websocket-key': randomBytes(16).toString('base64'),
+          },
+        });
+        req.on('upgrade', (res, socket) => {
+          // held open while the ingress connects to the ERP (it answers the browser first)
+          setTimeout(() => socket.destroy(), 2_000);
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('response', (res) => resolve(res.statusCode ?? 0));
+        req.on('error', reject);
+        req.end();
+      });
+      expect(status).toBe(101);
+      await expect.poll(() => handshakes.length).toBe(1);
+      expect(handshakes[0]).toMatchObject({
+        host,
+        origin: `http://${host}`,
+        cookie: 'frontend_lang=en_US; session_id=s3ss10n',
+      });
+    } finally {
+      await ingress.close();
       await new Promise((resolve) => upstream.close(resolve));
     }
   });
