@@ -10,6 +10,7 @@
  */
 import { existsSync, mkdtempSync } from 'node:fs';
 import http from 'node:http';
+import type { Socket } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import bcrypt from 'bcrypt';
@@ -965,6 +966,60 @@ describe(`signing in to a tenant's real Odoo ${suiteVersion} through the platfor
       /<input[^>]*type="password"[^>]*name="password"|<input[^>]*name="password"[^>]*type="password"/,
     );
     expect(linkTo(html, ERP_PROVIDER_BUTTON)).toBeTruthy();
+  });
+
+  it("Odoo's bus websocket opens through the tenant ingress for the owner's session and stays open", async () => {
+    const login = await call(p.cfg.API_PUBLIC_URL, 'POST', '/api/auth/login', {
+      body: { email: owner.email, password: PASSWORD },
+    });
+    const { rows } = await p.pool.query<{ slug: string }>(
+      'SELECT w.slug FROM tenants t JOIN workspaces w ON w.id = t.workspace_id WHERE t.name = $1',
+      [name],
+    );
+    const opened = await call(p.cfg.API_PUBLIC_URL, 'POST', `/api/portal/erp/sign-in?workspace=${rows[0]!.slug}`, {
+      token: login.body.accessToken,
+    });
+    const b = new HttpBrowser({ localDomain: p.cfg.TENANT_DOMAIN });
+    const webClient = await (await b.request(opened.body.url)).res.text();
+    // the version of the bus worker this Odoo serves, which 18 and 19 check (their session info names
+    // it); 17's bus has none
+    const version = /"websocket_worker_version": "([^"]+)"/.exec(webClient)?.[1];
+    expect(version === undefined).toBe(suiteVersion === '17');
+    const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
+    const url = new URL(base);
+    // what the web client's worker sends: Origin, the session cookie the ingress gave this browser
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const req = http.request({
+        hostname: '127.0.0.1',
+        port: url.port,
+        path: version ? `/websocket?version=${version}` : '/websocket',
+        headers: {
+          host: url.host,
+          origin: base,
+          cookie: `session_id=${b.cookie(host, 'session_id')}`,
+          connection: 'Upgrade',
+          upgrade: 'websocket',
+          'sec-websocket-version': '13',
+          'sec-websocket-key': Buffer.from(`plana-${Date.now()}`.padEnd(16, '.').slice(0, 16)).toString('base64'),
+        },
+      });
+      req.on('upgrade', (_res, s) => resolve(s));
+      req.on('response', (res) => reject(new Error(`no upgrade: HTTP ${res.statusCode}`)));
+      req.on('error', reject);
+      req.end();
+    });
+    // the ingress answers the upgrade at once; Odoo's refusal of the handshake (no Origin, an outdated
+    // worker) then arrives as a close frame (opcode 8): none comes, the connection stays open
+    const received: Buffer[] = [];
+    let closed = false;
+    socket.on('data', (c: Buffer) => received.push(c));
+    socket.on('close', () => (closed = true));
+    socket.on('error', () => undefined);
+    await new Promise((r) => setTimeout(r, 3_000));
+    const first = Buffer.concat(received)[0];
+    expect(first === undefined ? 'nothing' : `opcode ${first & 0x0f}`).toBe('nothing');
+    expect(closed).toBe(false);
+    socket.destroy();
   });
 
   it("after a rotation of the provider's signing key Odoo's auth_oidc verifies ID tokens of the new key (it fetches the JWKS again for a new kid)", async () => {
