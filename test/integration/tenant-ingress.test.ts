@@ -6,7 +6,7 @@
  * without a route is a 404; /web/health of a route whose database is not there is a 503.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer, request } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,7 +27,7 @@ import { testConfig } from '../support/env.js';
 import { tenantAdminPassword } from '../../domain/erp/api-user.js';
 import { unservedDatabaseReason } from '../../domain/erp/from-scratch.js';
 import { createPool } from '../../lib/db.js';
-import { buildTenantIngress } from '../../services/tenant-ingress/app.js';
+import { buildTenantIngress, type TenantIngressOptions } from '../../services/tenant-ingress/app.js';
 import { HostBoundSessions } from '../../services/tenant-ingress/session-cookies.js';
 import { createWorkspaceWithTenant } from '../support/erp-tenant.js';
 
@@ -187,6 +187,29 @@ describe('the tenant ingress in front of an ERP', () => {
   });
 });
 
+/**
+ * An ingress of its own in front of `upstream` (a server on loopback standing for Odoo), and a
+ * routed tenant host: a workspace's tenant whose route names its database after the host.
+ */
+async function ingressInFrontOf(upstream: Server, opts: Pick<TenantIngressOptions, 'unservedReason'> = {}) {
+  const sessionKey = randomBytes(32).toString('base64');
+  const ingress = await buildTenantIngress({
+    platform: p.pool,
+    upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+    saas: { accountApiUrl: p.cfg.ACCOUNT_API_URL, key: async () => '', loggedIn: async () => false },
+    sessionKey,
+    logLevel: 'warn',
+    ...opts,
+  });
+  const name = await createWorkspaceWithTenant(p.pool, { tier: 'starter', version: '18' });
+  const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
+  await p.pool.query(
+    `INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-18', $1)`,
+    [host, name],
+  );
+  return { ingress, host, sessionKey };
+}
+
 describe('/web/health of a routed tenant whose database is not there (§7)', () => {
   it('answers 503 saying why (being installed from scratch, or missing) in front of an ERP that answers 200 for any Host, as real Odoo does', async () => {
     // "real Odoo": /web/health passes for any Host, without opening a database
@@ -195,20 +218,9 @@ describe('/web/health of a routed tenant whose database is not there (§7)', () 
     });
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
     const erpAdmin = createPool(runErpDatabaseUrl(), 2);
-    const ingress = await buildTenantIngress({
-      platform: p.pool,
-      upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
-      saas: { accountApiUrl: p.cfg.ACCOUNT_API_URL, key: async () => '', loggedIn: async () => false },
+    const { ingress, host } = await ingressInFrontOf(upstream, {
       unservedReason: (database) => unservedDatabaseReason(erpAdmin, database),
-      sessionKey: randomBytes(32).toString('base64'),
-      logLevel: 'warn',
     });
-    const name = await createWorkspaceWithTenant(p.pool, { tier: 'starter', version: '18' });
-    const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
-    await p.pool.query(
-      `INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-18', $1)`,
-      [host, name],
-    );
     const health = async () => {
       const res = await ingress.inject({ method: 'GET', url: '/web/health', headers: { host } });
       return { status: res.statusCode, body: res.json() as unknown };
@@ -251,20 +263,7 @@ describe("Odoo's bus websocket through the ingress", () => {
       );
     });
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-    const sessionKey = randomBytes(32).toString('base64');
-    const ingress = await buildTenantIngress({
-      platform: p.pool,
-      upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
-      saas: { accountApiUrl: p.cfg.ACCOUNT_API_URL, key: async () => '', loggedIn: async () => false },
-      sessionKey,
-      logLevel: 'warn',
-    });
-    const name = await createWorkspaceWithTenant(p.pool, { tier: 'starter', version: '18' });
-    const host = `${name}.${p.cfg.TENANT_DOMAIN}`;
-    await p.pool.query(
-      `INSERT INTO tenant_routes (host, tenant, namespace, database) VALUES ($1, $2, 'plana-odoo-18', $1)`,
-      [host, name],
-    );
+    const { ingress, host, sessionKey } = await ingressInFrontOf(upstream);
     // the cookie the ingress gave this browser for the ERP's session `s3ss10n` on this host
     const [bound] = new HostBoundSessions(sessionKey).bindAll('session_id=s3ss10n; Path=/; HttpOnly', host);
     const cookie = bound!.split(';')[0]!;
