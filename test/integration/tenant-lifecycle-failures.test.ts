@@ -28,7 +28,7 @@ import {
   type LifecycleSettings,
 } from '../../domain/tenants/workflow-contract.js';
 import type { tenantLifecycle } from '../../workflows/index.js';
-import { useLifecycleWorker } from '../support/lifecycle-worker.js';
+import { tenantSpec, useLifecycleWorker } from '../support/lifecycle-worker.js';
 
 const lifecycle = useLifecycleWorker('lifecycle-failures');
 const { taskQueue, peers } = lifecycle;
@@ -58,14 +58,7 @@ async function start(prefix: string, overrides: Partial<LifecycleSettings> = {})
         name,
         uid: `uid-${name}`,
         generation: 1,
-        spec: {
-          subdomain: name,
-          projectId: 42,
-          tier: 'pro',
-          erpVersion: '18',
-          ownerEmail: `owner@${name}.test`,
-          ownerName: 'Owner',
-        },
+        spec: tenantSpec(name),
         settings: settings(overrides),
       },
     ],
@@ -403,14 +396,7 @@ describe('continue-as-new', () => {
     await handle.signal(applySignal, {
       uid: `uid-${name}`,
       generation: 2,
-      spec: {
-        subdomain: name,
-        projectId: 42,
-        tier: 'enterprise',
-        erpVersion: '18',
-        ownerEmail: `owner@${name}.test`,
-        ownerName: 'Owner',
-      },
+      spec: tenantSpec(name, { tier: 'enterprise' }),
     });
     const next = await waitForStatus(
       handle,
@@ -438,14 +424,7 @@ describe('a tier change', () => {
   it("installs the new tier's modules; until the ERP installs them the new generation is not Ready; a downgrade keeps them", async () => {
     const { name, handle } = await start('tier');
     await waitForStatus(handle, (s) => isReady(s) && s.currentStep === 'ready');
-    const spec = (tier: 'starter' | 'pro' | 'enterprise') => ({
-      subdomain: name,
-      projectId: 42,
-      tier,
-      erpVersion: '18' as const,
-      ownerEmail: `owner@${name}.test`,
-      ownerName: 'Owner',
-    });
+    const spec = (tier: 'starter' | 'pro' | 'enterprise') => tenantSpec(name, { tier });
 
     // the ERP refuses the install for a while: the database is not what generation 2 asks for
     peers.failFor('ensureTierModules', 8, 'the ERP of the tenant answered HTTP 503');

@@ -22,7 +22,7 @@ import {
 import { searchAttributes } from '../../domain/workflow-search-attributes.js';
 import { startSearchAttributes } from '../../domain/tenants/operator-actions.js';
 import type { tenantLifecycle } from '../../workflows/index.js';
-import { useLifecycleWorker } from '../support/lifecycle-worker.js';
+import { tenantSpec, useLifecycleWorker } from '../support/lifecycle-worker.js';
 
 const lifecycle = useLifecycleWorker('lifecycle-history');
 const { taskQueue, peers } = lifecycle;
@@ -39,14 +39,7 @@ const settings: LifecycleSettings = {
 /** Starts a tenant workflow the way the controller does (its search attributes set at the start). */
 async function start(overrides: Partial<LifecycleSettings> = {}) {
   const name = `history-${Date.now().toString(36)}`;
-  const spec = {
-    subdomain: name,
-    projectId: 42,
-    tier: 'pro' as const,
-    erpVersion: '18' as const,
-    ownerEmail: `owner@${name}.test`,
-    ownerName: 'Owner',
-  };
+  const spec = tenantSpec(name);
   const handle = await client().workflow.start<typeof tenantLifecycle>('tenantLifecycle', {
     workflowId: tenantWorkflowId(name),
     taskQueue,

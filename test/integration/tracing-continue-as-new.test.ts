@@ -16,7 +16,7 @@ import {
 } from '../../domain/tenants/workflow-contract.js';
 import type { TenantStatus } from '../../domain/tenants/types.js';
 import { inSpan, type Tracing } from '../../lib/tracing.js';
-import { useLifecycleWorker } from '../support/lifecycle-worker.js';
+import { tenantSpec, useLifecycleWorker } from '../support/lifecycle-worker.js';
 import { startTestTracing, zipkinTrace } from '../support/traces.js';
 
 let tracing: Tracing;
@@ -36,14 +36,7 @@ it('the rounds after a continue-as-new stay in the trace of the apply, up to Rea
     interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] },
   });
   const name = `traced-can-${Date.now().toString(36)}`;
-  const spec = {
-    subdomain: name,
-    projectId: 42,
-    tier: 'pro' as const,
-    erpVersion: '18' as const,
-    ownerEmail: `owner@${name}.test`,
-    ownerName: 'Owner',
-  };
+  const spec = tenantSpec(name);
   peers.down.set('createRoute', 'connect ECONNREFUSED 127.0.0.1:5432 (route table)');
   const { traceId, handle } = await inSpan('apply', {}, async (span) => {
     const handle = await client.workflow.signalWithStart<TenantLifecycleWorkflow, [ApplyRequest]>(

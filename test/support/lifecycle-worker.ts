@@ -9,6 +9,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { FakeTenantPeers } from './fake-tenant-peers.js';
 import { workflowBundle } from './env.js';
 import { workflowSpanSinks } from '../../worker/tracing.js';
+import type { TenantClientSpec } from '../../domain/tenants/types.js';
 
 export interface LifecycleWorker {
   taskQueue: string;
@@ -49,4 +50,17 @@ export function useLifecycleWorker(name: string): LifecycleWorker {
   });
 
   return harness;
+}
+
+/** The TenantClient spec of the lifecycle tests' tenant `name` (a pro tier on ERP 18 unless overridden). */
+export function tenantSpec(name: string, overrides: Partial<TenantClientSpec> = {}): TenantClientSpec {
+  return {
+    subdomain: name,
+    projectId: 42,
+    tier: 'pro',
+    erpVersion: '18',
+    ownerEmail: `owner@${name}.test`,
+    ownerName: 'Owner',
+    ...overrides,
+  };
 }
